@@ -1,0 +1,197 @@
+"""Struct-of-arrays data model of a training iteration (DESIGN.md, "Core data model").
+
+`Graph` is what a front end builds from a model description: tensors and kernels, no times.
+`Workload` is a Graph plus per-kernel times (cycles) and the workspace tensors that the
+workspace file adds (G10 appends them after all model tensors and adds each to its kernel's
+outputs, planner spec §2.7).
+
+Conventions (fixed and documented, G10 uses hash-set order here, O-18 / planner O-20):
+* a kernel's inputs and outputs are each sorted by ascending tensor id, without duplicates;
+  a tensor may be both an input and an output (in-place update);
+* tensor ids are creation order, which is also address order within each of the two spaces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+PAGE_SIZE = 4096
+
+
+def csr_from_lists(lists) -> tuple[np.ndarray, np.ndarray]:
+    """Lists of tensor ids per kernel -> (ptr int64[K+1], idx int32[nnz]), each row sorted, unique."""
+    rows = [np.unique(np.asarray(list(r), dtype=np.int64)) for r in lists]
+    ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    if rows:
+        ptr[1:] = np.cumsum([len(r) for r in rows])
+    idx = np.concatenate(rows).astype(np.int32) if rows and ptr[-1] > 0 else np.zeros(0, np.int32)
+    return ptr, idx
+
+
+@dataclass(frozen=True)
+class Graph:
+    """Tensors and kernels of one iteration, as built by a front end.
+
+    Tensor arrays (length T, index = tensor id = creation order):
+      raw_size  int64  requested bytes
+      is_global bool   weight / persistent tensor
+    Kernel arrays (length K, index = kernel id = execution order):
+      kernel_name   list[str]  kernel type, e.g. "Conv2d_Forward"
+      kernel_parent list[str]  parent layer / op, e.g. "215:GatherV2" (informational)
+      in_ptr/in_idx, out_ptr/out_idx  CSR incidence, rows sorted ascending
+    """
+
+    name: str
+    batch_size: int
+    raw_size: np.ndarray
+    is_global: np.ndarray
+    kernel_name: list
+    kernel_parent: list
+    in_ptr: np.ndarray
+    in_idx: np.ndarray
+    out_ptr: np.ndarray
+    out_idx: np.ndarray
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def num_tensors(self) -> int:
+        return int(self.raw_size.shape[0])
+
+    @property
+    def num_kernels(self) -> int:
+        return int(self.in_ptr.shape[0] - 1)
+
+    def inputs(self, k: int) -> np.ndarray:
+        return self.in_idx[self.in_ptr[k]:self.in_ptr[k + 1]]
+
+    def outputs(self, k: int) -> np.ndarray:
+        return self.out_idx[self.out_ptr[k]:self.out_ptr[k + 1]]
+
+
+def page_round(raw: np.ndarray) -> np.ndarray:
+    raw = np.asarray(raw, dtype=np.int64)
+    return (raw + PAGE_SIZE - 1) // PAGE_SIZE * PAGE_SIZE
+
+
+def address_layout(size: np.ndarray, is_global: np.ndarray) -> tuple[np.ndarray, int]:
+    """G10's two bump allocators (simulator spec §2.1): weights at [0, W), the rest from W.
+
+    Returns (global byte address per tensor, W)."""
+    size = np.asarray(size, dtype=np.int64)
+    g = np.asarray(is_global, dtype=bool)
+    off = np.zeros_like(size)
+    gs = np.where(g, size, 0)
+    ls = np.where(g, 0, size)
+    w_off = np.cumsum(gs) - gs
+    l_off = np.cumsum(ls) - ls
+    W = int(gs.sum())
+    off[g] = w_off[g]
+    off[~g] = l_off[~g] + W
+    return off, W
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A Graph with kernel times (cycles) and workspace tensors: what the engines consume.
+
+    Tensor arrays (length T, workspaces last):
+      raw_size, size (page-rounded bytes), is_global, address (bytes, global address space),
+      start_page = address // 4096, n_pages = size // 4096
+    Kernel arrays (length K):
+      exec_cycles, input_pf_cycles, pf_cycles  int64 (clamped: exec <= input_pf <= pf)
+      workspace_bytes int64 (0 = none), workspace_tensor int32 (-1 = none)
+      in_ptr/in_idx, out_ptr/out_idx (outputs include the workspace)
+    """
+
+    name: str
+    batch_size: int
+    raw_size: np.ndarray
+    size: np.ndarray
+    is_global: np.ndarray
+    address: np.ndarray
+    weights_bytes: int
+    kernel_name: list
+    kernel_parent: list
+    in_ptr: np.ndarray
+    in_idx: np.ndarray
+    out_ptr: np.ndarray
+    out_idx: np.ndarray
+    exec_cycles: np.ndarray
+    input_pf_cycles: np.ndarray
+    pf_cycles: np.ndarray
+    workspace_bytes: np.ndarray
+    workspace_tensor: np.ndarray
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def num_tensors(self) -> int:
+        return int(self.size.shape[0])
+
+    @property
+    def num_kernels(self) -> int:
+        return int(self.in_ptr.shape[0] - 1)
+
+    @property
+    def start_page(self) -> np.ndarray:
+        return self.address // PAGE_SIZE
+
+    @property
+    def n_pages(self) -> np.ndarray:
+        return self.size // PAGE_SIZE
+
+    @property
+    def num_pages(self) -> int:
+        return int(self.size.sum() // PAGE_SIZE)
+
+    @property
+    def footprint_bytes(self) -> int:
+        return int(self.size.sum())
+
+    @property
+    def ideal_cycles(self) -> int:
+        return int(self.exec_cycles.sum())
+
+    def inputs(self, k: int) -> np.ndarray:
+        return self.in_idx[self.in_ptr[k]:self.in_ptr[k + 1]]
+
+    def outputs(self, k: int) -> np.ndarray:
+        return self.out_idx[self.out_ptr[k]:self.out_ptr[k + 1]]
+
+
+def build_workload(graph: Graph, exec_cycles, input_pf_cycles, pf_cycles,
+                   workspace_bytes) -> Workload:
+    """Attach kernel times (already converted to cycles and clamped) and workspaces to a Graph.
+
+    Each kernel with workspace > 0 gets a new non-global tensor, appended after all model
+    tensors in kernel order, and added to that kernel's outputs (planner spec §2.7)."""
+    K = graph.num_kernels
+    ws = np.asarray(workspace_bytes, dtype=np.int64)
+    arrays = [np.asarray(a, dtype=np.int64) for a in (exec_cycles, input_pf_cycles, pf_cycles)]
+    for a in arrays + [ws]:
+        if a.shape != (K,):
+            raise ValueError(f"per-kernel array has shape {a.shape}, expected ({K},)")
+    T0 = graph.num_tensors
+    ws_kernels = np.nonzero(ws > 0)[0]
+    ws_tensor = np.full(K, -1, dtype=np.int32)
+    ws_tensor[ws_kernels] = T0 + np.arange(len(ws_kernels), dtype=np.int32)
+    raw = np.concatenate([graph.raw_size.astype(np.int64), ws[ws_kernels]])
+    is_global = np.concatenate([graph.is_global.astype(bool), np.zeros(len(ws_kernels), bool)])
+    outs = []
+    for k in range(K):
+        o = graph.outputs(k)
+        if ws_tensor[k] >= 0:
+            o = np.append(o, ws_tensor[k])
+        outs.append(o)
+    out_ptr, out_idx = csr_from_lists(outs)
+    size = page_round(raw)
+    address, W = address_layout(size, is_global)
+    return Workload(
+        name=graph.name, batch_size=graph.batch_size, raw_size=raw, size=size,
+        is_global=is_global, address=address, weights_bytes=W,
+        kernel_name=list(graph.kernel_name), kernel_parent=list(graph.kernel_parent),
+        in_ptr=graph.in_ptr.astype(np.int64), in_idx=graph.in_idx.astype(np.int32),
+        out_ptr=out_ptr, out_idx=out_idx,
+        exec_cycles=arrays[0], input_pf_cycles=arrays[1], pf_cycles=arrays[2],
+        workspace_bytes=ws, workspace_tensor=ws_tensor, meta=dict(graph.meta))
