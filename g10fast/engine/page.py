@@ -203,8 +203,10 @@ def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
     tnp = w.n_pages.astype(np.int64)
     nz = np.nonzero(tnp > 0)[0]
     order = nz[np.argsort(tstart[nz], kind="stable")]
-    sorted_start = tstart[order].copy()
-    sorted_tensor = order.astype(np.int32)
+    # sentinel: one past the last page; the spare last cell of sorted_tensor caches the
+    # position of the last lookup (see page_kernels.tensor_of)
+    sorted_start = np.append(tstart[order], w.num_pages).astype(np.int64)
+    sorted_tensor = np.append(order, 0).astype(np.int32)
     birth, death = liveness(w)
     V = w.num_pages
 

@@ -113,7 +113,7 @@ S_LIVE_WARN = 35   # "PF EVICTING LIVING PAGE" warnings
 S_DEEPUM_END = 36  # DeepUM sticky END (O-15)
 S_AMP_RAW = 37
 S_AMP_ALIGNED = 38
-NS = 40
+NS = 48
 
 # per-tick counters C[...]
 C_IN = 0
@@ -190,11 +190,26 @@ def _set_loc(pstate, p, loc):
     pstate[p] = (pstate[p] & ~LOC_MASK) | loc
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def tensor_of(sorted_start, sorted_tensor, p):
-    """Tensor owning page p: the last (non-empty) tensor whose first page is <= p."""
-    i = np.searchsorted(sorted_start, p, side="right") - 1
-    return sorted_tensor[i]
+    """Tensor owning page p: the last (non-empty) tensor whose first page is <= p.
+
+    sorted_start has one extra sentinel entry (the page count) at the end; the last
+    lookup is cached in the sentinel slot of sorted_tensor's spare cells."""
+    c = sorted_tensor.shape[0] - 1
+    i = sorted_tensor[c]
+    if sorted_start[i] <= p and p < sorted_start[i + 1]:
+        return sorted_tensor[i]
+    lo = 0
+    hi = c
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if sorted_start[mid] <= p:
+            lo = mid
+        else:
+            hi = mid
+    sorted_tensor[c] = lo
+    return sorted_tensor[lo]
 
 
 @njit(cache=True)
