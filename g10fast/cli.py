@@ -1,0 +1,227 @@
+"""The `g10fast` command line.
+
+    g10fast run CONFIG [--g10-root DIR] [--json] [--trace FILE.h5]
+    g10fast run --g10 ARTIFACT_DIR --model BERT --batch 128 --policy lru [--host-mem-gb N ...]
+    g10fast run                      (the default configuration, see `default_run`)
+    g10fast trace inspect FILE.h5
+
+Bad input (missing file, malformed line, unknown key, impossible setting) prints one
+message naming the file and line or the parameter, and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from g10fast.errors import InputError
+
+EXIT_BAD_INPUT = 2
+
+
+def _find_artifact() -> Path | None:
+    """../shared/g10-artifact next to the checkout or the working directory, or $G10_ARTIFACT."""
+    env = os.environ.get("G10_ARTIFACT")
+    cands = [Path(env)] if env else []
+    here = Path(__file__).resolve().parents[1]
+    cands += [here.parent / "shared" / "g10-artifact", Path.cwd().parent / "shared" / "g10-artifact",
+              Path.cwd() / "shared" / "g10-artifact"]
+    for c in cands:
+        if (c / "frontend" / "Nets").is_dir():
+            return c
+    return None
+
+
+class Progress:
+    """A one-line progress bar on stderr (only when stderr is a terminal, or forced)."""
+
+    def __init__(self, label: str, enabled: bool):
+        self.label = label
+        self.enabled = enabled
+        self.t0 = time.perf_counter()
+        self.last = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if done < total and now - self.last < 0.2:
+            return
+        self.last = now
+        frac = done / total if total else 1.0
+        width = 30
+        bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
+        el = now - self.t0
+        eta = el / frac - el if frac > 0 else float("nan")
+        sys.stderr.write(f"\r{self.label} [{bar}] {100 * frac:5.1f}%  {el:6.1f}s"
+                         f"  eta {eta:5.1f}s ")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def _fmt_cycles(c: int) -> str:
+    return f"{c:,} cycles ({c / 1.2e9:.3f} s at 1.2 GHz)"
+
+
+def summary_text(res: dict, note: str | None = None) -> str:
+    lines = []
+    if note:
+        lines.append(note)
+    w = res["workload"]
+    lines.append(f"{res['model']}  batch {res['batch_size']}  policy {res['policy']}  "
+                 f"({w['kernels']} kernels, {w['tensors']} tensors, "
+                 f"{w['footprint_bytes'] / 2**30:.1f} GiB = {100 * w['overcommitment']:.0f}% of GPU)")
+    for it in res["iterations"]:
+        mark = "  <- reported" if it["iteration"] == res["reported"] else ""
+        pg = it["pages"]
+        lines.append(f"iteration {it['iteration']}{mark}")
+        lines.append(f"  execution time   {_fmt_cycles(it['exe_time_cycles'])}")
+        lines.append(f"  ideal            {_fmt_cycles(it['ideal_exe_time_cycles'])}   "
+                     f"slowdown {it['slowdown']:.4f}")
+        lines.append(f"  stall / overlap / compute   {it['stall_cycles']:,} / "
+                     f"{it['overlap_cycles']:,} / {it['compute_cycles']:,}")
+        lines.append(f"  page faults  host {it['cpu_pf']:,}  SSD {it['ssd_pf']:,}  "
+                     f"unallocated {it['unalloc_pf']:,}  in transfer {it['in_transfer']:,}")
+        lines.append(f"  pages moved  host->GPU {pg['cpu_to_gpu']:,}  SSD->GPU {pg['ssd_to_gpu']:,}"
+                     f"  GPU->host {pg['gpu_to_cpu']:,}  GPU->SSD {pg['gpu_to_ssd']:,}")
+    lines.append(f"wall {res['wall_seconds']:.2f} s, peak memory {res['peak_rss_bytes'] / 2**20:.0f} MiB")
+    return "\n".join(lines)
+
+
+def _config_from_args(args) -> tuple:
+    """-> (G10Config, note) from a config file, from --g10 flags, or the default run."""
+    from g10fast.config import genconfig, read_g10_config
+
+    if args.config is not None:
+        if args.g10 is not None:
+            raise InputError("give either a config file or --g10 with --model/--batch/--policy",
+                             param="--g10")
+        return read_g10_config(args.config, g10_root=args.g10_root), None
+    note = None
+    artifact = args.g10
+    if artifact is None:
+        if args.model is not None or args.batch is not None:
+            raise InputError("--model/--batch need --g10 ARTIFACT_DIR", param="--g10")
+        artifact = _find_artifact()
+        if artifact is None:
+            raise InputError("no configuration given and no G10 artifact found (looked for "
+                             "../shared/g10-artifact and $G10_ARTIFACT); pass CONFIG or --g10 DIR",
+                             param="CONFIG")
+        note = (f"default run: the G10 artifact's BERT-128 Base-UVM (lru) configuration, "
+                f"from {artifact}")
+    model = args.model or "BERT"
+    batch = args.batch if args.batch is not None else 128
+    policy = args.policy or "lru"
+    ideal = policy.lower() == "ideal"
+    cfg = genconfig(artifact, model, batch, "lru" if ideal else policy,
+                    host_mem_gb=args.host_mem_gb, ssd_gbps=args.ssd_gbps, pcie_gbps=args.pcie_gbps)
+    if ideal:
+        cfg = cfg.replace(is_UVM=False)
+    return cfg, note
+
+
+def cmd_run(args) -> int:
+    from g10fast.config import validate
+    from g10fast.run import run, to_json_ready
+
+    cfg, note = _config_from_args(args)
+    if args.config is not None and any(v is not None for v in (args.host_mem_gb, args.ssd_gbps,
+                                                                 args.pcie_gbps)):
+        over = {}
+        if args.host_mem_gb is not None:
+            over["CPU_memory_line_GB"] = args.host_mem_gb
+        if args.ssd_gbps is not None:
+            over["SSD_PCIe_bandwidth_GBps"] = args.ssd_gbps
+        if args.pcie_gbps is not None:
+            over["CPU_PCIe_bandwidth_GBps"] = args.pcie_gbps
+            over["GPU_PCIe_bandwidth_GBps"] = args.pcie_gbps
+        cfg = cfg.replace(**over)
+    cfg = validate(cfg)
+    show = args.progress or (sys.stderr.isatty() and not args.no_progress)
+    progress = Progress("simulating", show)
+    if args.trace is not None:
+        d = Path(args.trace).resolve().parent
+        if not d.is_dir():
+            raise InputError("folder does not exist", path=str(d))
+    res = run(cfg, trace_path=args.trace, progress=progress)
+    if args.json:
+        out = to_json_ready(res)
+        if note:
+            out["note"] = note
+        json.dump(out, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print(summary_text(res, note))
+        if args.trace:
+            print(f"event trace written to {args.trace}")
+    return 0
+
+
+def cmd_trace_inspect(args) -> int:
+    from g10fast.trace import open_trace
+
+    tr = open_trace(args.file)
+    try:
+        print(f"{args.file}: schema {tr.schema_version}, {tr.n_events:,} events")
+        meta = tr.meta or {}
+        print(f"model {meta.get('model')} batch {meta.get('batch_size')} "
+              f"policy {meta.get('policy')}")
+        counts = tr.count_by_kind()
+        pages = tr.pages_by_kind()
+        for kind, n in counts.items():
+            print(f"  {kind:10s} {n:>12,} events {pages.get(kind, 0):>14,} pages")
+    finally:
+        tr.close()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="g10fast", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="simulate one configuration",
+                       description="Simulate one G10 configuration: a G10 .config file, or the "
+                                   "point genconfigs.py would generate (--g10 ... --model ...).")
+    r.add_argument("config", nargs="?", help="a G10 config file (key value lines)")
+    r.add_argument("--g10-root", help="folder that the config's relative paths are relative to "
+                                      "(the artifact's src/); default: found from the config")
+    r.add_argument("--g10", type=Path, help="the G10 artifact folder, to build a config like "
+                                            "genconfigs.py")
+    r.add_argument("--model", help="BERT, VIT, Inceptionv3, ResNet152, SENet154 (with --g10)")
+    r.add_argument("--batch", type=int, help="batch size (with --g10)")
+    r.add_argument("--policy", help="lru (Base UVM) or ideal (with --g10)")
+    r.add_argument("--host-mem-gb", type=float, help="host memory for swapping, GiB")
+    r.add_argument("--ssd-gbps", type=float, help="SSD bandwidth, GB/s")
+    r.add_argument("--pcie-gbps", type=float, help="PCIe (host and GPU link) bandwidth, GB/s")
+    r.add_argument("--json", action="store_true", help="print one JSON object")
+    r.add_argument("--trace", help="write the engine's events to this HDF5 file")
+    r.add_argument("--progress", action="store_true", help="always show the progress bar")
+    r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    r.set_defaults(func=cmd_run)
+    t = sub.add_parser("trace", help="inspect an event trace")
+    tsub = t.add_subparsers(dest="trace_command", required=True)
+    ti = tsub.add_parser("inspect", help="summary of an event-trace file")
+    ti.add_argument("file")
+    ti.set_defaults(func=cmd_trace_inspect)
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except InputError as e:
+        sys.stderr.write(f"g10fast: error: {e}\n")
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        sys.stderr.write("g10fast: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Python API: one G10 configuration from its inputs to its statistics.
+
+    cfg = g10fast.config.read_g10_config("…/src/configs/BERT/128-sim_lru.config")
+    result = g10fast.run.run(cfg)            # a plain dict, the schema of `g10fast run --json`
+
+Stages: model file -> Graph (front end) -> Workload (kernel times, workspaces) -> engine ->
+statistics (simulator spec §14). The result schema is documented in docs/results.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import resource
+import time
+from pathlib import Path
+
+import numpy as np
+
+from g10fast import __version__
+from g10fast.config import G10Config, validate
+from g10fast.engine.page import simulate_pages, kernel_pages
+from g10fast.engine.stats import iteration_stats, reported_iteration
+from g10fast.errors import InputError
+from g10fast.workload.model import Workload
+from g10fast.workload.times import load_workload, perturb_kernel_times
+
+RESULT_SCHEMA_VERSION = 1
+
+# policy name -> engine; "ideal" is lru with is_UVM 0 (simulator spec §11, §11.7)
+PAGE_ENGINE_POLICIES = ("lru", "ideal")
+NOT_YET = {"prefetch_lru": "G10's migration planner", "deepUM": "DeepUM+",
+           "FlashNeuron": "the tensor-level engine", "G10GDSSSD": "the tensor-level engine",
+           "G10GDSFULL": "the tensor-level engine"}
+
+
+def policy_of(cfg: G10Config) -> str:
+    """The artifact's policy name of a config, with 'ideal' for is_UVM 0 without hints."""
+    if not cfg.is_UVM and not cfg.use_prefetch and not cfg.uses_fn_simulator:
+        return "ideal"
+    p = cfg.policy
+    if p is None:
+        raise InputError("this combination of use_prefetch / eviction_policy / migration_policy "
+                         "is not one of the artifact's policies", param="eviction_policy")
+    return p
+
+
+def model_name(cfg: G10Config) -> str:
+    return Path(cfg.nn_model_input_file).stem if cfg.nn_model_input_file else "?"
+
+
+def build_workload(cfg: G10Config) -> Workload:
+    """Front end + kernel times for a G10 config (the artifact's steps 1–3, simulator spec §1)."""
+    from g10fast.workload.cnn import parse_cnn
+    from g10fast.workload.transformer import parse_transformer
+
+    if not cfg.nn_model_input_file:
+        raise InputError("no model file given", param="nn_model_input_file")
+    name = model_name(cfg)
+    if cfg.is_transformer == 1:
+        graph = parse_transformer(cfg.nn_model_input_file, cfg.batch_size, cfg.trans_borden,
+                                  name=name)
+    else:
+        family = ("resnet" if cfg.is_resnet else "inception" if cfg.is_inception
+                  else "senet" if cfg.is_senet else None)
+        graph = parse_cnn(cfg.nn_model_input_file, cfg.batch_size, cfg.input_H, cfg.input_W,
+                          family, name=name)
+    for key in ("orig_kernel_time_file", "input_pf_kernel_time_file", "pf_kernel_time_file",
+                "workspace_size_file"):
+        if not getattr(cfg, key):
+            raise InputError("no file given", param=key)
+    return load_workload(graph, cfg.orig_kernel_time_file, cfg.input_pf_kernel_time_file,
+                         cfg.pf_kernel_time_file, cfg.workspace_size_file, cfg.GPU_frequency_GHz,
+                         cfg.kernel_speedup)
+
+
+def _perturbed(w: Workload, cfg: G10Config) -> Workload:
+    """Kernel-time variation (Fig. 19): applied after planning, before the engine (§2.2)."""
+    if not cfg.kernel_time_std_dev:
+        return w
+    e, i, p = perturb_kernel_times(w.exec_cycles, w.input_pf_cycles, w.pf_cycles,
+                                   cfg.kernel_time_std_dev, cfg.ran_seed)
+    return dataclasses.replace(w, exec_cycles=e, input_pf_cycles=i, pf_cycles=p)
+
+
+def peak_rss_bytes() -> int:
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def run(cfg: G10Config, *, trace_path: str | os.PathLike | None = None, progress=None,
+        workload: Workload | None = None) -> dict:
+    """Simulate one configuration; returns the result dict (docs/results.md)."""
+    t0 = time.perf_counter()
+    cfg = validate(cfg)
+    policy = policy_of(cfg)
+    if policy not in PAGE_ENGINE_POLICIES:
+        raise InputError(f"policy '{policy}' needs {NOT_YET.get(policy, 'an engine')}, which "
+                         "g10fast does not implement yet (supported: lru, ideal)",
+                         param="policy")
+    w = workload if workload is not None else build_workload(cfg)
+    w_sim = _perturbed(w, cfg)
+    writer = None
+    if trace_path is not None:
+        from g10fast.trace import EventTraceWriter
+        writer = EventTraceWriter(trace_path, config=cfg.to_dict(), meta=_meta(cfg, w, policy))
+    try:
+        page_run = simulate_pages(w_sim, cfg, hints=None, trace=writer, progress=progress)
+        iterations = iteration_stats(page_run.kernels, page_run.pcie, page_run.boundaries,
+                                     w_sim.exec_cycles, w_sim.pf_cycles,
+                                     page_run.params.num_iteration)
+        result = {
+            "schema_version": RESULT_SCHEMA_VERSION,
+            "g10fast_version": __version__,
+            "engine": "page",
+            "status": "ok",
+            "model": model_name(cfg),
+            "batch_size": int(cfg.batch_size),
+            "policy": policy,
+            "iterations": iterations,
+            "reported": reported_iteration(iterations),
+            "workload": _workload_summary(w, page_run.params.frames),
+            "system": page_run.params.as_dict(),
+            "warnings": {"pf_evicting_living_page": page_run.live_page_evictions},
+            "kernels": page_run.kernels,
+        }
+        if writer is not None:
+            writer.close(summary={k: v for k, v in result.items() if k != "kernels"})
+            writer = None
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+    result["wall_seconds"] = time.perf_counter() - t0
+    result["peak_rss_bytes"] = peak_rss_bytes()
+    return result
+
+
+def _meta(cfg: G10Config, w: Workload, policy: str) -> dict:
+    return {"g10fast_version": __version__, "model": model_name(cfg), "batch_size": cfg.batch_size,
+            "policy": policy, "num_kernels": w.num_kernels, "num_tensors": w.num_tensors,
+            "num_pages": w.num_pages, "kernel_names": list(w.kernel_name)}
+
+
+def _workload_summary(w: Workload, frames: int) -> dict:
+    kp = kernel_pages(w)
+    return {"kernels": w.num_kernels, "tensors": w.num_tensors, "pages": w.num_pages,
+            "footprint_bytes": w.footprint_bytes, "weights_bytes": int(w.weights_bytes),
+            "max_kernel_pages": int(kp.max()) if len(kp) else 0,
+            "overcommitment": w.num_pages / frames if frames else float("inf"),
+            "ideal_cycles": w.ideal_cycles}
+
+
+def to_json_ready(result: dict) -> dict:
+    """Drop the per-kernel array (kept in Python results) for the JSON summary."""
+    return {k: v for k, v in result.items() if k != "kernels"}
