@@ -1,0 +1,233 @@
+"""The Numba page engine: invariants after every run, the plain-Python twin on small
+synthetic workloads, and the regression numbers of the original C++ binary."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from g10fast.engine import page_kernels as pk
+from g10fast.engine.page import simulate_pages
+from g10fast.engine.stats import iteration_stats
+
+from synth import kernel_pages, make_workload, tiny_cfg
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+ARTIFACT = SHARED / "g10-artifact"
+REFERENCE = SHARED / "reference"
+needs_shared = pytest.mark.skipif(not (ARTIFACT / "frontend").is_dir() or not REFERENCE.is_dir(),
+                                  reason="../shared (G10 artifact and reference runs) not present")
+
+
+class Collector:
+    """A trace sink keeping every event."""
+
+    def __init__(self):
+        self.parts = []
+
+    def append(self, buf):
+        self.parts.append(np.array(buf, copy=True))
+
+    @property
+    def events(self):
+        return np.concatenate(self.parts) if self.parts else np.zeros((0, pk.EV_COLS), np.int64)
+
+
+def check_invariants(w, cfg, run, events):
+    """Conservation and capacity invariants of a finished run (pstate kept)."""
+    loc = run.pstate & pk.LOC_MASK
+    sp = run.params
+    # each page is in exactly one place, and the counters agree with the page table
+    assert int((loc == pk.IN_GPU).sum()) == run.gpu_used or not sp.is_uvm
+    assert int((loc == pk.IN_CPU).sum()) == run.host_used
+    assert 0 <= run.gpu_used <= sp.frames
+    assert 0 <= run.host_used <= sp.host_line
+    # every in-transfer page is in exactly one queue
+    assert int(((run.pstate & pk.F_TRANSFER) != 0).sum()) == run.extra["queued_pages_left"]
+    if events is None:
+        return
+    kind, cnt, src, dst = events[:, 1], events[:, 6], events[:, 7], events[:, 8]
+    arrive = cnt[(kind == pk.EV_FETCH) | (kind == pk.EV_ALLOC)].sum()
+    leave_gpu = cnt[(kind == pk.EV_EVICT)].sum() + cnt[(kind == pk.EV_DEALLOC) & (src == pk.IN_GPU)].sum()
+    assert arrive - leave_gpu == run.gpu_used
+    to_cpu = cnt[(kind == pk.EV_EVICT) & (dst == pk.IN_CPU)].sum()
+    from_cpu = cnt[((kind == pk.EV_FETCH) | (kind == pk.EV_DEALLOC)) & (src == pk.IN_CPU)].sum()
+    assert to_cpu - from_cpu == run.host_used
+    init_ssd = int(w.n_pages[w.is_global].sum())
+    to_ssd = cnt[(kind == pk.EV_EVICT) & (dst == pk.IN_SSD)].sum()
+    from_ssd = cnt[((kind == pk.EV_FETCH) | (kind == pk.EV_DEALLOC)) & (src == pk.IN_SSD)].sum()
+    assert init_ssd + to_ssd - from_ssd == int((loc == pk.IN_SSD).sum())
+    # pages moved in equal pages that arrived; traffic equals the per-tick statistics
+    assert cnt[kind == pk.EV_FETCH].sum() == run.pcie[:, pk.PC_IN].sum()
+    assert cnt[(kind == pk.EV_EVICT) & (dst != pk.NOT_PRESENT)].sum() == run.pcie[:, pk.PC_OUT].sum()
+    # one KERNEL event per kernel execution
+    assert (kind == pk.EV_KERNEL).sum() == len(run.kernels)
+
+
+CASES = [(seed, gpu, host) for seed, gpu, host in
+         [(1, 60, 400), (2, 45, 30), (3, 80, 0), (4, 50, 10), (5, 120, 1000), (6, 55, 55),
+          (7, 70, 5), (8, 40, 200)]]
+
+
+def _small(seed, gpu):
+    w = make_workload(seed, n_kernels=10, n_tensors=24, max_pages=gpu // 3)
+    assert kernel_pages(w).max() <= gpu
+    return w
+
+
+@pytest.mark.parametrize("seed,gpu,host", CASES)
+def test_engine_matches_twin_and_invariants(seed, gpu, host):
+    from twin import run_twin
+
+    w = _small(seed, gpu)
+    cfg = tiny_cfg(gpu, host, "lru")
+    col = Collector()
+    run = simulate_pages(w, cfg, trace=col, keep_state=True)
+    twin = run_twin(w, cfg)
+    # per kernel execution: iteration, kernel, start, end, in_transfer, PF counts, occupancy
+    assert run.kernels.tolist() == [list(map(int, k)) for k in twin["kernels"]]
+    assert run.boundaries.tolist() == [list(map(int, b)) for b in twin["boundaries"]]
+    tw_pcie = np.zeros_like(run.pcie)
+    for it, _t, alloc, i, i_ssd, i_cpu, o, o_ssd, o_cpu in twin["pcie"]:
+        tw_pcie[it] += [alloc, i, i_ssd, i_cpu, o, o_ssd, o_cpu]
+    assert run.pcie.tolist() == tw_pcie.tolist()
+    assert np.array_equal(run.pstate & pk.LOC_MASK,
+                          np.asarray(twin["state"]["loc"], dtype=np.uint8))
+    check_invariants(w, cfg, run, col.events)
+    # the engine's statistics equal the twin's analysis of the same records
+    stats = iteration_stats(run.kernels, run.pcie, run.boundaries, w.exec_cycles, w.pf_cycles, 2)
+    fin = twin["final"]
+    for s in stats:
+        i = s["iteration"]
+        assert s["exe_time_cycles"] == fin[f"kernel_stat.iter{i}.exe_time"]
+        assert s["stall_cycles"] == fin[f"total_time_breakdown_stall.iter{i}"]
+        assert s["overlap_cycles"] == fin[f"total_time_breakdown_overlap.iter{i}"]
+        assert s["compute_cycles"] == fin[f"total_time_breakdown_executiuonOnly.iter{i}"]
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_ideal_mode_runs_at_ideal_speed(seed):
+    w = _small(seed, 60)
+    run = simulate_pages(w, tiny_cfg(60, 100, "lru", is_UVM=0), keep_state=True)
+    stats = iteration_stats(run.kernels, run.pcie, run.boundaries, w.exec_cycles, w.pf_cycles, 2)
+    assert [s["exe_time_cycles"] for s in stats] == [int(w.exec_cycles.sum())] * 2
+    assert all(s["cpu_pf"] + s["ssd_pf"] + s["unalloc_pf"] == 0 for s in stats)
+
+
+def test_trace_does_not_change_results():
+    w = _small(21, 50)
+    cfg = tiny_cfg(50, 20, "lru")
+    a = simulate_pages(w, cfg)
+    b = simulate_pages(w, cfg, trace=Collector())
+    assert a.kernels.tolist() == b.kernels.tolist()
+    assert a.pcie.tolist() == b.pcie.tolist()
+
+
+def test_stall_model_bert_kernel0():
+    """Simulator spec §7: 2 SSD pages among 18 input pages, 12,304 unallocated output pages."""
+    f = 1_200_000_000
+    t = pk.page_fault_time(135168, 135168 * 10, 47334603, f, 15.754e9 / f, 3.2e9 / f, float(f),
+                           45, 20, 0, 2, 16, 0, 0, 12288, 18, 12288)
+    assert t == 4952486
+
+
+# ------------------------------------------------------------------------------------------
+# regression against the original binary
+# ------------------------------------------------------------------------------------------
+
+def _final(run_dir: Path) -> dict:
+    out = {}
+    for line in (run_dir / "sim_result.final").read_text().splitlines():
+        m = re.match(r"(\S+) = (\S+)", line)
+        if m:
+            out[m.group(1)] = float(m.group(2))
+    return out
+
+
+def _kernel_lines(run_dir: Path) -> np.ndarray:
+    rows = []
+    pat = re.compile(r"(\d+)\+(\d+):\[(\d+),(\d+)\]\((\d+),(\d+)\)<(\d+),(\d+),(\d+),(\d+)>\((\d+),(\d+)\)")
+    with gzip.open(run_dir / "sim_result.kernel.gz", "rt") as f:
+        for line in f:
+            m = pat.match(line)
+            if m:
+                g = [int(x) for x in m.groups()]
+                rows.append(g[:4] + g[6:12])
+    return np.asarray(rows, dtype=np.int64)
+
+
+def _run_reference(name: str):
+    from g10fast.config import read_g10_config
+    from g10fast.run import run
+
+    model, batch, policy = name.split("-")
+    folder = {"BERT": "BERT", "ResNet152": "ResNet152"}[model]
+    cfg = read_g10_config(ARTIFACT / "src" / "configs" / folder / f"{batch}-sim_{policy}.config")
+    return run(cfg)
+
+
+def _compare_final(res, ref, exe_tol, count_tol):
+    for it in res["iterations"]:
+        i = it["iteration"]
+        pairs = [("exe_time_cycles", f"kernel_stat.iter{i}.exe_time", exe_tol),
+                 ("ideal_exe_time_cycles", f"kernel_stat.iter{i}.ideal_exe_time", 0),
+                 ("cpu_pf", f"kernel_stat.iter{i}.cpu_pf", count_tol),
+                 ("ssd_pf", f"kernel_stat.iter{i}.ssd_pf", count_tol),
+                 ("unalloc_pf", f"kernel_stat.iter{i}.unalloc_pf", count_tol)]
+        for mine, theirs, tol in pairs:
+            assert it[mine] == pytest.approx(ref[theirs], rel=tol, abs=0.5), (i, mine)
+        for mine, theirs in [("cpu_to_gpu", "incoming_pg_cpu"), ("ssd_to_gpu", "incoming_pg_ssd"),
+                             ("gpu_to_cpu", "outgoing_pg_cpu"), ("gpu_to_ssd", "outgoing_pg_ssd")]:
+            key = f"pcie_stat.iter{i}.{theirs}"
+            assert it["pages"][mine] == pytest.approx(ref.get(key, 0.0), rel=count_tol, abs=0.5)
+
+
+@needs_shared
+def test_bert128_lru_reference():
+    res = _run_reference("BERT-128-lru")
+    ref = _final(REFERENCE / "BERT-128-lru")
+    _compare_final(res, ref, exe_tol=0.005, count_tol=0.01)
+    # per-kernel spot checks (simulator spec §16)
+    k = res["kernels"]
+    assert k[0, 2:8].tolist() == [0, 4952486, 0, 0, 2, 12304]
+    assert k[1, 2:8].tolist() == [4952486, 40666593, 0, 0, 22892, 12304]
+    # every kernel line of the reference (start, end, PF counts, occupancy)
+    lines = _kernel_lines(REFERENCE / "BERT-128-lru")
+    assert k.shape == lines.shape
+    assert np.array_equal(k, lines)
+    assert res["reported"] == 1
+
+
+@needs_shared
+def test_bert128_lru_first_tick_and_tick_grid(tmp_path):
+    from g10fast.config import read_g10_config
+    from g10fast.run import run
+    from g10fast.trace import open_trace
+
+    cfg = read_g10_config(ARTIFACT / "src" / "configs" / "BERT" / "128-sim_lru.config")
+    cfg = cfg.replace(num_iteration=1)
+    path = tmp_path / "t.h5"
+    res = run(cfg, trace_path=path)
+    tr = open_trace(path)
+    try:
+        ev = tr.to_buffer()
+    finally:
+        tr.close()
+    t0 = ev[(ev[:, 0] == 0) & np.isin(ev[:, 1], [pk.EV_FETCH, pk.EV_ALLOC])]
+    # first pcie line `0[0]3899(2=2+0)(0=0+0)`: 3,899 pages allocated, 2 of them from the SSD
+    assert t0[:, 6].sum() == 3899
+    assert t0[t0[:, 1] == pk.EV_FETCH, 6].sum() == 2
+    moves = ev[np.isin(ev[:, 1], [pk.EV_FETCH, pk.EV_ALLOC, pk.EV_EVICT])]
+    assert (moves[:, 0] % 15599 == 0).all()           # ticks at multiples of ii
+    assert res["iterations"][0]["exe_time_cycles"] == 16259680046
+
+
+@needs_shared
+def test_resnet152_256_lru_reference():
+    res = _run_reference("ResNet152-256-lru")
+    ref = _final(REFERENCE / "ResNet152-256-lru")
+    _compare_final(res, ref, exe_tol=0.005, count_tol=0.01)
