@@ -368,3 +368,19 @@ def test_deepum_hints_match_reference_bert128():
     mine = deepum_hints(wl, 8)
     assert len(mine) == len(ref) == 3_800
     assert [h[0] for h in mine] == [h[0] for h in ref] and sorted(mine) == sorted(ref)
+
+
+def test_order_option():
+    wl = make_workload(2)
+    cfg = tiny_cfg(int(kernel_pages(wl).max()), 60)
+    base = run_twin(wl, cfg)
+    asc = [(sorted(set(wl.inputs(k).tolist())),
+            sorted(set(wl.outputs(k).tolist()) - set(wl.inputs(k).tolist())))
+           for k in range(wl.num_kernels)]
+    assert run_twin(wl, cfg, order=asc)["kernels"] == base["kernels"]
+    rev = [(a[::-1], b[::-1]) for a, b in asc]
+    res = run_twin(wl, cfg, order=rev)
+    check_invariants(res, wl, cfg)
+    assert [r[5:8] for r in res["kernels"][:1]] == [r[5:8] for r in base["kernels"][:1]]
+    with pytest.raises(ValueError, match="order"):
+        run_twin(wl, cfg, order=[(b, a) for a, b in asc])
