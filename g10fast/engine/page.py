@@ -15,6 +15,9 @@ from g10fast.engine import page_kernels as pk
 from g10fast.errors import InputError
 from g10fast.workload.model import PAGE_SIZE, Workload
 
+# Page counts below this keep the LRU list in int32 entries (page << 4 | generation)
+LRU_INT32_PAGES = 1 << 27
+
 # Policies of the page engine: name -> (use_prefetch, DEEPUM)
 PAGE_POLICIES = {"lru": (0, 0), "prefetch_lru": (1, 0), "deepUM": (1, 1)}
 
@@ -104,13 +107,14 @@ def system_params(cfg) -> SystemParams:
 
 def output_only_csr(w: Workload) -> tuple[np.ndarray, np.ndarray]:
     """Per kernel, the outputs that are not also inputs (ascending): §2.2's ordered form."""
-    rows = []
-    for k in range(w.num_kernels):
-        rows.append(np.setdiff1d(w.outputs(k), w.inputs(k), assume_unique=True))
-    ptr = np.zeros(w.num_kernels + 1, dtype=np.int64)
-    ptr[1:] = np.cumsum([len(r) for r in rows])
-    idx = np.concatenate(rows).astype(np.int32) if ptr[-1] else np.zeros(0, np.int32)
-    return ptr, idx
+    K, T = w.num_kernels, max(w.num_tensors, 1)
+    kin = np.repeat(np.arange(K, dtype=np.int64), np.diff(w.in_ptr))
+    kout = np.repeat(np.arange(K, dtype=np.int64), np.diff(w.out_ptr))
+    # (kernel, tensor) keys; each CSR row is sorted and unique, so the kept keys are too
+    keep = ~np.isin(kout * T + w.out_idx, kin * T + w.in_idx)
+    ptr = np.zeros(K + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum(np.bincount(kout[keep], minlength=K))
+    return ptr, w.out_idx[keep].astype(np.int32)
 
 
 def liveness(w: Workload) -> tuple[np.ndarray, np.ndarray]:
@@ -130,13 +134,14 @@ def liveness(w: Workload) -> tuple[np.ndarray, np.ndarray]:
     return birth.astype(np.int32), death.astype(np.int32)
 
 
-def kernel_pages(w: Workload) -> np.ndarray:
-    """Pages of inputs ∪ outputs per kernel."""
-    out = np.zeros(w.num_kernels, dtype=np.int64)
-    npg = w.n_pages
-    oo_ptr, oo_idx = output_only_csr(w)
-    for k in range(w.num_kernels):
-        out[k] = npg[w.inputs(k)].sum() + npg[oo_idx[oo_ptr[k]:oo_ptr[k + 1]]].sum()
+def kernel_pages(w: Workload, oo=None) -> np.ndarray:
+    """Pages of inputs ∪ outputs per kernel (oo: output_only_csr(w), if at hand)."""
+    oo_ptr, oo_idx = output_only_csr(w) if oo is None else oo
+    npg = w.n_pages.astype(np.int64)
+    K = w.num_kernels
+    out = np.zeros(K, dtype=np.int64)
+    np.add.at(out, np.repeat(np.arange(K), np.diff(w.in_ptr)), npg[w.in_idx])
+    np.add.at(out, np.repeat(np.arange(K), np.diff(oo_ptr)), npg[oo_idx])
     return out
 
 
@@ -156,10 +161,10 @@ class PageRun:
     extra: dict = field(default_factory=dict)
 
 
-def _hint_arrays(hints, K, T):
+def _hint_table(hints, K, T):
+    """Hints as int64 [H, 4] rows (issued kernel, tensor, from, to), stably sorted by time."""
     if hints is None or len(hints) == 0:
-        z = np.zeros(0, dtype=np.int64)
-        return z, z.astype(np.int32), z.astype(np.int8), z.astype(np.int8)
+        return np.zeros((0, 4), dtype=np.int64)
     h = np.asarray(hints, dtype=np.int64).reshape(-1, 4)
     t, tensor, fr, to = h[:, 0], h[:, 1], h[:, 2], h[:, 3]
     if (t < 0).any() or (t > K).any():
@@ -169,8 +174,33 @@ def _hint_arrays(hints, K, T):
     if (to == pk.IN_GPU_LEAST).any() or ((fr == pk.IN_GPU_LEAST) & (to == pk.IN_GPU)).any():
         raise InputError("Pin/Unpin hints (TOLERANT) are not supported", param="hints")
     order = np.argsort(t, kind="stable")
-    return (t[order].copy(), tensor[order].astype(np.int32), fr[order].astype(np.int8),
-            to[order].astype(np.int8))
+    out = h[order].copy()
+    out[:, 2:] = out[:, 2:].astype(np.int8)        # from / to: 8-bit location codes
+    return out
+
+
+def _kernel_table(w: Workload, oo) -> tuple[np.ndarray, np.ndarray]:
+    """kt int64 [K + 1, KT_COLS] and kidx int32: per kernel its inputs, then its
+    output-only tensors (§2.2, oo = output_only_csr(w)), in kidx[kt[k, KT_IN]:kt[k, KT_OO]]
+    and kidx[kt[k, KT_OO]:kt[k + 1, KT_IN]]; and the kernel's exec / input-PF / PF cycles."""
+    K = w.num_kernels
+    oo_ptr, oo_idx = oo
+    n_in = np.diff(w.in_ptr).astype(np.int64)
+    n_oo = np.diff(oo_ptr).astype(np.int64)
+    kt = np.zeros((K + 1, pk.KT_COLS), dtype=np.int64)
+    kt[1:, pk.KT_IN] = np.cumsum(n_in + n_oo)
+    kt[:K, pk.KT_OO] = kt[:K, pk.KT_IN] + n_in
+    kt[K, pk.KT_OO] = kt[K, pk.KT_IN]
+    kt[:K, pk.KT_EXEC] = w.exec_cycles
+    kt[:K, pk.KT_INPF] = w.input_pf_cycles
+    kt[:K, pk.KT_PF] = w.pf_cycles
+    kidx = np.zeros(int(kt[K, pk.KT_IN]), dtype=np.int32)
+    # input j of kernel k goes to kt[k, KT_IN] + (j - in_ptr[k]); likewise output-only ones
+    kin = np.repeat(np.arange(K), n_in)
+    koo = np.repeat(np.arange(K), n_oo)
+    kidx[kt[kin, pk.KT_IN] + np.arange(len(kin)) - w.in_ptr[kin]] = w.in_idx
+    kidx[kt[koo, pk.KT_OO] + np.arange(len(koo)) - oo_ptr[koo]] = oo_idx
+    return kt, kidx
 
 
 def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
@@ -182,75 +212,84 @@ def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
     hints: (issued_kernel, tensor, from, to) rows; applied only if cfg.use_prefetch.
     trace: an object with `append(int64 [n, 10])` receiving the event stream, or None.
     progress: callable(done_kernels, total_kernels) called now and then.
+    queue_capacity (rounded up to a power of two) and event_capacity: initial sizes of the
+    page-run queues (grown as needed) and of the event buffer.
     """
     sp = system_params(cfg)
     K, T = w.num_kernels, w.num_tensors
     if K < 1:
         raise InputError("the workload has no kernels", param="workload")
-    kp = kernel_pages(w)
+    oo = output_only_csr(w)
+    kp = kernel_pages(w, oo)
     if sp.is_uvm and kp.max() > sp.frames:
         k = int(kp.argmax())
         raise InputError(f"kernel {k} ({w.kernel_name[k]}) needs {kp[k]} pages, more than the "
                          f"GPU's {sp.frames} (the artifact aborts)", param="GPU_memory_size_GB")
-    h_time, h_tensor, h_from, h_to = _hint_arrays(hints if sp.use_prefetch else None, K, T)
-    if sp.use_prefetch and len(h_time) and np.all(h_time % K == h_time[0] % K):
+    ht = _hint_table(hints if sp.use_prefetch else None, K, T)
+    if sp.use_prefetch and len(ht) and np.all(ht[:, 0] % K == ht[0, 0] % K):
         raise InputError("every hint maps to one kernel: the artifact would never stop (O-29)",
                          param="hints")
+    queue_capacity = 1 << max(int(queue_capacity) - 1, 1).bit_length()   # a power of two
 
-    in_ptr, in_idx = w.in_ptr.astype(np.int64), w.in_idx.astype(np.int32)
-    oo_ptr, oo_idx = output_only_csr(w)
+    kt, kidx = _kernel_table(w, oo)
     tstart = w.start_page.astype(np.int64)
     tnp = w.n_pages.astype(np.int64)
+    V = w.num_pages
+    birth, death = liveness(w)
+    tt = np.zeros((T, pk.TT_COLS), dtype=np.int64)
+    tt[:, pk.TT_START] = tstart
+    tt[:, pk.TT_NP] = tnp
+    tt[:, pk.TT_GLOBAL] = w.is_global
+    tt[:, pk.TT_BIRTH] = birth
+    tt[:, pk.TT_DEATH] = death
+    tt[:, pk.TT_RAW] = w.raw_size
     nz = np.nonzero(tnp > 0)[0]
     order = nz[np.argsort(tstart[nz], kind="stable")]
-    # sentinel: one past the last page; the spare last cell of sorted_tensor caches the
-    # position of the last lookup (see page_kernels.tensor_of)
-    sorted_start = np.append(tstart[order], w.num_pages).astype(np.int64)
-    sorted_tensor = np.append(order, 0).astype(np.int32)
-    birth, death = liveness(w)
-    V = w.num_pages
+    # page -> tensor lookup: first pages in ascending order, with one past the last page as a
+    # sentinel, and the tensor ids (see page_kernels.tensor_of)
+    srt = np.zeros((2, len(order) + 1), dtype=np.int64)
+    srt[0, :-1] = tstart[order]
+    srt[0, -1] = V
+    srt[1, :-1] = order
 
     init = np.uint8(pk.IN_GPU if not sp.is_uvm else pk.NOT_PRESENT)
     pstate = np.full(V, init, dtype=np.uint8)
     if sp.is_uvm:
         for t in np.nonzero(w.is_global)[0]:
             pstate[tstart[t]:tstart[t] + tnp[t]] = pk.IN_SSD
+    else:
+        tt[:, pk.TT_RES] = tnp            # every page resident from the start
     lru_cap = int(min(V, sp.frames)) + max(int(min(V, sp.frames)) // 4, 1 << 12)
-    lru_page = np.full(lru_cap, -1, dtype=np.int32)
-    lru_gen = np.zeros(lru_cap, dtype=np.uint8)
-
-    P = np.zeros(pk.NP_INT, dtype=np.int64)
-    P[pk.P_G] = sp.frames
-    P[pk.P_HOST] = sp.host_line
-    P[pk.P_II] = sp.tick
-    P[pk.P_GPU_CAP] = sp.gpu_cap
-    P[pk.P_CPU_CAP] = sp.cpu_cap
-    P[pk.P_SSD_CAP] = sp.ssd_cap
-    P[pk.P_ALLOC_CAP] = sp.alloc_cap
-    P[pk.P_NUM_ITER] = sp.num_iteration
-    P[pk.P_USE_PREFETCH] = int(sp.use_prefetch)
-    P[pk.P_DEEPUM] = int(sp.deepum)
-    P[pk.P_DEGREE] = sp.prefetch_degree
-    P[pk.P_IS_UVM] = int(sp.is_uvm)
-    P[pk.P_TRACE] = int(trace is not None)
-    P[pk.P_F_HZ] = sp.f_hz
-    P[pk.P_LSYS] = sp.lsys
-    P[pk.P_LSSD] = sp.lssd
-    F = np.array([sp.gpu_bpc, sp.ssd_bpc, float(sp.f_hz)], dtype=np.float64)
+    # LRU entries are page << 4 | generation: int32 while that fits (512 GiB of pages)
+    # (the engine reads only the slots it has written: no need to initialise them)
+    lru = np.empty(lru_cap, dtype=np.int32 if V < LRU_INT32_PAGES else np.int64)
 
     S = np.zeros(pk.NS, dtype=np.int64)
+    S[pk.P_G] = sp.frames
+    S[pk.P_HOST] = sp.host_line
+    S[pk.P_II] = sp.tick
+    S[pk.P_GPU_CAP] = sp.gpu_cap
+    S[pk.P_CPU_CAP] = sp.cpu_cap
+    S[pk.P_SSD_CAP] = sp.ssd_cap
+    S[pk.P_ALLOC_CAP] = sp.alloc_cap
+    S[pk.P_NUM_ITER] = sp.num_iteration
+    S[pk.P_USE_PREFETCH] = int(sp.use_prefetch)
+    S[pk.P_DEEPUM] = int(sp.deepum)
+    S[pk.P_DEGREE] = sp.prefetch_degree
+    S[pk.P_IS_UVM] = int(sp.is_uvm)
+    S[pk.P_TRACE] = int(trace is not None)
+    S[pk.P_F_HZ] = sp.f_hz
+    S[pk.P_LSYS] = sp.lsys
+    S[pk.P_LSSD] = sp.lssd
+    F = np.array([sp.gpu_bpc, sp.ssd_bpc, float(sp.f_hz)], dtype=np.float64)
     S[pk.S_KB_PENDING] = 1          # kernel 0 at t = 0, seq 0; first tick at t = 0, seq 1
     S[pk.S_TICK_SEQ] = 1
     S[pk.S_SEQ] = 2
     S[pk.S_IN_OPEN] = -1
     S[pk.S_OUT_OPEN] = -1
-    C = np.zeros(pk.NC, dtype=np.int64)
-    qs = np.zeros((pk.NQ, queue_capacity), dtype=np.int64)
-    qc = np.zeros((pk.NQ, queue_capacity), dtype=np.int64)
-    qh = np.zeros(pk.NQ, dtype=np.int64)
-    qt = np.zeros(pk.NQ, dtype=np.int64)
-    req = np.zeros(T, dtype=np.uint8)
-    in_window = np.zeros(T, dtype=np.uint8)
+    S[pk.S_REQ_K] = -1
+    S[pk.S_WIN_K] = -1
+    qb = np.zeros((pk.NQ, queue_capacity, 2), dtype=np.int64)
     total = K * sp.num_iteration
     kstat = np.zeros((total, pk.KS_COLS), dtype=np.int64)
     pcie = np.zeros((sp.num_iteration, pk.PC_COLS), dtype=np.int64)
@@ -258,17 +297,12 @@ def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
     nbnd_flushed = []
     ev = np.zeros((event_capacity if trace is not None else 1, pk.EV_COLS), dtype=np.int64)
     step = max(total // 200, 1)
-    stat_pause_at = step if progress is not None else total + 1
-    raw = w.raw_size.astype(np.int64)
-    tglobal = w.is_global.astype(np.uint8)
+    S[pk.S_STAT_PAUSE] = step if progress is not None else total + 1
 
     while True:
-        ev_pause_at = ev.shape[0] // 2 if trace is not None else ev.shape[0] + 1
-        status = pk.run_engine(in_ptr, in_idx, oo_ptr, oo_idx, w.exec_cycles, w.input_pf_cycles,
-                               w.pf_cycles, h_time, h_tensor, h_from, h_to, tstart, tnp, raw,
-                               tglobal, birth, death, sorted_start, sorted_tensor, pstate, req,
-                               in_window, lru_page, lru_gen, qs, qc, qh, qt, P, F, S, C, kstat,
-                               pcie, bnd, ev, ev_pause_at, stat_pause_at)
+        S[pk.S_EV_PAUSE] = ev.shape[0] // 2 if trace is not None else ev.shape[0] + 1
+        status = pk.run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F,
+                               kstat, pcie, bnd, ev)
         if status == pk.ST_ERROR:
             err = int(S[pk.S_ERROR])
             if err == pk.E_QUEUE_OVERFLOW:
@@ -287,14 +321,14 @@ def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
         if S[pk.S_NBND] + 4 > bnd.shape[0]:
             nbnd_flushed.append(bnd[:S[pk.S_NBND]].copy())
             S[pk.S_NBND] = 0
-        qlen = int((qt - qh).max())
+        qlen = int((S[pk.S_QT:pk.S_QT + pk.NQ] - S[pk.S_QH:pk.S_QH + pk.NQ]).max())
         if qlen > queue_capacity // 2:
-            qs, qc, qh, qt = _grow_queues(qs, qc, qh, qt)
-            queue_capacity = qs.shape[1]
+            qb = _grow_queues(qb, S)
+            queue_capacity = qb.shape[1]
         if progress is not None:
             progress(int(S[pk.S_NSTAT]), total)
-            while stat_pause_at <= S[pk.S_NSTAT]:
-                stat_pause_at += step
+            while S[pk.S_STAT_PAUSE] <= S[pk.S_NSTAT]:
+                S[pk.S_STAT_PAUSE] += step
         if status == pk.ST_DONE:
             break
 
@@ -305,30 +339,27 @@ def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
                    host_used=int(S[pk.S_HOST_USED]), pstate=pstate if keep_state else None,
                    live_page_evictions=int(S[pk.S_LIVE_WARN]),
                    amplification=(int(S[pk.S_AMP_RAW]), int(S[pk.S_AMP_ALIGNED])),
-                   extra={"queued_pages_left": _queued_pages(qc, qh, qt)})
+                   extra={"queued_pages_left": _queued_pages(qb, S)})
 
 
-def _queued_pages(qc, qh, qt) -> int:
-    cap = qc.shape[1]
+def _queued_pages(qb, S) -> int:
+    cap = qb.shape[1]
     n = 0
-    for q in range(qc.shape[0]):
-        for i in range(qh[q], qt[q]):
-            n += int(qc[q, i % cap])
+    for q in range(qb.shape[0]):
+        for i in range(int(S[pk.S_QH + q]), int(S[pk.S_QT + q])):
+            n += int(qb[q, i % cap, 1])
     return n
 
 
-def _grow_queues(qs, qc, qh, qt):
-    cap = qs.shape[1]
-    ncap = cap * 4
-    nqs = np.zeros((qs.shape[0], ncap), dtype=np.int64)
-    nqc = np.zeros_like(nqs)
-    for q in range(qs.shape[0]):
-        n = int(qt[q] - qh[q])
-        idx = (np.arange(qh[q], qt[q]) % cap)
-        nqs[q, :n] = qs[q, idx]
-        nqc[q, :n] = qc[q, idx]
-        qh[q], qt[q] = 0, n
-    return nqs, nqc, qh, qt
+def _grow_queues(qb, S):
+    """A copy of the queues with four times the capacity (each queue's runs from slot 0)."""
+    cap = qb.shape[1]
+    nqb = np.zeros((qb.shape[0], cap * 4, 2), dtype=np.int64)
+    for q in range(qb.shape[0]):
+        h, t = int(S[pk.S_QH + q]), int(S[pk.S_QT + q])
+        nqb[q, :t - h] = qb[q, np.arange(h, t) % cap]
+        S[pk.S_QH + q], S[pk.S_QT + q] = 0, t - h
+    return nqb
 
 
 def _error_text(err: int, S, w: Workload) -> str:

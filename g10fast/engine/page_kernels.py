@@ -1,22 +1,33 @@
 """Numba kernels of the G10-compatible page-level UVM engine (simulator spec §4–§9, §13).
 
 Everything here takes plain arrays and scalars. The Python wrapper in `page.py` validates
-inputs, sizes the arrays and drives `run_engine`, which is resumable: it returns
+inputs, packs the arrays and drives `run_engine`, which is resumable: it returns
 `ST_PAUSE` when an output buffer needs draining or a queue needs room, with all of its
 state in the arrays it was given, and continues where it stopped when called again.
 
-State layout (struct of arrays):
+State layout (few packed arrays, so that the hot functions take few arguments):
 
 * `pstate[V] uint8`, one byte per virtual page: bits 0-1 location (NOT_PRESENT, IN_SSD,
   IN_CPU, IN_GPU), bit 2 in_transfer, bit 3 member of the wait set, bits 4-7 an LRU
-  generation used to recognise stale LRU entries.
-* The "LRU" list (O-6: FIFO by GPU arrival) is an append-only array of page ids with
-  tombstones, compacted in place when full. An entry is live iff its page is IN_GPU and
-  its recorded generation equals the page's. A page removed where its slot is unknown
+  generation used to recognise stale LRU entries. It is read as int64: shifts of a uint8
+  are typed unsigned, and Numba compares unsigned with signed integers in floating point.
+* `tt[T, TT_COLS] int64`, one row per tensor: first page, pages, global, birth, death, raw
+  bytes, required by the current kernel, in the DeepUM window, and `TT_RES`, the number of
+  its pages that are IN_GPU and not in transfer (kept exact at every page-state change; a
+  kernel's residency check compares it with the page count).
+* `srt[2, n+1] int64`: first pages of the non-empty tensors in ascending order (with the
+  page count as a sentinel) and the tensor ids, for page -> tensor lookups; the positions
+  of the last lookups are cached in S.
+* The "LRU" list (O-6: FIFO by GPU arrival) is an append-only array `lru` of entries
+  `page << 4 | generation` (int32 while the page count is below 2**27, else int64) with
+  tombstones (-1), compacted in place when full. An entry is live iff its page is IN_GPU
+  and its recorded generation equals the page's. A page removed where its slot is unknown
   (pre-evict, pre-deallocation) bumps its generation; on wrap-around the list is compacted
   first so that no stale entry can be mistaken for a live one.
-* Eight FIFO queues of page runs `(first page, count)` in ring buffers.
-* Scalars in `S int64[NS]` (indices below); per-tick counters in `C int64[8]`.
+* Eight FIFO queues of page runs `(first page, count)` in ring buffers `qb[NQ, cap, 2]`
+  (capacity a power of two), heads and tails in S.
+* Scalars, the integer parameters (`P_*`) and the per-tick counters (`C_*`) all live in
+  `S int64[NS]` (indices below); the float parameters in `F float64[3]`.
 """
 
 from __future__ import annotations
@@ -36,6 +47,8 @@ LOC_MASK = 3
 F_TRANSFER = 4
 F_WAIT = 8
 GEN_SHIFT = 4
+GEN_MASK = 15
+RES_MASK = LOC_MASK | F_TRANSFER     # (st & RES_MASK) == IN_GPU: resident, not in transfer
 
 # ---- queues ----
 Q_PF_CPU = 0
@@ -48,24 +61,25 @@ Q_PREEVICT_SSD = 6
 Q_PREEVICT_CPU = 7
 NQ = 8
 
-# ---- integer parameters P[...] ----
-P_G = 0            # GPU frames
-P_HOST = 1         # host memory line, pages
-P_II = 2           # batcher tick, cycles
-P_GPU_CAP = 3
-P_CPU_CAP = 4
-P_SSD_CAP = 5
-P_ALLOC_CAP = 6
-P_NUM_ITER = 7
-P_USE_PREFETCH = 8
-P_DEEPUM = 9       # migration + eviction policy DEEPUM
-P_DEGREE = 10      # prefetch_degree
-P_IS_UVM = 11
-P_TRACE = 12       # write events
-P_F_HZ = 13        # uint64 GPU frequency in Hz (integer, for O-1)
-P_LSYS = 14        # int(system_latency_us)
-P_LSSD = 15        # int(SSD_latency_us)
-NP_INT = 16
+# ---- tensor table columns tt[T, ...] ----
+TT_START = 0
+TT_NP = 1
+TT_GLOBAL = 2
+TT_BIRTH = 3
+TT_DEATH = 4
+TT_RAW = 5
+TT_REQ = 6         # required by the current kernel
+TT_WIN = 7         # in the DeepUM window
+TT_RES = 8         # pages IN_GPU and not in transfer
+TT_COLS = 9
+
+# ---- kernel table columns kt[K + 1, ...] ----
+KT_IN = 0          # kernel k's tensors in kidx: inputs kidx[kt[k, 0]:kt[k, 1]], then the
+KT_OO = 1          # output-only ones kidx[kt[k, 1]:kt[k + 1, 0]]
+KT_EXEC = 2
+KT_INPF = 3
+KT_PF = 4
+KT_COLS = 5
 
 # ---- float parameters F[...] ----
 F_GPU_BPC = 0
@@ -113,19 +127,49 @@ S_LIVE_WARN = 35   # "PF EVICTING LIVING PAGE" warnings
 S_DEEPUM_END = 36  # DeepUM sticky END (O-15)
 S_AMP_RAW = 37
 S_AMP_ALIGNED = 38
-NS = 48
-
-# per-tick counters C[...]
-C_IN = 0
-C_IN_SSD = 1
-C_IN_CPU = 2
-C_OUT = 3
-C_OUT_SSD = 4
-C_OUT_CPU = 5
-C_ALLOC = 6
-C_FFS = 7          # forced_fetch_src
-C_FED = 8          # forced_evc_dest
-NC = 9
+S_TC_A = 39        # page -> tensor lookup caches (positions in srt)
+S_TC_B = 40
+S_TC_C = 41
+S_REQ_K = 42       # kernel whose required set is marked in tt[:, TT_REQ], -1 none
+S_WIN_K = 43       # first kernel of the DeepUM window marked in tt[:, TT_WIN], -1 none
+S_EV_PAUSE = 44    # pause when S_NEV reaches this
+S_STAT_PAUSE = 45  # pause when S_NSTAT reaches this
+S_LRU_STALE = 46   # pages removed from the LRU list with their slot unknown since the last
+                   # compaction (0: every entry that is not a tombstone is live)
+S_LRU_SCAN = 47    # entries before this position are ineligible victims for good (reset at
+                   # compaction)
+S_QH = 48          # queue heads S[S_QH + q] (monotonic counters)
+S_QT = 56          # queue tails
+# integer parameters
+P_G = 64           # GPU frames
+P_HOST = 65        # host memory line, pages
+P_II = 66          # batcher tick, cycles
+P_GPU_CAP = 67
+P_CPU_CAP = 68
+P_SSD_CAP = 69
+P_ALLOC_CAP = 70
+P_NUM_ITER = 71
+P_USE_PREFETCH = 72
+P_DEEPUM = 73      # migration + eviction policy DEEPUM
+P_DEGREE = 74      # prefetch_degree
+P_IS_UVM = 75
+P_TRACE = 76       # write events
+P_F_HZ = 77        # uint64 GPU frequency in Hz (integer, for O-1)
+P_LSYS = 78        # int(system_latency_us)
+P_LSSD = 79        # int(SSD_latency_us)
+# per-tick counters
+C_IN = 80
+C_IN_SSD = 81
+C_IN_CPU = 82
+C_OUT = 83
+C_OUT_SSD = 84
+C_OUT_CPU = 85
+C_ALLOC = 86
+C_FFS = 87         # forced_fetch_src
+C_FED = 88         # forced_evc_dest
+# fault-scan counts of a kernel start: intr, cpu/ssd/np in, cpu/ssd/np out, total in/out
+S_CNT = 90
+NS = 100
 
 # run statuses
 ST_DONE = 0
@@ -175,82 +219,84 @@ PC_OUT_SSD = 5
 PC_OUT_CPU = 6
 PC_COLS = 7
 
+# batcher stages (§9.2), in order
+_G_PE_SSD = 0      # pre-evict to SSD
+_G_PE_CPU = 1      # pre-evict to CPU
+_G_PF_SSD = 2      # demand fetch from SSD
+_G_PF_CPU = 3      # demand fetch from CPU
+_G_PF_ALLOC = 4    # demand allocation
+_G_PRE_SSD = 5     # prefetch from SSD
+_G_PRE_CPU = 6     # prefetch from CPU
+_G_PREALLOC = 7    # pre-allocation
+_G_RS_SSD = 8      # DeepUM lock-up rescue: prefetch queues drained as faults
+_G_RS_CPU = 9
+_G_RS_ALLOC = 10
+_G_END = 11
+
+
+# Every function here is compiled without Numba's reference counting (`_nrt=False`): none
+# allocates, and the atomic increments and decrements that NRT wraps around each array
+# argument of each call otherwise cost more than the page moves themselves.
+_kernel = njit(cache=True, _nrt=False)
+
 
 # ----------------------------------------------------------------------------------------
 # small helpers
 # ----------------------------------------------------------------------------------------
 
-@njit(cache=True, inline="always")
-def _loc(pstate, p):
-    return pstate[p] & LOC_MASK
+@_kernel
+def tensor_of(srt, S, c, p):
+    """Tensor owning page p: the last non-empty tensor whose first page is <= p.
 
-
-@njit(cache=True, inline="always")
-def _set_loc(pstate, p, loc):
-    pstate[p] = (pstate[p] & ~LOC_MASK) | loc
-
-
-@njit(cache=True, inline="always")
-def tensor_of(sorted_start, sorted_tensor, p):
-    """Tensor owning page p: the last (non-empty) tensor whose first page is <= p.
-
-    sorted_start has one extra sentinel entry (the page count) at the end; the last
-    lookup is cached in the sentinel slot of sorted_tensor's spare cells."""
-    c = sorted_tensor.shape[0] - 1
-    i = sorted_tensor[c]
-    if sorted_start[i] <= p and p < sorted_start[i + 1]:
-        return sorted_tensor[i]
+    srt[0] holds the first pages (plus the page count as a sentinel), srt[1] the tensor
+    ids; S[c] caches the position of the last lookup through cache slot c."""
+    i = S[c]
+    if srt[0, i] <= p and p < srt[0, i + 1]:
+        return srt[1, i]
     lo = 0
-    hi = c
+    hi = srt.shape[1] - 1
     while hi - lo > 1:
         mid = (lo + hi) >> 1
-        if sorted_start[mid] <= p:
+        if srt[0, mid] <= p:
             lo = mid
         else:
             hi = mid
-    sorted_tensor[c] = lo
-    return sorted_tensor[lo]
+    S[c] = lo
+    return srt[1, lo]
 
 
-@njit(cache=True)
-def _q_len(qh, qt, q):
-    return qt[q] - qh[q]
-
-
-@njit(cache=True)
-def _q_push(qs, qc, qh, qt, q, p, n, S):
+@_kernel
+def _q_push(qb, S, q, p, n):
     """Append pages p..p+n-1 to queue q, merging with the last run when contiguous."""
-    cap = qs.shape[1]
-    if qt[q] > qh[q]:
-        last = (qt[q] - 1) % cap
-        if qs[q, last] + qc[q, last] == p:
-            qc[q, last] += n
+    cap = qb.shape[1]
+    m = cap - 1
+    h = S[S_QH + q]
+    t = S[S_QT + q]
+    if t > h:
+        last = (t - 1) & m
+        if qb[q, last, 0] + qb[q, last, 1] == p:
+            qb[q, last, 1] += n
             return
-    if qt[q] - qh[q] >= cap:
+    if t - h >= cap:
         S[S_ERROR] = E_QUEUE_OVERFLOW
         return
-    slot = qt[q] % cap
-    qs[q, slot] = p
-    qc[q, slot] = n
-    qt[q] += 1
+    slot = t & m
+    qb[q, slot, 0] = p
+    qb[q, slot, 1] = n
+    S[S_QT + q] = t + 1
 
 
-@njit(cache=True)
-def _q_front(qs, qh, q):
-    return qs[q, qh[q] % qs.shape[1]]
-
-
-@njit(cache=True)
-def _q_pop(qs, qc, qh, q):
-    slot = qh[q] % qs.shape[1]
-    if qc[q, slot] > 1:
-        qs[q, slot] += 1
-        qc[q, slot] -= 1
+@_kernel
+def _q_pop(qb, S, q):
+    slot = S[S_QH + q] & (qb.shape[1] - 1)
+    if qb[q, slot, 1] > 1:
+        qb[q, slot, 0] += 1
+        qb[q, slot, 1] -= 1
     else:
-        qh[q] += 1
+        S[S_QH + q] += 1
 
 
-@njit(cache=True)
+@_kernel
 def _emit(ev, S, t, kind, it, k, tensor, page, count, src, dst, value):
     n = S[S_NEV]
     if n >= ev.shape[0]:
@@ -270,7 +316,7 @@ def _emit(ev, S, t, kind, it, k, tensor, page, count, src, dst, value):
     return n
 
 
-@njit(cache=True)
+@_kernel
 def _emit_run(ev, S, open_idx, t, kind, it, k, tensor, page, src, dst, value):
     """Emit one page, extending the open run at ev[S[open_idx]] when it continues it."""
     o = S[open_idx]
@@ -283,439 +329,442 @@ def _emit_run(ev, S, open_idx, t, kind, it, k, tensor, page, src, dst, value):
     S[open_idx] = _emit(ev, S, t, kind, it, k, tensor, page, 1, src, dst, value)
 
 
+@_kernel
+def _live(st, e):
+    """Whether LRU entry e (>= 0) is live, st being its page's state (int64)."""
+    return (st & LOC_MASK) == IN_GPU and (st >> GEN_SHIFT) == (e & GEN_MASK)
+
+
+@_kernel
+def _eligible(st, e):
+    """Whether LRU entry e (>= 0) is live and its page not in transfer (a victim)."""
+    return (st & RES_MASK) == IN_GPU and (st >> GEN_SHIFT) == (e & GEN_MASK)
+
+
+@_kernel
+def _is_alive(tt, T, k):
+    if tt[T, TT_GLOBAL]:
+        return True
+    d = tt[T, TT_DEATH]
+    if d == -1:
+        return k == tt[T, TT_BIRTH]
+    return tt[T, TT_BIRTH] <= k and k < d
+
+
 # ----------------------------------------------------------------------------------------
 # LRU list (FIFO by arrival, O-6)
 # ----------------------------------------------------------------------------------------
 
-@njit(cache=True, inline="always")
-def _lru_live(lru_page, lru_gen, pstate, s):
-    p = lru_page[s]
-    if p < 0:
-        return False
-    st = pstate[p]
-    return (st & LOC_MASK) == IN_GPU and (st >> GEN_SHIFT) == lru_gen[s]
-
-
-@njit(cache=True)
-def _lru_compact(lru_page, lru_gen, pstate, S):
+@_kernel
+def _lru_compact(lru, pstate, S):
+    """Drop the entries that are not live, keeping the order; the cursor moves to the first
+    live entry at or after it (or the tail)."""
     head = S[S_LRU_HEAD]
     tail = S[S_LRU_TAIL]
     cur = S[S_LRU_CUR]
     n = 0
     new_cur = -1
-    for s in range(head, tail):
-        if s == cur and new_cur < 0:
-            new_cur = n
-        if _lru_live(lru_page, lru_gen, pstate, s):
-            lru_page[n] = lru_page[s]
-            lru_gen[n] = lru_gen[s]
-            n += 1
+    if S[S_LRU_STALE] == 0:
+        # no page left the list with its slot unknown since the last compaction: every
+        # entry that is not a tombstone is live
+        for s in range(head, tail):
+            if s == cur:
+                new_cur = n
+            e = lru[s]
+            if e >= 0:
+                lru[n] = e
+                n += 1
+    else:
+        for s in range(head, tail):
+            if s == cur:
+                new_cur = n
+            e = lru[s]
+            if e >= 0:
+                st = np.int64(pstate[e >> GEN_SHIFT])
+                if _live(st, e):
+                    lru[n] = e
+                    n += 1
     if new_cur < 0:
         new_cur = n
     S[S_LRU_HEAD] = 0
     S[S_LRU_TAIL] = n
     S[S_LRU_CUR] = new_cur
+    S[S_LRU_STALE] = 0
+    S[S_LRU_SCAN] = 0
 
 
-@njit(cache=True)
-def _lru_append(lru_page, lru_gen, pstate, S, p):
-    if S[S_LRU_TAIL] >= lru_page.shape[0]:
-        _lru_compact(lru_page, lru_gen, pstate, S)
-    t = S[S_LRU_TAIL]
-    cur_at_end = S[S_LRU_CUR] == t
-    lru_page[t] = p
-    lru_gen[t] = pstate[p] >> GEN_SHIFT
-    S[S_LRU_TAIL] = t + 1
-    if cur_at_end:
-        # A std::list cursor at END stays END when a page is appended; an index cursor
-        # equal to the tail would otherwise point at the new element.
-        S[S_LRU_CUR] = t + 1
+@_kernel
+def _lru_live(lru, pstate, s):
+    e = lru[s]
+    if e < 0:
+        return False
+    return _live(np.int64(pstate[e >> GEN_SHIFT]), e)
 
 
-@njit(cache=True)
-def _lru_remove_unknown(lru_page, lru_gen, pstate, S, p):
+@_kernel
+def _lru_remove_unknown(lru, pstate, S, p):
     """Remove page p (IN_GPU) from the list where its slot is unknown: bump its generation."""
     cur = S[S_LRU_CUR]
-    if cur < S[S_LRU_TAIL] and lru_page[cur] == p and _lru_live(lru_page, lru_gen, pstate, cur):
+    if cur < S[S_LRU_TAIL] and lru[cur] >= 0 and (lru[cur] >> GEN_SHIFT) == p \
+            and _lru_live(lru, pstate, cur):
         S[S_LRU_CUR] = S[S_LRU_HEAD]          # removing the cursor's page resets it (§8.1)
-    g = ((pstate[p] >> GEN_SHIFT) + 1) & 15
-    pstate[p] = (pstate[p] & 15) | (g << GEN_SHIFT)
+    g = ((np.int64(pstate[p]) >> GEN_SHIFT) + 1) & GEN_MASK
+    pstate[p] = (np.int64(pstate[p]) & 15) | (g << GEN_SHIFT)
+    S[S_LRU_STALE] += 1
     if g == 0:
         # generation wrapped: drop every stale entry before an old one could look live
-        _lru_compact(lru_page, lru_gen, pstate, S)
+        _lru_compact(lru, pstate, S)
 
 
-@njit(cache=True)
-def _lru_advance_head(lru_page, lru_gen, pstate, S):
+@_kernel
+def _lru_advance_head(lru, pstate, S):
     h = S[S_LRU_HEAD]
     t = S[S_LRU_TAIL]
-    cur = S[S_LRU_CUR]
-    while h < t and not _lru_live(lru_page, lru_gen, pstate, h):
+    while h < t and not _lru_live(lru, pstate, h):
         h += 1
     S[S_LRU_HEAD] = h
-    if cur < h:
+    if S[S_LRU_CUR] < h:
         S[S_LRU_CUR] = h
 
 
-@njit(cache=True)
-def _lru_first_from(lru_page, lru_gen, pstate, s, skip_transfer):
-    t_end = lru_page.shape[0]
-    while True:
-        if s >= t_end:
-            return s
-        p = lru_page[s]
-        if p >= 0 and _lru_live(lru_page, lru_gen, pstate, s):
-            if not (skip_transfer and (pstate[p] & F_TRANSFER)):
-                return s
-        s += 1
-
-
 # ----------------------------------------------------------------------------------------
-# victim selection (§8)
+# batcher (§9.2, §9.3): every stage in one loop, so that victim selection, eviction and
+# allocation are each written (and compiled) once, without calls on the per-page path.
+# A failed allocation (no victim, or an error) ends its stage, and the prefetch-from-SSD
+# one also skips the prefetch-from-CPU stage (the artifact's stages are grouped so).
 # ----------------------------------------------------------------------------------------
 
-@njit(cache=True)
-def _select_victim_lru(lru_page, lru_gen, pstate, S):
-    """LRU (§8.1): first non-in-transfer page from the cursor, else from the head.
-
-    Returns the slot, or -1. Entries before the cursor are never eligible (they were
-    in transfer when passed, and such pages only leave the list), so one scan from the
-    cursor is equivalent to the artifact's scan-then-rescan."""
-    tail = S[S_LRU_TAIL]
-    s = S[S_LRU_CUR]
-    if s < S[S_LRU_HEAD]:
-        s = S[S_LRU_HEAD]
-    while s < tail:
-        p = lru_page[s]
-        if p >= 0 and _lru_live(lru_page, lru_gen, pstate, s) and not (pstate[p] & F_TRANSFER):
-            S[S_LRU_CUR] = s + 1
-            return s
-        s += 1
-    s = S[S_LRU_HEAD]
-    while s < tail:
-        p = lru_page[s]
-        if p >= 0 and _lru_live(lru_page, lru_gen, pstate, s) and not (pstate[p] & F_TRANSFER):
-            S[S_LRU_CUR] = s + 1
-            return s
-        s += 1
-    return -1
-
-
-@njit(cache=True)
-def _select_victim_deepum(lru_page, lru_gen, pstate, S, in_window, sorted_start,
-                          sorted_tensor, is_pf):
-    """DeepUM (§8.2). Non-PF: from the cursor, skip window tensors; END is sticky (O-15).
-    PF: the first non-in-transfer page from the head, ignoring the window."""
-    tail = S[S_LRU_TAIL]
-    if not is_pf:
-        if S[S_DEEPUM_END] != 0:
-            return -1
-        s = S[S_LRU_CUR]
-        if s < S[S_LRU_HEAD]:
-            s = S[S_LRU_HEAD]
-        while s < tail:
-            p = lru_page[s]
-            if p >= 0 and _lru_live(lru_page, lru_gen, pstate, s):
-                if not in_window[tensor_of(sorted_start, sorted_tensor, p)]:
-                    S[S_LRU_CUR] = s + 1
-                    return s
-            s += 1
-        S[S_LRU_CUR] = tail
-        S[S_DEEPUM_END] = 1
-        return -1
-    s = S[S_LRU_HEAD]
-    while s < tail:
-        p = lru_page[s]
-        if p >= 0 and _lru_live(lru_page, lru_gen, pstate, s) and not (pstate[p] & F_TRANSFER):
-            if S[S_LRU_CUR] == s:
-                S[S_LRU_CUR] = s + 1
-            return s
-        s += 1
-    return -1
-
-
-# ----------------------------------------------------------------------------------------
-# page operations (§9.3)
-# ----------------------------------------------------------------------------------------
-
-@njit(cache=True)
-def _record_evict(P, C, S, dest, n):
-    if n == 0:
-        return
-    if dest == IN_SSD:
-        C[C_OUT_SSD] += n
-        C[C_OUT] += n
-        if C[C_OUT_SSD] == P[P_SSD_CAP]:
-            C[C_FED] = IN_CPU
-    else:
-        C[C_OUT_CPU] += n
-        C[C_OUT] += n
-        if C[C_OUT_CPU] == P[P_CPU_CAP] or S[S_HOST_USED] == P[P_HOST]:
-            C[C_FED] = IN_SSD
-
-
-@njit(cache=True)
-def _record_fetch(P, C, src):
-    if src == IN_SSD:
-        C[C_IN_SSD] += 1
-        if C[C_IN_SSD] == P[P_SSD_CAP]:
-            C[C_FFS] = IN_CPU
-    else:
-        C[C_IN_CPU] += 1
-        if C[C_IN_CPU] == P[P_CPU_CAP]:
-            C[C_FFS] = IN_SSD
-    C[C_ALLOC] += 1
-    C[C_IN] += 1
-
-
-@njit(cache=True)
-def _is_alive(tglobal, birth, death, T, k):
-    if tglobal[T]:
-        return True
-    if death[T] == -1:
-        return k == birth[T]
-    return birth[T] <= k and k < death[T]
-
-
-@njit(cache=True)
-def _evict(v, slot, dest, is_pf, t, pstate, req, tglobal, birth, death, sorted_start,
-           sorted_tensor, lru_page, lru_gen, qs, qc, qh, qt, P, C, S, ev):
-    """Move GPU page v to dest (§9.3 evict). slot >= 0: its LRU slot, else unknown."""
-    T = tensor_of(sorted_start, sorted_tensor, v)
-    k = S[S_CUR_KERNEL]
-    if dest == NOT_PRESENT and _is_alive(tglobal, birth, death, T, k):
-        if is_pf:
-            S[S_LIVE_WARN] += 1
+@_kernel
+def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
+    """The stages of one busy batcher tick at time t (§9.2), counting in S[C_*]."""
+    qm = qb.shape[1] - 1
+    lcap = lru.shape[0]
+    G = S[P_G]
+    HOST = S[P_HOST]
+    GPU_CAP = S[P_GPU_CAP]
+    CPU_CAP = S[P_CPU_CAP]
+    SSD_CAP = S[P_SSD_CAP]
+    ALLOC_CAP = S[P_ALLOC_CAP]
+    deepum = S[P_DEEPUM] != 0
+    trace = S[P_TRACE] != 0
+    it = S[S_CUR_ITER]
+    rescue = False
+    stage = _G_PE_SSD
+    while stage < _G_END:
+        # ---- the stage's queue and admission test ----
+        if stage == _G_PE_SSD:
+            q = Q_PREEVICT_SSD
+            ok = S[C_OUT_SSD] < SSD_CAP and S[C_OUT] < GPU_CAP
+        elif stage == _G_PE_CPU:
+            q = Q_PREEVICT_CPU
+            host_full = S[S_HOST_USED] == HOST
+            ok = S[C_OUT] < GPU_CAP and ((host_full and S[C_OUT_SSD] < SSD_CAP)
+                                         or (not host_full and S[C_OUT_CPU] < CPU_CAP))
         else:
-            S[S_ERROR] = E_DEAD_LIVE_EVICT
-    n = 0
-    if dest == IN_CPU:
-        if S[S_HOST_USED] >= P[P_HOST]:
-            S[S_ERROR] = E_HOST_OVERFLOW
-            S[S_ERR_A] = v
-            return
-        S[S_HOST_USED] += 1
-        n = 1
-    elif dest == IN_SSD:
-        n = 1
-    if slot >= 0:
-        lru_page[slot] = -1
-    else:
-        _lru_remove_unknown(lru_page, lru_gen, pstate, S, v)
-    _set_loc(pstate, v, dest)
-    S[S_GPU_USED] -= 1
-    _record_evict(P, C, S, dest, n)
-    if P[P_TRACE]:
-        _emit_run(ev, S, S_OUT_OPEN, t, EV_EVICT, S[S_CUR_ITER], k, T, v, IN_GPU, dest,
-                  1 if slot >= 0 else 0)
-    if req[T]:
-        if dest == IN_CPU:
-            _q_push(qs, qc, qh, qt, Q_PF_CPU, v, 1, S)
-        elif dest == IN_SSD:
-            _q_push(qs, qc, qh, qt, Q_PF_SSD, v, 1, S)
+            if stage == _G_RS_SSD and not rescue:
+                # DeepUM "lock-up" rescue (§9.2), decided once after the regular stages
+                if not (deepum and S[S_RESCHED] != 0 and S[S_R_STARTED] == 0 and S[S_WAIT] > 0
+                        and S[C_IN] + S[C_OUT] == 0):
+                    break
+                rescue = True
+            evict_ok = S[S_GPU_USED] < G or (S[C_OUT] < GPU_CAP and
+                                             (S[S_HOST_USED] < HOST or S[C_OUT_SSD] < SSD_CAP))
+            if stage == _G_PF_SSD:
+                q = Q_PF_SSD
+                ok = S[C_IN] < GPU_CAP and S[C_ALLOC] < ALLOC_CAP and evict_ok
+            elif stage == _G_PF_CPU:
+                q = Q_PF_CPU
+                ok = S[C_IN] < GPU_CAP and S[C_ALLOC] < ALLOC_CAP and evict_ok
+            elif stage == _G_PF_ALLOC:
+                q = Q_PF_ALLOC
+                ok = evict_ok and S[C_ALLOC] < ALLOC_CAP
+            elif stage == _G_PRE_SSD:
+                q = Q_PREFETCH_SSD
+                ok = S[C_IN_SSD] < SSD_CAP and S[C_IN] < GPU_CAP and evict_ok
+            elif stage == _G_PRE_CPU:
+                q = Q_PREFETCH_CPU
+                ok = S[C_IN_CPU] < CPU_CAP and S[C_IN] < GPU_CAP and evict_ok
+            elif stage == _G_PREALLOC:
+                q = Q_PREALLOC
+                ok = evict_ok and S[C_ALLOC] < ALLOC_CAP
+            elif stage == _G_RS_SSD:
+                q = Q_PREFETCH_SSD
+                ok = S[C_IN] < GPU_CAP and S[C_ALLOC] < ALLOC_CAP and evict_ok
+            elif stage == _G_RS_CPU:
+                q = Q_PREFETCH_CPU
+                ok = S[C_IN] < GPU_CAP and S[C_ALLOC] < ALLOC_CAP and evict_ok
+            else:
+                q = Q_PREALLOC
+                ok = evict_ok and S[C_ALLOC] < ALLOC_CAP
+        qh = S[S_QH + q]
+        if not ok or S[S_QT + q] <= qh:
+            stage += 1
+            continue
+        p = qb[q, qh & qm, 0]
+
+        # ---- what happens to page p ----
+        ev_v = -1
+        ev_slot = -1
+        ev_dest = 0
+        ev_pf = False
+        a_src = 0
+        a_tensor = -1
+        is_pf = True
+        is_fetch = True
+        fetch_src = IN_SSD
+        if stage <= _G_PE_CPU:
+            # pre-eviction
+            ev_v = p
+            fed = S[C_FED]
+            if fed != NOT_KNOWN:
+                ev_dest = fed
+            else:
+                ev_dest = IN_SSD if stage == _G_PE_SSD else IN_CPU
         else:
-            _q_push(qs, qc, qh, qt, Q_PF_ALLOC, v, 1, S)
-        pstate[v] |= F_TRANSFER
-        if not (pstate[v] & F_WAIT):
-            pstate[v] |= F_WAIT
-            S[S_WAIT] += 1
-    else:
-        pstate[v] &= ~F_TRANSFER
+            if stage == _G_PRE_SSD or stage == _G_PRE_CPU:
+                loc = np.int64(pstate[p]) & LOC_MASK
+                want = IN_SSD if stage == _G_PRE_SSD else IN_CPU
+                if loc != want:
+                    if loc == IN_CPU and stage == _G_PRE_SSD:
+                        _q_push(qb, S, Q_PREFETCH_CPU, p, 1)
+                    elif loc == IN_SSD and stage == _G_PRE_CPU:
+                        _q_push(qb, S, Q_PREFETCH_SSD, p, 1)
+                    _q_pop(qb, S, q)
+                    continue
+                is_pf = False
+                fetch_src = want
+            elif stage == _G_PF_ALLOC or stage == _G_RS_ALLOC:
+                is_fetch = False
+            elif stage == _G_PREALLOC:
+                is_fetch = False
+                is_pf = False
+            else:
+                # demand fetches pop before allocating
+                fetch_src = IN_SSD if (stage == _G_PF_SSD or stage == _G_RS_SSD) else IN_CPU
+                _q_pop(qb, S, q)
+            a_src = np.int64(pstate[p]) & LOC_MASK
+            a_tensor = tensor_of(srt, S, S_TC_A, p)
+            if S[S_GPU_USED] >= G:
+                # ---- victim selection (§8) ----
+                pf = is_pf or tt[a_tensor, TT_REQ] != 0
+                tail = S[S_LRU_TAIL]
+                hd = S[S_LRU_HEAD]
+                slot = -1
+                if deepum and not pf:
+                    # §8.2 non-PF: from the cursor, skip window tensors; END is sticky (O-15)
+                    if S[S_DEEPUM_END] == 0:
+                        s = S[S_LRU_CUR]
+                        if s < hd:
+                            s = hd
+                        while s < tail:
+                            e = lru[s]
+                            if e >= 0:
+                                vp = e >> GEN_SHIFT
+                                vs = np.int64(pstate[vp])
+                                if _live(vs, e):
+                                    if not tt[tensor_of(srt, S, S_TC_C, vp), TT_WIN]:
+                                        slot = s
+                                        break
+                            s += 1
+                        if slot >= 0:
+                            S[S_LRU_CUR] = slot + 1
+                        else:
+                            S[S_LRU_CUR] = tail
+                            S[S_DEEPUM_END] = 1
+                    if slot < 0:
+                        stage = _G_PREALLOC if stage == _G_PRE_SSD else stage + 1
+                        continue
+                else:
+                    if not deepum:
+                        # §8.1: first non-in-transfer page from the cursor, else from the
+                        # head. Entries before the cursor are never eligible (they were in
+                        # transfer when passed, and such pages only leave the list), so one
+                        # scan from the cursor is the artifact's scan-then-rescan.
+                        s = S[S_LRU_CUR]
+                        if s < hd:
+                            s = hd
+                        while s < tail:
+                            e = lru[s]
+                            if e >= 0:
+                                vs = np.int64(pstate[e >> GEN_SHIFT])
+                                if _eligible(vs, e):
+                                    slot = s
+                                    break
+                            s += 1
+                    if slot < 0:
+                        # (DeepUM PF: the first non-in-transfer page from the head.) The scan
+                        # starts past the entries an earlier one found ineligible: those can
+                        # never become eligible (tombstones stay dead until a compaction, and
+                        # a GPU page in transfer leaves the GPU before its flag clears), so
+                        # this only saves rescanning a growing prefix (quadratic in DeepUM).
+                        s = S[S_LRU_SCAN]
+                        if s < hd:
+                            s = hd
+                        while s < tail:
+                            e = lru[s]
+                            if e >= 0:
+                                vs = np.int64(pstate[e >> GEN_SHIFT])
+                                if _eligible(vs, e):
+                                    slot = s
+                                    break
+                            s += 1
+                        S[S_LRU_SCAN] = s
+                    if slot < 0:
+                        S[S_ERROR] = E_NO_VICTIM
+                        stage = _G_PREALLOC if stage == _G_PRE_SSD else stage + 1
+                        continue
+                    if not deepum:
+                        S[S_LRU_CUR] = slot + 1
+                    elif S[S_LRU_CUR] == slot:
+                        S[S_LRU_CUR] = slot + 1
+                ev_v = lru[slot] >> GEN_SHIFT
+                ev_slot = slot
+                ev_pf = True
+                if deepum:
+                    vt = tensor_of(srt, S, S_TC_B, ev_v)
+                    ev_dest = IN_CPU if _is_alive(tt, vt, S[S_CUR_KERNEL]) else NOT_PRESENT
+                else:
+                    ev_dest = IN_CPU
+                if ev_dest != NOT_PRESENT and S[C_FED] != NOT_KNOWN:
+                    ev_dest = S[C_FED]
 
+        # ---- evict page ev_v to ev_dest (§9.3 evict) ----
+        if ev_v >= 0:
+            v = ev_v
+            dest = ev_dest
+            T = tensor_of(srt, S, S_TC_B, v)
+            st0 = np.int64(pstate[v])
+            k = S[S_CUR_KERNEL]
+            if dest == NOT_PRESENT and _is_alive(tt, T, k):
+                if ev_pf:
+                    S[S_LIVE_WARN] += 1
+                else:
+                    S[S_ERROR] = E_DEAD_LIVE_EVICT
+            n = 0
+            overflow = False
+            if dest == IN_CPU:
+                if S[S_HOST_USED] >= HOST:
+                    S[S_ERROR] = E_HOST_OVERFLOW
+                    S[S_ERR_A] = v
+                    overflow = True
+                else:
+                    S[S_HOST_USED] += 1
+                    n = 1
+            elif dest == IN_SSD:
+                n = 1
+            if not overflow:
+                if ev_slot >= 0:
+                    lru[ev_slot] = -1
+                else:
+                    _lru_remove_unknown(lru, pstate, S, v)
+                st = (np.int64(pstate[v]) & ~LOC_MASK) | dest
+                S[S_GPU_USED] -= 1
+                if n != 0:
+                    S[C_OUT] += 1
+                    if dest == IN_SSD:
+                        S[C_OUT_SSD] += 1
+                        if S[C_OUT_SSD] == SSD_CAP:
+                            S[C_FED] = IN_CPU
+                    else:
+                        S[C_OUT_CPU] += 1
+                        if S[C_OUT_CPU] == CPU_CAP or S[S_HOST_USED] == HOST:
+                            S[C_FED] = IN_SSD
+                if trace:
+                    _emit_run(ev, S, S_OUT_OPEN, t, EV_EVICT, it, k, T, v, IN_GPU, dest,
+                              1 if ev_slot >= 0 else 0)
+                if tt[T, TT_REQ]:
+                    if dest == IN_CPU:
+                        _q_push(qb, S, Q_PF_CPU, v, 1)
+                    elif dest == IN_SSD:
+                        _q_push(qb, S, Q_PF_SSD, v, 1)
+                    else:
+                        _q_push(qb, S, Q_PF_ALLOC, v, 1)
+                    st |= F_TRANSFER
+                    if not (st & F_WAIT):
+                        st |= F_WAIT
+                        S[S_WAIT] += 1
+                else:
+                    st &= ~F_TRANSFER
+                pstate[v] = st
+                if (st0 & RES_MASK) == IN_GPU:
+                    tt[T, TT_RES] -= 1
+            if stage <= _G_PE_CPU:
+                _q_pop(qb, S, q)
+                if S[S_ERROR] != E_NONE:
+                    stage = _G_PF_SSD
+                continue
+            if S[S_ERROR] != E_NONE:
+                stage = _G_PREALLOC if stage == _G_PRE_SSD else stage + 1
+                continue
 
-@njit(cache=True)
-def _alloc_page(p, is_pf, is_fetch, t, pstate, req, tglobal, birth, death, sorted_start,
-                sorted_tensor, in_window, lru_page, lru_gen, qs, qc, qh, qt, P, C, S, ev):
-    """Give page p a GPU frame (§9.3 alloc_page). Returns 1, or -1 if DeepUM found no victim."""
-    src = pstate[p] & LOC_MASK
-    if S[S_GPU_USED] >= P[P_G]:
-        T = tensor_of(sorted_start, sorted_tensor, p)
-        pf = is_pf or req[T] != 0
-        if P[P_DEEPUM]:
-            slot = _select_victim_deepum(lru_page, lru_gen, pstate, S, in_window, sorted_start,
-                                         sorted_tensor, pf)
-            if slot < 0:
-                if pf:
-                    S[S_ERROR] = E_NO_VICTIM
-                return -1
-            v = lru_page[slot]
-            vt = tensor_of(sorted_start, sorted_tensor, v)
-            dest = IN_CPU if _is_alive(tglobal, birth, death, vt, S[S_CUR_KERNEL]) else NOT_PRESENT
+        # ---- give page p a GPU frame (§9.3 alloc_page) ----
+        if a_src == IN_CPU:
+            S[S_HOST_USED] -= 1
+            if S[C_FED] == IN_SSD:
+                S[C_FED] = NOT_KNOWN
+        S[S_GPU_USED] += 1
+        st0 = np.int64(pstate[p])
+        st = (st0 & ~LOC_MASK) | IN_GPU
+        pstate[p] = st
+        if S[S_LRU_TAIL] >= lcap:
+            _lru_compact(lru, pstate, S)
+        lt = S[S_LRU_TAIL]
+        lru[lt] = (p << GEN_SHIFT) | (st >> GEN_SHIFT)
+        S[S_LRU_TAIL] = lt + 1
+        if S[S_LRU_CUR] == lt:
+            # A std::list cursor at END stays END when a page is appended; an index cursor
+            # equal to the tail would otherwise point at the new element.
+            S[S_LRU_CUR] = lt + 1
+        st &= ~F_TRANSFER
+        if st & F_WAIT:
+            st &= ~F_WAIT
+            S[S_WAIT] -= 1
+        pstate[p] = st
+        if (st0 & RES_MASK) != IN_GPU:
+            tt[a_tensor, TT_RES] += 1
+        if trace:
+            _emit_run(ev, S, S_IN_OPEN, t, EV_FETCH if is_fetch else EV_ALLOC, it,
+                      S[S_CUR_KERNEL], a_tensor, p, a_src, IN_GPU, 1 if is_pf else 0)
+
+        # ---- stage bookkeeping ----
+        if is_fetch:
+            if fetch_src == IN_SSD:
+                S[C_IN_SSD] += 1
+                if S[C_IN_SSD] == SSD_CAP:
+                    S[C_FFS] = IN_CPU
+            else:
+                S[C_IN_CPU] += 1
+                if S[C_IN_CPU] == CPU_CAP:
+                    S[C_FFS] = IN_SSD
+            S[C_ALLOC] += 1
+            S[C_IN] += 1
+            if stage == _G_PRE_SSD or stage == _G_PRE_CPU:
+                _q_pop(qb, S, q)
+            elif S[C_FFS] != NOT_KNOWN and S[C_FFS] != fetch_src:
+                stage += 1
         else:
-            slot = _select_victim_lru(lru_page, lru_gen, pstate, S)
-            if slot < 0:
-                S[S_ERROR] = E_NO_VICTIM
-                return -1
-            v = lru_page[slot]
-            dest = IN_CPU
-        if dest != NOT_PRESENT and C[C_FED] != NOT_KNOWN:
-            dest = C[C_FED]
-        _evict(v, slot, dest, True, t, pstate, req, tglobal, birth, death, sorted_start,
-               sorted_tensor, lru_page, lru_gen, qs, qc, qh, qt, P, C, S, ev)
-        if S[S_ERROR] != E_NONE:
-            return -1
-    if src == IN_CPU:
-        S[S_HOST_USED] -= 1
-        if C[C_FED] == IN_SSD:
-            C[C_FED] = NOT_KNOWN
-    S[S_GPU_USED] += 1
-    _set_loc(pstate, p, IN_GPU)
-    _lru_append(lru_page, lru_gen, pstate, S, p)
-    pstate[p] &= ~F_TRANSFER
-    if pstate[p] & F_WAIT:
-        pstate[p] &= ~F_WAIT
-        S[S_WAIT] -= 1
-    if P[P_TRACE]:
-        T = tensor_of(sorted_start, sorted_tensor, p)
-        _emit_run(ev, S, S_IN_OPEN, t, EV_FETCH if is_fetch else EV_ALLOC, S[S_CUR_ITER],
-                  S[S_CUR_KERNEL], T, p, src, IN_GPU, 1 if is_pf else 0)
-    return 1
+            S[C_ALLOC] += 1
+            _q_pop(qb, S, q)
 
 
-# ----------------------------------------------------------------------------------------
-# batcher (§9.2)
-# ----------------------------------------------------------------------------------------
-
-@njit(cache=True, inline="always")
-def _evict_ok(P, C, S):
-    if S[S_GPU_USED] < P[P_G]:
-        return True
-    return C[C_OUT] < P[P_GPU_CAP] and (S[S_HOST_USED] < P[P_HOST] or C[C_OUT_SSD] < P[P_SSD_CAP])
-
-
-@njit(cache=True)
-def _stage_preevict(t, pstate, req, tglobal, birth, death, sorted_start, sorted_tensor,
-                    lru_page, lru_gen, qs, qc, qh, qt, P, C, S, ev):
-    q = Q_PREEVICT_SSD
-    while C[C_OUT_SSD] < P[P_SSD_CAP] and C[C_OUT] < P[P_GPU_CAP] and qt[q] > qh[q]:
-        v = _q_front(qs, qh, q)
-        dest = C[C_FED] if C[C_FED] != NOT_KNOWN else IN_SSD
-        _evict(v, -1, dest, False, t, pstate, req, tglobal, birth, death, sorted_start,
-               sorted_tensor, lru_page, lru_gen, qs, qc, qh, qt, P, C, S, ev)
-        _q_pop(qs, qc, qh, q)
-        if S[S_ERROR] != E_NONE:
-            return
-    q = Q_PREEVICT_CPU
-    while qt[q] > qh[q] and C[C_OUT] < P[P_GPU_CAP]:
-        host_full = S[S_HOST_USED] == P[P_HOST]
-        if not ((host_full and C[C_OUT_SSD] < P[P_SSD_CAP])
-                or (not host_full and C[C_OUT_CPU] < P[P_CPU_CAP])):
-            break
-        v = _q_front(qs, qh, q)
-        dest = C[C_FED] if C[C_FED] != NOT_KNOWN else IN_CPU
-        _evict(v, -1, dest, False, t, pstate, req, tglobal, birth, death, sorted_start,
-               sorted_tensor, lru_page, lru_gen, qs, qc, qh, qt, P, C, S, ev)
-        _q_pop(qs, qc, qh, q)
-        if S[S_ERROR] != E_NONE:
-            return
-
-
-@njit(cache=True)
-def _stage_pf_fetch(q, src, t, pstate, req, tglobal, birth, death, sorted_start,
-                    sorted_tensor, in_window, lru_page, lru_gen, qs, qc, qh, qt, P, C, S, ev):
-    while (C[C_IN] < P[P_GPU_CAP] and C[C_ALLOC] < P[P_ALLOC_CAP] and _evict_ok(P, C, S)
-           and qt[q] > qh[q]):
-        p = _q_front(qs, qh, q)
-        _q_pop(qs, qc, qh, q)
-        r = _alloc_page(p, True, True, t, pstate, req, tglobal, birth, death, sorted_start,
-                        sorted_tensor, in_window, lru_page, lru_gen, qs, qc, qh, qt, P, C, S, ev)
-        if r < 0:
-            return
-        _record_fetch(P, C, src)
-        if C[C_FFS] != NOT_KNOWN and C[C_FFS] != src:
-            return
-
-
-@njit(cache=True)
-def _stage_alloc(q, is_pf, t, pstate, req, tglobal, birth, death, sorted_start, sorted_tensor,
-                 in_window, lru_page, lru_gen, qs, qc, qh, qt, P, C, S, ev):
-    while _evict_ok(P, C, S) and C[C_ALLOC] < P[P_ALLOC_CAP] and qt[q] > qh[q]:
-        p = _q_front(qs, qh, q)
-        r = _alloc_page(p, is_pf, False, t, pstate, req, tglobal, birth, death, sorted_start,
-                        sorted_tensor, in_window, lru_page, lru_gen, qs, qc, qh, qt, P, C, S, ev)
-        if r < 0:
-            return
-        C[C_ALLOC] += 1
-        _q_pop(qs, qc, qh, q)
-
-
-@njit(cache=True)
-def _stage_prefetch(t, pstate, req, tglobal, birth, death, sorted_start, sorted_tensor,
-                    in_window, lru_page, lru_gen, qs, qc, qh, qt, P, C, S, ev):
-    q = Q_PREFETCH_SSD
-    while (C[C_IN_SSD] < P[P_SSD_CAP] and C[C_IN] < P[P_GPU_CAP] and _evict_ok(P, C, S)
-           and qt[q] > qh[q]):
-        p = _q_front(qs, qh, q)
-        loc = pstate[p] & LOC_MASK
-        if loc == IN_SSD:
-            r = _alloc_page(p, False, True, t, pstate, req, tglobal, birth, death, sorted_start,
-                            sorted_tensor, in_window, lru_page, lru_gen, qs, qc, qh, qt, P, C, S,
-                            ev)
-            if r < 0:
-                return
-            _record_fetch(P, C, IN_SSD)
-        elif loc == IN_CPU:
-            _q_push(qs, qc, qh, qt, Q_PREFETCH_CPU, p, 1, S)
-        _q_pop(qs, qc, qh, q)
-    q = Q_PREFETCH_CPU
-    while (C[C_IN_CPU] < P[P_CPU_CAP] and C[C_IN] < P[P_GPU_CAP] and _evict_ok(P, C, S)
-           and qt[q] > qh[q]):
-        p = _q_front(qs, qh, q)
-        loc = pstate[p] & LOC_MASK
-        if loc == IN_CPU:
-            r = _alloc_page(p, False, True, t, pstate, req, tglobal, birth, death, sorted_start,
-                            sorted_tensor, in_window, lru_page, lru_gen, qs, qc, qh, qt, P, C, S,
-                            ev)
-            if r < 0:
-                return
-            _record_fetch(P, C, IN_CPU)
-        elif loc == IN_SSD:
-            _q_push(qs, qc, qh, qt, Q_PREFETCH_SSD, p, 1, S)
-        _q_pop(qs, qc, qh, q)
-
-
-@njit(cache=True)
-def _batcher(t, pstate, req, tglobal, birth, death, sorted_start, sorted_tensor, in_window,
-             lru_page, lru_gen, qs, qc, qh, qt, P, C, S, pcie, bnd, ev):
-    for i in range(NC):
-        C[i] = 0
-    C[C_FFS] = NOT_KNOWN
-    C[C_FED] = NOT_KNOWN
+@_kernel
+def _batcher(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
+    for i in range(C_IN, C_FED + 1):
+        S[i] = 0
+    S[C_FFS] = NOT_KNOWN
+    S[C_FED] = NOT_KNOWN
     S[S_IN_OPEN] = -1
     S[S_OUT_OPEN] = -1
     busy = False
     for q in range(NQ):
-        if qt[q] > qh[q]:
+        if S[S_QT + q] > S[S_QH + q]:
             busy = True
             break
     it = S[S_CUR_ITER]
     if busy:
-        if S[S_HOST_USED] == P[P_HOST]:
-            C[C_FED] = IN_SSD
-        _stage_preevict(t, pstate, req, tglobal, birth, death, sorted_start, sorted_tensor,
-                        lru_page, lru_gen, qs, qc, qh, qt, P, C, S, ev)
-        _stage_pf_fetch(Q_PF_SSD, IN_SSD, t, pstate, req, tglobal, birth, death, sorted_start,
-                        sorted_tensor, in_window, lru_page, lru_gen, qs, qc, qh, qt, P, C, S, ev)
-        _stage_pf_fetch(Q_PF_CPU, IN_CPU, t, pstate, req, tglobal, birth, death, sorted_start,
-                        sorted_tensor, in_window, lru_page, lru_gen, qs, qc, qh, qt, P, C, S, ev)
-        _stage_alloc(Q_PF_ALLOC, True, t, pstate, req, tglobal, birth, death, sorted_start,
-                     sorted_tensor, in_window, lru_page, lru_gen, qs, qc, qh, qt, P, C, S, ev)
-        _stage_prefetch(t, pstate, req, tglobal, birth, death, sorted_start, sorted_tensor,
-                        in_window, lru_page, lru_gen, qs, qc, qh, qt, P, C, S, ev)
-        _stage_alloc(Q_PREALLOC, False, t, pstate, req, tglobal, birth, death, sorted_start,
-                     sorted_tensor, in_window, lru_page, lru_gen, qs, qc, qh, qt, P, C, S, ev)
-        if (P[P_DEEPUM] and S[S_RESCHED] and not S[S_R_STARTED] and S[S_WAIT] > 0
-                and C[C_IN] + C[C_OUT] == 0):
-            # DeepUM "lock-up" rescue: drain prefetch/prealloc queues as faults (§9.2)
-            _stage_pf_fetch(Q_PREFETCH_SSD, IN_SSD, t, pstate, req, tglobal, birth, death,
-                            sorted_start, sorted_tensor, in_window, lru_page, lru_gen, qs, qc,
-                            qh, qt, P, C, S, ev)
-            _stage_pf_fetch(Q_PREFETCH_CPU, IN_CPU, t, pstate, req, tglobal, birth, death,
-                            sorted_start, sorted_tensor, in_window, lru_page, lru_gen, qs, qc,
-                            qh, qt, P, C, S, ev)
-            _stage_alloc(Q_PREALLOC, True, t, pstate, req, tglobal, birth, death, sorted_start,
-                         sorted_tensor, in_window, lru_page, lru_gen, qs, qc, qh, qt, P, C, S,
-                         ev)
+        if S[S_HOST_USED] == S[P_HOST]:
+            S[C_FED] = IN_SSD
+        _batch_stages(t, tt, srt, pstate, lru, qb, S, ev)
         if not S[S_XFER]:
             n = S[S_NBND]
             bnd[n, 0] = it
@@ -723,7 +772,7 @@ def _batcher(t, pstate, req, tglobal, birth, death, sorted_start, sorted_tensor,
             bnd[n, 2] = 1
             S[S_NBND] = n + 1
             S[S_XFER] = 1
-            if P[P_TRACE]:
+            if S[P_TRACE]:
                 _emit(ev, S, t, EV_TRANSFER, it, S[S_CUR_KERNEL], -1, -1, 0, 0, 0, 1)
     elif S[S_XFER]:
         n = S[S_NBND]
@@ -732,18 +781,19 @@ def _batcher(t, pstate, req, tglobal, birth, death, sorted_start, sorted_tensor,
         bnd[n, 2] = 0
         S[S_NBND] = n + 1
         S[S_XFER] = 0
-        if P[P_TRACE]:
+        if S[P_TRACE]:
             _emit(ev, S, t, EV_TRANSFER, it, S[S_CUR_KERNEL], -1, -1, 0, 0, 0, 0)
-    if C[C_IN] > 0 or C[C_OUT] > 0:
-        pcie[it, PC_ALLOC] += C[C_ALLOC]
-        pcie[it, PC_IN] += C[C_IN]
-        pcie[it, PC_IN_SSD] += C[C_IN_SSD]
-        pcie[it, PC_IN_CPU] += C[C_IN_CPU]
-        pcie[it, PC_OUT] += C[C_OUT]
-        pcie[it, PC_OUT_SSD] += C[C_OUT_SSD]
-        pcie[it, PC_OUT_CPU] += C[C_OUT_CPU]
-    if (S[S_RESCHED] and qt[Q_PF_ALLOC] == qh[Q_PF_ALLOC] and qt[Q_PF_CPU] == qh[Q_PF_CPU]
-            and qt[Q_PF_SSD] == qh[Q_PF_SSD] and S[S_WAIT] == 0):
+    if S[C_IN] > 0 or S[C_OUT] > 0:
+        pcie[it, PC_ALLOC] += S[C_ALLOC]
+        pcie[it, PC_IN] += S[C_IN]
+        pcie[it, PC_IN_SSD] += S[C_IN_SSD]
+        pcie[it, PC_IN_CPU] += S[C_IN_CPU]
+        pcie[it, PC_OUT] += S[C_OUT]
+        pcie[it, PC_OUT_SSD] += S[C_OUT_SSD]
+        pcie[it, PC_OUT_CPU] += S[C_OUT_CPU]
+    if (S[S_RESCHED] and S[S_QT + Q_PF_ALLOC] == S[S_QH + Q_PF_ALLOC]
+            and S[S_QT + Q_PF_CPU] == S[S_QH + Q_PF_CPU]
+            and S[S_QT + Q_PF_SSD] == S[S_QH + Q_PF_SSD] and S[S_WAIT] == 0):
         # §9.6: resume the waiting kernel at this tick
         S[S_KB_PENDING] = 1
         S[S_KB_TIME] = t
@@ -758,7 +808,7 @@ def _batcher(t, pstate, req, tglobal, birth, death, sorted_start, sorted_tensor,
 # kernel begin (§6) and the stall model (§7)
 # ----------------------------------------------------------------------------------------
 
-@njit(cache=True)
+@_kernel
 def page_fault_time(exec_c, inpf_c, pf_c, f_int, gpu_bpc, ssd_bpc, freq, l_sys, l_ssd,
                     cpu_in, ssd_in, np_in, cpu_out, ssd_out, np_out, total_in, total_out):
     """exec + ΔPF in cycles, §7, evaluated in IEEE double in the artifact's order (O-1..O-4)."""
@@ -809,27 +859,26 @@ def page_fault_time(exec_c, inpf_c, pf_c, f_int, gpu_bpc, ssd_bpc, freq, l_sys, 
     return exec_c + np.int64(np.uint64(d))
 
 
-@njit(cache=True)
-def _apply_hint(h, t, h_tensor, h_from, h_to, tstart, tnp, pstate, lru_page, lru_gen,
-                qs, qc, qh, qt, P, S, ev):
-    T = h_tensor[h]
-    to = h_to[h]
-    fr = h_from[h]
-    p0 = tstart[T]
-    n = tnp[T]
+@_kernel
+def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
+    T = ht[h, 1]
+    fr = ht[h, 2]
+    to = ht[h, 3]
+    p0 = tt[T, TT_START]
+    n = tt[T, TT_NP]
     queued = 0
     if to == IN_GPU and fr != IN_GPU_LEAST:
         for p in range(p0, p0 + n):
-            st = pstate[p]
+            st = np.int64(pstate[p])
             if st & F_TRANSFER:
                 continue
             loc = st & LOC_MASK
             if loc == NOT_PRESENT:
-                _q_push(qs, qc, qh, qt, Q_PREALLOC, p, 1, S)
+                _q_push(qb, S, Q_PREALLOC, p, 1)
             elif loc == IN_SSD:
-                _q_push(qs, qc, qh, qt, Q_PREFETCH_SSD, p, 1, S)
+                _q_push(qb, S, Q_PREFETCH_SSD, p, 1)
             elif loc == IN_CPU:
-                _q_push(qs, qc, qh, qt, Q_PREFETCH_CPU, p, 1, S)
+                _q_push(qb, S, Q_PREFETCH_CPU, p, 1)
             else:
                 continue
             pstate[p] = st | F_TRANSFER
@@ -837,70 +886,80 @@ def _apply_hint(h, t, h_tensor, h_from, h_to, tstart, tnp, pstate, lru_page, lru
     elif to == IN_SSD or to == IN_CPU:
         q = Q_PREEVICT_SSD if to == IN_SSD else Q_PREEVICT_CPU
         for p in range(p0, p0 + n):
-            st = pstate[p]
+            st = np.int64(pstate[p])
             if (st & F_TRANSFER) or (st & LOC_MASK) != IN_GPU:
                 continue
-            _q_push(qs, qc, qh, qt, q, p, 1, S)
+            _q_push(qb, S, q, p, 1)
             pstate[p] = st | F_TRANSFER
             queued += 1
+        tt[T, TT_RES] -= queued
     elif to == NOT_PRESENT:
         for p in range(p0, p0 + n):
-            st = pstate[p]
+            st = np.int64(pstate[p])
             if st & F_TRANSFER:          # O-23: in-transfer pages are never freed
                 continue
             loc = st & LOC_MASK
             if loc == IN_GPU:
                 S[S_GPU_USED] -= 1
-                _lru_remove_unknown(lru_page, lru_gen, pstate, S, p)
+                tt[T, TT_RES] -= 1
+                _lru_remove_unknown(lru, pstate, S, p)
             elif loc == IN_CPU:
                 S[S_HOST_USED] -= 1
             if loc != NOT_PRESENT:
                 queued += 1
-                if P[P_TRACE]:
+                if S[P_TRACE]:
                     _emit_run(ev, S, S_OUT_OPEN, t, EV_DEALLOC, S[S_CUR_ITER], S[S_CUR_KERNEL],
                               T, p, loc, NOT_PRESENT, 0)
-            _set_loc(pstate, p, NOT_PRESENT)
+            pstate[p] = np.int64(pstate[p]) & ~LOC_MASK
     # Pin / Unpin (TOLERANT only) are rejected by the Python wrapper.
-    if P[P_TRACE]:
+    if S[P_TRACE]:
         _emit(ev, S, t, EV_HINT, S[S_CUR_ITER], S[S_CUR_KERNEL], T, p0, queued, fr, to, 0)
 
 
-@njit(cache=True)
-def _fault_scan(T, is_input, t, tstart, tnp, pstate, qs, qc, qh, qt, S, cnt, ev, trace, k, it):
-    """§6.3 fault_scan of one tensor; cnt = [intr, cpu_in, ssd_in, np_in, cpu_out, ssd_out,
-    np_out, total_in, total_out]."""
-    p0 = tstart[T]
-    n = tnp[T]
-    if is_input:
-        cnt[7] += n
-    else:
-        cnt[8] += n
+@_kernel
+def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
+    """§6.3 fault_scan of one tensor, adding to the counts at S[S_CNT:]: intr, cpu/ssd/np
+    in, cpu/ssd/np out, total in/out. Every page left in transfer also joins the wait set
+    (the artifact's separate pass over the same pages, merged: the scan never reads the
+    wait bit). Returns the number of SSD pages found."""
+    p0 = tt[T, TT_START]
+    n = tt[T, TT_NP]
+    S[S_CNT + (7 if is_input else 8)] += n
+    if tt[T, TT_RES] == n:
+        return 0                     # all resident and not in transfer: nothing to do
     o = 0 if is_input else 3
     run_start = -1
     run_len = 0
     run_loc = -1
-    ssd = 0
+    intr = 0
+    n_cpu = 0
+    n_ssd = 0
+    n_np = 0
+    n_wait = 0
     for p in range(p0, p0 + n):
-        st = pstate[p]
+        st = np.int64(pstate[p])
         if st & F_TRANSFER:
-            cnt[0] += 1
+            intr += 1
             loc = -1
         else:
             loc = st & LOC_MASK
             if loc == NOT_PRESENT:
-                cnt[3 + o] += 1
-                _q_push(qs, qc, qh, qt, Q_PF_ALLOC, p, 1, S)
+                n_np += 1
+                _q_push(qb, S, Q_PF_ALLOC, p, 1)
             elif loc == IN_SSD:
-                cnt[2 + o] += 1
-                ssd += 1
-                _q_push(qs, qc, qh, qt, Q_PF_SSD, p, 1, S)
+                n_ssd += 1
+                _q_push(qb, S, Q_PF_SSD, p, 1)
             elif loc == IN_CPU:
-                cnt[1 + o] += 1
-                _q_push(qs, qc, qh, qt, Q_PF_CPU, p, 1, S)
+                n_cpu += 1
+                _q_push(qb, S, Q_PF_CPU, p, 1)
             else:
                 loc = -1
             if loc >= 0:
-                pstate[p] = st | F_TRANSFER
+                st |= F_TRANSFER
+        if (st & F_TRANSFER) and not (st & F_WAIT):
+            st |= F_WAIT
+            n_wait += 1
+        pstate[p] = st
         if trace:
             if loc >= 0 and loc == run_loc and run_start + run_len == p:
                 run_len += 1
@@ -914,119 +973,103 @@ def _fault_scan(T, is_input, t, tstart, tnp, pstate, qs, qc, qh, qt, S, cnt, ev,
                     run_len = 1
     if trace and run_len > 0:
         _emit(ev, S, t, EV_FAULT, it, k, T, run_start, run_len, run_loc, IN_GPU, 0)
-    return ssd
+    S[S_CNT] += intr
+    S[S_CNT + 1 + o] += n_cpu
+    S[S_CNT + 2 + o] += n_ssd
+    S[S_CNT + 3 + o] += n_np
+    S[S_WAIT] += n_wait
+    return n_ssd
 
 
-@njit(cache=True)
-def _all_required_resident(k, in_ptr, in_idx, oo_ptr, oo_idx, tstart, tnp, pstate, qh, qt):
-    if (qt[Q_PF_CPU] > qh[Q_PF_CPU] or qt[Q_PF_SSD] > qh[Q_PF_SSD]
-            or qt[Q_PF_ALLOC] > qh[Q_PF_ALLOC]):
-        return False
-    for j in range(in_ptr[k], in_ptr[k + 1]):
-        T = in_idx[j]
-        for p in range(tstart[T], tstart[T] + tnp[T]):
-            if pstate[p] & (F_TRANSFER | LOC_MASK) != IN_GPU:
-                return False
-    for j in range(oo_ptr[k], oo_ptr[k + 1]):
-        T = oo_idx[j]
-        for p in range(tstart[T], tstart[T] + tnp[T]):
-            if pstate[p] & (F_TRANSFER | LOC_MASK) != IN_GPU:
-                return False
-    return True
+@_kernel
+def _mark(kt, kidx, tt, k, col, flag):
+    """tt[T, col] = flag for the inputs and output-only tensors of kernel k."""
+    for j in range(kt[k, KT_IN], kt[k + 1, KT_IN]):
+        tt[kidx[j], col] = flag
 
 
-@njit(cache=True)
-def _set_required(k, flag, in_ptr, in_idx, oo_ptr, oo_idx, arr):
-    for j in range(in_ptr[k], in_ptr[k + 1]):
-        arr[in_idx[j]] = flag
-    for j in range(oo_ptr[k], oo_ptr[k + 1]):
-        arr[oo_idx[j]] = flag
-
-
-@njit(cache=True)
-def _kernel_begin(k, now, in_ptr, in_idx, oo_ptr, oo_idx, exec_c, inpf_c, pf_c,
-                  h_time, h_tensor, h_from, h_to, tstart, tnp, raw_size, pstate, req, in_window,
-                  sorted_start, sorted_tensor, lru_page, lru_gen, qs, qc, qh, qt, P, F, S,
-                  kstat, ev):
-    K = exec_c.shape[0]
+@_kernel
+def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
+                  ev):
+    K = kt.shape[0] - 1
     it = S[S_CUR_ITER]
-    trace = P[P_TRACE] != 0
+    trace = S[P_TRACE] != 0
     # required set of this kernel (clear the previous kernel's)
-    req[:] = 0
-    _set_required(k, 1, in_ptr, in_idx, oo_ptr, oo_idx, req)
+    if S[S_REQ_K] >= 0:
+        _mark(kt, kidx, tt, S[S_REQ_K], TT_REQ, 0)
+    _mark(kt, kidx, tt, k, TT_REQ, 1)
+    S[S_REQ_K] = k
     S[S_IN_OPEN] = -1
     S[S_OUT_OPEN] = -1
     # 6.1 eviction cursor
     S[S_DEEPUM_END] = 0
-    if P[P_DEEPUM]:
-        in_window[:] = 0
-        for j in range(P[P_DEGREE]):
-            _set_required((k + j) % K, 1, in_ptr, in_idx, oo_ptr, oo_idx, in_window)
-        _lru_advance_head(lru_page, lru_gen, pstate, S)
+    if S[P_DEEPUM]:
+        deg = S[P_DEGREE]
+        if S[S_WIN_K] >= 0:
+            for j in range(deg):
+                _mark(kt, kidx, tt, (S[S_WIN_K] + j) % K, TT_WIN, 0)
+        for j in range(deg):
+            _mark(kt, kidx, tt, (k + j) % K, TT_WIN, 1)
+        S[S_WIN_K] = k
+        _lru_advance_head(lru, pstate, S)
         s = S[S_LRU_HEAD]
         tail = S[S_LRU_TAIL]
         while s < tail:
-            p = lru_page[s]
-            if p >= 0 and _lru_live(lru_page, lru_gen, pstate, s):
-                if not in_window[tensor_of(sorted_start, sorted_tensor, p)]:
-                    break
+            e = lru[s]
+            if e >= 0:
+                p = e >> GEN_SHIFT
+                st = np.int64(pstate[p])
+                if _live(st, e):
+                    if not tt[tensor_of(srt, S, S_TC_C, p), TT_WIN]:
+                        break
             s += 1
         S[S_LRU_CUR] = s
         if s >= tail:
             S[S_DEEPUM_END] = 1
     else:
-        _lru_advance_head(lru_page, lru_gen, pstate, S)
+        _lru_advance_head(lru, pstate, S)
         S[S_LRU_CUR] = S[S_LRU_HEAD]
     # 6.2 hints, consumed cyclically
-    H = h_time.shape[0]
-    if P[P_USE_PREFETCH] and H > 0:
+    H = ht.shape[0]
+    if S[P_USE_PREFETCH] and H > 0:
         n_applied = 0
         h = S[S_HINT]
-        while n_applied < H and h_time[h] % K == k:
-            _apply_hint(h, now, h_tensor, h_from, h_to, tstart, tnp, pstate, lru_page, lru_gen,
-                        qs, qc, qh, qt, P, S, ev)
+        while n_applied < H and ht[h, 0] % K == k:
+            _apply_hint(h, now, ht, tt, pstate, lru, qb, S, ev)
             h = (h + 1) % H
             n_applied += 1
         S[S_HINT] = h
-    # 6.3 residency check
-    if not _all_required_resident(k, in_ptr, in_idx, oo_ptr, oo_idx, tstart, tnp, pstate, qh, qt):
+    # 6.3 residency check: per-tensor counts of pages IN_GPU and not in transfer
+    resident = (S[S_QT + Q_PF_CPU] == S[S_QH + Q_PF_CPU]
+                and S[S_QT + Q_PF_SSD] == S[S_QH + Q_PF_SSD]
+                and S[S_QT + Q_PF_ALLOC] == S[S_QH + Q_PF_ALLOC])
+    if resident:
+        for j in range(kt[k, KT_IN], kt[k + 1, KT_IN]):
+            T = kidx[j]
+            if tt[T, TT_RES] != tt[T, TT_NP]:
+                resident = False
+                break
+    if not resident:
         if S[S_RESCHED] and S[S_R_STARTED]:
             S[S_ERROR] = E_REFAULT_AFTER_RESUME        # O-14: unreachable in the artifact
             S[S_ERR_A] = k
             return
-        cnt = np.zeros(9, dtype=np.int64)
-        for j in range(in_ptr[k], in_ptr[k + 1]):
-            T = in_idx[j]
-            ssd = _fault_scan(T, True, now, tstart, tnp, pstate, qs, qc, qh, qt, S, cnt, ev,
-                              trace, k, it)
-            if ssd > 0:
-                S[S_AMP_RAW] += raw_size[T]
-                S[S_AMP_ALIGNED] += tnp[T] * 4096
-        for j in range(oo_ptr[k], oo_ptr[k + 1]):
-            T = oo_idx[j]
-            ssd = _fault_scan(T, False, now, tstart, tnp, pstate, qs, qc, qh, qt, S, cnt, ev,
-                              trace, k, it)
-            if ssd > 0:
-                S[S_AMP_RAW] += raw_size[T]
-                S[S_AMP_ALIGNED] += tnp[T] * 4096
-        # every in-transfer page of the required tensors joins the wait set
-        for j in range(in_ptr[k], in_ptr[k + 1]):
-            T = in_idx[j]
-            for p in range(tstart[T], tstart[T] + tnp[T]):
-                st = pstate[p]
-                if (st & F_TRANSFER) and not (st & F_WAIT):
-                    pstate[p] = st | F_WAIT
-                    S[S_WAIT] += 1
-        for j in range(oo_ptr[k], oo_ptr[k + 1]):
-            T = oo_idx[j]
-            for p in range(tstart[T], tstart[T] + tnp[T]):
-                st = pstate[p]
-                if (st & F_TRANSFER) and not (st & F_WAIT):
-                    pstate[p] = st | F_WAIT
-                    S[S_WAIT] += 1
-        pf_time = page_fault_time(exec_c[k], inpf_c[k], pf_c[k], P[P_F_HZ], F[F_GPU_BPC],
-                                  F[F_SSD_BPC], F[F_FREQ], P[P_LSYS], P[P_LSSD],
-                                  cnt[1], cnt[2], cnt[3], cnt[4], cnt[5], cnt[6], cnt[7], cnt[8])
+        for i in range(9):
+            S[S_CNT + i] = 0
+        for j in range(kt[k, KT_IN], kt[k, KT_OO]):
+            T = kidx[j]
+            if _fault_scan(T, True, now, tt, pstate, qb, S, ev, trace, k, it) > 0:
+                S[S_AMP_RAW] += tt[T, TT_RAW]
+                S[S_AMP_ALIGNED] += tt[T, TT_NP] * 4096
+        for j in range(kt[k, KT_OO], kt[k + 1, KT_IN]):
+            T = kidx[j]
+            if _fault_scan(T, False, now, tt, pstate, qb, S, ev, trace, k, it) > 0:
+                S[S_AMP_RAW] += tt[T, TT_RAW]
+                S[S_AMP_ALIGNED] += tt[T, TT_NP] * 4096
+        pf_time = page_fault_time(kt[k, KT_EXEC], kt[k, KT_INPF], kt[k, KT_PF], S[P_F_HZ],
+                                  F[F_GPU_BPC], F[F_SSD_BPC], F[F_FREQ], S[P_LSYS], S[P_LSSD],
+                                  S[S_CNT + 1], S[S_CNT + 2], S[S_CNT + 3], S[S_CNT + 4],
+                                  S[S_CNT + 5], S[S_CNT + 6], S[S_CNT + 7], S[S_CNT + 8])
         if not S[S_RESCHED]:
             S[S_RESCHED] = 1
             S[S_R_FIRST] = now
@@ -1036,10 +1079,10 @@ def _kernel_begin(k, now, in_ptr, in_idx, oo_ptr, oo_idx, exec_c, inpf_c, pf_c,
             S[S_R_CPU] = 0
             S[S_R_SSD] = 0
             S[S_R_NP] = 0
-        S[S_R_INTR] += cnt[0]
-        S[S_R_CPU] += cnt[1] + cnt[4]
-        S[S_R_SSD] += cnt[2] + cnt[5]
-        S[S_R_NP] += cnt[3] + cnt[6]
+        S[S_R_INTR] += S[S_CNT]
+        S[S_R_CPU] += S[S_CNT + 1] + S[S_CNT + 4]
+        S[S_R_SSD] += S[S_CNT + 2] + S[S_CNT + 5]
+        S[S_R_NP] += S[S_CNT + 3] + S[S_CNT + 6]
         return
     # 6.4 completion
     n = S[S_NSTAT]
@@ -1055,7 +1098,7 @@ def _kernel_begin(k, now, in_ptr, in_idx, oo_ptr, oo_idx, exec_c, inpf_c, pf_c,
         S[S_RESCHED] = 0
     else:
         start = now
-        end = now + exec_c[k]
+        end = now + kt[k, KT_EXEC]
         kstat[n, KS_INTR] = 0
         kstat[n, KS_CPU] = 0
         kstat[n, KS_SSD] = 0
@@ -1087,27 +1130,29 @@ def _kernel_begin(k, now, in_ptr, in_idx, oo_ptr, oo_idx, exec_c, inpf_c, pf_c,
 # the event loop (§5, §17.3)
 # ----------------------------------------------------------------------------------------
 
-@njit(cache=True)
-def run_engine(in_ptr, in_idx, oo_ptr, oo_idx, exec_c, inpf_c, pf_c,
-               h_time, h_tensor, h_from, h_to,
-               tstart, tnp, raw_size, tglobal, birth, death, sorted_start, sorted_tensor,
-               pstate, req, in_window, lru_page, lru_gen, qs, qc, qh, qt,
-               P, F, S, C, kstat, pcie, bnd, ev, ev_pause_at, stat_pause_at):
+@_kernel
+def run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd,
+               ev):
     """Run until the simulation ends (ST_DONE), an error (ST_ERROR), or a pause (ST_PAUSE:
-    the boundary or event buffer needs draining, a queue is half full, or `stat_pause_at`
+    the boundary or event buffer needs draining, a queue is half full, or S[S_STAT_PAUSE]
     kernels have completed, for progress reports). Resumable."""
-    num_iter = P[P_NUM_ITER]
-    qcap = qs.shape[1]
+    num_iter = S[P_NUM_ITER]
+    half = qb.shape[1] // 2
+    ii = S[P_II]
     while True:
         if S[S_ERROR] != E_NONE:
             return ST_ERROR
         # pause points: only between events, so that no step can overflow a buffer
-        if (S[S_NBND] + 4 > bnd.shape[0] or S[S_NEV] >= ev_pause_at
-                or S[S_NSTAT] >= stat_pause_at):
+        if (S[S_NBND] + 4 > bnd.shape[0] or S[S_NEV] >= S[S_EV_PAUSE]
+                or S[S_NSTAT] >= S[S_STAT_PAUSE]):
             return ST_PAUSE
+        idle = True
         for q in range(NQ):
-            if qt[q] - qh[q] > qcap // 2:
+            qlen = S[S_QT + q] - S[S_QH + q]
+            if qlen > half:
                 return ST_PAUSE
+            if qlen > 0:
+                idle = False
         kb_first = False
         if S[S_KB_PENDING]:
             if S[S_KB_TIME] < S[S_TICK_TIME]:
@@ -1124,14 +1169,27 @@ def run_engine(in_ptr, in_idx, oo_ptr, oo_idx, exec_c, inpf_c, pf_c,
                 S[S_DONE] = 1
                 return ST_DONE
             S[S_KB_PENDING] = 0
-            _kernel_begin(k, S[S_KB_TIME], in_ptr, in_idx, oo_ptr, oo_idx, exec_c, inpf_c, pf_c,
-                          h_time, h_tensor, h_from, h_to, tstart, tnp, raw_size, pstate, req,
-                          in_window, sorted_start, sorted_tensor, lru_page, lru_gen, qs, qc, qh,
-                          qt, P, F, S, kstat, ev)
+            _kernel_begin(k, S[S_KB_TIME], kt, kidx, ht, tt, srt, pstate, lru,
+                          qb, S, F, kstat, ev)
         else:
             t = S[S_TICK_TIME]
-            _batcher(t, pstate, req, tglobal, birth, death, sorted_start, sorted_tensor,
-                     in_window, lru_page, lru_gen, qs, qc, qh, qt, P, C, S, pcie, bnd, ev)
-            S[S_TICK_TIME] = t + P[P_II]
-            S[S_TICK_SEQ] = S[S_SEQ]
-            S[S_SEQ] += 1
+            m = 1
+            if idle and not S[S_XFER] and not S[S_RESCHED] and S[S_KB_PENDING]:
+                # Idle ticks (§17.3): no queued page, no open transfer, no waiting kernel.
+                # Every tick before the pending kernel event does nothing but take a
+                # sequence number; those after the current one carry a sequence number
+                # above the kernel event's, so they run iff their time is before it.
+                for i in range(C_IN, C_FED + 1):
+                    S[i] = 0
+                S[C_FFS] = NOT_KNOWN
+                S[C_FED] = NOT_KNOWN
+                S[S_IN_OPEN] = -1
+                S[S_OUT_OPEN] = -1
+                kb_t = S[S_KB_TIME]
+                if kb_t > t:
+                    m = 1 + (kb_t - t - 1) // ii
+            else:
+                _batcher(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev)
+            S[S_TICK_TIME] = t + m * ii
+            S[S_TICK_SEQ] = S[S_SEQ] + m - 1
+            S[S_SEQ] += m
