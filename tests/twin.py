@@ -287,9 +287,9 @@ def _validate(cfg, c, workload, eviction, migration, degree):
     if migration != "DEEPUM" and degree > 0:
         raise ValueError("prefetch_degree must be <= 0 unless DEEPUM")
     if migration not in ("OURS", "DEEPUM"):
-        raise NotImplementedError(f"migration_policy {migration} is not a UVM-simulator policy")
+        raise ValueError(f"migration_policy {migration} is not a UVM-simulator policy")
     if eviction not in ("LRU", "DEEPUM"):
-        raise NotImplementedError(f"eviction_policy {eviction} is not modelled by the twin")
+        raise ValueError(f"eviction_policy {eviction} is not modelled by the twin")
     if workload.num_kernels < 2:
         # a kernel event for the same kernel cannot be told apart from a resumption (§5.2)
         raise ValueError("the twin needs at least 2 kernels")
