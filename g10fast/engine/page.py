@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from g10fast.engine import page_kernels as pk
+from g10fast.analysis.vitality import vitality
 from g10fast.errors import InputError
 from g10fast.workload.model import PAGE_SIZE, Workload
 
@@ -117,23 +118,6 @@ def output_only_csr(w: Workload) -> tuple[np.ndarray, np.ndarray]:
     return ptr, w.out_idx[keep].astype(np.int32)
 
 
-def liveness(w: Workload) -> tuple[np.ndarray, np.ndarray]:
-    """birth / death per tensor (planner spec §4.1); globals get birth = death = -1."""
-    T, K = w.num_tensors, w.num_kernels
-    kin = np.repeat(np.arange(K), np.diff(w.in_ptr))
-    kout = np.repeat(np.arange(K), np.diff(w.out_ptr))
-    birth = np.full(T, np.iinfo(np.int32).max, dtype=np.int64)
-    np.minimum.at(birth, w.in_idx, kin)
-    np.minimum.at(birth, w.out_idx, kout)
-    last_read = np.full(T, -1, dtype=np.int64)
-    np.maximum.at(last_read, w.in_idx, kin)
-    death = np.where(last_read >= 0, last_read + 1, -1)
-    birth = np.where(birth == np.iinfo(np.int32).max, -1, birth)
-    birth[w.is_global] = -1
-    death[w.is_global] = -1
-    return birth.astype(np.int32), death.astype(np.int32)
-
-
 def kernel_pages(w: Workload, oo=None) -> np.ndarray:
     """Pages of inputs ∪ outputs per kernel (oo: output_only_csr(w), if at hand)."""
     oo_ptr, oo_idx = output_only_csr(w) if oo is None else oo
@@ -235,7 +219,8 @@ def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
     tstart = w.start_page.astype(np.int64)
     tnp = w.n_pages.astype(np.int64)
     V = w.num_pages
-    birth, death = liveness(w)
+    vit = vitality(w, cfg.GPU_frequency_GHz)      # DeepUM's is_alive (§8.2)
+    birth, death = vit.birth.astype(np.int32), vit.death.astype(np.int32)
     tt = np.zeros((T, pk.TT_COLS), dtype=np.int64)
     tt[:, pk.TT_START] = tstart
     tt[:, pk.TT_NP] = tnp
