@@ -400,6 +400,31 @@ class EventTraceWriter:
         self._written = end
         self._spare.append(bufs)
 
+    def rewind(self, n: int) -> None:
+        """Drop every event after the first ``n`` (the engine reruns a simulation from the
+        start when one step overflowed its queues, and replays its events)."""
+        self._check_open()
+        n = int(n)
+        if not 0 <= n <= self.n_events:
+            raise ValueError(f"cannot rewind to {n} events: {self.n_events} appended")
+        try:
+            if n < self._queued:
+                while self._pending:
+                    self._store_oldest()
+                start = n - n % self.chunk_rows
+                keep = [ds[start:n] for ds in self._datasets]
+                for ds in self._datasets:
+                    ds.resize((start,))
+                self._queued = self._written = start
+                for b, k in zip(self._buffers, keep):
+                    b[:n - start] = k
+                self._fill = n - start
+            else:
+                self._fill = n - self._queued
+        except BaseException:
+            self.abort()
+            raise
+
     def set_summary(self, summary: dict) -> None:
         """Store ``summary`` (per-iteration statistics) as the JSON attribute ``summary`` at close."""
         self._check_open()

@@ -7,6 +7,8 @@ import gzip
 import re
 from pathlib import Path
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -31,6 +33,14 @@ class Collector:
 
     def append(self, buf):
         self.parts.append(np.array(buf, copy=True))
+
+    @property
+    def n_events(self):
+        return sum(len(p) for p in self.parts)
+
+    def rewind(self, n):
+        ev = self.events[:n]
+        self.parts = [ev]
 
     @property
     def events(self):
@@ -66,11 +76,21 @@ def check_invariants(w, cfg, run, events):
     assert cnt[(kind == pk.EV_EVICT) & (dst != pk.NOT_PRESENT)].sum() == run.pcie[:, pk.PC_OUT].sum()
     # one KERNEL event per kernel execution
     assert (kind == pk.EV_KERNEL).sum() == len(run.kernels)
+    # columns a kind does not use hold -1 (docs/trace-format.md)
+    unused = (kind == pk.EV_KERNEL) | (kind == pk.EV_TRANSFER)
+    assert (src[unused] == -1).all() and (dst[unused] == -1).all()
+    assert (events[unused, 4] == -1).all() and (events[unused, 5] == -1).all()
+    assert (cnt[kind == pk.EV_TRANSFER] == -1).all()
+    assert (dst[kind == pk.EV_FETCH] == pk.IN_GPU).all() and (src[kind == pk.EV_EVICT] == pk.IN_GPU).all()
 
 
-CASES = [(seed, gpu, host) for seed, gpu, host in
-         [(1, 60, 400), (2, 45, 30), (3, 80, 0), (4, 50, 10), (5, 120, 1000), (6, 55, 55),
-          (7, 70, 5), (8, 40, 200)]]
+# (seed, GPU frames, host frames, config overrides); the last two have SSD BW == PCIe BW
+# (the artifact's `ssd32-pcie32` configs), whose stall model divides by zero (O-11)
+SSD32 = {"SSD_PCIe_bandwidth_GBps": 32.0, "GPU_PCIe_bandwidth_GBps": 32.0,
+         "CPU_PCIe_bandwidth_GBps": 32.0}
+CASES = [(1, 60, 400, {}), (2, 45, 30, {}), (3, 80, 0, {}), (4, 50, 10, {}), (5, 120, 1000, {}),
+         (6, 55, 55, {}), (7, 70, 5, {}), (8, 40, 200, {}), (9, 50, 8, SSD32),
+         (10, 45, 20, SSD32)]
 
 
 def _small(seed, gpu):
@@ -79,12 +99,12 @@ def _small(seed, gpu):
     return w
 
 
-@pytest.mark.parametrize("seed,gpu,host", CASES)
-def test_engine_matches_twin_and_invariants(seed, gpu, host):
+@pytest.mark.parametrize("seed,gpu,host,kw", CASES)
+def test_engine_matches_twin_and_invariants(seed, gpu, host, kw):
     from twin import run_twin
 
     w = _small(seed, gpu)
-    cfg = tiny_cfg(gpu, host, "lru")
+    cfg = tiny_cfg(gpu, host, "lru", **kw)
     col = Collector()
     run = simulate_pages(w, cfg, trace=col, keep_state=True)
     twin = run_twin(w, cfg)
@@ -127,12 +147,65 @@ def test_trace_does_not_change_results():
     assert a.pcie.tolist() == b.pcie.tolist()
 
 
+def test_queue_overflow_rerun_keeps_one_copy_of_the_events(tmp_path, monkeypatch):
+    """A queue ring too small for one step makes the engine start over with a larger one;
+    the events the first attempt wrote are dropped (rewind), not written twice."""
+    from g10fast.trace import COLUMNS, EventTraceWriter, open_trace
+
+    w = _small(6, 45)        # its first overflow (ring of 4 runs) comes after events were written
+    cfg = tiny_cfg(45, 30, "lru")
+    ref = Collector()
+    a = simulate_pages(w, cfg, trace=ref)
+    path = tmp_path / "t.h5"
+    rewinds = []
+    real_rewind = EventTraceWriter.rewind
+    monkeypatch.setattr(EventTraceWriter, "rewind",
+                        lambda self, n: (rewinds.append((self.n_events, n)), real_rewind(self, n)))
+    with EventTraceWriter(path, config={}, chunk_rows=64, threads=0) as wr:
+        b = simulate_pages(w, cfg, trace=wr, queue_capacity=4, progress=lambda done, total: None)
+    assert rewinds and all(have > 0 and n == 0 for have, n in rewinds)
+    assert a.kernels.tolist() == b.kernels.tolist()
+    with open_trace(path) as tr:
+        cols = tr.read()
+        got = np.stack([np.asarray(cols[c], dtype=np.int64) for c in COLUMNS], axis=1)
+    want = ref.events
+    # pause points (and so the splitting of runs into rows) depend on the ring size: compare
+    # pages per (kind, iteration, kernel, tensor, src, dst, value)
+    def pages(ev):
+        out = {}
+        for row in ev.tolist():
+            key = (row[1], row[2], row[3], row[4], row[7], row[8],
+                   row[9] if row[1] not in (pk.EV_KERNEL, pk.EV_TRANSFER) else 0)
+            out[key] = out.get(key, 0) + (row[6] if row[1] != pk.EV_TRANSFER else 1)
+        return out
+    assert pages(got) == pages(want)
+
+
 def test_stall_model_bert_kernel0():
     """Simulator spec §7: 2 SSD pages among 18 input pages, 12,304 unallocated output pages."""
     f = 1_200_000_000
     t = pk.page_fault_time(135168, 135168 * 10, 47334603, f, 15.754e9 / f, 3.2e9 / f, float(f),
                            45, 20, 0, 2, 16, 0, 0, 12288, 18, 12288)
     assert t == 4952486
+
+
+def test_stall_model_ssd_bw_equal_to_pcie_bw():
+    """O-11: with SSD BW == PCIe BW the host-side cap is 0. Without output faults T_cpu is
+    inf + 0/0 = NaN and the SSD time wins the max; with host faults on both sides it is +inf,
+    which the artifact's double -> uint64 conversion turns into a ΔPF of 0."""
+    f = 1_200_000_000
+    bpc = 32e9 / f
+    args = (135168, 135168 * 10, 47334603, f, bpc, bpc, float(f), 45, 20)
+    # 2 SSD + 16 host pages in, nothing out: ΔPF = 2 pages over the SSD link only
+    t = pk.page_fault_time(*args, 16, 2, 0, 0, 0, 0, 18, 0)
+    assert t == 135168 + int(2 * 4096 / 32e6 / 1000 * f) == 135168 + 307
+    # host pages in and out besides the SSD ones: T_cpu = +inf -> ΔPF 0
+    assert pk.page_fault_time(*args, 16, 2, 0, 4, 0, 0, 18, 4) == 135168
+    # the twin's independent evaluation agrees on both
+    from twin import stall_model
+    c = SimpleNamespace(f=f, GPU_Bpc=bpc, SSD_Bpc=bpc, l_sys=45, l_ssd=20)
+    assert stall_model(135168, 1351680, 47334603, 18, 16, 2, 0, 0, 0, 0, 0, c) == 135168 + 307
+    assert stall_model(135168, 1351680, 47334603, 18, 16, 2, 0, 4, 4, 0, 0, c) == 135168
 
 
 # ------------------------------------------------------------------------------------------

@@ -448,3 +448,20 @@ def test_five_million_events_in_bounded_memory(tmp_path):
     assert pages[EventKind.FETCH] == n_batches * int(batch[batch[:, COL_KIND] == 2, COL_COUNT].sum())
     assert write_peak < limit, write_peak
     assert read_peak < limit, read_peak
+
+
+@pytest.mark.parametrize("keep", [0, 5, 64, 100, 130, 150])
+def test_rewind_drops_the_tail(tmp_path, keep):
+    """rewind(n) keeps exactly the first n events, wherever n falls (written chunk, pending
+    chunk or buffer), and the writer goes on appending after them."""
+    buf = random_events(150, seed=3)
+    extra = random_events(40, seed=4, t0=10**9)
+    path = tmp_path / "r.h5"
+    with EventTraceWriter(path, config={}, chunk_rows=32, threads=1) as w:
+        w.append(buf)
+        w.rewind(keep)
+        assert w.n_events == keep
+        w.append(extra)
+    with open_trace(path) as tr:
+        assert len(tr) == keep + 40
+        assert_same(tr.read(), np.concatenate([buf[:keep], extra]))

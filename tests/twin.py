@@ -144,9 +144,25 @@ def stall_model(exec_cycles, input_pf_cycles, pf_cycles, total_in, cpu_in, ssd_i
         T_ssd = T_ssd_in + T_ssd_out
         dT_ms = T_cpu if T_ssd < T_cpu else T_ssd          # std::max(a, b) with NaN semantics
         cycles = dT_ms / d(1000) * f
-    if not np.isfinite(cycles) or cycles < 0:
-        raise ValueError(f"stall model gives a non-finite ΔPF ({cycles}); see O-11")
-    return int(exec_cycles) + int(cycles)
+    return int(exec_cycles) + _gcc_double_to_uint64(cycles)
+
+
+def _gcc_double_to_uint64(x) -> int:
+    """The C++ `(uint64_t) x` as g++ emits it for x86-64 without AVX-512 (O-11): values below
+    2^63 go through a signed truncation; others have 2^63 subtracted first and the top bit
+    flipped back, and the signed truncation of anything out of range (inf, NaN, >= 2^63) is
+    the "integer indefinite" 0x8000000000000000."""
+    two63 = 2.0 ** 63
+    indefinite = 1 << 63
+
+    def cvttsd2si(v):
+        if not np.isfinite(v) or not (-two63 <= v < two63):
+            return indefinite
+        return int(v) & ((1 << 64) - 1)
+
+    if np.isnan(x) or x < two63:          # comisd unordered/below: the direct path
+        return cvttsd2si(x)
+    return cvttsd2si(x - two63) ^ indefinite
 
 
 # ---------------------------------------------------------------------------------------------

@@ -194,7 +194,8 @@ def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
 
     cfg: an object with the G10 config attributes (g10fast.config.G10Config).
     hints: (issued_kernel, tensor, from, to) rows; applied only if cfg.use_prefetch.
-    trace: an object with `append(int64 [n, 10])` receiving the event stream, or None.
+    trace: an object with `append(int64 [n, 10])` receiving the event stream, `n_events`
+        and `rewind(n)` (g10fast.trace.EventTraceWriter), or None.
     progress: callable(done_kernels, total_kernels) called now and then.
     queue_capacity (rounded up to a power of two) and event_capacity: initial sizes of the
     page-run queues (grown as needed) and of the event buffer.
@@ -284,6 +285,7 @@ def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
     step = max(total // 200, 1)
     S[pk.S_STAT_PAUSE] = step if progress is not None else total + 1
 
+    events_before = trace.n_events if trace is not None else 0
     while True:
         S[pk.S_EV_PAUSE] = ev.shape[0] // 2 if trace is not None else ev.shape[0] + 1
         status = pk.run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F,
@@ -291,7 +293,10 @@ def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
         if status == pk.ST_ERROR:
             err = int(S[pk.S_ERROR])
             if err == pk.E_QUEUE_OVERFLOW:
-                # a single step queued more runs than the ring holds: rerun with more room
+                # a single step queued more runs than the ring holds: rerun with more room,
+                # dropping the events this attempt has already written
+                if trace is not None:
+                    trace.rewind(events_before)
                 return simulate_pages(w, cfg, hints, trace, progress, keep_state,
                                       queue_capacity * 8, event_capacity)
             if err == pk.E_BUFFER_OVERFLOW and trace is not None:

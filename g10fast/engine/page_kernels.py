@@ -238,6 +238,9 @@ _G_END = 11
 # allocates, and the atomic increments and decrements that NRT wraps around each array
 # argument of each call otherwise cost more than the page moves themselves.
 _kernel = njit(cache=True, _nrt=False)
+# The stall model divides by bandwidths that can be 0 (O-11): IEEE semantics, not Python's
+# ZeroDivisionError.
+_kernel_ieee = njit(cache=True, _nrt=False, error_model="numpy")
 
 
 # ----------------------------------------------------------------------------------------
@@ -773,7 +776,7 @@ def _batcher(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
             S[S_NBND] = n + 1
             S[S_XFER] = 1
             if S[P_TRACE]:
-                _emit(ev, S, t, EV_TRANSFER, it, S[S_CUR_KERNEL], -1, -1, 0, 0, 0, 1)
+                _emit(ev, S, t, EV_TRANSFER, it, S[S_CUR_KERNEL], -1, -1, -1, -1, -1, 1)
     elif S[S_XFER]:
         n = S[S_NBND]
         bnd[n, 0] = it
@@ -782,7 +785,7 @@ def _batcher(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
         S[S_NBND] = n + 1
         S[S_XFER] = 0
         if S[P_TRACE]:
-            _emit(ev, S, t, EV_TRANSFER, it, S[S_CUR_KERNEL], -1, -1, 0, 0, 0, 0)
+            _emit(ev, S, t, EV_TRANSFER, it, S[S_CUR_KERNEL], -1, -1, -1, -1, -1, 0)
     if S[C_IN] > 0 or S[C_OUT] > 0:
         pcie[it, PC_ALLOC] += S[C_ALLOC]
         pcie[it, PC_IN] += S[C_IN]
@@ -808,7 +811,7 @@ def _batcher(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
 # kernel begin (§6) and the stall model (§7)
 # ----------------------------------------------------------------------------------------
 
-@_kernel
+@_kernel_ieee
 def page_fault_time(exec_c, inpf_c, pf_c, f_int, gpu_bpc, ssd_bpc, freq, l_sys, l_ssd,
                     cpu_in, ssd_in, np_in, cpu_out, ssd_out, np_out, total_in, total_out):
     """exec + ΔPF in cycles, §7, evaluated in IEEE double in the artifact's order (O-1..O-4)."""
@@ -854,8 +857,12 @@ def page_fault_time(exec_c, inpf_c, pf_c, f_int, gpu_bpc, ssd_bpc, freq, l_sys, 
     a = t_ssd_in + t_ssd_out
     dt_ms = t_cpu if a < t_cpu else a
     d = dt_ms / 1000.0 * freq
-    if not (d < 1.8e19):          # O-11: inf/NaN → undefined in C++; saturate
-        d = 1.8e19
+    # O-11: with SSD BW == PCIe BW the host-side cap is 0 and T_cpu is x/0. 0/0 (a side
+    # without faults) is NaN and loses the max to the SSD time; x/0 is +inf and wins. The
+    # artifact's double -> uint64 conversion (g++ x86-64: values >= 2^63 are converted as
+    # d - 2^63 with the top bit flipped back) turns +inf, and anything >= 2^64, into 0.
+    if not (d < 18446744073709551616.0):
+        return exec_c
     return exec_c + np.int64(np.uint64(d))
 
 
@@ -913,7 +920,7 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
             pstate[p] = np.int64(pstate[p]) & ~LOC_MASK
     # Pin / Unpin (TOLERANT only) are rejected by the Python wrapper.
     if S[P_TRACE]:
-        _emit(ev, S, t, EV_HINT, S[S_CUR_ITER], S[S_CUR_KERNEL], T, p0, queued, fr, to, 0)
+        _emit(ev, S, t, EV_HINT, S[S_CUR_ITER], S[S_CUR_KERNEL], T, p0, queued, fr, to, -1)
 
 
 @_kernel
@@ -1112,7 +1119,7 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
     S[S_NSTAT] = n + 1
     if trace:
         _emit(ev, S, start, EV_KERNEL, it, k, -1, -1,
-              kstat[n, KS_CPU] + kstat[n, KS_SSD] + kstat[n, KS_NP], 0, 0, end)
+              kstat[n, KS_CPU] + kstat[n, KS_SSD] + kstat[n, KS_NP], -1, -1, end)
     S[S_KB_PENDING] = 1
     S[S_KB_TIME] = end
     S[S_KB_SEQ] = S[S_SEQ]
