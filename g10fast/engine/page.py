@@ -245,7 +245,9 @@ def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
             pstate[tstart[t]:tstart[t] + tnp[t]] = pk.IN_SSD
     else:
         tt[:, pk.TT_RES] = tnp            # every page resident from the start
-    lru_cap = int(min(V, sp.frames)) + max(int(min(V, sp.frames)) // 4, 1 << 12)
+    # a ring of power-of-two capacity with at least 1/4 slack over the pages that can be live
+    live_max = int(min(V, sp.frames))
+    lru_cap = 1 << (live_max + max(live_max // 4, 1 << 12) - 1).bit_length()
     # LRU entries are page << 4 | generation: int32 while that fits (512 GiB of pages)
     # (the engine reads only the slots it has written: no need to initialise them)
     lru = np.empty(lru_cap, dtype=np.int32 if V < LRU_INT32_PAGES else np.int64)

@@ -361,44 +361,38 @@ def _is_alive(tt, T, k):
 @_kernel
 def _lru_compact(lru, pstate, S):
     """Drop the entries that are not live, keeping the order; the cursor moves to the first
-    live entry at or after it (or the tail)."""
+    live entry at or after it (or the tail). The list is a ring (positions are monotonic,
+    taken modulo the power-of-two capacity), so this runs only when it is full of entries
+    between head and tail, not each time the tail wraps."""
+    lm = lru.shape[0] - 1
     head = S[S_LRU_HEAD]
     tail = S[S_LRU_TAIL]
     cur = S[S_LRU_CUR]
     n = 0
     new_cur = -1
-    if S[S_LRU_STALE] == 0:
-        # no page left the list with its slot unknown since the last compaction: every
-        # entry that is not a tombstone is live
-        for s in range(head, tail):
-            if s == cur:
-                new_cur = n
-            e = lru[s]
-            if e >= 0:
-                lru[n] = e
-                n += 1
-    else:
-        for s in range(head, tail):
-            if s == cur:
-                new_cur = n
-            e = lru[s]
-            if e >= 0:
-                st = np.int64(pstate[e >> GEN_SHIFT])
-                if _live(st, e):
-                    lru[n] = e
-                    n += 1
+    check = S[S_LRU_STALE] != 0
+    # (S_LRU_STALE == 0: no page left the list with its slot unknown since the last
+    # compaction, so every entry that is not a tombstone is live)
+    for s in range(head, tail):
+        if s == cur:
+            new_cur = n
+        e = lru[s & lm]
+        if e >= 0:
+            if check and not _live(np.int64(pstate[e >> GEN_SHIFT]), e):
+                continue
+            lru[(head + n) & lm] = e
+            n += 1
     if new_cur < 0:
         new_cur = n
-    S[S_LRU_HEAD] = 0
-    S[S_LRU_TAIL] = n
-    S[S_LRU_CUR] = new_cur
+    S[S_LRU_TAIL] = head + n
+    S[S_LRU_CUR] = head + new_cur
     S[S_LRU_STALE] = 0
-    S[S_LRU_SCAN] = 0
+    S[S_LRU_SCAN] = head
 
 
 @_kernel
 def _lru_live(lru, pstate, s):
-    e = lru[s]
+    e = lru[s & (lru.shape[0] - 1)]
     if e < 0:
         return False
     return _live(np.int64(pstate[e >> GEN_SHIFT]), e)
@@ -408,7 +402,8 @@ def _lru_live(lru, pstate, s):
 def _lru_remove_unknown(lru, pstate, S, p):
     """Remove page p (IN_GPU) from the list where its slot is unknown: bump its generation."""
     cur = S[S_LRU_CUR]
-    if cur < S[S_LRU_TAIL] and lru[cur] >= 0 and (lru[cur] >> GEN_SHIFT) == p \
+    ec = lru[cur & (lru.shape[0] - 1)]
+    if cur < S[S_LRU_TAIL] and ec >= 0 and (ec >> GEN_SHIFT) == p \
             and _lru_live(lru, pstate, cur):
         S[S_LRU_CUR] = S[S_LRU_HEAD]          # removing the cursor's page resets it (§8.1)
     g = ((np.int64(pstate[p]) >> GEN_SHIFT) + 1) & GEN_MASK
@@ -442,6 +437,7 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
     """The stages of one busy batcher tick at time t (§9.2), counting in S[C_*]."""
     qm = qb.shape[1] - 1
     lcap = lru.shape[0]
+    lm = lcap - 1
     G = S[P_G]
     HOST = S[P_HOST]
     GPU_CAP = S[P_GPU_CAP]
@@ -560,7 +556,7 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
                         if s < hd:
                             s = hd
                         while s < tail:
-                            e = lru[s]
+                            e = lru[s & lm]
                             if e >= 0:
                                 vp = e >> GEN_SHIFT
                                 vs = np.int64(pstate[vp])
@@ -587,7 +583,7 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
                         if s < hd:
                             s = hd
                         while s < tail:
-                            e = lru[s]
+                            e = lru[s & lm]
                             if e >= 0:
                                 vs = np.int64(pstate[e >> GEN_SHIFT])
                                 if _eligible(vs, e):
@@ -604,7 +600,7 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
                         if s < hd:
                             s = hd
                         while s < tail:
-                            e = lru[s]
+                            e = lru[s & lm]
                             if e >= 0:
                                 vs = np.int64(pstate[e >> GEN_SHIFT])
                                 if _eligible(vs, e):
@@ -620,7 +616,7 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
                         S[S_LRU_CUR] = slot + 1
                     elif S[S_LRU_CUR] == slot:
                         S[S_LRU_CUR] = slot + 1
-                ev_v = lru[slot] >> GEN_SHIFT
+                ev_v = lru[slot & lm] >> GEN_SHIFT
                 ev_slot = slot
                 ev_pf = True
                 if deepum:
@@ -657,7 +653,7 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
                 n = 1
             if not overflow:
                 if ev_slot >= 0:
-                    lru[ev_slot] = -1
+                    lru[ev_slot & lm] = -1
                 else:
                     _lru_remove_unknown(lru, pstate, S, v)
                 st = (np.int64(pstate[v]) & ~LOC_MASK) | dest
@@ -709,10 +705,10 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
         st0 = np.int64(pstate[p])
         st = (st0 & ~LOC_MASK) | IN_GPU
         pstate[p] = st
-        if S[S_LRU_TAIL] >= lcap:
+        if S[S_LRU_TAIL] - S[S_LRU_HEAD] >= lcap:
             _lru_compact(lru, pstate, S)
         lt = S[S_LRU_TAIL]
-        lru[lt] = (p << GEN_SHIFT) | (st >> GEN_SHIFT)
+        lru[lt & lm] = (p << GEN_SHIFT) | (st >> GEN_SHIFT)
         S[S_LRU_TAIL] = lt + 1
         if S[S_LRU_CUR] == lt:
             # A std::list cursor at END stays END when a page is appended; an index cursor
@@ -1021,8 +1017,9 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
         _lru_advance_head(lru, pstate, S)
         s = S[S_LRU_HEAD]
         tail = S[S_LRU_TAIL]
+        lm = lru.shape[0] - 1
         while s < tail:
-            e = lru[s]
+            e = lru[s & lm]
             if e >= 0:
                 p = e >> GEN_SHIFT
                 st = np.int64(pstate[p])
