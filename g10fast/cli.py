@@ -174,7 +174,8 @@ def cmd_trace_inspect(args) -> int:
         counts = tr.count_by_kind()
         pages = tr.pages_by_kind()
         for kind, n in counts.items():
-            print(f"  {kind:10s} {n:>12,} events {pages.get(kind, 0):>14,} pages")
+            name = getattr(kind, "name", str(kind))
+            print(f"  {name:10s} {n:>12,} events {pages.get(kind, 0):>14,} pages")
     finally:
         tr.close()
     return 0
