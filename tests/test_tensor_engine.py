@@ -251,3 +251,32 @@ def test_figure11_flashneuron(model, batch, row):
         assert res["status"] == "ok"
         got = res["iterations"][0]["exe_time_cycles"]
         assert got == pytest.approx(int(exp), rel=0.01)
+
+
+def _gds_run(model, batch, policy):
+    pytest.importorskip("g10fast.planner.g10", reason="G10's migration planner not in this build")
+    from g10fast.config import read_g10_config
+    from g10fast.run import run
+    cfg_path = ARTIFACT / "src" / "configs" / model / f"{batch}-sim_{policy}.config"
+    if not cfg_path.exists():
+        pytest.skip("G10 artifact not available")
+    return run(read_g10_config(cfg_path))
+
+
+@pytest.mark.parametrize("policy", ["G10GDSSSD", "G10GDSFULL"])
+def test_gds_bert128_spec_values(policy):
+    """Simulator spec §16: BERT-128 under both GDS variants gives 6667.69 ms, stall 761.719,
+    overlap 1333.01, ssd2gpu 2,617,245,696 B, gpu2ssd 4,580,179,968 B."""
+    res = _gds_run("BERT", 128, policy)
+    fn = res["fn_native"]
+    assert float("%g" % fn["total_exe_time"]) == 6667.69
+    assert float("%g" % fn["total_time_breakdown_stall"]) == 761.719
+    assert float("%g" % fn["total_time_breakdown_overlap"]) == 1333.01
+    assert fn["total_ssd2gpu_byte"] == 2_617_245_696
+    assert fn["total_gpu2ssd_byte"] == 4_580_179_968
+
+
+def test_gds_full_bert256_figure11():
+    res = _gds_run("BERT", 256, "G10GDSFULL")
+    exp = int(_all_base()[0][4])
+    assert res["iterations"][0]["exe_time_cycles"] == pytest.approx(exp, rel=1e-6)
