@@ -239,7 +239,8 @@ FIG11 = [("BERT", 256, 0), ("VIT", 1280, 1), ("Inceptionv3", 1536, 2), ("ResNet1
          ("SENet154", 1024, 4)]
 
 
-@pytest.mark.parametrize("model,batch,row", [FIG11[0], FIG11[1], FIG11[3]])
+@pytest.mark.parametrize("model,batch,row", [FIG11[0], FIG11[1], FIG11[3], FIG11[4]])
+# Inceptionv3-1536 (FIG11[2]) is left out: the artifact fails there and we do not (see docs)
 def test_figure11_flashneuron(model, batch, row):
     vals = _all_base()
     exp = vals[row][1]          # column 1 = FlashNeuron
