@@ -76,11 +76,16 @@ def summary_text(res: dict, note: str | None = None) -> str:
     lines.append(f"{res['model']}  batch {res['batch_size']}  policy {res['policy']}  "
                  f"({w['kernels']} kernels, {w['tensors']} tensors, "
                  f"{w['footprint_bytes'] / 2**30:.1f} GiB = {100 * w['overcommitment']:.0f}% of GPU)")
+    if res.get("status") == "failed":
+        lines.append(failure_text(res))
     for it in res["iterations"]:
         mark = "  <- reported" if it["iteration"] == res["reported"] else ""
         pg = it["pages"]
         lines.append(f"iteration {it['iteration']}{mark}")
         lines.append(f"  execution time   {_fmt_cycles(it['exe_time_cycles'])}")
+        if "exe_time_ms" in it:
+            lines.append(f"  (tensor engine, one iteration: {it['exe_time_ms']:.6g} ms, "
+                         f"stall {it['stall_ms']:.6g} ms, overlap {it['overlap_ms']:.6g} ms)")
         lines.append(f"  ideal            {_fmt_cycles(it['ideal_exe_time_cycles'])}   "
                      f"slowdown {it['slowdown']:.4f}")
         lines.append(f"  stall / overlap / compute   {it['stall_cycles']:,} / "
@@ -90,6 +95,20 @@ def summary_text(res: dict, note: str | None = None) -> str:
         lines.append(f"  pages moved  host->GPU {pg['cpu_to_gpu']:,}  SSD->GPU {pg['ssd_to_gpu']:,}"
                      f"  GPU->host {pg['gpu_to_cpu']:,}  GPU->SSD {pg['gpu_to_ssd']:,}")
     lines.append(f"wall {res['wall_seconds']:.2f} s, peak memory {res['peak_rss_bytes'] / 2**20:.0f} MiB")
+    return "\n".join(lines)
+
+
+def failure_text(res: dict) -> str:
+    """The human summary of a failed run (the artifact writes no result; figures show inf)."""
+    f = res.get("failure") or {}
+    lines = [f"FAILED: {res['policy']} cannot run this configuration ({f.get('stage', '?')})",
+             f"  {f.get('reason', '')}"]
+    if f.get("tensor") is not None:
+        k = f.get("kernel")
+        where = "at start-up" if k is None or k < 0 else f"at kernel {k} ({f.get('kernel_name')})"
+        lines.append(f"  tensor {f['tensor']} ({f['pages_needed']:,} pages) does not fit {where}: "
+                     f"{f['free_pages']:,} pages free, largest free run {f['largest_free_pages']:,} "
+                     f"pages, of {f.get('capacity_pages', 0):,}")
     return "\n".join(lines)
 
 
@@ -194,7 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
                                             "genconfigs.py")
     r.add_argument("--model", help="BERT, VIT, Inceptionv3, ResNet152, SENet154 (with --g10)")
     r.add_argument("--batch", type=int, help="batch size (with --g10)")
-    r.add_argument("--policy", help="lru (Base UVM) or ideal (with --g10)")
+    r.add_argument("--policy", help="lru (Base UVM), ideal, FlashNeuron, G10GDSSSD (G10-GDS) or "
+                                    "G10GDSFULL (G10-Host) (with --g10)")
     r.add_argument("--host-mem-gb", type=float, help="host memory for swapping, GiB")
     r.add_argument("--ssd-gbps", type=float, help="SSD bandwidth, GB/s")
     r.add_argument("--pcie-gbps", type=float, help="PCIe (host and GPU link) bandwidth, GB/s")

@@ -29,9 +29,8 @@ RESULT_SCHEMA_VERSION = 1
 
 # policy name -> engine; "ideal" is lru with is_UVM 0 (simulator spec §11, §11.7)
 PAGE_ENGINE_POLICIES = ("lru", "ideal")
-NOT_YET = {"prefetch_lru": "G10's migration planner", "deepUM": "DeepUM+",
-           "FlashNeuron": "the tensor-level engine", "G10GDSSSD": "the tensor-level engine",
-           "G10GDSFULL": "the tensor-level engine"}
+TENSOR_ENGINE_POLICIES = ("FlashNeuron", "G10GDSSSD", "G10GDSFULL")
+NOT_YET = {"prefetch_lru": "G10's migration planner", "deepUM": "DeepUM+"}
 
 
 def policy_of(cfg: G10Config) -> str:
@@ -93,9 +92,18 @@ def run(cfg: G10Config, *, trace_path: str | os.PathLike | None = None, progress
     t0 = time.perf_counter()
     cfg = validate(cfg)
     policy = policy_of(cfg)
+    if policy in TENSOR_ENGINE_POLICIES:
+        from g10fast.run_tensor import run_tensor
+        w = workload if workload is not None else build_workload(cfg)
+        result = run_tensor(cfg, policy, w, trace_path=trace_path, progress=progress,
+                            meta=_meta(cfg, w, policy), workload_summary=_workload_summary)
+        result["wall_seconds"] = time.perf_counter() - t0
+        result["peak_rss_bytes"] = peak_rss_bytes()
+        return result
     if policy not in PAGE_ENGINE_POLICIES:
         raise InputError(f"policy '{policy}' needs {NOT_YET.get(policy, 'an engine')}, which "
-                         "g10fast does not implement yet (supported: lru, ideal)",
+                         "g10fast does not implement yet (supported: lru, ideal, FlashNeuron, G10GDSSSD, "
+                         "G10GDSFULL)",
                          param="policy")
     w = workload if workload is not None else build_workload(cfg)
     w_sim = _perturbed(w, cfg)

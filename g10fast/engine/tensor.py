@@ -1,0 +1,375 @@
+"""The tensor-granular engine (G10's "FN simulator", simulator spec §12, planner spec §6.7):
+validation, set-up and statistics around the Numba kernel `tensor_kernels.simulate`.
+
+    simulate_tensors(workload, cfg, plan, trace=None, progress=None) -> TensorRun
+
+`plan` is a `FlashNeuronPlan` (policy FlashNeuron) or a G10 hint list (G10GDSSSD / G10GDSFULL):
+int64 rows (issued_kernel, tensor, from, to), as the page engine takes them; `gds_plan` below
+post-processes a G10 plan for the GDS variants (planner spec §5.8, §6.5).
+
+Units (spec §12): one iteration; time in milliseconds (float64), kernel time = cycles / (GHz·1e9)
+· 1000; bandwidths in bytes/ms with GB = 2^30; SSD lane SSD_GBps, host lane (CPU_GBps − SSD_GBps);
+GPU memory GPU_GB·2^30 / 4096 pages, ×4 for the GDS variants (O-32).
+
+A run that cannot place a tensor is a result: `TensorRun.status == "failed"` with `failure`
+(tensor, kernel, pages needed, free pages, largest free run), never an exception.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from g10fast.analysis.vitality import Vitality, vitality
+from g10fast.engine import tensor_kernels as tk
+from g10fast.errors import InputError
+from g10fast.workload.model import PAGE_SIZE, Workload
+
+FN_POLICIES = {"FlashNeuron": tk.MODE_FN, "G10GDSSSD": tk.MODE_GDS_SSD,
+               "G10GDSFULL": tk.MODE_GDS_FULL}
+GDS_CAPACITY_FACTOR = 4          # O-32: the GDS variants get 4x the GPU pages
+
+# the engine's event columns are the trace's (g10fast/trace.py)
+N_COLS = 10
+
+
+@dataclass(frozen=True)
+class TensorOptions:
+    """The artifact's quirks of this engine, each on by default (named by its O-n number)."""
+
+    largest_misses_last_page: bool = True    # O-27 (planner): trailing free run of 1 page missed
+    tensor24_bypass: bool = True             # O-17 (planner): failed alloc of tensor 24 = success
+    gds_ready_on_alloc: bool = True          # O-33: queued prefetch is ready once allocated
+    gds_weights_free_refetch: bool = True    # O-18 / O-33: evicted weights come back without fetch
+    fn_rest_recompute: bool = False          # FN prefetch: recompute the room after each prefetch
+    fn_reserve_workspace: bool = True        # FN: one region for the largest death -1 tensor
+
+    def flags(self) -> int:
+        f = 0
+        if self.largest_misses_last_page:
+            f |= tk.OPT_LARGEST_MISSES_LAST1
+        if self.tensor24_bypass:
+            f |= tk.OPT_TENSOR24
+        if self.gds_ready_on_alloc:
+            f |= tk.OPT_GDS_READY_ON_ALLOC
+        if self.gds_weights_free_refetch:
+            f |= tk.OPT_GDS_GLOBAL_NO_FETCH
+        if self.fn_rest_recompute:
+            f |= tk.OPT_FN_REST_RECOMPUTE
+        return f
+
+
+@dataclass
+class TensorRun:
+    """What one tensor-engine run produced (native units: ms and bytes)."""
+
+    policy: str
+    status: str                    # "ok" or "failed"
+    failure: dict | None           # tensor, kernel, pages_needed, free_pages, largest_free_pages, ...
+    total_ms: float
+    ideal_ms: float
+    transfer_ms: float
+    ssd_to_gpu_bytes: int
+    gpu_to_ssd_bytes: int
+    cpu_to_gpu_bytes: int
+    gpu_to_cpu_bytes: int
+    kernel_start_ms: np.ndarray    # loop start of each kernel (before its allocations)
+    kernel_launch_ms: np.ndarray   # when its data was ready
+    kernel_end_ms: np.ndarray
+    exec_ms: np.ndarray
+    kernels_done: int
+    capacity_pages: int
+    events: np.ndarray             # int64 [n, 10], trace columns; col 0 = time in cycles
+    event_ms: np.ndarray           # float64 [n]
+    params: dict = field(default_factory=dict)
+
+    @property
+    def stall_ms(self) -> float:
+        return self.total_ms - self.ideal_ms
+
+    @property
+    def overlap_ms(self) -> float:
+        return self.transfer_ms - self.stall_ms
+
+    @property
+    def execution_only_ms(self) -> float:
+        return self.ideal_ms - self.overlap_ms
+
+    def kernel_stall(self) -> np.ndarray:
+        """sim_result.kernelStall: (finish - start - exec)/exec per kernel, < 1e-4 written as 0."""
+        n = self.kernels_done
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = (self.kernel_end_ms[:n] - self.kernel_start_ms[:n] - self.exec_ms[:n]) / self.exec_ms[:n]
+        return np.where(s < 1e-4, 0.0, s)
+
+
+def exec_ms_of(workload: Workload, freq_ghz: float) -> np.ndarray:
+    """Kernel times in ms: cycles / (GHz·1e9) · 1000 (planner spec §6.7)."""
+    return np.asarray(workload.exec_cycles, dtype=np.float64) / (float(freq_ghz) * 1e9) * 1000.0
+
+
+def ideal_ms_of(exec_ms: np.ndarray) -> float:
+    """Σ exec_ms, summed left to right like the engine's clock."""
+    s = 0.0
+    for x in exec_ms.tolist():
+        s += x
+    return s
+
+
+def required_ordered(workload: Workload) -> tuple[np.ndarray, np.ndarray]:
+    """Per kernel: its inputs (ascending id), then its outputs that are not inputs (spec §2.2)."""
+    K = workload.num_kernels
+    rows = []
+    for k in range(K):
+        ins = workload.inputs(k)
+        outs = workload.outputs(k)
+        rows.append(np.concatenate([ins, outs[~np.isin(outs, ins)]]).astype(np.int32))
+    ptr = np.zeros(K + 1, np.int64)
+    ptr[1:] = np.cumsum([len(r) for r in rows])
+    idx = np.concatenate(rows).astype(np.int32) if rows else np.zeros(0, np.int32)
+    return ptr, idx
+
+
+def hints_by_kernel(hints: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Hint rows (issued, tensor, from, to) -> CSR per kernel (ptr, tensor, to), list order kept
+    within a kernel (a stable sort by issue kernel; planner O-21). Hints issued at K (pre-deallocs
+    after the last kernel) never fire in the single iteration this engine runs."""
+    h = np.asarray(hints, dtype=np.int64).reshape(-1, 4)
+    h = h[(h[:, 0] >= 0) & (h[:, 0] < K)]
+    perm = np.argsort(h[:, 0], kind="stable")
+    h = h[perm]
+    ptr = np.zeros(K + 1, np.int64)
+    ptr[1:] = np.cumsum(np.bincount(h[:, 0], minlength=K))
+    return ptr, h[:, 1].astype(np.int32), h[:, 3].astype(np.int8)
+
+
+def _cfg_float(cfg, key):
+    v = getattr(cfg, key, None)
+    if v is None:
+        raise InputError("missing", param=key)
+    return float(v)
+
+
+def _cycles(ms: np.ndarray, f_hz: float) -> np.ndarray:
+    return np.floor(np.asarray(ms, dtype=np.float64) / 1000.0 * f_hz).astype(np.int64)
+
+
+def simulate_tensors(workload: Workload, cfg, policy: str, plan=None, *, vit: Vitality | None = None,
+                     options: TensorOptions = TensorOptions(), trace=None,
+                     progress=None) -> TensorRun:
+    """Run the tensor engine for one iteration.
+
+    policy  "FlashNeuron" (plan: a FlashNeuronPlan), "G10GDSSSD" or "G10GDSFULL" (plan: hint rows
+            (issued, tensor, from, to), already post-processed by `gds_plan`).
+    cfg     any object with the G10 config attributes GPU_memory_size_GB, GPU_frequency_GHz,
+            SSD_PCIe_bandwidth_GBps, CPU_PCIe_bandwidth_GBps.
+    trace   an EventTraceWriter or None; progress(done, total) or None."""
+    if policy not in FN_POLICIES:
+        raise InputError(f"the tensor engine runs {sorted(FN_POLICIES)}, not {policy!r}",
+                         param="migration_policy")
+    mode = FN_POLICIES[policy]
+    K, T = workload.num_kernels, workload.num_tensors
+    if K == 0:
+        raise InputError("the workload has no kernels", param="nn_model_input_file")
+    ghz = _cfg_float(cfg, "GPU_frequency_GHz")
+    if ghz <= 0:
+        raise InputError("must be > 0", param="GPU_frequency_GHz")
+    gpu_gb = _cfg_float(cfg, "GPU_memory_size_GB")
+    ssd = _cfg_float(cfg, "SSD_PCIe_bandwidth_GBps")
+    cpu = _cfg_float(cfg, "CPU_PCIe_bandwidth_GBps")
+    if gpu_gb <= 0:
+        raise InputError("must be > 0", param="GPU_memory_size_GB")
+    if ssd <= 0:
+        raise InputError("must be > 0 for the tensor engine", param="SSD_PCIe_bandwidth_GBps")
+    bw_ssd = ssd * 1024 * 1024 * 1024 / 1000
+    bw_host = (cpu - ssd) * 1024 * 1024 * 1024 / 1000
+    if mode == tk.MODE_GDS_FULL and bw_host <= 0:
+        raise InputError("G10GDSFULL moves host data at CPU - SSD bandwidth, which must be > 0",
+                         param="CPU_PCIe_bandwidth_GBps")
+    if bw_host <= 0:
+        bw_host = 1.0       # host lanes are unused by FlashNeuron / G10GDSSSD
+    cap = int(gpu_gb * 1024 * 1024 / 4)
+    if mode != tk.MODE_FN:
+        cap *= GDS_CAPACITY_FACTOR
+    f_hz = float(int(ghz * 1e9))
+
+    if vit is None:
+        vit = vitality(workload, ghz)
+    size_pages = np.asarray(workload.n_pages, dtype=np.int64)
+    size_bytes = np.asarray(workload.size, dtype=np.int64)
+    is_global = np.asarray(workload.is_global, dtype=np.bool_)
+    birth = np.asarray(vit.birth, dtype=np.int32)
+    death = np.asarray(vit.death, dtype=np.int32)
+    req_ptr, req_idx = required_ordered(workload)
+    exec_ms = exec_ms_of(workload, ghz)
+    chosen = np.zeros(T, np.bool_)
+    off_ptr = np.zeros(K + 1, np.int64)
+    off_idx = np.zeros(0, np.int32)
+    hint_ptr = np.zeros(K + 1, np.int64)
+    hint_tensor = np.zeros(0, np.int32)
+    hint_to = np.zeros(0, np.int8)
+    fn_reserve = -1
+    fn_max = 0
+    make_loss = K
+    if mode == tk.MODE_FN:
+        from g10fast.planner.flashneuron import FlashNeuronPlan, max_kernel_pages
+        if not isinstance(plan, FlashNeuronPlan):
+            raise TypeError("FlashNeuron needs a FlashNeuronPlan")
+        make_loss = plan.make_loss
+        ot = np.asarray(plan.offload_tensor, dtype=np.int64)
+        chosen[ot] = True
+        ok = np.asarray(plan.offload_kernel, dtype=np.int64)
+        if ok.size and (ok.min() < 0 or ok.max() >= K):
+            raise ValueError("offload kernel outside 0..K-1")
+        perm = np.argsort(ok, kind="stable")
+        off_ptr[1:] = np.cumsum(np.bincount(ok, minlength=K))
+        off_idx = ot[perm].astype(np.int32)
+        fn_max = max_kernel_pages(workload, non_global_only=True)
+        if options.fn_reserve_workspace:
+            cand = np.nonzero(~is_global & (death == -1) & (birth >= 0))[0]
+            if cand.size:
+                fn_reserve = int(cand[np.argmax(size_bytes[cand])])
+    else:
+        h = np.asarray(plan if plan is not None else np.zeros((0, 4)), dtype=np.int64).reshape(-1, 4)
+        if h.size and (h[:, 1].min() < 0 or h[:, 1].max() >= T):
+            raise ValueError("hint tensor outside 0..T-1")
+        hint_ptr, hint_tensor, hint_to = hints_by_kernel(h, K)
+        ev_rows = h[(h[:, 3] == tk.LOC_SSD) | (h[:, 3] == tk.LOC_CPU)]
+        chosen[ev_rows[:, 1]] = True
+
+    k_start = np.zeros(K, np.float64)
+    k_launch = np.zeros(K, np.float64)
+    k_end = np.zeros(K, np.float64)
+    clk = np.zeros(4, np.float64)
+    cnt = np.zeros(tk.C_N, np.int64)
+    fail = np.full(6, -1, np.int64)
+    n_ev = 4 * K + 8 * T + 8 * len(hint_tensor) + 6 * len(req_idx) + 64
+    while True:
+        ev = np.zeros((n_ev, N_COLS), np.int64)
+        ev_t = np.zeros(n_ev, np.float64)
+        cnt[:] = 0
+        st = tk.simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr,
+                         req_idx, exec_ms, make_loss, chosen, off_ptr, off_idx, fn_reserve, fn_max,
+                         hint_ptr, hint_tensor, hint_to, bw_ssd, bw_host, options.flags(),
+                         k_start, k_launch, k_end, ev, ev_t, clk, cnt, fail)
+        if st != tk.ST_EV_OVERFLOW:
+            break
+        n_ev *= 2
+    if st in (tk.ST_ALLOC_BROKEN, tk.ST_QUEUE_OVERFLOW):
+        raise RuntimeError(f"tensor engine internal error (status {st})")
+    if st == tk.ST_BAD_HINT:
+        raise InputError(f"hint for tensor {fail[0]} at kernel {fail[1]} has a destination the "
+                         "tensor engine does not handle (SSD, host or GPU only)", param="hints")
+    failure = None
+    n_ev = int(cnt[tk.C_NEV])
+    ev = ev[:n_ev]
+    ev_t = ev_t[:n_ev]
+    ev[:, 0] = _cycles(ev_t, f_hz)
+    kernels_done = K
+    if st == tk.ST_NO_SPACE:
+        kernels_done = int(fail[1]) if fail[1] >= 0 else 0
+        failure = {
+            "reason": "no space: the allocator cannot place the tensor (\"No enough space\")",
+            "tensor": int(fail[0]), "kernel": int(fail[1]),
+            "kernel_name": workload.kernel_name[int(fail[1])] if fail[1] >= 0 else None,
+            "pages_needed": int(fail[2]), "free_pages": int(fail[3]),
+            "largest_free_pages": int(fail[4]), "capacity_pages": cap,
+            "time_ms": float(clk[tk.K_NOW]),
+        }
+    # ms of every kernel end: KERNEL event value = end cycle
+    kmask = ev[:, 1] == tk.EV_KERNEL
+    kid = ev[kmask, 3]
+    ev[np.nonzero(kmask)[0], 9] = _cycles(k_end[kid], f_hz)
+    if trace is not None and n_ev:
+        trace.append(ev)
+    if progress is not None:
+        progress(K, K)
+    ideal = ideal_ms_of(exec_ms)
+    return TensorRun(
+        policy=policy, status="ok" if failure is None else "failed", failure=failure,
+        total_ms=float(clk[tk.K_NOW]), ideal_ms=ideal, transfer_ms=float(clk[tk.K_XFER]),
+        ssd_to_gpu_bytes=int(cnt[tk.C_SSD_IN]), gpu_to_ssd_bytes=int(cnt[tk.C_SSD_OUT]),
+        cpu_to_gpu_bytes=int(cnt[tk.C_HOST_IN]), gpu_to_cpu_bytes=int(cnt[tk.C_HOST_OUT]),
+        kernel_start_ms=k_start, kernel_launch_ms=k_launch, kernel_end_ms=k_end,
+        exec_ms=exec_ms, kernels_done=kernels_done, capacity_pages=cap, events=ev, event_ms=ev_t,
+        params={"capacity_pages": cap, "ssd_bytes_per_ms": bw_ssd, "host_bytes_per_ms": bw_host,
+                "f_hz": int(f_hz), "make_loss": int(make_loss), "fn_max_pages": int(fn_max),
+                "fn_reserve_tensor": int(fn_reserve), "options": options.__dict__.copy()})
+
+
+# ---------------------------------------------------------------------------------------------
+# G10-GDS / G10-Host plan post-processing (planner spec §5.2, §5.3, §5.8, §6.5)
+# ---------------------------------------------------------------------------------------------
+
+GDS_LOOSEN = 1.060606            # O-15
+GDS_LOOSEN_VIT_FULL = 1.269366   # O-15: ViT (borden < 200, transformer) under G10GDSFULL
+GDS_HILL_FACTOR = 0.9
+
+
+def gds_loosen(policy: str, is_transformer: int, borden: int) -> float:
+    """The GDS variants' loosen factor on the planner's 0.99 target (§5.2, O-15)."""
+    if policy not in ("G10GDSSSD", "G10GDSFULL"):
+        return 1.0
+    if borden < 200 and is_transformer == 1 and policy == "G10GDSFULL":
+        return GDS_LOOSEN_VIT_FULL
+    return GDS_LOOSEN
+
+
+def gds_target(gpu_memory_gb: float, policy: str, is_transformer: int, borden: int) -> int:
+    """target = trunc(loosen · trunc(trunc(GPU·2^30) · 0.99))."""
+    t = int(int(gpu_memory_gb * 2**30) * 0.99)
+    return int(gds_loosen(policy, is_transformer, borden) * t)
+
+
+def strip_prealloc_hints(hints: np.ndarray, birth_issue_mask: np.ndarray | None = None) -> np.ndarray:
+    """(b) The GDS variants emit no pre-alloc / pre-dealloc hints: drop every NOT_PRESENT hint,
+    and the IN_GPU hints flagged in `birth_issue_mask` (the pre-allocs, when the planner's hint
+    list does not tell them apart from prefetches)."""
+    h = np.asarray(hints, dtype=np.int64).reshape(-1, 4)
+    keep = h[:, 3] != tk.LOC_NOT_PRESENT
+    if birth_issue_mask is not None:
+        keep &= ~np.asarray(birth_issue_mask, dtype=bool)
+    return h[keep]
+
+
+def gds_hill_evictions(est: np.ndarray, hill_index: int, target: int, iv_tensor: np.ndarray,
+                       iv_start: np.ndarray, iv_end: np.ndarray, iv_looped: np.ndarray,
+                       iv_time_us: np.ndarray, size: np.ndarray,
+                       really_offloaded: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(c) §5.8: extra SSD pre-evictions of the intervals spanning the memory peak.
+
+    est: the planner's per-kernel estimate after §5.7 (bytes); hill_index from §5.3.
+    Returns (new hint rows (s, tensor, NOT_KNOWN, IN_SSD), updated est). Intervals are taken by
+    time × size descending (stable on creation order: the artifact's std::sort is unstable,
+    O-21), skipping those already offloaded, until the hill is under 0.9 × target."""
+    est = np.asarray(est, dtype=np.int64).copy()
+    K = est.shape[0]
+    hill = int(est[hill_index])
+    sz = np.asarray(size, dtype=np.int64)[iv_tensor]
+    key = np.asarray(iv_time_us, dtype=np.float64) * sz.astype(np.float64)
+    order = np.argsort(-key, kind="stable")
+    rows = []
+    for c in order.tolist():
+        if hill < GDS_HILL_FACTOR * target:
+            break
+        if really_offloaded[c]:
+            continue
+        s, e = int(iv_start[c]), int(iv_end[c])
+        if not iv_looped[c] and s <= hill_index < e:
+            t = int(iv_tensor[c])
+            rows.append((s, t, tk.LOC_NOT_KNOWN, tk.LOC_SSD))
+            est[s + 1:e] -= sz[c]
+            hill -= int(sz[c])
+    out = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
+    assert est.shape[0] == K
+    return out, est
+
+
+def gds_plan(hints: np.ndarray, extra: np.ndarray | None = None) -> np.ndarray:
+    """The hint list the GDS engine consumes: the G10 plan without pre-alloc/pre-dealloc
+    (`strip_prealloc_hints`), plus §5.8's extra evictions, stably sorted by issue kernel."""
+    h = np.asarray(hints, dtype=np.int64).reshape(-1, 4)
+    if extra is not None and len(extra):
+        h = np.concatenate([h, np.asarray(extra, dtype=np.int64).reshape(-1, 4)])
+    return h[np.argsort(h[:, 0], kind="stable")]
