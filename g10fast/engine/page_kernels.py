@@ -931,6 +931,7 @@ def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
     if tt[T, TT_RES] == n:
         return 0                     # all resident and not in transfer: nothing to do
     o = 0 if is_input else 3
+    # runs of consecutive pages found in the same place are queued (and traced) as one
     run_start = -1
     run_len = 0
     run_loc = -1
@@ -939,43 +940,41 @@ def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
     n_ssd = 0
     n_np = 0
     n_wait = 0
-    for p in range(p0, p0 + n):
-        st = np.int64(pstate[p])
-        if st & F_TRANSFER:
-            intr += 1
-            loc = -1
-        else:
-            loc = st & LOC_MASK
-            if loc == NOT_PRESENT:
-                n_np += 1
-                _q_push(qb, S, Q_PF_ALLOC, p, 1)
-            elif loc == IN_SSD:
-                n_ssd += 1
-                _q_push(qb, S, Q_PF_SSD, p, 1)
-            elif loc == IN_CPU:
-                n_cpu += 1
-                _q_push(qb, S, Q_PF_CPU, p, 1)
+    for p in range(p0, p0 + n + 1):
+        loc = -1
+        if p < p0 + n:
+            st = np.int64(pstate[p])
+            if st & F_TRANSFER:
+                intr += 1
             else:
-                loc = -1
-            if loc >= 0:
-                st |= F_TRANSFER
-        if (st & F_TRANSFER) and not (st & F_WAIT):
-            st |= F_WAIT
-            n_wait += 1
-        pstate[p] = st
-        if trace:
-            if loc >= 0 and loc == run_loc and run_start + run_len == p:
+                loc = st & LOC_MASK
+                if loc == IN_GPU:
+                    loc = -1
+                else:
+                    st |= F_TRANSFER
+            if (st & F_TRANSFER) and not (st & F_WAIT):
+                st |= F_WAIT
+                n_wait += 1
+            pstate[p] = st
+            if loc >= 0 and loc == run_loc:
                 run_len += 1
+                continue
+        # the run ends before page p (or at the tensor's end)
+        if run_len > 0:
+            if run_loc == NOT_PRESENT:
+                n_np += run_len
+                _q_push(qb, S, Q_PF_ALLOC, run_start, run_len)
+            elif run_loc == IN_SSD:
+                n_ssd += run_len
+                _q_push(qb, S, Q_PF_SSD, run_start, run_len)
             else:
-                if run_len > 0:
-                    _emit(ev, S, t, EV_FAULT, it, k, T, run_start, run_len, run_loc, IN_GPU, 0)
-                run_len = 0
-                run_loc = loc
-                if loc >= 0:
-                    run_start = p
-                    run_len = 1
-    if trace and run_len > 0:
-        _emit(ev, S, t, EV_FAULT, it, k, T, run_start, run_len, run_loc, IN_GPU, 0)
+                n_cpu += run_len
+                _q_push(qb, S, Q_PF_CPU, run_start, run_len)
+            if trace:
+                _emit(ev, S, t, EV_FAULT, it, k, T, run_start, run_len, run_loc, IN_GPU, 0)
+        run_loc = loc
+        run_start = p
+        run_len = 1 if loc >= 0 else 0
     S[S_CNT] += intr
     S[S_CNT + 1 + o] += n_cpu
     S[S_CNT + 2 + o] += n_ssd
