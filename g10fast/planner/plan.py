@@ -31,6 +31,9 @@ class MigrationPlan:
     Per kernel (length K; empty for DeepUM): the planner's estimate of GPU-resident bytes
       est_prealloc (after pre-alloc/dealloc, §5.3), est_main (after the main loop, §5.4),
       est_final (after prefetch placement, §5.7), and cpu_est (host bytes reserved)
+    lane_capacity / lane_planned float64 [4, K], lane_full bool [4, K]: the per-kernel transfer
+      budgets (bytes) of the lanes SSD->GPU, GPU->SSD, host->GPU, GPU->host, the bytes the
+      plan books on them, and the kernels the planner considers saturated (spec §5.4)
     capacity: GPU bytes; target: the line the planner aims for (0.99 × capacity × loosen).
     """
 
@@ -52,6 +55,9 @@ class MigrationPlan:
     est_main: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     est_final: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     cpu_est: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    lane_capacity: np.ndarray | None = None
+    lane_planned: np.ndarray | None = None
+    lane_full: np.ndarray | None = None
     capacity: int = 0
     target: int = 0
     info: dict = field(default_factory=dict)
