@@ -134,9 +134,10 @@ def run(cfg: G10Config, *, trace_path: str | os.PathLike | None = None, progress
         if plan is not None:
             result["plan"] = plan_summary(plan)
             result["planner"] = planner_arrays(plan, page_run.kernels, result["reported"])
+            result["plan_object"] = plan
         if writer is not None:
             writer.close(summary={k: v for k, v in result.items()
-                                  if k not in ("kernels", "planner")})
+                                  if k not in ("kernels", "planner", "plan_object")})
             writer = None
     except BaseException:
         if writer is not None:
@@ -203,7 +204,7 @@ def planner_arrays(plan, kernels: np.ndarray, reported: int) -> dict:
 def to_json_ready(result: dict) -> dict:
     """Drop the per-kernel array (kept in Python results) for the JSON summary; planner
     arrays become lists."""
-    out = {k: v for k, v in result.items() if k != "kernels"}
+    out = {k: v for k, v in result.items() if k not in ("kernels", "plan_object")}
     if "planner" in out:
         out["planner"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v)
                           for k, v in out["planner"].items()}
