@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 RESULTS = ROOT / "benchmarks" / "results"
-SUPPORTED = ("lru",)
+SUPPORTED = ("lru", "prefetch_lru", "deepUM")
 
 
 def cxx_cost(run_dir: Path) -> dict:

@@ -2,6 +2,7 @@
 
     g10fast run CONFIG [--g10-root DIR] [--json] [--trace FILE.h5]
     g10fast run --g10 ARTIFACT_DIR --model BERT --batch 128 --policy lru [--host-mem-gb N ...]
+    g10fast run ... --policy prefetch_lru [--plan OUT.csv] [--plan-in IN.csv] [--figure OUT.png]
     g10fast run                      (the default configuration, see `default_run`)
     g10fast trace inspect FILE.h5
 
@@ -167,7 +168,32 @@ def cmd_run(args) -> int:
         d = Path(args.trace).resolve().parent
         if not d.is_dir():
             raise InputError("folder does not exist", path=str(d))
-    res = run(cfg, trace_path=args.trace, progress=progress)
+    for opt in ("plan", "figure"):
+        target = getattr(args, opt)
+        if target is not None and not Path(target).resolve().parent.is_dir():
+            raise InputError("folder does not exist", path=str(Path(target).resolve().parent),
+                             param=f"--{opt}")
+    plan = None
+    if args.plan_in is not None:
+        if not cfg.use_prefetch:
+            raise InputError("a plan needs a policy that applies hints (prefetch_lru or deepUM)",
+                             param="--plan-in")
+        from g10fast.planner.io import read_plan
+        from g10fast.run import build_workload
+        workload = build_workload(cfg)
+        plan = read_plan(args.plan_in, workload.num_kernels, workload.num_tensors)
+        res = run(cfg, trace_path=args.trace, progress=progress, workload=workload, plan=plan)
+    else:
+        res = run(cfg, trace_path=args.trace, progress=progress)
+    if args.plan is not None:
+        if "plan" not in res:
+            raise InputError("this policy has no plan (use prefetch_lru or deepUM)",
+                             param="--plan")
+        from g10fast.planner.io import write_plan
+        write_plan(res["plan_object"], args.plan)
+    if args.figure is not None:
+        from g10fast.planner.figure import plot_memory
+        plot_memory(res, args.figure)
     if args.json:
         out = to_json_ready(res)
         if note:
@@ -176,8 +202,19 @@ def cmd_run(args) -> int:
         sys.stdout.write("\n")
     else:
         print(summary_text(res, note))
+        if "plan" in res:
+            pl = res["plan"]
+            line = f"plan: {pl['hints']:,} hints {pl['hint_counts']}"
+            if "decisions" in pl:
+                line += (f"; estimated peak {pl['peak_estimate_bytes'] / 2**30:.1f} GiB vs "
+                         f"capacity {pl['capacity_bytes'] / 2**30:.1f} GiB")
+            print(line)
         if args.trace:
             print(f"event trace written to {args.trace}")
+        if args.plan:
+            print(f"plan written to {args.plan}")
+        if args.figure:
+            print(f"figure written to {args.figure}")
     return 0
 
 
@@ -213,8 +250,15 @@ def build_parser() -> argparse.ArgumentParser:
                                             "genconfigs.py")
     r.add_argument("--model", help="BERT, VIT, Inceptionv3, ResNet152, SENet154 (with --g10)")
     r.add_argument("--batch", type=int, help="batch size (with --g10)")
-    r.add_argument("--policy", help="lru (Base UVM), ideal, FlashNeuron, G10GDSSSD (G10-GDS) or "
-                                    "G10GDSFULL (G10-Host) (with --g10)")
+    r.add_argument("--policy", help="lru (Base UVM), prefetch_lru (G10), deepUM (DeepUM+), "
+                                    "FlashNeuron, G10GDSSSD (G10-GDS), G10GDSFULL (G10-Host) "
+                                    "or ideal (with --g10)")
+    r.add_argument("--plan", help="write the migration plan (hints) to this CSV file "
+                                  "(docs/plan-format.md)")
+    r.add_argument("--plan-in", help="run the engine on this plan file instead of planning "
+                                     "(e.g. a hand-edited --plan output)")
+    r.add_argument("--figure", help="plot estimated vs simulated GPU memory per kernel to this "
+                                    "image file (PNG)")
     r.add_argument("--host-mem-gb", type=float, help="host memory for swapping, GiB")
     r.add_argument("--ssd-gbps", type=float, help="SSD bandwidth, GB/s")
     r.add_argument("--pcie-gbps", type=float, help="PCIe (host and GPU link) bandwidth, GB/s")

@@ -28,9 +28,8 @@ from g10fast.workload.times import load_workload, perturb_kernel_times
 RESULT_SCHEMA_VERSION = 1
 
 # policy name -> engine; "ideal" is lru with is_UVM 0 (simulator spec §11, §11.7)
-PAGE_ENGINE_POLICIES = ("lru", "ideal")
+PAGE_ENGINE_POLICIES = ("lru", "ideal", "prefetch_lru", "deepUM")
 TENSOR_ENGINE_POLICIES = ("FlashNeuron", "G10GDSSSD", "G10GDSFULL")
-NOT_YET = {"prefetch_lru": "G10's migration planner", "deepUM": "DeepUM+"}
 
 
 def policy_of(cfg: G10Config) -> str:
@@ -87,8 +86,12 @@ def peak_rss_bytes() -> int:
 
 
 def run(cfg: G10Config, *, trace_path: str | os.PathLike | None = None, progress=None,
-        workload: Workload | None = None) -> dict:
-    """Simulate one configuration; returns the result dict (docs/results.md)."""
+        workload: Workload | None = None, plan=None, plan_options: dict | None = None) -> dict:
+    """Simulate one configuration; returns the result dict (docs/results.md).
+
+    For prefetch_lru (G10) and deepUM the planner runs on the nominal kernel times (before
+    any kernel-time variation); `plan` (a MigrationPlan, e.g. from `read_plan`) replaces it,
+    and `plan_options` are passed to `plan_g10` (named quirk options, docs/planner.md)."""
     t0 = time.perf_counter()
     cfg = validate(cfg)
     policy = policy_of(cfg)
@@ -101,18 +104,22 @@ def run(cfg: G10Config, *, trace_path: str | os.PathLike | None = None, progress
         result["peak_rss_bytes"] = peak_rss_bytes()
         return result
     if policy not in PAGE_ENGINE_POLICIES:
-        raise InputError(f"policy '{policy}' needs {NOT_YET.get(policy, 'an engine')}, which "
-                         "g10fast does not implement yet (supported: lru, ideal, FlashNeuron, G10GDSSSD, "
-                         "G10GDSFULL)",
+        raise InputError(f"policy '{policy}' "
+                         "is not one of g10fast's policies (supported: "
+                         f"{', '.join(PAGE_ENGINE_POLICIES + TENSOR_ENGINE_POLICIES)})",
                          param="policy")
     w = workload if workload is not None else build_workload(cfg)
+    if plan is None and cfg.use_prefetch:
+        from g10fast.planner import plan_for_config
+        plan = plan_for_config(w, cfg, **(plan_options or {}))
     w_sim = _perturbed(w, cfg)
     writer = None
     if trace_path is not None:
         from g10fast.trace import EventTraceWriter
         writer = EventTraceWriter(trace_path, config=cfg.to_dict(), meta=_meta(cfg, w, policy))
     try:
-        page_run = simulate_pages(w_sim, cfg, hints=None, trace=writer, progress=progress)
+        page_run = simulate_pages(w_sim, cfg, hints=None if plan is None else plan.hints,
+                                  trace=writer, progress=progress)
         iterations = iteration_stats(page_run.kernels, page_run.pcie, page_run.boundaries,
                                      w_sim.exec_cycles, w_sim.pf_cycles,
                                      page_run.params.num_iteration)
@@ -131,8 +138,13 @@ def run(cfg: G10Config, *, trace_path: str | os.PathLike | None = None, progress
             "warnings": {"pf_evicting_living_page": page_run.live_page_evictions},
             "kernels": page_run.kernels,
         }
+        if plan is not None:
+            result["plan"] = plan_summary(plan)
+            result["planner"] = planner_arrays(plan, page_run.kernels, result["reported"])
+            result["plan_object"] = plan
         if writer is not None:
-            writer.close(summary={k: v for k, v in result.items() if k != "kernels"})
+            writer.close(summary={k: v for k, v in result.items()
+                                  if k not in ("kernels", "planner", "plan_object")})
             writer = None
     except BaseException:
         if writer is not None:
@@ -158,6 +170,49 @@ def _workload_summary(w: Workload, frames: int) -> dict:
             "ideal_cycles": w.ideal_cycles}
 
 
+def plan_summary(plan) -> dict:
+    """Scalars of a plan for the results (docs/results.md, "plan")."""
+    out = {"policy": plan.policy, "hints": int(len(plan.hints)), "hint_counts": plan.counts()}
+    if plan.iv_decision.size:
+        out.update({"capacity_bytes": int(plan.capacity), "target_bytes": int(plan.target),
+                    "decisions": plan.decisions(),
+                    "peak_estimate_bytes": int(plan.est_final.max()),
+                    "kernels_over_capacity": int((plan.est_final > plan.capacity).sum())})
+        out.update({k: v for k, v in plan.info.items() if k in (
+            "loosen", "main_loop_iterations", "prealloc_tensors_visited", "plan_seconds")})
+    else:
+        out.update({k: v for k, v in plan.info.items() if k != "options"})
+    return out
+
+
+def planner_arrays(plan, kernels: np.ndarray, reported: int) -> dict:
+    """Per-interval decisions and per-kernel estimated vs simulated GPU memory (numpy arrays;
+    lists in JSON). Simulated = GPU pages in use at the end of each kernel of the reported
+    iteration, in bytes."""
+    from g10fast.engine import page_kernels as pk
+    from g10fast.planner.g10_kernels import DECISION_NAMES
+
+    K = plan.num_kernels
+    sim = np.zeros(K, dtype=np.int64)
+    m = kernels[:, pk.KS_ITER] == reported
+    sim[kernels[m, pk.KS_KERNEL]] = kernels[m, pk.KS_GPU] * 4096
+    out = {"simulated_gpu_bytes": sim}
+    if plan.iv_decision.size:
+        out.update({
+            "estimated_gpu_bytes": plan.est_final, "estimated_gpu_bytes_prealloc": plan.est_prealloc,
+            "estimated_host_bytes": plan.cpu_est,
+            "iv_tensor": plan.iv_tensor, "iv_start": plan.iv_start, "iv_end": plan.iv_end,
+            "iv_looped": plan.iv_looped, "iv_time_us": plan.iv_time_us,
+            "iv_decision": plan.iv_decision, "iv_evict_finish": plan.iv_evict_finish,
+            "iv_prefetch": plan.iv_prefetch, "decision_names": list(DECISION_NAMES)})
+    return out
+
+
 def to_json_ready(result: dict) -> dict:
-    """Drop the per-kernel array (kept in Python results) for the JSON summary."""
-    return {k: v for k, v in result.items() if k != "kernels"}
+    """Drop the per-kernel array (kept in Python results) for the JSON summary; planner
+    arrays become lists."""
+    out = {k: v for k, v in result.items() if k not in ("kernels", "plan_object")}
+    if "planner" in out:
+        out["planner"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v)
+                          for k, v in out["planner"].items()}
+    return out

@@ -1,0 +1,60 @@
+"""DeepUM+ as the artifact models it (planner spec §6.3): an oracle look-ahead prefetcher.
+
+At kernel i, a NOT_KNOWN -> IN_GPU hint for every required tensor of kernel
+(i + prefetch_degree) mod K. No pre-alloc/dealloc, no evictions; the engine's DEEPUM
+eviction policy protects the pages of the running window (simulator spec §8.2).
+
+Order within a kernel (O-20): G10 iterates a hash set; g10fast uses the engine's fixed order,
+the kernel's inputs in ascending tensor id, then its outputs that are not inputs, ascending.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from g10fast.planner.plan import MigrationPlan
+
+NOT_KNOWN, IN_GPU = 4, 3
+
+
+def required_csr(workload) -> tuple[np.ndarray, np.ndarray]:
+    """Per kernel: inputs (ascending), then the outputs that are not inputs (ascending)."""
+    from g10fast.engine.page import output_only_csr
+
+    w = workload
+    K = w.num_kernels
+    oo_ptr, oo_idx = output_only_csr(w)
+    n_in = np.diff(w.in_ptr)
+    n_oo = np.diff(oo_ptr)
+    ptr = np.zeros(K + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum(n_in + n_oo)
+    idx = np.empty(int(ptr[-1]), dtype=np.int64)
+    kin = np.repeat(np.arange(K), n_in)
+    koo = np.repeat(np.arange(K), n_oo)
+    idx[ptr[kin] + np.arange(len(kin)) - w.in_ptr[kin]] = w.in_idx
+    idx[ptr[koo] + n_in[koo] + np.arange(len(koo)) - oo_ptr[koo]] = oo_idx
+    return ptr, idx
+
+
+def deepum_hints(workload, degree: int) -> np.ndarray:
+    """int64 [H, 4] rows (i, tensor, NOT_KNOWN, IN_GPU) for the tensors of kernel
+    (i + degree) mod K, i = 0..K-1, in kernel order."""
+    if int(degree) < 0:
+        raise ValueError("prefetch degree must be >= 0")
+    K = workload.num_kernels
+    ptr, idx = required_csr(workload)
+    target = (np.arange(K, dtype=np.int64) + int(degree)) % K
+    counts = ptr[target + 1] - ptr[target]
+    issued = np.repeat(np.arange(K, dtype=np.int64), counts)
+    start = np.repeat(ptr[target], counts)
+    within = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts,
+                                                                       counts)
+    tensors = idx[start + within]
+    return np.stack([issued, tensors, np.full_like(issued, NOT_KNOWN),
+                     np.full_like(issued, IN_GPU)], axis=1)
+
+
+def plan_deepum(workload, degree: int) -> MigrationPlan:
+    h = deepum_hints(workload, degree)
+    return MigrationPlan(policy="deepUM", num_kernels=workload.num_kernels, hints=h, emitted=h,
+                         info={"prefetch_degree": int(degree)})

@@ -1,0 +1,618 @@
+"""Numba kernels of G10's Smart Tensor Migration planner (planner spec §5.3, §5.4, §5.7).
+
+Everything here takes plain arrays and scalars; `g10fast.planner.g10.plan_g10` validates the
+inputs, derives the parameters and wraps these kernels.
+
+Main-loop design (spec §8): G10 re-sorts every interval on every iteration with a comparator
+that walks bandwidth arrays, O(I² log I · K). Here every interval's score ("area") is kept in
+a lazy max-heap. An area never grows while the loop runs: the GPU estimate only decreases
+(so the indicator `est[k] > capacity` only turns off) and the bandwidth lanes only fill up
+(so the half-transfer windows only shrink). A stale key is therefore an upper bound: pop the
+top, recompute its area, and it is the true maximum if the area is unchanged, otherwise push
+it back. The one exception is O-5's negative `-S·T_total` term of looped intervals, which
+disappears when kernel 0's indicator turns off; the heap is rebuilt once then. Areas are
+integer cycle sums read from prefix sums of `cycles[k]·[est[k] > capacity]` (rebuilt after
+each eviction, O(K)), so equal areas are exactly equal and ties fall to time×size, then to
+creation order.
+
+Hint rows are int64 (issued kernel, tensor, from, to) in emission order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+NOT_PRESENT = 0
+IN_SSD = 1
+IN_CPU = 2
+IN_GPU = 3
+NOT_KNOWN = 4
+
+# per-interval decisions (MigrationPlan.iv_decision)
+D_NONE = 0          # never reached by the main loop
+D_FITS = 1          # the estimate was under the target over the whole interval
+D_SPAN1 = 2         # one kernel long: never migrated
+D_SHORT = 3         # shorter than the host round trip (O-11: not processed in compat mode)
+D_SSD = 4           # evicted to the SSD
+D_HOST = 5          # evicted to host memory
+D_NO_BW = 6         # a candidate, but no room for a round trip in the bandwidth lanes
+D_HOST_FULL = 7     # would go to host memory, but host memory has no room
+D_NO_SLOT = 8       # looped: the prefetch would be issued at the eviction kernel
+D_GDS_SSD = 9       # §5.8: evicted to the SSD without a prefetch (G10GDS*)
+DECISION_NAMES = ("none", "fits", "span1", "short", "ssd", "host", "no_bandwidth",
+                  "host_full", "no_slot", "gds_ssd")
+
+# lanes of the bandwidth arrays
+L_RSSD = 0          # SSD -> GPU (read)
+L_WSSD = 1          # GPU -> SSD (write)
+L_RPCIE = 2         # host -> GPU
+L_WPCIE = 3         # GPU -> host
+
+# option bits
+O_O5 = 1            # O-5 looped-area index bug
+O_O11 = 2           # O-11 a too-short top interval stalls the loop
+O_O12 = 4           # O-12 an empty ideal write window counts as crowded
+O_O13 = 8           # O-13 cumulative PCIe spill into the SSD lane
+O_O14 = 16          # O-14 host memory reserved even when nothing was evicted
+O_O16 = 32          # O-16 prefetch hoisting ignores the tensor's own size
+O_ZERO_BREAK = 64   # O-10 stop when the best area is 0
+
+
+@njit(cache=True)
+def bisect_right(a, x):
+    lo, hi = 0, a.shape[0]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if x < a[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit(cache=True)
+def _max(a):
+    m = a[0]
+    for i in range(1, a.shape[0]):
+        if a[i] > m:
+            m = a[i]
+    return m
+
+
+# ---------------------------------------------------------------------------------------------
+# §5.3 pre-allocation / pre-deallocation (Pass B; Pass A has no effect, O-9)
+
+@njit(cache=True)
+def pass_b(time_us, size, is_global, birth, death, total_mem, target, malloc_uspB,
+           early_exit, emit, est, hints, nh):
+    """est[:] = total_mem, then per tensor 1..T-1 (tensor 0 is skipped): a pre-alloc before
+    its birth (malloc lead time) and a pre-dealloc at its death (birth + 1 if never read),
+    with est lowered outside [pre-alloc, death). O-3: stops as soon as est fits the target.
+    Returns (hints written, tensors visited)."""
+    K = est.shape[0]
+    T = size.shape[0]
+    for k in range(K):
+        est[k] = total_mem
+    visited = 0
+    for t in range(1, T):
+        if early_exit and _max(est) <= target:
+            break
+        visited += 1
+        if is_global[t] or birth[t] < 0:
+            continue
+        b = birth[t]
+        S = size[t]
+        start = time_us[b] - S * malloc_uspB
+        if start < 0:
+            j = 0            # allocated from kernel 0: nothing before it to lower (cf. O-2)
+        else:
+            j = bisect_right(time_us[:b + 1], start) - 1
+            if j < 0:
+                j = 0
+            for k in range(j):
+                est[k] -= S
+        if emit:
+            hints[nh, 0] = j
+            hints[nh, 1] = t
+            hints[nh, 2] = NOT_KNOWN
+            hints[nh, 3] = IN_GPU
+            nh += 1
+        d = death[t] if death[t] != -1 else b + 1
+        if emit:
+            hints[nh, 0] = d
+            hints[nh, 1] = t
+            hints[nh, 2] = NOT_KNOWN
+            hints[nh, 3] = NOT_PRESENT
+            nh += 1
+        for k in range(d, K):
+            est[k] -= S
+    return nh, visited
+
+
+# ---------------------------------------------------------------------------------------------
+# bandwidth lanes: cap[4, K] float64, bw[4, K] float64 (estimation), full[4, K] bool
+
+@njit(cache=True)
+def walk_forward(cap, bw, full, lane, size, frm):
+    """gpu2*_BWgiveIndx: first kernel from `frm` by which `size` bytes fit in the free room.
+    `rest` is an integer in G10, so each step truncates toward zero."""
+    K = cap.shape[1]
+    rest = np.int64(size)
+    k = frm
+    while True:
+        if not full[lane, k]:
+            rest = np.int64(rest - (cap[lane, k] - bw[lane, k]))
+        if rest <= 0 or k == K - 1:
+            return k
+        k += 1
+
+
+@njit(cache=True)
+def walk_backward(cap, bw, full, lane, size, needed):
+    """*2gpu_BWgiveIndx: the latest kernel before `needed` from which `size` bytes arrive."""
+    rest = np.int64(size)
+    k = needed - 1
+    while True:
+        if not full[lane, k]:
+            rest = np.int64(rest - (cap[lane, k] - bw[lane, k]))
+        if rest <= 0 or k <= 0:
+            return k
+        k -= 1
+
+
+@njit(cache=True)
+def sim_ssd(cap, bw, full, ssd, pcie, size, frm):
+    """gpu2ssd_BWsim / ssd2gpu_BWsim: book `size` bytes on an SSD lane from `frm` on, and the
+    same bytes on the PCIe lane of the same direction."""
+    K = cap.shape[1]
+    rest = np.int64(size)
+    k = frm
+    while rest > 0 and k < K:
+        if not full[ssd, k]:
+            room = cap[ssd, k] - bw[ssd, k]
+            if rest + bw[ssd, k] > cap[ssd, k]:
+                rest = np.int64(rest - room)
+                bw[pcie, k] += room
+                bw[ssd, k] = cap[ssd, k]
+                full[ssd, k] = True
+            else:
+                bw[ssd, k] += rest
+                bw[pcie, k] += rest
+                rest = -1
+            if bw[pcie, k] >= cap[pcie, k]:
+                full[pcie, k] = True
+        if rest <= 0 or k == K - 1:
+            break
+        k += 1
+
+
+@njit(cache=True)
+def sim_pcie(cap, bw, full, pcie, ssd, size, frm, o13):
+    """gpu2pcie_BWsim / pcie2gpu_BWsim: book host traffic; load above cap_pcie - cap_ssd
+    spills into the SSD lane. O-13 (o13): the whole cumulative excess is added each call."""
+    K = cap.shape[1]
+    rest = np.int64(size)
+    k = frm
+    while rest > 0 and k < K:
+        if not full[pcie, k]:
+            if rest + bw[pcie, k] > cap[pcie, k]:
+                rest = np.int64(rest - (cap[pcie, k] - bw[pcie, k]))
+                bw[pcie, k] = cap[pcie, k]
+                full[pcie, k] = True
+                bw[ssd, k] = cap[ssd, k]
+                full[ssd, k] = True
+            else:
+                before = bw[pcie, k]
+                bw[pcie, k] += rest
+                rest = -1
+                over = bw[pcie, k] - (cap[pcie, k] - cap[ssd, k])
+                if over >= 0:
+                    if not o13:
+                        over = min(over, bw[pcie, k] - before)
+                    bw[ssd, k] += over
+                    if bw[ssd, k] >= cap[ssd, k]:
+                        bw[ssd, k] = cap[ssd, k]
+                        full[ssd, k] = True
+        if rest <= 0 or k == K - 1:
+            break
+        k += 1
+
+
+# ---------------------------------------------------------------------------------------------
+# §5.4 main loop
+
+@njit(cache=True)
+def _prefix(est, line, cyc, P1, P2):
+    """P1[x] = Σ_{k<x} cyc[k]·[est[k] > line]; P2[x] = Σ_{1<=m<x} cyc[m-1]·[est[m] > line]."""
+    K = est.shape[0]
+    P1[0] = 0
+    P2[0] = 0
+    P2[1] = 0
+    for k in range(K):
+        on = est[k] > line
+        P1[k + 1] = P1[k] + (cyc[k] if on else 0)
+        if k >= 1:
+            P2[k + 1] = P2[k] + (cyc[k - 1] if on else 0)
+
+
+@njit(cache=True)
+def area_of(i, iv_s, iv_e, iv_looped, size, cap, bw, full, P1, P2, est, line, total_cyc, o5):
+    """area_can_reduce (spec §5.4) in bytes × cycles: S × the over-capacity kernel time that
+    evicting the interval would cover; bandwidth half-windows for non-looped intervals."""
+    K = est.shape[0]
+    s = iv_s[i]
+    e = iv_e[i]
+    S = size[i]
+    if iv_looped[i]:
+        if o5:
+            # O-5: time index mod K+1, memory index mod K: a -S·T_total term at j = K when
+            # kernel 0 is over capacity, then every kernel weighted by its predecessor's time
+            c = (P1[K] - P1[s]) + (P2[e] - P2[1] if e >= 1 else 0)
+            if e >= 1 and est[0] > line:
+                c -= total_cyc
+        else:
+            c = (P1[K] - P1[s]) + P1[e]
+        return float(S) * float(c)
+    half = S // 2
+    lo = walk_forward(cap, bw, full, L_WSSD, half, s)
+    hi = walk_backward(cap, bw, full, L_RSSD, half, e)
+    if hi <= lo:
+        return 0.0
+    return float(S) * float(P1[hi] - P1[lo])
+
+
+@njit(cache=True)
+def _better(a1, t1, i1, a2, t2, i2):
+    if a1 != a2:
+        return a1 > a2
+    if t1 != t2:
+        return t1 > t2
+    return i1 < i2
+
+
+@njit(cache=True)
+def _push(ha, ht, hi, n, a, t, i):
+    j = n
+    ha[j] = a
+    ht[j] = t
+    hi[j] = i
+    while j > 0:
+        p = (j - 1) // 2
+        if _better(ha[j], ht[j], hi[j], ha[p], ht[p], hi[p]):
+            ha[j], ha[p] = ha[p], ha[j]
+            ht[j], ht[p] = ht[p], ht[j]
+            hi[j], hi[p] = hi[p], hi[j]
+            j = p
+        else:
+            break
+    return n + 1
+
+
+@njit(cache=True)
+def _pop(ha, ht, hi, n):
+    n -= 1
+    ha[0] = ha[n]
+    ht[0] = ht[n]
+    hi[0] = hi[n]
+    j = 0
+    while True:
+        l = 2 * j + 1
+        r = l + 1
+        b = j
+        if l < n and _better(ha[l], ht[l], hi[l], ha[b], ht[b], hi[b]):
+            b = l
+        if r < n and _better(ha[r], ht[r], hi[r], ha[b], ht[b], hi[b]):
+            b = r
+        if b == j:
+            break
+        ha[j], ha[b] = ha[b], ha[j]
+        ht[j], ht[b] = ht[b], ht[j]
+        hi[j], hi[b] = hi[b], hi[j]
+        j = b
+    return n
+
+
+@njit(cache=True)
+def _rebuild(ha, ht, hi, processed, iv_s, iv_e, iv_looped, iv_size, iv_tsz, cap, bw, full,
+             P1, P2, est, line, total_cyc, o5):
+    n = 0
+    for i in range(iv_s.shape[0]):
+        if not processed[i]:
+            a = area_of(i, iv_s, iv_e, iv_looped, iv_size, cap, bw, full, P1, P2, est, line,
+                        total_cyc, o5)
+            n = _push(ha, ht, hi, n, a, iv_tsz[i], i)
+    return n
+
+
+@njit(cache=True)
+def _find(tx, x, lo, hi):
+    """The j in [lo, hi) with tx[j] <= x < tx[j+1], clamped to [lo, hi-1]."""
+    j = bisect_right(tx, x) - 1
+    if j < lo:
+        j = lo
+    if j > hi - 1:
+        j = hi - 1
+    return j
+
+
+@njit(cache=True)
+def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_ext, cyc,
+              est, cpu_est, cap, bw, full, line, target, cpu_line,
+              b_ssd, b_cpu, ssd_lat, sys_lat, delta, opts,
+              hints, nh, decision, evict_finish, prefetch_orig, prefetch_final, order,
+              selected, max_iter):
+    """§5.4 with a lazy max-heap (module docstring). Fills the per-interval arrays, appends
+    hints (pre-evicts, and prefetches of looped intervals) and returns
+    (hints, number of iterations, number of non-looped evictions in `order`)."""
+    K = est.shape[0]
+    I = iv_s.shape[0]
+    o5 = (opts & O_O5) != 0
+    o11 = (opts & O_O11) != 0
+    o12 = (opts & O_O12) != 0
+    o13 = (opts & O_O13) != 0
+    o14 = (opts & O_O14) != 0
+    zero_break = (opts & O_ZERO_BREAK) != 0
+    total_cyc = np.int64(0)
+    for k in range(K):
+        total_cyc += cyc[k]
+    P1 = np.zeros(K + 1, dtype=np.int64)
+    P2 = np.zeros(K + 1, dtype=np.int64)
+    _prefix(est, line, cyc, P1, P2)
+    processed = np.zeros(I, dtype=np.bool_)
+    iv_tsz = np.empty(I, dtype=np.float64)
+    for i in range(I):
+        iv_tsz[i] = iv_time[i] * iv_size[i]
+    ha = np.empty(I + 1, dtype=np.float64)
+    ht = np.empty(I + 1, dtype=np.float64)
+    hi = np.empty(I + 1, dtype=np.int64)
+    n = _rebuild(ha, ht, hi, processed, iv_s, iv_e, iv_looped, iv_size, iv_tsz, cap, bw, full,
+                 P1, P2, est, line, total_cyc, o5)
+    zero_on = est[0] > line
+    cpu_max = _max(cpu_est)
+    n_off = 0
+    n_proc = 0
+    it = 0
+    while it < max_iter:
+        if _max(est) <= target:
+            break
+        # the interval with the largest (area, time×size)
+        c = -1
+        ca = 0.0
+        while n > 0:
+            a0 = ha[0]
+            i = hi[0]
+            n = _pop(ha, ht, hi, n)
+            if processed[i]:
+                continue
+            a = area_of(i, iv_s, iv_e, iv_looped, iv_size, cap, bw, full, P1, P2, est, line,
+                        total_cyc, o5)
+            if a == a0:
+                c = i
+                ca = a
+                break
+            n = _push(ha, ht, hi, n, a, iv_tsz[i], i)
+        if c < 0:
+            break
+        if ca <= 0.0 and zero_break and (ca == 0.0 or n_proc > 0):
+            # O-10: every remaining area is 0 (G10 picks whatever std::sort put first)
+            break
+        selected[c] = it
+        it += 1
+        s = iv_s[c]
+        e = iv_e[c]
+        looped = iv_looped[c]
+        S = iv_size[c]
+        t = iv_tensor[c]
+        # GPU_OK_interval
+        fits = True
+        ee = e + K if looped else e
+        for j in range(s, ee):
+            if est[j % K] > target:
+                fits = False
+                break
+        if fits:
+            processed[c] = True
+            n_proc += 1
+            decision[c] = D_FITS
+            continue
+        if ee - s == 1:
+            processed[c] = True
+            n_proc += 1
+            decision[c] = D_SPAN1
+            continue
+        ssd_move = ssd_lat + sys_lat + S / b_ssd
+        ssd_safe = 2.0 * ssd_move + delta * ssd_move
+        ssd_pref = ssd_move + delta * ssd_move
+        cpu_move = sys_lat + S / b_cpu
+        cpu_safe = 2.0 * cpu_move + delta * cpu_move
+        cpu_pref = cpu_move + delta * cpu_move
+        tm = iv_time[c]
+        changed = False
+        if tm > ssd_safe:
+            if not looped:
+                ecl = bisect_right(time_us, time_us[s] + ssd_move) - 1
+                crowded = True
+                if ecl > s or not o12:
+                    for k in range(s, max(ecl, s + 1)):
+                        if not full[L_WSSD, k]:
+                            crowded = False
+                            break
+                cpu_ok = cpu_max <= cpu_line - S
+                if crowded and cpu_ok:
+                    # SSD write lane crowded over the ideal window: host memory instead
+                    pf = walk_backward(cap, bw, full, L_RPCIE, S, e)
+                    pe = walk_forward(cap, bw, full, L_WPCIE, S, s)
+                    if pf > pe:
+                        hints[nh, 0] = s
+                        hints[nh, 1] = t
+                        hints[nh, 2] = NOT_KNOWN
+                        hints[nh, 3] = IN_CPU
+                        nh += 1
+                        decision[c] = D_HOST
+                        evict_finish[c] = pe
+                        prefetch_orig[c] = pf
+                        order[n_off] = c
+                        n_off += 1
+                        sim_pcie(cap, bw, full, L_RPCIE, L_RSSD, S, pf, o13)
+                        sim_pcie(cap, bw, full, L_WPCIE, L_WSSD, S, s, o13)
+                        for j in range(s, e):
+                            cpu_est[j % K] += S
+                            if cpu_est[j % K] > cpu_max:
+                                cpu_max = cpu_est[j % K]
+                    else:
+                        processed[c] = True
+                        n_proc += 1
+                        decision[c] = D_NO_BW
+                        continue
+                else:
+                    pf = walk_backward(cap, bw, full, L_RSSD, S, e)
+                    pe = walk_forward(cap, bw, full, L_WSSD, S, s)
+                    if pf > pe:
+                        hints[nh, 0] = s
+                        hints[nh, 1] = t
+                        hints[nh, 2] = NOT_KNOWN
+                        hints[nh, 3] = IN_SSD
+                        nh += 1
+                        decision[c] = D_SSD
+                        evict_finish[c] = pe
+                        prefetch_orig[c] = pf
+                        order[n_off] = c
+                        n_off += 1
+                        sim_ssd(cap, bw, full, L_RSSD, L_RPCIE, S, pf)
+                        sim_ssd(cap, bw, full, L_WSSD, L_WPCIE, S, s)
+                    else:
+                        processed[c] = True
+                        n_proc += 1
+                        decision[c] = D_NO_BW
+                        continue
+                for k in range(pe + 1, pf):
+                    est[k] -= S
+                changed = pf > pe + 1
+            else:
+                ecl = _find(time_ext, time_us[s] + ssd_move, s, e + K)
+                psi = _find(time_ext, time_ext[e + K] - ssd_pref, s, e + K)
+                if psi != s:
+                    hints[nh, 0] = s
+                    hints[nh, 1] = t
+                    hints[nh, 2] = NOT_KNOWN
+                    hints[nh, 3] = IN_SSD
+                    nh += 1
+                    hints[nh, 0] = psi % K
+                    hints[nh, 1] = t
+                    hints[nh, 2] = NOT_KNOWN
+                    hints[nh, 3] = IN_GPU
+                    nh += 1
+                    decision[c] = D_SSD
+                    evict_finish[c] = ecl % K
+                    prefetch_orig[c] = psi % K
+                    prefetch_final[c] = psi % K
+                else:
+                    decision[c] = D_NO_SLOT
+                for j in range(ecl + 1, psi):
+                    est[j % K] -= S
+                changed = psi > ecl + 1
+            processed[c] = True
+            n_proc += 1
+        elif tm > cpu_safe:
+            if not (cpu_max <= cpu_line - S):
+                processed[c] = True
+                n_proc += 1
+                decision[c] = D_HOST_FULL
+                continue
+            evicted = False
+            if not looped:
+                pe = walk_forward(cap, bw, full, L_WPCIE, S, s)
+                pf = walk_backward(cap, bw, full, L_RPCIE, S, e)
+                if pf > pe:
+                    hints[nh, 0] = s
+                    hints[nh, 1] = t
+                    hints[nh, 2] = NOT_KNOWN
+                    hints[nh, 3] = IN_CPU
+                    nh += 1
+                    decision[c] = D_HOST
+                    evict_finish[c] = pe
+                    prefetch_orig[c] = pf
+                    order[n_off] = c
+                    n_off += 1
+                    evicted = True
+                    sim_pcie(cap, bw, full, L_RPCIE, L_RSSD, S, pf, o13)
+                    sim_pcie(cap, bw, full, L_WPCIE, L_WSSD, S, s, o13)
+                else:
+                    decision[c] = D_NO_BW
+                for k in range(pe + 1, pf):
+                    est[k] -= S
+                changed = pf > pe + 1
+            else:
+                ecl = _find(time_ext, time_us[s] + cpu_move, s, e + K)
+                psi = _find(time_ext, time_ext[e + K] - cpu_pref, s, e + K)
+                if psi != s:
+                    hints[nh, 0] = s
+                    hints[nh, 1] = t
+                    hints[nh, 2] = NOT_KNOWN
+                    hints[nh, 3] = IN_CPU
+                    nh += 1
+                    hints[nh, 0] = psi % K
+                    hints[nh, 1] = t
+                    hints[nh, 2] = NOT_KNOWN
+                    hints[nh, 3] = IN_GPU
+                    nh += 1
+                    decision[c] = D_HOST
+                    evict_finish[c] = ecl % K
+                    prefetch_orig[c] = psi % K
+                    prefetch_final[c] = psi % K
+                    evicted = True
+                else:
+                    decision[c] = D_NO_SLOT
+                for j in range(ecl + 1, psi):
+                    est[j % K] -= S
+                changed = psi > ecl + 1
+            processed[c] = True
+            n_proc += 1
+            if evicted or o14:
+                # O-14: reserved even when nothing was evicted
+                for j in range(s, ee):
+                    cpu_est[j % K] += S
+                    if cpu_est[j % K] > cpu_max:
+                        cpu_max = cpu_est[j % K]
+        else:
+            decision[c] = D_SHORT
+            if o11:
+                # O-11: not processed; G10 re-selects it on every remaining iteration
+                break
+            processed[c] = True
+            n_proc += 1
+            continue
+        if changed:
+            _prefix(est, line, cyc, P1, P2)
+            now = est[0] > line
+            if o5 and zero_on and not now:
+                # O-5's negative term vanished: looped areas grew, rebuild the heap
+                n = _rebuild(ha, ht, hi, processed, iv_s, iv_e, iv_looped, iv_size, iv_tsz,
+                             cap, bw, full, P1, P2, est, line, total_cyc, o5)
+            zero_on = now
+    return nh, it, n_off
+
+
+@njit(cache=True)
+def place_prefetches(order, n_off, evict_finish, prefetch_orig, prefetch_final, iv_tensor,
+                     iv_size, est, target, o16, hints, nh):
+    """§5.7: non-looped evictions in `order` (already sorted by planned prefetch kernel):
+    hoist each prefetch earlier while the kernel before it is under the target (O-16: without
+    counting the tensor itself), never before eviction-finish + 1."""
+    for q in range(n_off):
+        c = order[q]
+        i = prefetch_orig[c]
+        S = iv_size[c]
+        extra = 0 if o16 else S
+        while i > evict_finish[c] + 1 and est[i - 1] + extra < target:
+            i -= 1
+        hints[nh, 0] = i
+        hints[nh, 1] = iv_tensor[c]
+        hints[nh, 2] = NOT_KNOWN
+        hints[nh, 3] = IN_GPU
+        nh += 1
+        prefetch_final[c] = i
+        for k in range(i, prefetch_orig[c]):
+            est[k] += S
+    return nh
