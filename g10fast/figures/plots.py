@@ -221,7 +221,7 @@ class FigureDisplay:
                 ax.text(xs[gi], -3, DISPLAY[pol], rotation=90, ha="center", va="top", fontsize=6)
         ax.set_xticks(x)
         ax.set_xticklabels(groups, fontsize=8)
-        ax.tick_params(axis="x", pad=38)
+        ax.tick_params(axis="x", pad=40, length=0)
         ax.set_ylim(0, 100)
         ax.set_ylabel("Share of execution time (%)")
         h, l = self._legend_extras(ax)
