@@ -195,7 +195,7 @@ def _artifact_arg(g10) -> Path:
 
 def _sweep(matrix, store, artifact, workers, dask, show, retry_errors=True, max_points=None):
     from g10fast.sweep.matrix import expand_matrix, named_matrix, resolve_points
-    from g10fast.sweep.runner import SweepProgress, run_sweep
+    from g10fast.sweep.runner import run_sweep
 
     path = named_matrix(matrix)
     resolved = resolve_points(expand_matrix(path), artifact)
