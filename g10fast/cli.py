@@ -5,6 +5,9 @@
     g10fast run ... --policy prefetch_lru [--plan OUT.csv] [--plan-in IN.csv] [--figure OUT.png]
     g10fast run                      (the default configuration, see `default_run`)
     g10fast trace inspect FILE.h5
+    g10fast sweep MATRIX --store FILE.h5 [--g10 ARTIFACT_DIR] [--workers N] [--dask ADDRESS]
+    g10fast figures STORE.h5 --out DIR [--g10 ARTIFACT_DIR]
+    g10fast reproduce --g10 ARTIFACT_DIR [--store FILE.h5] [--out DIR]
 
 Bad input (missing file, malformed line, unknown key, impossible setting) prints one
 message naming the file and line or the parameter, and exits with status 2.
@@ -237,6 +240,62 @@ def cmd_trace_inspect(args) -> int:
     return 0
 
 
+def _artifact_arg(g10) -> Path:
+    artifact = g10 if g10 is not None else _find_artifact()
+    if artifact is None:
+        raise InputError("no G10 artifact found (looked for ../shared/g10-artifact and "
+                         "$G10_ARTIFACT); pass --g10 ARTIFACT_DIR", param="--g10")
+    if not (Path(artifact) / "frontend" / "Nets").is_dir():
+        raise InputError("not the G10 artifact root (no frontend/Nets)", path=str(artifact))
+    return Path(artifact)
+
+
+def _sweep(matrix, store, artifact, workers, dask, show, retry_errors=True, max_points=None):
+    from g10fast.sweep.matrix import expand_matrix, named_matrix, resolve_points
+    from g10fast.sweep.runner import run_sweep
+
+    path = named_matrix(matrix)
+    resolved = resolve_points(expand_matrix(path), artifact)
+    prog = None if not show else True
+    summary = run_sweep(resolved, store, workers=workers, dask=dask, progress=prog,
+                        retry_errors=retry_errors, max_points=max_points)
+    return summary
+
+
+def cmd_sweep(args) -> int:
+    artifact = _artifact_arg(args.g10)
+    show = args.progress or (sys.stderr.isatty() and not args.no_progress)
+    summary = _sweep(args.matrix, args.store, artifact, args.workers, args.dask, show,
+                     retry_errors=not args.no_retry_errors, max_points=args.max_points)
+    print(summary.text())
+    if summary.error_labels:
+        print("errors: " + ", ".join(summary.error_labels[:20])
+              + (" ..." if len(summary.error_labels) > 20 else ""))
+    print(f"results in {args.store}")
+    return 0
+
+
+def cmd_figures(args) -> int:
+    from g10fast.figures import draw_all
+
+    artifact = args.g10 if args.g10 is not None else _find_artifact()
+    report = draw_all(args.store, args.out, artifact_dir=artifact, only=args.only)
+    print(report.text())
+    return 0
+
+
+def cmd_reproduce(args) -> int:
+    from g10fast.figures import draw_all
+
+    artifact = _artifact_arg(args.g10)
+    show = args.progress or (sys.stderr.isatty() and not args.no_progress)
+    summary = _sweep(args.matrix, args.store, artifact, args.workers, args.dask, show)
+    print(summary.text())
+    report = draw_all(args.store, args.out, artifact_dir=artifact)
+    print(report.text())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="g10fast", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -272,6 +331,50 @@ def build_parser() -> argparse.ArgumentParser:
     ti = tsub.add_parser("inspect", help="summary of an event-trace file")
     ti.add_argument("file")
     ti.set_defaults(func=cmd_trace_inspect)
+
+    def sweep_opts(q):
+        q.add_argument("--workers", type=int, default=None,
+                       help="worker processes (default: CPU count; 0 = in this process)")
+        q.add_argument("--dask", metavar="ADDRESS",
+                       help="run on a Dask distributed scheduler (pip install 'g10fast[dask]')")
+        q.add_argument("--progress", action="store_true", help="always show the progress line")
+        q.add_argument("--no-progress", action="store_true", help="never show it")
+
+    sw = sub.add_parser("sweep", help="run an experiment matrix into a results store",
+                        description="Run every point of a TOML experiment matrix "
+                                    "(docs/matrix-format.md) into an HDF5 results store "
+                                    "(docs/store-format.md); points already stored are skipped.")
+    sw.add_argument("matrix", help="a matrix file, or the name of a bundled one in data/matrices "
+                                   "(artifact, fig11, ..., smoke)")
+    sw.add_argument("--store", required=True, help="HDF5 results store (created if missing)")
+    sw.add_argument("--g10", type=Path, help="the G10 artifact folder (default: found)")
+    sw.add_argument("--max-points", type=int, help="run at most this many points now")
+    sw.add_argument("--no-retry-errors", action="store_true",
+                    help="skip points stored with status error instead of running them again")
+    sweep_opts(sw)
+    sw.set_defaults(func=cmd_sweep)
+
+    fg = sub.add_parser("figures", help="draw the paper's figures from a results store",
+                        description="Draw Figures 2, 3, 4 and 11-19 (PNG and PDF) from a results "
+                                    "store, beside the artifact's example results, and write "
+                                    "agreement.csv.")
+    fg.add_argument("store", help="HDF5 results store")
+    fg.add_argument("--out", required=True, type=Path, help="output folder")
+    fg.add_argument("--g10", type=Path, help="the G10 artifact folder, for its example_results")
+    fg.add_argument("--only", nargs="+", type=int, help="only these figure numbers")
+    fg.set_defaults(func=cmd_figures)
+
+    rp = sub.add_parser("reproduce", help="the whole evaluation: sweep + figures + agreement",
+                        description="Run the artifact's matrix (or --matrix) into the store, "
+                                    "then draw every figure and summarise the agreement.")
+    rp.add_argument("--g10", type=Path, help="the G10 artifact folder (default: found)")
+    rp.add_argument("--store", default="g10fast-results.h5", help="results store "
+                                                                  "(default g10fast-results.h5)")
+    rp.add_argument("--out", type=Path, default=Path("figures"), help="figure folder "
+                                                                      "(default figures/)")
+    rp.add_argument("--matrix", default="artifact", help="matrix (default: artifact, 1,410 points)")
+    sweep_opts(rp)
+    rp.set_defaults(func=cmd_reproduce)
     return p
 
 

@@ -1,0 +1,124 @@
+"""The paper's figures from a results store, beside the artifact's example results.
+
+    report = draw_all("results.h5", "figures/", artifact_dir="…/g10-artifact")
+    print(report.text())          # agreement summary; report.rows = agreement.csv rows
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import InputError
+
+__all__ = ["draw_all", "FigureReport", "relative_error"]
+
+
+def relative_error(ours, theirs):
+    """|ours - theirs| / |theirs| as a fraction; 0 when both are 0 or both failed (inf);
+    inf when exactly one failed or theirs is 0 and ours is not; None when ours is missing."""
+    if ours is None or theirs is None:
+        return None
+    if math.isinf(ours) or math.isinf(theirs):
+        return 0.0 if (math.isinf(ours) and math.isinf(theirs)) else math.inf
+    if theirs == 0:
+        return 0.0 if ours == 0 else math.inf
+    return abs(ours - theirs) / abs(theirs)
+
+
+@dataclass
+class FigureReport:
+    out_dir: Path
+    files: list = field(default_factory=list)
+    rows: list = field(default_factory=list)    # (figure, point, g10fast, artifact, rel)
+
+    def summary(self) -> list[dict]:
+        """Per figure: points compared, missing, median and max relative error, # over 2 %."""
+        out = []
+        figs = sorted({r[0] for r in self.rows})
+        for f in figs + ["all"]:
+            rows = [r for r in self.rows if f == "all" or r[0] == f]
+            errs = sorted(r[4] for r in rows if r[4] is not None)
+            n = len(errs)
+            med = (errs[n // 2] if n % 2 else 0.5 * (errs[n // 2 - 1] + errs[n // 2])) if n else None
+            out.append({"figure": f, "points": len(rows), "compared": n,
+                        "missing": len(rows) - n, "median": med,
+                        "max": errs[-1] if n else None,
+                        "over_2pct": sum(e > 0.02 for e in errs)})
+        return out
+
+    def text(self) -> str:
+        lines = [f"figures written to {self.out_dir} ({len(self.files)} files)"]
+        if not self.rows:
+            lines.append("no comparison with the artifact (no example_results found)")
+            return "\n".join(lines)
+        lines.append("agreement with the artifact's example_results (relative error):")
+        lines.append(f"{'figure':>7} {'points':>7} {'compared':>9} {'missing':>8} "
+                     f"{'median':>9} {'max':>9} {'>2%':>5}")
+        for s in self.summary():
+            med = "-" if s["median"] is None else f"{100 * s['median']:.3f}%"
+            mx = "-" if s["max"] is None else (f"{100 * s['max']:.3f}%" if math.isfinite(s["max"])
+                                              else "inf")
+            lines.append(f"{s['figure']!s:>7} {s['points']:>7} {s['compared']:>9} "
+                         f"{s['missing']:>8} {med:>9} {mx:>9} {s['over_2pct']:>5}")
+        lines.append(f"details: {self.out_dir / 'agreement.csv'}")
+        return "\n".join(lines)
+
+
+def draw_all(store, out_dir, artifact_dir=None, only=None) -> FigureReport:
+    """Draw every figure (PNG and PDF) and write agreement.csv into out_dir."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .data import Reference, Results
+    from .plots import FIGURES, make_display
+
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the output folder: {exc.strerror or exc}",
+                         path=str(out)) from None
+    results = Results(store)
+    reference = Reference(artifact_dir)
+    report = FigureReport(out)
+    numbers = sorted(FIGURES) if not only else [n for n in sorted(FIGURES) if n in set(only)]
+    bad = set(only or ()) - set(FIGURES)
+    if bad:
+        raise InputError(f"no figure {sorted(bad)[0]} (figures: "
+                         f"{', '.join(map(str, sorted(FIGURES)))})", param="--only")
+    for n in numbers:
+        disp = make_display(n, results, reference)
+        fig = disp.plot()
+        for ext in ("png", "pdf"):
+            path = out / f"fig{n:02d}_{disp.name}.{ext}"
+            tmp = path.with_name(path.stem + ".tmp." + ext)
+            fig.savefig(tmp, dpi=150 if ext == "png" else None)
+            os.replace(tmp, path)
+            report.files.append(path)
+        plt.close(fig)
+        for f, point, ours, theirs in disp.agreement:
+            report.rows.append((f, point, ours, theirs, relative_error(ours, theirs)))
+    tmp = out / "agreement.csv.tmp"
+    with open(tmp, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["figure", "point", "g10fast", "artifact", "relative_error"])
+        for f, point, ours, theirs, rel in report.rows:
+            w.writerow([f, point, _cell(ours), _cell(theirs), _cell(rel, rel=True)])
+    os.replace(tmp, out / "agreement.csv")
+    report.files.append(out / "agreement.csv")
+    return report
+
+
+def _cell(v, rel=False):
+    if v is None:
+        return ""
+    if math.isinf(v):
+        return "inf"
+    if rel:
+        return f"{v:.6g}"
+    return f"{v:.10g}" if not float(v).is_integer() else str(int(v))

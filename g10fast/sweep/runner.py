@@ -1,0 +1,291 @@
+"""Run a matrix into a results store: long-lived worker processes, or a Dask cluster.
+
+    summary = run_sweep(resolved_points, "results.h5", workers=2)
+
+Points already in the store with status ok or failed (the simulator itself reported that the
+run cannot go, like the artifact's "inf" cells) are skipped; points stored with status error
+(an exception: unimplemented policy, bad input, a crash) are run again unless
+`retry_errors=False`. Only this process writes the store, one point at a time, as results
+arrive, so an interrupted sweep resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+
+from ..errors import InputError
+from .store import ResultStore
+from .worker import execute, task_for
+
+__all__ = ["SweepSummary", "SweepProgress", "run_sweep", "plan_sweep"]
+
+log = logging.getLogger(__name__)
+
+#: in-process runs of one task before a crashed worker is blamed on it
+_MAX_POOL_CRASHES = 2
+
+
+@dataclass
+class SweepSummary:
+    total: int = 0            # points in the matrix
+    skipped: int = 0          # already in the store
+    ran: int = 0              # run in this session
+    ok: int = 0
+    failed: int = 0           # the simulator reported a failed run (status failed)
+    errors: int = 0           # exceptions (status error)
+    wall_seconds: float = 0.0
+    point_seconds: list = field(default_factory=list)   # wall time of each point run
+    peak_worker_rss_bytes: int = 0
+    error_labels: list = field(default_factory=list)
+    interrupted: bool = False
+
+    def text(self) -> str:
+        s = (f"{self.total} points: {self.skipped} already stored, {self.ran} run "
+             f"({self.ok} ok, {self.failed} failed runs, {self.errors} errors) in "
+             f"{_fmt_dur(self.wall_seconds)}")
+        if self.interrupted:
+            s += " (interrupted)"
+        return s
+
+
+def _fmt_dur(s: float) -> str:
+    if s != s or s == float("inf"):
+        return "?"
+    s = int(round(s))
+    h, r = divmod(s, 3600)
+    m, sec = divmod(r, 60)
+    return f"{h}h{m:02d}m{sec:02d}s" if h else (f"{m}m{sec:02d}s" if m else f"{sec}s")
+
+
+class SweepProgress:
+    """A progress line with the time left: redrawn in place on a terminal, otherwise one line
+    at most every `interval` seconds."""
+
+    def __init__(self, total: int, *, stream=None, enabled: bool = True, tty: bool | None = None,
+                 interval: float = 30.0):
+        self.total = total
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = enabled and total > 0
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.interval = interval
+        self.t0 = time.perf_counter()
+        self.last = float("-inf")
+        self.done = self.bad = 0
+
+    def update(self, label: str, status: str, seconds: float) -> None:
+        self.done += 1
+        self.bad += status != "ok"
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        final = self.done >= self.total
+        if not self.tty and not final and now - self.last < self.interval:
+            return
+        self.last = now
+        el = now - self.t0
+        eta = el / self.done * (self.total - self.done) if self.done else float("nan")
+        frac = self.done / self.total
+        width = 24
+        bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
+        line = (f"sweep [{bar}] {self.done}/{self.total} {100 * frac:5.1f}%"
+                f"{f' ({self.bad} not ok)' if self.bad else ''}  {_fmt_dur(el)} elapsed,"
+                f" {_fmt_dur(eta)} left  last: {label} {status} {seconds:.1f}s")
+        if self.tty:
+            self.stream.write("\r" + line[:150].ljust(150) + ("\n" if final else ""))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def _group_key(rp) -> str:
+    return f"{rp.label.split('/')[0]}-{rp.point.batch}"
+
+
+def plan_sweep(resolved, store: ResultStore, retry_errors: bool = True) -> tuple[list, int]:
+    """(tasks to run, number skipped). Points of one (model, batch) are kept together so that
+    a worker's workload cache is hit; the first task of a (model, batch) without a stored
+    workload analysis computes it."""
+    have = store.statuses()
+    keep = ("ok", "failed") if retry_errors else ("ok", "failed", "error")
+    todo = [rp for rp in resolved if have.get(rp.hash) not in keep]
+    skipped = len(resolved) - len(todo)
+    order = {}
+    for rp in todo:
+        order.setdefault(_group_key(rp), len(order))
+    todo.sort(key=lambda rp: order[_group_key(rp)])
+    analysed = store.workload_keys()
+    tasks = []
+    for rp in todo:
+        key = _group_key(rp)
+        tasks.append(task_for(rp, None if key in analysed else key))
+        analysed.add(key)
+    return tasks, skipped
+
+
+def run_sweep(resolved, store_path, *, workers: int | None = None, dask=None,
+              progress: SweepProgress | bool | None = None, retry_errors: bool = True,
+              max_points: int | None = None) -> SweepSummary:
+    """Run every point of `resolved` (ResolvedPoints) not yet in the store at `store_path`.
+
+    workers: worker processes (default: CPU count); 0 runs in this process (debugging).
+    dask: a Dask scheduler address, or a `distributed.Client` / cluster object.
+    max_points: stop after this many points (the rest stay for a later run).
+    """
+    t0 = time.perf_counter()
+    store = ResultStore(store_path)
+    tasks, skipped = plan_sweep(resolved, store, retry_errors)
+    if max_points is not None:
+        tasks = tasks[:max(0, int(max_points))]
+    summary = SweepSummary(total=len(resolved), skipped=skipped)
+    if progress is True or progress is None:
+        progress = SweepProgress(len(tasks), enabled=progress is True or sys.stderr.isatty())
+    elif progress is False:
+        progress = SweepProgress(len(tasks), enabled=False)
+
+    def record(rec: dict) -> None:
+        store.write_point(rec)
+        summary.ran += 1
+        st = rec["status"]
+        summary.ok += st == "ok"
+        summary.failed += st == "failed"
+        summary.errors += st == "error"
+        if st == "error":
+            summary.error_labels.append(rec.get("label", rec["hash"][:12]))
+            log.warning("%s: %s", rec.get("label"), rec.get("error", "").splitlines()[0:1])
+        summary.point_seconds.append(float(rec.get("wall_seconds") or 0.0))
+        summary.peak_worker_rss_bytes = max(summary.peak_worker_rss_bytes,
+                                            int(rec.get("worker_peak_rss_bytes") or 0))
+        progress.update(rec.get("label", ""), st, float(rec.get("wall_seconds") or 0.0))
+
+    try:
+        if not tasks:
+            pass
+        elif dask is not None:
+            _run_dask(tasks, dask, record)
+        elif workers == 0:
+            for t in tasks:
+                record(execute(t))
+        else:
+            n = workers or os.cpu_count() or 1
+            _run_pool(tasks, min(n, len(tasks)), record)
+    except KeyboardInterrupt:
+        summary.interrupted = True
+        raise
+    finally:
+        summary.wall_seconds = time.perf_counter() - t0
+    return summary
+
+
+def _crash_record(task: dict, msg: str) -> dict:
+    return {"hash": task["hash"], "label": task.get("label", ""), "point": task.get("point", {}),
+            "config": task["config"], "status": "error", "error": msg,
+            "error_type": "WorkerCrash", "result": None, "arrays": None, "analysis": None}
+
+
+def _run_pool(tasks: list, n: int, record) -> None:
+    """Long-lived spawn-context worker processes; the first task runs alone so that one
+    process fills the Numba cache before the others load it (concurrent cache writes are
+    fragile, numba#4807). A worker that dies takes down the pool: it is rebuilt, and a task
+    that was running in `_MAX_POOL_CRASHES` crashed pools is recorded as an error."""
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    ctx = mp.get_context("spawn")
+    queue = list(reversed(tasks))   # pop() from the end = original order
+    crashes: dict[str, int] = {}
+    first = True
+    while queue:
+        ex = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
+        running: dict = {}
+        requeue: list = []
+        try:
+            while queue or running:
+                limit = 1 if (first or n == 1) else 2 * n
+                while queue and len(running) < limit:
+                    t = queue.pop()
+                    running[ex.submit(execute, t)] = t
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    t = running.pop(fut)
+                    try:
+                        rec = fut.result()
+                    except BrokenProcessPool:
+                        requeue.append(t)
+                        continue
+                    first = False
+                    record(rec)
+                if requeue:
+                    break
+        except KeyboardInterrupt:
+            _kill_workers(ex)
+            ex.shutdown(wait=False, cancel_futures=True)
+            raise
+        if not requeue:
+            ex.shutdown(wait=True)
+            continue
+        # the pool broke: every task in flight is a suspect
+        _kill_workers(ex)
+        ex.shutdown(wait=False, cancel_futures=True)
+        for t in requeue + list(running.values()):
+            crashes[t["hash"]] = crashes.get(t["hash"], 0) + 1
+            if crashes[t["hash"]] >= _MAX_POOL_CRASHES:
+                record(_crash_record(t, "the worker process died while running this point "
+                                        "(killed, or out of memory)"))
+            else:
+                queue.append(t)
+        n = max(1, n // 2)   # fewer tasks in flight: isolate the culprit
+
+
+def _kill_workers(ex) -> None:
+    procs = getattr(ex, "_processes", None) or {}
+    for p in list(procs.values()):
+        try:
+            p.kill()
+        except Exception:
+            pass
+
+
+def _run_dask(tasks: list, dask, record) -> None:
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise InputError("--dask needs dask.distributed, which is not installed "
+                         "(pip install 'g10fast[dask]')", param="--dask") from None
+    own = False
+    if isinstance(dask, Client):
+        client = dask
+    else:
+        try:
+            client = Client(dask, timeout="30s")
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise InputError(f"cannot connect to the Dask scheduler at {dask!r}: {exc}",
+                             param="--dask") from None
+        own = True
+    try:
+        first, rest = tasks[0], tasks[1:]
+        fut = client.submit(execute, first, pure=False, key=f"g10fast-{first['hash']}")
+        futures = {fut: first}
+        _collect(as_completed([fut]), futures, record)
+        futures = {client.submit(execute, t, pure=False, key=f"g10fast-{t['hash']}"): t
+                   for t in rest}
+        if futures:
+            _collect(as_completed(list(futures)), futures, record)
+    finally:
+        if own:
+            client.close()
+
+
+def _collect(ac, futures: dict, record) -> None:
+    for fut in ac:
+        t = futures[fut]
+        try:
+            rec = fut.result()
+        except Exception as exc:   # KilledWorker, lost connection, ...
+            rec = _crash_record(t, f"Dask could not run this point: {type(exc).__name__}: {exc}")
+        record(rec)
+        fut.release()

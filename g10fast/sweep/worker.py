@@ -1,0 +1,175 @@
+"""What a sweep worker process does with one point: `execute(task) -> record`.
+
+Workers are long-lived (a process pool or Dask workers): Numba kernels are compiled or loaded
+from the cache once per process, and the parsed workload of the last few (model, batch size)
+pairs is kept, so the points of one workload parse its model and trace files once.
+`execute` never raises for a failing point: the error is in the record it returns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import resource
+import time
+import traceback
+from collections import OrderedDict
+
+import numpy as np
+
+__all__ = ["execute", "workload_analysis", "kernel_arrays", "clear_cache"]
+
+#: parsed workloads kept per worker process (a SENet154-1024 workload is ~100 MB)
+MAX_CACHED_WORKLOADS = 2
+_WORKLOADS: OrderedDict = OrderedDict()
+
+
+def clear_cache() -> None:
+    _WORKLOADS.clear()
+
+
+def _workload_key(cfg) -> tuple:
+    return (cfg.nn_model_input_file, cfg.batch_size, cfg.is_transformer, cfg.trans_borden,
+            cfg.input_H, cfg.input_W, cfg.is_resnet, cfg.is_inception, cfg.is_senet,
+            cfg.orig_kernel_time_file, cfg.input_pf_kernel_time_file, cfg.pf_kernel_time_file,
+            cfg.workspace_size_file, cfg.GPU_frequency_GHz, cfg.kernel_speedup)
+
+
+def _workload(cfg):
+    from ..run import build_workload
+
+    key = _workload_key(cfg)
+    w = _WORKLOADS.get(key)
+    if w is not None:
+        _WORKLOADS.move_to_end(key)
+        return w, True
+    w = build_workload(cfg)
+    _WORKLOADS[key] = w
+    while len(_WORKLOADS) > MAX_CACHED_WORKLOADS:
+        _WORKLOADS.popitem(last=False)
+    return w, False
+
+
+def workload_analysis(w, freq_ghz: float, key: str) -> dict:
+    """Per-kernel memory consumption and tensor inactive periods (Figs 2-4, 20, 21).
+
+    The quantities of G10's `_NNMemConsumptionLog.py` / `_TensorPeriodLog.py` (planner spec
+    §7): `active` = bytes of the tensors a kernel uses; its split into input (kernel 0's
+    outputs), weight (global) and intermediate; `total` = global bytes plus the bytes of the
+    non-global tensors alive at the kernel ([birth, death), death = birth + 1 when never
+    read); `sd_size` / `sd_time` / `sd_start` = size (bytes), estimated length (µs, from the
+    ideal kernel times) and start kernel of every inactive period. Sizes are the tensors'
+    byte sizes before page rounding. Periods are in creation order (G10 sorts them by
+    time x size first; the figures sort them again).
+    """
+    from ..analysis.vitality import vitality
+
+    K, T = w.num_kernels, w.num_tensors
+    size = np.asarray(w.raw_size, dtype=np.int64)
+    glob = np.asarray(w.is_global, dtype=bool)
+    kin = np.repeat(np.arange(K, dtype=np.int64), np.diff(w.in_ptr))
+    kout = np.repeat(np.arange(K, dtype=np.int64), np.diff(w.out_ptr))
+    pairs = np.unique(np.concatenate([kin * T + w.in_idx.astype(np.int64),
+                                      kout * T + w.out_idx.astype(np.int64)]))
+    pk, pt = pairs // T, pairs % T
+    is_input = np.zeros(T, dtype=bool)
+    is_input[w.outputs(0)] = True
+    kind = np.where(is_input[pt], 0, np.where(glob[pt], 1, 2))
+    parts = [np.bincount(pk[kind == j], weights=size[pt][kind == j], minlength=K)
+             for j in range(3)]
+    v = vitality(w, freq_ghz)
+    birth, death = v.birth.astype(np.int64), v.death.astype(np.int64)
+    death = np.where(death == -1, birth + 1, death)
+    local = (~glob) & (birth >= 0)
+    diff = np.zeros(K + 1, dtype=np.int64)
+    np.add.at(diff, birth[local], size[local])
+    np.add.at(diff, np.minimum(death[local], K), -size[local])
+    total = int(size[glob].sum()) + np.cumsum(diff)[:K]
+    return {
+        "key": key,
+        "active": (parts[0] + parts[1] + parts[2]).astype(np.int64),
+        "active_input": parts[0].astype(np.int64),
+        "active_weight": parts[1].astype(np.int64),
+        "active_intermediate": parts[2].astype(np.int64),
+        "total": total.astype(np.int64),
+        "sd_size": size[v.iv_tensor].astype(np.int64),
+        "sd_time": v.iv_time_us.astype(np.float64),
+        "sd_start": v.iv_start.astype(np.int32),
+        "global_weight": int(size[glob].sum()),
+        "input_size": int(size[0]) if T else 0,
+        "kernels": int(K),
+        "ideal_cycles": int(w.ideal_cycles),
+    }
+
+
+def kernel_arrays(result: dict, exec_cycles: np.ndarray) -> dict:
+    """Per-kernel arrays kept in the store: from the page engine's `kernels` table, the time
+    of every kernel in every iteration (`kernel_cycles`, int64 [iterations, K], end - start,
+    -1 where absent) and the ideal time of every kernel (`kernel_ideal_cycles`); every other
+    numpy array in the result (e.g. a tensor engine's per-kernel stall) as it is."""
+    out = {}
+    K = int(exec_cycles.shape[0])
+    for name, val in result.items():
+        if name == "kernels" and isinstance(val, np.ndarray) and val.ndim == 2 and val.shape[1] >= 4:
+            n_iter = int(val[:, 0].max()) + 1 if len(val) else 0
+            kc = np.full((n_iter, K), -1, dtype=np.int64)
+            kc[val[:, 0], val[:, 1]] = val[:, 3] - val[:, 2]
+            out["kernel_cycles"] = kc
+            out["kernel_ideal_cycles"] = np.asarray(exec_cycles, dtype=np.int64)
+        elif isinstance(val, np.ndarray):
+            out[name] = val
+    return out
+
+
+def _peak_rss() -> int:
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def execute(task: dict) -> dict:
+    """Run one point. task: hash, label, point (dict), config (G10Config fields), analyze
+    (store the workload analysis under this key, or None). Returns the store record."""
+    from .. import __version__
+    from ..config import G10Config
+    from ..errors import InputError
+
+    t0 = time.perf_counter()
+    rec = {"hash": task["hash"], "label": task.get("label", ""), "point": task.get("point", {}),
+           "config": task["config"], "status": "error", "error": "", "error_type": "",
+           "result": None, "arrays": None, "analysis": None, "g10fast_version": __version__,
+           "worker_pid": os.getpid()}
+    try:
+        cfg = G10Config(**task["config"])
+        w, _cached = _workload(cfg)
+        if task.get("analyze"):
+            rec["analysis"] = workload_analysis(w, cfg.GPU_frequency_GHz, task["analyze"])
+        from ..run import run
+        res = run(cfg, workload=w)
+        exec_cycles = w.exec_cycles
+        if cfg.kernel_time_std_dev:
+            from ..workload.times import perturb_kernel_times
+            exec_cycles = perturb_kernel_times(w.exec_cycles, w.input_pf_cycles, w.pf_cycles,
+                                               cfg.kernel_time_std_dev, cfg.ran_seed)[0]
+        rec["arrays"] = kernel_arrays(res, exec_cycles)
+        rec["result"] = {k: v for k, v in res.items() if not isinstance(v, np.ndarray)}
+        status = str(res.get("status", "ok"))
+        rec["status"] = "ok" if status == "ok" else "failed"
+        if rec["status"] == "failed":
+            rec["error"] = str(res.get("error") or res.get("reason") or status)
+            rec["error_type"] = "simulation failed"
+    except InputError as exc:
+        rec["error"], rec["error_type"] = str(exc), "InputError"
+    except Exception as exc:   # a bug or a resource error: record it, keep the sweep going
+        tb = traceback.format_exc(limit=6)
+        rec["error"] = f"{type(exc).__name__}: {exc}\n{tb}"
+        rec["error_type"] = type(exc).__name__
+    rec["wall_seconds"] = time.perf_counter() - t0
+    rec["worker_peak_rss_bytes"] = _peak_rss()
+    return rec
+
+
+def task_for(rp, analyze_key: str | None = None) -> dict:
+    """The picklable task of a ResolvedPoint."""
+    pt = dataclasses.asdict(rp.point)
+    pt["batch_size"] = pt.pop("batch")
+    return {"hash": rp.hash, "label": rp.label, "point": pt, "config": rp.config.to_dict(),
+            "analyze": analyze_key}

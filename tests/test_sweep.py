@@ -1,0 +1,293 @@
+"""Experiment matrices, the results store, and sweeps (resume, failures, Dask)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from g10fast.cli import main
+from g10fast.config import config_hash, read_g10_config
+from g10fast.errors import InputError
+from g10fast.sweep.matrix import (Point, expand_matrix, expand_matrix_dict, matrix_dir,
+                                  resolve_points)
+from g10fast.sweep.runner import SweepProgress, run_sweep
+from g10fast.sweep.store import ResultStore
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACT = Path(__file__).resolve().parents[2] / "shared" / "g10-artifact"
+
+
+def need_artifact():
+    if not (ARTIFACT / "frontend" / "Nets").is_dir():
+        pytest.skip("G10 artifact not available")
+
+
+# ------------------------------------------------------------------------------ matrices
+def test_artifact_matrix_is_the_artifacts_1410_configs():
+    need_artifact()
+    resolved = resolve_points(expand_matrix(matrix_dir() / "artifact.toml"), ARTIFACT)
+    assert len(resolved) == 1410
+    files = sorted((ARTIFACT / "src" / "configs").glob("*/*.config"))
+    by_hash = {config_hash(read_g10_config(f)): f for f in files}
+    assert len(by_hash) == 1410
+    assert {r.hash for r in resolved} == set(by_hash)
+    for r in resolved:   # labels name the artifact's files; configs are equal field for field
+        f = by_hash[r.hash]
+        assert r.label == f"{f.parent.name}/{f.stem.replace('-sim_', '-')}"
+    for r in resolved[::97]:
+        assert read_g10_config(by_hash[r.hash]) == r.config
+
+
+def test_figure_matrices_are_subsets_of_the_artifacts():
+    need_artifact()
+    full = {r.hash for r in resolve_points(expand_matrix(matrix_dir() / "artifact.toml"), ARTIFACT)}
+    sizes = {}
+    for n in (2, 3, 4, 11, 12, 13, 14, 15, 16, 17, 18, 19):
+        rs = resolve_points(expand_matrix(matrix_dir() / f"fig{n}.toml"), ARTIFACT)
+        assert {r.hash for r in rs} <= full, n
+        sizes[n] = len(rs)
+    assert sizes == {2: 4, 3: 4, 4: 4, 11: 30, 12: 20, 13: 20, 14: 20, 15: 100, 16: 128, 17: 26,
+                     18: 100, 19: 30}
+
+
+def test_expansion_product_zip_and_model_tables():
+    pts = expand_matrix_dict({"group": [{
+        "models": ["BERT", "ResNet152"], "policies": ["lru", "G10"],
+        "batch": {"BERT": [128, 256], "default": [512]},
+        "host_mem_gb": {"ResNet152": [0, 192]},
+        "ssd_gbps": [6.4, 32], "pcie_gbps": [32, 64], "zip": [["ssd_gbps", "pcie_gbps"]]}]})
+    # BERT: 2 batches x 2 policies x 1 host x 2 (zipped ssd/pcie) = 8; ResNet: 1 x 2 x 2 x 2 = 8
+    assert len(pts) == 16
+    assert pts[0] == Point("BERT", 128, "lru", 128.0, 6.4, 32.0, 0.0, None, 1.0, "group1")
+    assert pts[1].ssd_gbps == 32 and pts[1].pcie_gbps == 64
+    assert {p.policy for p in pts} == {"lru", "prefetch_lru"}
+    assert sorted({p.host_mem_gb for p in pts if p.model == "ResNet152"}) == [0.0, 192.0]
+    assert {p.batch for p in pts if p.model == "ResNet152"} == {512}
+
+
+@pytest.mark.parametrize("doc, text", [
+    ({}, "at least one [[group]]"),
+    ({"group": [{"models": ["BERT"], "policies": ["lru"]}]}, "missing axis 'batch'"),
+    ({"group": [{"models": ["BERT"], "policies": ["lru"], "batch": 1, "sd": 2}]}, "unknown axis 'sd'"),
+    ({"group": [{"models": ["GPT"], "policies": ["lru"], "batch": 1}]}, "unknown model"),
+    ({"group": [{"models": ["BERT"], "policies": ["foo"], "batch": 1}]}, "unknown policy"),
+    ({"group": [{"models": ["BERT"], "policies": ["lru"], "batch": {"VIT": [1]}}]}, "no value for model BERT"),
+    ({"group": [{"models": ["BERT"], "policies": ["lru"], "batch": 1, "ssd_gbps": [1, 2],
+                 "pcie_gbps": [3], "zip": [["ssd_gbps", "pcie_gbps"]]}]}, "different lengths"),
+    ({"group": [{"models": ["BERT"], "policies": ["lru"], "batch": -1}]}, "positive integer"),
+    ({"x": 1, "group": []}, "unknown top-level key"),
+])
+def test_matrix_errors(doc, text):
+    with pytest.raises(InputError, match=text.replace("[", r"\[").replace("]", r"\]")):
+        expand_matrix_dict(doc, source="m.toml")
+
+
+def test_matrix_file_errors(tmp_path):
+    f = tmp_path / "bad.toml"
+    f.write_text("[[group]\nmodels = 1\n")
+    with pytest.raises(InputError, match="bad.toml: not valid TOML"):
+        expand_matrix(f)
+    with pytest.raises(InputError, match="not found"):
+        expand_matrix(tmp_path / "none.toml")
+
+
+# ------------------------------------------------------------------------------ store
+def rec(h, status="ok", **kw):
+    r = {"hash": h, "label": f"M/{h}", "status": status, "config": {"batch_size": 1},
+         "point": {"model": "BERT", "batch_size": 128, "policy": "lru", "host_mem_gb": 128.0,
+                   "ssd_gbps": 3.2, "pcie_gbps": 15.754, "kernel_time_std_dev": 0.0,
+                   "kernel_speedup": 1.0, "group": "g"},
+         "result": {"status": status, "iterations": [{"exe_time_cycles": 5}], "x": np.int64(3),
+                    "f": float("inf")}}
+    r.update(kw)
+    return r
+
+
+def test_store_round_trip(tmp_path):
+    p = tmp_path / "s.h5"
+    s = ResultStore(p)
+    kc = np.arange(10, dtype=np.int64).reshape(2, 5)
+    s.write_point(rec("a", arrays={"kernel_cycles": kc}, wall_seconds=1.5,
+                      analysis={"key": "BERT-128", "total": np.arange(3), "global_weight": 7}))
+    s.write_point(rec("b", status="error", error="boom", result=None))
+    s.write_point(rec("b", status="ok"))       # overwritten by a rerun
+    s2 = ResultStore(p, create=False)
+    assert s2.statuses() == {"a": "ok", "b": "ok"}
+    pts = {x.hash: x for x in s2.points()}
+    a = pts["a"]
+    assert a.result == {"status": "ok", "iterations": [{"exe_time_cycles": 5}], "x": 3, "f": "inf"}
+    assert a.attrs["model"] == "BERT" and a.attrs["batch_size"] == 128 and a.label == "M/a"
+    assert a.attrs["wall_seconds"] == 1.5 and a.config == {"batch_size": 1}
+    assert np.array_equal(s2.arrays("a")["kernel_cycles"], kc)
+    w = s2.workload("BERT-128")
+    assert w["total"].tolist() == [0, 1, 2] and w["global_weight"] == 7
+    assert s2.workload_keys() == {"BERT-128"}
+
+
+def test_store_errors(tmp_path):
+    bad = tmp_path / "bad.h5"
+    bad.write_bytes(b"not hdf5 at all" * 10)
+    with pytest.raises(InputError, match="bad.h5: cannot open the results store"):
+        ResultStore(bad)
+    other = tmp_path / "other.h5"
+    with h5py.File(other, "w") as f:
+        f.attrs["format"] = "something"
+    with pytest.raises(InputError, match="not a g10fast results store"):
+        ResultStore(other)
+    with pytest.raises(InputError, match="results store not found"):
+        ResultStore(tmp_path / "none.h5", create=False)
+    # truncated file (a crash of the file system, not of g10fast)
+    good = tmp_path / "t.h5"
+    ResultStore(good).write_point(rec("a"))
+    data = good.read_bytes()
+    good.write_bytes(data[: len(data) // 3])
+    with pytest.raises(InputError, match="t.h5"):
+        ResultStore(good).statuses()
+    # CLI: exit status 2 and the file named
+    assert main(["figures", str(bad), "--out", str(tmp_path / "o")]) == 2
+    assert main(["sweep", "smoke", "--store", str(bad), "--g10", str(ARTIFACT)]) == 2 \
+        or not ARTIFACT.is_dir()
+
+
+def test_store_removes_half_written_groups(tmp_path):
+    p = tmp_path / "s.h5"
+    ResultStore(p).write_point(rec("a"))
+    with h5py.File(p, "r+") as f:           # what a writer killed mid-point leaves behind
+        f["points"].create_group(".tmp-zzz")
+    s = ResultStore(p)
+    assert s.statuses() == {"a": "ok"}
+    with h5py.File(p, "r") as f:
+        assert ".tmp-zzz" not in f["points"]
+
+
+def test_progress_line():
+    import io
+    buf = io.StringIO()
+    pr = SweepProgress(3, stream=buf, tty=False, interval=0)
+    pr.update("BERT/128-lru", "ok", 1.0)
+    pr.update("BERT/128-deepUM", "error", 0.1)
+    pr.update("x", "ok", 1.0)
+    lines = buf.getvalue().splitlines()
+    assert len(lines) == 3 and "1/3" in lines[0] and "(1 not ok)" in lines[1] and "3/3" in lines[2]
+    assert "left" in lines[0]
+
+
+# ------------------------------------------------------------------------------ sweeps
+TINY = """
+name = "tiny"
+[[group]]
+models = ["VIT"]
+policies = ["lru", "ideal", "prefetch_lru"]
+batch = [256]
+"""
+
+
+def _tiny(tmp_path):
+    need_artifact()
+    m = tmp_path / "tiny.toml"
+    m.write_text(TINY)
+    return resolve_points(expand_matrix(m), ARTIFACT), m
+
+
+def test_tiny_sweep_resume_and_failures(tmp_path):
+    """VIT-256 lru + ideal run (in this process); prefetch_lru is recorded with its error if
+    g10fast cannot run it yet; a sweep stopped after one point resumes without redoing it."""
+    resolved, _ = _tiny(tmp_path)
+    store = tmp_path / "r.h5"
+    s1 = run_sweep(resolved, store, workers=0, progress=False, max_points=1)
+    assert (s1.ran, s1.skipped) == (1, 0)
+    first = ResultStore(store).points()
+    assert len(first) == 1
+    s2 = run_sweep(resolved, store, workers=0, progress=False)
+    assert s2.skipped == 1 and s2.ran == 2
+    pts = {p.attrs["policy"]: p for p in ResultStore(store).points()}
+    # the point from the first session was not redone
+    assert pts[first[0].attrs["policy"]].attrs["finished_at"] == first[0].attrs["finished_at"]
+    assert pts["lru"].status == "ok" and pts["ideal"].status == "ok"
+    for pol in ("lru", "ideal"):   # ViT-256 fits in GPU memory: everything equals Ideal (spec §6)
+        r = pts[pol].result
+        assert r["iterations"][r["reported"]]["exe_time_cycles"] == 2549893347
+    p = pts["prefetch_lru"]
+    assert p.status in ("ok", "error")
+    if p.status == "error":
+        assert "InputError" in p.attrs["error_type"] and p.error
+    # the workload analysis of VIT-256 was stored once
+    w = ResultStore(store).workload("VIT-256")
+    assert w["kernels"] == 1489 and len(w["total"]) == 1489 and w["ideal_cycles"] == 2549893347
+    assert (w["active"] <= w["total"]).all()
+    # a third run does nothing but retry errors
+    s3 = run_sweep(resolved, store, workers=0, progress=False, retry_errors=False)
+    assert s3.ran == 0 and s3.skipped == 3
+
+
+def test_sweep_cli_in_worker_processes_and_killed_sweep(tmp_path):
+    """End to end through the CLI with a worker process; a sweep killed (SIGKILL) after its
+    first stored point leaves a store that opens, and the rerun does only the rest."""
+    resolved, m = _tiny(tmp_path)
+    store = tmp_path / "r.h5"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, "-m", "g10fast.cli", "sweep", str(m), "--store", str(store),
+           "--g10", str(ARTIFACT), "--workers", "1", "--no-progress"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    import time
+    t0 = time.time()
+    while time.time() - t0 < 240:
+        if proc.poll() is not None:
+            break
+        try:
+            if store.exists() and len(ResultStore(store, create=False).statuses()) >= 1:
+                break
+        except InputError:
+            pass   # caught mid-creation
+        time.sleep(0.2)
+    killed = proc.poll() is None
+    if killed:
+        proc.kill()
+        proc.wait()
+        # the pool's worker may outlive the parent briefly; it does not write the store
+    done_before = ResultStore(store).statuses()
+    assert len(done_before) >= 1
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert f"{len(done_before)} already stored" in out.stdout
+    final = ResultStore(store).statuses()
+    assert len(final) == 3 and final["%s" % resolved[0].hash] == "ok"
+
+
+def test_dask_local_cluster_gives_the_same_store(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    resolved, _ = _tiny(tmp_path)
+    resolved = [r for r in resolved if r.point.policy in ("lru", "ideal")]
+    local = run_sweep(resolved, tmp_path / "local.h5", workers=0, progress=False)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        remote = run_sweep(resolved, tmp_path / "dask.h5", dask=client, progress=False)
+    assert local.ok == remote.ok == 2
+    a = {p.hash: p.result for p in ResultStore(tmp_path / "local.h5").points()}
+    b = {p.hash: p.result for p in ResultStore(tmp_path / "dask.h5").points()}
+    assert a.keys() == b.keys()
+    for h in a:
+        for k in ("iterations", "reported", "workload", "status", "policy"):
+            assert a[h][k] == b[h][k]
+
+
+def test_dask_missing_gives_clear_error(tmp_path, monkeypatch):
+    resolved, _ = _tiny(tmp_path)
+    import builtins
+    real = builtins.__import__
+
+    def fake(name, *a, **kw):
+        if name.startswith("distributed"):
+            raise ImportError(name)
+        return real(name, *a, **kw)
+
+    monkeypatch.setattr(builtins, "__import__", fake)
+    with pytest.raises(InputError, match="pip install 'g10fast\\[dask\\]'"):
+        run_sweep(resolved[:1], tmp_path / "x.h5", dask="tcp://127.0.0.1:1", progress=False)
