@@ -150,7 +150,13 @@ def execute(task: dict) -> dict:
             exec_cycles = perturb_kernel_times(w.exec_cycles, w.input_pf_cycles, w.pf_cycles,
                                                cfg.kernel_time_std_dev, cfg.ran_seed)[0]
         rec["arrays"] = kernel_arrays(res, exec_cycles)
-        rec["result"] = {k: v for k, v in res.items() if not isinstance(v, np.ndarray)}
+        # the planner's arrays (per kernel and per inactive period) go with the arrays; the
+        # plan object itself is not stored (rerun the point with --plan to get it)
+        for name, val in (res.get("planner") or {}).items():
+            if isinstance(val, np.ndarray):
+                rec["arrays"][f"planner_{name}"] = val
+        rec["result"] = {k: v for k, v in res.items()
+                         if not isinstance(v, np.ndarray) and k not in ("plan_object", "planner")}
         status = str(res.get("status", "ok"))
         rec["status"] = "ok" if status == "ok" else "failed"
         if rec["status"] == "failed":

@@ -549,6 +549,8 @@ def _shapes(layers: list, batch: int, in_h: int, in_w: int, src: _Source) -> Non
                         raise src.error(lay.pos, f"Add inputs differ in shape: {p0.out_shape} "
                                         f"vs {q.out_shape}")
         lay.shape = (N, C, H, W)
+        if min(lay.shape) <= 0:
+            raise src.error(lay.pos, f"{t} layer {i} gets an empty input shape {lay.shape}")
         if t == "Conv2d":
             # G10 asserts on a channel mismatch (workloads spec §1.1, Inceptionv3-O); checking
             # the convolution's in_channels against its input is our reading of that assert.
