@@ -44,6 +44,12 @@ class TensorOptions:
     gds_weights_free_refetch: bool = True    # O-18 / O-33: evicted weights come back without fetch
     fn_rest_recompute: bool = False          # FN prefetch: recompute the room after each prefetch
     fn_reserve_workspace: bool = True        # FN: one region for the largest death -1 tensor
+    # O-18: the order of a kernel's required tensors is the artifact's unordered_set hash order;
+    # we pick fixed orders (REQUIRED_ORDERS), one for making them resident (step 2, which
+    # decides the allocator's placement) and one for the FlashNeuron prefetch walk (step 5,
+    # which stops at the first tensor that does not fit). docs/tensor-engine.md measures them.
+    required_order: str = "inputs_outputs"
+    prefetch_order: str = "inputs_outputs"
 
     def flags(self) -> int:
         f = 0
@@ -117,14 +123,28 @@ def ideal_ms_of(exec_ms: np.ndarray) -> float:
     return s
 
 
-def required_ordered(workload: Workload) -> tuple[np.ndarray, np.ndarray]:
-    """Per kernel: its inputs (ascending id), then its outputs that are not inputs (spec §2.2)."""
+REQUIRED_ORDERS = ("inputs_outputs", "ascending", "descending")
+
+
+def required_ordered(workload: Workload, order: str = "inputs_outputs"
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Per kernel its required tensors (CSR) in a fixed stand-in for the artifact's hash order
+    (O-18): "inputs_outputs" = its inputs (ascending id), then its outputs that are not inputs
+    (spec §2.2); "ascending" / "descending" = the union by ascending / descending id."""
+    if order not in REQUIRED_ORDERS:
+        raise ValueError(f"unknown required-tensor order {order!r} (one of {REQUIRED_ORDERS})")
     K = workload.num_kernels
     rows = []
     for k in range(K):
         ins = workload.inputs(k)
         outs = workload.outputs(k)
-        rows.append(np.concatenate([ins, outs[~np.isin(outs, ins)]]).astype(np.int32))
+        if order == "inputs_outputs":
+            r = np.concatenate([ins, outs[~np.isin(outs, ins)]])
+        else:
+            r = np.union1d(ins, outs)
+            if order == "descending":
+                r = r[::-1]
+        rows.append(np.asarray(r, dtype=np.int32))
     ptr = np.zeros(K + 1, np.int64)
     ptr[1:] = np.cumsum([len(r) for r in rows])
     idx = np.concatenate(rows).astype(np.int32) if rows else np.zeros(0, np.int32)
@@ -201,7 +221,8 @@ def simulate_tensors(workload: Workload, cfg, policy: str, plan=None, *, vit: Vi
     is_global = np.asarray(workload.is_global, dtype=np.bool_)
     birth = np.asarray(vit.birth, dtype=np.int32)
     death = np.asarray(vit.death, dtype=np.int32)
-    req_ptr, req_idx = required_ordered(workload)
+    req_ptr, req_idx = required_ordered(workload, options.required_order)
+    pf_ptr, pf_idx = required_ordered(workload, options.prefetch_order)
     exec_ms = exec_ms_of(workload, ghz)
     chosen = np.zeros(T, np.bool_)
     off_ptr = np.zeros(K + 1, np.int64)
@@ -250,7 +271,7 @@ def simulate_tensors(workload: Workload, cfg, policy: str, plan=None, *, vit: Vi
         ev_t = np.zeros(n_ev, np.float64)
         cnt[:] = 0
         st = tk.simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr,
-                         req_idx, exec_ms, make_loss, chosen, off_ptr, off_idx, fn_reserve, fn_max,
+                         req_idx, pf_ptr, pf_idx, exec_ms, make_loss, chosen, off_ptr, off_idx, fn_reserve, fn_max,
                          hint_ptr, hint_tensor, hint_to, bw_ssd, bw_host, options.flags(),
                          k_start, k_launch, k_end, ev, ev_t, clk, cnt, fail)
         if st != tk.ST_EV_OVERFLOW:

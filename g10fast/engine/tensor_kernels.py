@@ -369,7 +369,7 @@ def _serve_one(mode, t_state, t_start, t_host, t_demand, size_pages, size_bytes,
 
 @_kernel
 def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr, req_idx,
-             exec_ms, make_loss, chosen, off_ptr, off_idx, fn_reserve, fn_max_pages,
+             pf_ptr, pf_idx, exec_ms, make_loss, chosen, off_ptr, off_idx, fn_reserve, fn_max_pages,
              hint_ptr, hint_tensor, hint_to, bw_ssd, bw_host, opts,
              k_start, k_launch, k_end, ev, ev_t, clk, cnt, fail):
     """One iteration of the FN simulator. Returns a status code (ST_*).
@@ -606,8 +606,8 @@ def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr
             rest = largest_free(run_s, run_l, cnt, cap, opts) - fn_max_pages
             stop = False
             for j in range(i + 1, K):
-                for q in range(req_ptr[j], req_ptr[j + 1]):
-                    t = req_idx[q]
+                for q in range(pf_ptr[j], pf_ptr[j + 1]):
+                    t = pf_idx[q]
                     if not chosen[t] or t_state[t] != GONE:
                         continue
                     n = size_pages[t]
