@@ -193,7 +193,7 @@ def run_spec(d: dict, progress_factory=None):
         return run(cfg, progress=progress_factory("config") if progress_factory else None)
     model = wl.pop("model", None)
     if not isinstance(model, str):
-        raise InputError("missing: a built-in model name (see `g10fast models`) or "
+        raise InputError("workload.model missing: a built-in model name (see `g10fast models`) or "
                          "artifact_config", path=path, param="workload.model")
     batch = wl.pop("batch", None)
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0):

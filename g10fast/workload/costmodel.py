@@ -135,8 +135,13 @@ def estimate(g: Graph, gpu: Gpu, params: CostParams | None = None) -> dict:
 def faulting(t, bytes_in, bytes_all, gpu: Gpu, params: CostParams):
     """-> (input-faulting time, all-faulting time) in seconds."""
     (p_in, o_in), (p_all, o_all) = params.fault_in, params.fault_all
-    return (t + bytes_in / (p_in * gpu.link_bytes_per_s) + o_in,
-            t + bytes_all / (p_all * gpu.link_bytes_per_s) + o_all)
+    t_in = t + bytes_in / (p_in * gpu.link_bytes_per_s) + o_in
+    t_all = t + bytes_all / (p_all * gpu.link_bytes_per_s) + o_all
+    # A kernel without input bytes (LoadData_A0) or without output bytes faults nothing:
+    # all three times equal, as in the artifact's traces. (The G10 stall model divides
+    # bytes by bytes / time differences, which is 0 / 0 for such a kernel otherwise.)
+    none = (np.asarray(bytes_in) == 0) | (np.asarray(bytes_all) == np.asarray(bytes_in))
+    return np.where(none, t, t_in), np.where(none, t, t_all)
 
 
 def estimated_workload(g: Graph, gpu: Gpu, freq_ghz: float = 1.2,
