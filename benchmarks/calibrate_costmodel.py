@@ -196,6 +196,8 @@ def ranking(artifact, gpu, policies):
                         vals[pol] = None
                     else:
                         raise
+                except ZeroDivisionError as e:   # engine failure: reported in the table
+                    vals[pol] = f"engine error ({type(e).__name__})"
                 print(f"  {model}-{b} {'estimated' if est else 'A100 traces'} {pol}: "
                       f"{vals[pol]} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
             out[(model, b, est)] = vals
@@ -261,10 +263,10 @@ def render(per_name, per_model, params, rank, gpu, policies):
             orders = []
             for est in (False, True):
                 vals = rank[(model, b, est)]
-                ideal = vals.get("ideal")
+                ideal = vals.get("ideal") if isinstance(vals.get("ideal"), tuple) else None
                 perf = {}
                 for p in policies:
-                    if p == "ideal" or vals.get(p) is None:
+                    if p == "ideal" or not isinstance(vals.get(p), tuple):
                         continue
                     exe, id_c = vals[p]
                     perf[p] = (ideal[0] if ideal else id_c) / exe
@@ -274,8 +276,9 @@ def render(per_name, per_model, params, rank, gpu, policies):
             for p in policies:
                 if p == "ideal":
                     continue
-                for perf in cells:
-                    row.append(f"{perf[p]:.4f}" if p in perf else "n/a")
+                for est, perf in zip((False, True), cells):
+                    v = rank[(model, b, est)].get(p)
+                    row.append(f"{perf[p]:.4f}" if p in perf else (v if isinstance(v, str) else "n/a"))
             same = "same" if orders[0] == orders[1] else "differs"
             L.append(f"| {model}-{b} | " + " | ".join(row) + f" | {orders[0]} | {orders[1]} ({same}) |")
     L.append("")
