@@ -3,7 +3,9 @@
     g10fast run CONFIG [--g10-root DIR] [--json] [--trace FILE.h5]
     g10fast run --g10 ARTIFACT_DIR --model BERT --batch 128 --policy lru [--host-mem-gb N ...]
     g10fast run ... --policy prefetch_lru [--plan OUT.csv] [--plan-in IN.csv] [--figure OUT.png]
-    g10fast run                      (the default configuration, see `default_run`)
+    g10fast run                      (the default comparison: a built-in model, all policies)
+    g10fast run FILE.toml            (a TOML run file, docs/run-format.md)
+    g10fast models [--batch N]       (built-in models and their footprint)
     g10fast trace inspect FILE.h5
     g10fast sweep MATRIX --store FILE.h5 [--g10 ARTIFACT_DIR] [--workers N] [--dask ADDRESS]
     g10fast figures STORE.h5 --out DIR [--g10 ARTIFACT_DIR]
@@ -148,10 +150,52 @@ def _config_from_args(args) -> tuple:
     return cfg, note
 
 
+def _run_builtin(args, spec: dict, note: str) -> int:
+    """A TOML run file or the default run: one result, or a comparison table and figure."""
+    from g10fast.api import comparison_figure, comparison_text, run_spec
+    from g10fast.run import to_json_ready
+
+    show = args.progress or (sys.stderr.isatty() and not args.no_progress)
+    res = run_spec(spec, progress_factory=lambda p: Progress(f"{p:>12}", show))
+    if isinstance(res, dict):
+        if args.json:
+            json.dump(to_json_ready(res), sys.stdout, indent=1)
+            sys.stdout.write("\n")
+        else:
+            print(summary_text(res, note))
+        return 0
+    title = note
+    if args.json:
+        json.dump([to_json_ready(r) for r in res], sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print(comparison_text(res, title))
+    fig = args.figure or "g10fast-comparison.png"
+    d = Path(fig).resolve().parent
+    if not d.is_dir():
+        raise InputError("folder does not exist", path=str(d))
+    comparison_figure(res, fig, title)
+    if not args.json:
+        print(f"figure written to {fig}")
+    return 0
+
+
 def cmd_run(args) -> int:
     from g10fast.config import validate
     from g10fast.run import run, to_json_ready
 
+    if args.config is None and args.g10 is None and args.model is None and args.batch is None \
+            and args.policy is None:
+        from g10fast.api import DEFAULT_RUN
+        w = DEFAULT_RUN["workload"]
+        note = (f"default run: built-in {w['model']} at batch {w['batch']} on the "
+                f"{DEFAULT_RUN['system']['preset']} system with "
+                f"{DEFAULT_RUN['system']['overrides']['gpu.memory_gb']:g} GB of GPU memory, "
+                "estimated kernel times")
+        return _run_builtin(args, DEFAULT_RUN, note)
+    if args.config is not None and str(args.config).endswith(".toml"):
+        from g10fast.api import read_run_file
+        return _run_builtin(args, read_run_file(args.config), f"run file {args.config}")
     cfg, note = _config_from_args(args)
     if args.config is not None and any(v is not None for v in (args.host_mem_gb, args.ssd_gbps,
                                                                  args.pcie_gbps)):
@@ -218,6 +262,36 @@ def cmd_run(args) -> int:
             print(f"plan written to {args.plan}")
         if args.figure:
             print(f"figure written to {args.figure}")
+    return 0
+
+
+def cmd_models(args) -> int:
+    from g10fast.hardware import load_preset
+    from g10fast.workload.builtin import footprint_bytes, list_models, load_builtin_graph, \
+        parameter_count
+
+    gpu_gb = load_preset(args.system)["gpu"]["memory_gb"]
+    rows = []
+    for s in list_models():
+        b = args.batch if args.batch is not None else s.default_batch
+        g = load_builtin_graph(s, b)
+        fp = footprint_bytes(g)
+        rows.append((s.key, s.name, s.kind + "/" + s.family, b, parameter_count(g) / 1e6,
+                     g.num_kernels, fp / 2**30, fp / (gpu_gb * 2**30),
+                     "paper" if s.params.get("paper") else ""))
+    if args.json:
+        keys = ("key", "name", "family", "batch", "params_millions", "kernels", "footprint_gib",
+                "gpu_multiple", "paper")
+        json.dump([dict(zip(keys, r)) for r in rows], sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    print(f"{'model':<12} {'name':<12} {'family':<16} {'batch':>6} {'params (M)':>10} "
+          f"{'kernels':>8} {'footprint (GiB)':>15} {'x GPU':>6}")
+    for r in rows:
+        print(f"{r[0]:<12} {r[1]:<12} {r[2]:<16} {r[3]:>6} {r[4]:>10.1f} {r[5]:>8} "
+              f"{r[6]:>15.1f} {r[7]:>6.2f} {r[8]}")
+    print(f"(x GPU: footprint / the {gpu_gb:g} GB GPU of preset {args.system}; batch: "
+          f"{'--batch' if args.batch else 'each model default'})")
     return 0
 
 
@@ -302,7 +376,9 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="simulate one configuration",
                        description="Simulate one G10 configuration: a G10 .config file, or the "
                                    "point genconfigs.py would generate (--g10 ... --model ...).")
-    r.add_argument("config", nargs="?", help="a G10 config file (key value lines)")
+    r.add_argument("config", nargs="?", help="a TOML run file (docs/run-format.md) or a G10 "
+                                             "config file (key value lines); none: the default "
+                                             "comparison of all policies on a built-in model")
     r.add_argument("--g10-root", help="folder that the config's relative paths are relative to "
                                       "(the artifact's src/); default: found from the config")
     r.add_argument("--g10", type=Path, help="the G10 artifact folder, to build a config like "
@@ -316,8 +392,10 @@ def build_parser() -> argparse.ArgumentParser:
                                   "(docs/plan-format.md)")
     r.add_argument("--plan-in", help="run the engine on this plan file instead of planning "
                                      "(e.g. a hand-edited --plan output)")
-    r.add_argument("--figure", help="plot estimated vs simulated GPU memory per kernel to this "
-                                    "image file (PNG)")
+    r.add_argument("--figure", help="write a figure to this image file: for one run, estimated "
+                                    "vs simulated GPU memory per kernel; for a comparison (the "
+                                    "default run, TOML runs), the comparison (default "
+                                    "g10fast-comparison.png)")
     r.add_argument("--host-mem-gb", type=float, help="host memory for swapping, GiB")
     r.add_argument("--ssd-gbps", type=float, help="SSD bandwidth, GB/s")
     r.add_argument("--pcie-gbps", type=float, help="PCIe (host and GPU link) bandwidth, GB/s")
@@ -326,6 +404,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--progress", action="store_true", help="always show the progress bar")
     r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     r.set_defaults(func=cmd_run)
+    m = sub.add_parser("models", help="list the built-in models and their footprint")
+    m.add_argument("--batch", type=int, help="batch size (default: each model's default)")
+    m.add_argument("--system", default="g10-artifact", help="hardware preset for the 'x GPU' "
+                                                            "column (default g10-artifact)")
+    m.add_argument("--json", action="store_true", help="print JSON")
+    m.set_defaults(func=cmd_models)
     t = sub.add_parser("trace", help="inspect an event trace")
     tsub = t.add_subparsers(dest="trace_command", required=True)
     ti = tsub.add_parser("inspect", help="summary of an event-trace file")

@@ -59,16 +59,17 @@ class _Op:
         self.d_outs = []        # gradient tensors of the output (one per consumer input)
 
 
-def _tokenize(path: str) -> tuple[list, list]:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise InputError(f"cannot read model file: {e.strerror or e}", path=path) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError("model file is not UTF-8 text", path=path,
-                         line=data.count(b"\n", 0, e.start) + 1) from None
+def _tokenize(path: str, text: str | None = None) -> tuple[list, list]:
+    if text is None:
+        try:
+            data = Path(path).read_bytes()
+        except OSError as e:
+            raise InputError(f"cannot read model file: {e.strerror or e}", path=path) from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError("model file is not UTF-8 text", path=path,
+                             line=data.count(b"\n", 0, e.start) + 1) from None
     toks: list = []
     lines: list = []
     for ln, row in enumerate(text.split("\n"), 1):
@@ -158,8 +159,12 @@ def _read_records(path: str, toks: list, lines: list, batch_size: int):
     return ops, raw_of
 
 
-def parse_transformer(path, batch_size: int, borden: int, name: str | None = None) -> Graph:
-    """Read a format-(b) model file and build G10's training iteration (see module doc)."""
+def parse_transformer(path, batch_size: int, borden: int, name: str | None = None, *,
+                      text: str | None = None) -> Graph:
+    """Read a format-(b) model file and build G10's training iteration (see module doc).
+
+    With `text`, the records are read from that string instead (`path` then only names the
+    source in messages); the built-in models use this (g10fast.workload.builtin)."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
             or batch_size < 1:
         raise InputError(f"batch size must be a positive integer, got {batch_size!r}",
@@ -169,7 +174,7 @@ def parse_transformer(path, batch_size: int, borden: int, name: str | None = Non
     batch_size = int(batch_size)
     borden = int(borden)
     spath = str(path)
-    toks, lines = _tokenize(spath)
+    toks, lines = _tokenize(spath, text)
     ops, raw_of = _read_records(spath, toks, lines, batch_size)
     op_of = {op.op_id: op for op in ops}
 
