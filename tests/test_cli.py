@@ -116,3 +116,27 @@ def test_json_schema_and_trace_inspect(capsys, tmp_path):
 
 def test_trace_inspect_missing_file(capsys, tmp_path):
     _bad(capsys, ["trace", "inspect", str(tmp_path / "none.h5")], "none.h5")
+
+
+@needs_artifact
+def test_plan_out_plan_in_and_figure(capsys, tmp_path):
+    """G10 (prefetch_lru) on BERT-128: the reference's iteration-1 time; the written plan,
+    read back with --plan-in, gives the same run; the figure is a PNG; a malformed plan line
+    is one error naming the file and line."""
+    cfg = SRC / "configs" / "BERT" / "128-sim_prefetch_lru.config"
+    plan, fig = tmp_path / "plan.csv", tmp_path / "mem.png"
+    assert main(["run", str(cfg), "--json", "--no-progress", "--plan", str(plan),
+                 "--figure", str(fig)]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert [it["exe_time_cycles"] for it in res["iterations"]] == [11968945526, 7087296457]
+    assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert res["plan"]["hints"] == 1798
+    assert main(["run", str(cfg), "--json", "--no-progress", "--plan-in", str(plan)]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert [it["exe_time_cycles"] for it in again["iterations"]] == [11968945526, 7087296457]
+    lines = plan.read_text().splitlines()
+    i = next(n for n, line in enumerate(lines) if line and line[0].isdigit())
+    lines[i] = "12,not-a-tensor,Not_Known,In_gpu"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("\n".join(lines) + "\n")
+    _bad(capsys, ["run", str(cfg), "--no-progress", "--plan-in", str(bad)], f"bad.csv:{i + 1}")
