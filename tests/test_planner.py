@@ -277,6 +277,22 @@ def test_resnet152_256_plan_is_the_reference_plan():
 
 
 @needs_shared
+def test_bert256_gds_plan_counts_are_the_artifacts():
+    """Planner spec §6.5 (observed): BERT-256 G10GDSSSD 125 to SSD / 100 prefetches; G10GDSFULL
+    21 to SSD, 14 to host, 18 prefetches. The SSD count needs O-10's sort replay: G10 goes on
+    with zero-area intervals long after the best area reaches 0."""
+    from g10fast.config import read_g10_config
+    from g10fast.run import build_workload
+
+    for policy, gds, want in (("G10GDSSSD", "ssd", {"to_gpu": 100, "to_ssd": 125, "to_host": 0}),
+                              ("G10GDSFULL", "full", {"to_gpu": 18, "to_ssd": 21, "to_host": 14})):
+        cfg = read_g10_config(ARTIFACT / "src" / "configs" / "BERT" / f"256-sim_{policy}.config")
+        w = build_workload(cfg)
+        plan = plan_g10(w, vitality(w, cfg.GPU_frequency_GHz), cfg, gds=gds)
+        assert plan.counts() == dict(want, dealloc=0), policy
+
+
+@needs_shared
 def test_deepum_plan_matches_reference_bert128():
     _, _, plan = _plan_reference("BERT", 128, "deepUM")
     ref = _ref_hints("BERT-128-deepUM")
