@@ -3,13 +3,17 @@ way: every main-loop iteration recomputes every interval's area by direct summat
 re-sorts the whole list, as G10 does. For small workloads only.
 
 The numbers follow g10fast's planner conventions so that the two can be compared exactly:
-areas in bytes × cycles (integers), ties broken by time × size then creation order, and a
-stop when the best area is 0 (O-10). Returns a dict of the same arrays as MigrationPlan.
+areas in bytes × cycles (integers). With o10_cxx_sort_order (G10's behaviour) the list is
+re-sorted in place each iteration by the plain-Python std::sort (plan.cxx_sort_ids) and
+zero-area intervals are taken in the order it leaves them; without it, ties are broken by
+time × size then creation order, and the loop stops when the best area is 0. Returns a dict of the same arrays as MigrationPlan.
 """
 
 from __future__ import annotations
 
 import bisect
+
+from g10fast.planner.plan import cxx_sort_ids
 
 NOT_PRESENT, IN_SSD, IN_CPU, IN_GPU, NOT_KNOWN = 0, 1, 2, 3, 4
 D_FITS, D_SPAN1, D_SHORT, D_SSD, D_HOST, D_NO_BW, D_HOST_FULL, D_NO_SLOT = 1, 2, 3, 4, 5, 6, 7, 8
@@ -149,15 +153,29 @@ def twin_plan(size, is_global, birth, death, cycles, time_us, time_ext, ivs, p, 
     selected = [-1] * I
     offl = []
     it = 0
+    cxx = o.get("o10_cxx_sort_order", True)
+    perm = list(range(I))
+    tsz = [ivs[i][4] * size[ivs[i][0]] for i in range(I)]
     while it < I:
         if max(est) <= p.target:
             break
-        keyed = sorted(((0 if processed[i] else area(i), ivs[i][4] * size[ivs[i][0]], -i)
-                        for i in range(I)), reverse=True)
-        a, _, mi = keyed[0]
-        c = -mi
-        if processed[c] or a == 0:
-            break
+        if cxx:
+            # O-10: G10's in-place std::sort of the list with the area comparator
+            ka = [0 if processed[i] else area(i) for i in range(I)]
+            cxx_sort_ids(perm, lambda x, y: (tsz[x] > tsz[y]) if (ka[x] != 0 and ka[y] != 0
+                                                                   and ka[x] == ka[y])
+                         else ka[x] > ka[y])
+            c = perm[0]
+            a = ka[c]
+            if processed[c]:
+                break
+        else:
+            keyed = sorted(((0 if processed[i] else area(i), tsz[i], -i)
+                            for i in range(I)), reverse=True)
+            a, _, mi = keyed[0]
+            c = -mi
+            if processed[c] or a == 0:
+                break
         selected[c] = it
         it += 1
         t, s, e, looped, tm = ivs[c]
@@ -260,12 +278,22 @@ def twin_plan(size, is_global, birth, death, cycles, time_us, time_ext, ivs, p, 
                     cpu[j % K] += S
         else:
             decision[c] = D_SHORT
+            if o["o11_short_stalls"] and cxx:
+                # the next sort sees the same keys: a strict maximum stays first for good
+                if a != 0 and all(ka[c] > ka[x] or (ka[x] == ka[c] and tsz[c] > tsz[x])
+                                  for x in range(I) if x != c):
+                    break
+                continue
             if o["o11_short_stalls"]:
                 break
             processed[c] = True
     est_main = list(est)
     # §5.7
-    for c in sorted(offl, key=lambda c: pfo[c]):       # stable: ties keep eviction order
+    if o.get("o21_cxx_prefetch_order", True):
+        offl = cxx_sort_ids(list(offl), lambda x, y: pfo[x] < pfo[y])
+    else:
+        offl = sorted(offl, key=lambda c: pfo[c])       # stable: ties keep eviction order
+    for c in offl:
         i = pfo[c]
         S = size[ivs[c][0]]
         extra = 0 if o["o16_hoist_overshoot"] else S

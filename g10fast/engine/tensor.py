@@ -43,6 +43,7 @@ class TensorOptions:
     gds_ready_on_alloc: bool = True          # O-33: queued prefetch is ready once allocated
     gds_weights_free_refetch: bool = True    # O-18 / O-33: evicted weights come back without fetch
     fn_rest_recompute: bool = False          # FN prefetch: recompute the room after each prefetch
+    gds_fetch_during_offload: bool = True    # O-37: prefetch of a tensor still being offloaded
     fn_reserve_workspace: bool = True        # FN: one region for the largest death -1 tensor
     # O-18: the order of a kernel's required tensors is the artifact's unordered_set hash order;
     # we pick fixed orders (REQUIRED_ORDERS), one for making them resident (step 2, which
@@ -63,6 +64,8 @@ class TensorOptions:
             f |= tk.OPT_GDS_GLOBAL_NO_FETCH
         if self.fn_rest_recompute:
             f |= tk.OPT_FN_REST_RECOMPUTE
+        if self.gds_fetch_during_offload:
+            f |= tk.OPT_GDS_FETCH_DURING_OFFLOAD
         return f
 
 

@@ -92,6 +92,8 @@ OPT_TENSOR24 = 2                 # O-17: a failed allocation of tensor 24 counts
 OPT_GDS_READY_ON_ALLOC = 4       # O-33: a tensor waiting for fetch allocation is ready once allocated
 OPT_GDS_GLOBAL_NO_FETCH = 8      # O-18 / O-33: evicted weights re-allocated on demand cost no fetch
 OPT_FN_REST_RECOMPUTE = 16       # FN prefetch: recompute rest from the allocator after each prefetch
+OPT_GDS_FETCH_DURING_OFFLOAD = 32  # O-37: a prefetch of a tensor whose offload is pending is
+                                   # allocated and fetched at once; the offload's end frees it
 
 
 @_kernel
@@ -278,7 +280,23 @@ def _check_fetch_allocation(wq, wq_ht, t_state, t_start, t_host, t_demand, size_
         t = wq[wq_ht[0]]
         st = t_state[t]
         if st == OFFL:
-            return              # still being offloaded: its pages are not free yet
+            if wq_ht[2] == 0:
+                return          # still being offloaded: its pages are not free yet
+            # O-37: G10 allocates and fetches it anyway while its offload is still pending;
+            # the pages being offloaded stay held (the tensor keeps one address, the new one),
+            # and the offload's completion later de-allocates the tensor (t_demand bit 2)
+            s = alloc_right(run_s, run_l, cnt, size_pages[t])
+            if s < 0:
+                return
+            wq_ht[0] += 1
+            t_start[t] = s
+            t_state[t] = FETCH
+            t_demand[t] = 2
+            _log(ev, ev_t, cnt, clk[K_NOW], EV_ALLOC, cnt[C_KERNEL], t, s, size_pages[t], 0, -1, 0)
+            c = 2 if t_host[t] else 0
+            _enqueue(c, t, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state, size_bytes,
+                     clk, bw_ssd, bw_host, ev, ev_t, cnt)
+            continue
         if st != WAIT:
             wq_ht[0] += 1       # fetched on demand meanwhile, or freed: nothing to do
             continue
@@ -338,13 +356,27 @@ def _serve_one(mode, t_state, t_start, t_host, t_demand, size_pages, size_bytes,
         if t_state[t] == FETCH:
             t_state[t] = RES
         _log(ev, ev_t, cnt, bt, EV_FETCH, k, t, t_start[t], size_pages[t],
-             LOC_SSD if c == 0 else LOC_CPU, -1, t_demand[t])
+             LOC_SSD if c == 0 else LOC_CPU, -1, t_demand[t] & 1)
     else:
         if c == 1:
             cnt[C_SSD_OUT] += size_bytes[t]
         else:
             cnt[C_HOST_OUT] += size_bytes[t]
-        if t_state[t] == OFFL:
+        if (t_demand[t] & 2) != 0:
+            # O-37: re-allocated while this offload was pending: the completion de-allocates
+            # the tensor's current pages (the offloaded ones stay held)
+            t_demand[t] = 0
+            if (t_state[t] == RES or t_state[t] == FETCH) and t_start[t] >= 0:
+                if not free_run(run_s, run_l, cnt, t_start[t], size_pages[t]):
+                    cnt[C_BROKEN] = 1
+                _log(ev, ev_t, cnt, bt, EV_EVICT, k, t, t_start[t], size_pages[t], -1,
+                     LOC_SSD if c == 1 else LOC_CPU, 0)
+                t_start[t] = -1
+                t_state[t] = GONE
+            else:
+                _log(ev, ev_t, cnt, bt, EV_TRANSFER, k, t, -1, -1, LOC_GPU,
+                     LOC_SSD if c == 1 else LOC_CPU, 0)
+        elif t_state[t] == OFFL:
             if not free_run(run_s, run_l, cnt, t_start[t], size_pages[t]):
                 cnt[C_BROKEN] = 1
             _log(ev, ev_t, cnt, bt, EV_EVICT, k, t, t_start[t], size_pages[t], -1,
@@ -400,7 +432,8 @@ def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr
     ch_head = np.zeros(4, np.int64)
     ch_tail = np.zeros(4, np.int64)
     wq = np.zeros(hint_tensor.shape[0] + 1, np.int32)
-    wq_ht = np.zeros(2, np.int64)
+    wq_ht = np.zeros(3, np.int64)
+    wq_ht[2] = 1 if (opts & OPT_GDS_FETCH_DURING_OFFLOAD) else 0
     clk[K_NOW] = 0.0
     clk[K_XFER] = 0.0
     clk[K_KPEND] = 0.0

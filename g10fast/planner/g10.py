@@ -19,7 +19,7 @@ import numpy as np
 
 from g10fast.errors import InputError
 from g10fast.planner import g10_kernels as gk
-from g10fast.planner.plan import MigrationPlan, sort_hints
+from g10fast.planner.plan import MigrationPlan, cxx_sort_order, sort_hints
 
 GIB = 2 ** 30
 
@@ -30,8 +30,17 @@ OPTIONS = {
     "o5_looped_area": (gk.O_O5, True, "O-5: looped-interval area with the mod K / mod K+1 "
                                       "index bug"),
     "o8_double_count_input": (None, True, "O-8: tensor 0 counted twice in the estimate"),
-    "o10_break_on_zero_area": (gk.O_ZERO_BREAK, True, "O-10: stop the main loop when the best "
-                                                      "area is 0"),
+    "o10_cxx_sort_order": (gk.O_CXX_SORT, True, "O-10: select by replaying G10's in-place "
+                                                "std::sort of the interval list on every "
+                                                "iteration, so that zero-area intervals are "
+                                                "taken in the order it leaves them"),
+    "o10_break_on_zero_area": (gk.O_ZERO_BREAK, True, "O-10 (only with o10_cxx_sort_order="
+                                                      "False): stop the main loop when the best "
+                                                      "area is 0; False: go on in creation "
+                                                      "order"),
+    "o21_cxx_prefetch_order": (None, True, "O-21: §5.7 visits the evictions in the order "
+                                           "std::sort leaves equal planned-prefetch kernels; "
+                                           "False: eviction order"),
     "o11_short_stalls": (gk.O_O11, True, "O-11: a too-short top interval is not processed, "
                                          "which stalls the main loop"),
     "o12_empty_window_crowded": (gk.O_O12, True, "O-12: an empty ideal write window counts as "
@@ -164,9 +173,12 @@ def plan_g10(workload, vitality, cfg, *, gds: str | None = None, loosen: float |
         p.b_ssd, p.b_cpu, p.ssd_lat, p.sys_lat, p.delta, bits, hints, nh, decision,
         evict_finish, prefetch_orig, prefetch_final, order, selected, max_iter)
     est_main = est.copy()
-    # §5.7: by planned prefetch kernel; ties keep the eviction order
+    # §5.7: by planned prefetch kernel; ties as std::sort leaves them (O-21 option)
     off = order[:n_off]
-    off = off[np.argsort(prefetch_orig[off], kind="stable")]
+    if o["o21_cxx_prefetch_order"]:
+        off = off[cxx_sort_order(prefetch_orig[off])]
+    else:
+        off = off[np.argsort(prefetch_orig[off], kind="stable")]
     nh = gk.place_prefetches(off, n_off, evict_finish, prefetch_orig, prefetch_final,
                              v.iv_tensor.astype(np.int64), iv_size, est, p.target,
                              o["o16_hoist_overshoot"], hints, nh)

@@ -56,7 +56,8 @@ O_O12 = 4           # O-12 an empty ideal write window counts as crowded
 O_O13 = 8           # O-13 cumulative PCIe spill into the SSD lane
 O_O14 = 16          # O-14 host memory reserved even when nothing was evicted
 O_O16 = 32          # O-16 prefetch hoisting ignores the tensor's own size
-O_ZERO_BREAK = 64   # O-10 stop when the best area is 0
+O_ZERO_BREAK = 64   # O-10 (heap mode) stop when the best area is 0
+O_CXX_SORT = 128    # O-10 replay G10's std::sort of the interval list on every iteration
 
 
 @njit(cache=True)
@@ -325,6 +326,154 @@ def _rebuild(ha, ht, hi, processed, iv_s, iv_e, iv_looped, iv_size, iv_tsz, cap,
     return n
 
 
+# ---------------------------------------------------------------------------------------------
+# O-10: G10's selection is `std::sort(interval_list)` with the area comparator on every
+# iteration, in place, and the top element is taken. Which of several zero-area intervals comes
+# first depends on the permutation the previous sorts left and on libstdc++'s introsort
+# (median-of-three quicksort to runs of 16, heap sort past 2·log2(n) levels, final insertion
+# sort). These kernels replay that sort on a persistent permutation (cf. plan.cxx_sort_order,
+# the same algorithm for plain keys).
+
+@njit(cache=True)
+def _cless(x, y, ka, kt):
+    """The area comparator: larger area first; equal non-zero areas by larger time×size."""
+    a = ka[x]
+    b = ka[y]
+    if a != 0.0 and b != 0.0 and a == b:
+        return kt[x] > kt[y]
+    return a > b
+
+
+@njit(cache=True)
+def _adjust_heap(perm, first, hole, length, value, ka, kt):
+    top = hole
+    child = hole
+    while child < (length - 1) // 2:
+        child = 2 * (child + 1)
+        if _cless(perm[first + child], perm[first + child - 1], ka, kt):
+            child -= 1
+        perm[first + hole] = perm[first + child]
+        hole = child
+    if (length & 1) == 0 and child == (length - 2) // 2:
+        child = 2 * (child + 1)
+        perm[first + hole] = perm[first + child - 1]
+        hole = child - 1
+    parent = (hole - 1) // 2
+    while hole > top and _cless(perm[first + parent], value, ka, kt):
+        perm[first + hole] = perm[first + parent]
+        hole = parent
+        parent = (hole - 1) // 2
+    perm[first + hole] = value
+
+
+@njit(cache=True)
+def _heap_sort(perm, first, last, ka, kt):
+    length = last - first
+    if length >= 2:
+        parent = (length - 2) // 2
+        while True:
+            _adjust_heap(perm, first, parent, length, perm[first + parent], ka, kt)
+            if parent == 0:
+                break
+            parent -= 1
+    while last - first > 1:
+        last -= 1
+        v = perm[last]
+        perm[last] = perm[first]
+        _adjust_heap(perm, first, 0, last - first, v, ka, kt)
+
+
+@njit(cache=True)
+def cxx_sort(perm, ka, kt):
+    """libstdc++'s std::sort of `perm` (interval ids) with `_cless`, in place."""
+    n = perm.shape[0]
+    if n < 2:
+        return
+    lg = 0
+    m = n
+    while m > 1:
+        m >>= 1
+        lg += 1
+    st_f = np.empty(n + 64, dtype=np.int64)
+    st_l = np.empty_like(st_f)
+    st_d = np.empty_like(st_f)
+    sp = 0
+    st_f[0] = 0
+    st_l[0] = n
+    st_d[0] = 2 * lg
+    sp = 1
+    while sp > 0:
+        sp -= 1
+        first = st_f[sp]
+        last = st_l[sp]
+        depth = st_d[sp]
+        while last - first > 16:
+            if depth == 0:
+                _heap_sort(perm, first, last, ka, kt)
+                break
+            depth -= 1
+            mid = first + (last - first) // 2
+            a = first + 1
+            b = mid
+            c = last - 1
+            # __move_median_to_first
+            if _cless(perm[a], perm[b], ka, kt):
+                if _cless(perm[b], perm[c], ka, kt):
+                    sw = b
+                elif _cless(perm[a], perm[c], ka, kt):
+                    sw = c
+                else:
+                    sw = a
+            elif _cless(perm[a], perm[c], ka, kt):
+                sw = a
+            elif _cless(perm[b], perm[c], ka, kt):
+                sw = c
+            else:
+                sw = b
+            perm[first], perm[sw] = perm[sw], perm[first]
+            # __unguarded_partition(first + 1, last, pivot = first)
+            lo = first + 1
+            hi = last
+            pv = perm[first]
+            while True:
+                while _cless(perm[lo], pv, ka, kt):
+                    lo += 1
+                hi -= 1
+                while _cless(pv, perm[hi], ka, kt):
+                    hi -= 1
+                if not lo < hi:
+                    break
+                perm[lo], perm[hi] = perm[hi], perm[lo]
+                lo += 1
+            # the right part [lo, last) is sorted on its own; continue with [first, lo)
+            st_f[sp] = lo
+            st_l[sp] = last
+            st_d[sp] = depth
+            sp += 1
+            last = lo
+    # __final_insertion_sort
+    lim = 16 if n > 16 else n
+    for i in range(1, lim):
+        v = perm[i]
+        if _cless(v, perm[0], ka, kt):
+            for j in range(i, 0, -1):
+                perm[j] = perm[j - 1]
+            perm[0] = v
+        else:
+            j = i
+            while _cless(v, perm[j - 1], ka, kt):
+                perm[j] = perm[j - 1]
+                j -= 1
+            perm[j] = v
+    for i in range(lim, n):
+        v = perm[i]
+        j = i
+        while _cless(v, perm[j - 1], ka, kt):
+            perm[j] = perm[j - 1]
+            j -= 1
+        perm[j] = v
+
+
 @njit(cache=True)
 def _find(tx, x, lo, hi):
     """The j in [lo, hi) with tx[j] <= x < tx[j+1], clamped to [lo, hi-1]."""
@@ -373,13 +522,32 @@ def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_
     n_off = 0
     n_proc = 0
     it = 0
+    cxx = (opts & O_CXX_SORT) != 0
+    perm = np.arange(I)
+    ka = np.zeros(I, dtype=np.float64)
     while it < max_iter:
         if _max(est) <= target:
             break
-        # the interval with the largest (area, time×size)
         c = -1
         ca = 0.0
-        while n > 0:
+        if cxx:
+            # O-10: G10's in-place std::sort of the whole list, then its first element
+            if I == 0:
+                break
+            for i in range(I):
+                if processed[i]:
+                    ka[i] = 0.0
+                else:
+                    ka[i] = area_of(i, iv_s, iv_e, iv_looped, iv_size, cap, bw, full, P1, P2,
+                                    est, line, total_cyc, o5)
+            cxx_sort(perm, ka, iv_tsz)
+            c = perm[0]
+            if processed[c]:
+                break
+            ca = ka[c]
+            n = 1
+        # the interval with the largest (area, time×size)
+        while n > 0 and not cxx:
             a0 = ha[0]
             i = hi[0]
             n = _pop(ha, ht, hi, n)
@@ -394,7 +562,7 @@ def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_
             n = _push(ha, ht, hi, n, a, iv_tsz[i], i)
         if c < 0:
             break
-        if ca <= 0.0 and zero_break and (ca == 0.0 or n_proc > 0):
+        if not cxx and ca <= 0.0 and zero_break and (ca == 0.0 or n_proc > 0):
             # O-10: every remaining area is 0 (G10 picks whatever std::sort put first)
             break
         selected[c] = it
@@ -577,6 +745,13 @@ def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_
                         cpu_max = cpu_est[j % K]
         else:
             decision[c] = D_SHORT
+            if o11 and cxx:
+                # O-11: not processed. G10's next sort sees the same keys: a strict maximum
+                # stays first for good (the loop stalls); among ties the sort may put another
+                # interval first, and G10 goes on with it
+                if ca != 0.0 and (I == 1 or _cless(c, perm[1], ka, iv_tsz)):
+                    break
+                continue
             if o11:
                 # O-11: not processed; G10 re-selects it on every remaining iteration
                 break
@@ -586,7 +761,7 @@ def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_
         if changed:
             _prefix(est, line, cyc, P1, P2)
             now = est[0] > line
-            if o5 and zero_on and not now:
+            if o5 and zero_on and not now and not cxx:
                 # O-5's negative term vanished: looped areas grew, rebuild the heap
                 n = _rebuild(ha, ht, hi, processed, iv_s, iv_e, iv_looped, iv_size, iv_tsz,
                              cap, bw, full, P1, P2, est, line, total_cyc, o5)

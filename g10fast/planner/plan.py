@@ -98,39 +98,45 @@ def cxx_sort_order(keys) -> np.ndarray:
     `a < b`. G10 sorts its hints with it (O-21), so this reproduces the order of same-kernel
     hints in prefetch_guide.config. Ties are what std::sort makes of them: not stable."""
     a = [int(x) for x in np.asarray(keys).tolist()]
-    idx = list(range(len(a)))
-    n = len(a)
-    if n < 2:
-        return np.asarray(idx, dtype=np.int64)
+    return np.asarray(cxx_sort_ids(list(range(len(a))), lambda x, y: a[x] < a[y]),
+                      dtype=np.int64)
 
-    def key(i):
-        return a[idx[i]]
+
+def cxx_sort_ids(ids: list, less) -> list:
+    """libstdc++'s std::sort of the list `ids` with the comparator `less(x, y)` on its
+    elements, in place (also returned). The plain-Python version of the planner's Numba
+    `g10_kernels.cxx_sort` (O-10)."""
+    idx = ids
+    lt = less
+    n = len(idx)
+    if n < 2:
+        return idx
 
     def swap(i, j):
         idx[i], idx[j] = idx[j], idx[i]
 
     def median_to_first(result, x, y, z):
-        if key(x) < key(y):
-            if key(y) < key(z):
+        if lt(idx[x], idx[y]):
+            if lt(idx[y], idx[z]):
                 swap(result, y)
-            elif key(x) < key(z):
+            elif lt(idx[x], idx[z]):
                 swap(result, z)
             else:
                 swap(result, x)
-        elif key(x) < key(z):
+        elif lt(idx[x], idx[z]):
             swap(result, x)
-        elif key(y) < key(z):
+        elif lt(idx[y], idx[z]):
             swap(result, z)
         else:
             swap(result, y)
 
     def partition(first, last, pivot):
-        pk = key(pivot)
+        pk = idx[pivot]
         while True:
-            while key(first) < pk:
+            while lt(idx[first], pk):
                 first += 1
             last -= 1
-            while pk < key(last):
+            while lt(pk, idx[last]):
                 last -= 1
             if not first < last:
                 return first
@@ -144,7 +150,7 @@ def cxx_sort_order(keys) -> np.ndarray:
         child = hole
         while child < (length - 1) // 2:
             child = 2 * (child + 1)
-            if a[idx[first + child]] < a[idx[first + child - 1]]:
+            if lt(idx[first + child], idx[first + child - 1]):
                 child -= 1
             idx[first + hole] = idx[first + child]
             hole = child
@@ -153,7 +159,7 @@ def cxx_sort_order(keys) -> np.ndarray:
             idx[first + hole] = idx[first + child - 1]
             hole = child - 1
         parent = (hole - 1) // 2
-        while hole > top and a[idx[first + parent]] < a[value]:
+        while hole > top and lt(idx[first + parent], value):
             idx[first + hole] = idx[first + parent]
             hole = parent
             parent = (hole - 1) // 2
@@ -198,12 +204,12 @@ def cxx_sort_order(keys) -> np.ndarray:
     def insertion(first, last):
         for i in range(first + 1, last):
             v = idx[i]
-            if a[v] < key(first):
+            if lt(v, idx[first]):
                 idx[first + 1:i + 1] = idx[first:i]
                 idx[first] = v
             else:
                 j = i
-                while a[v] < a[idx[j - 1]]:
+                while lt(v, idx[j - 1]):
                     idx[j] = idx[j - 1]
                     j -= 1
                 idx[j] = v
@@ -214,13 +220,13 @@ def cxx_sort_order(keys) -> np.ndarray:
         for i in range(16, n):
             v = idx[i]
             j = i
-            while a[v] < a[idx[j - 1]]:
+            while lt(v, idx[j - 1]):
                 idx[j] = idx[j - 1]
                 j -= 1
             idx[j] = v
     else:
         insertion(0, n)
-    return np.asarray(idx, dtype=np.int64)
+    return idx
 
 
 def sort_hints(hints: np.ndarray, order: str = "cxx") -> np.ndarray:
