@@ -99,6 +99,11 @@ def main() -> int:
                            plan=res.get("plan"))
                 b = {"stall": it["stall_cycles"], "overlap": it["overlap_cycles"],
                      "compute": it["compute_cycles"]}
+                if policy == "lru":
+                    # the figure's data preparation (g10-workloads.md §5.2): for lru only,
+                    # stall := stall - overlap and overlap := 0
+                    b = {"stall": b["stall"] - b["overlap"], "overlap": 0,
+                         "compute": b["compute"]}
                 rec["breakdown"] = b
                 rec["breakdown_rel_error"] = {k: rel(b[k], brk[k][label][policy][0]) for k in b}
                 pg = it["pages"]
