@@ -165,3 +165,30 @@ def test_resnet152_256_lru_with_the_cxx_order_is_exact():
     assert base.shape == lines.shape
     diff = np.nonzero((base != lines).any(axis=1))[0]
     assert len(diff) > 0 and tuple(base[diff[0], :2]) == (1, 1171)
+
+
+@needs_shared
+def test_cli_bert128_deepum_with_the_cxx_plan_and_order(capsys):
+    """`--kernel-order` and `--plan-in` with the reference run's own (gzipped) statistics:
+    the reported iteration equals the binary's sim_result.final."""
+    import json
+
+    from g10fast.cli import main
+
+    ref_dir = REFERENCE / "BERT-128-deepUM"
+    st = ref_dir / "statistics"
+    cfg = ARTIFACT / "src" / "configs" / "BERT" / "128-sim_deepUM.config"
+    assert main(["run", str(cfg), "--json", "--no-progress",
+                 "--kernel-order", str(st / "kernels.config.gz"),
+                 "--plan-in", str(st / "prefetch_guide.config.gz")]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["tensor_order"] == "given" and res["plan"]["policy"] == "g10-guide"
+    final = {}
+    for line in (ref_dir / "sim_result.final").read_text().splitlines():
+        m = re.match(r"(\S+) = (\S+)", line)
+        if m:
+            final[m.group(1)] = float(m.group(2))
+    for it in res["iterations"]:
+        i = it["iteration"]
+        assert it["exe_time_cycles"] == final[f"kernel_stat.iter{i}.exe_time"]
+        assert it["pages"]["cpu_to_gpu"] == final[f"pcie_stat.iter{i}.incoming_pg_cpu"]

@@ -18,6 +18,7 @@ in the C++'s order (O-18, O-19; docs/tensor-order.md).
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
 import tempfile
@@ -72,7 +73,8 @@ def read_plan(path, num_kernels: int | None = None, num_tensors: int | None = No
     rows = []
     policy = "file"
     declared_k = None
-    with open(path, encoding="utf-8") as f:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
         for n, raw in enumerate(f, 1):
             s = raw.strip()
             if not s:
