@@ -60,9 +60,38 @@ def rel(a, b):
     return (a - b) / b if b else (0.0 if a == b else float("inf"))
 
 
+def _stat_file(d: Path, name: str):
+    for f in (d / "statistics" / name, d / "statistics" / (name + ".gz")):
+        if f.is_file():
+            return f
+    return None
+
+
+def _cxx_options(root: Path, model: str, batch: int, policy: str) -> list:
+    """--kernel-order / --plan-in options from C++ statistics under root, where present."""
+    out = []
+    dirs = [root / f"{model}-{batch}-{policy}"] + [root / f"{model}-{batch}-{p}"
+                                                   for p in POLICIES if p != policy]
+    for d in dirs:
+        kc = _stat_file(d, "kernels.config")
+        if kc is not None:
+            out += ["--kernel-order", str(kc)]
+            break
+    if policy == "deepUM":
+        pg = _stat_file(root / f"{model}-{batch}-{policy}", "prefetch_guide.config")
+        if pg is not None:
+            out += ["--plan-in", str(pg)]
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", nargs="*", help="run names like BERT-256-lru")
+    ap.add_argument("--cxx-stats", type=Path, help="folder of C++ statistics: "
+                    "<Model>-<batch>-<policy>/statistics/{kernels,prefetch_guide}.config "
+                    "(.gz allowed); where present, run with the C++'s tensor order "
+                    "(--kernel-order, any policy's kernels.config of that workload) and, for "
+                    "deepUM, its hints (--plan-in); docs/tensor-order.md")
     args = ap.parse_args()
     if not ART.is_dir():
         print("../shared/g10-artifact not found: nothing to measure")
@@ -81,9 +110,11 @@ def main() -> int:
             if args.only and name not in args.only:
                 continue
             cfg = ART / "src" / "configs" / model / f"{batch}-sim_{policy}.config"
+            extra = _cxx_options(args.cxx_stats, model, batch, policy) if args.cxx_stats else []
             t0 = time.perf_counter()
             out = subprocess.run([sys.executable, "-m", "g10fast.cli", "run", str(cfg), "--json",
-                                  "--no-progress"], capture_output=True, text=True, env=env)
+                                  "--no-progress"] + extra, capture_output=True, text=True,
+                                 env=env)
             wall = time.perf_counter() - t0
             if out.returncode != 0:
                 rec = dict(common, run=name, status="error", stderr=out.stderr[-2000:])
@@ -93,12 +124,18 @@ def main() -> int:
                 exe = it["exe_time_cycles"]
                 want = perf[label][policy][0]
                 rec = dict(common, run=name, status="ok", process_wall_seconds=wall,
+                           cxx_order=extra,
                            sim_seconds=res["wall_seconds"], peak_rss_bytes=res["peak_rss_bytes"],
                            exe_time_cycles=exe, expected_exe_time_cycles=want,
                            exe_rel_error=rel(exe, want),
                            plan=res.get("plan"))
                 b = {"stall": it["stall_cycles"], "overlap": it["overlap_cycles"],
                      "compute": it["compute_cycles"]}
+                if policy == "lru":
+                    # the figure's data preparation (g10-workloads.md §5.2): for lru only,
+                    # stall := stall - overlap and overlap := 0
+                    b = {"stall": b["stall"] - b["overlap"], "overlap": 0,
+                         "compute": b["compute"]}
                 rec["breakdown"] = b
                 rec["breakdown_rel_error"] = {k: rel(b[k], brk[k][label][policy][0]) for k in b}
                 pg = it["pages"]

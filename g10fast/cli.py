@@ -221,6 +221,14 @@ def cmd_run(args) -> int:
             raise InputError("folder does not exist", path=str(Path(target).resolve().parent),
                              param=f"--{opt}")
     plan = None
+    order_kw = {}
+    if args.kernel_order is not None:
+        from g10fast.run import policy_of, TENSOR_ENGINE_POLICIES
+        if policy_of(cfg) in TENSOR_ENGINE_POLICIES:
+            raise InputError("only the page-engine policies take a kernel order",
+                             param="--kernel-order")
+        from g10fast.workload.kernel_order import read_kernel_order
+        order_kw["required_order"] = read_kernel_order(args.kernel_order)
     if args.plan_in is not None:
         if not cfg.use_prefetch:
             raise InputError("a plan needs a policy that applies hints (prefetch_lru or deepUM)",
@@ -229,9 +237,10 @@ def cmd_run(args) -> int:
         from g10fast.run import build_workload
         workload = build_workload(cfg)
         plan = read_plan(args.plan_in, workload.num_kernels, workload.num_tensors)
-        res = run(cfg, trace_path=args.trace, progress=progress, workload=workload, plan=plan)
+        res = run(cfg, trace_path=args.trace, progress=progress, workload=workload, plan=plan,
+                  **order_kw)
     else:
-        res = run(cfg, trace_path=args.trace, progress=progress)
+        res = run(cfg, trace_path=args.trace, progress=progress, **order_kw)
     if args.plan is not None:
         if "plan" not in res:
             raise InputError("this policy has no plan (use prefetch_lru or deepUM)",
@@ -392,6 +401,9 @@ def build_parser() -> argparse.ArgumentParser:
                                   "(docs/plan-format.md)")
     r.add_argument("--plan-in", help="run the engine on this plan file instead of planning "
                                      "(e.g. a hand-edited --plan output)")
+    r.add_argument("--kernel-order", help="process each kernel's tensors in the order of this "
+                   "G10 statistics/kernels.config (the C++'s hash-set order, O-18; page-engine "
+                   "policies; docs/tensor-order.md) instead of ascending tensor ids")
     r.add_argument("--figure", help="write a figure to this image file: for one run, estimated "
                                     "vs simulated GPU memory per kernel; for a comparison (the "
                                     "default run, TOML runs), the comparison (default "

@@ -86,12 +86,16 @@ def peak_rss_bytes() -> int:
 
 
 def run(cfg: G10Config, *, trace_path: str | os.PathLike | None = None, progress=None,
-        workload: Workload | None = None, plan=None, plan_options: dict | None = None) -> dict:
+        workload: Workload | None = None, plan=None, plan_options: dict | None = None,
+        required_order=None) -> dict:
     """Simulate one configuration; returns the result dict (docs/results.md).
 
     For prefetch_lru (G10) and deepUM the planner runs on the nominal kernel times (before
     any kernel-time variation); `plan` (a MigrationPlan, e.g. from `read_plan`) replaces it,
-    and `plan_options` are passed to `plan_g10` (named quirk options, docs/planner.md)."""
+    and `plan_options` are passed to `plan_g10` (named quirk options, docs/planner.md).
+    `required_order` (page engine only): per kernel (inputs, outputs) in the order the engine
+    processes them, e.g. `g10fast.workload.kernel_order.read_kernel_order` of the C++'s
+    statistics/kernels.config (O-18, docs/tensor-order.md); None: ascending tensor ids."""
     t0 = time.perf_counter()
     cfg = validate(cfg)
     policy = policy_of(cfg)
@@ -119,7 +123,8 @@ def run(cfg: G10Config, *, trace_path: str | os.PathLike | None = None, progress
         writer = EventTraceWriter(trace_path, config=cfg.to_dict(), meta=_meta(cfg, w, policy))
     try:
         page_run = simulate_pages(w_sim, cfg, hints=None if plan is None else plan.hints,
-                                  trace=writer, progress=progress)
+                                  trace=writer, progress=progress,
+                                  required_order=required_order)
         iterations = iteration_stats(page_run.kernels, page_run.pcie, page_run.boundaries,
                                      w_sim.exec_cycles, w_sim.pf_cycles,
                                      page_run.params.num_iteration)
@@ -136,6 +141,7 @@ def run(cfg: G10Config, *, trace_path: str | os.PathLike | None = None, progress
             "workload": _workload_summary(w, page_run.params.frames),
             "system": page_run.params.as_dict(),
             "warnings": {"pf_evicting_living_page": page_run.live_page_evictions},
+            "tensor_order": "ascending" if required_order is None else "given",
             "kernels": page_run.kernels,
         }
         if plan is not None:

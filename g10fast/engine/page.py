@@ -163,6 +163,31 @@ def _hint_table(hints, K, T):
     return out
 
 
+def _apply_required_order(w: Workload, kt, kidx, required_order):
+    """Reorder each kernel's inputs and output-only tensors in kidx (O-18).
+
+    required_order: a sequence of (inputs, outputs) per kernel, in the processing order to
+    use; outputs may repeat inputs (they are dropped, as in §2.2's ordered form). The sets
+    must be the workload's."""
+    K = w.num_kernels
+    if len(required_order) != K:
+        raise InputError(f"required order lists {len(required_order)} kernels, the workload "
+                         f"has {K}", param="required_order")
+    kidx = kidx.copy()
+    for k, (ins, outs) in enumerate(required_order):
+        a, b, c = int(kt[k, pk.KT_IN]), int(kt[k, pk.KT_OO]), int(kt[k + 1, pk.KT_IN])
+        ins = [int(x) for x in ins]
+        seen = set(ins)
+        oo = [int(x) for x in outs if int(x) not in seen]
+        if sorted(ins) != sorted(kidx[a:b].tolist()) or sorted(oo) != sorted(kidx[b:c].tolist()):
+            raise InputError(f"kernel {k} ({w.kernel_name[k]}): the required order lists other "
+                             "tensors than the workload's inputs and outputs",
+                             param="required_order")
+        kidx[a:b] = ins
+        kidx[b:c] = oo
+    return kidx
+
+
 def _kernel_table(w: Workload, oo) -> tuple[np.ndarray, np.ndarray]:
     """kt int64 [K + 1, KT_COLS] and kidx int32: per kernel its inputs, then its
     output-only tensors (§2.2, oo = output_only_csr(w)), in kidx[kt[k, KT_IN]:kt[k, KT_OO]]
@@ -189,7 +214,7 @@ def _kernel_table(w: Workload, oo) -> tuple[np.ndarray, np.ndarray]:
 
 def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
                    keep_state: bool = False, queue_capacity: int = 1 << 15,
-                   event_capacity: int = 1 << 18) -> PageRun:
+                   event_capacity: int = 1 << 18, required_order=None) -> PageRun:
     """Run the G10 UVM page engine on a workload.
 
     cfg: an object with the G10 config attributes (g10fast.config.G10Config).
@@ -199,6 +224,10 @@ def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
     progress: callable(done_kernels, total_kernels) called now and then.
     queue_capacity (rounded up to a power of two) and event_capacity: initial sizes of the
     page-run queues (grown as needed) and of the event buffer.
+    required_order: None for the fixed ascending order of a kernel's inputs, then of its
+    output-only tensors; or per kernel a pair (inputs, outputs) in the order to process them,
+    e.g. the C++ hash-set order read from its statistics/kernels.config (O-18,
+    g10fast.workload.kernel_order).
     """
     sp = system_params(cfg)
     K, T = w.num_kernels, w.num_tensors
@@ -217,6 +246,8 @@ def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
     queue_capacity = 1 << max(int(queue_capacity) - 1, 1).bit_length()   # a power of two
 
     kt, kidx = _kernel_table(w, oo)
+    if required_order is not None:
+        kidx = _apply_required_order(w, kt, kidx, required_order)
     tstart = w.start_page.astype(np.int64)
     tnp = w.n_pages.astype(np.int64)
     V = w.num_pages
@@ -300,7 +331,7 @@ def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
                 if trace is not None:
                     trace.rewind(events_before)
                 return simulate_pages(w, cfg, hints, trace, progress, keep_state,
-                                      queue_capacity * 8, event_capacity)
+                                      queue_capacity * 8, event_capacity, required_order)
             if err == pk.E_BUFFER_OVERFLOW and trace is not None:
                 raise SimulationError("event buffer overflow within one engine step; "
                                       "rerun with a larger event_capacity")

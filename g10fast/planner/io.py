@@ -10,11 +10,17 @@
 Lines starting with '#' and blank lines are ignored, except that `# kernels K` (if present)
 is checked against the workload. Locations are G10's names (Not_present, In_ssd, In_cpu,
 In_gpu, Not_Known) or their codes 0-4.
+
+`read_plan` also reads the hint lines of the C++ binary's own statistics/prefetch_guide.config
+(`Issued Time: k Tensor: t G:x From: A, To: B`), so that the engine can run on the C++'s plan
+in the C++'s order (O-18, O-19; docs/tensor-order.md).
 """
 
 from __future__ import annotations
 
+import gzip
 import os
+import re
 import tempfile
 
 import numpy as np
@@ -23,6 +29,7 @@ from g10fast.errors import InputError
 from g10fast.planner.plan import LOCATION_NAMES, MigrationPlan, sort_hints
 
 HEADER = "kernel,tensor,from,to"
+_G10_GUIDE = re.compile(r"^Issued Time: (\d+) Tensor: (\d+) G:\S+ From: (\S+), To: (\S+)$")
 _CODES = {n.lower(): i for i, n in enumerate(LOCATION_NAMES[:5])}
 
 
@@ -66,7 +73,8 @@ def read_plan(path, num_kernels: int | None = None, num_tensors: int | None = No
     rows = []
     policy = "file"
     declared_k = None
-    with open(path, encoding="utf-8") as f:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
         for n, raw in enumerate(f, 1):
             s = raw.strip()
             if not s:
@@ -83,6 +91,13 @@ def read_plan(path, num_kernels: int | None = None, num_tensors: int | None = No
                 continue
             if s.replace(" ", "") == HEADER:
                 continue
+            g = _G10_GUIDE.match(s)
+            if g is not None:
+                # a line of G10's own statistics/prefetch_guide.config (its hints in the
+                # order its simulator applies them: O-18's hash-set order, O-19's sort)
+                s = f"{g.group(1)},{g.group(2)},{g.group(3)},{g.group(4)}"
+                if policy == "file":
+                    policy = "g10-guide"
             cols = [c.strip() for c in s.split(",")]
             if len(cols) != 4:
                 raise InputError(f"expected 4 comma-separated fields ({HEADER}), got {len(cols)}",
