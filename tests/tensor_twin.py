@@ -75,7 +75,7 @@ def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make
     start = [-1] * T
     host = [False] * T
     qalloc = [False] * T
-    refetched = [False] * T       # O-37: re-allocated and fetched while its offload was pending
+    refetched = [False] * T       # O-40: re-allocated and fetched while its offload was pending
     chans = [dict(q=[], cur=None, ready=0.0) for _ in range(4)]
     waitq = []
     st = dict(now=0.0, xfer=0.0, kfin=None, bytes=[0, 0, 0, 0])
@@ -88,14 +88,14 @@ def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make
             if c in (1, 3) and state[t] != OFFL and offload_skip_dead and not refetched[t]:
                 if bytes_at_schedule:
                     st["bytes"][c] -= nbytes[t]
-                continue          # O-38 off: the offload of a dead tensor is dropped
+                continue          # O-41 off: the offload of a dead tensor is dropped
             ch["cur"] = t
             ch["ready"] = st["now"] + nbytes[t] / bw[c]
 
     def enqueue(c, t):
         chans[c]["q"].append(t)
         if bytes_at_schedule:
-            st["bytes"][c] += nbytes[t]     # O-39
+            st["bytes"][c] += nbytes[t]     # O-42
         start_next(c)
 
     def check_fetch():
@@ -104,7 +104,7 @@ def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make
             if state[t] == OFFL:
                 if not fetch_during_offload:
                     return
-                s = bm.alloc_right(pages[t])          # O-37
+                s = bm.alloc_right(pages[t])          # O-40
                 if s < 0:
                     return
                 waitq.pop(0)
@@ -146,7 +146,7 @@ def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make
             if state[t] == FETCH:
                 state[t] = RES
         elif refetched[t]:
-            refetched[t] = False        # O-37: the offload's end frees the new pages
+            refetched[t] = False        # O-40: the offload's end frees the new pages
             if state[t] in (RES, FETCH) and start[t] >= 0:
                 bm.free(start[t], pages[t])
                 start[t] = -1
@@ -189,7 +189,7 @@ def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make
         else:
             for t, to in hints.get(i, []):
                 if to in (SSD, CPU):
-                    if state[t] == RES or (state[t] == OFFL and reoffload):     # O-40
+                    if state[t] == RES or (state[t] == OFFL and reoffload):     # O-43
                         state[t] = OFFL
                         host[t] = to == CPU
                         enqueue(3 if to == CPU else 1, t)
@@ -239,7 +239,7 @@ def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make
                     state[t] = FETCH
                     qalloc[t] = False
                     refetched[t] = False
-                    enqueue(2 if (host[t] and not demand_from_ssd) else 0, t)     # O-41
+                    enqueue(2 if (host[t] and not demand_from_ssd) else 0, t)     # O-44
                     continue
                 state[t] = RES
                 break

@@ -55,7 +55,7 @@ def synth_fn_plan(w, vit, seed):
 
 def synth_gds_hints(w, vit, seed, repeat=False):
     """Evict some inactive periods (to SSD or host) at their start, prefetch some back
-    (`repeat`: some offload hints repeated a kernel later, O-40)."""
+    (`repeat`: some offload hints repeated a kernel later, O-43)."""
     rng = np.random.default_rng(seed)
     rows = []
     for c in range(vit.num_intervals):
@@ -81,7 +81,7 @@ def check_allocator(run: "TensorRun"):
         kind, t, page, n = int(r[1]), int(r[4]), int(r[5]), int(r[6])
         if kind == EventKind.ALLOC:
             if int(r[9]) == 2 and t in live:
-                # O-37: allocated again while its offload is pending; the old pages stay held
+                # O-40: allocated again while its offload is pending; the old pages stay held
                 live[(t, "held", len(live))] = live.pop(t)
             assert t not in live, f"tensor {t} allocated twice"
             assert 0 <= page and page + n <= run.capacity_pages, "allocation beyond capacity"
@@ -164,8 +164,8 @@ ARTIFACT_GDS_QUIRKS_OFF = dict(gds_fetch_during_offload=False, offload_skip_dead
 @pytest.mark.parametrize("seed", range(6))
 def test_engine_matches_twin_slow_ssd(seed, mode, quirks):
     """A slow SSD keeps offloads pending when the next hints come, and some offload hints are
-    repeated: O-37 (fetch during offload), O-38 (offload of dead tensors), O-39 (bytes at
-    schedule), O-40 (second offload), O-41 (on-demand from SSD) all act on these cases."""
+    repeated: O-40 (fetch during offload), O-41 (offload of dead tensors), O-42 (bytes at
+    schedule), O-43 (second offload), O-44 (on-demand from SSD) all act on these cases."""
     opts = TensorOptions(**(ARTIFACT_GDS_QUIRKS_OFF if quirks == "off" else {}))
     w, run, tw = _engine_vs_twin(seed, mode, 1.6, ssd=0.01, repeat=True, options=opts)
     assert run.status == tw["status"]
@@ -345,3 +345,17 @@ def test_gds_full_bert256_figure11():
     res = _gds_run("BERT", 256, "G10GDSFULL")
     exp = int(_all_base()[0][4])
     assert res["iterations"][0]["exe_time_cycles"] == pytest.approx(exp, rel=1e-6)
+
+
+# byte counts printed by a debug build of the original binary (sim_result.final) for the cells
+# whose event timelines the O-40..O-44 quirks were found from; times are all.base.txt's
+@pytest.mark.parametrize("model,batch,policy,row,col,ssd2gpu,gpu2ssd", [
+    ("BERT", 256, "G10GDSSSD", 0, 3, 16_911_966_208, 22_716_624_896),
+    ("VIT", 1280, "G10GDSSSD", 1, 3, 12_490_629_120, 31_323_365_376),
+    ("VIT", 1280, "G10GDSFULL", 1, 4, 21_737_177_088, 20_197_744_640),
+])
+def test_gds_figure11_cells_exact(model, batch, policy, row, col, ssd2gpu, gpu2ssd):
+    res = _gds_run(model, batch, policy)
+    assert res["iterations"][0]["exe_time_cycles"] == int(_all_base()[row][col])
+    fn = res["fn_native"]
+    assert (fn["total_ssd2gpu_byte"], fn["total_gpu2ssd_byte"]) == (ssd2gpu, gpu2ssd)
