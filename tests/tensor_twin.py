@@ -60,7 +60,9 @@ class Bitmap:
 
 def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make_loss=None,
                  offloads=None, chosen=(), fn_reserve=-1, fn_max=0, hints=None,
-                 gds_ready_on_alloc=True, gds_global_no_fetch=True):
+                 gds_ready_on_alloc=True, gds_global_no_fetch=True, fetch_during_offload=True,
+                 offload_skip_dead=False, bytes_at_schedule=True, reoffload=True,
+                 demand_from_ssd=True):
     """mode 0 FN (offloads: {kernel: [tensors]}), 1/2 GDS (hints: {kernel: [(tensor, to)]}).
     req: per kernel the ordered required tensors. Returns totals and per-kernel times."""
     K, T = len(exec_ms), len(w.size)
@@ -73,6 +75,7 @@ def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make
     start = [-1] * T
     host = [False] * T
     qalloc = [False] * T
+    refetched = [False] * T       # O-40: re-allocated and fetched while its offload was pending
     chans = [dict(q=[], cur=None, ready=0.0) for _ in range(4)]
     waitq = []
     st = dict(now=0.0, xfer=0.0, kfin=None, bytes=[0, 0, 0, 0])
@@ -82,20 +85,34 @@ def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make
         ch = chans[c]
         while ch["cur"] is None and ch["q"]:
             t = ch["q"].pop(0)
-            if c in (1, 3) and state[t] != OFFL:
-                continue
+            if c in (1, 3) and state[t] != OFFL and offload_skip_dead and not refetched[t]:
+                if bytes_at_schedule:
+                    st["bytes"][c] -= nbytes[t]
+                continue          # O-41 off: the offload of a dead tensor is dropped
             ch["cur"] = t
             ch["ready"] = st["now"] + nbytes[t] / bw[c]
 
     def enqueue(c, t):
         chans[c]["q"].append(t)
+        if bytes_at_schedule:
+            st["bytes"][c] += nbytes[t]     # O-42
         start_next(c)
 
     def check_fetch():
         while waitq:
             t = waitq[0]
             if state[t] == OFFL:
-                return
+                if not fetch_during_offload:
+                    return
+                s = bm.alloc_right(pages[t])          # O-40
+                if s < 0:
+                    return
+                waitq.pop(0)
+                start[t] = s
+                state[t] = FETCH
+                refetched[t] = True
+                enqueue(2 if host[t] else 0, t)
+                continue
             if state[t] != WAIT:
                 waitq.pop(0)
                 continue
@@ -123,10 +140,17 @@ def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make
             return 4
         t = chans[c]["cur"]
         chans[c]["cur"] = None
-        st["bytes"][c] += nbytes[t]
+        if not bytes_at_schedule:
+            st["bytes"][c] += nbytes[t]
         if c in (0, 2):
             if state[t] == FETCH:
                 state[t] = RES
+        elif refetched[t]:
+            refetched[t] = False        # O-40: the offload's end frees the new pages
+            if state[t] in (RES, FETCH) and start[t] >= 0:
+                bm.free(start[t], pages[t])
+                start[t] = -1
+                state[t] = GONE
         elif state[t] == OFFL:
             bm.free(start[t], pages[t])
             start[t] = -1
@@ -165,7 +189,7 @@ def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make
         else:
             for t, to in hints.get(i, []):
                 if to in (SSD, CPU):
-                    if state[t] == RES:
+                    if state[t] == RES or (state[t] == OFFL and reoffload):     # O-43
                         state[t] = OFFL
                         host[t] = to == CPU
                         enqueue(3 if to == CPU else 1, t)
@@ -214,7 +238,8 @@ def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make
                 if fetch:
                     state[t] = FETCH
                     qalloc[t] = False
-                    enqueue(2 if host[t] else 0, t)
+                    refetched[t] = False
+                    enqueue(2 if (host[t] and not demand_from_ssd) else 0, t)     # O-44
                     continue
                 state[t] = RES
                 break

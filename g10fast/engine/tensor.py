@@ -43,7 +43,12 @@ class TensorOptions:
     gds_ready_on_alloc: bool = True          # O-33: queued prefetch is ready once allocated
     gds_weights_free_refetch: bool = True    # O-18 / O-33: evicted weights come back without fetch
     fn_rest_recompute: bool = False          # FN prefetch: recompute the room after each prefetch
-    gds_fetch_during_offload: bool = True    # O-37: prefetch of a tensor still being offloaded
+    gds_fetch_during_offload: bool = True    # O-40: prefetch of a tensor still being offloaded
+    offload_skip_dead: bool = False          # improvement (O-41 off): drop the queued offload of
+                                             # a tensor freed before it started
+    bytes_at_schedule: bool = True           # O-42: byte counts include transfers still queued
+    gds_reoffload: bool = True               # O-43: offload hint while offloading: a second one
+    gds_demand_from_ssd: bool = True         # O-44: on-demand fetches read the SSD (host too)
     fn_reserve_workspace: bool = True        # FN: one region for the largest death -1 tensor
     # O-18: the order of a kernel's required tensors is the artifact's unordered_set hash order;
     # we pick fixed orders (REQUIRED_ORDERS), one for making them resident (step 2, which
@@ -66,6 +71,14 @@ class TensorOptions:
             f |= tk.OPT_FN_REST_RECOMPUTE
         if self.gds_fetch_during_offload:
             f |= tk.OPT_GDS_FETCH_DURING_OFFLOAD
+        if self.offload_skip_dead:
+            f |= tk.OPT_OFFLOAD_SKIP_DEAD
+        if self.bytes_at_schedule:
+            f |= tk.OPT_BYTES_AT_SCHEDULE
+        if self.gds_reoffload:
+            f |= tk.OPT_REOFFLOAD
+        if self.gds_demand_from_ssd:
+            f |= tk.OPT_DEMAND_FROM_SSD
         return f
 
 

@@ -84,16 +84,26 @@ C_EVOVF = 6
 C_KERNEL = 7      # current kernel (for events)
 C_QOVF = 8
 C_BROKEN = 9
-C_N = 10
+C_OPTS = 10       # the options flags, for the helpers that do not take `opts`
+C_N = 11
 
 # options bit flags
 OPT_LARGEST_MISSES_LAST1 = 1     # O-27: largest_available_size misses a trailing free run of 1 page
 OPT_TENSOR24 = 2                 # O-17: a failed allocation of tensor 24 counts as success
-OPT_GDS_READY_ON_ALLOC = 4       # O-33: a tensor waiting for fetch allocation is ready once allocated
+OPT_GDS_READY_ON_ALLOC = 4       # O-33: a tensor waiting for fetch allocation is ready once
+                                 # allocated
 OPT_GDS_GLOBAL_NO_FETCH = 8      # O-18 / O-33: evicted weights re-allocated on demand cost no fetch
-OPT_FN_REST_RECOMPUTE = 16       # FN prefetch: recompute rest from the allocator after each prefetch
-OPT_GDS_FETCH_DURING_OFFLOAD = 32  # O-37: a prefetch of a tensor whose offload is pending is
+OPT_FN_REST_RECOMPUTE = 16       # FN prefetch: recompute rest from the allocator after each
+                                 # prefetch
+OPT_GDS_FETCH_DURING_OFFLOAD = 32  # O-40: a prefetch of a tensor whose offload is pending is
                                    # allocated and fetched at once; the offload's end frees it
+OPT_OFFLOAD_SKIP_DEAD = 64       # improvement, off (O-41 kept): skip the queued offload of a
+                                 # tensor freed before the offload started
+OPT_BYTES_AT_SCHEDULE = 128      # O-42: transfer bytes counted when scheduled, so transfers still
+                                 # queued at the end of the iteration count
+OPT_REOFFLOAD = 256              # O-43: an offload hint for a tensor already being offloaded
+                                 # schedules another offload
+OPT_DEMAND_FROM_SSD = 512        # O-44: an on-demand fetch reads the SSD even for a host tensor
 
 
 @_kernel
@@ -232,13 +242,19 @@ def _bw(c, bw_ssd, bw_host):
 
 
 @_kernel
-def _start_next(c, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state, size_bytes,
+def _start_next(c, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state, t_demand, size_bytes,
                 clk, bw_ssd, bw_host, ev, ev_t, cnt):
     while ch_busy[c] == 0 and ch_head[c] < ch_tail[c]:
         t = ch_q[c, ch_head[c]]
         ch_head[c] += 1
-        if (c == 1 or c == 3) and t_state[t] != OFFL:
-            continue            # the tensor died (was freed) before its offload started
+        if (c == 1 or c == 3) and t_state[t] != OFFL and (cnt[C_OPTS] & OPT_OFFLOAD_SKIP_DEAD):
+            # improvement (off): drop the offload of a tensor that died (was freed) before it
+            # started; O-41: G10 transfers it anyway, as it does the offload of a tensor
+            # re-allocated and fetched while its offload waited (O-40)
+            if (t_demand[t] & 2) == 0:
+                if cnt[C_OPTS] & OPT_BYTES_AT_SCHEDULE:
+                    cnt[c] -= size_bytes[t]
+                continue
         ch_busy[c] = 1
         ch_cur[c] = t
         ch_ready[c] = clk[K_NOW] + size_bytes[t] / _bw(c, bw_ssd, bw_host)
@@ -260,14 +276,16 @@ def _start_next(c, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state, s
 
 
 @_kernel
-def _enqueue(c, t, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state, size_bytes,
+def _enqueue(c, t, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state, t_demand, size_bytes,
              clk, bw_ssd, bw_host, ev, ev_t, cnt):
     if ch_tail[c] >= ch_q.shape[1]:
         cnt[C_QOVF] = 1
         return
     ch_q[c, ch_tail[c]] = t
     ch_tail[c] += 1
-    _start_next(c, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state, size_bytes,
+    if cnt[C_OPTS] & OPT_BYTES_AT_SCHEDULE:
+        cnt[c] += size_bytes[t]     # O-42: counted when scheduled (cnt slot c = channel c)
+    _start_next(c, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state, t_demand, size_bytes,
                 clk, bw_ssd, bw_host, ev, ev_t, cnt)
 
 
@@ -282,7 +300,7 @@ def _check_fetch_allocation(wq, wq_ht, t_state, t_start, t_host, t_demand, size_
         if st == OFFL:
             if wq_ht[2] == 0:
                 return          # still being offloaded: its pages are not free yet
-            # O-37: G10 allocates and fetches it anyway while its offload is still pending;
+            # O-40: G10 allocates and fetches it anyway while its offload is still pending;
             # the pages being offloaded stay held (the tensor keeps one address, the new one),
             # and the offload's completion later de-allocates the tensor (t_demand bit 2)
             s = alloc_right(run_s, run_l, cnt, size_pages[t])
@@ -292,10 +310,11 @@ def _check_fetch_allocation(wq, wq_ht, t_state, t_start, t_host, t_demand, size_
             t_start[t] = s
             t_state[t] = FETCH
             t_demand[t] = 2
-            _log(ev, ev_t, cnt, clk[K_NOW], EV_ALLOC, cnt[C_KERNEL], t, s, size_pages[t], 0, -1, 0)
+            # value 2: a second allocation of a tensor whose earlier pages stay held
+            _log(ev, ev_t, cnt, clk[K_NOW], EV_ALLOC, cnt[C_KERNEL], t, s, size_pages[t], 0, -1, 2)
             c = 2 if t_host[t] else 0
-            _enqueue(c, t, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state, size_bytes,
-                     clk, bw_ssd, bw_host, ev, ev_t, cnt)
+            _enqueue(c, t, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state,
+                     t_demand, size_bytes, clk, bw_ssd, bw_host, ev, ev_t, cnt)
             continue
         if st != WAIT:
             wq_ht[0] += 1       # fetched on demand meanwhile, or freed: nothing to do
@@ -309,8 +328,8 @@ def _check_fetch_allocation(wq, wq_ht, t_state, t_start, t_host, t_demand, size_
         t_demand[t] = 0
         _log(ev, ev_t, cnt, clk[K_NOW], EV_ALLOC, cnt[C_KERNEL], t, s, size_pages[t], 0, -1, 0)
         c = 2 if t_host[t] else 0
-        _enqueue(c, t, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state, size_bytes,
-                 clk, bw_ssd, bw_host, ev, ev_t, cnt)
+        _enqueue(c, t, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state,
+                 t_demand, size_bytes, clk, bw_ssd, bw_host, ev, ev_t, cnt)
 
 
 @_kernel
@@ -348,22 +367,16 @@ def _serve_one(mode, t_state, t_start, t_host, t_demand, size_pages, size_bytes,
     ch_busy[c] = 0
     ch_cur[c] = -1
     k = cnt[C_KERNEL]
+    if (cnt[C_OPTS] & OPT_BYTES_AT_SCHEDULE) == 0:
+        cnt[c] += size_bytes[t]         # counted when done (cnt slot c = channel c)
     if c == 0 or c == 2:
-        if c == 0:
-            cnt[C_SSD_IN] += size_bytes[t]
-        else:
-            cnt[C_HOST_IN] += size_bytes[t]
         if t_state[t] == FETCH:
             t_state[t] = RES
         _log(ev, ev_t, cnt, bt, EV_FETCH, k, t, t_start[t], size_pages[t],
              LOC_SSD if c == 0 else LOC_CPU, -1, t_demand[t] & 1)
     else:
-        if c == 1:
-            cnt[C_SSD_OUT] += size_bytes[t]
-        else:
-            cnt[C_HOST_OUT] += size_bytes[t]
         if (t_demand[t] & 2) != 0:
-            # O-37: re-allocated while this offload was pending: the completion de-allocates
+            # O-40: re-allocated while this offload was pending: the completion de-allocates
             # the tensor's current pages (the offloaded ones stay held)
             t_demand[t] = 0
             if (t_state[t] == RES or t_state[t] == FETCH) and t_start[t] >= 0:
@@ -386,7 +399,7 @@ def _serve_one(mode, t_state, t_start, t_host, t_demand, size_pages, size_bytes,
         else:
             _log(ev, ev_t, cnt, bt, EV_TRANSFER, k, t, -1, -1, LOC_GPU,
                  LOC_SSD if c == 1 else LOC_CPU, 0)
-    _start_next(c, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state, size_bytes,
+    _start_next(c, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state, t_demand, size_bytes,
                 clk, bw_ssd, bw_host, ev, ev_t, cnt)
     if mode != MODE_FN:
         _check_fetch_allocation(wq, wq_ht, t_state, t_start, t_host, t_demand, size_pages,
@@ -434,6 +447,7 @@ def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr
     wq = np.zeros(hint_tensor.shape[0] + 1, np.int32)
     wq_ht = np.zeros(3, np.int64)
     wq_ht[2] = 1 if (opts & OPT_GDS_FETCH_DURING_OFFLOAD) else 0
+    cnt[C_OPTS] = opts
     clk[K_NOW] = 0.0
     clk[K_XFER] = 0.0
     clk[K_KPEND] = 0.0
@@ -482,7 +496,7 @@ def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr
                     if t_state[t] == RES:
                         t_state[t] = OFFL
                         _enqueue(1, t, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q,
-                                 t_state, size_bytes, clk, bw_ssd, bw_host, ev, ev_t, cnt)
+                                 t_state, t_demand, size_bytes, clk, bw_ssd, bw_host, ev, ev_t, cnt)
             else:
                 while ch_busy[1] != 0 or ch_head[1] < ch_tail[1]:
                     if _serve_one(mode, t_state, t_start, t_host, t_demand, size_pages,
@@ -497,7 +511,9 @@ def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr
                 _log(ev, ev_t, cnt, clk[K_NOW], EV_HINT, i, t, -1, size_pages[t], LOC_NOT_KNOWN,
                      to, 0)
                 if to == LOC_SSD or to == LOC_CPU:
-                    if t_state[t] == RES:
+                    # O-43: an offload hint for a tensor whose offload is still pending
+                    # schedules a second one (its bytes count; it occupies the channel)
+                    if t_state[t] == RES or (t_state[t] == OFFL and (opts & OPT_REOFFLOAD)):
                         t_state[t] = OFFL
                         if to == LOC_CPU:
                             t_host[t] = True
@@ -506,7 +522,7 @@ def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr
                             t_host[t] = False
                             c = 1
                         _enqueue(c, t, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q,
-                                 t_state, size_bytes, clk, bw_ssd, bw_host, ev, ev_t, cnt)
+                                 t_state, t_demand, size_bytes, clk, bw_ssd, bw_host, ev, ev_t, cnt)
                 elif to == LOC_GPU:
                     st = t_state[t]
                     if st == GONE or (st == OFFL and not is_global[t]):
@@ -589,9 +605,10 @@ def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr
                     t_state[t] = FETCH
                     t_demand[t] = 1
                     t_qalloc[t] = False
-                    c = 2 if t_host[t] else 0
+                    # O-44: G10's on-demand fetch always reads the SSD, host tensors included
+                    c = 2 if (t_host[t] and not (opts & OPT_DEMAND_FROM_SSD)) else 0
                     _enqueue(c, t, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state,
-                             size_bytes, clk, bw_ssd, bw_host, ev, ev_t, cnt)
+                             t_demand, size_bytes, clk, bw_ssd, bw_host, ev, ev_t, cnt)
                     continue      # wait for the data
                 t_state[t] = RES
                 break
@@ -654,7 +671,7 @@ def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr
                         t_demand[t] = 0
                         _log(ev, ev_t, cnt, clk[K_NOW], EV_ALLOC, i, t, s, n, 0, -1, 0)
                         _enqueue(0, t, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q,
-                                 t_state, size_bytes, clk, bw_ssd, bw_host, ev, ev_t, cnt)
+                                 t_state, t_demand, size_bytes, clk, bw_ssd, bw_host, ev, ev_t, cnt)
                         if opts & OPT_FN_REST_RECOMPUTE:
                             rest = largest_free(run_s, run_l, cnt, cap, opts) - fn_max_pages
                         else:
