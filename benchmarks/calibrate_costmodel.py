@@ -272,8 +272,15 @@ def simulate(artifact, model, batch, policy, gpu, params):
         cfg = cfg.replace(is_UVM=False)
     w = estimated_workload(load_builtin_graph(dict(PAPER)[model], batch), gpu, params=params)
     res = run(cfg, workload=w)
+    if res.get("status") != "ok" or res.get("reported") is None:
+        f = res.get("failure") or {}
+        raise PolicyFailed(f"{f.get('stage', '?')}: {f.get('reason', f)}")
     it = res["iterations"][res["reported"]]
     return it["exe_time_cycles"], it["ideal_exe_time_cycles"]
+
+
+class PolicyFailed(Exception):
+    """The policy cannot run the workload (FlashNeuron: weights + working set do not fit)."""
 
 
 ART_NAMES = {"ViT": "VIT"}
@@ -320,7 +327,7 @@ def ranking(artifact, gpu, params, sums, policies, store, only=None):
             try:
                 exe, ideal = simulate(artifact, model, b, pol, gpu, p)
                 d.update(exe_time_cycles=int(exe), ideal_exe_time_cycles=int(ideal))
-            except (InputError, ZeroDivisionError) as e:
+            except (InputError, ZeroDivisionError, PolicyFailed) as e:
                 d.update(error=f"{type(e).__name__}: {e}")
             d["wall_s"] = round(time.perf_counter() - t0, 1)
             print(f"  {model}-{b} estimated {pol}: {d}", file=sys.stderr)
@@ -410,7 +417,9 @@ def render(per_name, per_model, params, rank, art, gpu, policies, nplateau):
               "the workload's own trace set (held out), Ideal from the same source. "
               "`fails`: FlashNeuron cannot run the workload (the artifact reports inf). "
               "`not run`: not simulated in the time available (see below). Rankings list "
-              "the policies from fastest to slowest.", "",
+              "the policies from fastest to slowest; the verdict compares the order of the "
+              "policies that complete under both sources; ties (equal times, e.g. G10 = Ideal) "
+              "are listed in the order of the columns.", "",
               "| workload | " + " | ".join(f"{DISPLAY[p]} traces | {DISPLAY[p]} est." for p in shown)
               + " | ranking traces | ranking est. |",
               "|---|" + "---:|---:|" * len(shown) + "---|---|"]
@@ -431,7 +440,8 @@ def render(per_name, per_model, params, rank, art, gpu, policies, nplateau):
                 if p in perf_e:
                     row.append(f"{perf_e[p]:.4f}")
                 elif d and "error" in d:
-                    row.append("fails" if p == "FlashNeuron" else d["error"].split(":")[0])
+                    row.append("fails" if d["error"].startswith("PolicyFailed")
+                               else d["error"].split(":")[0])
                 else:
                     row.append("not run")
             o_t = [DISPLAY[p] for p in sorted(perf_t, key=lambda q: -perf_t[q])]
@@ -444,7 +454,12 @@ def render(per_name, per_model, params, rank, art, gpu, policies, nplateau):
             elif not complete:
                 verdict = "incomplete"
             else:
-                verdict = "same" if o_t == o_e else "differs"
+                common = set(perf_t) & set(perf_e)
+                c_t = [p for p in sorted(common, key=lambda q: -perf_t[q])]
+                c_e = [p for p in sorted(common, key=lambda q: -perf_e[q])]
+                verdict = "same" if c_t == c_e else "differs"
+                if set(perf_t) != set(perf_e):
+                    verdict += " over the policies both complete"
             L.append(f"| {model}-{b} | " + " | ".join(row) + f" | {' > '.join(o_t)} | "
                      f"{' > '.join(o_e)} ({verdict}) |")
         walls = [d.get("wall_s", 0) for d in rank.values()]
