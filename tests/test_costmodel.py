@@ -37,11 +37,45 @@ def test_calibrated_params_load_and_scale():
     gpu = cm.gpu_from_preset(pre, 4)
     assert gpu.peak_flops == 19.5e12 and gpu.hbm_bytes_per_s == 1555e9
     g = load_builtin_graph("bert-base", 64)
-    t1 = cm.estimate(g, gpu, p)["time_s"].sum()
-    t2 = cm.estimate(load_builtin_graph("bert-base", 128), gpu, p)["time_s"].sum()
-    assert 1.5 < t2 / t1 < 2.1        # roughly linear in the batch
+    t1 = cm.estimate(g, gpu, p, families=False)["time_s"].sum()
+    t2 = cm.estimate(load_builtin_graph("bert-base", 128), gpu, p, families=False)["time_s"].sum()
+    assert 1.5 < t2 / t1 < 2.1        # the roofline is roughly linear in the batch
     fast = cm.gpu_from_preset(load_preset("h100-80-pcie5"), 4)
     assert cm.estimate(g, fast, p)["time_s"].sum() < t1
+    # families apply on the reference GPU only
+    assert cm.is_reference_gpu(gpu, p) and not cm.is_reference_gpu(fast, p)
+    assert cm.estimate(g, gpu, p)["from_family"].mean() > 0.9
+    assert not cm.estimate(g, fast, p)["from_family"].any()
+
+
+def test_family_keys_batch_independent():
+    a = cm.family_keys(load_builtin_graph("resnet152", 256))
+    b = cm.family_keys(load_builtin_graph("resnet152", 2048))
+    assert a == b
+    # the 1x1 256->1024 and 1024->256 convolutions at 14x14 are different families
+    assert len(set(a)) > 100
+
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "g10-artifact"
+
+
+@pytest.mark.parametrize("model,key,batch", [("ResNet152", "resnet152", 1280),
+                                             ("SENet154", "senet154", 1536)])
+def test_families_match_cnn_traces(model, key, batch):
+    """The CNN traces' fixed ~0.6 s kernels are reproduced (the roofline alone is far off)."""
+    if not SHARED.is_dir():
+        pytest.skip("no G10 artifact")
+    from g10fast.config import trace_paths
+    from g10fast.workload.times import read_trace_file
+    g = load_builtin_graph(key, batch)
+    t = read_trace_file(trace_paths(SHARED, model, batch)["orig_kernel_time_file"],
+                        g.num_kernels, "ms") * 1e-3
+    gpu = cm.gpu_from_preset(load_preset("g10-artifact"), 4)
+    e = cm.estimate(g, gpu)
+    assert e["from_family"].all()
+    assert e["time_s"].sum() == pytest.approx(t.sum(), rel=0.03)
+    slow = t > 0.4
+    assert slow.sum() > 100 and np.mean(e["time_s"][slow] > 0.3) > 0.6  # shapes shared by slow and fast kernels average
 
 
 def test_profile_round_trip(tmp_path):

@@ -85,8 +85,9 @@ class ResolvedPoint:
 
 
 def matrix_dir() -> Path:
-    """data/matrices of this checkout."""
-    return Path(__file__).resolve().parents[2] / "data" / "matrices"
+    """data/matrices (g10fast.workload.builtin.data_dir)."""
+    from g10fast.workload.builtin import data_dir
+    return data_dir() / "matrices"
 
 
 def named_matrix(name_or_path) -> Path:

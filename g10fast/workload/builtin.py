@@ -44,11 +44,17 @@ B = "B"  # batch dimension in a shape (written as G10's placeholder 99 in operat
 
 
 def data_dir() -> Path:
-    """The repository's data/ folder ($G10FAST_DATA overrides)."""
+    """The data/ folder: $G10FAST_DATA, else the repository's data/ (a checkout or an editable
+    install), else the copy a wheel carries as the package g10fast._data (pyproject.toml
+    maps data/ onto it)."""
     env = os.environ.get("G10FAST_DATA")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / "data"
+    here = Path(__file__).resolve().parents[1]
+    repo = here.parent / "data"
+    if (repo / "models").is_dir():
+        return repo
+    return here / "_data"
 
 
 def models_dir() -> Path:
