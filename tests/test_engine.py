@@ -304,3 +304,37 @@ def test_resnet152_256_lru_reference():
     res = _run_reference("ResNet152-256-lru")
     ref = _final(REFERENCE / "ResNet152-256-lru")
     _compare_final(res, ref, exe_tol=0.005, count_tol=0.01)
+
+
+def test_lru_lockstep_generation_wrap_compacts_rarely_and_stays_exact():
+    """Pages removed from the LRU list with their slot unknown (pre-eviction,
+    pre-deallocation) get a new generation; a whole tensor's pages do so in lockstep. Their
+    generations wrap together: the list must not be compacted once per page (Llama-7B under
+    G10 spent hours so), and no stale entry may ever look live."""
+    n, cap = 1000, 4096
+    lru = np.zeros(cap + pk.STALE_BUCKETS * 16, dtype=np.int32)
+    pstate = np.full(n, pk.IN_GPU, dtype=np.uint8)
+    S = np.zeros(pk.NS, dtype=np.int64)
+    S[pk.P_LCAP] = cap
+    for p in range(n):
+        lru[p] = p << pk.GEN_SHIFT
+    S[pk.S_LRU_TAIL] = n
+    compactions = 0
+    for _round in range(40):
+        for p in range(n):
+            before = S[pk.S_LRU_STALE]
+            pk._lru_remove_unknown(lru, pstate, S, p)
+            compactions += S[pk.S_LRU_STALE] != before + 1
+            # the page comes back to the GPU: a new entry with its new generation
+            if S[pk.S_LRU_TAIL] - S[pk.S_LRU_HEAD] >= cap:
+                pk._lru_compact(lru, pstate, S)
+                compactions += 1
+            t = S[pk.S_LRU_TAIL]
+            lru[t & (cap - 1)] = (p << pk.GEN_SHIFT) | (int(pstate[p]) >> pk.GEN_SHIFT)
+            S[pk.S_LRU_TAIL] = t + 1
+        live = [int(lru[s & (cap - 1)]) >> pk.GEN_SHIFT
+                for s in range(S[pk.S_LRU_HEAD], S[pk.S_LRU_TAIL])
+                if pk._lru_live(lru, pstate, S, s)]
+        assert sorted(live) == list(range(n))      # exactly one live entry per page
+    # the ring fills every ~3 rounds; generation wraps add about one compaction per 16 rounds
+    assert compactions <= 40 // 3 + 40 // 16 + 2

@@ -169,7 +169,10 @@ C_FFS = 87         # forced_fetch_src
 C_FED = 88         # forced_evc_dest
 # fault-scan counts of a kernel start: intr, cpu/ssd/np in, cpu/ssd/np out, total in/out
 S_CNT = 90
+P_LCAP = 89        # capacity of the LRU ring (a power of two); lru[P_LCAP:] holds the
+                   # stale-entry counts (STALE_BUCKETS x 16 generations)
 NS = 100
+STALE_BUCKETS = 1 << 16
 
 # run statuses
 ST_DONE = 0
@@ -364,7 +367,7 @@ def _lru_compact(lru, pstate, S):
     live entry at or after it (or the tail). The list is a ring (positions are monotonic,
     taken modulo the power-of-two capacity), so this runs only when it is full of entries
     between head and tail, not each time the tail wraps."""
-    lm = lru.shape[0] - 1
+    lm = S[P_LCAP] - 1
     head = S[S_LRU_HEAD]
     tail = S[S_LRU_TAIL]
     cur = S[S_LRU_CUR]
@@ -388,11 +391,14 @@ def _lru_compact(lru, pstate, S):
     S[S_LRU_CUR] = head + new_cur
     S[S_LRU_STALE] = 0
     S[S_LRU_SCAN] = head
+    if check:
+        for i in range(S[P_LCAP], S[P_LCAP] + STALE_BUCKETS * 16):
+            lru[i] = 0
 
 
 @_kernel
-def _lru_live(lru, pstate, s):
-    e = lru[s & (lru.shape[0] - 1)]
+def _lru_live(lru, pstate, S, s):
+    e = lru[s & (S[P_LCAP] - 1)]
     if e < 0:
         return False
     return _live(np.int64(pstate[e >> GEN_SHIFT]), e)
@@ -400,17 +406,24 @@ def _lru_live(lru, pstate, s):
 
 @_kernel
 def _lru_remove_unknown(lru, pstate, S, p):
-    """Remove page p (IN_GPU) from the list where its slot is unknown: bump its generation."""
+    """Remove page p (IN_GPU) from the list where its slot is unknown: bump its generation,
+    which leaves its entry stale (it no longer matches the page's generation)."""
     cur = S[S_LRU_CUR]
-    ec = lru[cur & (lru.shape[0] - 1)]
+    ec = lru[cur & (S[P_LCAP] - 1)]
     if cur < S[S_LRU_TAIL] and ec >= 0 and (ec >> GEN_SHIFT) == p \
-            and _lru_live(lru, pstate, cur):
+            and _lru_live(lru, pstate, S, cur):
         S[S_LRU_CUR] = S[S_LRU_HEAD]          # removing the cursor's page resets it (§8.1)
-    g = ((np.int64(pstate[p]) >> GEN_SHIFT) + 1) & GEN_MASK
+    g0 = np.int64(pstate[p]) >> GEN_SHIFT
+    g = (g0 + 1) & GEN_MASK
     pstate[p] = (np.int64(pstate[p]) & 15) | (g << GEN_SHIFT)
     S[S_LRU_STALE] += 1
-    if g == 0:
-        # generation wrapped: drop every stale entry before an old one could look live
+    # Stale entries are counted per (page bucket, generation) since the last compaction. An
+    # old entry of p could look live again only if one with p's new generation is stale in
+    # the list, which needs that count to be non-zero: compact then (after 16 bumps of one
+    # page at most, and once per 16 rounds when a whole tensor's pages move in lockstep).
+    base = S[P_LCAP] + (p & (STALE_BUCKETS - 1)) * 16
+    lru[base + g0] += 1
+    if lru[base + g] != 0:
         _lru_compact(lru, pstate, S)
 
 
@@ -418,7 +431,7 @@ def _lru_remove_unknown(lru, pstate, S, p):
 def _lru_advance_head(lru, pstate, S):
     h = S[S_LRU_HEAD]
     t = S[S_LRU_TAIL]
-    while h < t and not _lru_live(lru, pstate, h):
+    while h < t and not _lru_live(lru, pstate, S, h):
         h += 1
     S[S_LRU_HEAD] = h
     if S[S_LRU_CUR] < h:
@@ -436,7 +449,7 @@ def _lru_advance_head(lru, pstate, S):
 def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
     """The stages of one busy batcher tick at time t (§9.2), counting in S[C_*]."""
     qm = qb.shape[1] - 1
-    lcap = lru.shape[0]
+    lcap = S[P_LCAP]
     lm = lcap - 1
     G = S[P_G]
     HOST = S[P_HOST]
@@ -1016,7 +1029,7 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
         _lru_advance_head(lru, pstate, S)
         s = S[S_LRU_HEAD]
         tail = S[S_LRU_TAIL]
-        lm = lru.shape[0] - 1
+        lm = S[P_LCAP] - 1
         while s < tail:
             e = lru[s & lm]
             if e >= 0:
