@@ -291,3 +291,63 @@ def test_dask_missing_gives_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", fake)
     with pytest.raises(InputError, match="pip install 'g10fast\\[dask\\]'"):
         run_sweep(resolved[:1], tmp_path / "x.h5", dask="tcp://127.0.0.1:1", progress=False)
+
+
+# ------------------------------------------------------------------------------ shared work
+
+def test_plan_shared_with_kernel_time_variation_points(tmp_path):
+    """A Fig. 19 point (kernel_time_std_dev > 0) reuses its base point's G10
+    plan (variation is applied after planning, planner spec §3.4) and gives the same result
+    as a run that plans afresh; a point with another SSD bandwidth gets its own plan."""
+    need_artifact()
+    from g10fast.run import run
+    from g10fast.sweep import worker
+    from g10fast.sweep.worker import execute, plan_key, task_for
+
+    m = tmp_path / "var.toml"
+    m.write_text('[[group]]\nmodels = ["VIT"]\npolicies = ["prefetch_lru"]\nbatch = [256]\n'
+                 'kernel_time_std_dev = [0, 0.1]\n'
+                 '[[group]]\nmodels = ["VIT"]\npolicies = ["prefetch_lru"]\nbatch = [256]\n'
+                 'ssd_gbps = 6.4\n')
+    base, var, ssd = resolve_points(expand_matrix(m), ARTIFACT)
+    assert var.config.kernel_time_std_dev == 0.1
+    assert plan_key(base.config) == plan_key(var.config) != plan_key(ssd.config)
+    worker.clear_cache()
+    r0, r1, r2 = (execute(task_for(rp)) for rp in (base, var, ssd))
+    assert [r["status"] for r in (r0, r1, r2)] == ["ok"] * 3, r0["error"]
+    assert (r0["cache"], r1["cache"], r2["cache"]) == (
+        {"workload": False, "plan": False}, {"workload": True, "plan": True},
+        {"workload": True, "plan": False})
+    fresh = run(var.config)
+    assert r1["result"]["reported"] == fresh["reported"]
+    it = r1["result"]["reported"]
+    assert (r1["result"]["iterations"][it]["exe_time_cycles"]
+            == fresh["iterations"][it]["exe_time_cycles"])
+    assert r1["result"]["plan"]["hints"] == fresh["plan"]["hints"]
+    assert r1["cpu_seconds"] > 0
+    worker.clear_cache()
+
+
+def test_longest_first_schedule(tmp_path):
+    """Groups of (model, batch) by estimated total cost, descending; tensor-engine points
+    after page-engine points of the same workload; a fitting workload is cheap."""
+    need_artifact()
+    from g10fast.sweep.runner import estimate_cost, plan_sweep
+
+    m = tmp_path / "s.toml"
+    m.write_text('[[group]]\nmodels = ["VIT", "SENet154"]\n'
+                 'policies = ["FlashNeuron", "lru", "prefetch_lru"]\n'
+                 '[group.batch]\nVIT = [256, 1280]\nSENet154 = [1024]\n')
+    resolved = resolve_points(expand_matrix(m), ARTIFACT)
+    tasks, skipped = plan_sweep(resolved, ResultStore(tmp_path / "r.h5"))
+    assert skipped == 0 and len(tasks) == 9
+    labels = [t["label"] for t in tasks]
+    assert labels[0].startswith("SENet154/1024-") and labels[-1].startswith("VIT/256-")
+    assert labels[2].endswith("FlashNeuron")
+    costs = [t["cost"] for t in tasks]
+    assert costs[0] >= costs[1] >= costs[2]
+    vit = {rp.point.batch: rp for rp in resolved if rp.point.model == "VIT"
+           and rp.point.policy == "lru"}
+    assert estimate_cost(vit[256]) < 0.2 * estimate_cost(vit[1280])
+    # the analyses are computed by the first task of each group
+    assert sum(t["analyze"] is not None for t in tasks) == 3
