@@ -215,7 +215,9 @@ def execute(task: dict) -> dict:
            "worker_pid": os.getpid()}
     try:
         cfg = G10Config(**task["config"])
+        tw = time.process_time()
         w, cached = _workload(cfg)
+        rec["workload_cpu_seconds"] = time.process_time() - tw
         CACHE_STATS["workload_hits"] += cached
         if task.get("analyze"):
             rec["analysis"] = workload_analysis(w, cfg.GPU_frequency_GHz, task["analyze"],
