@@ -107,15 +107,16 @@ def _group_key(rp) -> str:
     return f"{rp.label.split('/')[0]}-{rp.point.batch}"
 
 
-#: Relative cost of a point per page of its workload, by policy: measured per-point CPU
-#: seconds of the Figure-11 points divided by their workloads' peak pages (benchmarks/results/
-#: sweep_cost.jsonl). The tensor engine simulates tensors, not pages: it is cheap.
-POLICY_COST = {"lru": 1.0, "ideal": 0.3, "deepUM": 1.0, "prefetch_lru": 1.0,
-               "FlashNeuron": 0.1, "G10GDSSSD": 0.1, "G10GDSFULL": 0.1}
+#: Relative cost of a point per page of its workload, by policy, from the CPU seconds of the
+#: Figure-11 points (benchmarks/results/sweep_extrapolation.jsonl; e.g. ResNet152-1280: lru
+#: 25.8 s, deepUM 26.5 s, prefetch_lru 17.3 s, the tensor engine 0.1-0.3 s, which simulates
+#: tensors, not pages).
+POLICY_COST = {"lru": 1.0, "ideal": 0.3, "deepUM": 1.2, "prefetch_lru": 0.7,
+               "FlashNeuron": 0.02, "G10GDSSSD": 0.02, "G10GDSFULL": 0.02}
 #: Peak bytes per sample of the bundled models (the workloads' `total` maximum / batch size,
 #: from the stored workload analyses), for sweeps whose store has no analysis yet.
-BYTES_PER_SAMPLE = {"BERT": 4.0e8, "VIT": 1.0e8, "Inceptionv3": 7.0e7, "ResNet152": 9.0e7,
-                    "SENet154": 1.6e8}
+BYTES_PER_SAMPLE = {"BERT": 2.0e8, "VIT": 4.8e7, "Inceptionv3": 9.4e7, "ResNet152": 2.3e8,
+                    "SENet154": 2.3e8}
 #: Points whose workload fits in GPU memory move no pages: a fraction of the cost.
 FIT_COST = 0.2
 
