@@ -351,3 +351,28 @@ def test_longest_first_schedule(tmp_path):
     assert estimate_cost(vit[256]) < 0.2 * estimate_cost(vit[1280])
     # the analyses are computed by the first task of each group
     assert sum(t["analyze"] is not None for t in tasks) == 3
+
+
+def test_worker_caches_drop_with_their_workload(tmp_path, monkeypatch):
+    """The vitality and plan caches hold entries of cached workloads only."""
+    from g10fast.sweep import worker
+
+    worker.clear_cache()
+    monkeypatch.setattr(worker, "MAX_CACHED_WORKLOADS", 1)
+
+    class Cfg:
+        def __init__(self, name):
+            self.name = name
+
+    keys = {}
+    monkeypatch.setattr(worker, "_workload_key", lambda cfg: ("w", cfg.name))
+    import g10fast.run as run_mod
+    monkeypatch.setattr(run_mod, "build_workload", lambda cfg: keys.setdefault(cfg.name, object()))
+    a, b = Cfg("a"), Cfg("b")
+    worker._workload(a)
+    worker._VITALITY[(("w", "a"), 1.2)] = "va"
+    worker._PLANS[(("w", "a"), ("G10",))] = "pa"
+    worker._workload(b)     # evicts a, with its vitality and plan
+    assert list(worker._WORKLOADS) == [("w", "b")]
+    assert not worker._VITALITY and not worker._PLANS
+    worker.clear_cache()

@@ -12,8 +12,9 @@ system (bandwidths, host memory line, latencies, GPU memory), but not on the ker
 variation, which is applied after planning (planner spec §3.4): so the Fig. 19 points
 (kernel_time_std_dev > 0, their own ran_seed) reuse the plan of their base point. Plans are
 keyed by the whole resolved configuration less those two fields (`PLAN_INDEPENDENT`) and
-the output location; a
-DeepUM plan depends on the workload and the prefetch degree only.
+the output location; a DeepUM plan depends on the workload and the prefetch degree only.
+Measured, the shared work is small beside the simulation (a G10 plan 0.003-0.15 s, a workload
+<= 0.3 s, a simulation 1-40 s; docs/sweep-performance.md).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ __all__ = ["execute", "workload_analysis", "kernel_arrays", "clear_cache"]
 #: parsed workloads kept per worker process (a SENet154-1024 workload is ~100 MB)
 MAX_CACHED_WORKLOADS = 2
 _WORKLOADS: OrderedDict = OrderedDict()
-#: workload key -> Vitality of the cached workloads (dropped with the workload)
+#: (workload key, GPU GHz) -> Vitality of the cached workloads (dropped with the workload)
 _VITALITY: dict = {}
 #: (workload key, plan key) -> MigrationPlan; a few per workload (a plan is a few MB)
 MAX_CACHED_PLANS = 8
@@ -70,7 +71,8 @@ def _workload(cfg):
     _WORKLOADS[key] = w
     while len(_WORKLOADS) > MAX_CACHED_WORKLOADS:
         old, _ = _WORKLOADS.popitem(last=False)
-        _VITALITY.pop(old, None)
+        for vk in [vk for vk in _VITALITY if vk[0] == old]:
+            del _VITALITY[vk]
         for pk in [pk for pk in _PLANS if pk[0] == old]:
             del _PLANS[pk]
     return w, False
