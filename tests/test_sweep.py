@@ -226,6 +226,27 @@ def test_tiny_sweep_resume_and_failures(tmp_path):
     assert s3.ran == 0 and s3.skipped == 3
 
 
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as fh:
+                    if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def test_sweep_cli_in_worker_processes_and_killed_sweep(tmp_path):
     """End to end through the CLI with a worker process; a sweep killed (SIGKILL) after its
     first stored point leaves a store that opens, and the rerun does only the rest."""
@@ -247,10 +268,16 @@ def test_sweep_cli_in_worker_processes_and_killed_sweep(tmp_path):
             pass   # caught mid-creation
         time.sleep(0.2)
     killed = proc.poll() is None
+    children = _children(proc.pid)
     if killed:
         proc.kill()
         proc.wait()
-        # the pool's worker may outlive the parent briefly; it does not write the store
+        # the pool's worker outlives the parent briefly (it does not write the store) and
+        # then exits on its own
+        t1 = time.time()
+        while time.time() - t1 < 15 and any(_alive(c) for c in children):
+            time.sleep(0.2)
+        assert not any(_alive(c) for c in children), "sweep workers outlived the killed sweep"
     done_before = ResultStore(store).statuses()
     assert len(done_before) >= 1
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)

@@ -268,7 +268,8 @@ def _run_pool(tasks: list, n: int, record) -> None:
     crashes: dict[str, int] = {}
     first = not numba_cache_warm()
     while queue:
-        ex = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
+        ex = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_watch_parent,
+                                 initargs=(os.getpid(),))
         running: dict = {}
         requeue: list = []
         try:
@@ -307,6 +308,20 @@ def _run_pool(tasks: list, n: int, record) -> None:
             else:
                 queue.append(t)
         n = max(1, n // 2)   # fewer tasks in flight: isolate the culprit
+
+
+def _watch_parent(parent_pid: int) -> None:
+    """Worker initializer: exit when the sweep process is gone (killed with SIGKILL, the pool
+    cannot stop its workers; they would wait on their task queue for ever)."""
+    import threading
+
+    def watch():
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="g10fast-parent-watch", daemon=True).start()
 
 
 def _kill_workers(ex) -> None:
