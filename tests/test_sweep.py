@@ -226,6 +226,27 @@ def test_tiny_sweep_resume_and_failures(tmp_path):
     assert s3.ran == 0 and s3.skipped == 3
 
 
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as fh:
+                    if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def test_sweep_cli_in_worker_processes_and_killed_sweep(tmp_path):
     """End to end through the CLI with a worker process; a sweep killed (SIGKILL) after its
     first stored point leaves a store that opens, and the rerun does only the rest."""
@@ -247,10 +268,16 @@ def test_sweep_cli_in_worker_processes_and_killed_sweep(tmp_path):
             pass   # caught mid-creation
         time.sleep(0.2)
     killed = proc.poll() is None
+    children = _children(proc.pid)
     if killed:
         proc.kill()
         proc.wait()
-        # the pool's worker may outlive the parent briefly; it does not write the store
+        # the pool's worker outlives the parent briefly (it does not write the store) and
+        # then exits on its own
+        t1 = time.time()
+        while time.time() - t1 < 15 and any(_alive(c) for c in children):
+            time.sleep(0.2)
+        assert not any(_alive(c) for c in children), "sweep workers outlived the killed sweep"
     done_before = ResultStore(store).statuses()
     assert len(done_before) >= 1
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
@@ -291,3 +318,88 @@ def test_dask_missing_gives_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", fake)
     with pytest.raises(InputError, match="pip install 'g10fast\\[dask\\]'"):
         run_sweep(resolved[:1], tmp_path / "x.h5", dask="tcp://127.0.0.1:1", progress=False)
+
+
+# ------------------------------------------------------------------------------ shared work
+
+def test_plan_shared_with_kernel_time_variation_points(tmp_path):
+    """A Fig. 19 point (kernel_time_std_dev > 0) reuses its base point's G10
+    plan (variation is applied after planning, planner spec §3.4) and gives the same result
+    as a run that plans afresh; a point with another SSD bandwidth gets its own plan."""
+    need_artifact()
+    from g10fast.run import run
+    from g10fast.sweep import worker
+    from g10fast.sweep.worker import execute, plan_key, task_for
+
+    m = tmp_path / "var.toml"
+    m.write_text('[[group]]\nmodels = ["VIT"]\npolicies = ["prefetch_lru"]\nbatch = [256]\n'
+                 'kernel_time_std_dev = [0, 0.1]\n'
+                 '[[group]]\nmodels = ["VIT"]\npolicies = ["prefetch_lru"]\nbatch = [256]\n'
+                 'ssd_gbps = 6.4\n')
+    base, var, ssd = resolve_points(expand_matrix(m), ARTIFACT)
+    assert var.config.kernel_time_std_dev == 0.1
+    assert plan_key(base.config) == plan_key(var.config) != plan_key(ssd.config)
+    worker.clear_cache()
+    r0, r1, r2 = (execute(task_for(rp)) for rp in (base, var, ssd))
+    assert [r["status"] for r in (r0, r1, r2)] == ["ok"] * 3, r0["error"]
+    assert (r0["cache"], r1["cache"], r2["cache"]) == (
+        {"workload": False, "plan": False}, {"workload": True, "plan": True},
+        {"workload": True, "plan": False})
+    fresh = run(var.config)
+    assert r1["result"]["reported"] == fresh["reported"]
+    it = r1["result"]["reported"]
+    assert (r1["result"]["iterations"][it]["exe_time_cycles"]
+            == fresh["iterations"][it]["exe_time_cycles"])
+    assert r1["result"]["plan"]["hints"] == fresh["plan"]["hints"]
+    assert r1["cpu_seconds"] > 0
+    worker.clear_cache()
+
+
+def test_longest_first_schedule(tmp_path):
+    """Groups of (model, batch) by estimated total cost, descending; tensor-engine points
+    after page-engine points of the same workload; a fitting workload is cheap."""
+    need_artifact()
+    from g10fast.sweep.runner import estimate_cost, plan_sweep
+
+    m = tmp_path / "s.toml"
+    m.write_text('[[group]]\nmodels = ["VIT", "SENet154"]\n'
+                 'policies = ["FlashNeuron", "lru", "prefetch_lru"]\n'
+                 '[group.batch]\nVIT = [256, 1280]\nSENet154 = [1024]\n')
+    resolved = resolve_points(expand_matrix(m), ARTIFACT)
+    tasks, skipped = plan_sweep(resolved, ResultStore(tmp_path / "r.h5"))
+    assert skipped == 0 and len(tasks) == 9
+    labels = [t["label"] for t in tasks]
+    assert labels[0].startswith("SENet154/1024-") and labels[-1].startswith("VIT/256-")
+    assert labels[2].endswith("FlashNeuron")
+    costs = [t["cost"] for t in tasks]
+    assert costs[0] >= costs[1] >= costs[2]
+    vit = {rp.point.batch: rp for rp in resolved if rp.point.model == "VIT"
+           and rp.point.policy == "lru"}
+    assert estimate_cost(vit[256]) < 0.2 * estimate_cost(vit[1280])
+    # the analyses are computed by the first task of each group
+    assert sum(t["analyze"] is not None for t in tasks) == 3
+
+
+def test_worker_caches_drop_with_their_workload(tmp_path, monkeypatch):
+    """The vitality and plan caches hold entries of cached workloads only."""
+    from g10fast.sweep import worker
+
+    worker.clear_cache()
+    monkeypatch.setattr(worker, "MAX_CACHED_WORKLOADS", 1)
+
+    class Cfg:
+        def __init__(self, name):
+            self.name = name
+
+    keys = {}
+    monkeypatch.setattr(worker, "_workload_key", lambda cfg: ("w", cfg.name))
+    import g10fast.run as run_mod
+    monkeypatch.setattr(run_mod, "build_workload", lambda cfg: keys.setdefault(cfg.name, object()))
+    a, b = Cfg("a"), Cfg("b")
+    worker._workload(a)
+    worker._VITALITY[(("w", "a"), 1.2)] = "va"
+    worker._PLANS[(("w", "a"), ("G10",))] = "pa"
+    worker._workload(b)     # evicts a, with its vitality and plan
+    assert list(worker._WORKLOADS) == [("w", "b")]
+    assert not worker._VITALITY and not worker._PLANS
+    worker.clear_cache()

@@ -17,6 +17,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..errors import InputError
 from .store import ResultStore
 from .worker import execute, task_for
@@ -105,23 +107,65 @@ def _group_key(rp) -> str:
     return f"{rp.label.split('/')[0]}-{rp.point.batch}"
 
 
+#: Relative cost of a point per page of its workload, by policy, from the CPU seconds of the
+#: Figure-11 points (benchmarks/results/sweep_extrapolation.jsonl; e.g. ResNet152-1280: lru
+#: 25.8 s, deepUM 26.5 s, prefetch_lru 17.3 s, the tensor engine 0.1-0.3 s, which simulates
+#: tensors, not pages).
+POLICY_COST = {"lru": 1.0, "ideal": 0.3, "deepUM": 1.2, "prefetch_lru": 0.7,
+               "FlashNeuron": 0.02, "G10GDSSSD": 0.02, "G10GDSFULL": 0.02}
+#: Peak bytes per sample of the bundled models (the workloads' `total` maximum / batch size,
+#: from the stored workload analyses), for sweeps whose store has no analysis yet.
+BYTES_PER_SAMPLE = {"BERT": 2.0e8, "VIT": 4.8e7, "Inceptionv3": 9.4e7, "ResNet152": 2.3e8,
+                    "SENet154": 2.3e8}
+#: Points whose workload fits in GPU memory move no pages: a fraction of the cost.
+FIT_COST = 0.2
+
+
+def estimate_cost(rp, peak_bytes: float | None = None) -> float:
+    """A relative cost for scheduling (not seconds): the workload's peak pages times the
+    policy's factor, less when the workload fits in GPU memory. `peak_bytes` (the stored
+    workload analysis's peak) replaces the per-model estimate."""
+    pt = rp.point
+    if peak_bytes is None:
+        per = BYTES_PER_SAMPLE.get(pt.model, float(np.median(list(BYTES_PER_SAMPLE.values()))))
+        peak_bytes = per * pt.batch
+    gpu = float(getattr(rp.config, "GPU_memory_size_GB", 40) or 40) * 2**30
+    cost = peak_bytes / 4096 * POLICY_COST.get(pt.policy, 1.0)
+    return cost if peak_bytes > gpu else cost * FIT_COST
+
+
 def plan_sweep(resolved, store: ResultStore, retry_errors: bool = True) -> tuple[list, int]:
-    """(tasks to run, number skipped). Points of one (model, batch) are kept together so that
-    a worker's workload cache is hit; the first task of a (model, batch) without a stored
-    workload analysis computes it."""
+    """(tasks to run, number skipped), longest first: the (model, batch) groups by their
+    estimated total cost, descending, and within a group the points by estimated cost,
+    descending (`estimate_cost`), so that the long points do not come last and leave one
+    worker idle. The points of one (model, batch) are kept together so that a worker's
+    workload, vitality and plan caches are hit; the first task of a (model, batch) without a
+    stored workload analysis computes it."""
     have = store.statuses()
     keep = ("ok", "failed") if retry_errors else ("ok", "failed", "error")
     todo = [rp for rp in resolved if have.get(rp.hash) not in keep]
     skipped = len(resolved) - len(todo)
-    order = {}
-    for rp in todo:
-        order.setdefault(_group_key(rp), len(order))
-    todo.sort(key=lambda rp: order[_group_key(rp)])
     analysed = store.workload_keys()
+    peaks = {}
+    for key in {_group_key(rp) for rp in todo} & analysed:
+        an = store.workload(key)
+        if an is not None and len(an.get("total", ())):
+            peaks[key] = float(np.max(an["total"]))
+    cost = {rp.hash: estimate_cost(rp, peaks.get(_group_key(rp))) for rp in todo}
+    group_cost: dict = {}
+    for rp in todo:
+        group_cost[_group_key(rp)] = group_cost.get(_group_key(rp), 0.0) + cost[rp.hash]
+    first_seen = {}
+    for rp in todo:
+        first_seen.setdefault(_group_key(rp), len(first_seen))
+    todo.sort(key=lambda rp: (-group_cost[_group_key(rp)], first_seen[_group_key(rp)],
+                              -cost[rp.hash]))
     tasks = []
     for rp in todo:
         key = _group_key(rp)
-        tasks.append(task_for(rp, None if key in analysed else key))
+        t = task_for(rp, None if key in analysed else key)
+        t["cost"] = cost[rp.hash]
+        tasks.append(t)
         analysed.add(key)
     return tasks, skipped
 
@@ -186,10 +230,34 @@ def _crash_record(task: dict, msg: str) -> dict:
             "error_type": "WorkerCrash", "result": None, "arrays": None, "analysis": None}
 
 
+#: the modules with cache=True Numba kernels
+_NUMBA_MODULES = ("g10fast.engine.page_kernels", "g10fast.engine.tensor_kernels",
+                  "g10fast.planner.g10_kernels")
+
+
+def numba_cache_warm() -> bool:
+    """Whether every Numba kernel module has an on-disk cache index (a previous run compiled
+    it): then the workers load the kernels and none of them writes the cache."""
+    import importlib.util
+    from pathlib import Path
+
+    root = os.environ.get("NUMBA_CACHE_DIR")
+    for name in _NUMBA_MODULES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.origin:
+            return False
+        stem = Path(spec.origin).stem
+        where = Path(root) if root else Path(spec.origin).parent / "__pycache__"
+        pattern = f"**/{stem}.*.nbi" if root else f"{stem}.*.nbi"
+        if not any(where.glob(pattern)):
+            return False
+    return True
+
+
 def _run_pool(tasks: list, n: int, record) -> None:
-    """Long-lived spawn-context worker processes; the first task runs alone so that one
-    process fills the Numba cache before the others load it (concurrent cache writes are
-    fragile, numba#4807). A worker that dies takes down the pool: it is rebuilt, and a task
+    """Long-lived spawn-context worker processes. With a cold Numba cache the first task runs
+    alone so that one process fills the cache before the others load it (concurrent cache
+    writes are fragile, numba#4807); with a warm one all workers start at once. A worker that dies takes down the pool: it is rebuilt, and a task
     that was running in `_MAX_POOL_CRASHES` crashed pools is recorded as an error."""
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -198,9 +266,10 @@ def _run_pool(tasks: list, n: int, record) -> None:
     ctx = mp.get_context("spawn")
     queue = list(reversed(tasks))   # pop() from the end = original order
     crashes: dict[str, int] = {}
-    first = True
+    first = not numba_cache_warm()
     while queue:
-        ex = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
+        ex = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_watch_parent,
+                                 initargs=(os.getpid(),))
         running: dict = {}
         requeue: list = []
         try:
@@ -239,6 +308,20 @@ def _run_pool(tasks: list, n: int, record) -> None:
             else:
                 queue.append(t)
         n = max(1, n // 2)   # fewer tasks in flight: isolate the culprit
+
+
+def _watch_parent(parent_pid: int) -> None:
+    """Worker initializer: exit when the sweep process is gone (killed with SIGKILL, the pool
+    cannot stop its workers; they would wait on their task queue for ever)."""
+    import threading
+
+    def watch():
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="g10fast-parent-watch", daemon=True).start()
 
 
 def _kill_workers(ex) -> None:

@@ -6,7 +6,8 @@ Layout (docs/store-format.md):
     /points/<config hash>/  attrs status (ok | failed | error), label, model, batch_size,
                             policy, host_mem_gb, ssd_gbps, pcie_gbps, kernel_time_std_dev,
                             ran_seed, kernel_speedup, group, error, error_type, wall_seconds,
-                            finished_at, worker_peak_rss_bytes, g10fast_version
+                            finished_at, cpu_seconds, workload_cpu_seconds,
+                            worker_peak_rss_bytes, g10fast_version
                             datasets config (JSON text), result (JSON text),
                             arrays/<name> (per-kernel arrays, e.g. kernel_cycles)
     /workloads/<Model>-<B>/ per-(model, batch) workload analysis for Figs 2-4:
@@ -202,9 +203,12 @@ class ResultStore:
                 g.attrs[k] = v
             g.attrs["error"] = rec.get("error") or ""
             g.attrs["error_type"] = rec.get("error_type") or ""
-            for k in ("wall_seconds", "worker_peak_rss_bytes", "worker_pid"):
+            for k in ("wall_seconds", "cpu_seconds", "workload_cpu_seconds", "worker_peak_rss_bytes",
+                      "worker_pid"):
                 if rec.get(k) is not None:
                     g.attrs[k] = rec[k]
+            for k, v in (rec.get("cache") or {}).items():
+                g.attrs[f"cache_{k}"] = bool(v)
             g.attrs["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S")
             g.attrs["g10fast_version"] = rec.get("g10fast_version", "")
             g.create_dataset("config", data=json.dumps(to_jsonable(rec.get("config", {}))))

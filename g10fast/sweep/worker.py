@@ -4,6 +4,17 @@ Workers are long-lived (a process pool or Dask workers): Numba kernels are compi
 from the cache once per process, and the parsed workload of the last few (model, batch size)
 pairs is kept, so the points of one workload parse its model and trace files once.
 `execute` never raises for a failing point: the error is in the record it returns.
+
+Work shared between the points of one workload, per worker process: the vitality analysis
+(liveness and inactive periods, which depend on the workload and the GPU frequency only) and
+the migration plan of the page-engine policies. A G10 plan depends on the workload and the
+system (bandwidths, host memory line, latencies, GPU memory), but not on the kernel-time
+variation, which is applied after planning (planner spec §3.4): so the Fig. 19 points
+(kernel_time_std_dev > 0, their own ran_seed) reuse the plan of their base point. Plans are
+keyed by the whole resolved configuration less those two fields (`PLAN_INDEPENDENT`) and
+the output location; a DeepUM plan depends on the workload and the prefetch degree only.
+Measured, the shared work is small beside the simulation (a G10 plan 0.003-0.15 s, a workload
+<= 0.3 s, a simulation 1-40 s; docs/sweep-performance.md).
 """
 
 from __future__ import annotations
@@ -22,10 +33,23 @@ __all__ = ["execute", "workload_analysis", "kernel_arrays", "clear_cache"]
 #: parsed workloads kept per worker process (a SENet154-1024 workload is ~100 MB)
 MAX_CACHED_WORKLOADS = 2
 _WORKLOADS: OrderedDict = OrderedDict()
+#: (workload key, GPU GHz) -> Vitality of the cached workloads (dropped with the workload)
+_VITALITY: dict = {}
+#: (workload key, plan key) -> MigrationPlan; a few per workload (a plan is a few MB)
+MAX_CACHED_PLANS = 8
+_PLANS: OrderedDict = OrderedDict()
+#: configuration fields the planners do not read (planner spec §3.2 table, §3.4)
+PLAN_INDEPENDENT = ("kernel_time_std_dev", "ran_seed")
+#: cache hits of this process (for tests and the benchmark)
+CACHE_STATS = {"workload_hits": 0, "vitality_hits": 0, "plan_hits": 0}
 
 
 def clear_cache() -> None:
     _WORKLOADS.clear()
+    _VITALITY.clear()
+    _PLANS.clear()
+    for k in CACHE_STATS:
+        CACHE_STATS[k] = 0
 
 
 def _workload_key(cfg) -> tuple:
@@ -46,11 +70,64 @@ def _workload(cfg):
     w = build_workload(cfg)
     _WORKLOADS[key] = w
     while len(_WORKLOADS) > MAX_CACHED_WORKLOADS:
-        _WORKLOADS.popitem(last=False)
+        old, _ = _WORKLOADS.popitem(last=False)
+        for vk in [vk for vk in _VITALITY if vk[0] == old]:
+            del _VITALITY[vk]
+        for pk in [pk for pk in _PLANS if pk[0] == old]:
+            del _PLANS[pk]
     return w, False
 
 
-def workload_analysis(w, freq_ghz: float, key: str) -> dict:
+def _vitality(cfg, w):
+    """The vitality analysis of the cached workload of `cfg` (computed once per workload)."""
+    from ..analysis.vitality import vitality
+
+    key = (_workload_key(cfg), float(cfg.GPU_frequency_GHz))
+    v = _VITALITY.get(key)
+    if v is None:
+        v = vitality(w, cfg.GPU_frequency_GHz)
+        _VITALITY[key] = v
+    else:
+        CACHE_STATS["vitality_hits"] += 1
+    return v
+
+
+def plan_key(cfg) -> tuple:
+    """What a page-engine plan of `cfg` depends on (beside the workload)."""
+    if str(cfg.migration_policy).upper() == "DEEPUM":
+        return ("DEEPUM", int(cfg.prefetch_degree))
+    from ..config import OUTPUT_KEYS
+
+    d = cfg.to_dict()
+    for name in PLAN_INDEPENDENT + tuple(OUTPUT_KEYS):
+        d.pop(name, None)
+    return ("G10",) + tuple(sorted((k, repr(v)) for k, v in d.items()))
+
+
+def _plan(cfg, w):
+    """The page-engine plan of `cfg` (None for policies without one), shared between points
+    that differ only in fields the planner does not read."""
+    from ..run import PAGE_ENGINE_POLICIES, policy_of
+
+    if not cfg.use_prefetch or policy_of(cfg) not in PAGE_ENGINE_POLICIES:
+        return None
+    key = (_workload_key(cfg), plan_key(cfg))
+    plan = _PLANS.get(key)
+    if plan is not None:
+        CACHE_STATS["plan_hits"] += 1
+        _PLANS.move_to_end(key)
+        return plan
+    from ..planner import plan_for_config
+
+    v = None if str(cfg.migration_policy).upper() == "DEEPUM" else _vitality(cfg, w)
+    plan = plan_for_config(w, cfg, vitality=v)
+    _PLANS[key] = plan
+    while len(_PLANS) > MAX_CACHED_PLANS:
+        _PLANS.popitem(last=False)
+    return plan
+
+
+def workload_analysis(w, freq_ghz: float, key: str, v=None) -> dict:
     """Per-kernel memory consumption and tensor inactive periods (Figs 2-4, 20, 21).
 
     The quantities of G10's `_NNMemConsumptionLog.py` / `_TensorPeriodLog.py` (planner spec
@@ -62,8 +139,6 @@ def workload_analysis(w, freq_ghz: float, key: str) -> dict:
     byte sizes before page rounding. Periods are in creation order (G10 sorts them by
     time x size first; the figures sort them again).
     """
-    from ..analysis.vitality import vitality
-
     K, T = w.num_kernels, w.num_tensors
     size = np.asarray(w.raw_size, dtype=np.int64)
     glob = np.asarray(w.is_global, dtype=bool)
@@ -77,7 +152,9 @@ def workload_analysis(w, freq_ghz: float, key: str) -> dict:
     kind = np.where(is_input[pt], 0, np.where(glob[pt], 1, 2))
     parts = [np.bincount(pk[kind == j], weights=size[pt][kind == j], minlength=K)
              for j in range(3)]
-    v = vitality(w, freq_ghz)
+    if v is None:
+        from ..analysis.vitality import vitality
+        v = vitality(w, freq_ghz)
     birth, death = v.birth.astype(np.int64), v.death.astype(np.int64)
     death = np.where(death == -1, birth + 1, death)
     local = (~glob) & (birth >= 0)
@@ -133,17 +210,24 @@ def execute(task: dict) -> dict:
     from ..errors import InputError
 
     t0 = time.perf_counter()
+    c0 = time.process_time()
     rec = {"hash": task["hash"], "label": task.get("label", ""), "point": task.get("point", {}),
            "config": task["config"], "status": "error", "error": "", "error_type": "",
            "result": None, "arrays": None, "analysis": None, "g10fast_version": __version__,
            "worker_pid": os.getpid()}
     try:
         cfg = G10Config(**task["config"])
-        w, _cached = _workload(cfg)
+        tw = time.process_time()
+        w, cached = _workload(cfg)
+        rec["workload_cpu_seconds"] = time.process_time() - tw
+        CACHE_STATS["workload_hits"] += cached
         if task.get("analyze"):
-            rec["analysis"] = workload_analysis(w, cfg.GPU_frequency_GHz, task["analyze"])
+            rec["analysis"] = workload_analysis(w, cfg.GPU_frequency_GHz, task["analyze"],
+                                                v=_vitality(cfg, w))
         from ..run import run
-        res = run(cfg, workload=w)
+        hits = CACHE_STATS["plan_hits"]
+        res = run(cfg, workload=w, plan=_plan(cfg, w))
+        rec["cache"] = {"workload": bool(cached), "plan": CACHE_STATS["plan_hits"] > hits}
         exec_cycles = w.exec_cycles
         if cfg.kernel_time_std_dev:
             from ..workload.times import perturb_kernel_times
@@ -169,6 +253,7 @@ def execute(task: dict) -> dict:
         rec["error"] = f"{type(exc).__name__}: {exc}\n{tb}"
         rec["error_type"] = type(exc).__name__
     rec["wall_seconds"] = time.perf_counter() - t0
+    rec["cpu_seconds"] = time.process_time() - c0
     rec["worker_peak_rss_bytes"] = _peak_rss()
     return rec
 
