@@ -56,6 +56,14 @@ class Collector:
     def append(self, buf):
         self.parts.append(np.array(buf, dtype=np.int64, copy=True))
 
+    @property
+    def n_events(self):
+        return sum(len(p) for p in self.parts)
+
+    def rewind(self, n):
+        ev = self.events()[:n]
+        self.parts = [ev]
+
     def events(self):
         if not self.parts:
             return np.zeros((0, 10), np.int64)
@@ -276,6 +284,14 @@ class _Hasher:
         b = np.ascontiguousarray(buf, dtype=np.int64)
         self.md5.update(b.tobytes())
         self.rows += len(b)
+
+    @property
+    def n_events(self):
+        return self.rows
+
+    def rewind(self, n):
+        if n != self.rows:
+            raise RuntimeError("a hashing trace sink cannot rewind")
 
 
 def run_models():

@@ -446,8 +446,30 @@ def _lru_advance_head(lru, pstate, S):
 # ----------------------------------------------------------------------------------------
 
 @_kernel
+def _tpos(srt, i, p):
+    """Position in srt of the tensor owning page p (see `tensor_of`), i being the position
+    of the last lookup."""
+    if srt[0, i] <= p and p < srt[0, i + 1]:
+        return i
+    lo = 0
+    hi = srt.shape[1] - 1
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if srt[0, mid] <= p:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@_kernel
 def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
-    """The stages of one busy batcher tick at time t (§9.2), counting in S[C_*]."""
+    """The stages of one busy batcher tick at time t (§9.2), counting in S[C_*].
+
+    The hot scalar state (per-tick counters, memory use, wait-set size, LRU positions,
+    lookup caches) is kept in local variables for the whole tick and written back to S at
+    the end, and around the LRU helpers that read and write it in S: the arrays may alias
+    for the compiler, so every S access would otherwise be a memory operation."""
     qm = qb.shape[1] - 1
     lcap = S[P_LCAP]
     lm = lcap - 1
@@ -460,58 +482,292 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
     deepum = S[P_DEEPUM] != 0
     trace = S[P_TRACE] != 0
     it = S[S_CUR_ITER]
+    k = S[S_CUR_KERNEL]
+    c_in = S[C_IN]
+    c_in_ssd = S[C_IN_SSD]
+    c_in_cpu = S[C_IN_CPU]
+    c_out = S[C_OUT]
+    c_out_ssd = S[C_OUT_SSD]
+    c_out_cpu = S[C_OUT_CPU]
+    c_alloc = S[C_ALLOC]
+    c_ffs = S[C_FFS]
+    c_fed = S[C_FED]
+    gpu_used = S[S_GPU_USED]
+    host_used = S[S_HOST_USED]
+    wait = S[S_WAIT]
+    live_warn = S[S_LIVE_WARN]
+    hd = S[S_LRU_HEAD]                  # not moved during a tick
+    lru_tail = S[S_LRU_TAIL]
+    lru_cur = S[S_LRU_CUR]
+    lru_scan = S[S_LRU_SCAN]
+    dum_end = S[S_DEEPUM_END]
+    tc_a = S[S_TC_A]
+    tc_b = S[S_TC_B]
+    tc_c = S[S_TC_C]
+    fast = not trace
+    fast_block = False
     rescue = False
     stage = _G_PE_SSD
     while stage < _G_END:
         # ---- the stage's queue and admission test ----
         if stage == _G_PE_SSD:
             q = Q_PREEVICT_SSD
-            ok = S[C_OUT_SSD] < SSD_CAP and S[C_OUT] < GPU_CAP
+            ok = c_out_ssd < SSD_CAP and c_out < GPU_CAP
         elif stage == _G_PE_CPU:
             q = Q_PREEVICT_CPU
-            host_full = S[S_HOST_USED] == HOST
-            ok = S[C_OUT] < GPU_CAP and ((host_full and S[C_OUT_SSD] < SSD_CAP)
-                                         or (not host_full and S[C_OUT_CPU] < CPU_CAP))
+            host_full = host_used == HOST
+            ok = c_out < GPU_CAP and ((host_full and c_out_ssd < SSD_CAP)
+                                      or (not host_full and c_out_cpu < CPU_CAP))
         else:
             if stage == _G_RS_SSD and not rescue:
                 # DeepUM "lock-up" rescue (§9.2), decided once after the regular stages
-                if not (deepum and S[S_RESCHED] != 0 and S[S_R_STARTED] == 0 and S[S_WAIT] > 0
-                        and S[C_IN] + S[C_OUT] == 0):
+                if not (deepum and S[S_RESCHED] != 0 and S[S_R_STARTED] == 0 and wait > 0
+                        and c_in + c_out == 0):
                     break
                 rescue = True
-            evict_ok = S[S_GPU_USED] < G or (S[C_OUT] < GPU_CAP and
-                                             (S[S_HOST_USED] < HOST or S[C_OUT_SSD] < SSD_CAP))
+            evict_ok = gpu_used < G or (c_out < GPU_CAP and
+                                        (host_used < HOST or c_out_ssd < SSD_CAP))
             if stage == _G_PF_SSD:
                 q = Q_PF_SSD
-                ok = S[C_IN] < GPU_CAP and S[C_ALLOC] < ALLOC_CAP and evict_ok
+                ok = c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
             elif stage == _G_PF_CPU:
                 q = Q_PF_CPU
-                ok = S[C_IN] < GPU_CAP and S[C_ALLOC] < ALLOC_CAP and evict_ok
+                ok = c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
             elif stage == _G_PF_ALLOC:
                 q = Q_PF_ALLOC
-                ok = evict_ok and S[C_ALLOC] < ALLOC_CAP
+                ok = evict_ok and c_alloc < ALLOC_CAP
             elif stage == _G_PRE_SSD:
                 q = Q_PREFETCH_SSD
-                ok = S[C_IN_SSD] < SSD_CAP and S[C_IN] < GPU_CAP and evict_ok
+                ok = c_in_ssd < SSD_CAP and c_in < GPU_CAP and evict_ok
             elif stage == _G_PRE_CPU:
                 q = Q_PREFETCH_CPU
-                ok = S[C_IN_CPU] < CPU_CAP and S[C_IN] < GPU_CAP and evict_ok
+                ok = c_in_cpu < CPU_CAP and c_in < GPU_CAP and evict_ok
             elif stage == _G_PREALLOC:
                 q = Q_PREALLOC
-                ok = evict_ok and S[C_ALLOC] < ALLOC_CAP
+                ok = evict_ok and c_alloc < ALLOC_CAP
             elif stage == _G_RS_SSD:
                 q = Q_PREFETCH_SSD
-                ok = S[C_IN] < GPU_CAP and S[C_ALLOC] < ALLOC_CAP and evict_ok
+                ok = c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
             elif stage == _G_RS_CPU:
                 q = Q_PREFETCH_CPU
-                ok = S[C_IN] < GPU_CAP and S[C_ALLOC] < ALLOC_CAP and evict_ok
+                ok = c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
             else:
                 q = Q_PREALLOC
-                ok = evict_ok and S[C_ALLOC] < ALLOC_CAP
+                ok = evict_ok and c_alloc < ALLOC_CAP
         qh = S[S_QH + q]
         if not ok or S[S_QT + q] <= qh:
             stage += 1
             continue
+        # ---- fast path (untraced): the stage's pages in a tight loop ----
+        # Each page goes exactly as below (admission test, victim from the cursor, eviction,
+        # allocation, counters); a page that needs anything else (no victim from the
+        # cursor (DeepUM: from the scan position), a DeepUM non-PF victim, host overflow,
+        # a required victim to re-queue, LRU compaction, a prefetch page not where its
+        # queue says) leaves the loop untouched and takes the general path once.
+        if fast and not fast_block and _G_PF_SSD <= stage and stage <= _G_PREALLOC:
+            is_fetch_s = stage != _G_PF_ALLOC and stage != _G_PREALLOC
+            is_pf_s = stage <= _G_PF_ALLOC
+            is_pre_s = stage == _G_PRE_SSD or stage == _G_PRE_CPU
+            fsrc = IN_SSD if (stage == _G_PF_SSD or stage == _G_PRE_SSD) else IN_CPU
+            qt = S[S_QT + q]
+            qslot = qh & qm
+            rp = qb[q, qslot, 0]
+            rn = qb[q, qslot, 1]
+            fast_block = True
+            # the tensors of the last victim and of the last allocated page: page range,
+            # id, required flag, and the change of TT_RES not yet written (TT_RES is read
+            # by nothing in the loop; TT_REQ does not change during a tick)
+            vt_lo = 0
+            vt_hi = 0
+            vt_T = 0
+            vt_req = 0
+            vt_d = 0
+            vt_alive = False
+            wt_lo = 0
+            wt_hi = 0
+            wt_win = 0
+            dnp = False
+            at_req = 0
+            at_lo = 0
+            at_hi = 0
+            at_T = 0
+            at_d = 0
+            while True:
+                evict_ok = gpu_used < G or (c_out < GPU_CAP and
+                                            (host_used < HOST or c_out_ssd < SSD_CAP))
+                if stage == _G_PRE_SSD:
+                    ok = c_in_ssd < SSD_CAP and c_in < GPU_CAP and evict_ok
+                elif stage == _G_PRE_CPU:
+                    ok = c_in_cpu < CPU_CAP and c_in < GPU_CAP and evict_ok
+                elif is_fetch_s:
+                    ok = c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
+                else:
+                    ok = evict_ok and c_alloc < ALLOC_CAP
+                if not ok:
+                    break
+                if lru_tail - hd >= lcap:
+                    break
+                p = rp
+                st0 = np.int64(pstate[p])
+                a_src = st0 & LOC_MASK
+                if is_pre_s and a_src != fsrc:
+                    break
+                if p < at_lo or p >= at_hi:
+                    if at_d != 0:
+                        tt[at_T, TT_RES] += at_d
+                        at_d = 0
+                    tc_a = _tpos(srt, tc_a, p)
+                    at_T = srt[1, tc_a]
+                    at_lo = srt[0, tc_a]
+                    at_hi = srt[0, tc_a + 1]
+                    at_req = tt[at_T, TT_REQ]
+                vslot = -1
+                v = -1
+                dest = IN_CPU
+                if gpu_used >= G:
+                    # DeepUM non-PF (§8.2): the first live page outside the window from
+                    # the cursor; DeepUM PF: the first non-in-transfer page from the scan
+                    # position; LRU (§8.1): the first non-in-transfer page from the cursor
+                    dnp = deepum and not is_pf_s and at_req == 0
+                    if deepum and not dnp:
+                        s = lru_scan
+                    else:
+                        s = lru_cur
+                    if s < hd:
+                        s = hd
+                    vst0 = 0
+                    if dnp:
+                        if dum_end != 0:
+                            break
+                        while s < lru_tail:
+                            e = lru[s & lm]
+                            if e >= 0:
+                                vst0 = np.int64(pstate[e >> GEN_SHIFT])
+                                if _live(vst0, e):
+                                    vp = e >> GEN_SHIFT
+                                    if vp < wt_lo or vp >= wt_hi:
+                                        tc_c = _tpos(srt, tc_c, vp)
+                                        wt_lo = srt[0, tc_c]
+                                        wt_hi = srt[0, tc_c + 1]
+                                        wt_win = tt[srt[1, tc_c], TT_WIN]
+                                    if not wt_win:
+                                        vslot = s
+                                        v = vp
+                                        break
+                            s += 1
+                    else:
+                        while s < lru_tail:
+                            e = lru[s & lm]
+                            if e >= 0:
+                                vst0 = np.int64(pstate[e >> GEN_SHIFT])
+                                if _eligible(vst0, e):
+                                    vslot = s
+                                    v = e >> GEN_SHIFT
+                                    break
+                            s += 1
+                    if vslot < 0:
+                        break
+                    if v < vt_lo or v >= vt_hi:
+                        if vt_d != 0:
+                            tt[vt_T, TT_RES] += vt_d
+                            vt_d = 0
+                        tc_b = _tpos(srt, tc_b, v)
+                        vt_T = srt[1, tc_b]
+                        vt_lo = srt[0, tc_b]
+                        vt_hi = srt[0, tc_b + 1]
+                        vt_req = tt[vt_T, TT_REQ]
+                        vt_alive = _is_alive(tt, vt_T, k)
+                    if vt_req:
+                        break
+                    if deepum and not vt_alive:
+                        dest = NOT_PRESENT
+                    elif c_fed != NOT_KNOWN:
+                        dest = c_fed
+                    if dest == IN_CPU and host_used >= HOST:
+                        break
+                # -- committed: page p goes now --
+                fast_block = False
+                if rn > 1:
+                    rp += 1
+                    rn -= 1
+                else:
+                    qh += 1
+                    if qh < qt:
+                        qslot = qh & qm
+                        rp = qb[q, qslot, 0]
+                        rn = qb[q, qslot, 1]
+                if vslot >= 0:
+                    if dnp or not deepum:
+                        lru_cur = vslot + 1
+                    else:
+                        lru_scan = vslot
+                        if lru_cur == vslot:
+                            lru_cur = vslot + 1
+                    if dest == IN_CPU:
+                        host_used += 1
+                    lru[vslot & lm] = -1
+                    gpu_used -= 1
+                    if dest != NOT_PRESENT:
+                        c_out += 1
+                        if dest == IN_SSD:
+                            c_out_ssd += 1
+                            if c_out_ssd == SSD_CAP:
+                                c_fed = IN_CPU
+                        else:
+                            c_out_cpu += 1
+                            if c_out_cpu == CPU_CAP or host_used == HOST:
+                                c_fed = IN_SSD
+                    pstate[v] = ((vst0 & ~LOC_MASK) | dest) & ~F_TRANSFER
+                    if (vst0 & RES_MASK) == IN_GPU:
+                        vt_d -= 1
+                if a_src == IN_CPU:
+                    host_used -= 1
+                    if c_fed == IN_SSD:
+                        c_fed = NOT_KNOWN
+                gpu_used += 1
+                st0 = np.int64(pstate[p])
+                st = (st0 & ~LOC_MASK) | IN_GPU
+                lt = lru_tail
+                lru[lt & lm] = (p << GEN_SHIFT) | (st >> GEN_SHIFT)
+                lru_tail = lt + 1
+                if lru_cur == lt:
+                    lru_cur = lt + 1
+                st &= ~F_TRANSFER
+                if st & F_WAIT:
+                    st &= ~F_WAIT
+                    wait -= 1
+                pstate[p] = st
+                if (st0 & RES_MASK) != IN_GPU:
+                    at_d += 1
+                if is_fetch_s:
+                    if fsrc == IN_SSD:
+                        c_in_ssd += 1
+                        if c_in_ssd == SSD_CAP:
+                            c_ffs = IN_CPU
+                    else:
+                        c_in_cpu += 1
+                        if c_in_cpu == CPU_CAP:
+                            c_ffs = IN_SSD
+                    c_alloc += 1
+                    c_in += 1
+                    if not is_pre_s and c_ffs != NOT_KNOWN and c_ffs != fsrc:
+                        stage += 1
+                        break
+                else:
+                    c_alloc += 1
+                if qh >= qt:
+                    break
+            if vt_d != 0:
+                tt[vt_T, TT_RES] += vt_d
+            if at_d != 0:
+                tt[at_T, TT_RES] += at_d
+            S[S_QH + q] = qh
+            if qh < qt:
+                qb[q, qh & qm, 0] = rp
+                qb[q, qh & qm, 1] = rn
+            continue
+        fast_block = False
+
         p = qb[q, qh & qm, 0]
 
         # ---- what happens to page p ----
@@ -527,9 +783,8 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
         if stage <= _G_PE_CPU:
             # pre-eviction
             ev_v = p
-            fed = S[C_FED]
-            if fed != NOT_KNOWN:
-                ev_dest = fed
+            if c_fed != NOT_KNOWN:
+                ev_dest = c_fed
             else:
                 ev_dest = IN_SSD if stage == _G_PE_SSD else IN_CPU
         else:
@@ -555,17 +810,17 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
                 fetch_src = IN_SSD if (stage == _G_PF_SSD or stage == _G_RS_SSD) else IN_CPU
                 _q_pop(qb, S, q)
             a_src = np.int64(pstate[p]) & LOC_MASK
-            a_tensor = tensor_of(srt, S, S_TC_A, p)
-            if S[S_GPU_USED] >= G:
+            tc_a = _tpos(srt, tc_a, p)
+            a_tensor = srt[1, tc_a]
+            if gpu_used >= G:
                 # ---- victim selection (§8) ----
                 pf = is_pf or tt[a_tensor, TT_REQ] != 0
-                tail = S[S_LRU_TAIL]
-                hd = S[S_LRU_HEAD]
+                tail = lru_tail
                 slot = -1
                 if deepum and not pf:
                     # §8.2 non-PF: from the cursor, skip window tensors; END is sticky (O-15)
-                    if S[S_DEEPUM_END] == 0:
-                        s = S[S_LRU_CUR]
+                    if dum_end == 0:
+                        s = lru_cur
                         if s < hd:
                             s = hd
                         while s < tail:
@@ -574,15 +829,16 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
                                 vp = e >> GEN_SHIFT
                                 vs = np.int64(pstate[vp])
                                 if _live(vs, e):
-                                    if not tt[tensor_of(srt, S, S_TC_C, vp), TT_WIN]:
+                                    tc_c = _tpos(srt, tc_c, vp)
+                                    if not tt[srt[1, tc_c], TT_WIN]:
                                         slot = s
                                         break
                             s += 1
                         if slot >= 0:
-                            S[S_LRU_CUR] = slot + 1
+                            lru_cur = slot + 1
                         else:
-                            S[S_LRU_CUR] = tail
-                            S[S_DEEPUM_END] = 1
+                            lru_cur = tail
+                            dum_end = 1
                     if slot < 0:
                         stage = _G_PREALLOC if stage == _G_PRE_SSD else stage + 1
                         continue
@@ -592,7 +848,7 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
                         # head. Entries before the cursor are never eligible (they were in
                         # transfer when passed, and such pages only leave the list), so one
                         # scan from the cursor is the artifact's scan-then-rescan.
-                        s = S[S_LRU_CUR]
+                        s = lru_cur
                         if s < hd:
                             s = hd
                         while s < tail:
@@ -609,7 +865,7 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
                         # never become eligible (tombstones stay dead until a compaction, and
                         # a GPU page in transfer leaves the GPU before its flag clears), so
                         # this only saves rescanning a growing prefix (quadratic in DeepUM).
-                        s = S[S_LRU_SCAN]
+                        s = lru_scan
                         if s < hd:
                             s = hd
                         while s < tail:
@@ -620,47 +876,47 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
                                     slot = s
                                     break
                             s += 1
-                        S[S_LRU_SCAN] = s
+                        lru_scan = s
                     if slot < 0:
                         S[S_ERROR] = E_NO_VICTIM
                         stage = _G_PREALLOC if stage == _G_PRE_SSD else stage + 1
                         continue
                     if not deepum:
-                        S[S_LRU_CUR] = slot + 1
-                    elif S[S_LRU_CUR] == slot:
-                        S[S_LRU_CUR] = slot + 1
+                        lru_cur = slot + 1
+                    elif lru_cur == slot:
+                        lru_cur = slot + 1
                 ev_v = lru[slot & lm] >> GEN_SHIFT
                 ev_slot = slot
                 ev_pf = True
                 if deepum:
-                    vt = tensor_of(srt, S, S_TC_B, ev_v)
-                    ev_dest = IN_CPU if _is_alive(tt, vt, S[S_CUR_KERNEL]) else NOT_PRESENT
+                    tc_b = _tpos(srt, tc_b, ev_v)
+                    ev_dest = IN_CPU if _is_alive(tt, srt[1, tc_b], k) else NOT_PRESENT
                 else:
                     ev_dest = IN_CPU
-                if ev_dest != NOT_PRESENT and S[C_FED] != NOT_KNOWN:
-                    ev_dest = S[C_FED]
+                if ev_dest != NOT_PRESENT and c_fed != NOT_KNOWN:
+                    ev_dest = c_fed
 
         # ---- evict page ev_v to ev_dest (§9.3 evict) ----
         if ev_v >= 0:
             v = ev_v
             dest = ev_dest
-            T = tensor_of(srt, S, S_TC_B, v)
+            tc_b = _tpos(srt, tc_b, v)
+            T = srt[1, tc_b]
             st0 = np.int64(pstate[v])
-            k = S[S_CUR_KERNEL]
             if dest == NOT_PRESENT and _is_alive(tt, T, k):
                 if ev_pf:
-                    S[S_LIVE_WARN] += 1
+                    live_warn += 1
                 else:
                     S[S_ERROR] = E_DEAD_LIVE_EVICT
             n = 0
             overflow = False
             if dest == IN_CPU:
-                if S[S_HOST_USED] >= HOST:
+                if host_used >= HOST:
                     S[S_ERROR] = E_HOST_OVERFLOW
                     S[S_ERR_A] = v
                     overflow = True
                 else:
-                    S[S_HOST_USED] += 1
+                    host_used += 1
                     n = 1
             elif dest == IN_SSD:
                 n = 1
@@ -668,19 +924,25 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
                 if ev_slot >= 0:
                     lru[ev_slot & lm] = -1
                 else:
+                    S[S_LRU_TAIL] = lru_tail
+                    S[S_LRU_CUR] = lru_cur
+                    S[S_LRU_SCAN] = lru_scan
                     _lru_remove_unknown(lru, pstate, S, v)
+                    lru_tail = S[S_LRU_TAIL]
+                    lru_cur = S[S_LRU_CUR]
+                    lru_scan = S[S_LRU_SCAN]
                 st = (np.int64(pstate[v]) & ~LOC_MASK) | dest
-                S[S_GPU_USED] -= 1
+                gpu_used -= 1
                 if n != 0:
-                    S[C_OUT] += 1
+                    c_out += 1
                     if dest == IN_SSD:
-                        S[C_OUT_SSD] += 1
-                        if S[C_OUT_SSD] == SSD_CAP:
-                            S[C_FED] = IN_CPU
+                        c_out_ssd += 1
+                        if c_out_ssd == SSD_CAP:
+                            c_fed = IN_CPU
                     else:
-                        S[C_OUT_CPU] += 1
-                        if S[C_OUT_CPU] == CPU_CAP or S[S_HOST_USED] == HOST:
-                            S[C_FED] = IN_SSD
+                        c_out_cpu += 1
+                        if c_out_cpu == CPU_CAP or host_used == HOST:
+                            c_fed = IN_SSD
                 if trace:
                     _emit_run(ev, S, S_OUT_OPEN, t, EV_EVICT, it, k, T, v, IN_GPU, dest,
                               1 if ev_slot >= 0 else 0)
@@ -694,7 +956,7 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
                     st |= F_TRANSFER
                     if not (st & F_WAIT):
                         st |= F_WAIT
-                        S[S_WAIT] += 1
+                        wait += 1
                 else:
                     st &= ~F_TRANSFER
                 pstate[v] = st
@@ -711,52 +973,78 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
 
         # ---- give page p a GPU frame (§9.3 alloc_page) ----
         if a_src == IN_CPU:
-            S[S_HOST_USED] -= 1
-            if S[C_FED] == IN_SSD:
-                S[C_FED] = NOT_KNOWN
-        S[S_GPU_USED] += 1
+            host_used -= 1
+            if c_fed == IN_SSD:
+                c_fed = NOT_KNOWN
+        gpu_used += 1
         st0 = np.int64(pstate[p])
         st = (st0 & ~LOC_MASK) | IN_GPU
         pstate[p] = st
-        if S[S_LRU_TAIL] - S[S_LRU_HEAD] >= lcap:
+        if lru_tail - hd >= lcap:
+            S[S_LRU_TAIL] = lru_tail
+            S[S_LRU_CUR] = lru_cur
+            S[S_LRU_SCAN] = lru_scan
             _lru_compact(lru, pstate, S)
-        lt = S[S_LRU_TAIL]
+            lru_tail = S[S_LRU_TAIL]
+            lru_cur = S[S_LRU_CUR]
+            lru_scan = S[S_LRU_SCAN]
+        lt = lru_tail
         lru[lt & lm] = (p << GEN_SHIFT) | (st >> GEN_SHIFT)
-        S[S_LRU_TAIL] = lt + 1
-        if S[S_LRU_CUR] == lt:
+        lru_tail = lt + 1
+        if lru_cur == lt:
             # A std::list cursor at END stays END when a page is appended; an index cursor
             # equal to the tail would otherwise point at the new element.
-            S[S_LRU_CUR] = lt + 1
+            lru_cur = lt + 1
         st &= ~F_TRANSFER
         if st & F_WAIT:
             st &= ~F_WAIT
-            S[S_WAIT] -= 1
+            wait -= 1
         pstate[p] = st
         if (st0 & RES_MASK) != IN_GPU:
             tt[a_tensor, TT_RES] += 1
         if trace:
             _emit_run(ev, S, S_IN_OPEN, t, EV_FETCH if is_fetch else EV_ALLOC, it,
-                      S[S_CUR_KERNEL], a_tensor, p, a_src, IN_GPU, 1 if is_pf else 0)
+                      k, a_tensor, p, a_src, IN_GPU, 1 if is_pf else 0)
 
         # ---- stage bookkeeping ----
         if is_fetch:
             if fetch_src == IN_SSD:
-                S[C_IN_SSD] += 1
-                if S[C_IN_SSD] == SSD_CAP:
-                    S[C_FFS] = IN_CPU
+                c_in_ssd += 1
+                if c_in_ssd == SSD_CAP:
+                    c_ffs = IN_CPU
             else:
-                S[C_IN_CPU] += 1
-                if S[C_IN_CPU] == CPU_CAP:
-                    S[C_FFS] = IN_SSD
-            S[C_ALLOC] += 1
-            S[C_IN] += 1
+                c_in_cpu += 1
+                if c_in_cpu == CPU_CAP:
+                    c_ffs = IN_SSD
+            c_alloc += 1
+            c_in += 1
             if stage == _G_PRE_SSD or stage == _G_PRE_CPU:
                 _q_pop(qb, S, q)
-            elif S[C_FFS] != NOT_KNOWN and S[C_FFS] != fetch_src:
+            elif c_ffs != NOT_KNOWN and c_ffs != fetch_src:
                 stage += 1
         else:
-            S[C_ALLOC] += 1
+            c_alloc += 1
             _q_pop(qb, S, q)
+    S[C_IN] = c_in
+    S[C_IN_SSD] = c_in_ssd
+    S[C_IN_CPU] = c_in_cpu
+    S[C_OUT] = c_out
+    S[C_OUT_SSD] = c_out_ssd
+    S[C_OUT_CPU] = c_out_cpu
+    S[C_ALLOC] = c_alloc
+    S[C_FFS] = c_ffs
+    S[C_FED] = c_fed
+    S[S_GPU_USED] = gpu_used
+    S[S_HOST_USED] = host_used
+    S[S_WAIT] = wait
+    S[S_LIVE_WARN] = live_warn
+    S[S_LRU_TAIL] = lru_tail
+    S[S_LRU_CUR] = lru_cur
+    S[S_LRU_SCAN] = lru_scan
+    S[S_DEEPUM_END] = dum_end
+    S[S_TC_A] = tc_a
+    S[S_TC_B] = tc_b
+    S[S_TC_C] = tc_c
 
 
 @_kernel
