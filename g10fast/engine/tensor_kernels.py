@@ -43,21 +43,14 @@ MODE_FN = 0
 MODE_GDS_SSD = 1
 MODE_GDS_FULL = 2
 
-# hint destinations (PageLocation, planner spec §5.1)
-LOC_NOT_PRESENT = 0
-LOC_SSD = 1
-LOC_CPU = 2
-LOC_GPU = 3
-LOC_NOT_KNOWN = 4
-
-# trace kinds (g10fast/trace.py EventKind)
-EV_KERNEL = 0
-EV_FETCH = 2
-EV_ALLOC = 3
-EV_EVICT = 4
-EV_HINT = 5
-EV_DEALLOC = 6
-EV_TRANSFER = 7
+# hint destinations (PageLocation, planner spec §5.1) and trace kinds: the page engine's
+from g10fast.engine.page_kernels import (  # noqa: E402,F401
+    EV_ALLOC, EV_DEALLOC, EV_EVICT, EV_FETCH, EV_HINT, EV_KERNEL, EV_TRANSFER)
+from g10fast.engine.page_kernels import IN_CPU as LOC_CPU  # noqa: E402
+from g10fast.engine.page_kernels import IN_GPU as LOC_GPU  # noqa: E402
+from g10fast.engine.page_kernels import IN_SSD as LOC_SSD  # noqa: E402
+from g10fast.engine.page_kernels import NOT_KNOWN as LOC_NOT_KNOWN  # noqa: E402
+from g10fast.engine.page_kernels import NOT_PRESENT as LOC_NOT_PRESENT  # noqa: E402
 
 # status codes
 ST_OK = 0
@@ -302,21 +295,12 @@ def _check_fetch_allocation(wq, wq_ht, t_state, t_start, t_host, t_demand, size_
                 return          # still being offloaded: its pages are not free yet
             # O-40: G10 allocates and fetches it anyway while its offload is still pending;
             # the pages being offloaded stay held (the tensor keeps one address, the new one),
-            # and the offload's completion later de-allocates the tensor (t_demand bit 2)
-            s = alloc_right(run_s, run_l, cnt, size_pages[t])
-            if s < 0:
-                return
-            wq_ht[0] += 1
-            t_start[t] = s
-            t_state[t] = FETCH
-            t_demand[t] = 2
-            # value 2: a second allocation of a tensor whose earlier pages stay held
-            _log(ev, ev_t, cnt, clk[K_NOW], EV_ALLOC, cnt[C_KERNEL], t, s, size_pages[t], 0, -1, 2)
-            c = 2 if t_host[t] else 0
-            _enqueue(c, t, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state,
-                     t_demand, size_bytes, clk, bw_ssd, bw_host, ev, ev_t, cnt)
-            continue
-        if st != WAIT:
+            # and the offload's completion later de-allocates the tensor (t_demand bit 2).
+            # Its ALLOC event has value 2: a second allocation while earlier pages stay held.
+            again = 2
+        elif st == WAIT:
+            again = 0
+        else:
             wq_ht[0] += 1       # fetched on demand meanwhile, or freed: nothing to do
             continue
         s = alloc_right(run_s, run_l, cnt, size_pages[t])
@@ -325,8 +309,8 @@ def _check_fetch_allocation(wq, wq_ht, t_state, t_start, t_host, t_demand, size_
         wq_ht[0] += 1
         t_start[t] = s
         t_state[t] = FETCH
-        t_demand[t] = 0
-        _log(ev, ev_t, cnt, clk[K_NOW], EV_ALLOC, cnt[C_KERNEL], t, s, size_pages[t], 0, -1, 0)
+        t_demand[t] = again
+        _log(ev, ev_t, cnt, clk[K_NOW], EV_ALLOC, cnt[C_KERNEL], t, s, size_pages[t], 0, -1, again)
         c = 2 if t_host[t] else 0
         _enqueue(c, t, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state,
                  t_demand, size_bytes, clk, bw_ssd, bw_host, ev, ev_t, cnt)
