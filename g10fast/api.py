@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from pathlib import Path
 
-from g10fast.errors import InputError
+from g10fast.errors import InputError, read_toml
 
 # the artifact's policy names, in the order of the paper's figures, and Ideal
 DEFAULT_POLICIES = ("ideal", "lru", "deepUM", "FlashNeuron", "G10GDSFULL", "prefetch_lru")
@@ -142,15 +141,7 @@ _TOP = {"workload", "system", "policy", "engine", "output"}
 
 def read_run_file(path) -> dict:
     p = Path(path)
-    try:
-        with open(p, "rb") as f:
-            d = tomllib.load(f)
-    except FileNotFoundError:
-        raise InputError("run file not found", path=str(p)) from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"not valid TOML: {e}", path=str(p)) from None
-    except OSError as e:
-        raise InputError(f"cannot read run file: {e.strerror or e}", path=str(p)) from None
+    d = read_toml(p, "run file")
     bad = [k for k in d if k not in _TOP]
     if bad:
         raise InputError(f"unknown section [{bad[0]}] (known: {', '.join(sorted(_TOP))})",

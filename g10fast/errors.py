@@ -20,3 +20,20 @@ class InputError(Exception):
         self.path = path
         self.line = line
         self.param = param
+
+
+def read_toml(path, what: str, missing: str | None = None) -> dict:
+    """A TOML file as a dict; a missing, unreadable or malformed file is an InputError naming
+    it (`what`: "run file", "model file", ...; `missing`: the message when it does not exist)."""
+    import tomllib
+
+    p = str(path)
+    try:
+        with open(p, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise InputError(missing or f"{what} not found", path=p) from None
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"not valid TOML: {e}", path=p) from None
+    except OSError as e:
+        raise InputError(f"cannot read {what}: {e.strerror or e}", path=p) from None

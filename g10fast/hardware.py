@@ -9,10 +9,9 @@ comes from (../shared/specs/anchors.md section 4). Overrides are dotted keys, e.
 from __future__ import annotations
 
 import copy
-import tomllib
 from pathlib import Path
 
-from g10fast.errors import InputError
+from g10fast.errors import InputError, read_toml
 
 HARDWARE_FORMAT = "g10fast-hardware"
 PRESETS = ("g10-artifact", "a100-80-pcie4", "h100-80-pcie5", "gh200-c2c")
@@ -47,11 +46,7 @@ def load_preset(name_or_path, overrides: dict | None = None) -> dict:
         if not p.is_file():
             raise InputError(f"unknown hardware preset {name_or_path!r} (known: "
                              + ", ".join(list_presets()) + ")", param="system.preset")
-    try:
-        with open(p, "rb") as f:
-            d = tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"not valid TOML: {e}", path=str(p)) from None
+    d = read_toml(p, "hardware preset")
     if d.get("format") != HARDWARE_FORMAT:
         raise InputError(f"format must be {HARDWARE_FORMAT!r}", path=str(p), param="format")
     d = copy.deepcopy(d)

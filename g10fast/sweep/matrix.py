@@ -16,12 +16,11 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import GEN_DEFAULTS, G10Config, config_hash, genconfig, resolve_model, resolve_policy
-from ..errors import InputError
+from ..errors import InputError, read_toml
 
 __all__ = ["AXES", "Point", "ResolvedPoint", "expand_matrix", "expand_matrix_dict",
            "resolve_points", "matrix_dir", "named_matrix"]
@@ -106,15 +105,7 @@ def named_matrix(name_or_path) -> Path:
 def expand_matrix(path) -> list[Point]:
     """Read a TOML matrix file and expand it to its points (file order, duplicates kept)."""
     p = os.fspath(path)
-    try:
-        with open(p, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise InputError("matrix file not found", path=p) from None
-    except OSError as exc:
-        raise InputError(f"cannot read matrix file: {exc.strerror or exc}", path=p) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not valid TOML: {exc}", path=p) from None
+    data = read_toml(p, "matrix file")
     return expand_matrix_dict(data, source=p)
 
 

@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from g10fast.errors import InputError
+from g10fast.errors import InputError, read_toml
 from g10fast.workload.model import Graph, csr_from_lists
 
 MODEL_FORMAT = "g10fast-model"
@@ -89,15 +88,7 @@ _KINDS = {"cnn": ("resnet", "inception", "senet"), "encoder": ("bert", "vit"),
 
 def read_model_file(path) -> ModelSpec:
     p = Path(path)
-    try:
-        with open(p, "rb") as f:
-            d = tomllib.load(f)
-    except FileNotFoundError:
-        raise InputError("model file not found", path=str(p)) from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"not valid TOML: {e}", path=str(p)) from None
-    except OSError as e:
-        raise InputError(f"cannot read model file: {e.strerror or e}", path=str(p)) from None
+    d = read_toml(p, "model file")
     if d.get("format") != MODEL_FORMAT:
         raise InputError(f"format must be {MODEL_FORMAT!r}", path=str(p), param="format")
     if d.get("version") != MODEL_FORMAT_VERSION:

@@ -36,13 +36,12 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from g10fast.errors import InputError
+from g10fast.errors import InputError, read_toml
 from g10fast.workload.model import Graph, Workload, build_workload
 from g10fast.workload.times import kernel_cycles
 
@@ -121,14 +120,8 @@ def write_families(path, fams: dict, header: str = "") -> None:
 
 def load_params(path=None) -> CostParams:
     p = Path(path) if path is not None else params_path()
-    try:
-        with open(p, "rb") as f:
-            d = tomllib.load(f)
-    except FileNotFoundError:
-        raise InputError("cost-model parameters not found (run benchmarks/calibrate_costmodel.py)",
-                         path=str(p)) from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"not valid TOML: {e}", path=str(p)) from None
+    d = read_toml(p, "cost-model parameters", missing="cost-model parameters not found (run "
+                  "benchmarks/calibrate_costmodel.py)")
     try:
         classes = {k: (float(v["eff_flops"]), float(v["eff_bytes"]), float(v["overhead_us"]) * 1e-6)
                    for k, v in d["kernel"].items()}
