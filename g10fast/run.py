@@ -141,6 +141,7 @@ def run(cfg: G10Config, *, trace_path: str | os.PathLike | None = None, progress
             "workload": _workload_summary(w, page_run.params.frames),
             "system": page_run.params.as_dict(),
             "warnings": {"pf_evicting_living_page": page_run.live_page_evictions},
+            "host_peak_pages": page_run.host_peak,
             "tensor_order": "ascending" if required_order is None else "given",
             "kernels": page_run.kernels,
         }

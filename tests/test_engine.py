@@ -117,7 +117,18 @@ def test_engine_matches_twin_and_invariants(seed, gpu, host, kw):
     assert run.pcie.tolist() == tw_pcie.tolist()
     assert np.array_equal(run.pstate & pk.LOC_MASK,
                           np.asarray(twin["state"]["loc"], dtype=np.uint8))
+    assert run.host_peak == twin["state"]["host_peak"]
+    assert run.host_peak >= run.host_used and run.host_peak <= host
     check_invariants(w, cfg, run, col.events)
+    # untraced, the engine takes its fast paths (the batcher's page loop, runs of busy
+    # ticks); the outcome is the same to the bit
+    fast = simulate_pages(w, cfg, keep_state=True)
+    assert fast.kernels.tolist() == run.kernels.tolist()
+    assert fast.boundaries.tolist() == run.boundaries.tolist()
+    assert fast.pcie.tolist() == run.pcie.tolist()
+    assert np.array_equal(fast.pstate, run.pstate)
+    assert (fast.gpu_used, fast.host_used, fast.host_peak) == \
+        (run.gpu_used, run.host_used, run.host_peak)
     # the engine's statistics equal the twin's analysis of the same records
     stats = iteration_stats(run.kernels, run.pcie, run.boundaries, w.exec_cycles, w.pf_cycles, 2)
     fin = twin["final"]

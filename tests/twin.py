@@ -373,6 +373,7 @@ class _Sim:
         self.has_frame = [False] * V
         self.gpu_used = 0
         self.host_used = 0
+        self.host_peak = 0
         self.lru = LRUList()
         self.q = {n: deque() for n in QUEUE_NAMES}
         self.wait_set = set()
@@ -749,6 +750,7 @@ class _Sim:
         if dest == IN_CPU:
             assert self.host_used < self.c.host_line, "host memory overflow"
             self.host_used += 1
+            self.host_peak = max(self.host_peak, self.host_used)
             self.counters["host_in"] += 1
             self.counters["evict_cpu"] += 1
             self.loc[v] = IN_CPU
@@ -994,6 +996,7 @@ def run_twin(workload, cfg, hints=None, max_ticks=None, order=None) -> dict:
         has_frame=np.array(sim.has_frame, dtype=bool),
         gpu_used=sim.gpu_used,
         host_used=sim.host_used,
+        host_peak=sim.host_peak,
         lru=list(sim.lru),
         queues={n: list(sim.q[n]) for n in QUEUE_NAMES},
         wait_set=sorted(sim.wait_set),

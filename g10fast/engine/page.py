@@ -139,6 +139,7 @@ class PageRun:
     boundaries: np.ndarray         # int64 [m, 3]: iteration, time, 1 begin / 0 end
     gpu_used: int
     host_used: int
+    host_peak: int = 0             # most host pages in use at any moment (S_HOST_PEAK)
     pstate: np.ndarray | None = None
     live_page_evictions: int = 0
     amplification: tuple = (0, 0)
@@ -362,7 +363,8 @@ def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
         else bnd[:S[pk.S_NBND]].copy()
     return PageRun(params=sp, kernels=kstat[:S[pk.S_NSTAT]].copy(), pcie=pcie,
                    boundaries=boundaries, gpu_used=int(S[pk.S_GPU_USED]),
-                   host_used=int(S[pk.S_HOST_USED]), pstate=pstate if keep_state else None,
+                   host_used=int(S[pk.S_HOST_USED]),
+                   host_peak=int(S[pk.S_HOST_PEAK]), pstate=pstate if keep_state else None,
                    live_page_evictions=int(S[pk.S_LIVE_WARN]),
                    amplification=(int(S[pk.S_AMP_RAW]), int(S[pk.S_AMP_ALIGNED])),
                    extra={"queued_pages_left": _queued_pages(qb, S)})

@@ -169,6 +169,8 @@ C_FFS = 87         # forced_fetch_src
 C_FED = 88         # forced_evc_dest
 # fault-scan counts of a kernel start: intr, cpu/ssd/np in, cpu/ssd/np out, total in/out
 S_CNT = 90
+S_HOST_PEAK = 99   # the most host pages ever in use (a run at a host line above it is the
+                   # same run: every comparison with the line comes out the same)
 P_LCAP = 89        # capacity of the LRU ring (a power of two); lru[P_LCAP:] holds the
                    # stale-entry counts (STALE_BUCKETS x 16 generations)
 NS = 100
@@ -494,6 +496,7 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
     c_fed = S[C_FED]
     gpu_used = S[S_GPU_USED]
     host_used = S[S_HOST_USED]
+    host_peak = S[S_HOST_PEAK]
     wait = S[S_WAIT]
     live_warn = S[S_LIVE_WARN]
     hd = S[S_LRU_HEAD]                  # not moved during a tick
@@ -705,6 +708,8 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
                             lru_cur = vslot + 1
                     if dest == IN_CPU:
                         host_used += 1
+                        if host_used > host_peak:
+                            host_peak = host_used
                     lru[vslot & lm] = -1
                     gpu_used -= 1
                     if dest != NOT_PRESENT:
@@ -917,6 +922,8 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
                     overflow = True
                 else:
                     host_used += 1
+                    if host_used > host_peak:
+                        host_peak = host_used
                     n = 1
             elif dest == IN_SSD:
                 n = 1
@@ -1036,6 +1043,7 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
     S[C_FED] = c_fed
     S[S_GPU_USED] = gpu_used
     S[S_HOST_USED] = host_used
+    S[S_HOST_PEAK] = host_peak
     S[S_WAIT] = wait
     S[S_LIVE_WARN] = live_warn
     S[S_LRU_TAIL] = lru_tail
