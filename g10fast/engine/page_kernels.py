@@ -465,8 +465,14 @@ def _tpos(srt, i, p):
 
 
 @_kernel
-def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
-    """The stages of one busy batcher tick at time t (§9.2), counting in S[C_*].
+def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
+    """Busy batcher ticks from time t (§9.2, §9.3): ticks that find a queued page. Runs the
+    stages of the tick, its end (transfer boundary, per-iteration traffic, the resume
+    check of §9.6) and advances the tick clock as the event loop would; then, untraced,
+    goes on with the next tick as long as the event loop would choose that tick next and
+    it is busy too (no kernel event due before it, nothing to drain or grow), so that a run
+    of busy ticks pays the set-up below once. The per-tick counters of the last tick are
+    left in S[C_*].
 
     The hot scalar state (per-tick counters, memory use, wait-set size, LRU positions,
     lookup caches) is kept in local variables for the whole tick and written back to S at
@@ -485,15 +491,6 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
     trace = S[P_TRACE] != 0
     it = S[S_CUR_ITER]
     k = S[S_CUR_KERNEL]
-    c_in = S[C_IN]
-    c_in_ssd = S[C_IN_SSD]
-    c_in_cpu = S[C_IN_CPU]
-    c_out = S[C_OUT]
-    c_out_ssd = S[C_OUT_SSD]
-    c_out_cpu = S[C_OUT_CPU]
-    c_alloc = S[C_ALLOC]
-    c_ffs = S[C_FFS]
-    c_fed = S[C_FED]
     gpu_used = S[S_GPU_USED]
     host_used = S[S_HOST_USED]
     host_peak = S[S_HOST_PEAK]
@@ -507,212 +504,455 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
     tc_a = S[S_TC_A]
     tc_b = S[S_TC_B]
     tc_c = S[S_TC_C]
+    half = qb.shape[1] // 2
+    ii = S[P_II]
     fast = not trace
-    fast_block = False
-    rescue = False
-    stage = _G_PE_SSD
-    while stage < _G_END:
-        # ---- the stage's queue and admission test ----
-        if stage == _G_PE_SSD:
-            q = Q_PREEVICT_SSD
-            ok = c_out_ssd < SSD_CAP and c_out < GPU_CAP
-        elif stage == _G_PE_CPU:
-            q = Q_PREEVICT_CPU
-            host_full = host_used == HOST
-            ok = c_out < GPU_CAP and ((host_full and c_out_ssd < SSD_CAP)
-                                      or (not host_full and c_out_cpu < CPU_CAP))
-        else:
-            if stage == _G_RS_SSD and not rescue:
-                # DeepUM "lock-up" rescue (§9.2), decided once after the regular stages
-                if not (deepum and S[S_RESCHED] != 0 and S[S_R_STARTED] == 0 and wait > 0
-                        and c_in + c_out == 0):
-                    break
-                rescue = True
-            evict_ok = gpu_used < G or (c_out < GPU_CAP and
-                                        (host_used < HOST or c_out_ssd < SSD_CAP))
-            if stage == _G_PF_SSD:
-                q = Q_PF_SSD
-                ok = c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
-            elif stage == _G_PF_CPU:
-                q = Q_PF_CPU
-                ok = c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
-            elif stage == _G_PF_ALLOC:
-                q = Q_PF_ALLOC
-                ok = evict_ok and c_alloc < ALLOC_CAP
-            elif stage == _G_PRE_SSD:
-                q = Q_PREFETCH_SSD
-                ok = c_in_ssd < SSD_CAP and c_in < GPU_CAP and evict_ok
-            elif stage == _G_PRE_CPU:
-                q = Q_PREFETCH_CPU
-                ok = c_in_cpu < CPU_CAP and c_in < GPU_CAP and evict_ok
-            elif stage == _G_PREALLOC:
-                q = Q_PREALLOC
-                ok = evict_ok and c_alloc < ALLOC_CAP
-            elif stage == _G_RS_SSD:
-                q = Q_PREFETCH_SSD
-                ok = c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
-            elif stage == _G_RS_CPU:
-                q = Q_PREFETCH_CPU
-                ok = c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
+    while True:
+        # ---- a busy tick at time t (§9.2) ----
+        c_in = 0
+        c_in_ssd = 0
+        c_in_cpu = 0
+        c_out = 0
+        c_out_ssd = 0
+        c_out_cpu = 0
+        c_alloc = 0
+        c_ffs = NOT_KNOWN
+        c_fed = IN_SSD if host_used == HOST else NOT_KNOWN
+        S[S_IN_OPEN] = -1
+        S[S_OUT_OPEN] = -1
+        fast_block = False
+        rescue = False
+        stage = _G_PE_SSD
+        while stage < _G_END:
+            # ---- the stage's queue and admission test ----
+            if stage == _G_PE_SSD:
+                q = Q_PREEVICT_SSD
+                ok = c_out_ssd < SSD_CAP and c_out < GPU_CAP
+            elif stage == _G_PE_CPU:
+                q = Q_PREEVICT_CPU
+                host_full = host_used == HOST
+                ok = c_out < GPU_CAP and ((host_full and c_out_ssd < SSD_CAP)
+                                          or (not host_full and c_out_cpu < CPU_CAP))
             else:
-                q = Q_PREALLOC
-                ok = evict_ok and c_alloc < ALLOC_CAP
-        qh = S[S_QH + q]
-        if not ok or S[S_QT + q] <= qh:
-            stage += 1
-            continue
-        # ---- fast path (untraced): the stage's pages in a tight loop ----
-        # Each page goes exactly as below (admission test, victim from the cursor, eviction,
-        # allocation, counters); a page that needs anything else (no victim from the
-        # cursor (DeepUM: from the scan position), a DeepUM non-PF victim, host overflow,
-        # a required victim to re-queue, LRU compaction, a prefetch page not where its
-        # queue says) leaves the loop untouched and takes the general path once.
-        if fast and not fast_block and _G_PF_SSD <= stage and stage <= _G_PREALLOC:
-            is_fetch_s = stage != _G_PF_ALLOC and stage != _G_PREALLOC
-            is_pf_s = stage <= _G_PF_ALLOC
-            is_pre_s = stage == _G_PRE_SSD or stage == _G_PRE_CPU
-            fsrc = IN_SSD if (stage == _G_PF_SSD or stage == _G_PRE_SSD) else IN_CPU
-            qt = S[S_QT + q]
-            qslot = qh & qm
-            rp = qb[q, qslot, 0]
-            rn = qb[q, qslot, 1]
-            fast_block = True
-            # the tensors of the last victim and of the last allocated page: page range,
-            # id, required flag, and the change of TT_RES not yet written (TT_RES is read
-            # by nothing in the loop; TT_REQ does not change during a tick)
-            vt_lo = 0
-            vt_hi = 0
-            vt_T = 0
-            vt_req = 0
-            vt_d = 0
-            vt_alive = False
-            wt_lo = 0
-            wt_hi = 0
-            wt_win = 0
-            dnp = False
-            at_req = 0
-            at_lo = 0
-            at_hi = 0
-            at_T = 0
-            at_d = 0
-            while True:
+                if stage == _G_RS_SSD and not rescue:
+                    # DeepUM "lock-up" rescue (§9.2), decided once after the regular stages
+                    if not (deepum and S[S_RESCHED] != 0 and S[S_R_STARTED] == 0 and wait > 0
+                            and c_in + c_out == 0):
+                        break
+                    rescue = True
                 evict_ok = gpu_used < G or (c_out < GPU_CAP and
                                             (host_used < HOST or c_out_ssd < SSD_CAP))
-                if stage == _G_PRE_SSD:
+                if stage == _G_PF_SSD:
+                    q = Q_PF_SSD
+                    ok = c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
+                elif stage == _G_PF_CPU:
+                    q = Q_PF_CPU
+                    ok = c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
+                elif stage == _G_PF_ALLOC:
+                    q = Q_PF_ALLOC
+                    ok = evict_ok and c_alloc < ALLOC_CAP
+                elif stage == _G_PRE_SSD:
+                    q = Q_PREFETCH_SSD
                     ok = c_in_ssd < SSD_CAP and c_in < GPU_CAP and evict_ok
                 elif stage == _G_PRE_CPU:
+                    q = Q_PREFETCH_CPU
                     ok = c_in_cpu < CPU_CAP and c_in < GPU_CAP and evict_ok
-                elif is_fetch_s:
+                elif stage == _G_PREALLOC:
+                    q = Q_PREALLOC
+                    ok = evict_ok and c_alloc < ALLOC_CAP
+                elif stage == _G_RS_SSD:
+                    q = Q_PREFETCH_SSD
+                    ok = c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
+                elif stage == _G_RS_CPU:
+                    q = Q_PREFETCH_CPU
                     ok = c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
                 else:
+                    q = Q_PREALLOC
                     ok = evict_ok and c_alloc < ALLOC_CAP
-                if not ok:
-                    break
-                if lru_tail - hd >= lcap:
-                    break
-                p = rp
-                st0 = np.int64(pstate[p])
-                a_src = st0 & LOC_MASK
-                if is_pre_s and a_src != fsrc:
-                    break
-                if p < at_lo or p >= at_hi:
-                    if at_d != 0:
-                        tt[at_T, TT_RES] += at_d
-                        at_d = 0
-                    tc_a = _tpos(srt, tc_a, p)
-                    at_T = srt[1, tc_a]
-                    at_lo = srt[0, tc_a]
-                    at_hi = srt[0, tc_a + 1]
-                    at_req = tt[at_T, TT_REQ]
-                vslot = -1
-                v = -1
-                dest = IN_CPU
-                if gpu_used >= G:
-                    # DeepUM non-PF (§8.2): the first live page outside the window from
-                    # the cursor; DeepUM PF: the first non-in-transfer page from the scan
-                    # position; LRU (§8.1): the first non-in-transfer page from the cursor
-                    dnp = deepum and not is_pf_s and at_req == 0
-                    if deepum and not dnp:
-                        s = lru_scan
+            qh = S[S_QH + q]
+            if not ok or S[S_QT + q] <= qh:
+                stage += 1
+                continue
+            # ---- fast path (untraced): the stage's pages in a tight loop ----
+            # Each page goes exactly as below (admission test, victim from the cursor, eviction,
+            # allocation, counters); a page that needs anything else (no victim from the
+            # cursor (DeepUM: from the scan position), a DeepUM non-PF victim, host overflow,
+            # a required victim to re-queue, LRU compaction, a prefetch page not where its
+            # queue says) leaves the loop untouched and takes the general path once.
+            if fast and not fast_block and _G_PF_SSD <= stage and stage <= _G_PREALLOC:
+                is_fetch_s = stage != _G_PF_ALLOC and stage != _G_PREALLOC
+                is_pf_s = stage <= _G_PF_ALLOC
+                is_pre_s = stage == _G_PRE_SSD or stage == _G_PRE_CPU
+                fsrc = IN_SSD if (stage == _G_PF_SSD or stage == _G_PRE_SSD) else IN_CPU
+                qt = S[S_QT + q]
+                qslot = qh & qm
+                rp = qb[q, qslot, 0]
+                rn = qb[q, qslot, 1]
+                fast_block = True
+                # the tensors of the last victim and of the last allocated page: page range,
+                # id, required flag, and the change of TT_RES not yet written (TT_RES is read
+                # by nothing in the loop; TT_REQ does not change during a tick)
+                vt_lo = 0
+                vt_hi = 0
+                vt_T = 0
+                vt_req = 0
+                vt_d = 0
+                vt_alive = False
+                wt_lo = 0
+                wt_hi = 0
+                wt_win = 0
+                dnp = False
+                at_req = 0
+                at_lo = 0
+                at_hi = 0
+                at_T = 0
+                at_d = 0
+                while True:
+                    evict_ok = gpu_used < G or (c_out < GPU_CAP and
+                                                (host_used < HOST or c_out_ssd < SSD_CAP))
+                    if stage == _G_PRE_SSD:
+                        ok = c_in_ssd < SSD_CAP and c_in < GPU_CAP and evict_ok
+                    elif stage == _G_PRE_CPU:
+                        ok = c_in_cpu < CPU_CAP and c_in < GPU_CAP and evict_ok
+                    elif is_fetch_s:
+                        ok = c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
                     else:
-                        s = lru_cur
-                    if s < hd:
-                        s = hd
-                    vst0 = 0
-                    if dnp:
-                        if dum_end != 0:
-                            break
-                        while s < lru_tail:
-                            e = lru[s & lm]
-                            if e >= 0:
-                                vst0 = np.int64(pstate[e >> GEN_SHIFT])
-                                if _live(vst0, e):
-                                    vp = e >> GEN_SHIFT
-                                    if vp < wt_lo or vp >= wt_hi:
-                                        tc_c = _tpos(srt, tc_c, vp)
-                                        wt_lo = srt[0, tc_c]
-                                        wt_hi = srt[0, tc_c + 1]
-                                        wt_win = tt[srt[1, tc_c], TT_WIN]
-                                    if not wt_win:
+                        ok = evict_ok and c_alloc < ALLOC_CAP
+                    if not ok:
+                        break
+                    if lru_tail - hd >= lcap:
+                        break
+                    p = rp
+                    st0 = np.int64(pstate[p])
+                    a_src = st0 & LOC_MASK
+                    if is_pre_s and a_src != fsrc:
+                        break
+                    if p < at_lo or p >= at_hi:
+                        if at_d != 0:
+                            tt[at_T, TT_RES] += at_d
+                            at_d = 0
+                        tc_a = _tpos(srt, tc_a, p)
+                        at_T = srt[1, tc_a]
+                        at_lo = srt[0, tc_a]
+                        at_hi = srt[0, tc_a + 1]
+                        at_req = tt[at_T, TT_REQ]
+                    vslot = -1
+                    v = -1
+                    dest = IN_CPU
+                    if gpu_used >= G:
+                        # DeepUM non-PF (§8.2): the first live page outside the window from
+                        # the cursor; DeepUM PF: the first non-in-transfer page from the scan
+                        # position; LRU (§8.1): the first non-in-transfer page from the cursor
+                        dnp = deepum and not is_pf_s and at_req == 0
+                        if deepum and not dnp:
+                            s = lru_scan
+                        else:
+                            s = lru_cur
+                        if s < hd:
+                            s = hd
+                        vst0 = 0
+                        if dnp:
+                            if dum_end != 0:
+                                break
+                            while s < lru_tail:
+                                e = lru[s & lm]
+                                if e >= 0:
+                                    vst0 = np.int64(pstate[e >> GEN_SHIFT])
+                                    if _live(vst0, e):
+                                        vp = e >> GEN_SHIFT
+                                        if vp < wt_lo or vp >= wt_hi:
+                                            tc_c = _tpos(srt, tc_c, vp)
+                                            wt_lo = srt[0, tc_c]
+                                            wt_hi = srt[0, tc_c + 1]
+                                            wt_win = tt[srt[1, tc_c], TT_WIN]
+                                        if not wt_win:
+                                            vslot = s
+                                            v = vp
+                                            break
+                                s += 1
+                        else:
+                            while s < lru_tail:
+                                e = lru[s & lm]
+                                if e >= 0:
+                                    vst0 = np.int64(pstate[e >> GEN_SHIFT])
+                                    if _eligible(vst0, e):
                                         vslot = s
-                                        v = vp
+                                        v = e >> GEN_SHIFT
                                         break
-                            s += 1
+                                s += 1
+                        if vslot < 0:
+                            break
+                        if v < vt_lo or v >= vt_hi:
+                            if vt_d != 0:
+                                tt[vt_T, TT_RES] += vt_d
+                                vt_d = 0
+                            tc_b = _tpos(srt, tc_b, v)
+                            vt_T = srt[1, tc_b]
+                            vt_lo = srt[0, tc_b]
+                            vt_hi = srt[0, tc_b + 1]
+                            vt_req = tt[vt_T, TT_REQ]
+                            vt_alive = _is_alive(tt, vt_T, k)
+                        if vt_req:
+                            break
+                        if deepum and not vt_alive:
+                            dest = NOT_PRESENT
+                        elif c_fed != NOT_KNOWN:
+                            dest = c_fed
+                        if dest == IN_CPU and host_used >= HOST:
+                            break
+                    # -- committed: page p goes now --
+                    fast_block = False
+                    if rn > 1:
+                        rp += 1
+                        rn -= 1
                     else:
-                        while s < lru_tail:
-                            e = lru[s & lm]
-                            if e >= 0:
-                                vst0 = np.int64(pstate[e >> GEN_SHIFT])
-                                if _eligible(vst0, e):
-                                    vslot = s
-                                    v = e >> GEN_SHIFT
-                                    break
-                            s += 1
-                    if vslot < 0:
-                        break
-                    if v < vt_lo or v >= vt_hi:
-                        if vt_d != 0:
-                            tt[vt_T, TT_RES] += vt_d
-                            vt_d = 0
-                        tc_b = _tpos(srt, tc_b, v)
-                        vt_T = srt[1, tc_b]
-                        vt_lo = srt[0, tc_b]
-                        vt_hi = srt[0, tc_b + 1]
-                        vt_req = tt[vt_T, TT_REQ]
-                        vt_alive = _is_alive(tt, vt_T, k)
-                    if vt_req:
-                        break
-                    if deepum and not vt_alive:
-                        dest = NOT_PRESENT
-                    elif c_fed != NOT_KNOWN:
-                        dest = c_fed
-                    if dest == IN_CPU and host_used >= HOST:
-                        break
-                # -- committed: page p goes now --
-                fast_block = False
-                if rn > 1:
-                    rp += 1
-                    rn -= 1
-                else:
-                    qh += 1
-                    if qh < qt:
-                        qslot = qh & qm
-                        rp = qb[q, qslot, 0]
-                        rn = qb[q, qslot, 1]
-                if vslot >= 0:
-                    if dnp or not deepum:
-                        lru_cur = vslot + 1
-                    else:
-                        lru_scan = vslot
-                        if lru_cur == vslot:
+                        qh += 1
+                        if qh < qt:
+                            qslot = qh & qm
+                            rp = qb[q, qslot, 0]
+                            rn = qb[q, qslot, 1]
+                    if vslot >= 0:
+                        if dnp or not deepum:
                             lru_cur = vslot + 1
-                    if dest == IN_CPU:
+                        else:
+                            lru_scan = vslot
+                            if lru_cur == vslot:
+                                lru_cur = vslot + 1
+                        if dest == IN_CPU:
+                            host_used += 1
+                            if host_used > host_peak:
+                                host_peak = host_used
+                        lru[vslot & lm] = -1
+                        gpu_used -= 1
+                        if dest != NOT_PRESENT:
+                            c_out += 1
+                            if dest == IN_SSD:
+                                c_out_ssd += 1
+                                if c_out_ssd == SSD_CAP:
+                                    c_fed = IN_CPU
+                            else:
+                                c_out_cpu += 1
+                                if c_out_cpu == CPU_CAP or host_used == HOST:
+                                    c_fed = IN_SSD
+                        pstate[v] = ((vst0 & ~LOC_MASK) | dest) & ~F_TRANSFER
+                        if (vst0 & RES_MASK) == IN_GPU:
+                            vt_d -= 1
+                    if a_src == IN_CPU:
+                        host_used -= 1
+                        if c_fed == IN_SSD:
+                            c_fed = NOT_KNOWN
+                    gpu_used += 1
+                    st0 = np.int64(pstate[p])
+                    st = (st0 & ~LOC_MASK) | IN_GPU
+                    lt = lru_tail
+                    lru[lt & lm] = (p << GEN_SHIFT) | (st >> GEN_SHIFT)
+                    lru_tail = lt + 1
+                    if lru_cur == lt:
+                        lru_cur = lt + 1
+                    st &= ~F_TRANSFER
+                    if st & F_WAIT:
+                        st &= ~F_WAIT
+                        wait -= 1
+                    pstate[p] = st
+                    if (st0 & RES_MASK) != IN_GPU:
+                        at_d += 1
+                    if is_fetch_s:
+                        if fsrc == IN_SSD:
+                            c_in_ssd += 1
+                            if c_in_ssd == SSD_CAP:
+                                c_ffs = IN_CPU
+                        else:
+                            c_in_cpu += 1
+                            if c_in_cpu == CPU_CAP:
+                                c_ffs = IN_SSD
+                        c_alloc += 1
+                        c_in += 1
+                        if not is_pre_s and c_ffs != NOT_KNOWN and c_ffs != fsrc:
+                            stage += 1
+                            break
+                    else:
+                        c_alloc += 1
+                    if qh >= qt:
+                        break
+                if vt_d != 0:
+                    tt[vt_T, TT_RES] += vt_d
+                if at_d != 0:
+                    tt[at_T, TT_RES] += at_d
+                S[S_QH + q] = qh
+                if qh < qt:
+                    qb[q, qh & qm, 0] = rp
+                    qb[q, qh & qm, 1] = rn
+                continue
+            fast_block = False
+
+            p = qb[q, qh & qm, 0]
+
+            # ---- what happens to page p ----
+            ev_v = -1
+            ev_slot = -1
+            ev_dest = 0
+            ev_pf = False
+            a_src = 0
+            a_tensor = -1
+            is_pf = True
+            is_fetch = True
+            fetch_src = IN_SSD
+            if stage <= _G_PE_CPU:
+                # pre-eviction
+                ev_v = p
+                if c_fed != NOT_KNOWN:
+                    ev_dest = c_fed
+                else:
+                    ev_dest = IN_SSD if stage == _G_PE_SSD else IN_CPU
+            else:
+                if stage == _G_PRE_SSD or stage == _G_PRE_CPU:
+                    loc = np.int64(pstate[p]) & LOC_MASK
+                    want = IN_SSD if stage == _G_PRE_SSD else IN_CPU
+                    if loc != want:
+                        if loc == IN_CPU and stage == _G_PRE_SSD:
+                            _q_push(qb, S, Q_PREFETCH_CPU, p, 1)
+                        elif loc == IN_SSD and stage == _G_PRE_CPU:
+                            _q_push(qb, S, Q_PREFETCH_SSD, p, 1)
+                        _q_pop(qb, S, q)
+                        continue
+                    is_pf = False
+                    fetch_src = want
+                elif stage == _G_PF_ALLOC or stage == _G_RS_ALLOC:
+                    is_fetch = False
+                elif stage == _G_PREALLOC:
+                    is_fetch = False
+                    is_pf = False
+                else:
+                    # demand fetches pop before allocating
+                    fetch_src = IN_SSD if (stage == _G_PF_SSD or stage == _G_RS_SSD) else IN_CPU
+                    _q_pop(qb, S, q)
+                a_src = np.int64(pstate[p]) & LOC_MASK
+                tc_a = _tpos(srt, tc_a, p)
+                a_tensor = srt[1, tc_a]
+                if gpu_used >= G:
+                    # ---- victim selection (§8) ----
+                    pf = is_pf or tt[a_tensor, TT_REQ] != 0
+                    tail = lru_tail
+                    slot = -1
+                    if deepum and not pf:
+                        # §8.2 non-PF: from the cursor, skip window tensors; END is sticky (O-15)
+                        if dum_end == 0:
+                            s = lru_cur
+                            if s < hd:
+                                s = hd
+                            while s < tail:
+                                e = lru[s & lm]
+                                if e >= 0:
+                                    vp = e >> GEN_SHIFT
+                                    vs = np.int64(pstate[vp])
+                                    if _live(vs, e):
+                                        tc_c = _tpos(srt, tc_c, vp)
+                                        if not tt[srt[1, tc_c], TT_WIN]:
+                                            slot = s
+                                            break
+                                s += 1
+                            if slot >= 0:
+                                lru_cur = slot + 1
+                            else:
+                                lru_cur = tail
+                                dum_end = 1
+                        if slot < 0:
+                            stage = _G_PREALLOC if stage == _G_PRE_SSD else stage + 1
+                            continue
+                    else:
+                        if not deepum:
+                            # §8.1: first non-in-transfer page from the cursor, else from the
+                            # head. Entries before the cursor are never eligible (they were in
+                            # transfer when passed, and such pages only leave the list), so one
+                            # scan from the cursor is the artifact's scan-then-rescan.
+                            s = lru_cur
+                            if s < hd:
+                                s = hd
+                            while s < tail:
+                                e = lru[s & lm]
+                                if e >= 0:
+                                    vs = np.int64(pstate[e >> GEN_SHIFT])
+                                    if _eligible(vs, e):
+                                        slot = s
+                                        break
+                                s += 1
+                        if slot < 0:
+                            # (DeepUM PF: the first non-in-transfer page from the head.) The scan
+                            # starts past the entries an earlier one found ineligible: those can
+                            # never become eligible (tombstones stay dead until a compaction, and
+                            # a GPU page in transfer leaves the GPU before its flag clears), so
+                            # this only saves rescanning a growing prefix (quadratic in DeepUM).
+                            s = lru_scan
+                            if s < hd:
+                                s = hd
+                            while s < tail:
+                                e = lru[s & lm]
+                                if e >= 0:
+                                    vs = np.int64(pstate[e >> GEN_SHIFT])
+                                    if _eligible(vs, e):
+                                        slot = s
+                                        break
+                                s += 1
+                            lru_scan = s
+                        if slot < 0:
+                            S[S_ERROR] = E_NO_VICTIM
+                            stage = _G_PREALLOC if stage == _G_PRE_SSD else stage + 1
+                            continue
+                        if not deepum:
+                            lru_cur = slot + 1
+                        elif lru_cur == slot:
+                            lru_cur = slot + 1
+                    ev_v = lru[slot & lm] >> GEN_SHIFT
+                    ev_slot = slot
+                    ev_pf = True
+                    if deepum:
+                        tc_b = _tpos(srt, tc_b, ev_v)
+                        ev_dest = IN_CPU if _is_alive(tt, srt[1, tc_b], k) else NOT_PRESENT
+                    else:
+                        ev_dest = IN_CPU
+                    if ev_dest != NOT_PRESENT and c_fed != NOT_KNOWN:
+                        ev_dest = c_fed
+
+            # ---- evict page ev_v to ev_dest (§9.3 evict) ----
+            if ev_v >= 0:
+                v = ev_v
+                dest = ev_dest
+                tc_b = _tpos(srt, tc_b, v)
+                T = srt[1, tc_b]
+                st0 = np.int64(pstate[v])
+                if dest == NOT_PRESENT and _is_alive(tt, T, k):
+                    if ev_pf:
+                        live_warn += 1
+                    else:
+                        S[S_ERROR] = E_DEAD_LIVE_EVICT
+                n = 0
+                overflow = False
+                if dest == IN_CPU:
+                    if host_used >= HOST:
+                        S[S_ERROR] = E_HOST_OVERFLOW
+                        S[S_ERR_A] = v
+                        overflow = True
+                    else:
                         host_used += 1
                         if host_used > host_peak:
                             host_peak = host_used
-                    lru[vslot & lm] = -1
+                        n = 1
+                elif dest == IN_SSD:
+                    n = 1
+                if not overflow:
+                    if ev_slot >= 0:
+                        lru[ev_slot & lm] = -1
+                    else:
+                        S[S_LRU_TAIL] = lru_tail
+                        S[S_LRU_CUR] = lru_cur
+                        S[S_LRU_SCAN] = lru_scan
+                        _lru_remove_unknown(lru, pstate, S, v)
+                        lru_tail = S[S_LRU_TAIL]
+                        lru_cur = S[S_LRU_CUR]
+                        lru_scan = S[S_LRU_SCAN]
+                    st = (np.int64(pstate[v]) & ~LOC_MASK) | dest
                     gpu_used -= 1
-                    if dest != NOT_PRESENT:
+                    if n != 0:
                         c_out += 1
                         if dest == IN_SSD:
                             c_out_ssd += 1
@@ -722,316 +962,134 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
                             c_out_cpu += 1
                             if c_out_cpu == CPU_CAP or host_used == HOST:
                                 c_fed = IN_SSD
-                    pstate[v] = ((vst0 & ~LOC_MASK) | dest) & ~F_TRANSFER
-                    if (vst0 & RES_MASK) == IN_GPU:
-                        vt_d -= 1
-                if a_src == IN_CPU:
-                    host_used -= 1
-                    if c_fed == IN_SSD:
-                        c_fed = NOT_KNOWN
-                gpu_used += 1
-                st0 = np.int64(pstate[p])
-                st = (st0 & ~LOC_MASK) | IN_GPU
-                lt = lru_tail
-                lru[lt & lm] = (p << GEN_SHIFT) | (st >> GEN_SHIFT)
-                lru_tail = lt + 1
-                if lru_cur == lt:
-                    lru_cur = lt + 1
-                st &= ~F_TRANSFER
-                if st & F_WAIT:
-                    st &= ~F_WAIT
-                    wait -= 1
-                pstate[p] = st
-                if (st0 & RES_MASK) != IN_GPU:
-                    at_d += 1
-                if is_fetch_s:
-                    if fsrc == IN_SSD:
-                        c_in_ssd += 1
-                        if c_in_ssd == SSD_CAP:
-                            c_ffs = IN_CPU
-                    else:
-                        c_in_cpu += 1
-                        if c_in_cpu == CPU_CAP:
-                            c_ffs = IN_SSD
-                    c_alloc += 1
-                    c_in += 1
-                    if not is_pre_s and c_ffs != NOT_KNOWN and c_ffs != fsrc:
-                        stage += 1
-                        break
-                else:
-                    c_alloc += 1
-                if qh >= qt:
-                    break
-            if vt_d != 0:
-                tt[vt_T, TT_RES] += vt_d
-            if at_d != 0:
-                tt[at_T, TT_RES] += at_d
-            S[S_QH + q] = qh
-            if qh < qt:
-                qb[q, qh & qm, 0] = rp
-                qb[q, qh & qm, 1] = rn
-            continue
-        fast_block = False
-
-        p = qb[q, qh & qm, 0]
-
-        # ---- what happens to page p ----
-        ev_v = -1
-        ev_slot = -1
-        ev_dest = 0
-        ev_pf = False
-        a_src = 0
-        a_tensor = -1
-        is_pf = True
-        is_fetch = True
-        fetch_src = IN_SSD
-        if stage <= _G_PE_CPU:
-            # pre-eviction
-            ev_v = p
-            if c_fed != NOT_KNOWN:
-                ev_dest = c_fed
-            else:
-                ev_dest = IN_SSD if stage == _G_PE_SSD else IN_CPU
-        else:
-            if stage == _G_PRE_SSD or stage == _G_PRE_CPU:
-                loc = np.int64(pstate[p]) & LOC_MASK
-                want = IN_SSD if stage == _G_PRE_SSD else IN_CPU
-                if loc != want:
-                    if loc == IN_CPU and stage == _G_PRE_SSD:
-                        _q_push(qb, S, Q_PREFETCH_CPU, p, 1)
-                    elif loc == IN_SSD and stage == _G_PRE_CPU:
-                        _q_push(qb, S, Q_PREFETCH_SSD, p, 1)
-                    _q_pop(qb, S, q)
-                    continue
-                is_pf = False
-                fetch_src = want
-            elif stage == _G_PF_ALLOC or stage == _G_RS_ALLOC:
-                is_fetch = False
-            elif stage == _G_PREALLOC:
-                is_fetch = False
-                is_pf = False
-            else:
-                # demand fetches pop before allocating
-                fetch_src = IN_SSD if (stage == _G_PF_SSD or stage == _G_RS_SSD) else IN_CPU
-                _q_pop(qb, S, q)
-            a_src = np.int64(pstate[p]) & LOC_MASK
-            tc_a = _tpos(srt, tc_a, p)
-            a_tensor = srt[1, tc_a]
-            if gpu_used >= G:
-                # ---- victim selection (§8) ----
-                pf = is_pf or tt[a_tensor, TT_REQ] != 0
-                tail = lru_tail
-                slot = -1
-                if deepum and not pf:
-                    # §8.2 non-PF: from the cursor, skip window tensors; END is sticky (O-15)
-                    if dum_end == 0:
-                        s = lru_cur
-                        if s < hd:
-                            s = hd
-                        while s < tail:
-                            e = lru[s & lm]
-                            if e >= 0:
-                                vp = e >> GEN_SHIFT
-                                vs = np.int64(pstate[vp])
-                                if _live(vs, e):
-                                    tc_c = _tpos(srt, tc_c, vp)
-                                    if not tt[srt[1, tc_c], TT_WIN]:
-                                        slot = s
-                                        break
-                            s += 1
-                        if slot >= 0:
-                            lru_cur = slot + 1
+                    if trace:
+                        _emit_run(ev, S, S_OUT_OPEN, t, EV_EVICT, it, k, T, v, IN_GPU, dest,
+                                  1 if ev_slot >= 0 else 0)
+                    if tt[T, TT_REQ]:
+                        if dest == IN_CPU:
+                            _q_push(qb, S, Q_PF_CPU, v, 1)
+                        elif dest == IN_SSD:
+                            _q_push(qb, S, Q_PF_SSD, v, 1)
                         else:
-                            lru_cur = tail
-                            dum_end = 1
-                    if slot < 0:
-                        stage = _G_PREALLOC if stage == _G_PRE_SSD else stage + 1
-                        continue
-                else:
-                    if not deepum:
-                        # §8.1: first non-in-transfer page from the cursor, else from the
-                        # head. Entries before the cursor are never eligible (they were in
-                        # transfer when passed, and such pages only leave the list), so one
-                        # scan from the cursor is the artifact's scan-then-rescan.
-                        s = lru_cur
-                        if s < hd:
-                            s = hd
-                        while s < tail:
-                            e = lru[s & lm]
-                            if e >= 0:
-                                vs = np.int64(pstate[e >> GEN_SHIFT])
-                                if _eligible(vs, e):
-                                    slot = s
-                                    break
-                            s += 1
-                    if slot < 0:
-                        # (DeepUM PF: the first non-in-transfer page from the head.) The scan
-                        # starts past the entries an earlier one found ineligible: those can
-                        # never become eligible (tombstones stay dead until a compaction, and
-                        # a GPU page in transfer leaves the GPU before its flag clears), so
-                        # this only saves rescanning a growing prefix (quadratic in DeepUM).
-                        s = lru_scan
-                        if s < hd:
-                            s = hd
-                        while s < tail:
-                            e = lru[s & lm]
-                            if e >= 0:
-                                vs = np.int64(pstate[e >> GEN_SHIFT])
-                                if _eligible(vs, e):
-                                    slot = s
-                                    break
-                            s += 1
-                        lru_scan = s
-                    if slot < 0:
-                        S[S_ERROR] = E_NO_VICTIM
-                        stage = _G_PREALLOC if stage == _G_PRE_SSD else stage + 1
-                        continue
-                    if not deepum:
-                        lru_cur = slot + 1
-                    elif lru_cur == slot:
-                        lru_cur = slot + 1
-                ev_v = lru[slot & lm] >> GEN_SHIFT
-                ev_slot = slot
-                ev_pf = True
-                if deepum:
-                    tc_b = _tpos(srt, tc_b, ev_v)
-                    ev_dest = IN_CPU if _is_alive(tt, srt[1, tc_b], k) else NOT_PRESENT
-                else:
-                    ev_dest = IN_CPU
-                if ev_dest != NOT_PRESENT and c_fed != NOT_KNOWN:
-                    ev_dest = c_fed
-
-        # ---- evict page ev_v to ev_dest (§9.3 evict) ----
-        if ev_v >= 0:
-            v = ev_v
-            dest = ev_dest
-            tc_b = _tpos(srt, tc_b, v)
-            T = srt[1, tc_b]
-            st0 = np.int64(pstate[v])
-            if dest == NOT_PRESENT and _is_alive(tt, T, k):
-                if ev_pf:
-                    live_warn += 1
-                else:
-                    S[S_ERROR] = E_DEAD_LIVE_EVICT
-            n = 0
-            overflow = False
-            if dest == IN_CPU:
-                if host_used >= HOST:
-                    S[S_ERROR] = E_HOST_OVERFLOW
-                    S[S_ERR_A] = v
-                    overflow = True
-                else:
-                    host_used += 1
-                    if host_used > host_peak:
-                        host_peak = host_used
-                    n = 1
-            elif dest == IN_SSD:
-                n = 1
-            if not overflow:
-                if ev_slot >= 0:
-                    lru[ev_slot & lm] = -1
-                else:
-                    S[S_LRU_TAIL] = lru_tail
-                    S[S_LRU_CUR] = lru_cur
-                    S[S_LRU_SCAN] = lru_scan
-                    _lru_remove_unknown(lru, pstate, S, v)
-                    lru_tail = S[S_LRU_TAIL]
-                    lru_cur = S[S_LRU_CUR]
-                    lru_scan = S[S_LRU_SCAN]
-                st = (np.int64(pstate[v]) & ~LOC_MASK) | dest
-                gpu_used -= 1
-                if n != 0:
-                    c_out += 1
-                    if dest == IN_SSD:
-                        c_out_ssd += 1
-                        if c_out_ssd == SSD_CAP:
-                            c_fed = IN_CPU
+                            _q_push(qb, S, Q_PF_ALLOC, v, 1)
+                        st |= F_TRANSFER
+                        if not (st & F_WAIT):
+                            st |= F_WAIT
+                            wait += 1
                     else:
-                        c_out_cpu += 1
-                        if c_out_cpu == CPU_CAP or host_used == HOST:
-                            c_fed = IN_SSD
-                if trace:
-                    _emit_run(ev, S, S_OUT_OPEN, t, EV_EVICT, it, k, T, v, IN_GPU, dest,
-                              1 if ev_slot >= 0 else 0)
-                if tt[T, TT_REQ]:
-                    if dest == IN_CPU:
-                        _q_push(qb, S, Q_PF_CPU, v, 1)
-                    elif dest == IN_SSD:
-                        _q_push(qb, S, Q_PF_SSD, v, 1)
-                    else:
-                        _q_push(qb, S, Q_PF_ALLOC, v, 1)
-                    st |= F_TRANSFER
-                    if not (st & F_WAIT):
-                        st |= F_WAIT
-                        wait += 1
-                else:
-                    st &= ~F_TRANSFER
-                pstate[v] = st
-                if (st0 & RES_MASK) == IN_GPU:
-                    tt[T, TT_RES] -= 1
-            if stage <= _G_PE_CPU:
-                _q_pop(qb, S, q)
+                        st &= ~F_TRANSFER
+                    pstate[v] = st
+                    if (st0 & RES_MASK) == IN_GPU:
+                        tt[T, TT_RES] -= 1
+                if stage <= _G_PE_CPU:
+                    _q_pop(qb, S, q)
+                    if S[S_ERROR] != E_NONE:
+                        stage = _G_PF_SSD
+                    continue
                 if S[S_ERROR] != E_NONE:
-                    stage = _G_PF_SSD
-                continue
-            if S[S_ERROR] != E_NONE:
-                stage = _G_PREALLOC if stage == _G_PRE_SSD else stage + 1
-                continue
+                    stage = _G_PREALLOC if stage == _G_PRE_SSD else stage + 1
+                    continue
 
-        # ---- give page p a GPU frame (§9.3 alloc_page) ----
-        if a_src == IN_CPU:
-            host_used -= 1
-            if c_fed == IN_SSD:
-                c_fed = NOT_KNOWN
-        gpu_used += 1
-        st0 = np.int64(pstate[p])
-        st = (st0 & ~LOC_MASK) | IN_GPU
-        pstate[p] = st
-        if lru_tail - hd >= lcap:
-            S[S_LRU_TAIL] = lru_tail
-            S[S_LRU_CUR] = lru_cur
-            S[S_LRU_SCAN] = lru_scan
-            _lru_compact(lru, pstate, S)
-            lru_tail = S[S_LRU_TAIL]
-            lru_cur = S[S_LRU_CUR]
-            lru_scan = S[S_LRU_SCAN]
-        lt = lru_tail
-        lru[lt & lm] = (p << GEN_SHIFT) | (st >> GEN_SHIFT)
-        lru_tail = lt + 1
-        if lru_cur == lt:
-            # A std::list cursor at END stays END when a page is appended; an index cursor
-            # equal to the tail would otherwise point at the new element.
-            lru_cur = lt + 1
-        st &= ~F_TRANSFER
-        if st & F_WAIT:
-            st &= ~F_WAIT
-            wait -= 1
-        pstate[p] = st
-        if (st0 & RES_MASK) != IN_GPU:
-            tt[a_tensor, TT_RES] += 1
-        if trace:
-            _emit_run(ev, S, S_IN_OPEN, t, EV_FETCH if is_fetch else EV_ALLOC, it,
-                      k, a_tensor, p, a_src, IN_GPU, 1 if is_pf else 0)
+            # ---- give page p a GPU frame (§9.3 alloc_page) ----
+            if a_src == IN_CPU:
+                host_used -= 1
+                if c_fed == IN_SSD:
+                    c_fed = NOT_KNOWN
+            gpu_used += 1
+            st0 = np.int64(pstate[p])
+            st = (st0 & ~LOC_MASK) | IN_GPU
+            pstate[p] = st
+            if lru_tail - hd >= lcap:
+                S[S_LRU_TAIL] = lru_tail
+                S[S_LRU_CUR] = lru_cur
+                S[S_LRU_SCAN] = lru_scan
+                _lru_compact(lru, pstate, S)
+                lru_tail = S[S_LRU_TAIL]
+                lru_cur = S[S_LRU_CUR]
+                lru_scan = S[S_LRU_SCAN]
+            lt = lru_tail
+            lru[lt & lm] = (p << GEN_SHIFT) | (st >> GEN_SHIFT)
+            lru_tail = lt + 1
+            if lru_cur == lt:
+                # A std::list cursor at END stays END when a page is appended; an index cursor
+                # equal to the tail would otherwise point at the new element.
+                lru_cur = lt + 1
+            st &= ~F_TRANSFER
+            if st & F_WAIT:
+                st &= ~F_WAIT
+                wait -= 1
+            pstate[p] = st
+            if (st0 & RES_MASK) != IN_GPU:
+                tt[a_tensor, TT_RES] += 1
+            if trace:
+                _emit_run(ev, S, S_IN_OPEN, t, EV_FETCH if is_fetch else EV_ALLOC, it,
+                          k, a_tensor, p, a_src, IN_GPU, 1 if is_pf else 0)
 
-        # ---- stage bookkeeping ----
-        if is_fetch:
-            if fetch_src == IN_SSD:
-                c_in_ssd += 1
-                if c_in_ssd == SSD_CAP:
-                    c_ffs = IN_CPU
+            # ---- stage bookkeeping ----
+            if is_fetch:
+                if fetch_src == IN_SSD:
+                    c_in_ssd += 1
+                    if c_in_ssd == SSD_CAP:
+                        c_ffs = IN_CPU
+                else:
+                    c_in_cpu += 1
+                    if c_in_cpu == CPU_CAP:
+                        c_ffs = IN_SSD
+                c_alloc += 1
+                c_in += 1
+                if stage == _G_PRE_SSD or stage == _G_PRE_CPU:
+                    _q_pop(qb, S, q)
+                elif c_ffs != NOT_KNOWN and c_ffs != fetch_src:
+                    stage += 1
             else:
-                c_in_cpu += 1
-                if c_in_cpu == CPU_CAP:
-                    c_ffs = IN_SSD
-            c_alloc += 1
-            c_in += 1
-            if stage == _G_PRE_SSD or stage == _G_PRE_CPU:
+                c_alloc += 1
                 _q_pop(qb, S, q)
-            elif c_ffs != NOT_KNOWN and c_ffs != fetch_src:
-                stage += 1
-        else:
-            c_alloc += 1
-            _q_pop(qb, S, q)
+        # ---- end of the tick: transfer boundary, traffic, resume check (§9.6) ----
+        if not S[S_XFER]:
+            n = S[S_NBND]
+            bnd[n, 0] = it
+            bnd[n, 1] = t
+            bnd[n, 2] = 1
+            S[S_NBND] = n + 1
+            S[S_XFER] = 1
+            if trace:
+                _emit(ev, S, t, EV_TRANSFER, it, k, -1, -1, -1, -1, -1, 1)
+        if c_in > 0 or c_out > 0:
+            pcie[it, PC_ALLOC] += c_alloc
+            pcie[it, PC_IN] += c_in
+            pcie[it, PC_IN_SSD] += c_in_ssd
+            pcie[it, PC_IN_CPU] += c_in_cpu
+            pcie[it, PC_OUT] += c_out
+            pcie[it, PC_OUT_SSD] += c_out_ssd
+            pcie[it, PC_OUT_CPU] += c_out_cpu
+        resumed = (S[S_RESCHED] != 0 and S[S_QT + Q_PF_ALLOC] == S[S_QH + Q_PF_ALLOC]
+                   and S[S_QT + Q_PF_CPU] == S[S_QH + Q_PF_CPU]
+                   and S[S_QT + Q_PF_SSD] == S[S_QH + Q_PF_SSD] and wait == 0)
+        if resumed:
+            _resume(t, S)
+        t += ii
+        S[S_TICK_TIME] = t
+        S[S_TICK_SEQ] = S[S_SEQ]
+        S[S_SEQ] += 1
+        # ---- is the next event another busy tick? (run_engine's choice, same tests) ----
+        if resumed or trace or S[S_ERROR] != E_NONE:
+            break
+        if (S[S_NBND] + 4 > bnd.shape[0] or S[S_NEV] >= S[S_EV_PAUSE]
+                or S[S_NSTAT] >= S[S_STAT_PAUSE]):
+            break
+        busy = False
+        full = False
+        for q in range(NQ):
+            qlen = S[S_QT + q] - S[S_QH + q]
+            if qlen > half:
+                full = True
+            if qlen > 0:
+                busy = True
+        if full or not busy:
+            break
+        if S[S_KB_PENDING] and (S[S_KB_TIME] < t or (S[S_KB_TIME] == t
+                                                    and S[S_KB_SEQ] < S[S_TICK_SEQ])):
+            break
     S[C_IN] = c_in
     S[C_IN_SSD] = c_in_ssd
     S[C_IN_CPU] = c_in_cpu
@@ -1056,33 +1114,30 @@ def _batch_stages(t, tt, srt, pstate, lru, qb, S, ev):
 
 
 @_kernel
-def _batcher(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
+def _resume(t, S):
+    """§9.6: the waiting kernel resumes at the tick at time t (its event is queued now)."""
+    S[S_KB_PENDING] = 1
+    S[S_KB_TIME] = t
+    S[S_KB_SEQ] = S[S_SEQ]
+    S[S_SEQ] += 1
+    S[S_KB_KERNEL] = S[S_CUR_KERNEL]
+    S[S_KB_NEWITER] = 0
+    S[S_R_STARTED] = 1
+
+
+@_kernel
+def _quiet_tick(t, S, bnd, ev):
+    """A batcher tick at time t that finds no queued page (§9.2): it closes an open
+    transfer period and may resume the waiting kernel; it moves nothing. The tick clock is
+    advanced by the caller."""
     for i in range(C_IN, C_FED + 1):
         S[i] = 0
     S[C_FFS] = NOT_KNOWN
     S[C_FED] = NOT_KNOWN
     S[S_IN_OPEN] = -1
     S[S_OUT_OPEN] = -1
-    busy = False
-    for q in range(NQ):
-        if S[S_QT + q] > S[S_QH + q]:
-            busy = True
-            break
-    it = S[S_CUR_ITER]
-    if busy:
-        if S[S_HOST_USED] == S[P_HOST]:
-            S[C_FED] = IN_SSD
-        _batch_stages(t, tt, srt, pstate, lru, qb, S, ev)
-        if not S[S_XFER]:
-            n = S[S_NBND]
-            bnd[n, 0] = it
-            bnd[n, 1] = t
-            bnd[n, 2] = 1
-            S[S_NBND] = n + 1
-            S[S_XFER] = 1
-            if S[P_TRACE]:
-                _emit(ev, S, t, EV_TRANSFER, it, S[S_CUR_KERNEL], -1, -1, -1, -1, -1, 1)
-    elif S[S_XFER]:
+    if S[S_XFER]:
+        it = S[S_CUR_ITER]
         n = S[S_NBND]
         bnd[n, 0] = it
         bnd[n, 1] = t
@@ -1091,25 +1146,10 @@ def _batcher(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
         S[S_XFER] = 0
         if S[P_TRACE]:
             _emit(ev, S, t, EV_TRANSFER, it, S[S_CUR_KERNEL], -1, -1, -1, -1, -1, 0)
-    if S[C_IN] > 0 or S[C_OUT] > 0:
-        pcie[it, PC_ALLOC] += S[C_ALLOC]
-        pcie[it, PC_IN] += S[C_IN]
-        pcie[it, PC_IN_SSD] += S[C_IN_SSD]
-        pcie[it, PC_IN_CPU] += S[C_IN_CPU]
-        pcie[it, PC_OUT] += S[C_OUT]
-        pcie[it, PC_OUT_SSD] += S[C_OUT_SSD]
-        pcie[it, PC_OUT_CPU] += S[C_OUT_CPU]
     if (S[S_RESCHED] and S[S_QT + Q_PF_ALLOC] == S[S_QH + Q_PF_ALLOC]
             and S[S_QT + Q_PF_CPU] == S[S_QH + Q_PF_CPU]
             and S[S_QT + Q_PF_SSD] == S[S_QH + Q_PF_SSD] and S[S_WAIT] == 0):
-        # §9.6: resume the waiting kernel at this tick
-        S[S_KB_PENDING] = 1
-        S[S_KB_TIME] = t
-        S[S_KB_SEQ] = S[S_SEQ]
-        S[S_SEQ] += 1
-        S[S_KB_KERNEL] = S[S_CUR_KERNEL]
-        S[S_KB_NEWITER] = 0
-        S[S_R_STARTED] = 1
+        _resume(t, S)
 
 
 # ----------------------------------------------------------------------------------------
@@ -1500,8 +1540,12 @@ def run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd,
                 kb_t = S[S_KB_TIME]
                 if kb_t > t:
                     m = 1 + (kb_t - t - 1) // ii
+            elif idle:
+                _quiet_tick(t, S, bnd, ev)
             else:
-                _batcher(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev)
+                # busy ticks advance the clock themselves (possibly several ticks)
+                _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev)
+                continue
             S[S_TICK_TIME] = t + m * ii
             S[S_TICK_SEQ] = S[S_SEQ] + m - 1
             S[S_SEQ] += m
