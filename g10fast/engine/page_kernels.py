@@ -1227,21 +1227,40 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
     n = tt[T, TT_NP]
     queued = 0
     if to == IN_GPU and fr != IN_GPU_LEAST:
-        for p in range(p0, p0 + n):
-            st = np.int64(pstate[p])
-            if st & F_TRANSFER:
-                continue
-            loc = st & LOC_MASK
-            if loc == NOT_PRESENT:
-                _q_push(qb, S, Q_PREALLOC, p, 1)
-            elif loc == IN_SSD:
-                _q_push(qb, S, Q_PREFETCH_SSD, p, 1)
-            elif loc == IN_CPU:
-                _q_push(qb, S, Q_PREFETCH_CPU, p, 1)
-            else:
-                continue
-            pstate[p] = st | F_TRANSFER
-            queued += 1
+        # (a tensor whose pages are all resident and not in transfer queues nothing: DeepUM
+        # re-hints the resident tensors of the look-ahead kernel at every kernel start)
+        if tt[T, TT_RES] != n:
+            # runs of consecutive pages bound for the same queue are pushed as one (the
+            # queues merge contiguous pushes anyway)
+            run_q = -1
+            run_p = 0
+            run_n = 0
+            for p in range(p0, p0 + n):
+                st = np.int64(pstate[p])
+                q = -1
+                if not (st & F_TRANSFER):
+                    loc = st & LOC_MASK
+                    if loc == NOT_PRESENT:
+                        q = Q_PREALLOC
+                    elif loc == IN_SSD:
+                        q = Q_PREFETCH_SSD
+                    elif loc == IN_CPU:
+                        q = Q_PREFETCH_CPU
+                if q >= 0:
+                    pstate[p] = st | F_TRANSFER
+                    queued += 1
+                    if q == run_q and run_p + run_n == p:
+                        run_n += 1
+                        continue
+                if run_n > 0:
+                    _q_push(qb, S, run_q, run_p, run_n)
+                run_q = q
+                run_p = p
+                run_n = 1 if q >= 0 else 0
+            if run_n > 0:
+                _q_push(qb, S, run_q, run_p, run_n)
+    elif (to == IN_SSD or to == IN_CPU) and tt[T, TT_RES] == 0:
+        pass                             # no page resident and not in transfer: none queued
     elif to == IN_SSD or to == IN_CPU:
         q = Q_PREEVICT_SSD if to == IN_SSD else Q_PREEVICT_CPU
         for p in range(p0, p0 + n):
