@@ -42,7 +42,8 @@ import time
 import numpy as np
 
 __all__ = ["DERIVATION", "host_group", "host_line_pages", "plan_digest", "source_from_record",
-           "source_from_stored", "derive_result", "ReuseScheduler"]
+           "source_from_stored", "derive_result", "derive_locally", "derived_record",
+           "ReuseScheduler"]
 
 DERIVATION = "host_line_above_peak"
 #: policies whose plan reads the host memory size: the plan of the derived point is made and

@@ -15,6 +15,12 @@ keyed by the whole resolved configuration less those two fields (`PLAN_INDEPENDE
 the output location; a DeepUM plan depends on the workload and the prefetch degree only.
 Measured, the shared work is small beside the simulation (a G10 plan 0.003-0.15 s, a workload
 <= 0.3 s, a simulation 1-40 s; docs/sweep-performance.md).
+
+A task with a "derive" entry (a finished run of the same configuration at another host
+memory size, whose peak host use is below this point's line: g10fast/sweep/reuse.py) is
+derived from that run instead of simulated; for prefetch_lru only when this point's own plan
+has the run's hints, else (and whenever the derivation would not be exact) it is simulated and
+the record says why (`derive_refused`).
 """
 
 from __future__ import annotations
