@@ -8,6 +8,7 @@
     g10fast models [--batch N]       (built-in models and their footprint)
     g10fast trace inspect FILE.h5
     g10fast sweep MATRIX --store FILE.h5 [--g10 ARTIFACT_DIR] [--workers N] [--dask ADDRESS]
+                  [--no-reuse]
     g10fast figures STORE.h5 --out DIR [--g10 ARTIFACT_DIR]
     g10fast reproduce --g10 ARTIFACT_DIR [--store FILE.h5] [--out DIR]
 
@@ -333,7 +334,8 @@ def _artifact_arg(g10) -> Path:
     return Path(artifact)
 
 
-def _sweep(matrix, store, artifact, workers, dask, show, retry_errors=True, max_points=None):
+def _sweep(matrix, store, artifact, workers, dask, show, retry_errors=True, max_points=None,
+           reuse=True):
     from g10fast.sweep.matrix import expand_matrix, named_matrix, resolve_points
     from g10fast.sweep.runner import run_sweep
 
@@ -341,7 +343,7 @@ def _sweep(matrix, store, artifact, workers, dask, show, retry_errors=True, max_
     resolved = resolve_points(expand_matrix(path), artifact)
     prog = None if not show else True
     summary = run_sweep(resolved, store, workers=workers, dask=dask, progress=prog,
-                        retry_errors=retry_errors, max_points=max_points)
+                        retry_errors=retry_errors, max_points=max_points, reuse=reuse)
     return summary
 
 
@@ -349,7 +351,8 @@ def cmd_sweep(args) -> int:
     artifact = _artifact_arg(args.g10)
     show = args.progress or (sys.stderr.isatty() and not args.no_progress)
     summary = _sweep(args.matrix, args.store, artifact, args.workers, args.dask, show,
-                     retry_errors=not args.no_retry_errors, max_points=args.max_points)
+                     retry_errors=not args.no_retry_errors, max_points=args.max_points,
+                     reuse=not args.no_reuse)
     print(summary.text())
     if summary.error_labels:
         print("errors: " + ", ".join(summary.error_labels[:20])
@@ -372,7 +375,8 @@ def cmd_reproduce(args) -> int:
 
     artifact = _artifact_arg(args.g10)
     show = args.progress or (sys.stderr.isatty() and not args.no_progress)
-    summary = _sweep(args.matrix, args.store, artifact, args.workers, args.dask, show)
+    summary = _sweep(args.matrix, args.store, artifact, args.workers, args.dask, show,
+                     reuse=not args.no_reuse)
     print(summary.text())
     report = draw_all(args.store, args.out, artifact_dir=artifact)
     print(report.text())
@@ -435,6 +439,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run on a Dask distributed scheduler (pip install 'g10fast[dask]')")
         q.add_argument("--progress", action="store_true", help="always show the progress line")
         q.add_argument("--no-progress", action="store_true", help="never show it")
+        q.add_argument("--no-reuse", action="store_true",
+                       help="simulate every point; by default a page-engine point whose host "
+                            "memory line is above the peak host use of a run of the same "
+                            "configuration at another host size is derived from that run "
+                            "(the same simulation; docs/sweep-performance.md)")
 
     sw = sub.add_parser("sweep", help="run an experiment matrix into a results store",
                         description="Run every point of a TOML experiment matrix "

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
+from .reuse import ReuseScheduler, derive_locally
 from .store import ResultStore
 from .worker import execute, task_for
 
@@ -44,11 +45,16 @@ class SweepSummary:
     peak_worker_rss_bytes: int = 0
     error_labels: list = field(default_factory=list)
     interrupted: bool = False
+    reused: int = 0           # of `ran`: derived from a run at another host line (reuse.py)
+    reuse_saved_cpu_seconds: float = 0.0   # CPU of the reused runs less that of the derivations
 
     def text(self) -> str:
         s = (f"{self.total} points: {self.skipped} already stored, {self.ran} run "
              f"({self.ok} ok, {self.failed} failed runs, {self.errors} errors) in "
              f"{_fmt_dur(self.wall_seconds)}")
+        if self.reused:
+            s += (f"; {self.reused} of them reused a run at another host memory size "
+                  f"(about {_fmt_dur(self.reuse_saved_cpu_seconds)} of CPU saved)")
         if self.interrupted:
             s += " (interrupted)"
         return s
@@ -165,6 +171,7 @@ def plan_sweep(resolved, store: ResultStore, retry_errors: bool = True) -> tuple
         key = _group_key(rp)
         t = task_for(rp, None if key in analysed else key)
         t["cost"] = cost[rp.hash]
+        t["workload_key"] = key
         tasks.append(t)
         analysed.add(key)
     return tasks, skipped
@@ -172,12 +179,14 @@ def plan_sweep(resolved, store: ResultStore, retry_errors: bool = True) -> tuple
 
 def run_sweep(resolved, store_path, *, workers: int | None = None, dask=None,
               progress: SweepProgress | bool | None = None, retry_errors: bool = True,
-              max_points: int | None = None) -> SweepSummary:
+              max_points: int | None = None, reuse: bool = True) -> SweepSummary:
     """Run every point of `resolved` (ResolvedPoints) not yet in the store at `store_path`.
 
     workers: worker processes (default: CPU count); 0 runs in this process (debugging).
     dask: a Dask scheduler address, or a `distributed.Client` / cluster object.
     max_points: stop after this many points (the rest stay for a later run).
+    reuse: derive a page-engine point from a run of the same configuration at another host
+    memory size when the run never came near either host line (exact; g10fast/sweep/reuse.py).
     """
     t0 = time.perf_counter()
     store = ResultStore(store_path)
@@ -189,6 +198,8 @@ def run_sweep(resolved, store_path, *, workers: int | None = None, dask=None,
         progress = SweepProgress(len(tasks), enabled=progress is True or sys.stderr.isatty())
     elif progress is False:
         progress = SweepProgress(len(tasks), enabled=False)
+
+    sched = ReuseScheduler(tasks, store if reuse else None, reuse=reuse)
 
     def record(rec: dict) -> None:
         store.write_point(rec)
@@ -204,18 +215,39 @@ def run_sweep(resolved, store_path, *, workers: int | None = None, dask=None,
         summary.peak_worker_rss_bytes = max(summary.peak_worker_rss_bytes,
                                             int(rec.get("worker_peak_rss_bytes") or 0))
         progress.update(rec.get("label", ""), st, float(rec.get("wall_seconds") or 0.0))
+        sched.completed(rec)
+        summary.reused = sched.reused
+        summary.reuse_saved_cpu_seconds = sched.saved_cpu_seconds
+        drain()
+
+    def drain() -> None:
+        """The derivations that need no worker, done here."""
+        while sched.local:
+            for t in sched.take_local():
+                r = derive_locally(t)
+                if r is None:            # not exact after all: a worker simulates it
+                    t.pop("derive", None)
+                    t["no_reuse"] = True
+                    sched.requeue(t)
+                else:
+                    record(r)
 
     try:
-        if not tasks:
+        drain()
+        if not sched.pending():
             pass
         elif dask is not None:
-            _run_dask(tasks, dask, record)
+            _run_dask(sched, dask, record)
         elif workers == 0:
-            for t in tasks:
+            while sched.pending():
+                t = sched.next()
+                if t is None:        # only held tasks left (cannot happen): run them
+                    sched.release_all()
+                    continue
                 record(execute(t))
         else:
             n = workers or os.cpu_count() or 1
-            _run_pool(tasks, min(n, len(tasks)), record)
+            _run_pool(sched, min(n, sched.pending()), record)
     except KeyboardInterrupt:
         summary.interrupted = True
         raise
@@ -254,30 +286,36 @@ def numba_cache_warm() -> bool:
     return True
 
 
-def _run_pool(tasks: list, n: int, record) -> None:
-    """Long-lived spawn-context worker processes. With a cold Numba cache the first task runs
-    alone so that one process fills the cache before the others load it (concurrent cache
-    writes are fragile, numba#4807); with a warm one all workers start at once. A worker that dies takes down the pool: it is rebuilt, and a task
-    that was running in `_MAX_POOL_CRASHES` crashed pools is recorded as an error."""
+def _run_pool(sched, n: int, record) -> None:
+    """Long-lived spawn-context worker processes, fed by the scheduler (`ReuseScheduler`:
+    the tasks in order, host-memory variants held until their group's first run is done).
+    With a cold Numba cache the first task runs alone so that one process fills the cache
+    before the others load it (concurrent cache writes are fragile, numba#4807); with a warm
+    one all workers start at once. A worker that dies takes down the pool: it is rebuilt, and
+    a task that was running in `_MAX_POOL_CRASHES` crashed pools is recorded as an error."""
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
     ctx = mp.get_context("spawn")
-    queue = list(reversed(tasks))   # pop() from the end = original order
     crashes: dict[str, int] = {}
     first = not numba_cache_warm()
-    while queue:
+    while sched.pending():
         ex = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_watch_parent,
                                  initargs=(os.getpid(),))
         running: dict = {}
         requeue: list = []
         try:
-            while queue or running:
+            while sched.pending() or running:
                 limit = 1 if (first or n == 1) else 2 * n
-                while queue and len(running) < limit:
-                    t = queue.pop()
+                while len(running) < limit:
+                    t = sched.next()
+                    if t is None:
+                        break
                     running[ex.submit(execute, t)] = t
+                if not running:          # only held tasks left (cannot happen): run them
+                    sched.release_all()
+                    continue
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in done:
                     t = running.pop(fut)
@@ -306,7 +344,7 @@ def _run_pool(tasks: list, n: int, record) -> None:
                 record(_crash_record(t, "the worker process died while running this point "
                                         "(killed, or out of memory)"))
             else:
-                queue.append(t)
+                sched.requeue(t)
         n = max(1, n // 2)   # fewer tasks in flight: isolate the culprit
 
 
@@ -333,7 +371,7 @@ def _kill_workers(ex) -> None:
             pass
 
 
-def _run_dask(tasks: list, dask, record) -> None:
+def _run_dask(sched, dask, record) -> None:
     try:
         from distributed import Client, as_completed
     except ImportError:
@@ -350,25 +388,37 @@ def _run_dask(tasks: list, dask, record) -> None:
                              param="--dask") from None
         own = True
     try:
-        first, rest = tasks[0], tasks[1:]
-        fut = client.submit(execute, first, pure=False, key=f"g10fast-{first['hash']}")
-        futures = {fut: first}
-        _collect(as_completed([fut]), futures, record)
-        futures = {client.submit(execute, t, pure=False, key=f"g10fast-{t['hash']}"): t
-                   for t in rest}
-        if futures:
-            _collect(as_completed(list(futures)), futures, record)
+        futures: dict = {}
+        ac = as_completed([])
+
+        def submit(t):
+            fut = client.submit(execute, t, pure=False, key=f"g10fast-{t['hash']}")
+            futures[fut] = t
+            ac.add(fut)
+
+        first = sched.next()          # alone: one worker fills the Numba cache
+        if first is not None:
+            submit(first)
+            _collect_one(next(ac), futures, record)
+        while True:
+            while (t := sched.next()) is not None:
+                submit(t)
+            if not futures:
+                if sched.pending():   # only held tasks left (cannot happen): run them
+                    sched.release_all()
+                    continue
+                break
+            _collect_one(next(ac), futures, record)
     finally:
         if own:
             client.close()
 
 
-def _collect(ac, futures: dict, record) -> None:
-    for fut in ac:
-        t = futures[fut]
-        try:
-            rec = fut.result()
-        except Exception as exc:   # KilledWorker, lost connection, ...
-            rec = _crash_record(t, f"Dask could not run this point: {type(exc).__name__}: {exc}")
-        record(rec)
-        fut.release()
+def _collect_one(fut, futures: dict, record) -> None:
+    t = futures.pop(fut)
+    try:
+        rec = fut.result()
+    except Exception as exc:   # KilledWorker, lost connection, ...
+        rec = _crash_record(t, f"Dask could not run this point: {type(exc).__name__}: {exc}")
+    fut.release()
+    record(rec)

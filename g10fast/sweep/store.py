@@ -7,7 +7,10 @@ Layout (docs/store-format.md):
                             policy, host_mem_gb, ssd_gbps, pcie_gbps, kernel_time_std_dev,
                             ran_seed, kernel_speedup, group, error, error_type, wall_seconds,
                             finished_at, cpu_seconds, workload_cpu_seconds,
-                            worker_peak_rss_bytes, g10fast_version
+                            worker_peak_rss_bytes, g10fast_version; plan_hints_sha256 (a
+                            page-engine plan's hints); derived_from, derivation,
+                            source_cpu_seconds (a point reused from a run at another host
+                            line); derive_refused (why such a reuse was not exact)
                             datasets config (JSON text), result (JSON text),
                             arrays/<name> (per-kernel arrays, e.g. kernel_cycles)
     /workloads/<Model>-<B>/ per-(model, batch) workload analysis for Figs 2-4:
@@ -207,6 +210,13 @@ class ResultStore:
                       "worker_pid"):
                 if rec.get(k) is not None:
                     g.attrs[k] = rec[k]
+            # reuse of a run at another host line (g10fast/sweep/reuse.py)
+            for k, attr in (("derived_from", "derived_from"), ("derivation", "derivation"),
+                            ("source_cpu_seconds", "source_cpu_seconds"),
+                            ("plan_digest", "plan_hints_sha256"),
+                            ("derive_refused", "derive_refused")):
+                if rec.get(k) is not None:
+                    g.attrs[attr] = rec[k]
             for k, v in (rec.get("cache") or {}).items():
                 g.attrs[f"cache_{k}"] = bool(v)
             g.attrs["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S")

@@ -15,6 +15,12 @@ keyed by the whole resolved configuration less those two fields (`PLAN_INDEPENDE
 the output location; a DeepUM plan depends on the workload and the prefetch degree only.
 Measured, the shared work is small beside the simulation (a G10 plan 0.003-0.15 s, a workload
 <= 0.3 s, a simulation 1-40 s; docs/sweep-performance.md).
+
+A task with a "derive" entry (a finished run of the same configuration at another host
+memory size, whose peak host use is below this point's line: g10fast/sweep/reuse.py) is
+derived from that run instead of simulated; for prefetch_lru only when this point's own plan
+has the run's hints, else (and whenever the derivation would not be exact) it is simulated and
+the record says why (`derive_refused`).
 """
 
 from __future__ import annotations
@@ -217,6 +223,15 @@ def execute(task: dict) -> dict:
            "worker_pid": os.getpid()}
     try:
         cfg = G10Config(**task["config"])
+        from ..run import policy_of, run
+        from .reuse import HOST_DEPENDENT_PLAN, derive_result, derived_record, plan_digest
+        derive = task.get("derive")
+        own_plan = policy_of(cfg) in HOST_DEPENDENT_PLAN
+        if derive is not None and not task.get("analyze") and not own_plan:
+            result, arrays = derive_result(task["config"], derive, None, t0=t0)
+            if result is not None:
+                return derived_record(task, derive, result, arrays, t0, c0, __version__)
+            rec["derive_refused"], derive = arrays, None
         tw = time.process_time()
         w, cached = _workload(cfg)
         rec["workload_cpu_seconds"] = time.process_time() - tw
@@ -224,10 +239,21 @@ def execute(task: dict) -> dict:
         if task.get("analyze"):
             rec["analysis"] = workload_analysis(w, cfg.GPU_frequency_GHz, task["analyze"],
                                                 v=_vitality(cfg, w))
-        from ..run import run
         hits = CACHE_STATS["plan_hits"]
-        res = run(cfg, workload=w, plan=_plan(cfg, w))
+        plan = _plan(cfg, w)
         rec["cache"] = {"workload": bool(cached), "plan": CACHE_STATS["plan_hits"] > hits}
+        if derive is not None:
+            # the run at another host line is this run when the plan is the same (reuse.py)
+            result, arrays = derive_result(task["config"], derive, plan if own_plan else None,
+                                           t0=t0)
+            if result is not None:
+                d = derived_record(task, derive, result, arrays, t0, c0, __version__)
+                d.update(analysis=rec["analysis"], cache=rec["cache"],
+                         workload_cpu_seconds=rec["workload_cpu_seconds"])
+                return d
+            rec["derive_refused"] = arrays
+        res = run(cfg, workload=w, plan=plan)
+        rec["plan_digest"] = None if plan is None else plan_digest(plan.hints)
         exec_cycles = w.exec_cycles
         if cfg.kernel_time_std_dev:
             from ..workload.times import perturb_kernel_times
