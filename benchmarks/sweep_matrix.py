@@ -119,6 +119,8 @@ def main(argv=None) -> int:
         "g10fast_version": __version__, "matrix": str(path.name), "policies": args.policies,
         "points": len(resolved), "ran": summary.ran, "skipped": summary.skipped,
         "ok": summary.ok, "failed": summary.failed, "errors": summary.errors,
+        "reused": summary.reused, "reuse_saved_cpu_seconds": round(summary.reuse_saved_cpu_seconds, 1),
+        "commit": _commit(),
         "workers": args.workers or os.cpu_count(), "wall_seconds": round(wall, 2),
         "point_seconds": {"min": _pct(pts, 0), "median": _pct(pts, 50), "p90": _pct(pts, 90),
                           "max": _pct(pts, 100), "sum": round(sum(pts), 2)},
@@ -144,6 +146,15 @@ def main(argv=None) -> int:
         except OSError:
             pass
     return 0
+
+
+def _commit() -> str:
+    import subprocess
+    try:
+        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "?"
 
 
 if __name__ == "__main__":
