@@ -416,18 +416,22 @@ def _lru_remove_unknown(lru, pstate, S, p):
     if cur < S[S_LRU_TAIL] and ec >= 0 and (ec >> GEN_SHIFT) == p \
             and _lru_live(lru, pstate, S, cur):
         S[S_LRU_CUR] = S[S_LRU_HEAD]          # removing the cursor's page resets it (§8.1)
+    # Stale entries are counted per (page bucket, generation) since the last compaction; an
+    # old entry of p could look live again only if p took a generation that one of its stale
+    # entries carries. p takes the first generation after its own that no stale entry of its
+    # bucket carries; only when all are taken is the list compacted first (p still live, so
+    # that every stale entry of p goes), after which any other generation is free.
     g0 = np.int64(pstate[p]) >> GEN_SHIFT
+    base = S[P_LCAP] + (p & (STALE_BUCKETS - 1)) * 16
     g = (g0 + 1) & GEN_MASK
+    while g != g0 and lru[base + g] != 0:
+        g = (g + 1) & GEN_MASK
+    if g == g0:
+        _lru_compact(lru, pstate, S)
+        g = (g0 + 1) & GEN_MASK
     pstate[p] = (np.int64(pstate[p]) & 15) | (g << GEN_SHIFT)
     S[S_LRU_STALE] += 1
-    # Stale entries are counted per (page bucket, generation) since the last compaction. An
-    # old entry of p could look live again only if one with p's new generation is stale in
-    # the list, which needs that count to be non-zero: compact then (after 16 bumps of one
-    # page at most, and once per 16 rounds when a whole tensor's pages move in lockstep).
-    base = S[P_LCAP] + (p & (STALE_BUCKETS - 1)) * 16
     lru[base + g0] += 1
-    if lru[base + g] != 0:
-        _lru_compact(lru, pstate, S)
 
 
 @_kernel
