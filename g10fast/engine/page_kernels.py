@@ -172,7 +172,7 @@ S_CNT = 90
 S_HOST_PEAK = 99   # the most host pages ever in use (a run at a host line above it is the
                    # same run: every comparison with the line comes out the same)
 P_LCAP = 89        # capacity of the LRU ring (a power of two); lru[P_LCAP:] holds the
-                   # stale-entry counts (STALE_BUCKETS x 16 generations)
+                   # stale-entry counts (16 generations x STALE_BUCKETS)
 NS = 100
 STALE_BUCKETS = 1 << 16
 LRU_COMPACT_SLACK = 1 << 16    # dead LRU entries tolerated beyond the live ones at a kernel start
@@ -421,17 +421,19 @@ def _lru_remove_unknown(lru, pstate, S, p):
     # entries carries. p takes the first generation after its own that no stale entry of its
     # bucket carries; only when all are taken is the list compacted first (p still live, so
     # that every stale entry of p goes), after which any other generation is free.
+    # (the counts are generation-major, so that the consecutive pages of a tensor removed
+    # one after another touch consecutive counts)
     g0 = np.int64(pstate[p]) >> GEN_SHIFT
-    base = S[P_LCAP] + (p & (STALE_BUCKETS - 1)) * 16
+    base = S[P_LCAP] + (p & (STALE_BUCKETS - 1))
     g = (g0 + 1) & GEN_MASK
-    while g != g0 and lru[base + g] != 0:
+    while g != g0 and lru[base + g * STALE_BUCKETS] != 0:
         g = (g + 1) & GEN_MASK
     if g == g0:
         _lru_compact(lru, pstate, S)
         g = (g0 + 1) & GEN_MASK
     pstate[p] = (np.int64(pstate[p]) & 15) | (g << GEN_SHIFT)
     S[S_LRU_STALE] += 1
-    lru[base + g0] += 1
+    lru[base + g0 * STALE_BUCKETS] += 1
 
 
 @_kernel
