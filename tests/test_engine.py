@@ -349,3 +349,34 @@ def test_lru_lockstep_generation_wrap_compacts_rarely_and_stays_exact():
         assert sorted(live) == list(range(n))      # exactly one live entry per page
     # the ring fills every ~3 rounds; generation wraps add about one compaction per 16 rounds
     assert compactions <= 40 // 3 + 40 // 16 + 2
+
+
+def test_lru_generation_wrap_of_one_page_leaves_no_ghost():
+    """One page removed where its slot is unknown and brought back again and again, with no
+    compaction in between: after 15 removals every other generation is taken by one of its
+    own stale entries. The list is then compacted while the page is still live, so that none
+    of those entries survives; compacting after the bump instead kept the entry carrying the
+    new generation, which came back to life with the page (two live entries)."""
+    cap = 1 << 12
+    lru = np.zeros(cap + pk.STALE_BUCKETS * 16, dtype=np.int32)
+    pstate = np.full(2, pk.IN_GPU, dtype=np.uint8)
+    S = np.zeros(pk.NS, dtype=np.int64)
+    S[pk.P_LCAP] = cap
+    lru[0] = 1 << pk.GEN_SHIFT          # page 1 is live at the head (holds the head)
+    lru[1] = 0 << pk.GEN_SHIFT          # page 0
+    S[pk.S_LRU_TAIL] = 2
+    gens = []
+    for _round in range(40):
+        pk._lru_remove_unknown(lru, pstate, S, 0)
+        g = int(pstate[0]) >> pk.GEN_SHIFT
+        gens.append(g)
+        t = S[pk.S_LRU_TAIL]
+        lru[t & (cap - 1)] = g              # page 0 comes back with its new generation
+        S[pk.S_LRU_TAIL] = t + 1
+        live = [int(lru[s & (cap - 1)]) >> pk.GEN_SHIFT
+                for s in range(S[pk.S_LRU_HEAD], S[pk.S_LRU_TAIL])
+                if pk._lru_live(lru, pstate, S, s)]
+        assert sorted(live) == [0, 1], (_round, live)
+    # generations 1..15, then the compaction, then around again
+    assert gens[:15] == list(range(1, 16)) and gens[15] == 0
+    assert S[pk.S_LRU_TAIL] - S[pk.S_LRU_HEAD] < 40     # compacted on the way
