@@ -175,7 +175,6 @@ P_LCAP = 89        # capacity of the LRU ring (a power of two); lru[P_LCAP:] hol
                    # stale-entry counts (16 generations x STALE_BUCKETS)
 NS = 100
 STALE_BUCKETS = 1 << 16
-LRU_COMPACT_SLACK = 1 << 16    # dead LRU entries tolerated beyond the live ones at a kernel start
 
 # run statuses
 ST_DONE = 0
@@ -664,15 +663,9 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                             while s < lru_tail:
                                 e = lru[s & lm]
                                 if e >= 0:
-                                    vp = e >> GEN_SHIFT
-                                    if wt_win and vp >= wt_lo and vp < wt_hi:
-                                        # a page of the last window tensor seen: skipped,
-                                        # live or not, without reading its state (runs of
-                                        # them are long, and walked at every kernel)
-                                        s += 1
-                                        continue
-                                    vst0 = np.int64(pstate[vp])
+                                    vst0 = np.int64(pstate[e >> GEN_SHIFT])
                                     if _live(vst0, e):
+                                        vp = e >> GEN_SHIFT
                                         if vp < wt_lo or vp >= wt_hi:
                                             tc_c = _tpos(srt, tc_c, vp)
                                             wt_lo = srt[0, tc_c]
@@ -1384,13 +1377,6 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
     S[S_REQ_K] = k
     S[S_IN_OPEN] = -1
     S[S_OUT_OPEN] = -1
-    # Dead LRU entries (tombstones of evicted pages, stale entries of pages removed where
-    # their slot was unknown) are skipped by every scan, but the scans from the head at
-    # each kernel start (6.1, and the victim scans after it) walk them again and again:
-    # when they outnumber the live entries, drop them now. Invisible: the victims, the
-    # cursor's position among the live entries and END are unchanged.
-    if S[S_LRU_TAIL] - S[S_LRU_HEAD] > 2 * S[S_GPU_USED] + LRU_COMPACT_SLACK:
-        _lru_compact(lru, pstate, S)
     # 6.1 eviction cursor
     S[S_DEEPUM_END] = 0
     if S[P_DEEPUM]:
@@ -1405,28 +1391,15 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
         s = S[S_LRU_HEAD]
         tail = S[S_LRU_TAIL]
         lm = S[P_LCAP] - 1
-        w_lo = 0
-        w_hi = 0
-        w_win = 0
-        tc = S[S_TC_C]
         while s < tail:
             e = lru[s & lm]
             if e >= 0:
                 p = e >> GEN_SHIFT
-                if w_win and p >= w_lo and p < w_hi:
-                    s += 1                   # a page of the last window tensor seen
-                    continue
                 st = np.int64(pstate[p])
                 if _live(st, e):
-                    if p < w_lo or p >= w_hi:
-                        tc = _tpos(srt, tc, p)
-                        w_lo = srt[0, tc]
-                        w_hi = srt[0, tc + 1]
-                        w_win = tt[srt[1, tc], TT_WIN]
-                    if not w_win:
+                    if not tt[tensor_of(srt, S, S_TC_C, p), TT_WIN]:
                         break
             s += 1
-        S[S_TC_C] = tc
         S[S_LRU_CUR] = s
         if s >= tail:
             S[S_DEEPUM_END] = 1
