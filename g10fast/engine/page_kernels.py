@@ -338,6 +338,14 @@ def _emit_run(ev, S, open_idx, t, kind, it, k, tensor, page, src, dst, value):
 
 
 @_kernel
+def _no_faults_queued(S):
+    """Whether the three demand queues (faults from CPU, from SSD, allocations) are empty."""
+    return (S[S_QT + Q_PF_CPU] == S[S_QH + Q_PF_CPU]
+            and S[S_QT + Q_PF_SSD] == S[S_QH + Q_PF_SSD]
+            and S[S_QT + Q_PF_ALLOC] == S[S_QH + Q_PF_ALLOC])
+
+
+@_kernel
 def _live(st, e):
     """Whether LRU entry e (>= 0) is live, st being its page's state (int64)."""
     return (st & LOC_MASK) == IN_GPU and (st >> GEN_SHIFT) == (e & GEN_MASK)
@@ -1068,9 +1076,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
             pcie[it, PC_OUT] += c_out
             pcie[it, PC_OUT_SSD] += c_out_ssd
             pcie[it, PC_OUT_CPU] += c_out_cpu
-        resumed = (S[S_RESCHED] != 0 and S[S_QT + Q_PF_ALLOC] == S[S_QH + Q_PF_ALLOC]
-                   and S[S_QT + Q_PF_CPU] == S[S_QH + Q_PF_CPU]
-                   and S[S_QT + Q_PF_SSD] == S[S_QH + Q_PF_SSD] and wait == 0)
+        resumed = S[S_RESCHED] != 0 and _no_faults_queued(S) and wait == 0
         if resumed:
             _resume(t, S)
         t += ii
@@ -1152,9 +1158,7 @@ def _quiet_tick(t, S, bnd, ev):
         S[S_XFER] = 0
         if S[P_TRACE]:
             _emit(ev, S, t, EV_TRANSFER, it, S[S_CUR_KERNEL], -1, -1, -1, -1, -1, 0)
-    if (S[S_RESCHED] and S[S_QT + Q_PF_ALLOC] == S[S_QH + Q_PF_ALLOC]
-            and S[S_QT + Q_PF_CPU] == S[S_QH + Q_PF_CPU]
-            and S[S_QT + Q_PF_SSD] == S[S_QH + Q_PF_SSD] and S[S_WAIT] == 0):
+    if S[S_RESCHED] and _no_faults_queued(S) and S[S_WAIT] == 0:
         _resume(t, S)
 
 
@@ -1417,9 +1421,7 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
             n_applied += 1
         S[S_HINT] = h
     # 6.3 residency check: per-tensor counts of pages IN_GPU and not in transfer
-    resident = (S[S_QT + Q_PF_CPU] == S[S_QH + Q_PF_CPU]
-                and S[S_QT + Q_PF_SSD] == S[S_QH + Q_PF_SSD]
-                and S[S_QT + Q_PF_ALLOC] == S[S_QH + Q_PF_ALLOC])
+    resident = _no_faults_queued(S)
     if resident:
         for j in range(kt[k, KT_IN], kt[k + 1, KT_IN]):
             T = kidx[j]
