@@ -237,6 +237,9 @@ _G_RS_SSD = 8      # DeepUM lock-up rescue: prefetch queues drained as faults
 _G_RS_CPU = 9
 _G_RS_ALLOC = 10
 _G_END = 11
+# the queue each allocating stage takes its pages from (pre-eviction stages: Q_PREEVICT_*)
+_STAGE_QUEUE = (Q_PREEVICT_SSD, Q_PREEVICT_CPU, Q_PF_SSD, Q_PF_CPU, Q_PF_ALLOC, Q_PREFETCH_SSD,
+                Q_PREFETCH_CPU, Q_PREALLOC, Q_PREFETCH_SSD, Q_PREFETCH_CPU, Q_PREALLOC)
 
 
 # Every function here is compiled without Numba's reference counting (`_nrt=False`): none
@@ -335,6 +338,21 @@ def _emit_run(ev, S, open_idx, t, kind, it, k, tensor, page, src, dst, value):
             ev[o, 6] += 1
             return
     S[open_idx] = _emit(ev, S, t, kind, it, k, tensor, page, 1, src, dst, value)
+
+
+@_kernel
+def _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc, GPU_CAP, CPU_CAP, SSD_CAP,
+           ALLOC_CAP):
+    """Whether an allocating stage (§9.2) may take one more page this tick: prefetches are
+    bounded by their link and the GPU link, demand and rescue fetches by the GPU link and the
+    allocation budget, allocations by the budget; all need a frame or room to evict to."""
+    if stage == _G_PRE_SSD:
+        return c_in_ssd < SSD_CAP and c_in < GPU_CAP and evict_ok
+    if stage == _G_PRE_CPU:
+        return c_in_cpu < CPU_CAP and c_in < GPU_CAP and evict_ok
+    if stage == _G_PF_ALLOC or stage == _G_PREALLOC or stage == _G_RS_ALLOC:
+        return evict_ok and c_alloc < ALLOC_CAP
+    return c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
 
 
 @_kernel
@@ -556,33 +574,9 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                     rescue = True
                 evict_ok = gpu_used < G or (c_out < GPU_CAP and
                                             (host_used < HOST or c_out_ssd < SSD_CAP))
-                if stage == _G_PF_SSD:
-                    q = Q_PF_SSD
-                    ok = c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
-                elif stage == _G_PF_CPU:
-                    q = Q_PF_CPU
-                    ok = c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
-                elif stage == _G_PF_ALLOC:
-                    q = Q_PF_ALLOC
-                    ok = evict_ok and c_alloc < ALLOC_CAP
-                elif stage == _G_PRE_SSD:
-                    q = Q_PREFETCH_SSD
-                    ok = c_in_ssd < SSD_CAP and c_in < GPU_CAP and evict_ok
-                elif stage == _G_PRE_CPU:
-                    q = Q_PREFETCH_CPU
-                    ok = c_in_cpu < CPU_CAP and c_in < GPU_CAP and evict_ok
-                elif stage == _G_PREALLOC:
-                    q = Q_PREALLOC
-                    ok = evict_ok and c_alloc < ALLOC_CAP
-                elif stage == _G_RS_SSD:
-                    q = Q_PREFETCH_SSD
-                    ok = c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
-                elif stage == _G_RS_CPU:
-                    q = Q_PREFETCH_CPU
-                    ok = c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
-                else:
-                    q = Q_PREALLOC
-                    ok = evict_ok and c_alloc < ALLOC_CAP
+                q = _STAGE_QUEUE[stage]
+                ok = _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc, GPU_CAP,
+                            CPU_CAP, SSD_CAP, ALLOC_CAP)
             qh = S[S_QH + q]
             if not ok or S[S_QT + q] <= qh:
                 stage += 1
@@ -624,15 +618,8 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                 while True:
                     evict_ok = gpu_used < G or (c_out < GPU_CAP and
                                                 (host_used < HOST or c_out_ssd < SSD_CAP))
-                    if stage == _G_PRE_SSD:
-                        ok = c_in_ssd < SSD_CAP and c_in < GPU_CAP and evict_ok
-                    elif stage == _G_PRE_CPU:
-                        ok = c_in_cpu < CPU_CAP and c_in < GPU_CAP and evict_ok
-                    elif is_fetch_s:
-                        ok = c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
-                    else:
-                        ok = evict_ok and c_alloc < ALLOC_CAP
-                    if not ok:
+                    if not _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc, GPU_CAP,
+                                  CPU_CAP, SSD_CAP, ALLOC_CAP):
                         break
                     if lru_tail - hd >= lcap:
                         break
