@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _bench import git_commit  # noqa: E402  (benchmarks/, the script's folder)
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 RESULTS = ROOT / "benchmarks" / "results"
@@ -50,14 +52,6 @@ def one_run(config: Path, env=None) -> dict:
     res["process_wall_seconds"] = wall
     res["process_cpu_seconds"] = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     return res
-
-
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
-                              capture_output=True).stdout.strip()
-    except OSError:
-        return "?"
 
 
 def main() -> int:

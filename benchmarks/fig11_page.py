@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from _bench import git_commit  # noqa: E402  (benchmarks/, the script's folder)
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 ART = SHARED / "g10-artifact"
@@ -46,14 +48,6 @@ def read_table(path: Path, rows_per_workload: int = 1) -> dict:
         else:
             i += 1
     return out
-
-
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
-                              capture_output=True).stdout.strip()
-    except OSError:
-        return "?"
 
 
 def rel(a, b):

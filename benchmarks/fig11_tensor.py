@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _bench import git_commit  # noqa: E402  (benchmarks/, the script's folder)
+
 ROOT = Path(__file__).resolve().parents[1]
 FIG11 = [("BERT", 256, 0), ("VIT", 1280, 1), ("Inceptionv3", 1536, 2), ("ResNet152", 1280, 3),
          ("SENet154", 1024, 4)]
@@ -93,8 +95,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     art = args.shared / "g10-artifact"
     base = all_base(art / "example_results" / "overall_performance" / "all.base.txt")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=ROOT).stdout.strip()
+    commit = git_commit()
     env = dict(os.environ)
     env.setdefault("PYTHONPATH", str(ROOT))
     records = []

@@ -12,10 +12,11 @@ import argparse
 import datetime
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _bench import git_commit  # noqa: E402  (benchmarks/, the script's folder)
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -35,8 +36,7 @@ def main(argv=None):
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "llama_policies.jsonl"))
     a = ap.parse_args(argv)
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
+    commit = git_commit()
     spec = find_model(a.model)
     preset = load_preset(a.system)
     t0 = time.perf_counter()

@@ -25,6 +25,8 @@ import threading
 import time
 from pathlib import Path
 
+from _bench import git_commit  # noqa: E402  (benchmarks/, the script's folder)
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -120,7 +122,7 @@ def main(argv=None) -> int:
         "points": len(resolved), "ran": summary.ran, "skipped": summary.skipped,
         "ok": summary.ok, "failed": summary.failed, "errors": summary.errors,
         "reused": summary.reused, "reuse_saved_cpu_seconds": round(summary.reuse_saved_cpu_seconds, 1),
-        "commit": _commit(),
+        "commit": git_commit(),
         "workers": args.workers or os.cpu_count(), "wall_seconds": round(wall, 2),
         "point_seconds": {"min": _pct(pts, 0), "median": _pct(pts, 50), "p90": _pct(pts, 90),
                           "max": _pct(pts, 100), "sum": round(sum(pts), 2)},
@@ -146,15 +148,6 @@ def main(argv=None) -> int:
         except OSError:
             pass
     return 0
-
-
-def _commit() -> str:
-    import subprocess
-    try:
-        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return "?"
 
 
 if __name__ == "__main__":
