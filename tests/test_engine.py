@@ -323,7 +323,7 @@ def test_lru_lockstep_generation_wrap_compacts_rarely_and_stays_exact():
     generations wrap together: the list must not be compacted once per page (Llama-7B under
     G10 spent hours so), and no stale entry may ever look live."""
     n, cap = 1000, 4096
-    lru = np.zeros(cap + pk.STALE_BUCKETS * 16, dtype=np.int32)
+    lru = np.zeros(cap + pk.STALE_BUCKETS, dtype=np.int32)
     pstate = np.full(n, pk.IN_GPU, dtype=np.uint8)
     S = np.zeros(pk.NS, dtype=np.int64)
     S[pk.P_LCAP] = cap
@@ -358,7 +358,7 @@ def test_lru_generation_wrap_of_one_page_leaves_no_ghost():
     of those entries survives; compacting after the bump instead kept the entry carrying the
     new generation, which came back to life with the page (two live entries)."""
     cap = 1 << 12
-    lru = np.zeros(cap + pk.STALE_BUCKETS * 16, dtype=np.int32)
+    lru = np.zeros(cap + pk.STALE_BUCKETS, dtype=np.int32)
     pstate = np.full(2, pk.IN_GPU, dtype=np.uint8)
     S = np.zeros(pk.NS, dtype=np.int64)
     S[pk.P_LCAP] = cap
@@ -380,3 +380,75 @@ def test_lru_generation_wrap_of_one_page_leaves_no_ghost():
     # generations 1..15, then the compaction, then around again
     assert gens[:15] == list(range(1, 16)) and gens[15] == 0
     assert S[pk.S_LRU_TAIL] - S[pk.S_LRU_HEAD] < 40     # compacted on the way
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_dealloc_pages_equals_page_by_page_removal(seed):
+    """`_dealloc_pages` frees a tensor's pages in one loop; it must leave exactly the state
+    that freeing them one by one with `_lru_remove_unknown` leaves: page states and
+    generations, the LRU list, its cursor (reset when the cursor's page goes, moved by a
+    compaction), the stale masks and the memory counts. Small rings and pre-set generation
+    masks force compactions in the middle of the loop."""
+    rng = np.random.default_rng(seed)
+    n_pages, cap = 300, 512
+    lru = np.zeros(cap + pk.STALE_BUCKETS, dtype=np.int32)
+    pstate = np.zeros(n_pages, dtype=np.uint8)
+    S = np.zeros(pk.NS, dtype=np.int64)
+    S[pk.P_LCAP] = cap
+    # pages arrive in a random order; some leave again (tombstones), some are in transfer,
+    # some live on the host
+    tail = 0
+    for p in rng.permutation(n_pages):
+        loc = rng.choice([pk.IN_GPU, pk.IN_GPU, pk.IN_GPU, pk.IN_CPU, pk.NOT_PRESENT])
+        g = int(rng.integers(16))
+        st = (g << pk.GEN_SHIFT) | loc
+        if loc == pk.IN_GPU and rng.random() < 0.1:
+            st |= pk.F_TRANSFER
+        pstate[p] = st
+        if loc == pk.IN_GPU:
+            lru[tail] = (p << pk.GEN_SHIFT) | g
+            tail += 1
+            if rng.random() < 0.2:
+                lru[tail] = -1
+                tail += 1
+    S[pk.S_LRU_TAIL] = tail
+    S[pk.S_LRU_CUR] = int(rng.integers(tail))
+    S[pk.S_GPU_USED] = int(np.sum((pstate & pk.LOC_MASK) == pk.IN_GPU))
+    S[pk.S_HOST_USED] = int(np.sum((pstate & pk.LOC_MASK) == pk.IN_CPU))
+    # every generation but a page's own taken in some buckets: removal there compacts
+    for p in rng.choice(n_pages, 20, replace=False):
+        lru[cap + p] = 0xFFFF & ~(1 << (int(pstate[p]) >> pk.GEN_SHIFT))
+        S[pk.S_LRU_STALE] += 1
+    tt = np.zeros((1, pk.TT_COLS), dtype=np.int64)
+    p0, n = 40, 200
+    tt[0, pk.TT_START], tt[0, pk.TT_NP] = p0, n
+    tt[0, pk.TT_RES] = int(np.sum((pstate[p0:p0 + n] & pk.RES_MASK) == pk.IN_GPU))
+    ev = np.zeros((1, pk.EV_COLS), dtype=np.int64)
+
+    a = (tt.copy(), pstate.copy(), lru.copy(), S.copy())
+    freed = pk._dealloc_pages(0, 0, p0, n, a[0], a[1], a[2], a[3], ev)
+
+    tt_b, ps_b, lru_b, S_b = tt.copy(), pstate.copy(), lru.copy(), S.copy()
+    freed_b = 0
+    compactions_b = 0
+    for p in range(p0, p0 + n):
+        st = int(ps_b[p])
+        if st & pk.F_TRANSFER:
+            continue
+        loc = st & pk.LOC_MASK
+        if loc == pk.IN_GPU:
+            S_b[pk.S_GPU_USED] -= 1
+            tt_b[0, pk.TT_RES] -= 1
+            before = S_b[pk.S_LRU_STALE]
+            pk._lru_remove_unknown(lru_b, ps_b, S_b, p)
+            compactions_b += S_b[pk.S_LRU_STALE] != before + 1
+        elif loc == pk.IN_CPU:
+            S_b[pk.S_HOST_USED] -= 1
+        freed_b += loc != pk.NOT_PRESENT
+        ps_b[p] = int(ps_b[p]) & ~pk.LOC_MASK
+    assert compactions_b > 0                  # the case is exercised
+    assert freed == freed_b
+    assert np.array_equal(a[0], tt_b)
+    assert np.array_equal(a[1], ps_b)
+    assert np.array_equal(a[2], lru_b)
+    assert np.array_equal(a[3], S_b)

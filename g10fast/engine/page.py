@@ -282,7 +282,7 @@ def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
     lru_cap = 1 << (live_max + max(live_max // 4, 1 << 12) - 1).bit_length()
     # LRU entries are page << 4 | generation: int32 while that fits (512 GiB of pages)
     # (the engine reads only the slots it has written: no need to initialise them)
-    lru = np.empty(lru_cap + pk.STALE_BUCKETS * 16,
+    lru = np.empty(lru_cap + pk.STALE_BUCKETS,
                    dtype=np.int32 if V < LRU_INT32_PAGES else np.int64)
     lru[lru_cap:] = 0
 

@@ -171,8 +171,8 @@ C_FED = 88         # forced_evc_dest
 S_CNT = 90
 S_HOST_PEAK = 99   # the most host pages ever in use (a run at a host line above it is the
                    # same run: every comparison with the line comes out the same)
-P_LCAP = 89        # capacity of the LRU ring (a power of two); lru[P_LCAP:] holds the
-                   # stale-entry counts (16 generations x STALE_BUCKETS)
+P_LCAP = 89        # capacity of the LRU ring (a power of two); lru[P_LCAP:] holds one
+                   # word per page bucket: the mask of generations its stale entries carry
 NS = 100
 STALE_BUCKETS = 1 << 16
 
@@ -420,7 +420,7 @@ def _lru_compact(lru, pstate, S):
     S[S_LRU_STALE] = 0
     S[S_LRU_SCAN] = head
     if check:
-        for i in range(S[P_LCAP], S[P_LCAP] + STALE_BUCKETS * 16):
+        for i in range(S[P_LCAP], S[P_LCAP] + STALE_BUCKETS):
             lru[i] = 0
 
 
@@ -441,24 +441,34 @@ def _lru_remove_unknown(lru, pstate, S, p):
     if cur < S[S_LRU_TAIL] and ec >= 0 and (ec >> GEN_SHIFT) == p \
             and _lru_live(lru, pstate, S, cur):
         S[S_LRU_CUR] = S[S_LRU_HEAD]          # removing the cursor's page resets it (§8.1)
-    # Stale entries are counted per (page bucket, generation) since the last compaction; an
-    # old entry of p could look live again only if p took a generation that one of its stale
-    # entries carries. p takes the first generation after its own that no stale entry of its
-    # bucket carries; only when all are taken is the list compacted first (p still live, so
-    # that every stale entry of p goes), after which any other generation is free.
-    # (the counts are generation-major, so that the consecutive pages of a tensor removed
-    # one after another touch consecutive counts)
+    # Stale entries are recorded per page bucket since the last compaction, as a 16-bit mask
+    # of the generations they carry (one word per bucket: a page's bucket is one load, and
+    # the consecutive pages of a tensor removed one after another touch consecutive words);
+    # an old entry of p could look live again only if p took a generation that one of its
+    # stale entries carries. p takes the first generation after its own that no stale entry
+    # of its bucket carries; only when all are taken is the list compacted first (p still
+    # live, so that every stale entry of p goes), after which any other generation is free.
     g0 = np.int64(pstate[p]) >> GEN_SHIFT
-    base = S[P_LCAP] + (p & (STALE_BUCKETS - 1))
-    g = (g0 + 1) & GEN_MASK
-    while g != g0 and lru[base + g * STALE_BUCKETS] != 0:
-        g = (g + 1) & GEN_MASK
-    if g == g0:
+    w = S[P_LCAP] + (p & (STALE_BUCKETS - 1))
+    g = _free_generation(np.int64(lru[w]), g0)
+    if g < 0:
         _lru_compact(lru, pstate, S)
         g = (g0 + 1) & GEN_MASK
     pstate[p] = (np.int64(pstate[p]) & 15) | (g << GEN_SHIFT)
     S[S_LRU_STALE] += 1
-    lru[base + g0 * STALE_BUCKETS] += 1
+    lru[w] = np.int64(lru[w]) | (1 << g0)
+
+
+@_kernel
+def _free_generation(mask, g0):
+    """The first generation after g0 (cyclically, g0 excluded) whose bit in mask is clear,
+    or -1 if there is none."""
+    g = (g0 + 1) & GEN_MASK
+    while g != g0:
+        if not (mask >> g) & 1:
+            return g
+        g = (g + 1) & GEN_MASK
+    return -1
 
 
 @_kernel
@@ -1209,6 +1219,65 @@ def page_fault_time(exec_c, inpf_c, pf_c, f_int, gpu_bpc, ssd_bpc, freq, l_sys, 
 
 
 @_kernel
+def _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev):
+    """Pre-deallocation of tensor T's pages p0 .. p0 + n - 1 (§6.2): every page not in
+    transfer is freed (O-23: in-transfer pages never are); its GPU pages leave the LRU list
+    where their slots are unknown, as `_lru_remove_unknown` does page by page, here in one
+    loop (the cursor's page and the per-bucket generation masks read in place). Returns the
+    number of pages freed."""
+    trace = S[P_TRACE] != 0
+    lw = S[P_LCAP]
+    # the page of the cursor's entry if that entry is live (removing it resets the cursor)
+    cur_page = -1
+    cur = S[S_LRU_CUR]
+    if cur < S[S_LRU_TAIL] and _lru_live(lru, pstate, S, cur):
+        cur_page = lru[cur & (lw - 1)] >> GEN_SHIFT
+    freed = 0
+    gpu_freed = 0
+    host_freed = 0
+    for p in range(p0, p0 + n):
+        st = np.int64(pstate[p])
+        if st & F_TRANSFER:
+            continue
+        loc = st & LOC_MASK
+        if loc == IN_GPU:
+            gpu_freed += 1
+            if p == cur_page:
+                S[S_LRU_CUR] = S[S_LRU_HEAD]
+                cur_page = -1
+                cur = S[S_LRU_CUR]
+                if cur < S[S_LRU_TAIL] and _lru_live(lru, pstate, S, cur):
+                    cur_page = lru[cur & (lw - 1)] >> GEN_SHIFT
+            g0 = st >> GEN_SHIFT
+            w = lw + (p & (STALE_BUCKETS - 1))
+            g = _free_generation(np.int64(lru[w]), g0)
+            if g < 0:
+                # all generations taken: compact first (p still live), as in
+                # `_lru_remove_unknown`; the cursor may move
+                _lru_compact(lru, pstate, S)
+                g = (g0 + 1) & GEN_MASK
+                cur_page = -1
+                cur = S[S_LRU_CUR]
+                if cur < S[S_LRU_TAIL] and _lru_live(lru, pstate, S, cur):
+                    cur_page = lru[cur & (lw - 1)] >> GEN_SHIFT
+            lru[w] = np.int64(lru[w]) | (1 << g0)
+            st = (st & 15) | (g << GEN_SHIFT)
+            S[S_LRU_STALE] += 1
+        elif loc == IN_CPU:
+            host_freed += 1
+        if loc != NOT_PRESENT:
+            freed += 1
+            if trace:
+                _emit_run(ev, S, S_OUT_OPEN, t, EV_DEALLOC, S[S_CUR_ITER], S[S_CUR_KERNEL],
+                          T, p, loc, NOT_PRESENT, 0)
+        pstate[p] = st & ~LOC_MASK
+    S[S_GPU_USED] -= gpu_freed
+    S[S_HOST_USED] -= host_freed
+    tt[T, TT_RES] -= gpu_freed
+    return freed
+
+
+@_kernel
 def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
     T = ht[h, 1]
     fr = ht[h, 2]
@@ -1262,23 +1331,7 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
             queued += 1
         tt[T, TT_RES] -= queued
     elif to == NOT_PRESENT:
-        for p in range(p0, p0 + n):
-            st = np.int64(pstate[p])
-            if st & F_TRANSFER:          # O-23: in-transfer pages are never freed
-                continue
-            loc = st & LOC_MASK
-            if loc == IN_GPU:
-                S[S_GPU_USED] -= 1
-                tt[T, TT_RES] -= 1
-                _lru_remove_unknown(lru, pstate, S, p)
-            elif loc == IN_CPU:
-                S[S_HOST_USED] -= 1
-            if loc != NOT_PRESENT:
-                queued += 1
-                if S[P_TRACE]:
-                    _emit_run(ev, S, S_OUT_OPEN, t, EV_DEALLOC, S[S_CUR_ITER], S[S_CUR_KERNEL],
-                              T, p, loc, NOT_PRESENT, 0)
-            pstate[p] = np.int64(pstate[p]) & ~LOC_MASK
+        queued = _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev)
     # Pin / Unpin (TOLERANT only) are rejected by the Python wrapper.
     if S[P_TRACE]:
         _emit(ev, S, t, EV_HINT, S[S_CUR_ITER], S[S_CUR_KERNEL], T, p0, queued, fr, to, -1)
