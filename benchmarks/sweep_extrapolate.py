@@ -20,7 +20,10 @@ Model, per matrix point (model m, batch b, policy p, system variation v):
 
 Then the sweep's own schedule (`plan_sweep`: longest first, groups kept together) is replayed
 on N workers, each worker with its two-workload cache, each task to the first free worker:
-the makespan is the estimated wall time of the full matrix. Appends one JSON line to
+the makespan is the estimated wall time of the full matrix. A point measured in one of the
+stores counts with its own CPU seconds (a point derived from a run at another host size, with
+its own small cost; derived points are left out of the fit); when every point is measured the
+record is labelled a replay. Appends one JSON line to
 benchmarks/results/sweep_extrapolation.jsonl, labelled as an extrapolation with the number
 of measured points.
 """
@@ -61,8 +64,8 @@ def variation_kind(a) -> str:
 
 
 def measured(stores):
-    """[(attrs dict, cpu, workload_cpu)] of every ok/failed point with CPU time, newest store
-    last (a later store's measurement of the same hash wins)."""
+    """{hash: (attrs dict, cpu, workload_cpu)} of every ok/failed point with CPU time, newest
+    store last (a later store's measurement of the same hash wins)."""
     out = {}
     for path in stores:
         s = ResultStore(path, create=False)
@@ -71,7 +74,7 @@ def measured(stores):
             if "cpu_seconds" not in a or p.status not in ("ok", "failed"):
                 continue
             out[p.hash] = (a, float(a["cpu_seconds"]), float(a.get("workload_cpu_seconds", 0.0)))
-    return list(out.values())
+    return out
 
 
 def fit(meas):
@@ -79,6 +82,8 @@ def fit(meas):
     parse = defaultdict(dict)                 # model -> {batch: parse cpu}
     var = defaultdict(list)                   # (model, batch, policy, kind) -> [run cpu]
     for a, cpu, wcpu in meas:
+        if a.get("source_cpu_seconds"):
+            continue                          # derived from another host size: not a run
         m, b, pol = a["model"], int(a["batch_size"]), a["policy"]
         run = max(cpu - wcpu, 0.0)
         if wcpu > 0.2:                        # a parse, not a cache hit
@@ -122,7 +127,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "sweep_extrapolation.jsonl"))
     args = ap.parse_args(argv)
 
-    meas = measured(args.stores)
+    meas_by_hash = measured(args.stores)
+    meas = list(meas_by_hash.values())
     base, parse, factor = fit(meas)
     resolved = resolve_points(expand_matrix(named_matrix(args.matrix)), args.g10)
     measured_hash = set()
@@ -140,6 +146,10 @@ def main(argv=None) -> int:
         pt = rp.point
         a = {"policy": pt.policy, "host_mem_gb": pt.host_mem_gb, "ssd_gbps": pt.ssd_gbps,
              "pcie_gbps": pt.pcie_gbps, "kernel_time_std_dev": pt.kernel_time_std_dev}
+        if t["hash"] in meas_by_hash:     # measured: its own CPU (a derived point: its own)
+            _a, cpu, wcpu = meas_by_hash[t["hash"]]
+            est[t["hash"]] = max(cpu - wcpu, 0.0)
+            continue
         r = interp(base.get((pt.model, pt.policy), {}), pt.batch)
         if r is None:
             missing.add((pt.model, pt.policy))
@@ -185,8 +195,12 @@ def main(argv=None) -> int:
     rec = {
         "benchmark": "sweep_extrapolation", "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "g10fast_version": __version__,
-        "kind": f"EXTRAPOLATION of the {len(resolved)}-point matrix from {len(meas)} measured "
-                "points (CPU seconds per point; not a measured full sweep)",
+        "kind": (f"REPLAY of the measured CPU seconds of all {len(resolved)} points on "
+                 f"{args.workers} workers (not an end-to-end run)"
+                 if set(by_hash) <= set(meas_by_hash) else
+                 f"EXTRAPOLATION of the {len(resolved)}-point matrix from {len(meas)} measured "
+                 "points (CPU seconds per point; not a measured full sweep)"),
+        "stores": [str(p) for p in args.stores],
         "measured_points": len(meas), "matrix_points": len(resolved),
         "matrix_points_measured": len(measured_hash & set(by_hash)),
         "workers": args.workers,

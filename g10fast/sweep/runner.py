@@ -350,8 +350,23 @@ def _run_pool(sched, n: int, record) -> None:
 
 def _watch_parent(parent_pid: int) -> None:
     """Worker initializer: exit when the sweep process is gone (killed with SIGKILL, the pool
-    cannot stop its workers; they would wait on their task queue for ever)."""
+    cannot stop its workers; they would wait on their task queue for ever). On Linux the
+    kernel is also asked to kill the worker when its parent dies (PR_SET_PDEATHSIG): a
+    compiled engine call holds the GIL, so the watching thread alone would let an orphaned
+    worker finish its point first."""
     import threading
+
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)       # PR_SET_PDEATHSIG
+            if os.getppid() != parent_pid:                   # died before the call
+                os._exit(1)
+        except (OSError, AttributeError):
+            pass
 
     def watch():
         while True:
