@@ -246,6 +246,10 @@ _STAGE_QUEUE = (Q_PREEVICT_SSD, Q_PREEVICT_CPU, Q_PF_SSD, Q_PF_CPU, Q_PF_ALLOC, 
 # allocates, and the atomic increments and decrements that NRT wraps around each array
 # argument of each call otherwise cost more than the page moves themselves.
 _kernel = njit(cache=True, _nrt=False)
+# Array indices that are never negative are cast to unsigned where they are used (`_u`): Numba
+# then leaves out the negative-index wrap-around (a sign test, an add of the length, and in
+# these register-starved loops a reload of the length from the stack) on every access.
+_u = np.uint64
 # The stall model divides by bandwidths that can be 0 (O-11): IEEE semantics, not Python's
 # ZeroDivisionError.
 _kernel_ieee = njit(cache=True, _nrt=False, error_model="numpy")
@@ -262,18 +266,18 @@ def tensor_of(srt, S, c, p):
     srt[0] holds the first pages (plus the page count as a sentinel), srt[1] the tensor
     ids; S[c] caches the position of the last lookup through cache slot c."""
     i = S[c]
-    if srt[0, i] <= p and p < srt[0, i + 1]:
-        return srt[1, i]
+    if srt[0, _u(i)] <= p and p < srt[0, _u(i + 1)]:
+        return srt[1, _u(i)]
     lo = 0
     hi = srt.shape[1] - 1
     while hi - lo > 1:
         mid = (lo + hi) >> 1
-        if srt[0, mid] <= p:
+        if srt[0, _u(mid)] <= p:
             lo = mid
         else:
             hi = mid
     S[c] = lo
-    return srt[1, lo]
+    return srt[1, _u(lo)]
 
 
 @_kernel
@@ -285,24 +289,24 @@ def _q_push(qb, S, q, p, n):
     t = S[S_QT + q]
     if t > h:
         last = (t - 1) & m
-        if qb[q, last, 0] + qb[q, last, 1] == p:
-            qb[q, last, 1] += n
+        if qb[q, _u(last), 0] + qb[q, _u(last), 1] == p:
+            qb[q, _u(last), 1] += n
             return
     if t - h >= cap:
         S[S_ERROR] = E_QUEUE_OVERFLOW
         return
     slot = t & m
-    qb[q, slot, 0] = p
-    qb[q, slot, 1] = n
+    qb[q, _u(slot), 0] = p
+    qb[q, _u(slot), 1] = n
     S[S_QT + q] = t + 1
 
 
 @_kernel
 def _q_pop(qb, S, q):
     slot = S[S_QH + q] & (qb.shape[1] - 1)
-    if qb[q, slot, 1] > 1:
-        qb[q, slot, 0] += 1
-        qb[q, slot, 1] -= 1
+    if qb[q, _u(slot), 1] > 1:
+        qb[q, _u(slot), 0] += 1
+        qb[q, _u(slot), 1] -= 1
     else:
         S[S_QH + q] += 1
 
@@ -377,12 +381,12 @@ def _eligible(st, e):
 
 @_kernel
 def _is_alive(tt, T, k):
-    if tt[T, TT_GLOBAL]:
+    if tt[_u(T), TT_GLOBAL]:
         return True
-    d = tt[T, TT_DEATH]
+    d = tt[_u(T), TT_DEATH]
     if d == -1:
-        return k == tt[T, TT_BIRTH]
-    return tt[T, TT_BIRTH] <= k and k < d
+        return k == tt[_u(T), TT_BIRTH]
+    return tt[_u(T), TT_BIRTH] <= k and k < d
 
 
 # ----------------------------------------------------------------------------------------
@@ -407,11 +411,11 @@ def _lru_compact(lru, pstate, S):
     for s in range(head, tail):
         if s == cur:
             new_cur = n
-        e = lru[s & lm]
+        e = lru[_u(s & lm)]
         if e >= 0:
-            if check and not _live(np.int64(pstate[e >> GEN_SHIFT]), e):
+            if check and not _live(np.int64(pstate[_u(e >> GEN_SHIFT)]), e):
                 continue
-            lru[(head + n) & lm] = e
+            lru[_u((head + n) & lm)] = e
             n += 1
     if new_cur < 0:
         new_cur = n
@@ -421,15 +425,15 @@ def _lru_compact(lru, pstate, S):
     S[S_LRU_SCAN] = head
     if check:
         for i in range(S[P_LCAP], S[P_LCAP] + STALE_BUCKETS):
-            lru[i] = 0
+            lru[_u(i)] = 0
 
 
 @_kernel
 def _lru_live(lru, pstate, S, s):
-    e = lru[s & (S[P_LCAP] - 1)]
+    e = lru[_u(s & (S[P_LCAP] - 1))]
     if e < 0:
         return False
-    return _live(np.int64(pstate[e >> GEN_SHIFT]), e)
+    return _live(np.int64(pstate[_u(e >> GEN_SHIFT)]), e)
 
 
 @_kernel
@@ -437,7 +441,7 @@ def _lru_remove_unknown(lru, pstate, S, p):
     """Remove page p (IN_GPU) from the list where its slot is unknown: bump its generation,
     which leaves its entry stale (it no longer matches the page's generation)."""
     cur = S[S_LRU_CUR]
-    ec = lru[cur & (S[P_LCAP] - 1)]
+    ec = lru[_u(cur & (S[P_LCAP] - 1))]
     if cur < S[S_LRU_TAIL] and ec >= 0 and (ec >> GEN_SHIFT) == p \
             and _lru_live(lru, pstate, S, cur):
         S[S_LRU_CUR] = S[S_LRU_HEAD]          # removing the cursor's page resets it (§8.1)
@@ -448,15 +452,15 @@ def _lru_remove_unknown(lru, pstate, S, p):
     # stale entries carries. p takes the first generation after its own that no stale entry
     # of its bucket carries; only when all are taken is the list compacted first (p still
     # live, so that every stale entry of p goes), after which any other generation is free.
-    g0 = np.int64(pstate[p]) >> GEN_SHIFT
+    g0 = np.int64(pstate[_u(p)]) >> GEN_SHIFT
     w = S[P_LCAP] + (p & (STALE_BUCKETS - 1))
-    g = _free_generation(np.int64(lru[w]), g0)
+    g = _free_generation(np.int64(lru[_u(w)]), g0)
     if g < 0:
         _lru_compact(lru, pstate, S)
         g = (g0 + 1) & GEN_MASK
-    pstate[p] = (np.int64(pstate[p]) & 15) | (g << GEN_SHIFT)
+    pstate[_u(p)] = (np.int64(pstate[_u(p)]) & 15) | (g << GEN_SHIFT)
     S[S_LRU_STALE] += 1
-    lru[w] = np.int64(lru[w]) | (1 << g0)
+    lru[_u(w)] = np.int64(lru[_u(w)]) | (1 << g0)
 
 
 @_kernel
@@ -493,13 +497,13 @@ def _lru_advance_head(lru, pstate, S):
 def _tpos(srt, i, p):
     """Position in srt of the tensor owning page p (see `tensor_of`), i being the position
     of the last lookup."""
-    if srt[0, i] <= p and p < srt[0, i + 1]:
+    if srt[0, _u(i)] <= p and p < srt[0, _u(i + 1)]:
         return i
     lo = 0
     hi = srt.shape[1] - 1
     while hi - lo > 1:
         mid = (lo + hi) >> 1
-        if srt[0, mid] <= p:
+        if srt[0, _u(mid)] <= p:
             lo = mid
         else:
             hi = mid
@@ -604,8 +608,8 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                 fsrc = IN_SSD if (stage == _G_PF_SSD or stage == _G_PRE_SSD) else IN_CPU
                 qt = S[S_QT + q]
                 qslot = qh & qm
-                rp = qb[q, qslot, 0]
-                rn = qb[q, qslot, 1]
+                rp = qb[q, _u(qslot), 0]
+                rn = qb[q, _u(qslot), 1]
                 fast_block = True
                 # the tensors of the last victim and of the last allocated page: page range,
                 # id, required flag, and the change of TT_RES not yet written (TT_RES is read
@@ -634,19 +638,19 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                     if lru_tail - hd >= lcap:
                         break
                     p = rp
-                    st0 = np.int64(pstate[p])
+                    st0 = np.int64(pstate[_u(p)])
                     a_src = st0 & LOC_MASK
                     if is_pre_s and a_src != fsrc:
                         break
                     if p < at_lo or p >= at_hi:
                         if at_d != 0:
-                            tt[at_T, TT_RES] += at_d
+                            tt[_u(at_T), TT_RES] += at_d
                             at_d = 0
                         tc_a = _tpos(srt, tc_a, p)
-                        at_T = srt[1, tc_a]
-                        at_lo = srt[0, tc_a]
-                        at_hi = srt[0, tc_a + 1]
-                        at_req = tt[at_T, TT_REQ]
+                        at_T = srt[1, _u(tc_a)]
+                        at_lo = srt[0, _u(tc_a)]
+                        at_hi = srt[0, _u(tc_a + 1)]
+                        at_req = tt[_u(at_T), TT_REQ]
                     vslot = -1
                     v = -1
                     dest = IN_CPU
@@ -666,16 +670,16 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                             if dum_end != 0:
                                 break
                             while s < lru_tail:
-                                e = lru[s & lm]
+                                e = lru[_u(s & lm)]
                                 if e >= 0:
-                                    vst0 = np.int64(pstate[e >> GEN_SHIFT])
+                                    vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
                                     if _live(vst0, e):
                                         vp = e >> GEN_SHIFT
                                         if vp < wt_lo or vp >= wt_hi:
                                             tc_c = _tpos(srt, tc_c, vp)
-                                            wt_lo = srt[0, tc_c]
-                                            wt_hi = srt[0, tc_c + 1]
-                                            wt_win = tt[srt[1, tc_c], TT_WIN]
+                                            wt_lo = srt[0, _u(tc_c)]
+                                            wt_hi = srt[0, _u(tc_c + 1)]
+                                            wt_win = tt[srt[1, _u(tc_c)], TT_WIN]
                                         if not wt_win:
                                             vslot = s
                                             v = vp
@@ -683,9 +687,9 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                                 s += 1
                         else:
                             while s < lru_tail:
-                                e = lru[s & lm]
+                                e = lru[_u(s & lm)]
                                 if e >= 0:
-                                    vst0 = np.int64(pstate[e >> GEN_SHIFT])
+                                    vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
                                     if _eligible(vst0, e):
                                         vslot = s
                                         v = e >> GEN_SHIFT
@@ -695,13 +699,13 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                             break
                         if v < vt_lo or v >= vt_hi:
                             if vt_d != 0:
-                                tt[vt_T, TT_RES] += vt_d
+                                tt[_u(vt_T), TT_RES] += vt_d
                                 vt_d = 0
                             tc_b = _tpos(srt, tc_b, v)
-                            vt_T = srt[1, tc_b]
-                            vt_lo = srt[0, tc_b]
-                            vt_hi = srt[0, tc_b + 1]
-                            vt_req = tt[vt_T, TT_REQ]
+                            vt_T = srt[1, _u(tc_b)]
+                            vt_lo = srt[0, _u(tc_b)]
+                            vt_hi = srt[0, _u(tc_b + 1)]
+                            vt_req = tt[_u(vt_T), TT_REQ]
                             vt_alive = _is_alive(tt, vt_T, k)
                         if vt_req:
                             break
@@ -720,8 +724,8 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                         qh += 1
                         if qh < qt:
                             qslot = qh & qm
-                            rp = qb[q, qslot, 0]
-                            rn = qb[q, qslot, 1]
+                            rp = qb[q, _u(qslot), 0]
+                            rn = qb[q, _u(qslot), 1]
                     if vslot >= 0:
                         if dnp or not deepum:
                             lru_cur = vslot + 1
@@ -733,7 +737,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                             host_used += 1
                             if host_used > host_peak:
                                 host_peak = host_used
-                        lru[vslot & lm] = -1
+                        lru[_u(vslot & lm)] = -1
                         gpu_used -= 1
                         if dest != NOT_PRESENT:
                             c_out += 1
@@ -745,7 +749,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                                 c_out_cpu += 1
                                 if c_out_cpu == CPU_CAP or host_used == HOST:
                                     c_fed = IN_SSD
-                        pstate[v] = ((vst0 & ~LOC_MASK) | dest) & ~F_TRANSFER
+                        pstate[_u(v)] = ((vst0 & ~LOC_MASK) | dest) & ~F_TRANSFER
                         if (vst0 & RES_MASK) == IN_GPU:
                             vt_d -= 1
                     if a_src == IN_CPU:
@@ -753,10 +757,10 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                         if c_fed == IN_SSD:
                             c_fed = NOT_KNOWN
                     gpu_used += 1
-                    st0 = np.int64(pstate[p])
+                    st0 = np.int64(pstate[_u(p)])
                     st = (st0 & ~LOC_MASK) | IN_GPU
                     lt = lru_tail
-                    lru[lt & lm] = (p << GEN_SHIFT) | (st >> GEN_SHIFT)
+                    lru[_u(lt & lm)] = (p << GEN_SHIFT) | (st >> GEN_SHIFT)
                     lru_tail = lt + 1
                     if lru_cur == lt:
                         lru_cur = lt + 1
@@ -764,7 +768,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                     if st & F_WAIT:
                         st &= ~F_WAIT
                         wait -= 1
-                    pstate[p] = st
+                    pstate[_u(p)] = st
                     if (st0 & RES_MASK) != IN_GPU:
                         at_d += 1
                     if is_fetch_s:
@@ -786,17 +790,17 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                     if qh >= qt:
                         break
                 if vt_d != 0:
-                    tt[vt_T, TT_RES] += vt_d
+                    tt[_u(vt_T), TT_RES] += vt_d
                 if at_d != 0:
-                    tt[at_T, TT_RES] += at_d
+                    tt[_u(at_T), TT_RES] += at_d
                 S[S_QH + q] = qh
                 if qh < qt:
-                    qb[q, qh & qm, 0] = rp
-                    qb[q, qh & qm, 1] = rn
+                    qb[q, _u(qh & qm), 0] = rp
+                    qb[q, _u(qh & qm), 1] = rn
                 continue
             fast_block = False
 
-            p = qb[q, qh & qm, 0]
+            p = qb[q, _u(qh & qm), 0]
 
             # ---- what happens to page p ----
             ev_v = -1
@@ -817,7 +821,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                     ev_dest = IN_SSD if stage == _G_PE_SSD else IN_CPU
             else:
                 if stage == _G_PRE_SSD or stage == _G_PRE_CPU:
-                    loc = np.int64(pstate[p]) & LOC_MASK
+                    loc = np.int64(pstate[_u(p)]) & LOC_MASK
                     want = IN_SSD if stage == _G_PRE_SSD else IN_CPU
                     if loc != want:
                         if loc == IN_CPU and stage == _G_PRE_SSD:
@@ -837,9 +841,9 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                     # demand fetches pop before allocating
                     fetch_src = IN_SSD if (stage == _G_PF_SSD or stage == _G_RS_SSD) else IN_CPU
                     _q_pop(qb, S, q)
-                a_src = np.int64(pstate[p]) & LOC_MASK
+                a_src = np.int64(pstate[_u(p)]) & LOC_MASK
                 tc_a = _tpos(srt, tc_a, p)
-                a_tensor = srt[1, tc_a]
+                a_tensor = srt[1, _u(tc_a)]
                 if gpu_used >= G:
                     # ---- victim selection (§8) ----
                     pf = is_pf or tt[a_tensor, TT_REQ] != 0
@@ -852,13 +856,13 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                             if s < hd:
                                 s = hd
                             while s < tail:
-                                e = lru[s & lm]
+                                e = lru[_u(s & lm)]
                                 if e >= 0:
                                     vp = e >> GEN_SHIFT
-                                    vs = np.int64(pstate[vp])
+                                    vs = np.int64(pstate[_u(vp)])
                                     if _live(vs, e):
                                         tc_c = _tpos(srt, tc_c, vp)
-                                        if not tt[srt[1, tc_c], TT_WIN]:
+                                        if not tt[srt[1, _u(tc_c)], TT_WIN]:
                                             slot = s
                                             break
                                 s += 1
@@ -880,9 +884,9 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                             if s < hd:
                                 s = hd
                             while s < tail:
-                                e = lru[s & lm]
+                                e = lru[_u(s & lm)]
                                 if e >= 0:
-                                    vs = np.int64(pstate[e >> GEN_SHIFT])
+                                    vs = np.int64(pstate[_u(e >> GEN_SHIFT)])
                                     if _eligible(vs, e):
                                         slot = s
                                         break
@@ -897,9 +901,9 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                             if s < hd:
                                 s = hd
                             while s < tail:
-                                e = lru[s & lm]
+                                e = lru[_u(s & lm)]
                                 if e >= 0:
-                                    vs = np.int64(pstate[e >> GEN_SHIFT])
+                                    vs = np.int64(pstate[_u(e >> GEN_SHIFT)])
                                     if _eligible(vs, e):
                                         slot = s
                                         break
@@ -913,12 +917,12 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                             lru_cur = slot + 1
                         elif lru_cur == slot:
                             lru_cur = slot + 1
-                    ev_v = lru[slot & lm] >> GEN_SHIFT
+                    ev_v = lru[_u(slot & lm)] >> GEN_SHIFT
                     ev_slot = slot
                     ev_pf = True
                     if deepum:
                         tc_b = _tpos(srt, tc_b, ev_v)
-                        ev_dest = IN_CPU if _is_alive(tt, srt[1, tc_b], k) else NOT_PRESENT
+                        ev_dest = IN_CPU if _is_alive(tt, srt[1, _u(tc_b)], k) else NOT_PRESENT
                     else:
                         ev_dest = IN_CPU
                     if ev_dest != NOT_PRESENT and c_fed != NOT_KNOWN:
@@ -929,8 +933,8 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                 v = ev_v
                 dest = ev_dest
                 tc_b = _tpos(srt, tc_b, v)
-                T = srt[1, tc_b]
-                st0 = np.int64(pstate[v])
+                T = srt[1, _u(tc_b)]
+                st0 = np.int64(pstate[_u(v)])
                 if dest == NOT_PRESENT and _is_alive(tt, T, k):
                     if ev_pf:
                         live_warn += 1
@@ -952,7 +956,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                     n = 1
                 if not overflow:
                     if ev_slot >= 0:
-                        lru[ev_slot & lm] = -1
+                        lru[_u(ev_slot & lm)] = -1
                     else:
                         S[S_LRU_TAIL] = lru_tail
                         S[S_LRU_CUR] = lru_cur
@@ -961,7 +965,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                         lru_tail = S[S_LRU_TAIL]
                         lru_cur = S[S_LRU_CUR]
                         lru_scan = S[S_LRU_SCAN]
-                    st = (np.int64(pstate[v]) & ~LOC_MASK) | dest
+                    st = (np.int64(pstate[_u(v)]) & ~LOC_MASK) | dest
                     gpu_used -= 1
                     if n != 0:
                         c_out += 1
@@ -976,7 +980,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                     if trace:
                         _emit_run(ev, S, S_OUT_OPEN, t, EV_EVICT, it, k, T, v, IN_GPU, dest,
                                   1 if ev_slot >= 0 else 0)
-                    if tt[T, TT_REQ]:
+                    if tt[_u(T), TT_REQ]:
                         if dest == IN_CPU:
                             _q_push(qb, S, Q_PF_CPU, v, 1)
                         elif dest == IN_SSD:
@@ -989,9 +993,9 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                             wait += 1
                     else:
                         st &= ~F_TRANSFER
-                    pstate[v] = st
+                    pstate[_u(v)] = st
                     if (st0 & RES_MASK) == IN_GPU:
-                        tt[T, TT_RES] -= 1
+                        tt[_u(T), TT_RES] -= 1
                 if stage <= _G_PE_CPU:
                     _q_pop(qb, S, q)
                     if S[S_ERROR] != E_NONE:
@@ -1007,9 +1011,9 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                 if c_fed == IN_SSD:
                     c_fed = NOT_KNOWN
             gpu_used += 1
-            st0 = np.int64(pstate[p])
+            st0 = np.int64(pstate[_u(p)])
             st = (st0 & ~LOC_MASK) | IN_GPU
-            pstate[p] = st
+            pstate[_u(p)] = st
             if lru_tail - hd >= lcap:
                 S[S_LRU_TAIL] = lru_tail
                 S[S_LRU_CUR] = lru_cur
@@ -1019,7 +1023,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                 lru_cur = S[S_LRU_CUR]
                 lru_scan = S[S_LRU_SCAN]
             lt = lru_tail
-            lru[lt & lm] = (p << GEN_SHIFT) | (st >> GEN_SHIFT)
+            lru[_u(lt & lm)] = (p << GEN_SHIFT) | (st >> GEN_SHIFT)
             lru_tail = lt + 1
             if lru_cur == lt:
                 # A std::list cursor at END stays END when a page is appended; an index cursor
@@ -1029,7 +1033,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
             if st & F_WAIT:
                 st &= ~F_WAIT
                 wait -= 1
-            pstate[p] = st
+            pstate[_u(p)] = st
             if (st0 & RES_MASK) != IN_GPU:
                 tt[a_tensor, TT_RES] += 1
             if trace:
@@ -1231,12 +1235,12 @@ def _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev):
     cur_page = -1
     cur = S[S_LRU_CUR]
     if cur < S[S_LRU_TAIL] and _lru_live(lru, pstate, S, cur):
-        cur_page = lru[cur & (lw - 1)] >> GEN_SHIFT
+        cur_page = lru[_u(cur & (lw - 1))] >> GEN_SHIFT
     freed = 0
     gpu_freed = 0
     host_freed = 0
     for p in range(p0, p0 + n):
-        st = np.int64(pstate[p])
+        st = np.int64(pstate[_u(p)])
         if st & F_TRANSFER:
             continue
         loc = st & LOC_MASK
@@ -1247,10 +1251,10 @@ def _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev):
                 cur_page = -1
                 cur = S[S_LRU_CUR]
                 if cur < S[S_LRU_TAIL] and _lru_live(lru, pstate, S, cur):
-                    cur_page = lru[cur & (lw - 1)] >> GEN_SHIFT
+                    cur_page = lru[_u(cur & (lw - 1))] >> GEN_SHIFT
             g0 = st >> GEN_SHIFT
             w = lw + (p & (STALE_BUCKETS - 1))
-            g = _free_generation(np.int64(lru[w]), g0)
+            g = _free_generation(np.int64(lru[_u(w)]), g0)
             if g < 0:
                 # all generations taken: compact first (p still live), as in
                 # `_lru_remove_unknown`; the cursor may move
@@ -1259,8 +1263,8 @@ def _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev):
                 cur_page = -1
                 cur = S[S_LRU_CUR]
                 if cur < S[S_LRU_TAIL] and _lru_live(lru, pstate, S, cur):
-                    cur_page = lru[cur & (lw - 1)] >> GEN_SHIFT
-            lru[w] = np.int64(lru[w]) | (1 << g0)
+                    cur_page = lru[_u(cur & (lw - 1))] >> GEN_SHIFT
+            lru[_u(w)] = np.int64(lru[_u(w)]) | (1 << g0)
             st = (st & 15) | (g << GEN_SHIFT)
             S[S_LRU_STALE] += 1
         elif loc == IN_CPU:
@@ -1270,10 +1274,10 @@ def _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev):
             if trace:
                 _emit_run(ev, S, S_OUT_OPEN, t, EV_DEALLOC, S[S_CUR_ITER], S[S_CUR_KERNEL],
                           T, p, loc, NOT_PRESENT, 0)
-        pstate[p] = st & ~LOC_MASK
+        pstate[_u(p)] = st & ~LOC_MASK
     S[S_GPU_USED] -= gpu_freed
     S[S_HOST_USED] -= host_freed
-    tt[T, TT_RES] -= gpu_freed
+    tt[_u(T), TT_RES] -= gpu_freed
     return freed
 
 
@@ -1282,20 +1286,20 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
     T = ht[h, 1]
     fr = ht[h, 2]
     to = ht[h, 3]
-    p0 = tt[T, TT_START]
-    n = tt[T, TT_NP]
+    p0 = tt[_u(T), TT_START]
+    n = tt[_u(T), TT_NP]
     queued = 0
     if to == IN_GPU and fr != IN_GPU_LEAST:
         # (a tensor whose pages are all resident and not in transfer queues nothing: DeepUM
         # re-hints the resident tensors of the look-ahead kernel at every kernel start)
-        if tt[T, TT_RES] != n:
+        if tt[_u(T), TT_RES] != n:
             # runs of consecutive pages bound for the same queue are pushed as one (the
             # queues merge contiguous pushes anyway)
             run_q = -1
             run_p = 0
             run_n = 0
             for p in range(p0, p0 + n):
-                st = np.int64(pstate[p])
+                st = np.int64(pstate[_u(p)])
                 q = -1
                 if not (st & F_TRANSFER):
                     loc = st & LOC_MASK
@@ -1306,7 +1310,7 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
                     elif loc == IN_CPU:
                         q = Q_PREFETCH_CPU
                 if q >= 0:
-                    pstate[p] = st | F_TRANSFER
+                    pstate[_u(p)] = st | F_TRANSFER
                     queued += 1
                     if q == run_q and run_p + run_n == p:
                         run_n += 1
@@ -1318,18 +1322,18 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
                 run_n = 1 if q >= 0 else 0
             if run_n > 0:
                 _q_push(qb, S, run_q, run_p, run_n)
-    elif (to == IN_SSD or to == IN_CPU) and tt[T, TT_RES] == 0:
+    elif (to == IN_SSD or to == IN_CPU) and tt[_u(T), TT_RES] == 0:
         pass                             # no page resident and not in transfer: none queued
     elif to == IN_SSD or to == IN_CPU:
         q = Q_PREEVICT_SSD if to == IN_SSD else Q_PREEVICT_CPU
         for p in range(p0, p0 + n):
-            st = np.int64(pstate[p])
+            st = np.int64(pstate[_u(p)])
             if (st & F_TRANSFER) or (st & LOC_MASK) != IN_GPU:
                 continue
             _q_push(qb, S, q, p, 1)
-            pstate[p] = st | F_TRANSFER
+            pstate[_u(p)] = st | F_TRANSFER
             queued += 1
-        tt[T, TT_RES] -= queued
+        tt[_u(T), TT_RES] -= queued
     elif to == NOT_PRESENT:
         queued = _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev)
     # Pin / Unpin (TOLERANT only) are rejected by the Python wrapper.
@@ -1343,10 +1347,10 @@ def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
     in, cpu/ssd/np out, total in/out. Every page left in transfer also joins the wait set
     (the artifact's separate pass over the same pages, merged: the scan never reads the
     wait bit). Returns the number of SSD pages found."""
-    p0 = tt[T, TT_START]
-    n = tt[T, TT_NP]
+    p0 = tt[_u(T), TT_START]
+    n = tt[_u(T), TT_NP]
     S[S_CNT + (7 if is_input else 8)] += n
-    if tt[T, TT_RES] == n:
+    if tt[_u(T), TT_RES] == n:
         return 0                     # all resident and not in transfer: nothing to do
     o = 0 if is_input else 3
     # runs of consecutive pages found in the same place are queued (and traced) as one
@@ -1361,7 +1365,7 @@ def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
     for p in range(p0, p0 + n + 1):
         loc = -1
         if p < p0 + n:
-            st = np.int64(pstate[p])
+            st = np.int64(pstate[_u(p)])
             if st & F_TRANSFER:
                 intr += 1
             else:
@@ -1373,7 +1377,7 @@ def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
             if (st & F_TRANSFER) and not (st & F_WAIT):
                 st |= F_WAIT
                 n_wait += 1
-            pstate[p] = st
+            pstate[_u(p)] = st
             if loc >= 0 and loc == run_loc:
                 run_len += 1
                 continue
@@ -1403,7 +1407,7 @@ def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
 
 @_kernel
 def _mark(kt, kidx, tt, k, col, flag):
-    """tt[T, col] = flag for the inputs and output-only tensors of kernel k."""
+    """tt[_u(T), col] = flag for the inputs and output-only tensors of kernel k."""
     for j in range(kt[k, KT_IN], kt[k + 1, KT_IN]):
         tt[kidx[j], col] = flag
 
@@ -1436,10 +1440,10 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
         tail = S[S_LRU_TAIL]
         lm = S[P_LCAP] - 1
         while s < tail:
-            e = lru[s & lm]
+            e = lru[_u(s & lm)]
             if e >= 0:
                 p = e >> GEN_SHIFT
-                st = np.int64(pstate[p])
+                st = np.int64(pstate[_u(p)])
                 if _live(st, e):
                     if not tt[tensor_of(srt, S, S_TC_C, p), TT_WIN]:
                         break
@@ -1465,7 +1469,7 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
     if resident:
         for j in range(kt[k, KT_IN], kt[k + 1, KT_IN]):
             T = kidx[j]
-            if tt[T, TT_RES] != tt[T, TT_NP]:
+            if tt[_u(T), TT_RES] != tt[_u(T), TT_NP]:
                 resident = False
                 break
     if not resident:
@@ -1478,13 +1482,13 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
         for j in range(kt[k, KT_IN], kt[k, KT_OO]):
             T = kidx[j]
             if _fault_scan(T, True, now, tt, pstate, qb, S, ev, trace, k, it) > 0:
-                S[S_AMP_RAW] += tt[T, TT_RAW]
-                S[S_AMP_ALIGNED] += tt[T, TT_NP] * 4096
+                S[S_AMP_RAW] += tt[_u(T), TT_RAW]
+                S[S_AMP_ALIGNED] += tt[_u(T), TT_NP] * 4096
         for j in range(kt[k, KT_OO], kt[k + 1, KT_IN]):
             T = kidx[j]
             if _fault_scan(T, False, now, tt, pstate, qb, S, ev, trace, k, it) > 0:
-                S[S_AMP_RAW] += tt[T, TT_RAW]
-                S[S_AMP_ALIGNED] += tt[T, TT_NP] * 4096
+                S[S_AMP_RAW] += tt[_u(T), TT_RAW]
+                S[S_AMP_ALIGNED] += tt[_u(T), TT_NP] * 4096
         pf_time = page_fault_time(kt[k, KT_EXEC], kt[k, KT_INPF], kt[k, KT_PF], S[P_F_HZ],
                                   F[F_GPU_BPC], F[F_SSD_BPC], F[F_FREQ], S[P_LSYS], S[P_LSSD],
                                   S[S_CNT + 1], S[S_CNT + 2], S[S_CNT + 3], S[S_CNT + 4],
@@ -1541,7 +1545,7 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
     if S[S_WAIT] != 0:
         # wait_set.clear(): not reachable with the artifact's rules, kept exact anyway
         for p in range(pstate.shape[0]):
-            pstate[p] &= ~F_WAIT
+            pstate[_u(p)] &= ~F_WAIT
         S[S_WAIT] = 0
 
 
