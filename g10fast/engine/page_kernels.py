@@ -440,27 +440,43 @@ def _lru_live(lru, pstate, S, s):
 def _lru_remove_unknown(lru, pstate, S, p):
     """Remove page p (IN_GPU) from the list where its slot is unknown: bump its generation,
     which leaves its entry stale (it no longer matches the page's generation)."""
-    cur = S[S_LRU_CUR]
-    ec = lru[_u(cur & (S[P_LCAP] - 1))]
-    if cur < S[S_LRU_TAIL] and ec >= 0 and (ec >> GEN_SHIFT) == p \
-            and _lru_live(lru, pstate, S, cur):
+    if _cursor_page(lru, pstate, S) == p:
         S[S_LRU_CUR] = S[S_LRU_HEAD]          # removing the cursor's page resets it (§8.1)
-    # Stale entries are recorded per page bucket since the last compaction, as a 16-bit mask
-    # of the generations they carry (one word per bucket: a page's bucket is one load, and
-    # the consecutive pages of a tensor removed one after another touch consecutive words);
-    # an old entry of p could look live again only if p took a generation that one of its
-    # stale entries carries. p takes the first generation after its own that no stale entry
-    # of its bucket carries; only when all are taken is the list compacted first (p still
-    # live, so that every stale entry of p goes), after which any other generation is free.
-    g0 = np.int64(pstate[_u(p)]) >> GEN_SHIFT
+    st = np.int64(pstate[_u(p)])
+    g, _compacted = _new_generation(lru, pstate, S, p, st >> GEN_SHIFT)
+    pstate[_u(p)] = (st & 15) | (g << GEN_SHIFT)
+
+
+@_kernel
+def _cursor_page(lru, pstate, S):
+    """The page of the cursor's LRU entry if that entry is live, else -1."""
+    cur = S[S_LRU_CUR]
+    if cur < S[S_LRU_TAIL] and _lru_live(lru, pstate, S, cur):
+        return lru[_u(cur & (S[P_LCAP] - 1))] >> GEN_SHIFT
+    return -1
+
+
+@_kernel
+def _new_generation(lru, pstate, S, p, g0):
+    """The generation that page p (live, generation g0) takes on leaving the list where its
+    slot is unknown, recording its entry as stale; and whether the list was compacted.
+
+    Stale entries are recorded per page bucket since the last compaction, as a 16-bit mask
+    of the generations they carry (one word per bucket: a page's bucket is one load, and
+    the consecutive pages of a tensor removed one after another touch consecutive words);
+    an old entry of p could look live again only if p took a generation that one of its
+    stale entries carries. p takes the first generation after its own that no stale entry
+    of its bucket carries; only when all are taken is the list compacted first (p still
+    live, so that every stale entry of p goes), after which any other generation is free."""
     w = S[P_LCAP] + (p & (STALE_BUCKETS - 1))
     g = _free_generation(np.int64(lru[_u(w)]), g0)
-    if g < 0:
+    compacted = g < 0
+    if compacted:
         _lru_compact(lru, pstate, S)
         g = (g0 + 1) & GEN_MASK
-    pstate[_u(p)] = (np.int64(pstate[_u(p)]) & 15) | (g << GEN_SHIFT)
-    S[S_LRU_STALE] += 1
     lru[_u(w)] = np.int64(lru[_u(w)]) | (1 << g0)
+    S[S_LRU_STALE] += 1
+    return g, compacted
 
 
 @_kernel
@@ -1227,15 +1243,11 @@ def _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev):
     """Pre-deallocation of tensor T's pages p0 .. p0 + n - 1 (§6.2): every page not in
     transfer is freed (O-23: in-transfer pages never are); its GPU pages leave the LRU list
     where their slots are unknown, as `_lru_remove_unknown` does page by page, here in one
-    loop (the cursor's page and the per-bucket generation masks read in place). Returns the
-    number of pages freed."""
+    loop that looks up the cursor's page only when it changes. Returns the number of pages
+    freed."""
     trace = S[P_TRACE] != 0
-    lw = S[P_LCAP]
     # the page of the cursor's entry if that entry is live (removing it resets the cursor)
-    cur_page = -1
-    cur = S[S_LRU_CUR]
-    if cur < S[S_LRU_TAIL] and _lru_live(lru, pstate, S, cur):
-        cur_page = lru[_u(cur & (lw - 1))] >> GEN_SHIFT
+    cur_page = _cursor_page(lru, pstate, S)
     freed = 0
     gpu_freed = 0
     host_freed = 0
@@ -1248,25 +1260,11 @@ def _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev):
             gpu_freed += 1
             if p == cur_page:
                 S[S_LRU_CUR] = S[S_LRU_HEAD]
-                cur_page = -1
-                cur = S[S_LRU_CUR]
-                if cur < S[S_LRU_TAIL] and _lru_live(lru, pstate, S, cur):
-                    cur_page = lru[_u(cur & (lw - 1))] >> GEN_SHIFT
-            g0 = st >> GEN_SHIFT
-            w = lw + (p & (STALE_BUCKETS - 1))
-            g = _free_generation(np.int64(lru[_u(w)]), g0)
-            if g < 0:
-                # all generations taken: compact first (p still live), as in
-                # `_lru_remove_unknown`; the cursor may move
-                _lru_compact(lru, pstate, S)
-                g = (g0 + 1) & GEN_MASK
-                cur_page = -1
-                cur = S[S_LRU_CUR]
-                if cur < S[S_LRU_TAIL] and _lru_live(lru, pstate, S, cur):
-                    cur_page = lru[_u(cur & (lw - 1))] >> GEN_SHIFT
-            lru[_u(w)] = np.int64(lru[_u(w)]) | (1 << g0)
+                cur_page = _cursor_page(lru, pstate, S)
+            g, compacted = _new_generation(lru, pstate, S, p, st >> GEN_SHIFT)
+            if compacted:                # the cursor may have moved
+                cur_page = _cursor_page(lru, pstate, S)
             st = (st & 15) | (g << GEN_SHIFT)
-            S[S_LRU_STALE] += 1
         elif loc == IN_CPU:
             host_freed += 1
         if loc != NOT_PRESENT:
