@@ -615,8 +615,9 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
             # Each page goes exactly as below (admission test, victim from the cursor, eviction,
             # allocation, counters); a page that needs anything else (no victim from the
             # cursor (DeepUM: from the scan position), a DeepUM non-PF victim, host overflow,
-            # a required victim to re-queue, LRU compaction, a prefetch page not where its
-            # queue says) leaves the loop untouched and takes the general path once.
+            # a required victim whose queue might overflow, LRU compaction, a prefetch page
+            # not where its queue says) leaves the loop untouched and takes the general path
+            # once.
             if fast and not fast_block and _G_PF_SSD <= stage and stage <= _G_PREALLOC:
                 is_fetch_s = stage != _G_PF_ALLOC and stage != _G_PREALLOC
                 is_pf_s = stage <= _G_PF_ALLOC
@@ -723,14 +724,22 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                             vt_hi = srt[0, _u(tc_b + 1)]
                             vt_req = tt[_u(vt_T), TT_REQ]
                             vt_alive = _is_alive(tt, vt_T, k)
-                        if vt_req:
-                            break
                         if deepum and not vt_alive:
                             dest = NOT_PRESENT
                         elif c_fed != NOT_KNOWN:
                             dest = c_fed
                         if dest == IN_CPU and host_used >= HOST:
                             break
+                        if vt_req:
+                            # a required victim is queued again (to the queue of where it
+                            # goes); the general path takes it when that queue might be full
+                            rq = (Q_PF_CPU if dest == IN_CPU else
+                                  (Q_PF_SSD if dest == IN_SSD else Q_PF_ALLOC))
+                            if rq == q:
+                                if qt - qh >= qm:
+                                    break
+                            elif S[S_QT + rq] - S[S_QH + rq] >= qm:
+                                break
                     # -- committed: page p goes now --
                     fast_block = False
                     if rn > 1:
@@ -765,7 +774,27 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                                 c_out_cpu += 1
                                 if c_out_cpu == CPU_CAP or host_used == HOST:
                                     c_fed = IN_SSD
-                        pstate[_u(v)] = ((vst0 & ~LOC_MASK) | dest) & ~F_TRANSFER
+                        if vt_req:
+                            if rq == q:
+                                # the head run lives in rp, rn, qh: put it back around the push
+                                S[S_QH + q] = qh
+                                if qh < qt:
+                                    qb[q, _u(qh & qm), 0] = rp
+                                    qb[q, _u(qh & qm), 1] = rn
+                                _q_push(qb, S, q, v, 1)
+                                qt = S[S_QT + q]
+                                qslot = qh & qm
+                                rp = qb[q, _u(qslot), 0]
+                                rn = qb[q, _u(qslot), 1]
+                            else:
+                                _q_push(qb, S, rq, v, 1)
+                            vst = (vst0 & ~LOC_MASK) | dest | F_TRANSFER
+                            if not (vst & F_WAIT):
+                                vst |= F_WAIT
+                                wait += 1
+                            pstate[_u(v)] = vst
+                        else:
+                            pstate[_u(v)] = ((vst0 & ~LOC_MASK) | dest) & ~F_TRANSFER
                         if (vst0 & RES_MASK) == IN_GPU:
                             vt_d -= 1
                     if a_src == IN_CPU:
