@@ -527,6 +527,116 @@ def _tpos(srt, i, p):
 
 
 @_kernel
+def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out_cpu, c_fed,
+                  host_used, host_peak, gpu_used, tc_b, lru_tail, lru_cur, lru_scan):
+    """Pre-eviction fast path of a batcher tick (untraced): stage `stage`'s queued GPU pages
+    in a tight loop. Each page goes exactly as the general path's pre-eviction in
+    `_busy_ticks` (its LRU entry left stale as `_lru_remove_unknown` does, the cursor's page
+    looked up only when it changes, as in `_dealloc_pages`); the loop stops at a page not in
+    the GPU, of a required tensor or overflowing the host, which the general path then takes.
+    A function of its own, so that the fetch loop of `_busy_ticks` keeps its registers.
+    Returns the number of pages moved and the tick's state after them."""
+    SSD_CAP = S[P_SSD_CAP]
+    CPU_CAP = S[P_CPU_CAP]
+    GPU_CAP = S[P_GPU_CAP]
+    HOST = S[P_HOST]
+    qm = qb.shape[1] - 1
+    qh = S[S_QH + q]
+    qt = S[S_QT + q]
+    qslot = qh & qm
+    rp = qb[q, _u(qslot), 0]
+    rn = qb[q, _u(qslot), 1]
+    moved = 0
+    S[S_LRU_TAIL] = lru_tail
+    S[S_LRU_CUR] = lru_cur
+    S[S_LRU_SCAN] = lru_scan
+    cur_page = _cursor_page(lru, pstate, S)
+    et_lo = 0
+    et_hi = 0
+    et_T = 0
+    et_req = 0
+    et_d = 0
+    while True:
+        if stage == _G_PE_SSD:
+            if not (c_out_ssd < SSD_CAP and c_out < GPU_CAP):
+                break
+        else:
+            host_full = host_used == HOST
+            if not (c_out < GPU_CAP and ((host_full and c_out_ssd < SSD_CAP) or
+                                         (not host_full and c_out_cpu < CPU_CAP))):
+                break
+        p = rp
+        st0 = np.int64(pstate[_u(p)])
+        if (st0 & LOC_MASK) != IN_GPU:
+            break
+        if p < et_lo or p >= et_hi:
+            if et_d != 0:
+                tt[_u(et_T), TT_RES] += et_d
+                et_d = 0
+            tc_b = _tpos(srt, tc_b, p)
+            et_T = srt[1, _u(tc_b)]
+            et_lo = srt[0, _u(tc_b)]
+            et_hi = srt[0, _u(tc_b + 1)]
+            et_req = tt[_u(et_T), TT_REQ]
+        if et_req:
+            break
+        if c_fed != NOT_KNOWN:
+            dest = c_fed
+        else:
+            dest = IN_SSD if stage == _G_PE_SSD else IN_CPU
+        if dest == IN_CPU and host_used >= HOST:
+            break
+        # -- committed: page p goes now --
+        moved += 1
+        if rn > 1:
+            rp += 1
+            rn -= 1
+        else:
+            qh += 1
+            if qh < qt:
+                qslot = qh & qm
+                rp = qb[q, _u(qslot), 0]
+                rn = qb[q, _u(qslot), 1]
+        if dest == IN_CPU:
+            host_used += 1
+            if host_used > host_peak:
+                host_peak = host_used
+        if p == cur_page:
+            S[S_LRU_CUR] = S[S_LRU_HEAD]          # (§8.1)
+            cur_page = _cursor_page(lru, pstate, S)
+        g, compacted = _new_generation(lru, pstate, S, p, st0 >> GEN_SHIFT)
+        if compacted:
+            cur_page = _cursor_page(lru, pstate, S)
+        pstate[_u(p)] = (((st0 & (15 & ~LOC_MASK & ~F_TRANSFER)) | dest)
+                         | (g << GEN_SHIFT))
+        gpu_used -= 1
+        c_out += 1
+        if dest == IN_SSD:
+            c_out_ssd += 1
+            if c_out_ssd == SSD_CAP:
+                c_fed = IN_CPU
+        else:
+            c_out_cpu += 1
+            if c_out_cpu == CPU_CAP or host_used == HOST:
+                c_fed = IN_SSD
+        if (st0 & RES_MASK) == IN_GPU:
+            et_d -= 1
+        if qh >= qt:
+            break
+    if et_d != 0:
+        tt[_u(et_T), TT_RES] += et_d
+    S[S_QH + q] = qh
+    if qh < qt:
+        qb[q, _u(qh & qm), 0] = rp
+        qb[q, _u(qh & qm), 1] = rn
+    lru_tail = S[S_LRU_TAIL]
+    lru_cur = S[S_LRU_CUR]
+    lru_scan = S[S_LRU_SCAN]
+    return (moved, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, host_peak, gpu_used, tc_b,
+            lru_tail, lru_cur, lru_scan)
+
+
+@_kernel
 def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
     """Busy batcher ticks from time t (§9.2, §9.3): ticks that find a queued page. Runs the
     stages of the tick, its end (transfer boundary, per-iteration traffic, the resume
@@ -610,6 +720,15 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
             qh = S[S_QH + q]
             if not ok or S[S_QT + q] <= qh:
                 stage += 1
+                fast_block = False
+                continue
+            # ---- pre-eviction fast path (untraced), see `_preevict_run` ----
+            if fast and not fast_block and stage <= _G_PE_CPU:
+                (moved, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, host_peak, gpu_used,
+                 tc_b, lru_tail, lru_cur, lru_scan) = _preevict_run(
+                    stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out_cpu, c_fed,
+                    host_used, host_peak, gpu_used, tc_b, lru_tail, lru_cur, lru_scan)
+                fast_block = moved == 0
                 continue
             # ---- fast path (untraced): the stage's pages in a tight loop ----
             # Each page goes exactly as below (admission test, victim from the cursor, eviction,
