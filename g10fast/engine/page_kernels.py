@@ -527,6 +527,43 @@ def _tpos(srt, i, p):
 
 
 @_kernel
+def _tensor_at(tt, srt, i, p):
+    """The tensor owning page p (`_tpos` from position i): its position in srt, id, first and
+    end page, and whether the current kernel requires it."""
+    i = _tpos(srt, i, p)
+    T = srt[1, _u(i)]
+    return i, T, srt[0, _u(i)], srt[0, _u(i + 1)], tt[_u(T), TT_REQ]
+
+
+@_kernel
+def _run_pop(qb, q, qm, qh, qt, rp, rn):
+    """Pop the head page of a queue whose head run (rp, rn at position qh) is held in locals:
+    the new qh, rp, rn (rp, rn unchanged when the queue is left empty)."""
+    if rn > 1:
+        return qh, rp + 1, rn - 1
+    qh += 1
+    if qh < qt:
+        return qh, qb[q, _u(qh & qm), 0], qb[q, _u(qh & qm), 1]
+    return qh, rp, rn
+
+
+@_kernel
+def _count_out(dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP):
+    """A tick's outgoing counters after one page evicted to dest (IN_SSD or IN_CPU), and the
+    forced eviction destination once a link is full (§9.3)."""
+    c_out += 1
+    if dest == IN_SSD:
+        c_out_ssd += 1
+        if c_out_ssd == SSD_CAP:
+            c_fed = IN_CPU
+    else:
+        c_out_cpu += 1
+        if c_out_cpu == CPU_CAP or host_used == HOST:
+            c_fed = IN_SSD
+    return c_out, c_out_ssd, c_out_cpu, c_fed
+
+
+@_kernel
 def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out_cpu, c_fed,
                   host_used, host_peak, gpu_used, tc_b, lru_tail, lru_cur, lru_scan):
     """Pre-eviction fast path of a batcher tick (untraced): stage `stage`'s queued GPU pages
@@ -573,11 +610,7 @@ def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out
             if et_d != 0:
                 tt[_u(et_T), TT_RES] += et_d
                 et_d = 0
-            tc_b = _tpos(srt, tc_b, p)
-            et_T = srt[1, _u(tc_b)]
-            et_lo = srt[0, _u(tc_b)]
-            et_hi = srt[0, _u(tc_b + 1)]
-            et_req = tt[_u(et_T), TT_REQ]
+            tc_b, et_T, et_lo, et_hi, et_req = _tensor_at(tt, srt, tc_b, p)
         if et_req:
             break
         if c_fed != NOT_KNOWN:
@@ -588,15 +621,7 @@ def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out
             break
         # -- committed: page p goes now --
         moved += 1
-        if rn > 1:
-            rp += 1
-            rn -= 1
-        else:
-            qh += 1
-            if qh < qt:
-                qslot = qh & qm
-                rp = qb[q, _u(qslot), 0]
-                rn = qb[q, _u(qslot), 1]
+        qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn)
         if dest == IN_CPU:
             host_used += 1
             if host_used > host_peak:
@@ -610,15 +635,8 @@ def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out
         pstate[_u(p)] = (((st0 & (15 & ~LOC_MASK & ~F_TRANSFER)) | dest)
                          | (g << GEN_SHIFT))
         gpu_used -= 1
-        c_out += 1
-        if dest == IN_SSD:
-            c_out_ssd += 1
-            if c_out_ssd == SSD_CAP:
-                c_fed = IN_CPU
-        else:
-            c_out_cpu += 1
-            if c_out_cpu == CPU_CAP or host_used == HOST:
-                c_fed = IN_SSD
+        c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
+            dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP)
         if (st0 & RES_MASK) == IN_GPU:
             et_d -= 1
         if qh >= qt:
@@ -782,11 +800,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                         if at_d != 0:
                             tt[_u(at_T), TT_RES] += at_d
                             at_d = 0
-                        tc_a = _tpos(srt, tc_a, p)
-                        at_T = srt[1, _u(tc_a)]
-                        at_lo = srt[0, _u(tc_a)]
-                        at_hi = srt[0, _u(tc_a + 1)]
-                        at_req = tt[_u(at_T), TT_REQ]
+                        tc_a, at_T, at_lo, at_hi, at_req = _tensor_at(tt, srt, tc_a, p)
                     vslot = -1
                     v = -1
                     dest = IN_CPU
@@ -837,11 +851,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                             if vt_d != 0:
                                 tt[_u(vt_T), TT_RES] += vt_d
                                 vt_d = 0
-                            tc_b = _tpos(srt, tc_b, v)
-                            vt_T = srt[1, _u(tc_b)]
-                            vt_lo = srt[0, _u(tc_b)]
-                            vt_hi = srt[0, _u(tc_b + 1)]
-                            vt_req = tt[_u(vt_T), TT_REQ]
+                            tc_b, vt_T, vt_lo, vt_hi, vt_req = _tensor_at(tt, srt, tc_b, v)
                             vt_alive = _is_alive(tt, vt_T, k)
                         if deepum and not vt_alive:
                             dest = NOT_PRESENT
@@ -861,15 +871,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                                 break
                     # -- committed: page p goes now --
                     fast_block = False
-                    if rn > 1:
-                        rp += 1
-                        rn -= 1
-                    else:
-                        qh += 1
-                        if qh < qt:
-                            qslot = qh & qm
-                            rp = qb[q, _u(qslot), 0]
-                            rn = qb[q, _u(qslot), 1]
+                    qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn)
                     if vslot >= 0:
                         if dnp or not deepum:
                             lru_cur = vslot + 1
@@ -884,15 +886,8 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                         lru[_u(vslot & lm)] = -1
                         gpu_used -= 1
                         if dest != NOT_PRESENT:
-                            c_out += 1
-                            if dest == IN_SSD:
-                                c_out_ssd += 1
-                                if c_out_ssd == SSD_CAP:
-                                    c_fed = IN_CPU
-                            else:
-                                c_out_cpu += 1
-                                if c_out_cpu == CPU_CAP or host_used == HOST:
-                                    c_fed = IN_SSD
+                            c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
+                                dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP)
                         if vt_req:
                             if rq == q:
                                 # the head run lives in rp, rn, qh: put it back around the push
@@ -1132,15 +1127,8 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                     st = (np.int64(pstate[_u(v)]) & ~LOC_MASK) | dest
                     gpu_used -= 1
                     if n != 0:
-                        c_out += 1
-                        if dest == IN_SSD:
-                            c_out_ssd += 1
-                            if c_out_ssd == SSD_CAP:
-                                c_fed = IN_CPU
-                        else:
-                            c_out_cpu += 1
-                            if c_out_cpu == CPU_CAP or host_used == HOST:
-                                c_fed = IN_SSD
+                        c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
+                            dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP)
                     if trace:
                         _emit_run(ev, S, S_OUT_OPEN, t, EV_EVICT, it, k, T, v, IN_GPU, dest,
                                   1 if ev_slot >= 0 else 0)
