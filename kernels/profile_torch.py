@@ -1,27 +1,49 @@
 """Measure the kernel times of a built-in model on a CUDA GPU with PyTorch; write a profile.
 
     pip install -e .[profile]
-    python kernels/profile_torch.py MODEL --batch N [--out FILE] [--repeats 5] [--dry-run]
+    python kernels/profile_torch.py MODEL --batch N [--out FILE] [--repeats 3]
+                                    [--fault-repeats 1] [--no-faulting] [--dry-run | --check]
 
-For every kernel of the built-in model's Graph (g10fast.workload.builtin) the harness
-allocates the kernel's input and output tensors with the Graph's sizes and times, with CUDA
-events, a stand-in operation of the kernel's type and cost (FLOPs from
-Graph.meta["parent_flops"] as a matrix multiply of that many FLOPs, everything else as a
-memory copy over the kernel's bytes), three ways, as the artifact's profiler did
-(g10-workloads.md section 2): with all tensors resident (ideal time), with the inputs in
-CUDA managed memory advised to the host (input faulting), and with all tensors there (all
-faulting). The workspace is 0 (cuDNN's scratch is not exposed by stand-in operations).
-The result is written in the profile format (docs/profile-format.md) with
-`source = measured`.
+For every kernel of the built-in model's Graph (g10fast.workload.builtin) the harness runs the
+real operation that kernel stands for, with the shapes of its layer or operator record
+(`kernel_layers`): cuDNN convolutions forward, backward-data and backward-filter through
+`aten.convolution_backward`, `native_batch_norm(_backward)`, max and adaptive-average pooling
+forward and backward, dropout, matrix products and batched matrix products, softmax and its
+backward, embeddings, the element-wise operators and their gradients, the optimizer step
+(SGD as G10; AdamW with fp32 master weights for the decoders). Each is timed with CUDA events
+the way the artifact's profiler timed its cuDNN / cuBLAS calls (g10-workloads.md §2-3), in
+its three modes:
 
-`--dry-run` needs neither PyTorch nor a GPU: it runs the same loop with a fake timer and
-writes the file, to check the plumbing (tests/test_profile_torch.py).
+* ideal (`cudnn<B>.txt`): operands in plain device memory; a warm-up call first, then the
+  median of `--repeats` calls;
+* input faulting (`InputPF`, "1 0"): a child process whose every allocation is CUDA managed
+  memory (a pluggable allocator built at run time with nvcc); inputs written and resident on
+  the GPU, outputs and workspace freshly allocated, so they take first-touch faults;
+* all faulting (`PF`, "0 0"): the same, with the inputs written on the host first.
+
+The workspace column is what a convolution allocates during the call beyond its operands and
+results (cuDNN's scratch), measured with the caching allocator's peak counter; 0 for other
+kernels, as in the artifact's traces. A queued spin kernel hides the host-side launch and
+allocation work from the events. The result is written in the profile format
+(docs/profile-format.md) with `source = measured`.
+
+`--check` runs every kernel's operation once on the CPU at the given batch (no GPU, no
+timing) to check the shapes; `--dry-run` needs neither PyTorch nor a GPU: it builds every
+kernel's operation and writes a profile with fake times (tests/test_profile_torch.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import json
+import math
+import os
+import subprocess
 import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -29,92 +51,625 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from g10fast.workload.builtin import find_model, load_builtin_graph  # noqa: E402
-from g10fast.workload.costmodel import MATMUL_KERNELS  # noqa: E402
+from g10fast.workload.builtin import find_model, kernel_layers, load_builtin_graph  # noqa: E402
 from g10fast.workload.profile import Profile, write_profile  # noqa: E402
 
-
-class FakeTimer:
-    """Stands in for the GPU in --dry-run: time = bytes / 1 TB/s + flops / 10 TFLOP/s."""
-    name = "dry-run (no GPU)"
-
-    def time_kernel(self, flops, nbytes_in, nbytes_out, mode, repeats):
-        t = (nbytes_in + nbytes_out) / 1e12 + flops / 1e13 + 5e-6
-        if mode >= 1:
-            t += nbytes_in / 10e9
-        if mode >= 2:
-            t += nbytes_out / 10e9
-        return t
+LR = 1e-3
+CONV_KERNELS = ("Conv2d_Forward", "Conv2d_Backward_Weight", "Conv2d_Backward_Input")
+ELEMENTWISE = {"Add": "add", "Subtract": "sub", "Multiply": "mul", "Divide": "div",
+               "Power": "pow", "Sqrt": "sqrt", "Tanh": "tanh", "Erf": "erf", "Relu": "relu"}
 
 
-class TorchTimer:
-    """Times stand-in operations with CUDA events."""
+# ---------------------------------------------------------------------------------------------
+# Recipes: what each kernel computes, without PyTorch (so --dry-run and the tests need none)
 
-    def __init__(self, dtype_bytes: int):
+@dataclass
+class Operand:
+    shape: tuple
+    dtype: str = "act"        # act (the model's activation dtype) | f32 | i64 | bool
+    init: str = "randn"       # randn | zeros | positive | index:N
+
+
+@dataclass
+class Recipe:
+    op: str                   # an operation name understood by run_op
+    inputs: list              # [Operand]
+    params: dict = field(default_factory=dict)
+
+    def nbytes(self, el: int) -> int:
+        size = {"act": el, "f32": 4, "i64": 8, "bool": 1}
+        return sum(int(np.prod(o.shape, dtype=np.int64)) * size[o.dtype] for o in self.inputs)
+
+
+def _numel(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _bcast(*shapes) -> tuple:
+    return tuple(np.broadcast_shapes(*shapes))
+
+
+def _fits(shape, out) -> bool:
+    try:
+        return _bcast(shape, out) == tuple(out)
+    except ValueError:
+        return False
+
+
+def _grad_shapes(rec_in, out_numels, el, raw_outs):
+    """For each output tensor of a backward kernel, the record input shape it is the gradient
+    of (matched by element count), else the first input's shape."""
+    shapes = []
+    for nb in raw_outs:
+        n = nb // el
+        cand = [s for s in rec_in if _numel(s) == n]
+        shapes.append(cand[0] if cand else rec_in[0])
+    return shapes
+
+
+class RecipeBook:
+    """Recipes for every kernel of one built-in model at one batch."""
+
+    def __init__(self, spec, batch: int, **model_opts):
+        self.spec = spec
+        self.g = load_builtin_graph(spec, batch, **model_opts)
+        self.layers = kernel_layers(spec, batch, **model_opts)
+        self.el = int(self.g.meta.get("dtype_bytes", 4))
+        self.optimizer = self.g.meta.get("optimizer", "sgd")
+        self.flops = self.g.meta.get("parent_flops", {})
+        self._seen: dict = {}
+
+    def raw(self, ids) -> list:
+        return [int(self.g.raw_size[t]) for t in ids]
+
+    def recipe(self, k: int) -> Recipe:
+        g, name, par = self.g, self.g.kernel_name[k], self.g.kernel_parent[k]
+        nth = self._seen.get((par, name), 0)
+        self._seen[(par, name)] = nth + 1
+        info = self.layers[par]
+        ins, outs = self.raw(g.inputs(k)), self.raw(g.outputs(k))
+        if self.spec.kind == "cnn":
+            return self._cnn(name, info, ins, outs)
+        return self._record(k, name, par, info, ins, outs, nth)
+
+    # -- optimizer step over a weight of n elements (Apply_Grad kernels)
+    def _apply(self, n: int) -> Recipe:
+        if self.optimizer == "adamw":
+            f = [Operand((n,), "f32") for _ in range(4)]        # master, grad, m, v
+            return Recipe("adamw", f + [Operand((n,), "act")])
+        return Recipe("sgd", [Operand((n,)), Operand((n,))])
+
+    def _weight_elems(self, ins_raw, outs_raw) -> int:
+        return max(outs_raw) // self.el if outs_raw else max(ins_raw) // self.el
+
+    # -- CNN layers
+    def _cnn(self, name, info, ins, outs) -> Recipe:
+        a, x, y = info["args"], info["in"], info["out"]
+        if name == "LoadData_A0":
+            return Recipe("fill", [], {"shape": x})
+        if name.endswith("Apply_Grad") or name.startswith("Linear_Apply_Grad"):
+            return self._apply(self._weight_elems(ins, outs))
+        if name.startswith("Conv2d"):
+            kh, kw = a["kernel_size"]
+            w = (a["out_channels"], x[1], kh, kw)
+            p = {"stride": list(a["stride"]), "padding": list(a["padding"])}
+            if name == "Conv2d_Forward":
+                ops = [Operand(x), Operand(w)] + ([Operand((w[0],))] if a.get("bias") else [])
+                return Recipe("conv_fwd", ops, p)
+            which = "conv_bwd_weight" if name == "Conv2d_Backward_Weight" else "conv_bwd_input"
+            return Recipe(which, [Operand(y), Operand(x), Operand(w)], p)
+        if name.startswith("BatchNorm2d"):
+            C = x[1]
+            p = {"eps": float(a.get("eps", 1e-5)), "momentum": float(a.get("momentum", 0.1))}
+            vec = [Operand((C,)), Operand((C,)), Operand((C,)), Operand((C,), init="positive")]
+            if name == "BatchNorm2d_Forward":      # x, gamma, beta, running mean, running var
+                return Recipe("bn_fwd", [Operand(x)] + vec, p)
+            # g, x, gamma, running mean, running var, saved mean, saved inverse std
+            return Recipe("bn_bwd", [Operand(y), Operand(x), Operand((C,)), Operand((C,)),
+                                     Operand((C,), init="positive"), Operand((C,)),
+                                     Operand((C,), init="positive")], p)
+        if name == "ReLU_Forward":
+            return Recipe("relu", [Operand(x)], {"inplace": bool(a.get("inplace"))})
+        if name == "ReLU_Backward":
+            return Recipe("relu_bwd", [Operand(y), Operand(y)])
+        if name.startswith("MaxPool2d"):
+            p = {k: a[k] for k in ("kernel_size", "stride", "padding", "dilation", "ceil_mode")}
+            if name.endswith("Forward"):
+                return Recipe("maxpool_fwd", [Operand(x)], p)
+            return Recipe("maxpool_bwd", [Operand(y), Operand(x), Operand(y, "i64", "zeros")], p)
+        if name.startswith("AdaptiveAvgPool2d"):
+            if name.endswith("Forward"):
+                return Recipe("avgpool_fwd", [Operand(x)], {"size": list(y[2:])})
+            return Recipe("avgpool_bwd", [Operand(y), Operand(x)])
+        if name.startswith("Dropout"):
+            p = {"p": float(a.get("p", 0.5))}
+            if name.endswith("Forward"):
+                return Recipe("dropout_fwd", [Operand(x)], p)
+            return Recipe("dropout_bwd", [Operand(y), Operand(x, "bool", "zeros")], p)
+        if name.startswith("Linear"):
+            n_in, n_out, N = a["in_features"], a["out_features"], x[0]
+            if name == "Linear_Forward":
+                ops = [Operand((N, n_in)), Operand((n_out, n_in))]
+                return Recipe("linear", ops + ([Operand((n_out,))] if a.get("bias") else []))
+            if name == "Linear_Backward_Bias":
+                return Recipe("sum0", [Operand((N, n_out))])
+            if name == "Linear_Backward_Weight":     # dW = g^T x
+                return Recipe("mm_tn", [Operand((N, n_out)), Operand((N, n_in))])
+            return Recipe("mm", [Operand((N, n_out)), Operand((n_out, n_in))])   # dX = g W
+        if name == "Add_Forward":
+            return Recipe("sum_n", [Operand(s) for s in [x] + info["prev"][1:]])
+        if name == "Add_MultiGredient":
+            return Recipe("accumulate", [Operand(y) for _ in ins])
+        if name == "Concat_Forward":
+            return Recipe("cat", [Operand(s) for s in info["prev"]])
+        if name == "Concat_Backward":
+            return Recipe("split", [Operand(y)], {"sizes": [s[1] for s in info["prev"]]})
+        if name == "Scale_Forward":      # the unit's features times the gate
+            return Recipe("mul", [Operand(y), Operand(x)])
+        if name == "Scale_Backward":     # gradient of the gate: sum over H, W of g * features
+            return Recipe("scale_bwd", [Operand(y), Operand(y)])
+        if name == "makeLoss":
+            return Recipe("loss", [Operand((y[0], _numel(y[1:]))),
+                                   Operand((y[0], _numel(y[1:])))])
+        raise ValueError(f"no recipe for CNN kernel {name}")
+
+    # -- operator records (encoders, decoders)
+    def _record(self, k, name, par, info, ins, outs, nth) -> Recipe:
+        typ, shp, el = info["type"], info["in"], self.el
+        if name in ("Apply_Grad", "Linear_Apply_Grad_Weight"):
+            return self._apply(self._weight_elems(ins, outs))
+        if name == "makeLoss":
+            n = ins[0] // el
+            last = self.layers[self.g.kernel_parent[k - 1]]["in"]
+            C = last[0][-1]
+            return Recipe("loss", [Operand((n // C, C)), Operand((n // C, C))])
+        if name == "Add_MultiGredient":
+            return Recipe("accumulate", [Operand((outs[0] // el,)) for _ in ins])
+        if typ in ("Dot",):
+            K = shp[0][-1]
+            M = _numel(shp[0]) // K
+            N = max(1, int(round(self.flops.get(par, 2 * M * K * K) / (2 * M * K))))
+            if name == "Linear_Forward":
+                return Recipe("mm", [Operand((M, K)), Operand((K, N))])
+            if name == "Linear_Backward_Input":          # dX = g W^T
+                return Recipe("mm_nt", [Operand((M, N)), Operand((K, N))])
+            return Recipe("mm_tn", [Operand((M, K)), Operand((M, N))])   # dW = X^T g
+        if typ == "BatchMatMul":
+            a, b = shp[0], shp[1]
+            bs = _numel(a[:-2])
+            m, kk, n = a[-2], a[-1], b[-1]
+            A, Bm, C = (bs, m, kk), (bs, kk, n), (bs, m, n)
+            if name == "BatchMatMul_Forward":
+                return Recipe("bmm", [Operand(A), Operand(Bm)])
+            if nth == 0:                                  # dA = dC B^T
+                return Recipe("bmm_nt", [Operand(C), Operand(Bm)])
+            return Recipe("bmm_tn", [Operand(A), Operand(C)])   # dB = A^T dC
+        if typ == "Convolution":
+            x, w = shp[0], shp[1]
+            s = w[2]
+            p = {"stride": [s, s], "padding": [0, 0]}
+            if name == "Conv2d_Forward":
+                return Recipe("conv_fwd", [Operand(x), Operand(w)], p)
+            yo = (x[0], w[0], (x[2] - w[2]) // s + 1, (x[3] - w[3]) // s + 1)
+            return Recipe("conv_bwd_weight", [Operand(yo), Operand(x), Operand(w)], p)
+        if typ == "SoftmaxBasic":
+            if name.endswith("Forward"):
+                return Recipe("softmax", [Operand(shp[0])])
+            return Recipe("softmax_bwd", [Operand(shp[0]), Operand(shp[0])])
+        if typ == "Sum":
+            if name.endswith("Forward"):
+                return Recipe("sum_last", [Operand(shp[0])])
+            return Recipe("expand_last", [Operand(shp[0][:-1])], {"n": shp[0][-1]})
+        if typ == "GatherV2":
+            table, idx = shp[0], shp[1]
+            if tuple(idx) == (1,):                        # pooler: the first token
+                if name.endswith("Forward"):
+                    return Recipe("select1", [Operand(table)])
+                return Recipe("select1_bwd", [Operand((table[0],) + tuple(table[2:]))],
+                              {"shape": list(table)})
+            if name.endswith("Forward"):
+                return Recipe("embedding", [Operand(table), Operand(idx, "i64", f"index:{table[0]}")])
+            return Recipe("embedding_bwd", [Operand(tuple(idx) + (table[1],)),
+                                            Operand(idx, "i64", f"index:{table[0]}")],
+                          {"rows": table[0]})
+        if typ in ELEMENTWISE:
+            out = _bcast(*shp) if all(_fits(s, _bcast(*shp)) for s in shp) else shp[0]
+            opn = ELEMENTWISE[typ]
+            if name.endswith("Forward"):
+                return Recipe("ew_" + opn, [Operand(s) for s in shp])
+            gshapes = _grad_shapes(shp, None, el, outs)
+            if typ in ("Add", "Subtract"):
+                return Recipe("ew_grad_pass", [Operand(out)], {"shapes": [list(s) for s in gshapes],
+                                                               "neg": typ == "Subtract"})
+            if typ == "Multiply":                         # grad of input nth: g * the other one
+                other = shp[1 - nth] if len(shp) > 1 else shp[0]
+                tgt = shp[nth] if nth < len(shp) else shp[0]
+                return Recipe("ew_grad_mul", [Operand(out), Operand(other)], {"shape": list(tgt)})
+            if typ == "Divide":
+                if name == "Divide_Backward_A":           # g / b
+                    return Recipe("ew_grad_div_a", [Operand(out), Operand(shp[1])],
+                                  {"shape": list(shp[0])})
+                return Recipe("ew_grad_div_b", [Operand(out), Operand(shp[0]),
+                                                Operand(shp[1], init="positive")],
+                              {"shape": list(shp[1])})
+            if typ == "Power":
+                return Recipe("ew_grad_pow", [Operand(out), Operand(shp[0])],
+                              {"shape": list(shp[0])})
+            unary = {"Sqrt": "sqrt_bwd", "Tanh": "tanh_bwd", "Erf": "erf_bwd", "Relu": "relu_bwd"}
+            return Recipe(unary[typ], [Operand(out), Operand(out)])
+        raise ValueError(f"no recipe for kernel {name} of {par}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a recipe with PyTorch
+
+def run_op(torch, r: Recipe, t: list, act, dev="cuda"):
+    """Launch the operation of recipe r on operands t; returns what it produced."""
+    F, aten, p, op = torch.nn.functional, torch.ops.aten, r.params, r.op
+    if op == "fill":
+        return torch.ones(p["shape"], dtype=act, device=dev)
+    if op == "sgd":
+        return t[0].add_(t[1], alpha=-LR)
+    if op == "adamw":
+        w, g, m, v, w16 = t
+        step = torch.ones((), dtype=torch.float32, device=dev)
+        torch._fused_adamw_([w], [g], [m], [v], [], [step], lr=LR, beta1=0.9, beta2=0.999,
+                            weight_decay=0.01, eps=1e-8, amsgrad=False, maximize=False)
+        return w16.copy_(w)
+    if op == "conv_fwd":
+        return F.conv2d(t[0], t[1], t[2] if len(t) > 2 else None, p["stride"], p["padding"])
+    if op in ("conv_bwd_weight", "conv_bwd_input"):
+        mask = [op == "conv_bwd_input", op == "conv_bwd_weight", False]
+        res = aten.convolution_backward(t[0], t[1], t[2], None, p["stride"], p["padding"],
+                                        [1, 1], False, [0, 0], 1, mask)
+        return res[0] if mask[0] else res[1]
+    if op == "bn_fwd":
+        return aten.native_batch_norm(t[0], t[1], t[2], t[3], t[4], True, p["momentum"], p["eps"])
+    if op == "bn_bwd":
+        return aten.native_batch_norm_backward(t[0], t[1], t[2], t[3], t[4], t[5], t[6], True,
+                                               p["eps"], [True, True, True])
+    if op == "relu":
+        return torch.relu_(t[0]) if p.get("inplace") else torch.relu(t[0])
+    if op == "relu_bwd":
+        return aten.threshold_backward(t[0], t[1], 0)
+    if op == "maxpool_fwd":
+        return aten.max_pool2d_with_indices(t[0], p["kernel_size"], p["stride"], p["padding"],
+                                            p["dilation"], p["ceil_mode"])
+    if op == "maxpool_bwd":
+        return aten.max_pool2d_with_indices_backward(t[0], t[1], p["kernel_size"], p["stride"],
+                                                     p["padding"], p["dilation"], p["ceil_mode"],
+                                                     t[2])
+    if op == "avgpool_fwd":
+        return aten._adaptive_avg_pool2d(t[0], p["size"])
+    if op == "avgpool_bwd":
+        return aten._adaptive_avg_pool2d_backward(t[0], t[1])
+    if op == "dropout_fwd":
+        return aten.native_dropout(t[0], p["p"], True)
+    if op == "dropout_bwd":
+        return aten.native_dropout_backward(t[0], t[1], 1.0 / (1.0 - p["p"]))
+    if op == "linear":
+        return F.linear(t[0], t[1], t[2] if len(t) > 2 else None)
+    if op == "sum0":
+        return t[0].sum(0)
+    if op == "mm":
+        return torch.mm(t[0], t[1])
+    if op == "mm_tn":
+        return torch.mm(t[0].t(), t[1])
+    if op == "mm_nt":
+        return torch.mm(t[0], t[1].t())
+    if op == "bmm":
+        return torch.bmm(t[0], t[1])
+    if op == "bmm_nt":
+        return torch.bmm(t[0], t[1].transpose(1, 2))
+    if op == "bmm_tn":
+        return torch.bmm(t[0].transpose(1, 2), t[1])
+    if op == "sum_n":
+        out = torch.add(t[0], t[1])
+        for u in t[2:]:
+            out.add_(u)
+        return out
+    if op == "accumulate":
+        out = t[0]
+        for u in t[1:]:
+            out.add_(u)
+        return out
+    if op == "cat":
+        return torch.cat(t, 1)
+    if op == "split":
+        return [u.contiguous() for u in torch.split(t[0], p["sizes"], 1)]
+    if op == "mul":
+        return torch.mul(t[0], t[1])
+    if op == "scale_bwd":
+        return torch.mul(t[0], t[1]).sum((2, 3), keepdim=True)
+    if op == "loss":
+        return torch.softmax(t[0], -1).sub_(t[1])
+    if op == "softmax":
+        return torch._softmax(t[0], -1, False)
+    if op == "softmax_bwd":
+        return torch._softmax_backward_data(t[0], t[1], -1, t[0].dtype)
+    if op == "sum_last":
+        return t[0].sum(-1)
+    if op == "expand_last":
+        return t[0].unsqueeze(-1).expand(*t[0].shape, p["n"]).contiguous()
+    if op == "select1":
+        return t[0].select(1, 0).contiguous()
+    if op == "select1_bwd":
+        z = torch.zeros(p["shape"], dtype=t[0].dtype, device=dev)
+        z.select(1, 0).copy_(t[0])
+        return z
+    if op == "embedding":
+        return F.embedding(t[1], t[0])
+    if op == "embedding_bwd":
+        return aten.embedding_dense_backward(t[0], t[1], p["rows"], -1, False)
+    if op.startswith("ew_grad"):
+        g = t[0]
+        if op == "ew_grad_pass":
+            outs = []
+            for s in p["shapes"]:
+                d = g.sum_to_size(s) if tuple(s) != tuple(g.shape) else g
+                outs.append(d.neg() if p["neg"] else d.clone())
+            return outs
+        if op == "ew_grad_mul":
+            d = g * t[1]
+        elif op == "ew_grad_div_a":
+            d = g / t[1]
+        elif op == "ew_grad_div_b":
+            d = -g * t[1] / (t[2] * t[2])
+        else:                                             # ew_grad_pow, exponent 2
+            d = g * t[1] * 2
+        s = tuple(p["shape"])
+        return d.sum_to_size(s) if s != tuple(d.shape) and _fits(s, d.shape) else d
+    if op.startswith("ew_"):
+        fn = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
+              "pow": torch.pow}.get(op[3:])
+        if fn is not None:
+            a, b = t[0], t[1] if len(t) > 1 else t[0]
+            try:
+                return fn(a, b)
+            except RuntimeError:                         # not broadcastable: element by element
+                n = min(a.numel(), b.numel())
+                return fn(a.reshape(-1)[:n], b.reshape(-1)[:n])
+        return getattr(torch, op[3:])(t[0])
+    if op == "sqrt_bwd":
+        return t[0] / (2 * t[1])
+    if op == "tanh_bwd":
+        return aten.tanh_backward(t[0], t[1])
+    if op == "erf_bwd":
+        return t[0] * (2 / math.sqrt(math.pi)) * torch.exp(-t[1] * t[1])
+    raise ValueError(f"unknown operation {op}")
+
+
+def make_operands(torch, r: Recipe, act, dev, fill=True):
+    out = []
+    for o in r.inputs:
+        dt = {"act": act, "f32": torch.float32, "i64": torch.int64, "bool": torch.bool}[o.dtype]
+        t = torch.empty(o.shape, dtype=dt, device=dev)
+        if fill:
+            fill_operand(torch, t, o)
+        out.append(t)
+    return out
+
+
+def fill_operand(torch, t, o: Operand):
+    if o.init.startswith("index:") or o.init == "zeros" or t.dtype in (torch.int64, torch.bool):
+        if o.init.startswith("index:"):
+            t.random_(0, int(o.init.split(":")[1]))
+        else:
+            t.zero_()
+    elif o.init == "positive":
+        t.uniform_(0.5, 1.5)
+    else:
+        t.normal_()
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing
+
+UVM_SOURCE = r"""
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+extern "C" {
+void* g10fast_uvm_alloc(size_t size, int device, cudaStream_t stream) {
+    void* p = NULL;
+    if (cudaMallocManaged(&p, size, cudaMemAttachGlobal) != cudaSuccess) return NULL;
+    return p;
+}
+void g10fast_uvm_free(void* p, size_t size, int device, cudaStream_t stream) { cudaFree(p); }
+}
+"""
+
+
+def build_uvm_allocator(folder: Path) -> Path:
+    src, lib = folder / "uvm_alloc.cu", folder / "uvm_alloc.so"
+    src.write_text(UVM_SOURCE)
+    subprocess.run(["nvcc", "-O2", "-shared", "-Xcompiler", "-fPIC", "--cudart", "shared",
+                    str(src), "-o", str(lib)], check=True)
+    return lib
+
+
+class GPUTimer:
+    """CUDA-event timing of recipes; spin kernel queued first to hide host work."""
+
+    def __init__(self, act_bytes: int):
         import torch
         if not torch.cuda.is_available():
-            raise SystemExit("no CUDA GPU available (use --dry-run to check the harness)")
+            raise SystemExit("no CUDA GPU available (use --dry-run or --check without one)")
         self.torch = torch
-        self.dtype = torch.bfloat16 if dtype_bytes == 2 else torch.float32
-        self.el = dtype_bytes
+        self.act = torch.bfloat16 if act_bytes == 2 else torch.float32
         self.name = torch.cuda.get_device_name(0)
+        self.spin = int(2e5)       # cycles of the spin kernel (~0.1 ms)
 
-    def _buf(self, nbytes):
-        n = max(1, int(nbytes) // self.el)
-        return self.torch.empty(n, dtype=self.dtype, device="cuda")
+    def _timed(self, r, ops):
+        torch = self.torch
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(self.spin)
+        s.record()
+        res = run_op(torch, r, ops, self.act)
+        e.record()
+        torch.cuda.synchronize()
+        return s.elapsed_time(e) * 1e-3, res
 
-    def time_kernel(self, flops, nbytes_in, nbytes_out, mode, repeats):
+    def ideal(self, r: Recipe, repeats: int, workspace: bool):
+        torch = self.torch
+        ops = make_operands(torch, r, self.act, "cuda")
+        res = run_op(torch, r, ops, self.act)           # warm-up: library set-up, caches
+        torch.cuda.synchronize()
+        del res
+        ws = 0
+        if workspace:
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+            res = run_op(torch, r, ops, self.act)
+            torch.cuda.synchronize()
+            peak = torch.cuda.max_memory_allocated()
+            kept = torch.cuda.memory_allocated() - base
+            ws = max(0, peak - base - kept)
+            del res
+        times = []
+        for _ in range(repeats):
+            t, res = self._timed(r, ops)      # in-place updates repeat on the same operands
+            del res
+            times.append(t)
+        return float(np.median(times)), ws
+
+    def faulting(self, r: Recipe, repeats: int, host_inputs: bool):
+        """In a process whose allocator is managed memory: fresh operands each call."""
         torch = self.torch
         times = []
         for _ in range(repeats):
-            if flops > 0:
-                # a square-ish matmul with the kernel's FLOPs
-                m = max(16, int(round((flops / 2) ** (1 / 3))))
-                a = torch.randn(m, m, device="cuda", dtype=self.dtype)
-                b = torch.randn(m, m, device="cuda", dtype=self.dtype)
-                op = lambda: a @ b  # noqa: E731
-            else:
-                src = self._buf(nbytes_in)
-                dst = self._buf(nbytes_out)
-                n = min(src.numel(), dst.numel())
-                op = lambda: dst[:n].copy_(src[:n])  # noqa: E731
-            if mode >= 1:
-                # faulting: move the inputs (and outputs) host -> GPU inside the timed region
-                host_in = torch.empty(max(1, int(nbytes_in) // self.el), dtype=self.dtype,
-                                      pin_memory=True)
-                host_out = torch.empty(max(1, int(nbytes_out) // self.el), dtype=self.dtype,
-                                       pin_memory=True) if mode >= 2 else None
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            ops = make_operands(torch, r, self.act, "cuda")      # written on the GPU
             torch.cuda.synchronize()
-            s.record()
-            if mode >= 1:
-                host_in.to("cuda", non_blocking=True)
-                if host_out is not None:
-                    host_out.to("cuda", non_blocking=True)
-            op()
-            e.record()
-            torch.cuda.synchronize()
-            times.append(s.elapsed_time(e) * 1e-3)
+            if host_inputs:
+                for t in ops:
+                    host_write(t)
+            t, res = self._timed(r, ops)
+            del res, ops
+            times.append(t)
         return float(np.median(times))
 
 
-def profile(model: str, batch: int, timer, repeats: int = 5, **model_opts) -> Profile:
+def host_write(t):
+    """Write a managed tensor's bytes from the host (it then resides in host memory): its own
+    first MiB (valid values: indices stay in range), repeated."""
+    n = t.numel() * t.element_size()
+    if n == 0:
+        return
+    import torch
+    flat = t.reshape(-1).view(torch.uint8)
+    pat = flat[: 1 << 20].cpu().numpy().tobytes()
+    buf = ctypes.create_string_buffer(pat, len(pat))
+    m, ptr, off = len(pat), t.data_ptr(), 0
+    while off < n:
+        c = min(m, n - off)
+        ctypes.memmove(ptr + off, buf, c)
+        off += c
+
+
+# ---------------------------------------------------------------------------------------------
+# Driver
+
+def recipes_for(model: str, batch: int, **model_opts):
     spec = find_model(model)
-    g = load_builtin_graph(spec, batch, **model_opts)
-    pf = g.meta["parent_flops"]
-    raw = g.raw_size.astype(np.float64)
-    K = g.num_kernels
+    book = RecipeBook(spec, batch, **model_opts)
+    return spec, book, [book.recipe(k) for k in range(book.g.num_kernels)]
+
+
+def _progress(done, total, t0, what):
+    if done == total or done % 50 == 0:
+        el = time.time() - t0
+        eta = el / max(done, 1) * (total - done)
+        print(f"  {what}: {done}/{total} kernels, {el:.0f} s, ~{eta:.0f} s left",
+              file=sys.stderr, flush=True)
+
+
+def uvm_child(args) -> None:
+    """Entry point of the child process: install the managed allocator, time both modes."""
+    import torch
+    lib = args.uvm_child
+    alloc = torch.cuda.memory.CUDAPluggableAllocator(lib, "g10fast_uvm_alloc", "g10fast_uvm_free")
+    torch.cuda.memory.change_current_allocator(alloc)
+    spec, book, recs = recipes_for(args.model, args.batch, **json.loads(args.model_opts))
+    timer = GPUTimer(book.el)
+    K = len(recs)
+    res = np.zeros((K, 2))
+    t0 = time.time()
+    for k, r in enumerate(recs):
+        # warm-up with resident operands: library set-up is not a fault
+        ops = make_operands(torch, r, timer.act, "cuda")
+        run_op(torch, r, ops, timer.act)
+        torch.cuda.synchronize()
+        del ops
+        res[k, 0] = timer.faulting(r, args.fault_repeats, host_inputs=False)
+        res[k, 1] = timer.faulting(r, args.fault_repeats, host_inputs=True)
+        _progress(k + 1, K, t0, "faulting")
+    np.save(args.uvm_out, res)
+
+
+def profile(args) -> Profile:
+    opts = json.loads(args.model_opts)
+    spec, book, recs = recipes_for(args.model, args.batch, **opts)
+    g, K = book.g, len(recs)
+    meta = {"tool": "kernels/profile_torch.py", "repeats": args.repeats,
+            "fault_repeats": args.fault_repeats, "dtype_bytes": book.el}
+    meta.update({f"model.{k}": v for k, v in opts.items()})
+    if args.dry_run:
+        t = np.zeros((K, 3))
+        ws = np.zeros(K, np.int64)
+        for k, r in enumerate(recs):
+            nb = r.nbytes(book.el)
+            t[k, 0] = nb / 1e12 + 5e-6
+            t[k, 1] = t[k, 0] + nb / 20e9
+            t[k, 2] = t[k, 1] + nb / 20e9
+        meta["dry_run"] = True
+        return Profile("measured", "dry-run (no GPU)", spec.key, args.batch, list(g.kernel_name),
+                       t[:, 0] * 1e6, t[:, 1] * 1e6, t[:, 2] * 1e6, ws, meta)
+    import torch
+    timer = GPUTimer(book.el)
+    meta.update(torch=torch.__version__, cuda=torch.version.cuda,
+                cudnn=torch.backends.cudnn.version(),
+                tf32_conv=torch.backends.cudnn.allow_tf32,
+                tf32_matmul=torch.backends.cuda.matmul.allow_tf32, dry_run=False)
     t = np.zeros((K, 3))
-    for k in range(K):
-        fl = pf.get(g.kernel_parent[k], 0) if g.kernel_name[k] in MATMUL_KERNELS else 0
-        bi, bo = raw[g.inputs(k)].sum(), raw[g.outputs(k)].sum()
-        for mode in range(3):
-            t[k, mode] = timer.time_kernel(fl, bi, bo, mode, repeats)
+    ws = np.zeros(K, np.int64)
+    t0 = time.time()
+    for k, r in enumerate(recs):
+        t[k, 0], w = timer.ideal(r, args.repeats, g.kernel_name[k] in CONV_KERNELS)
+        ws[k] = w
+        _progress(k + 1, K, t0, "ideal")
+    if args.no_faulting:
+        t[:, 1] = t[:, 2] = t[:, 0]
+        meta["faulting"] = "not measured (--no-faulting): copies of the ideal time"
+    else:
+        with tempfile.TemporaryDirectory() as d:
+            lib = build_uvm_allocator(Path(d))
+            out = Path(d) / "uvm.npy"
+            cmd = [sys.executable, __file__, args.model, "--batch", str(args.batch),
+                   "--fault-repeats", str(args.fault_repeats), "--model-opts", args.model_opts,
+                   "--uvm-child", str(lib), "--uvm-out", str(out)]
+            subprocess.run(cmd, check=True)
+            t[:, 1:] = np.load(out)
+        meta["faulting"] = "CUDA managed memory (cudaMallocManaged), first-touch outputs"
+    raw = t.copy()
     t = np.maximum.accumulate(t, axis=1)      # ideal <= input faulting <= all faulting
-    return Profile("measured", timer.name, spec.key, batch, list(g.kernel_name), t[:, 0] * 1e6,
-                   t[:, 1] * 1e6, t[:, 2] * 1e6, np.zeros(K, np.int64),
-                   {"tool": "kernels/profile_torch.py", "repeats": repeats,
-                    "dry_run": isinstance(timer, FakeTimer)})
+    meta["clamped_kernels"] = int(np.sum(np.any(t != raw, axis=1)))
+    meta["wall_s"] = round(time.time() - t0, 1)
+    return Profile("measured", timer.name, spec.key, args.batch, list(g.kernel_name),
+                   t[:, 0] * 1e6, t[:, 1] * 1e6, t[:, 2] * 1e6, ws, meta)
+
+
+def check(args) -> None:
+    """Run every kernel's operation once on the CPU (shapes only, no timing)."""
+    import torch
+    spec, book, recs = recipes_for(args.model, args.batch, **json.loads(args.model_opts))
+    act = torch.bfloat16 if book.el == 2 else torch.float32
+    for k, r in enumerate(recs):
+        ops = make_operands(torch, r, act, "cpu")
+        try:
+            run_op(torch, r, ops, act, "cpu")
+        except Exception as e:  # noqa: BLE001 - report which kernel
+            raise SystemExit(f"kernel {k} {book.g.kernel_name[k]} ({book.g.kernel_parent[k]}): "
+                             f"{r.op} {[o.shape for o in r.inputs]}: {e}")
+    print(f"{spec.key} b{args.batch}: {len(recs)} kernels ran on the CPU")
 
 
 def main(argv=None):
@@ -122,19 +677,31 @@ def main(argv=None):
     ap.add_argument("model")
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--out")
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=3, help="timed calls per kernel, ideal mode")
+    ap.add_argument("--fault-repeats", type=int, default=1,
+                    help="timed calls per kernel in each faulting mode (the artifact: 1)")
+    ap.add_argument("--no-faulting", action="store_true")
+    ap.add_argument("--model-opts", default="{}", help="JSON of model parameters, e.g. "
+                    '\'{"seq_len": 512}\'')
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--uvm-child", help=argparse.SUPPRESS)
+    ap.add_argument("--uvm-out", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.batch <= 0:
+        ap.error("--batch must be positive")
+    if a.uvm_child:
+        return uvm_child(a)
+    if a.check:
+        return check(a)
     spec = find_model(a.model)
-    if a.dry_run:
-        timer = FakeTimer()
-    else:
-        g = load_builtin_graph(spec, 1)
-        timer = TorchTimer(int(g.meta.get("dtype_bytes", 4)))
-    prof = profile(spec.key, a.batch, timer, a.repeats)
-    out = a.out or str(ROOT / "kernels" / "measured" / f"{spec.key}-b{a.batch}.prof.gz")
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    write_profile(out, prof)
+    prof = profile(a)
+    gpu_dir = "dry-run" if a.dry_run else "measured"
+    out = Path(a.out) if a.out else ROOT / "kernels" / gpu_dir / f"{spec.key}-b{a.batch}.prof.gz"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    write_profile(tmp, prof)
+    os.replace(tmp, out)
     print(out)
 
 

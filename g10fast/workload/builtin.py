@@ -150,13 +150,7 @@ def load_builtin_graph(name_or_spec, batch_size: int, **overrides) -> Graph:
 
     `overrides` replace top-level parameters of the model file (e.g. seq_len=1024 or
     precision="fp32" for decoders)."""
-    spec = name_or_spec if isinstance(name_or_spec, ModelSpec) else find_model(name_or_spec)
-    if overrides:
-        bad = [k for k in overrides if k not in spec.params]
-        if bad:
-            raise InputError(f"model {spec.key} has no parameter {bad[0]!r}", param=bad[0])
-        spec = ModelSpec(spec.key, spec.name, spec.kind, spec.family,
-                         {**spec.params, **overrides}, spec.path)
+    spec = _resolved_spec(name_or_spec, overrides)
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
             or batch_size <= 0:
         raise InputError(f"must be a positive integer, got {batch_size!r}", param="batch_size")
@@ -346,7 +340,8 @@ def _senet_blocks(t: _Tree, spec: ModelSpec) -> list:
     return out
 
 
-def _cnn_graph(spec: ModelSpec, batch: int) -> Graph:
+def _cnn_layers(spec: ModelSpec, batch: int):
+    """The front end's flattened, shaped layer list of a built-in CNN, and its source."""
     from g10fast.workload import cnn
 
     hw = _get(spec, "input_hw", list)
@@ -360,6 +355,13 @@ def _cnn_graph(spec: ModelSpec, batch: int) -> Graph:
     src = cnn._Source("", f"builtin:{spec.key}")
     layers = cnn._flatten(model, spec.family, src)
     cnn._shapes(layers, batch, int(hw[0]), int(hw[1]), src)
+    return layers, src
+
+
+def _cnn_graph(spec: ModelSpec, batch: int) -> Graph:
+    from g10fast.workload import cnn
+
+    layers, src = _cnn_layers(spec, batch)
     raw, glob, kname, kpar, kin, kout = cnn._build(layers, src)
     flops = {}
     for lay in layers:
@@ -709,6 +711,50 @@ def _decoder_graph(spec: ModelSpec, batch: int) -> Graph:
                          path=spec.path, param="optimizer")
     g = _graph_from_records(spec, _decoder_records(spec), batch, spec.name)
     return with_precision(g, prec, opt)
+
+
+def _resolved_spec(name_or_spec, overrides) -> ModelSpec:
+    spec = name_or_spec if isinstance(name_or_spec, ModelSpec) else find_model(name_or_spec)
+    if overrides:
+        bad = [k for k in overrides if k not in spec.params]
+        if bad:
+            raise InputError(f"model {spec.key} has no parameter {bad[0]!r}", param=bad[0])
+        spec = ModelSpec(spec.key, spec.name, spec.kind, spec.family,
+                         {**spec.params, **overrides}, spec.path)
+    return spec
+
+
+def kernel_layers(name_or_spec, batch_size: int, **overrides) -> dict:
+    """What each `kernel_parent` of a built-in model's Graph computes, with its shapes.
+
+    CNNs: parent "id:Type" -> {"type", "in": input (N, C, H, W), "out": output shape,
+    "args": the layer's arguments, "prev": output shapes of all its predecessors (Add,
+    Concat), "scale": the gate's shape (Scale)}.
+    Operator records (encoders, decoders): parent "id:Type" -> {"type", "in": [input shapes
+    with the batch resolved]}; for SoftmaxBasic, the shapes of the record the front end keeps.
+    The kernel-time profiler (kernels/profile_torch.py) runs the real operation from these."""
+    spec = _resolved_spec(name_or_spec, overrides)
+    batch = int(batch_size)
+    out = {}
+    if spec.kind == "cnn":
+        layers, _ = _cnn_layers(spec, batch)
+        for lay in layers:
+            info = {"type": lay.type, "in": tuple(lay.shape), "out": tuple(lay.out_shape),
+                    "args": dict(lay.args), "prev": [tuple(q.out_shape) for q in lay.prev]}
+            if lay.type == "Scale":
+                info["scale"] = tuple(lay.shape)
+            out[f"{lay.id}:{lay.type}"] = info
+        return out
+    if spec.kind == "encoder":
+        R = _bert_records(spec) if spec.family == "bert" else _vit_records(spec)
+    else:
+        R = _decoder_records(spec)
+    W = R.n_w
+    for r, typ, ins in R.recs:
+        oid = r[1] if r[0] == "w" else W + r[1]
+        out[f"{oid}:{typ}"] = {"type": typ, "in": [tuple(batch if d == B else d for d in shp)
+                                                    for _, shp in ins]}
+    return out
 
 
 def with_precision(g: Graph, precision: str, optimizer: str) -> Graph:
