@@ -89,6 +89,41 @@ def summarise(store: Path) -> list:
     return out
 
 
+def figure(rows, path: Path) -> None:
+    """One panel per workload: each policy's normalised performance, unperturbed (marker) and
+    its range under the noise (bar), A100 traces beside estimates."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(rows), figsize=(3.2 * len(rows), 3.6), sharey=True)
+    axes = np.atleast_1d(axes)
+    for ax, row in zip(axes, rows):
+        for i, p in enumerate(C.POLICY_ORDER):
+            for j, (src, col) in enumerate((("traces", "tab:blue"), ("est", "tab:orange"))):
+                v = row.get(f"{src}:{p}")
+                if not v:
+                    continue
+                x = i + (j - 0.5) * 0.3
+                ax.plot([x, x], [v[1], v[2]], color=col, lw=4, alpha=0.5, solid_capstyle="butt")
+                ax.plot([x], [v[0]], "o", color=col, ms=4,
+                        label=("A100 traces" if src == "traces" else "estimated") if i == 0 else None)
+        ax.set_xticks(range(len(C.POLICY_ORDER)))
+        ax.set_xticklabels([C.DISPLAY[p] for p in C.POLICY_ORDER], rotation=60, ha="right",
+                           fontsize=8)
+        ax.set_title(f"{row['workload']}: ranking kept {row['keep_traces']}/{row['seeds']} "
+                     f"(traces), {row['keep_est']}/{row['seeds']} (est.)", fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("performance normalised to Ideal")
+    axes[0].legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"Figure-11 workloads under {rows[0]['sigma']:.0%} kernel-time noise: "
+                 "unperturbed (dot) and range (bar)", fontsize=9)
+    fig.tight_layout()
+    tmp = path.with_name(path.stem + ".tmp" + path.suffix)
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(path)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--artifact")
@@ -99,6 +134,7 @@ def main(argv=None):
     ap.add_argument("--store", default=str(ROOT / "benchmarks" / "results" /
                                            "ranking_sensitivity.jsonl"))
     ap.add_argument("--swap", help="policy: swap in the traces' times per kernel class")
+    ap.add_argument("--figure", help="also draw the ranges to this PNG (from the store)")
     a = ap.parse_args(argv)
     artifact = C.find_artifact(a.artifact)
     keys = dict(C.PAPER)
@@ -148,7 +184,10 @@ def main(argv=None):
             print(f"  {wl} seed {seed} done", file=sys.stderr, flush=True)
     if a.swap:
         return
-    for row in summarise(store):
+    rows_out = summarise(store)
+    if a.figure:
+        figure(rows_out, Path(a.figure))
+    for row in rows_out:
         print(f"{row['workload']} (sigma {row['sigma']}, {row['seeds']} perturbed seeds)")
         print(f"  ranking, traces:    {row['ranking_traces']}")
         print(f"  ranking, estimated: {row['ranking_est']}")
