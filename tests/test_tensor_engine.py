@@ -359,3 +359,27 @@ def test_gds_figure11_cells_exact(model, batch, policy, row, col, ssd2gpu, gpu2s
     assert res["iterations"][0]["exe_time_cycles"] == int(_all_base()[row][col])
     fn = res["fn_native"]
     assert (fn["total_ssd2gpu_byte"], fn["total_gpu2ssd_byte"]) == (ssd2gpu, gpu2ssd)
+
+
+def test_required_ordered_matches_its_definition():
+    """The whole-array required_ordered against its definition, kernel by kernel: the
+    inputs (ascending), then the outputs that are not inputs (ascending); and the two union
+    orders."""
+    from g10fast.hardware import load_preset
+    from g10fast.workload.builtin import load_builtin_graph
+    from g10fast.workload.costmodel import estimated_workload, gpu_from_preset
+    gpu = gpu_from_preset(load_preset("g10-artifact"))
+    for model in ("inceptionv3", "bert-base"):
+        w = estimated_workload(load_builtin_graph(model, 2), gpu)
+        ptr, idx = required_ordered(w)
+        up, ui = required_ordered(w, "ascending")
+        dp, di = required_ordered(w, "descending")
+        assert idx.dtype == np.int32 and len(ptr) == w.num_kernels + 1
+        for k in range(w.num_kernels):
+            ins, outs = list(w.inputs(k)), list(w.outputs(k))
+            want = ins + [t for t in outs if t not in ins]
+            assert idx[ptr[k]:ptr[k + 1]].tolist() == want, (model, k)
+            assert ui[up[k]:up[k + 1]].tolist() == sorted(set(want))
+            assert di[dp[k]:dp[k + 1]].tolist() == sorted(set(want), reverse=True)
+        # in-place kernels (a tensor both read and written) appear once
+        assert any(set(w.inputs(k)) & set(w.outputs(k)) for k in range(w.num_kernels))

@@ -150,16 +150,33 @@ def required_ordered(workload: Workload, order: str = "inputs_outputs"
     if order not in REQUIRED_ORDERS:
         raise ValueError(f"unknown required-tensor order {order!r} (one of {REQUIRED_ORDERS})")
     K = workload.num_kernels
+    if order == "inputs_outputs":
+        # whole-array form of: per kernel, its inputs, then its outputs not among them (rows
+        # are sorted by id, so (kernel, tensor) keys are sorted and searchsorted tests
+        # membership)
+        in_ptr, out_ptr = np.asarray(workload.in_ptr), np.asarray(workload.out_ptr)
+        in_idx = np.asarray(workload.in_idx, dtype=np.int64)
+        out_idx = np.asarray(workload.out_idx, dtype=np.int64)
+        T = int(max(in_idx.max(initial=-1), out_idx.max(initial=-1))) + 1
+        in_k = np.repeat(np.arange(K, dtype=np.int64), np.diff(in_ptr))
+        out_k = np.repeat(np.arange(K, dtype=np.int64), np.diff(out_ptr))
+        in_keys = in_k * T + in_idx
+        out_keys = out_k * T + out_idx
+        pos = np.searchsorted(in_keys, out_keys)
+        hit = pos < len(in_keys)
+        hit[hit] = in_keys[pos[hit]] == out_keys[hit]
+        keep = ~hit
+        kern = np.concatenate([in_k * 2, out_k[keep] * 2 + 1])
+        vals = np.concatenate([in_idx, out_idx[keep]])
+        idx = vals[np.argsort(kern, kind="stable")].astype(np.int32)
+        ptr = np.zeros(K + 1, np.int64)
+        ptr[1:] = np.cumsum(np.bincount(np.concatenate([in_k, out_k[keep]]), minlength=K))
+        return ptr, idx
     rows = []
     for k in range(K):
-        ins = workload.inputs(k)
-        outs = workload.outputs(k)
-        if order == "inputs_outputs":
-            r = np.concatenate([ins, outs[~np.isin(outs, ins)]])
-        else:
-            r = np.union1d(ins, outs)
-            if order == "descending":
-                r = r[::-1]
+        r = np.union1d(workload.inputs(k), workload.outputs(k))
+        if order == "descending":
+            r = r[::-1]
         rows.append(np.asarray(r, dtype=np.int32))
     ptr = np.zeros(K + 1, np.int64)
     ptr[1:] = np.cumsum([len(r) for r in rows])
