@@ -548,6 +548,23 @@ def _run_pop(qb, q, qm, qh, qt, rp, rn):
 
 
 @_kernel
+def _count_in(src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP):
+    """A tick's incoming counters after one page fetched from src (IN_SSD or IN_CPU), and the
+    forced fetch source once a link is full (§9.3)."""
+    c_in += 1
+    c_alloc += 1
+    if src == IN_SSD:
+        c_in_ssd += 1
+        if c_in_ssd == SSD_CAP:
+            c_ffs = IN_CPU
+    else:
+        c_in_cpu += 1
+        if c_in_cpu == CPU_CAP:
+            c_ffs = IN_SSD
+    return c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs
+
+
+@_kernel
 def _count_out(dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP):
     """A tick's outgoing counters after one page evicted to dest (IN_SSD or IN_CPU), and the
     forced eviction destination once a link is full (§9.3)."""
@@ -931,16 +948,8 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                     if (st0 & RES_MASK) != IN_GPU:
                         at_d += 1
                     if is_fetch_s:
-                        if fsrc == IN_SSD:
-                            c_in_ssd += 1
-                            if c_in_ssd == SSD_CAP:
-                                c_ffs = IN_CPU
-                        else:
-                            c_in_cpu += 1
-                            if c_in_cpu == CPU_CAP:
-                                c_ffs = IN_SSD
-                        c_alloc += 1
-                        c_in += 1
+                        c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
+                            fsrc, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP)
                         if not is_pre_s and c_ffs != NOT_KNOWN and c_ffs != fsrc:
                             stage += 1
                             break
@@ -1194,16 +1203,8 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
 
             # ---- stage bookkeeping ----
             if is_fetch:
-                if fetch_src == IN_SSD:
-                    c_in_ssd += 1
-                    if c_in_ssd == SSD_CAP:
-                        c_ffs = IN_CPU
-                else:
-                    c_in_cpu += 1
-                    if c_in_cpu == CPU_CAP:
-                        c_ffs = IN_SSD
-                c_alloc += 1
-                c_in += 1
+                c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
+                    fetch_src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP)
                 if stage == _G_PRE_SSD or stage == _G_PRE_CPU:
                     _q_pop(qb, S, q)
                 elif c_ffs != NOT_KNOWN and c_ffs != fetch_src:
