@@ -96,7 +96,7 @@ def _fits(shape, out) -> bool:
         return False
 
 
-def _grad_shapes(rec_in, out_numels, el, raw_outs):
+def _grad_shapes(rec_in, el, raw_outs):
     """For each output tensor of a backward kernel, the record input shape it is the gradient
     of (matched by element count), else the first input's shape."""
     shapes = []
@@ -277,7 +277,7 @@ class RecipeBook:
             opn = ELEMENTWISE[typ]
             if name.endswith("Forward"):
                 return Recipe("ew_" + opn, [Operand(s) for s in shp])
-            gshapes = _grad_shapes(shp, None, el, outs)
+            gshapes = _grad_shapes(shp, el, outs)
             if typ in ("Add", "Subtract"):
                 return Recipe("ew_grad_pass", [Operand(out)], {"shapes": [list(s) for s in gshapes],
                                                                "neg": typ == "Subtract"})

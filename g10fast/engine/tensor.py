@@ -24,7 +24,7 @@ import numpy as np
 from g10fast.analysis.vitality import Vitality, vitality
 from g10fast.engine import tensor_kernels as tk
 from g10fast.errors import InputError
-from g10fast.workload.model import PAGE_SIZE, Workload
+from g10fast.workload.model import Workload
 
 FN_POLICIES = {"FlashNeuron": tk.MODE_FN, "G10GDSSSD": tk.MODE_GDS_SSD,
                "G10GDSFULL": tk.MODE_GDS_FULL}

@@ -582,9 +582,12 @@ def _graph_from_records(spec: ModelSpec, R: _Records, batch: int, name: str) -> 
                  g.in_ptr, g.in_idx, g.out_ptr, g.out_idx, meta)
 
 
+def _encoder_records(spec: ModelSpec) -> _Records:
+    return _bert_records(spec) if spec.family == "bert" else _vit_records(spec)
+
+
 def _transformer_graph(spec: ModelSpec, batch: int) -> Graph:
-    R = _bert_records(spec) if spec.family == "bert" else _vit_records(spec)
-    return _graph_from_records(spec, R, batch, spec.artifact or spec.name)
+    return _graph_from_records(spec, _encoder_records(spec), batch, spec.artifact or spec.name)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -745,10 +748,7 @@ def kernel_layers(name_or_spec, batch_size: int, **overrides) -> dict:
                 info["scale"] = tuple(lay.shape)
             out[f"{lay.id}:{lay.type}"] = info
         return out
-    if spec.kind == "encoder":
-        R = _bert_records(spec) if spec.family == "bert" else _vit_records(spec)
-    else:
-        R = _decoder_records(spec)
+    R = _encoder_records(spec) if spec.kind == "encoder" else _decoder_records(spec)
     W = R.n_w
     for r, typ, ins in R.recs:
         oid = r[1] if r[0] == "w" else W + r[1]
