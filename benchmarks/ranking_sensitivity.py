@@ -3,9 +3,13 @@
     python benchmarks/ranking_sensitivity.py [--artifact DIR] [--workload VIT-1280 ...]
                                              [--sigma 0.01] [--seeds 8] [--store FILE]
 
-For each workload, runs the six Figure-11 policies with two sets of kernel times: the
-artifact's A100 traces and the cost model's estimates (family lines fitted without the
-workload's own batch, as docs/costmodel-calibration.md's ranking table), each unperturbed
+For each workload, runs the six Figure-11 policies with three sets of kernel times: the
+artifact's A100 traces (`traces`), the cost model's estimates with the family lines fitted
+without the workload's own batch (`est`, as docs/costmodel-calibration.md's ranking table),
+and the estimates of the cost model as shipped (`est-all`: data/costmodel's family lines,
+fitted on every trace set; what `estimated_workload` gives a user), and the traces with each
+kernel's times replaced by the mean of its family in the same trace (`traces-mean`: the
+profiler's per-kernel scatter removed, as a model of kernel times sees it), each unperturbed
 (seed 0) and multiplied per kernel by exp(N(0, sigma)) for seeds 1..N (the three quantities
 of a kernel by the same factor, the clamps kept). Results are appended to the store (JSON
 lines; finished runs are not repeated) and summarised: the range of each policy's
@@ -55,7 +59,27 @@ def sources(artifact, rows, sums, model, batch):
     p = dataclasses.replace(params, families=C.fit_families(sums, exclude=(model, batch)))
     r = next(x for x in rows if x["model"] == model and x["batch"] == batch)
     est = C.predict(r, gpu, p, p.families)
-    return r, {"traces": (r["t"], r["tin"], r["tpf"], r["ws"].astype(float)), "est": est}
+    shipped = C.predict(r, gpu, params, params.families)
+    traces = (r["t"], r["tin"], r["tpf"], r["ws"].astype(float))
+    return r, {"traces": traces, "est": est, "est-all": shipped,
+               "traces-mean": family_mean(r, traces)}
+
+
+def family_mean(r, traces):
+    """The traces with every kernel's three times replaced by the mean over the kernels of its
+    family (name and shape, `calibrate_costmodel`'s key) in the same trace set: the per-kernel
+    scatter of the profiler removed, each family's total kept (workspace unchanged)."""
+    _, gid = np.unique(np.asarray(r["keys"], dtype=object).astype(str), return_inverse=True)
+    n = np.bincount(gid)
+    mean = [(np.bincount(gid, weights=q) / n)[gid] for q in traces[:3]]
+    return (*mean, traces[3])
+
+
+COLOURS = {"traces": "tab:blue", "traces-mean": "tab:purple", "est": "tab:orange",
+           "est-all": "tab:green"}
+#: the kernel-time sources, as stored (`src`) and as printed
+SOURCES = {"traces": "A100 traces", "traces-mean": "A100 traces, family means",
+           "est": "estimated, batch held out", "est-all": "estimated, shipped model"}
 
 
 def rank(v, pols):
@@ -77,13 +101,16 @@ def summarise(store: Path) -> list:
                 if base.get(p) is not None and D[wl + (0, "est")].get(p) is not None]
         r0 = rank(base, pols)
         row = {"workload": f"{wl[0]}-{wl[1]}", "sigma": wl[2], "seeds": len(seeds) - 1,
-               "ranking_traces": " > ".join(C.DISPLAY[p] for p in r0),
-               "ranking_est": " > ".join(C.DISPLAY[p] for p in rank(D[wl + (0, "est")], pols))}
-        for src in ("traces", "est"):
-            rs = [rank(D[wl + (s, src)], pols) for s in seeds if s > 0]
+               "sources": [src for src in SOURCES if wl + (0, src) in D]}
+        for src in row["sources"]:
+            row[f"ranking_{src}"] = " > ".join(C.DISPLAY[p] for p in rank(D[wl + (0, src)], pols))
+            done = [s for s in seeds if s > 0 and len(D.get(wl + (s, src), {})) ==
+                    len(C.POLICY_ORDER)]
+            rs = [rank(D[wl + (s, src)], pols) for s in done]
             row[f"keep_{src}"] = sum(r == r0 for r in rs)
+            row[f"seeds_{src}"] = len(done)
             for p in pols:
-                vals = [D[wl + (s, src)][p] for s in seeds]
+                vals = [D[wl + (s, src)][p] for s in [0] + done]
                 row[f"{src}:{p}"] = (vals[0], min(vals), max(vals))
         out.append(row)
     return out
@@ -99,24 +126,28 @@ def figure(rows, path: Path) -> None:
     axes = np.atleast_1d(axes)
     for ax, row in zip(axes, rows):
         for i, p in enumerate(C.POLICY_ORDER):
-            for j, (src, col) in enumerate((("traces", "tab:blue"), ("est", "tab:orange"))):
+            srcs = row["sources"]
+            for j, src in enumerate(srcs):
                 v = row.get(f"{src}:{p}")
                 if not v:
                     continue
-                x = i + (j - 0.5) * 0.3
+                col = COLOURS[src]
+                x = i + (j - (len(srcs) - 1) / 2) * 0.25
                 ax.plot([x, x], [v[1], v[2]], color=col, lw=4, alpha=0.5, solid_capstyle="butt")
                 ax.plot([x], [v[0]], "o", color=col, ms=4,
-                        label=("A100 traces" if src == "traces" else "estimated") if i == 0 else None)
+                        label=SOURCES[src] if i == 0 else None)
         ax.set_xticks(range(len(C.POLICY_ORDER)))
         ax.set_xticklabels([C.DISPLAY[p] for p in C.POLICY_ORDER], rotation=60, ha="right",
                            fontsize=8)
-        ax.set_title(f"{row['workload']}: ranking kept {row['keep_traces']}/{row['seeds']} "
-                     f"(traces), {row['keep_est']}/{row['seeds']} (est.)", fontsize=8)
+        kept = ", ".join(f"{s} {row['keep_' + s]}/{row['seeds_' + s]}" for s in row["sources"]
+                         if row["seeds_" + s])
+        ax.set_title(f"{row['workload']}\nranking kept under noise: {kept}", fontsize=7)
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("performance normalised to Ideal")
     axes[0].legend(fontsize=7, loc="lower right")
     fig.suptitle(f"Figure-11 workloads under {rows[0]['sigma']:.0%} kernel-time noise: "
-                 "unperturbed (dot) and range (bar)", fontsize=9)
+                 "unperturbed (dot) and range (bar); kept: perturbed seeds keeping the "
+                 "traces' ranking, per source", fontsize=9)
     fig.tight_layout()
     tmp = path.with_name(path.stem + ".tmp" + path.suffix)
     fig.savefig(tmp, dpi=110)
@@ -134,6 +165,8 @@ def main(argv=None):
     ap.add_argument("--store", default=str(ROOT / "benchmarks" / "results" /
                                            "ranking_sensitivity.jsonl"))
     ap.add_argument("--swap", help="policy: swap in the traces' times per kernel class")
+    ap.add_argument("--sources", default=",".join(SOURCES),
+                    help=f"kernel-time sources to run (default: {','.join(SOURCES)})")
     ap.add_argument("--figure", help="also draw the ranges to this PNG (from the store)")
     a = ap.parse_args(argv)
     artifact = C.find_artifact(a.artifact)
@@ -170,6 +203,8 @@ def main(argv=None):
             fac = (np.ones(K) if seed == 0 else
                    np.exp(np.random.default_rng(seed).normal(0.0, a.sigma, K)))
             for name, Q in src.items():
+                if name not in a.sources.split(","):
+                    continue
                 t = Q[0] * fac
                 tin = np.maximum(Q[1] * fac, t)
                 tpf = np.maximum(Q[2] * fac, tin)
@@ -189,18 +224,18 @@ def main(argv=None):
         figure(rows_out, Path(a.figure))
     for row in rows_out:
         print(f"{row['workload']} (sigma {row['sigma']}, {row['seeds']} perturbed seeds)")
-        print(f"  ranking, traces:    {row['ranking_traces']}")
-        print(f"  ranking, estimated: {row['ranking_est']}")
+        for src in row["sources"]:
+            print(f"  ranking, {SOURCES[src] + ':':27s} {row['ranking_' + src]}")
         for p in C.POLICY_ORDER:
             cells = []
-            for s in ("traces", "est"):
+            for s in row["sources"]:
                 v = row.get(f"{s}:{p}")
                 if v:
                     cells.append(f"{s} {v[0]:.4f} [{v[1]:.4f}, {v[2]:.4f}]")
             if cells:
                 print(f"  {C.DISPLAY[p]:11s} " + "   ".join(cells))
-        print(f"  perturbed seeds keeping the traces' ranking: traces {row['keep_traces']}/"
-              f"{row['seeds']}, estimated {row['keep_est']}/{row['seeds']}")
+        print("  perturbed seeds keeping the traces' unperturbed ranking: " + ", ".join(
+            f"{s} {row['keep_' + s]}/{row['seeds_' + s]}" for s in row["sources"]))
 
 
 if __name__ == "__main__":
