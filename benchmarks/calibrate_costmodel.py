@@ -453,50 +453,50 @@ def render(per_name, per_model, params, rank, art, gpu, policies, nplateau):
 
 
 def _ranking_table(rank, fam, art, pols) -> list:
+    """The Markdown rows of the ranking table for the runs of one family fit."""
     shown = [p for p in pols if p != "ideal"]
     L = ["| workload | " + " | ".join(f"{DISPLAY[p]} traces | {DISPLAY[p]} est." for p in shown)
          + " | ranking traces | ranking est. |",
          "|---|" + "---:|---:|" * len(shown) + "---|---|"]
-    if True:
-        for model, b in FIG11:
-            tr = art.get((model, b), {})
-            perf_t = {p: tr["ideal"] / tr[p] for p in shown if tr.get(p) and tr.get("ideal")}
-            est = {p: rank.get((model, b, p, fam)) for p in pols}
-            ide = est.get("ideal")
-            perf_e = {}
-            for p in shown:
-                d = est.get(p)
-                if d and "exe_time_cycles" in d and ide and "exe_time_cycles" in ide:
-                    perf_e[p] = ide["exe_time_cycles"] / d["exe_time_cycles"]
-            row = []
-            for p in shown:
-                row.append(f"{perf_t[p]:.4f}" if p in perf_t else "fails")
-                d = est.get(p)
-                if p in perf_e:
-                    row.append(f"{perf_e[p]:.4f}")
-                elif d and "error" in d:
-                    row.append("fails" if d["error"].startswith("PolicyFailed")
-                               else d["error"].split(":")[0])
-                else:
-                    row.append("not run")
-            o_t = [DISPLAY[p] for p in sorted(perf_t, key=lambda q: -perf_t[q])]
-            o_e = [DISPLAY[p] for p in sorted(perf_e, key=lambda q: -perf_e[q])]
-            complete = len(perf_e) == len([p for p in shown if est.get(p) is not None
-                                           and "error" not in est[p]]) and \
-                all(est.get(p) is not None for p in pols)
-            if not perf_e:
-                verdict = "not run"
-            elif not complete:
-                verdict = "incomplete"
+    for model, b in FIG11:
+        tr = art.get((model, b), {})
+        perf_t = {p: tr["ideal"] / tr[p] for p in shown if tr.get(p) and tr.get("ideal")}
+        est = {p: rank.get((model, b, p, fam)) for p in pols}
+        ide = est.get("ideal")
+        perf_e = {}
+        for p in shown:
+            d = est.get(p)
+            if d and "exe_time_cycles" in d and ide and "exe_time_cycles" in ide:
+                perf_e[p] = ide["exe_time_cycles"] / d["exe_time_cycles"]
+        row = []
+        for p in shown:
+            row.append(f"{perf_t[p]:.4f}" if p in perf_t else "fails")
+            d = est.get(p)
+            if p in perf_e:
+                row.append(f"{perf_e[p]:.4f}")
+            elif d and "error" in d:
+                row.append("fails" if d["error"].startswith("PolicyFailed")
+                           else d["error"].split(":")[0])
             else:
-                common = set(perf_t) & set(perf_e)
-                c_t = [p for p in sorted(common, key=lambda q: -perf_t[q])]
-                c_e = [p for p in sorted(common, key=lambda q: -perf_e[q])]
-                verdict = "same" if c_t == c_e else "differs"
-                if set(perf_t) != set(perf_e):
-                    verdict += " over the policies both complete"
-            L.append(f"| {model}-{b} | " + " | ".join(row) + f" | {' > '.join(o_t)} | "
-                     f"{' > '.join(o_e)} ({verdict}) |")
+                row.append("not run")
+        o_t = [DISPLAY[p] for p in sorted(perf_t, key=lambda q: -perf_t[q])]
+        o_e = [DISPLAY[p] for p in sorted(perf_e, key=lambda q: -perf_e[q])]
+        complete = len(perf_e) == len([p for p in shown if est.get(p) is not None
+                                       and "error" not in est[p]]) and \
+            all(est.get(p) is not None for p in pols)
+        if not perf_e:
+            verdict = "not run"
+        elif not complete:
+            verdict = "incomplete"
+        else:
+            common = set(perf_t) & set(perf_e)
+            c_t = [p for p in sorted(common, key=lambda q: -perf_t[q])]
+            c_e = [p for p in sorted(common, key=lambda q: -perf_e[q])]
+            verdict = "same" if c_t == c_e else "differs"
+            if set(perf_t) != set(perf_e):
+                verdict += " over the policies both complete"
+        L.append(f"| {model}-{b} | " + " | ".join(row) + f" | {' > '.join(o_t)} | "
+                 f"{' > '.join(o_e)} ({verdict}) |")
     return L
 
 

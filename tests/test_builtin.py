@@ -99,3 +99,13 @@ def test_bad_model_files(tmp_path):
         load_builtin_graph("llama-7b", 1, seq_len=64, precision="fp8")
     with pytest.raises(InputError, match="positive"):
         load_builtin_graph("vit", 0)
+
+
+def test_kernel_layers_checks_its_batch_as_the_graph_does():
+    from g10fast.workload.builtin import kernel_layers
+    for bad in (0, -4, 2.5, True):
+        with pytest.raises(InputError, match="positive") as e:
+            kernel_layers("bert-base", bad)
+        assert e.value.param == "batch_size"
+    layers = kernel_layers("bert-base", 2)
+    assert layers and all("type" in v and "in" in v for v in layers.values())

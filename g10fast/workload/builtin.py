@@ -151,9 +151,7 @@ def load_builtin_graph(name_or_spec, batch_size: int, **overrides) -> Graph:
     `overrides` replace top-level parameters of the model file (e.g. seq_len=1024 or
     precision="fp32" for decoders)."""
     spec = _resolved_spec(name_or_spec, overrides)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
-            or batch_size <= 0:
-        raise InputError(f"must be a positive integer, got {batch_size!r}", param="batch_size")
+    _check_batch(batch_size)
     batch_size = int(batch_size)
     if spec.kind == "cnn":
         return _cnn_graph(spec, batch_size)
@@ -716,6 +714,12 @@ def _decoder_graph(spec: ModelSpec, batch: int) -> Graph:
     return with_precision(g, prec, opt)
 
 
+def _check_batch(batch_size) -> None:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+            or batch_size <= 0:
+        raise InputError(f"must be a positive integer, got {batch_size!r}", param="batch_size")
+
+
 def _resolved_spec(name_or_spec, overrides) -> ModelSpec:
     spec = name_or_spec if isinstance(name_or_spec, ModelSpec) else find_model(name_or_spec)
     if overrides:
@@ -737,6 +741,7 @@ def kernel_layers(name_or_spec, batch_size: int, **overrides) -> dict:
     with the batch resolved]}; for SoftmaxBasic, the shapes of the record the front end keeps.
     The kernel-time profiler (kernels/profile_torch.py) runs the real operation from these."""
     spec = _resolved_spec(name_or_spec, overrides)
+    _check_batch(batch_size)
     batch = int(batch_size)
     out = {}
     if spec.kind == "cnn":
