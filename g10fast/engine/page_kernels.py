@@ -818,6 +818,159 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                             tt[_u(at_T), TT_RES] += at_d
                             at_d = 0
                         tc_a, at_T, at_lo, at_hi, at_req = _tensor_at(tt, srt, tc_a, p)
+                    # -- a run of pages at once (LRU victims, pages not in host memory) --
+                    # Pages p, p+1, ... of one queued run and one tensor, each with a victim
+                    # of the last victim's tensor (or none needed), going exactly as the page
+                    # loop below would take them one by one: the run is cut where a counter
+                    # would reach its cap, so that the admission tests, the forced source and
+                    # destination and the queue pop are settled once for the run, after it.
+                    b_dnp = deepum and not is_pf_s and at_req == 0
+                    if a_src != IN_GPU and not (b_dnp and dum_end != 0):
+                        nb = rn
+                        if at_hi - p < nb:
+                            nb = at_hi - p
+                        if lcap - (lru_tail - hd) < nb:
+                            nb = lcap - (lru_tail - hd)
+                        if is_fetch_s:
+                            if GPU_CAP - c_in < nb:
+                                nb = GPU_CAP - c_in
+                            lim = SSD_CAP - c_in_ssd if fsrc == IN_SSD else CPU_CAP - c_in_cpu
+                            if lim < nb:
+                                nb = lim
+                        if not is_pre_s and ALLOC_CAP - c_alloc < nb:
+                            nb = ALLOC_CAP - c_alloc
+                        b_ev = gpu_used >= G
+                        b_dest = IN_CPU if c_fed == NOT_KNOWN else c_fed
+                        if deepum and not vt_alive:
+                            b_dest = NOT_PRESENT
+                        if b_ev and b_dest != NOT_PRESENT:
+                            if GPU_CAP - c_out < nb:
+                                nb = GPU_CAP - c_out
+                            if b_dest == IN_CPU:
+                                # (a page from host memory frees its host page right after
+                                # its victim took one)
+                                h_room = HOST - host_used if a_src != IN_CPU else (
+                                    nb if host_used < HOST else 0)
+                                if h_room < nb:
+                                    nb = h_room
+                                if CPU_CAP - c_out_cpu < nb:
+                                    nb = CPU_CAP - c_out_cpu
+                            else:
+                                if SSD_CAP - c_out_ssd < nb:
+                                    nb = SSD_CAP - c_out_ssd
+                                if a_src == IN_CPU and nb > 1:
+                                    nb = 1        # its fetch unforces the destination
+                        elif not b_ev and G - gpu_used < nb:
+                            nb = G - gpu_used
+                        b_lo = vt_lo if vt_req == 0 else 0
+                        b_hi = vt_hi if vt_req == 0 else 0
+                        b_win = tt[_u(vt_T), TT_WIN] != 0
+                        m = 0
+                        while m < nb:
+                            pp = p + m
+                            st0 = np.int64(pstate[_u(pp)])
+                            if (st0 & LOC_MASK) != a_src:
+                                break
+                            if b_ev:
+                                # the victim as the page loop finds it (DeepUM non-PF: a live
+                                # page outside the window, from the cursor; DeepUM PF: from
+                                # the scan position; LRU: from the cursor); the run stops at
+                                # a victim (or a live page, for DeepUM non-PF) of another
+                                # tensor, whose lookup the page loop does
+                                s = lru_scan if (deepum and not b_dnp) else lru_cur
+                                if s < hd:
+                                    s = hd
+                                vst0 = 0
+                                e = -1
+                                v = -1
+                                while s < lru_tail:
+                                    e = lru[_u(s & lm)]
+                                    if e >= 0:
+                                        vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
+                                        if b_dnp:
+                                            if _live(vst0, e):
+                                                v = e >> GEN_SHIFT
+                                                if v < b_lo or v >= b_hi or not b_win:
+                                                    break
+                                        elif _eligible(vst0, e):
+                                            v = e >> GEN_SHIFT
+                                            break
+                                    s += 1
+                                if s >= lru_tail or v < b_lo or v >= b_hi:
+                                    break
+                                lru[_u(s & lm)] = -1
+                                if not deepum or b_dnp:
+                                    lru_cur = s + 1
+                                else:
+                                    lru_scan = s
+                                    if lru_cur == s:
+                                        lru_cur = s + 1
+                                pstate[_u(v)] = ((vst0 & ~LOC_MASK) | b_dest) & ~F_TRANSFER
+                                if (vst0 & RES_MASK) == IN_GPU:
+                                    vt_d -= 1
+                            st = (st0 & ~LOC_MASK) | IN_GPU
+                            lt = lru_tail
+                            lru[_u(lt & lm)] = (pp << GEN_SHIFT) | (st >> GEN_SHIFT)
+                            lru_tail = lt + 1
+                            if lru_cur == lt:
+                                lru_cur = lt + 1
+                            st &= ~F_TRANSFER
+                            if st & F_WAIT:
+                                st &= ~F_WAIT
+                                wait -= 1
+                            pstate[_u(pp)] = st
+                            m += 1
+                        if m > 0:
+                            fast_block = False
+                            at_d += m
+                            if b_ev and b_dest != NOT_PRESENT:
+                                c_out += m
+                                if b_dest == IN_CPU:
+                                    c_out_cpu += m
+                                    # host use just after the last victim went
+                                    h_last = host_used + (1 if a_src == IN_CPU else m)
+                                    if h_last > host_peak:
+                                        host_peak = h_last
+                                    if c_out_cpu == CPU_CAP or h_last == HOST:
+                                        c_fed = IN_SSD
+                                    host_used += m
+                                else:
+                                    c_out_ssd += m
+                                    if c_out_ssd == SSD_CAP:
+                                        c_fed = IN_CPU
+                            if not b_ev:
+                                gpu_used += m
+                            if a_src == IN_CPU:
+                                host_used -= m
+                                if c_fed == IN_SSD:
+                                    c_fed = NOT_KNOWN
+                            if m < rn:
+                                rp += m
+                                rn -= m
+                            else:
+                                qh += 1
+                                if qh < qt:
+                                    rp = qb[q, _u(qh & qm), 0]
+                                    rn = qb[q, _u(qh & qm), 1]
+                            if is_fetch_s:
+                                c_in += m
+                                c_alloc += m
+                                if fsrc == IN_SSD:
+                                    c_in_ssd += m
+                                    if c_in_ssd == SSD_CAP:
+                                        c_ffs = IN_CPU
+                                else:
+                                    c_in_cpu += m
+                                    if c_in_cpu == CPU_CAP:
+                                        c_ffs = IN_SSD
+                                if not is_pre_s and c_ffs != NOT_KNOWN and c_ffs != fsrc:
+                                    stage += 1
+                                    break
+                            else:
+                                c_alloc += m
+                            if qh >= qt:
+                                break
+                            continue
                     vslot = -1
                     v = -1
                     dest = IN_CPU
