@@ -818,12 +818,14 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                             tt[_u(at_T), TT_RES] += at_d
                             at_d = 0
                         tc_a, at_T, at_lo, at_hi, at_req = _tensor_at(tt, srt, tc_a, p)
-                    # -- a run of pages at once (LRU victims, pages not in host memory) --
-                    # Pages p, p+1, ... of one queued run and one tensor, each with a victim
-                    # of the last victim's tensor (or none needed), going exactly as the page
-                    # loop below would take them one by one: the run is cut where a counter
-                    # would reach its cap, so that the admission tests, the forced source and
-                    # destination and the queue pop are settled once for the run, after it.
+                    # -- a run of pages at once --
+                    # Pages p, p+1, ... of one queued run, one tensor and one location, each
+                    # with a victim of the last victim's tensor (or none needed), going exactly
+                    # as the page loop below would take them one by one: the run is cut where
+                    # a counter would reach its cap, so that the admission tests, the forced
+                    # source and destination and the queue pop are settled once for the run,
+                    # after it. A page that ends the run (a victim of another tensor, no
+                    # victim, another location) is left to the page loop.
                     b_dnp = deepum and not is_pf_s and at_req == 0
                     if a_src != IN_GPU and not (b_dnp and dum_end != 0):
                         nb = rn
