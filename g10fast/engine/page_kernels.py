@@ -536,11 +536,11 @@ def _tensor_at(tt, srt, i, p):
 
 
 @_kernel
-def _run_pop(qb, q, qm, qh, qt, rp, rn):
-    """Pop the head page of a queue whose head run (rp, rn at position qh) is held in locals:
-    the new qh, rp, rn (rp, rn unchanged when the queue is left empty)."""
-    if rn > 1:
-        return qh, rp + 1, rn - 1
+def _run_pop(qb, q, qm, qh, qt, rp, rn, n=1):
+    """Pop the first n (<= rn) pages of a queue whose head run (rp, rn at position qh) is held
+    in locals: the new qh, rp, rn (rp, rn unchanged when the queue is left empty)."""
+    if rn > n:
+        return qh, rp + n, rn - n
     qh += 1
     if qh < qt:
         return qh, qb[q, _u(qh & qm), 0], qb[q, _u(qh & qm), 1]
@@ -548,33 +548,36 @@ def _run_pop(qb, q, qm, qh, qt, rp, rn):
 
 
 @_kernel
-def _count_in(src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP):
-    """A tick's incoming counters after one page fetched from src (IN_SSD or IN_CPU), and the
-    forced fetch source once a link is full (§9.3)."""
-    c_in += 1
-    c_alloc += 1
+def _count_in(src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP, n=1):
+    """A tick's incoming counters after n pages fetched from src (IN_SSD or IN_CPU), and the
+    forced fetch source once a link is full (§9.3; n > 1 only where the link's counter cannot
+    pass its cap before the last of them)."""
+    c_in += n
+    c_alloc += n
     if src == IN_SSD:
-        c_in_ssd += 1
+        c_in_ssd += n
         if c_in_ssd == SSD_CAP:
             c_ffs = IN_CPU
     else:
-        c_in_cpu += 1
+        c_in_cpu += n
         if c_in_cpu == CPU_CAP:
             c_ffs = IN_SSD
     return c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs
 
 
 @_kernel
-def _count_out(dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP):
-    """A tick's outgoing counters after one page evicted to dest (IN_SSD or IN_CPU), and the
-    forced eviction destination once a link is full (§9.3)."""
-    c_out += 1
+def _count_out(dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP,
+               n=1):
+    """A tick's outgoing counters after n pages evicted to dest (IN_SSD or IN_CPU), host_used
+    being the host use just after the last of them, and the forced eviction destination once a
+    link or the host is full (§9.3; n > 1 only where neither can fill before the last page)."""
+    c_out += n
     if dest == IN_SSD:
-        c_out_ssd += 1
+        c_out_ssd += n
         if c_out_ssd == SSD_CAP:
             c_fed = IN_CPU
     else:
-        c_out_cpu += 1
+        c_out_cpu += n
         if c_out_cpu == CPU_CAP or host_used == HOST:
             c_fed = IN_SSD
     return c_out, c_out_ssd, c_out_cpu, c_fed
@@ -926,45 +929,27 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                             fast_block = False
                             at_d += m
                             if b_ev and b_dest != NOT_PRESENT:
-                                c_out += m
+                                # host use just after the last victim went
+                                h_last = host_used
                                 if b_dest == IN_CPU:
-                                    c_out_cpu += m
-                                    # host use just after the last victim went
-                                    h_last = host_used + (1 if a_src == IN_CPU else m)
+                                    h_last += 1 if a_src == IN_CPU else m
                                     if h_last > host_peak:
                                         host_peak = h_last
-                                    if c_out_cpu == CPU_CAP or h_last == HOST:
-                                        c_fed = IN_SSD
                                     host_used += m
-                                else:
-                                    c_out_ssd += m
-                                    if c_out_ssd == SSD_CAP:
-                                        c_fed = IN_CPU
+                                c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
+                                    b_dest, c_out, c_out_ssd, c_out_cpu, c_fed, h_last, HOST,
+                                    CPU_CAP, SSD_CAP, m)
                             if not b_ev:
                                 gpu_used += m
                             if a_src == IN_CPU:
                                 host_used -= m
                                 if c_fed == IN_SSD:
                                     c_fed = NOT_KNOWN
-                            if m < rn:
-                                rp += m
-                                rn -= m
-                            else:
-                                qh += 1
-                                if qh < qt:
-                                    rp = qb[q, _u(qh & qm), 0]
-                                    rn = qb[q, _u(qh & qm), 1]
+                            qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, m)
                             if is_fetch_s:
-                                c_in += m
-                                c_alloc += m
-                                if fsrc == IN_SSD:
-                                    c_in_ssd += m
-                                    if c_in_ssd == SSD_CAP:
-                                        c_ffs = IN_CPU
-                                else:
-                                    c_in_cpu += m
-                                    if c_in_cpu == CPU_CAP:
-                                        c_ffs = IN_SSD
+                                c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
+                                    fsrc, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP,
+                                    SSD_CAP, m)
                                 if not is_pre_s and c_ffs != NOT_KNOWN and c_ffs != fsrc:
                                     stage += 1
                                     break
