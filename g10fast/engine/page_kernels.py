@@ -548,6 +548,25 @@ def _run_pop(qb, q, qm, qh, qt, rp, rn, n=1):
 
 
 @_kernel
+def _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur, wait):
+    """Give page p (state st0, not in the GPU) a GPU frame: IN_GPU, appended at the LRU tail,
+    its transfer and wait-set flags cleared. Returns the new tail, cursor and wait-set size."""
+    st = (st0 & ~LOC_MASK) | IN_GPU
+    lt = lru_tail
+    lru[_u(lt & lm)] = (p << GEN_SHIFT) | (st >> GEN_SHIFT)
+    if lru_cur == lt:
+        # A std::list cursor at END stays END when a page is appended; an index cursor
+        # equal to the tail would otherwise point at the new element.
+        lru_cur = lt + 1
+    st &= ~F_TRANSFER
+    if st & F_WAIT:
+        st &= ~F_WAIT
+        wait -= 1
+    pstate[_u(p)] = st
+    return lt + 1, lru_cur, wait
+
+
+@_kernel
 def _count_in(src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP, n=1):
     """A tick's incoming counters after n pages fetched from src (IN_SSD or IN_CPU), and the
     forced fetch source once a link is full (§9.3; n > 1 only where the link's counter cannot
@@ -913,17 +932,8 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                                 pstate[_u(v)] = ((vst0 & ~LOC_MASK) | b_dest) & ~F_TRANSFER
                                 if (vst0 & RES_MASK) == IN_GPU:
                                     vt_d -= 1
-                            st = (st0 & ~LOC_MASK) | IN_GPU
-                            lt = lru_tail
-                            lru[_u(lt & lm)] = (pp << GEN_SHIFT) | (st >> GEN_SHIFT)
-                            lru_tail = lt + 1
-                            if lru_cur == lt:
-                                lru_cur = lt + 1
-                            st &= ~F_TRANSFER
-                            if st & F_WAIT:
-                                st &= ~F_WAIT
-                                wait -= 1
-                            pstate[_u(pp)] = st
+                            lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, pp, st0,
+                                                                  lru_tail, lru_cur, wait)
                             m += 1
                         if m > 0:
                             fast_block = False
@@ -1074,17 +1084,8 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                             c_fed = NOT_KNOWN
                     gpu_used += 1
                     st0 = np.int64(pstate[_u(p)])
-                    st = (st0 & ~LOC_MASK) | IN_GPU
-                    lt = lru_tail
-                    lru[_u(lt & lm)] = (p << GEN_SHIFT) | (st >> GEN_SHIFT)
-                    lru_tail = lt + 1
-                    if lru_cur == lt:
-                        lru_cur = lt + 1
-                    st &= ~F_TRANSFER
-                    if st & F_WAIT:
-                        st &= ~F_WAIT
-                        wait -= 1
-                    pstate[_u(p)] = st
+                    lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, p, st0, lru_tail,
+                                                          lru_cur, wait)
                     if (st0 & RES_MASK) != IN_GPU:
                         at_d += 1
                     if is_fetch_s:
