@@ -694,6 +694,39 @@ def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out
 
 
 @_kernel
+def _tick_repeats(S, stage, q, qlen, half, t_next, deepum, wait, c_moved, gpu_used, host_used,
+                  nbnd_cap):
+    """Whether a busy tick whose allocating stage `stage` (queue q, `qlen` pages still
+    queued, S[S_QH + q] up to date) has just reached a cap is followed by one that starts
+    with the same stage: no other queue holds a page (the later stages, and the next tick's
+    earlier ones, find nothing), the tick would not start the DeepUM rescue, its end would
+    neither open a transfer period nor resume the waiting kernel, the event loop would take
+    the tick at t_next next (no kernel event due before it, no pause, no queue past half
+    full), and the stage admits a page with the next tick's fresh counters."""
+    for qq in range(NQ):
+        if qq != q and S[S_QT + qq] != S[S_QH + qq]:
+            return False
+    if deepum and S[S_RESCHED] != 0 and S[S_R_STARTED] == 0 and wait > 0 and c_moved == 0:
+        return False
+    if S[S_XFER] == 0 or S[S_ERROR] != E_NONE:
+        return False
+    if S[S_RESCHED] != 0 and _no_faults_queued(S) and wait == 0:
+        return False
+    if (S[S_NBND] + 4 > nbnd_cap or S[S_NEV] >= S[S_EV_PAUSE]
+            or S[S_NSTAT] >= S[S_STAT_PAUSE]):
+        return False
+    if qlen <= 0 or qlen > half:
+        return False
+    if S[S_KB_PENDING] and (S[S_KB_TIME] < t_next or (S[S_KB_TIME] == t_next
+                                                       and S[S_KB_SEQ] < S[S_SEQ])):
+        return False
+    evict_ok = gpu_used < S[P_G] or (S[P_GPU_CAP] > 0 and (host_used < S[P_HOST]
+                                                          or S[P_SSD_CAP] > 0))
+    return _admit(stage, evict_ok, 0, 0, 0, 0, S[P_GPU_CAP], S[P_CPU_CAP], S[P_SSD_CAP],
+                  S[P_ALLOC_CAP])
+
+
+@_kernel
 def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
     """Busy batcher ticks from time t (§9.2, §9.3): ticks that find a queued page. Runs the
     stages of the tick, its end (transfer boundary, per-iteration traffic, the resume
@@ -822,12 +855,46 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                 at_hi = 0
                 at_T = 0
                 at_d = 0
+                forced = False
                 while True:
                     evict_ok = gpu_used < G or (c_out < GPU_CAP and
                                                 (host_used < HOST or c_out_ssd < SSD_CAP))
-                    if not _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc, GPU_CAP,
-                                  CPU_CAP, SSD_CAP, ALLOC_CAP):
-                        break
+                    if forced or not _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc,
+                                            GPU_CAP, CPU_CAP, SSD_CAP, ALLOC_CAP):
+                        # -- the stage is over for this tick (a cap reached, or its link full:
+                        # `forced`): go on with the next tick here when it would be the same
+                        # (see `_tick_repeats`), settling the tick's end and the next tick's
+                        # start as the loops around would
+                        S[S_QH + q] = qh
+                        if not _tick_repeats(S, stage, q, qt - qh, half, t + ii, deepum, wait,
+                                             c_in + c_out, gpu_used, host_used, bnd.shape[0]):
+                            if forced:
+                                stage += 1
+                            break
+                        forced = False
+                        if c_in > 0 or c_out > 0:
+                            pcie[it, PC_ALLOC] += c_alloc
+                            pcie[it, PC_IN] += c_in
+                            pcie[it, PC_IN_SSD] += c_in_ssd
+                            pcie[it, PC_IN_CPU] += c_in_cpu
+                            pcie[it, PC_OUT] += c_out
+                            pcie[it, PC_OUT_SSD] += c_out_ssd
+                            pcie[it, PC_OUT_CPU] += c_out_cpu
+                        t += ii
+                        S[S_TICK_TIME] = t
+                        S[S_TICK_SEQ] = S[S_SEQ]
+                        S[S_SEQ] += 1
+                        c_in = 0
+                        c_in_ssd = 0
+                        c_in_cpu = 0
+                        c_out = 0
+                        c_out_ssd = 0
+                        c_out_cpu = 0
+                        c_alloc = 0
+                        c_ffs = NOT_KNOWN
+                        c_fed = IN_SSD if host_used == HOST else NOT_KNOWN
+                        fast_block = True
+                        continue
                     if lru_tail - hd >= lcap:
                         break
                     p = rp
@@ -961,8 +1028,8 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                                     fsrc, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP,
                                     SSD_CAP, m)
                                 if not is_pre_s and c_ffs != NOT_KNOWN and c_ffs != fsrc:
-                                    stage += 1
-                                    break
+                                    forced = True
+                                    continue
                             else:
                                 c_alloc += m
                             if qh >= qt:
@@ -1092,8 +1159,8 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                         c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
                             fsrc, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP)
                         if not is_pre_s and c_ffs != NOT_KNOWN and c_ffs != fsrc:
-                            stage += 1
-                            break
+                            forced = True
+                            continue
                     else:
                         c_alloc += 1
                     if qh >= qt:
