@@ -694,6 +694,20 @@ def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out
 
 
 @_kernel
+def _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc):
+    """A busy tick's end: its page counts added to iteration it's traffic (a tick that moved
+    nothing adds nothing, not even its allocations)."""
+    if c_in > 0 or c_out > 0:
+        pcie[it, PC_ALLOC] += c_alloc
+        pcie[it, PC_IN] += c_in
+        pcie[it, PC_IN_SSD] += c_in_ssd
+        pcie[it, PC_IN_CPU] += c_in_cpu
+        pcie[it, PC_OUT] += c_out
+        pcie[it, PC_OUT_SSD] += c_out_ssd
+        pcie[it, PC_OUT_CPU] += c_out_cpu
+
+
+@_kernel
 def _tick_repeats(S, stage, q, qlen, half, t_next, deepum, wait, c_moved, gpu_used, host_used,
                   nbnd_cap):
     """Whether a busy tick whose allocating stage `stage` (queue q, `qlen` pages still
@@ -872,14 +886,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                                 stage += 1
                             break
                         forced = False
-                        if c_in > 0 or c_out > 0:
-                            pcie[it, PC_ALLOC] += c_alloc
-                            pcie[it, PC_IN] += c_in
-                            pcie[it, PC_IN_SSD] += c_in_ssd
-                            pcie[it, PC_IN_CPU] += c_in_cpu
-                            pcie[it, PC_OUT] += c_out
-                            pcie[it, PC_OUT_SSD] += c_out_ssd
-                            pcie[it, PC_OUT_CPU] += c_out_cpu
+                        _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc)
                         t += ii
                         S[S_TICK_TIME] = t
                         S[S_TICK_SEQ] = S[S_SEQ]
@@ -1381,8 +1388,8 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                     c_fed = NOT_KNOWN
             gpu_used += 1
             st0 = np.int64(pstate[_u(p)])
-            st = (st0 & ~LOC_MASK) | IN_GPU
-            pstate[_u(p)] = st
+            # (IN_GPU is written before a compaction, which reads the page states)
+            pstate[_u(p)] = (st0 & ~LOC_MASK) | IN_GPU
             if lru_tail - hd >= lcap:
                 S[S_LRU_TAIL] = lru_tail
                 S[S_LRU_CUR] = lru_cur
@@ -1391,18 +1398,8 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                 lru_tail = S[S_LRU_TAIL]
                 lru_cur = S[S_LRU_CUR]
                 lru_scan = S[S_LRU_SCAN]
-            lt = lru_tail
-            lru[_u(lt & lm)] = (p << GEN_SHIFT) | (st >> GEN_SHIFT)
-            lru_tail = lt + 1
-            if lru_cur == lt:
-                # A std::list cursor at END stays END when a page is appended; an index cursor
-                # equal to the tail would otherwise point at the new element.
-                lru_cur = lt + 1
-            st &= ~F_TRANSFER
-            if st & F_WAIT:
-                st &= ~F_WAIT
-                wait -= 1
-            pstate[_u(p)] = st
+            lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur,
+                                                  wait)
             if (st0 & RES_MASK) != IN_GPU:
                 tt[a_tensor, TT_RES] += 1
             if trace:
@@ -1430,14 +1427,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
             S[S_XFER] = 1
             if trace:
                 _emit(ev, S, t, EV_TRANSFER, it, k, -1, -1, -1, -1, -1, 1)
-        if c_in > 0 or c_out > 0:
-            pcie[it, PC_ALLOC] += c_alloc
-            pcie[it, PC_IN] += c_in
-            pcie[it, PC_IN_SSD] += c_in_ssd
-            pcie[it, PC_IN_CPU] += c_in_cpu
-            pcie[it, PC_OUT] += c_out
-            pcie[it, PC_OUT_SSD] += c_out_ssd
-            pcie[it, PC_OUT_CPU] += c_out_cpu
+        _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc)
         resumed = S[S_RESCHED] != 0 and _no_faults_queued(S) and wait == 0
         if resumed:
             _resume(t, S)
