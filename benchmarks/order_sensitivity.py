@@ -121,16 +121,19 @@ def runs(cfg, policy, n_orders):
     w = build_workload(cfg)
     out.append(("default", reported_exe(run(cfg, workload=w))))
     if policy in ("FlashNeuron", "G10GDSSSD", "G10GDSFULL"):
-        from g10fast.run_tensor import run_tensor
+        import dataclasses
+        from g10fast.spec import from_g10_config
+        spec = from_g10_config(cfg)
         for name in ("ascending", "descending"):
-            res = run_tensor(cfg, policy, w, options=TensorOptions(required_order=name,
-                                                                   prefetch_order=name))
+            opts = dataclasses.asdict(TensorOptions(required_order=name, prefetch_order=name))
+            eng = dataclasses.replace(spec.engine, compat=tuple(sorted(opts.items())))
+            res = run(spec.replace(engine=eng), workload=w)
             out.append((name, reported_exe(res)))
         return out
     plan = None
     if cfg.use_prefetch:
-        from g10fast.planner import plan_for_config
-        plan = plan_for_config(w, cfg)
+        from g10fast.run import plan_of
+        plan = plan_of(cfg, w)
     for i in range(n_orders):
         rng = None if i == 0 else np.random.default_rng(i)
         order = _perm_order(w, rng)

@@ -77,12 +77,12 @@ def child(args) -> None:
     from g10fast.config import read_g10_config, validate
     from g10fast.engine import page_kernels as pk
     from g10fast.engine.page import simulate_pages
-    from g10fast.planner import plan_for_config
+    from g10fast.run import plan_of
     from g10fast.run import _perturbed, build_workload
 
     cfg = validate(read_g10_config(_config_path(args.model, args.batch, args.policy)))
     w = build_workload(cfg)
-    hints = plan_for_config(w, cfg).hints if cfg.use_prefetch else None
+    hints = plan_of(cfg, w).hints if cfg.use_prefetch else None
     w = _perturbed(w, cfg)
     c0 = time.process_time()
     simulate_pages(w, cfg, hints=hints)

@@ -5,23 +5,23 @@
     res = g.run_toml("examples/run.toml")          # one result, or a list for several policies
     table = g.compare("bert-base", 256, policies=g.DEFAULT_POLICIES)
 
-Each result is the dict of g10fast.run.run (docs/results.md).
+Each result is the dict of g10fast.run.run (docs/results.md); each call builds a RunSpec
+(g10fast.spec) and runs it.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from pathlib import Path
 
-from g10fast.errors import InputError, read_toml
+from g10fast import policies as registry
+from g10fast.errors import InputError
+from g10fast.policies import DEFAULT_POLICIES
+from g10fast.spec import builtin_spec, read_run_file, run_file_specs
 
-# the artifact's policy names, in the order of the paper's figures, and Ideal
-DEFAULT_POLICIES = ("ideal", "lru", "deepUM", "FlashNeuron", "G10GDSFULL", "prefetch_lru")
-DISPLAY = {"ideal": "Ideal", "lru": "Base UVM", "deepUM": "DeepUM+", "FlashNeuron": "FlashNeuron",
-           "G10GDSSSD": "G10-GDS", "G10GDSFULL": "G10-Host", "prefetch_lru": "G10"}
-ENGINE_KEYS = ("num_iteration", "kernel_time_std_dev", "ran_seed", "kernel_speedup",
-               "num_candidate", "prefetch_degree", "delta_parameter")
+__all__ = ["DEFAULT_POLICIES", "DEFAULT_RUN", "builtin_workload", "compare", "comparison_figure",
+           "comparison_rows", "comparison_text", "read_run_file", "run_spec", "run_toml",
+           "simulate"]
 
 # The default run: BERT-base at batch 64 (37.6 GiB) on the paper's system with its GPU memory
 # set to 10 GB, i.e. 3.8x oversubscribed, with cost-model kernel times: no artifact files are
@@ -31,175 +31,54 @@ DEFAULT_RUN = {"workload": {"model": "bert-base", "batch": 64},
                "policy": {"names": list(DEFAULT_POLICIES)}}
 
 
-def builtin_config(spec, batch: int, preset: dict, policy: str, engine: dict | None = None):
-    """G10Config of a built-in model on a preset under `policy` (the artifact's names, or
-    'ideal'); file fields name the built-in model, as the engines never read them."""
-    from g10fast.config import _FIXED, _POLICY_KEYS, G10Config, resolve_policy, validate
-    from g10fast.hardware import config_fields
-
-    ideal = str(policy).lower() == "ideal"
-    pol = "lru" if ideal else resolve_policy(policy)
-    use_prefetch, ev, mig, extra = _POLICY_KEYS[pol]
-    v = dict(_FIXED)
-    v.update(config_fields(preset))
-    tag = f"builtin/{spec.name}"
-    v.update(batch_size=int(batch), use_prefetch=use_prefetch, eviction_policy=ev,
-             migration_policy=mig, nn_model_input_file=tag, orig_kernel_time_file=tag,
-             input_pf_kernel_time_file=tag, pf_kernel_time_file=tag, workspace_size_file=tag,
-             output_folder="")
-    if spec.kind == "cnn":
-        h, w = spec.params["input_hw"]
-        v.update(is_transformer=0, input_H=int(h), input_W=int(w),
-                 **{f"is_{spec.family}": 1})
-    else:
-        v.update(is_transformer=1)
-    v.update(dict(extra))
-    for k, val in (engine or {}).items():
-        if k not in ENGINE_KEYS:
-            raise InputError(f"unknown engine option {k!r} (known: {', '.join(ENGINE_KEYS)})",
-                             param=f"engine.{k}")
-        v[k] = val
-    cfg = G10Config(**v)
-    if ideal:
-        cfg = cfg.replace(is_UVM=False)
-    return validate(cfg)
-
-
-def builtin_workload(spec, batch: int, preset: dict, kernel_times="estimated", **model_opts):
-    """Workload of a built-in model: cost-model times on the preset's GPU, or a profile file."""
-    from g10fast.workload.builtin import load_builtin_graph
-    from g10fast.workload.costmodel import estimated_workload, gpu_from_preset
-
-    g = load_builtin_graph(spec, batch, **model_opts)
-    if kernel_times == "estimated":
-        gpu = gpu_from_preset(preset, int(g.meta.get("dtype_bytes", 4)))
-        return estimated_workload(g, gpu, preset["gpu"]["frequency_ghz"])
-    from g10fast.workload.profile import read_profile, workload_from_profile
-    return workload_from_profile(g, read_profile(kernel_times), preset["gpu"]["frequency_ghz"])
+def builtin_workload(spec, batch: int, preset, kernel_times="estimated", **model_opts):
+    """Workload of a built-in model (name or ModelSpec) on a preset (name or dict): cost-model
+    times on the preset's GPU, or a profile file."""
+    from g10fast.run import workload_of
+    return workload_of(builtin_spec(spec, batch, preset, "lru", kernel_times=kernel_times,
+                                    model_options=model_opts))
 
 
 def simulate(model, batch: int | None = None, system="g10-artifact", policy="lru", *,
-             overrides: dict | None = None, engine: dict | None = None,
+             overrides: dict | None = None, engine: dict | None = None, options: dict | None = None,
              kernel_times="estimated", model_options: dict | None = None, progress=None,
              trace_path=None, workload=None) -> dict:
-    """Simulate a built-in model (name or ModelSpec) on a hardware preset under one policy."""
-    from g10fast.hardware import load_preset
+    """Simulate a built-in model (name or ModelSpec) on a hardware preset (name, path, dict or
+    System) under one policy (any registered name, alias or display name) with its options."""
     from g10fast.run import run
-    from g10fast.workload.builtin import find_model, ModelSpec
-
-    spec = model if isinstance(model, ModelSpec) else find_model(model)
-    batch = spec.default_batch if batch is None else batch
-    preset = load_preset(system, overrides) if not isinstance(system, dict) else system
-    cfg = builtin_config(spec, batch, preset, policy, engine)
-    if workload is None:
-        workload = builtin_workload(spec, batch, preset, kernel_times, **(model_options or {}))
-    res = run(cfg, workload=workload, progress=progress, trace_path=trace_path)
-    res["model"] = spec.name
-    res["system_preset"] = preset.get("name")
-    res["kernel_times"] = "estimated" if kernel_times == "estimated" else str(kernel_times)
-    if policy == "ideal":
-        res["policy"] = "ideal"
-    return res
+    spec = builtin_spec(model, batch, system, policy, overrides=overrides, options=options,
+                        engine=engine, kernel_times=kernel_times, model_options=model_options)
+    return run(spec, workload=workload, progress=progress, trace_path=trace_path)
 
 
-def not_available(policy: str, err: InputError) -> bool:
-    """True when `err` says the policy's engine is not in this build (g10fast.run.NOT_YET)."""
-    return "not implement" in str(err)
+def run_specs(specs, progress_factory=None) -> list[dict]:
+    """Run several specs; those of one workload source share the built workload."""
+    from g10fast.run import run, workload_of
+    out, cache = [], {}
+    for spec in specs:
+        key = (spec.workload, spec.system.gpu_frequency_ghz, spec.engine.kernel_speedup,
+               spec.system.gpu_hbm_gbps, spec.system.gpu_peak_tflops_fp32,
+               spec.system.gpu_peak_tflops_bf16, spec.system.host_link_gbps)
+        if key not in cache:
+            cache[key] = workload_of(spec)
+        prog = progress_factory(spec.policy.name) if progress_factory else None
+        out.append(run(spec, workload=cache[key], progress=prog))
+    return out
 
 
 def compare(model, batch=None, system="g10-artifact", policies=DEFAULT_POLICIES, *,
             overrides=None, engine=None, kernel_times="estimated", model_options=None,
             progress_factory=None) -> list[dict]:
-    """Run several policies on one workload (built once); a policy whose engine is not in
-    this build gives {"policy": p, "status": "not available", "reason": ...}."""
-    from g10fast.hardware import load_preset
-    from g10fast.workload.builtin import find_model
-
-    spec = find_model(model) if isinstance(model, str) else model
-    batch = spec.default_batch if batch is None else batch
-    preset = load_preset(system, overrides)
-    w = builtin_workload(spec, batch, preset, kernel_times, **(model_options or {}))
-    out = []
-    for p in policies:
-        prog = progress_factory(p) if progress_factory else None
-        try:
-            out.append(simulate(spec, batch, preset, p, engine=engine, kernel_times=kernel_times,
-                                progress=prog, workload=w))
-        except InputError as e:
-            if not not_available(p, e):
-                raise
-            out.append({"policy": p, "status": "not available", "reason": str(e),
-                        "model": spec.name, "batch_size": batch})
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# TOML run files
-
-_TOP = {"workload", "system", "policy", "engine", "output"}
-
-
-def read_run_file(path) -> dict:
-    p = Path(path)
-    d = read_toml(p, "run file")
-    bad = [k for k in d if k not in _TOP]
-    if bad:
-        raise InputError(f"unknown section [{bad[0]}] (known: {', '.join(sorted(_TOP))})",
-                         path=str(p), param=bad[0])
-    d["_path"] = str(p)
-    return d
-
-
-def _policies(d: dict) -> list[str]:
-    pol = d.get("policy", {})
-    if not isinstance(pol, dict):
-        raise InputError("[policy] must be a table", path=d.get("_path"), param="policy")
-    if "names" in pol and "name" in pol:
-        raise InputError("give policy.name or policy.names, not both", path=d.get("_path"),
-                         param="policy.names")
-    names = pol.get("names", [pol.get("name", "lru")])
-    if not isinstance(names, list) or not names or not all(isinstance(x, str) for x in names):
-        raise InputError("must be a non-empty list of policy names", path=d.get("_path"),
-                         param="policy.names")
-    from g10fast.config import resolve_policy
-    return ["ideal" if n.lower() == "ideal" else resolve_policy(n) for n in names]
+    """Run several policies on one built-in workload (built once)."""
+    specs = [builtin_spec(model, batch, system, p, overrides=overrides, engine=engine,
+                          kernel_times=kernel_times, model_options=model_options)
+             for p in policies]
+    return run_specs(specs, progress_factory)
 
 
 def run_spec(d: dict, progress_factory=None):
     """Run a parsed run file (or DEFAULT_RUN); -> one result, or a list for several policies."""
-    path = d.get("_path")
-    wl = dict(d.get("workload", {}))
-    sysd = dict(d.get("system", {}))
-    engine = dict(d.get("engine", {}))
-    policies = _policies(d)
-    if "artifact_config" in wl:
-        from g10fast.config import read_g10_config
-        from g10fast.run import run
-        cfg_path = wl.pop("artifact_config")
-        if path and not os.path.isabs(cfg_path):
-            cfg_path = os.path.join(os.path.dirname(path), cfg_path)
-        cfg = read_g10_config(cfg_path)
-        if engine:
-            cfg = cfg.replace(**engine)
-        return run(cfg, progress=progress_factory("config") if progress_factory else None)
-    model = wl.pop("model", None)
-    if not isinstance(model, str):
-        raise InputError("workload.model missing: a built-in model name (see `g10fast models`) or "
-                         "artifact_config", path=path, param="workload.model")
-    batch = wl.pop("batch", None)
-    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0):
-        raise InputError(f"must be a positive integer, got {batch!r}", path=path,
-                         param="workload.batch")
-    times = wl.pop("kernel_times", "estimated")
-    if times != "estimated" and path and not os.path.isabs(times):
-        times = os.path.join(os.path.dirname(path), times)
-    preset = sysd.pop("preset", "g10-artifact")
-    overrides = sysd.pop("overrides", {})
-    if sysd:
-        raise InputError(f"unknown key {next(iter(sysd))!r} in [system] (known: preset, "
-                         "overrides)", path=path, param=f"system.{next(iter(sysd))}")
-    res = compare(model, batch, preset, policies, overrides=overrides, engine=engine,
-                  kernel_times=times, model_options=wl, progress_factory=progress_factory)
+    res = run_specs(run_file_specs(d), progress_factory)
     return res[0] if len(res) == 1 else res
 
 
@@ -247,7 +126,7 @@ def comparison_text(results: list[dict], title: str = "") -> str:
     lines = [title] if title else []
     lines += [head, "-" * len(head)]
     for r in rows:
-        name = DISPLAY.get(r["policy"], r["policy"])
+        name = registry.display(r["policy"])
         if not r["available"]:
             lines.append(f"{name:<12} {'not yet available in this build':>40}")
             continue
@@ -265,7 +144,7 @@ def comparison_figure(results: list[dict], path, title: str = "") -> str:
     import matplotlib.pyplot as plt
 
     rows = comparison_rows(results)
-    names = [DISPLAY.get(r["policy"], r["policy"]) for r in rows]
+    names = [registry.display(r["policy"]) for r in rows]
     perf = [r["normalised"] if r["available"] else 0.0 for r in rows]
     stall = [r["stall_share"] if r["available"] else 0.0 for r in rows]
     fig, ax = plt.subplots(figsize=(7, 3.2), dpi=120)

@@ -71,8 +71,8 @@ class Progress:
         sys.stderr.flush()
 
 
-def _fmt_cycles(c: int) -> str:
-    return f"{c:,} cycles ({c / 1.2e9:.3f} s at 1.2 GHz)"
+def _fmt_cycles(c: int, f_hz: float = 1.2e9) -> str:
+    return f"{c:,} cycles ({c / f_hz:.3f} s at {f_hz / 1e9:g} GHz)"
 
 
 def summary_text(res: dict, note: str | None = None) -> str:
@@ -80,7 +80,8 @@ def summary_text(res: dict, note: str | None = None) -> str:
     if note:
         lines.append(note)
     w = res["workload"]
-    lines.append(f"{res['model']}  batch {res['batch_size']}  policy {res['policy']}  "
+    lines.append(f"{res['model']}  batch {res['batch_size']}  policy {res['policy']} "
+                 f"on the {res['engine']} engine  "
                  f"({w['kernels']} kernels, {w['tensors']} tensors, "
                  f"{w['footprint_bytes'] / 2**30:.1f} GiB = {100 * w['overcommitment']:.0f}% of GPU)")
     if res.get("status") == "failed":
@@ -89,11 +90,12 @@ def summary_text(res: dict, note: str | None = None) -> str:
         mark = "  <- reported" if it["iteration"] == res["reported"] else ""
         pg = it["pages"]
         lines.append(f"iteration {it['iteration']}{mark}")
-        lines.append(f"  execution time   {_fmt_cycles(it['exe_time_cycles'])}")
+        f_hz = float(res.get("f_hz") or 1.2e9)
+        lines.append(f"  execution time   {_fmt_cycles(it['exe_time_cycles'], f_hz)}")
         if "exe_time_ms" in it:
             lines.append(f"  (tensor engine, one iteration: {it['exe_time_ms']:.6g} ms, "
                          f"stall {it['stall_ms']:.6g} ms, overlap {it['overlap_ms']:.6g} ms)")
-        lines.append(f"  ideal            {_fmt_cycles(it['ideal_exe_time_cycles'])}   "
+        lines.append(f"  ideal            {_fmt_cycles(it['ideal_exe_time_cycles'], f_hz)}   "
                      f"slowdown {it['slowdown']:.4f}")
         lines.append(f"  stall / overlap / compute   {it['stall_cycles']:,} / "
                      f"{it['overlap_cycles']:,} / {it['compute_cycles']:,}")
@@ -119,43 +121,97 @@ def failure_text(res: dict) -> str:
     return "\n".join(lines)
 
 
-def _config_from_args(args) -> tuple:
-    """-> (G10Config, note) from a config file, from --g10 flags, or the default run."""
+def _spec_from_args(args):
+    """-> (RunSpec, note) from a G10 config file, from --g10 flags, or a built-in model."""
+    from g10fast import policies
     from g10fast.config import genconfig, read_g10_config
+    from g10fast.spec import builtin_spec, from_g10_config
 
+    over = {"host_mem_gb": args.host_mem_gb, "ssd_gbps": args.ssd_gbps,
+            "pcie_gbps": args.pcie_gbps}
     if args.config is not None:
         if args.g10 is not None:
             raise InputError("give either a config file or --g10 with --model/--batch/--policy",
                              param="--g10")
-        return read_g10_config(args.config, g10_root=args.g10_root), None
-    note = None
-    artifact = args.g10
-    if artifact is None:
-        if args.model is not None or args.batch is not None:
-            raise InputError("--model/--batch need --g10 ARTIFACT_DIR", param="--g10")
-        artifact = _find_artifact()
-        if artifact is None:
-            raise InputError("no configuration given and no G10 artifact found (looked for "
-                             "../shared/g10-artifact and $G10_ARTIFACT); pass CONFIG or --g10 DIR",
-                             param="CONFIG")
-        note = (f"default run: the G10 artifact's BERT-128 Base-UVM (lru) configuration, "
-                f"from {artifact}")
+        for flag in ("model", "batch", "system"):
+            if getattr(args, flag) is not None:
+                raise InputError(f"--{flag} cannot change a G10 config file (it fixes the model, "
+                                 "batch and system); use --g10 DIR --model M --batch B, or edit "
+                                 "the file", param=f"--{flag}")
+        cfg = read_g10_config(args.config, g10_root=args.g10_root)
+        keys = {"host_mem_gb": ("CPU_memory_line_GB",), "ssd_gbps": ("SSD_PCIe_bandwidth_GBps",),
+                "pcie_gbps": ("CPU_PCIe_bandwidth_GBps", "GPU_PCIe_bandwidth_GBps")}
+        changed = {k2: v for k, v in over.items() if v is not None for k2 in keys[k]}
+        if changed:
+            cfg = cfg.replace(**changed)
+        note = None
+        if args.policy is not None:
+            note = (f"policy {policies.get(args.policy).name} (--policy) instead of the config "
+                    f"file's {policies.get(_file_policy(cfg)).name}")
+        return from_g10_config(cfg, policy=args.policy, source=str(args.config)), note
+    policy = args.policy or "lru"
+    rec = policies.get(policy, param="--policy")
+    if args.g10 is None:
+        if args.model is None:
+            raise InputError("--batch/--policy need a model: --model NAME (a built-in model, see "
+                             "`g10fast models`) or --g10 ARTIFACT_DIR --model M", param="--model")
+        preset_over = {}
+        if args.host_mem_gb is not None:
+            preset_over["host.memory_gb"] = args.host_mem_gb
+        if args.ssd_gbps is not None:
+            preset_over["ssd.bandwidth_gbps"] = args.ssd_gbps
+        if args.pcie_gbps is not None:
+            preset_over["host.link_gbps"] = args.pcie_gbps
+        system = args.system or "g10-artifact"
+        spec = builtin_spec(args.model, args.batch, system, rec.name, overrides=preset_over,
+                            options=_options(args.option))
+        return spec, f"built-in {spec.workload.model} at batch {spec.workload.batch} on {system}"
+    if args.system is not None:
+        raise InputError("--system is for built-in models; the artifact's points use its own "
+                         "system (change it with --host-mem-gb, --ssd-gbps, --pcie-gbps)",
+                         param="--system")
     model = args.model or "BERT"
     batch = args.batch if args.batch is not None else 128
-    policy = args.policy or "lru"
-    ideal = policy.lower() == "ideal"
-    cfg = genconfig(artifact, model, batch, "lru" if ideal else policy,
-                    host_mem_gb=args.host_mem_gb, ssd_gbps=args.ssd_gbps, pcie_gbps=args.pcie_gbps)
-    if ideal:
-        cfg = cfg.replace(is_UVM=False)
-    return cfg, note
+    artifact = rec.artifact or "lru"
+    cfg = genconfig(args.g10, model, batch, artifact, host_mem_gb=args.host_mem_gb,
+                    ssd_gbps=args.ssd_gbps, pcie_gbps=args.pcie_gbps)
+    spec = from_g10_config(cfg, policy=rec.name)
+    if args.option:
+        from g10fast.spec import make_spec
+        opts = dict(spec.to_dict()["policy"]["options"], **_options(args.option))
+        spec = make_spec(spec.workload, spec.system, rec.name, opts, spec.engine)
+    return spec, None
+
+
+def _file_policy(cfg) -> str:
+    from g10fast.spec import g10_policy
+    return g10_policy(cfg)
+
+
+def _options(items) -> dict:
+    """--option KEY=VALUE pairs: values read as TOML (true, 8, 0.5, "text")."""
+    import tomllib
+    out = {}
+    for it in items or []:
+        k, sep, v = it.partition("=")
+        if not sep or not k.strip():
+            raise InputError(f"expected KEY=VALUE, got {it!r}", param="--option")
+        try:
+            out[k.strip()] = tomllib.loads(f"v = {v.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            out[k.strip()] = v.strip()
+    return out
 
 
 def _run_builtin(args, spec: dict, note: str) -> int:
     """A TOML run file or the default run: one result, or a comparison table and figure."""
     from g10fast.api import comparison_figure, comparison_text, run_spec
-    from g10fast.run import to_json_ready
+    from g10fast.results import to_json_ready
 
+    for flag in ("model", "batch", "policy", "system", "g10"):
+        if getattr(args, flag) is not None and args.config is not None:
+            raise InputError(f"--{flag} cannot change a run file: set it in the file",
+                             param=f"--{flag}")
     show = args.progress or (sys.stderr.isatty() and not args.no_progress)
     res = run_spec(spec, progress_factory=lambda p: Progress(f"{p:>12}", show))
     if isinstance(res, dict):
@@ -182,8 +238,8 @@ def _run_builtin(args, spec: dict, note: str) -> int:
 
 
 def cmd_run(args) -> int:
-    from g10fast.config import validate
-    from g10fast.run import run, to_json_ready
+    from g10fast.results import to_json_ready
+    from g10fast.run import run
 
     if args.config is None and args.g10 is None and args.model is None and args.batch is None \
             and args.policy is None:
@@ -197,19 +253,7 @@ def cmd_run(args) -> int:
     if args.config is not None and str(args.config).endswith(".toml"):
         from g10fast.api import read_run_file
         return _run_builtin(args, read_run_file(args.config), f"run file {args.config}")
-    cfg, note = _config_from_args(args)
-    if args.config is not None and any(v is not None for v in (args.host_mem_gb, args.ssd_gbps,
-                                                                 args.pcie_gbps)):
-        over = {}
-        if args.host_mem_gb is not None:
-            over["CPU_memory_line_GB"] = args.host_mem_gb
-        if args.ssd_gbps is not None:
-            over["SSD_PCIe_bandwidth_GBps"] = args.ssd_gbps
-        if args.pcie_gbps is not None:
-            over["CPU_PCIe_bandwidth_GBps"] = args.pcie_gbps
-            over["GPU_PCIe_bandwidth_GBps"] = args.pcie_gbps
-        cfg = cfg.replace(**over)
-    cfg = validate(cfg)
+    spec, note = _spec_from_args(args)
     show = args.progress or (sys.stderr.isatty() and not args.no_progress)
     progress = Progress("simulating", show)
     if args.trace is not None:
@@ -221,35 +265,33 @@ def cmd_run(args) -> int:
         if target is not None and not Path(target).resolve().parent.is_dir():
             raise InputError("folder does not exist", path=str(Path(target).resolve().parent),
                              param=f"--{opt}")
-    plan = None
-    order_kw = {}
+    rec = spec.record
+    kw = {}
     if args.kernel_order is not None:
-        from g10fast.run import policy_of, TENSOR_ENGINE_POLICIES
-        if policy_of(cfg) in TENSOR_ENGINE_POLICIES:
+        if rec.engine != "page":
             raise InputError("only the page-engine policies take a kernel order",
                              param="--kernel-order")
         from g10fast.workload.kernel_order import read_kernel_order
-        order_kw["required_order"] = read_kernel_order(args.kernel_order)
+        kw["required_order"] = read_kernel_order(args.kernel_order)
     if args.plan_in is not None:
-        if not cfg.use_prefetch:
-            raise InputError("a plan needs a policy that applies hints (prefetch_lru or deepUM)",
-                             param="--plan-in")
+        mode = rec.engine_mode(spec.policy.options, spec.engine) if rec.engine_mode else None
+        if not getattr(mode, "use_prefetch", False):
+            raise InputError("a plan needs a page-engine policy that applies hints "
+                             "(prefetch_lru or deepUM)", param="--plan-in")
         from g10fast.planner.io import read_plan
-        from g10fast.run import build_workload
-        workload = build_workload(cfg)
-        plan = read_plan(args.plan_in, workload.num_kernels, workload.num_tensors)
-        res = run(cfg, trace_path=args.trace, progress=progress, workload=workload, plan=plan,
-                  **order_kw)
-    else:
-        res = run(cfg, trace_path=args.trace, progress=progress, **order_kw)
+        from g10fast.run import workload_of
+        kw["workload"] = workload_of(spec)
+        kw["plan"] = read_plan(args.plan_in, kw["workload"].num_kernels,
+                               kw["workload"].num_tensors)
+    res = run(spec, trace_path=args.trace, progress=progress, **kw)
     if args.plan is not None:
-        if "plan" not in res:
+        if "plan_object" not in res:
             raise InputError("this policy has no plan (use prefetch_lru or deepUM)",
                              param="--plan")
         from g10fast.planner.io import write_plan
         write_plan(res["plan_object"], args.plan)
     if args.figure is not None:
-        from g10fast.planner.figure import plot_memory
+        from g10fast.figures.memory import plot_memory
         plot_memory(res, args.figure)
     if args.json:
         out = to_json_ready(res)
@@ -259,7 +301,7 @@ def cmd_run(args) -> int:
         sys.stdout.write("\n")
     else:
         print(summary_text(res, note))
-        if "plan" in res:
+        if "plan" in res and "hint_counts" in res["plan"]:
             pl = res["plan"]
             line = f"plan: {pl['hints']:,} hints {pl['hint_counts']}"
             if "decisions" in pl:
@@ -272,6 +314,51 @@ def cmd_run(args) -> int:
             print(f"plan written to {args.plan}")
         if args.figure:
             print(f"figure written to {args.figure}")
+    return 0
+
+
+def _registry_rows() -> list[dict]:
+    from g10fast import policies
+    return [{"name": r.name, "display": r.display, "engine": r.engine, "aliases": list(r.aliases),
+             "artifact": r.artifact, "paper": r.paper, "description": r.description,
+             "plan_depends_on_host": r.plan_depends_on_host, "options": r.option_defaults()}
+            for r in policies.records()]
+
+
+def cmd_policies(args) -> int:
+    rows = _registry_rows()
+    if args.json:
+        json.dump(rows, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    print(f"{'policy':<14} {'shown as':<12} {'engine':<8} paper")
+    for r in rows:
+        print(f"{r['name']:<14} {r['display']:<12} {r['engine']:<8} {r['paper']}")
+        if r["options"]:
+            opts = ", ".join(f"{k}={v}" for k, v in r["options"].items())
+            print(f"{'':<14} options: {opts}")
+    print("(names, aliases and display names are accepted by --policy; options: --option "
+          "KEY=VALUE, or [policy.options] in a run file)")
+    return 0
+
+
+def cmd_presets(args) -> int:
+    from g10fast.hardware import list_presets, load_preset
+    rows = []
+    for name in list_presets():
+        p = load_preset(name)
+        rows.append({"name": name, "description": p.get("description", ""),
+                     "gpu": p["gpu"], "host": p["host"], "ssd": p["ssd"], "uvm": p["uvm"]})
+    if args.json:
+        json.dump(rows, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    print(f"{'preset':<16} {'GPU GB':>7} {'host GB':>8} {'host GB/s':>10} {'SSD GB/s':>9}  "
+          "description")
+    for r in rows:
+        print(f"{r['name']:<16} {r['gpu']['memory_gb']:>7g} {r['host']['memory_gb']:>8g} "
+              f"{r['host']['link_gbps']:>10g} {r['ssd']['bandwidth_gbps']:>9g}  "
+              f"{r['description']}")
     return 0
 
 
@@ -396,11 +483,15 @@ def build_parser() -> argparse.ArgumentParser:
                                       "(the artifact's src/); default: found from the config")
     r.add_argument("--g10", type=Path, help="the G10 artifact folder, to build a config like "
                                             "genconfigs.py")
-    r.add_argument("--model", help="BERT, VIT, Inceptionv3, ResNet152, SENet154 (with --g10)")
-    r.add_argument("--batch", type=int, help="batch size (with --g10)")
-    r.add_argument("--policy", help="lru (Base UVM), prefetch_lru (G10), deepUM (DeepUM+), "
-                                    "FlashNeuron, G10GDSSSD (G10-GDS), G10GDSFULL (G10-Host) "
-                                    "or ideal (with --g10)")
+    r.add_argument("--model", help="a built-in model (`g10fast models`), or with --g10 one of "
+                                   "BERT, VIT, Inceptionv3, ResNet152, SENet154")
+    r.add_argument("--batch", type=int, help="batch size")
+    r.add_argument("--system", help="hardware preset of a built-in model (`g10fast presets`; "
+                                    "default g10-artifact)")
+    r.add_argument("--policy", help="a policy of `g10fast policies` (name, alias or display "
+                                    "name); with a config file it replaces the file's")
+    r.add_argument("--option", action="append", metavar="KEY=VALUE",
+                   help="a policy option (`g10fast policies` lists them); repeatable")
     r.add_argument("--plan", help="write the migration plan (hints) to this CSV file "
                                   "(docs/plan-format.md)")
     r.add_argument("--plan-in", help="run the engine on this plan file instead of planning "
@@ -420,6 +511,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--progress", action="store_true", help="always show the progress bar")
     r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     r.set_defaults(func=cmd_run)
+    po = sub.add_parser("policies", help="list the policies (name, display name, engine, paper, "
+                                         "options with defaults)")
+    po.add_argument("--json", action="store_true", help="print JSON")
+    po.set_defaults(func=cmd_policies)
+    pr = sub.add_parser("presets", help="list the hardware presets")
+    pr.add_argument("--json", action="store_true", help="print JSON")
+    pr.set_defaults(func=cmd_presets)
     m = sub.add_parser("models", help="list the built-in models and their footprint")
     m.add_argument("--batch", type=int, help="batch size (default: each model's default)")
     m.add_argument("--system", default="g10-artifact", help="hardware preset for the 'x GPU' "

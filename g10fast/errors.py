@@ -17,6 +17,7 @@ class InputError(Exception):
         elif param is not None:
             where = f"parameter '{param}': "
         super().__init__(where + message)
+        self.message = message
         self.path = path
         self.line = line
         self.param = param

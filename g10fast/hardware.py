@@ -51,6 +51,7 @@ def load_preset(name_or_path, overrides: dict | None = None) -> dict:
         raise InputError(f"format must be {HARDWARE_FORMAT!r}", path=str(p), param="format")
     d = copy.deepcopy(d)
     d.setdefault("name", p.stem)
+    overridden = {str(k) for k in (overrides or {})}
     for key, val in (overrides or {}).items():
         sec, _, k = str(key).partition(".")
         if sec not in _SCHEMA or k not in _SCHEMA[sec]:
@@ -64,21 +65,24 @@ def load_preset(name_or_path, overrides: dict | None = None) -> dict:
         for k, kind in keys.items():
             v = d[sec].get(k)
             where = f"{sec}.{k}"
+            # a bad override is named as the parameter (the caller adds its own file)
+            src = None if where in overridden else str(p)
             if kind is str:
                 if not isinstance(v, str):
-                    raise InputError("missing or not a string", path=str(p), param=where)
+                    raise InputError("missing or not a string", path=src, param=where)
                 continue
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise InputError(f"missing or not a number (got {v!r})", path=str(p), param=where)
+                raise InputError(f"missing or not a number (got {v!r})", path=src, param=where)
             if v < 0 or (kind is int and int(v) != v):
                 raise InputError(f"must be a non-negative {'integer' if kind is int else 'number'}"
-                                 f", got {v!r}", path=str(p), param=where)
+                                 f", got {v!r}", path=src, param=where)
             d[sec][k] = kind(v)
     for where in ("gpu.memory_gb", "gpu.hbm_gbps", "gpu.frequency_ghz", "host.link_gbps",
                   "ssd.bandwidth_gbps", "host.batch_pages"):
         s, k = where.split(".")
         if d[s][k] <= 0:
-            raise InputError("must be > 0", path=str(p), param=where)
+            raise InputError("must be > 0", path=None if where in overridden else str(p),
+                             param=where)
     d["path"] = str(p)
     return d
 

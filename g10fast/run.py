@@ -1,10 +1,11 @@
-"""Python API: one G10 configuration from its inputs to its statistics.
+"""One run path: a RunSpec (or a G10 config) from its workload to its result.
 
-    cfg = g10fast.config.read_g10_config("…/src/configs/BERT/128-sim_lru.config")
-    result = g10fast.run.run(cfg)            # a plain dict, the schema of `g10fast run --json`
+    result = g10fast.run.run(spec)        # a RunSpec (g10fast.spec), or a G10Config
+    result = g10fast.run.run(read_g10_config("…/128-sim_lru.config"))
 
-Stages: model file -> Graph (front end) -> Workload (kernel times, workspaces) -> engine ->
-statistics (simulator spec §14). The result schema is documented in docs/results.md.
+Stages: workload source -> Workload (front end, kernel times) -> the policy's planner ->
+the policy's engine -> the result (g10fast.results, docs/results.md). The policy's record
+(g10fast.policies) names its planner and engine; nothing here lists policies.
 """
 
 from __future__ import annotations
@@ -13,71 +14,100 @@ import dataclasses
 import os
 import resource
 import time
-from pathlib import Path
 
-import numpy as np
-
-from g10fast import __version__
-from g10fast.config import G10Config, validate
-from g10fast.engine.page import simulate_pages, kernel_pages
-from g10fast.engine.stats import iteration_stats, reported_iteration
 from g10fast.errors import InputError
-from g10fast.workload.model import Workload
+from g10fast.results import RESULT_SCHEMA_VERSION, page_result, tensor_result, to_json_ready
+from g10fast.spec import RunSpec, from_g10_config, g10_policy
+from g10fast.workload.model import PAGE_SIZE, Workload
 from g10fast.workload.times import load_workload, perturb_kernel_times
 
-RESULT_SCHEMA_VERSION = 1
-
-# policy name -> engine; "ideal" is lru with is_UVM 0 (simulator spec §11, §11.7)
-PAGE_ENGINE_POLICIES = ("lru", "ideal", "prefetch_lru", "deepUM")
-TENSOR_ENGINE_POLICIES = ("FlashNeuron", "G10GDSSSD", "G10GDSFULL")
+__all__ = ["RESULT_SCHEMA_VERSION", "build_workload", "model_name", "peak_rss_bytes",
+           "plan_of", "policy_of", "run", "run_page_engine", "run_tensor_engine", "to_json_ready",
+           "workload_of"]
 
 
-def policy_of(cfg: G10Config) -> str:
-    """The artifact's policy name of a config, with 'ideal' for is_UVM 0 without hints."""
-    if not cfg.is_UVM and not cfg.use_prefetch and not cfg.uses_fn_simulator:
-        return "ideal"
-    p = cfg.policy
-    if p is None:
-        raise InputError("this combination of use_prefetch / eviction_policy / migration_policy "
-                         "is not one of the artifact's policies", param="eviction_policy")
-    return p
+def policy_of(cfg) -> str:
+    """The registry name of a G10 config's policy ('ideal' for is_UVM 0 without hints)."""
+    return g10_policy(cfg)
 
 
-def model_name(cfg: G10Config) -> str:
-    return Path(cfg.nn_model_input_file).stem if cfg.nn_model_input_file else "?"
+def model_name(cfg) -> str:
+    return os.path.splitext(os.path.basename(cfg.nn_model_input_file))[0] \
+        if cfg.nn_model_input_file else "?"
 
 
-def build_workload(cfg: G10Config) -> Workload:
-    """Front end + kernel times for a G10 config (the artifact's steps 1–3, simulator spec §1)."""
+def _artifact_workload(files: dict, batch: int, ghz: float, speedup: float, name: str):
+    """Front end + kernel times of the artifact's files (its steps 1–3, simulator spec §1)."""
     from g10fast.workload.cnn import parse_cnn
     from g10fast.workload.transformer import parse_transformer
 
-    if not cfg.nn_model_input_file:
+    if not files.get("nn_model_input_file"):
         raise InputError("no model file given", param="nn_model_input_file")
-    name = model_name(cfg)
-    if cfg.is_transformer == 1:
-        graph = parse_transformer(cfg.nn_model_input_file, cfg.batch_size, cfg.trans_borden,
-                                  name=name)
+    if int(files.get("is_transformer", -1)) == 1:
+        graph = parse_transformer(files["nn_model_input_file"], batch,
+                                  int(files.get("trans_borden", 184)), name=name)
     else:
-        family = ("resnet" if cfg.is_resnet else "inception" if cfg.is_inception
-                  else "senet" if cfg.is_senet else None)
-        graph = parse_cnn(cfg.nn_model_input_file, cfg.batch_size, cfg.input_H, cfg.input_W,
-                          family, name=name)
+        family = ("resnet" if files.get("is_resnet") else "inception"
+                  if files.get("is_inception") else "senet" if files.get("is_senet") else None)
+        graph = parse_cnn(files["nn_model_input_file"], batch, int(files["input_H"]),
+                          int(files["input_W"]), family, name=name)
     for key in ("orig_kernel_time_file", "input_pf_kernel_time_file", "pf_kernel_time_file",
                 "workspace_size_file"):
-        if not getattr(cfg, key):
+        if not files.get(key):
             raise InputError("no file given", param=key)
-    return load_workload(graph, cfg.orig_kernel_time_file, cfg.input_pf_kernel_time_file,
-                         cfg.pf_kernel_time_file, cfg.workspace_size_file, cfg.GPU_frequency_GHz,
-                         cfg.kernel_speedup)
+    return load_workload(graph, files["orig_kernel_time_file"],
+                         files["input_pf_kernel_time_file"], files["pf_kernel_time_file"],
+                         files["workspace_size_file"], ghz, speedup)
 
 
-def _perturbed(w: Workload, cfg: G10Config) -> Workload:
+def build_workload(cfg) -> Workload:
+    """The Workload of a G10 config (compatibility name of `workload_of`)."""
+    from g10fast.spec import ARTIFACT_WORKLOAD_KEYS
+    files = {k: getattr(cfg, k) for k in ARTIFACT_WORKLOAD_KEYS}
+    return _artifact_workload(files, int(cfg.batch_size), cfg.GPU_frequency_GHz,
+                              cfg.kernel_speedup, model_name(cfg))
+
+
+def workload_of(spec: RunSpec) -> Workload:
+    """The Workload a spec's source describes."""
+    src = spec.workload
+    if src.kind == "artifact":
+        return _artifact_workload(dict(src.files), src.batch, spec.system.gpu_frequency_ghz,
+                                  spec.engine.kernel_speedup, src.model)
+    if src.kind == "builtin":
+        from g10fast.workload.builtin import find_model, load_builtin_graph
+        g = load_builtin_graph(find_model(src.model), src.batch, **dict(src.model_options))
+        ghz = spec.system.gpu_frequency_ghz
+        if src.kernel_times == "estimated":
+            from g10fast.workload.costmodel import estimated_workload, gpu_from_preset
+            gpu = gpu_from_preset(_preset_view(spec.system), int(g.meta.get("dtype_bytes", 4)))
+            return estimated_workload(g, gpu, ghz)
+        from g10fast.workload.profile import read_profile, workload_from_profile
+        return workload_from_profile(g, read_profile(src.kernel_times), ghz)
+    raise InputError(f"unknown workload source {src.kind!r}", param="workload.kind")
+
+
+def _preset_view(system) -> dict:
+    return {"name": system.name,
+            "gpu": {"model": system.gpu_model, "peak_tflops_fp32": system.gpu_peak_tflops_fp32,
+                    "peak_tflops_bf16": system.gpu_peak_tflops_bf16,
+                    "hbm_gbps": system.gpu_hbm_gbps},
+            "host": {"link_gbps": system.host_link_gbps}}
+
+
+def _model_label(spec: RunSpec) -> str:
+    if spec.workload.kind == "builtin":
+        from g10fast.workload.builtin import find_model
+        return find_model(spec.workload.model).name
+    return spec.workload.model
+
+
+def _perturbed(w: Workload, engine) -> Workload:
     """Kernel-time variation (Fig. 19): applied after planning, before the engine (§2.2)."""
-    if not cfg.kernel_time_std_dev:
+    if not engine.kernel_time_std_dev:
         return w
     e, i, p = perturb_kernel_times(w.exec_cycles, w.input_pf_cycles, w.pf_cycles,
-                                   cfg.kernel_time_std_dev, cfg.ran_seed)
+                                   engine.kernel_time_std_dev, engine.ran_seed)
     return dataclasses.replace(w, exec_cycles=e, input_pf_cycles=i, pf_cycles=p)
 
 
@@ -85,73 +115,44 @@ def peak_rss_bytes() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
-def run(cfg: G10Config, *, trace_path: str | os.PathLike | None = None, progress=None,
+def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
         workload: Workload | None = None, plan=None, plan_options: dict | None = None,
-        required_order=None) -> dict:
-    """Simulate one configuration; returns the result dict (docs/results.md).
+        required_order=None, vitality=None) -> dict:
+    """Simulate one run; returns the result dict (docs/results.md).
 
-    For prefetch_lru (G10) and deepUM the planner runs on the nominal kernel times (before
-    any kernel-time variation); `plan` (a MigrationPlan, e.g. from `read_plan`) replaces it,
-    and `plan_options` are passed to `plan_g10` (named quirk options, docs/planner.md).
-    `required_order` (page engine only): per kernel (inputs, outputs) in the order the engine
-    processes them, e.g. `g10fast.workload.kernel_order.read_kernel_order` of the C++'s
-    statistics/kernels.config (O-18, docs/tensor-order.md); None: ascending tensor ids."""
+    `spec`: a RunSpec, or a G10Config (read into one). The policy's planner runs on the
+    nominal kernel times (before any kernel-time variation); `plan` (e.g. from `read_plan`)
+    replaces it; `plan_options` replace some of the policy's options (named quirks,
+    docs/planner.md). `required_order` (page engine only): per kernel (inputs, outputs) in
+    the order the engine processes them (O-18, docs/tensor-order.md); None: ascending ids.
+    `vitality`: the workload's vitality analysis, if at hand."""
     t0 = time.perf_counter()
-    cfg = validate(cfg)
-    policy = policy_of(cfg)
-    if policy in TENSOR_ENGINE_POLICIES:
-        from g10fast.run_tensor import run_tensor
-        w = workload if workload is not None else build_workload(cfg)
-        result = run_tensor(cfg, policy, w, trace_path=trace_path, progress=progress,
-                            meta=_meta(cfg, w, policy), workload_summary=_workload_summary)
-        result["wall_seconds"] = time.perf_counter() - t0
-        result["peak_rss_bytes"] = peak_rss_bytes()
-        return result
-    if policy not in PAGE_ENGINE_POLICIES:
-        raise InputError(f"policy '{policy}' "
-                         "is not one of g10fast's policies (supported: "
-                         f"{', '.join(PAGE_ENGINE_POLICIES + TENSOR_ENGINE_POLICIES)})",
-                         param="policy")
-    w = workload if workload is not None else build_workload(cfg)
-    if plan is None and cfg.use_prefetch:
-        from g10fast.planner import plan_for_config
-        plan = plan_for_config(w, cfg, **(plan_options or {}))
-    w_sim = _perturbed(w, cfg)
+    if not isinstance(spec, RunSpec):
+        spec = from_g10_config(spec)
+    rec = spec.record
+    if plan_options:
+        merged = dict(dataclasses.asdict(spec.policy.options))
+        merged.update(plan_options)
+        spec = spec.replace(policy=dataclasses.replace(spec.policy,
+                                                       options=rec.make_options(merged)))
+    w = workload if workload is not None else workload_of(spec)
+    from g10fast import policies
+    runner = policies.engine(rec.engine).load()
+    ctx = policies.PlanContext(w, spec.system, spec.policy.options, spec.engine,
+                               spec.workload.shape, vitality)
     writer = None
     if trace_path is not None:
         from g10fast.trace import EventTraceWriter
-        writer = EventTraceWriter(trace_path, config=cfg.to_dict(), meta=_meta(cfg, w, policy))
+        writer = EventTraceWriter(trace_path, config=spec.to_dict(), meta=_meta(spec, w))
     try:
-        page_run = simulate_pages(w_sim, cfg, hints=None if plan is None else plan.hints,
-                                  trace=writer, progress=progress,
-                                  required_order=required_order)
-        iterations = iteration_stats(page_run.kernels, page_run.pcie, page_run.boundaries,
-                                     w_sim.exec_cycles, w_sim.pf_cycles,
-                                     page_run.params.num_iteration)
-        result = {
-            "schema_version": RESULT_SCHEMA_VERSION,
-            "g10fast_version": __version__,
-            "engine": "page",
-            "status": "ok",
-            "model": model_name(cfg),
-            "batch_size": int(cfg.batch_size),
-            "policy": policy,
-            "iterations": iterations,
-            "reported": reported_iteration(iterations),
-            "workload": _workload_summary(w, page_run.params.frames),
-            "system": page_run.params.as_dict(),
-            "warnings": {"pf_evicting_living_page": page_run.live_page_evictions},
-            "host_peak_pages": page_run.host_peak,
-            "tensor_order": "ascending" if required_order is None else "given",
-            "kernels": page_run.kernels,
-        }
-        if plan is not None:
-            result["plan"] = plan_summary(plan)
-            result["planner"] = planner_arrays(plan, page_run.kernels, result["reported"])
-            result["plan_object"] = plan
+        result = runner(spec, rec, ctx, plan=plan, trace=writer, progress=progress,
+                        required_order=required_order)
+        if spec.workload.kind == "builtin":
+            result["system_preset"] = spec.system.name or None
+            result["kernel_times"] = spec.workload.kernel_times
         if writer is not None:
-            writer.close(summary={k: v for k, v in result.items()
-                                  if k not in ("kernels", "planner", "plan_object")})
+            writer.close(summary={k: v for k, v in to_json_ready(result).items()
+                                  if k not in ("planner",)})
             writer = None
     except BaseException:
         if writer is not None:
@@ -162,64 +163,109 @@ def run(cfg: G10Config, *, trace_path: str | os.PathLike | None = None, progress
     return result
 
 
-def _meta(cfg: G10Config, w: Workload, policy: str) -> dict:
-    return {"g10fast_version": __version__, "model": model_name(cfg), "batch_size": cfg.batch_size,
-            "policy": policy, "num_kernels": w.num_kernels, "num_tensors": w.num_tensors,
-            "num_pages": w.num_pages, "kernel_names": list(w.kernel_name)}
+def plan_of(spec, workload: Workload, vitality=None, **options):
+    """The plan a spec's (or a G10 config's) policy makes for a workload; None for a policy
+    without a planner. `options` replace some of the policy's options."""
+    if not isinstance(spec, RunSpec):
+        spec = from_g10_config(spec)
+    rec = spec.record
+    if rec.planner is None:
+        return None
+    opts = spec.policy.options
+    if options:
+        merged = dict(dataclasses.asdict(opts))
+        merged.update(options)
+        opts = rec.make_options(merged)
+    from g10fast import policies
+    return rec.planner(policies.PlanContext(workload, spec.system, opts, spec.engine,
+                                            spec.workload.shape, vitality))
 
 
-def _workload_summary(w: Workload, frames: int) -> dict:
-    kp = kernel_pages(w)
-    return {"kernels": w.num_kernels, "tensors": w.num_tensors, "pages": w.num_pages,
-            "footprint_bytes": w.footprint_bytes, "weights_bytes": int(w.weights_bytes),
-            "max_kernel_pages": int(kp.max()) if len(kp) else 0,
-            "overcommitment": w.num_pages / frames if frames else float("inf"),
-            "ideal_cycles": w.ideal_cycles}
+def _meta(spec: RunSpec, w: Workload) -> dict:
+    from g10fast import __version__
+    return {"g10fast_version": __version__, "model": _model_label(spec),
+            "batch_size": spec.workload.batch, "policy": spec.policy.name,
+            "engine": spec.record.engine, "num_kernels": w.num_kernels,
+            "num_tensors": w.num_tensors, "num_pages": w.num_pages,
+            "kernel_names": list(w.kernel_name)}
 
 
-def plan_summary(plan) -> dict:
-    """Scalars of a plan for the results (docs/results.md, "plan")."""
-    out = {"policy": plan.policy, "hints": int(len(plan.hints)), "hint_counts": plan.counts()}
-    if plan.iv_decision.size:
-        out.update({"capacity_bytes": int(plan.capacity), "target_bytes": int(plan.target),
-                    "decisions": plan.decisions(),
-                    "peak_estimate_bytes": int(plan.est_final.max()),
-                    "kernels_over_capacity": int((plan.est_final > plan.capacity).sum())})
-        out.update({k: v for k, v in plan.info.items() if k in (
-            "loosen", "main_loop_iterations", "prealloc_tensors_visited", "plan_seconds")})
+def compat_options(cls, engine):
+    """An engine's options dataclass with the spec's compatibility switches applied."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    compat = dict(engine.compat)
+    for k in compat:
+        if k not in known:
+            raise InputError(f"unknown compatibility switch {k!r} of this engine (known: "
+                             f"{', '.join(sorted(known))})", param=f"engine.compat.{k}")
+    return cls(**compat)
+
+
+# ---------------------------------------------------------------------------------------------
+# Engine runners (registered in g10fast.policies by name)
+
+def run_page_engine(spec: RunSpec, rec, ctx, *, plan=None, trace=None, progress=None,
+                    required_order=None) -> dict:
+    """The G10-compatible page engine under a policy's PageMode and plan."""
+    from g10fast.engine.page import page_params, simulate_pages
+    from g10fast.engine.stats import iteration_stats, reported_iteration
+
+    if spec.engine.compat:
+        raise InputError("the page engine has no compatibility switches (its quirks are "
+                         "always on: it is the artifact's)", param="engine.compat")
+    mode = rec.engine_mode(spec.policy.options, spec.engine)
+    params = page_params(spec.system, mode)
+    w = ctx.workload
+    if plan is None and mode.use_prefetch and rec.planner is not None:
+        plan = rec.planner(ctx)
+    w_sim = _perturbed(w, spec.engine)
+    page_run = simulate_pages(w_sim, params, hints=None if plan is None else plan.hints,
+                              trace=trace, progress=progress, required_order=required_order)
+    iterations = iteration_stats(page_run.kernels, page_run.pcie, page_run.boundaries,
+                                 w_sim.exec_cycles, w_sim.pf_cycles,
+                                 page_run.params.num_iteration)
+    return page_result(spec, _model_label(spec), w, w_sim, page_run, iterations,
+                       reported_iteration(iterations), plan, required_order)
+
+
+def run_tensor_engine(spec: RunSpec, rec, ctx, *, plan=None, trace=None, progress=None,
+                      required_order=None) -> dict:
+    """The tensor-granular engine (FlashNeuron, G10-GDS, G10-Host; spec §12, units O-34)."""
+    import numpy as np
+    from g10fast.engine.tensor import TensorOptions, simulate_tensors
+
+    if required_order is not None:
+        raise InputError("only the page-engine policies take a kernel order",
+                         param="--kernel-order")
+    w = ctx.workload
+    mode = rec.extra["tensor_mode"]
+    f_hz = float(spec.system.f_hz)
+    plan_failure = None
+    if mode == "FlashNeuron":
+        if plan is None:
+            plan = rec.planner(ctx)
+        plan_info = {"offloads": int(len(plan.offload_tensor)), "gpu_line_bytes": int(plan.gpu_line),
+                     "max_kernel_pages": int(plan.max_kernel_pages), "make_loss": int(plan.make_loss),
+                     "remaining_bytes": int(plan.remaining_bytes), "candidates": int(plan.candidates),
+                     "discovery_order": spec.policy.options.discovery_order}
+        engine_plan = plan
+        if not plan.ok:
+            plan_failure = {"stage": "planner", "reason": plan.reason, "tensor": None,
+                            "kernel": None, "kernel_name": None, "pages_needed": None,
+                            "free_pages": None, "largest_free_pages": None}
+    elif plan is None:
+        g10plan = rec.planner(ctx)
+        engine_plan = np.asarray(g10plan.hints, dtype=np.int64)
+        plan_info = {"hints": int(len(engine_plan)), "target_bytes": int(g10plan.target),
+                     **{k: v for k, v in g10plan.info.items() if k != "options"}}
     else:
-        out.update({k: v for k, v in plan.info.items() if k != "options"})
-    return out
-
-
-def planner_arrays(plan, kernels: np.ndarray, reported: int) -> dict:
-    """Per-interval decisions and per-kernel estimated vs simulated GPU memory (numpy arrays;
-    lists in JSON). Simulated = GPU pages in use at the end of each kernel of the reported
-    iteration, in bytes."""
-    from g10fast.engine import page_kernels as pk
-    from g10fast.planner.g10_kernels import DECISION_NAMES
-
-    K = plan.num_kernels
-    sim = np.zeros(K, dtype=np.int64)
-    m = kernels[:, pk.KS_ITER] == reported
-    sim[kernels[m, pk.KS_KERNEL]] = kernels[m, pk.KS_GPU] * 4096
-    out = {"simulated_gpu_bytes": sim}
-    if plan.iv_decision.size:
-        out.update({
-            "estimated_gpu_bytes": plan.est_final, "estimated_gpu_bytes_prealloc": plan.est_prealloc,
-            "estimated_host_bytes": plan.cpu_est,
-            "iv_tensor": plan.iv_tensor, "iv_start": plan.iv_start, "iv_end": plan.iv_end,
-            "iv_looped": plan.iv_looped, "iv_time_us": plan.iv_time_us,
-            "iv_decision": plan.iv_decision, "iv_evict_finish": plan.iv_evict_finish,
-            "iv_prefetch": plan.iv_prefetch, "decision_names": list(DECISION_NAMES)})
-    return out
-
-
-def to_json_ready(result: dict) -> dict:
-    """Drop the per-kernel array (kept in Python results) for the JSON summary; planner
-    arrays become lists."""
-    out = {k: v for k, v in result.items() if k not in ("kernels", "plan_object")}
-    if "planner" in out:
-        out["planner"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v)
-                          for k, v in out["planner"].items()}
-    return out
+        hints = getattr(plan, "hints", plan)
+        engine_plan = np.asarray(hints, dtype=np.int64)
+        plan_info = {"hints": int(len(engine_plan)), "source": "given"}
+    trun = None
+    if plan_failure is None:
+        trun = simulate_tensors(w, spec.system, mode, engine_plan, vit=ctx.vitality(),
+                                options=compat_options(TensorOptions, spec.engine),
+                                trace=trace, progress=progress)
+    return tensor_result(spec, _model_label(spec), w, trun, plan_failure, plan_info, f_hz,
+                         PAGE_SIZE)

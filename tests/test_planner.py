@@ -228,12 +228,11 @@ def _ref_est(run, header):
 
 def _plan_reference(model, batch, policy="prefetch_lru"):
     from g10fast.config import read_g10_config
-    from g10fast.planner import plan_for_config
-    from g10fast.run import build_workload
+    from g10fast.run import build_workload, plan_of
 
     cfg = read_g10_config(ARTIFACT / "src" / "configs" / model / f"{batch}-sim_{policy}.config")
     w = build_workload(cfg)
-    return w, cfg, plan_for_config(w, cfg)
+    return w, cfg, plan_of(cfg, w)
 
 
 def _agreement(plan, ref):
@@ -303,7 +302,7 @@ def test_deepum_plan_matches_reference_bert128():
 @needs_shared
 def test_resnet152_1280_plans_fast():
     from g10fast.config import read_g10_config
-    from g10fast.run import build_workload
+    from g10fast.run import build_workload, plan_of
 
     cfg = read_g10_config(ARTIFACT / "src" / "configs" / "ResNet152" / "1280-sim_prefetch_lru.config")
     w = build_workload(cfg)

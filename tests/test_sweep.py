@@ -394,7 +394,7 @@ def test_worker_caches_drop_with_their_workload(tmp_path, monkeypatch):
     keys = {}
     monkeypatch.setattr(worker, "_workload_key", lambda cfg: ("w", cfg.name))
     import g10fast.run as run_mod
-    monkeypatch.setattr(run_mod, "build_workload", lambda cfg: keys.setdefault(cfg.name, object()))
+    monkeypatch.setattr(run_mod, "workload_of", lambda cfg: keys.setdefault(cfg.name, object()))
     a, b = Cfg("a"), Cfg("b")
     worker._workload(a)
     worker._VITALITY[(("w", "a"), 1.2)] = "va"

@@ -112,7 +112,7 @@ def synthetic_builds(monkeypatch):
     import g10fast.run as run_mod
 
     w = synth_workload()
-    monkeypatch.setattr(run_mod, "build_workload", lambda cfg: w)
+    monkeypatch.setattr(run_mod, "workload_of", lambda spec: w)
     worker.clear_cache()
     yield w
     worker.clear_cache()

@@ -301,14 +301,17 @@ def test_inception1536_flashneuron_fails_under_the_artifacts_order():
     reproduces it too, while the default order runs (115,545 ms), see docs/tensor-engine.md."""
     from g10fast.config import read_g10_config
     from g10fast.engine.tensor import TensorOptions
-    from g10fast.run import build_workload
-    from g10fast.run_tensor import run_tensor
+    from g10fast.run import run
+    from g10fast.spec import from_g10_config
     cfg_path = ARTIFACT / "src" / "configs" / "Inceptionv3" / "1536-sim_FlashNeuron.config"
     if not cfg_path.exists():
         pytest.skip("G10 artifact not available")
     cfg = read_g10_config(cfg_path)
-    res = run_tensor(cfg, "FlashNeuron", build_workload(cfg),
-                     options=TensorOptions(required_order="descending"))
+    spec = from_g10_config(cfg)
+    spec = spec.replace(engine=spec.engine.__class__(
+        **dict(spec.engine.to_dict(), compat={"required_order": "descending"})))
+    assert TensorOptions().required_order != "descending"
+    res = run(spec)
     assert res["status"] == "failed"
     f = res["failure"]
     assert f["stage"] == "engine"

@@ -1,7 +1,8 @@
 """The G10-compatible page-level UVM engine: validation, set-up and statistics around the
 Numba kernels of `page_kernels` (simulator spec §3–§9, §13, §14).
 
-    simulate_pages(workload, system, hints=None, trace=None, progress=None) -> PageRun
+    simulate_pages(workload, page_params(system, mode), hints=None, trace=None,
+                   progress=None) -> PageRun
 """
 
 from __future__ import annotations
@@ -14,17 +15,26 @@ import numpy as np
 from g10fast.engine import page_kernels as pk
 from g10fast.analysis.vitality import vitality
 from g10fast.errors import InputError
-from g10fast.workload.model import PAGE_SIZE, Workload
+from g10fast.workload.model import PAGE_SIZE, Workload, kernel_pages, output_only_csr
 
 # Page counts below this keep the LRU list in int32 entries (page << 4 | generation)
 LRU_INT32_PAGES = 1 << 27
 
-# Policies of the page engine: name -> (use_prefetch, DEEPUM)
-PAGE_POLICIES = {"lru": (0, 0), "prefetch_lru": (1, 0), "deepUM": (1, 1)}
-
-
 class SimulationError(RuntimeError):
     """The engine reached a state the artifact treats as a fatal assertion."""
+
+
+@dataclass(frozen=True)
+class PageMode:
+    """What a policy tells the page engine (simulator spec §11): whether pages start outside
+    the GPU (`is_uvm`; False is Ideal), whether hints are applied, DeepUM's eviction and
+    look-ahead degree, and how many iterations to simulate."""
+
+    is_uvm: bool = True
+    use_prefetch: bool = False
+    deepum: bool = False
+    prefetch_degree: int = 0
+    num_iteration: int = 2
 
 
 @dataclass(frozen=True)
@@ -49,41 +59,77 @@ class SystemParams:
     use_prefetch: bool
     deepum: bool
     prefetch_degree: int
+    ghz: float = 0.0         # the GPU clock as given (vitality's time base)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
 
 
-def system_params(cfg) -> SystemParams:
-    """Compute §3's constants from an object with G10 config attributes."""
-    f_hz = int(cfg.GPU_frequency_GHz * 1e9)
+def page_params(system, mode: PageMode) -> SystemParams:
+    """§3's constants of a `g10fast.system.System` under a policy's `PageMode`; the page
+    engine's own checks (no division by zero, no tick of 0 cycles) name the preset parameter."""
+    from g10fast.system import PARAM
+
+    f_hz = int(system.gpu_frequency_ghz * 1e9)
     if f_hz <= 0:
-        raise InputError("must be > 0", param="GPU_frequency_GHz")
+        raise InputError("must be > 0", param=PARAM["gpu_frequency_ghz"])
     f = float(f_hz)
-    B = int(cfg.PCIe_batch_size_page)
+    B = int(system.batch_pages)
     if B <= 0:
-        raise InputError("must be > 0", param="PCIe_batch_size_page")
-    gpu_gbps = float(cfg.GPU_PCIe_bandwidth_GBps)
+        raise InputError("must be > 0", param=PARAM["batch_pages"])
+    gpu_gbps = float(system.gpu_link_gbps)
     if gpu_gbps <= 0:
-        raise InputError("must be > 0", param="GPU_PCIe_bandwidth_GBps")
+        raise InputError("must be > 0", param=PARAM["gpu_link_gbps"])
     gpu_bpc = gpu_gbps * 1e9 / f
-    cpu_bpc = float(cfg.CPU_PCIe_bandwidth_GBps) * 1e9 / f
-    ssd_bpc = float(cfg.SSD_PCIe_bandwidth_GBps) * 1e9 / f
+    cpu_bpc = float(system.host_link_gbps) * 1e9 / f
+    ssd_bpc = float(system.ssd_bandwidth_gbps) * 1e9 / f
     tick = int(B * 4096 / gpu_bpc)
-    cpu_cap = int(B / gpu_gbps * float(cfg.CPU_PCIe_bandwidth_GBps))
-    ssd_cap = int(B / gpu_gbps * float(cfg.SSD_PCIe_bandwidth_GBps))
-    malloc_cpp = math.floor(float(cfg.GPU_malloc_uspB) * 4096 * 1e-6 * f + 0.5)
+    cpu_cap = int(B / gpu_gbps * float(system.host_link_gbps))
+    ssd_cap = int(B / gpu_gbps * float(system.ssd_bandwidth_gbps))
+    malloc_cpp = math.floor(float(system.gpu_malloc_us_per_byte) * 4096 * 1e-6 * f + 0.5)
     if malloc_cpp <= 0:
         raise InputError("gives 0 cycles per page (the artifact divides by zero, O-30)",
-                         param="GPU_malloc_uspB")
+                         param=PARAM["gpu_malloc_us_per_byte"])
     if tick <= 0:
-        raise InputError("gives a batcher tick of 0 cycles", param="PCIe_batch_size_page")
-    frames = math.floor(float(cfg.GPU_memory_size_GB) * 2 ** 30 / PAGE_SIZE + 0.5)
-    host_line = int(float(cfg.CPU_memory_line_GB) * 2 ** 30 / PAGE_SIZE)
+        raise InputError("gives a batcher tick of 0 cycles", param=PARAM["batch_pages"])
+    if cpu_cap < 1:
+        raise InputError(f"moves 0 pages per batcher tick of {B} pages (host transfers would "
+                         "never progress)", param=PARAM["host_link_gbps"])
+    if ssd_cap < 1:
+        raise InputError(f"moves 0 pages per batcher tick of {B} pages (SSD transfers would "
+                         "never progress)", param=PARAM["ssd_bandwidth_gbps"])
+    if tick // malloc_cpp < 1:
+        raise InputError(f"{malloc_cpp} cycles per page exceed the {tick}-cycle batcher tick: "
+                         "no page could ever be allocated", param=PARAM["gpu_malloc_us_per_byte"])
+    frames = math.floor(float(system.gpu_memory_gb) * 2 ** 30 / PAGE_SIZE + 0.5)
+    host_line = int(float(system.host_memory_gb) * 2 ** 30 / PAGE_SIZE)
     if frames <= 0:
-        raise InputError("must give at least one GPU page", param="GPU_memory_size_GB")
+        raise InputError("must give at least one GPU page", param=PARAM["gpu_memory_gb"])
     if host_line < 0:
-        raise InputError("must be >= 0", param="CPU_memory_line_GB")
+        raise InputError("must be >= 0", param=PARAM["host_memory_gb"])
+    if host_line >= 2 ** 31:
+        raise InputError("overflows the engine's int32 host page count (O-30)",
+                         param=PARAM["host_memory_gb"])
+    if mode.deepum and mode.prefetch_degree < 0:
+        raise InputError("must be >= 0 for DeepUM", param="policy.prefetch_degree")
+    n_iter = int(mode.num_iteration)
+    if n_iter < 1:
+        raise InputError("must be >= 1", param="engine.num_iteration")
+    return SystemParams(
+        frames=frames, host_line=host_line, tick=tick, gpu_cap=B, cpu_cap=cpu_cap,
+        ssd_cap=ssd_cap, alloc_cap=tick // malloc_cpp, f_hz=f_hz, gpu_bpc=gpu_bpc,
+        cpu_bpc=cpu_bpc, ssd_bpc=ssd_bpc, lsys=int(system.fault_latency_us),
+        lssd=int(system.ssd_latency_us), num_iteration=n_iter, is_uvm=bool(mode.is_uvm),
+        use_prefetch=bool(mode.use_prefetch), deepum=bool(mode.deepum),
+        prefetch_degree=max(int(mode.prefetch_degree), 0),
+        ghz=float(system.gpu_frequency_ghz))
+
+
+def system_params(cfg) -> SystemParams:
+    """§3's constants of an object with the artifact's config attributes (a G10Config, or a
+    namespace in tests and benchmarks): its system and its policy keys, read at this boundary."""
+    from g10fast.system import System
+
     mig = str(getattr(cfg, "migration_policy", "OURS") or "OURS").upper()
     evc = str(getattr(cfg, "eviction_policy", "LRU") or "LRU").upper()
     deepum = mig == "DEEPUM"
@@ -98,35 +144,10 @@ def system_params(cfg) -> SystemParams:
     n_iter = int(cfg.num_iteration)
     if n_iter < 1:
         raise InputError("must be >= 1", param="num_iteration")
-    return SystemParams(
-        frames=frames, host_line=host_line, tick=tick, gpu_cap=B, cpu_cap=cpu_cap,
-        ssd_cap=ssd_cap, alloc_cap=tick // malloc_cpp, f_hz=f_hz, gpu_bpc=gpu_bpc,
-        cpu_bpc=cpu_bpc, ssd_bpc=ssd_bpc, lsys=int(cfg.system_latency_us),
-        lssd=int(cfg.SSD_latency_us), num_iteration=n_iter, is_uvm=bool(cfg.is_UVM),
-        use_prefetch=bool(cfg.use_prefetch), deepum=deepum, prefetch_degree=max(degree, 0))
-
-
-def output_only_csr(w: Workload) -> tuple[np.ndarray, np.ndarray]:
-    """Per kernel, the outputs that are not also inputs (ascending): §2.2's ordered form."""
-    K, T = w.num_kernels, max(w.num_tensors, 1)
-    kin = np.repeat(np.arange(K, dtype=np.int64), np.diff(w.in_ptr))
-    kout = np.repeat(np.arange(K, dtype=np.int64), np.diff(w.out_ptr))
-    # (kernel, tensor) keys; each CSR row is sorted and unique, so the kept keys are too
-    keep = ~np.isin(kout * T + w.out_idx, kin * T + w.in_idx)
-    ptr = np.zeros(K + 1, dtype=np.int64)
-    ptr[1:] = np.cumsum(np.bincount(kout[keep], minlength=K))
-    return ptr, w.out_idx[keep].astype(np.int32)
-
-
-def kernel_pages(w: Workload, oo=None) -> np.ndarray:
-    """Pages of inputs ∪ outputs per kernel (oo: output_only_csr(w), if at hand)."""
-    oo_ptr, oo_idx = output_only_csr(w) if oo is None else oo
-    npg = w.n_pages.astype(np.int64)
-    K = w.num_kernels
-    out = np.zeros(K, dtype=np.int64)
-    np.add.at(out, np.repeat(np.arange(K), np.diff(w.in_ptr)), npg[w.in_idx])
-    np.add.at(out, np.repeat(np.arange(K), np.diff(oo_ptr)), npg[oo_idx])
-    return out
+    sys_ = System.from_g10(cfg)
+    mode = PageMode(is_uvm=bool(cfg.is_UVM), use_prefetch=bool(cfg.use_prefetch), deepum=deepum,
+                    prefetch_degree=max(degree, 0), num_iteration=n_iter)
+    return page_params(sys_, mode)
 
 
 @dataclass
@@ -213,13 +234,14 @@ def _kernel_table(w: Workload, oo) -> tuple[np.ndarray, np.ndarray]:
     return kt, kidx
 
 
-def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
+def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
                    keep_state: bool = False, queue_capacity: int = 1 << 15,
                    event_capacity: int = 1 << 18, required_order=None) -> PageRun:
     """Run the G10 UVM page engine on a workload.
 
-    cfg: an object with the G10 config attributes (g10fast.config.G10Config).
-    hints: (issued_kernel, tensor, from, to) rows; applied only if cfg.use_prefetch.
+    params: the engine's constants, `page_params(system, mode)`; an object with the
+        artifact's config attributes (a G10Config) is converted by `system_params`.
+    hints: (issued_kernel, tensor, from, to) rows; applied only if the mode uses prefetch.
     trace: an object with `append(int64 [n, 10])` receiving the event stream, `n_events`
         and `rewind(n)` (g10fast.trace.EventTraceWriter), or None.
     progress: callable(done_kernels, total_kernels) called now and then.
@@ -230,7 +252,7 @@ def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
     e.g. the C++ hash-set order read from its statistics/kernels.config (O-18,
     g10fast.workload.kernel_order).
     """
-    sp = system_params(cfg)
+    sp = params if isinstance(params, SystemParams) else system_params(params)
     K, T = w.num_kernels, w.num_tensors
     if K < 1:
         raise InputError("the workload has no kernels", param="workload")
@@ -239,7 +261,7 @@ def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
     if sp.is_uvm and kp.max() > sp.frames:
         k = int(kp.argmax())
         raise InputError(f"kernel {k} ({w.kernel_name[k]}) needs {kp[k]} pages, more than the "
-                         f"GPU's {sp.frames} (the artifact aborts)", param="GPU_memory_size_GB")
+                         f"GPU's {sp.frames} (the artifact aborts)", param="gpu.memory_gb")
     ht = _hint_table(hints if sp.use_prefetch else None, K, T)
     if sp.use_prefetch and len(ht) and np.all(ht[:, 0] % K == ht[0, 0] % K):
         raise InputError("every hint maps to one kernel: the artifact would never stop (O-29)",
@@ -252,7 +274,7 @@ def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
     tstart = w.start_page.astype(np.int64)
     tnp = w.n_pages.astype(np.int64)
     V = w.num_pages
-    vit = vitality(w, cfg.GPU_frequency_GHz)      # DeepUM's is_alive (§8.2)
+    vit = vitality(w, sp.ghz)                     # DeepUM's is_alive (§8.2)
     birth, death = vit.birth.astype(np.int32), vit.death.astype(np.int32)
     tt = np.zeros((T, pk.TT_COLS), dtype=np.int64)
     tt[:, pk.TT_START] = tstart
@@ -334,7 +356,7 @@ def simulate_pages(w: Workload, cfg, hints=None, trace=None, progress=None,
                 # dropping the events this attempt has already written
                 if trace is not None:
                     trace.rewind(events_before)
-                return simulate_pages(w, cfg, hints, trace, progress, keep_state,
+                return simulate_pages(w, sp, hints, trace, progress, keep_state,
                                       queue_capacity * 8, event_capacity, required_order)
             if err == pk.E_BUFFER_OVERFLOW and trace is not None:
                 raise SimulationError("event buffer overflow within one engine step; "
@@ -399,3 +421,19 @@ def _error_text(err: int, S, w: Workload) -> str:
         pk.E_DEAD_LIVE_EVICT: f"a live page was dropped by a non-fault eviction {where}",
         pk.E_REFAULT_AFTER_RESUME: f"a resumed kernel found missing pages (O-14) {where}",
     }.get(err, f"engine error {err} {where}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Accessors of the engine's output columns (the only readers of KS_* outside the engine)
+
+def gpu_bytes_at_kernel_end(kernels: np.ndarray, iteration: int, num_kernels: int) -> np.ndarray:
+    """GPU bytes in use at the end of each kernel of one iteration (0 where absent)."""
+    sim = np.zeros(num_kernels, dtype=np.int64)
+    m = kernels[:, pk.KS_ITER] == iteration
+    sim[kernels[m, pk.KS_KERNEL]] = kernels[m, pk.KS_GPU] * PAGE_SIZE
+    return sim
+
+
+def empty_kernel_table() -> np.ndarray:
+    """A kernel table with no rows (the shape `PageRun.kernels` has)."""
+    return np.zeros((0, pk.KS_COLS), dtype=np.int64)

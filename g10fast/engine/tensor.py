@@ -1,7 +1,7 @@
 """The tensor-granular engine (G10's "FN simulator", simulator spec §12, planner spec §6.7):
 validation, set-up and statistics around the Numba kernel `tensor_kernels.simulate`.
 
-    simulate_tensors(workload, cfg, plan, trace=None, progress=None) -> TensorRun
+    simulate_tensors(workload, system, policy, plan, trace=None, progress=None) -> TensorRun
 
 `plan` is a `FlashNeuronPlan` (policy FlashNeuron) or a G10 hint list (G10GDSSSD / G10GDSFULL):
 int64 rows (issued_kernel, tensor, from, to), as the page engine takes them; `gds_plan` below
@@ -26,8 +26,9 @@ from g10fast.engine import tensor_kernels as tk
 from g10fast.errors import InputError
 from g10fast.workload.model import Workload
 
-FN_POLICIES = {"FlashNeuron": tk.MODE_FN, "G10GDSSSD": tk.MODE_GDS_SSD,
-               "G10GDSFULL": tk.MODE_GDS_FULL}
+#: the engine's modes, by the artifact's names of its migration policies (sim §12)
+MODES = {"FlashNeuron": tk.MODE_FN, "G10GDSSSD": tk.MODE_GDS_SSD, "G10GDSFULL": tk.MODE_GDS_FULL}
+FN_POLICIES = MODES
 GDS_CAPACITY_FACTOR = 4          # O-32: the GDS variants get 4x the GPU pages
 
 # the engine's event columns are the trace's (g10fast/trace.py)
@@ -197,49 +198,45 @@ def hints_by_kernel(hints: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray, 
     return ptr, h[:, 1].astype(np.int32), h[:, 3].astype(np.int8)
 
 
-def _cfg_float(cfg, key):
-    v = getattr(cfg, key, None)
-    if v is None:
-        raise InputError("missing", param=key)
-    return float(v)
-
-
 def _cycles(ms: np.ndarray, f_hz: float) -> np.ndarray:
     return np.floor(np.asarray(ms, dtype=np.float64) / 1000.0 * f_hz).astype(np.int64)
 
 
-def simulate_tensors(workload: Workload, cfg, policy: str, plan=None, *, vit: Vitality | None = None,
+def simulate_tensors(workload: Workload, system, policy: str, plan=None, *, vit: Vitality | None = None,
                      options: TensorOptions = TensorOptions(), trace=None,
                      progress=None) -> TensorRun:
     """Run the tensor engine for one iteration.
 
     policy  "FlashNeuron" (plan: a FlashNeuronPlan), "G10GDSSSD" or "G10GDSFULL" (plan: hint rows
             (issued, tensor, from, to), already post-processed by `gds_plan`).
-    cfg     any object with the G10 config attributes GPU_memory_size_GB, GPU_frequency_GHz,
-            SSD_PCIe_bandwidth_GBps, CPU_PCIe_bandwidth_GBps.
+    system  a g10fast.system.System (an object with the artifact's config attributes is read
+            as one).
     trace   an EventTraceWriter or None; progress(done, total) or None."""
-    if policy not in FN_POLICIES:
-        raise InputError(f"the tensor engine runs {sorted(FN_POLICIES)}, not {policy!r}",
-                         param="migration_policy")
-    mode = FN_POLICIES[policy]
+    from g10fast.system import PARAM, System
+    if policy not in MODES:
+        raise InputError(f"the tensor engine runs {sorted(MODES)}, not {policy!r}",
+                         param="policy")
+    mode = MODES[policy]
     K, T = workload.num_kernels, workload.num_tensors
     if K == 0:
-        raise InputError("the workload has no kernels", param="nn_model_input_file")
-    ghz = _cfg_float(cfg, "GPU_frequency_GHz")
+        raise InputError("the workload has no kernels", param="workload")
+    if not isinstance(system, System):
+        system = System.from_g10(system)
+    ghz = float(system.gpu_frequency_ghz)
     if ghz <= 0:
-        raise InputError("must be > 0", param="GPU_frequency_GHz")
-    gpu_gb = _cfg_float(cfg, "GPU_memory_size_GB")
-    ssd = _cfg_float(cfg, "SSD_PCIe_bandwidth_GBps")
-    cpu = _cfg_float(cfg, "CPU_PCIe_bandwidth_GBps")
+        raise InputError("must be > 0", param=PARAM["gpu_frequency_ghz"])
+    gpu_gb = float(system.gpu_memory_gb)
+    ssd = float(system.ssd_bandwidth_gbps)
+    cpu = float(system.host_link_gbps)
     if gpu_gb <= 0:
-        raise InputError("must be > 0", param="GPU_memory_size_GB")
+        raise InputError("must be > 0", param=PARAM["gpu_memory_gb"])
     if ssd <= 0:
-        raise InputError("must be > 0 for the tensor engine", param="SSD_PCIe_bandwidth_GBps")
+        raise InputError("must be > 0 for the tensor engine", param=PARAM["ssd_bandwidth_gbps"])
     bw_ssd = ssd * 1024 * 1024 * 1024 / 1000
     bw_host = (cpu - ssd) * 1024 * 1024 * 1024 / 1000
     if mode == tk.MODE_GDS_FULL and bw_host <= 0:
-        raise InputError("G10GDSFULL moves host data at CPU - SSD bandwidth, which must be > 0",
-                         param="CPU_PCIe_bandwidth_GBps")
+        raise InputError("G10-Host (G10GDSFULL) moves host data at the host link's bandwidth "
+                         "less the SSD's, which must be > 0", param=PARAM["host_link_gbps"])
     if bw_host <= 0:
         bw_host = 1.0       # host lanes are unused by FlashNeuron / G10GDSSSD
     cap = int(gpu_gb * 1024 * 1024 / 4)

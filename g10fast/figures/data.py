@@ -22,9 +22,18 @@ MODELS = ("BERT", "VIT", "Inceptionv3", "ResNet152", "SENet154")
 FIG11_WORKLOADS = (("BERT", 256), ("VIT", 1280), ("Inceptionv3", 1536), ("ResNet152", 1280),
                    ("SENet154", 1024))
 FIG18_WORKLOADS = (("BERT", 512),) + FIG11_WORKLOADS[1:]
-DISPLAY = {"lru": "Base UVM", "FlashNeuron": "FlashNeuron", "deepUM": "DeepUM+",
-           "G10GDSSSD": "G10-GDS", "G10GDSFULL": "G10-Host", "prefetch_lru": "G10",
-           "ideal": "Ideal"}
+class _Display(dict):
+    """Policy -> display name, from the policy registry."""
+
+    def __missing__(self, policy):
+        from g10fast import policies
+        return policies.display(policy)
+
+    def get(self, policy, default=None):
+        return self[policy]
+
+
+DISPLAY = _Display()
 MODEL_LABEL = {"BERT": "BERT", "VIT": "ViT", "Inceptionv3": "Inceptionv3",
                "ResNet152": "ResNet152", "SENet154": "SENet154"}
 MODEL_FILE = {"BERT": "bert", "VIT": "vit", "Inceptionv3": "inception", "ResNet152": "resnet",

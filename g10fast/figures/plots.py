@@ -19,9 +19,20 @@ from .data import (DISPLAY, FIG11_WORKLOADS, FIG18_WORKLOADS, FREQ_HZ, INF, MODE
 
 __all__ = ["FigureDisplay", "FIGURES", "make_display"]
 
-COLORS = {"lru": "#7f7f7f", "FlashNeuron": "#ff7f0e", "deepUM": "#2ca02c",
-          "G10GDSSSD": "#9467bd", "G10GDSFULL": "#8c564b", "prefetch_lru": "#1f77b4",
-          "ideal": "#d62728"}
+class _Colours(dict):
+    """Policy -> colour, from the policy registry (each record's `colour`)."""
+
+    def __missing__(self, policy):
+        from g10fast import policies
+        return policies.colour(policy)
+
+    def get(self, policy, default=None):
+        return self[policy]
+
+
+COLORS = _Colours()
+#: the policies of the paper's Figure 11; any other policy found in the store is drawn beside
+#: them (registry order), so that a policy of one's own appears in the overall figure
 FIG11_POLICIES = ("lru", "FlashNeuron", "deepUM", "G10GDSSSD", "G10GDSFULL", "prefetch_lru")
 FOUR = ("lru", "FlashNeuron", "deepUM", "prefetch_lru")
 FIG15_BATCHES = {"BERT": (128, 256, 512, 768, 1024), "VIT": (256, 512, 768, 1024, 1280),
@@ -144,26 +155,35 @@ class FigureDisplay:
         fig.legend(h, labels, loc="lower center", ncol=min(6, len(h)), fontsize=8, frameon=False)
 
     # ---------------------------------------------------------------- Fig. 11
+    def _fig11_series(self) -> tuple:
+        from g10fast import policies
+        extra = [r.name for r in policies.records()
+                 if r.name not in FIG11_POLICIES and r.name != "ideal"
+                 and any(self.results.point(m, b, r.name) is not None
+                         for m, b in FIG11_WORKLOADS)]
+        return FIG11_POLICIES + tuple(extra)
+
     def _compute_11(self):
         ref = self.reference.fig11()
         vals, rvals = {}, {}
+        series = self._fig11_series()
         for m, b in FIG11_WORKLOADS:
             ideal = self.results.ideal(m, b)
             r_ideal = ref.get((m, b, "ideal"))
             self.compare(f"{m}/{b}/ideal exe_time", ideal, r_ideal)
-            for pol in FIG11_POLICIES:
+            for pol in series:
                 exe = self.results.exe(m, b, pol)
                 self.compare(f"{m}/{b}/{pol} exe_time", exe, ref.get((m, b, pol)))
                 g = _wl(m, b)
                 vals[(g, pol)] = INF if exe == INF else _ratio(ideal, exe)
                 r = ref.get((m, b, pol))
                 rvals[(g, pol)] = None if r is None else (INF if r == INF else _ratio(r_ideal, r))
-        self.data = {"values": vals, "reference": rvals}
+        self.data = {"values": vals, "reference": rvals, "series": series}
 
     def _plot_11(self, plt):
         fig, ax = plt.subplots(figsize=(10, 4))
         groups = [_wl(m, b) for m, b in FIG11_WORKLOADS]
-        self._bars(ax, groups, FIG11_POLICIES, self.data["values"], self.data["reference"],
+        self._bars(ax, groups, self.data["series"], self.data["values"], self.data["reference"],
                    "Normalized performance (Ideal = 1)")
         ax.axhline(1.0, color="k", lw=0.6, ls=":")
         ax.set_ylim(0, 1.4)

@@ -19,7 +19,7 @@ NOT_KNOWN, IN_GPU = 4, 3
 
 def required_csr(workload) -> tuple[np.ndarray, np.ndarray]:
     """Per kernel: inputs (ascending), then the outputs that are not inputs (ascending)."""
-    from g10fast.engine.page import output_only_csr
+    from g10fast.workload.model import output_only_csr
 
     w = workload
     K = w.num_kernels

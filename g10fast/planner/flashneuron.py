@@ -143,7 +143,10 @@ def plan_flashneuron(workload: Workload, vit: Vitality, gpu_memory_gb: float, *,
     return FlashNeuronPlan(True, "", gpu_line, mkp, L, ot, ok_, total, len(cands))
 
 
-def is_vit1024(cfg) -> bool:
-    """O-15's condition: borden == 184, a transformer, and batch (kernel 0's N) == 1024."""
-    return (int(getattr(cfg, "trans_borden", 0)) == 184 and int(getattr(cfg, "is_transformer", 0)) == 1
-            and int(getattr(cfg, "batch_size", 0)) == 1024)
+def is_vit1024(shape) -> bool:
+    """O-15's condition: borden == 184, a transformer, and batch (kernel 0's N) == 1024;
+    `shape` is the workload's ArtifactShape (a G10 config is read as one)."""
+    from g10fast.workload.model import ArtifactShape
+    if not isinstance(shape, ArtifactShape):
+        shape = ArtifactShape.of_config(shape)
+    return shape.borden == 184 and shape.transformer and shape.batch == 1024

@@ -20,6 +20,7 @@ import numpy as np
 from g10fast.errors import InputError
 from g10fast.planner import g10_kernels as gk
 from g10fast.planner.plan import MigrationPlan, cxx_sort_order, sort_hints
+from g10fast.workload.model import ArtifactShape
 
 GIB = 2 ** 30
 
@@ -54,13 +55,14 @@ OPTIONS = {
 }
 
 
-def loosen_parameter(cfg, gds: str | None = None) -> float:
-    """O-15: the artifact's per-workload multipliers of the target line (§2.6, §5.2)."""
+def loosen_parameter(shape, ssd_gbps: float, gds: str | None = None) -> float:
+    """O-15: the artifact's per-workload multipliers of the target line (§2.6, §5.2);
+    `shape` is the workload's ArtifactShape (a G10 config is read as one)."""
+    if not isinstance(shape, ArtifactShape):
+        shape = ArtifactShape.of_config(shape)
     loosen = 1.0
-    transformer = int(getattr(cfg, "is_transformer", 0)) == 1
-    borden = int(getattr(cfg, "trans_borden", 184))
-    batch = int(getattr(cfg, "batch_size", 0))
-    ssd = float(cfg.SSD_PCIe_bandwidth_GBps)
+    transformer, borden, batch = shape.transformer, shape.borden, shape.batch
+    ssd = float(ssd_gbps)
     if transformer:
         if borden > 200 and batch == 512 and ssd < 6.3:
             loosen = 1.394
@@ -71,6 +73,16 @@ def loosen_parameter(cfg, gds: str | None = None) -> float:
         if borden < 200 and transformer and gds == "full":
             loosen = 1.269366
     return loosen
+
+
+def planner_inputs(cfg, delta=None, shape=None):
+    """(System, delta, ArtifactShape) of the planner's arguments: a System with the given
+    delta and shape, or an object with the artifact's config attributes (read here)."""
+    from g10fast.system import System
+    if isinstance(cfg, System):
+        return cfg, 0.5 if delta is None else float(delta), shape or ArtifactShape()
+    return (System.from_g10(cfg), float(cfg.delta_parameter) if delta is None else float(delta),
+            shape or ArtifactShape.of_config(cfg))
 
 
 @dataclass(frozen=True)
@@ -90,36 +102,43 @@ class PlannerParams:
     options: dict = field(default_factory=dict)
 
 
-def planner_params(cfg, gds: str | None = None, loosen: float | None = None,
-                   **options) -> PlannerParams:
-    for key in ("GPU_memory_size_GB", "SSD_PCIe_bandwidth_GBps", "CPU_PCIe_bandwidth_GBps"):
-        if not float(getattr(cfg, key)) > 0:
-            raise InputError("must be > 0", param=key)
-    for key in ("SSD_latency_us", "system_latency_us", "delta_parameter", "CPU_memory_line_GB",
-                "GPU_malloc_uspB"):
-        if float(getattr(cfg, key)) < 0:
-            raise InputError("must be >= 0", param=key)
+def planner_params(cfg, gds: str | None = None, loosen: float | None = None, *,
+                   delta: float | None = None, shape=None, **options) -> PlannerParams:
+    """The planner's constants of a System (with G10's `delta` and the workload's
+    ArtifactShape), or of an object with the artifact's config attributes."""
+    from g10fast.system import PARAM
+    system, delta, shape = planner_inputs(cfg, delta, shape)
+    for f in ("gpu_memory_gb", "ssd_bandwidth_gbps", "host_link_gbps"):
+        if not float(getattr(system, f)) > 0:
+            raise InputError("must be > 0", param=PARAM[f])
+    for f in ("ssd_latency_us", "fault_latency_us", "host_memory_gb", "gpu_malloc_us_per_byte"):
+        if float(getattr(system, f)) < 0:
+            raise InputError("must be >= 0", param=PARAM[f])
+    if delta < 0:
+        raise InputError("must be >= 0", param="policy.delta")
     unknown = set(options) - set(OPTIONS)
     if unknown:
         raise ValueError(f"unknown planner option(s) {sorted(unknown)}; known: {sorted(OPTIONS)}")
     opts = {k: bool(options.get(k, d)) for k, (_, d, _) in OPTIONS.items()}
     if gds not in (None, "ssd", "full"):
         raise ValueError("gds must be None, 'ssd' or 'full'")
-    lo = loosen_parameter(cfg, gds) if loosen is None else float(loosen)
-    cap = int(float(cfg.GPU_memory_size_GB) * GIB)
+    lo = loosen_parameter(shape, system.ssd_bandwidth_gbps, gds) if loosen is None \
+        else float(loosen)
+    cap = int(float(system.gpu_memory_gb) * GIB)
     target = int(lo * int(cap * 0.99))
     return PlannerParams(
         capacity=cap, target=target, loosen=lo,
-        cpu_line=int(float(cfg.CPU_memory_line_GB) * GIB),
-        b_ssd=float(cfg.SSD_PCIe_bandwidth_GBps) * GIB / 1e6,
-        b_cpu=float(cfg.CPU_PCIe_bandwidth_GBps) * GIB / 1e6,
-        ssd_lat=float(cfg.SSD_latency_us), sys_lat=float(cfg.system_latency_us),
-        delta=float(cfg.delta_parameter), malloc_uspB=float(cfg.GPU_malloc_uspB),
+        cpu_line=int(float(system.host_memory_gb) * GIB),
+        b_ssd=float(system.ssd_bandwidth_gbps) * GIB / 1e6,
+        b_cpu=float(system.host_link_gbps) * GIB / 1e6,
+        ssd_lat=float(system.ssd_latency_us), sys_lat=float(system.fault_latency_us),
+        delta=float(delta), malloc_uspB=float(system.gpu_malloc_us_per_byte),
         options=dict(opts, gds=gds))
 
 
 def plan_g10(workload, vitality, cfg, *, gds: str | None = None, loosen: float | None = None,
-             max_iterations: int | None = None, **options) -> MigrationPlan:
+             max_iterations: int | None = None, delta: float | None = None, shape=None,
+             **options) -> MigrationPlan:
     """G10's plan (spec §5.2–§5.7; with gds='ssd'/'full' the G10GDS* variant of §6.5:
     loosened target, no pre-alloc/dealloc hints, §5.8's extra evictions at the peak).
 
@@ -129,7 +148,7 @@ def plan_g10(workload, vitality, cfg, *, gds: str | None = None, loosen: float |
     o16_hoist_overshoot. `loosen` overrides O-15's target multiplier; `max_iterations`
     bounds the main loop (default: the number of intervals, as in G10)."""
     t0 = time.perf_counter()
-    p = planner_params(cfg, gds=gds, loosen=loosen, **options)
+    p = planner_params(cfg, gds=gds, loosen=loosen, delta=delta, shape=shape, **options)
     o = p.options
     w, v = workload, vitality
     K, T = w.num_kernels, w.num_tensors

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,9 +79,10 @@ class Point:
 @dataclass(frozen=True)
 class ResolvedPoint:
     point: Point
-    config: G10Config
+    config: G10Config | None    # None: a policy the artifact's format cannot say (see spec)
     hash: str
     label: str      # <config folder>/<output folder name>, e.g. BERT/256-lru-ssd6_4-pcie32
+    spec: object = None         # the RunSpec of a point without a G10 config
 
 
 def matrix_dir() -> Path:
@@ -136,9 +138,8 @@ def _scalar(axis: str, kind: str, v):
     if kind == "policy":
         if not isinstance(v, str):
             raise InputError(f"expected a policy name, got {v!r}", param=axis)
-        if v.strip().lower() in EXTRA_POLICIES:
-            return v.strip().lower()
-        return resolve_policy(v)
+        from g10fast import policies
+        return policies.get(v, param=axis).name
     if kind in ("int", "seed"):
         if isinstance(v, bool) or not isinstance(v, int) or v < (1 if kind == "int" else 0):
             raise InputError(f"expected a {'positive ' if kind == 'int' else ''}integer, got {v!r}",
@@ -244,16 +245,29 @@ def resolve_points(points, artifact_dir) -> list[ResolvedPoint]:
     """Resolve points to configs against the artifact folder; drops duplicates (same hash)."""
     seen: set[str] = set()
     out = []
+    from g10fast import policies
+    from g10fast.spec import from_g10_config
     for pt in points:
+        rec = policies.get(pt.policy)
+        spec = None
         try:
-            cfg = pt.config(artifact_dir)
+            if rec.artifact is not None:
+                cfg = pt.config(artifact_dir)
+            else:   # the workload and system of the point, under the registry's policy
+                base = dataclasses.replace(pt, policy="lru").config(artifact_dir)
+                spec = from_g10_config(base, policy=rec.name)
+                cfg = None
         except InputError as exc:
             raise InputError(f"point {pt.model}/{pt.batch}/{pt.policy} (group {pt.group!r}): "
                              f"{exc}") from None
-        h = config_hash(cfg)
+        h = config_hash(cfg) if cfg is not None else spec.hash()
         if h in seen:
             continue
         seen.add(h)
-        label = f"{resolve_model(pt.model).key}/{os.path.basename(cfg.output_folder)}"
-        out.append(ResolvedPoint(pt, cfg, h, label))
+        if cfg is not None:
+            label = f"{resolve_model(pt.model).key}/{os.path.basename(cfg.output_folder)}"
+        else:
+            folder = os.path.basename(base.output_folder).replace("-lru", f"-{rec.name}", 1)
+            label = f"{resolve_model(pt.model).key}/{folder}"
+        out.append(ResolvedPoint(pt, cfg, h, label, spec))
     return out

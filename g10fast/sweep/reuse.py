@@ -43,12 +43,16 @@ import numpy as np
 
 __all__ = ["DERIVATION", "host_group", "host_line_pages", "plan_digest", "source_from_record",
            "source_from_stored", "derive_result", "derive_locally", "derived_record",
-           "ReuseScheduler"]
+           "ReuseScheduler", "plan_depends_on_host"]
 
 DERIVATION = "host_line_above_peak"
-#: policies whose plan reads the host memory size: the plan of the derived point is made and
-#: compared (the others' plans do not depend on it, or they have none)
-HOST_DEPENDENT_PLAN = ("prefetch_lru",)
+
+
+def plan_depends_on_host(policy: str) -> bool:
+    """Whether the policy's plan reads the host memory size (its registry record says): then
+    the plan of the derived point is made and compared with the source's."""
+    from .. import policies
+    return policies.get(policy).plan_depends_on_host
 
 
 def _policy_and_cfg(config: dict):
@@ -59,17 +63,21 @@ def _policy_and_cfg(config: dict):
     return policy_of(cfg), cfg
 
 
+def _page_engine(policy: str) -> bool:
+    from .. import policies
+    return policies.get(policy).engine == "page"
+
+
 def host_group(config: dict):
     """The key shared by the page-engine configurations that differ only in
     CPU_memory_line_GB (and the output location); None for the tensor-engine policies."""
     from ..config import OUTPUT_KEYS
-    from ..run import PAGE_ENGINE_POLICIES
 
     try:
         policy, _ = _policy_and_cfg(config)
     except Exception:       # an invalid config: the worker reports it
         return None
-    if policy not in PAGE_ENGINE_POLICIES:
+    if not _page_engine(policy):
         return None
     return tuple(sorted((k, repr(v)) for k, v in config.items()
                         if k not in OUTPUT_KEYS and k != "CPU_memory_line_GB"))
@@ -151,15 +159,14 @@ def derive_result(config: dict, source: dict, plan=None, *, t0: float | None = N
     """(result, arrays) of the configuration `config` from the run `source`, or (None, reason)
     when the reuse would not be exact. `plan`: the configuration's own plan (needed for the
     policies whose plan reads the host size)."""
-    from ..engine import page_kernels as pk
     from ..engine.page import system_params
-    from ..run import PAGE_ENGINE_POLICIES, plan_summary, planner_arrays
+    from ..results import plan_summary, planner_arrays
     from .store import to_jsonable
 
     t0 = time.perf_counter() if t0 is None else t0
     policy, cfg = _policy_and_cfg(config)
     src = source["result"]
-    if policy not in PAGE_ENGINE_POLICIES or src.get("policy") != policy:
+    if not _page_engine(policy) or src.get("policy") != policy:
         return None, f"policy {policy} is not reused"
     sys2 = system_params(cfg).as_dict()
     sys1 = dict(src.get("system") or {})
@@ -173,15 +180,14 @@ def derive_result(config: dict, source: dict, plan=None, *, t0: float | None = N
         return None, "source arrays not loaded"
     result = copy.deepcopy(src)
     arrays = {k: np.array(v, copy=True) for k, v in source["arrays"].items() if _keep_array(k)}
-    if policy in HOST_DEPENDENT_PLAN:
+    if plan_depends_on_host(policy):
         if plan is None or source.get("plan_digest") is None:
             return None, "no plan to compare"
         if plan_digest(plan.hints) != source["plan_digest"]:
             return None, "the plan at this host line differs"
         result["plan"] = plan_summary(plan)
         # the simulated GPU use comes from the (same) run; the rest from this point's plan
-        empty = np.zeros((0, pk.KS_COLS), dtype=np.int64)
-        for name, val in planner_arrays(plan, empty, int(result["reported"])).items():
+        for name, val in planner_arrays(plan, None, int(result["reported"])).items():
             if isinstance(val, np.ndarray) and name != "simulated_gpu_bytes":
                 arrays[f"planner_{name}"] = val
     result["system"] = sys2
@@ -349,7 +355,7 @@ class ReuseScheduler:
                                  if _keep_array(k)}
             t["derive"] = src
             self.held.discard(h)
-            needs_worker = (self.policy[h] in HOST_DEPENDENT_PLAN
+            needs_worker = (plan_depends_on_host(self.policy[h])
                             or self._analysis.get(t.get("workload_key"), False))
             if needs_worker:
                 keep.append(t)

@@ -113,12 +113,10 @@ def _group_key(rp) -> str:
     return f"{rp.label.split('/')[0]}-{rp.point.batch}"
 
 
-#: Relative cost of a point per page of its workload, by policy, from the CPU seconds of the
-#: Figure-11 points (benchmarks/results/sweep_extrapolation.jsonl; e.g. ResNet152-1280: lru
-#: 25.8 s, deepUM 26.5 s, prefetch_lru 17.3 s, the tensor engine 0.1-0.3 s, which simulates
-#: tensors, not pages).
-POLICY_COST = {"lru": 1.0, "ideal": 0.3, "deepUM": 1.2, "prefetch_lru": 0.7,
-               "FlashNeuron": 0.02, "G10GDSSSD": 0.02, "G10GDSFULL": 0.02}
+# The relative cost of a point per page of its workload is the policy record's `sweep_cost`
+# (from the CPU seconds of the Figure-11 points, benchmarks/results/sweep_extrapolation.jsonl;
+# e.g. ResNet152-1280: lru 25.8 s, deepUM 26.5 s, prefetch_lru 17.3 s, the tensor engine
+# 0.1-0.3 s, which simulates tensors, not pages).
 #: Peak bytes per sample of the bundled models (the workloads' `total` maximum / batch size,
 #: from the stored workload analyses), for sweeps whose store has no analysis yet.
 BYTES_PER_SAMPLE = {"BERT": 2.0e8, "VIT": 4.8e7, "Inceptionv3": 9.4e7, "ResNet152": 2.3e8,
@@ -135,8 +133,10 @@ def estimate_cost(rp, peak_bytes: float | None = None) -> float:
     if peak_bytes is None:
         per = BYTES_PER_SAMPLE.get(pt.model, float(np.median(list(BYTES_PER_SAMPLE.values()))))
         peak_bytes = per * pt.batch
-    gpu = float(getattr(rp.config, "GPU_memory_size_GB", 40) or 40) * 2**30
-    cost = peak_bytes / 4096 * POLICY_COST.get(pt.policy, 1.0)
+    gpu = (float(rp.config.GPU_memory_size_GB) if rp.config is not None
+           else float(rp.spec.system.gpu_memory_gb)) * 2**30
+    from g10fast import policies
+    cost = peak_bytes / 4096 * policies.get(pt.policy).sweep_cost
     return cost if peak_bytes > gpu else cost * FIT_COST
 
 

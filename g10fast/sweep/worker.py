@@ -58,22 +58,20 @@ def clear_cache() -> None:
         CACHE_STATS[k] = 0
 
 
-def _workload_key(cfg) -> tuple:
-    return (cfg.nn_model_input_file, cfg.batch_size, cfg.is_transformer, cfg.trans_borden,
-            cfg.input_H, cfg.input_W, cfg.is_resnet, cfg.is_inception, cfg.is_senet,
-            cfg.orig_kernel_time_file, cfg.input_pf_kernel_time_file, cfg.pf_kernel_time_file,
-            cfg.workspace_size_file, cfg.GPU_frequency_GHz, cfg.kernel_speedup)
+def _workload_key(spec) -> tuple:
+    """What a spec's workload depends on: its source, the GPU clock and the speed-up."""
+    return (repr(spec.workload), spec.system.gpu_frequency_ghz, spec.engine.kernel_speedup)
 
 
-def _workload(cfg):
-    from ..run import build_workload
+def _workload(spec):
+    from ..run import workload_of
 
-    key = _workload_key(cfg)
+    key = _workload_key(spec)
     w = _WORKLOADS.get(key)
     if w is not None:
         _WORKLOADS.move_to_end(key)
         return w, True
-    w = build_workload(cfg)
+    w = workload_of(spec)
     _WORKLOADS[key] = w
     while len(_WORKLOADS) > MAX_CACHED_WORKLOADS:
         old, _ = _WORKLOADS.popitem(last=False)
@@ -84,49 +82,54 @@ def _workload(cfg):
     return w, False
 
 
-def _vitality(cfg, w):
-    """The vitality analysis of the cached workload of `cfg` (computed once per workload)."""
+def _vitality(spec, w):
+    """The vitality analysis of the cached workload of `spec` (computed once per workload)."""
     from ..analysis.vitality import vitality
 
-    key = (_workload_key(cfg), float(cfg.GPU_frequency_GHz))
+    key = (_workload_key(spec), float(spec.system.gpu_frequency_ghz))
     v = _VITALITY.get(key)
     if v is None:
-        v = vitality(w, cfg.GPU_frequency_GHz)
+        v = vitality(w, spec.system.gpu_frequency_ghz)
         _VITALITY[key] = v
     else:
         CACHE_STATS["vitality_hits"] += 1
     return v
 
 
-def plan_key(cfg) -> tuple:
-    """What a page-engine plan of `cfg` depends on (beside the workload)."""
-    if str(cfg.migration_policy).upper() == "DEEPUM":
-        return ("DEEPUM", int(cfg.prefetch_degree))
-    from ..config import OUTPUT_KEYS
+def plan_key(spec) -> tuple:
+    """What a plan of `spec` depends on (beside the workload): the policy, its options, the
+    system, the workload's shape and the engine options the planners may read (not the
+    kernel-time variation, applied after planning)."""
+    if not hasattr(spec, "engine"):          # a G10Config
+        from ..spec import from_g10_config
+        spec = from_g10_config(spec)
+    eng = {k: v for k, v in spec.engine.to_dict().items() if k not in PLAN_INDEPENDENT}
+    return (spec.policy.name, repr(spec.policy.options), repr(spec.system),
+            repr(spec.workload.shape), repr(sorted(eng.items())))
 
-    d = cfg.to_dict()
-    for name in PLAN_INDEPENDENT + tuple(OUTPUT_KEYS):
-        d.pop(name, None)
-    return ("G10",) + tuple(sorted((k, repr(v)) for k, v in d.items()))
+
+def _uses_plan(spec) -> bool:
+    rec = spec.record
+    if rec.planner is None:
+        return False
+    mode = rec.engine_mode(spec.policy.options, spec.engine) if rec.engine_mode else None
+    return getattr(mode, "use_prefetch", True)
 
 
-def _plan(cfg, w):
-    """The page-engine plan of `cfg` (None for policies without one), shared between points
-    that differ only in fields the planner does not read."""
-    from ..run import PAGE_ENGINE_POLICIES, policy_of
-
-    if not cfg.use_prefetch or policy_of(cfg) not in PAGE_ENGINE_POLICIES:
+def _plan(spec, w):
+    """The plan of `spec` (None for policies without one), shared between points that differ
+    only in what the planner does not read."""
+    if not _uses_plan(spec) or spec.record.engine != "page":
         return None
-    key = (_workload_key(cfg), plan_key(cfg))
+    key = (_workload_key(spec), plan_key(spec))
     plan = _PLANS.get(key)
     if plan is not None:
         CACHE_STATS["plan_hits"] += 1
         _PLANS.move_to_end(key)
         return plan
-    from ..planner import plan_for_config
+    from ..run import plan_of
 
-    v = None if str(cfg.migration_policy).upper() == "DEEPUM" else _vitality(cfg, w)
-    plan = plan_for_config(w, cfg, vitality=v)
+    plan = plan_of(spec, w, vitality=lambda: _vitality(spec, w))
     _PLANS[key] = plan
     while len(_PLANS) > MAX_CACHED_PLANS:
         _PLANS.popitem(last=False)
@@ -209,38 +212,44 @@ def _peak_rss() -> int:
 
 
 def execute(task: dict) -> dict:
-    """Run one point. task: hash, label, point (dict), config (G10Config fields), analyze
-    (store the workload analysis under this key, or None). Returns the store record."""
+    """Run one point. task: hash, label, point (dict), config (G10Config fields) or spec (a
+    RunSpec dict, for policies the artifact's format cannot say), analyze (store the workload
+    analysis under this key, or None). Returns the store record."""
     from .. import __version__
     from ..config import G10Config
     from ..errors import InputError
+    from ..spec import RunSpec, from_g10_config
 
     t0 = time.perf_counter()
     c0 = time.process_time()
     rec = {"hash": task["hash"], "label": task.get("label", ""), "point": task.get("point", {}),
-           "config": task["config"], "status": "error", "error": "", "error_type": "",
+           "config": task.get("config"), "status": "error", "error": "", "error_type": "",
            "result": None, "arrays": None, "analysis": None, "g10fast_version": __version__,
            "worker_pid": os.getpid()}
     try:
-        cfg = G10Config(**task["config"])
-        from ..run import policy_of, run
-        from .reuse import HOST_DEPENDENT_PLAN, derive_result, derived_record, plan_digest
-        derive = task.get("derive")
-        own_plan = policy_of(cfg) in HOST_DEPENDENT_PLAN
+        if task.get("config") is not None:
+            spec = from_g10_config(G10Config(**task["config"]))
+        else:
+            spec = RunSpec.from_dict(task["spec"])
+            rec["spec"] = task["spec"]
+        from ..run import run
+        from .reuse import derive_result, derived_record, plan_depends_on_host, plan_digest
+        derive = task.get("derive") if task.get("config") is not None else None
+        own_plan = plan_depends_on_host(spec.policy.name)
         if derive is not None and not task.get("analyze") and not own_plan:
             result, arrays = derive_result(task["config"], derive, None, t0=t0)
             if result is not None:
                 return derived_record(task, derive, result, arrays, t0, c0, __version__)
             rec["derive_refused"], derive = arrays, None
         tw = time.process_time()
-        w, cached = _workload(cfg)
+        w, cached = _workload(spec)
         rec["workload_cpu_seconds"] = time.process_time() - tw
         CACHE_STATS["workload_hits"] += cached
         if task.get("analyze"):
-            rec["analysis"] = workload_analysis(w, cfg.GPU_frequency_GHz, task["analyze"],
-                                                v=_vitality(cfg, w))
+            rec["analysis"] = workload_analysis(w, spec.system.gpu_frequency_ghz,
+                                                task["analyze"], v=_vitality(spec, w))
         hits = CACHE_STATS["plan_hits"]
-        plan = _plan(cfg, w)
+        plan = _plan(spec, w)
         rec["cache"] = {"workload": bool(cached), "plan": CACHE_STATS["plan_hits"] > hits}
         if derive is not None:
             # the run at another host line is this run when the plan is the same (reuse.py)
@@ -252,13 +261,14 @@ def execute(task: dict) -> dict:
                          workload_cpu_seconds=rec["workload_cpu_seconds"])
                 return d
             rec["derive_refused"] = arrays
-        res = run(cfg, workload=w, plan=plan)
+        res = run(spec, workload=w, plan=plan, vitality=lambda: _vitality(spec, w))
         rec["plan_digest"] = None if plan is None else plan_digest(plan.hints)
         exec_cycles = w.exec_cycles
-        if cfg.kernel_time_std_dev:
+        if spec.engine.kernel_time_std_dev:
             from ..workload.times import perturb_kernel_times
             exec_cycles = perturb_kernel_times(w.exec_cycles, w.input_pf_cycles, w.pf_cycles,
-                                               cfg.kernel_time_std_dev, cfg.ran_seed)[0]
+                                               spec.engine.kernel_time_std_dev,
+                                               spec.engine.ran_seed)[0]
         rec["arrays"] = kernel_arrays(res, exec_cycles)
         # the planner's arrays (per kernel and per inactive period) go with the arrays; the
         # plan object itself is not stored (rerun the point with --plan to get it)
@@ -288,5 +298,7 @@ def task_for(rp, analyze_key: str | None = None) -> dict:
     """The picklable task of a ResolvedPoint."""
     pt = dataclasses.asdict(rp.point)
     pt["batch_size"] = pt.pop("batch")
-    return {"hash": rp.hash, "label": rp.label, "point": pt, "config": rp.config.to_dict(),
+    return {"hash": rp.hash, "label": rp.label, "point": pt,
+            "config": rp.config.to_dict() if rp.config is not None else None,
+            "spec": rp.spec.to_dict() if rp.spec is not None else None,
             "analyze": analyze_key}

@@ -195,3 +195,42 @@ def build_workload(graph: Graph, exec_cycles, input_pf_cycles, pf_cycles,
         out_ptr=out_ptr, out_idx=out_idx,
         exec_cycles=arrays[0], input_pf_cycles=arrays[1], pf_cycles=arrays[2],
         workspace_bytes=ws, workspace_tensor=ws_tensor, meta=dict(graph.meta))
+
+
+@dataclass(frozen=True)
+class ArtifactShape:
+    """What the artifact's per-workload quirks key on (O-15's target multipliers, the ViT-1024
+    hack of FlashNeuron): whether the model is a transformer, its `trans_borden` and the batch
+    size. Built-in models give (kind == transformer, 184, batch), as their configs always did."""
+
+    transformer: bool = False
+    borden: int = 184
+    batch: int = 0
+
+    @classmethod
+    def of_config(cls, cfg) -> "ArtifactShape":
+        return cls(int(getattr(cfg, "is_transformer", 0)) == 1,
+                   int(getattr(cfg, "trans_borden", 184)), int(getattr(cfg, "batch_size", 0)))
+
+
+def output_only_csr(w: Workload) -> tuple[np.ndarray, np.ndarray]:
+    """Per kernel, the outputs that are not also inputs (ascending): §2.2's ordered form."""
+    K, T = w.num_kernels, max(w.num_tensors, 1)
+    kin = np.repeat(np.arange(K, dtype=np.int64), np.diff(w.in_ptr))
+    kout = np.repeat(np.arange(K, dtype=np.int64), np.diff(w.out_ptr))
+    # (kernel, tensor) keys; each CSR row is sorted and unique, so the kept keys are too
+    keep = ~np.isin(kout * T + w.out_idx, kin * T + w.in_idx)
+    ptr = np.zeros(K + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum(np.bincount(kout[keep], minlength=K))
+    return ptr, w.out_idx[keep].astype(np.int32)
+
+
+def kernel_pages(w: Workload, oo=None) -> np.ndarray:
+    """Pages of inputs ∪ outputs per kernel (oo: output_only_csr(w), if at hand)."""
+    oo_ptr, oo_idx = output_only_csr(w) if oo is None else oo
+    npg = w.n_pages.astype(np.int64)
+    K = w.num_kernels
+    out = np.zeros(K, dtype=np.int64)
+    np.add.at(out, np.repeat(np.arange(K), np.diff(w.in_ptr)), npg[w.in_idx])
+    np.add.at(out, np.repeat(np.arange(K), np.diff(oo_ptr)), npg[oo_idx])
+    return out

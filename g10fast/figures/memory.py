@@ -19,12 +19,9 @@ def plot_memory(result: dict, path) -> None:
     pl = result.get("planner") or {}
     sim = pl.get("simulated_gpu_bytes")
     if sim is None:
-        from g10fast.engine import page_kernels as pk
-        k = result["kernels"]
-        m = k[:, pk.KS_ITER] == result["reported"]
-        import numpy as np
-        sim = np.zeros(result["workload"]["kernels"], dtype=np.int64)
-        sim[k[m, pk.KS_KERNEL]] = k[m, pk.KS_GPU] * 4096
+        from g10fast.engine.page import gpu_bytes_at_kernel_end
+        sim = gpu_bytes_at_kernel_end(result["kernels"], result["reported"],
+                                      result["workload"]["kernels"])
     gib = 2.0 ** 30
     cap = result["system"]["frames"] * 4096
     fig, ax = plt.subplots(figsize=(9, 4.2), dpi=120)

@@ -1,0 +1,39 @@
+"""Policies: the registry and one module per policy (docs/adding-a-policy.md).
+
+    from g10fast import policies
+    policies.get("G10")            # the record of prefetch_lru
+    policies.records()             # every policy, in figure order
+
+The built-in policies are the modules listed in `BUILTIN` (each defines `RECORD` or
+`RECORDS`); a policy of one's own is one module and one `register(...)` call.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from g10fast.policies.registry import (EngineRecord, NoOptions, PlanContext, PolicyRecord,
+                                       colour, display, engine, engines, get, names, records,
+                                       register, register_engine, unregister)
+
+#: engines: name -> runner (imported when first used)
+register_engine(EngineRecord("page", "g10fast.run:run_page_engine",
+                             "the G10 artifact's page-level UVM engine, bit-exact (quirks O-n)"))
+register_engine(EngineRecord("tensor", "g10fast.run:run_tensor_engine",
+                             "the artifact's tensor-granular FN engine: explicit allocation, "
+                             "GDS and host transfers"))
+
+#: the built-in policies, one module each
+BUILTIN = ("ideal", "base_uvm", "flashneuron", "deepum", "g10_gds", "g10")
+
+for _m in BUILTIN:
+    _mod = importlib.import_module(f"g10fast.policies.{_m}")
+    for _rec in getattr(_mod, "RECORDS", None) or (_mod.RECORD,):
+        register(_rec)
+
+#: the default comparison: every built-in policy, Ideal first
+DEFAULT_POLICIES = tuple(names())
+
+__all__ = ["BUILTIN", "DEFAULT_POLICIES", "EngineRecord", "NoOptions", "PlanContext",
+           "PolicyRecord", "colour", "display", "engine", "engines", "get", "names", "records",
+           "register", "register_engine", "unregister"]
