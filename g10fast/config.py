@@ -553,8 +553,6 @@ _POLICY_KEYS = {
     "G10GDSSSD": (False, "LRU", "G10GDSSSD", (("CPU_memory_line_GB", 0.0),)),
     "G10GDSFULL": (False, "LRU", "G10GDSFULL", ()),
 }
-_POLICY_ALIASES = {"g10": "prefetch_lru", "base uvm": "lru", "baseuvm": "lru", "uvm": "lru",
-                   "deepum+": "deepUM", "g10-gds": "G10GDSSSD", "g10-host": "G10GDSFULL"}
 
 #: genconfigs.py defaults; a parameter equal to its default adds no suffix.
 GEN_DEFAULTS = {"host_mem_gb": 128.0, "ssd_gbps": 3.2, "pcie_gbps": 15.754, "kernel_time_std_dev": 0.0,
@@ -579,15 +577,15 @@ def resolve_model(model: str) -> _Model:
 
 
 def resolve_policy(policy: str) -> str:
-    """Artifact policy name from any case or a display name (G10, Base UVM, DeepUM+, G10-GDS, G10-Host)."""
+    """The artifact's policy name, any case (display names and aliases are the policy
+    registry's: g10fast.policies.get)."""
     p = str(policy).strip()
     by_lower = {k.lower(): k for k in _POLICY_KEYS}
     q = p.lower()
     if q in by_lower:
         return by_lower[q]
-    if q in _POLICY_ALIASES:
-        return _POLICY_ALIASES[q]
-    raise InputError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})", param="policy")
+    raise InputError(f"unknown artifact policy {policy!r} (the artifact's: {', '.join(POLICIES)}; "
+                     "g10fast policies lists every policy)", param="policy")
 
 
 def _num_str(x: float, min_decimals: int = 0) -> str:

@@ -20,7 +20,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import GEN_DEFAULTS, G10Config, config_hash, genconfig, resolve_model, resolve_policy
+from ..config import GEN_DEFAULTS, G10Config, config_hash, genconfig, resolve_model
 from ..errors import InputError, read_toml
 
 __all__ = ["AXES", "Point", "ResolvedPoint", "expand_matrix", "expand_matrix_dict",
@@ -39,8 +39,6 @@ AXES: dict[str, tuple[str, object]] = {
 }
 _GROUP_KEYS = set(AXES) | {"models", "zip", "name", "description"}
 _TOP_KEYS = {"name", "description", "group"}
-#: "ideal": the lru configuration with is_UVM 0 (everything starts in GPU memory).
-EXTRA_POLICIES = ("ideal",)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,132 @@
+"""Paired before/after timings of artifact points on two source trees, alternating.
+
+    python benchmarks/paired_timing.py --base /tmp/wt-base --new . \
+        --points BERT:128:lru ResNet152:1280:prefetch_lru SENet154:1024:deepUM --repeats 3
+
+Each measurement is a fresh process running one tree (PYTHONPATH=tree): a warm-up run of
+BERT-128 under the same policy first (loads the Numba cache, warms the allocator), then the
+timed run of the point; it reports the run's CPU and wall seconds and the process's peak RSS.
+Trees alternate (base, new, base, new, ...), so that a drift of the machine hits both.
+`--compile` also times a cold start of each tree: the Numba caches under the tree removed,
+then BERT-128 lru (compile included). One JSON line per invocation goes to
+benchmarks/results/paired_timing.jsonl, with both trees' commits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ARTIFACT = HERE.parents[1] / "shared" / "g10-artifact"
+
+CHILD = r"""
+import json, resource, sys, time
+from g10fast.config import genconfig
+from g10fast.run import run
+art, model, batch, policy, warm = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] == "1"
+t0 = time.perf_counter(); c0 = time.process_time()
+if warm:
+    run(genconfig(art, "BERT", 128, policy))
+t1 = time.perf_counter(); c1 = time.process_time()
+res = run(genconfig(art, model, batch, policy))
+t2 = time.perf_counter(); c2 = time.process_time()
+it = res["iterations"][res["reported"]]
+print(json.dumps({"warmup_wall_s": t1 - t0, "wall_s": t2 - t1, "cpu_s": c2 - c1,
+                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "exe_time_cycles": it["exe_time_cycles"]}))
+"""
+
+
+def commit_of(tree: Path) -> str:
+    try:
+        return subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return "?"
+
+
+def measure(tree: Path, art: Path, point: str, warm: bool = True) -> dict:
+    model, batch, policy = point.split(":")
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    p = subprocess.run([sys.executable, "-c", CHILD, str(art), model, batch, policy,
+                        "1" if warm else "0"], capture_output=True, text=True, env=env,
+                       cwd=str(tree))
+    if p.returncode != 0:
+        raise SystemExit(f"{tree} {point}: {p.stderr[-2000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def clear_numba_cache(tree: Path) -> int:
+    n = 0
+    for d in (tree / "g10fast").rglob("__pycache__"):
+        for f in d.iterdir():
+            if f.suffix in (".nbi", ".nbc"):
+                f.unlink()
+                n += 1
+    return n
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--base", type=Path, required=True)
+    ap.add_argument("--new", type=Path, required=True)
+    ap.add_argument("--points", nargs="+", default=["BERT:128:lru", "ResNet152:1280:prefetch_lru",
+                                                    "SENet154:1024:deepUM"])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--compile", action="store_true", help="also time a cold start of each tree")
+    ap.add_argument("--g10", type=Path, default=ARTIFACT)
+    ap.add_argument("--out", type=Path, default=HERE / "results" / "paired_timing.jsonl")
+    a = ap.parse_args(argv)
+    if not (a.g10 / "frontend" / "Nets").is_dir():
+        sys.stderr.write(f"no G10 artifact at {a.g10}\n")
+        return 2
+    trees = {"base": a.base.resolve(), "new": a.new.resolve()}
+    rows = {}
+    if a.compile:
+        for name, tree in trees.items():
+            clear_numba_cache(tree)
+            t0 = time.perf_counter()
+            r = measure(tree, a.g10, "BERT:128:lru", warm=False)
+            rows[f"cold_start_{name}_s"] = time.perf_counter() - t0
+            rows[f"cold_run_{name}_wall_s"] = r["wall_s"]
+            sys.stderr.write(f"cold start {name}: {rows[f'cold_start_{name}_s']:.1f} s\n")
+    out = {p: {"base": [], "new": []} for p in a.points}
+    for rep in range(a.repeats):
+        for point in a.points:
+            order = ("base", "new") if rep % 2 == 0 else ("new", "base")
+            for name in order:
+                r = measure(trees[name], a.g10, point)
+                out[point][name].append(r)
+                sys.stderr.write(f"{point} {name}: cpu {r['cpu_s']:.2f} s, wall {r['wall_s']:.2f}"
+                                 f" s, {r['peak_rss_mib']:.0f} MiB\n")
+    summary = {}
+    for point, d in out.items():
+        same = {r["exe_time_cycles"] for r in d["base"] + d["new"]}
+        summary[point] = {
+            "base_cpu_s": [round(r["cpu_s"], 3) for r in d["base"]],
+            "new_cpu_s": [round(r["cpu_s"], 3) for r in d["new"]],
+            "base_peak_rss_mib": max(r["peak_rss_mib"] for r in d["base"]),
+            "new_peak_rss_mib": max(r["peak_rss_mib"] for r in d["new"]),
+            "median_ratio_new_over_base": round(
+                sorted(r["cpu_s"] for r in d["new"])[len(d["new"]) // 2]
+                / sorted(r["cpu_s"] for r in d["base"])[len(d["base"]) // 2], 4),
+            "same_result": len(same) == 1,
+        }
+    rec = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "base": commit_of(trees["base"]),
+           "new": commit_of(trees["new"]), "machine": os.uname().nodename,
+           "cpus": os.cpu_count(), "repeats": a.repeats, "points": summary, **rows}
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    with open(a.out, "a") as f:
+        f.write(json.dumps(rec) + "\n")
+    print(json.dumps(rec, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
