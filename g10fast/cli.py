@@ -347,10 +347,25 @@ def _sweep(matrix, store, artifact, workers, dask, show, retry_errors=True, max_
     return summary
 
 
+def _workers(text) -> int | None:
+    """--workers: None (default: CPU count), 0 (in this process) or a positive integer."""
+    if text is None:
+        return None
+    try:
+        n = int(str(text).strip())
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise InputError(f"must be a positive number of worker processes, or 0 to run in this "
+                         f"process; got {text!r}", param="--workers")
+    return n
+
+
 def cmd_sweep(args) -> int:
+    workers = _workers(args.workers)
     artifact = _artifact_arg(args.g10)
     show = args.progress or (sys.stderr.isatty() and not args.no_progress)
-    summary = _sweep(args.matrix, args.store, artifact, args.workers, args.dask, show,
+    summary = _sweep(args.matrix, args.store, artifact, workers, args.dask, show,
                      retry_errors=not args.no_retry_errors, max_points=args.max_points,
                      reuse=not args.no_reuse)
     print(summary.text())
@@ -373,9 +388,10 @@ def cmd_figures(args) -> int:
 def cmd_reproduce(args) -> int:
     from g10fast.figures import draw_all
 
+    workers = _workers(args.workers)
     artifact = _artifact_arg(args.g10)
     show = args.progress or (sys.stderr.isatty() and not args.no_progress)
-    summary = _sweep(args.matrix, args.store, artifact, args.workers, args.dask, show,
+    summary = _sweep(args.matrix, args.store, artifact, workers, args.dask, show,
                      reuse=not args.no_reuse)
     print(summary.text())
     report = draw_all(args.store, args.out, artifact_dir=artifact)
@@ -384,7 +400,10 @@ def cmd_reproduce(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from g10fast import __version__
+
     p = argparse.ArgumentParser(prog="g10fast", description=__doc__.split("\n\n")[0])
+    p.add_argument("--version", action="version", version=f"g10fast {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="simulate one configuration",
                        description="Simulate one G10 configuration: a G10 .config file, or the "
@@ -433,7 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
     ti.set_defaults(func=cmd_trace_inspect)
 
     def sweep_opts(q):
-        q.add_argument("--workers", type=int, default=None,
+        q.add_argument("--workers", default=None, metavar="N",
                        help="worker processes (default: CPU count; 0 = in this process)")
         q.add_argument("--dask", metavar="ADDRESS",
                        help="run on a Dask distributed scheduler (pip install 'g10fast[dask]')")
@@ -502,10 +521,32 @@ def console_main() -> None:
     Every output has been written, closed and renamed by then; what the teardown would do is
     free Numba's compiled code, LLVM and the engine's arrays one object at a time, which
     takes a noticeable share of a short run."""
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = _stdout_closed()
+    try:
+        sys.stderr.flush()
+    except OSError:
+        pass
     os._exit(code)
+
+
+EXIT_BROKEN_PIPE = 141   # 128 + SIGPIPE, what a shell reports for a C program in `... | head`
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away (`g10fast ... | head -1`): end quietly. What is left in
+    stdout's buffer goes to /dev/null instead (the Python documentation's recipe, "Note on
+    SIGPIPE"), so that no later flush raises again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":
