@@ -157,7 +157,10 @@ def _run_builtin(args, spec: dict, note: str) -> int:
     from g10fast.run import to_json_ready
 
     show = args.progress or (sys.stderr.isatty() and not args.no_progress)
-    res = run_spec(spec, progress_factory=lambda p: Progress(f"{p:>12}", show))
+    try:
+        res = run_spec(spec, progress_factory=lambda p: Progress(f"{p:>12}", show))
+    except InputError as e:
+        raise _in_run_file(e, spec) from None
     if isinstance(res, dict):
         if args.json:
             json.dump(to_json_ready(res), sys.stdout, indent=1)
@@ -179,6 +182,43 @@ def _run_builtin(args, spec: dict, note: str) -> int:
     if not args.json:
         print(f"figure written to {fig}")
     return 0
+
+
+def _in_run_file(err: InputError, spec: dict) -> InputError:
+    """`err` from running a TOML run file, naming the file, the key and its line: a bad
+    value of the file (batch = -1, a model option, an engine option, an override) is
+    reported as the parameter alone (or against the model file) by the checks below
+    run_spec. Errors about another file's own values (a preset, a profile) are kept."""
+    from g10fast.errors import toml_key_line
+    from g10fast.hardware import preset_key_of
+
+    path = spec.get("_path")
+    param = err.param
+    workload = spec.get("workload") or {}
+    engine = spec.get("engine") or {}
+    overrides = (spec.get("system") or {}).get("overrides") or {}
+    if path is None:
+        return err
+    if err.path is not None and err.path != path and param not in workload:
+        return err
+    if err.path == path and (err.line is not None or param is None):
+        return err
+    if param is None:
+        return InputError(err.message, path=path)
+    if param in engine:
+        key = f"engine.{param}"
+    elif param in overrides:
+        key = f"system.overrides.{param}"
+    elif preset_key_of(param) in overrides:
+        key = f"system.overrides.{preset_key_of(param)}"
+    elif param in workload:
+        key = f"workload.{param}"
+    elif param == "batch_size":
+        key = "workload.batch"
+    else:
+        key = param
+    line = toml_key_line(path, key) if "." in key else None
+    return InputError(f"{key}: {err.message}", path=path, line=line, param=key)
 
 
 def cmd_run(args) -> int:

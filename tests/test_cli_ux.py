@@ -62,3 +62,101 @@ def test_closed_stdout_pipe_ends_quietly():
     assert "Traceback" not in err and "BrokenPipe" not in err, err
     assert err == ""
     assert out.returncode == 141
+
+
+# ------------------------------------------------------------------ impossible settings in files
+ARTIFACT = ROOT.parent / "shared" / "g10-artifact"
+needs_artifact = pytest.mark.skipif(not (ARTIFACT / "frontend" / "Nets").is_dir(),
+                                    reason="../shared/g10-artifact not present")
+
+
+def _g10_config(tmp_path, key, value) -> tuple[Path, int]:
+    """The artifact's BERT-128 lru config with absolute paths and `key value`; -> (file, line)."""
+    src = ARTIFACT / "src"
+    lines, at = [], None
+    for n, line in enumerate((src / "configs" / "BERT" / "128-sim_lru.config").read_text()
+                             .splitlines(), start=1):
+        parts = line.split()
+        if parts and parts[0] == key:
+            line, at = f"{key} {value}", n
+        elif parts[1:] and parts[1].startswith("../"):
+            line = f"{parts[0]} {(src / parts[1]).resolve()}"
+        lines.append(line)
+    p = tmp_path / "c.config"
+    p.write_text("\n".join(lines) + "\n")
+    assert at is not None
+    return p, at
+
+
+def test_cpu_bandwidth_zero_is_its_own_error():
+    from g10fast.config import G10Config, validate
+    from g10fast.errors import InputError
+    from g10fast.hardware import config_fields, load_preset
+
+    cfg = G10Config(**config_fields(load_preset("g10-artifact")), batch_size=8,
+                    nn_model_input_file="m", orig_kernel_time_file="m",
+                    input_pf_kernel_time_file="m", pf_kernel_time_file="m",
+                    workspace_size_file="m", is_transformer=1, num_iteration=1)
+    validate(cfg)
+    with pytest.raises(InputError) as e:
+        validate(cfg.replace(CPU_PCIe_bandwidth_GBps=0.0))
+    assert e.value.param == "CPU_PCIe_bandwidth_GBps"
+    assert str(e.value) == "parameter 'CPU_PCIe_bandwidth_GBps': must be > 0, got 0.0"
+
+
+@needs_artifact
+@pytest.mark.parametrize("key,value,text", [
+    ("GPU_memory_size_GB", "-5", "must be >= 0, got -5.0"),
+    ("CPU_PCIe_bandwidth_GBps", "0", "must be > 0, got 0.0"),
+    ("num_iteration", "0", "must be >= 1 for a simulation, got 0"),
+])
+def test_g10_config_setting_names_file_and_line(capsys, tmp_path, key, value, text):
+    cfg, line = _g10_config(tmp_path, key, value)
+    err = _bad(capsys, ["run", str(cfg), "--no-progress"])
+    assert err == f"g10fast: error: {cfg}:{line}: '{key}' {text}\n"
+
+
+def test_preset_file_value_names_file_and_line(tmp_path):
+    from g10fast.errors import InputError
+    from g10fast.hardware import hardware_dir, load_preset
+
+    lines = (hardware_dir() / "g10-artifact.toml").read_text().splitlines()
+    for key, value, text in [("memory_gb = 128.0", "memory_gb = -5", "host.memory_gb: must be a "
+                              "finite, non-negative number, got -5"),
+                             ("bandwidth_gbps = 3.2", "bandwidth_gbps = 0", "ssd.bandwidth_gbps: "
+                              "must be > 0, got 0.0"),
+                             ('model = "NVIDIA A100 40GB (SXM4)"', 'model = ""',
+                              "gpu.model: missing, empty or not a string")]:
+        n = next(i for i, x in enumerate(lines) if x.startswith(key))
+        p = tmp_path / "mine.toml"
+        p.write_text("\n".join(lines[:n] + [value] + lines[n + 1:]) + "\n")
+        with pytest.raises(InputError) as e:
+            load_preset(p)
+        assert str(e.value) == f"{p}:{n + 1}: {text}"
+    with pytest.raises(InputError) as e:          # an override is named as such, not the file
+        load_preset("g10-artifact", {"host.link_gbps": -1})
+    assert str(e.value) == ("parameter 'host.link_gbps': must be a finite, non-negative number, "
+                            "got -1")
+
+
+@pytest.mark.parametrize("text,line,message", [
+    ('[workload]\nmodel = "bert-base"\nbatch = -1\n', 3,
+     "workload.batch: must be a positive integer, got -1"),
+    ('[workload]\nmodel = ""\n', 2, "workload.model: unknown built-in model ''"),
+    ('[workload]\nmodel = "bert-base"\nbatch = 2\nseq_len = -1\n', 4,
+     "workload.seq_len: must be a positive integer, got -1"),
+    ('[workload]\nmodel = "bert-base"\nbatch = 2\n[engine]\nnum_iteration = 2\n'
+     'kernel_speedup = -1\n', 6, "engine.kernel_speedup: must be > 0, got -1.0"),
+    ('[workload]\nmodel = "bert-base"\nbatch = 2\n[system.overrides]\n"gpu.memory_gb" = -5\n', 5,
+     "system.overrides.gpu.memory_gb: must be a finite, non-negative number, got -5"),
+    ('[workload]\nmodel = "bert-base"\nbatch = 2\n[system]\noverrides = {"host.link_gbps" = 0}\n',
+     5, "system.overrides.host.link_gbps: must be > 0, got 0"),
+    ('[workload]\nmodel = "bert-base"\nbatch = 2\n[system.overrides]\n'
+     '"ssd.bandwidth_gbps" = 100\n', 5, "system.overrides.ssd.bandwidth_gbps: SSD bandwidth 100.0 "
+     "exceeds CPU bandwidth"),
+])
+def test_run_file_value_names_file_and_line(capsys, tmp_path, text, line, message):
+    p = tmp_path / "run.toml"
+    p.write_text(text)
+    err = _bad(capsys, ["run", str(p), "--no-progress"])
+    assert err.startswith(f"g10fast: error: {p}:{line}: {message}"), err
