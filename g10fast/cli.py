@@ -346,7 +346,7 @@ def cmd_models(args) -> int:
 
 
 def cmd_trace_inspect(args) -> int:
-    from g10fast.trace import open_trace
+    from g10fast.trace import PAGELESS_KINDS, open_trace
 
     tr = open_trace(args.file)
     try:
@@ -358,7 +358,10 @@ def cmd_trace_inspect(args) -> int:
         pages = tr.pages_by_kind()
         for kind, n in counts.items():
             name = getattr(kind, "name", str(kind))
-            print(f"  {name:10s} {n:>12,} events {pages.get(kind, 0):>14,} pages")
+            if kind in PAGELESS_KINDS:       # a transfer's begin/end marks: no pages
+                print(f"  {name:10s} {n:>12,} events {'(begin/end marks)':>20}")
+            else:
+                print(f"  {name:10s} {n:>12,} events {pages.get(kind, 0):>14,} pages")
     finally:
         tr.close()
     return 0

@@ -160,3 +160,39 @@ def test_run_file_value_names_file_and_line(capsys, tmp_path, text, line, messag
     p.write_text(text)
     err = _bad(capsys, ["run", str(p), "--no-progress"])
     assert err.startswith(f"g10fast: error: {p}:{line}: {message}"), err
+
+
+# ------------------------------------------------------------------ trace inspect
+def test_trace_inspect_pages_of_a_real_trace(capsys, tmp_path):
+    """A page-engine run of a small synthetic workload under memory pressure: TRANSFER rows
+    (count -1, "not used") add no pages and show none; every other kind shows the sum of its
+    counts."""
+    import numpy as np
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from synth import make_workload, tiny_cfg
+
+    from g10fast.engine.page import simulate_pages
+    from g10fast.trace import EventKind, EventTraceWriter, open_trace
+
+    w = make_workload(21, n_kernels=10, n_tensors=24, max_pages=50 // 3)
+    path = tmp_path / "run.h5"
+    with EventTraceWriter(path, config={}, threads=0) as wr:
+        simulate_pages(w, tiny_cfg(50, 20, "lru"), trace=wr)
+    with open_trace(path) as tr:
+        cols = tr.read()
+        pages = tr.pages_by_kind()
+    kind, count = np.asarray(cols["kind"]), np.asarray(cols["count"], dtype=np.int64)
+    n_transfer = int((kind == EventKind.TRANSFER).sum())
+    assert n_transfer > 0 and (count[kind == EventKind.TRANSFER] == -1).all()
+    assert pages[EventKind.TRANSFER] == 0
+    for k in EventKind:
+        if k != EventKind.TRANSFER:
+            assert pages[k] == int(count[kind == k].sum()) >= 0
+    assert main(["trace", "inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.strip().startswith("TRANSFER"))
+    assert line.split() == ["TRANSFER", f"{n_transfer:,}", "events", "(begin/end", "marks)"]
+    fetch = next(x for x in out.splitlines() if x.strip().startswith("FETCH"))
+    assert fetch.split()[-2:] == [f"{pages[EventKind.FETCH]:,}", "pages"]
+    assert "-" not in out.replace("--", "").split("\n", 2)[2]
