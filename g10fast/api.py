@@ -223,14 +223,15 @@ def comparison_rows(results: list[dict]) -> list[dict]:
     rows = []
     for r in results:
         if r.get("status") != "ok":
-            rows.append({"policy": r["policy"], "available": False})
+            rows.append({"policy": r["policy"], "available": False,
+                         "status": r.get("status") or "?", "reason": _not_ok_reason(r)})
             continue
         it = r["iterations"][r["reported"]]
         f = r["system"]["f_hz"]
         t = it["exe_time_cycles"] / f
         pg = it["pages"]
         gib = 4096 / 2**30
-        rows.append({"policy": r["policy"], "available": True, "time_s": t,
+        rows.append({"policy": r["policy"], "available": True, "status": "ok", "time_s": t,
                      "normalised": (ideal / t) if t else math.nan,
                      "stall_share": it["stall_cycles"] / it["exe_time_cycles"]
                      if it["exe_time_cycles"] else 0.0,
@@ -238,6 +239,16 @@ def comparison_rows(results: list[dict]) -> list[dict]:
                      "ssd_to_gpu_gib": pg["ssd_to_gpu"] * gib, "gpu_to_ssd_gib": pg["gpu_to_ssd"] * gib,
                      "wall_s": r.get("wall_seconds", math.nan)})
     return rows
+
+
+def _not_ok_reason(r: dict) -> str:
+    """Why a result has no numbers: a failed run's failure reason (where it failed), or the
+    reason of a policy that is not available."""
+    if r.get("status") == "failed":
+        f = r.get("failure") or {}
+        reason = str(f.get("reason") or "no reason given")
+        return f"{reason} ({f['stage']})" if f.get("stage") else reason
+    return str(r.get("reason") or "")
 
 
 def comparison_text(results: list[dict], title: str = "") -> str:
@@ -248,8 +259,11 @@ def comparison_text(results: list[dict], title: str = "") -> str:
     lines += [head, "-" * len(head)]
     for r in rows:
         name = DISPLAY.get(r["policy"], r["policy"])
-        if not r["available"]:
+        if r["status"] == "not available":
             lines.append(f"{name:<12} {'not yet available in this build':>40}")
+            continue
+        if not r["available"]:
+            lines.append(f"{name:<12} {r['status'].upper()}: {r['reason']}")
             continue
         lines.append(f"{name:<12} {r['time_s']:>10.3f} {r['normalised']:>10.3f} "
                      f"{100 * r['stall_share']:>6.1f}% {r['host_to_gpu_gib']:>10.1f} "

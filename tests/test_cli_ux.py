@@ -196,3 +196,44 @@ def test_trace_inspect_pages_of_a_real_trace(capsys, tmp_path):
     fetch = next(x for x in out.splitlines() if x.strip().startswith("FETCH"))
     assert fetch.split()[-2:] == [f"{pages[EventKind.FETCH]:,}", "pages"]
     assert "-" not in out.replace("--", "").split("\n", 2)[2]
+
+
+# ------------------------------------------------------------------ comparison table / figure
+def _ok(policy, exe_s, ideal_s, stall_s, f=1.2e9):
+    it = {"exe_time_cycles": int(exe_s * f), "ideal_exe_time_cycles": int(ideal_s * f),
+          "stall_cycles": int(stall_s * f), "pages": {"cpu_to_gpu": 2**18, "gpu_to_cpu": 2**17,
+                                                     "ssd_to_gpu": 0, "gpu_to_ssd": 2**16}}
+    return {"policy": policy, "status": "ok", "iterations": [it], "reported": 0,
+            "system": {"f_hz": f}, "wall_seconds": 1.0}
+
+
+FLASHNEURON_FAILED = {
+    "policy": "FlashNeuron", "status": "failed", "iterations": [], "reported": None,
+    "failure": {"stage": "planner", "reason": "weights and the largest kernel's working set do "
+                "not fit (GPU line -53485297664 B)", "tensor": None}}
+NOT_AVAILABLE = {"policy": "G10GDSFULL", "status": "not available",
+                 "reason": "parameter 'policy': G10GDSFULL is not implemented yet"}
+
+
+def _results():
+    return [_ok("ideal", 2.0, 2.0, 0.0), _ok("lru", 8.0, 2.0, 6.0), FLASHNEURON_FAILED,
+            NOT_AVAILABLE, _ok("prefetch_lru", 2.5, 2.0, 0.5)]
+
+
+def test_comparison_table_shows_failures_and_their_reason():
+    from g10fast.api import comparison_rows, comparison_text
+
+    rows = comparison_rows(_results())
+    assert [r["status"] for r in rows] == ["ok", "ok", "failed", "not available", "ok"]
+    assert rows[2]["reason"] == ("weights and the largest kernel's working set do not fit "
+                                 "(GPU line -53485297664 B) (planner)")
+    lines = comparison_text(_results(), "t").splitlines()
+    assert lines[0] == "t"
+    fn = next(x for x in lines if x.startswith("FlashNeuron"))
+    assert fn == ("FlashNeuron  FAILED: weights and the largest kernel's working set do not fit "
+                  "(GPU line -53485297664 B) (planner)")
+    assert "not yet available" not in fn
+    host = next(x for x in lines if x.startswith("G10-Host"))
+    assert host.split(None, 1)[1].strip() == "not yet available in this build"
+    lru = next(x for x in lines if x.startswith("Base UVM")).split()
+    assert lru[2:5] == ["8.000", "0.250", "75.0%"]
