@@ -273,35 +273,70 @@ def comparison_text(results: list[dict], title: str = "") -> str:
 
 
 def comparison_figure(results: list[dict], path, title: str = "") -> str:
-    """Bar chart of normalised performance and stall share per policy; written atomically."""
+    """Two panels per policy: performance normalised to Ideal, and the iteration time split
+    into compute and stall; a policy without numbers (failed, not available) is marked with
+    its status. Written atomically (a temporary file, then renamed)."""
+    import matplotlib.pyplot as plt
+
+    fig = comparison_figure_object(results, title)
+    path = str(path)
+    ext = os.path.splitext(path)[1] or ".png"
+    tmp = path + ".tmp" + ext
+    try:
+        fig.savefig(tmp)
+    finally:
+        plt.close(fig)
+    os.replace(tmp, path)
+    return path
+
+
+def comparison_figure_object(results: list[dict], title: str = ""):
+    """The matplotlib Figure of `comparison_figure` (Agg backend), not yet saved."""
+    import textwrap
+
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rows = comparison_rows(results)
     names = [DISPLAY.get(r["policy"], r["policy"]) for r in rows]
-    perf = [r["normalised"] if r["available"] else 0.0 for r in rows]
-    stall = [r["stall_share"] if r["available"] else 0.0 for r in rows]
-    fig, ax = plt.subplots(figsize=(7, 3.2), dpi=120)
-    x = range(len(rows))
-    ax.bar([i - 0.2 for i in x], perf, 0.4, label="performance / Ideal", color="#3b6ea8")
-    ax.bar([i + 0.2 for i in x], stall, 0.4, label="stall share", color="#d08c3a")
-    for i, r in enumerate(rows):
-        if not r["available"]:
-            ax.text(i, 0.03, "n/a", ha="center", fontsize=8, color="gray")
-    ax.set_xticks(list(x))
-    ax.set_xticklabels(names, fontsize=9)
-    ax.set_ylim(0, 1.1)
-    ax.axhline(1.0, color="gray", lw=0.6, ls="--")
-    ax.legend(fontsize=8, frameon=False, loc="upper left")
-    ax.set_title(title, fontsize=9)
-    for s in ("top", "right"):
-        ax.spines[s].set_visible(False)
+    x = list(range(len(rows)))
+    ok = [r["available"] for r in rows]
+    perf = [r["normalised"] if a else 0.0 for r, a in zip(rows, ok)]
+    time_s = [r["time_s"] if a else 0.0 for r, a in zip(rows, ok)]
+    stall = [r["time_s"] * r["stall_share"] if a else 0.0 for r, a in zip(rows, ok)]
+    compute = [t - st for t, st in zip(time_s, stall)]
+
+    width = max(7.5, 1.1 * len(rows) + 2.5)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(width, 3.8), dpi=120)
+    ax1.bar(x, perf, 0.6, color="#3b6ea8")
+    ax1.axhline(1.0, color="gray", lw=0.7, ls="--")
+    top1 = max([1.0] + [v for v in perf if v == v]) * 1.15
+    ax1.set_ylim(0, top1)
+    ax1.set_ylabel("performance / Ideal")
+    ax1.set_title("performance, normalised to Ideal", fontsize=9)
+    for i, (v, a) in enumerate(zip(perf, ok)):
+        if a and v == v:
+            ax1.text(i, v + 0.01 * top1, f"{v:.2f}", ha="center", va="bottom", fontsize=7)
+
+    ax2.bar(x, compute, 0.6, color="#3b6ea8", label="compute")
+    ax2.bar(x, stall, 0.6, bottom=compute, color="#d08c3a", label="stall")
+    top2 = max([0.0] + time_s) * 1.15 or 1.0
+    ax2.set_ylim(0, top2)
+    ax2.set_ylabel("iteration time (s)")
+    ax2.set_title("iteration time: compute and stall", fontsize=9)
+    ax2.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+
+    for ax, top in ((ax1, top1), (ax2, top2)):
+        for i, r in enumerate(rows):
+            if not r["available"]:
+                ax.text(i, 0.03 * top, r["status"], ha="center",
+                        va="bottom", fontsize=7, color="#b03030", rotation=90)
+        ax.set_xticks(x)
+        ax.set_xticklabels(names, fontsize=8, rotation=30, ha="right")
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+    if title:
+        fig.suptitle(textwrap.fill(title, width=int(width * 13)), fontsize=9)
     fig.tight_layout()
-    path = str(path)
-    ext = os.path.splitext(path)[1] or ".png"
-    tmp = path + ".tmp" + ext
-    fig.savefig(tmp)
-    plt.close(fig)
-    os.replace(tmp, path)
-    return path
+    return fig

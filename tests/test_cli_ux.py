@@ -237,3 +237,44 @@ def test_comparison_table_shows_failures_and_their_reason():
     assert host.split(None, 1)[1].strip() == "not yet available in this build"
     lru = next(x for x in lines if x.startswith("Base UVM")).split()
     assert lru[2:5] == ["8.000", "0.250", "75.0%"]
+
+
+def test_comparison_figure_layout(tmp_path):
+    """Two labelled panels, policy names on x, failed and unavailable policies marked with
+    their status, the legend beside the bars (not over them), a title inside the figure."""
+    import matplotlib.pyplot as plt
+
+    from g10fast.api import comparison_figure, comparison_figure_object
+
+    title = ("default run: built-in bert-base at batch 64 on the g10-artifact system with "
+             "10 GB of GPU memory, estimated kernel times")
+    fig = comparison_figure_object(_results(), title)
+    try:
+        ax1, ax2 = fig.axes
+        assert ax1.get_ylabel() == "performance / Ideal"
+        assert ax2.get_ylabel() == "iteration time (s)"
+        names = ["Ideal", "Base UVM", "FlashNeuron", "G10-Host", "G10"]
+        for ax in (ax1, ax2):
+            assert [t.get_text() for t in ax.get_xticklabels()] == names
+            marks = sorted(t.get_text() for t in ax.texts if t.get_text() in ("failed",
+                                                                                "not available"))
+            assert marks == ["failed", "not available"]
+        # performance bars: Ideal 1, Base UVM 0.25, G10 0.8; time bars stack compute + stall
+        assert [round(b.get_height(), 3) for b in ax1.patches] == [1.0, 0.25, 0.0, 0.0, 0.8]
+        comp, stall = ax2.patches[:5], ax2.patches[5:]
+        assert [round(c.get_height() + s.get_height(), 3) for c, s in zip(comp, stall)] == \
+            [2.0, 8.0, 0.0, 0.0, 2.5]
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        figbox = fig.bbox
+        sup = fig._suptitle.get_window_extent(r)
+        assert sup.x0 >= figbox.x0 and sup.x1 <= figbox.x1 and sup.y1 <= figbox.y1
+        leg = ax2.get_legend()
+        assert [t.get_text() for t in leg.get_texts()] == ["compute", "stall"]
+        assert leg.get_window_extent(r).x0 >= ax2.get_window_extent(r).x1 - 1
+        assert leg.get_window_extent(r).x1 <= figbox.x1
+    finally:
+        plt.close(fig)
+    out = comparison_figure(_results(), tmp_path / "c.png", title)
+    assert Path(out).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["c.png"]
