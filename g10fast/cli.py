@@ -156,6 +156,10 @@ def _run_builtin(args, spec: dict, note: str) -> int:
     from g10fast.api import comparison_figure, comparison_text, run_spec
     from g10fast.run import to_json_ready
 
+    fig = _comparison_figure_path(args, spec)
+    if fig is not None and not Path(fig).resolve().parent.is_dir():
+        raise InputError("folder does not exist", path=str(Path(fig).resolve().parent),
+                         param="--figure")
     show = args.progress or (sys.stderr.isatty() and not args.no_progress)
     try:
         res = run_spec(spec, progress_factory=lambda p: Progress(f"{p:>12}", show))
@@ -174,14 +178,31 @@ def _run_builtin(args, spec: dict, note: str) -> int:
         sys.stdout.write("\n")
     else:
         print(comparison_text(res, title))
-    fig = args.figure or "g10fast-comparison.png"
-    d = Path(fig).resolve().parent
-    if not d.is_dir():
-        raise InputError("folder does not exist", path=str(d))
+    if fig is None:
+        return 0
     comparison_figure(res, fig, title)
-    if not args.json:
-        print(f"figure written to {fig}")
+    # with --json, stdout holds the JSON alone
+    (sys.stderr if args.json else sys.stdout).write(f"figure written to {fig}\n")
     return 0
+
+
+DEFAULT_COMPARISON_FIGURE = "g10fast-comparison.png"
+
+
+def _comparison_figure_path(args, spec: dict) -> str | None:
+    """Where a comparison's figure goes: --figure PATH; none with --no-figure; else
+    <run-file-stem>-comparison.png in the working folder for a run file, and
+    g10fast-comparison.png for the default run."""
+    if getattr(args, "no_figure", False):
+        if args.figure is not None:
+            raise InputError("give --figure PATH or --no-figure, not both", param="--no-figure")
+        return None
+    if args.figure is not None:
+        return str(args.figure)
+    run_file = spec.get("_path")
+    if run_file:
+        return f"{Path(run_file).stem}-comparison.png"
+    return DEFAULT_COMPARISON_FIGURE
 
 
 def _in_run_file(err: InputError, spec: dict) -> InputError:
@@ -473,7 +494,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--figure", help="write a figure to this image file: for one run, estimated "
                                     "vs simulated GPU memory per kernel; for a comparison (the "
                                     "default run, TOML runs), the comparison (default "
-                                    "g10fast-comparison.png)")
+                                    "g10fast-comparison.png for the default run, "
+                                    "RUNFILE-comparison.png for RUNFILE.toml, in the working "
+                                    "folder)")
+    r.add_argument("--no-figure", action="store_true", help="write no comparison figure")
     r.add_argument("--host-mem-gb", type=float, help="host memory for swapping, GiB")
     r.add_argument("--ssd-gbps", type=float, help="SSD bandwidth, GB/s")
     r.add_argument("--pcie-gbps", type=float, help="PCIe (host and GPU link) bandwidth, GB/s")

@@ -278,3 +278,44 @@ def test_comparison_figure_layout(tmp_path):
     out = comparison_figure(_results(), tmp_path / "c.png", title)
     assert Path(out).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(x.name for x in tmp_path.iterdir()) == ["c.png"]
+
+
+# ------------------------------------------------------------------ where the figure goes
+def test_comparison_figure_path(capsys, tmp_path, monkeypatch):
+    import json
+
+    import g10fast.api
+
+    monkeypatch.setattr(g10fast.api, "run_spec", lambda spec, progress_factory=None: _results())
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    rf = tmp_path / "runs" / "exp1.toml"
+    rf.write_text('[workload]\nmodel = "bert-base"\n[policy]\nnames = ["ideal", "lru"]\n')
+    png = b"\x89PNG\r\n\x1a\n"
+
+    assert main(["run", str(rf), "--no-progress"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "figure written to exp1-comparison.png"
+    assert (tmp_path / "exp1-comparison.png").read_bytes()[:8] == png
+
+    assert main(["run", str(rf), "--no-progress", "--figure", "runs/mine.png"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "figure written to runs/mine.png"
+    assert (tmp_path / "runs" / "mine.png").read_bytes()[:8] == png
+
+    assert main(["run", "--no-progress"]) == 0           # the default run
+    assert capsys.readouterr().out.splitlines()[-1] == "figure written to g10fast-comparison.png"
+    assert (tmp_path / "g10fast-comparison.png").read_bytes()[:8] == png
+
+    for f in tmp_path.glob("*.png"):
+        f.unlink()
+    assert main(["run", str(rf), "--no-progress", "--no-figure"]) == 0
+    assert "figure written" not in capsys.readouterr().out
+    assert not list(tmp_path.rglob("*comparison*"))
+
+    assert main(["run", str(rf), "--no-progress", "--json"]) == 0
+    cap = capsys.readouterr()
+    assert [r["policy"] for r in json.loads(cap.out)][:2] == ["ideal", "lru"]
+    assert cap.err == "figure written to exp1-comparison.png\n"
+
+    _bad(capsys, ["run", str(rf), "--no-figure", "--figure", "x.png"], "'--no-figure'",
+         "not both")
+    _bad(capsys, ["run", str(rf), "--figure", "nope/x.png"], "nope", "folder does not exist")
