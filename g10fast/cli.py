@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 from g10fast.errors import InputError
@@ -43,32 +42,13 @@ def _find_artifact() -> Path | None:
     return None
 
 
-class Progress:
-    """A one-line progress bar on stderr (only when stderr is a terminal, or forced)."""
+def _run_progress(args, label: str):
+    """The progress(done, total) callback of one run: a tqdm bar on a terminal (or with
+    --progress), plain lines every few seconds otherwise, none with --no-progress
+    (g10fast/progress.py)."""
+    from g10fast.progress import RunProgress
 
-    def __init__(self, label: str, enabled: bool):
-        self.label = label
-        self.enabled = enabled
-        self.t0 = time.perf_counter()
-        self.last = 0.0
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        now = time.perf_counter()
-        if done < total and now - self.last < 0.2:
-            return
-        self.last = now
-        frac = done / total if total else 1.0
-        width = 30
-        bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
-        el = now - self.t0
-        eta = el / frac - el if frac > 0 else float("nan")
-        sys.stderr.write(f"\r{self.label} [{bar}] {100 * frac:5.1f}%  {el:6.1f}s"
-                         f"  eta {eta:5.1f}s ")
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+    return RunProgress(label, enabled=not args.no_progress, bar=True if args.progress else None)
 
 
 def _fmt_cycles(c: int) -> str:
@@ -160,9 +140,9 @@ def _run_builtin(args, spec: dict, note: str) -> int:
     if fig is not None and not Path(fig).resolve().parent.is_dir():
         raise InputError("folder does not exist", path=str(Path(fig).resolve().parent),
                          param="--figure")
-    show = args.progress or (sys.stderr.isatty() and not args.no_progress)
+    from g10fast.api import DISPLAY
     try:
-        res = run_spec(spec, progress_factory=lambda p: Progress(f"{p:>12}", show))
+        res = run_spec(spec, progress_factory=lambda p: _run_progress(args, DISPLAY.get(p, p)))
     except InputError as e:
         raise _in_run_file(e, spec) from None
     if isinstance(res, dict):
@@ -271,8 +251,7 @@ def cmd_run(args) -> int:
             over["GPU_PCIe_bandwidth_GBps"] = args.pcie_gbps
         cfg = cfg.replace(**over)
     cfg = validate(cfg)
-    show = args.progress or (sys.stderr.isatty() and not args.no_progress)
-    progress = Progress("simulating", show)
+    progress = _run_progress(args, "simulating")
     if args.trace is not None:
         d = Path(args.trace).resolve().parent
         if not d.is_dir():
@@ -398,14 +377,22 @@ def _artifact_arg(g10) -> Path:
     return Path(artifact)
 
 
-def _sweep(matrix, store, artifact, workers, dask, show, retry_errors=True, max_points=None,
+def _sweep_progress(args):
+    """The sweep's reporter factory (total points -> reporter): one tqdm bar on a terminal (or
+    with --progress), plain lines every few seconds otherwise, none with --no-progress."""
+    from g10fast.progress import SweepProgress
+
+    return lambda total: SweepProgress(total, enabled=not args.no_progress,
+                                       tty=True if args.progress else None)
+
+
+def _sweep(matrix, store, artifact, workers, dask, prog, retry_errors=True, max_points=None,
            reuse=True):
     from g10fast.sweep.matrix import expand_matrix, named_matrix, resolve_points
     from g10fast.sweep.runner import run_sweep
 
     path = named_matrix(matrix)
     resolved = resolve_points(expand_matrix(path), artifact)
-    prog = None if not show else True
     summary = run_sweep(resolved, store, workers=workers, dask=dask, progress=prog,
                         retry_errors=retry_errors, max_points=max_points, reuse=reuse)
     return summary
@@ -428,8 +415,8 @@ def _workers(text) -> int | None:
 def cmd_sweep(args) -> int:
     workers = _workers(args.workers)
     artifact = _artifact_arg(args.g10)
-    show = args.progress or (sys.stderr.isatty() and not args.no_progress)
-    summary = _sweep(args.matrix, args.store, artifact, workers, args.dask, show,
+    summary = _sweep(args.matrix, args.store, artifact, workers, args.dask,
+                     _sweep_progress(args),
                      retry_errors=not args.no_retry_errors, max_points=args.max_points,
                      reuse=not args.no_reuse)
     print(summary.text())
@@ -454,8 +441,8 @@ def cmd_reproduce(args) -> int:
 
     workers = _workers(args.workers)
     artifact = _artifact_arg(args.g10)
-    show = args.progress or (sys.stderr.isatty() and not args.no_progress)
-    summary = _sweep(args.matrix, args.store, artifact, workers, args.dask, show,
+    summary = _sweep(args.matrix, args.store, artifact, workers, args.dask,
+                     _sweep_progress(args),
                      reuse=not args.no_reuse)
     print(summary.text())
     report = draw_all(args.store, args.out, artifact_dir=artifact)
@@ -503,8 +490,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--pcie-gbps", type=float, help="PCIe (host and GPU link) bandwidth, GB/s")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--trace", help="write the engine's events to this HDF5 file")
-    r.add_argument("--progress", action="store_true", help="always show the progress bar")
-    r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    r.add_argument("--progress", action="store_true", help="show the progress bar even when "
+                   "stderr is not a terminal (default there: a plain line every 5 s, "
+                   "$G10FAST_PROGRESS_INTERVAL)")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar or lines")
     r.set_defaults(func=cmd_run)
     m = sub.add_parser("models", help="list the built-in models and their footprint")
     m.add_argument("--batch", type=int, help="batch size (default: each model's default)")
@@ -523,8 +512,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="worker processes (default: CPU count; 0 = in this process)")
         q.add_argument("--dask", metavar="ADDRESS",
                        help="run on a Dask distributed scheduler (pip install 'g10fast[dask]')")
-        q.add_argument("--progress", action="store_true", help="always show the progress line")
-        q.add_argument("--no-progress", action="store_true", help="never show it")
+        q.add_argument("--progress", action="store_true", help="show the progress bar even "
+                       "when stderr is not a terminal (default there: a plain line every 5 s, "
+                       "$G10FAST_PROGRESS_INTERVAL)")
+        q.add_argument("--no-progress", action="store_true", help="no progress bar or lines")
         q.add_argument("--no-reuse", action="store_true",
                        help="simulate every point; by default a page-engine point whose host "
                             "memory line is above the peak host use of a run of the same "
@@ -572,12 +563,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from g10fast.progress import close_all
+
     try:
         return args.func(args)
     except InputError as e:
+        close_all()
         sys.stderr.write(f"g10fast: error: {e}\n")
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
+        close_all()
         sys.stderr.write("g10fast: interrupted\n")
         return 130
 

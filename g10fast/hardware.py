@@ -80,8 +80,8 @@ def load_preset(name_or_path, overrides: dict | None = None) -> dict:
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise bad(where, f"missing or not a number (got {v!r})")
             if not v >= 0 or v == float("inf") or (kind is int and int(v) != v):
-                raise bad(where, f"must be a finite, non-negative {'integer' if kind is int else 'number'}"
-                                 f", got {v!r}")
+                what = "integer" if kind is int else "number"
+                raise bad(where, f"must be a finite, non-negative {what}, got {v!r}")
             d[sec][k] = kind(v)
     for where in ("gpu.memory_gb", "gpu.hbm_gbps", "gpu.frequency_ghz", "host.link_gbps",
                   "ssd.bandwidth_gbps", "host.batch_pages"):

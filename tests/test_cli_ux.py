@@ -319,3 +319,126 @@ def test_comparison_figure_path(capsys, tmp_path, monkeypatch):
     _bad(capsys, ["run", str(rf), "--no-figure", "--figure", "x.png"], "'--no-figure'",
          "not both")
     _bad(capsys, ["run", str(rf), "--figure", "nope/x.png"], "nope", "folder does not exist")
+
+
+# ------------------------------------------------------------------ progress reporting
+LINE = (r"^(?P<label>[\w ]+): (?P<done>[\d,]+)/(?P<total>[\d,]+) (?P<unit>\w+)s "
+        r"\((?P<pct>[\d.]+)%\), [\d,.?]+ \w+s/s, \S+ elapsed, ETA \S+(; .*)?$")
+
+
+def test_progress_lines_when_not_a_terminal():
+    import io
+    import re
+
+    from g10fast.progress import RunProgress, SweepProgress
+
+    buf = io.StringIO()
+    p = RunProgress("Base UVM", stream=buf, interval=0)     # StringIO: not a terminal
+    for done in (10, 20, 100):
+        p(done, 100)
+    p(100, 100)                                               # after the end: nothing
+    lines = buf.getvalue().splitlines()
+    assert len(lines) == 3
+    m = [re.match(LINE, x) for x in lines]
+    assert all(m), lines
+    assert [(x["label"], x["done"], x["total"], x["unit"]) for x in m] == \
+        [("Base UVM", "10", "100", "kernel"), ("Base UVM", "20", "100", "kernel"),
+         ("Base UVM", "100", "100", "kernel")]
+    assert m[-1]["pct"] == "100.0"
+
+    buf = io.StringIO()
+    p = RunProgress("G10", stream=buf, interval=3600)        # only the first and the last
+    for done in range(1, 51):
+        p(done, 50)
+    assert [re.match(LINE, x)["done"] for x in buf.getvalue().splitlines()] == ["1", "50"]
+
+    buf = io.StringIO()
+    p = RunProgress("G10", stream=buf, interval=0, enabled=False)
+    p(1, 2)
+    p(2, 2)
+    assert buf.getvalue() == ""
+
+    buf = io.StringIO()
+    s = SweepProgress(2, stream=buf, interval=0)
+    s.update("BERT/128-lru", "ok", 1.5)
+    s.update("VIT/256-deepUM", "error", 0.2)
+    lines = buf.getvalue().splitlines()
+    assert [re.match(LINE, x)["done"] for x in lines] == ["1", "2"]
+    assert lines[0].endswith("; last: BERT/128-lru ok 1.5s")
+    assert lines[1].endswith("; 1 not ok, last: VIT/256-deepUM error 0.2s")
+
+
+def test_progress_bar_on_a_terminal():
+    import io
+
+    from g10fast.progress import RunProgress, SweepProgress
+
+    buf = io.StringIO()
+    p = RunProgress("Ideal", stream=buf, bar=True)
+    p(5, 10)
+    p(10, 10)
+    out = buf.getvalue()
+    assert "\r" in out and out.endswith("\n")
+    assert "Ideal: 100%" in out and "10/10" in out and "kernel/s" in out
+    buf = io.StringIO()
+    s = SweepProgress(1, stream=buf, tty=True)
+    s.update("BERT/128-lru", "ok", 1.5)
+    out = buf.getvalue()
+    assert "sweep: 100%" in out and "1/1" in out and "last: BERT/128-lru ok 1.5s" in out
+
+
+SMALL_RUN = ('[workload]\nmodel = "vit"\nbatch = 2\n[system.overrides]\n"gpu.memory_gb" = 0.3\n'
+             '[policy]\nnames = ["ideal", "lru"]\n')
+
+
+def test_run_progress_lines_from_the_cli(tmp_path):
+    """`g10fast run` with stderr captured (not a terminal): no bar, plain lines, one bar's
+    worth per policy, at the interval of $G10FAST_PROGRESS_INTERVAL; --no-progress: none."""
+    import re
+
+    rf = tmp_path / "small.toml"
+    rf.write_text(SMALL_RUN)
+    out = _cli("run", str(rf), "--no-figure", env={"G10FAST_PROGRESS_INTERVAL": "0"},
+               capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stderr.splitlines()
+    assert "\r" not in out.stderr and lines, out.stderr
+    m = [re.match(LINE, x) for x in lines]
+    assert all(m), lines
+    labels = [x["label"] for x in m]
+    assert labels == sorted(labels, key=["Ideal", "Base UVM"].index)
+    for label in ("Ideal", "Base UVM"):
+        mine = [x for x in m if x["label"] == label]
+        assert mine[-1]["done"] == mine[-1]["total"] and mine[-1]["pct"] == "100.0"
+        assert mine[-1]["unit"] == "kernel"
+    assert "Ideal" in out.stdout and "Base UVM" in out.stdout and "kernels" not in out.stdout
+
+    slow = _cli("run", str(rf), "--no-figure", env={"G10FAST_PROGRESS_INTERVAL": "3600"},
+                capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert slow.returncode == 0, slow.stderr
+    # the first report of each run and its end: at most two lines per policy
+    got = [re.match(LINE, x) for x in slow.stderr.splitlines()]
+    assert all(got) and len(got) <= 4
+    assert [x["pct"] for x in got if x["pct"] == "100.0"] == ["100.0", "100.0"]
+
+    quiet = _cli("run", str(rf), "--no-figure", "--no-progress", capture_output=True, text=True,
+                 timeout=600, cwd=tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == ""
+
+
+@needs_artifact
+def test_sweep_progress_lines_from_the_cli(tmp_path):
+    import re
+
+    m = tmp_path / "m.toml"
+    m.write_text('name = "t"\n[[group]]\nmodels = ["VIT"]\npolicies = ["ideal", "FlashNeuron"]\n'
+                 'batch = [256]\n')
+    out = _cli("sweep", str(m), "--store", str(tmp_path / "s.h5"), "--g10", str(ARTIFACT),
+               "--workers", "0", env={"G10FAST_PROGRESS_INTERVAL": "0"}, capture_output=True,
+               text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    got = [re.match(LINE, x) for x in out.stderr.splitlines()]
+    assert all(got), out.stderr
+    assert [(x["label"], x["done"], x["total"], x["unit"]) for x in got] == \
+        [("sweep", "1", "2", "point"), ("sweep", "2", "2", "point")]
+    assert "2 run (2 ok" in out.stdout
