@@ -283,7 +283,7 @@ def comparison_figure(results: list[dict], path, title: str = "") -> str:
     ext = os.path.splitext(path)[1] or ".png"
     tmp = path + ".tmp" + ext
     try:
-        fig.savefig(tmp)
+        fig.savefig(tmp, bbox_inches="tight", pad_inches=0.15)
     finally:
         plt.close(fig)
     os.replace(tmp, path)
@@ -337,6 +337,9 @@ def comparison_figure_object(results: list[dict], title: str = ""):
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
     if title:
-        fig.suptitle(textwrap.fill(title, width=int(width * 13)), fontsize=9)
+        limit = int(width * 13)                  # characters of a 9-point line that fit
+        lines = -(-len(title) // limit)
+        fig.suptitle(textwrap.fill(title, width=min(limit, -(-len(title) // lines) + 10)),
+                     fontsize=9)
     fig.tight_layout()
     return fig
