@@ -133,14 +133,13 @@ def _config_from_args(args) -> tuple:
 
 def _run_builtin(args, spec: dict, note: str) -> int:
     """A TOML run file or the default run: one result, or a comparison table and figure."""
-    from g10fast.api import comparison_figure, comparison_text, run_spec
+    from g10fast.api import DISPLAY, comparison_figure, comparison_text, run_spec
     from g10fast.run import to_json_ready
 
     fig = _comparison_figure_path(args, spec)
     if fig is not None and not Path(fig).resolve().parent.is_dir():
         raise InputError("folder does not exist", path=str(Path(fig).resolve().parent),
                          param="--figure")
-    from g10fast.api import DISPLAY
     try:
         res = run_spec(spec, progress_factory=lambda p: _run_progress(args, DISPLAY.get(p, p)))
     except InputError as e:
