@@ -102,14 +102,15 @@ def comparison_rows(results: list[dict]) -> list[dict]:
     rows = []
     for r in results:
         if r.get("status") != "ok":
-            rows.append({"policy": r["policy"], "available": False})
+            rows.append({"policy": r["policy"], "available": False,
+                         "status": r.get("status") or "?", "reason": _not_ok_reason(r)})
             continue
         it = r["iterations"][r["reported"]]
         f = r["system"]["f_hz"]
         t = it["exe_time_cycles"] / f
         pg = it["pages"]
         gib = 4096 / 2**30
-        rows.append({"policy": r["policy"], "available": True, "time_s": t,
+        rows.append({"policy": r["policy"], "available": True, "status": "ok", "time_s": t,
                      "normalised": (ideal / t) if t else math.nan,
                      "stall_share": it["stall_cycles"] / it["exe_time_cycles"]
                      if it["exe_time_cycles"] else 0.0,
@@ -117,6 +118,16 @@ def comparison_rows(results: list[dict]) -> list[dict]:
                      "ssd_to_gpu_gib": pg["ssd_to_gpu"] * gib, "gpu_to_ssd_gib": pg["gpu_to_ssd"] * gib,
                      "wall_s": r.get("wall_seconds", math.nan)})
     return rows
+
+
+def _not_ok_reason(r: dict) -> str:
+    """Why a result has no numbers: a failed run's failure reason (where it failed), or the
+    reason of a policy that is not available."""
+    if r.get("status") == "failed":
+        f = r.get("failure") or {}
+        reason = str(f.get("reason") or "no reason given")
+        return f"{reason} ({f['stage']})" if f.get("stage") else reason
+    return str(r.get("reason") or "")
 
 
 def comparison_text(results: list[dict], title: str = "") -> str:
@@ -127,8 +138,11 @@ def comparison_text(results: list[dict], title: str = "") -> str:
     lines += [head, "-" * len(head)]
     for r in rows:
         name = registry.display(r["policy"])
-        if not r["available"]:
+        if r["status"] == "not available":
             lines.append(f"{name:<12} {'not yet available in this build':>40}")
+            continue
+        if not r["available"]:
+            lines.append(f"{name:<12} {r['status'].upper()}: {r['reason']}")
             continue
         lines.append(f"{name:<12} {r['time_s']:>10.3f} {r['normalised']:>10.3f} "
                      f"{100 * r['stall_share']:>6.1f}% {r['host_to_gpu_gib']:>10.1f} "
@@ -138,35 +152,73 @@ def comparison_text(results: list[dict], title: str = "") -> str:
 
 
 def comparison_figure(results: list[dict], path, title: str = "") -> str:
-    """Bar chart of normalised performance and stall share per policy; written atomically."""
+    """Two panels per policy: performance normalised to Ideal, and the iteration time split
+    into compute and stall; a policy without numbers (failed, not available) is marked with
+    its status. Written atomically (a temporary file, then renamed)."""
+    import matplotlib.pyplot as plt
+
+    fig = comparison_figure_object(results, title)
+    path = str(path)
+    ext = os.path.splitext(path)[1] or ".png"
+    tmp = path + ".tmp" + ext
+    try:
+        fig.savefig(tmp, bbox_inches="tight", pad_inches=0.15)
+    finally:
+        plt.close(fig)
+    os.replace(tmp, path)
+    return path
+
+
+def comparison_figure_object(results: list[dict], title: str = ""):
+    """The matplotlib Figure of `comparison_figure` (Agg backend), not yet saved."""
+    import textwrap
+
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rows = comparison_rows(results)
     names = [registry.display(r["policy"]) for r in rows]
-    perf = [r["normalised"] if r["available"] else 0.0 for r in rows]
-    stall = [r["stall_share"] if r["available"] else 0.0 for r in rows]
-    fig, ax = plt.subplots(figsize=(7, 3.2), dpi=120)
-    x = range(len(rows))
-    ax.bar([i - 0.2 for i in x], perf, 0.4, label="performance / Ideal", color="#3b6ea8")
-    ax.bar([i + 0.2 for i in x], stall, 0.4, label="stall share", color="#d08c3a")
-    for i, r in enumerate(rows):
-        if not r["available"]:
-            ax.text(i, 0.03, "n/a", ha="center", fontsize=8, color="gray")
-    ax.set_xticks(list(x))
-    ax.set_xticklabels(names, fontsize=9)
-    ax.set_ylim(0, 1.1)
-    ax.axhline(1.0, color="gray", lw=0.6, ls="--")
-    ax.legend(fontsize=8, frameon=False, loc="upper left")
-    ax.set_title(title, fontsize=9)
-    for s in ("top", "right"):
-        ax.spines[s].set_visible(False)
+    x = list(range(len(rows)))
+    ok = [r["available"] for r in rows]
+    perf = [r["normalised"] if a else 0.0 for r, a in zip(rows, ok)]
+    time_s = [r["time_s"] if a else 0.0 for r, a in zip(rows, ok)]
+    stall = [r["time_s"] * r["stall_share"] if a else 0.0 for r, a in zip(rows, ok)]
+    compute = [t - st for t, st in zip(time_s, stall)]
+
+    width = max(7.5, 1.1 * len(rows) + 2.5)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(width, 3.8), dpi=120)
+    ax1.bar(x, perf, 0.6, color="#3b6ea8")
+    ax1.axhline(1.0, color="gray", lw=0.7, ls="--")
+    top1 = max([1.0] + [v for v in perf if v == v]) * 1.15
+    ax1.set_ylim(0, top1)
+    ax1.set_ylabel("performance / Ideal")
+    ax1.set_title("performance, normalised to Ideal", fontsize=9)
+    for i, (v, a) in enumerate(zip(perf, ok)):
+        if a and v == v:
+            ax1.text(i, v + 0.01 * top1, f"{v:.2f}", ha="center", va="bottom", fontsize=7)
+
+    ax2.bar(x, compute, 0.6, color="#3b6ea8", label="compute")
+    ax2.bar(x, stall, 0.6, bottom=compute, color="#d08c3a", label="stall")
+    top2 = max([0.0] + time_s) * 1.15 or 1.0
+    ax2.set_ylim(0, top2)
+    ax2.set_ylabel("iteration time (s)")
+    ax2.set_title("iteration time: compute and stall", fontsize=9)
+    ax2.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+
+    for ax, top in ((ax1, top1), (ax2, top2)):
+        for i, r in enumerate(rows):
+            if not r["available"]:
+                ax.text(i, 0.03 * top, r["status"], ha="center",
+                        va="bottom", fontsize=7, color="#b03030", rotation=90)
+        ax.set_xticks(x)
+        ax.set_xticklabels(names, fontsize=8, rotation=30, ha="right")
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+    if title:
+        limit = int(width * 13)                  # characters of a 9-point line that fit
+        lines = -(-len(title) // limit)
+        fig.suptitle(textwrap.fill(title, width=min(limit, -(-len(title) // lines) + 10)),
+                     fontsize=9)
     fig.tight_layout()
-    path = str(path)
-    ext = os.path.splitext(path)[1] or ".png"
-    tmp = path + ".tmp" + ext
-    fig.savefig(tmp)
-    plt.close(fig)
-    os.replace(tmp, path)
-    return path
+    return fig

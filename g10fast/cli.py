@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 from g10fast.errors import InputError
@@ -43,32 +42,13 @@ def _find_artifact() -> Path | None:
     return None
 
 
-class Progress:
-    """A one-line progress bar on stderr (only when stderr is a terminal, or forced)."""
+def _run_progress(args, label: str):
+    """The progress(done, total) callback of one run: a tqdm bar on a terminal (or with
+    --progress), plain lines every few seconds otherwise, none with --no-progress
+    (g10fast/progress.py)."""
+    from g10fast.progress import RunProgress
 
-    def __init__(self, label: str, enabled: bool):
-        self.label = label
-        self.enabled = enabled
-        self.t0 = time.perf_counter()
-        self.last = 0.0
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        now = time.perf_counter()
-        if done < total and now - self.last < 0.2:
-            return
-        self.last = now
-        frac = done / total if total else 1.0
-        width = 30
-        bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
-        el = now - self.t0
-        eta = el / frac - el if frac > 0 else float("nan")
-        sys.stderr.write(f"\r{self.label} [{bar}] {100 * frac:5.1f}%  {el:6.1f}s"
-                         f"  eta {eta:5.1f}s ")
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+    return RunProgress(label, enabled=not args.no_progress, bar=True if args.progress else None)
 
 
 def _fmt_cycles(c: int, f_hz: float = 1.2e9) -> str:
@@ -205,6 +185,7 @@ def _options(items) -> dict:
 
 def _run_builtin(args, spec: dict, note: str) -> int:
     """A TOML run file or the default run: one result, or a comparison table and figure."""
+    from g10fast import policies
     from g10fast.api import comparison_figure, comparison_text, run_spec
     from g10fast.results import to_json_ready
 
@@ -212,8 +193,15 @@ def _run_builtin(args, spec: dict, note: str) -> int:
         if getattr(args, flag) is not None and args.config is not None:
             raise InputError(f"--{flag} cannot change a run file: set it in the file",
                              param=f"--{flag}")
-    show = args.progress or (sys.stderr.isatty() and not args.no_progress)
-    res = run_spec(spec, progress_factory=lambda p: Progress(f"{p:>12}", show))
+    fig = _comparison_figure_path(args, spec)
+    if fig is not None and not Path(fig).resolve().parent.is_dir():
+        raise InputError("folder does not exist", path=str(Path(fig).resolve().parent),
+                         param="--figure")
+    try:
+        res = run_spec(spec, progress_factory=lambda p: _run_progress(args,
+                                                                      policies.display(p)))
+    except InputError as e:
+        raise _in_run_file(e, spec) from None
     if isinstance(res, dict):
         if args.json:
             json.dump(to_json_ready(res), sys.stdout, indent=1)
@@ -227,14 +215,68 @@ def _run_builtin(args, spec: dict, note: str) -> int:
         sys.stdout.write("\n")
     else:
         print(comparison_text(res, title))
-    fig = args.figure or "g10fast-comparison.png"
-    d = Path(fig).resolve().parent
-    if not d.is_dir():
-        raise InputError("folder does not exist", path=str(d))
+    if fig is None:
+        return 0
     comparison_figure(res, fig, title)
-    if not args.json:
-        print(f"figure written to {fig}")
+    # with --json, stdout holds the JSON alone
+    (sys.stderr if args.json else sys.stdout).write(f"figure written to {fig}\n")
     return 0
+
+
+DEFAULT_COMPARISON_FIGURE = "g10fast-comparison.png"
+
+
+def _comparison_figure_path(args, spec: dict) -> str | None:
+    """Where a comparison's figure goes: --figure PATH; none with --no-figure; else
+    <run-file-stem>-comparison.png in the working folder for a run file, and
+    g10fast-comparison.png for the default run."""
+    if getattr(args, "no_figure", False):
+        if args.figure is not None:
+            raise InputError("give --figure PATH or --no-figure, not both", param="--no-figure")
+        return None
+    if args.figure is not None:
+        return str(args.figure)
+    run_file = spec.get("_path")
+    if run_file:
+        return f"{Path(run_file).stem}-comparison.png"
+    return DEFAULT_COMPARISON_FIGURE
+
+
+def _in_run_file(err: InputError, spec: dict) -> InputError:
+    """`err` from running a TOML run file, naming the file, the key and its line: a bad
+    value of the file (batch = -1, a model option, an engine option, an override) is
+    reported as the parameter alone (or against the model file) by the checks below
+    run_spec. Errors about another file's own values (a preset, a profile) are kept."""
+    from g10fast.errors import toml_key_line
+    from g10fast.hardware import preset_key_of
+
+    path = spec.get("_path")
+    param = err.param
+    workload = spec.get("workload") or {}
+    engine = spec.get("engine") or {}
+    overrides = (spec.get("system") or {}).get("overrides") or {}
+    if path is None:
+        return err
+    if err.path is not None and err.path != path and param not in workload:
+        return err
+    if err.path == path and (err.line is not None or param is None):
+        return err
+    if param is None:
+        return InputError(err.message, path=path)
+    if param in engine:
+        key = f"engine.{param}"
+    elif param in overrides:
+        key = f"system.overrides.{param}"
+    elif preset_key_of(param) in overrides:
+        key = f"system.overrides.{preset_key_of(param)}"
+    elif param in workload:
+        key = f"workload.{param}"
+    elif param == "batch_size":
+        key = "workload.batch"
+    else:
+        key = param
+    line = toml_key_line(path, key) if "." in key else None
+    return InputError(f"{key}: {err.message}", path=path, line=line, param=key)
 
 
 def cmd_run(args) -> int:
@@ -254,8 +296,7 @@ def cmd_run(args) -> int:
         from g10fast.api import read_run_file
         return _run_builtin(args, read_run_file(args.config), f"run file {args.config}")
     spec, note = _spec_from_args(args)
-    show = args.progress or (sys.stderr.isatty() and not args.no_progress)
-    progress = Progress("simulating", show)
+    progress = _run_progress(args, "simulating")
     if args.trace is not None:
         d = Path(args.trace).resolve().parent
         if not d.is_dir():
@@ -393,7 +434,7 @@ def cmd_models(args) -> int:
 
 
 def cmd_trace_inspect(args) -> int:
-    from g10fast.trace import open_trace
+    from g10fast.trace import PAGELESS_KINDS, open_trace
 
     tr = open_trace(args.file)
     try:
@@ -405,7 +446,10 @@ def cmd_trace_inspect(args) -> int:
         pages = tr.pages_by_kind()
         for kind, n in counts.items():
             name = getattr(kind, "name", str(kind))
-            print(f"  {name:10s} {n:>12,} events {pages.get(kind, 0):>14,} pages")
+            if kind in PAGELESS_KINDS:       # a transfer's begin/end marks: no pages
+                print(f"  {name:10s} {n:>12,} events {'(begin/end marks)':>20}")
+            else:
+                print(f"  {name:10s} {n:>12,} events {pages.get(kind, 0):>14,} pages")
     finally:
         tr.close()
     return 0
@@ -421,23 +465,46 @@ def _artifact_arg(g10) -> Path:
     return Path(artifact)
 
 
-def _sweep(matrix, store, artifact, workers, dask, show, retry_errors=True, max_points=None,
+def _sweep_progress(args):
+    """The sweep's reporter factory (total points -> reporter): one tqdm bar on a terminal (or
+    with --progress), plain lines every few seconds otherwise, none with --no-progress."""
+    from g10fast.progress import SweepProgress
+
+    return lambda total: SweepProgress(total, enabled=not args.no_progress,
+                                       tty=True if args.progress else None)
+
+
+def _sweep(matrix, store, artifact, workers, dask, prog, retry_errors=True, max_points=None,
            reuse=True):
     from g10fast.sweep.matrix import expand_matrix, named_matrix, resolve_points
     from g10fast.sweep.runner import run_sweep
 
     path = named_matrix(matrix)
     resolved = resolve_points(expand_matrix(path), artifact)
-    prog = None if not show else True
     summary = run_sweep(resolved, store, workers=workers, dask=dask, progress=prog,
                         retry_errors=retry_errors, max_points=max_points, reuse=reuse)
     return summary
 
 
+def _workers(text) -> int | None:
+    """--workers: None (default: CPU count), 0 (in this process) or a positive integer."""
+    if text is None:
+        return None
+    try:
+        n = int(str(text).strip())
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise InputError(f"must be a positive number of worker processes, or 0 to run in this "
+                         f"process; got {text!r}", param="--workers")
+    return n
+
+
 def cmd_sweep(args) -> int:
+    workers = _workers(args.workers)
     artifact = _artifact_arg(args.g10)
-    show = args.progress or (sys.stderr.isatty() and not args.no_progress)
-    summary = _sweep(args.matrix, args.store, artifact, args.workers, args.dask, show,
+    summary = _sweep(args.matrix, args.store, artifact, workers, args.dask,
+                     _sweep_progress(args),
                      retry_errors=not args.no_retry_errors, max_points=args.max_points,
                      reuse=not args.no_reuse)
     print(summary.text())
@@ -460,9 +527,10 @@ def cmd_figures(args) -> int:
 def cmd_reproduce(args) -> int:
     from g10fast.figures import draw_all
 
+    workers = _workers(args.workers)
     artifact = _artifact_arg(args.g10)
-    show = args.progress or (sys.stderr.isatty() and not args.no_progress)
-    summary = _sweep(args.matrix, args.store, artifact, args.workers, args.dask, show,
+    summary = _sweep(args.matrix, args.store, artifact, workers, args.dask,
+                     _sweep_progress(args),
                      reuse=not args.no_reuse)
     print(summary.text())
     report = draw_all(args.store, args.out, artifact_dir=artifact)
@@ -471,7 +539,10 @@ def cmd_reproduce(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from g10fast import __version__
+
     p = argparse.ArgumentParser(prog="g10fast", description=__doc__.split("\n\n")[0])
+    p.add_argument("--version", action="version", version=f"g10fast {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="simulate one configuration",
                        description="Simulate one G10 configuration: a G10 .config file, or the "
@@ -502,14 +573,19 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--figure", help="write a figure to this image file: for one run, estimated "
                                     "vs simulated GPU memory per kernel; for a comparison (the "
                                     "default run, TOML runs), the comparison (default "
-                                    "g10fast-comparison.png)")
+                                    "g10fast-comparison.png for the default run, "
+                                    "RUNFILE-comparison.png for RUNFILE.toml, in the working "
+                                    "folder)")
+    r.add_argument("--no-figure", action="store_true", help="write no comparison figure")
     r.add_argument("--host-mem-gb", type=float, help="host memory for swapping, GiB")
     r.add_argument("--ssd-gbps", type=float, help="SSD bandwidth, GB/s")
     r.add_argument("--pcie-gbps", type=float, help="PCIe (host and GPU link) bandwidth, GB/s")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--trace", help="write the engine's events to this HDF5 file")
-    r.add_argument("--progress", action="store_true", help="always show the progress bar")
-    r.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    r.add_argument("--progress", action="store_true", help="show the progress bar even when "
+                   "stderr is not a terminal (default there: a plain line every 5 s, "
+                   "$G10FAST_PROGRESS_INTERVAL)")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar or lines")
     r.set_defaults(func=cmd_run)
     po = sub.add_parser("policies", help="list the policies (name, display name, engine, paper, "
                                          "options with defaults)")
@@ -531,12 +607,14 @@ def build_parser() -> argparse.ArgumentParser:
     ti.set_defaults(func=cmd_trace_inspect)
 
     def sweep_opts(q):
-        q.add_argument("--workers", type=int, default=None,
+        q.add_argument("--workers", default=None, metavar="N",
                        help="worker processes (default: CPU count; 0 = in this process)")
         q.add_argument("--dask", metavar="ADDRESS",
                        help="run on a Dask distributed scheduler (pip install 'g10fast[dask]')")
-        q.add_argument("--progress", action="store_true", help="always show the progress line")
-        q.add_argument("--no-progress", action="store_true", help="never show it")
+        q.add_argument("--progress", action="store_true", help="show the progress bar even "
+                       "when stderr is not a terminal (default there: a plain line every 5 s, "
+                       "$G10FAST_PROGRESS_INTERVAL)")
+        q.add_argument("--no-progress", action="store_true", help="no progress bar or lines")
         q.add_argument("--no-reuse", action="store_true",
                        help="simulate every point; by default a page-engine point whose host "
                             "memory line is above the peak host use of a run of the same "
@@ -584,12 +662,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from g10fast.progress import close_all
+
     try:
         return args.func(args)
     except InputError as e:
+        close_all()
         sys.stderr.write(f"g10fast: error: {e}\n")
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
+        close_all()
         sys.stderr.write("g10fast: interrupted\n")
         return 130
 
@@ -600,10 +682,32 @@ def console_main() -> None:
     Every output has been written, closed and renamed by then; what the teardown would do is
     free Numba's compiled code, LLVM and the engine's arrays one object at a time, which
     takes a noticeable share of a short run."""
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = _stdout_closed()
+    try:
+        sys.stderr.flush()
+    except OSError:
+        pass
     os._exit(code)
+
+
+EXIT_BROKEN_PIPE = 141   # 128 + SIGPIPE, what a shell reports for a C program in `... | head`
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away (`g10fast ... | head -1`): end quietly. What is left in
+    stdout's buffer goes to /dev/null instead (the Python documentation's recipe, "Note on
+    SIGPIPE"), so that no later flush raises again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

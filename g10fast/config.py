@@ -377,9 +377,13 @@ def read_g10_config(path, g10_root=None) -> G10Config:
             out = out[:-1]  # G10 strips one trailing '/'
         values["output_folder"] = os.path.realpath(os.path.join(base, out))
     try:
-        return G10Config(**values)
+        cfg = G10Config(**values)
     except InputError as exc:  # cannot happen for parsed values; keep the file in the message anyway
         raise InputError(str(exc), path=p) from None
+    # where each key was set, for validate()'s messages (not a field: replace() drops it, so a
+    # changed config is no longer blamed on the file)
+    object.__setattr__(cfg, "_g10_source", (p, dict(where)))
+    return cfg
 
 
 def dump_g10_config(cfg: G10Config) -> str:
@@ -418,6 +422,10 @@ def validate(cfg: G10Config) -> G10Config:
     divisions by zero / endless loops. Raises InputError(param=<key>); returns cfg when it passes."""
 
     def fail(param, msg):
+        src = getattr(cfg, "_g10_source", None)   # read_g10_config: (file, {key: line})
+        if src is not None:
+            raise InputError(f"'{param}' {msg}", path=src[0], line=src[1].get(param),
+                             param=param)
         raise InputError(msg, param=param)
 
     if cfg.batch_size <= 0:
@@ -456,7 +464,7 @@ def validate(cfg: G10Config) -> G10Config:
     if cfg.num_iteration < 1:
         fail("num_iteration", f"must be >= 1 for a simulation, got {cfg.num_iteration}")
     for k in ("GPU_memory_size_GB", "GPU_frequency_GHz", "PCIe_batch_size_page",
-              "GPU_PCIe_bandwidth_GBps", "SSD_PCIe_bandwidth_GBps"):
+              "CPU_PCIe_bandwidth_GBps", "GPU_PCIe_bandwidth_GBps", "SSD_PCIe_bandwidth_GBps"):
         if getattr(cfg, k) <= 0:
             fail(k, f"must be > 0, got {getattr(cfg, k)}")
 

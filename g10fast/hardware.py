@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from g10fast.errors import InputError, read_toml
+from g10fast.errors import InputError, read_toml, toml_key_line
 
 HARDWARE_FORMAT = "g10fast-hardware"
 PRESETS = ("g10-artifact", "a100-80-pcie4", "h100-80-pcie5", "gh200-c2c")
@@ -59,6 +59,15 @@ def load_preset(name_or_path, overrides: dict | None = None) -> dict:
                              + ", ".join(f"{s}.{x}" for s in _SCHEMA for x in _SCHEMA[s]) + ")",
                              param=str(key))
         d.setdefault(sec, {})[k] = val
+    given = {str(k) for k in (overrides or {})}
+
+    def bad(where: str, msg: str):
+        """An error naming the override, or the preset file, line and key."""
+        if where in given:
+            return InputError(msg, param=where)
+        return InputError(f"{where}: {msg}", path=str(p), line=toml_key_line(p, where),
+                          param=where)
+
     for sec, keys in _SCHEMA.items():
         if not isinstance(d.get(sec), dict):
             raise InputError(f"missing section [{sec}]", path=str(p), param=sec)
@@ -68,21 +77,20 @@ def load_preset(name_or_path, overrides: dict | None = None) -> dict:
             # a bad override is named as the parameter (the caller adds its own file)
             src = None if where in overridden else str(p)
             if kind is str:
-                if not isinstance(v, str):
-                    raise InputError("missing or not a string", path=src, param=where)
+                if not isinstance(v, str) or not v.strip():
+                    raise bad(where, "missing, empty or not a string")
                 continue
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise InputError(f"missing or not a number (got {v!r})", path=src, param=where)
-            if v < 0 or (kind is int and int(v) != v):
-                raise InputError(f"must be a non-negative {'integer' if kind is int else 'number'}"
-                                 f", got {v!r}", path=src, param=where)
+                raise bad(where, f"missing or not a number (got {v!r})")
+            if not v >= 0 or v == float("inf") or (kind is int and int(v) != v):
+                what = "integer" if kind is int else "number"
+                raise bad(where, f"must be a finite, non-negative {what}, got {v!r}")
             d[sec][k] = kind(v)
     for where in ("gpu.memory_gb", "gpu.hbm_gbps", "gpu.frequency_ghz", "host.link_gbps",
                   "ssd.bandwidth_gbps", "host.batch_pages"):
         s, k = where.split(".")
         if d[s][k] <= 0:
-            raise InputError("must be > 0", path=None if where in overridden else str(p),
-                             param=where)
+            raise bad(where, f"must be > 0, got {d[s][k]!r}")
     d["path"] = str(p)
     return d
 
@@ -98,3 +106,9 @@ def config_fields(preset: dict) -> dict:
                 SSD_read_latency_us=s["read_latency_us"],
                 SSD_write_latency_us=s["write_latency_us"], SSD_latency_us=s["latency_us"],
                 system_latency_us=u["fault_latency_us"])
+
+
+def preset_key_of(field: str) -> str | None:
+    """The preset key ("ssd.bandwidth_gbps") that sets a G10Config field, or None."""
+    names = {sec: {k: f"{sec}.{k}" for k in keys} for sec, keys in _SCHEMA.items()}
+    return config_fields(names).get(field)

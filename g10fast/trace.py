@@ -85,6 +85,10 @@ class EventKind(enum.IntEnum):
     TRANSFER = 7   # batcher transfer boundary; value 1 begin, 0 end
 
 
+#: kinds whose rows carry no page count (``count`` is -1, docs/trace-format.md)
+PAGELESS_KINDS = frozenset({EventKind.TRANSFER})
+
+
 class Location(enum.IntEnum):
     """Value of the ``src`` / ``dst`` columns (-1: none)."""
 
@@ -652,7 +656,9 @@ class EventTrace:
                 part = np.bincount(kind, minlength=total.size)
             else:
                 # float64 sums are exact here: one chunk holds far fewer than 2**53 pages.
-                part = np.rint(np.bincount(kind, weights=ch[weights], minlength=total.size))
+                # -1 is "not used" (TRANSFER rows have no page count): it adds nothing
+                w = np.maximum(np.asarray(ch[weights], dtype=np.float64), 0.0)
+                part = np.rint(np.bincount(kind, weights=w, minlength=total.size))
             if part.size > total.size:
                 total = np.concatenate([total, np.zeros(part.size - total.size, np.int64)])
             total += part.astype(np.int64)
@@ -663,7 +669,9 @@ class EventTrace:
         return self._per_kind(None)
 
     def pages_by_kind(self) -> dict:
-        """Sum of ``count`` (pages) per kind, ``{EventKind: int}``."""
+        """Sum of ``count`` (pages) per kind, ``{EventKind: int}``; a count of -1 (the column
+        is not used, e.g. by every TRANSFER row) adds nothing, and the kinds of
+        ``PAGELESS_KINDS`` are always 0."""
         return self._per_kind("count")
 
 

@@ -174,8 +174,8 @@ def test_progress_line():
     pr.update("BERT/128-deepUM", "error", 0.1)
     pr.update("x", "ok", 1.0)
     lines = buf.getvalue().splitlines()
-    assert len(lines) == 3 and "1/3" in lines[0] and "(1 not ok)" in lines[1] and "3/3" in lines[2]
-    assert "left" in lines[0]
+    assert len(lines) == 3 and "1/3" in lines[0] and "1 not ok" in lines[1] and "3/3" in lines[2]
+    assert "ETA" in lines[0] and "last: BERT/128-lru ok 1.0s" in lines[0]
 
 
 # ------------------------------------------------------------------------------ sweeps

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
+from ..progress import SweepProgress
 from .reuse import ReuseScheduler, derive_locally
 from .store import ResultStore
 from .worker import execute, task_for
@@ -67,46 +68,6 @@ def _fmt_dur(s: float) -> str:
     h, r = divmod(s, 3600)
     m, sec = divmod(r, 60)
     return f"{h}h{m:02d}m{sec:02d}s" if h else (f"{m}m{sec:02d}s" if m else f"{sec}s")
-
-
-class SweepProgress:
-    """A progress line with the time left: redrawn in place on a terminal, otherwise one line
-    at most every `interval` seconds."""
-
-    def __init__(self, total: int, *, stream=None, enabled: bool = True, tty: bool | None = None,
-                 interval: float = 30.0):
-        self.total = total
-        self.stream = stream if stream is not None else sys.stderr
-        self.enabled = enabled and total > 0
-        self.tty = self.stream.isatty() if tty is None else tty
-        self.interval = interval
-        self.t0 = time.perf_counter()
-        self.last = float("-inf")
-        self.done = self.bad = 0
-
-    def update(self, label: str, status: str, seconds: float) -> None:
-        self.done += 1
-        self.bad += status != "ok"
-        if not self.enabled:
-            return
-        now = time.perf_counter()
-        final = self.done >= self.total
-        if not self.tty and not final and now - self.last < self.interval:
-            return
-        self.last = now
-        el = now - self.t0
-        eta = el / self.done * (self.total - self.done) if self.done else float("nan")
-        frac = self.done / self.total
-        width = 24
-        bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
-        line = (f"sweep [{bar}] {self.done}/{self.total} {100 * frac:5.1f}%"
-                f"{f' ({self.bad} not ok)' if self.bad else ''}  {_fmt_dur(el)} elapsed,"
-                f" {_fmt_dur(eta)} left  last: {label} {status} {seconds:.1f}s")
-        if self.tty:
-            self.stream.write("\r" + line[:150].ljust(150) + ("\n" if final else ""))
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
 
 
 def _group_key(rp) -> str:
@@ -178,13 +139,16 @@ def plan_sweep(resolved, store: ResultStore, retry_errors: bool = True) -> tuple
 
 
 def run_sweep(resolved, store_path, *, workers: int | None = None, dask=None,
-              progress: SweepProgress | bool | None = None, retry_errors: bool = True,
+              progress=None, retry_errors: bool = True,
               max_points: int | None = None, reuse: bool = True) -> SweepSummary:
     """Run every point of `resolved` (ResolvedPoints) not yet in the store at `store_path`.
 
     workers: worker processes (default: CPU count); 0 runs in this process (debugging).
     dask: a Dask scheduler address, or a `distributed.Client` / cluster object.
     max_points: stop after this many points (the rest stay for a later run).
+    progress: None or False (no reports), an object with update(label, status, seconds)
+    called once per point stored, a callable total -> such an object, or True (a
+    g10fast.progress.SweepProgress on stderr).
     reuse: derive a page-engine point from a run of the same configuration at another host
     memory size when the run never came near either host line (exact; g10fast/sweep/reuse.py).
     """
@@ -194,10 +158,12 @@ def run_sweep(resolved, store_path, *, workers: int | None = None, dask=None,
     if max_points is not None:
         tasks = tasks[:max(0, int(max_points))]
     summary = SweepSummary(total=len(resolved), skipped=skipped)
-    if progress is True or progress is None:
-        progress = SweepProgress(len(tasks), enabled=progress is True or sys.stderr.isatty())
-    elif progress is False:
+    if progress is True:
+        progress = SweepProgress(len(tasks))
+    elif progress is None or progress is False:
         progress = SweepProgress(len(tasks), enabled=False)
+    elif not hasattr(progress, "update"):
+        progress = progress(len(tasks))
 
     sched = ReuseScheduler(tasks, store if reuse else None, reuse=reuse)
 

@@ -1,0 +1,444 @@
+"""Command-line usability: --version, --workers checks, a closed stdout pipe, file-and-line
+messages for impossible settings, trace inspect's page column, the comparison table, figure
+and path, and the progress reporting."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import g10fast
+from g10fast.cli import EXIT_BAD_INPUT, main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bad(capsys, argv, *needles):
+    assert main(argv) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith("g10fast: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    for n in needles:
+        assert n in err, (n, err)
+    return err
+
+
+def _cli(*args, env=None, **kw):
+    e = dict(os.environ, PYTHONPATH=str(ROOT))
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "g10fast.cli", *args], env=e, **kw)
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out == f"g10fast {g10fast.__version__}\n"
+
+
+@pytest.mark.parametrize("value", ["-1", "1.5", "two", ""])
+@pytest.mark.parametrize("command", ["sweep", "reproduce"])
+def test_bad_workers(capsys, tmp_path, command, value):
+    argv = ([command, "smoke", "--store", str(tmp_path / "s.h5")] if command == "sweep"
+            else [command, "--store", str(tmp_path / "s.h5")])
+    _bad(capsys, argv + ["--workers", value, "--no-progress"], "parameter '--workers'",
+         "must be a positive number of worker processes, or 0", repr(value))
+    assert not (tmp_path / "s.h5").exists()
+
+
+def test_closed_stdout_pipe_ends_quietly():
+    """`g10fast models | head -1`: the reader is gone before the command writes."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        out = _cli("models", stdout=w, stderr=subprocess.PIPE, timeout=120)
+    finally:
+        os.close(w)
+    err = out.stderr.decode()
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    assert err == ""
+    assert out.returncode == 141
+
+
+# ------------------------------------------------------------------ impossible settings in files
+ARTIFACT = ROOT.parent / "shared" / "g10-artifact"
+needs_artifact = pytest.mark.skipif(not (ARTIFACT / "frontend" / "Nets").is_dir(),
+                                    reason="../shared/g10-artifact not present")
+
+
+def _g10_config(tmp_path, key, value) -> tuple[Path, int]:
+    """The artifact's BERT-128 lru config with absolute paths and `key value`; -> (file, line)."""
+    src = ARTIFACT / "src"
+    lines, at = [], None
+    for n, line in enumerate((src / "configs" / "BERT" / "128-sim_lru.config").read_text()
+                             .splitlines(), start=1):
+        parts = line.split()
+        if parts and parts[0] == key:
+            line, at = f"{key} {value}", n
+        elif parts[1:] and parts[1].startswith("../"):
+            line = f"{parts[0]} {(src / parts[1]).resolve()}"
+        lines.append(line)
+    p = tmp_path / "c.config"
+    p.write_text("\n".join(lines) + "\n")
+    assert at is not None
+    return p, at
+
+
+def test_cpu_bandwidth_zero_is_its_own_error():
+    from g10fast.config import G10Config, validate
+    from g10fast.errors import InputError
+    from g10fast.hardware import config_fields, load_preset
+
+    cfg = G10Config(**config_fields(load_preset("g10-artifact")), batch_size=8,
+                    nn_model_input_file="m", orig_kernel_time_file="m",
+                    input_pf_kernel_time_file="m", pf_kernel_time_file="m",
+                    workspace_size_file="m", is_transformer=1, num_iteration=1)
+    validate(cfg)
+    with pytest.raises(InputError) as e:
+        validate(cfg.replace(CPU_PCIe_bandwidth_GBps=0.0))
+    assert e.value.param == "CPU_PCIe_bandwidth_GBps"
+    assert str(e.value) == "parameter 'CPU_PCIe_bandwidth_GBps': must be > 0, got 0.0"
+
+
+@needs_artifact
+@pytest.mark.parametrize("key,value,text", [
+    ("GPU_memory_size_GB", "-5", "must be >= 0, got -5.0"),
+    ("CPU_PCIe_bandwidth_GBps", "0", "must be > 0, got 0.0"),
+    ("num_iteration", "0", "must be >= 1 for a simulation, got 0"),
+])
+def test_g10_config_setting_names_file_and_line(capsys, tmp_path, key, value, text):
+    cfg, line = _g10_config(tmp_path, key, value)
+    err = _bad(capsys, ["run", str(cfg), "--no-progress"])
+    assert err == f"g10fast: error: {cfg}:{line}: '{key}' {text}\n"
+
+
+def test_preset_file_value_names_file_and_line(tmp_path):
+    from g10fast.errors import InputError
+    from g10fast.hardware import hardware_dir, load_preset
+
+    lines = (hardware_dir() / "g10-artifact.toml").read_text().splitlines()
+    for key, value, text in [("memory_gb = 128.0", "memory_gb = -5", "host.memory_gb: must be a "
+                              "finite, non-negative number, got -5"),
+                             ("bandwidth_gbps = 3.2", "bandwidth_gbps = 0", "ssd.bandwidth_gbps: "
+                              "must be > 0, got 0.0"),
+                             ('model = "NVIDIA A100 40GB (SXM4)"', 'model = ""',
+                              "gpu.model: missing, empty or not a string")]:
+        n = next(i for i, x in enumerate(lines) if x.startswith(key))
+        p = tmp_path / "mine.toml"
+        p.write_text("\n".join(lines[:n] + [value] + lines[n + 1:]) + "\n")
+        with pytest.raises(InputError) as e:
+            load_preset(p)
+        assert str(e.value) == f"{p}:{n + 1}: {text}"
+    with pytest.raises(InputError) as e:          # an override is named as such, not the file
+        load_preset("g10-artifact", {"host.link_gbps": -1})
+    assert str(e.value) == ("parameter 'host.link_gbps': must be a finite, non-negative number, "
+                            "got -1")
+
+
+@pytest.mark.parametrize("text,line,message", [
+    ('[workload]\nmodel = "bert-base"\nbatch = -1\n', 3,
+     "workload.batch: must be a positive integer, got -1"),
+    ('[workload]\nmodel = ""\n', 2, "workload.model: unknown built-in model ''"),
+    ('[workload]\nmodel = "bert-base"\nbatch = 2\nseq_len = -1\n', 4,
+     "workload.seq_len: must be a positive integer, got -1"),
+    ('[workload]\nmodel = "bert-base"\nbatch = 2\n[engine]\nnum_iteration = 2\n'
+     'kernel_speedup = -1\n', 6, "engine.kernel_speedup: must be > 0, got -1.0"),
+    ('[workload]\nmodel = "bert-base"\nbatch = 2\n[system.overrides]\n"gpu.memory_gb" = -5\n', 5,
+     "system.overrides.gpu.memory_gb: must be a finite, non-negative number, got -5"),
+    ('[workload]\nmodel = "bert-base"\nbatch = 2\n[system]\noverrides = {"host.link_gbps" = 0}\n',
+     5, "system.overrides.host.link_gbps: must be > 0, got 0"),
+    ('[workload]\nmodel = "bert-base"\nbatch = 2\n[system.overrides]\n'
+     '"ssd.bandwidth_gbps" = 100\n', 5, "system.overrides.ssd.bandwidth_gbps: SSD bandwidth 100.0 "
+     "exceeds CPU bandwidth"),
+])
+def test_run_file_value_names_file_and_line(capsys, tmp_path, text, line, message):
+    p = tmp_path / "run.toml"
+    p.write_text(text)
+    err = _bad(capsys, ["run", str(p), "--no-progress"])
+    assert err.startswith(f"g10fast: error: {p}:{line}: {message}"), err
+
+
+# ------------------------------------------------------------------ trace inspect
+def test_trace_inspect_pages_of_a_real_trace(capsys, tmp_path):
+    """A page-engine run of a small synthetic workload under memory pressure: TRANSFER rows
+    (count -1, "not used") add no pages and show none; every other kind shows the sum of its
+    counts."""
+    import numpy as np
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from synth import make_workload, tiny_cfg
+
+    from g10fast.engine.page import simulate_pages
+    from g10fast.trace import EventKind, EventTraceWriter, open_trace
+
+    w = make_workload(21, n_kernels=10, n_tensors=24, max_pages=50 // 3)
+    path = tmp_path / "run.h5"
+    with EventTraceWriter(path, config={}, threads=0) as wr:
+        simulate_pages(w, tiny_cfg(50, 20, "lru"), trace=wr)
+    with open_trace(path) as tr:
+        cols = tr.read()
+        pages = tr.pages_by_kind()
+    kind, count = np.asarray(cols["kind"]), np.asarray(cols["count"], dtype=np.int64)
+    n_transfer = int((kind == EventKind.TRANSFER).sum())
+    assert n_transfer > 0 and (count[kind == EventKind.TRANSFER] == -1).all()
+    assert pages[EventKind.TRANSFER] == 0
+    for k in EventKind:
+        if k != EventKind.TRANSFER:
+            assert pages[k] == int(count[kind == k].sum()) >= 0
+    assert main(["trace", "inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.strip().startswith("TRANSFER"))
+    assert line.split() == ["TRANSFER", f"{n_transfer:,}", "events", "(begin/end", "marks)"]
+    fetch = next(x for x in out.splitlines() if x.strip().startswith("FETCH"))
+    assert fetch.split()[-2:] == [f"{pages[EventKind.FETCH]:,}", "pages"]
+    assert "-" not in out.replace("--", "").split("\n", 2)[2]
+
+
+# ------------------------------------------------------------------ comparison table / figure
+def _ok(policy, exe_s, ideal_s, stall_s, f=1.2e9):
+    it = {"exe_time_cycles": int(exe_s * f), "ideal_exe_time_cycles": int(ideal_s * f),
+          "stall_cycles": int(stall_s * f), "pages": {"cpu_to_gpu": 2**18, "gpu_to_cpu": 2**17,
+                                                     "ssd_to_gpu": 0, "gpu_to_ssd": 2**16}}
+    return {"policy": policy, "status": "ok", "iterations": [it], "reported": 0,
+            "system": {"f_hz": f}, "wall_seconds": 1.0}
+
+
+FLASHNEURON_FAILED = {
+    "policy": "FlashNeuron", "status": "failed", "iterations": [], "reported": None,
+    "failure": {"stage": "planner", "reason": "weights and the largest kernel's working set do "
+                "not fit (GPU line -53485297664 B)", "tensor": None}}
+NOT_AVAILABLE = {"policy": "G10GDSFULL", "status": "not available",
+                 "reason": "parameter 'policy': G10GDSFULL is not implemented yet"}
+
+
+def _results():
+    return [_ok("ideal", 2.0, 2.0, 0.0), _ok("lru", 8.0, 2.0, 6.0), FLASHNEURON_FAILED,
+            NOT_AVAILABLE, _ok("prefetch_lru", 2.5, 2.0, 0.5)]
+
+
+def test_comparison_table_shows_failures_and_their_reason():
+    from g10fast.api import comparison_rows, comparison_text
+
+    rows = comparison_rows(_results())
+    assert [r["status"] for r in rows] == ["ok", "ok", "failed", "not available", "ok"]
+    assert rows[2]["reason"] == ("weights and the largest kernel's working set do not fit "
+                                 "(GPU line -53485297664 B) (planner)")
+    lines = comparison_text(_results(), "t").splitlines()
+    assert lines[0] == "t"
+    fn = next(x for x in lines if x.startswith("FlashNeuron"))
+    assert fn == ("FlashNeuron  FAILED: weights and the largest kernel's working set do not fit "
+                  "(GPU line -53485297664 B) (planner)")
+    assert "not yet available" not in fn
+    host = next(x for x in lines if x.startswith("G10-Host"))
+    assert host.split(None, 1)[1].strip() == "not yet available in this build"
+    lru = next(x for x in lines if x.startswith("Base UVM")).split()
+    assert lru[2:5] == ["8.000", "0.250", "75.0%"]
+
+
+def test_comparison_figure_layout(tmp_path):
+    """Two labelled panels, policy names on x, failed and unavailable policies marked with
+    their status, the legend beside the bars (not over them), a title inside the figure."""
+    import matplotlib.pyplot as plt
+
+    from g10fast.api import comparison_figure, comparison_figure_object
+
+    title = ("default run: built-in bert-base at batch 64 on the g10-artifact system with "
+             "10 GB of GPU memory, estimated kernel times")
+    fig = comparison_figure_object(_results(), title)
+    try:
+        ax1, ax2 = fig.axes
+        assert ax1.get_ylabel() == "performance / Ideal"
+        assert ax2.get_ylabel() == "iteration time (s)"
+        names = ["Ideal", "Base UVM", "FlashNeuron", "G10-Host", "G10"]
+        for ax in (ax1, ax2):
+            assert [t.get_text() for t in ax.get_xticklabels()] == names
+            marks = sorted(t.get_text() for t in ax.texts if t.get_text() in ("failed",
+                                                                                "not available"))
+            assert marks == ["failed", "not available"]
+        # performance bars: Ideal 1, Base UVM 0.25, G10 0.8; time bars stack compute + stall
+        assert [round(b.get_height(), 3) for b in ax1.patches] == [1.0, 0.25, 0.0, 0.0, 0.8]
+        comp, stall = ax2.patches[:5], ax2.patches[5:]
+        assert [round(c.get_height() + s.get_height(), 3) for c, s in zip(comp, stall)] == \
+            [2.0, 8.0, 0.0, 0.0, 2.5]
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        figbox = fig.bbox
+        sup = fig._suptitle.get_window_extent(r)
+        assert sup.x0 >= figbox.x0 and sup.x1 <= figbox.x1 and sup.y1 <= figbox.y1
+        leg = ax2.get_legend()
+        assert [t.get_text() for t in leg.get_texts()] == ["compute", "stall"]
+        assert leg.get_window_extent(r).x0 >= ax2.get_window_extent(r).x1 - 1
+        assert leg.get_window_extent(r).x1 <= figbox.x1
+    finally:
+        plt.close(fig)
+    out = comparison_figure(_results(), tmp_path / "c.png", title)
+    assert Path(out).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["c.png"]
+
+
+# ------------------------------------------------------------------ where the figure goes
+def test_comparison_figure_path(capsys, tmp_path, monkeypatch):
+    import json
+
+    import g10fast.api
+
+    monkeypatch.setattr(g10fast.api, "run_spec", lambda spec, progress_factory=None: _results())
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    rf = tmp_path / "runs" / "exp1.toml"
+    rf.write_text('[workload]\nmodel = "bert-base"\n[policy]\nnames = ["ideal", "lru"]\n')
+    png = b"\x89PNG\r\n\x1a\n"
+
+    assert main(["run", str(rf), "--no-progress"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "figure written to exp1-comparison.png"
+    assert (tmp_path / "exp1-comparison.png").read_bytes()[:8] == png
+
+    assert main(["run", str(rf), "--no-progress", "--figure", "runs/mine.png"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "figure written to runs/mine.png"
+    assert (tmp_path / "runs" / "mine.png").read_bytes()[:8] == png
+
+    assert main(["run", "--no-progress"]) == 0           # the default run
+    assert capsys.readouterr().out.splitlines()[-1] == "figure written to g10fast-comparison.png"
+    assert (tmp_path / "g10fast-comparison.png").read_bytes()[:8] == png
+
+    for f in tmp_path.glob("*.png"):
+        f.unlink()
+    assert main(["run", str(rf), "--no-progress", "--no-figure"]) == 0
+    assert "figure written" not in capsys.readouterr().out
+    assert not list(tmp_path.rglob("*comparison*"))
+
+    assert main(["run", str(rf), "--no-progress", "--json"]) == 0
+    cap = capsys.readouterr()
+    assert [r["policy"] for r in json.loads(cap.out)][:2] == ["ideal", "lru"]
+    assert cap.err == "figure written to exp1-comparison.png\n"
+
+    _bad(capsys, ["run", str(rf), "--no-figure", "--figure", "x.png"], "'--no-figure'",
+         "not both")
+    _bad(capsys, ["run", str(rf), "--figure", "nope/x.png"], "nope", "folder does not exist")
+
+
+# ------------------------------------------------------------------ progress reporting
+LINE = (r"^(?P<label>[\w ]+): (?P<done>[\d,]+)/(?P<total>[\d,]+) (?P<unit>\w+)s "
+        r"\((?P<pct>[\d.]+)%\), [\d,.?]+ \w+s/s, \S+ elapsed, ETA \S+(; .*)?$")
+
+
+def test_progress_lines_when_not_a_terminal():
+    import io
+    import re
+
+    from g10fast.progress import RunProgress, SweepProgress
+
+    buf = io.StringIO()
+    p = RunProgress("Base UVM", stream=buf, interval=0)     # StringIO: not a terminal
+    for done in (10, 20, 100):
+        p(done, 100)
+    p(100, 100)                                               # after the end: nothing
+    lines = buf.getvalue().splitlines()
+    assert len(lines) == 3
+    m = [re.match(LINE, x) for x in lines]
+    assert all(m), lines
+    assert [(x["label"], x["done"], x["total"], x["unit"]) for x in m] == \
+        [("Base UVM", "10", "100", "kernel"), ("Base UVM", "20", "100", "kernel"),
+         ("Base UVM", "100", "100", "kernel")]
+    assert m[-1]["pct"] == "100.0"
+
+    buf = io.StringIO()
+    p = RunProgress("G10", stream=buf, interval=3600)        # only the first and the last
+    for done in range(1, 51):
+        p(done, 50)
+    assert [re.match(LINE, x)["done"] for x in buf.getvalue().splitlines()] == ["1", "50"]
+
+    buf = io.StringIO()
+    p = RunProgress("G10", stream=buf, interval=0, enabled=False)
+    p(1, 2)
+    p(2, 2)
+    assert buf.getvalue() == ""
+
+    buf = io.StringIO()
+    s = SweepProgress(2, stream=buf, interval=0)
+    s.update("BERT/128-lru", "ok", 1.5)
+    s.update("VIT/256-deepUM", "error", 0.2)
+    lines = buf.getvalue().splitlines()
+    assert [re.match(LINE, x)["done"] for x in lines] == ["1", "2"]
+    assert lines[0].endswith("; last: BERT/128-lru ok 1.5s")
+    assert lines[1].endswith("; 1 not ok, last: VIT/256-deepUM error 0.2s")
+
+
+def test_progress_bar_on_a_terminal():
+    import io
+
+    from g10fast.progress import RunProgress, SweepProgress
+
+    buf = io.StringIO()
+    p = RunProgress("Ideal", stream=buf, bar=True)
+    p(5, 10)
+    p(10, 10)
+    out = buf.getvalue()
+    assert "\r" in out and out.endswith("\n")
+    assert "Ideal: 100%" in out and "10/10" in out and "kernel/s" in out
+    buf = io.StringIO()
+    s = SweepProgress(1, stream=buf, tty=True)
+    s.update("BERT/128-lru", "ok", 1.5)
+    out = buf.getvalue()
+    assert "sweep: 100%" in out and "1/1" in out and "last: BERT/128-lru ok 1.5s" in out
+
+
+SMALL_RUN = ('[workload]\nmodel = "vit"\nbatch = 2\n[system.overrides]\n"gpu.memory_gb" = 0.3\n'
+             '[policy]\nnames = ["ideal", "lru"]\n')
+
+
+def test_run_progress_lines_from_the_cli(tmp_path):
+    """`g10fast run` with stderr captured (not a terminal): no bar, plain lines, one bar's
+    worth per policy, at the interval of $G10FAST_PROGRESS_INTERVAL; --no-progress: none."""
+    import re
+
+    rf = tmp_path / "small.toml"
+    rf.write_text(SMALL_RUN)
+    out = _cli("run", str(rf), "--no-figure", env={"G10FAST_PROGRESS_INTERVAL": "0"},
+               capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stderr.splitlines()
+    assert "\r" not in out.stderr and lines, out.stderr
+    m = [re.match(LINE, x) for x in lines]
+    assert all(m), lines
+    labels = [x["label"] for x in m]
+    assert labels == sorted(labels, key=["Ideal", "Base UVM"].index)
+    for label in ("Ideal", "Base UVM"):
+        mine = [x for x in m if x["label"] == label]
+        assert mine[-1]["done"] == mine[-1]["total"] and mine[-1]["pct"] == "100.0"
+        assert mine[-1]["unit"] == "kernel"
+    assert "Ideal" in out.stdout and "Base UVM" in out.stdout and "kernels" not in out.stdout
+
+    slow = _cli("run", str(rf), "--no-figure", env={"G10FAST_PROGRESS_INTERVAL": "3600"},
+                capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert slow.returncode == 0, slow.stderr
+    # the first report of each run and its end: at most two lines per policy
+    got = [re.match(LINE, x) for x in slow.stderr.splitlines()]
+    assert all(got) and len(got) <= 4
+    assert [x["pct"] for x in got if x["pct"] == "100.0"] == ["100.0", "100.0"]
+
+    quiet = _cli("run", str(rf), "--no-figure", "--no-progress", capture_output=True, text=True,
+                 timeout=600, cwd=tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == ""
+
+
+@needs_artifact
+def test_sweep_progress_lines_from_the_cli(tmp_path):
+    import re
+
+    m = tmp_path / "m.toml"
+    m.write_text('name = "t"\n[[group]]\nmodels = ["VIT"]\npolicies = ["ideal", "FlashNeuron"]\n'
+                 'batch = [256]\n')
+    out = _cli("sweep", str(m), "--store", str(tmp_path / "s.h5"), "--g10", str(ARTIFACT),
+               "--workers", "0", env={"G10FAST_PROGRESS_INTERVAL": "0"}, capture_output=True,
+               text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    got = [re.match(LINE, x) for x in out.stderr.splitlines()]
+    assert all(got), out.stderr
+    assert [(x["label"], x["done"], x["total"], x["unit"]) for x in got] == \
+        [("sweep", "1", "2", "point"), ("sweep", "2", "2", "point")]
+    assert "2 run (2 ok" in out.stdout
