@@ -592,8 +592,8 @@ def resolve_policy(policy: str) -> str:
     q = p.lower()
     if q in by_lower:
         return by_lower[q]
-    raise InputError(f"unknown artifact policy {policy!r} (the artifact's: {', '.join(POLICIES)}; "
-                     "g10fast policies lists every policy)", param="policy")
+    raise InputError(f"unknown policy {policy!r} (the artifact's: {', '.join(POLICIES)}; "
+                     "`g10fast policies` lists every policy)", param="policy")
 
 
 def _num_str(x: float, min_decimals: int = 0) -> str:

@@ -114,10 +114,7 @@ def _where(exc: InputError, path) -> InputError:
     """The same error, naming the file it came from (the line, when the error has one)."""
     if path is None or getattr(exc, "path", None):
         return exc
-    msg = exc.message
-    if exc.param:
-        msg = f"parameter '{exc.param}': {msg}"
-    return InputError(msg, path=str(path), line=exc.line, param=exc.param)
+    return InputError(exc.message, path=str(path), line=exc.line, param=exc.param)
 
 
 def make_spec(workload: WorkloadSource, system: System, policy: str, options: dict | None = None,

@@ -200,7 +200,7 @@ class EngineOptions:
             raise InputError(f"must be an integer in [0, 2^32), got {self.ran_seed!r}",
                              param="engine.ran_seed")
         if not (isinstance(self.kernel_speedup, (int, float)) and self.kernel_speedup > 0):
-            raise InputError(f"must be > 0, got {self.kernel_speedup!r}",
+            raise InputError(f"must be > 0, got {float(self.kernel_speedup)!r}",
                              param="engine.kernel_speedup")
         return self
 

@@ -159,7 +159,7 @@ def test_artifact_config_values():
 
 def test_genconfig_points():
     need_artifact()
-    c = genconfig(ARTIFACT, "vit", 1280, "g10", ssd_gbps=6.4, pcie_gbps=32)
+    c = genconfig(ARTIFACT, "vit", 1280, "prefetch_lru", ssd_gbps=6.4, pcie_gbps=32)
     assert c.output_folder.endswith("/results/VIT/1280-prefetch_lru-ssd6_4-pcie32")
     assert (c.SSD_PCIe_bandwidth_GBps, c.CPU_PCIe_bandwidth_GBps, c.GPU_PCIe_bandwidth_GBps) == (6.4, 32.0, 32.0)
     c = genconfig(ARTIFACT, "BERT", 256, "prefetch_lru", kernel_time_std_dev=0.1)
