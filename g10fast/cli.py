@@ -314,9 +314,9 @@ def cmd_trace_inspect(args) -> int:
 
     tr = open_trace(args.file, allow_incomplete=args.allow_incomplete)
     try:
-        if hasattr(tr, "verify"):
-            tr.verify(raise_on_damage=True)
-        print(f"{args.file}: schema {tr.schema_version}, {tr.n_events:,} events")
+        tr.verify(raise_on_damage=True)
+        print(f"{args.file}: schema {tr.schema_version}, {tr.n_events:,} events"
+              + ("" if tr.complete else " (incomplete: up to the last complete chunk)"))
         meta = tr.meta or {}
         print(f"model {meta.get('model')} batch {meta.get('batch_size')} "
               f"policy {meta.get('policy')}")

@@ -344,11 +344,21 @@ def test_open_errors(tmp_path):
     with pytest.raises(InputError, match="format attribute is None"):
         open_trace(other)
 
-    def edited(name, edit):
+    def edited(name, edit, keep_digest=False):
         path = _valid_trace(tmp_path / name)
         with h5py.File(path, "a") as f:
             edit(f)
+            if not keep_digest:     # as a writer without attribute checksums leaves it
+                for k in ("attrs_sha256", "header_sha256"):
+                    if k in f.attrs:
+                        del f.attrs[k]
         return path
+
+    for attr, value in (("complete", False), ("n_events", 19), ("config", '{"a": 2}'),
+                        ("summary", '{"x": 1}')):
+        changed = edited(f"d-{attr}.h5", lambda f: f.attrs.__setitem__(attr, value), True)
+        with pytest.raises(InputError, match="root attributes are damaged"):
+            open_trace(changed, allow_incomplete=True)
 
     future = edited("v2.h5", lambda f: f.attrs.__setitem__("schema_version", 2))
     with pytest.raises(InputError, match="unsupported event trace schema_version 2"):

@@ -51,10 +51,7 @@ def _num(v):
 def export_rows(store) -> tuple[list[dict], int]:
     """(one dict per readable point, in EXPORT_COLUMNS order; number of damaged points)."""
     pts = store.points(damaged="skip")
-    try:
-        n_damaged = len(store.point_hashes()) - len(pts)
-    except InputError:
-        n_damaged = 0
+    n_damaged = len(store.damaged_hashes)
     rows = []
     for p in pts:
         a = p.attrs

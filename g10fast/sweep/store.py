@@ -405,7 +405,8 @@ class ResultStore:
 
     def points(self, damaged: str = "raise") -> list[StoredPoint]:
         """Every stored point (without its arrays; see `arrays`). A damaged point raises an
-        InputError naming it (damaged="raise") or is left out (damaged="skip")."""
+        InputError naming it (damaged="raise") or is left out (damaged="skip"; their hashes
+        are then in `damaged_hashes`)."""
         out, bad = [], []
         for row in self._query("SELECT hash, status, attrs, config, result, arrays, checksum "
                                "FROM points ORDER BY rowid"):
@@ -413,6 +414,7 @@ class ResultStore:
                 out.append(self._decode(row))
             except (ValueError, TypeError, zlib.error, struct.error, KeyError):
                 bad.append(row[0])
+        self.damaged_hashes = bad
         if bad and damaged == "raise":
             raise InputError(f"results store has {len(bad)} damaged point(s) "
                              f"({', '.join(b[:12] for b in bad[:5])}"

@@ -125,6 +125,7 @@ class HDF5Store:
 
     def points(self, damaged: str = "raise") -> list:
         out = []
+        self.damaged_hashes = []
         with self._open() as f:
             try:
                 keys = [k for k in f["points"] if not k.startswith(_TMP_PREFIX)]
@@ -136,6 +137,7 @@ class HDF5Store:
                 except Exception as exc:  # noqa: BLE001
                     if damaged == "raise":
                         raise self._damaged(exc, f" at point {h}") from None
+                    self.damaged_hashes.append(h)
         return out
 
     def verify(self) -> dict:
