@@ -300,3 +300,49 @@ def test_convert_a_version_1_store(tmp_path):
     assert {p.hash: p.result for p in new.points()} == \
         {p.hash: p.result for p in ResultStore(old).points()}
     assert main(["store", "verify", str(old)]) == 0
+
+
+def test_lock_and_missing_table_messages(tmp_path, monkeypatch):
+    import g10fast.sweep.store as store_mod
+
+    p = tmp_path / "s.g10db"
+    ResultStore(p).write_point(rec("a"))
+    monkeypatch.setattr(store_mod, "BUSY_TIMEOUT_MS", 200)
+    holder = sqlite3.connect(p, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")                 # another writer holds the lock
+    s = ResultStore(p)
+    assert s.statuses() == {"a": "ok"}                # readers are not blocked (WAL)
+    with pytest.raises(InputError, match="locked by another process for over 0 s"):
+        s.write_point(rec("b"))
+    holder.execute("ROLLBACK")
+    holder.close()
+    s.write_point(rec("b"))                           # the lock is gone: it writes
+    s.close()
+    con = sqlite3.connect(p)
+    con.execute("DROP TABLE claims")
+    con.commit()
+    con.close()
+    with pytest.raises(InputError, match=r"results store lacks its table\(s\) claims"):
+        ResultStore(p)
+
+
+def test_damaged_version_1_stores(tmp_path):
+    from tests.test_sweep import legacy_store
+
+    p = tmp_path / "old.h5"
+    legacy_store(p, [("a", "ok"), ("b", "ok")])
+    import h5py
+    with h5py.File(p, "r+") as f:
+        del f["points/b/result"]
+        f["points/b"].create_dataset("result", data="{not json")
+    s = ResultStore(p)
+    with pytest.raises(InputError, match=r"results store is damaged at point b \(JSONDecodeError"):
+        s.points()
+    assert [x.hash for x in s.points(damaged="skip")] == ["a"]
+    rep = s.verify()
+    assert rep["points"] == 1 and rep["damaged"][0][0] == "b"
+    data = p.read_bytes()
+    p.write_bytes(data[:len(data) // 2])
+    with pytest.raises(InputError, match="old.h5: cannot open the results store \\(damaged HDF5 "
+                                         "file"):
+        ResultStore(p).statuses()
