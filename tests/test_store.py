@@ -157,6 +157,13 @@ def test_damaged_and_foreign_files_are_one_message(tmp_path, capsys):
     con.close()
     with pytest.raises(InputError, match="version 9 is not supported"):
         ResultStore(p)
+    con = sqlite3.connect(p)
+    con.execute("UPDATE meta SET value = 'x' WHERE key = 'format'")
+    con.commit()
+    con.close()
+    with pytest.raises(InputError, match="not a g10fast results store \\(format 'x', expected "
+                                         "'g10fast-results-store'\\)"):
+        ResultStore(p)
 
 
 def test_claims_between_two_sweeps(tmp_path):

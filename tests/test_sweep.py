@@ -150,7 +150,8 @@ def test_store_errors(tmp_path):
             s.write_point(rec(f"a{i}", arrays={"kernel_cycles": np.arange(3000)}))
     data = good.read_bytes()
     good.write_bytes(data[: len(data) // 3])
-    with pytest.raises(InputError, match="t.h5"):
+    with pytest.raises(InputError, match=r"t.h5: results store is damaged \(database disk image "
+                                         r"is malformed\); `g10fast store verify"):
         ResultStore(good).statuses()
     # CLI: exit status 2 and the file named
     assert main(["figures", str(bad), "--out", str(tmp_path / "o")]) == 2

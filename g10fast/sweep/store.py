@@ -139,6 +139,17 @@ def unpack_arrays(blob) -> dict:
     return out
 
 
+def _array_names(blob) -> tuple:
+    """The names in an array blob, decompressing only its header."""
+    d = zlib.decompressobj()
+    head = d.decompress(blob, 4)
+    (n,) = struct.unpack_from("<I", head)
+    header = d.decompress(d.unconsumed_tail, n)
+    if len(header) != n:
+        raise ValueError("array blob header cut short")
+    return tuple(e["name"] for e in json.loads(header))
+
+
 def point_checksum(*fields) -> str:
     """SHA-256 over the fields (str, bytes or None), each prefixed by its length (None: -1)."""
     h = hashlib.sha256()
@@ -398,7 +409,7 @@ class ResultStore:
         if not self._row_ok(row):
             raise ValueError("checksum mismatch")
         a = json.loads(attrs)
-        names = tuple(unpack_arrays(arrays)) if arrays else ()
+        names = _array_names(arrays) if arrays else ()
         return StoredPoint(h, status, a, json.loads(config),
                            None if result is None else json.loads(result), a.get("error", ""),
                            names)
