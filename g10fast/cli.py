@@ -367,8 +367,9 @@ def cmd_store_verify(args) -> int:
 def cmd_store_convert(args) -> int:
     from g10fast.sweep.store import convert_store
 
-    n = convert_store(args.old, args.new)
-    print(f"{n} points copied from {args.old} into {args.new}")
+    n, bad = convert_store(args.old, args.new)
+    print(f"{n} points copied from {args.old} into {args.new}"
+          + (f"; {bad} damaged points left out (a sweep runs them again)" if bad else ""))
     return 0
 
 
@@ -390,7 +391,8 @@ def _store_parsers(sub) -> None:
                                         "exit 2 naming each damaged point")
     sv.add_argument("store")
     sv.set_defaults(func=cmd_store_verify)
-    sc = ssub.add_parser("convert", help="copy a version-1 (HDF5) store into a version-2 store")
+    sc = ssub.add_parser("convert", help="copy a version-1 (HDF5) store, or what still reads "
+                                         "of a damaged store, into a version-2 store")
     sc.add_argument("old")
     sc.add_argument("new")
     sc.set_defaults(func=cmd_store_convert)

@@ -299,7 +299,7 @@ def test_convert_a_version_1_store(tmp_path):
     old = tmp_path / "old.h5"
     legacy_store(old, [("a", "ok"), ("b", "failed")])
     n = convert_store(old, tmp_path / "new.g10db")
-    assert n == 2
+    assert n == (2, 0)
     new = ResultStore(tmp_path / "new.g10db")
     assert new.version == 2 and new.statuses() == {"a": "ok", "b": "failed"}
     assert new.arrays("a")["kernel_cycles"].tolist() == [[0, 1, 2], [3, 4, 5]]
@@ -353,3 +353,18 @@ def test_damaged_version_1_stores(tmp_path):
     with pytest.raises(InputError, match="old.h5: cannot open the results store \\(damaged HDF5 "
                                          "file"):
         ResultStore(p).statuses()
+
+
+def test_convert_salvages_a_damaged_store(tmp_path, capsys):
+    p = tmp_path / "s.g10db"
+    with ResultStore(p) as s:
+        for h in ("a", "b", "c"):
+            s.write_point(rec(h, analysis={"key": f"W-{h}", "total": np.arange(3)}))
+    _tamper(p, "b", "result", lambda v: v.replace("1000", "1001"))
+    assert main(["store", "convert", str(p), str(tmp_path / "n.g10db")]) == 0
+    out = capsys.readouterr().out
+    assert "2 points copied" in out and "1 damaged points left out" in out
+    n = ResultStore(tmp_path / "n.g10db")
+    assert n.statuses() == {"a": "ok", "c": "ok"} and n.verify()["damaged"] == []
+    assert n.workload_keys() == {"W-a", "W-b", "W-c"}
+    assert ResultStore(p).arrays("a").keys() == n.arrays("a").keys()

@@ -352,7 +352,8 @@ class ResultStore:
                               f"disk or a failing device; every point stored before is safe",
                               path=self.path)
         return InputError(f"results store is damaged ({msg}); `g10fast store verify "
-                          f"{self.path}` lists the damaged points", path=self.path)
+                          f"{self.path}` lists the damaged points, `g10fast store convert "
+                          f"{self.path} NEW` copies the points that still read", path=self.path)
 
     def _query(self, sql: str, args=(), doing: str = "read"):
         try:
@@ -635,42 +636,58 @@ class ResultStore:
             raise self._error(exc, "write") from None
 
 
-def convert_store(src, dst) -> int:
-    """Copy every point (with its arrays) and workload analysis of the store at `src` (any
-    version) into the version-2 store at `dst` (created if missing); -> points copied.
-    Stored attributes are kept as they are (finished_at included)."""
+def convert_store(src, dst) -> tuple[int, int]:
+    """Copy every readable point (with its arrays) and workload analysis of the store at `src`
+    (any version; a damaged store too: what still reads, checksums holding) into the
+    version-2 store at `dst` (created if missing). Attributes are kept as they are
+    (finished_at included). -> (points copied, damaged points left out)."""
     s = ResultStore(src, create=False)
     d = ResultStore(dst)
     if d.read_only:
         d.write_point({})
-    n = 0
-    for p in s.points():
-        attrs = dict(p.attrs)
-        a = _dumps(attrs)
-        c = _dumps(p.config)
-        r = None if p.result is None else _dumps(p.result)
-        arr = pack_arrays(s.arrays(p.hash))
-        row = (p.hash, str(p.status), a, c, r, arr, point_checksum(p.hash, str(p.status), a, c,
-                                                                  r, arr))
+    if os.path.abspath(s.path) == os.path.abspath(d.path):
+        raise InputError("the new store must be another file", path=d.path)
+    rows, wrows, bad = [], [], 0
+    if isinstance(s, ResultStore):
+        for h in s.point_hashes():
+            try:
+                r = s._connect().execute(
+                    "SELECT hash, status, attrs, config, result, arrays, checksum FROM points "
+                    "WHERE hash = ?", (h,)).fetchall()
+            except sqlite3.Error:
+                r = []
+            if r and s._row_ok(r[0]):
+                rows.append(tuple(r[0]))
+            else:
+                bad += 1
         try:
-            con = d._begin()
-            con.execute("INSERT OR REPLACE INTO points VALUES (?, ?, ?, ?, ?, ?, ?)", row)
-            con.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise d._error(exc, "write") from None
-        n += 1
-    for key in sorted(s.workload_keys()):
-        w = s.workload(key)
-        if w is None:
-            continue
-        w = dict(w)
-        w["key"] = key
-        try:
-            con = d._begin()
-            con.execute("INSERT OR REPLACE INTO workloads VALUES (?, ?, ?, ?)",
-                        d.encode_workload(w))
-            con.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise d._error(exc, "write") from None
+            for w in s._connect().execute("SELECT key, attrs, arrays, checksum FROM workloads"):
+                if point_checksum(*w[:3]) == w[3]:
+                    wrows.append(tuple(w))
+        except sqlite3.Error:
+            pass
+    else:
+        pts = s.points(damaged="skip")
+        bad = len(s.damaged_hashes)
+        for p in pts:
+            a, c = _dumps(p.attrs), _dumps(p.config)
+            r = None if p.result is None else _dumps(p.result)
+            arr = pack_arrays(s.arrays(p.hash))
+            st = str(p.status)
+            rows.append((p.hash, st, a, c, r, arr, point_checksum(p.hash, st, a, c, r, arr)))
+        for key in sorted(s.workload_keys()):
+            w = s.workload(key)
+            if w is not None:
+                wrows.append(d.encode_workload({**w, "key": key}))
+    for sql, batch in (("INSERT OR REPLACE INTO points VALUES (?, ?, ?, ?, ?, ?, ?)", rows),
+                       ("INSERT OR REPLACE INTO workloads VALUES (?, ?, ?, ?)", wrows)):
+        for row in batch:
+            try:
+                con = d._begin()
+                con.execute(sql, row)
+                con.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise d._error(exc, "write") from None
+    s.close()
     d.close()
-    return n
+    return len(rows), bad
