@@ -965,9 +965,9 @@ def open_trace(path, allow_incomplete: bool = False, threads: int | None = None,
                              path=path) from None
         try:     # written in SWMR mode by a writer that has not closed it (killed, or running)
             f = h5py.File(path, "r", swmr=True)
-        except OSError as exc2:
-            raise InputError(f"cannot open event trace (damaged HDF5 file: {exc2})",
-                             path=path) from None
+        except OSError:
+            raise InputError(f"cannot open event trace (open for writing by another program, "
+                             f"or a damaged HDF5 file: {exc})", path=path) from None
     try:
         return EventTrace(path, f, allow_incomplete=allow_incomplete, threads=threads,
                           check_attrs=check_attrs)

@@ -570,3 +570,25 @@ def test_a_trace_being_written_is_named(tmp_path):
     w.close()
     with open_trace(tmp_path / "t.h5") as tr:
         assert tr.n_events == 250 and tr.verify() == []
+
+
+def test_a_file_left_open_for_writing_by_another_program(tmp_path):
+    """A killed non-SWMR HDF5 writer (not g10fast's) leaves the "open for write" flag: one
+    message, not a traceback."""
+    import signal
+    import subprocess
+    import sys
+
+    path = tmp_path / "other.h5"
+    child = ("import h5py, sys, time\n"
+             "f = h5py.File(sys.argv[1], 'w', libver=('v110', 'v110'))\n"
+             "f.attrs['format'] = 'g10fast-event-trace'\n"
+             "f.flush()\nprint('ready', flush=True)\ntime.sleep(60)\n")
+    p = subprocess.Popen([sys.executable, "-c", child, str(path)], stdout=subprocess.PIPE,
+                         text=True)
+    assert p.stdout.readline().strip() == "ready"
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    with pytest.raises(InputError, match="cannot open event trace \\(open for writing by "
+                                         "another program, or a damaged HDF5 file"):
+        open_trace(path, allow_incomplete=True)
