@@ -479,3 +479,40 @@ def test_two_sweeps_and_a_reader_on_one_store(tmp_path):
     assert len(a) > 0 and len(b) > 0                 # both did work
     assert reads >= 3 and seen == sorted(seen)       # the reader saw the store grow
     assert ResultStore(path).claims() == []
+
+
+def test_a_resumed_sweep_runs_damaged_points_again(tmp_path, monkeypatch):
+    import sqlite3
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_sweep_reuse import synth_points, synth_workload
+
+    import g10fast.run as run_mod
+    from g10fast.sweep import worker
+    from g10fast.sweep.runner import run_sweep
+
+    w = synth_workload()
+    monkeypatch.setattr(run_mod, "build_workload", lambda cfg: w)
+    worker.clear_cache()
+    pts = synth_points()[:4]
+    path = tmp_path / "s.g10db"
+    first = run_sweep(pts, path, workers=0, progress=False, reuse=False)
+    assert first.ran == 4
+    before = {p.hash: p for p in ResultStore(path).points()}
+    victim = pts[2].hash
+    con = sqlite3.connect(path)           # one changed digit in a stored result
+    (r,) = con.execute("SELECT result FROM points WHERE hash = ?", (victim,)).fetchone()
+    i = r.index('"exe_time_cycles": ') + len('"exe_time_cycles": ')
+    r = r[:i] + str((int(r[i]) + 1) % 10) + r[i + 1:]
+    con.execute("UPDATE points SET result = ? WHERE hash = ?", (r, victim))
+    con.commit()
+    con.close()
+    assert ResultStore(path).statuses()[victim] == "damaged"
+    again = run_sweep(pts, path, workers=0, progress=False, reuse=False)
+    assert (again.skipped, again.ran, again.damaged) == (3, 1, 1)
+    assert "1 damaged stored points run again" in again.text()
+    after = {p.hash: p for p in ResultStore(path).points()}
+    assert after[victim].result["iterations"] == before[victim].result["iterations"]
+    assert after[victim].attrs["finished_at"] >= before[victim].attrs["finished_at"]
+    assert ResultStore(path).verify()["damaged"] == []
+    worker.clear_cache()
