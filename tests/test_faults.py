@@ -116,7 +116,7 @@ KILLS_PER_STORE = 20
 
 
 def test_store_survives_kills_at_random_instants(tmp_path):
-    kills = 500 if LONG else 12
+    kills = 500 if LONG else 8
     rnd = random.Random(SEED)
     unreadable = lost = damaged = 0
     nxt = 0
@@ -181,7 +181,7 @@ def trace_batch(i: int, n: int = 700) -> np.ndarray:
 def test_trace_of_a_killed_run_reads_up_to_its_last_complete_chunk(tmp_path, capsys):
     from g10fast.cli import main
 
-    kills = 100 if LONG else 6
+    kills = 100 if LONG else 5
     rnd = random.Random(SEED + 1)
     unreadable = wrong = 0
     rows = []
@@ -516,3 +516,89 @@ def test_a_resumed_sweep_runs_damaged_points_again(tmp_path, monkeypatch):
     assert after[victim].attrs["finished_at"] >= before[victim].attrs["finished_at"]
     assert ResultStore(path).verify()["damaged"] == []
     worker.clear_cache()
+
+
+CHILD_SWEEP_KILLED = r"""
+import sys, time
+sys.path.insert(0, sys.argv[2] + "/tests")
+sys.path.insert(0, sys.argv[2])
+from test_sweep_reuse import synth_points, synth_workload
+import g10fast.run as run_mod
+from g10fast.sweep import runner, worker
+w = synth_workload()
+run_mod.build_workload = lambda cfg: w
+orig = worker.execute
+def slow(task):
+    time.sleep(0.05)
+    return orig(task)
+runner.execute = slow
+print("ready", flush=True)
+s = runner.run_sweep(synth_points(), sys.argv[1], workers=0, progress=False, reuse=False)
+print("done", s.ran, flush=True)
+"""
+
+TIMING_KEYS = ("wall_seconds", "peak_rss_bytes")
+
+
+def _untimed(x):
+    """A result without its timings (wall, memory, planner seconds)."""
+    if isinstance(x, dict):
+        return {k: _untimed(v) for k, v in x.items()
+                if k not in TIMING_KEYS and not k.endswith("_seconds")}
+    if isinstance(x, list):
+        return [_untimed(v) for v in x]
+    return x
+
+
+def test_sweeps_killed_at_random_instants_resume_to_the_same_store(tmp_path, monkeypatch):
+    """`run_sweep` killed (SIGKILL) at random instants, again and again: every store opens
+    and verifies, the claims of the killed sweeps are taken over, and the finished store
+    equals a sweep that was never killed."""
+    kills = 40 if LONG else 2
+    rnd = random.Random(SEED + 3)
+    path = tmp_path / "k.g10db"
+    killed = runs = 0
+    while True:
+        runs += 1
+        proc = subprocess.Popen([sys.executable, "-c", CHILD_SWEEP_KILLED, str(path), str(ROOT)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV,
+                                text=True)
+        assert proc.stdout.readline().strip() == "ready"
+        if killed < kills:
+            time.sleep(rnd.uniform(0.0, 1.5))
+            proc.send_signal(signal.SIGKILL)
+        out, err = proc.communicate()
+        if proc.returncode == -signal.SIGKILL:
+            killed += 1
+        else:
+            assert proc.returncode == 0 and "done" in out, err
+        if path.exists():
+            s = ResultStore(path, create=False)
+            rep = s.verify()
+            assert rep["damaged"] == [] and rep["structure"] == []
+            s.close()
+        if proc.returncode == 0:
+            break
+    ref = tmp_path / "ref.g10db"           # the same sweep, never killed (in this process)
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_sweep_reuse import synth_points, synth_workload
+
+    import g10fast.run as run_mod
+    from g10fast.sweep import worker
+    from g10fast.sweep.runner import run_sweep
+
+    w = synth_workload()
+    monkeypatch.setattr(run_mod, "build_workload", lambda cfg: w)
+    worker.clear_cache()
+    run_sweep(synth_points(), ref, workers=0, progress=False, reuse=False)
+    worker.clear_cache()
+    a = {p.hash: p for p in ResultStore(path).points()}
+    b = {p.hash: p for p in ResultStore(ref).points()}
+    assert a.keys() == b.keys() and len(a) == 15
+    for h in a:
+        assert a[h].status == b[h].status == "ok"
+        assert _untimed(a[h].result) == _untimed(b[h].result)
+        assert all(np.array_equal(v, ResultStore(ref).arrays(h)[k])
+                   for k, v in ResultStore(path).arrays(h).items())
+    assert ResultStore(path).claims() == []
+    report("sweep-kill", kills=killed, runs=runs, points=len(a), unreadable=0, lost=0)
