@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench import ROOT, git_commit  # noqa: E402
+from _bench import git_commit  # noqa: E402
 
 
 def record(i: int) -> dict:

@@ -553,7 +553,8 @@ class EventTraceWriter:
             raise
 
     def set_summary(self, summary: dict) -> None:
-        """Store ``summary`` (per-iteration statistics) as the JSON attribute ``summary`` at close."""
+        """Store ``summary`` (per-iteration statistics) as the JSON attribute ``summary`` at
+        close."""
         self._check_open()
         self._summary_json = _to_json(summary, "summary")
 

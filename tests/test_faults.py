@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -27,8 +26,7 @@ import pytest
 
 from g10fast.errors import InputError
 from g10fast.sweep.store import ResultStore
-from g10fast.trace import (N_COLS, EventTraceWriter, find_temporaries, open_trace,
-                           verify_trace)
+from g10fast.trace import N_COLS, EventTraceWriter, find_temporaries, open_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 LONG = os.environ.get("G10FAST_LONG_FAULTS", "") not in ("", "0")
@@ -359,7 +357,8 @@ import json, random, sys, numpy as np
 sys.path.insert(0, sys.argv[1])
 from g10fast.errors import InputError
 from g10fast.trace import open_trace, verify_trace
-src, bad, seed, first, last = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+src, bad = sys.argv[2], sys.argv[3]
+seed, first, last = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
 data = open(src, "rb").read()
 with open_trace(src) as tr:
     base = (tr.read(), tr.config, tr.meta, tr.summary, tr.n_events)

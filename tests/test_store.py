@@ -5,7 +5,6 @@ tests/test_faults.py."""
 from __future__ import annotations
 
 import csv
-import json
 import math
 import os
 import sqlite3
@@ -20,7 +19,7 @@ from g10fast.cli import main
 from g10fast.errors import InputError
 from g10fast.sweep.export import EXPORT_COLUMNS, export_points
 from g10fast.sweep.store import (STORE_VERSION, ResultStore, convert_store, pack_arrays,
-                                 point_checksum, unpack_arrays)
+                                 unpack_arrays)
 
 ROOT = Path(__file__).resolve().parents[1]
 
