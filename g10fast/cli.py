@@ -334,6 +334,10 @@ def cmd_trace_verify(args) -> int:
     from g10fast.trace import verify_trace
 
     rep = verify_trace(args.file)
+    if args.json:
+        json.dump({k: v for k, v in rep.items() if k != "lines"}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return EXIT_BAD_INPUT if rep["damaged"] else 0
     for line in rep["lines"]:
         print(line)
     if rep["damaged"]:
@@ -351,11 +355,17 @@ def cmd_store_verify(args) -> int:
     s = ResultStore(args.store, create=False)
     rep = s.verify()
     s.close()
+    n_bad = len(rep["damaged"]) + (1 if rep.get("structure") else 0)
+    if args.json:
+        json.dump({"store": args.store, "version": s.version, **rep,
+                   "damaged": [{"hash": h, "label": lb, "why": w} for h, lb, w in rep["damaged"]]},
+                  sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return EXIT_BAD_INPUT if n_bad else 0
     for line in rep.get("structure") or []:
         print(f"{args.store}: SQLite structure: {line}")
     for h, label, why in rep["damaged"]:
         print(f"{args.store}: damaged point {h}{f' ({label})' if label else ''}: {why}")
-    n_bad = len(rep["damaged"]) + (1 if rep.get("structure") else 0)
     how = "checksums" if rep["checksums"] else "read back (a version-1 store has no checksums)"
     print(f"{args.store}: {rep['points']} points ok ({how}), {len(rep['damaged'])} damaged")
     if n_bad:
@@ -390,6 +400,7 @@ def _store_parsers(sub) -> None:
     sv = ssub.add_parser("verify", help="check every stored point against its checksum; "
                                         "exit 2 naming each damaged point")
     sv.add_argument("store")
+    sv.add_argument("--json", action="store_true", help="print the report as JSON")
     sv.set_defaults(func=cmd_store_verify)
     sc = ssub.add_parser("convert", help="copy a version-1 (HDF5) store, or what still reads "
                                          "of a damaged store, into a version-2 store")
@@ -516,6 +527,7 @@ def build_parser() -> argparse.ArgumentParser:
     tv = tsub.add_parser("verify", help="check every chunk of an event trace against its "
                                         "checksum; exit 2 naming each damaged chunk")
     tv.add_argument("file")
+    tv.add_argument("--json", action="store_true", help="print the report as JSON")
     tv.set_defaults(func=cmd_trace_verify)
     _store_parsers(sub)
 

@@ -109,6 +109,10 @@ def test_one_changed_digit_is_detected(tmp_path, capsys):
     assert main(["store", "verify", str(p)]) == 2
     out = capsys.readouterr().out
     assert "damaged point b (BERT/128-b): checksum mismatch" in out
+    assert main(["store", "verify", "--json", str(p)]) == 2
+    js = __import__("json").loads(capsys.readouterr().out)
+    assert js["points"] == 2 and js["version"] == 2 and js["damaged"] == [
+        {"hash": "b", "label": "BERT/128-b", "why": "checksum mismatch"}]
     assert main(["figures", str(p), "--out", str(tmp_path / "f")]) == 2
     assert "damaged point" in capsys.readouterr().err
     # an array blob changed

@@ -508,6 +508,10 @@ def test_a_damaged_chunk_is_named_by_verify_inspect_and_reads(tmp_path, capsys, 
     assert rep["damaged"] == ["column 'time' chunk 3 (events 3000-3999): checksum mismatch"]
     assert main(["trace", "verify", str(path)]) == 2
     out = capsys.readouterr().out
+    assert main(["trace", "verify", "--json", str(path)]) == 2
+    js = json.loads(capsys.readouterr().out)
+    assert js["damaged"] == ["column 'time' chunk 3 (events 3000-3999): checksum mismatch"]
+    assert js["checksums"] and js["complete"] and js["n_events"] == 5500
     assert "damaged column 'time' chunk 3 (events 3000-3999): checksum mismatch" in out
     assert main(["trace", "inspect", str(path)]) == 2       # inspect reads kind/count only
     err = capsys.readouterr().err
