@@ -190,6 +190,12 @@ def test_claims_between_two_sweeps(tmp_path):
     con.close()
     assert a.try_claim("z")
     assert not a.try_claim("w")          # another host, fresh: its lease holds
+    con = sqlite3.connect(p)                # a live process id, but a claim past its lease
+    con.execute("INSERT INTO claims VALUES ('v', 'old', ?, ?, ?)",
+                (a.host, os.getppid(), __import__("time").time() - 7 * 3600))
+    con.commit()
+    con.close()
+    assert a.try_claim("v")
     # an errored point is claimed again (retry), a damaged one too
     a.write_point(rec("e", status="error", result=None))
     assert a.try_claim("e") and not a.try_claim("e", keep=("ok", "failed", "error"))

@@ -545,9 +545,11 @@ class ResultStore:
             raise self._error(exc, "write") from None
 
     def _stale(self, host: str, pid: int, claimed_at: float) -> bool:
-        if host == self.host:
-            return not _pid_alive(int(pid))
-        return time.time() - float(claimed_at) > CLAIM_LEASE
+        """A claim whose process is gone (same host), or older than CLAIM_LEASE (any host:
+        its owner refreshes it with every point it writes)."""
+        if time.time() - float(claimed_at) > CLAIM_LEASE:
+            return True
+        return host == self.host and not _pid_alive(int(pid))
 
     def release_claims(self) -> None:
         """Drop every claim of this store object (the end of a sweep)."""
