@@ -6,7 +6,11 @@
     g10fast run                      (the default comparison: a built-in model, all policies)
     g10fast run FILE.toml            (a TOML run file, docs/run-format.md)
     g10fast models [--batch N]       (built-in models and their footprint)
-    g10fast trace inspect FILE.h5
+    g10fast trace inspect FILE.h5 [--allow-incomplete]
+    g10fast trace verify FILE.h5
+    g10fast store verify STORE       (every point checked against its checksum)
+    g10fast store convert OLD.h5 NEW (a version-1 HDF5 store into a version-2 store)
+    g10fast results export STORE --out points.csv|points.parquet
     g10fast sweep MATRIX --store FILE.h5 [--g10 ARTIFACT_DIR] [--workers N] [--dask ADDRESS]
                   [--no-reuse]
     g10fast figures STORE.h5 --out DIR [--g10 ARTIFACT_DIR]
@@ -437,9 +441,11 @@ def cmd_models(args) -> int:
 def cmd_trace_inspect(args) -> int:
     from g10fast.trace import PAGELESS_KINDS, open_trace
 
-    tr = open_trace(args.file)
+    tr = open_trace(args.file, allow_incomplete=args.allow_incomplete)
     try:
-        print(f"{args.file}: schema {tr.schema_version}, {tr.n_events:,} events")
+        tr.verify(raise_on_damage=True)
+        print(f"{args.file}: schema {tr.schema_version}, {tr.n_events:,} events"
+              + ("" if tr.complete else " (incomplete: up to the last complete chunk)"))
         meta = tr.meta or {}
         print(f"model {meta.get('model')} batch {meta.get('batch_size')} "
               f"policy {meta.get('policy')}")
@@ -454,6 +460,91 @@ def cmd_trace_inspect(args) -> int:
     finally:
         tr.close()
     return 0
+
+
+def cmd_trace_verify(args) -> int:
+    from g10fast.trace import verify_trace
+
+    rep = verify_trace(args.file)
+    if args.json:
+        json.dump({k: v for k, v in rep.items() if k != "lines"}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return EXIT_BAD_INPUT if rep["damaged"] else 0
+    for line in rep["lines"]:
+        print(line)
+    if rep["damaged"]:
+        print(f"{args.file}: {len(rep['damaged'])} damaged chunk(s) or attribute(s)")
+        return EXIT_BAD_INPUT
+    print(f"{args.file}: ok, {rep['chunks']} chunks checked"
+          f"{'' if rep['checksums'] else ' (a trace without checksums: chunks decoded)'}"
+          f"{'' if rep['complete'] else ' (incomplete: the writer did not finish)'}")
+    return 0
+
+
+def cmd_store_verify(args) -> int:
+    from g10fast.sweep.store import ResultStore
+
+    s = ResultStore(args.store, create=False)
+    rep = s.verify()
+    s.close()
+    n_bad = len(rep["damaged"]) + (1 if rep.get("structure") else 0)
+    if args.json:
+        json.dump({"store": args.store, "version": s.version, **rep,
+                   "damaged": [{"hash": h, "label": lb, "why": w} for h, lb, w in rep["damaged"]]},
+                  sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return EXIT_BAD_INPUT if n_bad else 0
+    for line in rep.get("structure") or []:
+        print(f"{args.store}: SQLite structure: {line}")
+    for h, label, why in rep["damaged"]:
+        print(f"{args.store}: damaged point {h}{f' ({label})' if label else ''}: {why}")
+    how = "checksums" if rep["checksums"] else "read back (a version-1 store has no checksums)"
+    print(f"{args.store}: {rep['points']} points ok ({how}), {len(rep['damaged'])} damaged")
+    if n_bad:
+        print("a sweep of the same matrix runs the damaged points again")
+        return EXIT_BAD_INPUT
+    return 0
+
+
+def cmd_store_convert(args) -> int:
+    from g10fast.sweep.store import convert_store
+
+    n, bad = convert_store(args.old, args.new)
+    print(f"{n} points copied from {args.old} into {args.new}"
+          + (f"; {bad} damaged points left out (a sweep runs them again)" if bad else ""))
+    return 0
+
+
+def cmd_results_export(args) -> int:
+    from g10fast.sweep.export import export_points
+
+    rep = export_points(args.store, args.out)
+    print(f"{rep['rows']} points written to {rep['path']}"
+          + (f" ({rep['damaged']} damaged points left out: g10fast store verify "
+             f"{args.store})" if rep["damaged"] else ""))
+    return 0
+
+
+def _store_parsers(sub) -> None:
+    """The `store` and `results` commands, and `trace verify` (added to `trace`)."""
+    st = sub.add_parser("store", help="check or convert a results store")
+    ssub = st.add_subparsers(dest="store_command", required=True)
+    sv = ssub.add_parser("verify", help="check every stored point against its checksum; "
+                                        "exit 2 naming each damaged point")
+    sv.add_argument("store")
+    sv.add_argument("--json", action="store_true", help="print the report as JSON")
+    sv.set_defaults(func=cmd_store_verify)
+    sc = ssub.add_parser("convert", help="copy a version-1 (HDF5) store, or what still reads "
+                                         "of a damaged store, into a version-2 store")
+    sc.add_argument("old")
+    sc.add_argument("new")
+    sc.set_defaults(func=cmd_store_convert)
+    rs = sub.add_parser("results", help="export a results store")
+    rsub = rs.add_subparsers(dest="results_command", required=True)
+    re_ = rsub.add_parser("export", help="one row per point: parameters, status, times, traffic")
+    re_.add_argument("store")
+    re_.add_argument("--out", required=True, help="points.csv or points.parquet (pyarrow)")
+    re_.set_defaults(func=cmd_results_export)
 
 
 def _artifact_arg(g10) -> Path:
@@ -609,7 +700,15 @@ def build_parser() -> argparse.ArgumentParser:
     tsub = t.add_subparsers(dest="trace_command", required=True)
     ti = tsub.add_parser("inspect", help="summary of an event-trace file")
     ti.add_argument("file")
+    ti.add_argument("--allow-incomplete", action="store_true",
+                    help="read the trace of a killed run up to its last complete chunk")
     ti.set_defaults(func=cmd_trace_inspect)
+    tv = tsub.add_parser("verify", help="check every chunk of an event trace against its "
+                                        "checksum; exit 2 naming each damaged chunk")
+    tv.add_argument("file")
+    tv.add_argument("--json", action="store_true", help="print the report as JSON")
+    tv.set_defaults(func=cmd_trace_verify)
+    _store_parsers(sub)
 
     def sweep_opts(q):
         q.add_argument("--workers", default=None, metavar="N",
@@ -628,11 +727,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     sw = sub.add_parser("sweep", help="run an experiment matrix into a results store",
                         description="Run every point of a TOML experiment matrix "
-                                    "(docs/matrix-format.md) into an HDF5 results store "
+                                    "(docs/matrix-format.md) into a results store "
                                     "(docs/store-format.md); points already stored are skipped.")
     sw.add_argument("matrix", help="a matrix file, or the name of a bundled one in data/matrices "
                                    "(artifact, fig11, ..., smoke)")
-    sw.add_argument("--store", required=True, help="HDF5 results store (created if missing)")
+    sw.add_argument("--store", required=True, help="results store (SQLite, created if missing; "
+                                                   "docs/store-format.md)")
     sw.add_argument("--g10", type=Path, help="the G10 artifact folder (default: found)")
     sw.add_argument("--max-points", type=int, help="run at most this many points now")
     sw.add_argument("--no-retry-errors", action="store_true",
@@ -654,8 +754,8 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Run the artifact's matrix (or --matrix) into the store, "
                                     "then draw every figure and summarise the agreement.")
     rp.add_argument("--g10", type=Path, help="the G10 artifact folder (default: found)")
-    rp.add_argument("--store", default="g10fast-results.h5", help="results store "
-                                                                  "(default g10fast-results.h5)")
+    rp.add_argument("--store", default="g10fast-results.g10db",
+                    help="results store (default g10fast-results.g10db)")
     rp.add_argument("--out", type=Path, default=Path("figures"), help="figure folder "
                                                                       "(default figures/)")
     rp.add_argument("--matrix", default="artifact", help="matrix (default: artifact, 1,410 points)")

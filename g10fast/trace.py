@@ -7,6 +7,15 @@ atomically: it writes ``.<name>.<pid>.<token>.tmp`` in the target directory and 
 the target only when ``close()`` succeeds; on error or abort the temporary file is removed.
 ``open_trace`` reads it back, whole or in chunks.
 
+Damage is detected: every stored chunk has a CRC-32 (``/checksums/<column>``, one uint32 per
+chunk, of the chunk's stored bytes), checked on every read, and the root attributes have a
+SHA-256 (``header_sha256`` from the start, ``attrs_sha256`` at close), checked at open;
+``verify_trace`` names each damaged chunk. The temporary file is written in HDF5's SWMR mode
+and flushed after every stored chunk set, so the file of a killed run opens (with
+``allow_incomplete=True``) and reads up to its last complete chunk; a later writer of the same
+target removes the temporary files of dead processes, and ``open_trace`` of a missing trace
+names them (``find_temporaries``).
+
 Chunks are compressed by a small thread pool (zlib releases the GIL) and stored with HDF5's
 direct chunk write, byte for byte what HDF5's own shuffle + deflate filters produce, so any HDF5
 reader decodes them; reading decodes chunks the same way in parallel when the filters are the
@@ -17,6 +26,7 @@ from __future__ import annotations
 
 import collections
 import enum
+import hashlib
 import json
 import os
 import secrets
@@ -32,6 +42,12 @@ from .errors import InputError
 SCHEMA_VERSION = 1
 FORMAT_NAME = "g10fast-event-trace"
 EVENTS_GROUP = "events"
+CHECKSUM_GROUP = "checksums"
+#: root attributes covered by ``header_sha256`` (written first) and, with ``n_events``,
+#: ``complete`` and ``summary``, by ``attrs_sha256`` (written at close)
+HEADER_ATTRS = ("format", "schema_version", "columns", "kind_names", "location_names", "config",
+                "meta")
+CLOSE_ATTRS = HEADER_ATTRS + ("n_events", "complete", "summary")
 
 # Columns of the engine's event buffer, in order.
 COL_TIME = 0        # int64 cycles (KERNEL: start cycle)
@@ -198,6 +214,73 @@ def _decode(data: bytes, filter_mask: int, dtype: np.dtype, rows: int) -> np.nda
     return out.view(dtype).reshape(rows)
 
 
+def _attrs_digest(attrs, names) -> str:
+    """SHA-256 of the root attributes ``names`` (as the reader sees them)."""
+    h = hashlib.sha256()
+    for k in names:
+        v = attrs.get(k) if hasattr(attrs, "get") else attrs[k]
+        if v is None:
+            t = "\x00absent"
+        elif k == "complete":
+            t = str(bool(v))
+        elif k in ("schema_version", "n_events"):
+            t = str(int(v))
+        else:
+            t = _attr_str(v)
+        h.update(k.encode() + b"=" + t.encode("utf-8", "surrogatepass") + b"\n")
+    return h.hexdigest()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def find_temporaries(path) -> list[tuple[str, int, bool]]:
+    """The temporary files ``.<name>.<pid>.<token>.tmp`` of writers of ``path``:
+    ``[(temporary path, writer pid, writer alive)]``, newest first."""
+    directory, name = os.path.split(os.path.abspath(os.fspath(path)))
+    out = []
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return out
+    for e in entries:
+        if not (e.startswith(f".{name}.") and e.endswith(".tmp")):
+            continue
+        parts = e[len(name) + 2:-4].split(".")
+        if len(parts) != 2 or not parts[0].isdigit():
+            continue
+        full = os.path.join(directory, e)
+        try:
+            mtime = os.path.getmtime(full)
+        except OSError:
+            continue
+        out.append((mtime, full, int(parts[0])))
+    out.sort(reverse=True)
+    return [(f, pid, _pid_alive(pid)) for _, f, pid in out]
+
+
+def clean_temporaries(path) -> list[str]:
+    """Remove the temporary files of writers of ``path`` whose process is gone (a killed
+    run's); -> the removed files."""
+    removed = []
+    for f, pid, alive in find_temporaries(path):
+        if not alive and pid != os.getpid():
+            _remove_quietly(f)
+            removed.append(f)
+    return removed
+
+
 def _remove_quietly(path: str) -> None:
     try:
         os.unlink(path)
@@ -214,6 +297,18 @@ def _abandon(h5file, pool, tmp_path: str) -> None:
     except Exception:  # noqa: BLE001 - the file may already be unusable; it is deleted next
         pass
     _remove_quietly(tmp_path)
+
+
+class _Lazy:
+    """A 'future' computed when its result is asked for (decoding without threads)."""
+
+    __slots__ = ("fn", "args")
+
+    def __init__(self, fn, *args):
+        self.fn, self.args = fn, args
+
+    def result(self):
+        return self.fn(*self.args)
 
 
 class _Done:
@@ -261,6 +356,7 @@ class EventTraceWriter:
         if os.path.isdir(self.path):
             raise InputError("trace path is a directory", path=self.path)
         self._state = "opening"
+        clean_temporaries(self.path)
         self.tmp_path = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         try:
             # v110 object headers hold attributes over 64 KiB (large configs and summaries).
@@ -289,6 +385,17 @@ class EventTraceWriter:
                                  compression_opts=DEFLATE_LEVEL, shuffle=True)
                 for col in COLUMNS
             ]
+            cg = f.create_group(CHECKSUM_GROUP)
+            cg.attrs["algorithm"] = "crc32 of each stored (compressed) chunk, in chunk order"
+            self._checksums = [
+                cg.create_dataset(col, shape=(0,), maxshape=(None,), dtype="<u4",
+                                  chunks=(1024,))
+                for col in COLUMNS
+            ]
+            a["header_sha256"] = _attrs_digest(a, HEADER_ATTRS)
+            # single-writer/multiple-reader mode: what is flushed stays readable if the
+            # process dies (open_trace(..., allow_incomplete=True))
+            f.swmr_mode = True
         except BaseException:
             self.abort()
             raise
@@ -359,6 +466,11 @@ class EventTraceWriter:
                 pos += take
                 if self._fill == self.chunk_rows:
                     self._flush()
+        except OSError as exc:
+            self.abort()
+            raise InputError(f"cannot write the event trace ({exc}): a full disk or a "
+                             f"failing device? nothing was published, the temporary "
+                             f"file is removed", path=self.path) from None
         except BaseException:
             self.abort()
             raise
@@ -396,11 +508,19 @@ class EventTraceWriter:
 
     def _store_oldest(self) -> None:
         offset, end, futures, bufs = self._pending.popleft()
+        crcs = []
         for ds, fut in zip(self._datasets, futures):
             data = fut.result()
             if ds.shape[0] < end:
                 ds.resize((end,))
             ds.id.write_direct_chunk((offset,), data, 0)
+            crcs.append(zlib.crc32(data))
+        k = offset // self.chunk_rows
+        for cs, crc in zip(self._checksums, crcs):   # after the data: a checksum vouches
+            if cs.shape[0] < k + 1:
+                cs.resize((k + 1,))
+            cs[k] = crc
+        self._file.flush()
         self._written = end
         self._spare.append(bufs)
 
@@ -419,18 +539,26 @@ class EventTraceWriter:
                 keep = [ds[start:n] for ds in self._datasets]
                 for ds in self._datasets:
                     ds.resize((start,))
+                for cs in self._checksums:
+                    cs.resize((start // self.chunk_rows,))
                 self._queued = self._written = start
                 for b, k in zip(self._buffers, keep):
                     b[:n - start] = k
                 self._fill = n - start
             else:
                 self._fill = n - self._queued
+        except OSError as exc:
+            self.abort()
+            raise InputError(f"cannot write the event trace ({exc}): a full disk or a "
+                             f"failing device? nothing was published, the temporary "
+                             f"file is removed", path=self.path) from None
         except BaseException:
             self.abort()
             raise
 
     def set_summary(self, summary: dict) -> None:
-        """Store ``summary`` (per-iteration statistics) as the JSON attribute ``summary`` at close."""
+        """Store ``summary`` (per-iteration statistics) as the JSON attribute ``summary`` at
+        close."""
         self._check_open()
         self._summary_json = _to_json(summary, "summary")
 
@@ -445,15 +573,24 @@ class EventTraceWriter:
             self._flush()
             while self._pending:
                 self._store_oldest()
-            a = self._file.attrs
-            if self._summary_json is not None:
-                a["summary"] = self._summary_json
-            a["n_events"] = np.int64(self._written)
-            a["complete"] = True
             self._file.close()
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
+            # attributes cannot change in SWMR mode: reopened, finished, renamed
+            import h5py
+            with h5py.File(self.tmp_path, "r+", libver=("v110", "v110")) as f:
+                a = f.attrs
+                if self._summary_json is not None:
+                    a["summary"] = self._summary_json
+                a["n_events"] = np.int64(self._written)
+                a["complete"] = True
+                a["attrs_sha256"] = _attrs_digest(a, CLOSE_ATTRS)
             os.replace(self.tmp_path, self.path)
+        except OSError as exc:
+            self.abort()
+            raise InputError(f"cannot write the event trace ({exc}): a full disk or a "
+                             f"failing device? nothing was published, the temporary "
+                             f"file is removed", path=self.path) from None
         except BaseException:
             self.abort()
             raise
@@ -474,11 +611,13 @@ class EventTraceWriter:
 class EventTrace:
     """An open event trace (see ``open_trace``); a context manager that closes the file."""
 
-    def __init__(self, path, h5file, allow_incomplete: bool = False, threads: int | None = None):
+    def __init__(self, path, h5file, allow_incomplete: bool = False, threads: int | None = None,
+                 check_attrs: bool = True):
         import h5py
 
         self.path = os.fspath(path)
         self._file = h5file
+        self.attrs_damaged = ""
         a = h5file.attrs
         fmt = _attr_str(a.get("format"))
         if fmt != FORMAT_NAME:
@@ -495,6 +634,15 @@ class EventTrace:
                              f"(this g10fast reads version {SCHEMA_VERSION})", path=self.path)
         self.schema_version = version
         self.complete = bool(a.get("complete", False))
+        for name, names in (("attrs_sha256", CLOSE_ATTRS), ("header_sha256", HEADER_ATTRS)):
+            if name in a:
+                if _attr_str(a[name]) != _attrs_digest(a, names):
+                    self.attrs_damaged = (f"the root attributes are damaged ({name} does not "
+                                          f"match: config, meta, summary or n_events changed)")
+                    if check_attrs:
+                        raise InputError(f"event trace is damaged: {self.attrs_damaged}",
+                                         path=self.path)
+                break
         if not self.complete and not allow_incomplete:
             raise InputError("incomplete event trace: the writer did not finish "
                              "(open_trace(..., allow_incomplete=True) reads what it stored)",
@@ -512,24 +660,96 @@ class EventTrace:
                 raise InputError(f"column '{c}' must be a 1-D integer dataset, "
                                  f"got shape {ds.shape} dtype {ds.dtype}", path=self.path)
         lengths = sorted({ds.shape[0] for ds in self._ds.values()})
+        chunks = self._ds["time"].chunks
+        self.chunk_rows = int(chunks[0]) if chunks else DEFAULT_CHUNK_ROWS
+        self._direct = {c: _standard_filters(ds) for c, ds in self._ds.items()}
+        self._cks = None
+        cg = h5file.get(CHECKSUM_GROUP)
+        if isinstance(cg, h5py.Group) and all(isinstance(cg.get(c), h5py.Dataset)
+                                              for c in COLUMNS):
+            self._cks = {c: np.asarray(cg[c][()], dtype=np.uint32) for c in COLUMNS}
         if self.complete:
             n = int(a.get("n_events", -1))
             if lengths != [n]:
-                raise InputError(f"column lengths {lengths} disagree with n_events = {n}",
-                                 path=self.path)
+                raise InputError(f"event trace is damaged: column lengths {lengths} disagree "
+                                 f"with n_events = {n}", path=self.path)
+            if self._cks is not None:
+                want = -(-n // self.chunk_rows)
+                short = sorted({len(v) for v in self._cks.values()} - {want})
+                if short:
+                    raise InputError(f"event trace is damaged: {short[0]} chunk checksums for "
+                                     f"{want} chunks", path=self.path)
         else:
             n = lengths[0]
+            if self._cks is not None:   # the last complete chunk: all columns, checksum right
+                k = min(-(-n // self.chunk_rows), min(len(v) for v in self._cks.values()))
+                while k > 0 and not self._chunk_ok(k - 1):
+                    k -= 1
+                n = min(n, k * self.chunk_rows)
         self.n_events = n
         self.config = _attr_json(a, "config", self.path, {})
         self.meta = _attr_json(a, "meta", self.path, {})
         self.summary = _attr_json(a, "summary", self.path, None)
         self.kind_names = _attr_json(a, "kind_names", self.path, KIND_NAMES)
         self.location_names = _attr_json(a, "location_names", self.path, LOCATION_NAMES)
-        chunks = self._ds["time"].chunks
-        self.chunk_rows = int(chunks[0]) if chunks else DEFAULT_CHUNK_ROWS
-        self._direct = {c: _standard_filters(ds) for c, ds in self._ds.items()}
         self._threads = default_threads() if threads is None else int(threads)
         self._pool = None
+
+    # -- checksums -------------------------------------------------------------------------
+    def _chunk_ok(self, k: int) -> bool:
+        """Whether chunk ``k`` of every column is stored with its checksum."""
+        for c in COLUMNS:
+            try:
+                _, data = self._ds[c].id.read_direct_chunk((k * self.chunk_rows,))
+            except Exception:  # noqa: BLE001 - not stored (a killed writer), or damaged
+                return False
+            if k >= len(self._cks[c]) or zlib.crc32(data) != int(self._cks[c][k]):
+                return False
+        return True
+
+    def _damaged(self, col: str, k: int, why: str) -> InputError:
+        R = self.chunk_rows
+        return InputError(f"event trace is damaged: column '{col}' chunk {k} (events "
+                          f"{k * R}-{min(self.n_events, (k + 1) * R) - 1}): {why}; "
+                          f"`g10fast trace verify {self.path}` lists every damaged chunk",
+                          path=self.path)
+
+    def verify(self, raise_on_damage: bool = False) -> list[str]:
+        """Check every chunk of every column (its checksum; a trace without checksums: that it
+        decodes) and the attributes: -> one line per damaged chunk or attribute (empty: whole).
+        ``raise_on_damage``: an InputError naming the first damage instead."""
+        bad = []
+        if self.attrs_damaged:
+            bad.append(self.attrs_damaged)
+        R = self.chunk_rows
+        nchunks = -(-self.n_events // R)
+        for c in COLUMNS:
+            ds = self._ds[c]
+            for k in range(nchunks):
+                try:
+                    if self._cks is not None and self._direct[c]:
+                        mask, data = ds.id.read_direct_chunk((k * R,))
+                        if zlib.crc32(data) != int(self._cks[c][k]):
+                            raise ValueError("checksum mismatch")
+                    elif self._direct[c]:
+                        mask, data = ds.id.read_direct_chunk((k * R,))
+                        _decode(data, mask, ds.dtype, R)
+                    else:
+                        ds[k * R:min(self.n_events, (k + 1) * R)]
+                except Exception as exc:  # noqa: BLE001 - HDF5/zlib raise many types on damage
+                    why = str(exc) if isinstance(exc, ValueError) else \
+                        f"unreadable ({type(exc).__name__}: {exc})"
+                    bad.append(f"column '{c}' chunk {k} (events {k * R}-"
+                               f"{min(self.n_events, (k + 1) * R) - 1}): {why}")
+        if bad and raise_on_damage:
+            raise InputError(f"event trace is damaged: {bad[0]}"
+                             f"{f' (and {len(bad) - 1} more)' if len(bad) > 1 else ''}; "
+                             f"`g10fast trace verify {self.path}` lists them", path=self.path)
+        return bad
+
+    @property
+    def has_checksums(self) -> bool:
+        return self._cks is not None
 
     # -- lifetime --------------------------------------------------------------------------
     def close(self) -> None:
@@ -570,13 +790,18 @@ class EventTrace:
         return start, max(start, stop)
 
     def _read_rows(self, cols: list, lo: int, hi: int) -> dict:
-        """Rows [lo, hi) of ``cols``: whole stored chunks decoded in parallel where possible."""
+        """Rows [lo, hi) of ``cols``: whole stored chunks, each checked against its checksum,
+        decoded in parallel where possible; InputError naming a damaged chunk."""
         R = self.chunk_rows
+        if hi <= lo:
+            return {c: np.empty(0, dtype=self._ds[c].dtype) for c in cols}
         c0 = lo // R
         c1 = -(-hi // R)  # chunks c0 .. c1-1 hold the rows
-        if self._threads == 0 or c1 - c0 < 2:
-            return {c: self._ds[c][lo:hi] for c in cols}
-        if self._pool is None:
+        verified = self._cks is not None
+        use_pool = self._threads > 0 and c1 - c0 >= 2
+        if not verified and not use_pool:
+            return {c: self._plain_rows(c, lo, hi) for c in cols}
+        if use_pool and self._pool is None:
             self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="g10trace")
         jobs = {}
         for c in cols:
@@ -584,24 +809,44 @@ class EventTrace:
             if not self._direct[c]:
                 continue
             futures = []
-            try:
-                for k in range(c0, c1):
+            for k in range(c0, c1):
+                try:
                     mask, data = ds.id.read_direct_chunk((k * R,))
+                except (RuntimeError, OSError, KeyError, ValueError) as exc:
+                    if verified:
+                        raise self._damaged(c, k, f"chunk unreadable ({exc})") from None
+                    futures = None   # e.g. a chunk never written: let HDF5 fill it in below
+                    break
+                if verified and zlib.crc32(data) != int(self._cks[c][k]):
+                    raise self._damaged(c, k, "checksum mismatch")
+                if use_pool:
                     futures.append(self._pool.submit(_decode, data, mask, ds.dtype, R))
-            except (RuntimeError, OSError, KeyError, ValueError):
-                continue  # e.g. a chunk never written: let HDF5 fill it in below
-            jobs[c] = futures
+                else:
+                    futures.append(_Lazy(_decode, data, mask, ds.dtype, R))
+            if futures is not None:
+                jobs[c] = futures
         out = {}
         for c in cols:
             if c not in jobs:
-                out[c] = self._ds[c][lo:hi]
+                out[c] = self._plain_rows(c, lo, hi)
                 continue
             arr = np.empty(hi - lo, dtype=self._ds[c].dtype)
             for k, fut in zip(range(c0, c1), jobs[c]):
                 a, b = max(lo, k * R), min(hi, (k + 1) * R)
-                arr[a - lo:b - lo] = fut.result()[a - k * R:b - k * R]
+                try:
+                    arr[a - lo:b - lo] = fut.result()[a - k * R:b - k * R]
+                except (zlib.error, ValueError) as exc:
+                    raise self._damaged(c, k, f"does not decode ({exc})") from None
             out[c] = arr
         return out
+
+    def _plain_rows(self, c: str, lo: int, hi: int) -> np.ndarray:
+        try:
+            return self._ds[c][lo:hi]
+        except Exception as exc:  # noqa: BLE001 - HDF5 raises OSError, RuntimeError, ...
+            raise InputError(f"event trace is damaged: column '{c}' events {lo}-{hi - 1} "
+                             f"unreadable ({type(exc).__name__}: {exc})",
+                             path=self.path) from None
 
     def read(self, columns=None, start: int = 0, stop: int | None = None) -> dict:
         """Rows ``[start, stop)`` of the given columns (all by default) as a dict of arrays."""
@@ -684,16 +929,35 @@ def _standard_filters(ds) -> bool:
     return codes == [_H5Z_FILTER_SHUFFLE, _H5Z_FILTER_DEFLATE]
 
 
-def open_trace(path, allow_incomplete: bool = False, threads: int | None = None) -> EventTrace:
+def _missing_message(path: str) -> str:
+    tmps = find_temporaries(path)
+    if not tmps:
+        return "no such event trace file"
+    f, pid, alive = tmps[0]
+    if alive:
+        return (f"no such event trace file yet: process {pid} is writing it ({f}; "
+                f"`g10fast trace inspect --allow-incomplete {f}` reads what it stored)")
+    more = f" and {len(tmps) - 1} older" if len(tmps) > 1 else ""
+    return (f"no such event trace file: the run writing it (process {pid}) did not finish; "
+            f"its incomplete trace is {f}{more} (`g10fast trace inspect --allow-incomplete "
+            f"{f}` reads it up to its last complete chunk; the next run writing {path} "
+            f"removes it)")
+
+
+def open_trace(path, allow_incomplete: bool = False, threads: int | None = None,
+               check_attrs: bool = True) -> EventTrace:
     """Open an event trace for reading; raises InputError when it is not a usable trace.
 
-    ``threads``: decoder threads (default: up to 4; 0 reads through plain h5py slicing).
+    ``threads``: decoder threads (default: up to 4; 0 decodes in the calling thread).
+    ``allow_incomplete``: read the file of a writer that did not finish (killed), up to its
+    last complete chunk. ``check_attrs=False``: open a trace whose attribute checksum fails
+    (``verify_trace`` does, to report it).
     """
     import h5py
 
     path = os.fspath(path)
     if not os.path.exists(path):
-        raise InputError("no such event trace file", path=path)
+        raise InputError(_missing_message(path), path=path)
     if os.path.isdir(path):
         raise InputError("is a directory, not an event trace file", path=path)
     try:
@@ -705,9 +969,39 @@ def open_trace(path, allow_incomplete: bool = False, threads: int | None = None)
     try:
         f = h5py.File(path, "r")
     except OSError as exc:
-        raise InputError(f"cannot open event trace: {exc}", path=path) from None
+        if "open for" not in str(exc) and "SWMR" not in str(exc):
+            raise InputError(f"cannot open event trace (damaged HDF5 file: {exc})",
+                             path=path) from None
+        try:     # written in SWMR mode by a writer that has not closed it (killed, or running)
+            f = h5py.File(path, "r", swmr=True)
+        except OSError:
+            raise InputError(f"cannot open event trace (open for writing by another program, "
+                             f"or a damaged HDF5 file: {exc})", path=path) from None
     try:
-        return EventTrace(path, f, allow_incomplete=allow_incomplete, threads=threads)
+        return EventTrace(path, f, allow_incomplete=allow_incomplete, threads=threads,
+                          check_attrs=check_attrs)
+    except InputError:
+        f.close()
+        raise
+    except Exception as exc:  # noqa: BLE001 - a damaged HDF5 structure raises many types
+        f.close()
+        raise InputError(f"cannot read event trace (damaged HDF5 structure: "
+                         f"{type(exc).__name__}: {exc})", path=path) from None
     except BaseException:
         f.close()
         raise
+
+
+def verify_trace(path) -> dict:
+    """Check an event trace: -> {"damaged": [lines], "lines": [lines to print], "chunks": n,
+    "checksums": bool, "complete": bool}. A file that does not open is an InputError."""
+    tr = open_trace(path, allow_incomplete=True, check_attrs=False)
+    try:
+        bad = tr.verify()
+        nchunks = -(-tr.n_events // tr.chunk_rows) * len(COLUMNS)
+        lines = [f"{path}: damaged {b}" for b in bad]
+        return {"damaged": bad, "lines": lines, "chunks": nchunks,
+                "checksums": tr.has_checksums, "complete": tr.complete,
+                "n_events": tr.n_events}
+    finally:
+        tr.close()

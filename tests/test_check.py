@@ -67,19 +67,31 @@ def test_a_broken_invariant_names_the_kernel_and_the_invariant():
 
     w = make_workload(1, n_kernels=6, n_tensors=12, max_pages=10)
     sp = page_params(_spec("lru", 60, 60).system, PageMode())
-    chk = PageChecker(w, sp, CountingSink())
+    sink = CountingSink()
+    chk = PageChecker(w, sp, sink)
+    chk.init_ssd = 0                         # this hand-made page table holds no SSD pages
     S = np.zeros(pk.NS, dtype=np.int64)
     S[pk.S_CUR_KERNEL], S[pk.S_CUR_ITER], S[pk.S_GPU_USED] = 3, 1, 2
     pstate = np.zeros(w.num_pages, dtype=np.uint8)
     pstate[:5] = pk.IN_GPU                   # 5 pages on the GPU, the engine counts 2
     pcie = np.zeros((2, pk.PC_COLS), dtype=np.int64)
-    with pytest.raises(InvariantError, match=rf"kernel 3 \({w.kernel_name[3]}\), iteration 1: "
-                                             "each page in one place: 5 pages are on the GPU"):
+    where = rf"invariant broken at kernel 3 \({w.kernel_name[3]}\), iteration 1: "
+    with pytest.raises(InvariantError, match=where + r"bytes moved = bytes arrived \(GPU\): "
+                                                     "0 pages arrived, 0 left, the GPU holds 2"):
         chk.check(S, pstate, pcie, 0)
-    S[pk.S_GPU_USED] = 5
-    S[pk.S_HOST_USED] = 0
+    sink.sums["arrive"] = 2
+    with pytest.raises(InvariantError, match=where + "each page in one place: 5 pages are on "
+                                                     "the GPU in the page table, the engine "
+                                                     "counts 2"):
+        chk.check(S, pstate, pcie, 0)
+    S[pk.S_GPU_USED] = sink.sums["arrive"] = 5
     pstate[:5] |= pk.F_TRANSFER
     with pytest.raises(InvariantError, match="5 pages are marked in transfer, the queues hold 0"):
+        chk.check(S, pstate, pcie, 0)
+    chk.check(S, pstate, pcie, lambda: 5)      # consistent: no error
+    S[pk.S_GPU_USED] = sink.sums["arrive"] = sp.frames + 1
+    with pytest.raises(InvariantError, match=f"GPU capacity: {sp.frames + 1} pages in use of "
+                                             f"{sp.frames}"):
         chk.check(S, pstate, pcie, 0)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -144,10 +145,13 @@ def test_store_errors(tmp_path):
         ResultStore(tmp_path / "none.h5", create=False)
     # truncated file (a crash of the file system, not of g10fast)
     good = tmp_path / "t.h5"
-    ResultStore(good).write_point(rec("a"))
+    with ResultStore(good) as s:
+        for i in range(20):
+            s.write_point(rec(f"a{i}", arrays={"kernel_cycles": np.arange(3000)}))
     data = good.read_bytes()
     good.write_bytes(data[: len(data) // 3])
-    with pytest.raises(InputError, match="t.h5"):
+    with pytest.raises(InputError, match=r"t.h5: results store is damaged \(database disk image "
+                                         r"is malformed\); `g10fast store verify"):
         ResultStore(good).statuses()
     # CLI: exit status 2 and the file named
     assert main(["figures", str(bad), "--out", str(tmp_path / "o")]) == 2
@@ -155,17 +159,42 @@ def test_store_errors(tmp_path):
         or not ARTIFACT.is_dir()
 
 
-def test_store_removes_half_written_groups(tmp_path):
-    p = tmp_path / "s.h5"
-    ResultStore(p).write_point(rec("a"))
-    with h5py.File(p, "r+") as f:           # what a writer killed mid-point leaves behind
+def legacy_store(path, points=(("a", "ok"),)):
+    """A version-1 (HDF5) store as g10fast before store version 2 wrote it."""
+    with h5py.File(path, "w") as f:
+        f.attrs["format"] = "g10fast-results-store"
+        f.attrs["store_version"] = 1
+        pts = f.create_group("points")
+        wl = f.create_group("workloads")
+        for h, st in points:
+            g = pts.create_group(h)
+            g.attrs["status"] = st
+            g.attrs["label"] = f"M/{h}"
+            g.attrs["model"] = "BERT"
+            g.attrs["batch_size"] = 128
+            g.create_dataset("config", data=json.dumps({"batch_size": 128}))
+            g.create_dataset("result", data=json.dumps({"status": st, "x": 1.25}))
+            g.create_group("arrays").create_dataset("kernel_cycles",
+                                                    data=np.arange(6).reshape(2, 3))
+        w = wl.create_group("BERT-128")
+        w.create_dataset("total", data=np.arange(4))
+        w.attrs["kernels"] = 4
+
+
+def test_legacy_hdf5_store_is_read_and_refuses_writes(tmp_path):
+    p = tmp_path / "old.h5"
+    legacy_store(p, [("a", "ok"), ("b", "failed")])
+    with h5py.File(p, "r+") as f:           # what a writer killed mid-point left behind
         f["points"].create_group(".tmp-zzz")
     s = ResultStore(p)
-    assert s.statuses() == {"a": "ok"}
-    with h5py.File(p, "r") as f:
-        assert ".tmp-zzz" not in f["points"]
-
-
+    assert s.version == 1 and s.statuses() == {"a": "ok", "b": "failed"}
+    pts = {x.hash: x for x in s.points()}
+    assert pts["a"].result == {"status": "ok", "x": 1.25} and pts["a"].label == "M/a"
+    assert s.arrays("a")["kernel_cycles"].tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert s.workload("BERT-128")["kernels"] == 4
+    assert s.verify()["points"] == 2 and s.verify()["damaged"] == []
+    with pytest.raises(InputError, match="version-1 .* read-only"):
+        s.write_point(rec("c"))
 def test_progress_line():
     import io
     buf = io.StringIO()

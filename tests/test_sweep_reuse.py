@@ -190,14 +190,20 @@ def test_resumed_sweep_reuses_stored_runs(tmp_path, synthetic_builds):
     # stored points of an older g10fast (no host_peak_pages) are not sources
     old = tmp_path / "old.h5"
     run_sweep(big, old, workers=0, progress=False)
-    import h5py
     import json
-    with h5py.File(old, "r+") as f:
-        for g in f["points"].values():
-            r = json.loads(g["result"][()])
-            r.pop("host_peak_pages")
-            del g["result"]
-            g.create_dataset("result", data=json.dumps(r))
+    import sqlite3
+
+    from g10fast.sweep.store import point_checksum
+    con = sqlite3.connect(old)
+    for row in con.execute("SELECT hash, status, attrs, config, result, arrays FROM points")\
+            .fetchall():
+        r = json.loads(row[4])
+        r.pop("host_peak_pages")
+        row = row[:4] + (json.dumps(r), row[5])
+        con.execute("UPDATE points SET result = ?, checksum = ? WHERE hash = ?",
+                    (row[4], point_checksum(*row), row[0]))
+    con.commit()
+    con.close()
     third = run_sweep(pts, old, workers=0, progress=False)
     # ... the largest line left (3000 pages) runs first and is the source of 1000 for the
     # policies whose peak is below 1000 pages

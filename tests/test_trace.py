@@ -344,11 +344,21 @@ def test_open_errors(tmp_path):
     with pytest.raises(InputError, match="format attribute is None"):
         open_trace(other)
 
-    def edited(name, edit):
+    def edited(name, edit, keep_digest=False):
         path = _valid_trace(tmp_path / name)
         with h5py.File(path, "a") as f:
             edit(f)
+            if not keep_digest:     # as a writer without attribute checksums leaves it
+                for k in ("attrs_sha256", "header_sha256"):
+                    if k in f.attrs:
+                        del f.attrs[k]
         return path
+
+    for attr, value in (("complete", False), ("n_events", 19), ("config", '{"a": 2}'),
+                        ("summary", '{"x": 1}')):
+        changed = edited(f"d-{attr}.h5", lambda f: f.attrs.__setitem__(attr, value), True)
+        with pytest.raises(InputError, match="root attributes are damaged"):
+            open_trace(changed, allow_incomplete=True)
 
     future = edited("v2.h5", lambda f: f.attrs.__setitem__("schema_version", 2))
     with pytest.raises(InputError, match="unsupported event trace schema_version 2"):
@@ -465,3 +475,124 @@ def test_rewind_drops_the_tail(tmp_path, keep):
     with open_trace(path) as tr:
         assert len(tr) == keep + 40
         assert_same(tr.read(), np.concatenate([buf[:keep], extra]))
+
+
+# -- damage: checksums, verify, messages (docs/damaged-files.md) ------------------------------
+
+def _chunk_offset(path, col: str, k: int) -> tuple[int, int]:
+    """(file offset, size) of chunk k of a column."""
+    with h5py.File(path, "r") as f:
+        info = f["events"][col].id.get_chunk_info(k)
+        return info.byte_offset, info.size
+
+
+def _flip(path, off: int) -> None:
+    data = bytearray(open(path, "rb").read())
+    data[off] ^= 0x10
+    open(path, "wb").write(bytes(data))
+
+
+@pytest.mark.parametrize("threads", [0, 2])
+def test_a_damaged_chunk_is_named_by_verify_inspect_and_reads(tmp_path, capsys, threads):
+    from g10fast.cli import main
+    from g10fast.trace import verify_trace
+
+    path = tmp_path / "t.h5"
+    with EventTraceWriter(path, {}, {}, chunk_rows=1000) as w:
+        w.append(random_events(5500))
+    assert main(["trace", "verify", str(path)]) == 0
+    assert "ok, 60 chunks checked" in capsys.readouterr().out
+    off, size = _chunk_offset(path, "time", 3)
+    _flip(path, off + size // 2)
+    rep = verify_trace(path)
+    assert rep["damaged"] == ["column 'time' chunk 3 (events 3000-3999): checksum mismatch"]
+    assert main(["trace", "verify", str(path)]) == 2
+    out = capsys.readouterr().out
+    assert main(["trace", "verify", "--json", str(path)]) == 2
+    js = json.loads(capsys.readouterr().out)
+    assert js["damaged"] == ["column 'time' chunk 3 (events 3000-3999): checksum mismatch"]
+    assert js["checksums"] and js["complete"] and js["n_events"] == 5500
+    assert "damaged column 'time' chunk 3 (events 3000-3999): checksum mismatch" in out
+    assert main(["trace", "inspect", str(path)]) == 2       # inspect reads kind/count only
+    err = capsys.readouterr().err
+    assert "event trace is damaged: column 'time' chunk 3" in err and err.count("\n") == 1
+    with open_trace(path, threads=threads) as tr:
+        assert tr.read(["time"], 0, 3000)["time"].shape == (3000,)   # chunks before it
+        with pytest.raises(InputError, match=r"column 'time' chunk 3 \(events 3000-3999\): "
+                                             r"checksum mismatch"):
+            tr.read(["time"])
+        with pytest.raises(InputError, match="checksum mismatch"):
+            list(tr.iter_chunks(rows=500))
+
+
+def test_a_damaged_chunk_of_a_trace_without_checksums_is_an_input_error(tmp_path):
+    """Traces written before the checksums: a chunk that no longer decodes is named (never a
+    zlib.error traceback)."""
+    from g10fast.trace import verify_trace
+
+    path = tmp_path / "old.h5"
+    with EventTraceWriter(path, {}, {}, chunk_rows=1000) as w:
+        w.append(random_events(3000))
+    with h5py.File(path, "a") as f:
+        del f["checksums"]
+        for k in ("attrs_sha256", "header_sha256"):
+            del f.attrs[k]
+    off, size = _chunk_offset(path, "page", 1)
+    data = bytearray(open(path, "rb").read())
+    data[off:off + size] = bytes(size)            # the chunk's bytes zeroed
+    open(path, "wb").write(bytes(data))
+    rep = verify_trace(path)
+    assert not rep["checksums"] and len(rep["damaged"]) == 1
+    assert rep["damaged"][0].startswith("column 'page' chunk 1 (events 1000-1999): unreadable")
+    for threads in (0, 2):
+        with open_trace(path, threads=threads) as tr:
+            with pytest.raises(InputError, match="event trace is damaged: column 'page'"):
+                tr.read(["page"])
+
+
+def test_damaged_trace_structure_messages(tmp_path):
+    path = _valid_trace(tmp_path / "t.h5", n=3000)
+    with h5py.File(path, "a") as f:                # a checksum table cut short
+        f["checksums"]["kind"].resize((0,))
+    with pytest.raises(InputError, match="event trace is damaged: 0 chunk checksums for 1 chunks"):
+        open_trace(path)
+    trunc = _valid_trace(tmp_path / "u.h5", n=3000)
+    data = open(trunc, "rb").read()
+    open(trunc, "wb").write(data[:len(data) // 2])
+    with pytest.raises(InputError, match="u.h5: cannot open event trace \\(damaged HDF5 file"):
+        open_trace(trunc)
+
+
+def test_a_trace_being_written_is_named(tmp_path):
+    w = EventTraceWriter(tmp_path / "t.h5", {}, {}, chunk_rows=100, threads=0)
+    w.append(random_events(250))
+    with pytest.raises(InputError, match=f"no such event trace file yet: process {os.getpid()} "
+                                         f"is writing it"):
+        open_trace(tmp_path / "t.h5")
+    with open_trace(w.tmp_path, allow_incomplete=True) as tr:     # read while it writes
+        assert tr.n_events == 200
+    w.close()
+    with open_trace(tmp_path / "t.h5") as tr:
+        assert tr.n_events == 250 and tr.verify() == []
+
+
+def test_a_file_left_open_for_writing_by_another_program(tmp_path):
+    """A killed non-SWMR HDF5 writer (not g10fast's) leaves the "open for write" flag: one
+    message, not a traceback."""
+    import signal
+    import subprocess
+    import sys
+
+    path = tmp_path / "other.h5"
+    child = ("import h5py, sys, time\n"
+             "f = h5py.File(sys.argv[1], 'w', libver=('v110', 'v110'))\n"
+             "f.attrs['format'] = 'g10fast-event-trace'\n"
+             "f.flush()\nprint('ready', flush=True)\ntime.sleep(60)\n")
+    p = subprocess.Popen([sys.executable, "-c", child, str(path)], stdout=subprocess.PIPE,
+                         text=True)
+    assert p.stdout.readline().strip() == "ready"
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    with pytest.raises(InputError, match="cannot open event trace \\(open for writing by "
+                                         "another program, or a damaged HDF5 file"):
+        open_trace(path, allow_incomplete=True)

@@ -382,7 +382,8 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
             nbnd_flushed.append(bnd[:S[pk.S_NBND]].copy())
             S[pk.S_NBND] = 0
         if checker is not None:
-            checker.check(S, pstate, pcie, _queued_pages(qb, S))
+            checker.check(S, pstate, pcie, lambda: _queued_pages(qb, S),
+                          last=status == pk.ST_DONE)
         qlen = int((S[pk.S_QT:pk.S_QT + pk.NQ] - S[pk.S_QH:pk.S_QH + pk.NQ]).max())
         if qlen > queue_capacity // 2:
             qb = _grow_queues(qb, S)
@@ -404,7 +405,8 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
                    live_page_evictions=int(S[pk.S_LIVE_WARN]),
                    amplification=(int(S[pk.S_AMP_RAW]), int(S[pk.S_AMP_ALIGNED])),
                    extra={"queued_pages_left": _queued_pages(qb, S),
-                          **({"invariant_checks": checker.checks} if check else {})})
+                          **({"invariant_checks": checker.checks,
+                              "page_table_scans": checker.scans} if check else {})})
 
 
 def _queued_pages(qb, S) -> int:

@@ -29,14 +29,22 @@ from g10fast.errors import InvariantError  # noqa: E402  (re-exported)
 @_kernel
 def _count_states(pstate, out):
     """out[0..3] = pages per location (low two bits), out[4] = pages in transfer."""
-    for i in range(4):
-        out[i] = 0
-    out[4] = 0
+    n1 = 0
+    n2 = 0
+    n3 = 0
+    nt = 0
     for i in range(pstate.shape[0]):
         s = pstate[i]
-        out[s & 3] += 1
-        if s & 4:
-            out[4] += 1
+        c = s & 3
+        n1 += c == 1
+        n2 += c == 2
+        n3 += c == 3
+        nt += (s >> 2) & 1
+    out[0] = pstate.shape[0] - n1 - n2 - n3
+    out[1] = n1
+    out[2] = n2
+    out[3] = n3
+    out[4] = nt
 
 
 def count_states(pstate: np.ndarray) -> np.ndarray:
@@ -86,16 +94,24 @@ class CountingSink:
             self.inner.rewind(n)
 
 
+#: the page table is scanned at every check up to this many pages; a larger run scans it at
+#: every k-th check (k = pages / SCAN_PAGES, rounded up) and at the run's end, so that the
+#: scans cost about what the engine does (`full=True`: at every check whatever the size)
+SCAN_PAGES = 1 << 20
+
+
 class PageChecker:
     """The invariants of one page-engine run (see the module docstring)."""
 
-    def __init__(self, w, sp, sink: CountingSink):
+    def __init__(self, w, sp, sink: CountingSink, full: bool = False):
         self.w = w
         self.sp = sp
         self.sink = sink
         self.init_ssd = int(np.asarray(w.n_pages)[np.asarray(w.is_global, bool)].sum()) \
             if sp.is_uvm else 0
         self.checks = 0
+        self.scans = 0
+        self.scan_every = 1 if full else max(1, -(-int(w.num_pages) // SCAN_PAGES))
 
     def _fail(self, S, what: str):
         k = int(S[pk.S_CUR_KERNEL])
@@ -103,35 +119,44 @@ class PageChecker:
         raise InvariantError(f"invariant broken at kernel {k} ({name}), iteration "
                              f"{int(S[pk.S_CUR_ITER])}: {what}")
 
-    def check(self, S, pstate, pcie, queued_pages: int) -> None:
+    def check(self, S, pstate, pcie, queued_pages, last: bool = False) -> None:
+        """queued_pages: the pages the queues hold, or a function that counts them (called
+        only when the page table is scanned)."""
         sp, s = self.sp, self.sink.sums
         gpu, host = int(S[pk.S_GPU_USED]), int(S[pk.S_HOST_USED])
-        n = count_states(pstate)
         self.checks += 1
+        if not 0 <= gpu <= sp.frames:
+            self._fail(S, f"GPU capacity: {gpu} pages in use of {sp.frames}")
+        if not 0 <= host <= sp.host_line:
+            self._fail(S, f"host capacity: {host} pages in use of {sp.host_line}")
+        if sp.is_uvm:
+            self._conservation(S, s, gpu, host, pcie)
+        if not (last or self.checks % self.scan_every == 0):
+            return
+        self.scans += 1
+        n = count_states(pstate)
+        if callable(queued_pages):
+            queued_pages = queued_pages()
         if sp.is_uvm and n[pk.IN_GPU] != gpu:
             self._fail(S, f"each page in one place: {n[pk.IN_GPU]} pages are on the GPU in the "
                           f"page table, the engine counts {gpu}")
         if n[pk.IN_CPU] != host:
             self._fail(S, f"each page in one place: {n[pk.IN_CPU]} pages are in host memory in "
                           f"the page table, the engine counts {host}")
-        if not 0 <= gpu <= sp.frames:
-            self._fail(S, f"GPU capacity: {gpu} pages in use of {sp.frames}")
-        if not 0 <= host <= sp.host_line:
-            self._fail(S, f"host capacity: {host} pages in use of {sp.host_line}")
         if n[4] != queued_pages:
             self._fail(S, f"{n[4]} pages are marked in transfer, the queues hold {queued_pages}")
-        if not sp.is_uvm:
-            return
+        if sp.is_uvm and self.init_ssd + s["to_ssd"] - s["from_ssd"] != n[pk.IN_SSD]:
+            self._fail(S, f"bytes moved = bytes arrived (SSD): {self.init_ssd} at start + "
+                          f"{s['to_ssd']} arrived - {s['from_ssd']} left != {n[pk.IN_SSD]} "
+                          "pages on the SSD")
+
+    def _conservation(self, S, s, gpu, host, pcie):
         if s["arrive"] - s["leave_gpu"] != gpu:
             self._fail(S, f"bytes moved = bytes arrived (GPU): {s['arrive']} pages arrived, "
                           f"{s['leave_gpu']} left, the GPU holds {gpu}")
         if s["to_cpu"] - s["from_cpu"] != host:
             self._fail(S, f"bytes moved = bytes arrived (host): {s['to_cpu']} pages arrived, "
                           f"{s['from_cpu']} left, the host holds {host}")
-        if self.init_ssd + s["to_ssd"] - s["from_ssd"] != n[pk.IN_SSD]:
-            self._fail(S, f"bytes moved = bytes arrived (SSD): {self.init_ssd} at start + "
-                          f"{s['to_ssd']} arrived - {s['from_ssd']} left != {n[pk.IN_SSD]} "
-                          "pages on the SSD")
         if s["fetch"] != int(pcie[:, pk.PC_IN].sum()):
             self._fail(S, f"traffic: {s['fetch']} pages fetched in the event stream, "
                           f"{int(pcie[:, pk.PC_IN].sum())} in the per-tick statistics")

@@ -88,7 +88,8 @@ class Results:
     artifact's "inf"), or None when the point is not in the store (or errored)."""
 
     def __init__(self, store: ResultStore | str | os.PathLike):
-        self.store = store if isinstance(store, ResultStore) else ResultStore(store, create=False)
+        self.store = (store if hasattr(store, "points") and hasattr(store, "arrays")
+                      else ResultStore(store, create=False))
         self.points = self.store.points()
         self._by_key = {}
         for p in self.points:

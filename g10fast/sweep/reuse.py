@@ -248,7 +248,7 @@ class ReuseScheduler:
             return
         if store is not None:
             groups = set(self.group.values())
-            for p in store.points():
+            for p in store.points(damaged="skip"):
                 src = source_from_stored(p) if p.status == "ok" else None
                 if src is None:
                     continue
@@ -302,6 +302,14 @@ class ReuseScheduler:
 
     def release_all(self) -> None:
         self.held.clear()
+
+    def dropped(self, t: dict) -> None:
+        """A task handed out that will not run here (another sweep holds it): the tasks
+        that waited for it are released."""
+        g = self.group.get(t["hash"])
+        if g is not None and self.first_of.get(g) == t["hash"]:
+            del self.first_of[g]
+            self.held -= {x["hash"] for x in self.order if self.group.get(x["hash"]) == g}
 
     def _handed_out(self, t: dict) -> None:
         key = t.get("workload_key")

@@ -5,8 +5,11 @@
 Points already in the store with status ok or failed (the simulator itself reported that the
 run cannot go, like the artifact's "inf" cells) are skipped; points stored with status error
 (an exception: unimplemented policy, bad input, a crash) are run again unless
-`retry_errors=False`. Only this process writes the store, one point at a time, as results
-arrive, so an interrupted sweep resumes where it stopped.
+`retry_errors=False`; points whose stored checksum fails (damaged) are run again. This
+process writes the store, one point per transaction, as results arrive, so an interrupted
+sweep resumes where it stopped. Each point is claimed in the store before it is handed to a
+worker: a second sweep on the same store skips the points the first one holds (and takes
+over the claims of a sweep that died).
 """
 
 from __future__ import annotations
@@ -48,11 +51,17 @@ class SweepSummary:
     interrupted: bool = False
     reused: int = 0           # of `ran`: derived from a run at another host line (reuse.py)
     reuse_saved_cpu_seconds: float = 0.0   # CPU of the reused runs less that of the derivations
+    elsewhere: int = 0        # left to another sweep on the same store (it holds them)
+    damaged: int = 0          # stored points whose checksum failed: run again
 
     def text(self) -> str:
         s = (f"{self.total} points: {self.skipped} already stored, {self.ran} run "
              f"({self.ok} ok, {self.failed} failed runs, {self.errors} errors) in "
              f"{_fmt_dur(self.wall_seconds)}")
+        if self.damaged:
+            s += f"; {self.damaged} damaged stored points run again"
+        if self.elsewhere:
+            s += f"; {self.elsewhere} left to another sweep running on the same store"
         if self.reused:
             s += (f"; {self.reused} of them reused a run at another host memory size "
                   f"(about {_fmt_dur(self.reuse_saved_cpu_seconds)} of CPU saved)")
@@ -101,7 +110,8 @@ def estimate_cost(rp, peak_bytes: float | None = None) -> float:
     return cost if peak_bytes > gpu else cost * FIT_COST
 
 
-def plan_sweep(resolved, store: ResultStore, retry_errors: bool = True) -> tuple[list, int]:
+def plan_sweep(resolved, store: ResultStore, retry_errors: bool = True,
+               damaged: list | None = None) -> tuple[list, int]:
     """(tasks to run, number skipped), longest first: the (model, batch) groups by their
     estimated total cost, descending, and within a group the points by estimated cost,
     descending (`estimate_cost`), so that the long points do not come last and leave one
@@ -109,6 +119,8 @@ def plan_sweep(resolved, store: ResultStore, retry_errors: bool = True) -> tuple
     workload, vitality and plan caches are hit; the first task of a (model, batch) without a
     stored workload analysis computes it."""
     have = store.statuses()
+    if damaged is not None:
+        damaged.extend(h for h, st in have.items() if st == "damaged")
     keep = ("ok", "failed") if retry_errors else ("ok", "failed", "error")
     todo = [rp for rp in resolved if have.get(rp.hash) not in keep]
     skipped = len(resolved) - len(todo)
@@ -154,10 +166,15 @@ def run_sweep(resolved, store_path, *, workers: int | None = None, dask=None,
     """
     t0 = time.perf_counter()
     store = ResultStore(store_path)
-    tasks, skipped = plan_sweep(resolved, store, retry_errors)
+    if store.read_only:
+        store.write_point({})       # the InputError that says why (a version-1 store)
+    bad: list = []
+    tasks, skipped = plan_sweep(resolved, store, retry_errors, damaged=bad)
     if max_points is not None:
         tasks = tasks[:max(0, int(max_points))]
     summary = SweepSummary(total=len(resolved), skipped=skipped)
+    summary.damaged = len(set(bad) & {rp.hash for rp in resolved})
+    keep = ("ok", "failed") if retry_errors else ("ok", "failed", "error")
     if progress is True:
         progress = SweepProgress(len(tasks))
     elif progress is None or progress is False:
@@ -165,7 +182,8 @@ def run_sweep(resolved, store_path, *, workers: int | None = None, dask=None,
     elif not hasattr(progress, "update"):
         progress = progress(len(tasks))
 
-    sched = ReuseScheduler(tasks, store if reuse else None, reuse=reuse)
+    sched = _Claiming(ReuseScheduler(tasks, store if reuse else None, reuse=reuse), store,
+                      keep, summary)
 
     def record(rec: dict) -> None:
         store.write_point(rec)
@@ -219,7 +237,42 @@ def run_sweep(resolved, store_path, *, workers: int | None = None, dask=None,
         raise
     finally:
         summary.wall_seconds = time.perf_counter() - t0
+        store.release_claims()
+        store.close()
     return summary
+
+
+class _Claiming:
+    """The scheduler, with every task claimed in the store as it is handed out: a task that
+    another sweep holds, or that another sweep finished meanwhile, is dropped."""
+
+    def __init__(self, sched, store, keep, summary):
+        self._s, self._store, self._keep, self._summary = sched, store, keep, summary
+
+    def __getattr__(self, name):
+        return getattr(self._s, name)
+
+    def next(self):
+        while True:
+            t = self._s.next()
+            if t is None or self._claim(t):
+                return t
+            self._s.dropped(t)
+
+    def take_local(self) -> list:
+        out = []
+        for t in self._s.take_local():
+            if self._claim(t):
+                out.append(t)
+            else:
+                self._s.dropped(t)
+        return out
+
+    def _claim(self, t) -> bool:
+        if self._store.try_claim(t["hash"], self._keep):
+            return True
+        self._summary.elsewhere += 1
+        return False
 
 
 def _crash_record(task: dict, msg: str) -> dict:
@@ -294,7 +347,7 @@ def _run_pool(sched, n: int, record) -> None:
                     record(rec)
                 if requeue:
                     break
-        except KeyboardInterrupt:
+        except BaseException:       # Ctrl-C, or the store cannot be written (a full disk)
             _kill_workers(ex)
             ex.shutdown(wait=False, cancel_futures=True)
             raise
