@@ -224,8 +224,10 @@ def colour(order, r, d, size, ci, method_ff, int32_bug, ci_backup, off):
     """SINGA's offline interval colouring (SmartMemPool::AssignColorToVertices, seed-policies
     §2.2). Vertices are coloured in `order` (size descending, then r ascending); the
     cross-iteration ones (ci) first from offset 0, then the others from `local_offset` =
-    2·(extent of the cross-iteration ones) with `ci_backup`, else 1·. Intervals [r, d) are
-    half-open; two conflict iff max(r) < min(d). Returns the pool size (max end)."""
+    2·(extent of the cross-iteration ones) with `ci_backup`, else 1·; as in SINGA's Plan, the two
+    groups are coloured by separate calls and see only their own group's ranges. Intervals
+    [r, d) are half-open; two conflict iff max(r) < min(d). Returns the pool size (SINGA's final
+    `offset`: the max end, at least the local offset of the normal blocks)."""
     V = order.shape[0]
     done = np.zeros(V, np.bool_)
     fs = np.zeros(V + 1, np.int64)
@@ -237,6 +239,8 @@ def colour(order, r, d, size, ci, method_ff, int32_bug, ci_backup, off):
     for phase in range(2):
         if phase == 1:
             local = 2 * off_ci if ci_backup else off_ci
+            if local > pool:
+                pool = local
         for oi in range(V):
             v = order[oi]
             if (ci[v] != 0) != (phase == 0):
@@ -244,7 +248,7 @@ def colour(order, r, d, size, ci, method_ff, int32_bug, ci_backup, off):
             # coloured conflicting ranges, inclusive [y, y + size - 1]
             n = 0
             for u in range(V):
-                if done[u] and max(r[u], r[v]) < min(d[u], d[v]):
+                if done[u] and (ci[u] != 0) == (ci[v] != 0) and max(r[u], r[v]) < min(d[u], d[v]):
                     fs[n] = off[u]
                     se[n] = off[u] + size[u] - 1
                     n += 1
