@@ -455,6 +455,43 @@ def cmd_trace_inspect(args) -> int:
     return 0
 
 
+def _alloc_source(args):
+    from g10fast.alloc.source import load_source
+    return load_source(args.source, batch=args.batch, system=args.system,
+                       iterations=args.iterations)
+
+
+def cmd_memory(args) -> int:
+    """Replay a trace's mallocs and frees through one allocator (or all)."""
+    from g10fast.alloc.allocators import ALLOCATORS, run_allocator
+    from g10fast.alloc.report import memory_figure, memory_text
+
+    names = list(ALLOCATORS) if args.allocator == "all" else [args.allocator]
+    opts = _options(args.option)
+    if args.allocator == "all" and opts:
+        raise InputError("options need one allocator, not all", param="--option")
+    if args.figure is not None and not Path(args.figure).resolve().parent.is_dir():
+        raise InputError("folder does not exist", path=str(Path(args.figure).resolve().parent),
+                         param="--figure")
+    cap = None
+    if args.capacity_mib is not None:
+        if args.capacity_mib < 0:
+            raise InputError(f"must be >= 0, got {args.capacity_mib}", param="--capacity-mib")
+        cap = int(args.capacity_mib * 2**20)
+    tr = _alloc_source(args)
+    results = [run_allocator(tr, n, capacity=cap, **opts) for n in names]
+    if args.json:
+        out = [dict(r.summary(), source=args.source, trace=tr.name) for r in results]
+        json.dump(out[0] if len(out) == 1 else out, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print(memory_text(tr, results))
+    if args.figure:
+        memory_figure(tr, results, args.figure)
+        (sys.stderr if args.json else sys.stdout).write(f"figure written to {args.figure}\n")
+    return 0
+
+
 def _artifact_arg(g10) -> Path:
     artifact = g10 if g10 is not None else _find_artifact()
     if artifact is None:
@@ -600,6 +637,31 @@ def build_parser() -> argparse.ArgumentParser:
                                                             "column (default g10-artifact)")
     m.add_argument("--json", action="store_true", help="print JSON")
     m.set_defaults(func=cmd_models)
+    def source_opts(q):
+        q.add_argument("source", metavar="SOURCE",
+                       help="an allocation trace (HDF5, docs/alloc-trace-format.md, or a SINGA "
+                            "text trace), a G10 config file, or a built-in model name")
+        q.add_argument("--batch", type=int, help="batch size of a built-in model")
+        q.add_argument("--system", default="g10-artifact",
+                       help="hardware preset of a built-in model (default g10-artifact)")
+        q.add_argument("--iterations", type=int, default=1,
+                       help="iterations of a model's derived trace (default 1)")
+        q.add_argument("--json", action="store_true", help="print JSON")
+
+    me = sub.add_parser("memory", help="peak live, peak reserved and fragmentation of an "
+                        "allocator on an allocation trace",
+                        description="Replay the mallocs and frees of SOURCE through an "
+                                    "offset-level allocator (docs/allocators.md).")
+    source_opts(me)
+    me.add_argument("--allocator", default="all",
+                    help="cuda_malloc, cnmem, pytorch, singa_colour, bump, or all (default)")
+    me.add_argument("--option", action="append", metavar="KEY=VALUE",
+                    help="an allocator option (docs/allocators.md); repeatable")
+    me.add_argument("--capacity-mib", type=float, help="GPU memory in MiB (default unlimited): "
+                    "a request that does not fit is an OOM result")
+    me.add_argument("--figure", help="write memory over op index (one line per allocator) to "
+                                     "this image file")
+    me.set_defaults(func=cmd_memory)
     t = sub.add_parser("trace", help="inspect an event trace")
     tsub = t.add_subparsers(dest="trace_command", required=True)
     ti = tsub.add_parser("inspect", help="summary of an event-trace file")

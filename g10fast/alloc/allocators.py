@@ -50,12 +50,20 @@ class AllocResult:
         """reserved − live after each event, bytes."""
         return self.reserved - self.live
 
+    @property
+    def frag_at_live_peak(self) -> int:
+        """reserved − live at the event of peak live bytes (the first such event)."""
+        if not len(self.live):
+            return 0
+        e = int(np.argmax(self.live))
+        return int(self.reserved[e] - self.live[e])
+
     def summary(self) -> dict:
         pl, pr = self.peak_live, self.peak_reserved
         return {"allocator": self.allocator, "options": dict(self.options), "status": self.status,
                 "peak_live_bytes": pl, "peak_reserved_bytes": pr,
                 "overhead": (pr / pl - 1.0) if pl else 0.0,
-                "max_fragmentation_bytes": int(self.fragmentation.max()) if len(self.live) else 0,
+                "fragmentation_at_live_peak_bytes": self.frag_at_live_peak,
                 "capacity_bytes": self.capacity, "oom": self.oom, **self.extra}
 
 
