@@ -229,15 +229,28 @@ def colour(order, r, d, size, ci, method_ff, int32_bug, ci_backup, off):
     [r, d) are half-open; two conflict iff max(r) < min(d). Returns the pool size (SINGA's final
     `offset`: the max end, at least the local offset of the normal blocks)."""
     V = order.shape[0]
-    done = np.zeros(V, np.bool_)
     fs = np.zeros(V + 1, np.int64)
     se = np.zeros(V + 1, np.int64)
     idx = np.zeros(V + 1, np.int64)
+    # all vertices in r order (static), with their d, a coloured flag, offset and size
+    byr = np.argsort(r, kind="mergesort")
+    sr = np.empty(V, np.int64)
+    sd = np.empty(V, np.int64)
+    pos_of = np.empty(V, np.int64)
+    for q in range(V):
+        sr[q] = r[byr[q]]
+        sd[q] = d[byr[q]]
+        pos_of[byr[q]] = q
+    sdone = np.zeros(V, np.bool_)
+    so = np.zeros(V, np.int64)
+    ss = np.zeros(V, np.int64)
     pool = 0
     off_ci = 0
     local = 0
     for phase in range(2):
-        if phase == 1:
+        if phase == 1:          # each group sees only its own ranges
+            for q in range(V):
+                sdone[q] = False
             local = 2 * off_ci if ci_backup else off_ci
             if local > pool:
                 pool = local
@@ -245,18 +258,28 @@ def colour(order, r, d, size, ci, method_ff, int32_bug, ci_backup, off):
             v = order[oi]
             if (ci[v] != 0) != (phase == 0):
                 continue
-            # coloured conflicting ranges, inclusive [y, y + size - 1]
+            # coloured conflicting ranges, inclusive [y, y + size - 1]: r[u] < d[v], r[v] < d[u]
+            lo = 0
+            hi = V
+            dv = d[v]
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if sr[mid] < dv:
+                    lo = mid + 1
+                else:
+                    hi = mid
             n = 0
-            for u in range(V):
-                if done[u] and (ci[u] != 0) == (ci[v] != 0) and max(r[u], r[v]) < min(d[u], d[v]):
-                    fs[n] = off[u]
-                    se[n] = off[u] + size[u] - 1
+            rv = r[v]
+            for q in range(lo):
+                if sdone[q] and rv < sd[q]:
+                    fs[n] = so[q]
+                    se[n] = so[q] + ss[q] - 1
                     n += 1
             s = size[v]
             if n == 0:
                 y = local
             else:
-                o = np.argsort(fs[:n], kind="mergesort")
+                o = np.argsort(fs[:n])
                 for q in range(n):
                     idx[q] = o[q]
                 mf = np.zeros(n, np.int64)
@@ -303,7 +326,10 @@ def colour(order, r, d, size, ci, method_ff, int32_bug, ci_backup, off):
                             bgap = gap
                     y = ms[best] + 1 if best >= 0 else ms[m - 1] + 1
             off[v] = y
-            done[v] = True
+            q = pos_of[v]
+            sdone[q] = True
+            so[q] = y
+            ss[q] = s
             if y + s > pool:
                 pool = y + s
             if phase == 0 and y + s > off_ci:
