@@ -48,3 +48,24 @@ def memory_figure(trace, results, path, title: str | None = None) -> str:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return str(path)
+
+
+def swap_figure(rows, path, title: str = "") -> str:
+    """Overhead per iteration against the memory limit, one line per score."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for sc in dict.fromkeys(r["score"] for r in rows):
+        rr = [r for r in rows if r["score"] == sc and r["status"] == "ok"]
+        ax.plot([r["limit_bytes"] / MiB for r in rr],
+                [1e3 * r["overhead_per_iteration_s"] for r in rr], marker=".", lw=1, label=sc)
+    ax.set_xlabel("memory limit (MiB)")
+    ax.set_ylabel("overhead per iteration (ms)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return str(path)

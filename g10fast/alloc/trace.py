@@ -314,7 +314,9 @@ def from_workload(w, freq_ghz: float = 1.2, iterations: int = 1,
     for t in np.nonzero((~glob if globals_persist else np.ones(T, bool)) & (last >= 0))[0].tolist():
         births[first[t]].append(t)
         deaths[last[t]].append(t)
+    it_first = []
     for it in range(iterations):
+        it_first.append(len(kinds))
         base = it * t_start[-1]
         for k in range(K):
             tk = int(base + t_start[k])
@@ -364,8 +366,13 @@ def from_workload(w, freq_ghz: float = 1.2, iterations: int = 1,
     # kernel_of_op (int64 per op: the kernel within its iteration, -1 for the start-up mallocs
     # of globals) and tensor_of_op: the E5 mapping (meta only, not written to HDF5)
     kops = np.asarray(kops, np.int64)
+    # the known period, in malloc/free op indices (start of iteration 0, ops per iteration)
+    na = np.concatenate([[0], np.cumsum(kinds <= FREE)])
+    period = None
+    if iterations >= 2:
+        period = (int(na[it_first[0]]), int(na[it_first[1]] - na[it_first[0]]))
     return _make(f"{w.name}-b{w.batch_size}", kinds, addr[tens], size[tens],
                  np.asarray(times, np.int64), block, np.zeros(len(kinds)),
                  {"source": "workload", "model": w.name, "batch": int(w.batch_size),
                   "iterations": int(iterations), "kernels": int(K),
-                  "kernel_of_op": kops, "tensor_of_op": tens})
+                  "kernel_of_op": kops, "tensor_of_op": tens, "period": period})
