@@ -366,6 +366,15 @@ def replay(trace: AllocTrace, plan: SwapPlan, link: LinkCost | None = None,
 def sweep_limits(trace, limits, policy="singa_swap", scores=None, **kw) -> list[dict]:
     """Overhead per iteration against the memory limit, one row per (score, limit)."""
     out = []
+    if kw.get("period") is None and not trace.meta.get("period"):
+        # detect the iteration once for the whole sweep
+        method = kw.get("period_method") or ("singa" if policy == "singa_swap" else "match")
+        if method != "known":
+            p = detect_period(trace, method)
+            if not p.found:
+                raise InputError(f"no iteration found in the trace by period method "
+                                 f"{method!r}", param="period")
+            kw = dict(kw, period=(p.start, p.length))
     for sc in scores or (("vote", "doa", "aoa", "wdoa")):
         for lim in limits:
             p = plan_swaps(trace, int(lim), policy, sc, **kw)
