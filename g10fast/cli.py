@@ -83,6 +83,13 @@ def summary_text(res: dict, note: str | None = None) -> str:
                      f"unallocated {it['unalloc_pf']:,}  in transfer {it['in_transfer']:,}")
         lines.append(f"  pages moved  host->GPU {pg['cpu_to_gpu']:,}  SSD->GPU {pg['ssd_to_gpu']:,}"
                      f"  GPU->host {pg['gpu_to_cpu']:,}  GPU->SSD {pg['gpu_to_ssd']:,}")
+    if "gpu_memory_needed_bytes" in res:      # the swap engine
+        pl = res.get("plan") or {}
+        lines.append(f"  GPU memory needed {res['gpu_memory_needed_bytes'] / 2**30:.3f} GiB "
+                     f"({res['allocator']['allocator']}; load peak "
+                     f"{pl.get('peak_bytes', 0) / 2**30:.3f} GiB of "
+                     f"{pl.get('peak_before_bytes', 0) / 2**30:.3f} GiB unswapped, limit "
+                     f"{pl.get('limit_bytes', 0) / 2**30:.3f} GiB, {pl.get('swaps', 0)} swaps)")
     lines.append(f"wall {res['wall_seconds']:.2f} s, peak memory {res['peak_rss_bytes'] / 2**20:.0f} MiB")
     return "\n".join(lines)
 

@@ -139,3 +139,47 @@ def test_cli_memory_and_swap(tmp_path, capsys):
                 ["swap", "vit", "--batch", "8", "--sweep-limits", "5:1:1"],
                 ["memory", str(tmp_path / "none.h5")]):
         assert main(bad) == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# the policies on the models (the swap engine)
+
+@pytest.mark.parametrize("policy", ["singa_swap", "appobmem"])
+def test_policy_on_a_model(policy):
+    import g10fast.api as api
+    from g10fast import policies
+    assert policy not in policies.DEFAULT_POLICIES
+    res = api.simulate("vit", 8, "g10-artifact", policy,
+                       options={"limit_fraction": 0.6, "allocator": "cnmem"})
+    assert res["engine"] == "swap" and res["status"] == "ok"
+    it = res["iterations"][0]
+    assert it["exe_time_cycles"] == it["ideal_exe_time_cycles"] + it["stall_cycles"]
+    pl = res["plan"]
+    assert pl["swaps"] > 0 and pl["peak_bytes"] <= pl["limit_bytes"] < pl["peak_before_bytes"]
+    need = res["gpu_memory_needed_bytes"]
+    assert need == res["allocator"]["peak_reserved_bytes"] >= res["allocator"]["peak_live_bytes"]
+    # less memory than the unswapped iteration needs under the same allocator
+    full = api.simulate("vit", 8, "g10-artifact", policy,
+                        options={"limit_fraction": 1.0, "allocator": "cnmem"})
+    assert full["plan"]["swaps"] == 0 and full["gpu_memory_needed_bytes"] > need
+    # a GPU smaller than the need: a failed run naming the need
+    small = api.simulate("vit", 8, "g10-artifact", policy, overrides={"gpu.memory_gb": 0.05},
+                         options={"limit_fraction": 0.6})
+    assert small["status"] == "failed" and "GiB of GPU memory" in small["failure"]["reason"]
+    with pytest.raises(InputError, match="allocator"):
+        api.simulate("vit", 8, "g10-artifact", policy, options={"allocator": "tlsf"})
+
+
+def test_swapped_iteration_places_without_overlap():
+    from alloc_twin import events  # noqa: F401  (the twin module's helpers)
+    from g10fast.alloc.allocators import run_allocator
+    from g10fast.policies.trace_swap import swapped_iteration
+    from test_alloc import check_placement
+    tr = _model_trace(3)
+    p = plan_swaps(tr, int(0.6 * plan_swaps(tr, 1 << 62).peak_before), "singa_swap")
+    sw = swapped_iteration(tr, p)
+    for a in ("cnmem", "singa_colour", "pytorch"):
+        res = run_allocator(sw, a)
+        check_placement(sw, res)
+    # the swapped iteration's load peak is the plan's
+    assert int(sw.live_bytes().max()) <= max(p.peak_after, int(sw.live_bytes()[0]))
