@@ -273,3 +273,23 @@ def test_real_traces_all_allocators(name):
         if a != "cuda_malloc":
             check_placement(tr, res)
             check_placement(tr, res)
+
+
+def test_colour_runtime_scope():
+    """SmartMemPool's runtime: cudaMalloc until the switch, then the coloured pool, hits for
+    every repeated malloc of a clean periodic trace."""
+    from test_alloc_period import synthetic
+    tr, L, _ = synthetic(np.random.default_rng(0), iterations=12, layers=40)
+    r = run_allocator(tr, "singa_colour", scope="iteration")
+    x = r.extra
+    assert x["detected"] and x["iteration_ops"] == L
+    assert x["pool_hits"] > 0 and x["fallbacks"] <= x["pool_hits"] // 10
+    check_placement(tr, r)
+    sw = x["switch_op"]
+    assert (r.reserved[:sw] == r.live[:sw]).all()            # cudaMalloc before the switch
+    assert (r.reserved[sw:] >= x["pool_bytes"]).all()
+    assert r.peak_reserved >= r.peak_live
+    # no iteration found: cudaMalloc throughout
+    rnd = random_trace(np.random.default_rng(2), n_blocks=30)
+    r = run_allocator(rnd, "singa_colour", scope="iteration")
+    assert not r.extra["detected"] and r.peak_reserved == r.peak_live

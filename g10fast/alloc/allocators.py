@@ -94,7 +94,9 @@ class ColourOptions:
     method: str = "BF"               # "BF" (SINGA's default) | "FF"
     ci_backup: bool = True           # the 2x region for cross-iteration blocks (faithful)
     int32_merge_bug: bool = False    # pair<int,int> truncation of merged ranges (faithful: True)
-    scope: str = "trace"             # [ours] colour the whole trace's blocks at once
+    scope: str = "trace"             # [ours] "trace": colour the whole trace's blocks at once;
+    #                                  "iteration": SmartMemPool's runtime (detect, colour one
+    #                                  iteration, switch, fall back to cudaMalloc)
 
 
 @dataclass(frozen=True)
@@ -134,8 +136,8 @@ def make_options(name: str, options: dict | None):
         if o.method not in ("BF", "FF"):
             raise InputError(f"method must be BF or FF, got {o.method!r}",
                              param="singa_colour.method")
-        if o.scope not in ("trace",):
-            raise InputError(f"scope must be 'trace', got {o.scope!r}",
+        if o.scope not in ("trace", "iteration"):
+            raise InputError(f"scope must be 'trace' or 'iteration', got {o.scope!r}",
                              param="singa_colour.scope")
     if name == "pytorch" and o.max_split_size_mb < 0:
         raise InputError("must be >= 0", param="pytorch.max_split_size_mb")
@@ -211,7 +213,10 @@ def run_allocator(trace: AllocTrace, name: str = "cnmem", capacity: int | None =
             raise InputError(f"block {int(fail[1])} freed over free space", param="trace")
         cap = -1 if capacity_shown is None else capacity_shown
     elif name == "singa_colour":
-        st, extra = _colour_trace(is_free, blk, bsize, o, cap, off, live, resv, fail)
+        if o.scope == "iteration":
+            st, extra = _colour_runtime(is_free, blk, bsize, o, cap, off, live, resv, fail)
+        else:
+            st, extra = _colour_trace(is_free, blk, bsize, o, cap, off, live, resv, fail)
     else:
         st = _pytorch(trace, op, is_free, blk, bsize, o, cap, off, live, resv, fail)
     oom = None
@@ -263,6 +268,101 @@ def _colour_trace(is_free, blk, bsize, o, cap, off, live, resv, fail):
         fail[:] = (0, blk[0] if E else -1, pool, cap, 1, big)
         return 1, {"pool_bytes": pool}
     return 0, {"pool_bytes": pool, "cross_iteration_blocks": int(ci.sum())}
+
+
+def _colour_runtime(is_free, blk, bsize, o, cap, off, live, resv, fail):
+    """SmartMemPool's runtime (seed-policies §2.2): SINGA's detection on the first 300, 600,
+    ... malloc/free ops; the switch at `n + L − (n − loc) % L` (the start of the next
+    iteration); one iteration [loc, loc + L) coloured (cross-iteration blocks first, with the
+    backup region); after the switch, a malloc at op g takes planned vertex i = (g − loc) % L
+    when that vertex has the same size and its slot is free (a cross-iteration vertex whose
+    primary slot is held: its backup copy), else cudaMalloc. Reserved = the pool (from the
+    switch on) + the bytes held by cudaMalloc. Offsets: the pool at 0, cudaMalloc blocks at
+    fresh addresses above it."""
+    from g10fast.alloc.period import _singa
+    E, B = len(blk), len(bsize)
+    per = _singa(is_free, blk, bsize)
+    cur_cuda = 0
+    cur_live = 0
+    extra = {"switch_op": None, "pool_bytes": 0}
+    if not per.found:
+        live[:] = np.cumsum(np.where(is_free, -bsize[blk], bsize[blk]))
+        resv[:] = live
+        top = 0
+        for e in range(E):
+            if not is_free[e]:
+                off[blk[e]] = top
+                top += int(bsize[blk[e]])
+        return 0, dict(extra, detected=False)
+    L, loc, n = per.length, per.start, per.checked_ops
+    switch = n + L - (n - loc) % L
+    # colour the iteration [loc, loc + L)
+    w_free, w_blk = is_free[loc:loc + L], blk[loc:loc + L]
+    r, d, sz, ci, vb = [], [], [], [], {}
+    for j in range(L):
+        b = int(w_blk[j])
+        if not w_free[j]:
+            vb[b] = len(r)
+            r.append(j)
+            d.append(L)
+            sz.append(int(bsize[b]))
+            ci.append(1)
+        elif b in vb:
+            d[vb[b]] = j
+            ci[vb[b]] = 0
+    v_off, pool = colour_intervals(r, d, sz, ci, o.method, o.ci_backup, o.int32_merge_bug)
+    off_ci = max([v_off[v] + sz[v] for v in range(len(r)) if ci[v]], default=0)
+    vert_at = {r[v]: v for v in range(len(r))}
+    held = np.zeros((len(r), 2), bool)            # primary / backup slot in use
+    where = {}                                    # block -> (vertex, slot) or None (cudaMalloc)
+    top = int(pool) + (1 << 20)
+    hits = falls = 0
+    for e in range(E):
+        b = int(blk[e])
+        s = int(bsize[b])
+        if not is_free[e]:
+            got = None
+            if e >= switch:
+                v = vert_at.get((e - loc) % L)
+                if v is not None and sz[v] == s:
+                    if not held[v, 0]:
+                        got = (v, 0)
+                    elif ci[v] and o.ci_backup and not held[v, 1]:
+                        got = (v, 1)
+            if e >= switch:
+                if got is None:
+                    falls += 1
+                else:
+                    hits += 1
+            if got is None:
+                if cap >= 0 and (pool if e >= switch else 0) + cur_cuda + s > cap:
+                    fail[:] = (e, b, s, max(cap - cur_cuda - (pool if e >= switch else 0), 0),
+                               1, max(cap - cur_cuda - (pool if e >= switch else 0), 0))
+                    return 1, dict(extra, switch_op=int(switch), pool_bytes=int(pool))
+                off[b] = top
+                top += s
+                cur_cuda += s
+                where[b] = None
+            else:
+                v, slot = got
+                held[v, slot] = True
+                off[b] = v_off[v] + (off_ci if slot else 0)
+                where[b] = got
+            cur_live += s
+        else:
+            g = where.pop(b)
+            if g is None:
+                cur_cuda -= s
+            else:
+                held[g[0], g[1]] = False
+            cur_live -= s
+        live[e] = cur_live
+        resv[e] = cur_cuda + (pool if e >= switch else 0)
+        if e + 1 == switch and cap >= 0 and cur_cuda + pool > cap:
+            fail[:] = (e, -1, pool, max(cap - cur_cuda, 0), 1, max(cap - cur_cuda, 0))
+            return 1, dict(extra, switch_op=int(switch), pool_bytes=int(pool))
+    return 0, {"detected": True, "switch_op": int(switch), "iteration_ops": int(L),
+               "pool_bytes": int(pool), "pool_hits": hits, "fallbacks": falls}
 
 
 # ---------------------------------------------------------------------------------------------
