@@ -3,6 +3,8 @@ Numba/Python implementations): lists of blocks, linear scans."""
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from g10fast.alloc.trace import FREE, MALLOC, AllocTrace
@@ -204,3 +206,35 @@ def colour_twin(r, d, size, ci, method="BF", ci_backup=True):
             if phase == 0:
                 off_ci = max(off_ci, y + s)
     return off
+
+
+def check_placement(tr, res):
+    """No two live blocks overlap; every free matches a malloc; reserved within capacity."""
+    sizes = tr.block_sizes()
+    live = {}
+    starts = []                     # sorted (start, end) of the live blocks
+    sel = tr.kind <= FREE
+    for e, (k, b) in enumerate(zip(tr.kind[sel].tolist(), tr.block[sel].tolist())):
+        if res.oom is not None and e >= res.oom["event"]:
+            break
+        if k == MALLOC:
+            assert b not in live
+            if res.allocator == "cuda_malloc":      # no offsets: live bytes only
+                live[b] = None
+                continue
+            o = int(res.offset[b])
+            assert o >= 0
+            iv = (o, o + int(sizes[b]))
+            j = bisect.bisect_left(starts, iv)
+            assert j == 0 or starts[j - 1][1] <= o, "live blocks overlap"
+            assert j == len(starts) or iv[1] <= starts[j][0], "live blocks overlap"
+            starts.insert(j, iv)
+            live[b] = iv
+        else:
+            assert b in live
+            iv = live.pop(b)
+            if iv is not None:
+                starts.remove(iv)
+    if res.capacity is not None:
+        assert res.peak_reserved <= res.capacity
+    assert (res.reserved >= res.live).all() or res.allocator == "bump"

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from alloc_twin import bump_twin, cnmem_twin, colour_twin, pytorch_twin, random_trace
+from alloc_twin import (bump_twin, check_placement, cnmem_twin, colour_twin, pytorch_twin,
+                        random_trace)
 from g10fast.alloc.allocators import ALLOCATORS, colour_intervals, run_allocator
 from g10fast.alloc.trace import (FREE, LAYER, MALLOC, READ, WRITE, from_workload, read_trace,
                                  write_hdf5)
@@ -15,39 +16,6 @@ from g10fast.errors import InputError
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "external" / "singa-traces"
 MiB = 1 << 20
-
-
-def check_placement(tr, res):
-    """No two live blocks overlap; every free matches a malloc; reserved within capacity."""
-    import bisect
-    sizes = tr.block_sizes()
-    live = {}
-    starts = []                     # sorted (start, end) of the live blocks
-    sel = tr.kind <= FREE
-    for e, (k, b) in enumerate(zip(tr.kind[sel].tolist(), tr.block[sel].tolist())):
-        if res.oom is not None and e >= res.oom["event"]:
-            break
-        if k == MALLOC:
-            assert b not in live
-            if res.allocator == "cuda_malloc":      # no offsets: live bytes only
-                live[b] = None
-                continue
-            o = int(res.offset[b])
-            assert o >= 0
-            iv = (o, o + int(sizes[b]))
-            j = bisect.bisect_left(starts, iv)
-            assert j == 0 or starts[j - 1][1] <= o, "live blocks overlap"
-            assert j == len(starts) or iv[1] <= starts[j][0], "live blocks overlap"
-            starts.insert(j, iv)
-            live[b] = iv
-        else:
-            assert b in live
-            iv = live.pop(b)
-            if iv is not None:
-                starts.remove(iv)
-    if res.capacity is not None:
-        assert res.peak_reserved <= res.capacity
-    assert (res.reserved >= res.live).all() or res.allocator == "bump"
 
 
 @pytest.mark.parametrize("seed", range(6))

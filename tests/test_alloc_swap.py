@@ -171,10 +171,9 @@ def test_policy_on_a_model(policy):
 
 
 def test_swapped_iteration_places_without_overlap():
-    from alloc_twin import events  # noqa: F401  (the twin module's helpers)
+    from alloc_twin import check_placement
     from g10fast.alloc.allocators import run_allocator
     from g10fast.policies.trace_swap import swapped_iteration
-    from test_alloc import check_placement
     tr = _model_trace(3)
     p = plan_swaps(tr, int(0.6 * plan_swaps(tr, 1 << 62).peak_before), "singa_swap")
     sw = swapped_iteration(tr, p)
