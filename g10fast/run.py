@@ -298,8 +298,33 @@ def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
             LinkCost.from_gbps(float(sysm.host_link_gbps), float(sysm.link_latency_us)))
     top = plan_swaps(tr, 1 << 62, rec.name)
     limit = int(o.limit_fraction * top.peak_before) if o.limit_fraction > 0 else gpu_bytes
-    p = plan_swaps(tr, limit, rec.name, o.score, link=link, mode=o.mode,
-                   faithful_quirks=o.faithful_quirks)
+    kw = dict(link=link, mode=o.mode, faithful_quirks=o.faithful_quirks)
+    profile = None
+    if getattr(o, "profile_policy", "none") != "none":
+        # E6: profile under the baseline (its kernel times), plan there, schedule on ours
+        from g10fast.spec import make_spec
+        pspec = make_spec(spec.workload, spec.system, o.profile_policy, {}, spec.engine)
+        try:
+            pres = run(pspec, workload=w)
+        except InputError as e:     # the baseline cannot run here (e.g. a kernel > the GPU)
+            pres = {"status": "failed", "reason": e.message}
+        prof_cyc = None
+        if pres["status"] == "ok" and len(pres.get("kernels", [])):
+            kt = np.asarray(pres["kernels"])
+            rows = kt[kt[:, 0] == pres["reported"]]
+            prof_cyc = np.zeros(w.num_kernels, np.float64)
+            prof_cyc[rows[:, 1]] = rows[:, 3] - rows[:, 2]
+        profile = {"policy": o.profile_policy, "status": pres["status"],
+                   "reason": pres.get("reason") or (pres.get("failure") or {}).get("reason"),
+                   "planned_on": "profile" if prof_cyc is not None else "nominal times",
+                   "iteration_s": (float(prof_cyc.sum()) / f_hz) if prof_cyc is not None
+                   else None}
+        if prof_cyc is not None:
+            ptr = from_workload(w, freq_ghz=sysm.gpu_frequency_ghz, iterations=3,
+                                kernel_cycles=prof_cyc)
+            pp = plan_swaps(ptr, limit, rec.name, o.score, **kw)
+            kw["select"] = (pp.start + pp.r_idx, pp.start + pp.d_idx)
+    p = plan_swaps(tr, limit, rec.name, o.score, **kw)
     check_plan(tr, p)
     alloc = run_allocator(swapped_iteration(tr, p), o.allocator)
     need = alloc.peak_reserved
@@ -312,7 +337,7 @@ def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
                 "system": {"gpu_memory_bytes": gpu_bytes, "link": link.__dict__},
                 "warnings": {}, "kernels": np.zeros((0, 10), np.int64),
                 "plan": dict(p.summary(), limit_bytes=int(limit)),
-                "gpu_memory_needed_bytes": int(need),
+                "gpu_memory_needed_bytes": int(need), "profile": profile,
                 "allocator": alloc.summary()})
     res["iterations"] = [{
         "iteration": 0, "exe_time_cycles": exe, "ideal_exe_time_cycles": ideal,

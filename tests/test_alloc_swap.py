@@ -168,6 +168,15 @@ def test_policy_on_a_model(policy):
     assert small["status"] == "failed" and "GiB of GPU memory" in small["failure"]["reason"]
     with pytest.raises(InputError, match="allocator"):
         api.simulate("vit", 8, "g10-artifact", policy, options={"allocator": "tlsf"})
+    if policy == "appobmem":
+        # E6: the plan is made on the times of a Base-UVM profile run
+        assert res["profile"]["policy"] == "lru" and res["profile"]["iteration_s"] > 0
+        tight = api.simulate("vit", 8, "g10-artifact", policy,
+                             overrides={"gpu.memory_gb": 0.3},
+                             options={"limit_fraction": 0.6, "allocator": "cnmem"})
+        ideal_s = tight["iterations"][0]["ideal_exe_time_cycles"] / tight["f_hz"]
+        assert tight["profile"]["iteration_s"] > ideal_s      # faults distort the profile
+        assert tight["plan"]["swaps"] > 0
 
 
 def test_swapped_iteration_places_without_overlap():

@@ -168,7 +168,7 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
                period=None, period_method: str | None = None, mode: str = "stick_to_limit",
                faithful_quirks: bool = False, min_block: int | None = None,
                data_buffer: int = 4, mutable_data_buffer: int = 6,
-               min_gap_ns: float = 0.0) -> SwapPlan:
+               min_gap_ns: float = 0.0, select=None) -> SwapPlan:
     """A swap plan for one iteration of the trace that keeps the load under `limit_bytes`.
 
     policy singa_swap: SINGA's candidates (previous op a Layer/Read/Mutable, blocks ≥ 1 MiB,
@@ -177,6 +177,8 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
     as an access, no size floor (`min_block` 0) and no ready delay, score `aoa` by default,
     swap-out as soon as possible and swap-in as late as possible, stalls allowed (`mode`
     "asap").  `faithful_quirks`: WDOA = 0 (the C++ adds to a copy) and DOA = gap − 2·T_out.
+    `select`: (r, d) trace op indices of the swaps to make, instead of the greedy selection
+    (a plan made on a profile run's times, scheduled on this trace's: E6).
     """
     if policy not in POLICIES:
         raise InputError(f"unknown swap policy {policy!r} (one of {', '.join(POLICIES)})",
@@ -235,7 +237,11 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
     else:
         order = None
     s_rel, e_rel = s - off, e - off
-    while L[s_rel:e_rel].max() > limit_bytes:
+    if select is not None:
+        want = set(zip(np.asarray(select[0]).tolist(), np.asarray(select[1]).tolist()))
+        chosen = [i for i in range(n) if (int(r[i]), int(d[i])) in want]
+        avail[chosen] = False
+    while select is None and L[s_rel:e_rel].max() > limit_bytes:
         if order is not None:
             i = next((i for i in order if avail[i]), None)
         else:

@@ -281,14 +281,15 @@ def read_trace(path) -> AllocTrace:
 # from a Workload (E5)
 
 def from_workload(w, freq_ghz: float = 1.2, iterations: int = 1,
-                  globals_persist: bool = True) -> AllocTrace:
+                  globals_persist: bool = True, kernel_cycles=None) -> AllocTrace:
     """The allocation trace of a g10fast workload (E5): kernel k reads its inputs and writes
     its outputs at op indices; a non-global tensor is malloc'd just before its first use and
     freed just after its last use; global tensors (weights) are malloc'd once at the start and
     never freed (cross-iteration blocks). Each kernel contributes, in order: the mallocs of
     tensors first used by it, a LAYER marker, READs of its inputs, WRITEs of its outputs, the
     frees of tensors last used by it. Times: each kernel's ops at its start time (ns).
-    Addresses: the tensor's address in g10fast's layout (unique per tensor)."""
+    Addresses: the tensor's address in g10fast's layout (unique per tensor). `kernel_cycles`:
+    per-kernel durations to time the ops by instead of `exec_cycles` (a profile run's)."""
     K, T = w.num_kernels, w.num_tensors
     kin = np.repeat(np.arange(K), np.diff(w.in_ptr))
     kout = np.repeat(np.arange(K), np.diff(w.out_ptr))
@@ -299,7 +300,10 @@ def from_workload(w, freq_ghz: float = 1.2, iterations: int = 1,
     np.minimum.at(first, ts, ks)
     np.maximum.at(last, ts, ks)
     glob = np.asarray(w.is_global, bool)
-    t_start = np.concatenate([[0.0], np.cumsum(w.exec_cycles / (freq_ghz * 1e9))]) * 1e9
+    cyc = np.asarray(w.exec_cycles if kernel_cycles is None else kernel_cycles, np.float64)
+    if cyc.shape != (K,) or (cyc < 0).any():
+        raise InputError(f"kernel_cycles must be {K} durations >= 0", param="kernel_cycles")
+    t_start = np.concatenate([[0.0], np.cumsum(cyc / (freq_ghz * 1e9))]) * 1e9
     size = np.asarray(w.raw_size, np.int64)
     addr = np.asarray(w.address, np.int64)
     kinds, tens, times, kops = [], [], [], []

@@ -54,6 +54,16 @@ class Options:
 class AppObOptions(Options):
     score: str = "aoa"
     allocator: str = "cnmem"
+    #: E6: plan on the times of a profile run under this policy ("lru": Base UVM on the
+    #: page engine, its fault-distorted kernel times, seed-policies §3.3), then schedule the
+    #: chosen swaps on the real (nominal) times; "none": plan on the nominal times
+    profile_policy: str = "lru"
+
+    def check(self):
+        super().check()
+        if self.profile_policy not in ("lru", "none"):
+            raise InputError(f"must be lru or none, got {self.profile_policy!r}",
+                             param="policy.profile_policy")
 
 
 def swapped_iteration(trace, plan):
