@@ -85,11 +85,12 @@ def cnmem_twin(tr, gran=512, init=0):
     return off, resv
 
 
-def pytorch_twin(tr, max_split_mb=0.0):
+def pytorch_twin(tr, max_split_mb=0.0, expandable=False):
     is_free, blk, bsize = events(tr)
     ms = max_split_mb * MiB if max_split_mb > 0 else float("inf")
     segs = []                        # {"pool": 0|1, "blocks": [[addr, size, used]]}
     top = 0
+    exp_seg = {}                     # pool -> its one expandable segment
     off, resv = {}, []
     for f, b in zip(is_free, blk):
         if not f:
@@ -109,7 +110,26 @@ def pytorch_twin(tr, max_split_mb=0.0):
                     if r >= ms and x[1] >= r + 20 * MiB:
                         continue
                     cands.append((x[1], x[0], si, bi))
-            if not cands:
+            if not cands and expandable:
+                page = 2 * MiB if small else 20 * MiB
+                if pool not in exp_seg:
+                    segs.append({"pool": pool, "blocks": []})
+                    exp_seg[pool] = len(segs) - 1
+                    base = top
+                    top += 1 << 40
+                else:
+                    base = None
+                si = exp_seg[pool]
+                bl = segs[si]["blocks"]
+                tail = bl[-1] if bl and not bl[-1][2] else None
+                grow = -(-(r - (tail[1] if tail else 0)) // page) * page
+                if tail:
+                    tail[1] += grow
+                else:
+                    end = bl[-1][0] + bl[-1][1] if bl else base
+                    bl.append([end, grow, False])
+                bi = len(bl) - 1
+            elif not cands:
                 a = 2 * MiB if small else (20 * MiB if r < 10 * MiB else -(-r // (2 * MiB)) * 2 * MiB)
                 segs.append({"pool": pool, "blocks": [[top, a, False]]})
                 top += a
@@ -118,7 +138,8 @@ def pytorch_twin(tr, max_split_mb=0.0):
                 _, _, si, bi = min(cands)
             x = segs[si]["blocks"][bi]
             rem = x[1] - r
-            if (small and rem >= 512) or (not small and r < ms and rem > MiB):
+            if ((small or expandable) and rem >= 512) or (not small and not expandable
+                                                          and r < ms and rem > MiB):
                 segs[si]["blocks"].insert(bi + 1, [x[0] + r, rem, False])
                 x[1] = r
             x[2] = True

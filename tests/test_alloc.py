@@ -32,9 +32,9 @@ def test_cnmem_matches_twin(seed):
 @pytest.mark.parametrize("seed", range(6))
 def test_pytorch_matches_twin(seed):
     tr = random_trace(np.random.default_rng(100 + seed), n_blocks=80, max_size=30 * MiB)
-    for ms in (0.0, 8.0):
-        res = run_allocator(tr, "pytorch", max_split_size_mb=ms)
-        off, resv = pytorch_twin(tr, ms)
+    for ms, exp in ((0.0, False), (8.0, False), (0.0, True)):
+        res = run_allocator(tr, "pytorch", max_split_size_mb=ms, expandable_segments=exp)
+        off, resv = pytorch_twin(tr, ms, expandable=exp)
         assert [int(res.offset[b]) for b in sorted(off)] == [off[b] for b in sorted(off)]
         assert res.reserved.tolist() == resv
         check_placement(tr, res)

@@ -554,9 +554,10 @@ def _pytorch(trace, op, is_free, blk, bsize, o, cap, off, live, resv, fail) -> i
                             i = len(b_addr) - 1
             remove(i)
             rem = b_size[i] - size
-            split = rem >= K_MIN_BLOCK if small else (size < max_split and rem > K_SMALL_SIZE)
-            if o.expandable_segments and not small:
-                split = rem > 0 if size < max_split else rem > K_SMALL_SIZE
+            if small or o.expandable_segments:      # should_split
+                split = rem >= K_MIN_BLOCK
+            else:
+                split = size < max_split and rem > K_SMALL_SIZE
             if split:
                 j = new_block(b_addr[i] + size, rem, b_pool[i], b_seg[i], prev=i,
                               nxt=b_next[i])
