@@ -22,6 +22,12 @@ def memory_text(trace, results) -> str:
         lines.append(f"{r.allocator:<14} {r.peak_reserved / MiB:>20,.1f} "
                      f"{100 * s['overhead']:>+7.1f}% {s['fragmentation_at_live_peak_bytes'] / MiB:>24,.1f}"
                      f"  {status}")
+        x = r.extra
+        if x.get("pool_bytes"):
+            more = (f", switch at op {x['switch_op']:,}, {x['pool_hits']:,} pool hits, "
+                    f"{x['fallbacks']:,} cudaMalloc fall-backs" if x.get("switch_op") is not None
+                    else "")
+            lines.append(f"{'':14} pool {x['pool_bytes'] / MiB:,.1f} MiB{more}")
     return "\n".join(lines)
 
 
