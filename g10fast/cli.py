@@ -573,8 +573,17 @@ def cmd_swap(args) -> int:
     p = plan_swaps(tr, int(args.limit_mib * 2**20), args.policy, args.score, **kw)
     check_plan(tr, p)
     rep = replay(tr, p, link)
+    alloc = None
+    if args.allocator:
+        from g10fast.alloc.allocators import run_allocator
+        from g10fast.policies.trace_swap import swapped_iteration
+        alloc = run_allocator(swapped_iteration(tr, p), args.allocator)
     if args.json:
-        json.dump(dict(p.summary(), source=args.source, replay=rep), sys.stdout, indent=1)
+        out = dict(p.summary(), source=args.source, replay=rep)
+        if alloc is not None:
+            out["gpu_memory_needed_bytes"] = alloc.peak_reserved
+            out["allocator"] = alloc.summary()
+        json.dump(out, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
     s = p.summary()
@@ -589,6 +598,10 @@ def cmd_swap(args) -> int:
         print(f"{p.block[q]:>7} {p.size[q] / 2**20:>8.2f} {p.r_idx[q]:>9} {p.out_end_idx[q]:>9} "
               f"{p.in_start_idx[q]:>8} {p.d_idx[q]:>9}")
     print(f"overhead per iteration {1e3 * s['overhead_per_iteration_s']:.3f} ms")
+    if alloc is not None:
+        print(f"GPU memory needed: {alloc.peak_reserved / 2**20:,.1f} MiB ({args.allocator} on "
+              f"the iteration with the swaps' frees and mallocs; live peak "
+              f"{alloc.peak_live / 2**20:,.1f} MiB)")
     if rep["iterations"]:
         mm = sum(r["mismatches"] for r in rep["iterations"])
         print(f"replayed on {len(rep['iterations'])} later iterations: {mm} mispredicted swaps")
@@ -788,6 +801,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--link", default="singa", choices=["singa", "preset"],
                     help="transfer costs: SINGA's measured PCIe fit (default) or the preset's "
                          "host link")
+    sp.add_argument("--allocator", help="also place the planned iteration, with the swaps' "
+                    "frees and mallocs, with this allocator and report the GPU memory it needs")
     sp.add_argument("--figure", help="with --sweep-limits: draw the curve to this image file")
     sp.set_defaults(func=cmd_swap)
     t = sub.add_parser("trace", help="inspect an event trace")

@@ -261,3 +261,36 @@ def test_colour_runtime_scope():
     rnd = random_trace(np.random.default_rng(2), n_blocks=30)
     r = run_allocator(rnd, "singa_colour", scope="iteration")
     assert not r.extra["detected"] and r.peak_reserved == r.peak_live
+
+
+def test_hdf5_bad_input(tmp_path):
+    import h5py
+    p = tmp_path / "x.h5"
+    with h5py.File(p, "w") as f:
+        f.attrs["format"] = "something-else"
+    with pytest.raises(InputError, match="not a g10fast allocation trace") as e:
+        read_trace(p)
+    assert str(e.value).startswith(f"{p}: ")
+    with h5py.File(p, "w") as f:
+        f.attrs["format"] = "g10fast-alloc-trace"
+        f.attrs["schema_version"] = 1
+        f["ops/kind"] = np.array([0, 1], np.int8)
+        f["ops/address"] = np.array([16, 16])
+        f["ops/size"] = np.array([100, 0])
+    with pytest.raises(InputError, match="missing dataset /ops/time_ns"):
+        read_trace(p)
+    with h5py.File(p, "a") as f:
+        f["ops/time_ns"] = np.array([0])
+    with pytest.raises(InputError, match="differ in length"):
+        read_trace(p)
+    with h5py.File(p, "a") as f:
+        del f["ops/time_ns"]
+        f["ops/time_ns"] = np.array([0, 1])
+        f["ops/address"][1] = 32
+    with pytest.raises(InputError, match="free of address 0x20") as e:
+        read_trace(p)
+    assert ":/ops row:1:" in str(e.value)
+    with h5py.File(p, "a") as f:
+        f.attrs["schema_version"] = 7
+    with pytest.raises(InputError, match="schema_version 7"):
+        read_trace(p)

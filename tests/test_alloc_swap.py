@@ -127,16 +127,18 @@ def test_cli_memory_and_swap(tmp_path, capsys):
     assert main(["memory", "vit", "--batch", "8", "--figure", str(tmp_path / "m.png")]) == 0
     assert (tmp_path / "m.png").exists()
     assert "peak live" in capsys.readouterr().out
-    assert main(["swap", "vit", "--batch", "8", "--limit-mib", "900", "--json",
-                 "--link", "preset"]) == 0
+    assert main(["swap", "vit", "--batch", "8", "--limit-mib", "300", "--json",
+                 "--link", "preset", "--allocator", "cnmem"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert {"overhead_per_iteration_s", "iteration_s", "peak_bytes", "status"} <= set(d)
+    assert d["gpu_memory_needed_bytes"] >= d["peak_bytes"] and d["swaps"] > 0
     assert main(["swap", "vit", "--batch", "8", "--sweep-limits", "700:1100:200", "--score",
                  "aoa", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert len(d["rows"]) == 3
     for bad in (["memory", str(f), "--allocator", "nope"], ["swap", "vit", "--batch", "8"],
                 ["swap", "vit", "--batch", "8", "--sweep-limits", "5:1:1"],
+                ["swap", "vit", "--batch", "8", "--limit-mib", "300", "--allocator", "x"],
                 ["memory", str(tmp_path / "none.h5")]):
         assert main(bad) == 2
 
