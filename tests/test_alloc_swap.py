@@ -193,3 +193,20 @@ def test_swapped_iteration_places_without_overlap():
         check_placement(sw, res)
     # the swapped iteration's load peak is the plan's
     assert int(sw.live_bytes().max()) <= max(p.peak_after, int(sw.live_bytes()[0]))
+
+
+def test_swap_policies_sweep_into_the_store(tmp_path):
+    artifact = Path(__file__).resolve().parents[2] / "shared" / "g10-artifact"
+    if not (artifact / "frontend" / "Nets").is_dir():
+        pytest.skip("no ../shared/g10-artifact")
+    from g10fast.figures.data import Results
+    from g10fast.sweep.matrix import expand_matrix_dict, resolve_points
+    from g10fast.sweep.runner import run_sweep
+    matrix = {"group": [{"name": "seed", "models": ["VIT"], "batch": [256],
+                         "policies": ["SINGA-Swap", "appobmem"]}]}
+    pts = resolve_points(expand_matrix_dict(matrix), artifact)
+    assert [p.point.policy for p in pts] == ["singa_swap", "appobmem"]
+    summary = run_sweep(pts, str(tmp_path / "s.h5"), workers=0)
+    assert "2 ok" in summary.text()
+    st = Results(str(tmp_path / "s.h5")).get("VIT", 256, "singa_swap")
+    assert st["exe"] >= st["ideal"] > 0
