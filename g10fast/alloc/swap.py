@@ -222,8 +222,8 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
     off = a
 
     def wdoa_scores(avail):
-        if faithful_quirks:
-            return np.zeros(n)
+        if faithful_quirks:             # the C++'s WDOA: 0 for every candidate
+            return np.where(avail, 0.0, -np.inf)
         cs = np.concatenate([[0], np.cumsum(L)])
         return np.where(avail, cs[d - off] - cs[ready - off], -np.inf).astype(np.float64)
 
