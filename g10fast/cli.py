@@ -487,12 +487,23 @@ def cmd_memory(args) -> int:
         cap = int(args.capacity_mib * 2**20)
     tr = _alloc_source(args)
     results = [run_allocator(tr, n, capacity=cap, **opts) for n in names]
+    per = None
+    if args.period:
+        from g10fast.alloc.period import detect_period
+        per = detect_period(tr, args.period).to_dict()
     if args.json:
         out = [dict(r.summary(), source=args.source, trace=tr.name) for r in results]
+        if per is not None:
+            for o in out:
+                o["period"] = per
         json.dump(out[0] if len(out) == 1 else out, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         print(memory_text(tr, results))
+        if per is not None:
+            print(f"iteration ({per['method']}): " + (
+                f"{per['length']:,} malloc/free ops from op {per['start']:,} "
+                f"(score {per['score']:.3f})" if per["found"] else "none found"))
     if args.figure:
         memory_figure(tr, results, args.figure)
         (sys.stderr if args.json else sys.stdout).write(f"figure written to {args.figure}\n")
@@ -777,6 +788,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "a request that does not fit is an OOM result")
     me.add_argument("--figure", help="write memory over op index (one line per allocator) to "
                                      "this image file")
+    me.add_argument("--period", choices=["singa", "match"],
+                    help="also detect the iteration (SINGA's repeat test or the robust match)")
     me.set_defaults(func=cmd_memory)
     sp = sub.add_parser("swap", help="plan swaps on an allocation trace under a memory limit "
                         "(SINGA's planner or AppObMem)",

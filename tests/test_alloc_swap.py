@@ -120,9 +120,10 @@ def test_cli_memory_and_swap(tmp_path, capsys):
     tr = _model_trace(3)
     f = tmp_path / "vit.h5"
     write_hdf5(tr, f)
-    assert main(["memory", str(f), "--allocator", "cnmem", "--json"]) == 0
+    assert main(["memory", str(f), "--allocator", "cnmem", "--json", "--period", "match"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["status"] == "ok" and d["peak_reserved_bytes"] >= d["peak_live_bytes"] > 0
+    assert d["period"]["found"] and d["period"]["length"] == tr.meta["period"][1]
     assert main(["memory", str(f), "--capacity-mib", "1", "--allocator", "pytorch",
                  "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
