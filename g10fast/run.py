@@ -281,3 +281,96 @@ def run_tensor_engine(spec: RunSpec, rec, ctx, *, plan=None, trace=None, progres
         from g10fast.engine.tensor_check import check_tensor_run
         res["invariant_checks"] = check_tensor_run(trun, w)
     return res
+
+
+def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
+                    required_order=None, check=False) -> dict:
+    """The swap engine (SINGA's planner, AppObMem): g10fast.policies.trace_swap."""
+    import numpy as np
+    from g10fast.alloc.allocators import run_allocator
+    from g10fast.alloc.swap import LinkCost, check_plan, plan_swaps
+    from g10fast.alloc.trace import from_workload
+    from g10fast.policies.trace_swap import swapped_iteration
+    from g10fast.results import add_seconds, new_result, workload_summary
+
+    if required_order is not None:
+        raise InputError("only the page-engine policies take a kernel order",
+                         param="--kernel-order")
+    if trace is not None:
+        raise InputError("the swap engine writes no event trace", param="--trace")
+    if plan is not None:
+        raise InputError("the swap engine plans for itself: no plan file", param="--plan-in")
+    o = spec.policy.options
+    w = ctx.workload
+    sysm = spec.system
+    f_hz = float(sysm.f_hz)
+    tr = from_workload(w, freq_ghz=sysm.gpu_frequency_ghz, iterations=3)
+    gpu_bytes = int(float(sysm.gpu_memory_gb) * 2**30)
+    link = (LinkCost.singa_measured() if o.link == "singa_measured" else
+            LinkCost.from_gbps(float(sysm.host_link_gbps), float(sysm.link_latency_us)))
+    top = plan_swaps(tr, 1 << 62, rec.name)
+    limit = int(o.limit_fraction * top.peak_before) if o.limit_fraction > 0 else gpu_bytes
+    kw = dict(link=link, mode=o.mode, faithful_quirks=o.faithful_quirks)
+    profile = None
+    if getattr(o, "profile_policy", "none") != "none":
+        # E6: profile under the baseline (its kernel times), plan there, schedule on ours
+        from g10fast.spec import make_spec
+        pspec = make_spec(spec.workload, spec.system, o.profile_policy, {}, spec.engine)
+        try:
+            pres = run(pspec, workload=w)
+        except InputError as e:     # the baseline cannot run here (e.g. a kernel > the GPU)
+            pres = {"status": "failed", "reason": e.message}
+        prof_cyc = None
+        if pres["status"] == "ok" and len(pres.get("kernels", [])):
+            kt = np.asarray(pres["kernels"])
+            rows = kt[kt[:, 0] == pres["reported"]]
+            prof_cyc = np.zeros(w.num_kernels, np.float64)
+            prof_cyc[rows[:, 1]] = rows[:, 3] - rows[:, 2]
+        profile = {"policy": o.profile_policy, "status": pres["status"],
+                   "reason": pres.get("reason") or (pres.get("failure") or {}).get("reason"),
+                   "planned_on": "profile" if prof_cyc is not None else "nominal times",
+                   "iteration_s": (float(prof_cyc.sum()) / f_hz) if prof_cyc is not None
+                   else None}
+        if prof_cyc is not None:
+            ptr = from_workload(w, freq_ghz=sysm.gpu_frequency_ghz, iterations=3,
+                                kernel_cycles=prof_cyc)
+            pp = plan_swaps(ptr, limit, rec.name, o.score, **kw)
+            kw["select"] = (pp.start + pp.r_idx, pp.start + pp.d_idx)
+    p = plan_swaps(tr, limit, rec.name, o.score, **kw)
+    n_checked = check_plan(tr, p)
+    alloc = run_allocator(swapped_iteration(tr, p), o.allocator)
+    need = alloc.peak_reserved
+    ideal = int(w.ideal_cycles)
+    stall = int(round(p.overhead_ns * 1e-9 * f_hz))
+    exe = ideal + stall
+    moved = int(p.size.sum())
+    res = new_result(spec, "swap", _model_label(spec))
+    res.update({"failure": None, "workload": workload_summary(w, gpu_bytes // 4096),
+                "system": {"gpu_memory_bytes": gpu_bytes, "link": link.__dict__},
+                "warnings": {}, "kernels": np.zeros((0, 10), np.int64),
+                "plan": dict(p.summary(), limit_bytes=int(limit)),
+                "gpu_memory_needed_bytes": int(need), "profile": profile,
+                "allocator": alloc.summary()})
+    res["iterations"] = [{
+        "iteration": 0, "exe_time_cycles": exe, "ideal_exe_time_cycles": ideal,
+        "pf_exe_time_cycles": int(np.asarray(w.pf_cycles).sum()),
+        "slowdown": exe / ideal if ideal else float("nan"), "speedup": float("nan"),
+        "in_transfer": 0, "cpu_pf": 0, "ssd_pf": 0, "unalloc_pf": 0,
+        "stall_cycles": stall, "overlap_cycles": 0, "compute_cycles": ideal,
+        "pages": {"cpu_to_gpu": moved // 4096, "ssd_to_gpu": 0, "gpu_to_cpu": moved // 4096,
+                  "gpu_to_ssd": 0, "incoming": moved // 4096, "outgoing": moved // 4096,
+                  "alloc": 0},
+    }]
+    res["reported"] = 0
+    if check:
+        res["invariant_checks"] = n_checked
+    if need > gpu_bytes:
+        res["status"] = "failed"
+        res["failure"] = {"stage": "planner",
+                          "reason": f"needs {need / 2**30:.2f} GiB of GPU memory "
+                                    f"({o.allocator} on the swapped iteration, load peak "
+                                    f"{p.peak_after / 2**30:.2f} GiB), the GPU has "
+                                    f"{gpu_bytes / 2**30:.2f} GiB",
+                          "tensor": None, "kernel": None, "kernel_name": None,
+                          "pages_needed": None, "free_pages": None, "largest_free_pages": None}
+    return add_seconds(res, f_hz)

@@ -41,8 +41,10 @@ def _workload(seed, n_kernels, n_tensors, max_pages):
 
 
 def _same(a, b):
+    import json
     assert a["status"] == b["status"]
-    assert a["iterations"] == b["iterations"]
+    assert json.dumps(a["iterations"], sort_keys=True) == json.dumps(b["iterations"],
+                                                                      sort_keys=True)
 
 
 @pytest.mark.parametrize("policy", [r.name for r in policies.records()])
@@ -54,9 +56,9 @@ def test_check_on_every_policy(policy, seed, gpu, host):
     checked = run(spec, workload=w, check=True)
     _same(plain, checked)
     assert checked["invariants_checked"] is True
-    if checked["status"] == "ok":
+    if checked["status"] == "ok" and checked["engine"] != "swap":
         # the page engine checks at every kernel boundary of both iterations; the tensor
-        # engine at every event of its one iteration
+        # engine at every event of its one iteration (the swap engine: every swap planned)
         assert checked["invariant_checks"] >= w.num_kernels
 
 

@@ -34,6 +34,17 @@ for _m in BUILTIN:
 #: the default comparison: every built-in policy, Ideal first
 DEFAULT_POLICIES = tuple(names())
 
+#: trace-driven swapping on the `swap` engine (docs/allocators.md): registered, not in the
+#: default comparison
+register_engine(EngineRecord("swap", "g10fast.run:run_swap_engine",
+                             "trace-driven explicit swaps over the host link (SINGA, AppObMem) "
+                             "with an offset-level allocator"))
+SEED = ("trace_swap",)
+for _m in SEED:
+    _mod = importlib.import_module(f"g10fast.policies.{_m}")
+    for _rec in getattr(_mod, "RECORDS", None) or (_mod.RECORD,):
+        register(_rec)
+
 __all__ = ["BUILTIN", "DEFAULT_POLICIES", "EngineRecord", "NoOptions", "PlanContext",
            "PolicyRecord", "colour", "display", "engine", "engines", "get", "names", "records",
            "register", "register_engine", "unregister"]

@@ -1,0 +1,77 @@
+"""Tables and figures of allocator runs: peak reserved against peak live, memory over op index."""
+
+from __future__ import annotations
+
+MiB = 1 << 20
+
+
+def memory_text(trace, results) -> str:
+    lines = [f"{trace.name}: {trace.num_ops:,} ops, {trace.num_blocks:,} blocks"]
+    pl = results[0].peak_live if results else 0
+    lines.append(f"peak live {pl / MiB:,.1f} MiB (the lower bound)")
+    lines.append(f"{'allocator':<14} {'peak reserved (MiB)':>20} {'vs live':>8} "
+                 f"{'frag at live peak (MiB)':>24}  status")
+    for r in results:
+        s = r.summary()
+        status = r.status
+        if r.oom:
+            o = r.oom
+            status = (f"OOM at op {o['op']} (block {o['block']}, {o['bytes']:,} B): "
+                      f"{o['free_bytes']:,} B free in {o['free_pieces']} pieces, largest "
+                      f"{o['largest_free_bytes']:,} B")
+        lines.append(f"{r.allocator:<14} {r.peak_reserved / MiB:>20,.1f} "
+                     f"{100 * s['overhead']:>+7.1f}% {s['fragmentation_at_live_peak_bytes'] / MiB:>24,.1f}"
+                     f"  {status}")
+        x = r.extra
+        if x.get("pool_bytes"):
+            more = (f", switch at op {x['switch_op']:,}, {x['pool_hits']:,} pool hits, "
+                    f"{x['fallbacks']:,} cudaMalloc fall-backs" if x.get("switch_op") is not None
+                    else "")
+            lines.append(f"{'':14} pool {x['pool_bytes'] / MiB:,.1f} MiB{more}")
+    return "\n".join(lines)
+
+
+def memory_figure(trace, results, path, title: str | None = None) -> str:
+    """Reserved bytes over op index, one line per allocator, and the live bytes."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    if results:
+        r0 = results[0]
+        ax.plot(r0.op_index, r0.live / MiB, color="black", lw=1.0, label="live (lower bound)")
+    for r in results:
+        if r.allocator == "cuda_malloc":
+            continue
+        ax.step(r.op_index, r.reserved / MiB, where="post", lw=1.0,
+                label=f"{r.allocator} (peak {r.peak_reserved / MiB:,.0f} MiB)")
+    ax.set_xlabel("op index")
+    ax.set_ylabel("GPU memory (MiB)")
+    ax.set_title(title or trace.name)
+    ax.legend(fontsize=8, loc="best")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return str(path)
+
+
+def swap_figure(rows, path, title: str = "") -> str:
+    """Overhead per iteration against the memory limit, one line per score."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for sc in dict.fromkeys(r["score"] for r in rows):
+        rr = [r for r in rows if r["score"] == sc and r["status"] == "ok"]
+        ax.plot([r["limit_bytes"] / MiB for r in rr],
+                [1e3 * r["overhead_per_iteration_s"] for r in rr], marker=".", lw=1, label=sc)
+    ax.set_xlabel("memory limit (MiB)")
+    ax.set_ylabel("overhead per iteration (ms)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return str(path)
