@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -114,8 +115,10 @@ def main(argv=None) -> int:
             "base_peak_rss_mib": max(r["peak_rss_mib"] for r in d["base"]),
             "new_peak_rss_mib": max(r["peak_rss_mib"] for r in d["new"]),
             "median_ratio_new_over_base": round(
-                sorted(r["cpu_s"] for r in d["new"])[len(d["new"]) // 2]
-                / sorted(r["cpu_s"] for r in d["base"])[len(d["base"]) // 2], 4),
+                statistics.median(r["cpu_s"] for r in d["new"])
+                / statistics.median(r["cpu_s"] for r in d["base"]), 4),
+            "min_ratio_new_over_base": round(min(r["cpu_s"] for r in d["new"])
+                                             / min(r["cpu_s"] for r in d["base"]), 4),
             "same_result": len(same) == 1,
         }
     rec = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "base": commit_of(trees["base"]),
