@@ -22,9 +22,13 @@ register_engine(EngineRecord("page", "g10fast.run:run_page_engine",
 register_engine(EngineRecord("tensor", "g10fast.run:run_tensor_engine",
                              "the artifact's tensor-granular FN engine: explicit allocation, "
                              "GDS and host transfers"))
+register_engine(EngineRecord("driver", "g10fast.engine.driver:run_driver_engine",
+                             "the real nvidia-uvm driver: 2 MiB VA blocks, fault batches, "
+                             "density prefetch, 2 MiB root-chunk eviction"))
 
 #: the built-in policies, one module each
-BUILTIN = ("ideal", "base_uvm", "flashneuron", "deepum", "g10_gds", "g10")
+BUILTIN = ("ideal", "base_uvm", "flashneuron", "deepum", "g10_gds", "g10",
+           "uvm_driver", "tbnp", "pump", "g10_driver", "deepum_driver", "deepum_learned")
 
 for _m in BUILTIN:
     _mod = importlib.import_module(f"g10fast.policies.{_m}")
