@@ -418,7 +418,6 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
             # --- service one batch
             faults += np_
             batches += 1
-            S[S_STAMP] += 1
             nbl = 0
             for i in range(np_):
                 b = pend[i] // VA_PAGES
@@ -430,10 +429,11 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
                 if not seen:
                     blist[nbl] = b
                     nbl += 1
-                    prot[b] = S[S_STAMP]
             cyc = fault_lat
             for q in range(nbl):
                 b = blist[q]
+                S[S_STAMP] += 1            # the block being serviced is never the victim
+                prot[b] = S[S_STAMP]
                 base = b * VA_PAGES
                 nf = 0
                 for i in range(np_):
