@@ -60,7 +60,7 @@ def test_engine_matches_twin(i, combo):
                          big_page_kib=(64, 16)[(i // 2) % 2],
                          density_threshold=(51, 30)[(i // 5) % 2])
     w = small_workload(100 + i)
-    system = tiny_system(chunks=4, host_pages=(700, 150)[i % 2])
+    system = tiny_system(chunks=3, host_pages=(700, 150)[i % 2])
     run = compare(w, system, opts)
     assert run.status == "ok"
     assert run.counters[:, dk.C_FAULTS].sum() > 0
