@@ -392,6 +392,19 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
             while r < r_end and np_ < fault_batch:
                 p = req_start[r] + j
                 b = p // VA_PAGES
+                if gcount[b] == VA_PAGES and evict_mode != EV_LRU4K and not skip_clean:
+                    # a full block: every page of it resident, skip to its end at once
+                    if barr[b] > clock:
+                        clock = barr[b]
+                    if evict_mode == EV_ACCESS2M and b != last_b:
+                        _l_remove(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
+                        _l_append(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
+                    last_b = b
+                    j += min(req_n[r] - j, (b + 1) * VA_PAGES - p)
+                    if j >= req_n[r]:
+                        r += 1
+                        j = 0
+                    continue
                 if loc[p] == LOC_GPU:
                     if barr[b] > clock:
                         clock = barr[b]           # wait for an in-flight prefetch
