@@ -297,7 +297,8 @@ def simulate_driver(w, system, opts: DriverOptions | None = None, hints: DriverH
         prm["gpu_pages"], prm["gpu_chunks"], prm["host_pages"], opts.fault_batch,
         prm["fault_latency_cycles"], prm["big_pages"], PREFETCHERS[opts.prefetcher],
         opts.density_threshold, EVICTIONS[opts.evict], opts.skip_clean_writeback,
-        prm["h2d"], prm["d2h"], prm["ssd_r"], prm["ssd_w"], int(log_iter), log_cap)
+        prm["h2d"], prm["d2h"], prm["ssd_r"], prm["ssd_w"], int(log_iter), log_cap,
+        np.zeros(0, np.int8))
     status, failure = "ok", None
     if S[dk.S_FAIL] != dk.FAIL_NONE:
         done_rows = int((kern[:, dk.K_END] > 0).sum())

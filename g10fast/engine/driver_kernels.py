@@ -263,7 +263,7 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
              hint_ptr, hint_start, hint_n, hint_kind, wait_hint,
              npages, gpu_pages, gpu_chunks, host_pages, fault_batch, fault_lat, big,
              prefetcher, threshold, evict_mode, skip_clean, h2d, d2h, ssd_r, ssd_w,
-             log_iter, log_cap):
+             log_iter, log_cap, init_loc):
     """Run n_iter iterations of K kernels. Kernel k touches the page runs
     req_*[req_ptr[k]:req_ptr[k+1]] in order (req_write: the run is written).
     Hints of global kernel g = it*K + k: rows hint_ptr[g]:hint_ptr[g+1], issued at the
@@ -272,7 +272,8 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
 
     Returns (kernels int64[n_iter*K, K_COLS], cnt int64[n_iter, C_COLS], loc, copy,
     hint_done int64[H], S, log_k, log_b, n_log): the faulted (kernel, block) pairs of
-    iteration log_iter (first fault of each block per kernel), at most log_cap."""
+    iteration log_iter (first fault of each block per kernel), at most log_cap.
+    init_loc int8[npages]: the start tier of every page (empty: none populated)."""
     nb = (npages + VA_PAGES - 1) // VA_PAGES
     loc = np.zeros(npages, np.int8)
     copy = np.zeros(npages, np.int8)
@@ -308,6 +309,21 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
     sdone = np.zeros((LEVELS, VA_PAGES), np.uint8)
     sidx = np.zeros(VA_PAGES, np.int64)
     chunk_mode = evict_mode != EV_LRU4K
+    if init_loc.shape[0] == npages:            # a given start state (per-kernel checks)
+        for p in range(npages):
+            v = init_loc[p]
+            loc[p] = v
+            if v == LOC_GPU:
+                b = p // VA_PAGES
+                if gcount[b] == 0 and chunk_mode:
+                    _l_append(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
+                    S[S_CHUNKS] += 1
+                gcount[b] += 1
+                S[S_GPU] += 1
+                if not chunk_mode:
+                    _l_append(pprev, pnext, S, S_PHEAD, S_PTAIL, p)
+            elif v == LOC_HOST:
+                S[S_HOST] += 1
     t = 0                          # end of the previous kernel
     pf_free = 0                    # the prefetch stream is busy until
     for g in range(n_iter * K):
