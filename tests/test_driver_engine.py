@@ -253,3 +253,18 @@ def test_runner_policies(policy):
     assert it["exe_time_s"] > 0
     if policy != "uvm" and policy != "tbnp":
         assert r["plan"]["hints"] > 0
+
+
+def test_driver_policies_not_in_the_default_comparison_and_no_trace(tmp_path):
+    from g10fast import policies
+    from g10fast.run import run
+    from g10fast.spec import WorkloadSource, make_spec
+    assert not set(policies.DEFAULT_POLICIES) & {"uvm", "tbnp", "pump", "g10_driver",
+                                                 "deepum_driver", "deepum_learned"}
+    assert policies.get("g10@driver").engine == "driver"
+    spec = make_spec(WorkloadSource("builtin", "bert-base", 1), tiny_system(chunks=3), "uvm")
+    with pytest.raises(InputError):
+        run(spec, workload=small_workload(1), trace_path=tmp_path / "t.h5")
+    with pytest.raises(InputError):
+        make_spec(WorkloadSource("builtin", "bert-base", 1), tiny_system(), "pump",
+                  {"cap_factor": 0})

@@ -22,7 +22,7 @@ register_engine(EngineRecord("page", "g10fast.run:run_page_engine",
 register_engine(EngineRecord("tensor", "g10fast.run:run_tensor_engine",
                              "the artifact's tensor-granular FN engine: explicit allocation, "
                              "GDS and host transfers"))
-register_engine(EngineRecord("driver", "g10fast.engine.driver:run_driver_engine",
+register_engine(EngineRecord("driver", "g10fast.run:run_driver_engine",
                              "the real nvidia-uvm driver: 2 MiB VA blocks, fault batches, "
                              "density prefetch, 2 MiB root-chunk eviction"))
 
@@ -35,8 +35,9 @@ for _m in BUILTIN:
     for _rec in getattr(_mod, "RECORDS", None) or (_mod.RECORD,):
         register(_rec)
 
-#: the default comparison: every built-in policy, Ideal first
-DEFAULT_POLICIES = tuple(names())
+#: the default comparison: every built-in policy of the G10-compatible engines, Ideal first
+#: (the driver engine's policies answer another question: docs/driver-engine.md)
+DEFAULT_POLICIES = tuple(r.name for r in records() if r.engine != "driver")
 
 __all__ = ["BUILTIN", "DEFAULT_POLICIES", "EngineRecord", "NoOptions", "PlanContext",
            "PolicyRecord", "colour", "display", "engine", "engines", "get", "names", "records",
