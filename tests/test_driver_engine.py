@@ -268,3 +268,47 @@ def test_driver_policies_not_in_the_default_comparison_and_no_trace(tmp_path):
     with pytest.raises(InputError):
         make_spec(WorkloadSource("builtin", "bert-base", 1), tiny_system(), "pump",
                   {"cap_factor": 0})
+
+
+def test_deepum_learned_hints_follow_the_fault_log():
+    from g10fast.policies.deepum_learned import learned_hints
+    w = small_workload(5)
+    K = w.num_kernels
+    fk = np.array([0, 0, 1, 3, 5], np.int64)
+    fb = np.array([0, 2, 1, 4, 3], np.int64)
+    h = learned_hints(w, fk, fb, degree=2, n_iter=3, invalidate=False)
+    rows = list(zip(h.issue.tolist(), h.start_page.tolist(), h.kind.tolist()))
+    # iteration 0 learns: no hint; iteration 1, kernel 0: the blocks of kernels 1 and 2;
+    # then kernel k: the blocks of kernel k + 2 (mod K)
+    assert all(g >= K for g, _, _ in rows)
+    assert [(g, s) for g, s, _ in rows if g == K] == [(K, 512)]
+    assert [(g, s) for g, s, _ in rows if g == K + 1] == [(K + 1, 4 * 512)]
+    assert [(g, s) for g, s, _ in rows if g == K + 3] == [(K + 3, 3 * 512)]
+    assert [(g, s) for g, s, _ in rows if g == 2 * K] == []         # kernel 2 never faulted
+    assert set(k for _, _, k in rows) == {0}
+    hd = learned_hints(w, fk, fb, degree=2, n_iter=2, invalidate=True)
+    assert (hd.kind == 2).any() and (hd.issue >= K).all()
+
+
+def test_pump_planner_rows_issue_after_the_gate_and_wait():
+    from g10fast.planner.deepum import required_csr
+    from g10fast.policies import get
+    from g10fast.policies.registry import PlanContext
+    from g10fast.system import EngineOptions
+    w = small_workload(6)
+    rec = get("pump")
+    system = tiny_system(chunks=3)
+    o = rec.make_options({"coverage": "framework_hooks", "cap_factor": 10})
+    h = rec.planner(PlanContext(w, system, o, EngineOptions(num_iteration=2), None))
+    K = w.num_kernels
+    ptr, idx = required_csr(w)
+    n_per = [sum(1 for t in idx[ptr[k]:ptr[k + 1]] if w.n_pages[t] > 0) for k in range(K)]
+    assert len(h.issue) == 2 * sum(n_per)
+    assert (np.diff(h.issue) >= 0).all()
+    # every kernel waits for its own last row, issued no later than the kernel itself
+    row = 0
+    for g in range(2 * K):
+        row += n_per[g % K]
+        assert h.wait[g] == row - 1
+        assert h.issue[row - 1] <= g
+    assert h.info["cap_bytes"] == int(system.gpu_memory_gb * 2**30) // 10
