@@ -229,6 +229,7 @@ def twin_simulate(w, prm, opts, hints=None, n_iter=2, runs=None):
         if wait is not None and wait[g] >= 0:
             start = max(start, done[wait[g]])
         clock = start
+        arr = 0
         in0 = cnt["in_cpu"] + cnt["in_ssd"]
         out0 = cnt["out_cpu"] + cnt["out_ssd"]
         touches = [(int(rs[r]) + j, bool(rw[r])) for r in range(ptr[k], ptr[k + 1])
@@ -242,7 +243,10 @@ def twin_simulate(w, prm, opts, hints=None, n_iter=2, runs=None):
                 p, wr = touches[i]
                 b = p // VA
                 if T.loc[p] == GPU:
-                    clock = max(clock, T.barr.get(b, 0))
+                    if opts.inflight_overlap:
+                        arr = max(arr, T.barr.get(b, 0))
+                    else:
+                        clock = max(clock, T.barr.get(b, 0))
                     if opts.evict == "lru4k":
                         T.pages.move_to_end(p)
                     elif opts.evict == "access2m" and b != last_b:
@@ -282,7 +286,7 @@ def twin_simulate(w, prm, opts, hints=None, n_iter=2, runs=None):
                             T.host -= 1
                         T.copy[p] = NONE
         ex = int(w.exec_cycles[k])
-        end = clock + ex
+        end = max(clock + ex, arr)
         kernels.append((it, k, start, end, faults, batches, end - t - ex,
                         cnt["in_cpu"] + cnt["in_ssd"] - in0,
                         cnt["out_cpu"] + cnt["out_ssd"] - out0, T.gpu))

@@ -91,10 +91,11 @@ def random_hints(w, seed, n_iter=2, with_wait=True):
 
 @pytest.mark.parametrize("seed,ev,clean", [(1, "alloc2m", False), (2, "access2m", True),
                                            (3, "lru4k", False), (4, "lru4k", True),
-                                           (5, "alloc2m", True)])
+                                           (5, "alloc2m", True), (6, "access2m", False)])
 def test_hints_match_twin(seed, ev, clean):
     w = small_workload(200 + seed)
-    opts = DriverOptions(evict=ev, skip_clean_writeback=clean, fault_batch=32)
+    opts = DriverOptions(evict=ev, skip_clean_writeback=clean, fault_batch=32,
+                         inflight_overlap=seed % 2 == 0)
     run = compare(w, tiny_system(chunks=3, host_pages=300), opts, random_hints(w, seed))
     assert run.status == "ok"
     assert run.counters[:, dk.C_PREFETCHED].sum() > 0

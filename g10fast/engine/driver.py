@@ -66,6 +66,10 @@ class DriverOptions:
     curve_halve_2mib: bool = True
     #: fixed cost per transfer, µs (on top of the curve)
     transfer_overhead_us: float = 0.0
+    #: a kernel touching a page whose prefetch is still in flight: False = it stalls until
+    #: the arrival (its compute comes after); True = its compute overlaps the wait (end =
+    #: max(end, arrival), the G10 engine's credit)
+    inflight_overlap: bool = False
 
     def check(self) -> "DriverOptions":
         def bad(name, msg):
@@ -87,7 +91,7 @@ class DriverOptions:
         if self.transfer_curve not in CURVES:
             bad("transfer_curve", f"must be one of {', '.join(CURVES)}, got "
                 f"{self.transfer_curve!r}")
-        for f in ("skip_clean_writeback", "curve_halve_2mib"):
+        for f in ("skip_clean_writeback", "curve_halve_2mib", "inflight_overlap"):
             if not isinstance(getattr(self, f), bool):
                 bad(f, f"must be true or false, got {getattr(self, f)!r}")
         for f in ("fault_latency_us", "transfer_overhead_us"):
@@ -298,7 +302,7 @@ def simulate_driver(w, system, opts: DriverOptions | None = None, hints: DriverH
         prm["fault_latency_cycles"], prm["big_pages"], PREFETCHERS[opts.prefetcher],
         opts.density_threshold, EVICTIONS[opts.evict], opts.skip_clean_writeback,
         prm["h2d"], prm["d2h"], prm["ssd_r"], prm["ssd_w"], int(log_iter), log_cap,
-        np.zeros(0, np.int8))
+        np.zeros(0, np.int8), opts.inflight_overlap)
     status, failure = "ok", None
     if S[dk.S_FAIL] != dk.FAIL_NONE:
         done_rows = int((kern[:, dk.K_END] > 0).sum())

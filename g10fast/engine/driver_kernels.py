@@ -263,7 +263,7 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
              hint_ptr, hint_start, hint_n, hint_kind, wait_hint,
              npages, gpu_pages, gpu_chunks, host_pages, fault_batch, fault_lat, big,
              prefetcher, threshold, evict_mode, skip_clean, h2d, d2h, ssd_r, ssd_w,
-             log_iter, log_cap, init_loc):
+             log_iter, log_cap, init_loc, inflight_overlap):
     """Run n_iter iterations of K kernels. Kernel k touches the page runs
     req_*[req_ptr[k]:req_ptr[k+1]] in order (req_write: the run is written).
     Hints of global kernel g = it*K + k: rows hint_ptr[g]:hint_ptr[g+1], issued at the
@@ -273,7 +273,9 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
     Returns (kernels int64[n_iter*K, K_COLS], cnt int64[n_iter, C_COLS], loc, copy,
     hint_done int64[H], S, log_k, log_b, n_log): the faulted (kernel, block) pairs of
     iteration log_iter (first fault of each block per kernel), at most log_cap.
-    init_loc int8[npages]: the start tier of every page (empty: none populated)."""
+    init_loc int8[npages]: the start tier of every page (empty: none populated).
+    inflight_overlap: a kernel touching a page whose prefetch is in flight does not stall;
+    its end is max(its end, the arrival) (compute overlaps the wait), else it stalls."""
     nb = (npages + VA_PAGES - 1) // VA_PAGES
     loc = np.zeros(npages, np.int8)
     copy = np.zeros(npages, np.int8)
@@ -394,6 +396,7 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
         if wait_hint[g] >= 0 and hint_done[wait_hint[g]] > start:
             start = hint_done[wait_hint[g]]
         clock = start
+        arr = 0
         faults = 0
         batches = 0
         in0 = cnt[it, C_IN_CPU] + cnt[it, C_IN_SSD]
@@ -410,7 +413,10 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
                 b = p // VA_PAGES
                 if gcount[b] == VA_PAGES and evict_mode != EV_LRU4K and not skip_clean:
                     # a full block: every page of it resident, skip to its end at once
-                    if barr[b] > clock:
+                    if inflight_overlap:
+                        if barr[b] > arr:
+                            arr = barr[b]
+                    elif barr[b] > clock:
                         clock = barr[b]
                     if evict_mode == EV_ACCESS2M and b != last_b:
                         _l_remove(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
@@ -422,7 +428,10 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
                         j = 0
                     continue
                 if loc[p] == LOC_GPU:
-                    if barr[b] > clock:
+                    if inflight_overlap:
+                        if barr[b] > arr:
+                            arr = barr[b]
+                    elif barr[b] > clock:
                         clock = barr[b]           # wait for an in-flight prefetch
                     if evict_mode == EV_LRU4K:
                         _l_remove(pprev, pnext, S, S_PHEAD, S_PTAIL, p)
@@ -504,6 +513,8 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
                             S[S_HOST] -= 1
                         copy[p] = LOC_NONE
         end = clock + exec_cycles[k]
+        if arr > end:
+            end = arr
         kern[g, K_ITER] = it
         kern[g, K_KERNEL] = k
         kern[g, K_START] = start

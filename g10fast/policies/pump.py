@@ -166,4 +166,5 @@ RECORD = PolicyRecord(
     description="launch-time prefetch of each kernel's blocks, byte-bounded launch window, "
                 "stream barrier; the driver's eviction",
     order=120, colour="#e377c2",
-    extra={"driver": {}, "driver_from_options": lambda o: {"evict": o.evict}})
+    extra={"driver": {}, "driver_from_options": lambda o: {
+        "evict": o.evict, "inflight_overlap": o.wait == "overlap"}})
