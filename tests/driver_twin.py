@@ -202,9 +202,10 @@ def twin_simulate(w, prm, opts, hints=None, n_iter=2, runs=None):
                         cnt["prefetched"] += len(offs)
                         cnt["pf_cycles"] += x
                         T.barr[b] = max(T.barr.get(b, 0), cur)
-                elif kind == 1:
+                elif kind == 1 or (kind == 3 and T.gpu > int(
+                        prm["gpu_pages"] * float(hints.preevict_fraction))):
                     cur += T.evict(b, lo, hi, cnt)
-                else:
+                elif kind == 2:
                     for o in range(lo, hi):
                         q = b * VA + o
                         if T.loc[q] == GPU:

@@ -78,7 +78,7 @@ def random_hints(w, seed, n_iter=2, with_wait=True):
     t = rng.integers(0, w.num_tensors, n)
     sp = w.start_page[t].astype(np.int64)
     npg = np.maximum(1, (w.n_pages[t] * rng.uniform(0.2, 1.0, n)).astype(np.int64))
-    kind = rng.choice([0, 0, 0, 1, 2], n).astype(np.int64)
+    kind = rng.choice([0, 0, 0, 1, 2, 3], n).astype(np.int64)
     wait = None
     if with_wait:
         wait = np.full(G, -1, np.int64)
@@ -86,7 +86,7 @@ def random_hints(w, seed, n_iter=2, with_wait=True):
             rows = np.nonzero(iss <= g)[0]
             if len(rows) and rng.random() < 0.5:
                 wait[g] = rows[-1]
-    return DriverHints(iss, sp, npg, kind, wait)
+    return DriverHints(iss, sp, npg, kind, wait, preevict_fraction=0.5)
 
 
 @pytest.mark.parametrize("seed,ev,clean", [(1, "alloc2m", False), (2, "access2m", True),
@@ -313,3 +313,19 @@ def test_pump_planner_rows_issue_after_the_gate_and_wait():
         assert h.wait[g] == row - 1
         assert h.issue[row - 1] <= g
     assert h.info["cap_bytes"] == int(system.gpu_memory_gb * 2**30) // 10
+
+
+def test_deepum_learned_pre_eviction_rows():
+    from g10fast.policies.deepum_learned import learned_hints
+    w = small_workload(5)
+    K = w.num_kernels
+    fk = np.array([0, 1, 2], np.int64)
+    fb = np.array([0, 1, 2], np.int64)
+    h = learned_hints(w, fk, fb, degree=1, n_iter=2, invalidate=False, pre_evict=True,
+                      pre_evict_fraction=0.5)
+    pre = sorted((int(g), int(s)) for g, s, k in zip(h.issue, h.start_page, h.kind) if k == 3)
+    # kernel k pre-evicts kernel k-1's blocks outside kernels k, k+1: k = 1, 2, 3 (mod K)
+    assert pre == [(K + 1, 0), (K + 2, 512), (K + 3, 1024)]
+    assert h.preevict_fraction == 0.5
+    run = compare(w, tiny_system(chunks=3, host_pages=300), DriverOptions(), h)
+    assert run.status == "ok"

@@ -34,7 +34,8 @@ from g10fast.workload.model import PAGE_SIZE
 PREFETCHERS = {"none": dk.PF_NONE, "density": dk.PF_DENSITY, "tbn": dk.PF_TBN}
 EVICTIONS = {"alloc2m": dk.EV_ALLOC2M, "access2m": dk.EV_ACCESS2M, "lru4k": dk.EV_LRU4K}
 CURVES = ("uvmsmart", "flat")
-HINT_KINDS = {"prefetch": dk.HINT_PREFETCH, "evict": dk.HINT_EVICT, "discard": dk.HINT_DISCARD}
+HINT_KINDS = {"prefetch": dk.HINT_PREFETCH, "evict": dk.HINT_EVICT, "discard": dk.HINT_DISCARD,
+              "preevict": dk.HINT_PREEVICT}
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,8 @@ class DriverHints:
     kind: np.ndarray
     wait: np.ndarray | None = None
     info: dict = dataclasses.field(default_factory=dict)
+    #: preevict rows act only while the GPU holds more than this fraction of its pages
+    preevict_fraction: float = 1.0
 
     @classmethod
     def empty(cls) -> "DriverHints":
@@ -302,7 +305,8 @@ def simulate_driver(w, system, opts: DriverOptions | None = None, hints: DriverH
         prm["fault_latency_cycles"], prm["big_pages"], PREFETCHERS[opts.prefetcher],
         opts.density_threshold, EVICTIONS[opts.evict], opts.skip_clean_writeback,
         prm["h2d"], prm["d2h"], prm["ssd_r"], prm["ssd_w"], int(log_iter), log_cap,
-        np.zeros(0, np.int8), opts.inflight_overlap)
+        np.zeros(0, np.int8), opts.inflight_overlap,
+        int(prm["gpu_pages"] * float(hints.preevict_fraction)))
     status, failure = "ok", None
     if S[dk.S_FAIL] != dk.FAIL_NONE:
         done_rows = int((kern[:, dk.K_END] > 0).sum())

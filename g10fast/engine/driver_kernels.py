@@ -26,7 +26,7 @@ LOC_NONE, LOC_SSD, LOC_HOST, LOC_GPU = 0, 1, 2, 3
 PF_NONE, PF_DENSITY, PF_TBN = 0, 1, 2
 EV_ALLOC2M, EV_ACCESS2M, EV_LRU4K = 0, 1, 2
 
-HINT_PREFETCH, HINT_EVICT, HINT_DISCARD = 0, 1, 2
+HINT_PREFETCH, HINT_EVICT, HINT_DISCARD, HINT_PREEVICT = 0, 1, 2, 3
 
 # scalar state
 S_BHEAD, S_BTAIL, S_PHEAD, S_PTAIL, S_CHUNKS, S_GPU, S_HOST, S_STAMP, S_FAIL = range(9)
@@ -263,7 +263,7 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
              hint_ptr, hint_start, hint_n, hint_kind, wait_hint,
              npages, gpu_pages, gpu_chunks, host_pages, fault_batch, fault_lat, big,
              prefetcher, threshold, evict_mode, skip_clean, h2d, d2h, ssd_r, ssd_w,
-             log_iter, log_cap, init_loc, inflight_overlap):
+             log_iter, log_cap, init_loc, inflight_overlap, preevict_pages):
     """Run n_iter iterations of K kernels. Kernel k touches the page runs
     req_*[req_ptr[k]:req_ptr[k+1]] in order (req_write: the run is written).
     Hints of global kernel g = it*K + k: rows hint_ptr[g]:hint_ptr[g+1], issued at the
@@ -275,7 +275,9 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
     iteration log_iter (first fault of each block per kernel), at most log_cap.
     init_loc int8[npages]: the start tier of every page (empty: none populated).
     inflight_overlap: a kernel touching a page whose prefetch is in flight does not stall;
-    its end is max(its end, the arrival) (compute overlaps the wait), else it stalls."""
+    its end is max(its end, the arrival) (compute overlaps the wait), else it stalls.
+    A HINT_PREEVICT row evicts its range only while more than preevict_pages are on the GPU
+    (checked when the row is processed)."""
     nb = (npages + VA_PAGES - 1) // VA_PAGES
     loc = np.zeros(npages, np.int8)
     copy = np.zeros(npages, np.int8)
@@ -365,10 +367,11 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
                         cnt[it, C_PF_CYCLES] += x
                         if cur > barr[b]:
                             barr[b] = cur
-                elif kind == HINT_EVICT:
+                elif kind == HINT_EVICT or (kind == HINT_PREEVICT
+                                            and S[S_GPU] > preevict_pages):
                     cur += _evict_range(b, lo, hi, loc, copy, gcount, bprev, bnext, pprev,
                                         pnext, S, evict_mode, host_pages, d2h, ssd_w, cnt, it)
-                else:                  # discard: freed memory, dropped without write-back
+                elif kind == HINT_DISCARD:   # freed memory, dropped without write-back
                     for o in range(lo, hi):
                         q = b * VA_PAGES + o
                         if loc[q] == LOC_GPU:

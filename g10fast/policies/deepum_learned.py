@@ -6,8 +6,9 @@ loop, the next one). From iteration 2, at each kernel launch the prefetcher foll
 successor chain `prefetch_degree` kernels ahead and prefetches the blocks those kernels
 faulted on (each block once per launch). Freed memory is invalidated: a non-weight tensor
 written during the iteration is discarded after its last use, with no write-back.
-Pre-eviction (DeepUM evicts blocks outside the look-ahead window when memory runs short) is
-not modelled: eviction is the driver's (`pre_evict` is reserved and must stay False)."""
+Pre-eviction: at kernel k, the blocks kernel k - 1 faulted on that none of kernels
+k .. k + degree did are migrated to the host on the prefetch stream, while the GPU is more
+than `pre_evict_fraction` full when the request is processed (the fraction is ours)."""
 
 from __future__ import annotations
 
@@ -25,18 +26,22 @@ class Options:
     prefetch_degree: int = 8
     #: discard a freed tensor's pages (no write-back) after its last use
     invalidate_freed: bool = True
-    #: DeepUM's pre-eviction (not modelled: must be False)
-    pre_evict: bool = False
+    #: DeepUM's pre-eviction of blocks outside the look-ahead window
+    pre_evict: bool = True
+    #: pre-evict only while the GPU holds more than this fraction of its pages [ours]
+    pre_evict_fraction: float = 0.9
 
     def check(self):
         if self.prefetch_degree < 1:
             raise InputError(f"must be >= 1, got {self.prefetch_degree}",
                              param="policy.prefetch_degree")
-        if self.pre_evict:
-            raise InputError("DeepUM's pre-eviction is not modelled yet", param="policy.pre_evict")
+        if not 0.0 <= self.pre_evict_fraction <= 1.0:
+            raise InputError(f"must be in [0, 1], got {self.pre_evict_fraction}",
+                             param="policy.pre_evict_fraction")
 
 
-def learned_hints(w, fault_k, fault_b, degree: int, n_iter: int, invalidate: bool):
+def learned_hints(w, fault_k, fault_b, degree: int, n_iter: int, invalidate: bool,
+                  pre_evict: bool = False, pre_evict_fraction: float = 0.9):
     """DriverHints from iteration 1's fault log (kernel, block): from iteration 2, at kernel
     k, the blocks of kernel k + degree (and at the first kernel, of k + 1 .. k + degree)."""
     from g10fast.engine.driver import HINT_KINDS, DriverHints
@@ -70,6 +75,17 @@ def learned_hints(w, fault_k, fault_b, degree: int, n_iter: int, invalidate: boo
                     block_rows(g, k + d)
             else:
                 block_rows(g, k + degree)
+    if pre_evict:
+        for it in range(1, n_iter):
+            for k in range(K):
+                ahead = set()
+                for d in range(0, degree + 1):
+                    ahead.update(table[(k + d) % K])
+                for b in table[(k - 1) % K]:
+                    if b not in ahead:
+                        s = b * VA_PAGES
+                        rows.append((it * K + k, s, min(VA_PAGES, P - s),
+                                     HINT_KINDS["preevict"]))
     for it in range(1, n_iter):
         for k in range(K):
             for t in dies[k - 1] if k > 0 else []:
@@ -77,7 +93,8 @@ def learned_hints(w, fault_k, fault_b, degree: int, n_iter: int, invalidate: boo
                              HINT_KINDS["discard"]))
     rows.sort(key=lambda r: r[0])
     a = np.asarray(rows, np.int64).reshape(-1, 4)
-    return DriverHints(a[:, 0].copy(), a[:, 1].copy(), a[:, 2].copy(), a[:, 3].copy())
+    return DriverHints(a[:, 0].copy(), a[:, 1].copy(), a[:, 2].copy(), a[:, 3].copy(),
+                       preevict_fraction=float(pre_evict_fraction))
 
 
 def planner(ctx):
@@ -87,7 +104,8 @@ def planner(ctx):
     prof = simulate_driver(ctx.workload, ctx.system, opts, None, num_iteration=1, log_iter=0)
     fk, fb = prof.fault_log
     h = learned_hints(ctx.workload, fk, fb, int(ctx.options.prefetch_degree), n_iter,
-                      bool(ctx.options.invalidate_freed))
+                      bool(ctx.options.invalidate_freed), bool(ctx.options.pre_evict),
+                      float(ctx.options.pre_evict_fraction))
     h.info.update({"learned_pairs": int(len(fk)), "prefetch_degree":
                    int(ctx.options.prefetch_degree)})
     return h
@@ -99,5 +117,5 @@ RECORD = PolicyRecord(
     aliases=("deepum-learned",),
     paper="DeepUM (ASPLOS'23): correlation prefetching learned at run time",
     description="correlation tables learned in iteration 1, look-ahead block prefetch from "
-                "iteration 2, invalidation of freed tensors",
+                "iteration 2, pre-eviction outside the window, invalidation of freed tensors",
     order=135, colour="#17becf", sweep_cost=1.5, extra={"driver": {}})
