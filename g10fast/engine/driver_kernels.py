@@ -210,6 +210,8 @@ def prefetch_region(mark, exist, faulted, nf, prefetcher, threshold, big, out, c
     for i in range(nf):
         f = faulted[i]
         g0 = (f // big) * big
+        if i > 0 and (faulted[i - 1] // big) * big == g0:
+            continue                       # this big page is grown already
         for o in range(g0, min(g0 + big, VA_PAGES)):
             if exist[o]:
                 mark[o] = 1
@@ -225,6 +227,8 @@ def prefetch_region(mark, exist, faulted, nf, prefetcher, threshold, big, out, c
         nd = 0
         for i in range(nf):
             f = faulted[i]
+            if i > 0 and (faulted[i - 1] // big) == (f // big):
+                continue                   # same big page: same walk (big >= 1 page)
             best = -1
             for l in range(1, LEVELS):
                 n = f >> l
