@@ -172,6 +172,8 @@ def twin_simulate(w, prm, opts, hints=None, n_iter=2, runs=None):
                                                hints.n_pages.tolist(), hints.kind.tolist()))
     wait = None if hints is None or hints.wait is None else hints.wait.tolist()
     done = [0] * len(hrows)
+    issued_at = [0] * len(hrows)
+    hq = 0
     keys = ("alloc", "in_cpu", "in_ssd", "out_cpu", "out_ssd", "clean", "discard", "prefetched",
             "faults", "batches", "pf_cycles", "grown")
     counters = []
@@ -185,8 +187,11 @@ def twin_simulate(w, prm, opts, hints=None, n_iter=2, runs=None):
             counters.append(dict.fromkeys(keys, 0))
         cnt = counters[it]
         while hi_ < len(hrows) and hrows[hi_][0] == g:
-            _, s0, n, kind = hrows[hi_]
-            cur = max(t, pf_free)
+            issued_at[hi_] = t
+            hi_ += 1
+        while hq < hi_ and (pf_free <= t or (wait is not None and hq <= wait[g])):
+            _, s0, n, kind = hrows[hq]
+            cur = max(issued_at[hq], pf_free)
             p = s0
             while p < s0 + n:
                 b = p // VA
@@ -224,8 +229,8 @@ def twin_simulate(w, prm, opts, hints=None, n_iter=2, runs=None):
                         del T.chunks[b]
                 p = b * VA + hi
             pf_free = cur
-            done[hi_] = cur
-            hi_ += 1
+            done[hq] = cur
+            hq += 1
         start = t
         if wait is not None and wait[g] >= 0:
             start = max(start, done[wait[g]])

@@ -329,3 +329,26 @@ def test_deepum_learned_pre_eviction_rows():
     assert h.preevict_fraction == 0.5
     run = compare(w, tiny_system(chunks=3, host_pages=300), DriverOptions(), h)
     assert run.status == "ok"
+
+
+def test_pump_launch_clock_options():
+    from g10fast.policies import get
+    from g10fast.policies.registry import PlanContext
+    from g10fast.system import EngineOptions
+    w = small_workload(6)
+    K = w.num_kernels
+    rec = get("pump")
+    ctx = lambda **o: PlanContext(w, tiny_system(chunks=3),  # noqa: E731
+                                  rec.make_options({"coverage": "framework_hooks", **o}),
+                                  EngineOptions(num_iteration=2), None)
+    free = rec.planner(ctx(cap_factor=100))
+    sync = rec.planner(ctx(cap_factor=100, cpu_model="iteration_sync"))
+    depth = rec.planner(ctx(cap_factor=100, launch_queue_depth=2))
+    assert len(free.issue) == len(sync.issue) == len(depth.issue)
+    # rows are issued no earlier than with an unbounded CPU, and in order
+    assert (sync.issue >= free.issue).all() and (depth.issue >= free.issue).all()
+    assert (np.diff(sync.issue) >= 0).all() and (np.diff(depth.issue) >= 0).all()
+    # kernel g's rows: no earlier than its iteration's start (sync) and than g - 2 (depth)
+    row_g = np.searchsorted(free.wait, np.arange(len(free.issue)))    # wait rows ascend
+    assert (sync.issue >= (row_g // K) * K).all()
+    assert (depth.issue >= row_g - 2).all()

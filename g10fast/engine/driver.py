@@ -292,8 +292,9 @@ def simulate_driver(w, system, opts: DriverOptions | None = None, hints: DriverH
     hptr = np.zeros(G + 1, np.int64)
     hptr[1:] = np.cumsum(np.bincount(iss, minlength=G))
     wait = np.full(G, -1, np.int64) if hints.wait is None else np.asarray(hints.wait, np.int64)
-    if wait.shape != (G,) or (wait >= max(len(iss), 0)).any():
-        raise InputError("wait must name a hint row per kernel", param="plan")
+    if wait.shape != (G,) or (wait >= hptr[1:]).any():
+        raise InputError("wait must name, per kernel, a hint row issued by then (or -1)",
+                         param="plan")
     log_cap = 0
     if log_iter >= 0:
         first_b = rs // dk.VA_PAGES

@@ -301,6 +301,8 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
     S[S_PTAIL] = -1
     H = hint_start.shape[0]
     hint_done = np.zeros(H, np.int64)
+    row_t = np.zeros(H, np.int64)
+    hq = 0                          # next queued hint row
     kern = np.zeros((n_iter * K, K_COLS), np.int64)
     cnt = np.zeros((n_iter, C_COLS), np.int64)
     log_k = np.zeros(max(log_cap, 1), np.int64)
@@ -337,9 +339,15 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
     for g in range(n_iter * K):
         it = g // K
         k = g - it * K
-        # --- hints issued at this kernel (cudaMemPrefetchAsync-style), FIFO stream
+        # --- hints issued at this kernel (cudaMemPrefetchAsync-style) join the FIFO stream;
+        # a queued row takes effect at the first kernel boundary at which the stream is free
+        # (it started by then), or when this kernel waits for it (E2)
         for h in range(hint_ptr[g], hint_ptr[g + 1]):
-            cur = max(t, pf_free)
+            row_t[h] = t
+        while hq < hint_ptr[g + 1] and (pf_free <= t or hq <= wait_hint[g]):
+            h = hq
+            hq += 1
+            cur = max(row_t[h], pf_free)
             s0 = hint_start[h]
             s1 = min(s0 + hint_n[h], npages)
             p = s0

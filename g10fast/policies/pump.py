@@ -4,10 +4,12 @@ At each kernel launch PUMP prefetches the kernel's memory blocks (cudaMemPrefetc
 private stream) and makes the kernel wait for them (E2, the stream barrier). The prefetch
 stream first waits for the oldest launched kernels to finish, popped from a FIFO window until
 the union of the window's block bytes plus the new kernel's fits under a cap (% of GPU
-memory). With the CPU running ahead without bound (`cpu_model = infinite_runahead`, the only
-launch clock modelled here, E1), the pops depend only on sizes: prefetch(k) is issued at the
-end of kernel gate[k], the last kernel popped (at time 0 if none). Blocks are whole tensors or
-their first bytes (E3, the cuBLAS size bug). Eviction is the driver's."""
+memory). With the CPU running ahead without bound (`cpu_model = infinite_runahead`, the
+launch clock by default, E1), the pops depend only on sizes: prefetch(k) is issued at the
+end of kernel gate[k], the last kernel popped (at time 0 if none); `iteration_sync` holds the
+launches of an iteration until the previous one ended and `launch_queue_depth` bounds how far
+the CPU runs ahead. Blocks are whole tensors or their first bytes (E3, the cuBLAS size bug).
+Eviction is the driver's."""
 
 from __future__ import annotations
 
@@ -40,6 +42,13 @@ class Options:
     wait: str = "stream_barrier"
     #: the driver's eviction under PUMP: "alloc2m" (the driver's), "access2m", "lru4k"
     evict: str = "alloc2m"
+    #: E1, the CPU launch clock: "infinite_runahead" (the CPU is always ahead: kernel k's
+    #: launch, and so its prefetch, may happen at the start of the run) or "iteration_sync"
+    #: (the training loop syncs once per iteration: no launch of iteration i + 1 before the
+    #: end of iteration i)
+    cpu_model: str = "infinite_runahead"
+    #: at most this many launched kernels ahead of the GPU (0: unbounded) [ours]
+    launch_queue_depth: int = 0
 
     def check(self):
         if not (self.cap_factor == -1 or 1 <= self.cap_factor <= 100):
@@ -51,6 +60,12 @@ class Options:
         if self.wait not in ("stream_barrier", "overlap"):
             raise InputError(f"must be stream_barrier or overlap, got {self.wait!r}",
                              param="policy.wait")
+        if self.cpu_model not in ("infinite_runahead", "iteration_sync"):
+            raise InputError(f"must be infinite_runahead or iteration_sync, got "
+                             f"{self.cpu_model!r}", param="policy.cpu_model")
+        if self.launch_queue_depth < 0:
+            raise InputError(f"must be >= 0, got {self.launch_queue_depth}",
+                             param="policy.launch_queue_depth")
         if self.evict not in ("alloc2m", "access2m", "lru4k"):
             raise InputError(f"must be alloc2m, access2m or lru4k, got {self.evict!r}",
                              param="policy.evict")
@@ -143,8 +158,14 @@ def planner(ctx):
     wait = np.full(n_iter * K, -1, np.int64)
     start = w.start_page.astype(np.int64)
     for g in range(n_iter * K):
+        first = gates[g] + 1                     # after the end of the last popped kernel
+        if o.cpu_model == "iteration_sync":
+            first = max(first, (g // K) * K)     # launched once the previous iteration ended
+        if o.launch_queue_depth:
+            first = max(first, g - o.launch_queue_depth)
+        first = max(first, iss[-1] if iss else 0)    # one FIFO stream: rows stay in order
         for t, nbytes in pref[g]:
-            iss.append(gates[g] + 1)
+            iss.append(first)
             sp.append(int(start[t]))
             npg.append(-(-nbytes // PAGE_SIZE))
         if pref[g] and o.wait == "stream_barrier":
