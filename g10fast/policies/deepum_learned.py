@@ -28,7 +28,7 @@ class Options:
     invalidate_freed: bool = True
     #: DeepUM's pre-eviction of blocks outside the look-ahead window (off by default: on the
     #: one FIFO prefetch stream it delays the prefetches and slows DeepUM down, e.g. BERT 32
-    #: at 1.5x oversubscription 0.505 of Ideal with it, 0.649 without; docs/driver-engine.md)
+    #: at 1.5x oversubscription 0.727 of Ideal with it, 0.790 without; docs/driver-engine.md)
     pre_evict: bool = False
     #: pre-evict only while the GPU holds more than this fraction of its pages [ours]
     pre_evict_fraction: float = 0.9
