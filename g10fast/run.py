@@ -22,8 +22,8 @@ from g10fast.workload.model import PAGE_SIZE, Workload
 from g10fast.workload.times import load_workload, perturb_kernel_times
 
 __all__ = ["RESULT_SCHEMA_VERSION", "build_workload", "model_name", "peak_rss_bytes",
-           "plan_of", "policy_of", "run", "run_page_engine", "run_tensor_engine", "to_json_ready",
-           "workload_of"]
+           "plan_of", "policy_of", "run", "run_driver_engine", "run_page_engine",
+           "run_tensor_engine", "to_json_ready", "workload_of"]
 
 
 def policy_of(cfg) -> str:
@@ -374,3 +374,58 @@ def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
                           "tensor": None, "kernel": None, "kernel_name": None,
                           "pages_needed": None, "free_pages": None, "largest_free_pages": None}
     return add_seconds(res, f_hz)
+
+
+def run_driver_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
+                      required_order=None, check=False) -> dict:
+    """A policy on the driver engine: its planner gives DriverHints (None: demand paging);
+    DriverOptions = defaults < the policy's `extra["driver"]` < the run's engine.compat."""
+    from g10fast.engine.driver import (DriverHints, driver_options, iteration_stats,
+                                       simulate_driver)
+    from g10fast.results import add_seconds, new_result, workload_summary
+
+    if trace is not None:
+        raise InputError("the driver engine writes no event trace yet", param="--trace")
+    base = dict(rec.extra.get("driver") or {})
+    if rec.extra.get("driver_from_options") is not None:
+        base.update(rec.extra["driver_from_options"](spec.policy.options))
+    opts = driver_options(spec.engine.compat, base)
+    w = ctx.workload
+    if plan is None and rec.planner is not None:
+        plan = rec.planner(ctx)
+    if plan is not None and not isinstance(plan, DriverHints):
+        raise InputError("the driver engine takes DriverHints (a policy of the driver engine)",
+                         param="plan")
+    n_iter = int(spec.engine.num_iteration)
+    w_sim = _perturbed(w, spec.engine)
+    run = simulate_driver(w_sim, spec.system, opts, plan, num_iteration=n_iter,
+                          required_order=required_order)
+    iterations = iteration_stats(run, w_sim, n_iter)
+    if check:
+        from g10fast.engine.driver import check_invariants
+        from g10fast.errors import InvariantError
+        try:
+            check_invariants(run, w_sim)
+        except AssertionError as e:
+            raise InvariantError(f"invariant broken in the driver engine's run: {e}") from None
+    res = new_result(spec, "driver", _model_label(spec))
+    res.update({
+        "iterations": iterations,
+        # the steady state: the last iteration (the first populates memory by zero-fill)
+        "reported": len(iterations) - 1 if iterations else None,
+        "workload": workload_summary(w, run.params["gpu_pages"]),
+        "system": run.params,
+        "driver_options": dataclasses.asdict(opts),
+        "warnings": {},
+        "tensor_order": "ascending" if required_order is None else "given",
+        "kernels": run.kernels,
+        "failure": run.failure,
+    })
+    res["status"] = run.status
+    if plan is not None:
+        res["plan"] = {"policy": rec.name, "hints": int(len(plan.issue)),
+                       **{k: v for k, v in plan.info.items()
+                          if isinstance(v, (int, float, str, bool))}}
+    if check:
+        res["invariant_checks"] = len(run.kernels)
+    return add_seconds(res, run.params["f_hz"])

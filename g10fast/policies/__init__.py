@@ -22,17 +22,22 @@ register_engine(EngineRecord("page", "g10fast.run:run_page_engine",
 register_engine(EngineRecord("tensor", "g10fast.run:run_tensor_engine",
                              "the artifact's tensor-granular FN engine: explicit allocation, "
                              "GDS and host transfers"))
+register_engine(EngineRecord("driver", "g10fast.run:run_driver_engine",
+                             "the real nvidia-uvm driver: 2 MiB VA blocks, fault batches, "
+                             "density prefetch, 2 MiB root-chunk eviction"))
 
 #: the built-in policies, one module each
-BUILTIN = ("ideal", "base_uvm", "flashneuron", "deepum", "g10_gds", "g10")
+BUILTIN = ("ideal", "base_uvm", "flashneuron", "deepum", "g10_gds", "g10",
+           "uvm_driver", "tbnp", "pump", "g10_driver", "deepum_driver", "deepum_learned")
 
 for _m in BUILTIN:
     _mod = importlib.import_module(f"g10fast.policies.{_m}")
     for _rec in getattr(_mod, "RECORDS", None) or (_mod.RECORD,):
         register(_rec)
 
-#: the default comparison: every built-in policy, Ideal first
-DEFAULT_POLICIES = tuple(names())
+#: the default comparison: every built-in policy of the G10-compatible engines, Ideal first
+#: (the driver engine's policies answer another question: docs/driver-engine.md)
+DEFAULT_POLICIES = tuple(r.name for r in records() if r.engine != "driver")
 
 #: trace-driven swapping on the `swap` engine (docs/allocators.md): registered, not in the
 #: default comparison

@@ -1,0 +1,191 @@
+"""PUMP (ASP-DAC'22) on the driver engine (`pump`; specs/seed-policies.md §1).
+
+At each kernel launch PUMP prefetches the kernel's memory blocks (cudaMemPrefetchAsync on one
+private stream) and makes the kernel wait for them (E2, the stream barrier). The prefetch
+stream first waits for the oldest launched kernels to finish, popped from a FIFO window until
+the union of the window's block bytes plus the new kernel's fits under a cap (% of GPU
+memory). With the CPU running ahead without bound (`cpu_model = infinite_runahead`, the
+launch clock by default, E1), the pops depend only on sizes: prefetch(k) is issued at the
+end of kernel gate[k], the last kernel popped (at time 0 if none); `iteration_sync` holds the
+launches of an iteration until the previous one ended and `launch_queue_depth` bounds how far
+the CPU runs ahead. Blocks are whole tensors or their first bytes (E3, the cuBLAS size bug).
+Eviction is the driver's."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from g10fast.errors import InputError
+from g10fast.policies.registry import PolicyRecord
+
+CUDNN = ("Conv2d", "BatchNorm2d")
+CUBLAS = ("Linear", "Dot", "BatchMatMul")
+
+
+@dataclass(frozen=True)
+class Options:
+    #: window cap, % of GPU memory; -1: PUMP's auto rule (framework hooks 100; else any cuDNN
+    #: block 100; else 60)
+    cap_factor: int = -1
+    #: "library_calls" (an unmodified framework: cuDNN calls all tensors, cuBLAS operands,
+    #: native kernels only pointers that were cuDNN blocks), "framework_hooks" (every tensor)
+    coverage: str = "library_calls"
+    #: cuBLAS operand sizes taken as element counts used as bytes (quirk 1)
+    cublas_size_bug: bool = True
+    #: cuBLAS calls never enter the window; their blocks join the next kernel's (quirk 2)
+    cublas_macro_bug: bool = True
+    #: "stream_barrier" (E2: the kernel starts after its prefetches) or "overlap" (it starts
+    #: at once and waits only on the pages it touches that are still in flight)
+    wait: str = "stream_barrier"
+    #: the driver's eviction under PUMP: "alloc2m" (the driver's), "access2m", "lru4k"
+    evict: str = "alloc2m"
+    #: E1, the CPU launch clock: "infinite_runahead" (the CPU is always ahead: kernel k's
+    #: launch, and so its prefetch, may happen at the start of the run) or "iteration_sync"
+    #: (the training loop syncs once per iteration: no launch of iteration i + 1 before the
+    #: end of iteration i)
+    cpu_model: str = "infinite_runahead"
+    #: at most this many launched kernels ahead of the GPU (0: unbounded) [ours]
+    launch_queue_depth: int = 0
+
+    def check(self):
+        if not (self.cap_factor == -1 or 1 <= self.cap_factor <= 100):
+            raise InputError(f"must be -1 (auto) or 1..100, got {self.cap_factor}",
+                             param="policy.cap_factor")
+        if self.coverage not in ("library_calls", "framework_hooks"):
+            raise InputError(f"must be library_calls or framework_hooks, got "
+                             f"{self.coverage!r}", param="policy.coverage")
+        if self.wait not in ("stream_barrier", "overlap"):
+            raise InputError(f"must be stream_barrier or overlap, got {self.wait!r}",
+                             param="policy.wait")
+        if self.cpu_model not in ("infinite_runahead", "iteration_sync"):
+            raise InputError(f"must be infinite_runahead or iteration_sync, got "
+                             f"{self.cpu_model!r}", param="policy.cpu_model")
+        if self.launch_queue_depth < 0:
+            raise InputError(f"must be >= 0, got {self.launch_queue_depth}",
+                             param="policy.launch_queue_depth")
+        if self.evict not in ("alloc2m", "access2m", "lru4k"):
+            raise InputError(f"must be alloc2m, access2m or lru4k, got {self.evict!r}",
+                             param="policy.evict")
+
+
+def _kind(name: str) -> str:
+    head = name.split("_")[0]
+    return "cudnn" if head in CUDNN else "cublas" if head in CUBLAS else "native"
+
+
+def kernel_blocks(w, options, dtype_bytes: int = 4) -> tuple[list, bool]:
+    """Per kernel, PUMP's blocks as (tensor, bytes) and whether the kernel is a cuBLAS call;
+    and whether any cuDNN block exists (the auto cap rule)."""
+    from g10fast.planner.deepum import required_csr
+    ptr, idx = required_csr(w)
+    blocks, cublas = [], []
+    cudnn_seen = set()
+    any_cudnn = False
+    for k in range(w.num_kernels):
+        ts = idx[ptr[k]:ptr[k + 1]].tolist()
+        kind = _kind(w.kernel_name[k])
+        if options.coverage == "framework_hooks":
+            b = [(t, int(w.size[t])) for t in ts]
+        elif kind == "cudnn":
+            b = [(t, int(w.size[t])) for t in ts]
+            cudnn_seen.update(ts)
+            any_cudnn = True
+        elif kind == "cublas":
+            div = dtype_bytes if options.cublas_size_bug else 1
+            b = [(t, max(1, int(w.raw_size[t]) // div)) for t in ts]
+        else:
+            outs = [t for t in w.outputs(k).tolist() if t in cudnn_seen]
+            b = [(outs[0], int(w.size[outs[0]]))] if outs else []
+        blocks.append(b)
+        cublas.append(kind == "cublas" and options.coverage == "library_calls"
+                      and options.cublas_macro_bug)
+    return blocks, cublas, any_cudnn
+
+
+def window_gates(blocks: list, carry: list, cap: int, gpu_bytes: int) -> tuple[list, list]:
+    """PUMP's launch window (prefetch.cpp) over a kernel sequence: blocks[g] the (id, bytes)
+    set of launch g, carry[g]: a cuBLAS call under the macro bug (prefetches, never enters the
+    window; its set joins the next launch's). Returns (gate, prefetched): gate[g] the last
+    popped launch (-1: none) when prefetch(g) is issued, prefetched[g] the blocks it
+    prefetches (every block of the set not larger than the GPU)."""
+    window: deque = deque()
+    ref: dict = {}
+    win_bytes = 0
+    last_pop = -1
+    pending: list = []
+    gates, pref = [], []
+    for g, B in enumerate(blocks):
+        cur = list(dict.fromkeys(pending + list(B)))
+        need = lambda: win_bytes + sum(s for b, s in cur if ref.get((b, s), 0) == 0)  # noqa
+        while need() > cap and window:
+            j, Bj = window.popleft()
+            last_pop = j
+            for key in Bj:
+                ref[key] -= 1
+                if ref[key] == 0:
+                    win_bytes -= key[1]
+        gates.append(last_pop)
+        pref.append([(b, s) for b, s in cur if s <= gpu_bytes])
+        if carry[g]:
+            pending = cur
+            continue
+        pending = []
+        window.append((g, cur))
+        for key in cur:
+            if ref.get(key, 0) == 0:
+                win_bytes += key[1]
+            ref[key] = ref.get(key, 0) + 1
+    return gates, pref
+
+
+def planner(ctx):
+    from g10fast.engine.driver import DriverHints, HINT_KINDS
+    from g10fast.workload.model import PAGE_SIZE
+    w, o = ctx.workload, ctx.options
+    n_iter = int(ctx.engine.num_iteration)
+    K = w.num_kernels
+    gpu_bytes = int(float(ctx.system.gpu_memory_gb) * 2**30)
+    blocks, cublas, any_cudnn = kernel_blocks(w, o, int(w.meta.get("dtype_bytes", 4)))
+    factor = o.cap_factor
+    if factor == -1:
+        factor = 100 if (o.coverage == "framework_hooks" or any_cudnn) else 60
+    cap = gpu_bytes * factor // 100
+    gates, pref = window_gates(blocks * n_iter, cublas * n_iter, cap, gpu_bytes)
+    iss, sp, npg = [], [], []
+    wait = np.full(n_iter * K, -1, np.int64)
+    start = w.start_page.astype(np.int64)
+    for g in range(n_iter * K):
+        first = gates[g] + 1                     # after the end of the last popped kernel
+        if o.cpu_model == "iteration_sync":
+            first = max(first, (g // K) * K)     # launched once the previous iteration ended
+        if o.launch_queue_depth:
+            first = max(first, g - o.launch_queue_depth)
+        first = max(first, iss[-1] if iss else 0)    # one FIFO stream: rows stay in order
+        for t, nbytes in pref[g]:
+            iss.append(first)
+            sp.append(int(start[t]))
+            npg.append(-(-nbytes // PAGE_SIZE))
+        if pref[g] and o.wait == "stream_barrier":
+            wait[g] = len(iss) - 1
+    n = len(iss)
+    kinds = np.full(n, HINT_KINDS["prefetch"], np.int64)
+    return DriverHints(np.asarray(iss, np.int64), np.asarray(sp, np.int64),
+                       np.asarray(npg, np.int64), kinds, wait,
+                       info={"cap_factor": int(factor), "cap_bytes": int(cap),
+                             "coverage": o.coverage,
+                             "covered_bytes_per_iteration": int(sum(
+                                 s for g in range(K) for _, s in pref[g]))})
+
+
+RECORD = PolicyRecord(
+    name="pump", display="PUMP", engine="driver", plan_depends_on_host=False,
+    planner=planner, options=Options, aliases=("pump-um",),
+    paper="PUMP (ASP-DAC'22): profiling-free unified memory prefetcher",
+    description="launch-time prefetch of each kernel's blocks, byte-bounded launch window, "
+                "stream barrier; the driver's eviction",
+    order=120, colour="#e377c2",
+    extra={"driver": {}, "driver_from_options": lambda o: {
+        "evict": o.evict, "inflight_overlap": o.wait == "overlap"}})

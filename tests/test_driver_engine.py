@@ -1,0 +1,354 @@
+"""The driver engine (g10fast/engine/driver*.py): against its plain-Python twin on small
+synthetic workloads, conservation after every run, the density and TBN trees against
+hand-worked cases, PUMP's launch window against a hand-worked sequence, the runner."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from driver_twin import Twin, marked_region, twin_simulate  # noqa: F401
+from synth import make_workload
+
+from g10fast.engine import driver_kernels as dk
+from g10fast.engine.driver import (DriverHints, DriverOptions, check_invariants, driver_options,
+                                   simulate_driver, system_params, transfer_gbps)
+from g10fast.errors import InputError
+from g10fast.system import System
+from g10fast.workload.model import PAGE_SIZE
+
+
+def tiny_system(chunks=2, host_pages=600, **kw):
+    return System(gpu_memory_gb=chunks * 2**21 / 2**30, gpu_frequency_ghz=1.2,
+                  host_memory_gb=host_pages * PAGE_SIZE / 2**30, host_link_gbps=16.0,
+                  ssd_bandwidth_gbps=3.2, fault_latency_us=45.0, **kw)
+
+
+def small_workload(seed):
+    return make_workload(seed, n_kernels=7, n_tensors=44, max_pages=150, max_kernel_pages=400,
+                         p_workspace=0.2)
+
+
+def compare(w, system, opts, hints=None, n_iter=2):
+    run = simulate_driver(w, system, opts, hints, num_iteration=n_iter)
+    prm = system_params(system, opts)
+    kern, cnts, loc, fail = twin_simulate(w, prm, opts, hints, n_iter)
+    assert (run.status != "ok") == fail
+    if fail:
+        return run
+    assert run.kernels.tolist() == [list(r) for r in kern]
+    keys = ("alloc", "in_cpu", "in_ssd", "out_cpu", "out_ssd", "clean", "discard", "prefetched",
+            "faults", "batches", "pf_cycles", "grown")
+    assert run.counters.tolist() == [[c[k] for k in keys] for c in cnts]
+    assert run.loc.tolist() == loc
+    check_invariants(run, w)
+    return run
+
+
+COMBOS = list(itertools.product(("density", "tbn", "none"), ("alloc2m", "access2m", "lru4k"),
+                                (False, True)))
+
+
+@pytest.mark.parametrize("i,combo", list(enumerate(COMBOS)))
+def test_engine_matches_twin(i, combo):
+    pf, ev, clean = combo
+    opts = DriverOptions(prefetcher=pf, evict=ev, skip_clean_writeback=clean,
+                         fault_batch=(256, 16, 64)[i % 3],
+                         transfer_curve=("uvmsmart", "flat")[i % 2],
+                         big_page_kib=(64, 16)[(i // 2) % 2],
+                         density_threshold=(51, 30)[(i // 5) % 2])
+    w = small_workload(100 + i)
+    system = tiny_system(chunks=3, host_pages=(700, 150)[i % 2])
+    run = compare(w, system, opts)
+    assert run.status == "ok"
+    assert run.counters[:, dk.C_FAULTS].sum() > 0
+    c = run.counters.sum(axis=0)
+    assert c[dk.C_OUT_CPU] + c[dk.C_OUT_SSD] + c[dk.C_CLEAN_DROP] > 0     # evictions
+    if i % 2 and not clean:
+        assert c[dk.C_OUT_SSD] > 0                            # the host spilled to the SSD
+
+
+def random_hints(w, seed, n_iter=2, with_wait=True):
+    rng = np.random.default_rng(seed)
+    G = n_iter * w.num_kernels
+    n = 25
+    iss = np.sort(rng.integers(0, G, n))
+    t = rng.integers(0, w.num_tensors, n)
+    sp = w.start_page[t].astype(np.int64)
+    npg = np.maximum(1, (w.n_pages[t] * rng.uniform(0.2, 1.0, n)).astype(np.int64))
+    kind = rng.choice([0, 0, 0, 1, 2, 3], n).astype(np.int64)
+    wait = None
+    if with_wait:
+        wait = np.full(G, -1, np.int64)
+        for g in range(G):
+            rows = np.nonzero(iss <= g)[0]
+            if len(rows) and rng.random() < 0.5:
+                wait[g] = rows[-1]
+    return DriverHints(iss, sp, npg, kind, wait, preevict_fraction=0.5)
+
+
+@pytest.mark.parametrize("seed,ev,clean", [(1, "alloc2m", False), (2, "access2m", True),
+                                           (3, "lru4k", False), (4, "lru4k", True),
+                                           (5, "alloc2m", True), (6, "access2m", False)])
+def test_hints_match_twin(seed, ev, clean):
+    w = small_workload(200 + seed)
+    opts = DriverOptions(evict=ev, skip_clean_writeback=clean, fault_batch=32,
+                         inflight_overlap=seed % 2 == 0)
+    run = compare(w, tiny_system(chunks=3, host_pages=300), opts, random_hints(w, seed))
+    assert run.status == "ok"
+    assert run.counters[:, dk.C_PREFETCHED].sum() > 0
+
+
+def test_failure_when_a_batch_needs_more_chunks_than_the_gpu():
+    w = small_workload(7)
+    opts = DriverOptions(fault_batch=4096)
+    run = compare(w, tiny_system(chunks=1), opts)
+    if run.status != "ok":
+        assert run.failure["reason"].startswith("no evictable root chunk")
+
+
+def test_fits_in_memory_no_writeback_second_iteration():
+    w = small_workload(11)
+    system = tiny_system(chunks=64)
+    run = compare(w, system, DriverOptions())
+    c = run.counters
+    assert c[1, dk.C_OUT_CPU] == 0 and c[1, dk.C_IN_CPU] == 0 and c[1, dk.C_FAULTS] == 0
+    unused = int((np.bincount(np.r_[w.in_idx, w.out_idx], minlength=w.num_tensors) == 0)
+                 @ w.n_pages)
+    # every used page is zero-filled once; the density prefetcher may populate unused ones
+    assert w.num_pages - unused <= c[0, dk.C_ALLOC] <= w.num_pages
+    # second iteration is compute only
+    K = w.num_kernels
+    assert run.kernels[2 * K - 1, dk.K_END] - run.kernels[K - 1, dk.K_END] \
+        == int(w.exec_cycles.sum())
+
+
+# --------------------------------------------------------------------------------------------
+# hand-worked trees
+
+def region(resident=(), faulted=(), prefetcher="density", thr=51, big=16, n_exist=512):
+    mark = np.zeros(512, np.uint8)
+    exist = np.zeros(512, np.uint8)
+    exist[:n_exist] = 1
+    for p in resident:
+        mark[p] = 1
+    fl = np.asarray(list(faulted) + [0] * (512 - len(faulted)), np.int64)
+    out = np.zeros(512, np.uint8)
+    scr = (np.zeros((dk.LEVELS, 512), np.int32), np.zeros((dk.LEVELS, 512), np.int32),
+           np.zeros((dk.LEVELS, 512), np.uint8), np.zeros(512, np.int64))
+    res = set(resident)
+    dk.prefetch_region(mark, exist, fl, len(faulted), dk.PREFETCHERS_CODE[prefetcher]
+                       if hasattr(dk, "PREFETCHERS_CODE") else
+                       {"none": 0, "density": 1, "tbn": 2}[prefetcher], thr, big, out, *scr)
+    got = {int(o) for o in np.nonzero(out)[0]} - res
+    # the twin agrees
+    tw = marked_region([1 if i in res else 0 for i in range(512)], exist.tolist(),
+                       list(faulted), prefetcher, thr, big) - res
+    assert got == tw
+    return got
+
+
+def test_density_single_fault_is_its_big_page():
+    # 16 of 16 marked (100 %); 16/32 = 50 % is not over 51 %: the 64 KiB big page only
+    assert region(faulted=[3]) == set(range(0, 16))
+
+
+def test_density_grows_to_largest_dense_subtree():
+    # marks 0..47: [0,32) 100 %, [0,64) 75 %, [0,128) 37.5 %: the region is [0,64)
+    assert region(resident=range(16, 48), faulted=[0]) == set(range(0, 16)) | set(range(48, 64))
+
+
+def test_density_takes_the_largest_even_above_a_sparse_level():
+    # fault 0 (0..15) + resident 32..255: [0,32) 50 % fails, [0,64) 75 %, [0,128) 87.5 %,
+    # [0,256) 93.75 % pass, [0,512) 46.9 % fails: [0,256)
+    assert region(resident=range(32, 256), faulted=[0]) == set(range(0, 32))
+
+
+def test_density_threshold_edge():
+    # 262 of 512 marked: 26200 > 26112: the whole block
+    assert region(resident=range(16, 262), faulted=[0]) == set(range(0, 16)) | set(range(262, 512))
+    # 261 of 512: 26100 < 26112: only [0,256)
+    assert region(resident=range(16, 261), faulted=[0]) == set(range(0, 16))
+    # a threshold of 50 takes it
+    assert region(resident=range(16, 261), faulted=[0], thr=50) == \
+        set(range(0, 16)) | set(range(261, 512))
+
+
+def test_density_partial_block():
+    # a VA block with 40 pages: fault at 33 -> big page 32..39 (exists), [32,40) of [32,64)
+    # is 8/8 existing = 100 %, [0,64): 8/40 = 20 %
+    assert region(faulted=[33], n_exist=40) == set(range(32, 40))
+
+
+def test_tbn_fills_leaf_over_half_and_cascades():
+    # leaf [16,32) has 9 of 16 (> half): filled; [0,32) then full; [0,64) 32/64 is not > half
+    assert region(resident=range(16, 25), faulted=[0], prefetcher="tbn") == \
+        set(range(0, 16)) | set(range(25, 32))
+    # [48,64) has 8/16 (not > half) at the leaf level, but [0,64) has 56/64: filled there
+    assert region(resident=range(16, 56), faulted=[0], prefetcher="tbn") == \
+        set(range(0, 16)) | set(range(56, 64))
+
+
+def test_none_is_big_page_only():
+    assert region(resident=range(16, 400), faulted=[5], prefetcher="none") == set(range(16))
+
+
+# --------------------------------------------------------------------------------------------
+# PUMP's window
+
+def test_pump_window_hand_worked():
+    from g10fast.policies.pump import window_gates
+    blocks = [[("A", 4)], [("B", 5)], [("A", 4), ("C", 3)], [("D", 12)], [("E", 1)],
+              [("F", 2)], [("G", 30)]]
+    carry = [False, False, False, False, True, False, False]
+    gates, pref = window_gates(blocks, carry, cap=10, gpu_bytes=20)
+    # g2: 9 + 3 > 10 -> pop g0 (A still referenced by g2's set: 5 + 4 + 3 > 10) -> pop g1
+    # g3: D alone exceeds the cap: the window empties (pop g2) and it goes on
+    # g4: a cuBLAS call (macro bug): pops g3, never enters the window; E joins g5's set
+    # g6: G is larger than the GPU: not prefetched
+    assert gates == [-1, -1, 1, 2, 3, 3, 5]
+    assert pref[5] == [("E", 1), ("F", 2)]
+    assert pref[6] == []
+    assert pref[3] == [("D", 12)]
+
+
+# --------------------------------------------------------------------------------------------
+# transfers, options, the runner
+
+def test_uvmsmart_curve_anchor_values():
+    # anchors.md §4: a 16 GB/s link -> about 2.2 GB/s at 4 KiB, 10.4 at 64 KiB, 6 at 2 MiB
+    assert transfer_gbps(4096, 16, "uvmsmart", True) == pytest.approx(2.17, abs=0.02)
+    assert transfer_gbps(65536, 16, "uvmsmart", True) == pytest.approx(10.39, abs=0.02)
+    assert transfer_gbps(2**21, 16, "uvmsmart", True) == pytest.approx(5.99, abs=0.02)
+    assert transfer_gbps(2**21, 16, "flat", True) == 16
+
+
+def test_bad_options_are_input_errors():
+    with pytest.raises(InputError):
+        driver_options({"prefetcher": "bogus"})
+    with pytest.raises(InputError):
+        driver_options({"no_such": 1})
+    with pytest.raises(InputError):
+        driver_options({"fault_batch": 0})
+
+
+DRIVER_POLICIES = ["uvm", "tbnp", "pump", "g10@driver", "deepum@driver", "deepum-learned"]
+
+
+@pytest.mark.parametrize("policy", DRIVER_POLICIES)
+def test_runner_policies(policy):
+    from g10fast.run import run
+    from g10fast.spec import WorkloadSource, make_spec
+    w = make_workload(3, n_kernels=10, n_tensors=20, max_pages=200, max_kernel_pages=600)
+    opts = {"coverage": "framework_hooks"} if policy == "pump" else None
+    spec = make_spec(WorkloadSource("builtin", "bert-base", 1), tiny_system(chunks=3), policy,
+                     opts, engine={"num_iteration": 3})
+    r = run(spec, workload=w)
+    assert r["status"] == "ok" and r["engine"] == "driver"
+    assert r["driver_options"]["prefetcher"] in ("density", "tbn")
+    assert r["reported"] == 2
+    it = r["iterations"][2]
+    assert it["exe_time_cycles"] >= it["ideal_exe_time_cycles"] == int(w.exec_cycles.sum())
+    assert it["exe_time_s"] > 0
+    if policy != "uvm" and policy != "tbnp":
+        assert r["plan"]["hints"] > 0
+
+
+def test_driver_policies_not_in_the_default_comparison_and_no_trace(tmp_path):
+    from g10fast import policies
+    from g10fast.run import run
+    from g10fast.spec import WorkloadSource, make_spec
+    assert not set(policies.DEFAULT_POLICIES) & {"uvm", "tbnp", "pump", "g10_driver",
+                                                 "deepum_driver", "deepum_learned"}
+    assert policies.get("g10@driver").engine == "driver"
+    spec = make_spec(WorkloadSource("builtin", "bert-base", 1), tiny_system(chunks=3), "uvm")
+    with pytest.raises(InputError):
+        run(spec, workload=small_workload(1), trace_path=tmp_path / "t.h5")
+    with pytest.raises(InputError):
+        make_spec(WorkloadSource("builtin", "bert-base", 1), tiny_system(), "pump",
+                  {"cap_factor": 0})
+
+
+def test_deepum_learned_hints_follow_the_fault_log():
+    from g10fast.policies.deepum_learned import learned_hints
+    w = small_workload(5)
+    K = w.num_kernels
+    fk = np.array([0, 0, 1, 3, 5], np.int64)
+    fb = np.array([0, 2, 1, 4, 3], np.int64)
+    h = learned_hints(w, fk, fb, degree=2, n_iter=3, invalidate=False)
+    rows = list(zip(h.issue.tolist(), h.start_page.tolist(), h.kind.tolist()))
+    # iteration 0 learns: no hint; iteration 1, kernel 0: the blocks of kernels 1 and 2;
+    # then kernel k: the blocks of kernel k + 2 (mod K)
+    assert all(g >= K for g, _, _ in rows)
+    assert [(g, s) for g, s, _ in rows if g == K] == [(K, 512)]
+    assert [(g, s) for g, s, _ in rows if g == K + 1] == [(K + 1, 4 * 512)]
+    assert [(g, s) for g, s, _ in rows if g == K + 3] == [(K + 3, 3 * 512)]
+    assert [(g, s) for g, s, _ in rows if g == 2 * K] == []         # kernel 2 never faulted
+    assert set(k for _, _, k in rows) == {0}
+    hd = learned_hints(w, fk, fb, degree=2, n_iter=2, invalidate=True)
+    assert (hd.kind == 2).any() and (hd.issue >= K).all()
+
+
+def test_pump_planner_rows_issue_after_the_gate_and_wait():
+    from g10fast.planner.deepum import required_csr
+    from g10fast.policies import get
+    from g10fast.policies.registry import PlanContext
+    from g10fast.system import EngineOptions
+    w = small_workload(6)
+    rec = get("pump")
+    system = tiny_system(chunks=3)
+    o = rec.make_options({"coverage": "framework_hooks", "cap_factor": 10})
+    h = rec.planner(PlanContext(w, system, o, EngineOptions(num_iteration=2), None))
+    K = w.num_kernels
+    ptr, idx = required_csr(w)
+    n_per = [sum(1 for t in idx[ptr[k]:ptr[k + 1]] if w.n_pages[t] > 0) for k in range(K)]
+    assert len(h.issue) == 2 * sum(n_per)
+    assert (np.diff(h.issue) >= 0).all()
+    # every kernel waits for its own last row, issued no later than the kernel itself
+    row = 0
+    for g in range(2 * K):
+        row += n_per[g % K]
+        assert h.wait[g] == row - 1
+        assert h.issue[row - 1] <= g
+    assert h.info["cap_bytes"] == int(system.gpu_memory_gb * 2**30) // 10
+
+
+def test_deepum_learned_pre_eviction_rows():
+    from g10fast.policies.deepum_learned import learned_hints
+    w = small_workload(5)
+    K = w.num_kernels
+    fk = np.array([0, 1, 2], np.int64)
+    fb = np.array([0, 1, 2], np.int64)
+    h = learned_hints(w, fk, fb, degree=1, n_iter=2, invalidate=False, pre_evict=True,
+                      pre_evict_fraction=0.5)
+    pre = sorted((int(g), int(s)) for g, s, k in zip(h.issue, h.start_page, h.kind) if k == 3)
+    # kernel k pre-evicts kernel k-1's blocks outside kernels k, k+1: k = 1, 2, 3 (mod K)
+    assert pre == [(K + 1, 0), (K + 2, 512), (K + 3, 1024)]
+    assert h.preevict_fraction == 0.5
+    run = compare(w, tiny_system(chunks=3, host_pages=300), DriverOptions(), h)
+    assert run.status == "ok"
+
+
+def test_pump_launch_clock_options():
+    from g10fast.policies import get
+    from g10fast.policies.registry import PlanContext
+    from g10fast.system import EngineOptions
+    w = small_workload(6)
+    K = w.num_kernels
+    rec = get("pump")
+    ctx = lambda **o: PlanContext(w, tiny_system(chunks=3),  # noqa: E731
+                                  rec.make_options({"coverage": "framework_hooks", **o}),
+                                  EngineOptions(num_iteration=2), None)
+    free = rec.planner(ctx(cap_factor=100))
+    sync = rec.planner(ctx(cap_factor=100, cpu_model="iteration_sync"))
+    depth = rec.planner(ctx(cap_factor=100, launch_queue_depth=2))
+    assert len(free.issue) == len(sync.issue) == len(depth.issue)
+    # rows are issued no earlier than with an unbounded CPU, and in order
+    assert (sync.issue >= free.issue).all() and (depth.issue >= free.issue).all()
+    assert (np.diff(sync.issue) >= 0).all() and (np.diff(depth.issue) >= 0).all()
+    # kernel g's rows: no earlier than its iteration's start (sync) and than g - 2 (depth)
+    row_g = np.searchsorted(free.wait, np.arange(len(free.issue)))    # wait rows ascend
+    assert (sync.issue >= (row_g // K) * K).all()
+    assert (depth.issue >= row_g - 2).all()
