@@ -32,6 +32,8 @@ State layout (few packed arrays, so that the hot functions take few arguments):
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 
 from g10fast.engine.jit import jit, kernel_nonrt, kernel_nonrt_ieee
@@ -764,6 +766,23 @@ def _tick_repeats(S, stage, q, qlen, half, t_next, deepum, wait, c_moved, gpu_us
 # may alias for the compiler, so every S access would otherwise be a memory operation).
 # ----------------------------------------------------------------------------------------
 
+# The parameters a busy tick reads, from S once per `_busy_ticks` call: GPU frames, host line
+# (pages), per-tick caps (pages: GPU link, CPU link, SSD link, allocations), DeepUM policy
+# (bool), LRU capacity and its mask, LRU head position (not moved during a tick). A tuple of
+# locals (registers), where reads of S, which may alias the arrays written in the tick, would
+# be memory loads on every page.
+TickParams = namedtuple("TickParams", ["G", "HOST", "GPU_CAP", "CPU_CAP", "SSD_CAP",
+                                       "ALLOC_CAP", "deepum", "lcap", "lm", "hd"])
+
+
+@_kernel_inline
+def _tick_params(S):
+    """The busy tick's parameters (`TickParams`) from S."""
+    return TickParams(S[P_G], S[P_HOST], S[P_GPU_CAP], S[P_CPU_CAP], S[P_SSD_CAP],
+                      S[P_ALLOC_CAP], S[P_DEEPUM] != 0, S[P_LCAP], S[P_LCAP] - 1,
+                      S[S_LRU_HEAD])
+
+
 @_kernel_inline
 def _fresh_counters(host_used, HOST):
     """A tick's counters at its start (§9.3): c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd,
@@ -781,15 +800,15 @@ def _next_stage_after_failure(stage):
 
 
 @_kernel_inline
-def _stage_admission(stage, rescue, S, deepum, wait, gpu_used, host_used, c_in, c_in_ssd,
+def _stage_admission(stage, rescue, S, prm, wait, gpu_used, host_used, c_in, c_in_ssd,
                      c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc):
     """Stage `stage`'s queue and whether it admits a page now. The DeepUM "lock-up" rescue
     (§9.2) is decided once, when the regular stages are over: when it does not start, the
     tick's stages end (stage _G_END is returned). Returns stage, queue, admitted, rescue."""
-    GPU_CAP = S[P_GPU_CAP]
-    CPU_CAP = S[P_CPU_CAP]
-    SSD_CAP = S[P_SSD_CAP]
-    HOST = S[P_HOST]
+    GPU_CAP = prm.GPU_CAP
+    CPU_CAP = prm.CPU_CAP
+    SSD_CAP = prm.SSD_CAP
+    HOST = prm.HOST
     if stage == _G_PE_SSD:
         return stage, Q_PREEVICT_SSD, c_out_ssd < SSD_CAP and c_out < GPU_CAP, rescue
     if stage == _G_PE_CPU:
@@ -798,31 +817,31 @@ def _stage_admission(stage, rescue, S, deepum, wait, gpu_used, host_used, c_in, 
                                   or (not host_full and c_out_cpu < CPU_CAP))
         return stage, Q_PREEVICT_CPU, ok, rescue
     if stage == _G_RS_SSD and not rescue:
-        if not (deepum and S[S_RESCHED] != 0 and S[S_R_STARTED] == 0 and wait > 0
+        if not (prm.deepum and S[S_RESCHED] != 0 and S[S_R_STARTED] == 0 and wait > 0
                 and c_in + c_out == 0):
             return _G_END, 0, False, rescue
         rescue = True
-    evict_ok = gpu_used < S[P_G] or (c_out < GPU_CAP and
-                                     (host_used < HOST or c_out_ssd < SSD_CAP))
+    evict_ok = gpu_used < prm.G or (c_out < GPU_CAP and
+                                    (host_used < HOST or c_out_ssd < SSD_CAP))
     ok = _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc, GPU_CAP, CPU_CAP, SSD_CAP,
-                S[P_ALLOC_CAP])
+                prm.ALLOC_CAP)
     return stage, _STAGE_QUEUE[stage], ok, rescue
 
 
 @_kernel_inline
 def _batch_limit(nb, is_fetch_s, is_pre_s, fsrc, a_src, b_ev, b_dest, gpu_used, host_used,
-                 c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, S):
+                 c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, prm):
     """How many of the next nb pages (of one queued run, one tensor, with LRU room) the
     fetch fast path may move at once: the run is cut where a counter would reach its cap
     (incoming, per-link, allocation, outgoing when each page needs a victim going to
     b_dest), or the GPU or the host would fill, so that the admission tests, the forced
     source and destination and the queue pop are settled once for the run, after it."""
-    G = S[P_G]
-    HOST = S[P_HOST]
-    GPU_CAP = S[P_GPU_CAP]
-    CPU_CAP = S[P_CPU_CAP]
-    SSD_CAP = S[P_SSD_CAP]
-    ALLOC_CAP = S[P_ALLOC_CAP]
+    G = prm.G
+    HOST = prm.HOST
+    GPU_CAP = prm.GPU_CAP
+    CPU_CAP = prm.CPU_CAP
+    SSD_CAP = prm.SSD_CAP
+    ALLOC_CAP = prm.ALLOC_CAP
     if is_fetch_s:
         if GPU_CAP - c_in < nb:
             nb = GPU_CAP - c_in
@@ -954,7 +973,7 @@ def _fast_victim(dnp, deepum, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, l
 
 
 @_kernel_inline
-def _fetch_fast(stage, q, qh, t, it, k, tt, srt, pstate, lru, qb, S, pcie, bnd, counters,
+def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, bnd, counters,
                 gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan, dum_end,
                 tc_a, tc_b, tc_c):
     """Fetch fast path of a batcher tick (untraced): the allocating stage `stage`'s pages
@@ -969,16 +988,16 @@ def _fetch_fast(stage, q, qh, t, it, k, tt, srt, pstate, lru, qb, S, pcie, bnd, 
     general path must take the next page (fast_block) and the tick's state. The tick's
     counters travel as one tuple, as in `_general_page`."""
     c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed = counters
-    G = S[P_G]
-    HOST = S[P_HOST]
-    GPU_CAP = S[P_GPU_CAP]
-    CPU_CAP = S[P_CPU_CAP]
-    SSD_CAP = S[P_SSD_CAP]
-    ALLOC_CAP = S[P_ALLOC_CAP]
-    deepum = S[P_DEEPUM] != 0
-    lcap = S[P_LCAP]
-    lm = lcap - 1
-    hd = S[S_LRU_HEAD]                  # not moved during a tick
+    G = prm.G
+    HOST = prm.HOST
+    GPU_CAP = prm.GPU_CAP
+    CPU_CAP = prm.CPU_CAP
+    SSD_CAP = prm.SSD_CAP
+    ALLOC_CAP = prm.ALLOC_CAP
+    deepum = prm.deepum
+    lcap = prm.lcap
+    lm = prm.lm
+    hd = prm.hd
     qm = qb.shape[1] - 1
     half = qb.shape[1] // 2
     ii = S[P_II]
@@ -1065,7 +1084,7 @@ def _fetch_fast(stage, q, qh, t, it, k, tt, srt, pstate, lru, qb, S, pcie, bnd, 
                 b_dest = NOT_PRESENT
             nb = _batch_limit(nb, is_fetch_s, is_pre_s, fsrc, a_src, b_ev, b_dest, gpu_used,
                               host_used, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd,
-                              c_out_cpu, c_alloc, S)
+                              c_out_cpu, c_alloc, prm)
             b_lo = vt_lo if vt_req == 0 else 0
             b_hi = vt_hi if vt_req == 0 else 0
             b_win = tt[_u(vt_T), TT_WIN] != 0
@@ -1287,15 +1306,15 @@ def _select_victim(deepum, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, 
 
 
 @_kernel_inline
-def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, tt, srt, pstate, lru, qb, S, ev,
+def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev,
                 c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait,
                 live_warn, lru_tail, lru_cur, lru_scan, tc_b):
     """§9.3 evict: page v leaves the GPU for dest (NOT_PRESENT: dropped). ev_slot is its LRU
     slot when it is a victim (ev_pf), -1 for a pre-eviction (its entry is then left stale).
     A page of a required tensor is queued again as a fault. Errors (a live page dropped by
     a pre-eviction, host overflow) go to S[S_ERROR]. Returns the tick's state after it."""
-    HOST = S[P_HOST]
-    lm = S[P_LCAP] - 1
+    HOST = prm.HOST
+    lm = prm.lm
     tc_b = _tpos(srt, tc_b, v)
     T = srt[1, _u(tc_b)]
     st0 = np.int64(pstate[_u(v)])
@@ -1333,8 +1352,8 @@ def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, tt, srt, pstate, lru, 
         gpu_used -= 1
         if n != 0:
             c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
-                dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, S[P_CPU_CAP],
-                S[P_SSD_CAP])
+                dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, prm.CPU_CAP,
+                prm.SSD_CAP)
         if trace:
             _emit_run(ev, S, S_OUT_OPEN, t, EV_EVICT, it, k, T, v, IN_GPU, dest,
                       1 if ev_slot >= 0 else 0)
@@ -1359,11 +1378,12 @@ def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, tt, srt, pstate, lru, 
 
 
 @_kernel_inline
-def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, tt, pstate, lru, S, ev,
+def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, pstate, lru, S,
+                ev,
                 c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan):
     """§9.3 alloc_page: page p (at a_src, of tensor a_tensor) takes a free GPU frame, at the
     LRU tail (the list compacted first when it is full). Returns the tick's state after it."""
-    lm = S[P_LCAP] - 1
+    lm = prm.lm
     if a_src == IN_CPU:
         host_used -= 1
         if c_fed == IN_SSD:
@@ -1372,7 +1392,7 @@ def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, tt, pstate
     st0 = np.int64(pstate[_u(p)])
     # (IN_GPU is written before a compaction, which reads the page states)
     pstate[_u(p)] = (st0 & ~LOC_MASK) | IN_GPU
-    if lru_tail - S[S_LRU_HEAD] >= S[P_LCAP]:
+    if lru_tail - prm.hd >= prm.lcap:
         S[S_LRU_TAIL] = lru_tail
         S[S_LRU_CUR] = lru_cur
         S[S_LRU_SCAN] = lru_scan
@@ -1390,7 +1410,7 @@ def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, tt, pstate
 
 
 @_kernel_inline
-def _general_page(stage, q, t, it, k, trace, tt, srt, pstate, lru, qb, S, ev, counters,
+def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev, counters,
                   gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
                   lru_scan, dum_end, tc_a, tc_b, tc_c):
     """General path of a batcher tick: the head page p of stage `stage`'s queue q, which the
@@ -1402,10 +1422,10 @@ def _general_page(stage, q, t, it, k, trace, tt, srt, pstate, lru, qb, S, ev, co
     c_fed; with them one by one, the call would have more than 30 arguments, which CPython
     passes as *args, and Numba cannot inline such a call.)"""
     c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed = counters
-    G = S[P_G]
-    deepum = S[P_DEEPUM] != 0
-    lm = S[P_LCAP] - 1
-    hd = S[S_LRU_HEAD]                  # not moved during a tick
+    G = prm.G
+    deepum = prm.deepum
+    lm = prm.lm
+    hd = prm.hd
     qm = qb.shape[1] - 1
     p = qb[q, _u(S[S_QH + q] & qm), 0]
 
@@ -1481,7 +1501,7 @@ def _general_page(stage, q, t, it, k, trace, tt, srt, pstate, lru, qb, S, ev, co
     if ev_v >= 0:
         (c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait, live_warn,
          lru_tail, lru_cur, lru_scan, tc_b) = _evict_page(
-            ev_v, ev_dest, ev_slot, ev_pf, t, it, k, trace, tt, srt, pstate, lru, qb, S, ev,
+            ev_v, ev_dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev,
             c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait,
             live_warn, lru_tail, lru_cur, lru_scan, tc_b)
         if stage <= _G_PE_CPU:
@@ -1497,13 +1517,13 @@ def _general_page(stage, q, t, it, k, trace, tt, srt, pstate, lru, qb, S, ev, co
 
     # ---- give page p a GPU frame (§9.3 alloc_page) ----
     c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan = _alloc_page(
-        p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, tt, pstate, lru, S, ev, c_fed,
+        p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, pstate, lru, S, ev, c_fed,
         gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan)
 
     # ---- stage bookkeeping ----
     if is_fetch:
         c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
-            fetch_src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, S[P_CPU_CAP], S[P_SSD_CAP])
+            fetch_src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, prm.CPU_CAP, prm.SSD_CAP)
         if stage == _G_PRE_SSD or stage == _G_PRE_CPU:
             _q_pop(qb, S, q)
         elif c_ffs != NOT_KNOWN and c_ffs != fetch_src:
@@ -1578,8 +1598,8 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
     The hot scalar state (per-tick counters, memory use, wait-set size, LRU positions,
     lookup caches) is kept in local variables for the whole run of ticks, passed to and
     returned by the stage functions, and written back to S at the end."""
-    HOST = S[P_HOST]
-    deepum = S[P_DEEPUM] != 0
+    prm = _tick_params(S)
+    HOST = prm.HOST
     trace = S[P_TRACE] != 0
     it = S[S_CUR_ITER]
     k = S[S_CUR_KERNEL]
@@ -1608,7 +1628,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
         stage = _G_PE_SSD
         while stage < _G_END:
             stage, q, ok, rescue = _stage_admission(
-                stage, rescue, S, deepum, wait, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu,
+                stage, rescue, S, prm, wait, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu,
                 c_out, c_out_ssd, c_out_cpu, c_alloc)
             if stage >= _G_END:
                 break
@@ -1631,7 +1651,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                                         c_out_cpu, c_alloc, c_ffs, c_fed),
                  gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan, tc_a, tc_b,
                  tc_c) = _fetch_fast(
-                    stage, q, qh, t, it, k, tt, srt, pstate, lru, qb, S, pcie, bnd,
+                    stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, bnd,
                     (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
                      c_fed), gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan,
                     dum_end, tc_a, tc_b, tc_c)
@@ -1641,7 +1661,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
             (stage, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
                      c_fed), gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
              lru_scan, dum_end, tc_a, tc_b, tc_c) = _general_page(
-                stage, q, t, it, k, trace, tt, srt, pstate, lru, qb, S, ev,
+                stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev,
                 (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
                 gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan,
                 dum_end, tc_a, tc_b, tc_c)
