@@ -36,7 +36,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from g10fast.engine.jit import jit, kernel_nonrt, kernel_nonrt_ieee
+from g10fast.engine.jit import kernel_nonrt, kernel_nonrt_ieee
 # ---- page locations (G10's PageLocation enum, g10fast.engine.locations) ----
 from g10fast.engine.locations import (  # noqa: F401  (re-exported: pk.IN_GPU and the like)
     IN_CPU, IN_GPU, IN_GPU_LEAST, IN_SSD, NOT_KNOWN, NOT_PRESENT)
@@ -257,11 +257,14 @@ _u = np.uint64
 # The stall model divides by bandwidths that can be 0 (O-11): IEEE semantics, not Python's
 # ZeroDivisionError.
 _kernel_ieee = kernel_nonrt_ieee
-# The stages of a busy tick (`_busy_ticks` and the functions it calls) are inlined into it
-# by Numba (its IR, before LLVM sees it), so that its hot scalar state stays in registers
-# across them; compiled as plain calls, the tick state would go through memory on each call
-# (traced runs, a call per page, were 20% slower so).
-_kernel_inline = jit(_nrt=False, inline="always")
+# The stages of a busy tick (`_busy_ticks` and the functions it calls) are plain compiled
+# calls, like the small helpers above them: LLVM inlines the small ones where it pays, and the
+# large ones (the fetch fast path, the general path) are called once per stage run or page,
+# each running its own loop with its state in registers. Numba's IR inlining
+# (`inline="always"`) of all of them into `_busy_ticks` gave bit-identical results but a
+# slower busy tick (BERT-128 lru +5.5 %, ResNet152-256 lru +6.6 %) and a first compile about
+# 10 s longer (benchmarks/results/engine_split.jsonl).
+_kernel_stage = kernel_nonrt
 
 
 # ----------------------------------------------------------------------------------------
@@ -775,7 +778,7 @@ TickParams = namedtuple("TickParams", ["G", "HOST", "GPU_CAP", "CPU_CAP", "SSD_C
                                        "ALLOC_CAP", "deepum", "lcap", "lm", "hd"])
 
 
-@_kernel_inline
+@_kernel_stage
 def _tick_params(S):
     """The busy tick's parameters (`TickParams`) from S."""
     return TickParams(S[P_G], S[P_HOST], S[P_GPU_CAP], S[P_CPU_CAP], S[P_SSD_CAP],
@@ -783,7 +786,7 @@ def _tick_params(S):
                       S[S_LRU_HEAD])
 
 
-@_kernel_inline
+@_kernel_stage
 def _fresh_counters(host_used, HOST):
     """A tick's counters at its start (§9.3): c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd,
     c_out_cpu, c_alloc all 0, no forced fetch source, and the eviction destination forced to
@@ -792,14 +795,14 @@ def _fresh_counters(host_used, HOST):
     return 0, 0, 0, 0, 0, 0, 0, NOT_KNOWN, c_fed
 
 
-@_kernel_inline
+@_kernel_stage
 def _next_stage_after_failure(stage):
     """The stage after a failed allocation (no victim, an error): the next one, except that
     prefetch-from-SSD also skips prefetch-from-CPU (the artifact groups them)."""
     return _G_PREALLOC if stage == _G_PRE_SSD else stage + 1
 
 
-@_kernel_inline
+@_kernel_stage
 def _stage_admission(stage, rescue, S, prm, wait, gpu_used, host_used, c_in, c_in_ssd,
                      c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc):
     """Stage `stage`'s queue and whether it admits a page now. The DeepUM "lock-up" rescue
@@ -828,7 +831,7 @@ def _stage_admission(stage, rescue, S, prm, wait, gpu_used, host_used, c_in, c_i
     return stage, _STAGE_QUEUE[stage], ok, rescue
 
 
-@_kernel_inline
+@_kernel_stage
 def _batch_limit(nb, is_fetch_s, is_pre_s, fsrc, a_src, b_ev, b_dest, gpu_used, host_used,
                  c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, prm):
     """How many of the next nb pages (of one queued run, one tensor, with LRU room) the
@@ -870,7 +873,7 @@ def _batch_limit(nb, is_fetch_s, is_pre_s, fsrc, a_src, b_ev, b_dest, gpu_used, 
     return nb
 
 
-@_kernel_inline
+@_kernel_stage
 def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, pstate, lru,
                 lm, hd, lru_tail, lru_cur, lru_scan, wait, vt_d):
     """Move pages p, p+1, ... (at most nb, while they are at a_src) to the GPU, each with a
@@ -923,7 +926,7 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, ps
     return m, lru_tail, lru_cur, lru_scan, wait, vt_d
 
 
-@_kernel_inline
+@_kernel_stage
 def _fast_victim(dnp, deepum, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
                  dum_end, tc_c, wt_lo, wt_hi, wt_win):
     """The fetch fast path's victim for one page (§8): DeepUM non-PF (dnp, §8.2): the first
@@ -972,7 +975,7 @@ def _fast_victim(dnp, deepum, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, l
     return vslot, v, vst0, tc_c, wt_lo, wt_hi, wt_win
 
 
-@_kernel_inline
+@_kernel_stage
 def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, bnd, counters,
                 gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan, dum_end,
                 tc_a, tc_b, tc_c):
@@ -1232,7 +1235,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
             gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan, tc_a, tc_b, tc_c)
 
 
-@_kernel_inline
+@_kernel_stage
 def _select_victim(deepum, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
                    dum_end, tc_c):
     """Victim selection of the general path (§8) for a page that needs a GPU frame when the
@@ -1305,7 +1308,7 @@ def _select_victim(deepum, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, 
     return slot, lru_cur, lru_scan, dum_end, tc_c
 
 
-@_kernel_inline
+@_kernel_stage
 def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev,
                 c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait,
                 live_warn, lru_tail, lru_cur, lru_scan, tc_b):
@@ -1377,7 +1380,7 @@ def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, 
             live_warn, lru_tail, lru_cur, lru_scan, tc_b)
 
 
-@_kernel_inline
+@_kernel_stage
 def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, pstate, lru, S,
                 ev,
                 c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan):
@@ -1409,7 +1412,7 @@ def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, p
     return c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan
 
 
-@_kernel_inline
+@_kernel_stage
 def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev, counters,
                   gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
                   lru_scan, dum_end, tc_a, tc_b, tc_c):
@@ -1419,8 +1422,7 @@ def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, e
     to the other prefetch queue instead; a stage without a victim is over). Returns the
     stage the tick goes on with and the tick's state. (The tick's counters travel as one
     tuple, `counters`: c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
-    c_fed; with them one by one, the call would have more than 30 arguments, which CPython
-    passes as *args, and Numba cannot inline such a call.)"""
+    c_fed; one by one, they would make a call of more than 30 arguments.)"""
     c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed = counters
     G = prm.G
     deepum = prm.deepum
@@ -1536,7 +1538,7 @@ def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, e
             lru_scan, dum_end, tc_a, tc_b, tc_c)
 
 
-@_kernel_inline
+@_kernel_stage
 def _tick_end(t, it, k, trace, S, pcie, bnd, ev, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd,
               c_out_cpu, c_alloc, wait):
     """The end of a busy tick at time t (§9.6): it opens a transfer period if none is open,
@@ -1562,7 +1564,7 @@ def _tick_end(t, it, k, trace, S, pcie, bnd, ev, c_in, c_in_ssd, c_in_cpu, c_out
     return t, resumed
 
 
-@_kernel_inline
+@_kernel_stage
 def _next_tick_busy(t, S, bnd_cap, half):
     """Whether run_engine's next event (same tests) would be another busy tick at time t,
     with nothing to drain or grow first: no pause due, some queue holding a page, none past
