@@ -36,7 +36,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from g10fast.engine.jit import kernel_nonrt, kernel_nonrt_ieee
+from g10fast.engine.jit import jit, kernel_nonrt, kernel_nonrt_ieee
 # ---- page locations (G10's PageLocation enum, g10fast.engine.locations) ----
 from g10fast.engine.locations import (  # noqa: F401  (re-exported: pk.IN_GPU and the like)
     IN_CPU, IN_GPU, IN_GPU_LEAST, IN_SSD, NOT_KNOWN, NOT_PRESENT)
@@ -257,14 +257,17 @@ _u = np.uint64
 # The stall model divides by bandwidths that can be 0 (O-11): IEEE semantics, not Python's
 # ZeroDivisionError.
 _kernel_ieee = kernel_nonrt_ieee
-# The stages of a busy tick (`_busy_ticks` and the functions it calls) are plain compiled
-# calls, like the small helpers above them: LLVM inlines the small ones where it pays, and the
-# large ones (the fetch fast path, the general path) are called once per stage run or page,
-# each running its own loop with its state in registers. Numba's IR inlining
-# (`inline="always"`) of all of them into `_busy_ticks` gave bit-identical results but a
-# slower busy tick (BERT-128 lru +5.5 %, ResNet152-256 lru +6.6 %) and a first compile about
+# The stages of a busy tick that run once per stage or tick (`_stage_admission`, the fetch
+# fast path `_fetch_fast` and its helpers, `_tick_end`, ...) are plain compiled calls, like the
+# small helpers above them: LLVM inlines the small ones, and `_fetch_fast` runs its own loop
+# with its state in registers. The general path, taken once per page (`_general_page`,
+# `_select_victim`, `_evict_page`, `_alloc_page`), is inlined by Numba into `_busy_ticks`
+# (its IR, before LLVM sees it), so that the tick's state stays in registers across it
+# (compiled as calls, traced runs, a call per page, were 20% slower). Numba's IR inlining of
+# every stage gave bit-identical results but a slower busy tick and a first compile about
 # 10 s longer (benchmarks/results/engine_split.jsonl).
 _kernel_stage = kernel_nonrt
+_kernel_page = jit(_nrt=False, inline="always")
 
 
 # ----------------------------------------------------------------------------------------
@@ -1235,7 +1238,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
             gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan, tc_a, tc_b, tc_c)
 
 
-@_kernel_stage
+@_kernel_page
 def _select_victim(deepum, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
                    dum_end, tc_c):
     """Victim selection of the general path (§8) for a page that needs a GPU frame when the
@@ -1308,7 +1311,7 @@ def _select_victim(deepum, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, 
     return slot, lru_cur, lru_scan, dum_end, tc_c
 
 
-@_kernel_stage
+@_kernel_page
 def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev,
                 c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait,
                 live_warn, lru_tail, lru_cur, lru_scan, tc_b):
@@ -1380,7 +1383,7 @@ def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, 
             live_warn, lru_tail, lru_cur, lru_scan, tc_b)
 
 
-@_kernel_stage
+@_kernel_page
 def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, pstate, lru, S,
                 ev,
                 c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan):
@@ -1412,7 +1415,7 @@ def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, p
     return c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan
 
 
-@_kernel_stage
+@_kernel_page
 def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev, counters,
                   gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
                   lru_scan, dum_end, tc_a, tc_b, tc_c):
@@ -1422,7 +1425,8 @@ def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, e
     to the other prefetch queue instead; a stage without a victim is over). Returns the
     stage the tick goes on with and the tick's state. (The tick's counters travel as one
     tuple, `counters`: c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
-    c_fed; one by one, they would make a call of more than 30 arguments.)"""
+    c_fed; with them one by one, the call would have more than 30 arguments, which CPython
+    passes as *args, and Numba cannot inline such a call.)"""
     c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed = counters
     G = prm.G
     deepum = prm.deepum
