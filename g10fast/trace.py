@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .engine import locations
 from .errors import InputError
 
 SCHEMA_VERSION = 1
@@ -108,12 +109,12 @@ PAGELESS_KINDS = frozenset({EventKind.TRANSFER})
 class Location(enum.IntEnum):
     """Value of the ``src`` / ``dst`` columns (-1: none)."""
 
-    NOT_PRESENT = 0
-    IN_SSD = 1
-    IN_CPU = 2
-    IN_GPU = 3
-    NOT_KNOWN = 4
-    IN_GPU_LEAST = 5
+    NOT_PRESENT = locations.NOT_PRESENT
+    IN_SSD = locations.IN_SSD
+    IN_CPU = locations.IN_CPU
+    IN_GPU = locations.IN_GPU
+    NOT_KNOWN = locations.NOT_KNOWN
+    IN_GPU_LEAST = locations.IN_GPU_LEAST
 
 
 KIND_NAMES = [k.name for k in EventKind]

@@ -32,147 +32,148 @@ State layout (few packed arrays, so that the hot functions take few arguments):
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
-from numba import njit
 
-# ---- page locations (G10's PageLocation enum) ----
-NOT_PRESENT = 0
-IN_SSD = 1
-IN_CPU = 2
-IN_GPU = 3
-NOT_KNOWN = 4
-IN_GPU_LEAST = 5
+from g10fast.engine.jit import jit, kernel_nonrt, kernel_nonrt_ieee
+# ---- page locations (G10's PageLocation enum, g10fast.engine.locations) ----
+from g10fast.engine.locations import (  # noqa: F401  (re-exported: pk.IN_GPU and the like)
+    IN_CPU, IN_GPU, IN_GPU_LEAST, IN_SSD, NOT_KNOWN, NOT_PRESENT)
 
-LOC_MASK = 3
-F_TRANSFER = 4
-F_WAIT = 8
-GEN_SHIFT = 4
+# ---- page state pstate[p] (uint8, read as int64) ----
+LOC_MASK = 3       # bits 0-1: location (NOT_PRESENT, IN_SSD, IN_CPU, IN_GPU)
+F_TRANSFER = 4     # bit 2: in transfer
+F_WAIT = 8         # bit 3: member of the wait set
+GEN_SHIFT = 4      # bits 4-7: LRU generation (stale LRU entries carry another)
 GEN_MASK = 15
 RES_MASK = LOC_MASK | F_TRANSFER     # (st & RES_MASK) == IN_GPU: resident, not in transfer
 
-# ---- queues ----
-Q_PF_CPU = 0
-Q_PF_SSD = 1
-Q_PF_ALLOC = 2
-Q_PREFETCH_SSD = 3
-Q_PREFETCH_CPU = 4
-Q_PREALLOC = 5
-Q_PREEVICT_SSD = 6
-Q_PREEVICT_CPU = 7
+# ---- queues of page runs qb[q, cap, 2] (first page, count) ----
+Q_PF_CPU = 0       # demand faults on pages in CPU memory
+Q_PF_SSD = 1       # demand faults on pages in SSD
+Q_PF_ALLOC = 2     # demand allocations (first touch)
+Q_PREFETCH_SSD = 3  # planned prefetches from SSD
+Q_PREFETCH_CPU = 4  # planned prefetches from CPU
+Q_PREALLOC = 5     # planned allocations
+Q_PREEVICT_SSD = 6  # planned evictions to SSD
+Q_PREEVICT_CPU = 7  # planned evictions to CPU
 NQ = 8
 
-# ---- tensor table columns tt[T, ...] ----
-TT_START = 0
-TT_NP = 1
-TT_GLOBAL = 2
-TT_BIRTH = 3
-TT_DEATH = 4
-TT_RAW = 5
-TT_REQ = 6         # required by the current kernel
-TT_WIN = 7         # in the DeepUM window
-TT_RES = 8         # pages IN_GPU and not in transfer
+# ---- tensor table columns tt[T, ...] (int64) ----
+TT_START = 0       # first virtual page of the tensor
+TT_NP = 1          # its size, pages
+TT_GLOBAL = 2      # 1: global (alive for the whole run), else 0
+TT_BIRTH = 3       # kernel that creates it (index)
+TT_DEATH = 4       # first kernel at which it is dead (index; -1: alive in its birth kernel only)
+TT_RAW = 5         # its size, bytes (before page alignment)
+TT_REQ = 6         # 1: required by the current kernel
+TT_WIN = 7         # 1: in the DeepUM window
+TT_RES = 8         # pages IN_GPU and not in transfer (kept exact; compared with TT_NP)
 TT_COLS = 9
 
-# ---- kernel table columns kt[K + 1, ...] ----
+# ---- kernel table columns kt[K + 1, ...] (int64) ----
 KT_IN = 0          # kernel k's tensors in kidx: inputs kidx[kt[k, 0]:kt[k, 1]], then the
-KT_OO = 1          # output-only ones kidx[kt[k, 1]:kt[k + 1, 0]]
-KT_EXEC = 2
-KT_INPF = 3
-KT_PF = 4
+KT_OO = 1          # output-only ones kidx[kt[k, 1]:kt[k + 1, 0]] (positions in kidx)
+KT_EXEC = 2        # execution time without faults, cycles
+KT_INPF = 3        # execution time with its inputs faulting (profiled), cycles
+KT_PF = 4          # execution time with all its tensors faulting (profiled), cycles
 KT_COLS = 5
 
-# ---- float parameters F[...] ----
-F_GPU_BPC = 0
-F_SSD_BPC = 1
-F_FREQ = 2         # f as double
+# ---- float parameters F[...] (float64) ----
+F_GPU_BPC = 0      # GPU PCIe bandwidth, bytes per cycle
+F_SSD_BPC = 1      # SSD PCIe bandwidth, bytes per cycle
+F_FREQ = 2         # GPU frequency, Hz (f as double)
 NP_FLOAT = 3
 
-# ---- scalar state S[...] ----
-S_KB_PENDING = 0
-S_KB_TIME = 1
-S_KB_SEQ = 2
-S_KB_KERNEL = 3
-S_KB_NEWITER = 4   # the pending kernel event starts a new iteration
-S_TICK_TIME = 5
-S_TICK_SEQ = 6
-S_SEQ = 7
-S_CUR_KERNEL = 8
-S_CUR_ITER = 9
-S_RESCHED = 10
-S_R_FIRST = 11
-S_R_PFTIME = 12
-S_R_STARTED = 13
-S_R_INTR = 14
-S_R_CPU = 15
-S_R_SSD = 16
-S_R_NP = 17
-S_GPU_USED = 18
-S_HOST_USED = 19
-S_WAIT = 20
-S_XFER = 21        # data_transferring
-S_HINT = 22        # hint cursor
-S_LRU_HEAD = 23
-S_LRU_TAIL = 24
-S_LRU_CUR = 25     # LRU cursor ("suggested LRU base"); == tail means END
-S_NSTAT = 26
-S_NBND = 27
-S_NEV = 28
-S_DONE = 29
-S_ERROR = 30
-S_ERR_A = 31
-S_ERR_B = 32
-S_IN_OPEN = 33     # index of the last incoming event (run merging), -1 none
-S_OUT_OPEN = 34
-S_LIVE_WARN = 35   # "PF EVICTING LIVING PAGE" warnings
-S_DEEPUM_END = 36  # DeepUM sticky END (O-15)
-S_AMP_RAW = 37
-S_AMP_ALIGNED = 38
-S_TC_A = 39        # page -> tensor lookup caches (positions in srt)
-S_TC_B = 40
-S_TC_C = 41
+# ---- scalar state S[...] (int64); times in GPU cycles, memory in pages ----
+S_KB_PENDING = 0   # 1: a kernel event (a kernel begins, or resumes) is pending
+S_KB_TIME = 1      # its time, cycles
+S_KB_SEQ = 2       # its sequence number (orders events of equal time)
+S_KB_KERNEL = 3    # its kernel (index)
+S_KB_NEWITER = 4   # 1: the pending kernel event starts a new iteration
+S_TICK_TIME = 5    # time of the next batcher tick, cycles
+S_TICK_SEQ = 6     # its sequence number
+S_SEQ = 7          # next sequence number to hand out
+S_CUR_KERNEL = 8   # current kernel (index)
+S_CUR_ITER = 9     # current iteration (0-based)
+S_RESCHED = 10     # 1: the current kernel waits for its faults (rescheduled, §9.6)
+S_R_FIRST = 11     # time of its first (faulting) start, cycles
+S_R_PFTIME = 12    # its stall-model run time from that first start, cycles (§7)
+S_R_STARTED = 13   # 1: it has resumed (its resume event is queued)
+S_R_INTR = 14      # its fault counts over its starts: interruptions,
+S_R_CPU = 15       # pages faulted from CPU,
+S_R_SSD = 16       # pages faulted from SSD,
+S_R_NP = 17        # pages allocated on first touch (not present)
+S_GPU_USED = 18    # GPU frames in use, pages
+S_HOST_USED = 19   # host memory in use, pages
+S_WAIT = 20        # size of the wait set (pages with F_WAIT), pages
+S_XFER = 21        # 1: a transfer period is open (data_transferring)
+S_HINT = 22        # hint cursor (row of ht applied next)
+S_LRU_HEAD = 23    # LRU list head, position in lru (monotonic, taken modulo P_LCAP)
+S_LRU_TAIL = 24    # LRU list tail (one past the last entry), position
+S_LRU_CUR = 25     # LRU cursor ("suggested LRU base"), position; == tail means END
+S_NSTAT = 26       # kernel statistics rows written to kstat
+S_NBND = 27        # transfer boundary rows written to bnd
+S_NEV = 28         # event rows written to ev
+S_DONE = 29        # 1: the simulation has ended
+S_ERROR = 30       # error code (E_*), E_NONE while all is well
+S_ERR_A = 31       # the error's detail: the page (host overflow) or kernel (refault)
+S_ERR_B = 32       # (unused, reserved for a second detail)
+S_IN_OPEN = 33     # index in ev of the last incoming event (run merging), -1 none
+S_OUT_OPEN = 34    # index in ev of the last outgoing event (run merging), -1 none
+S_LIVE_WARN = 35   # "PF EVICTING LIVING PAGE" warnings, count
+S_DEEPUM_END = 36  # 1: DeepUM's cursor is stuck at END (O-15)
+S_AMP_RAW = 37     # bytes of the faulted tensors, raw (fault amplification numerator)
+S_AMP_ALIGNED = 38  # bytes of the faulted tensors, page-aligned
+S_TC_A = 39        # page -> tensor lookup caches (positions in srt): allocated pages,
+S_TC_B = 40        # victims,
+S_TC_C = 41        # DeepUM window tests
 S_REQ_K = 42       # kernel whose required set is marked in tt[:, TT_REQ], -1 none
 S_WIN_K = 43       # first kernel of the DeepUM window marked in tt[:, TT_WIN], -1 none
-S_EV_PAUSE = 44    # pause when S_NEV reaches this
-S_STAT_PAUSE = 45  # pause when S_NSTAT reaches this
+S_EV_PAUSE = 44    # pause when S_NEV reaches this (rows)
+S_STAT_PAUSE = 45  # pause when S_NSTAT reaches this (rows)
 S_LRU_STALE = 46   # pages removed from the LRU list with their slot unknown since the last
                    # compaction (0: every entry that is not a tombstone is live)
 S_LRU_SCAN = 47    # entries before this position are ineligible victims for good (reset at
                    # compaction)
-S_QH = 48          # queue heads S[S_QH + q] (monotonic counters)
-S_QT = 56          # queue tails
-# integer parameters
-P_G = 64           # GPU frames
+S_QH = 48          # queue heads S[S_QH + q], q < NQ (monotonic run counters)
+S_QT = 56          # queue tails S[S_QT + q] (monotonic run counters)
+# integer parameters (set once by page.py)
+P_G = 64           # GPU memory, frames (pages)
 P_HOST = 65        # host memory line, pages
 P_II = 66          # batcher tick, cycles
-P_GPU_CAP = 67
-P_CPU_CAP = 68
-P_SSD_CAP = 69
-P_ALLOC_CAP = 70
-P_NUM_ITER = 71
-P_USE_PREFETCH = 72
-P_DEEPUM = 73      # migration + eviction policy DEEPUM
-P_DEGREE = 74      # prefetch_degree
-P_IS_UVM = 75
-P_TRACE = 76       # write events
+P_GPU_CAP = 67     # pages a tick may move over the GPU link (each way)
+P_CPU_CAP = 68     # pages a tick may move over the CPU link (each way)
+P_SSD_CAP = 69     # pages a tick may move over the SSD link (each way)
+P_ALLOC_CAP = 70   # pages a tick may allocate (tick / malloc time per page)
+P_NUM_ITER = 71    # iterations to run
+P_USE_PREFETCH = 72  # 1: apply the planner's hints
+P_DEEPUM = 73      # 1: migration + eviction policy DEEPUM
+P_DEGREE = 74      # prefetch_degree (DeepUM window, kernels)
+P_IS_UVM = 75      # 1: UVM (pages move), 0: ideal mode
+P_TRACE = 76       # 1: write events to ev
 P_F_HZ = 77        # uint64 GPU frequency in Hz (integer, for O-1)
-P_LSYS = 78        # int(system_latency_us)
-P_LSSD = 79        # int(SSD_latency_us)
-# per-tick counters
-C_IN = 80
-C_IN_SSD = 81
-C_IN_CPU = 82
-C_OUT = 83
-C_OUT_SSD = 84
-C_OUT_CPU = 85
-C_ALLOC = 86
-C_FFS = 87         # forced_fetch_src
-C_FED = 88         # forced_evc_dest
-# fault-scan counts of a kernel start: intr, cpu/ssd/np in, cpu/ssd/np out, total in/out
+P_LSYS = 78        # int(system_latency_us), microseconds
+P_LSSD = 79        # int(SSD_latency_us), microseconds
+# per-tick counters (of the last busy tick; pages, or a location)
+C_IN = 80          # pages fetched into the GPU
+C_IN_SSD = 81      # of which from SSD
+C_IN_CPU = 82      # of which from CPU
+C_OUT = 83         # pages evicted from the GPU (to SSD or CPU; drops not counted)
+C_OUT_SSD = 84     # of which to SSD
+C_OUT_CPU = 85     # of which to CPU
+C_ALLOC = 86       # pages given a GPU frame (fetched or allocated)
+C_FFS = 87         # forced_fetch_src: a location, NOT_KNOWN when not forced
+C_FED = 88         # forced_evc_dest: a location, NOT_KNOWN when not forced
+P_LCAP = 89        # capacity of the LRU ring (a power of two); lru[P_LCAP:] holds one
+                   # word per page bucket: the mask of generations its stale entries carry
+# fault-scan counts of a kernel start (§6.3), S[S_CNT + i]: 0 interruptions; 1-3 input pages
+# from CPU, SSD, not present; 4-6 output pages from CPU, SSD, not present; 7-8 input and
+# output pages in all
 S_CNT = 90
 S_HOST_PEAK = 99   # the most host pages ever in use (a run at a host line above it is the
                    # same run: every comparison with the line comes out the same)
-P_LCAP = 89        # capacity of the LRU ring (a power of two); lru[P_LCAP:] holds one
-                   # word per page bucket: the mask of generations its stale entries carry
 NS = 100
 STALE_BUCKETS = 1 << 16
 
@@ -183,14 +184,15 @@ ST_ERROR = 2
 
 # error codes (S[S_ERROR])
 E_NONE = 0
-E_QUEUE_OVERFLOW = 1
-E_NO_VICTIM = 2
-E_HOST_OVERFLOW = 3
-E_DEAD_LIVE_EVICT = 4
-E_REFAULT_AFTER_RESUME = 5
-E_BUFFER_OVERFLOW = 6
+E_QUEUE_OVERFLOW = 1        # a page queue is full
+E_NO_VICTIM = 2             # the GPU is full and no page can be evicted
+E_HOST_OVERFLOW = 3         # an eviction to CPU finds the host memory full (page: S_ERR_A)
+E_DEAD_LIVE_EVICT = 4       # a planned eviction drops a live page
+E_REFAULT_AFTER_RESUME = 5  # a resumed kernel faults again (O-14; kernel: S_ERR_A)
+E_BUFFER_OVERFLOW = 6       # the event buffer is full
 
-# event kinds (g10fast.trace)
+# event kinds (g10fast.trace); event rows ev[n, EV_COLS] hold time (cycles), kind,
+# iteration, kernel, tensor, first page, page count, src, dst, value (trace.COL_*)
 EV_KERNEL = 0
 EV_FAULT = 1
 EV_FETCH = 2
@@ -201,28 +203,29 @@ EV_DEALLOC = 6
 EV_TRANSFER = 7
 EV_COLS = 10
 
-# kernel statistics columns
-KS_ITER = 0
-KS_KERNEL = 1
-KS_START = 2
-KS_END = 3
-KS_INTR = 4
-KS_CPU = 5
-KS_SSD = 6
-KS_NP = 7
-KS_HOST = 8
-KS_GPU = 9
+# kernel statistics columns kstat[n, ...] (int64), one row per completed kernel
+KS_ITER = 0        # iteration
+KS_KERNEL = 1      # kernel (index)
+KS_START = 2       # start (its first start, when it faulted), cycles
+KS_END = 3         # end, cycles
+KS_INTR = 4        # page-fault interruptions (pages found in transfer), count
+KS_CPU = 5         # pages faulted from CPU
+KS_SSD = 6         # pages faulted from SSD
+KS_NP = 7          # pages allocated on first touch
+KS_HOST = 8        # host memory in use at completion, pages
+KS_GPU = 9         # GPU frames in use at completion, pages
 KS_COLS = 10
 
-# per-iteration pcie columns
-PC_ALLOC = 0
-PC_IN = 1
-PC_IN_SSD = 2
-PC_IN_CPU = 3
-PC_OUT = 4
-PC_OUT_SSD = 5
-PC_OUT_CPU = 6
+# per-iteration traffic columns pcie[it, ...] (int64), sums of the busy ticks' counters
+PC_ALLOC = 0       # pages given a GPU frame
+PC_IN = 1          # pages fetched into the GPU
+PC_IN_SSD = 2      # of which from SSD
+PC_IN_CPU = 3      # of which from CPU
+PC_OUT = 4         # pages evicted from the GPU (to SSD or CPU)
+PC_OUT_SSD = 5     # of which to SSD
+PC_OUT_CPU = 6     # of which to CPU
 PC_COLS = 7
+# transfer boundaries bnd[n, 3] (int64): iteration, time (cycles), 1 begin / 0 end
 
 # batcher stages (§9.2), in order
 _G_PE_SSD = 0      # pre-evict to SSD
@@ -242,17 +245,29 @@ _STAGE_QUEUE = (Q_PREEVICT_SSD, Q_PREEVICT_CPU, Q_PF_SSD, Q_PF_CPU, Q_PF_ALLOC, 
                 Q_PREFETCH_CPU, Q_PREALLOC, Q_PREFETCH_SSD, Q_PREFETCH_CPU, Q_PREALLOC)
 
 
-# Every function here is compiled without Numba's reference counting (`_nrt=False`): none
-# allocates, and the atomic increments and decrements that NRT wraps around each array
-# argument of each call otherwise cost more than the page moves themselves.
-_kernel = njit(cache=True, _nrt=False)
+# Every function here is compiled without Numba's reference counting (`_nrt=False`, see
+# g10fast.engine.jit): none allocates, and the atomic increments and decrements that NRT
+# wraps around each array argument of each call otherwise cost more than the page moves
+# themselves.
+_kernel = kernel_nonrt
 # Array indices that are never negative are cast to unsigned where they are used (`_u`): Numba
 # then leaves out the negative-index wrap-around (a sign test, an add of the length, and in
 # these register-starved loops a reload of the length from the stack) on every access.
 _u = np.uint64
 # The stall model divides by bandwidths that can be 0 (O-11): IEEE semantics, not Python's
 # ZeroDivisionError.
-_kernel_ieee = njit(cache=True, _nrt=False, error_model="numpy")
+_kernel_ieee = kernel_nonrt_ieee
+# The stages of a busy tick that run once per stage or tick (`_stage_admission`, the fetch
+# fast path `_fetch_fast` and its helpers, `_tick_end`, ...) are plain compiled calls, like the
+# small helpers above them: LLVM inlines the small ones, and `_fetch_fast` runs its own loop
+# with its state in registers. The general path, taken once per page (`_general_page`,
+# `_select_victim`, `_evict_page`, `_alloc_page`), is inlined by Numba into `_busy_ticks`
+# (its IR, before LLVM sees it), so that the tick's state stays in registers across it
+# (compiled as calls, traced runs, a call per page, were 20% slower). Numba's IR inlining of
+# every stage gave bit-identical results but a slower busy tick and a first compile about
+# 10 s longer (benchmarks/results/engine_split.jsonl).
+_kernel_stage = kernel_nonrt
+_kernel_page = jit(_nrt=False, inline="always")
 
 
 # ----------------------------------------------------------------------------------------
@@ -503,8 +518,7 @@ def _lru_advance_head(lru, pstate, S):
 
 
 # ----------------------------------------------------------------------------------------
-# batcher (§9.2, §9.3): every stage in one loop, so that victim selection, eviction and
-# allocation are each written (and compiled) once, without calls on the per-page path.
+# batcher (§9.2, §9.3): helpers of the busy tick's stages (the stages themselves below).
 # A failed allocation (no victim, or an error) ends its stage, and the prefetch-from-SSD
 # one also skips the prefetch-from-CPU stage (the artifact's stages are grouped so).
 # ----------------------------------------------------------------------------------------
@@ -606,11 +620,12 @@ def _count_out(dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CA
 def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out_cpu, c_fed,
                   host_used, host_peak, gpu_used, tc_b, lru_tail, lru_cur, lru_scan):
     """Pre-eviction fast path of a batcher tick (untraced): stage `stage`'s queued GPU pages
-    in a tight loop. Each page goes exactly as the general path's pre-eviction in
-    `_busy_ticks` (its LRU entry left stale as `_lru_remove_unknown` does, the cursor's page
-    looked up only when it changes, as in `_dealloc_pages`); the loop stops at a page not in
-    the GPU, of a required tensor or overflowing the host, which the general path then takes.
-    A function of its own, so that the fetch loop of `_busy_ticks` keeps its registers.
+    in a tight loop. Each page goes exactly as the general path's pre-eviction
+    (`_general_page`, `_evict_page`: its LRU entry left stale as `_lru_remove_unknown` does,
+    the cursor's page looked up only when it changes, as in `_dealloc_pages`); the loop stops
+    at a page not in the GPU, of a required tensor or overflowing the host, which the general
+    path then takes.
+    A function of its own (not inlined), so that the fetch loop keeps its registers.
     Returns the number of pages moved and the tick's state after them."""
     SSD_CAP = S[P_SSD_CAP]
     CPU_CAP = S[P_CPU_CAP]
@@ -740,6 +755,842 @@ def _tick_repeats(S, stage, q, qlen, half, t_next, deepum, wait, c_moved, gpu_us
                   S[P_ALLOC_CAP])
 
 
+# ----------------------------------------------------------------------------------------
+# a busy batcher tick, stage by stage (§9.2, §9.3)
+#
+# `_busy_ticks` runs busy ticks one after another; each tick resets its counters
+# (`_fresh_counters`) and runs the stages in order, each taking pages from its queue while
+# it admits them (`_stage_admission`). A stage's pages go by one of three paths, which move
+# them identically: the pre-eviction fast path (`_preevict_run`), the fetch fast path
+# (`_fetch_fast`: runs of pages with `_batch_limit` and `_batch_move`, single pages with
+# `_fast_victim`), both untraced, and the general path (`_general_page`: one page with
+# `_select_victim`, `_evict_page`, `_alloc_page`), which takes everything the fast paths
+# leave to it. Then the tick ends (`_tick_end`), and `_next_tick_busy` says whether the next
+# event is another busy tick that can run here. The hot scalar state (per-tick counters,
+# memory use, wait-set size, LRU positions, lookup caches) travels through these functions
+# as arguments and return values, so that it stays in registers instead of S (the arrays
+# may alias for the compiler, so every S access would otherwise be a memory operation).
+# ----------------------------------------------------------------------------------------
+
+# The parameters a busy tick reads, from S once per `_busy_ticks` call: GPU frames, host line
+# (pages), per-tick caps (pages: GPU link, CPU link, SSD link, allocations), DeepUM policy
+# (bool), LRU capacity and its mask, LRU head position (not moved during a tick). A tuple of
+# locals (registers), where reads of S, which may alias the arrays written in the tick, would
+# be memory loads on every page.
+TickParams = namedtuple("TickParams", ["G", "HOST", "GPU_CAP", "CPU_CAP", "SSD_CAP",
+                                       "ALLOC_CAP", "deepum", "lcap", "lm", "hd"])
+
+
+@_kernel_stage
+def _tick_params(S):
+    """The busy tick's parameters (`TickParams`) from S."""
+    return TickParams(S[P_G], S[P_HOST], S[P_GPU_CAP], S[P_CPU_CAP], S[P_SSD_CAP],
+                      S[P_ALLOC_CAP], S[P_DEEPUM] != 0, S[P_LCAP], S[P_LCAP] - 1,
+                      S[S_LRU_HEAD])
+
+
+@_kernel_stage
+def _fresh_counters(host_used, HOST):
+    """A tick's counters at its start (§9.3): c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd,
+    c_out_cpu, c_alloc all 0, no forced fetch source, and the eviction destination forced to
+    SSD when the host memory is full."""
+    c_fed = IN_SSD if host_used == HOST else NOT_KNOWN
+    return 0, 0, 0, 0, 0, 0, 0, NOT_KNOWN, c_fed
+
+
+@_kernel_stage
+def _next_stage_after_failure(stage):
+    """The stage after a failed allocation (no victim, an error): the next one, except that
+    prefetch-from-SSD also skips prefetch-from-CPU (the artifact groups them)."""
+    return _G_PREALLOC if stage == _G_PRE_SSD else stage + 1
+
+
+@_kernel_stage
+def _stage_admission(stage, rescue, S, prm, wait, gpu_used, host_used, c_in, c_in_ssd,
+                     c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc):
+    """Stage `stage`'s queue and whether it admits a page now. The DeepUM "lock-up" rescue
+    (§9.2) is decided once, when the regular stages are over: when it does not start, the
+    tick's stages end (stage _G_END is returned). Returns stage, queue, admitted, rescue."""
+    GPU_CAP = prm.GPU_CAP
+    CPU_CAP = prm.CPU_CAP
+    SSD_CAP = prm.SSD_CAP
+    HOST = prm.HOST
+    if stage == _G_PE_SSD:
+        return stage, Q_PREEVICT_SSD, c_out_ssd < SSD_CAP and c_out < GPU_CAP, rescue
+    if stage == _G_PE_CPU:
+        host_full = host_used == HOST
+        ok = c_out < GPU_CAP and ((host_full and c_out_ssd < SSD_CAP)
+                                  or (not host_full and c_out_cpu < CPU_CAP))
+        return stage, Q_PREEVICT_CPU, ok, rescue
+    if stage == _G_RS_SSD and not rescue:
+        if not (prm.deepum and S[S_RESCHED] != 0 and S[S_R_STARTED] == 0 and wait > 0
+                and c_in + c_out == 0):
+            return _G_END, 0, False, rescue
+        rescue = True
+    evict_ok = gpu_used < prm.G or (c_out < GPU_CAP and
+                                    (host_used < HOST or c_out_ssd < SSD_CAP))
+    ok = _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc, GPU_CAP, CPU_CAP, SSD_CAP,
+                prm.ALLOC_CAP)
+    return stage, _STAGE_QUEUE[stage], ok, rescue
+
+
+@_kernel_stage
+def _batch_limit(nb, is_fetch_s, is_pre_s, fsrc, a_src, b_ev, b_dest, gpu_used, host_used,
+                 c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, prm):
+    """How many of the next nb pages (of one queued run, one tensor, with LRU room) the
+    fetch fast path may move at once: the run is cut where a counter would reach its cap
+    (incoming, per-link, allocation, outgoing when each page needs a victim going to
+    b_dest), or the GPU or the host would fill, so that the admission tests, the forced
+    source and destination and the queue pop are settled once for the run, after it."""
+    G = prm.G
+    HOST = prm.HOST
+    GPU_CAP = prm.GPU_CAP
+    CPU_CAP = prm.CPU_CAP
+    SSD_CAP = prm.SSD_CAP
+    ALLOC_CAP = prm.ALLOC_CAP
+    if is_fetch_s:
+        if GPU_CAP - c_in < nb:
+            nb = GPU_CAP - c_in
+        lim = SSD_CAP - c_in_ssd if fsrc == IN_SSD else CPU_CAP - c_in_cpu
+        if lim < nb:
+            nb = lim
+    if not is_pre_s and ALLOC_CAP - c_alloc < nb:
+        nb = ALLOC_CAP - c_alloc
+    if b_ev and b_dest != NOT_PRESENT:
+        if GPU_CAP - c_out < nb:
+            nb = GPU_CAP - c_out
+        if b_dest == IN_CPU:
+            # (a page from host memory frees its host page right after its victim took one)
+            h_room = HOST - host_used if a_src != IN_CPU else (nb if host_used < HOST else 0)
+            if h_room < nb:
+                nb = h_room
+            if CPU_CAP - c_out_cpu < nb:
+                nb = CPU_CAP - c_out_cpu
+        else:
+            if SSD_CAP - c_out_ssd < nb:
+                nb = SSD_CAP - c_out_ssd
+            if a_src == IN_CPU and nb > 1:
+                nb = 1        # its fetch unforces the destination
+    elif not b_ev and G - gpu_used < nb:
+        nb = G - gpu_used
+    return nb
+
+
+@_kernel_stage
+def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, pstate, lru,
+                lm, hd, lru_tail, lru_cur, lru_scan, wait, vt_d):
+    """Move pages p, p+1, ... (at most nb, while they are at a_src) to the GPU, each with a
+    victim (b_ev) of the last victim's tensor (pages b_lo..b_hi-1) going to b_dest, found as
+    the page loop finds it (DeepUM non-PF, b_dnp: a live page outside the window, from the
+    cursor; DeepUM PF: from the scan position; LRU: from the cursor). Stops at a page
+    elsewhere, or whose victim (or live page, for DeepUM non-PF) is of another tensor, whose
+    lookup the page loop does. Returns the pages moved, the LRU positions, the wait-set size
+    and the victim tensor's pending TT_RES change."""
+    m = 0
+    while m < nb:
+        pp = p + m
+        st0 = np.int64(pstate[_u(pp)])
+        if (st0 & LOC_MASK) != a_src:
+            break
+        if b_ev:
+            s = lru_scan if (deepum and not b_dnp) else lru_cur
+            if s < hd:
+                s = hd
+            vst0 = 0
+            e = -1
+            v = -1
+            while s < lru_tail:
+                e = lru[_u(s & lm)]
+                if e >= 0:
+                    vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
+                    if b_dnp:
+                        if _live(vst0, e):
+                            v = e >> GEN_SHIFT
+                            if v < b_lo or v >= b_hi or not b_win:
+                                break
+                    elif _eligible(vst0, e):
+                        v = e >> GEN_SHIFT
+                        break
+                s += 1
+            if s >= lru_tail or v < b_lo or v >= b_hi:
+                break
+            lru[_u(s & lm)] = -1
+            if not deepum or b_dnp:
+                lru_cur = s + 1
+            else:
+                lru_scan = s
+                if lru_cur == s:
+                    lru_cur = s + 1
+            pstate[_u(v)] = ((vst0 & ~LOC_MASK) | b_dest) & ~F_TRANSFER
+            if (vst0 & RES_MASK) == IN_GPU:
+                vt_d -= 1
+        lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, pp, st0, lru_tail, lru_cur, wait)
+        m += 1
+    return m, lru_tail, lru_cur, lru_scan, wait, vt_d
+
+
+@_kernel_stage
+def _fast_victim(dnp, deepum, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
+                 dum_end, tc_c, wt_lo, wt_hi, wt_win):
+    """The fetch fast path's victim for one page (§8): DeepUM non-PF (dnp, §8.2): the first
+    live page outside the window from the cursor (none once END is sticky); DeepUM PF: the
+    first non-in-transfer page from the scan position; LRU (§8.1): the first
+    non-in-transfer page from the cursor. Returns its LRU slot (-1: none), page and state,
+    and the window lookup cache (tc_c, and the last looked-up tensor's pages and flag)."""
+    vslot = -1
+    v = -1
+    if deepum and not dnp:
+        s = lru_scan
+    else:
+        s = lru_cur
+    if s < hd:
+        s = hd
+    vst0 = 0
+    if dnp:
+        if dum_end != 0:
+            return vslot, v, vst0, tc_c, wt_lo, wt_hi, wt_win
+        while s < lru_tail:
+            e = lru[_u(s & lm)]
+            if e >= 0:
+                vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
+                if _live(vst0, e):
+                    vp = e >> GEN_SHIFT
+                    if vp < wt_lo or vp >= wt_hi:
+                        tc_c = _tpos(srt, tc_c, vp)
+                        wt_lo = srt[0, _u(tc_c)]
+                        wt_hi = srt[0, _u(tc_c + 1)]
+                        wt_win = tt[srt[1, _u(tc_c)], TT_WIN]
+                    if not wt_win:
+                        vslot = s
+                        v = vp
+                        break
+            s += 1
+    else:
+        while s < lru_tail:
+            e = lru[_u(s & lm)]
+            if e >= 0:
+                vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
+                if _eligible(vst0, e):
+                    vslot = s
+                    v = e >> GEN_SHIFT
+                    break
+            s += 1
+    return vslot, v, vst0, tc_c, wt_lo, wt_hi, wt_win
+
+
+@_kernel_stage
+def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, bnd, counters,
+                gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan, dum_end,
+                tc_a, tc_b, tc_c):
+    """Fetch fast path of a batcher tick (untraced): the allocating stage `stage`'s pages
+    (queue q, head qh) in a tight loop, by runs (`_batch_limit`, `_batch_move`) or one by one.
+    Each page goes exactly as in `_general_page` (admission test, victim from the cursor,
+    eviction, allocation, counters); a page that needs anything else (no victim from the
+    cursor (DeepUM: from the scan position), a DeepUM non-PF victim, host overflow, a
+    required victim whose queue might overflow, LRU compaction, a prefetch page not where
+    its queue says) leaves the loop untouched and takes the general path once. When the
+    stage reaches a cap and the next tick would start the same way (`_tick_repeats`), the
+    tick ends and the next one goes on here. Returns the stage, the tick time, whether the
+    general path must take the next page (fast_block) and the tick's state. The tick's
+    counters travel as one tuple, as in `_general_page`."""
+    c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed = counters
+    G = prm.G
+    HOST = prm.HOST
+    GPU_CAP = prm.GPU_CAP
+    CPU_CAP = prm.CPU_CAP
+    SSD_CAP = prm.SSD_CAP
+    ALLOC_CAP = prm.ALLOC_CAP
+    deepum = prm.deepum
+    lcap = prm.lcap
+    lm = prm.lm
+    hd = prm.hd
+    qm = qb.shape[1] - 1
+    half = qb.shape[1] // 2
+    ii = S[P_II]
+    is_fetch_s = stage != _G_PF_ALLOC and stage != _G_PREALLOC
+    is_pf_s = stage <= _G_PF_ALLOC
+    is_pre_s = stage == _G_PRE_SSD or stage == _G_PRE_CPU
+    fsrc = IN_SSD if (stage == _G_PF_SSD or stage == _G_PRE_SSD) else IN_CPU
+    qt = S[S_QT + q]
+    qslot = qh & qm
+    rp = qb[q, _u(qslot), 0]
+    rn = qb[q, _u(qslot), 1]
+    fast_block = True
+    # the tensors of the last victim and of the last allocated page: page range, id,
+    # required flag, and the change of TT_RES not yet written (TT_RES is read by nothing in
+    # the loop; TT_REQ does not change during a tick)
+    vt_lo = 0
+    vt_hi = 0
+    vt_T = 0
+    vt_req = 0
+    vt_d = 0
+    vt_alive = False
+    wt_lo = 0
+    wt_hi = 0
+    wt_win = 0
+    dnp = False
+    at_req = 0
+    at_lo = 0
+    at_hi = 0
+    at_T = 0
+    at_d = 0
+    forced = False
+    while True:
+        evict_ok = gpu_used < G or (c_out < GPU_CAP and
+                                    (host_used < HOST or c_out_ssd < SSD_CAP))
+        if forced or not _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc,
+                                GPU_CAP, CPU_CAP, SSD_CAP, ALLOC_CAP):
+            # -- the stage is over for this tick (a cap reached, or its link full:
+            # `forced`): go on with the next tick here when it would be the same (see
+            # `_tick_repeats`), settling the tick's end and the next tick's start as the
+            # loops around would
+            S[S_QH + q] = qh
+            if not _tick_repeats(S, stage, q, qt - qh, half, t + ii, deepum, wait,
+                                 c_in + c_out, gpu_used, host_used, bnd.shape[0]):
+                if forced:
+                    stage += 1
+                break
+            forced = False
+            _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu,
+                         c_alloc)
+            t += ii
+            S[S_TICK_TIME] = t
+            S[S_TICK_SEQ] = S[S_SEQ]
+            S[S_SEQ] += 1
+            (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
+             c_fed) = _fresh_counters(host_used, HOST)
+            fast_block = True
+            continue
+        if lru_tail - hd >= lcap:
+            break
+        p = rp
+        st0 = np.int64(pstate[_u(p)])
+        a_src = st0 & LOC_MASK
+        if is_pre_s and a_src != fsrc:
+            break
+        if p < at_lo or p >= at_hi:
+            if at_d != 0:
+                tt[_u(at_T), TT_RES] += at_d
+                at_d = 0
+            tc_a, at_T, at_lo, at_hi, at_req = _tensor_at(tt, srt, tc_a, p)
+        # -- a run of pages at once (pages of one queued run, one tensor and one location,
+        # each with a victim of the last victim's tensor, or none needed), going exactly as
+        # the page loop below would take them one by one. A page that ends the run (a
+        # victim of another tensor, no victim, another location) is left to the page loop.
+        b_dnp = deepum and not is_pf_s and at_req == 0
+        if a_src != IN_GPU and not (b_dnp and dum_end != 0):
+            nb = rn
+            if at_hi - p < nb:
+                nb = at_hi - p
+            if lcap - (lru_tail - hd) < nb:
+                nb = lcap - (lru_tail - hd)
+            b_ev = gpu_used >= G
+            b_dest = IN_CPU if c_fed == NOT_KNOWN else c_fed
+            if deepum and not vt_alive:
+                b_dest = NOT_PRESENT
+            nb = _batch_limit(nb, is_fetch_s, is_pre_s, fsrc, a_src, b_ev, b_dest, gpu_used,
+                              host_used, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd,
+                              c_out_cpu, c_alloc, prm)
+            b_lo = vt_lo if vt_req == 0 else 0
+            b_hi = vt_hi if vt_req == 0 else 0
+            b_win = tt[_u(vt_T), TT_WIN] != 0
+            m, lru_tail, lru_cur, lru_scan, wait, vt_d = _batch_move(
+                p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, pstate, lru,
+                lm, hd, lru_tail, lru_cur, lru_scan, wait, vt_d)
+            if m > 0:
+                fast_block = False
+                at_d += m
+                if b_ev and b_dest != NOT_PRESENT:
+                    # host use just after the last victim went
+                    h_last = host_used
+                    if b_dest == IN_CPU:
+                        h_last += 1 if a_src == IN_CPU else m
+                        if h_last > host_peak:
+                            host_peak = h_last
+                        host_used += m
+                    c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
+                        b_dest, c_out, c_out_ssd, c_out_cpu, c_fed, h_last, HOST,
+                        CPU_CAP, SSD_CAP, m)
+                if not b_ev:
+                    gpu_used += m
+                if a_src == IN_CPU:
+                    host_used -= m
+                    if c_fed == IN_SSD:
+                        c_fed = NOT_KNOWN
+                qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, m)
+                if is_fetch_s:
+                    c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
+                        fsrc, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP,
+                        SSD_CAP, m)
+                    if not is_pre_s and c_ffs != NOT_KNOWN and c_ffs != fsrc:
+                        forced = True
+                        continue
+                else:
+                    c_alloc += m
+                if qh >= qt:
+                    break
+                continue
+        # -- one page, p --
+        vslot = -1
+        v = -1
+        dest = IN_CPU
+        if gpu_used >= G:
+            dnp = deepum and not is_pf_s and at_req == 0
+            vslot, v, vst0, tc_c, wt_lo, wt_hi, wt_win = _fast_victim(
+                dnp, deepum, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
+                dum_end, tc_c, wt_lo, wt_hi, wt_win)
+            if vslot < 0:
+                break
+            if v < vt_lo or v >= vt_hi:
+                if vt_d != 0:
+                    tt[_u(vt_T), TT_RES] += vt_d
+                    vt_d = 0
+                tc_b, vt_T, vt_lo, vt_hi, vt_req = _tensor_at(tt, srt, tc_b, v)
+                vt_alive = _is_alive(tt, vt_T, k)
+            if deepum and not vt_alive:
+                dest = NOT_PRESENT
+            elif c_fed != NOT_KNOWN:
+                dest = c_fed
+            if dest == IN_CPU and host_used >= HOST:
+                break
+            if vt_req:
+                # a required victim is queued again (to the queue of where it goes); the
+                # general path takes it when that queue might be full
+                rq = (Q_PF_CPU if dest == IN_CPU else
+                      (Q_PF_SSD if dest == IN_SSD else Q_PF_ALLOC))
+                if rq == q:
+                    if qt - qh >= qm:
+                        break
+                elif S[S_QT + rq] - S[S_QH + rq] >= qm:
+                    break
+        # -- committed: page p goes now --
+        fast_block = False
+        qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn)
+        if vslot >= 0:
+            if dnp or not deepum:
+                lru_cur = vslot + 1
+            else:
+                lru_scan = vslot
+                if lru_cur == vslot:
+                    lru_cur = vslot + 1
+            if dest == IN_CPU:
+                host_used += 1
+                if host_used > host_peak:
+                    host_peak = host_used
+            lru[_u(vslot & lm)] = -1
+            gpu_used -= 1
+            if dest != NOT_PRESENT:
+                c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
+                    dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP,
+                    SSD_CAP)
+            if vt_req:
+                if rq == q:
+                    # the head run lives in rp, rn, qh: put it back around the push
+                    S[S_QH + q] = qh
+                    if qh < qt:
+                        qb[q, _u(qh & qm), 0] = rp
+                        qb[q, _u(qh & qm), 1] = rn
+                    _q_push(qb, S, q, v, 1)
+                    qt = S[S_QT + q]
+                    qslot = qh & qm
+                    rp = qb[q, _u(qslot), 0]
+                    rn = qb[q, _u(qslot), 1]
+                else:
+                    _q_push(qb, S, rq, v, 1)
+                vst = (vst0 & ~LOC_MASK) | dest | F_TRANSFER
+                if not (vst & F_WAIT):
+                    vst |= F_WAIT
+                    wait += 1
+                pstate[_u(v)] = vst
+            else:
+                pstate[_u(v)] = ((vst0 & ~LOC_MASK) | dest) & ~F_TRANSFER
+            if (vst0 & RES_MASK) == IN_GPU:
+                vt_d -= 1
+        if a_src == IN_CPU:
+            host_used -= 1
+            if c_fed == IN_SSD:
+                c_fed = NOT_KNOWN
+        gpu_used += 1
+        st0 = np.int64(pstate[_u(p)])
+        lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur, wait)
+        if (st0 & RES_MASK) != IN_GPU:
+            at_d += 1
+        if is_fetch_s:
+            c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
+                fsrc, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP)
+            if not is_pre_s and c_ffs != NOT_KNOWN and c_ffs != fsrc:
+                forced = True
+                continue
+        else:
+            c_alloc += 1
+        if qh >= qt:
+            break
+    if vt_d != 0:
+        tt[_u(vt_T), TT_RES] += vt_d
+    if at_d != 0:
+        tt[_u(at_T), TT_RES] += at_d
+    S[S_QH + q] = qh
+    if qh < qt:
+        qb[q, _u(qh & qm), 0] = rp
+        qb[q, _u(qh & qm), 1] = rn
+    return (stage, t, fast_block, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu,
+                                   c_alloc, c_ffs, c_fed),
+            gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan, tc_a, tc_b, tc_c)
+
+
+@_kernel_page
+def _select_victim(deepum, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
+                   dum_end, tc_c):
+    """Victim selection of the general path (§8) for a page that needs a GPU frame when the
+    GPU is full (pf: a demand fetch, or a page of a required tensor). Returns the victim's
+    LRU slot (-1: none) and the cursor, scan position, DeepUM END flag and window lookup
+    cache after the search."""
+    slot = -1
+    if deepum and not pf:
+        # §8.2 non-PF: from the cursor, skip window tensors; END is sticky (O-15)
+        if dum_end == 0:
+            s = lru_cur
+            if s < hd:
+                s = hd
+            while s < lru_tail:
+                e = lru[_u(s & lm)]
+                if e >= 0:
+                    vp = e >> GEN_SHIFT
+                    vs = np.int64(pstate[_u(vp)])
+                    if _live(vs, e):
+                        tc_c = _tpos(srt, tc_c, vp)
+                        if not tt[srt[1, _u(tc_c)], TT_WIN]:
+                            slot = s
+                            break
+                s += 1
+            if slot >= 0:
+                lru_cur = slot + 1
+            else:
+                lru_cur = lru_tail
+                dum_end = 1
+        return slot, lru_cur, lru_scan, dum_end, tc_c
+    if not deepum:
+        # §8.1: first non-in-transfer page from the cursor, else from the head. Entries
+        # before the cursor are never eligible (they were in transfer when passed, and such
+        # pages only leave the list), so one scan from the cursor is the artifact's
+        # scan-then-rescan.
+        s = lru_cur
+        if s < hd:
+            s = hd
+        while s < lru_tail:
+            e = lru[_u(s & lm)]
+            if e >= 0:
+                vs = np.int64(pstate[_u(e >> GEN_SHIFT)])
+                if _eligible(vs, e):
+                    slot = s
+                    break
+            s += 1
+    if slot < 0:
+        # (DeepUM PF: the first non-in-transfer page from the head.) The scan starts past
+        # the entries an earlier one found ineligible: those can never become eligible
+        # (tombstones stay dead until a compaction, and a GPU page in transfer leaves the
+        # GPU before its flag clears), so this only saves rescanning a growing prefix
+        # (quadratic in DeepUM).
+        s = lru_scan
+        if s < hd:
+            s = hd
+        while s < lru_tail:
+            e = lru[_u(s & lm)]
+            if e >= 0:
+                vs = np.int64(pstate[_u(e >> GEN_SHIFT)])
+                if _eligible(vs, e):
+                    slot = s
+                    break
+            s += 1
+        lru_scan = s
+    if slot >= 0:
+        if not deepum:
+            lru_cur = slot + 1
+        elif lru_cur == slot:
+            lru_cur = slot + 1
+    return slot, lru_cur, lru_scan, dum_end, tc_c
+
+
+@_kernel_page
+def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev,
+                c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait,
+                live_warn, lru_tail, lru_cur, lru_scan, tc_b):
+    """§9.3 evict: page v leaves the GPU for dest (NOT_PRESENT: dropped). ev_slot is its LRU
+    slot when it is a victim (ev_pf), -1 for a pre-eviction (its entry is then left stale).
+    A page of a required tensor is queued again as a fault. Errors (a live page dropped by
+    a pre-eviction, host overflow) go to S[S_ERROR]. Returns the tick's state after it."""
+    HOST = prm.HOST
+    lm = prm.lm
+    tc_b = _tpos(srt, tc_b, v)
+    T = srt[1, _u(tc_b)]
+    st0 = np.int64(pstate[_u(v)])
+    if dest == NOT_PRESENT and _is_alive(tt, T, k):
+        if ev_pf:
+            live_warn += 1
+        else:
+            S[S_ERROR] = E_DEAD_LIVE_EVICT
+    n = 0
+    overflow = False
+    if dest == IN_CPU:
+        if host_used >= HOST:
+            S[S_ERROR] = E_HOST_OVERFLOW
+            S[S_ERR_A] = v
+            overflow = True
+        else:
+            host_used += 1
+            if host_used > host_peak:
+                host_peak = host_used
+            n = 1
+    elif dest == IN_SSD:
+        n = 1
+    if not overflow:
+        if ev_slot >= 0:
+            lru[_u(ev_slot & lm)] = -1
+        else:
+            S[S_LRU_TAIL] = lru_tail
+            S[S_LRU_CUR] = lru_cur
+            S[S_LRU_SCAN] = lru_scan
+            _lru_remove_unknown(lru, pstate, S, v)
+            lru_tail = S[S_LRU_TAIL]
+            lru_cur = S[S_LRU_CUR]
+            lru_scan = S[S_LRU_SCAN]
+        st = (np.int64(pstate[_u(v)]) & ~LOC_MASK) | dest
+        gpu_used -= 1
+        if n != 0:
+            c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
+                dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, prm.CPU_CAP,
+                prm.SSD_CAP)
+        if trace:
+            _emit_run(ev, S, S_OUT_OPEN, t, EV_EVICT, it, k, T, v, IN_GPU, dest,
+                      1 if ev_slot >= 0 else 0)
+        if tt[_u(T), TT_REQ]:
+            if dest == IN_CPU:
+                _q_push(qb, S, Q_PF_CPU, v, 1)
+            elif dest == IN_SSD:
+                _q_push(qb, S, Q_PF_SSD, v, 1)
+            else:
+                _q_push(qb, S, Q_PF_ALLOC, v, 1)
+            st |= F_TRANSFER
+            if not (st & F_WAIT):
+                st |= F_WAIT
+                wait += 1
+        else:
+            st &= ~F_TRANSFER
+        pstate[_u(v)] = st
+        if (st0 & RES_MASK) == IN_GPU:
+            tt[_u(T), TT_RES] -= 1
+    return (c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait,
+            live_warn, lru_tail, lru_cur, lru_scan, tc_b)
+
+
+@_kernel_page
+def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, pstate, lru, S,
+                ev,
+                c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan):
+    """§9.3 alloc_page: page p (at a_src, of tensor a_tensor) takes a free GPU frame, at the
+    LRU tail (the list compacted first when it is full). Returns the tick's state after it."""
+    lm = prm.lm
+    if a_src == IN_CPU:
+        host_used -= 1
+        if c_fed == IN_SSD:
+            c_fed = NOT_KNOWN
+    gpu_used += 1
+    st0 = np.int64(pstate[_u(p)])
+    # (IN_GPU is written before a compaction, which reads the page states)
+    pstate[_u(p)] = (st0 & ~LOC_MASK) | IN_GPU
+    if lru_tail - prm.hd >= prm.lcap:
+        S[S_LRU_TAIL] = lru_tail
+        S[S_LRU_CUR] = lru_cur
+        S[S_LRU_SCAN] = lru_scan
+        _lru_compact(lru, pstate, S)
+        lru_tail = S[S_LRU_TAIL]
+        lru_cur = S[S_LRU_CUR]
+        lru_scan = S[S_LRU_SCAN]
+    lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur, wait)
+    if (st0 & RES_MASK) != IN_GPU:
+        tt[a_tensor, TT_RES] += 1
+    if trace:
+        _emit_run(ev, S, S_IN_OPEN, t, EV_FETCH if is_fetch else EV_ALLOC, it, k, a_tensor, p,
+                  a_src, IN_GPU, 1 if is_pf else 0)
+    return c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan
+
+
+@_kernel_page
+def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev, counters,
+                  gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
+                  lru_scan, dum_end, tc_a, tc_b, tc_c):
+    """General path of a batcher tick: the head page p of stage `stage`'s queue q, which the
+    stage admits. A pre-eviction evicts p; an allocating stage gives p a GPU frame, after
+    evicting a victim when the GPU is full (a prefetch page not where its queue says moves
+    to the other prefetch queue instead; a stage without a victim is over). Returns the
+    stage the tick goes on with and the tick's state. (The tick's counters travel as one
+    tuple, `counters`: c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
+    c_fed; with them one by one, the call would have more than 30 arguments, which CPython
+    passes as *args, and Numba cannot inline such a call.)"""
+    c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed = counters
+    G = prm.G
+    deepum = prm.deepum
+    lm = prm.lm
+    hd = prm.hd
+    qm = qb.shape[1] - 1
+    p = qb[q, _u(S[S_QH + q] & qm), 0]
+
+    # ---- what happens to page p ----
+    ev_v = -1
+    ev_slot = -1
+    ev_dest = 0
+    ev_pf = False
+    a_src = 0
+    a_tensor = -1
+    is_pf = True
+    is_fetch = True
+    fetch_src = IN_SSD
+    if stage <= _G_PE_CPU:
+        # pre-eviction
+        ev_v = p
+        if c_fed != NOT_KNOWN:
+            ev_dest = c_fed
+        else:
+            ev_dest = IN_SSD if stage == _G_PE_SSD else IN_CPU
+    else:
+        if stage == _G_PRE_SSD or stage == _G_PRE_CPU:
+            loc = np.int64(pstate[_u(p)]) & LOC_MASK
+            want = IN_SSD if stage == _G_PRE_SSD else IN_CPU
+            if loc != want:
+                if loc == IN_CPU and stage == _G_PRE_SSD:
+                    _q_push(qb, S, Q_PREFETCH_CPU, p, 1)
+                elif loc == IN_SSD and stage == _G_PRE_CPU:
+                    _q_push(qb, S, Q_PREFETCH_SSD, p, 1)
+                _q_pop(qb, S, q)
+                return (stage, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu,
+                        c_alloc, c_ffs, c_fed), gpu_used, host_used, host_peak, wait,
+                        live_warn, lru_tail, lru_cur, lru_scan, dum_end, tc_a, tc_b, tc_c)
+            is_pf = False
+            fetch_src = want
+        elif stage == _G_PF_ALLOC or stage == _G_RS_ALLOC:
+            is_fetch = False
+        elif stage == _G_PREALLOC:
+            is_fetch = False
+            is_pf = False
+        else:
+            # demand fetches pop before allocating
+            fetch_src = IN_SSD if (stage == _G_PF_SSD or stage == _G_RS_SSD) else IN_CPU
+            _q_pop(qb, S, q)
+        a_src = np.int64(pstate[_u(p)]) & LOC_MASK
+        tc_a = _tpos(srt, tc_a, p)
+        a_tensor = srt[1, _u(tc_a)]
+        if gpu_used >= G:
+            # ---- victim selection (§8) ----
+            pf = is_pf or tt[a_tensor, TT_REQ] != 0
+            slot, lru_cur, lru_scan, dum_end, tc_c = _select_victim(
+                deepum, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
+                dum_end, tc_c)
+            if slot < 0:
+                if not (deepum and not pf):
+                    S[S_ERROR] = E_NO_VICTIM
+                return (_next_stage_after_failure(stage), (c_in, c_in_ssd, c_in_cpu, c_out,
+                        c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed), gpu_used, host_used,
+                        host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan, dum_end,
+                        tc_a, tc_b, tc_c)
+            ev_v = lru[_u(slot & lm)] >> GEN_SHIFT
+            ev_slot = slot
+            ev_pf = True
+            if deepum:
+                tc_b = _tpos(srt, tc_b, ev_v)
+                ev_dest = IN_CPU if _is_alive(tt, srt[1, _u(tc_b)], k) else NOT_PRESENT
+            else:
+                ev_dest = IN_CPU
+            if ev_dest != NOT_PRESENT and c_fed != NOT_KNOWN:
+                ev_dest = c_fed
+
+    # ---- evict page ev_v to ev_dest (§9.3 evict) ----
+    if ev_v >= 0:
+        (c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait, live_warn,
+         lru_tail, lru_cur, lru_scan, tc_b) = _evict_page(
+            ev_v, ev_dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev,
+            c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait,
+            live_warn, lru_tail, lru_cur, lru_scan, tc_b)
+        if stage <= _G_PE_CPU:
+            _q_pop(qb, S, q)
+            if S[S_ERROR] != E_NONE:
+                stage = _G_PF_SSD
+        elif S[S_ERROR] != E_NONE:
+            stage = _next_stage_after_failure(stage)
+        if stage <= _G_PE_CPU or S[S_ERROR] != E_NONE:
+            return (stage, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc,
+                    c_ffs, c_fed), gpu_used, host_used, host_peak, wait, live_warn, lru_tail,
+                    lru_cur, lru_scan, dum_end, tc_a, tc_b, tc_c)
+
+    # ---- give page p a GPU frame (§9.3 alloc_page) ----
+    c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan = _alloc_page(
+        p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, pstate, lru, S, ev, c_fed,
+        gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan)
+
+    # ---- stage bookkeeping ----
+    if is_fetch:
+        c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
+            fetch_src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, prm.CPU_CAP, prm.SSD_CAP)
+        if stage == _G_PRE_SSD or stage == _G_PRE_CPU:
+            _q_pop(qb, S, q)
+        elif c_ffs != NOT_KNOWN and c_ffs != fetch_src:
+            stage += 1
+    else:
+        c_alloc += 1
+        _q_pop(qb, S, q)
+    return (stage, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
+            c_fed), gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
+            lru_scan, dum_end, tc_a, tc_b, tc_c)
+
+
+@_kernel_stage
+def _tick_end(t, it, k, trace, S, pcie, bnd, ev, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd,
+              c_out_cpu, c_alloc, wait):
+    """The end of a busy tick at time t (§9.6): it opens a transfer period if none is open,
+    adds its traffic to iteration it's, resumes the waiting kernel when no fault is left, and
+    advances the tick clock. Returns the next tick's time and whether the kernel resumed."""
+    if not S[S_XFER]:
+        n = S[S_NBND]
+        bnd[n, 0] = it
+        bnd[n, 1] = t
+        bnd[n, 2] = 1
+        S[S_NBND] = n + 1
+        S[S_XFER] = 1
+        if trace:
+            _emit(ev, S, t, EV_TRANSFER, it, k, -1, -1, -1, -1, -1, 1)
+    _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc)
+    resumed = S[S_RESCHED] != 0 and _no_faults_queued(S) and wait == 0
+    if resumed:
+        _resume(t, S)
+    t += S[P_II]
+    S[S_TICK_TIME] = t
+    S[S_TICK_SEQ] = S[S_SEQ]
+    S[S_SEQ] += 1
+    return t, resumed
+
+
+@_kernel_stage
+def _next_tick_busy(t, S, bnd_cap, half):
+    """Whether run_engine's next event (same tests) would be another busy tick at time t,
+    with nothing to drain or grow first: no pause due, some queue holding a page, none past
+    half full, and no kernel event due before it."""
+    if (S[S_NBND] + 4 > bnd_cap or S[S_NEV] >= S[S_EV_PAUSE]
+            or S[S_NSTAT] >= S[S_STAT_PAUSE]):
+        return False
+    busy = False
+    for q in range(NQ):
+        qlen = S[S_QT + q] - S[S_QH + q]
+        if qlen > half:
+            return False
+        if qlen > 0:
+            busy = True
+    if not busy:
+        return False
+    if S[S_KB_PENDING] and (S[S_KB_TIME] < t or (S[S_KB_TIME] == t
+                                                and S[S_KB_SEQ] < S[S_TICK_SEQ])):
+        return False
+    return True
+
+
 @_kernel
 def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
     """Busy batcher ticks from time t (§9.2, §9.3): ticks that find a queued page. Runs the
@@ -751,19 +1602,10 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
     left in S[C_*].
 
     The hot scalar state (per-tick counters, memory use, wait-set size, LRU positions,
-    lookup caches) is kept in local variables for the whole tick and written back to S at
-    the end, and around the LRU helpers that read and write it in S: the arrays may alias
-    for the compiler, so every S access would otherwise be a memory operation."""
-    qm = qb.shape[1] - 1
-    lcap = S[P_LCAP]
-    lm = lcap - 1
-    G = S[P_G]
-    HOST = S[P_HOST]
-    GPU_CAP = S[P_GPU_CAP]
-    CPU_CAP = S[P_CPU_CAP]
-    SSD_CAP = S[P_SSD_CAP]
-    ALLOC_CAP = S[P_ALLOC_CAP]
-    deepum = S[P_DEEPUM] != 0
+    lookup caches) is kept in local variables for the whole run of ticks, passed to and
+    returned by the stage functions, and written back to S at the end."""
+    prm = _tick_params(S)
+    HOST = prm.HOST
     trace = S[P_TRACE] != 0
     it = S[S_CUR_ITER]
     k = S[S_CUR_KERNEL]
@@ -772,7 +1614,6 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
     host_peak = S[S_HOST_PEAK]
     wait = S[S_WAIT]
     live_warn = S[S_LIVE_WARN]
-    hd = S[S_LRU_HEAD]                  # not moved during a tick
     lru_tail = S[S_LRU_TAIL]
     lru_cur = S[S_LRU_CUR]
     lru_scan = S[S_LRU_SCAN]
@@ -781,678 +1622,62 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
     tc_b = S[S_TC_B]
     tc_c = S[S_TC_C]
     half = qb.shape[1] // 2
-    ii = S[P_II]
     fast = not trace
     while True:
         # ---- a busy tick at time t (§9.2) ----
-        c_in = 0
-        c_in_ssd = 0
-        c_in_cpu = 0
-        c_out = 0
-        c_out_ssd = 0
-        c_out_cpu = 0
-        c_alloc = 0
-        c_ffs = NOT_KNOWN
-        c_fed = IN_SSD if host_used == HOST else NOT_KNOWN
+        (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
+         c_fed) = _fresh_counters(host_used, HOST)
         S[S_IN_OPEN] = -1
         S[S_OUT_OPEN] = -1
-        fast_block = False
+        fast_block = False      # the general path takes the stage's next page
         rescue = False
         stage = _G_PE_SSD
         while stage < _G_END:
-            # ---- the stage's queue and admission test ----
-            if stage == _G_PE_SSD:
-                q = Q_PREEVICT_SSD
-                ok = c_out_ssd < SSD_CAP and c_out < GPU_CAP
-            elif stage == _G_PE_CPU:
-                q = Q_PREEVICT_CPU
-                host_full = host_used == HOST
-                ok = c_out < GPU_CAP and ((host_full and c_out_ssd < SSD_CAP)
-                                          or (not host_full and c_out_cpu < CPU_CAP))
-            else:
-                if stage == _G_RS_SSD and not rescue:
-                    # DeepUM "lock-up" rescue (§9.2), decided once after the regular stages
-                    if not (deepum and S[S_RESCHED] != 0 and S[S_R_STARTED] == 0 and wait > 0
-                            and c_in + c_out == 0):
-                        break
-                    rescue = True
-                evict_ok = gpu_used < G or (c_out < GPU_CAP and
-                                            (host_used < HOST or c_out_ssd < SSD_CAP))
-                q = _STAGE_QUEUE[stage]
-                ok = _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc, GPU_CAP,
-                            CPU_CAP, SSD_CAP, ALLOC_CAP)
+            stage, q, ok, rescue = _stage_admission(
+                stage, rescue, S, prm, wait, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu,
+                c_out, c_out_ssd, c_out_cpu, c_alloc)
+            if stage >= _G_END:
+                break
             qh = S[S_QH + q]
             if not ok or S[S_QT + q] <= qh:
                 stage += 1
                 fast_block = False
                 continue
-            # ---- pre-eviction fast path (untraced), see `_preevict_run` ----
             if fast and not fast_block and stage <= _G_PE_CPU:
+                # ---- pre-eviction fast path (untraced) ----
                 (moved, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, host_peak, gpu_used,
                  tc_b, lru_tail, lru_cur, lru_scan) = _preevict_run(
                     stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out_cpu, c_fed,
                     host_used, host_peak, gpu_used, tc_b, lru_tail, lru_cur, lru_scan)
                 fast_block = moved == 0
                 continue
-            # ---- fast path (untraced): the stage's pages in a tight loop ----
-            # Each page goes exactly as below (admission test, victim from the cursor, eviction,
-            # allocation, counters); a page that needs anything else (no victim from the
-            # cursor (DeepUM: from the scan position), a DeepUM non-PF victim, host overflow,
-            # a required victim whose queue might overflow, LRU compaction, a prefetch page
-            # not where its queue says) leaves the loop untouched and takes the general path
-            # once.
             if fast and not fast_block and _G_PF_SSD <= stage and stage <= _G_PREALLOC:
-                is_fetch_s = stage != _G_PF_ALLOC and stage != _G_PREALLOC
-                is_pf_s = stage <= _G_PF_ALLOC
-                is_pre_s = stage == _G_PRE_SSD or stage == _G_PRE_CPU
-                fsrc = IN_SSD if (stage == _G_PF_SSD or stage == _G_PRE_SSD) else IN_CPU
-                qt = S[S_QT + q]
-                qslot = qh & qm
-                rp = qb[q, _u(qslot), 0]
-                rn = qb[q, _u(qslot), 1]
-                fast_block = True
-                # the tensors of the last victim and of the last allocated page: page range,
-                # id, required flag, and the change of TT_RES not yet written (TT_RES is read
-                # by nothing in the loop; TT_REQ does not change during a tick)
-                vt_lo = 0
-                vt_hi = 0
-                vt_T = 0
-                vt_req = 0
-                vt_d = 0
-                vt_alive = False
-                wt_lo = 0
-                wt_hi = 0
-                wt_win = 0
-                dnp = False
-                at_req = 0
-                at_lo = 0
-                at_hi = 0
-                at_T = 0
-                at_d = 0
-                forced = False
-                while True:
-                    evict_ok = gpu_used < G or (c_out < GPU_CAP and
-                                                (host_used < HOST or c_out_ssd < SSD_CAP))
-                    if forced or not _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc,
-                                            GPU_CAP, CPU_CAP, SSD_CAP, ALLOC_CAP):
-                        # -- the stage is over for this tick (a cap reached, or its link full:
-                        # `forced`): go on with the next tick here when it would be the same
-                        # (see `_tick_repeats`), settling the tick's end and the next tick's
-                        # start as the loops around would
-                        S[S_QH + q] = qh
-                        if not _tick_repeats(S, stage, q, qt - qh, half, t + ii, deepum, wait,
-                                             c_in + c_out, gpu_used, host_used, bnd.shape[0]):
-                            if forced:
-                                stage += 1
-                            break
-                        forced = False
-                        _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc)
-                        t += ii
-                        S[S_TICK_TIME] = t
-                        S[S_TICK_SEQ] = S[S_SEQ]
-                        S[S_SEQ] += 1
-                        c_in = 0
-                        c_in_ssd = 0
-                        c_in_cpu = 0
-                        c_out = 0
-                        c_out_ssd = 0
-                        c_out_cpu = 0
-                        c_alloc = 0
-                        c_ffs = NOT_KNOWN
-                        c_fed = IN_SSD if host_used == HOST else NOT_KNOWN
-                        fast_block = True
-                        continue
-                    if lru_tail - hd >= lcap:
-                        break
-                    p = rp
-                    st0 = np.int64(pstate[_u(p)])
-                    a_src = st0 & LOC_MASK
-                    if is_pre_s and a_src != fsrc:
-                        break
-                    if p < at_lo or p >= at_hi:
-                        if at_d != 0:
-                            tt[_u(at_T), TT_RES] += at_d
-                            at_d = 0
-                        tc_a, at_T, at_lo, at_hi, at_req = _tensor_at(tt, srt, tc_a, p)
-                    # -- a run of pages at once --
-                    # Pages p, p+1, ... of one queued run, one tensor and one location, each
-                    # with a victim of the last victim's tensor (or none needed), going exactly
-                    # as the page loop below would take them one by one: the run is cut where
-                    # a counter would reach its cap, so that the admission tests, the forced
-                    # source and destination and the queue pop are settled once for the run,
-                    # after it. A page that ends the run (a victim of another tensor, no
-                    # victim, another location) is left to the page loop.
-                    b_dnp = deepum and not is_pf_s and at_req == 0
-                    if a_src != IN_GPU and not (b_dnp and dum_end != 0):
-                        nb = rn
-                        if at_hi - p < nb:
-                            nb = at_hi - p
-                        if lcap - (lru_tail - hd) < nb:
-                            nb = lcap - (lru_tail - hd)
-                        if is_fetch_s:
-                            if GPU_CAP - c_in < nb:
-                                nb = GPU_CAP - c_in
-                            lim = SSD_CAP - c_in_ssd if fsrc == IN_SSD else CPU_CAP - c_in_cpu
-                            if lim < nb:
-                                nb = lim
-                        if not is_pre_s and ALLOC_CAP - c_alloc < nb:
-                            nb = ALLOC_CAP - c_alloc
-                        b_ev = gpu_used >= G
-                        b_dest = IN_CPU if c_fed == NOT_KNOWN else c_fed
-                        if deepum and not vt_alive:
-                            b_dest = NOT_PRESENT
-                        if b_ev and b_dest != NOT_PRESENT:
-                            if GPU_CAP - c_out < nb:
-                                nb = GPU_CAP - c_out
-                            if b_dest == IN_CPU:
-                                # (a page from host memory frees its host page right after
-                                # its victim took one)
-                                h_room = HOST - host_used if a_src != IN_CPU else (
-                                    nb if host_used < HOST else 0)
-                                if h_room < nb:
-                                    nb = h_room
-                                if CPU_CAP - c_out_cpu < nb:
-                                    nb = CPU_CAP - c_out_cpu
-                            else:
-                                if SSD_CAP - c_out_ssd < nb:
-                                    nb = SSD_CAP - c_out_ssd
-                                if a_src == IN_CPU and nb > 1:
-                                    nb = 1        # its fetch unforces the destination
-                        elif not b_ev and G - gpu_used < nb:
-                            nb = G - gpu_used
-                        b_lo = vt_lo if vt_req == 0 else 0
-                        b_hi = vt_hi if vt_req == 0 else 0
-                        b_win = tt[_u(vt_T), TT_WIN] != 0
-                        m = 0
-                        while m < nb:
-                            pp = p + m
-                            st0 = np.int64(pstate[_u(pp)])
-                            if (st0 & LOC_MASK) != a_src:
-                                break
-                            if b_ev:
-                                # the victim as the page loop finds it (DeepUM non-PF: a live
-                                # page outside the window, from the cursor; DeepUM PF: from
-                                # the scan position; LRU: from the cursor); the run stops at
-                                # a victim (or a live page, for DeepUM non-PF) of another
-                                # tensor, whose lookup the page loop does
-                                s = lru_scan if (deepum and not b_dnp) else lru_cur
-                                if s < hd:
-                                    s = hd
-                                vst0 = 0
-                                e = -1
-                                v = -1
-                                while s < lru_tail:
-                                    e = lru[_u(s & lm)]
-                                    if e >= 0:
-                                        vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
-                                        if b_dnp:
-                                            if _live(vst0, e):
-                                                v = e >> GEN_SHIFT
-                                                if v < b_lo or v >= b_hi or not b_win:
-                                                    break
-                                        elif _eligible(vst0, e):
-                                            v = e >> GEN_SHIFT
-                                            break
-                                    s += 1
-                                if s >= lru_tail or v < b_lo or v >= b_hi:
-                                    break
-                                lru[_u(s & lm)] = -1
-                                if not deepum or b_dnp:
-                                    lru_cur = s + 1
-                                else:
-                                    lru_scan = s
-                                    if lru_cur == s:
-                                        lru_cur = s + 1
-                                pstate[_u(v)] = ((vst0 & ~LOC_MASK) | b_dest) & ~F_TRANSFER
-                                if (vst0 & RES_MASK) == IN_GPU:
-                                    vt_d -= 1
-                            lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, pp, st0,
-                                                                  lru_tail, lru_cur, wait)
-                            m += 1
-                        if m > 0:
-                            fast_block = False
-                            at_d += m
-                            if b_ev and b_dest != NOT_PRESENT:
-                                # host use just after the last victim went
-                                h_last = host_used
-                                if b_dest == IN_CPU:
-                                    h_last += 1 if a_src == IN_CPU else m
-                                    if h_last > host_peak:
-                                        host_peak = h_last
-                                    host_used += m
-                                c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
-                                    b_dest, c_out, c_out_ssd, c_out_cpu, c_fed, h_last, HOST,
-                                    CPU_CAP, SSD_CAP, m)
-                            if not b_ev:
-                                gpu_used += m
-                            if a_src == IN_CPU:
-                                host_used -= m
-                                if c_fed == IN_SSD:
-                                    c_fed = NOT_KNOWN
-                            qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, m)
-                            if is_fetch_s:
-                                c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
-                                    fsrc, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP,
-                                    SSD_CAP, m)
-                                if not is_pre_s and c_ffs != NOT_KNOWN and c_ffs != fsrc:
-                                    forced = True
-                                    continue
-                            else:
-                                c_alloc += m
-                            if qh >= qt:
-                                break
-                            continue
-                    vslot = -1
-                    v = -1
-                    dest = IN_CPU
-                    if gpu_used >= G:
-                        # DeepUM non-PF (§8.2): the first live page outside the window from
-                        # the cursor; DeepUM PF: the first non-in-transfer page from the scan
-                        # position; LRU (§8.1): the first non-in-transfer page from the cursor
-                        dnp = deepum and not is_pf_s and at_req == 0
-                        if deepum and not dnp:
-                            s = lru_scan
-                        else:
-                            s = lru_cur
-                        if s < hd:
-                            s = hd
-                        vst0 = 0
-                        if dnp:
-                            if dum_end != 0:
-                                break
-                            while s < lru_tail:
-                                e = lru[_u(s & lm)]
-                                if e >= 0:
-                                    vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
-                                    if _live(vst0, e):
-                                        vp = e >> GEN_SHIFT
-                                        if vp < wt_lo or vp >= wt_hi:
-                                            tc_c = _tpos(srt, tc_c, vp)
-                                            wt_lo = srt[0, _u(tc_c)]
-                                            wt_hi = srt[0, _u(tc_c + 1)]
-                                            wt_win = tt[srt[1, _u(tc_c)], TT_WIN]
-                                        if not wt_win:
-                                            vslot = s
-                                            v = vp
-                                            break
-                                s += 1
-                        else:
-                            while s < lru_tail:
-                                e = lru[_u(s & lm)]
-                                if e >= 0:
-                                    vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
-                                    if _eligible(vst0, e):
-                                        vslot = s
-                                        v = e >> GEN_SHIFT
-                                        break
-                                s += 1
-                        if vslot < 0:
-                            break
-                        if v < vt_lo or v >= vt_hi:
-                            if vt_d != 0:
-                                tt[_u(vt_T), TT_RES] += vt_d
-                                vt_d = 0
-                            tc_b, vt_T, vt_lo, vt_hi, vt_req = _tensor_at(tt, srt, tc_b, v)
-                            vt_alive = _is_alive(tt, vt_T, k)
-                        if deepum and not vt_alive:
-                            dest = NOT_PRESENT
-                        elif c_fed != NOT_KNOWN:
-                            dest = c_fed
-                        if dest == IN_CPU and host_used >= HOST:
-                            break
-                        if vt_req:
-                            # a required victim is queued again (to the queue of where it
-                            # goes); the general path takes it when that queue might be full
-                            rq = (Q_PF_CPU if dest == IN_CPU else
-                                  (Q_PF_SSD if dest == IN_SSD else Q_PF_ALLOC))
-                            if rq == q:
-                                if qt - qh >= qm:
-                                    break
-                            elif S[S_QT + rq] - S[S_QH + rq] >= qm:
-                                break
-                    # -- committed: page p goes now --
-                    fast_block = False
-                    qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn)
-                    if vslot >= 0:
-                        if dnp or not deepum:
-                            lru_cur = vslot + 1
-                        else:
-                            lru_scan = vslot
-                            if lru_cur == vslot:
-                                lru_cur = vslot + 1
-                        if dest == IN_CPU:
-                            host_used += 1
-                            if host_used > host_peak:
-                                host_peak = host_used
-                        lru[_u(vslot & lm)] = -1
-                        gpu_used -= 1
-                        if dest != NOT_PRESENT:
-                            c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
-                                dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP)
-                        if vt_req:
-                            if rq == q:
-                                # the head run lives in rp, rn, qh: put it back around the push
-                                S[S_QH + q] = qh
-                                if qh < qt:
-                                    qb[q, _u(qh & qm), 0] = rp
-                                    qb[q, _u(qh & qm), 1] = rn
-                                _q_push(qb, S, q, v, 1)
-                                qt = S[S_QT + q]
-                                qslot = qh & qm
-                                rp = qb[q, _u(qslot), 0]
-                                rn = qb[q, _u(qslot), 1]
-                            else:
-                                _q_push(qb, S, rq, v, 1)
-                            vst = (vst0 & ~LOC_MASK) | dest | F_TRANSFER
-                            if not (vst & F_WAIT):
-                                vst |= F_WAIT
-                                wait += 1
-                            pstate[_u(v)] = vst
-                        else:
-                            pstate[_u(v)] = ((vst0 & ~LOC_MASK) | dest) & ~F_TRANSFER
-                        if (vst0 & RES_MASK) == IN_GPU:
-                            vt_d -= 1
-                    if a_src == IN_CPU:
-                        host_used -= 1
-                        if c_fed == IN_SSD:
-                            c_fed = NOT_KNOWN
-                    gpu_used += 1
-                    st0 = np.int64(pstate[_u(p)])
-                    lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, p, st0, lru_tail,
-                                                          lru_cur, wait)
-                    if (st0 & RES_MASK) != IN_GPU:
-                        at_d += 1
-                    if is_fetch_s:
-                        c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
-                            fsrc, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP)
-                        if not is_pre_s and c_ffs != NOT_KNOWN and c_ffs != fsrc:
-                            forced = True
-                            continue
-                    else:
-                        c_alloc += 1
-                    if qh >= qt:
-                        break
-                if vt_d != 0:
-                    tt[_u(vt_T), TT_RES] += vt_d
-                if at_d != 0:
-                    tt[_u(at_T), TT_RES] += at_d
-                S[S_QH + q] = qh
-                if qh < qt:
-                    qb[q, _u(qh & qm), 0] = rp
-                    qb[q, _u(qh & qm), 1] = rn
+                # ---- fetch fast path (untraced) ----
+                (stage, t, fast_block, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd,
+                                        c_out_cpu, c_alloc, c_ffs, c_fed),
+                 gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan, tc_a, tc_b,
+                 tc_c) = _fetch_fast(
+                    stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, bnd,
+                    (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
+                     c_fed), gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan,
+                    dum_end, tc_a, tc_b, tc_c)
                 continue
+            # ---- general path: one page ----
             fast_block = False
-
-            p = qb[q, _u(qh & qm), 0]
-
-            # ---- what happens to page p ----
-            ev_v = -1
-            ev_slot = -1
-            ev_dest = 0
-            ev_pf = False
-            a_src = 0
-            a_tensor = -1
-            is_pf = True
-            is_fetch = True
-            fetch_src = IN_SSD
-            if stage <= _G_PE_CPU:
-                # pre-eviction
-                ev_v = p
-                if c_fed != NOT_KNOWN:
-                    ev_dest = c_fed
-                else:
-                    ev_dest = IN_SSD if stage == _G_PE_SSD else IN_CPU
-            else:
-                if stage == _G_PRE_SSD or stage == _G_PRE_CPU:
-                    loc = np.int64(pstate[_u(p)]) & LOC_MASK
-                    want = IN_SSD if stage == _G_PRE_SSD else IN_CPU
-                    if loc != want:
-                        if loc == IN_CPU and stage == _G_PRE_SSD:
-                            _q_push(qb, S, Q_PREFETCH_CPU, p, 1)
-                        elif loc == IN_SSD and stage == _G_PRE_CPU:
-                            _q_push(qb, S, Q_PREFETCH_SSD, p, 1)
-                        _q_pop(qb, S, q)
-                        continue
-                    is_pf = False
-                    fetch_src = want
-                elif stage == _G_PF_ALLOC or stage == _G_RS_ALLOC:
-                    is_fetch = False
-                elif stage == _G_PREALLOC:
-                    is_fetch = False
-                    is_pf = False
-                else:
-                    # demand fetches pop before allocating
-                    fetch_src = IN_SSD if (stage == _G_PF_SSD or stage == _G_RS_SSD) else IN_CPU
-                    _q_pop(qb, S, q)
-                a_src = np.int64(pstate[_u(p)]) & LOC_MASK
-                tc_a = _tpos(srt, tc_a, p)
-                a_tensor = srt[1, _u(tc_a)]
-                if gpu_used >= G:
-                    # ---- victim selection (§8) ----
-                    pf = is_pf or tt[a_tensor, TT_REQ] != 0
-                    tail = lru_tail
-                    slot = -1
-                    if deepum and not pf:
-                        # §8.2 non-PF: from the cursor, skip window tensors; END is sticky (O-15)
-                        if dum_end == 0:
-                            s = lru_cur
-                            if s < hd:
-                                s = hd
-                            while s < tail:
-                                e = lru[_u(s & lm)]
-                                if e >= 0:
-                                    vp = e >> GEN_SHIFT
-                                    vs = np.int64(pstate[_u(vp)])
-                                    if _live(vs, e):
-                                        tc_c = _tpos(srt, tc_c, vp)
-                                        if not tt[srt[1, _u(tc_c)], TT_WIN]:
-                                            slot = s
-                                            break
-                                s += 1
-                            if slot >= 0:
-                                lru_cur = slot + 1
-                            else:
-                                lru_cur = tail
-                                dum_end = 1
-                        if slot < 0:
-                            stage = _G_PREALLOC if stage == _G_PRE_SSD else stage + 1
-                            continue
-                    else:
-                        if not deepum:
-                            # §8.1: first non-in-transfer page from the cursor, else from the
-                            # head. Entries before the cursor are never eligible (they were in
-                            # transfer when passed, and such pages only leave the list), so one
-                            # scan from the cursor is the artifact's scan-then-rescan.
-                            s = lru_cur
-                            if s < hd:
-                                s = hd
-                            while s < tail:
-                                e = lru[_u(s & lm)]
-                                if e >= 0:
-                                    vs = np.int64(pstate[_u(e >> GEN_SHIFT)])
-                                    if _eligible(vs, e):
-                                        slot = s
-                                        break
-                                s += 1
-                        if slot < 0:
-                            # (DeepUM PF: the first non-in-transfer page from the head.) The scan
-                            # starts past the entries an earlier one found ineligible: those can
-                            # never become eligible (tombstones stay dead until a compaction, and
-                            # a GPU page in transfer leaves the GPU before its flag clears), so
-                            # this only saves rescanning a growing prefix (quadratic in DeepUM).
-                            s = lru_scan
-                            if s < hd:
-                                s = hd
-                            while s < tail:
-                                e = lru[_u(s & lm)]
-                                if e >= 0:
-                                    vs = np.int64(pstate[_u(e >> GEN_SHIFT)])
-                                    if _eligible(vs, e):
-                                        slot = s
-                                        break
-                                s += 1
-                            lru_scan = s
-                        if slot < 0:
-                            S[S_ERROR] = E_NO_VICTIM
-                            stage = _G_PREALLOC if stage == _G_PRE_SSD else stage + 1
-                            continue
-                        if not deepum:
-                            lru_cur = slot + 1
-                        elif lru_cur == slot:
-                            lru_cur = slot + 1
-                    ev_v = lru[_u(slot & lm)] >> GEN_SHIFT
-                    ev_slot = slot
-                    ev_pf = True
-                    if deepum:
-                        tc_b = _tpos(srt, tc_b, ev_v)
-                        ev_dest = IN_CPU if _is_alive(tt, srt[1, _u(tc_b)], k) else NOT_PRESENT
-                    else:
-                        ev_dest = IN_CPU
-                    if ev_dest != NOT_PRESENT and c_fed != NOT_KNOWN:
-                        ev_dest = c_fed
-
-            # ---- evict page ev_v to ev_dest (§9.3 evict) ----
-            if ev_v >= 0:
-                v = ev_v
-                dest = ev_dest
-                tc_b = _tpos(srt, tc_b, v)
-                T = srt[1, _u(tc_b)]
-                st0 = np.int64(pstate[_u(v)])
-                if dest == NOT_PRESENT and _is_alive(tt, T, k):
-                    if ev_pf:
-                        live_warn += 1
-                    else:
-                        S[S_ERROR] = E_DEAD_LIVE_EVICT
-                n = 0
-                overflow = False
-                if dest == IN_CPU:
-                    if host_used >= HOST:
-                        S[S_ERROR] = E_HOST_OVERFLOW
-                        S[S_ERR_A] = v
-                        overflow = True
-                    else:
-                        host_used += 1
-                        if host_used > host_peak:
-                            host_peak = host_used
-                        n = 1
-                elif dest == IN_SSD:
-                    n = 1
-                if not overflow:
-                    if ev_slot >= 0:
-                        lru[_u(ev_slot & lm)] = -1
-                    else:
-                        S[S_LRU_TAIL] = lru_tail
-                        S[S_LRU_CUR] = lru_cur
-                        S[S_LRU_SCAN] = lru_scan
-                        _lru_remove_unknown(lru, pstate, S, v)
-                        lru_tail = S[S_LRU_TAIL]
-                        lru_cur = S[S_LRU_CUR]
-                        lru_scan = S[S_LRU_SCAN]
-                    st = (np.int64(pstate[_u(v)]) & ~LOC_MASK) | dest
-                    gpu_used -= 1
-                    if n != 0:
-                        c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
-                            dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP)
-                    if trace:
-                        _emit_run(ev, S, S_OUT_OPEN, t, EV_EVICT, it, k, T, v, IN_GPU, dest,
-                                  1 if ev_slot >= 0 else 0)
-                    if tt[_u(T), TT_REQ]:
-                        if dest == IN_CPU:
-                            _q_push(qb, S, Q_PF_CPU, v, 1)
-                        elif dest == IN_SSD:
-                            _q_push(qb, S, Q_PF_SSD, v, 1)
-                        else:
-                            _q_push(qb, S, Q_PF_ALLOC, v, 1)
-                        st |= F_TRANSFER
-                        if not (st & F_WAIT):
-                            st |= F_WAIT
-                            wait += 1
-                    else:
-                        st &= ~F_TRANSFER
-                    pstate[_u(v)] = st
-                    if (st0 & RES_MASK) == IN_GPU:
-                        tt[_u(T), TT_RES] -= 1
-                if stage <= _G_PE_CPU:
-                    _q_pop(qb, S, q)
-                    if S[S_ERROR] != E_NONE:
-                        stage = _G_PF_SSD
-                    continue
-                if S[S_ERROR] != E_NONE:
-                    stage = _G_PREALLOC if stage == _G_PRE_SSD else stage + 1
-                    continue
-
-            # ---- give page p a GPU frame (§9.3 alloc_page) ----
-            if a_src == IN_CPU:
-                host_used -= 1
-                if c_fed == IN_SSD:
-                    c_fed = NOT_KNOWN
-            gpu_used += 1
-            st0 = np.int64(pstate[_u(p)])
-            # (IN_GPU is written before a compaction, which reads the page states)
-            pstate[_u(p)] = (st0 & ~LOC_MASK) | IN_GPU
-            if lru_tail - hd >= lcap:
-                S[S_LRU_TAIL] = lru_tail
-                S[S_LRU_CUR] = lru_cur
-                S[S_LRU_SCAN] = lru_scan
-                _lru_compact(lru, pstate, S)
-                lru_tail = S[S_LRU_TAIL]
-                lru_cur = S[S_LRU_CUR]
-                lru_scan = S[S_LRU_SCAN]
-            lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur,
-                                                  wait)
-            if (st0 & RES_MASK) != IN_GPU:
-                tt[a_tensor, TT_RES] += 1
-            if trace:
-                _emit_run(ev, S, S_IN_OPEN, t, EV_FETCH if is_fetch else EV_ALLOC, it,
-                          k, a_tensor, p, a_src, IN_GPU, 1 if is_pf else 0)
-
-            # ---- stage bookkeeping ----
-            if is_fetch:
-                c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
-                    fetch_src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP)
-                if stage == _G_PRE_SSD or stage == _G_PRE_CPU:
-                    _q_pop(qb, S, q)
-                elif c_ffs != NOT_KNOWN and c_ffs != fetch_src:
-                    stage += 1
-            else:
-                c_alloc += 1
-                _q_pop(qb, S, q)
+            (stage, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
+                     c_fed), gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
+             lru_scan, dum_end, tc_a, tc_b, tc_c) = _general_page(
+                stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev,
+                (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
+                gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan,
+                dum_end, tc_a, tc_b, tc_c)
         # ---- end of the tick: transfer boundary, traffic, resume check (§9.6) ----
-        if not S[S_XFER]:
-            n = S[S_NBND]
-            bnd[n, 0] = it
-            bnd[n, 1] = t
-            bnd[n, 2] = 1
-            S[S_NBND] = n + 1
-            S[S_XFER] = 1
-            if trace:
-                _emit(ev, S, t, EV_TRANSFER, it, k, -1, -1, -1, -1, -1, 1)
-        _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc)
-        resumed = S[S_RESCHED] != 0 and _no_faults_queued(S) and wait == 0
-        if resumed:
-            _resume(t, S)
-        t += ii
-        S[S_TICK_TIME] = t
-        S[S_TICK_SEQ] = S[S_SEQ]
-        S[S_SEQ] += 1
+        t, resumed = _tick_end(t, it, k, trace, S, pcie, bnd, ev, c_in, c_in_ssd, c_in_cpu,
+                               c_out, c_out_ssd, c_out_cpu, c_alloc, wait)
         # ---- is the next event another busy tick? (run_engine's choice, same tests) ----
         if resumed or trace or S[S_ERROR] != E_NONE:
             break
-        if (S[S_NBND] + 4 > bnd.shape[0] or S[S_NEV] >= S[S_EV_PAUSE]
-                or S[S_NSTAT] >= S[S_STAT_PAUSE]):
-            break
-        busy = False
-        full = False
-        for q in range(NQ):
-            qlen = S[S_QT + q] - S[S_QH + q]
-            if qlen > half:
-                full = True
-            if qlen > 0:
-                busy = True
-        if full or not busy:
-            break
-        if S[S_KB_PENDING] and (S[S_KB_TIME] < t or (S[S_KB_TIME] == t
-                                                    and S[S_KB_SEQ] < S[S_TICK_SEQ])):
+        if not _next_tick_busy(t, S, bnd.shape[0], half):
             break
     S[C_IN] = c_in
     S[C_IN_SSD] = c_in_ssd

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from g10fast.engine.locations import IN_GPU, NOT_KNOWN
 from g10fast.planner.plan import MigrationPlan
-
-NOT_KNOWN, IN_GPU = 4, 3
 
 
 def required_csr(workload) -> tuple[np.ndarray, np.ndarray]:

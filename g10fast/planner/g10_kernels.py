@@ -21,13 +21,10 @@ Hint rows are int64 (issued kernel, tensor, from, to) in emission order.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-NOT_PRESENT = 0
-IN_SSD = 1
-IN_CPU = 2
-IN_GPU = 3
-NOT_KNOWN = 4
+from g10fast.engine.jit import kernel
+from g10fast.engine.locations import (  # noqa: F401  (re-exported)
+    IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT)
 
 # per-interval decisions (MigrationPlan.iv_decision)
 D_NONE = 0          # never reached by the main loop
@@ -60,7 +57,7 @@ O_ZERO_BREAK = 64   # O-10 (heap mode) stop when the best area is 0
 O_CXX_SORT = 128    # O-10 replay G10's std::sort of the interval list on every iteration
 
 
-@njit(cache=True)
+@kernel
 def bisect_right(a, x):
     lo, hi = 0, a.shape[0]
     while lo < hi:
@@ -72,7 +69,7 @@ def bisect_right(a, x):
     return lo
 
 
-@njit(cache=True)
+@kernel
 def _max(a):
     m = a[0]
     for i in range(1, a.shape[0]):
@@ -84,7 +81,7 @@ def _max(a):
 # ---------------------------------------------------------------------------------------------
 # §5.3 pre-allocation / pre-deallocation (Pass B; Pass A has no effect, O-9)
 
-@njit(cache=True)
+@kernel
 def pass_b(time_us, size, is_global, birth, death, total_mem, target, malloc_uspB,
            early_exit, emit, est, hints, nh):
     """est[:] = total_mem, then per tensor 1..T-1 (tensor 0 is skipped): a pre-alloc before
@@ -134,7 +131,7 @@ def pass_b(time_us, size, is_global, birth, death, total_mem, target, malloc_usp
 # ---------------------------------------------------------------------------------------------
 # bandwidth lanes: cap[4, K] float64, bw[4, K] float64 (estimation), full[4, K] bool
 
-@njit(cache=True)
+@kernel
 def walk_forward(cap, bw, full, lane, size, frm):
     """gpu2*_BWgiveIndx: first kernel from `frm` by which `size` bytes fit in the free room.
     `rest` is an integer in G10, so each step truncates toward zero."""
@@ -149,7 +146,7 @@ def walk_forward(cap, bw, full, lane, size, frm):
         k += 1
 
 
-@njit(cache=True)
+@kernel
 def walk_backward(cap, bw, full, lane, size, needed):
     """*2gpu_BWgiveIndx: the latest kernel before `needed` from which `size` bytes arrive."""
     rest = np.int64(size)
@@ -162,7 +159,7 @@ def walk_backward(cap, bw, full, lane, size, needed):
         k -= 1
 
 
-@njit(cache=True)
+@kernel
 def sim_ssd(cap, bw, full, ssd, pcie, size, frm):
     """gpu2ssd_BWsim / ssd2gpu_BWsim: book `size` bytes on an SSD lane from `frm` on, and the
     same bytes on the PCIe lane of the same direction."""
@@ -188,7 +185,7 @@ def sim_ssd(cap, bw, full, ssd, pcie, size, frm):
         k += 1
 
 
-@njit(cache=True)
+@kernel
 def sim_pcie(cap, bw, full, pcie, ssd, size, frm, o13):
     """gpu2pcie_BWsim / pcie2gpu_BWsim: book host traffic; load above cap_pcie - cap_ssd
     spills into the SSD lane. O-13 (o13): the whole cumulative excess is added each call."""
@@ -223,7 +220,7 @@ def sim_pcie(cap, bw, full, pcie, ssd, size, frm, o13):
 # ---------------------------------------------------------------------------------------------
 # §5.4 main loop
 
-@njit(cache=True)
+@kernel
 def _prefix(est, line, cyc, P1, P2):
     """P1[x] = Σ_{k<x} cyc[k]·[est[k] > line]; P2[x] = Σ_{1<=m<x} cyc[m-1]·[est[m] > line]."""
     K = est.shape[0]
@@ -237,7 +234,7 @@ def _prefix(est, line, cyc, P1, P2):
             P2[k + 1] = P2[k] + (cyc[k - 1] if on else 0)
 
 
-@njit(cache=True)
+@kernel
 def area_of(i, iv_s, iv_e, iv_looped, size, cap, bw, full, P1, P2, est, line, total_cyc, o5):
     """area_can_reduce (spec §5.4) in bytes × cycles: S × the over-capacity kernel time that
     evicting the interval would cover; bandwidth half-windows for non-looped intervals."""
@@ -263,7 +260,7 @@ def area_of(i, iv_s, iv_e, iv_looped, size, cap, bw, full, P1, P2, est, line, to
     return float(S) * float(P1[hi] - P1[lo])
 
 
-@njit(cache=True)
+@kernel
 def _better(a1, t1, i1, a2, t2, i2):
     if a1 != a2:
         return a1 > a2
@@ -272,7 +269,7 @@ def _better(a1, t1, i1, a2, t2, i2):
     return i1 < i2
 
 
-@njit(cache=True)
+@kernel
 def _push(ha, ht, hi, n, a, t, i):
     j = n
     ha[j] = a
@@ -290,7 +287,7 @@ def _push(ha, ht, hi, n, a, t, i):
     return n + 1
 
 
-@njit(cache=True)
+@kernel
 def _pop(ha, ht, hi, n):
     n -= 1
     ha[0] = ha[n]
@@ -314,7 +311,7 @@ def _pop(ha, ht, hi, n):
     return n
 
 
-@njit(cache=True)
+@kernel
 def _rebuild(ha, ht, hi, processed, iv_s, iv_e, iv_looped, iv_size, iv_tsz, cap, bw, full,
              P1, P2, est, line, total_cyc, o5):
     n = 0
@@ -334,7 +331,7 @@ def _rebuild(ha, ht, hi, processed, iv_s, iv_e, iv_looped, iv_size, iv_tsz, cap,
 # sort). These kernels replay that sort on a persistent permutation (cf. plan.cxx_sort_order,
 # the same algorithm for plain keys).
 
-@njit(cache=True)
+@kernel
 def _cless(x, y, ka, kt):
     """The area comparator: larger area first; equal non-zero areas by larger time×size."""
     a = ka[x]
@@ -344,7 +341,7 @@ def _cless(x, y, ka, kt):
     return a > b
 
 
-@njit(cache=True)
+@kernel
 def _adjust_heap(perm, first, hole, length, value, ka, kt):
     top = hole
     child = hole
@@ -366,7 +363,7 @@ def _adjust_heap(perm, first, hole, length, value, ka, kt):
     perm[first + hole] = value
 
 
-@njit(cache=True)
+@kernel
 def _heap_sort(perm, first, last, ka, kt):
     length = last - first
     if length >= 2:
@@ -383,7 +380,7 @@ def _heap_sort(perm, first, last, ka, kt):
         _adjust_heap(perm, first, 0, last - first, v, ka, kt)
 
 
-@njit(cache=True)
+@kernel
 def cxx_sort(perm, ka, kt):
     """libstdc++'s std::sort of `perm` (interval ids) with `_cless`, in place."""
     n = perm.shape[0]
@@ -474,7 +471,7 @@ def cxx_sort(perm, ka, kt):
         perm[j] = v
 
 
-@njit(cache=True)
+@kernel
 def _find(tx, x, lo, hi):
     """The j in [lo, hi) with tx[j] <= x < tx[j+1], clamped to [lo, hi-1]."""
     j = bisect_right(tx, x) - 1
@@ -485,7 +482,7 @@ def _find(tx, x, lo, hi):
     return j
 
 
-@njit(cache=True)
+@kernel
 def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_ext, cyc,
               est, cpu_est, cap, bw, full, line, target, cpu_line,
               b_ssd, b_cpu, ssd_lat, sys_lat, delta, opts,
@@ -769,7 +766,7 @@ def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_
     return nh, it, n_off
 
 
-@njit(cache=True)
+@kernel
 def place_prefetches(order, n_off, evict_finish, prefetch_orig, prefetch_final, iv_tensor,
                      iv_size, est, target, o16, hints, nh):
     """§5.7: non-looped evictions in `order` (already sorted by planned prefetch kernel):
