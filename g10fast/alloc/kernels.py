@@ -11,11 +11,11 @@ free piece] with return value 1.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from g10fast.engine.jit import kernel
 
 from g10fast.engine import tensor_kernels as tk
 
-_kernel = njit(cache=True)
+_kernel = kernel
 
 
 @_kernel

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from g10fast.engine.jit import kernel
 
 from g10fast.alloc.trace import FREE, AllocTrace
 from g10fast.errors import InputError
@@ -61,7 +61,7 @@ def singa_encoding(is_free: np.ndarray, blk: np.ndarray, bsize: np.ndarray) -> n
     return rep[keep]
 
 
-@njit(cache=True)
+@kernel
 def _repeat_test(rep, n, off_by_one):
     """PoolRepeatableTest: the longest len with rep[i:i+len-c] == rep[i+len:i+2len-c]."""
     best_len = 0
@@ -112,7 +112,7 @@ def _singa(is_free, blk, bsize, off_by_one=True, cadence=300, accept=100, verify
         n = min(2 * n, limit)
 
 
-@njit(cache=True)
+@kernel
 def _match(tok, min_p, max_p, threshold):
     n = tok.shape[0]
     best_p = -1

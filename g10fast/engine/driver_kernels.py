@@ -16,7 +16,7 @@ Scalars live in S (int64): see the S_* indices.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from g10fast.engine.jit import jit, kernel
 
 VA_PAGES = 512                     # 2 MiB VA block / 4 KiB
 LEVELS = 10                        # tree levels: 1, 2, 4, ..., 512 pages
@@ -44,7 +44,7 @@ K_COLS = 10
 FAIL_NONE, FAIL_NO_VICTIM = 0, 1
 
 
-@njit(cache=True, inline="always")
+@jit(inline="always")
 def _l_remove(prev, nxt, S, H, T, x):
     p = prev[x]
     n = nxt[x]
@@ -60,7 +60,7 @@ def _l_remove(prev, nxt, S, H, T, x):
     nxt[x] = -1
 
 
-@njit(cache=True, inline="always")
+@jit(inline="always")
 def _l_append(prev, nxt, S, H, T, x):
     t = S[T]
     prev[x] = t
@@ -72,7 +72,7 @@ def _l_append(prev, nxt, S, H, T, x):
     S[T] = x
 
 
-@njit(cache=True)
+@kernel
 def _evict_range(b, lo, hi, loc, copy, gcount, bprev, bnext, pprev, pnext, S, evict_mode,
                  host_pages, d2h, ssd_w, cnt, it):
     """Evict (write back or drop) the GPU pages of block b at offsets [lo, hi); returns the
@@ -116,7 +116,7 @@ def _evict_range(b, lo, hi, loc, copy, gcount, bprev, bnext, pprev, pnext, S, ev
     return cycles
 
 
-@njit(cache=True)
+@kernel
 def _make_room(b, need, loc, copy, gcount, bprev, bnext, pprev, pnext, prot, S, evict_mode,
                gpu_pages, gpu_chunks, host_pages, d2h, ssd_w, cnt, it):
     """Room on the GPU for `need` more pages of block b; returns write-back cycles.
@@ -147,7 +147,7 @@ def _make_room(b, need, loc, copy, gcount, bprev, bnext, pprev, pnext, prot, S, 
     return cycles
 
 
-@njit(cache=True)
+@kernel
 def _land(b, mig, loc, copy, gcount, bprev, bnext, pprev, pnext, S, evict_mode, skip_clean,
           h2d, ssd_r, cnt, it):
     """Migrate the pages of block b flagged in mig[0:512] to the GPU; returns the cycles of
@@ -195,7 +195,7 @@ def _land(b, mig, loc, copy, gcount, bprev, bnext, pprev, pnext, S, evict_mode, 
     return cycles
 
 
-@njit(cache=True)
+@kernel
 def prefetch_region(mark, exist, faulted, nf, prefetcher, threshold, big, out, cnt, ex, done,
                     done_idx):
     """The pages of one VA block a fault batch migrates (before removing resident ones).
@@ -262,7 +262,7 @@ def prefetch_region(mark, exist, faulted, nf, prefetcher, threshold, big, out, c
             size *= 2
 
 
-@njit(cache=True)
+@kernel
 def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
              hint_ptr, hint_start, hint_n, hint_kind, wait_hint,
              npages, gpu_pages, gpu_chunks, host_pages, fault_batch, fault_lat, big,

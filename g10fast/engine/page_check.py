@@ -20,13 +20,13 @@ from __future__ import annotations
 import numpy as np
 
 from g10fast.engine import page_kernels as pk
-from g10fast.engine.page_kernels import _kernel
+from g10fast.engine.jit import kernel_nonrt
 
 
 from g10fast.errors import InvariantError  # noqa: E402  (re-exported)
 
 
-@_kernel
+@kernel_nonrt
 def _count_states(pstate, out):
     """out[0..3] = pages per location (low two bits), out[4] = pages in transfer."""
     n1 = 0
