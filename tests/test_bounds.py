@@ -1,0 +1,122 @@
+"""Provable lower bounds (g10fast.analysis.bounds, docs/bounds.md): the Numba window bound
+against its plain-Python twin, the traffic bound, the result fields, and the invariant that no
+run of any registered policy beats its bound."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from g10fast import policies
+from g10fast.analysis.bounds import (bound_model, live_bytes, traffic_bound, window_bound,
+                                     window_bound_py)
+from g10fast.errors import InputError
+from g10fast.run import run
+from g10fast.spec import WorkloadSource, make_spec
+from g10fast.system import System
+from g10fast.workload.model import PAGE_SIZE
+from synth import kernel_pages, make_workload
+
+
+def _model(w, frac, rate, host=math.inf, **kw):
+    ws = kernel_pages(w).max() * PAGE_SIZE
+    M = live_bytes(bound_model(w, capacity_bytes=1.0, in_rate=1.0))
+    return bound_model(w, capacity_bytes=ws + frac * (M.max() - ws), in_rate=rate,
+                       out_rate=0.8 * rate, ssd_in_rate=0.2 * rate, host_bytes=host, **kw)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_window_bound_equals_twin(seed):
+    w = make_workload(seed, n_kernels=18, n_tensors=40, max_pages=30)
+    rng = np.random.default_rng(seed)
+    bound_above_ideal = 0
+    for frac, host in [(0.5, math.inf), (0.3, 40 * PAGE_SIZE), (0.1, 0.0)]:
+        m = _model(w, frac, 0.07, host, free_read=rng.random(w.num_tensors) < 0.2,
+                   free_write=rng.random(w.num_tensors) < 0.2, slack=float(seed * 1000))
+        wb = window_bound(m)
+        assert wb.time == pytest.approx(window_bound_py(m), rel=1e-12)
+        assert wb.time >= wb.ideal
+        bound_above_ideal += wb.time > wb.ideal
+        # the binding windows are the longest path's transfer edges
+        assert all(0 <= d["from"] < d["to"] <= w.num_kernels for d in wb.windows)
+        assert wb.time == pytest.approx(wb.ideal + sum(
+            max(0.0, d["time"] - m.slack - d["compute"]) for d in wb.windows), rel=1e-9)
+        tb = traffic_bound(m)
+        assert tb.feasible and tb.time >= wb.ideal
+    assert bound_above_ideal >= 1
+
+
+def test_window_bound_hand_example():
+    """Three kernels, 4 pages of GPU memory: kernel 0 reads C (1 page) and writes A (2 pages);
+    kernel 1 reads A and writes B (2 pages) while C is live: 1 page (C, the only tensor kernel
+    1 does not need) must be off at kernel 1 and is read again by kernel 2."""
+    from g10fast.workload.model import Graph, build_workload, csr_from_lists
+    raw = np.array([2, 2, 1]) * PAGE_SIZE
+    ins = [[2], [0], [2]]
+    outs = [[0], [1], []]
+    g = Graph("hand", 1, raw, np.zeros(3, bool), ["a", "b", "c"], ["", "", ""],
+              *csr_from_lists(ins), *csr_from_lists(outs))
+    w = build_workload(g, [100, 100, 100], [100] * 3, [100] * 3, [0, 0, 0])
+    m = bound_model(w, capacity_bytes=4 * PAGE_SIZE, in_rate=PAGE_SIZE / 1000.0)
+    # S_2 - S_1 >= 1 page / rate = 1000 cycles; C is clean (never written): no write window
+    wb = window_bound(m)
+    assert wb.deficit.tolist() == [0.0, PAGE_SIZE, 0.0]
+    assert wb.time == pytest.approx(100 + 1000 + 100)
+    assert wb.windows == [{"from": 1, "to": 2, "kind": "read", "bytes": float(PAGE_SIZE),
+                           "time": 1000.0, "compute": 100.0}]
+    assert "between kernels 1 and 2 at least" in wb.describe()[0]
+    # the traffic bound: 1 page over the link
+    assert traffic_bound(m).bytes_in == PAGE_SIZE
+
+
+def test_bad_input():
+    w = make_workload(0, n_kernels=5, n_tensors=8)
+    with pytest.raises(InputError, match="in_rate"):
+        bound_model(w, capacity_bytes=1e6, in_rate=0.0)
+    with pytest.raises(InputError, match="capacity"):
+        bound_model(w, capacity_bytes=float("nan"), in_rate=1.0)
+
+
+def _synth(seed, n_kernels=14):
+    w = make_workload(seed, n_kernels=n_kernels, n_tensors=30, max_pages=40)
+    names = list(w.kernel_name)
+    names[len(names) // 2] = "makeLoss"          # FlashNeuron plans around the loss kernel
+    return dataclasses.replace(w, kernel_name=names)
+
+
+def _system(frames, link):
+    return System(gpu_memory_gb=frames * PAGE_SIZE / 2**30, gpu_frequency_ghz=1.2,
+                  host_memory_gb=30 * PAGE_SIZE / 2**30, host_link_gbps=link,
+                  ssd_bandwidth_gbps=link / 4, fault_latency_us=45, ssd_latency_us=20)
+
+
+def test_no_run_beats_its_bound():
+    """Every registered policy of every engine, on small synthetic workloads under tight and
+    loose systems: no iteration's time is below its bound (the engines' free transfers are
+    mirrored, docs/bounds.md)."""
+    above = runs = 0
+    for seed in range(6):
+        w = _synth(seed)
+        kp = int(kernel_pages(w).max())
+        for mul, link in [(1.0, 15.754), (1.3, 1.0), (2.0, 0.3)]:
+            system = _system(int(kp * mul) + 2, link)
+            for rec in policies.records():
+                r = run(make_spec(WorkloadSource("artifact", "synth", 1), system, rec.name),
+                        workload=w)
+                b = r["bound"]
+                assert b["time"] == max(b["window"], b["traffic"])
+                if r["status"] != "ok":
+                    continue
+                runs += 1
+                for it in r["iterations"]:
+                    assert it["exe_time_cycles"] >= it["bound_time_cycles"], (seed, rec.name)
+                    assert it["bound_gap_cycles"] >= 0
+                    if r["engine"] == "tensor":       # the engine's own unit, before O-34
+                        assert it["exe_time_ms"] >= b["time"] * (1 - 1e-12)
+                    assert it["bound_forced_cycles"] + it["bound_gap_cycles"] == \
+                        it["exe_time_cycles"] - it["ideal_exe_time_cycles"]
+                above += b["time_cycles"] > r["iterations"][-1]["ideal_exe_time_cycles"]
+    assert (runs, above) == (108, 18)
