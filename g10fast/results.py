@@ -70,7 +70,8 @@ def add_bound(result: dict, summary: dict, f_hz: float, *, unit_ms: bool = False
         cyc = artifact_cycles(t, f_hz) if f_hz else 0
         sec = t / 1000.0
     else:
-        cyc = int(math.floor(t * (1.0 - 1e-12)))
+        r = round(t)        # a float sum of integer cycles: its integer when within rounding
+        cyc = int(r) if abs(t - r) <= 1e-9 * max(1.0, t) else int(math.floor(t))
         sec = t / f_hz if f_hz else float("nan")
     b["time_cycles"] = cyc
     b["time_s"] = sec
