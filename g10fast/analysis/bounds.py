@@ -109,11 +109,14 @@ def bound_model(w, *, capacity_bytes: float, in_rate: float, out_rate: float | N
                 ssd_in_rate: float | None = None, ssd_out_rate: float | None = None,
                 host_bytes: float = math.inf, kernel_times=None, free_read=None,
                 free_write=None, excluded_tensors=None, slack: float = 0.0,
-                unit: str = "cycles", notes=()) -> BoundModel:
+                evict_copies: bool = False, unit: str = "cycles", notes=()) -> BoundModel:
     """The bound's model of a Workload. `kernel_times` (default: `exec_cycles`) in the unit
     the rates use; `free_read` / `free_write` (bool[T]): moves of those tensors in that
     direction cost nothing; `excluded_tensors` (ids) take no memory; `slack` (time) is taken
-    off every transfer window. Bad input raises InputError naming the parameter."""
+    off every transfer window; `evict_copies`: every eviction copies (the page engine's UVM:
+    a page lives in one place), so data off the GPU was written out after its previous use,
+    written or not (a global before its first use excepted: free initial placement). Bad input
+    raises InputError naming the parameter."""
     K, T = w.num_kernels, w.num_tensors
     if K == 0:
         raise InputError("the workload has no kernels", param="workload")
@@ -132,6 +135,8 @@ def bound_model(w, *, capacity_bytes: float, in_rate: float, out_rate: float | N
     if c.shape != (K,) or not np.all(np.isfinite(c)) or (c < 0).any():
         raise InputError("must be K finite times >= 0", param="bounds.kernel_times")
     ptr, uk, uw = _tensor_uses(w)
+    if evict_copies:
+        uw = np.ones_like(uw)
     n = np.diff(ptr)
     used = n > 0
     first = np.full(T, -1, np.int64)

@@ -14,7 +14,7 @@ def page_engine_model(w, params) -> BoundModel | None:
     no memory limit (Ideal: not UVM). Rates are the batcher's per-tick caps (spec §3): per
     direction at most `gpu_cap` pages a tick, `cpu_cap` of them host and `ssd_cap` SSD;
     a page's move is committed at its tick's start, so every window is granted one tick
-    (`slack`). Host memory is left unlimited here (the SSD windows of `host_bytes` are not
+    (`slack`). Every eviction copies (UVM: a page lives in one place). Host memory is left unlimited here (the SSD windows of `host_bytes` are not
     used): a sweep derives a run at another host size from a finished one
     (g10fast.sweep.reuse), so the result's bound must not depend on the host line."""
     if not params.is_uvm:
@@ -26,10 +26,10 @@ def page_engine_model(w, params) -> BoundModel | None:
     srate = min(g, s) * page / tick
     return bound_model(w, capacity_bytes=float(params.frames) * page, in_rate=rate,
                        out_rate=rate, ssd_in_rate=srate, ssd_out_rate=srate,
-                       slack=tick, unit="cycles",
+                       slack=tick, evict_copies=True, unit="cycles",
                        notes=("page engine: batcher caps per tick, full duplex; one tick of "
-                              "slack per window (moves committed at the tick's start); host "
-                              "memory not limited",))
+                              "slack per window (moves committed at the tick's start); every "
+                              "eviction copies; host memory not limited",))
 
 
 def tensor_engine_model(w, system, mode: str, options) -> BoundModel:
