@@ -193,7 +193,7 @@ def table_and_figure():
         ax.bar(x + (i - n / 2 + 0.5) * width, v, width, label=lab, color=col,
                hatch="//" if lab.startswith("bound") else None,
                edgecolor="white" if lab.startswith("bound") else None)
-    ax.set_xticks(x, [r["workload"] for r in rows])
+    ax.set_xticks(x, [r["workload"] for r in rows], fontsize=8)
     ax.set_ylabel("iteration time / Ideal")
     ax.axhline(1.0, color="#888888", lw=0.5)
     ax.set_title("Ideal, the provable bound and every policy (0 = failed run)")
