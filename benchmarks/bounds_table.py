@@ -4,12 +4,12 @@
 
 Workloads: the paper's five at the paper's batches from the G10 artifact (on the artifact's
 system, g10-artifact: 40 GB, 15.754 GB/s, SSD 3.2 GB/s, 128 GB host) and Llama-7B / GPT-2 XL
-(built-in, cost-model times) on h100-80-pcie5, and again with an 8 GB/s host link. Per workload: the window and traffic bounds of
-each engine's model (and how long they took), optionally the checkpoint LP on the `--lp`
-kernels of largest deficit, then every registered policy's run: its time, its bound (from the
-result), and the invariant time >= bound. Appends JSON lines to
-benchmarks/results/bounds.jsonl; `--figure` draws docs/bounds.png from that file's latest rows
-and prints the Markdown table.
+(built-in, cost-model times) on h100-80-pcie5, and again with an 8 GB/s host link. Per
+workload: the window and traffic bounds of each engine's model (and how long they took),
+optionally the checkpoint LP on the `--lp` kernels of largest deficit, then every registered
+policy's run: its time, its bound (from the result), and the invariant time >= bound. Appends
+JSON lines to benchmarks/results/bounds.jsonl; `--figure` draws docs/bounds.png from that
+file's latest rows and prints the Markdown table.
 """
 
 from __future__ import annotations

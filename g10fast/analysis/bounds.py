@@ -1,6 +1,7 @@
 """Provable lower bounds on one iteration's time (issue 24; shared specs/optimal-bounds.md).
 
-    model = bound_model(workload, capacity_bytes=..., in_rate=..., ...)   # or model_for_run(spec, w)
+    model = bound_model(workload, capacity_bytes=..., in_rate=..., ...)
+    # (an engine's model: g10fast.engine.bound_models)
     wb = window_bound(model)          # WindowBound: time, binding windows, D_k
     tb = traffic_bound(model)         # TrafficBound: min bytes in, over the link
 
@@ -155,7 +156,8 @@ def bound_model(w, *, capacity_bytes: float, in_rate: float, out_rate: float | N
     if not (math.isfinite(slack) and slack >= 0):
         raise InputError(f"must be >= 0, got {slack!r}", param="bounds.slack")
     return BoundModel(c=c, size=size, lo=lo, hi=last, use_ptr=ptr, use_k=uk, use_w=uw,
-                      free_read=fr, free_write=fw, slack=float(slack), capacity=float(capacity_bytes), host_bytes=float(host_bytes),
+                      free_read=fr, free_write=fw, slack=float(slack),
+                      capacity=float(capacity_bytes), host_bytes=float(host_bytes),
                       in_rate=float(in_rate), out_rate=float(out_rate),
                       ssd_in_rate=float(ssd_in_rate), ssd_out_rate=float(ssd_out_rate),
                       unit=unit, notes=tuple(notes))

@@ -3,7 +3,7 @@
 
     lp = lp_bound(model, checkpoints=None)          # LP relaxation; None: every kernel
     opt = milp_optimum(model, time_limit=60)        # z binary: the fluid model's optimum
-    plan = g10fast.planner.optimal.plan_from_schedule(opt, K)   # as a plan (--plan-in)
+    plan = g10fast.planner.optimal.plan_from_schedule(opt, model)   # a plan (--plan-in)
 
 Variables (time in the model's unit, bytes in bytes):
 * per segment j (the kernels between consecutive checkpoints, merged): its length d_j ≥ Σ c_k;

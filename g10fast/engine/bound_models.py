@@ -14,9 +14,10 @@ def page_engine_model(w, params) -> BoundModel | None:
     no memory limit (Ideal: not UVM). Rates are the batcher's per-tick caps (spec §3): per
     direction at most `gpu_cap` pages a tick, `cpu_cap` of them host and `ssd_cap` SSD;
     a page's move is committed at its tick's start, so every window is granted one tick
-    (`slack`). Every eviction copies (UVM: a page lives in one place). Host memory is left unlimited here (the SSD windows of `host_bytes` are not
-    used): a sweep derives a run at another host size from a finished one
-    (g10fast.sweep.reuse), so the result's bound must not depend on the host line."""
+    (`slack`). Every eviction copies (UVM: a page lives in one place). Host memory is left
+    unlimited here (the SSD windows of `host_bytes` are not used): a sweep derives a run at
+    another host size from a finished one (g10fast.sweep.reuse), so the result's bound must
+    not depend on the host line."""
     if not params.is_uvm:
         return None
     page = 4096.0
