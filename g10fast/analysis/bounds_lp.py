@@ -13,7 +13,8 @@ Variables (time in the model's unit, bytes in bytes):
   segment: w_{v,j}, the fraction written out.
 Constraints: memory at each checkpoint (live bytes − off bytes ≤ C); a gap's off fraction at
 S_k is fetched in the segments from k's to its next use's (rounded outward), and written out in
-the segments from its version's kernel to k's; per segment Σ s p ≤ B_in (d_j + slack) and
+the segments from its version's kernel to k's; in the MILP also, a fraction off at one
+checkpoint and counted resident at a later one of the same gap was fetched in between; per segment Σ s p ≤ B_in (d_j + slack) and
 Σ s w ≤ B_out (d_j + slack). Objective min Σ d_j. Any subset of the memory constraints and any
 merge of slots is a relaxation, so every checkpoint set gives a lower bound; with every kernel a
 checkpoint and z binary the MILP is the exact optimum of the fluid model (host memory and the
@@ -41,8 +42,7 @@ class LPResult:
     variables: int
     checkpoints: np.ndarray
     # the schedule (MILP): per gap off the GPU, the tensor, its use before (`after`) and its
-    # next use, the kernels it is off at, and `fetch_kernel` (the first it counts resident
-    # again: the model lets its fetch run from there to the next use)
+    # next use, the kernels it is off at, and `fetch_kernel` (the first kernel after them)
     schedule: list = field(default_factory=list)
     dual_bound: float | None = None
 
@@ -77,7 +77,8 @@ def default_checkpoints(m: BoundModel, n: int = 200) -> np.ndarray:
     return pos.astype(np.int64)
 
 
-def _solve(m: BoundModel, checkpoints, integral: bool, time_limit: float, mip_rel_gap: float):
+def _solve(m: BoundModel, checkpoints, integral: bool, time_limit: float, mip_rel_gap: float,
+           consistent: bool = False):
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_matrix
 
@@ -147,6 +148,18 @@ def _solve(m: BoundModel, checkpoints, integral: bool, time_limit: float, mip_re
                 rows.append(r), cols.append(zi), vals.append(-1.0)
                 lo_b.append(0.0), hi_b.append(np.inf)
                 r += 1
+            if consistent:
+                # a fraction counted resident at a later checkpoint was fetched in between:
+                # z_l >= z_i - (fetched in [S_i, S_l)), for every pair i < l of the gap
+                kl = ks.tolist()
+                for i in range(len(kl)):
+                    for li in range(i + 1, len(kl)):
+                        for j in range(int(seg_of[kl[i]]), int(seg_of[kl[li]])):
+                            rows.append(r), cols.append(pv[j]), vals.append(1.0)
+                        rows.append(r), cols.append(z[li]), vals.append(1.0)
+                        rows.append(r), cols.append(z[i]), vals.append(-1.0)
+                        lo_b.append(0.0), hi_b.append(np.inf)
+                        r += 1
         if ver >= 0 and not m.free_write[x]:
             for k, zi in zip(ks.tolist(), z):
                 # written out in [S_ver, S_k]: segments seg(ver) .. seg(k − 1)
@@ -203,9 +216,12 @@ def _solve(m: BoundModel, checkpoints, integral: bool, time_limit: float, mip_re
             off = [int(k) for k, zi in zip(ks.tolist(), z) if x[zi] > 0.5]
             if not off:
                 continue
-            sched_row = {"tensor": int(t), "after": int(a), "next_use": int(b), "off": off,
-                         "fetch_kernel": max(off) + 1}
-            out.schedule.append(sched_row)
+            # the prefetch: at the first kernel it counts resident again (the engine takes
+            # frames when a fetch starts, where the model counts them when it ends, so an
+            # earlier prefetch evicts what the model keeps; measured, docs/bounds.md)
+            fetch = max(off) + 1
+            out.schedule.append({"tensor": int(t), "after": int(a), "next_use": int(b),
+                                 "off": off, "fetch_kernel": fetch})
     return out
 
 
@@ -220,4 +236,4 @@ def milp_optimum(m: BoundModel, *, time_limit: float = 60.0,
     """The exact optimum of the fluid model (z binary, every kernel a checkpoint), for small
     workloads (K up to ~40). `optimal` False: the time limit stopped it, and `time` is the best
     schedule found (an upper value of the optimum), `dual_bound` a lower one."""
-    return _solve(m, None, True, time_limit, mip_rel_gap)
+    return _solve(m, None, True, time_limit, mip_rel_gap, consistent=True)
