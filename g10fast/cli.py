@@ -24,9 +24,10 @@ import os
 import sys
 from pathlib import Path
 
-from g10fast.errors import InputError
+from g10fast.errors import InputError, InvariantError
 
 EXIT_BAD_INPUT = 2
+EXIT_INVARIANT = 3
 
 
 def _find_artifact() -> Path | None:
@@ -328,7 +329,7 @@ def cmd_run(args) -> int:
         kw["workload"] = workload_of(spec)
         kw["plan"] = read_plan(args.plan_in, kw["workload"].num_kernels,
                                kw["workload"].num_tensors)
-    res = run(spec, trace_path=args.trace, progress=progress, **kw)
+    res = run(spec, trace_path=args.trace, progress=progress, check=args.check, **kw)
     if args.plan is not None:
         if "plan_object" not in res:
             raise InputError("this policy has no plan (use prefetch_lru or deepUM)",
@@ -585,6 +586,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--ssd-gbps", type=float, help="SSD bandwidth, GB/s")
     r.add_argument("--pcie-gbps", type=float, help="PCIe (host and GPU link) bandwidth, GB/s")
     r.add_argument("--json", action="store_true", help="print one JSON object")
+    r.add_argument("--check", action="store_true",
+                   help="assert the engine's invariants at every kernel boundary (each page in "
+                        "one place, capacity never exceeded, bytes moved = bytes arrived); "
+                        "slower, same result")
     r.add_argument("--trace", help="write the engine's events to this HDF5 file")
     r.add_argument("--progress", action="store_true", help="show the progress bar even when "
                    "stderr is not a terminal (default there: a plain line every 5 s, "

@@ -77,3 +77,7 @@ def toml_key_line(path, dotted: str) -> int | None:
             return found[want]
         want = want.rpartition(".")[0]
     return None
+
+
+class InvariantError(RuntimeError):
+    """An engine invariant does not hold (`--check`): a bug in g10fast, not bad input."""

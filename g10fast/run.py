@@ -118,7 +118,7 @@ def peak_rss_bytes() -> int:
 
 def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
         workload: Workload | None = None, plan=None, plan_options: dict | None = None,
-        required_order=None, vitality=None) -> dict:
+        required_order=None, vitality=None, check: bool = False) -> dict:
     """Simulate one run; returns the result dict (docs/results.md).
 
     `spec`: a RunSpec, or a G10Config (read into one). The policy's planner runs on the
@@ -126,7 +126,9 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
     replaces it; `plan_options` replace some of the policy's options (named quirks,
     docs/planner.md). `required_order` (page engine only): per kernel (inputs, outputs) in
     the order the engine processes them (O-18, docs/tensor-order.md); None: ascending ids.
-    `vitality`: the workload's vitality analysis, if at hand."""
+    `vitality`: the workload's vitality analysis, if at hand. `check`: assert the engine's
+    invariants at every kernel boundary (an InvariantError names the kernel and the
+    invariant); the result is the same."""
     t0 = time.perf_counter()
     if not isinstance(spec, RunSpec):
         spec = from_g10_config(spec)
@@ -147,7 +149,7 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
         writer = EventTraceWriter(trace_path, config=spec.to_dict(), meta=_meta(spec, w))
     try:
         result = runner(spec, rec, ctx, plan=plan, trace=writer, progress=progress,
-                        required_order=required_order)
+                        required_order=required_order, check=check)
         if spec.workload.kind == "builtin":
             result["system_preset"] = spec.system.name or None
             result["kernel_times"] = spec.workload.kernel_times
@@ -159,6 +161,8 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
         if writer is not None:
             writer.abort()
         raise
+    if check:
+        result["invariants_checked"] = True
     result["wall_seconds"] = time.perf_counter() - t0
     result["peak_rss_bytes"] = peak_rss_bytes()
     return result
@@ -206,7 +210,7 @@ def compat_options(cls, engine):
 # Engine runners (registered in g10fast.policies by name)
 
 def run_page_engine(spec: RunSpec, rec, ctx, *, plan=None, trace=None, progress=None,
-                    required_order=None) -> dict:
+                    required_order=None, check=False) -> dict:
     """The G10-compatible page engine under a policy's PageMode and plan."""
     from g10fast.engine.page import page_params, simulate_pages
     from g10fast.engine.stats import iteration_stats, reported_iteration
@@ -221,12 +225,15 @@ def run_page_engine(spec: RunSpec, rec, ctx, *, plan=None, trace=None, progress=
         plan = rec.planner(ctx)
     w_sim = _perturbed(w, spec.engine)
     page_run = simulate_pages(w_sim, params, hints=None if plan is None else plan.hints,
-                              trace=trace, progress=progress, required_order=required_order)
+                              trace=trace, progress=progress, required_order=required_order,
+                              check=check)
     iterations = iteration_stats(page_run.kernels, page_run.pcie, page_run.boundaries,
                                  w_sim.exec_cycles, w_sim.pf_cycles,
                                  page_run.params.num_iteration)
     res = page_result(spec, _model_label(spec), w, w_sim, page_run, iterations,
                       reported_iteration(iterations), plan, required_order)
+    if check:
+        res["invariant_checks"] = page_run.extra["invariant_checks"]
     from g10fast.analysis.bounds import bound_summary
     from g10fast.engine.bound_models import page_engine_model
     summary = bound_summary(page_engine_model(w_sim, page_run.params), w_sim,
@@ -235,7 +242,7 @@ def run_page_engine(spec: RunSpec, rec, ctx, *, plan=None, trace=None, progress=
 
 
 def run_tensor_engine(spec: RunSpec, rec, ctx, *, plan=None, trace=None, progress=None,
-                      required_order=None) -> dict:
+                      required_order=None, check=False) -> dict:
     """The tensor-granular engine (FlashNeuron, G10-GDS, G10-Host; spec §12, units O-34)."""
     import numpy as np
     from g10fast.engine.tensor import TensorOptions, simulate_tensors
@@ -275,6 +282,9 @@ def run_tensor_engine(spec: RunSpec, rec, ctx, *, plan=None, trace=None, progres
                                 trace=trace, progress=progress)
     res = tensor_result(spec, _model_label(spec), w, trun, plan_failure, plan_info, f_hz,
                         PAGE_SIZE)
+    if check and trun is not None:
+        from g10fast.engine.tensor_check import check_tensor_run
+        res["invariant_checks"] = check_tensor_run(trun, w)
     from g10fast.analysis.bounds import bound_summary
     from g10fast.engine.bound_models import tensor_engine_model
     from g10fast.engine.tensor import exec_ms_of

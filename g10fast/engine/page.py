@@ -236,7 +236,8 @@ def _kernel_table(w: Workload, oo) -> tuple[np.ndarray, np.ndarray]:
 
 def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
                    keep_state: bool = False, queue_capacity: int = 1 << 15,
-                   event_capacity: int = 1 << 18, required_order=None) -> PageRun:
+                   event_capacity: int = 1 << 18, required_order=None,
+                   check: bool = False) -> PageRun:
     """Run the G10 UVM page engine on a workload.
 
     params: the engine's constants, `page_params(system, mode)`; an object with the
@@ -251,8 +252,15 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     output-only tensors; or per kernel a pair (inputs, outputs) in the order to process them,
     e.g. the C++ hash-set order read from its statistics/kernels.config (O-18,
     g10fast.workload.kernel_order).
+    check: assert the engine's invariants at every kernel boundary (g10fast.engine.page_check;
+    InvariantError names the kernel and the invariant); slower, the results are the same.
     """
     sp = params if isinstance(params, SystemParams) else system_params(params)
+    checker = None
+    if check:
+        from g10fast.engine.page_check import CountingSink, PageChecker
+        user_trace = trace
+        trace = CountingSink(user_trace)
     K, T = w.num_kernels, w.num_tensors
     if K < 1:
         raise InputError("the workload has no kernels", param="workload")
@@ -341,8 +349,10 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     bnd = np.zeros((1 << 14, 3), dtype=np.int64)
     nbnd_flushed = []
     ev = np.zeros((event_capacity if trace is not None else 1, pk.EV_COLS), dtype=np.int64)
-    step = max(total // 200, 1)
-    S[pk.S_STAT_PAUSE] = step if progress is not None else total + 1
+    step = max(total // 200, 1) if not check else 1
+    S[pk.S_STAT_PAUSE] = step if (progress is not None or check) else total + 1
+    if check:
+        checker = PageChecker(w, sp, trace)
 
     events_before = trace.n_events if trace is not None else 0
     while True:
@@ -356,8 +366,9 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
                 # dropping the events this attempt has already written
                 if trace is not None:
                     trace.rewind(events_before)
-                return simulate_pages(w, sp, hints, trace, progress, keep_state,
-                                      queue_capacity * 8, event_capacity, required_order)
+                return simulate_pages(w, sp, hints, user_trace if check else trace, progress,
+                                      keep_state, queue_capacity * 8, event_capacity,
+                                      required_order, check)
             if err == pk.E_BUFFER_OVERFLOW and trace is not None:
                 raise SimulationError("event buffer overflow within one engine step; "
                                       "rerun with a larger event_capacity")
@@ -370,12 +381,15 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
         if S[pk.S_NBND] + 4 > bnd.shape[0]:
             nbnd_flushed.append(bnd[:S[pk.S_NBND]].copy())
             S[pk.S_NBND] = 0
+        if checker is not None:
+            checker.check(S, pstate, pcie, _queued_pages(qb, S))
         qlen = int((S[pk.S_QT:pk.S_QT + pk.NQ] - S[pk.S_QH:pk.S_QH + pk.NQ]).max())
         if qlen > queue_capacity // 2:
             qb = _grow_queues(qb, S)
             queue_capacity = qb.shape[1]
-        if progress is not None:
-            progress(int(S[pk.S_NSTAT]), total)
+        if progress is not None or check:
+            if progress is not None:
+                progress(int(S[pk.S_NSTAT]), total)
             while S[pk.S_STAT_PAUSE] <= S[pk.S_NSTAT]:
                 S[pk.S_STAT_PAUSE] += step
         if status == pk.ST_DONE:
@@ -389,7 +403,8 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
                    host_peak=int(S[pk.S_HOST_PEAK]), pstate=pstate if keep_state else None,
                    live_page_evictions=int(S[pk.S_LIVE_WARN]),
                    amplification=(int(S[pk.S_AMP_RAW]), int(S[pk.S_AMP_ALIGNED])),
-                   extra={"queued_pages_left": _queued_pages(qb, S)})
+                   extra={"queued_pages_left": _queued_pages(qb, S),
+                          **({"invariant_checks": checker.checks} if check else {})})
 
 
 def _queued_pages(qb, S) -> int:

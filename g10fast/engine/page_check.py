@@ -1,0 +1,140 @@
+"""Invariants of the page engine, asserted while it runs (`g10fast run --check`).
+
+At every point where the engine returns to its wrapper (every kernel boundary under
+`check`, and every flush of the event buffer), `PageChecker.check` asserts:
+
+* each page is in exactly one place and the engine's counters agree with the page table
+  (GPU pages = the GPU count, host pages = the host count);
+* capacity is never exceeded (GPU pages <= frames, host pages <= the host line);
+* every page marked in transfer is in exactly one queue;
+* bytes moved = bytes arrived: the pages that arrived in the GPU less those that left it
+  equal the GPU count, likewise for the host and the SSD (from the event stream, summed as it
+  is written, so memory stays bounded), and the fetches and evictions equal the per-tick
+  traffic statistics.
+
+A broken invariant raises `InvariantError` naming the kernel, the iteration and the
+invariant. The page-table count is a Numba kernel (one pass over the page states)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from g10fast.engine import page_kernels as pk
+from g10fast.engine.page_kernels import _kernel
+
+
+from g10fast.errors import InvariantError  # noqa: E402  (re-exported)
+
+
+@_kernel
+def _count_states(pstate, out):
+    """out[0..3] = pages per location (low two bits), out[4] = pages in transfer."""
+    for i in range(4):
+        out[i] = 0
+    out[4] = 0
+    for i in range(pstate.shape[0]):
+        s = pstate[i]
+        out[s & 3] += 1
+        if s & 4:
+            out[4] += 1
+
+
+def count_states(pstate: np.ndarray) -> np.ndarray:
+    """Pages per location (NOT_PRESENT, SSD, CPU, GPU) and in transfer, of a page table."""
+    if pstate.dtype != np.uint8 or pstate.ndim != 1:
+        raise ValueError("pstate must be a 1-d uint8 array")
+    out = np.zeros(5, dtype=np.int64)
+    _count_states(pstate, out)
+    return out
+
+
+class CountingSink:
+    """A trace sink that keeps the sums the conservation checks need (and forwards the
+    events to `inner`, a real trace, if given)."""
+
+    def __init__(self, inner=None):
+        self.inner = inner
+        self.n = 0
+        self.sums = dict(arrive=0, leave_gpu=0, to_cpu=0, from_cpu=0, to_ssd=0, from_ssd=0,
+                         fetch=0, evict_out=0, kernels=0)
+
+    @property
+    def n_events(self):
+        return self.inner.n_events if self.inner is not None else self.n
+
+    def append(self, ev):
+        kind, cnt, src, dst = ev[:, 1], ev[:, 6], ev[:, 7], ev[:, 8]
+        s = self.sums
+        fetch = kind == pk.EV_FETCH
+        evict = kind == pk.EV_EVICT
+        dealloc = kind == pk.EV_DEALLOC
+        s["arrive"] += int(cnt[fetch | (kind == pk.EV_ALLOC)].sum())
+        s["leave_gpu"] += int(cnt[evict].sum() + cnt[dealloc & (src == pk.IN_GPU)].sum())
+        s["to_cpu"] += int(cnt[evict & (dst == pk.IN_CPU)].sum())
+        s["from_cpu"] += int(cnt[(fetch | dealloc) & (src == pk.IN_CPU)].sum())
+        s["to_ssd"] += int(cnt[evict & (dst == pk.IN_SSD)].sum())
+        s["from_ssd"] += int(cnt[(fetch | dealloc) & (src == pk.IN_SSD)].sum())
+        s["fetch"] += int(cnt[fetch].sum())
+        s["evict_out"] += int(cnt[evict & (dst != pk.NOT_PRESENT)].sum())
+        s["kernels"] += int((kind == pk.EV_KERNEL).sum())
+        self.n += len(ev)
+        if self.inner is not None:
+            self.inner.append(ev)
+
+    def rewind(self, n):
+        if self.inner is not None:
+            self.inner.rewind(n)
+
+
+class PageChecker:
+    """The invariants of one page-engine run (see the module docstring)."""
+
+    def __init__(self, w, sp, sink: CountingSink):
+        self.w = w
+        self.sp = sp
+        self.sink = sink
+        self.init_ssd = int(np.asarray(w.n_pages)[np.asarray(w.is_global, bool)].sum()) \
+            if sp.is_uvm else 0
+        self.checks = 0
+
+    def _fail(self, S, what: str):
+        k = int(S[pk.S_CUR_KERNEL])
+        name = self.w.kernel_name[k] if 0 <= k < self.w.num_kernels else "?"
+        raise InvariantError(f"invariant broken at kernel {k} ({name}), iteration "
+                             f"{int(S[pk.S_CUR_ITER])}: {what}")
+
+    def check(self, S, pstate, pcie, queued_pages: int) -> None:
+        sp, s = self.sp, self.sink.sums
+        gpu, host = int(S[pk.S_GPU_USED]), int(S[pk.S_HOST_USED])
+        n = count_states(pstate)
+        self.checks += 1
+        if sp.is_uvm and n[pk.IN_GPU] != gpu:
+            self._fail(S, f"each page in one place: {n[pk.IN_GPU]} pages are on the GPU in the "
+                          f"page table, the engine counts {gpu}")
+        if n[pk.IN_CPU] != host:
+            self._fail(S, f"each page in one place: {n[pk.IN_CPU]} pages are in host memory in "
+                          f"the page table, the engine counts {host}")
+        if not 0 <= gpu <= sp.frames:
+            self._fail(S, f"GPU capacity: {gpu} pages in use of {sp.frames}")
+        if not 0 <= host <= sp.host_line:
+            self._fail(S, f"host capacity: {host} pages in use of {sp.host_line}")
+        if n[4] != queued_pages:
+            self._fail(S, f"{n[4]} pages are marked in transfer, the queues hold {queued_pages}")
+        if not sp.is_uvm:
+            return
+        if s["arrive"] - s["leave_gpu"] != gpu:
+            self._fail(S, f"bytes moved = bytes arrived (GPU): {s['arrive']} pages arrived, "
+                          f"{s['leave_gpu']} left, the GPU holds {gpu}")
+        if s["to_cpu"] - s["from_cpu"] != host:
+            self._fail(S, f"bytes moved = bytes arrived (host): {s['to_cpu']} pages arrived, "
+                          f"{s['from_cpu']} left, the host holds {host}")
+        if self.init_ssd + s["to_ssd"] - s["from_ssd"] != n[pk.IN_SSD]:
+            self._fail(S, f"bytes moved = bytes arrived (SSD): {self.init_ssd} at start + "
+                          f"{s['to_ssd']} arrived - {s['from_ssd']} left != {n[pk.IN_SSD]} "
+                          "pages on the SSD")
+        if s["fetch"] != int(pcie[:, pk.PC_IN].sum()):
+            self._fail(S, f"traffic: {s['fetch']} pages fetched in the event stream, "
+                          f"{int(pcie[:, pk.PC_IN].sum())} in the per-tick statistics")
+        if s["evict_out"] != int(pcie[:, pk.PC_OUT].sum()):
+            self._fail(S, f"traffic: {s['evict_out']} pages evicted in the event stream, "
+                          f"{int(pcie[:, pk.PC_OUT].sum())} in the per-tick statistics")

@@ -1,0 +1,120 @@
+"""`--check`: every engine's invariants asserted at every kernel boundary (issue 18) — on every
+policy of every engine on small synthetic workloads, and on artifact-sized runs."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synth import make_workload  # noqa: E402
+
+from g10fast import policies  # noqa: E402
+from g10fast.errors import InvariantError  # noqa: E402
+from g10fast.run import run  # noqa: E402
+from g10fast.spec import WorkloadSource, make_spec  # noqa: E402
+from g10fast.system import System  # noqa: E402
+from g10fast.workload.model import PAGE_SIZE  # noqa: E402
+
+ARTIFACT = Path(__file__).resolve().parents[2] / "shared" / "g10-artifact"
+
+
+def _spec(policy, gpu_pages, host_pages):
+    system = System(gpu_memory_gb=gpu_pages * PAGE_SIZE / 2**30, gpu_frequency_ghz=1.2,
+                    host_memory_gb=host_pages * PAGE_SIZE / 2**30, host_link_gbps=15.754,
+                    ssd_bandwidth_gbps=3.2, fault_latency_us=45.0)
+    return make_spec(WorkloadSource("artifact", "synthetic", 1), system, policy)
+
+
+def _workload(seed, n_kernels, n_tensors, max_pages):
+    """A synthetic workload with a makeLoss kernel in the middle (FlashNeuron plans around
+    it: activations of the forward half are offloaded)."""
+    import dataclasses
+    w = make_workload(seed, n_kernels=n_kernels, n_tensors=n_tensors, max_pages=max_pages)
+    names = list(w.kernel_name)
+    names[n_kernels // 2] = "makeLoss"
+    return dataclasses.replace(w, kernel_name=names)
+
+
+def _same(a, b):
+    assert a["status"] == b["status"]
+    assert a["iterations"] == b["iterations"]
+
+
+@pytest.mark.parametrize("policy", [r.name for r in policies.records()])
+@pytest.mark.parametrize("seed,gpu,host", [(1, 120, 400), (2, 90, 20), (3, 200, 0)])
+def test_check_on_every_policy(policy, seed, gpu, host):
+    w = _workload(seed, 16, 40, gpu // 4)
+    spec = _spec(policy, gpu, host)
+    plain = run(spec, workload=w)
+    checked = run(spec, workload=w, check=True)
+    _same(plain, checked)
+    assert checked["invariants_checked"] is True
+    if checked["status"] == "ok":
+        # the page engine checks at every kernel boundary of both iterations; the tensor
+        # engine at every event of its one iteration
+        assert checked["invariant_checks"] >= w.num_kernels
+
+
+def test_a_broken_invariant_names_the_kernel_and_the_invariant():
+    from g10fast.engine import page_kernels as pk
+    from g10fast.engine.page import page_params, PageMode
+    from g10fast.engine.page_check import CountingSink, PageChecker
+
+    w = make_workload(1, n_kernels=6, n_tensors=12, max_pages=10)
+    sp = page_params(_spec("lru", 60, 60).system, PageMode())
+    chk = PageChecker(w, sp, CountingSink())
+    S = np.zeros(pk.NS, dtype=np.int64)
+    S[pk.S_CUR_KERNEL], S[pk.S_CUR_ITER], S[pk.S_GPU_USED] = 3, 1, 2
+    pstate = np.zeros(w.num_pages, dtype=np.uint8)
+    pstate[:5] = pk.IN_GPU                   # 5 pages on the GPU, the engine counts 2
+    pcie = np.zeros((2, pk.PC_COLS), dtype=np.int64)
+    with pytest.raises(InvariantError, match=rf"kernel 3 \({w.kernel_name[3]}\), iteration 1: "
+                                             "each page in one place: 5 pages are on the GPU"):
+        chk.check(S, pstate, pcie, 0)
+    S[pk.S_GPU_USED] = 5
+    S[pk.S_HOST_USED] = 0
+    pstate[:5] |= pk.F_TRANSFER
+    with pytest.raises(InvariantError, match="5 pages are marked in transfer, the queues hold 0"):
+        chk.check(S, pstate, pcie, 0)
+
+
+def test_tensor_check_catches_an_overlap():
+    from types import SimpleNamespace
+
+    from g10fast.engine import tensor_kernels as tk
+    from g10fast.engine.tensor_check import check_tensor_run
+
+    w = make_workload(1, n_kernels=4, n_tensors=8, max_pages=10)
+    ev = np.full((3, 10), -1, dtype=np.int64)
+    ev[0, [1, 3]] = tk.EV_KERNEL, 2
+    ev[1, [1, 4, 5, 6, 9]] = tk.EV_ALLOC, 1, 0, 4, 0
+    ev[2, [1, 4, 5, 6, 9]] = tk.EV_ALLOC, 2, 3, 4, 0
+    run_ = SimpleNamespace(capacity_pages=100, events=ev, event_ms=np.arange(3.0))
+    with pytest.raises(InvariantError, match=r"kernel 2 .*tensor 2 placed at pages \[3, 7\) "
+                                             "overlaps"):
+        check_tensor_run(run_, w)
+
+
+@pytest.mark.skipif(not (ARTIFACT / "frontend" / "Nets").is_dir(), reason="no G10 artifact")
+@pytest.mark.parametrize("model,batch", [("BERT", 128), ("ResNet152", 256)])
+@pytest.mark.parametrize("policy", ["lru", "prefetch_lru", "deepUM", "ideal"])
+def test_check_on_artifact_sized_runs(model, batch, policy):
+    from g10fast.config import genconfig
+    from g10fast.spec import from_g10_config
+    cfg = genconfig(ARTIFACT, model, batch, "lru" if policy == "ideal" else policy)
+    spec = from_g10_config(cfg.replace(is_UVM=False) if policy == "ideal" else cfg)
+    t0 = time.perf_counter()
+    res = run(spec, check=True)
+    checked_s = time.perf_counter() - t0
+    assert res["invariants_checked"] and res["status"] == "ok"
+    # the checks change nothing: the reported time is the unchecked run's (recorded in
+    # benchmarks/results/check_times.jsonl with the time the checks take)
+    plain = run(spec)
+    assert res["iterations"] == plain["iterations"]
+    assert res["invariant_checks"] >= 2 * res["workload"]["kernels"]
+    assert checked_s > 0
