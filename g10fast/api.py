@@ -116,6 +116,8 @@ def comparison_rows(results: list[dict]) -> list[dict]:
                      if it["exe_time_cycles"] else 0.0,
                      "host_to_gpu_gib": pg["cpu_to_gpu"] * gib, "gpu_to_host_gib": pg["gpu_to_cpu"] * gib,
                      "ssd_to_gpu_gib": pg["ssd_to_gpu"] * gib, "gpu_to_ssd_gib": pg["gpu_to_ssd"] * gib,
+                     "bound_s": it["bound_time_cycles"] / f if "bound_time_cycles" in it
+                     else math.nan,
                      "wall_s": r.get("wall_seconds", math.nan)})
     return rows
 
@@ -133,7 +135,8 @@ def _not_ok_reason(r: dict) -> str:
 def comparison_text(results: list[dict], title: str = "") -> str:
     rows = comparison_rows(results)
     head = (f"{'policy':<12} {'time (s)':>10} {'perf/Ideal':>10} {'stall':>7} "
-            f"{'host->GPU':>10} {'GPU->host':>10} {'SSD->GPU':>9} {'GPU->SSD':>9}  (GiB)")
+            f"{'host->GPU':>10} {'GPU->host':>10} {'SSD->GPU':>9} {'GPU->SSD':>9}  (GiB)  "
+            f"{'bound (s)':>9}")
     lines = [title] if title else []
     lines += [head, "-" * len(head)]
     for r in rows:
@@ -147,7 +150,8 @@ def comparison_text(results: list[dict], title: str = "") -> str:
         lines.append(f"{name:<12} {r['time_s']:>10.3f} {r['normalised']:>10.3f} "
                      f"{100 * r['stall_share']:>6.1f}% {r['host_to_gpu_gib']:>10.1f} "
                      f"{r['gpu_to_host_gib']:>10.1f} {r['ssd_to_gpu_gib']:>9.1f} "
-                     f"{r['gpu_to_ssd_gib']:>9.1f}")
+                     f"{r['gpu_to_ssd_gib']:>9.1f}         "
+                     + (f"{r['bound_s']:>9.3f}" if r['bound_s'] == r['bound_s'] else f"{'-':>9}"))
     return "\n".join(lines)
 
 

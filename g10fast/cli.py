@@ -82,6 +82,10 @@ def summary_text(res: dict, note: str | None = None) -> str:
                          f"stall {it['stall_ms']:.6g} ms, overlap {it['overlap_ms']:.6g} ms)")
         lines.append(f"  ideal            {_fmt_cycles(it['ideal_exe_time_cycles'], f_hz)}   "
                      f"slowdown {it['slowdown']:.4f}")
+        if "bound_time_cycles" in it:
+            lines.append(f"  bound            {_fmt_cycles(it['bound_time_cycles'], f_hz)}   "
+                         f"forced {it['bound_forced_cycles']:,}  policy {it['bound_gap_cycles']:,}"
+                         f" cycles (docs/bounds.md)")
         lines.append(f"  stall / overlap / compute   {it['stall_cycles']:,} / "
                      f"{it['overlap_cycles']:,} / {it['compute_cycles']:,}")
         lines.append(f"  page faults  host {it['cpu_pf']:,}  SSD {it['ssd_pf']:,}  "

@@ -10,6 +10,7 @@ the system, the plan summary and the per-kernel table.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -53,6 +54,33 @@ def add_seconds(result: dict, f_hz: float) -> dict:
             it["exe_time_s"] = it["exe_time_cycles"] / f_hz
             it["ideal_time_s"] = it["ideal_exe_time_cycles"] / f_hz
     result["f_hz"] = f_hz
+    return result
+
+
+def add_bound(result: dict, summary: dict, f_hz: float, *, unit_ms: bool = False) -> dict:
+    """The provable lower bound (g10fast.analysis.bounds, docs/bounds.md) beside every
+    iteration: `bound_time_cycles` / `bound_time_s`, and the gap to Ideal split into what the
+    hardware forces (`bound_forced_cycles` = bound − ideal) and what the policy adds
+    (`bound_gap_cycles` = time − bound). `result["bound"]`: the window and traffic bounds, the
+    binding windows and the model. A page-engine bound (cycles) is rounded down; a tensor-
+    engine bound (ms) gets the engine's own printed conversion (O-34), which is monotone."""
+    b = dict(summary)
+    t = float(b["time"])
+    if unit_ms:
+        cyc = artifact_cycles(t, f_hz) if f_hz else 0
+        sec = t / 1000.0
+    else:
+        r = round(t)        # a float sum of integer cycles: its integer when within rounding
+        cyc = int(r) if abs(t - r) <= 1e-9 * max(1.0, t) else int(math.floor(t))
+        sec = t / f_hz if f_hz else float("nan")
+    b["time_cycles"] = cyc
+    b["time_s"] = sec
+    result["bound"] = b
+    for it in result.get("iterations") or []:
+        it["bound_time_cycles"] = cyc
+        it["bound_time_s"] = sec
+        it["bound_forced_cycles"] = cyc - int(it["ideal_exe_time_cycles"])
+        it["bound_gap_cycles"] = int(it["exe_time_cycles"]) - cyc
     return result
 
 

@@ -16,7 +16,8 @@ import resource
 import time
 
 from g10fast.errors import InputError
-from g10fast.results import RESULT_SCHEMA_VERSION, page_result, tensor_result, to_json_ready
+from g10fast.results import (RESULT_SCHEMA_VERSION, add_bound, page_result, tensor_result,
+                             to_json_ready)
 from g10fast.spec import RunSpec, from_g10_config, g10_policy
 from g10fast.workload.model import PAGE_SIZE, Workload
 from g10fast.workload.times import load_workload, perturb_kernel_times
@@ -233,7 +234,11 @@ def run_page_engine(spec: RunSpec, rec, ctx, *, plan=None, trace=None, progress=
                       reported_iteration(iterations), plan, required_order)
     if check:
         res["invariant_checks"] = page_run.extra["invariant_checks"]
-    return res
+    from g10fast.analysis.bounds import bound_summary
+    from g10fast.engine.bound_models import page_engine_model
+    summary = bound_summary(page_engine_model(w_sim, page_run.params), w_sim,
+                            float(w_sim.exec_cycles.sum()))
+    return add_bound(res, summary, page_run.params.f_hz)
 
 
 def run_tensor_engine(spec: RunSpec, rec, ctx, *, plan=None, trace=None, progress=None,
@@ -280,7 +285,12 @@ def run_tensor_engine(spec: RunSpec, rec, ctx, *, plan=None, trace=None, progres
     if check and trun is not None:
         from g10fast.engine.tensor_check import check_tensor_run
         res["invariant_checks"] = check_tensor_run(trun, w)
-    return res
+    from g10fast.analysis.bounds import bound_summary
+    from g10fast.engine.bound_models import tensor_engine_model
+    from g10fast.engine.tensor import exec_ms_of
+    m = tensor_engine_model(w, spec.system, mode, compat_options(TensorOptions, spec.engine))
+    summary = bound_summary(m, w, float(exec_ms_of(w, spec.system.gpu_frequency_ghz).sum()))
+    return add_bound(res, summary, f_hz, unit_ms=True)
 
 
 def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .engine import locations
+from . import locations
 from .errors import InputError
 
 SCHEMA_VERSION = 1

@@ -11,7 +11,7 @@ free piece] with return value 1.
 from __future__ import annotations
 
 import numpy as np
-from g10fast.engine.jit import kernel
+from g10fast.jit import kernel
 
 from g10fast.engine import tensor_kernels as tk
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from g10fast.engine.jit import kernel
+from g10fast.jit import kernel
 
 from g10fast.alloc.trace import FREE, AllocTrace
 from g10fast.errors import InputError

@@ -16,7 +16,7 @@ Scalars live in S (int64): see the S_* indices.
 from __future__ import annotations
 
 import numpy as np
-from g10fast.engine.jit import jit, kernel
+from g10fast.jit import jit, kernel
 
 VA_PAGES = 512                     # 2 MiB VA block / 4 KiB
 LEVELS = 10                        # tree levels: 1, 2, 4, ..., 512 pages

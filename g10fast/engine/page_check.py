@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from g10fast.engine import page_kernels as pk
-from g10fast.engine.jit import kernel_nonrt
+from g10fast.jit import kernel_nonrt
 
 
 from g10fast.errors import InvariantError  # noqa: E402  (re-exported)

@@ -36,9 +36,9 @@ from collections import namedtuple
 
 import numpy as np
 
-from g10fast.engine.jit import jit, kernel_nonrt, kernel_nonrt_ieee
-# ---- page locations (G10's PageLocation enum, g10fast.engine.locations) ----
-from g10fast.engine.locations import (  # noqa: F401  (re-exported: pk.IN_GPU and the like)
+from g10fast.jit import jit, kernel_nonrt, kernel_nonrt_ieee
+# ---- page locations (G10's PageLocation enum, g10fast.locations) ----
+from g10fast.locations import (  # noqa: F401  (re-exported: pk.IN_GPU and the like)
     IN_CPU, IN_GPU, IN_GPU_LEAST, IN_SSD, NOT_KNOWN, NOT_PRESENT)
 
 # ---- page state pstate[p] (uint8, read as int64) ----
@@ -246,7 +246,7 @@ _STAGE_QUEUE = (Q_PREEVICT_SSD, Q_PREEVICT_CPU, Q_PF_SSD, Q_PF_CPU, Q_PF_ALLOC, 
 
 
 # Every function here is compiled without Numba's reference counting (`_nrt=False`, see
-# g10fast.engine.jit): none allocates, and the atomic increments and decrements that NRT
+# g10fast.jit): none allocates, and the atomic increments and decrements that NRT
 # wraps around each array argument of each call otherwise cost more than the page moves
 # themselves.
 _kernel = kernel_nonrt

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from g10fast.engine.jit import kernel as _kernel
+from g10fast.jit import kernel as _kernel
 
 # tensor states
 NONE = 0
@@ -45,11 +45,11 @@ MODE_GDS_FULL = 2
 # hint destinations (PageLocation, planner spec §5.1) and trace kinds: the page engine's
 from g10fast.engine.page_kernels import (  # noqa: E402,F401
     EV_ALLOC, EV_DEALLOC, EV_EVICT, EV_FETCH, EV_HINT, EV_KERNEL, EV_TRANSFER)
-from g10fast.engine.locations import IN_CPU as LOC_CPU  # noqa: E402
-from g10fast.engine.locations import IN_GPU as LOC_GPU  # noqa: E402
-from g10fast.engine.locations import IN_SSD as LOC_SSD  # noqa: E402
-from g10fast.engine.locations import NOT_KNOWN as LOC_NOT_KNOWN  # noqa: E402
-from g10fast.engine.locations import NOT_PRESENT as LOC_NOT_PRESENT  # noqa: E402
+from g10fast.locations import IN_CPU as LOC_CPU  # noqa: E402
+from g10fast.locations import IN_GPU as LOC_GPU  # noqa: E402
+from g10fast.locations import IN_SSD as LOC_SSD  # noqa: E402
+from g10fast.locations import NOT_KNOWN as LOC_NOT_KNOWN  # noqa: E402
+from g10fast.locations import NOT_PRESENT as LOC_NOT_PRESENT  # noqa: E402
 
 # status codes
 ST_OK = 0

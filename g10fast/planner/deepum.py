@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from g10fast.engine.locations import IN_GPU, NOT_KNOWN
+from g10fast.locations import IN_GPU, NOT_KNOWN
 from g10fast.planner.plan import MigrationPlan
 
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from g10fast.engine.jit import kernel
-from g10fast.engine.locations import (  # noqa: F401  (re-exported)
+from g10fast.jit import kernel
+from g10fast.locations import (  # noqa: F401  (re-exported)
     IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT)
 
 # per-interval decisions (MigrationPlan.iv_decision)
