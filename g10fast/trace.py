@@ -232,7 +232,8 @@ def _attrs_digest(attrs, names) -> str:
     return h.hexdigest()
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this host still runs (a zombie counts as dead)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -268,7 +269,7 @@ def find_temporaries(path) -> list[tuple[str, int, bool]]:
             continue
         out.append((mtime, full, int(parts[0])))
     out.sort(reverse=True)
-    return [(f, pid, _pid_alive(pid)) for _, f, pid in out]
+    return [(f, pid, pid_alive(pid)) for _, f, pid in out]
 
 
 def clean_temporaries(path) -> list[str]:

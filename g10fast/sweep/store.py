@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
+from ..trace import pid_alive as _pid_alive
 
 __all__ = ["STORE_FORMAT", "STORE_VERSION", "StoredPoint", "ResultStore", "to_jsonable",
            "open_store", "point_checksum", "pack_arrays", "unpack_arrays", "TMP_PREFIX"]
@@ -165,20 +166,6 @@ def point_checksum(*fields) -> str:
 
 def _dumps(x) -> str:
     return json.dumps(to_jsonable(x))
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:   # a zombie is dead
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def file_kind(path: str) -> str:
