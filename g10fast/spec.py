@@ -35,7 +35,8 @@ class WorkloadSource:
     kind "builtin": a model of data/models (`model`, `batch`), kernel times from the cost
     model on the system's GPU ("estimated") or a profile file, `model_options` overriding the
     model file's parameters. kind "artifact": the G10 artifact's model and kernel-trace files
-    (`files`: the config keys of ARTIFACT_WORKLOAD_KEYS)."""
+    (`files`: the config keys of ARTIFACT_WORKLOAD_KEYS). kind "trace": an HDF5 workload
+    trace (docs/workload-trace-format.md; `files`: (("path", FILE.h5),)), its stored times."""
 
     kind: str
     model: str
@@ -46,6 +47,9 @@ class WorkloadSource:
 
     @property
     def shape(self) -> ArtifactShape:
+        if self.kind == "trace":
+            from g10fast.workload.h5trace import trace_shape
+            return trace_shape(dict(self.files)["path"])
         if self.kind == "artifact":
             f = dict(self.files)
             return ArtifactShape(int(f.get("is_transformer", 0)) == 1,
@@ -236,6 +240,28 @@ def builtin_spec(model, batch: int | None = None, system="g10-artifact", policy=
         raise _where(e, source or None) from None
     wl = WorkloadSource("builtin", spec.key, batch, str(kernel_times),
                         tuple(sorted((model_options or {}).items())))
+    return make_spec(wl, sysobj, policy, options, engine, source)
+
+
+def trace_spec(path, system="g10-artifact", policy="lru", *, overrides: dict | None = None,
+               options: dict | None = None, engine: dict | EngineOptions | None = None,
+               source: str = "") -> RunSpec:
+    """An HDF5 workload trace (`g10fast capture`, `g10fast workload export`) on a hardware
+    preset (name, path, preset dict or System) under one policy."""
+    from g10fast.hardware import load_preset
+    from g10fast.workload.h5trace import read_attrs
+    path = os.path.abspath(os.fspath(path))
+    a = read_attrs(path)
+    try:
+        if isinstance(system, System):
+            sysobj = system
+        else:
+            preset = system if isinstance(system, dict) else load_preset(system, overrides)
+            sysobj = System.from_preset(preset)
+    except InputError as e:
+        raise _where(e, source or None) from None
+    wl = WorkloadSource("trace", str(a.get("name", "?")), int(a.get("batch_size", 1)), "file",
+                        files=(("path", path),))
     return make_spec(wl, sysobj, policy, options, engine, source)
 
 
