@@ -27,8 +27,9 @@ VERSION = 1
 
 #: per-kernel lists a Workload's meta may carry (captured workloads); stored as datasets
 KERNEL_STR_META = ("kernel_op", "kernel_kind", "kernel_phase")
-KERNEL_NUM_META = ("kernel_flops",)
+KERNEL_NUM_META = ("kernel_flops", "kernel_bytes_accessed")
 TENSOR_STR_META = ("tensor_name",)
+TENSOR_NUM_META = ("tensor_alloc_kernel", "tensor_free_kernel")
 
 _KERNEL_INT = ("exec_cycles", "input_pf_cycles", "pf_cycles", "workspace_bytes")
 _CSR = ("in_ptr", "in_idx", "out_ptr", "out_idx")
@@ -41,7 +42,8 @@ def _crc(a: np.ndarray) -> int:
 def _jsonable(meta: dict) -> dict:
     out = {}
     for k, v in meta.items():
-        if k in KERNEL_STR_META or k in KERNEL_NUM_META or k in TENSOR_STR_META:
+        if k in KERNEL_STR_META or k in KERNEL_NUM_META or k in TENSOR_STR_META \
+                or k in TENSOR_NUM_META or k == "kernel_class":
             continue
         try:
             json.dumps(v)
@@ -164,6 +166,13 @@ def write_workload_h5(path, w: Workload, provenance: dict | None = None, *,
             names = w.meta.get("tensor_name")
             if names is not None and len(names) == T:
                 tg.create_dataset("name", data=list(names), dtype=str_dt)
+            for m in TENSOR_NUM_META:
+                if m in w.meta and len(w.meta[m]) == T:
+                    put(tg, m.removeprefix("tensor_"), w.meta[m], np.int64)
+            if "kernel_bytes_accessed" in w.meta:
+                put(kg, "bytes_accessed", w.meta["kernel_bytes_accessed"], np.int64)
+            if "kernel_class" in w.meta:
+                kg.create_dataset("cost_class", data=list(w.meta["kernel_class"]), dtype=str_dt)
             ig = f.create_group("incidence")
             for n in _CSR:
                 put(ig, n, getattr(w, n), np.int32 if n.endswith("idx") else np.int64)
@@ -250,6 +259,11 @@ def read_workload_h5(path) -> Workload:
             smeta = {m: strs("kernels", m.removeprefix("kernel_"), False)
                      for m in KERNEL_STR_META}
             tnames = strs("tensors", "name", False)
+            tnum = {m: get("tensors", m.removeprefix("tensor_"), np.int64)
+                    for m in TENSOR_NUM_META if m.removeprefix("tensor_") in f["tensors"]}
+            if "bytes_accessed" in f["kernels"]:
+                tnum["kernel_bytes_accessed"] = get("kernels", "bytes_accessed", np.int64)
+            cls = strs("kernels", "cost_class", False)
     except InputError:
         raise
     except Exception as e:
@@ -266,6 +280,9 @@ def read_workload_h5(path) -> Workload:
         meta["kernel_flops"] = flops
     if tnames is not None:
         meta["tensor_name"] = tnames
+    meta.update(tnum)
+    if cls is not None:
+        meta["kernel_class"] = cls
     meta["trace_file"] = os.path.abspath(path)
     return Workload(
         name=str(a["name"]), batch_size=int(a["batch_size"]), raw_size=ten["raw_size"],
