@@ -6,6 +6,10 @@
     g10fast run                      (the default comparison: a built-in model, all policies)
     g10fast run FILE.toml            (a TOML run file, docs/run-format.md)
     g10fast models [--batch N]       (built-in models and their footprint)
+    g10fast capture EXAMPLE|module:function --out W.h5 [--batch N --seq-len L --dtype D]
+    g10fast workload export MODEL|CONFIG --out W.h5 [--batch N --system S | --g10 DIR]
+    g10fast workload inspect W.h5
+    g10fast run --workload W.h5 [--policy P --system S]   (an HDF5 workload trace)
     g10fast trace inspect FILE.h5 [--allow-incomplete]
     g10fast trace verify FILE.h5
     g10fast store verify STORE       (every point checked against its checksum)
