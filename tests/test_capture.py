@@ -229,3 +229,22 @@ def test_cli_capture(tmp_path, capsys):
     assert main(["capture", "nope", "--out", str(p)]) == 2
     assert main(["capture", "mlp", "--out", str(tmp_path / "no" / "x.h5")]) == 2
     assert main(["capture", "mlp", "--dtype", "float8", "--out", str(p)]) == 2
+
+
+def test_every_default_policy_runs_on_a_capture(tmp_path):
+    """A captured workload replayed from its trace under each default policy, oversubscribed
+    (FlashNeuron finds the end of the forward pass from the kernel phases, as it finds
+    makeLoss in a built-in model)."""
+    from g10fast import policies
+    from g10fast.run import run
+    from g10fast.spec import trace_spec
+    from g10fast.workload.h5trace import write_workload_h5
+    w = to_workload(capture(tiny_transformer(batch=8, seq_len=64)))
+    p = tmp_path / "t.h5"
+    write_workload_h5(p, w, transformer=True)
+    gb = 0.7 * w.footprint_bytes / 1e9
+    for pol in policies.DEFAULT_POLICIES:
+        res = run(trace_spec(p, "g10-artifact", pol, overrides={"gpu.memory_gb": gb}))
+        assert res["status"] == "ok", (pol, res.get("failure"))
+        it = res["iterations"][res["reported"]]
+        assert it["exe_time_cycles"] >= w.ideal_cycles, pol
