@@ -164,6 +164,10 @@ def per_class_table(rows):
     return agg
 
 
+def _e0(r):
+    return cf.rel_err(r["estimated"][0], r["measured"][0])
+
+
 def pct(x):
     return f"{x:+.1%}".replace("%", " %")
 
@@ -281,8 +285,8 @@ def doc(res, sets, fig_rel):
           f"{apct(median_abs(held))} / {apct(median_abs(held_c))}; in-sample "
           f"{apct(median_abs(ins, which=paper))}; the A100 fit "
           f"{apct(median_abs(a100, which=paper))} (target: under 25 %). Worst held out: "
-          + ", ".join(f"{r['model']}-{r['batch']} {pct(cf.rel_err(r['estimated'][0], r['measured'][0]))}"
-                      for r in sorted(held, key=lambda r: -abs(cf.rel_err(r['estimated'][0], r['measured'][0])))[:3])
+          + ", ".join(f"{r['model']}-{r['batch']} {pct(_e0(r))}"
+                      for r in sorted(held, key=lambda r: -abs(_e0(r)))[:3])
           + ".",
           "",
           f"![Estimated against measured per model]({fig_rel})",
@@ -346,7 +350,8 @@ def doc(res, sets, fig_rel):
           "",
           "## Where it is used, and what did not change",
           "",
-          "* `g10fast run --model bert-base --batch 256 --system h100-sxm5 ...` (or `preset = \"h100-sxm5\"` in a run file): "
+          "* `g10fast run --model bert-base --batch 256 --system h100-sxm5 ...` "
+          "(or `preset = \"h100-sxm5\"` in a run file): "
           "built-in models with `kernel_times = \"estimated\"` get these parameters "
           "(`costmodel.params_for` picks the parameter file whose reference GPU model is the "
           "preset's `gpu.model`).",

@@ -144,7 +144,8 @@ def main(argv=None):
           "The last three columns are the cost model fitted on these measurements (the "
           "h100-sxm5 preset's parameters, data/costmodel/h100-sxm5.toml), each model's "
           "profiles held out of the fit: the median absolute error of the ideal time over the "
-          "seven paper-batch rows is " + f"{np.median([abs(fit[k][0]) for k in fit if k[1] not in (1, 32)]):.1%}"
+          "seven paper-batch rows is "
+          + f"{np.median([abs(fit[k][0]) for k in fit if k[1] not in (1, 32)]):.1%}"
           + " (A100 fit: " + f"{np.median([abs(v) for v in a100_err]):.1%}" + "). How it is "
           "fitted, the errors by op class and the figure: docs/costmodel-h100.md "
           "(benchmarks/fit_costmodel_h100.py).",

@@ -432,8 +432,10 @@ def faulting(t, bytes_in, bytes_all, gpu: Gpu, params: CostParams, workspace=Non
     """-> (input-faulting time, all-faulting time) in seconds."""
     (p_in, o_in), (p_all, o_all) = params.fault_in, params.fault_all
     b_in, b_all = params.fault_basis
-    t_in = t + fault_bytes(b_in, bytes_in, bytes_all, workspace) / (p_in * gpu.link_bytes_per_s) + o_in
-    t_all = t + fault_bytes(b_all, bytes_in, bytes_all, workspace) / (p_all * gpu.link_bytes_per_s) + o_all
+    x_in = fault_bytes(b_in, bytes_in, bytes_all, workspace)
+    x_all = fault_bytes(b_all, bytes_in, bytes_all, workspace)
+    t_in = t + x_in / (p_in * gpu.link_bytes_per_s) + o_in
+    t_all = t + x_all / (p_all * gpu.link_bytes_per_s) + o_all
     # A kernel without input bytes (LoadData_A0) or without output bytes faults nothing:
     # all three times equal, as in the artifact's traces. (The G10 stall model divides
     # bytes by bytes / time differences, which is 0 / 0 for such a kernel otherwise.)
