@@ -14,7 +14,7 @@ from pathlib import Path
 from g10fast.errors import InputError, read_toml, toml_key_line
 
 HARDWARE_FORMAT = "g10fast-hardware"
-PRESETS = ("g10-artifact", "a100-80-pcie4", "h100-80-pcie5", "gh200-c2c")
+PRESETS = ("g10-artifact", "a100-80-pcie4", "h100-80-pcie5", "h100-sxm5", "gh200-c2c")
 
 # section -> key -> kind; every key is required in a preset
 _SCHEMA = {

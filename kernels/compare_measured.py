@@ -8,6 +8,8 @@ columns were not measured), estimates every kernel with the cost model
 (g10fast.workload.costmodel, fitted on the artifact's A100 traces) for an H100 SXM5
 (the h100-80-pcie5 preset with the SXM5's HBM3 bandwidth and peaks), and writes a markdown
 table of the errors per model and per operator type. err = (estimated - measured) / measured.
+Beside them, the error of the cost model fitted on these measurements (the h100-sxm5
+preset's; g10fast/workload/costfit.py, docs/costmodel-h100.md) with each model held out.
 """
 
 from __future__ import annotations
@@ -53,6 +55,21 @@ def compare(path: Path, params, preset):
     return p, m, s, ops
 
 
+def h100_fit_held_out() -> dict:
+    """(model, batch) -> held-out errors (ideal, input faulting, all faulting) of the H100 fit."""
+    from g10fast.workload import costfit as cf
+    from g10fast.workload.costmodel import gpu_from_preset as gfp
+    pre = load_preset("h100-sxm5")
+    g4, g2 = gfp(pre, 4), gfp(pre, 2)
+    gpu_of = lambda d: g4 if d >= 4 else g2  # noqa: E731
+    ref = {"preset": "h100-sxm5", "model": g4.name}
+    rows = cf.leave_one_model_out(cf.load_measured(cf.measured_paths(ROOT)), gpu_of, ref,
+                                  g4.hbm_bytes_per_s, g4.link_bytes_per_s,
+                                  lambda d: gpu_of(d).peak_flops)
+    return {(r["model"], r["batch"]): [cf.rel_err(e, m) for e, m in
+                                       zip(r["estimated"], r["measured"])] for r in rows}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(ROOT / "docs" / "measured-h100.md"))
@@ -73,9 +90,12 @@ def main(argv=None):
          "## Per model",
          "",
          "| model | batch | kernels | ideal: measured | estimated | err | input faulting: measured "
-         "| estimated | err | all faulting: measured | estimated | err | median abs kernel err (ideal) |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         "| estimated | err | all faulting: measured | estimated | err | median abs kernel err (ideal) "
+         "| H100 fit, held out: ideal err | input faulting err | all faulting err |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    fit = h100_fit_held_out()
     all_ops = defaultdict(lambda: np.zeros(3))
+    a100_err = []
     rows = sorted(MEASURED.glob("*.prof.gz")) + sorted(IDEAL_ONLY.glob("*.prof.gz"))
     for path in rows:
         p, m, s, ops = compare(path, params, preset)
@@ -90,8 +110,11 @@ def main(argv=None):
             else:
                 cells += [f"{tot_m[j]:.3f}", f"{tot_s[j]:.3f}", f"{_err(tot_s[j], tot_m[j]):+.1%}"]
         cells.append(f"{kerr:.1%}")
+        fe = fit[(p.model, p.batch)]
+        cells += [f"{fe[0]:+.1%}"] + (["", ""] if ideal_only else [f"{x:+.1%}" for x in fe[1:]])
         L.append("| " + " | ".join(cells) + " |")
         if ideal_only:
+            a100_err.append(_err(tot_s[0], tot_m[0]))
             for n, v in ops.items():
                 all_ops[n] += v
     L += ["", "Rows at batch 32 (1 for GPT-2 XL) carry all three measured times "
@@ -117,6 +140,15 @@ def main(argv=None):
           "an A100's PCIe Gen4 link. The calibration reproduces those traces "
           "(docs/costmodel-calibration.md), which is what the G10-compatible experiments need; "
           "for a GPU's real kernel speeds, measure a profile with kernels/profile_torch.py.",
+          "",
+          "The last three columns are the cost model fitted on these measurements (the "
+          "h100-sxm5 preset's parameters, data/costmodel/h100-sxm5.toml), each model's "
+          "profiles held out of the fit: the median absolute error of the ideal time over the "
+          "seven paper-batch rows is "
+          + f"{np.median([abs(fit[k][0]) for k in fit if k[1] not in (1, 32)]):.1%}"
+          + " (A100 fit: " + f"{np.median([abs(v) for v in a100_err]):.1%}" + "). How it is "
+          "fitted, the errors by op class and the figure: docs/costmodel-h100.md "
+          "(benchmarks/fit_costmodel_h100.py).",
           ""]
     out = Path(a.out)
     tmp = out.with_name(out.name + ".tmp")

@@ -30,6 +30,18 @@ every other kernel, and every kernel on any other GPU, gets the roofline above, 
 fitted on the kernels of non-plateau families only (a plateau family: a > 20 ms and a above
 half its time at the largest batch seen), so that the A100 profiler's fixed costs do not
 leak into the throughput estimates for other GPUs.
+
+Per-GPU parameters. data/costmodel/ holds one parameter file per GPU the model was fitted on:
+a100.toml (the artifact's A100 traces, above; the default) and h100-sxm5.toml (measured
+H100 SXM5 kernels, g10fast/workload/costfit.py, benchmarks/fit_costmodel_h100.py,
+docs/costmodel-h100.md). `params_for(gpu)` picks the file whose [reference_gpu] model is the
+GPU's (the h100-sxm5 preset's "NVIDIA H100 80GB HBM3 (SXM5)"), else a100.toml, so every
+preset other than h100-sxm5 gets exactly what it got before. A parameter file's `form` is
+"roofline" (max of the two terms, a100.toml) or "additive" (their sum, h100-sxm5.toml).
+Its [kernel] classes are kernel names, coarse op classes (`op_class_of`: what a captured
+workload's kernels use) and "*"; a kernel name without its own entry takes its op class's,
+then "*". `kernel_times(flops, bytes_in, bytes_out, op_class, gpu=...)` is the model on
+plain arrays, for workloads that are not built-in Graphs.
 """
 
 from __future__ import annotations
@@ -49,6 +61,76 @@ MATMUL_KERNELS = ("Conv2d_Forward", "Conv2d_Backward_Weight", "Conv2d_Backward_I
                   "Linear_Forward", "Linear_Backward_Weight", "Linear_Backward_Input",
                   "BatchMatMul_Forward", "BatchMatMul_Backward")
 DEFAULT_CLASS = "*"          # parameters for kernel names the calibration did not see
+FORMS = ("roofline", "additive")
+#: what a faulting mode's extra time is proportional to: the kernel's input bytes, all its
+#: bytes, its output bytes, or its output bytes plus its workspace (first-touch faults, as the
+#: measured harness's input-faulting mode takes them: inputs resident, outputs fresh)
+FAULT_BASES = ("in", "all", "out", "out_ws")
+
+#: coarse op classes: what a kernel is, whatever its framework calls it. Built-in kernel names
+#: map by prefix (`op_class_of`); a captured workload passes these names (or aten op names).
+OP_CLASSES = ("conv", "matmul", "norm", "softmax", "pool", "reduction", "elementwise",
+              "optimizer", "copy")
+_CLASS_PREFIXES = (   # (op class, built-in kernel-name prefixes), first match wins
+    ("optimizer", ("Apply_Grad", "Linear_Apply_Grad", "Conv2d_Apply_Grad",
+                   "BatchNorm2d_Apply_Grad")),
+    ("conv", ("Conv2d_",)),
+    ("matmul", ("Linear_Forward", "Linear_Backward_Input", "Linear_Backward_Weight",
+                "BatchMatMul_")),
+    ("norm", ("BatchNorm2d_", "LayerNorm", "GroupNorm", "RMSNorm")),
+    ("softmax", ("SoftmaxBasic_", "Softmax", "makeLoss")),
+    ("pool", ("MaxPool2d_", "AdaptiveAvgPool2d_", "AvgPool2d_")),
+    ("reduction", ("Sum_", "Linear_Backward_Bias", "Scale_Backward")),
+    ("copy", ("Concat_", "GatherV2_", "LoadData_")),
+)
+#: aten / torch op names (lower case, without "aten::" and overload) -> op class
+_ATEN_CLASSES = {
+    "convolution": "conv", "convolution_backward": "conv", "conv2d": "conv",
+    "cudnn_convolution": "conv", "conv1d": "conv", "conv3d": "conv",
+    "mm": "matmul", "addmm": "matmul", "bmm": "matmul", "baddbmm": "matmul",
+    "matmul": "matmul", "linear": "matmul",
+    "_scaled_dot_product_flash_attention": "matmul",
+    "_scaled_dot_product_efficient_attention": "matmul",
+    "_scaled_dot_product_cudnn_attention": "matmul",
+    "_flash_attention_forward": "matmul", "_flash_attention_backward": "matmul",
+    "_scaled_dot_product_flash_attention_backward": "matmul",
+    "_scaled_dot_product_efficient_attention_backward": "matmul",
+    "native_layer_norm": "norm", "native_layer_norm_backward": "norm",
+    "native_batch_norm": "norm", "native_batch_norm_backward": "norm",
+    "_native_batch_norm_legit": "norm", "cudnn_batch_norm": "norm",
+    "cudnn_batch_norm_backward": "norm", "native_group_norm": "norm",
+    "native_group_norm_backward": "norm", "_fused_rms_norm": "norm",
+    "_softmax": "softmax", "_softmax_backward_data": "softmax", "_log_softmax": "softmax",
+    "_log_softmax_backward_data": "softmax", "nll_loss_forward": "softmax",
+    "nll_loss_backward": "softmax",
+    "max_pool2d_with_indices": "pool", "max_pool2d_with_indices_backward": "pool",
+    "_adaptive_avg_pool2d": "pool", "_adaptive_avg_pool2d_backward": "pool",
+    "avg_pool2d": "pool", "avg_pool2d_backward": "pool",
+    "sum": "reduction", "mean": "reduction", "amax": "reduction", "max": "reduction",
+    "var_mean": "reduction", "norm": "reduction", "linalg_vector_norm": "reduction",
+    "cat": "copy", "copy_": "copy", "clone": "copy", "embedding": "copy",
+    "embedding_dense_backward": "copy", "index_select": "copy", "gather": "copy",
+    "scatter_add": "copy", "index_add": "copy", "_to_copy": "copy", "fill_": "copy",
+    "zero_": "copy", "constant_pad_nd": "copy", "slice_backward": "copy",
+    "select_backward": "copy",
+}
+
+
+def op_class_of(name: str) -> str:
+    """The coarse op class (OP_CLASSES) of a kernel name: a built-in model's kernel name
+    ("Conv2d_Backward_Weight" -> "conv"), an aten op name ("aten::addmm" -> "matmul";
+    foreach and fused optimizer ops -> "optimizer"), or an op class itself. Anything else is
+    "elementwise" (memory-bound point-wise work)."""
+    n = str(name)
+    if n in OP_CLASSES:
+        return n
+    for cls, prefixes in _CLASS_PREFIXES:
+        if n.startswith(prefixes):
+            return cls
+    a = n.lower().split("::")[-1].split(".")[0]
+    if a.startswith(("_fused_adam", "_fused_sgd", "_foreach_")) or a in ("adamw", "sgd"):
+        return "optimizer"
+    return _ATEN_CLASSES.get(a, _ATEN_CLASSES.get(a.rstrip("_"), "elementwise"))
 FAMILY_COLUMNS = ("a_time_s", "b_time_s", "a_input_pf_s", "b_input_pf_s", "a_pf_s", "b_pf_s",
                   "a_workspace_bytes", "b_workspace_bytes")
 
@@ -80,9 +162,21 @@ class CostParams:
     workspace_ratio: dict    # kernel name -> omega
     reference_gpu: dict      # the GPU the parameters were fitted on
     families: dict | None = None   # family key -> 8 floats (FAMILY_COLUMNS)
+    form: str = "roofline"         # how the FLOP and byte terms combine: max or sum
+    #: the bytes each faulting mode's time grows with (FAULT_BASES), input and all faulting
+    fault_basis: tuple = ("in", "all")
 
     def cls(self, name: str):
-        return self.classes.get(name) or self.classes[DEFAULT_CLASS]
+        """(e_F, e_B, o) of a kernel name: its own, else its op class's, else "*"'s."""
+        c = self.classes.get(name)
+        if c is None:
+            c = self.classes.get(op_class_of(name)) or self.classes[DEFAULT_CLASS]
+        return c
+
+    def workspace(self, name: str) -> float:
+        """omega of a kernel name: its own, else its op class's, else 0."""
+        w = self.workspace_ratio.get(name)
+        return self.workspace_ratio.get(op_class_of(name), 0.0) if w is None else w
 
 
 def read_families(path) -> dict:
@@ -119,6 +213,7 @@ def write_families(path, fams: dict, header: str = "") -> None:
 
 
 def load_params(path=None) -> CostParams:
+    """A parameter file (default data/costmodel/a100.toml)."""
     p = Path(path) if path is not None else params_path()
     d = read_toml(p, "cost-model parameters", missing="cost-model parameters not found (run "
                   "benchmarks/calibrate_costmodel.py)")
@@ -128,13 +223,38 @@ def load_params(path=None) -> CostParams:
         if DEFAULT_CLASS not in classes:
             raise KeyError(DEFAULT_CLASS)
         fl = d["fault"]
+        form = str(d.get("form", "roofline"))
+        if form not in FORMS:
+            raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+        basis = (str(fl.get("input_basis", "in")), str(fl.get("all_basis", "all")))
+        if not set(basis) <= set(FAULT_BASES):
+            raise ValueError(f"fault bases must be among {FAULT_BASES}, got {basis!r}")
         return CostParams(classes,
                           (float(fl["input_fraction_of_link"]), float(fl["input_overhead_us"]) * 1e-6),
                           (float(fl["all_fraction_of_link"]), float(fl["all_overhead_us"]) * 1e-6),
                           {k: float(v) for k, v in d.get("workspace", {}).items()},
-                          dict(d.get("reference_gpu", {})), read_families(families_path(p)))
+                          dict(d.get("reference_gpu", {})), read_families(families_path(p)),
+                          form=form, fault_basis=basis)
     except (KeyError, TypeError, ValueError) as e:
         raise InputError(f"malformed cost-model parameters ({e!r})", path=str(p)) from None
+
+
+def params_for(gpu: "Gpu") -> CostParams:
+    """The parameters fitted on `gpu`'s model (the [reference_gpu] model of a file in
+    data/costmodel/ equal to gpu.name), else the default a100.toml."""
+    import tomllib
+    default = params_path()
+    for p in sorted(default.parent.glob("*.toml")):
+        if p == default:
+            continue
+        try:
+            with open(p, "rb") as f:
+                ref = tomllib.load(f).get("reference_gpu", {})
+        except (OSError, tomllib.TOMLDecodeError):
+            continue          # a broken file is reported when it is the one asked for
+        if gpu.name and ref.get("model") == gpu.name:
+            return load_params(p)
+    return load_params(default)
 
 
 def kernel_features(g: Graph) -> dict:
@@ -207,8 +327,11 @@ def is_reference_gpu(gpu: "Gpu", params: CostParams) -> bool:
         return False
 
 
-def roofline(flops, nbytes, peak, bw, e_f, e_b, over):
-    """max(F / (P e_F), D / (BW e_B)) + o, elementwise over arrays (seconds)."""
+def roofline(flops, nbytes, peak, bw, e_f, e_b, over, form: str = "roofline"):
+    """max(F / (P e_F), D / (BW e_B)) + o, elementwise over arrays (seconds); with
+    form="additive" the sum of the two terms instead of their max."""
+    if form == "additive":
+        return flops / (peak * e_f) + nbytes / (bw * e_b) + over
     return np.maximum(flops / (peak * e_f), nbytes / (bw * e_b)) + over
 
 
@@ -217,7 +340,7 @@ def estimate(g: Graph, gpu: Gpu, params: CostParams | None = None, families="aut
 
     families: "auto" (use the fitted family lines when `gpu` is the reference GPU), True or
     False. The result's "from_family" marks the kernels whose times came from a family line."""
-    params = params or load_params()
+    params = params or params_for(gpu)
     f = kernel_features(g)
     K = len(f["name"])
     ef = np.empty(K)
@@ -226,11 +349,11 @@ def estimate(g: Graph, gpu: Gpu, params: CostParams | None = None, families="aut
     om = np.zeros(K)
     for k, n in enumerate(f["name"]):
         ef[k], eb[k], ov[k] = params.cls(n)
-        om[k] = params.workspace_ratio.get(n, 0.0)
+        om[k] = params.workspace(n)
     tot = f["bytes_in"] + f["bytes_out"]
-    t = roofline(f["flops"], tot, gpu.peak_flops, gpu.hbm_bytes_per_s, ef, eb, ov)
-    t_in, t_all = faulting(t, f["bytes_in"], tot, gpu, params)
+    t = roofline(f["flops"], tot, gpu.peak_flops, gpu.hbm_bytes_per_s, ef, eb, ov, params.form)
     ws = np.floor(om * tot)
+    t_in, t_all = faulting(t, f["bytes_in"], tot, gpu, params, ws)
     use = (is_reference_gpu(gpu, params) if families == "auto" else bool(families))
     fam = np.zeros(K, dtype=bool)
     if use and params.families:
@@ -247,11 +370,72 @@ def estimate(g: Graph, gpu: Gpu, params: CostParams | None = None, families="aut
     return dict(f, time_s=t, input_pf_s=t_in, pf_s=t_all, workspace_bytes=ws, from_family=fam)
 
 
-def faulting(t, bytes_in, bytes_all, gpu: Gpu, params: CostParams):
+def kernel_times(flops, bytes_in, bytes_out, op_class, gpu="h100-sxm5", dtype_bytes: int = 4,
+                 params: CostParams | None = None) -> dict:
+    """The cost model on plain per-kernel arrays (a captured workload's kernels).
+
+    flops, bytes_in, bytes_out: per kernel (FLOPs; bytes of its distinct input and output
+    tensors). op_class: per kernel, an op class of OP_CLASSES, a built-in kernel name or an
+    aten op name (`op_class_of`), or one string for all. gpu: a hardware preset name
+    ("h100-sxm5", "g10-artifact", ...), a preset dict (g10fast.hardware.load_preset) or a Gpu.
+    dtype_bytes: the element size, which picks the peak (fp32 for 4, bf16 tensor cores for 2).
+    params: default `params_for(gpu)`.
+    -> dict of float64 arrays: time_s, input_pf_s, pf_s (seconds), workspace_bytes."""
+    if isinstance(gpu, str):
+        from g10fast.hardware import load_preset
+        gpu = load_preset(gpu)
+    if isinstance(gpu, dict):
+        gpu = gpu_from_preset(gpu, dtype_bytes)
+    if not isinstance(gpu, Gpu):
+        raise InputError(f"gpu must be a preset name, a preset or a Gpu, got {gpu!r}",
+                         param="gpu")
+    F = np.asarray(flops, dtype=np.float64)
+    b_in = np.asarray(bytes_in, dtype=np.float64)
+    tot = b_in + np.asarray(bytes_out, dtype=np.float64)
+    if not (F.shape == b_in.shape == tot.shape and F.ndim == 1):
+        raise InputError("flops, bytes_in and bytes_out must be 1-D arrays of one length",
+                         param="kernel_times")
+    if F.size and not (np.all(np.isfinite(F)) and np.all(np.isfinite(tot)) and F.min() >= 0
+                       and b_in.min() >= 0 and np.all(tot >= b_in)):
+        raise InputError("flops and bytes must be finite and >= 0", param="kernel_times")
+    K = F.shape[0]
+    names = [op_class] * K if isinstance(op_class, str) else list(op_class)
+    if len(names) != K:
+        raise InputError(f"{len(names)} op classes for {K} kernels", param="op_class")
+    params = params or params_for(gpu)
+    ef, eb, ov, om = (np.empty(K) for _ in range(4))
+    for k, n in enumerate(names):
+        ef[k], eb[k], ov[k] = params.cls(n)
+        om[k] = params.workspace(n)
+    t = roofline(F, tot, gpu.peak_flops, gpu.hbm_bytes_per_s, ef, eb, ov, params.form)
+    ws = np.floor(om * tot)
+    t_in, t_all = faulting(t, b_in, tot, gpu, params, ws)
+    return {"time_s": t, "input_pf_s": t_in, "pf_s": t_all, "workspace_bytes": ws}
+
+
+def fault_bytes(basis: str, bytes_in, bytes_all, workspace=None):
+    """The bytes a faulting mode's time grows with (FAULT_BASES)."""
+    if basis == "in":
+        return bytes_in
+    if basis == "all":
+        return bytes_all
+    out = np.asarray(bytes_all) - np.asarray(bytes_in)
+    if basis == "out":
+        return out
+    if basis == "out_ws":
+        return out + (0.0 if workspace is None else np.asarray(workspace, dtype=np.float64))
+    raise InputError(f"unknown fault basis {basis!r} (known: {', '.join(FAULT_BASES)})",
+                     param="fault")
+
+
+def faulting(t, bytes_in, bytes_all, gpu: Gpu, params: CostParams, workspace=None):
     """-> (input-faulting time, all-faulting time) in seconds."""
     (p_in, o_in), (p_all, o_all) = params.fault_in, params.fault_all
-    t_in = t + bytes_in / (p_in * gpu.link_bytes_per_s) + o_in
-    t_all = t + bytes_all / (p_all * gpu.link_bytes_per_s) + o_all
+    b_in, b_all = params.fault_basis
+    x_in = fault_bytes(b_in, bytes_in, bytes_all, workspace)
+    x_all = fault_bytes(b_all, bytes_in, bytes_all, workspace)
+    t_in = t + x_in / (p_in * gpu.link_bytes_per_s) + o_in
+    t_all = t + x_all / (p_all * gpu.link_bytes_per_s) + o_all
     # A kernel without input bytes (LoadData_A0) or without output bytes faults nothing:
     # all three times equal, as in the artifact's traces. (The G10 stall model divides
     # bytes by bytes / time differences, which is 0 / 0 for such a kernel otherwise.)
@@ -262,7 +446,7 @@ def faulting(t, bytes_in, bytes_all, gpu: Gpu, params: CostParams):
 def estimated_workload(g: Graph, gpu: Gpu, freq_ghz: float = 1.2,
                        params: CostParams | None = None, families="auto") -> Workload:
     """A Workload with cost-model times, converted to cycles as the trace loader does."""
-    e = estimate(g, gpu, params, families)
+    e = estimate(g, gpu, params or params_for(gpu), families)
     ms = lambda s: s * 1e3  # noqa: E731
     c_exec, c_in, c_pf = kernel_cycles(ms(e["time_s"]), ms(e["input_pf_s"]), ms(e["pf_s"]),
                                        freq_ghz)
