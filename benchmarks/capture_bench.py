@@ -131,9 +131,7 @@ def part_compare(tmp):
                 "peak_live_gib_recorded": c["peak_live_gib_recorded"]})
 
 
-def part_policies(tmp, system="h100-80-pcie5", batch=1):
-    from g10fast import policies
-    from g10fast.run import run
+def part_policies(tmp, system="h100-80-pcie5", batch=1, builtin=False):
     from g10fast.spec import trace_spec
     from g10fast.workload.h5trace import write_workload_h5
     from g10fast.capture import capture, resolve_model, to_workload
@@ -145,14 +143,29 @@ def part_policies(tmp, system="h100-80-pcie5", batch=1):
     write_workload_h5(p, w, {"source": "capture", "model": "llama-7b", "batch": batch},
                       freq_hz=int(float(preset["gpu"].get("frequency_ghz", 1.2)) * 1e9),
                       transformer=True)
+    runs = [("llama-7b (captured)", w, lambda pol: trace_spec(p, preset, pol))]
+    if builtin:
+        from g10fast.run import workload_of
+        from g10fast.spec import builtin_spec
+        bw = workload_of(builtin_spec("llama-7b", batch, preset, "lru"))
+        runs.append(("llama-7b (built-in)", bw,
+                     lambda pol: builtin_spec("llama-7b", batch, preset, pol)))
+    for label, wl, make in runs:
+        policy_runs(label, wl, make, batch, system)
+
+
+def policy_runs(label, w, make, batch, system):
+    from g10fast import policies
+    from g10fast.run import run
     ideal = None
     for pol in policies.DEFAULT_POLICIES:
         t0 = time.perf_counter()
-        d = {"part": "policies", "model": "llama-7b (captured)", "batch": batch,
+        d = {"part": "policies", "model": label, "batch": batch,
              "system": system, "policy": pol, "kernels": w.num_kernels,
-             "footprint_gib": round(w.footprint_bytes / 2**30, 2)}
+             "footprint_gib": round(w.footprint_bytes / 2**30, 2),
+             "ideal_ms": round(w.ideal_cycles / 1.2e6, 1)}
         try:
-            res = run(trace_spec(p, preset, pol))
+            res = run(make(pol), workload=w)
             if res.get("status") != "ok" or res.get("reported") is None:
                 d.update(status=res.get("status"), failure=str(res.get("failure"))[:300])
             else:
@@ -173,11 +186,16 @@ def part_policies(tmp, system="h100-80-pcie5", batch=1):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part", default="capture,compare,policies")
+    ap.add_argument("--system", default="h100-80-pcie5", help="preset of the policies part")
+    ap.add_argument("--builtin", action="store_true",
+                    help="policies part: also the built-in llama-7b, side by side")
     a = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         for part in a.part.split(","):
-            {"capture": part_capture, "compare": part_compare,
-             "policies": part_policies}[part](tmp)
+            if part == "policies":
+                part_policies(tmp, a.system, builtin=a.builtin)
+            else:
+                {"capture": part_capture, "compare": part_compare}[part](tmp)
 
 
 if __name__ == "__main__":

@@ -166,7 +166,9 @@ _CLASS = {"relu": "ReLU", "relu_": "ReLU", "threshold_backward": "ReLU_Backward"
 
 
 def cost_class(k) -> str:
-    """The calibrated kernel class (data/costmodel) a captured kernel is timed as."""
+    """The class a captured kernel is timed as: the built-in kernel name of the same work
+    (GEMMs, convolutions, attention as batched matmuls, the optimizer's per-weight update,
+    the element-wise ops G10 names), else its aten op (the cost model's `op_class_of`)."""
     if k.kind == "gemm":
         if k.op in ("bmm", "baddbmm"):
             return "BatchMatMul_Forward" if k.phase == "fwd" else "BatchMatMul_Backward"
@@ -176,14 +178,14 @@ def cost_class(k) -> str:
     if k.op == "convolution_backward":
         return {"convolution_backward.input": "Conv2d_Backward_Input",
                 "convolution_backward.weight": "Conv2d_Backward_Weight"}.get(k.name,
-                                                                          "Sum_Forward")
+                                                                          "Sum_Backward")
     if k.kind == "conv":
         return "Conv2d_Forward"
     if k.phase == "opt":
         return "Apply_Grad"
     c = _CLASS.get(k.op)
     if c is None:
-        return "*"
+        return k.op          # the cost model's op class of the aten op (op_class_of)
     return c if c.endswith("_Backward") else c + ("_Forward" if k.phase == "fwd" else
                                                   "_Backward")
 
@@ -232,28 +234,34 @@ def graph_of(cap: Capture):
     return g, [cost_class(k) for k in kern]
 
 
-def kernel_times(g, classes, gpu, freq_ghz: float = 1.2):
-    """Cost-model times of a captured Graph: the one call into g10fast.workload.costmodel
-    (`estimate`, as built-in models are timed by `estimated_workload`), on a proxy Graph whose
-    kernels carry the calibrated class names and their FLOPs; each time at least one cycle
-    (the fit's overhead of some classes is 0, and tiny tensors then round to 0 cycles).
-    -> Workload with the aten names."""
-    from g10fast.workload.costmodel import estimate
-    from g10fast.workload.model import Graph, build_workload
+def kernel_times(g, classes, preset: dict):
+    """Cost-model times of a captured Graph through the one entry the cost model has for
+    workloads that are not built-in Graphs, `g10fast.workload.costmodel.kernel_times`
+    (per-GPU parameters: `params_for` picks the H100 SXM5 fit on the h100-sxm5 preset, the
+    A100 fit elsewhere). Each kernel is timed as its calibrated class (`cost_class`: a
+    built-in kernel name, else its aten op, which the cost model maps to an op class), from
+    its FLOPs and the bytes of its distinct input and output tensors; at least one cycle
+    each. -> Workload with the aten names, cycles at the preset's clock."""
+    from g10fast.workload import costmodel
+    from g10fast.workload.model import build_workload
     from g10fast.workload.times import frequency_hz, kernel_cycles
     K = g.num_kernels
-    proxy = Graph(g.name, g.batch_size, g.raw_size, g.is_global, list(classes),
-                  [str(k) for k in range(K)], g.in_ptr, g.in_idx, g.out_ptr, g.out_idx,
-                  {"parent_flops": {str(k): float(f) for k, f in
-                                    enumerate(g.meta["kernel_flops"])},
-                   "dtype_bytes": g.meta["dtype_bytes"]})
-    e = estimate(proxy, gpu, families=False)
-    one = 1.0 / frequency_hz(freq_ghz)
+    raw = g.raw_size.astype(np.float64)
+    b_in = np.zeros(K)
+    b_out = np.zeros(K)
+    np.add.at(b_in, np.repeat(np.arange(K), np.diff(g.in_ptr)), raw[g.in_idx])
+    np.add.at(b_out, np.repeat(np.arange(K), np.diff(g.out_ptr)), raw[g.out_idx])
+    dtype_bytes = int(g.meta["dtype_bytes"])
+    e = costmodel.kernel_times(g.meta["kernel_flops"], b_in, b_out, list(classes), preset,
+                               dtype_bytes)
+    ghz = float(preset["gpu"].get("frequency_ghz", 1.2))
+    one = 1.0 / frequency_hz(ghz)
     t = np.maximum(e["time_s"], one)
     ti = np.maximum(e["input_pf_s"], t)
     ta = np.maximum(e["pf_s"], ti)
-    c = kernel_cycles(t * 1e3, ti * 1e3, ta * 1e3, freq_ghz)
+    c = kernel_cycles(t * 1e3, ti * 1e3, ta * 1e3, ghz)
     w = build_workload(g, *c, e["workspace_bytes"].astype(np.int64))
+    gpu = costmodel.gpu_from_preset(preset, dtype_bytes)
     meta = dict(w.meta, kernel_times="estimated", cost_model_gpu=gpu.name,
                 kernel_class=list(classes))
     return dataclasses.replace(w, meta=meta)
@@ -263,11 +271,9 @@ def to_workload(cap: Capture, system="g10-artifact", overrides: dict | None = No
     """The captured step as a Workload, kernel times estimated for `system`'s GPU (a preset
     name, path or dict)."""
     from g10fast.hardware import load_preset
-    from g10fast.workload.costmodel import gpu_from_preset
     preset = system if isinstance(system, dict) else load_preset(system, overrides)
     g, classes = graph_of(cap)
-    gpu = gpu_from_preset(preset, int(g.meta["dtype_bytes"]))
-    return kernel_times(g, classes, gpu, float(preset["gpu"].get("frequency_ghz", 1.2)))
+    return kernel_times(g, classes, preset)
 
 
 # ---------------------------------------------------------------------------------------------
