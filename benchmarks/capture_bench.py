@@ -2,6 +2,8 @@
 beside the built-in `gpt2-xl`, and the captured Llama-7B under every default policy.
 
     python benchmarks/capture_bench.py [--part capture,compare,policies]
+    python benchmarks/capture_bench.py --part policies --system h100-sxm5 --builtin
+    python benchmarks/capture_bench.py --part tables      (docs/capture.md's tables)
 
 Each capture runs in its own process (peak RSS = that process's maximum resident set,
 torch's import included). Appends JSON lines to benchmarks/results/capture_bench.jsonl.
@@ -183,6 +185,50 @@ def policy_runs(label, w, make, batch, system):
         record(d)
 
 
+def part_tables(tmp=None, commit_compare=None, commit_policies=None, system="h100-sxm5"):
+    """The Markdown tables of docs/capture.md from the results file (latest commit of each
+    part unless given)."""
+    rows = [json.loads(x) for x in open(OUT)]
+
+    def latest(part, cond=lambda r: True):
+        rs = [r for r in rows if r.get("part") == part and cond(r)]
+        return rs[-1]["commit"] if rs else None
+    cc = commit_compare or latest("compare")
+    cmp_ = [r for r in rows if r.get("part") == "compare" and r["commit"] == cc]
+    cols = [("kernels", lambda r: f"{r['kernels']:,}" + (
+                f" ({r['kernels_fwd']} / {r['kernels_bwd']} / {r['kernels_opt']})"
+                if "kernels_fwd" in r else "")),
+            ("tensors (global)", lambda r: f"{r['tensors']:,} ({r['global_tensors']:,})"),
+            ("footprint", lambda r: f"{r['footprint_gib']:.2f} GiB"),
+            ("weights + optimizer state", lambda r: f"{r['weights_and_state_gib']:.2f} GiB"),
+            ("peak live", lambda r: f"{r['peak_live_gib']:.2f} GiB"),
+            ("ideal time (A100 fit)", lambda r: f"{r['ideal_ms_a100'] / 1e3:.2f} s")]
+    print(f"compare (commit {cc})")
+    print("| | " + " | ".join(r["workload"] for r in cmp_) + " |")
+    print("|---" * (len(cmp_) + 1) + "|")
+    for name, f in cols:
+        print(f"| {name} | " + " | ".join(f(r) for r in cmp_) + " |")
+    cp = commit_policies or latest("policies", lambda r: r["system"] == system)
+    pol = [r for r in rows if r.get("part") == "policies" and r["commit"] == cp
+           and r["system"] == system]
+    by = {}
+    for r in pol:
+        by.setdefault(r["model"], {})[r["policy"]] = r
+
+    def cell(r):
+        if r is None:
+            return "-"
+        if "exe_time_cycles" not in r:
+            return f"failed ({r.get('status') or r.get('error', '?')})"
+        return f"{r['exe_time_cycles'] / 1.2e6:,.1f} ms ({r['normalised']:.3f})"
+    models = list(by)
+    print(f"\npolicies on {system} (commit {cp})")
+    print("| policy | " + " | ".join(f"{m}: time (normalised)" for m in models) + " |")
+    print("|---" * (len(models) + 1) + "|")
+    for p in by[models[0]]:
+        print(f"| {p} | " + " | ".join(cell(by[m].get(p)) for m in models) + " |")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part", default="capture,compare,policies")
@@ -192,7 +238,9 @@ def main(argv=None):
     a = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         for part in a.part.split(","):
-            if part == "policies":
+            if part == "tables":
+                part_tables(system=a.system if a.system != "h100-80-pcie5" else "h100-sxm5")
+            elif part == "policies":
                 part_policies(tmp, a.system, builtin=a.builtin)
             else:
                 {"capture": part_capture, "compare": part_compare}[part](tmp)

@@ -248,3 +248,28 @@ def test_every_default_policy_runs_on_a_capture(tmp_path):
         assert res["status"] == "ok", (pol, res.get("failure"))
         it = res["iterations"][res["reported"]]
         assert it["exe_time_cycles"] >= w.ideal_cycles, pol
+
+
+def test_cli_user_module_function(tmp_path, monkeypatch, capsys):
+    """`g10fast capture module:function` with the user's own model, loss and optimizer."""
+    (tmp_path / "user_step.py").write_text(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "from g10fast.capture import Model\n"
+        "def make(batch=4):\n"
+        "    return Model('user-net', lambda: nn.Sequential(nn.Linear(8, 16), nn.Tanh(),\n"
+        "                                                   nn.Linear(16, 2)),\n"
+        "                 lambda: ((torch.zeros(batch, 8),), torch.zeros(batch, 2)),\n"
+        "                 F.mse_loss, lambda p: torch.optim.SGD(p, lr=0.1), batch)\n"
+        "def not_a_model(batch=4):\n"
+        "    return 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from g10fast.cli import main
+    out = tmp_path / "u.h5"
+    assert main(["capture", "user_step:make", "--batch", "3", "--out", str(out)]) == 0
+    from g10fast.workload.h5trace import read_workload_h5
+    w = read_workload_h5(out)
+    assert w.name == "user-net" and w.batch_size == 3
+    assert w.kernel_name[:3] == ["addmm", "tanh", "addmm"]
+    assert w.meta["kernel_phase"].count("opt") == 4          # SGD: one add_ per parameter
+    assert main(["capture", "user_step:not_a_model", "--out", str(out)]) == 2
+    assert "not a g10fast.capture.Model" in capsys.readouterr().err

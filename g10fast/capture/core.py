@@ -351,11 +351,12 @@ def capture_cli(args) -> int:
         freq_hz=frequency_hz(float(preset["gpu"].get("frequency_ghz", 1.2))),
         transformer=transformer)
     ph = w.meta["kernel_phase"]
+    ghz = float(preset["gpu"].get("frequency_ghz", 1.2))
     print(f"{model.name} batch {model.batch} ({model.dtype}, {cap.params / 1e6:.1f} M "
           f"parameters): {w.num_kernels} kernels (fwd {ph.count('fwd')}, bwd "
           f"{ph.count('bwd')}, opt {ph.count('opt')}), {w.num_tensors} tensors "
           f"({int(w.is_global.sum())} global, {w.weights_bytes / 2**30:.2f} GiB), peak live "
-          f"{cap.peak_live_bytes() / 2**30:.2f} GiB, ideal {w.ideal_cycles / 1.2e9 * 1e3:.1f} ms "
+          f"{cap.peak_live_bytes() / 2**30:.2f} GiB, ideal {w.ideal_cycles / ghz / 1e6:.1f} ms "
           f"on {preset['gpu'].get('model', '?')}")
     print(f"captured in {cap.seconds:.1f} s, peak memory {rss / 2**20:.0f} MiB -> {args.out}")
     return 0
