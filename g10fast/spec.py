@@ -269,7 +269,7 @@ def trace_spec(path, system="g10-artifact", policy="lru", *, overrides: dict | N
 # TOML run files (docs/run-format.md)
 
 _TOP = {"workload", "system", "policy", "engine", "output"}
-_WORKLOAD_KEYS = {"model", "batch", "kernel_times", "artifact_config"}
+_WORKLOAD_KEYS = {"model", "batch", "kernel_times", "artifact_config", "trace"}
 _SYSTEM_KEYS = {"preset", "overrides"}
 _POLICY_KEYS = {"name", "names", "options"}
 
@@ -335,6 +335,8 @@ def run_file_specs(d: dict) -> list[RunSpec]:
         given = "names" in pol or "name" in pol
         return [from_g10_config(cfg, policy=n if given else None, source=cfg_path)
                 for n in (names if given else [None])]
+    if "trace" in wl:
+        return _trace_run_specs(wl, sysd, names, options, engine, path)
     _unknown(wl, _WORKLOAD_KEYS - {"artifact_config"} | {"model_options"} | _model_keys(wl),
              "workload", path)
     model = wl.pop("model", None)
@@ -368,6 +370,33 @@ def run_file_specs(d: dict) -> list[RunSpec]:
             {k: v for k, v in options.items() if not isinstance(v, dict)}
         out.append(builtin_spec(model, batch, preset_d, n, options=opts or None, engine=engine,
                                 kernel_times=times, model_options=wl, source=path or ""))
+    return out
+
+
+def _trace_run_specs(wl: dict, sysd: dict, names, options, engine, path) -> list[RunSpec]:
+    """[workload] trace = "W.h5": an HDF5 workload trace (docs/workload-trace-format.md)."""
+    _unknown(wl, {"trace"}, "workload", path)
+    tpath = wl["trace"]
+    if not isinstance(tpath, str) or not tpath:
+        raise InputError("must be the path of an HDF5 workload trace", path=path,
+                         param="workload.trace")
+    if path and not os.path.isabs(tpath):
+        tpath = os.path.join(os.path.dirname(path), tpath)
+    _unknown(sysd, _SYSTEM_KEYS, "system", path)
+    overrides = sysd.get("overrides", {})
+    if not isinstance(overrides, dict):
+        raise InputError("must be a table of dotted keys", path=path, param="system.overrides")
+    try:
+        from g10fast.hardware import load_preset
+        preset_d = load_preset(sysd.get("preset", "g10-artifact"), overrides)
+    except InputError as e:
+        raise _where(e, path) from None
+    out = []
+    for n in names:
+        opts = options.get(n, {}) if isinstance(options.get(n), dict) else \
+            {k: v for k, v in options.items() if not isinstance(v, dict)}
+        out.append(trace_spec(tpath, preset_d, n, options=opts or None, engine=engine or None,
+                              source=path or ""))
     return out
 
 

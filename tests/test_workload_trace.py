@@ -195,3 +195,26 @@ def test_cli_export_and_run(tmp_path, capsys):
     assert "1369 kernels" in out and "source: builtin" in out
     assert main(["run", "--workload", str(p), "--policy", "ideal", "--json"]) == 0
     assert main(["run", "--workload", str(p), "--model", "bert-base"]) == 2
+
+
+def test_run_file_with_trace(tmp_path, capsys):
+    import json
+    from g10fast.cli import main
+    p = tmp_path / "b.h5"
+    assert main(["workload", "export", "bert-base", "--batch", "16", "--out", str(p)]) == 0
+    capsys.readouterr()
+    rf = tmp_path / "r.toml"
+    rf.write_text('[workload]\ntrace = "b.h5"\n[system]\npreset = "g10-artifact"\n'
+                  '[system.overrides]\n"gpu.memory_gb" = 0.5\n[policy]\n'
+                  'names = ["ideal", "lru"]\n')
+    assert main(["run", str(rf), "--no-figure", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert [r["policy"] for r in res] == ["ideal", "lru"]
+    from g10fast.run import run
+    direct = run(_builtin_spec("lru"))
+    assert res[1]["iterations"][1]["exe_time_cycles"] == \
+        direct["iterations"][1]["exe_time_cycles"]
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[workload]\ntrace = "b.h5"\nbatch = 4\n')
+    assert main(["run", str(bad)]) == 2
+    assert "unknown key 'batch' in [workload]" in capsys.readouterr().err
