@@ -70,7 +70,17 @@ def build_workload(cfg) -> Workload:
 
 
 def workload_of(spec: RunSpec) -> Workload:
-    """The Workload a spec's source describes."""
+    """The Workload a spec's source describes, after its fusion pass (`workload.fuse`)."""
+    w = _source_workload(spec)
+    if spec.workload.fuse != "none":
+        from g10fast.workload.fusion import fuse
+        s = spec.system
+        w = fuse(w, spec.workload.fuse, freq_ghz=s.gpu_frequency_ghz,
+                 hbm_gbps=s.gpu_hbm_gbps or None)
+    return w
+
+
+def _source_workload(spec: RunSpec) -> Workload:
     src = spec.workload
     if src.kind == "artifact":
         return _artifact_workload(dict(src.files), src.batch, spec.system.gpu_frequency_ghz,
