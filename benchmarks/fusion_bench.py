@@ -50,7 +50,16 @@ def main(argv=None) -> int:
     ap.add_argument("--policies", nargs="*", help="default: every default policy")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     ap.add_argument("--figure", type=Path, default=ROOT / "docs" / "fusion-policies.png")
+    ap.add_argument("--figures-only", action="store_true",
+                    help="redraw the figures from the results files, run nothing")
     args = ap.parse_args(argv)
+    if args.figures_only:
+        rows = [json.loads(x) for x in open(args.out / "fusion.jsonl")]
+        with open(args.out / "fusion_table.csv") as f:
+            table = list(csv.DictReader(f))
+        figure(rows, list(dict.fromkeys(r["policy"] for r in rows)), args.figure)
+        summary_figure(table, args.figure.with_name("fusion-summary.png"))
+        return 0
     from g10fast.policies import DEFAULT_POLICIES
     from g10fast.run import run, workload_of
     from g10fast.spec import make_spec, with_fuse
@@ -115,7 +124,37 @@ def main(argv=None) -> int:
             wr.writerow(dict(r, commit=commit))
     os.replace(tmp, args.out / "fusion_table.csv")
     figure(rows, pols, args.figure)
+    summary_figure(table, args.figure.with_name("fusion-summary.png"))
     return 0
+
+
+def summary_figure(table, path):
+    """Kernels (= launches), peak live GiB, footprint GiB and ideal time per workload and mode."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    wls = list(dict.fromkeys(r["workload"] for r in table))
+    short = [w.split(" (")[0].split(" s1024")[0] for w in wls]
+    panels = (("kernels", "kernels (= launches)"), ("footprint_gib", "footprint (GiB)"),
+              ("peak_live_gib", "peak live memory (GiB)"), ("ideal_s", "ideal iteration time (s)"))
+    colours = {"none": "#999999", "xla": "#1f77b4", "stitch": "#d62728"}
+    fig, axes = plt.subplots(1, len(panels), figsize=(13, 3.4))
+    for ax, (key, label) in zip(axes, panels):
+        x = np.arange(len(wls))
+        for j, mode in enumerate(MODES):
+            ys = [float([r for r in table if r["workload"] == w and r["mode"] == mode][0][key])
+                  for w in wls]
+            ax.bar(x + (j - 1) * 0.27, ys, 0.27, label=f"fuse {mode}", color=colours[mode])
+        ax.set_xticks(x)
+        ax.set_xticklabels(short, fontsize=8)
+        ax.set_ylabel(label)
+        ax.set_xlabel("workload")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    tmp = Path(str(path) + ".tmp.png")
+    fig.savefig(tmp, dpi=80)
+    os.replace(tmp, path)
 
 
 def figure(rows, pols, path):
