@@ -163,6 +163,10 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
         if spec.workload.kind == "builtin":
             result["system_preset"] = spec.system.name or None
             result["kernel_times"] = spec.workload.kernel_times
+        if spec.workload.fuse != "none":
+            fm = w.meta.get("fusion", {})
+            result["fusion"] = {k: fm.get(k) for k in ("mode", "kernels_before", "kernels_after",
+                                                       "deleted_tensors", "deleted_bytes")}
         if writer is not None:
             writer.close(summary={k: v for k, v in to_json_ready(result).items()
                                   if k not in ("planner",)})

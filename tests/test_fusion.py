@@ -329,6 +329,29 @@ def test_run_results_none_identical_and_fused_runs():
     fs = with_fuse(spec, "stitch")
     c = run(fs)
     wf = workload_of(fs)
-    assert c["status"] == "ok"
+    assert c["status"] == "ok" and "fusion" not in a
+    assert c["fusion"]["mode"] == "stitch" and c["fusion"]["kernels_after"] == wf.num_kernels
     it = c["iterations"][c["reported"]]
     assert it["ideal_exe_time_cycles"] == wf.ideal_cycles < workload_of(spec).ideal_cycles
+
+
+def test_cli_fuse(capsys):
+    import json
+    from g10fast.cli import main
+    assert main(["run", "--model", "vit", "--batch", "1", "--policy", "ideal", "--fuse", "xla",
+                 "--json", "--no-progress"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "ok" and out["fusion"]["mode"] == "xla"
+    assert out["fusion"]["kernels_after"] < out["fusion"]["kernels_before"]
+    with pytest.raises(SystemExit) as e:
+        main(["run", "--model", "vit", "--batch", "1", "--fuse", "loop"])
+    assert e.value.code == 2
+
+
+def test_live_bytes_matches_the_vitality_analysis(bert):
+    from g10fast.analysis.vitality import is_alive, vitality
+    from g10fast.workload.fusion import live_bytes
+    for w in (bert, fuse(bert, "stitch")):
+        v = vitality(w, 1.2)
+        ref = [int(w.size[is_alive(v, w, k)].sum()) for k in range(w.num_kernels)]
+        assert list(live_bytes(w)) == ref

@@ -447,18 +447,23 @@ def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | N
 # Measures (for the benchmark, docs and tests)
 
 def live_bytes(w: Workload) -> np.ndarray:
-    """Bytes alive at each kernel (page-rounded): the globals plus the non-global tensors in
-    their live range [birth, death) of the vitality analysis (a never-read tensor at its
-    birth kernel only)."""
-    from g10fast.analysis.vitality import vitality
-    K = w.num_kernels
-    v = vitality(w, 1.0)
+    """Bytes alive at each kernel (page-rounded): the globals plus every non-global tensor from
+    its first use to its last read (a never-read tensor at its first use only), the live
+    ranges of the vitality analysis (g10fast.analysis.vitality, §4.1)."""
+    K, T = w.num_kernels, w.num_tensors
+    kin = np.repeat(np.arange(K, dtype=np.int64), np.diff(w.in_ptr))
+    kout = np.repeat(np.arange(K, dtype=np.int64), np.diff(w.out_ptr))
+    first = np.full(T, K, dtype=np.int64)
+    np.minimum.at(first, w.in_idx.astype(np.int64), kin)
+    np.minimum.at(first, w.out_idx.astype(np.int64), kout)
+    last_read = np.full(T, -1, dtype=np.int64)
+    np.maximum.at(last_read, w.in_idx.astype(np.int64), kin)
     size = w.size.astype(np.int64)
     glob = np.asarray(w.is_global, dtype=bool)
+    loc = ~glob & (first < K)
+    lo = first[loc]
+    hi = np.where(last_read[loc] >= 0, last_read[loc] + 1, lo + 1)
     acc = np.zeros(K + 1, dtype=np.int64)
-    loc = ~glob & (v.birth >= 0)
-    lo = v.birth[loc].astype(np.int64)
-    hi = np.where(v.death[loc] >= 0, v.death[loc], v.birth[loc] + 1).astype(np.int64)
     np.add.at(acc, lo, size[loc])
     np.add.at(acc, hi, -size[loc])
     return np.cumsum(acc)[:K] + int(size[glob].sum())
