@@ -360,11 +360,10 @@ def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | N
                     ext_in.append(t)
             written.update(ous)
             outs.extend(t for t in ous if t not in outs)
-        inside = np.zeros(T, dtype=np.int64)
-        for k in mem:
-            inside[refs[k]] += 1
+        ts, inside = np.unique(np.concatenate([refs[k] for k in mem]), return_counts=True)
+        used_outside = set(ts[inside < n_ref[ts]].tolist())
         ext_set = set(ext_in)
-        gone = [t for t in outs if not glob[t] and inside[t] == n_ref[t] and t not in ext_set]
+        gone = [t for t in outs if not glob[t] and t not in used_outside and t not in ext_set]
         keep[gone] = False
         gone_set = set(gone)
         outs = [t for t in outs if t not in gone_set]
