@@ -363,6 +363,11 @@ def cmd_run(args) -> int:
         sys.stdout.write("\n")
     else:
         print(summary_text(res, note))
+        if res.get("fusion"):
+            fu = res["fusion"]
+            print(f"fusion {fu['mode']}: {fu['kernels_before']:,} -> {fu['kernels_after']:,} "
+                  f"kernels, {fu['deleted_tensors']:,} tensors "
+                  f"({fu['deleted_bytes'] / 2**30:.1f} GiB) deleted (docs/fusion.md)")
         if "plan" in res and "hint_counts" in res["plan"]:
             pl = res["plan"]
             line = f"plan: {pl['hints']:,} hints {pl['hint_counts']}"
