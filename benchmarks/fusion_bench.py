@@ -3,8 +3,8 @@ fusion pass, `xla` against `stitch`, and every default policy's time under overs
 
     PYTHONPATH=. python benchmarks/fusion_bench.py [--g10 ../shared/g10-artifact] [--quick]
 
-Workloads: BERT-256 and ViT-1280 from the G10 artifact (its A100 kernel traces and its system:
-40 GB GPU; the paper's oversubscription), GPT-2 XL built-in (estimated kernel times on the
+Workloads: BERT-256, ViT-1280 and ResNet152-256 from the G10 artifact (its A100 kernel traces
+and its system: 40 GB GPU; the paper's oversubscription), GPT-2 XL built-in (estimated kernel times on the
 g10-artifact preset; a captured GPT-2 is not merged yet). Writes
 benchmarks/results/fusion.jsonl (one line per workload x mode x policy, with the commit),
 benchmarks/results/fusion_table.csv and docs/fusion-policies.png.
@@ -31,7 +31,10 @@ def workloads(g10, quick: bool):
     from g10fast.spec import builtin_spec, from_g10_config
     out = []
     if g10 is not None:
-        for model, batch, label in (("BERT", 256, "BERT-256"), ("VIT", 1280, "ViT-1280")):
+        pts = [("BERT", 256, "BERT-256"), ("VIT", 1280, "ViT-1280")]
+        if not quick:
+            pts.append(("ResNet152", 256, "ResNet152-256"))
+        for model, batch, label in pts:
             cfg = genconfig(g10, model, batch, "lru")
             out.append((label, "artifact traces (A100)", from_g10_config(cfg, policy="lru")))
     else:
@@ -46,7 +49,7 @@ def workloads(g10, quick: bool):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--g10", type=Path, default=ROOT.parent / "shared" / "g10-artifact")
-    ap.add_argument("--quick", action="store_true", help="BERT and ViT only")
+    ap.add_argument("--quick", action="store_true", help="BERT and ViT only (no ResNet, no GPT-2)")
     ap.add_argument("--policies", nargs="*", help="default: every default policy")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     ap.add_argument("--figure", type=Path, default=ROOT / "docs" / "fusion-policies.png")
