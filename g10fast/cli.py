@@ -285,6 +285,8 @@ def _run_builtin(args, spec: dict, note: str) -> int:
         if getattr(args, flag) is not None and args.config is not None:
             raise InputError(f"--{flag} cannot change a run file: set it in the file",
                              param=f"--{flag}")
+    if getattr(args, "fuse", None) is not None:
+        spec = dict(spec, workload=dict(spec.get("workload") or {}, fuse=args.fuse))
     fig = _comparison_figure_path(args, spec)
     if fig is not None and not Path(fig).resolve().parent.is_dir():
         raise InputError("folder does not exist", path=str(Path(fig).resolve().parent),
@@ -388,6 +390,9 @@ def cmd_run(args) -> int:
         from g10fast.api import read_run_file
         return _run_builtin(args, read_run_file(args.config), f"run file {args.config}")
     spec, note = _spec_from_args(args)
+    if args.fuse is not None:
+        from g10fast.spec import with_fuse
+        spec = with_fuse(spec, args.fuse)
     progress = _run_progress(args, "simulating")
     if args.trace is not None:
         d = Path(args.trace).resolve().parent
@@ -434,6 +439,11 @@ def cmd_run(args) -> int:
         sys.stdout.write("\n")
     else:
         print(summary_text(res, note))
+        if res.get("fusion"):
+            fu = res["fusion"]
+            print(f"fusion {fu['mode']}: {fu['kernels_before']:,} -> {fu['kernels_after']:,} "
+                  f"kernels, {fu['deleted_tensors']:,} tensors "
+                  f"({fu['deleted_bytes'] / 2**30:.1f} GiB) deleted (docs/fusion.md)")
         if "plan" in res and "hint_counts" in res["plan"]:
             pl = res["plan"]
             line = f"plan: {pl['hints']:,} hints {pl['hint_counts']}"
@@ -918,6 +928,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--host-mem-gb", type=float, help="host memory for swapping, GiB")
     r.add_argument("--ssd-gbps", type=float, help="SSD bandwidth, GB/s")
     r.add_argument("--pcie-gbps", type=float, help="PCIe (host and GPU link) bandwidth, GB/s")
+    r.add_argument("--fuse", choices=["none", "xla", "stitch"], help="fuse memory-intensive "
+                   "kernels before planning as XLA or FusionStitching would (docs/fusion.md; "
+                   "default none; a run file sets workload.fuse)")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--check", action="store_true",
                    help="assert the engine's invariants at every kernel boundary (each page in "

@@ -70,7 +70,17 @@ def build_workload(cfg) -> Workload:
 
 
 def workload_of(spec: RunSpec) -> Workload:
-    """The Workload a spec's source describes."""
+    """The Workload a spec's source describes, after its fusion pass (`workload.fuse`)."""
+    w = _source_workload(spec)
+    if spec.workload.fuse != "none":
+        from g10fast.workload.fusion import fuse
+        s = spec.system
+        w = fuse(w, spec.workload.fuse, freq_ghz=s.gpu_frequency_ghz,
+                 hbm_gbps=s.gpu_hbm_gbps or None)
+    return w
+
+
+def _source_workload(spec: RunSpec) -> Workload:
     src = spec.workload
     if src.kind == "artifact":
         return _artifact_workload(dict(src.files), src.batch, spec.system.gpu_frequency_ghz,
@@ -157,6 +167,10 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
         if spec.workload.kind == "builtin":
             result["system_preset"] = spec.system.name or None
             result["kernel_times"] = spec.workload.kernel_times
+        if spec.workload.fuse != "none":
+            fm = w.meta.get("fusion", {})
+            result["fusion"] = {k: fm.get(k) for k in ("mode", "kernels_before", "kernels_after",
+                                                       "deleted_tensors", "deleted_bytes")}
         if writer is not None:
             writer.close(summary={k: v for k, v in to_json_ready(result).items()
                                   if k not in ("planner",)})

@@ -36,7 +36,9 @@ class WorkloadSource:
     model on the system's GPU ("estimated") or a profile file, `model_options` overriding the
     model file's parameters. kind "artifact": the G10 artifact's model and kernel-trace files
     (`files`: the config keys of ARTIFACT_WORKLOAD_KEYS). kind "trace": an HDF5 workload
-    trace (docs/workload-trace-format.md; `files`: (("path", FILE.h5),)), its stored times."""
+    trace (docs/workload-trace-format.md; `files`: (("path", FILE.h5),)), its stored times.
+    `fuse`: the fusion pass applied to the workload before planning (none | xla | stitch;
+    g10fast.workload.fusion)."""
 
     kind: str
     model: str
@@ -44,6 +46,7 @@ class WorkloadSource:
     kernel_times: str = "estimated"
     model_options: tuple = ()
     files: tuple = ()
+    fuse: str = "none"
 
     @property
     def shape(self) -> ArtifactShape:
@@ -58,15 +61,18 @@ class WorkloadSource:
         return ArtifactShape(find_model(self.model).kind != "cnn", 184, int(self.batch))
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "model": self.model, "batch": self.batch,
-                "kernel_times": self.kernel_times, "model_options": dict(self.model_options),
-                "files": dict(self.files)}
+        d = {"kind": self.kind, "model": self.model, "batch": self.batch,
+             "kernel_times": self.kernel_times, "model_options": dict(self.model_options),
+             "files": dict(self.files)}
+        if self.fuse != "none":     # absent when off: the hashes of unfused specs stay as they were
+            d["fuse"] = self.fuse
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "WorkloadSource":
         return cls(d["kind"], d["model"], int(d["batch"]), d.get("kernel_times", "estimated"),
                    tuple(sorted(d.get("model_options", {}).items())),
-                   tuple(sorted(d.get("files", {}).items())))
+                   tuple(sorted(d.get("files", {}).items())), d.get("fuse", "none"))
 
 
 @dataclass(frozen=True)
@@ -145,6 +151,10 @@ def make_spec(workload: WorkloadSource, system: System, policy: str, options: di
                 or workload.batch <= 0:
             raise InputError(f"must be a positive integer, got {workload.batch!r}",
                              param="workload.batch")
+        from g10fast.workload.fusion import FUSE_MODES
+        if workload.fuse not in FUSE_MODES:
+            raise InputError(f"unknown fusion mode {workload.fuse!r} (known: "
+                             f"{', '.join(FUSE_MODES)})", param="workload.fuse")
     except InputError as e:
         raise _where(e, source or None) from None
     return RunSpec(workload, system, PolicySpec(rec.name, opts), engine, source)
@@ -269,7 +279,7 @@ def trace_spec(path, system="g10-artifact", policy="lru", *, overrides: dict | N
 # TOML run files (docs/run-format.md)
 
 _TOP = {"workload", "system", "policy", "engine", "output"}
-_WORKLOAD_KEYS = {"model", "batch", "kernel_times", "artifact_config", "trace"}
+_WORKLOAD_KEYS = {"model", "batch", "kernel_times", "artifact_config", "fuse", "trace"}
 _SYSTEM_KEYS = {"preset", "overrides"}
 _POLICY_KEYS = {"name", "names", "options"}
 
@@ -304,6 +314,9 @@ def run_file_specs(d: dict) -> list[RunSpec]:
         if sec in d and not isinstance(d[sec], dict):
             raise InputError(f"[{sec}] must be a table", path=path, param=sec)
     wl = dict(d.get("workload", {}))
+    if "fuse" in wl:      # the fusion pass (none | xla | stitch), applied to every spec
+        fuse = wl.pop("fuse")
+        return [with_fuse(s, fuse, path) for s in run_file_specs(dict(d, workload=wl))]
     sysd = dict(d.get("system", {}))
     engine = dict(d.get("engine", {}))
     pol = dict(d.get("policy", {}))
@@ -410,3 +423,12 @@ def _model_keys(wl: dict) -> set:
         return set(find_model(m).params)
     except InputError:
         return set()
+
+
+def with_fuse(spec: RunSpec, fuse: str, source=None) -> RunSpec:
+    """The spec with its workload's fusion pass set (`--fuse`, `workload.fuse`)."""
+    from g10fast.workload.fusion import FUSE_MODES
+    if fuse not in FUSE_MODES:
+        raise InputError(f"unknown fusion mode {fuse!r} (known: {', '.join(FUSE_MODES)})",
+                         path=str(source) if source else None, param="workload.fuse")
+    return spec.replace(workload=dataclasses.replace(spec.workload, fuse=fuse))

@@ -1,0 +1,198 @@
+"""FusionStitching (E8): kernels, launches, peak memory and ideal time before and after the
+fusion pass, `xla` against `stitch`, and every default policy's time under oversubscription.
+
+    PYTHONPATH=. python benchmarks/fusion_bench.py [--g10 ../shared/g10-artifact] [--quick]
+
+Workloads: BERT-256, ViT-1280 and ResNet152-256 from the G10 artifact (its A100 kernel traces
+and its system: 40 GB GPU; the paper's oversubscription), GPT-2 XL built-in (estimated kernel times on the
+g10-artifact preset; a captured GPT-2 is not merged yet). Writes
+benchmarks/results/fusion.jsonl (one line per workload x mode x policy, with the commit),
+benchmarks/results/fusion_table.csv and docs/fusion-policies.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bench import ROOT, git_commit  # noqa: E402
+
+MODES = ("none", "xla", "stitch")
+
+
+def workloads(g10, quick: bool):
+    from g10fast.config import genconfig
+    from g10fast.spec import builtin_spec, from_g10_config
+    out = []
+    if g10 is not None:
+        pts = [("BERT", 256, "BERT-256"), ("VIT", 1280, "ViT-1280")]
+        if not quick:
+            pts.append(("ResNet152", 256, "ResNet152-256"))
+        for model, batch, label in pts:
+            cfg = genconfig(g10, model, batch, "lru")
+            out.append((label, "artifact traces (A100)", from_g10_config(cfg, policy="lru")))
+    else:
+        out.append(("BERT-256", "estimated", builtin_spec("bert-base", 256, "g10-artifact", "lru")))
+        out.append(("ViT-1280", "estimated", builtin_spec("vit", 1280, "g10-artifact", "lru")))
+    if not quick:
+        out.append(("GPT-2 XL b4 s1024 (built-in)", "estimated (g10-artifact preset)",
+                    builtin_spec("gpt2-xl", 4, "g10-artifact", "lru")))
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--g10", type=Path, default=ROOT.parent / "shared" / "g10-artifact")
+    ap.add_argument("--quick", action="store_true", help="BERT and ViT only (no ResNet, no GPT-2)")
+    ap.add_argument("--policies", nargs="*", help="default: every default policy")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    ap.add_argument("--figure", type=Path, default=ROOT / "docs" / "fusion-policies.png")
+    ap.add_argument("--figures-only", action="store_true",
+                    help="redraw the figures from the results files, run nothing")
+    args = ap.parse_args(argv)
+    if args.figures_only:
+        rows = [json.loads(x) for x in open(args.out / "fusion.jsonl")]
+        with open(args.out / "fusion_table.csv") as f:
+            table = list(csv.DictReader(f))
+        figure(rows, list(dict.fromkeys(r["policy"] for r in rows)), args.figure)
+        summary_figure(table, args.figure.with_name("fusion-summary.png"))
+        return 0
+    from g10fast.policies import DEFAULT_POLICIES
+    from g10fast.run import run, workload_of
+    from g10fast.spec import make_spec, with_fuse
+    from g10fast.workload.fusion import summary
+
+    g10 = args.g10 if (args.g10 / "frontend" / "Nets").is_dir() else None
+    pols = args.policies or list(DEFAULT_POLICIES)
+    commit = git_commit()
+    rows, table = [], []
+    for label, times, base in workloads(g10, args.quick):
+        ghz = base.system.gpu_frequency_ghz
+        for mode in MODES:
+            spec0 = with_fuse(base, mode)
+            t0 = time.perf_counter()
+            w = workload_of(spec0)
+            build_s = time.perf_counter() - t0
+            s = summary(w, ghz)
+            fm = w.meta.get("fusion", {})
+            table.append({"workload": label, "kernel_times": times, "mode": mode,
+                          "kernels": s["kernels"], "launches": s["launches"],
+                          "tensors": s["tensors"],
+                          "footprint_gib": s["footprint_bytes"] / 2**30,
+                          "peak_live_gib": s["peak_live_bytes"] / 2**30,
+                          "ideal_s": s["ideal_s"], "gflop": s["flops"] / 1e9,
+                          "deleted_tensors": fm.get("deleted_tensors", 0),
+                          "deleted_gib": fm.get("deleted_bytes", 0) / 2**30,
+                          "pass_s": build_s})
+            print(f"{label} {mode}: {s['kernels']} kernels, ideal {s['ideal_s']:.3f} s, peak "
+                  f"{s['peak_live_bytes'] / 2**30:.1f} GiB", flush=True)
+            for pol in pols:
+                spec = make_spec(spec0.workload, base.system, pol, None, base.engine)
+                t0 = time.perf_counter()
+                try:
+                    res = run(spec, workload=w)
+                    it = res["iterations"][res["reported"]] if res.get("iterations") else {}
+                    f_hz = float(base.system.f_hz)
+                    exe = it.get("exe_time_cycles")
+                    rec = {"status": res["status"],
+                           "time_s": (exe / f_hz) if exe is not None and res["status"] == "ok"
+                           else None,
+                           "reason": (res.get("failure") or {}).get("reason")}
+                except Exception as e:      # noqa: BLE001 - recorded, the sweep goes on
+                    rec = {"status": "error", "time_s": None, "reason": repr(e)}
+                rec.update(workload=label, kernel_times=times, mode=mode, policy=pol,
+                           ideal_s=s["ideal_s"], wall_s=time.perf_counter() - t0,
+                           commit=commit, gpu_memory_gb=base.system.gpu_memory_gb)
+                rows.append(rec)
+                print(f"  {pol:<14} {rec['status']:<7} "
+                      f"{rec['time_s'] if rec['time_s'] is None else round(rec['time_s'], 3)}"
+                      f"  ({rec['wall_s']:.1f} s wall)", flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    tmp = args.out / "fusion.jsonl.tmp"
+    with open(tmp, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    os.replace(tmp, args.out / "fusion.jsonl")
+    tmp = args.out / "fusion_table.csv.tmp"
+    with open(tmp, "w", newline="") as f:
+        wr = csv.DictWriter(f, fieldnames=list(table[0]) + ["commit"])
+        wr.writeheader()
+        for r in table:
+            wr.writerow(dict(r, commit=commit))
+    os.replace(tmp, args.out / "fusion_table.csv")
+    figure(rows, pols, args.figure)
+    summary_figure(table, args.figure.with_name("fusion-summary.png"))
+    return 0
+
+
+def summary_figure(table, path):
+    """Kernels (= launches), peak live GiB, footprint GiB and ideal time per workload and mode."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    wls = list(dict.fromkeys(r["workload"] for r in table))
+    short = [w.split(" (")[0].split(" s1024")[0] for w in wls]
+    panels = (("kernels", "kernels (= launches)"), ("footprint_gib", "footprint (GiB)"),
+              ("peak_live_gib", "peak live memory (GiB)"), ("ideal_s", "ideal iteration time (s)"))
+    colours = {"none": "#999999", "xla": "#1f77b4", "stitch": "#d62728"}
+    fig, axes = plt.subplots(1, len(panels), figsize=(13, 3.4))
+    for ax, (key, label) in zip(axes, panels):
+        x = np.arange(len(wls))
+        for j, mode in enumerate(MODES):
+            ys = [float([r for r in table if r["workload"] == w and r["mode"] == mode][0][key])
+                  for w in wls]
+            ax.bar(x + (j - 1) * 0.27, ys, 0.27, label=f"fuse {mode}", color=colours[mode])
+        ax.set_xticks(x)
+        ax.set_xticklabels(short, fontsize=8)
+        ax.set_ylabel(label)
+        ax.set_xlabel("workload")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    tmp = Path(str(path) + ".tmp.png")
+    fig.savefig(tmp, dpi=80)
+    os.replace(tmp, path)
+
+
+def figure(rows, pols, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    wls = list(dict.fromkeys(r["workload"] for r in rows))
+    fig, axes = plt.subplots(len(wls), 1, figsize=(9, 3.2 * len(wls)), squeeze=False)
+    colours = {"none": "#999999", "xla": "#1f77b4", "stitch": "#d62728"}
+    for ax, wl in zip(axes[:, 0], wls):
+        x = np.arange(len(pols))
+        for j, mode in enumerate(MODES):
+            ys = []
+            for p in pols:
+                r = [q for q in rows if q["workload"] == wl and q["mode"] == mode
+                     and q["policy"] == p]
+                ys.append(r[0]["time_s"] if r and r[0]["time_s"] is not None else np.nan)
+            ax.bar(x + (j - 1) * 0.27, ys, 0.27, label=f"fuse {mode}", color=colours[mode])
+            for xi, y in zip(x, ys):
+                if np.isnan(y):
+                    ax.text(xi + (j - 1) * 0.27, 0, "fail", rotation=90, ha="center",
+                            va="bottom", fontsize=7)
+        mem = [q["gpu_memory_gb"] for q in rows if q["workload"] == wl][0]
+        ax.set_title(f"{wl} on a {mem:g} GB GPU")
+        ax.set_xticks(x)
+        ax.set_xticklabels(pols, fontsize=8)
+        ax.set_ylabel("iteration time (s)")
+        ax.legend(fontsize=8, ncol=3)
+    axes[-1, 0].set_xlabel("policy")
+    fig.tight_layout()
+    tmp = Path(str(path) + ".tmp.png")
+    fig.savefig(tmp, dpi=90)
+    os.replace(tmp, path)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

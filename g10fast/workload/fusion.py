@@ -1,0 +1,481 @@
+"""FusionStitching as a graph pass on a Workload (seed-policies spec §4.3, engine feature E8).
+
+    w2 = fuse(w, "xla" | "stitch", freq_ghz=1.2, hbm_gbps=1555)     # "none" returns w itself
+
+Runs in the workload stage, before vitality analysis and planning (g10fast.run.workload_of,
+`--fuse`). Memory-intensive kernels that lie between GEMM / convolution kernels are grouped
+as XLA's fusion would group them (`xla`) or as FusionStitching's stitching would (`stitch`);
+each group becomes one kernel, the intermediates used only inside a group leave the tensor
+set, and the fused kernel's three times are derived from its members' times and bytes with
+one launch. docs/fusion.md gives the rules, the time formula and the measured effect.
+
+Op classes (one function, `op_class`): every kernel is
+  C  compute-intensive or opaque: GEMM, convolution, batched matmul, gather, data loading,
+     the loss; never fused, never a member of a group;
+  E  element-wise (also broadcast, windowed pooling, concat/split): every output is
+     element-wise in its inputs;
+  B  element-wise with broadcasting inputs (the backward of Add/Subtract/Multiply/Divide/
+     Power): an output smaller than the kernel's largest input is the reduced gradient of a
+     broadcast operand;
+  R  reduction (Sum, softmax, batch norm, global pooling, bias gradient): an output smaller
+     than the kernel's largest input is a reduction result; outputs as large as the largest
+     input (softmax's y, batch norm's y, dx) come from its element-wise stage.
+A Workload may carry its own classes in meta["op_class"] (one of "C", "E", "B", "R" per
+kernel; a captured workload knows what each op is); otherwise the kernel name decides.
+
+Grouping (a linear scan in kernel order, so every group is a run of consecutive kernels and
+therefore convex): a kernel joins the open group when it is not C, lies in the same phase
+(forward / backward / update, unless cross_phase), reads a tensor a member wrote (data
+dependence), the group is below max_group, and every such edge is allowed:
+  xla     no edge out of a reduction result (a reduction is only ever the sink of a fusion:
+          XLA's loop fusion and input fusion; multi-output fusion keeps siblings together)
+  stitch  reduction edges too, when the reduction is row-local: at most `stitch_max_reduce`
+          input elements per result (the row fits one thread block: warp / block
+          composition); a grid-wide reduction (batch norm statistics, a bias gradient over
+          all rows) still ends a group.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from g10fast.errors import InputError
+from g10fast.workload.model import Workload, address_layout, csr_from_lists, page_round
+
+FUSE_MODES = ("none", "xla", "stitch")
+TIME_MODELS = ("traffic_scaled", "sum_minus_launch", "roofline")
+OP_CLASSES = ("C", "E", "B", "R")
+_CLASS_WORDS = {"compute": "C", "gemm": "C", "conv": "C", "opaque": "C",
+                "elementwise": "E", "element-wise": "E", "memory": "E",
+                "broadcast": "B", "reduction": "R", "reduce": "R"}
+
+
+@dataclass(frozen=True)
+class FusionOptions:
+    """The pass's options (spec §4.3 names them `fuse.*`)."""
+
+    mode: str = "none"                  # none | xla | stitch
+    cross_phase: bool = False           # allow groups across forward / backward / update
+    max_group: int = 0                  # most kernels per group (0: no limit)
+    pooling: str = "M"                  # pooling kernels: M (memory-intensive) or C
+    stitch_max_reduce: int = 16384      # stitch: most input elements per reduction result
+    time_model: str = "traffic_scaled"  # traffic_scaled | sum_minus_launch | roofline
+    launch_us: float = 5.0              # one kernel launch, µs
+    defer_update: bool = True           # update kernels wait until an open group closes
+
+    def check(self) -> "FusionOptions":
+        if self.mode not in FUSE_MODES:
+            raise InputError(f"unknown fusion mode {self.mode!r} (known: "
+                             f"{', '.join(FUSE_MODES)})", param="fuse")
+        if self.time_model not in TIME_MODELS:
+            raise InputError(f"unknown time model {self.time_model!r} (known: "
+                             f"{', '.join(TIME_MODELS)})", param="fuse.time_model")
+        if self.pooling not in ("M", "C"):
+            raise InputError(f"must be M or C, got {self.pooling!r}", param="fuse.pooling")
+        if not (isinstance(self.max_group, int) and self.max_group >= 0):
+            raise InputError(f"must be an integer >= 0, got {self.max_group!r}",
+                             param="fuse.max_group")
+        if not (self.stitch_max_reduce >= 1):
+            raise InputError(f"must be >= 1, got {self.stitch_max_reduce!r}",
+                             param="fuse.stitch_max_reduce")
+        if not (math.isfinite(self.launch_us) and self.launch_us >= 0):
+            raise InputError(f"must be a finite number >= 0, got {self.launch_us!r}",
+                             param="fuse.launch_us")
+        return self
+
+
+# ---------------------------------------------------------------------------------------------
+# Op classes and phases
+
+_COMPUTE_HEADS = ("Conv2d_Forward", "Conv2d_Backward_Weight", "Conv2d_Backward_Input",
+                  "Linear_Forward", "Linear_Backward_Weight", "Linear_Backward_Input",
+                  "BatchMatMul_", "GatherV2_", "LoadData", "makeLoss")
+_REDUCTION_HEADS = ("Sum_Forward", "SoftmaxBasic_", "BatchNorm2d_Forward",
+                    "BatchNorm2d_Backward", "AdaptiveAvgPool2d_Forward", "Linear_Backward_Bias")
+_BROADCAST_HEADS = ("Add_Backward", "Subtract_Backward", "Multiply_Backward", "Divide_Backward",
+                    "Power_Backward")
+_POOL_HEADS = ("MaxPool2d_", "AdaptiveAvgPool2d_", "AvgPool")
+# captured / foreign kernel names (lower case substrings), checked after the G10 names
+_COMPUTE_WORDS = ("conv", "gemm", "matmul", "addmm", "bmm", "mm_", "linear", "attention",
+                  "embedding", "gather", "index_select", "cublas", "cudnn", "loss", "lstm")
+_REDUCTION_WORDS = ("sum", "mean", "norm", "softmax", "reduce", "amax", "max_pool_backward",
+                    "var", "std", "argmax", "avg_pool2d_backward")
+
+
+def op_class(name: str, pooling: str = "M") -> str:
+    """The op class (C, E, B or R; module doc) of a kernel from its name: G10's kernel names
+    first, then words of captured or foreign names; unknown names are B (element-wise, with a
+    shape check for broadcast reductions)."""
+    if name in ("mm", "bmm"):
+        return "C"
+    if pooling == "C" and name.startswith(_POOL_HEADS):
+        return "C"
+    if name.startswith(_COMPUTE_HEADS):
+        return "C"
+    if name.startswith(_REDUCTION_HEADS):
+        return "R"
+    if name.startswith(_BROADCAST_HEADS):
+        return "B"
+    if name.startswith(_POOL_HEADS) or name.startswith(("ReLU_", "Dropout_", "Scale_", "Concat_",
+                                                        "Add_MultiGredient", "Tanh_", "Erf_",
+                                                        "Sqrt_", "Add_Forward", "Subtract_",
+                                                        "Multiply_Forward", "Divide_Forward",
+                                                        "Power_Forward", "Sum_Backward")) \
+            or "Apply_Grad" in name:
+        return "E"
+    low = name.lower()
+    if "pool" in low and pooling == "C":
+        return "C"
+    if any(w in low for w in _COMPUTE_WORDS):
+        return "C"
+    if any(w in low for w in _REDUCTION_WORDS):
+        return "R"
+    return "B"
+
+
+def kernel_classes(w: Workload, pooling: str = "M") -> list:
+    """Per kernel its op class: meta["op_class"] where the workload has one, else op_class."""
+    given = w.meta.get("op_class")
+    if given is not None:
+        if len(given) != w.num_kernels:
+            raise InputError(f"meta op_class has {len(given)} entries, the workload "
+                             f"{w.num_kernels} kernels", param="op_class")
+        out = []
+        for k, c in enumerate(given):
+            c = _CLASS_WORDS.get(str(c).lower(), str(c))
+            if c not in OP_CLASSES:
+                raise InputError(f"kernel {k}: op class {given[k]!r} is not one of "
+                                 f"{', '.join(OP_CLASSES)}", param="op_class")
+            out.append(c)
+        return out
+    return [op_class(n, pooling) for n in w.kernel_name]
+
+
+def kernel_phase(name: str) -> str:
+    """forward, backward or update, from a kernel name (the loss counts as forward)."""
+    if "Apply_Grad" in name or name.lower().startswith(("optimizer", "adam", "sgd")):
+        return "update"
+    if "Backward" in name or "MultiGredient" in name or "backward" in name.lower():
+        return "backward"
+    return "forward"
+
+
+def kernel_phases(w: Workload) -> list:
+    given = w.meta.get("kernel_phase")
+    if given is not None and len(given) == w.num_kernels:
+        return [str(p) for p in given]
+    return [kernel_phase(n) for n in w.kernel_name]
+
+
+def kernel_flops(w: Workload) -> np.ndarray:
+    """FLOPs per kernel: meta["kernel_flops"] when present (a captured or fused workload),
+    else the forward FLOPs of the layer for the matrix-multiply-like kernels of a built-in
+    model (as the cost model counts them), else 0."""
+    kf = w.meta.get("kernel_flops")
+    if kf is not None and len(kf) == w.num_kernels:
+        return np.asarray(kf, dtype=np.float64)
+    from g10fast.workload.costmodel import MATMUL_KERNELS
+    pf = w.meta.get("parent_flops") or {}
+    return np.array([float(pf.get(p, 0)) if n in MATMUL_KERNELS else 0.0
+                     for n, p in zip(w.kernel_name, w.kernel_parent)], dtype=np.float64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Grouping
+
+def _max_input_bytes(w: Workload) -> np.ndarray:
+    raw = w.raw_size.astype(np.int64)
+    out = np.zeros(w.num_kernels, dtype=np.int64)
+    for k in range(w.num_kernels):
+        ins = w.inputs(k)
+        if len(ins):
+            out[k] = raw[ins].max()
+    return out
+
+
+def plan_groups(w: Workload, options: FusionOptions) -> list:
+    """The groups in their new execution order: a list of lists of kernel ids (a group of one
+    is a kernel left as it is). With defer_update, an update-phase kernel (Apply_Grad) met
+    while a backward group is open waits until that group closes, and then runs, unless a
+    kernel joining the group would touch a tensor it writes or write one it reads (then
+    the group closes first); so update kernels no longer cut backward chains in two."""
+    o = options.check()
+    K = w.num_kernels
+    if o.mode == "none" or K == 0:
+        return [[k] for k in range(K)]
+    cls = kernel_classes(w, o.pooling)
+    phase = kernel_phases(w)
+    raw = w.raw_size.astype(np.int64)
+    glob = np.asarray(w.is_global, dtype=bool)
+    maxin = _max_input_bytes(w)
+    ws = set(int(t) for t in w.workspace_tensor if t >= 0)
+    groups: list = []
+    cur: list = []           # the open group
+    writer: dict = {}        # tensor -> member that last wrote it, within the open group
+    readers: set = set()     # non-global tensors the members read
+    pending: list = []       # deferred update kernels
+    p_reads: set = set()
+    p_writes: set = set()
+
+    def close():
+        nonlocal cur, writer, readers, pending, p_reads, p_writes
+        if cur:
+            groups.append(cur)
+        groups.extend([p] for p in pending)
+        cur, writer, readers, pending, p_reads, p_writes = [], {}, set(), [], set(), set()
+
+    def joins(k) -> bool:
+        if not cur or cls[k] == "C":
+            return False
+        if o.max_group and len(cur) >= o.max_group:
+            return False
+        if not o.cross_phase and phase[k] != phase[cur[0]]:
+            return False
+        ins = [int(t) for t in w.inputs(k)]
+        outs = [int(t) for t in w.outputs(k)]
+        if pending and (any(t in p_writes for t in ins + outs)
+                        or any(t in p_reads for t in outs)):
+            return False
+        deps = [t for t in ins if t in writer]
+        sibling = any(t in readers for t in ins)
+        if not deps and not sibling:
+            return False
+        for t in deps:
+            p = writer[t]
+            if cls[p] in ("R", "B") and raw[t] < maxin[p]:      # a reduction result
+                if o.mode == "xla" or maxin[p] > o.stitch_max_reduce * raw[t]:
+                    return False
+        return True
+
+    for k in range(K):
+        if joins(k):
+            cur.append(k)
+        elif (o.defer_update and cur and phase[k] == "update" and phase[cur[0]] != "update"
+              and not any(int(t) in p_writes for t in w.inputs(k))):
+            pending.append(k)
+            p_reads.update(int(t) for t in w.inputs(k))
+            p_writes.update(int(t) for t in w.outputs(k))
+            continue
+        else:
+            close()
+            if cls[k] == "C":
+                groups.append([k])
+                continue
+            cur = [k]
+        for t in w.outputs(k):
+            if int(t) not in ws:
+                writer[int(t)] = k
+        readers.update(int(t) for t in w.inputs(k) if not glob[t])
+    close()
+    return groups
+
+
+# ---------------------------------------------------------------------------------------------
+# The pass
+
+def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | None = None,
+         peak_tflops: float | None = None, **options) -> Workload:
+    """The fused Workload (module doc). `mode` is a FUSE_MODES name or a FusionOptions;
+    `options` replace FusionOptions fields. "none" returns `w` itself.
+
+    freq_ghz: the clock the workload's cycles count (the system's); hbm_gbps, peak_tflops:
+    the GPU's, for the bandwidth and compute floors of the fused time (None: no floor;
+    `roofline` needs hbm_gbps)."""
+    o = mode if isinstance(mode, FusionOptions) else FusionOptions(mode=str(mode))
+    if options:
+        o = dataclasses.replace(o, **options)
+    o.check()
+    if o.mode == "none":
+        return w
+    if not (isinstance(freq_ghz, (int, float)) and freq_ghz > 0):
+        raise InputError(f"must be a positive number of GHz, got {freq_ghz!r}",
+                         param="GPU_frequency_GHz")
+    if o.time_model == "roofline" and not hbm_gbps:
+        raise InputError("the roofline time model needs the GPU's HBM bandwidth",
+                         param="gpu.hbm_gbps")
+    groups = plan_groups(w, o)
+    K, T = w.num_kernels, w.num_tensors
+    G = len(groups)
+    raw = w.raw_size.astype(np.int64)
+    glob = np.asarray(w.is_global, dtype=bool)
+    flops = kernel_flops(w)
+    cls = kernel_classes(w, o.pooling)
+    phase = kernel_phases(w)
+    ws_of = np.asarray(w.workspace_tensor, dtype=np.int64)
+    is_ws = np.zeros(T, dtype=bool)
+    is_ws[ws_of[ws_of >= 0]] = True
+
+    # kernels referencing each tensor, and how many of them lie in each group
+    refs = [np.union1d(w.inputs(k), w.outputs(k)).astype(np.int64) for k in range(K)]
+    n_ref = np.zeros(T, dtype=np.int64)
+    for r in refs:
+        n_ref[r] += 1
+
+    cyc_per_us = float(freq_ghz) * 1e3
+    L = float(o.launch_us) * cyc_per_us
+    bw = float(hbm_gbps) * 1e9 / (float(freq_ghz) * 1e9) if hbm_gbps else 0.0   # bytes/cycle
+    peak = float(peak_tflops) * 1e12 / (float(freq_ghz) * 1e9) if peak_tflops else 0.0
+
+    keep = np.ones(T, dtype=bool)
+    names, parents, k_in, k_out = [], [], [], []
+    ex = np.zeros(G, np.int64)
+    inpf = np.zeros(G, np.int64)
+    pf = np.zeros(G, np.int64)
+    wsb = np.zeros(G, np.int64)
+    wst = np.full(G, -1, np.int64)
+    new_flops = np.zeros(G, np.float64)
+    new_cls, new_phase, members = [], [], []
+    fused_groups = 0
+    for g, mem in enumerate(groups):
+        members.append(tuple(int(k) for k in mem))
+        a = mem[0]
+        new_flops[g] = flops[mem].sum()
+        new_phase.append(phase[a])
+        if len(mem) == 1:
+            k = mem[0]
+            names.append(w.kernel_name[k])
+            parents.append(w.kernel_parent[k])
+            k_in.append(w.inputs(k).astype(np.int64))
+            k_out.append(w.outputs(k).astype(np.int64))
+            ex[g], inpf[g], pf[g] = w.exec_cycles[k], w.input_pf_cycles[k], w.pf_cycles[k]
+            wsb[g], wst[g] = w.workspace_bytes[k], ws_of[k]
+            new_cls.append(cls[k])
+            continue
+        fused_groups += 1
+        written: set = set()
+        ext_in: list = []
+        outs: list = []
+        io = in_b = 0
+        for k in mem:
+            ins = [int(t) for t in w.inputs(k)]
+            ous = [int(t) for t in w.outputs(k) if not is_ws[t]]
+            io += int(raw[ins].sum()) + int(raw[ous].sum())
+            in_b += int(raw[ins].sum())
+            for t in ins:
+                if t not in written and t not in ext_in:
+                    ext_in.append(t)
+            written.update(ous)
+            outs.extend(t for t in ous if t not in outs)
+        ts, inside = np.unique(np.concatenate([refs[k] for k in mem]), return_counts=True)
+        used_outside = set(ts[inside < n_ref[ts]].tolist())
+        ext_set = set(ext_in)
+        gone = [t for t in outs if not glob[t] and t not in used_outside and t not in ext_set]
+        keep[gone] = False
+        gone_set = set(gone)
+        outs = [t for t in outs if t not in gone_set]
+        # workspaces: the fused kernel keeps its largest member's, the others go
+        wk = [int(ws_of[k]) for k in mem if ws_of[k] >= 0]
+        if wk:
+            big = max(wk, key=lambda t: (raw[t], -t))
+            keep[[t for t in wk if t != big]] = False
+            wst[g], wsb[g] = big, int(raw[big])
+            outs.append(big)
+        ext_in_b = int(raw[ext_in].sum())
+        ext = ext_in_b + int(raw[[t for t in outs if not is_ws[t]]].sum())
+        t_i = w.exec_cycles[mem].astype(np.float64)
+        sum_t = float(t_i.sum())
+        if o.time_model == "sum_minus_launch":
+            tf = max(sum_t - (len(mem) - 1) * L, float(t_i.max()))
+        else:
+            floor = max(ext / bw if bw else 0.0, new_flops[g] / peak if peak else 0.0)
+            if o.time_model == "roofline":
+                tf = L + floor
+            else:
+                body = float(np.maximum(t_i - L, 0.0).sum())
+                tf = L + max(body * (ext / io if io else 0.0), floor)
+            tf = min(tf, sum_t)
+        tf = max(1.0, tf)
+        d_in = float((w.input_pf_cycles[mem] - w.exec_cycles[mem]).sum())
+        d_all = float((w.pf_cycles[mem] - w.exec_cycles[mem]).sum())
+        e = int(round(tf))
+        i_ = max(e, int(round(tf + (d_in * ext_in_b / in_b if in_b else 0.0))))
+        p_ = max(i_, int(round(tf + (d_all * ext / io if io else 0.0))))
+        ex[g], inpf[g], pf[g] = e, i_, p_
+        ph = phase[a]
+        word = {"forward": "Forward", "backward": "Backward", "update": "Apply_Grad"}.get(ph, ph)
+        names.append(f"Fused{o.mode.capitalize()}_{word}")
+        seen = []
+        for k in mem:
+            if w.kernel_parent[k] not in seen:
+                seen.append(w.kernel_parent[k])
+        parents.append("+".join(seen))
+        k_in.append(np.asarray(ext_in, dtype=np.int64))
+        k_out.append(np.asarray(outs, dtype=np.int64))
+        mc = [cls[k] for k in mem]
+        new_cls.append("R" if "R" in mc else "B" if "B" in mc else "E")
+
+    new_id = np.full(T, -1, dtype=np.int64)
+    new_id[keep] = np.arange(int(keep.sum()))
+    k_in = [new_id[r] for r in k_in]
+    k_out = [new_id[r] for r in k_out]
+    for r in k_in + k_out:
+        if len(r) and r.min() < 0:       # pragma: no cover - the deletion rule forbids it
+            raise AssertionError("a deleted tensor is still referenced")
+    in_ptr, in_idx = csr_from_lists(k_in)
+    out_ptr, out_idx = csr_from_lists(k_out)
+    raw2 = raw[keep]
+    size2 = page_round(raw2)
+    glob2 = glob[keep]
+    address, W = address_layout(size2, glob2)
+    wst2 = np.where(wst >= 0, new_id[np.maximum(wst, 0)], -1).astype(np.int32)
+    meta = dict(w.meta)
+    meta.update(kernel_flops=new_flops, op_class=new_cls, kernel_phase=new_phase)
+    meta["fusion"] = {
+        "mode": o.mode, "options": dataclasses.asdict(o),
+        "kernels_before": K, "kernels_after": G, "fused_groups": fused_groups,
+        "tensors_before": T, "tensors_after": int(keep.sum()),
+        "deleted_tensors": int(T - keep.sum()),
+        "deleted_bytes": int(page_round(raw[~keep]).sum()),
+        "members": members,       # per new kernel: the old kernel ids it runs, in order
+        "tensor_map": new_id,     # old tensor id -> new id (-1: deleted)
+        "previous": {k: v for k, v in w.meta.get("fusion", {}).items() if k == "mode"},
+    }
+    return Workload(
+        name=w.name, batch_size=w.batch_size, raw_size=raw2, size=size2, is_global=glob2,
+        address=address, weights_bytes=W, kernel_name=names, kernel_parent=parents,
+        in_ptr=in_ptr, in_idx=in_idx, out_ptr=out_ptr, out_idx=out_idx,
+        exec_cycles=ex, input_pf_cycles=inpf, pf_cycles=pf,
+        workspace_bytes=wsb, workspace_tensor=wst2, meta=meta)
+
+
+# ---------------------------------------------------------------------------------------------
+# Measures (for the benchmark, docs and tests)
+
+def live_bytes(w: Workload) -> np.ndarray:
+    """Bytes alive at each kernel (page-rounded): the globals plus every non-global tensor from
+    its first use to its last read (a never-read tensor at its first use only), the live
+    ranges of the vitality analysis (g10fast.analysis.vitality, §4.1)."""
+    K, T = w.num_kernels, w.num_tensors
+    kin = np.repeat(np.arange(K, dtype=np.int64), np.diff(w.in_ptr))
+    kout = np.repeat(np.arange(K, dtype=np.int64), np.diff(w.out_ptr))
+    first = np.full(T, K, dtype=np.int64)
+    np.minimum.at(first, w.in_idx.astype(np.int64), kin)
+    np.minimum.at(first, w.out_idx.astype(np.int64), kout)
+    last_read = np.full(T, -1, dtype=np.int64)
+    np.maximum.at(last_read, w.in_idx.astype(np.int64), kin)
+    size = w.size.astype(np.int64)
+    glob = np.asarray(w.is_global, dtype=bool)
+    loc = ~glob & (first < K)
+    lo = first[loc]
+    hi = np.where(last_read[loc] >= 0, last_read[loc] + 1, lo + 1)
+    acc = np.zeros(K + 1, dtype=np.int64)
+    np.add.at(acc, lo, size[loc])
+    np.add.at(acc, hi, -size[loc])
+    return np.cumsum(acc)[:K] + int(size[glob].sum())
+
+
+def summary(w: Workload, freq_ghz: float = 1.2) -> dict:
+    """Kernels (= launches), tensors, footprint, peak live bytes, ideal time and FLOPs."""
+    lb = live_bytes(w) if w.num_kernels else np.zeros(1, np.int64)
+    return {"kernels": w.num_kernels, "launches": w.num_kernels, "tensors": w.num_tensors,
+            "footprint_bytes": w.footprint_bytes, "peak_live_bytes": int(lb.max()),
+            "ideal_s": float(w.exec_cycles.sum()) / (float(freq_ghz) * 1e9),
+            "flops": float(kernel_flops(w).sum())}
+
+
+__all__ = ["FUSE_MODES", "FusionOptions", "fuse", "kernel_classes", "kernel_flops",
+           "kernel_phase", "live_bytes", "op_class", "plan_groups", "summary"]

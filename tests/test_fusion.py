@@ -1,0 +1,377 @@
+"""The fusion pass (g10fast.workload.fusion, seed-policies spec §4.3, E8): hand-worked graphs
+for xla against stitch, the time formula, the invariants on built-in and artifact workloads,
+LayerNorm forward on BERT, and fuse = none changing nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from g10fast.errors import InputError
+from g10fast.workload.fusion import (FusionOptions, fuse, kernel_classes, kernel_flops,
+                                     op_class, plan_groups, summary)
+from g10fast.workload.model import Graph, address_layout, build_workload, csr_from_lists
+
+ART = Path(__file__).resolve().parents[2] / "shared" / "g10-artifact"
+
+
+def _workload(tensors, kernels, times, name="hand"):
+    """tensors: [(raw bytes, global)], kernels: [(name, ins, outs)], times: [(exec, inpf, pf)]."""
+    raw = np.array([t[0] for t in tensors], np.int64)
+    glob = np.array([t[1] for t in tensors], bool)
+    in_ptr, in_idx = csr_from_lists([k[1] for k in kernels])
+    out_ptr, out_idx = csr_from_lists([k[2] for k in kernels])
+    g = Graph(name, 1, raw, glob, [k[0] for k in kernels], [f"{i}:{k[0]}" for i, k in
+                                                              enumerate(kernels)],
+              in_ptr, in_idx, out_ptr, out_idx, {})
+    e, i, p = (np.array([t[j] for t in times], np.int64) for j in range(3))
+    return build_workload(g, e, i, p, np.zeros(len(kernels), np.int64))
+
+
+# A forward chain: Linear, bias Add, a row Sum (64 rows of 1024), its mean, the centring
+# Subtract, the next Linear, the loss.
+A, B, C, S, N, M, D = 262144, 4096, 262144, 256, 256, 256, 262144
+FWD_TENSORS = [(A, False), (4096, True), (A, False), (B, True), (C, False), (S, False),
+               (N, False), (M, False), (D, False), (4096, True), (D, False), (D, False)]
+#               0 x        1 W           2 a         3 b        4 c         5 s
+#               6 n        7 m           8 d         9 W2        10 y        11 dy
+FWD_KERNELS = [("Linear_Forward", [0, 1], [2]), ("Add_Forward", [2, 3], [4]),
+               ("Sum_Forward", [4], [5]), ("Divide_Forward", [5, 6], [7]),
+               ("Subtract_Forward", [4, 7], [8]), ("Linear_Forward", [8, 9], [10]),
+               ("makeLoss", [10], [11])]
+FWD_TIMES = [(50000, 51000, 53000), (10000, 11000, 13000), (20000, 21000, 23000),
+             (8000, 9000, 11000), (12000, 13000, 15000), (50000, 51000, 53000),
+             (7000, 7000, 7000)]
+
+
+def fwd():
+    return _workload(FWD_TENSORS, FWD_KERNELS, FWD_TIMES)
+
+
+def test_hand_graph_xla_splits_after_the_reduction():
+    w = fwd()
+    groups = plan_groups(w, FusionOptions(mode="xla"))
+    assert groups == [[0], [1, 2], [3, 4], [5], [6]]
+    f = fuse(w, "xla")
+    assert f.num_kernels == 5
+    assert f.kernel_name == ["Linear_Forward", "FusedXla_Forward", "FusedXla_Forward",
+                             "Linear_Forward", "makeLoss"]
+    # only m (7: written by Divide, read by Subtract, both in one group) goes
+    assert list(f.meta["fusion"]["tensor_map"]) == [0, 1, 2, 3, 4, 5, 6, -1, 7, 8, 9, 10]
+    assert f.num_tensors == 11
+    # group [Add, Sum]: reads a, b; writes c (read later by Subtract) and s
+    assert list(f.inputs(1)) == [2, 3] and list(f.outputs(1)) == [4, 5]
+    assert list(f.inputs(2)) == [4, 5, 6] and list(f.outputs(2)) == [7]
+
+
+def test_hand_graph_stitch_fuses_through_the_row_reduction():
+    w = fwd()
+    assert plan_groups(w, FusionOptions(mode="stitch")) == [[0], [1, 2, 3, 4], [5], [6]]
+    f = fuse(w, "stitch")
+    assert f.num_kernels == 4
+    # c, s and m are used only inside the group: deleted
+    assert list(f.meta["fusion"]["tensor_map"]) == [0, 1, 2, 3, -1, -1, 4, -1, 5, 6, 7, 8]
+    assert list(f.inputs(1)) == [2, 3, 4] and list(f.outputs(1)) == [5]   # a, b, n -> d
+    # the time formula by hand (docs/fusion.md): L = 5 µs at 1.2 GHz = 6000 cycles,
+    # bodies 4000 + 14000 + 2000 + 6000, io 1316096 B, external 266496 + 262144 B
+    io = (A + B + C) + (C + S) + (S + N + M) + (C + M + D)
+    ext_in = A + B + N
+    ext = ext_in + D
+    assert io == 1316096 and ext == 528640
+    tf = 6000 + 26000 * ext / io
+    assert f.exec_cycles[1] == round(tf) == 16443
+    in_b = (A + B) + C + (S + N) + (C + M)
+    assert f.input_pf_cycles[1] == round(tf + 4000 * ext_in / in_b) == 17791
+    assert f.pf_cycles[1] == round(tf + 12000 * ext / io) == 21264
+    # the unfused kernels keep their times
+    assert list(f.exec_cycles[[0, 2, 3]]) == [50000, 50000, 7000]
+    # addresses are G10's bump layout of what is left
+    addr, W = address_layout(f.size, f.is_global)
+    assert np.array_equal(addr, f.address) and W == f.weights_bytes == w.weights_bytes
+
+
+def test_stitch_stops_at_a_grid_wide_reduction():
+    w = fwd()
+    # the Sum reduces 1024 elements per result; a block holding only 512 cannot stitch it
+    assert plan_groups(w, FusionOptions(mode="stitch", stitch_max_reduce=512)) == \
+        plan_groups(w, FusionOptions(mode="xla"))
+    assert plan_groups(w, FusionOptions(mode="stitch", max_group=2)) == \
+        [[0], [1, 2], [3, 4], [5], [6]]
+
+
+def test_time_models():
+    w = fwd()
+    f = fuse(w, "stitch", time_model="sum_minus_launch")
+    assert f.exec_cycles[1] == 50000 - 3 * 6000
+    f = fuse(w, "stitch", time_model="roofline", hbm_gbps=1.2)   # 1 byte per cycle
+    # 6000 + 528640 cycles at 1 byte per cycle, capped: never slower than the members in a row
+    assert f.exec_cycles[1] == 50000
+    f = fuse(w, "stitch", time_model="roofline", hbm_gbps=1.2e3)
+    assert f.exec_cycles[1] == round(6000 + 528640 / 1000)
+    with pytest.raises(InputError):
+        fuse(w, "stitch", time_model="roofline")
+    with pytest.raises(InputError):
+        fuse(w, "bogus")
+
+
+# Backward: Multiply's two gradients (siblings reading g), the weight update between them
+# and the next element-wise kernel.
+BWD_TENSORS = [(A, False), (4096, True), (A, False), (A, False), (4096, False), (S, False),
+               (A, False), (4096, True), (A, False)]
+#               0 g        1 gamma       2 n         3 dn        4 dgamma      5 r
+#               6 dx       7 W           8 dW
+BWD_KERNELS = [("Linear_Backward_Input", [7, 0], [0]), ("Multiply_Backward", [0, 1], [3]),
+               ("Multiply_Backward", [0, 2], [4]), ("Apply_Grad", [1, 4], [1]),
+               ("Divide_Backward_A", [3, 5], [6]), ("Linear_Backward_Weight", [6, 2], [8])]
+BWD_TIMES = [(40000, 41000, 42000)] + [(9000, 9500, 10000)] * 4 + [(40000, 41000, 42000)]
+
+
+def test_update_kernels_wait_for_the_open_group():
+    w = _workload(BWD_TENSORS, BWD_KERNELS, BWD_TIMES)
+    assert kernel_classes(w) == ["C", "B", "B", "E", "B", "C"]
+    for mode in ("xla", "stitch"):
+        assert plan_groups(w, FusionOptions(mode=mode)) == [[0], [1, 2, 4], [3], [5]]
+        f = fuse(w, mode)
+        assert f.kernel_name[1].endswith("_Backward") and f.kernel_name[2] == "Apply_Grad"
+        # dn goes (inside the group only); dgamma stays (the update reads it)
+        assert list(f.meta["fusion"]["tensor_map"]) == [0, 1, 2, -1, 3, 4, 5, 6, 7]
+    assert plan_groups(w, FusionOptions(mode="stitch", defer_update=False)) == \
+        [[0], [1, 2], [3], [4], [5]]
+
+
+def test_op_classes():
+    assert [op_class(n) for n in ("Conv2d_Forward", "Linear_Backward_Weight",
+                                  "BatchMatMul_Backward", "GatherV2_Forward", "makeLoss",
+                                  "LoadData_A0")] == ["C"] * 6
+    assert [op_class(n) for n in ("ReLU_Forward", "Add_MultiGredient", "Conv2d_Apply_Grad",
+                                  "MaxPool2d_Forward", "Erf_Backward", "Sum_Backward")] == \
+        ["E"] * 6
+    assert [op_class(n) for n in ("Sum_Forward", "SoftmaxBasic_Backward",
+                                  "BatchNorm2d_Forward", "Linear_Backward_Bias",
+                                  "AdaptiveAvgPool2d_Forward")] == ["R"] * 5
+    assert op_class("MaxPool2d_Forward", pooling="C") == "C"
+    assert [op_class(n) for n in ("aten::addmm", "aten::convolution_backward",
+                                  "aten::native_layer_norm", "aten::gelu")] == \
+        ["C", "C", "R", "B"]
+    w = fwd()
+    import dataclasses
+    w2 = dataclasses.replace(w, meta={"op_class": ["compute", "E", "E", "E", "E", "C", "C"]})
+    assert kernel_classes(w2) == ["C", "E", "E", "E", "E", "C", "C"]
+    # as element-wise kernels, the Sum's result is no reduction edge: xla fuses all four
+    assert plan_groups(w2, FusionOptions(mode="xla")) == [[0], [1, 2, 3, 4], [5], [6]]
+    with pytest.raises(InputError):
+        kernel_classes(dataclasses.replace(w, meta={"op_class": ["X"] * 7}))
+
+
+# ---------------------------------------------------------------------------------------------
+# invariants on real workloads
+
+def check_invariants(w, f):
+    K, T = w.num_kernels, w.num_tensors
+    fm = f.meta["fusion"]
+    members = fm["members"]
+    tmap = np.asarray(fm["tensor_map"])
+    # kernel ids dense: the groups partition 0..K-1, one new kernel each
+    assert f.num_kernels == len(members)
+    assert sorted(k for m in members for k in m) == list(range(K))
+    cls = kernel_classes(w)
+    for m in members:
+        if len(m) > 1:       # never a GEMM / convolution inside a fused kernel
+            assert all(cls[k] != "C" for k in m)
+    # bytes: weights untouched, deleted tensors non-global and used inside one group only
+    keep = tmap >= 0
+    assert np.array_equal(f.raw_size, w.raw_size[keep])
+    assert int(w.raw_size[~keep].sum()) + int(f.raw_size.sum()) == int(w.raw_size.sum())
+    assert not np.any(w.is_global[~keep]) and f.weights_bytes == w.weights_bytes
+    grp = np.empty(K, np.int64)
+    for g, m in enumerate(members):
+        grp[list(m)] = g
+    groups_of = {}
+    for k in range(K):
+        for t in np.union1d(w.inputs(k), w.outputs(k)):
+            groups_of.setdefault(int(t), set()).add(int(grp[k]))
+    for t in np.nonzero(~keep)[0]:
+        assert len(groups_of[int(t)]) == 1
+    # every tensor still produced before use: the non-global tensors read before any
+    # kernel writes them are the same ones
+    def read_first(x):
+        first_w = np.full(x.num_tensors, 1 << 60)
+        first_r = np.full(x.num_tensors, 1 << 60)
+        for k in range(x.num_kernels):
+            for t in x.outputs(k):
+                first_w[t] = min(first_w[t], k)
+            for t in x.inputs(k):
+                first_r[t] = min(first_r[t], k)
+        # read at or before the first write (a kernel that reads and writes it reads first)
+        return set(np.nonzero((first_r <= first_w) & (first_r < 1 << 60)
+                              & ~x.is_global)[0].tolist())
+    before = {int(tmap[t]) for t in read_first(w) if tmap[t] >= 0}
+    assert read_first(f) == before
+    # FLOPs conserved; traffic never grows; times ordered, no fused kernel slower than its
+    # members in a row
+    assert kernel_flops(f).sum() == pytest.approx(kernel_flops(w).sum())
+    def traffic(x):
+        return sum(int(x.raw_size[x.inputs(k)].sum() + x.raw_size[x.outputs(k)].sum())
+                   for k in range(x.num_kernels))
+    assert traffic(f) <= traffic(w)
+    assert np.all(f.exec_cycles >= 1)
+    assert np.all(f.exec_cycles <= f.input_pf_cycles) and np.all(f.input_pf_cycles <= f.pf_cycles)
+    for g, m in enumerate(members):
+        assert f.exec_cycles[g] <= w.exec_cycles[list(m)].sum()
+    assert f.ideal_cycles <= w.ideal_cycles
+    addr, W = address_layout(f.size, f.is_global)
+    assert np.array_equal(addr, f.address)
+
+
+@pytest.fixture(scope="module")
+def bert():
+    from g10fast.api import builtin_workload
+    return builtin_workload("bert-base", 2, "g10-artifact")
+
+
+@pytest.mark.parametrize("mode", ["xla", "stitch"])
+@pytest.mark.parametrize("model,batch", [("vit", 2), ("resnet152", 2), ("gpt2-xl", 1)])
+def test_invariants_builtin(model, batch, mode):
+    from g10fast.api import builtin_workload
+    w = builtin_workload(model, batch, "g10-artifact", seq_len=64) if model == "gpt2-xl" \
+        else builtin_workload(model, batch, "g10-artifact")
+    f = fuse(w, mode, hbm_gbps=1555)
+    assert f.num_kernels < w.num_kernels
+    check_invariants(w, f)
+
+
+@pytest.mark.parametrize("mode", ["xla", "stitch"])
+def test_invariants_bert(bert, mode):
+    f = fuse(bert, mode, hbm_gbps=1555)
+    check_invariants(bert, f)
+
+
+@pytest.mark.skipif(not (ART / "frontend" / "Nets").is_dir(), reason="no G10 artifact")
+@pytest.mark.parametrize("model,batch", [("BERT", 128), ("ResNet152", 256)])
+def test_invariants_artifact(model, batch):
+    from g10fast.config import genconfig
+    from g10fast.run import workload_of
+    from g10fast.spec import from_g10_config, with_fuse
+    spec = from_g10_config(genconfig(ART, model, batch, "lru"))
+    w = workload_of(spec)
+    for mode in ("xla", "stitch"):
+        f = workload_of(with_fuse(spec, mode))
+        check_invariants(w, f)
+        assert f.num_kernels < w.num_kernels
+
+
+LN = ["Sum_Forward", "Divide_Forward", "Subtract_Forward", "Power_Forward", "Sum_Forward",
+      "Divide_Forward", "Add_Forward", "Sqrt_Forward", "Divide_Forward", "Multiply_Forward",
+      "Add_Forward"]
+
+
+def _layer_norms(w):
+    """Start kernels of every forward LayerNorm (G10's 11-op expansion)."""
+    n = w.kernel_name
+    return [k for k in range(len(n) - 10) if n[k:k + 11] == LN]
+
+
+def test_layer_norm_forward_is_one_kernel_under_stitch(bert):
+    starts = _layer_norms(bert)
+    assert len(starts) == 25          # embeddings + 2 per layer x 12
+    for mode, per_ln in (("stitch", 1), ("xla", 3)):
+        groups = plan_groups(bert, FusionOptions(mode=mode))
+        where = {k: g for g, m in enumerate(groups) for k in m}
+        for s in starts:
+            assert len({where[k] for k in range(s, s + 11)}) == per_ln, (mode, s)
+
+
+def test_summary_counts(bert):
+    s0 = summary(bert)
+    sx = summary(fuse(bert, "xla"))
+    ss = summary(fuse(bert, "stitch"))
+    assert s0["kernels"] == 1369
+    assert ss["kernels"] < sx["kernels"] < s0["kernels"]
+    assert ss["footprint_bytes"] < sx["footprint_bytes"] < s0["footprint_bytes"]
+    assert ss["flops"] == sx["flops"] == s0["flops"] > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# fuse = none changes nothing; the option travels through the spec
+
+def test_none_is_identity_and_spec_hash_unchanged(bert):
+    from g10fast.spec import RunSpec, builtin_spec, with_fuse
+    assert fuse(bert, "none") is bert
+    spec = builtin_spec("bert-base", 2, "g10-artifact", "lru")
+    assert "fuse" not in spec.to_dict()["workload"]
+    assert with_fuse(spec, "none").hash() == spec.hash()
+    s2 = with_fuse(spec, "stitch")
+    assert s2.hash() != spec.hash()
+    assert RunSpec.from_dict(s2.to_dict()) == s2
+    with pytest.raises(InputError):
+        with_fuse(spec, "loop")
+
+
+def test_run_file_key():
+    from g10fast.spec import run_file_specs
+    d = {"workload": {"model": "bert-base", "batch": 2, "fuse": "xla"},
+         "policy": {"names": ["lru", "ideal"]}}
+    specs = run_file_specs(d)
+    assert [s.workload.fuse for s in specs] == ["xla", "xla"]
+    with pytest.raises(InputError, match="fusion mode"):
+        run_file_specs({"workload": {"model": "bert-base", "batch": 2, "fuse": "all"}})
+
+
+def test_run_results_none_identical_and_fused_runs():
+    from g10fast.run import run, workload_of
+    from g10fast.spec import builtin_spec, with_fuse
+    spec = builtin_spec("vit", 1, "g10-artifact", "lru", overrides={"gpu.memory_gb": 0.05})
+    a = run(spec)
+    b = run(with_fuse(spec, "none"))
+    for k in ("status", "reported"):
+        assert a[k] == b[k]
+    assert a["iterations"] == b["iterations"]
+    fs = with_fuse(spec, "stitch")
+    c = run(fs)
+    wf = workload_of(fs)
+    assert c["status"] == "ok" and "fusion" not in a
+    assert c["fusion"]["mode"] == "stitch" and c["fusion"]["kernels_after"] == wf.num_kernels
+    it = c["iterations"][c["reported"]]
+    assert it["ideal_exe_time_cycles"] == wf.ideal_cycles < workload_of(spec).ideal_cycles
+
+
+def test_cli_fuse(capsys):
+    import json
+    from g10fast.cli import main
+    assert main(["run", "--model", "vit", "--batch", "1", "--policy", "ideal", "--fuse", "xla",
+                 "--json", "--no-progress"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "ok" and out["fusion"]["mode"] == "xla"
+    assert out["fusion"]["kernels_after"] < out["fusion"]["kernels_before"]
+    with pytest.raises(SystemExit) as e:
+        main(["run", "--model", "vit", "--batch", "1", "--fuse", "loop"])
+    assert e.value.code == 2
+
+
+def test_live_bytes_matches_the_vitality_analysis(bert):
+    from g10fast.analysis.vitality import is_alive, vitality
+    from g10fast.workload.fusion import live_bytes
+    for w in (bert, fuse(bert, "stitch")):
+        v = vitality(w, 1.2)
+        ref = [int(w.size[is_alive(v, w, k)].sum()) for k in range(w.num_kernels)]
+        assert list(live_bytes(w)) == ref
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_invariants_random_graphs(seed):
+    """Random graphs (in-place updates, workspaces, input-only tensors) with random op classes
+    and phases: the invariants hold in both modes, and fusion never fuses across a C kernel."""
+    import dataclasses
+    from synth import make_workload
+    w = make_workload(seed, n_kernels=30, n_tensors=70)
+    rng = np.random.default_rng(seed)
+    cls = rng.choice(list("CEBR"), size=w.num_kernels, p=[0.25, 0.35, 0.2, 0.2]).tolist()
+    ph = np.repeat(["forward", "backward"], [12, 18]).tolist()
+    for k in rng.choice(np.arange(12, 30), size=4, replace=False):
+        ph[k] = "update"
+    w = dataclasses.replace(w, meta=dict(w.meta, op_class=cls, kernel_phase=ph))
+    for mode in ("xla", "stitch"):
+        f = fuse(w, mode, hbm_gbps=1000, stitch_max_reduce=int(rng.integers(1, 8)))
+        check_invariants(w, f)
