@@ -48,7 +48,7 @@ t_write = time.perf_counter() - t1
 ph = w.meta["kernel_phase"]
 print(json.dumps({"model": name, "batch": batch, "seq_len": seq, "dtype": dtype,
     "parameters": cap.params, "torch_ops": cap.ops_seen, "kernels": w.num_kernels,
-    "kernels_fwd": ph.count("fwd"), "kernels_bwd": ph.count("bwd"), "kernels_opt": ph.count("opt"),
+    "kernels_fwd": ph.count("forward"), "kernels_bwd": ph.count("backward"), "kernels_opt": ph.count("update"),
     "tensors": w.num_tensors, "capture_s": round(cap.seconds, 2), "capture_cpu_s": round(cpu, 2), "import_torch_s": round(t_import, 2),
     "to_workload_s": round(t_wl, 2), "write_h5_s": round(t_write, 2),
     "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
@@ -109,8 +109,8 @@ def summary(w, label):
          "ideal_ms_a100": round(w.ideal_cycles / 1.2e6, 1),
          "workspace_gib": round(float(np.sum(w.workspace_bytes)) / 2**30, 3)}
     if ph:
-        d.update(kernels_fwd=ph.count("fwd"), kernels_bwd=ph.count("bwd"),
-                 kernels_opt=ph.count("opt"))
+        d.update(kernels_fwd=ph.count("forward"), kernels_bwd=ph.count("backward"),
+                 kernels_opt=ph.count("update"))
     return d
 
 

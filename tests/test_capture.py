@@ -27,11 +27,11 @@ def label_of(cap, i):
 def test_mlp_adamw_exact_kernels(mlp_cap):
     ks = mlp_cap.kernels
     assert [(k.phase, k.name) for k in ks] == (
-        [("fwd", n) for n in ("addmm", "relu", "addmm", "_log_softmax", "nll_loss_forward")]
-        + [("bwd", n) for n in ("ones_like", "nll_loss_backward", "_log_softmax_backward_data",
+        [("forward", n) for n in ("addmm", "relu", "addmm", "_log_softmax", "nll_loss_forward")]
+        + [("backward", n) for n in ("ones_like", "nll_loss_backward", "_log_softmax_backward_data",
                                 "mm", "mm", "sum.dim_IntList", "threshold_backward", "mm",
                                 "sum.dim_IntList")]
-        + [("opt", n) for _ in PARAMS for n in ADAMW_STEP])
+        + [("update", n) for _ in PARAMS for n in ADAMW_STEP])
     # parents: the module for fwd/bwd GEMMs, the parameter for the optimizer's kernels
     assert ks[0].parent == "MLP.fc1" and ks[2].parent == "MLP.fc2" and ks[12].parent == "MLP.fc1"
     assert [k.parent for k in ks[14:]] == [p for p in PARAMS for _ in ADAMW_STEP]
@@ -119,7 +119,7 @@ def test_tiny_transformer():
     cap = capture(tiny_transformer())
     w = to_workload(cap)
     ph = w.meta["kernel_phase"]
-    assert (ph.count("fwd"), ph.count("bwd"), ph.count("opt")) == (78, 146, 168)
+    assert (ph.count("forward"), ph.count("backward"), ph.count("update")) == (78, 146, 168)
     att = [k for k in cap.kernels if k.kind == "attention"]
     assert [k.name for k in att] == ["_scaled_dot_product_flash_attention"] * 2 + \
         ["_scaled_dot_product_flash_attention_backward"] * 2
@@ -129,8 +129,8 @@ def test_tiny_transformer():
     assert [k.flops for k in att] == [4 * B * H * T * T * d / 2] * 2 + \
         [10 * B * H * T * T * d / 2] * 2
     gemm = [k for k in cap.kernels if k.kind == "gemm"]
-    assert sum(k.flops for k in gemm if k.phase == "bwd") == \
-        2 * sum(k.flops for k in gemm if k.phase == "fwd")
+    assert sum(k.flops for k in gemm if k.phase == "backward") == \
+        2 * sum(k.flops for k in gemm if k.phase == "forward")
     assert any(k.parent == "Llama.layers.1.self_attn.q_proj" for k in gemm)
     # 21 parameters, each with two moments; the rotary tables are global buffers
     assert int(w.is_global.sum()) == 21 * 3 + 2
@@ -270,6 +270,24 @@ def test_cli_user_module_function(tmp_path, monkeypatch, capsys):
     w = read_workload_h5(out)
     assert w.name == "user-net" and w.batch_size == 3
     assert w.kernel_name[:3] == ["addmm", "tanh", "addmm"]
-    assert w.meta["kernel_phase"].count("opt") == 4          # SGD: one add_ per parameter
+    assert w.meta["kernel_phase"].count("update") == 4          # SGD: one add_ per parameter
     assert main(["capture", "user_step:not_a_model", "--out", str(out)]) == 2
     assert "not a g10fast.capture.Model" in capsys.readouterr().err
+
+
+def test_fusion_on_a_capture_and_its_trace(tmp_path):
+    """The fusion pass (g10fast/workload/fusion.py) on a captured workload: it reads the
+    capture's phases, fuses RMSNorm's element-wise chain, and the fused workload writes and
+    reads back as a trace."""
+    from g10fast.workload.fusion import fuse
+    from g10fast.workload.h5trace import read_workload_h5, write_workload_h5
+    w = to_workload(capture(tiny_transformer()))
+    for mode in ("xla", "stitch"):
+        f = fuse(w, mode)
+        assert f.num_kernels < w.num_kernels
+        assert f.ideal_cycles < w.ideal_cycles
+        assert f.meta["kernel_phase"][0] == "forward" and f.meta["kernel_phase"][-1] == "update"
+        p = tmp_path / f"{mode}.h5"
+        write_workload_h5(p, f)
+        r = read_workload_h5(p)
+        assert r.kernel_name == f.kernel_name and np.array_equal(r.exec_cycles, f.exec_cycles)

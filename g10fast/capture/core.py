@@ -66,7 +66,7 @@ def _one_step(model: Model, m, opt, inputs, target, rec: Recorder | None):
     def phase(p):
         if rec is not None:
             rec.phase = p
-    phase("fwd")
+    phase("forward")
     ac = model.autocast_dtype()
     if ac is not None:
         with torch.autocast("cpu", dtype=ac):
@@ -75,13 +75,13 @@ def _one_step(model: Model, m, opt, inputs, target, rec: Recorder | None):
     else:
         out = m(*inputs)
         loss = model.loss(out, target)
-    phase("bwd")
+    phase("backward")
     loss.backward()
     if rec is not None:
         for n, p in m.named_parameters():
             if p.grad is not None:
                 rec.label(p.grad, "grad:" + n)
-    phase("opt")
+    phase("update")
     opt.step()
     opt.zero_grad(set_to_none=True)
     del out, loss
@@ -171,22 +171,22 @@ def cost_class(k) -> str:
     the element-wise ops G10 names), else its aten op (the cost model's `op_class_of`)."""
     if k.kind == "gemm":
         if k.op in ("bmm", "baddbmm"):
-            return "BatchMatMul_Forward" if k.phase == "fwd" else "BatchMatMul_Backward"
-        return "Linear_Forward" if k.phase == "fwd" else "Linear_Backward_Weight"
+            return "BatchMatMul_Forward" if k.phase == "forward" else "BatchMatMul_Backward"
+        return "Linear_Forward" if k.phase == "forward" else "Linear_Backward_Weight"
     if k.kind == "attention":
-        return "BatchMatMul_Forward" if k.phase == "fwd" else "BatchMatMul_Backward"
+        return "BatchMatMul_Forward" if k.phase == "forward" else "BatchMatMul_Backward"
     if k.op == "convolution_backward":
         return {"convolution_backward.input": "Conv2d_Backward_Input",
                 "convolution_backward.weight": "Conv2d_Backward_Weight"}.get(k.name,
                                                                           "Sum_Backward")
     if k.kind == "conv":
         return "Conv2d_Forward"
-    if k.phase == "opt":
+    if k.phase == "update":
         return "Apply_Grad"
     c = _CLASS.get(k.op)
     if c is None:
         return k.op          # the cost model's op class of the aten op (op_class_of)
-    return c if c.endswith("_Backward") else c + ("_Forward" if k.phase == "fwd" else
+    return c if c.endswith("_Backward") else c + ("_Forward" if k.phase == "forward" else
                                                   "_Backward")
 
 
@@ -353,8 +353,8 @@ def capture_cli(args) -> int:
     ph = w.meta["kernel_phase"]
     ghz = float(preset["gpu"].get("frequency_ghz", 1.2))
     print(f"{model.name} batch {model.batch} ({model.dtype}, {cap.params / 1e6:.1f} M "
-          f"parameters): {w.num_kernels} kernels (fwd {ph.count('fwd')}, bwd "
-          f"{ph.count('bwd')}, opt {ph.count('opt')}), {w.num_tensors} tensors "
+          f"parameters): {w.num_kernels} kernels (forward {ph.count('forward')}, "
+          f"backward {ph.count('backward')}, update {ph.count('update')}), {w.num_tensors} tensors "
           f"({int(w.is_global.sum())} global, {w.weights_bytes / 2**30:.2f} GiB), peak live "
           f"{cap.peak_live_bytes() / 2**30:.2f} GiB, ideal {w.ideal_cycles / ghz / 1e6:.1f} ms "
           f"on {preset['gpu'].get('model', '?')}")

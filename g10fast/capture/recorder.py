@@ -106,7 +106,7 @@ class Recorder(TorchDispatchMode):
     def __init__(self, module_tracker=None):
         super().__init__()
         self.mt = module_tracker
-        self.phase = "fwd"
+        self.phase = "forward"
         self.recording = True
         self.kernels: list[Kernel] = []
         self.storages: list[Storage] = []
@@ -243,7 +243,7 @@ def split_op(rec: Recorder, func, op, args, kwargs, out, flat_in, ins, flat_out,
         flops = float(flop_registry[pkt](*args, **kwargs, out_val=out))
     else:
         flops = 0.0
-    if phase == "opt" and not parent:
+    if phase == "update" and not parent:
         parent = _param_parent(rec, ins + outs)
     return [Kernel(name, op, _kind(op), phase, parent, list(ins), list(outs) + list(wr), flops,
                    _nbytes(flat_in) + _nbytes(flat_out))]
@@ -312,7 +312,7 @@ def _split_per_tensor(rec, func, name, op, args, kwargs, out, phase, parent):
         ts_o = [outl[i]] if outl is not None and len(outl) > i else []
         ids_in = [rec.sid(t) for t in ts_in]
         ids_out = [rec.sid(t) for t in ts_w + ts_o]
-        par = _param_parent(rec, ids_in + ids_out) if phase == "opt" else parent
+        par = _param_parent(rec, ids_in + ids_out) if phase == "update" else parent
         pieces.append(Kernel(name, op, "memory", phase, par, ids_in, ids_out, 0.0,
                              _nbytes(ts_in + ts_o + ts_w)))
     return pieces

@@ -58,8 +58,8 @@ def make_loss_index(workload: Workload) -> int:
         if n == "makeLoss":
             return k
     phases = workload.meta.get("kernel_phase")
-    if phases is not None and "fwd" in phases:
-        return len(phases) - 1 - list(reversed(phases)).index("fwd")
+    if phases is not None and "forward" in phases:
+        return len(phases) - 1 - list(reversed(phases)).index("forward")
     raise ValueError("the workload has no makeLoss kernel")
 
 

@@ -65,9 +65,9 @@ def kernel_bytes(w: Workload) -> tuple[np.ndarray, np.ndarray]:
 
 
 def kernel_flops(w: Workload) -> np.ndarray:
-    """FLOPs per kernel: a captured workload's own, else the built-in cost model's
+    """FLOPs per kernel: a captured (or fused) workload's own, else the built-in cost model's
     (matrix-multiply-like kernels take their layer's forward FLOPs), else zeros."""
-    if "kernel_flops" in w.meta:
+    if len(w.meta.get("kernel_flops", ())) == w.num_kernels:
         return np.asarray(w.meta["kernel_flops"], dtype=np.float64)
     pf = w.meta.get("parent_flops")
     out = np.zeros(w.num_kernels)
@@ -148,9 +148,9 @@ def write_workload_h5(path, w: Workload, provenance: dict | None = None, *,
             kg.create_dataset("parent", data=list(w.kernel_parent), dtype=str_dt)
             for m in KERNEL_STR_META:
                 vals = w.meta.get(m)
-                vals = list(vals) if vals is not None else [""] * K
-                if len(vals) != K:
-                    raise ValueError(f"meta[{m!r}] has {len(vals)} items, expected {K}")
+                # absent, or stale (a pass such as fusion changed the kernels): empty strings
+                vals = [str(v) for v in vals] if vals is not None and len(vals) == K \
+                    else [""] * K
                 kg.create_dataset(m.removeprefix("kernel_"), data=vals, dtype=str_dt)
             for n in _KERNEL_INT:
                 put(kg, n, getattr(w, n), np.int64)
@@ -169,9 +169,9 @@ def write_workload_h5(path, w: Workload, provenance: dict | None = None, *,
             for m in TENSOR_NUM_META:
                 if m in w.meta and len(w.meta[m]) == T:
                     put(tg, m.removeprefix("tensor_"), w.meta[m], np.int64)
-            if "kernel_bytes_accessed" in w.meta:
+            if len(w.meta.get("kernel_bytes_accessed", ())) == K:
                 put(kg, "bytes_accessed", w.meta["kernel_bytes_accessed"], np.int64)
-            if "kernel_class" in w.meta:
+            if len(w.meta.get("kernel_class", ())) == K:
                 kg.create_dataset("cost_class", data=list(w.meta["kernel_class"]), dtype=str_dt)
             ig = f.create_group("incidence")
             for n in _CSR:
@@ -276,7 +276,7 @@ def read_workload_h5(path) -> Workload:
     for m, v in smeta.items():
         if v is not None and any(v):
             meta[m] = v
-    if "kernel_op" in meta:
+    if "kernel_op" in meta or "fusion" in meta:
         meta["kernel_flops"] = flops
     if tnames is not None:
         meta["tensor_name"] = tnames
