@@ -218,3 +218,21 @@ def test_run_file_with_trace(tmp_path, capsys):
     bad.write_text('[workload]\ntrace = "b.h5"\nbatch = 4\n')
     assert main(["run", str(bad)]) == 2
     assert "unknown key 'batch' in [workload]" in capsys.readouterr().err
+
+
+def test_unwritable_target_is_one_message(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from g10fast.run import workload_of
+    from g10fast.workload import h5trace
+    w = workload_of(_builtin_spec())
+    with pytest.raises(InputError, match="folder does not exist"):
+        write_workload_h5(tmp_path / "no" / "w.h5", w)
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(h5trace.os, "replace", full)
+    with pytest.raises(InputError, match="cannot write the workload trace .*nothing was written"):
+        write_workload_h5(tmp_path / "w.h5", w)
+    assert list(tmp_path.iterdir()) == []          # the temporary file is gone

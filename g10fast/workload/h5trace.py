@@ -178,11 +178,14 @@ def write_workload_h5(path, w: Workload, provenance: dict | None = None, *,
                 put(ig, n, getattr(w, n), np.int32 if n.endswith("idx") else np.int64)
             f.attrs["complete"] = 1
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError):
+            raise InputError(f"cannot write the workload trace ({e}); nothing was written",
+                             path=path) from None
         raise
 
 
