@@ -92,13 +92,15 @@ def summary_text(res: dict, note: str | None = None) -> str:
                      f"unallocated {it['unalloc_pf']:,}  in transfer {it['in_transfer']:,}")
         lines.append(f"  pages moved  host->GPU {pg['cpu_to_gpu']:,}  SSD->GPU {pg['ssd_to_gpu']:,}"
                      f"  GPU->host {pg['gpu_to_cpu']:,}  GPU->SSD {pg['gpu_to_ssd']:,}")
-    if "gpu_memory_needed_bytes" in res:      # the swap engine
+    if "gpu_memory_needed_bytes" in res:      # an allocator over the run (--allocator)
         pl = res.get("plan") or {}
-        lines.append(f"  GPU memory needed {res['gpu_memory_needed_bytes'] / 2**30:.3f} GiB "
-                     f"({res['allocator']['allocator']}; load peak "
-                     f"{pl.get('peak_bytes', 0) / 2**30:.3f} GiB of "
+        line = (f"  GPU memory needed {res['gpu_memory_needed_bytes'] / 2**30:.3f} GiB "
+                f"({res['allocator']['allocator']}")
+        if "peak_before_bytes" in pl:
+            line += (f"; load peak {pl.get('peak_bytes', 0) / 2**30:.3f} GiB of "
                      f"{pl.get('peak_before_bytes', 0) / 2**30:.3f} GiB unswapped, limit "
-                     f"{pl.get('limit_bytes', 0) / 2**30:.3f} GiB, {pl.get('swaps', 0)} swaps)")
+                     f"{pl.get('limit_bytes', 0) / 2**30:.3f} GiB, {pl.get('swaps', 0)} swaps")
+        lines.append(line + ")")
     lines.append(f"wall {res['wall_seconds']:.2f} s, peak memory {res['peak_rss_bytes'] / 2**20:.0f} MiB")
     return "\n".join(lines)
 
@@ -312,6 +314,10 @@ def cmd_run(args) -> int:
         from g10fast.api import read_run_file
         return _run_builtin(args, read_run_file(args.config), f"run file {args.config}")
     spec, note = _spec_from_args(args)
+    if getattr(args, "allocator", None):
+        import dataclasses
+        spec = spec.replace(engine=dataclasses.replace(spec.engine,
+                                                       allocator=args.allocator).check())
     progress = _run_progress(args, "simulating")
     if args.trace is not None:
         d = Path(args.trace).resolve().parent
@@ -838,6 +844,9 @@ def build_parser() -> argparse.ArgumentParser:
                                     "folder)")
     r.add_argument("--no-figure", action="store_true", help="write no comparison figure")
     r.add_argument("--host-mem-gb", type=float, help="host memory for swapping, GiB")
+    r.add_argument("--allocator", help="an offset-level allocator (cuda_malloc, cnmem, pytorch, "
+                   "singa_colour, bump) that places the run's allocations: the result's GPU "
+                   "memory needed (tensor-engine and swap policies; docs/allocators.md)")
     r.add_argument("--ssd-gbps", type=float, help="SSD bandwidth, GB/s")
     r.add_argument("--pcie-gbps", type=float, help="PCIe (host and GPU link) bandwidth, GB/s")
     r.add_argument("--json", action="store_true", help="print one JSON object")

@@ -380,3 +380,37 @@ def from_workload(w, freq_ghz: float = 1.2, iterations: int = 1,
                  {"source": "workload", "model": w.name, "batch": int(w.batch_size),
                   "iterations": int(iterations), "kernels": int(K),
                   "kernel_of_op": kops, "tensor_of_op": tens, "period": period})
+
+
+def from_tensor_events(events, size_bytes, name: str = "tensor-engine") -> AllocTrace:
+    """The malloc/free sequence of a tensor-engine run (g10fast.engine.tensor: its event rows,
+    trace columns), in the order the engine made them: an ALLOC of tensor t at page s is a
+    malloc of `size_bytes[t]`; the DEALLOC or EVICT of (t, s) frees it. Blocks the engine never
+    frees (weights, O-40's pages held by a pending offload) stay live. Times: the event's cycle."""
+    from g10fast.engine.page_kernels import EV_ALLOC, EV_DEALLOC, EV_EVICT
+    ev = np.asarray(events, np.int64).reshape(-1, 10)
+    ev = ev[(ev[:, 1] == EV_ALLOC) | (ev[:, 1] == EV_DEALLOC) | (ev[:, 1] == EV_EVICT)]
+    size_bytes = np.asarray(size_bytes, np.int64)
+    kinds, blocks, tens, times = [], [], [], []
+    live: dict = {}
+    nb = 0
+    for row in ev.tolist():
+        t, s = row[4], row[5]
+        if row[1] == EV_ALLOC:
+            live[(t, s)] = nb
+            kinds.append(MALLOC)
+            blocks.append(nb)
+            nb += 1
+        else:
+            b = live.pop((t, s), None)
+            if b is None:       # never allocated in this run's events: nothing to free
+                continue
+            kinds.append(FREE)
+            blocks.append(b)
+        tens.append(t)
+        times.append(row[0])
+    tens = np.asarray(tens, np.int64)
+    n = len(kinds)
+    return _make(name, kinds, np.asarray(blocks, np.int64) << 12,
+                 size_bytes[tens] if n else np.zeros(0, np.int64), times, blocks,
+                 np.zeros(n), {"source": "tensor-engine", "tensor_of_op": tens})

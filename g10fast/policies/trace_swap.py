@@ -1,16 +1,20 @@
-"""SINGA's swap planner (`singa_swap`) and AppObMem (`appobmem`) on g10fast's models, on the
-`swap` engine (docs/allocators.md, "Policies on the models").
+"""SINGA's swap planner (`singa_swap`) and AppObMem (`appobmem`) on g10fast's models, run
+through the tensor engine (docs/allocators.md, "Policies on the models").
 
 The workload becomes its allocation trace (E5: kernel k's tensors read/written at its ops,
 malloc at first use, free after last use; weights never freed), three iterations long; the
-planner of g10fast.alloc.swap plans the middle one under the memory limit, with explicit
-swaps over the host link (E7: two FIFO channels, the preset's link bandwidth and latency, or
-SINGA's measured costs); the iteration takes the kernel time of the workload plus the waits
-for transfers. The allocator (a run option) then places the planned iteration's blocks with
-the swaps' frees and mallocs in them (`swapped_iteration`; the runner is
-g10fast.run.run_swap_engine) (SINGA's SwapPool semantics): the GPU memory the policy
-needs is that allocator's peak reserved bytes. A need above the GPU's memory is a failed run
-whose failure says by how much."""
+planner of g10fast.alloc.swap plans the middle one under the memory limit. `swap_hints` turns
+the plan into the tensor engine's hint rows (kernel, tensor, NOT_KNOWN, IN_CPU | IN_GPU): a
+swap-out issued at the kernel after the block's last use, a swap-in at the kernel where the
+planner starts it. The tensor engine (g10fast.engine.tensor, unchanged; mode G10GDSFULL with
+its artifact quirks off, the whole host link as its host lane, and room for every tensor)
+runs the iteration with the workload's kernel times and explicit host-link transfers: its
+time is the result. The allocator (a run option, `--allocator`, or the policy's `allocator`)
+then places the engine's allocations and frees (`from_tensor_events`): its peak reserved
+bytes are the GPU memory the policy needs (`gpu_memory_needed_bytes`). A need above the
+GPU's memory lowers the planner's limit by the excess and plans again (`fit_allocator`, up to
+`fit_rounds` times); still above it, the run fails saying by how much. The runner is
+g10fast.run.run_swap_engine."""
 
 from __future__ import annotations
 
@@ -30,6 +34,10 @@ class Options:
     link: str = "preset"            # preset (host link of the system) | singa_measured
     mode: str = "stick_to_limit"    # stick_to_limit | no_overhead
     faithful_quirks: bool = False   # WDOA = 0, DOA = gap - 2 T_out
+    #: [ours] the limit derived from the GPU's memory is lowered by the allocator's excess
+    #: (need - GPU memory) and the iteration planned again, at most `fit_rounds` times
+    fit_allocator: bool = True
+    fit_rounds: int = 4
 
     def check(self):
         if self.score not in ("doa", "aoa", "wdoa", "vote"):
@@ -45,6 +53,10 @@ class Options:
         if self.link not in ("preset", "singa_measured"):
             raise InputError(f"must be preset or singa_measured, got {self.link!r}",
                              param="policy.link")
+        if isinstance(self.fit_rounds, bool) or not isinstance(self.fit_rounds, int) \
+                or not 0 <= self.fit_rounds <= 20:
+            raise InputError(f"must be an integer in 0..20, got {self.fit_rounds!r}",
+                             param="policy.fit_rounds")
         if self.mode not in ("stick_to_limit", "no_overhead"):
             raise InputError(f"must be stick_to_limit or no_overhead, got {self.mode!r}",
                              param="policy.mode")
@@ -120,6 +132,49 @@ def swapped_iteration(trace, plan):
     return AllocTrace(trace.name + "-swapped", np.asarray(kinds, np.int8), blocks,
                       np.asarray(sizes, np.int64), np.arange(n, dtype=np.int64), blocks,
                       np.zeros(n, np.int16), {})
+
+
+def swap_hints(trace, plan) -> tuple[np.ndarray, dict]:
+    """The plan of a workload-derived trace (`from_workload`: its `kernel_of_op` and
+    `tensor_of_op`) as the tensor engine's hint rows (kernel, tensor, NOT_KNOWN, to), to =
+    IN_CPU (swap-out) or IN_GPU (swap-in), and counts of the swaps left out. A swap-out is
+    issued at the kernel of its planned start, at the earliest the kernel after the block's
+    last use; its swap-in at the kernel of its planned start, after the swap-out's kernel and
+    at the latest the kernel of the next use (the engine then waits for it). Swaps whose last
+    or next use lies outside the planned iteration (cross-iteration gaps: the engine runs one
+    iteration) and swaps whose gap is a single kernel are left out."""
+    from g10fast.locations import IN_CPU, IN_GPU, NOT_KNOWN
+    kop = np.asarray(trace.meta["kernel_of_op"], np.int64)
+    top = np.asarray(trace.meta["tensor_of_op"], np.int64)
+    s, L = int(plan.start), int(plan.length)
+    rows = []
+    wrap = short = 0
+    for q in range(plan.num_swaps):
+        r, d = s + int(plan.r_idx[q]), s + int(plan.d_idx[q])
+        if r < s or d >= s + L or kop[r] < 0:
+            wrap += 1
+            continue
+        kr, kd = int(kop[r]), int(kop[d])
+        k_out = max(int(kop[min(s + int(plan.out_start_idx[q]), d)]), kr + 1)
+        if k_out >= kd:
+            short += 1
+            continue
+        k_in = min(max(int(kop[min(s + int(plan.in_start_idx[q]), d)]), k_out + 1), kd)
+        t = int(top[r])
+        rows.append((k_out, t, NOT_KNOWN, IN_CPU))
+        rows.append((k_in, t, NOT_KNOWN, IN_GPU))
+    h = np.asarray(rows, np.int64).reshape(-1, 4)
+    h = h[np.argsort(h[:, 0], kind="stable")]
+    return h, {"hinted_swaps": int(len(rows) // 2), "cross_iteration_left_out": int(wrap),
+               "one_kernel_gap_left_out": int(short)}
+
+
+#: the tensor engine's options for explicit swaps: its artifact quirks (O-n) off, so that a
+#: swap costs its transfer and a kernel waits for its data (docs/allocators.md)
+ENGINE_OPTIONS = {"gds_ready_on_alloc": False, "gds_weights_free_refetch": False,
+                  "gds_fetch_during_offload": False, "gds_reoffload": False,
+                  "gds_demand_from_ssd": False, "bytes_at_schedule": False,
+                  "tensor24_bypass": False, "largest_misses_last_page": False}
 
 
 RECORDS = (
