@@ -301,12 +301,13 @@ def run_tensor_engine(spec: RunSpec, rec, ctx, *, plan=None, trace=None, progres
     return add_bound(res, summary, f_hz, unit_ms=True)
 
 
-def _allocator_need(trun, w, name: str):
+def _allocator_need(trun, w, name: str, absent_at_start=None):
     """An allocator (by name) over a tensor-engine run's allocations and frees: its AllocResult
     (peak reserved = the GPU memory that allocator needs for the run)."""
     from g10fast.alloc.allocators import run_allocator
     from g10fast.alloc.trace import from_tensor_events
-    return run_allocator(from_tensor_events(trun.events, w.raw_size, w.name), name)
+    return run_allocator(from_tensor_events(trun.events, w.raw_size, w.name,
+                                            absent_at_start=absent_at_start), name)
 
 
 def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
@@ -341,7 +342,7 @@ def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
         link = LinkCost.from_gbps(link_gbps, float(sysm.link_latency_us))
     top = plan_swaps(tr, 1 << 62, rec.name)
     limit = int(o.limit_fraction * top.peak_before) if o.limit_fraction > 0 else gpu_bytes
-    kw = dict(link=link, mode=o.mode, faithful_quirks=o.faithful_quirks)
+    kw = dict(link=link, mode=o.mode, faithful_quirks=o.faithful_quirks, periodic=o.periodic)
     profile = None
     if getattr(o, "profile_policy", "none") != "none":
         # E6: profile under the baseline (its kernel times), plan there, schedule on ours
@@ -388,15 +389,16 @@ def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
         p = plan_swaps(tr, limit, rec.name, o.score, **kw)
         if check:
             n_checked += check_plan(tr, p)
-        hints, hinfo = swap_hints(tr, p)
+        hints, hinfo, absent = swap_hints(tr, p)
         trun = simulate_tensors(w, esys, "G10GDSFULL", hints, vit=ctx.vitality(),
                                 options=topts, progress=progress)
-        alloc = _allocator_need(trun, w, allocator)
+        alloc = _allocator_need(trun, w, allocator, absent)
         need = int(alloc.peak_reserved)
         rounds.append({"limit_bytes": int(limit), "load_peak_bytes": int(p.peak_after),
                        "gpu_memory_needed_bytes": need})
         if (need <= gpu_bytes or o.limit_fraction > 0 or not o.fit_allocator
-                or len(rounds) > o.fit_rounds or trun.status != "ok"):
+                or len(rounds) > o.fit_rounds or trun.status != "ok"
+                or p.peak_after > limit):       # no plan meets this limit: a lower one neither
             break
         new_limit = limit - (need - gpu_bytes)
         if new_limit <= 0 or new_limit >= limit:

@@ -248,7 +248,7 @@ def test_swap_plan_runs_on_the_tensor_engine():
     p = plan_swaps(tr, res["plan"]["limit_bytes"], "singa_swap", "vote",
                    link=LinkCost.from_gbps(spec.system.host_link_gbps,
                                            spec.system.link_latency_us))
-    hints, info = swap_hints(tr, p)
+    hints, info, absent = swap_hints(tr, p)
     assert info["hinted_swaps"] == res["plan"]["hinted_swaps"] == len(hints) // 2
     # each swap: out at a kernel after the last use, back at a kernel up to the next use
     outs, ins = hints[hints[:, 3] == IN_CPU], hints[hints[:, 3] == IN_GPU]
@@ -262,7 +262,8 @@ def test_swap_plan_runs_on_the_tensor_engine():
     trun = simulate_tensors(w, esys, "G10GDSFULL", hints, options=TensorOptions(**ENGINE_OPTIONS))
     assert trun.total_ms == res["iterations"][0]["exe_time_ms"]
     assert trun.cpu_to_gpu_bytes == trun.gpu_to_cpu_bytes > 0
-    need = run_allocator(from_tensor_events(trun.events, w.raw_size), "cnmem").peak_reserved
+    need = run_allocator(from_tensor_events(trun.events, w.raw_size, absent_at_start=absent),
+                         "cnmem").peak_reserved
     assert need == res["gpu_memory_needed_bytes"]
     # the same allocator over a tensor-engine policy's run: its need, beside its result
     fn = api.simulate("vit", 8, "g10-artifact", "FlashNeuron", engine={"allocator": "cnmem"})
@@ -285,3 +286,25 @@ def test_tensor_events_to_alloc_trace():
     assert tr.block.tolist() == [0, 1, 0, 2, 1]
     assert tr.size.tolist() == [3000, 5000, 3000, 3000, 5000]
     assert tr.live_bytes().tolist() == [3000, 8000, 5000, 8000, 3000]
+
+
+def test_wrapping_swap_is_absent_at_start_for_the_allocator():
+    """A swap that wraps round the iteration (swap_hints' absent_at_start): the start-up copy
+    and its stand-in eviction are left out; the tensor lives from its swap-in to the end of
+    the kernel before its swap-out."""
+    from g10fast.alloc.trace import FREE, MALLOC, from_tensor_events
+    from g10fast.engine.page_kernels import EV_ALLOC, EV_DEALLOC, EV_EVICT, EV_KERNEL
+    rows = [(EV_ALLOC, -1, 3, 0), (EV_ALLOC, -1, 4, 8),       # start-up: weights 3 and 4
+            (EV_EVICT, 0, 3, 0), (EV_KERNEL, 0, -1, -1),      # stand-in swap-out of 3
+            (EV_ALLOC, 1, 3, 16), (EV_KERNEL, 1, -1, -1),     # 3 swapped in for kernel 1
+            (EV_ALLOC, 2, 5, 24), (EV_KERNEL, 2, -1, -1), (EV_DEALLOC, 2, 5, 24)]
+    ev = np.zeros((len(rows), 10), np.int64)
+    for i, (k, kern, t, pg) in enumerate(rows):
+        ev[i, 0], ev[i, 1], ev[i, 3], ev[i, 4], ev[i, 5] = i, k, kern, t, pg
+    sizes = np.arange(10) * 100
+    tr = from_tensor_events(ev, sizes, absent_at_start={3: 2})
+    assert tr.kind.tolist() == [MALLOC, MALLOC, FREE, MALLOC, FREE]
+    assert tr.size.tolist() == [400, 300, 300, 500, 500]
+    assert tr.live_bytes().tolist() == [400, 700, 400, 900, 400]
+    plain = from_tensor_events(ev, sizes)
+    assert plain.live_bytes().max() == 1200 and plain.num_blocks == 4

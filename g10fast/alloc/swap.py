@@ -168,7 +168,7 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
                period=None, period_method: str | None = None, mode: str = "stick_to_limit",
                faithful_quirks: bool = False, min_block: int | None = None,
                data_buffer: int = 4, mutable_data_buffer: int = 6,
-               min_gap_ns: float = 0.0, select=None) -> SwapPlan:
+               min_gap_ns: float = 0.0, select=None, periodic: bool = False) -> SwapPlan:
     """A swap plan for one iteration of the trace that keeps the load under `limit_bytes`.
 
     policy singa_swap: SINGA's candidates (previous op a Layer/Read/Mutable, blocks ≥ 1 MiB,
@@ -179,6 +179,10 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
     "asap").  `faithful_quirks`: WDOA = 0 (the C++ adds to a copy) and DOA = gap − 2·T_out.
     `select`: (r, d) trace op indices of the swaps to make, instead of the greedy selection
     (a plan made on a profile run's times, scheduled on this trace's: E6).
+    `periodic` [ours; off: SINGA plans one iteration]: a chosen swap also takes its block's
+    bytes off the load one iteration before and after (the plan repeats every iteration),
+    so a block swapped across the iteration's end (optimizer state) is absent at both ends
+    of the planned iteration, as in the steady state.
     """
     if policy not in POLICIES:
         raise InputError(f"unknown swap policy {policy!r} (one of {', '.join(POLICIES)})",
@@ -227,6 +231,18 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
         cs = np.concatenate([[0], np.cumsum(L)])
         return np.where(avail, cs[d - off] - cs[ready - off], -np.inf).astype(np.float64)
 
+    P = e - s
+    nL = b - a
+
+    def take(L, i):
+        lo, hi = ready[i] - off, d[i] - off
+        L[lo:hi] -= size[i]
+        if periodic:
+            for sh in (-P, P):
+                lo2, hi2 = max(lo + sh, 0), min(hi + sh, nL)
+                if lo2 < hi2:
+                    L[lo2:hi2] -= size[i]
+
     chosen = []
     avail = np.ones(n, bool)
     if score in ("doa", "aoa", "vote"):
@@ -253,12 +269,12 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
             break
         avail[i] = False
         chosen.append(i)
-        L[ready[i] - off:d[i] - off] -= size[i]
+        take(L, i)
     ch = np.asarray(sorted(chosen, key=lambda i: (ready[i], i)), np.int64)
     # ----- schedule (E7): swap-outs in ready order on the out channel, swap-ins backwards
     L = load0[a:b].astype(np.int64).copy()
     for i in ch:
-        L[ready[i] - off:d[i] - off] -= size[i]
+        take(L, i)
     overhead = 0.0
     limit = limit_bytes if mode == "stick_to_limit" else np.iinfo(np.int64).max
     out_s = np.zeros(len(ch), np.int64)

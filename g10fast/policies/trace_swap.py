@@ -38,6 +38,9 @@ class Options:
     #: (need - GPU memory) and the iteration planned again, at most `fit_rounds` times
     fit_allocator: bool = True
     fit_rounds: int = 4
+    #: [ours] plan the steady state: a chosen swap's bytes leave the load in the iterations
+    #: before and after too (plan_swaps' `periodic`), as the engine's run shows them
+    periodic: bool = True
 
     def check(self):
         if self.score not in ("doa", "aoa", "wdoa", "vote"):
@@ -134,39 +137,70 @@ def swapped_iteration(trace, plan):
                       np.zeros(n, np.int16), {})
 
 
-def swap_hints(trace, plan) -> tuple[np.ndarray, dict]:
+def swap_hints(trace, plan) -> tuple[np.ndarray, dict, dict]:
     """The plan of a workload-derived trace (`from_workload`: its `kernel_of_op` and
     `tensor_of_op`) as the tensor engine's hint rows (kernel, tensor, NOT_KNOWN, to), to =
-    IN_CPU (swap-out) or IN_GPU (swap-in), and counts of the swaps left out. A swap-out is
-    issued at the kernel of its planned start, at the earliest the kernel after the block's
-    last use; its swap-in at the kernel of its planned start, after the swap-out's kernel and
-    at the latest the kernel of the next use (the engine then waits for it). Swaps whose last
-    or next use lies outside the planned iteration (cross-iteration gaps: the engine runs one
-    iteration) and swaps whose gap is a single kernel are left out."""
+    IN_CPU (swap-out) or IN_GPU (swap-in); counts; and the tensors absent when the iteration
+    starts ({tensor: kernel of its swap-out}).
+
+    In kernels counted across the trace's iterations, a swap is absent from its swap-out's
+    kernel (that of its planned start, at the earliest the kernel after the last use) to its
+    swap-in's (that of its planned start, after the swap-out's, at the latest the next use's).
+    Taken modulo the iteration's K kernels: an absence inside [0, K) gives an out hint and an
+    in hint; one that wraps round the iteration's end (weights and optimizer state used last
+    late in one iteration and next early in the next) means the tensor is on the host when
+    the iteration starts: its swap-out is issued at kernel 0 (in the order of the swap-ins; the engine's one iteration
+    starts with every weight resident; the transfer stands for the previous iteration's, so
+    each swap still moves its bytes once each way per iteration) and its swap-in where
+    planned; the allocator's trace then leaves it out until that swap-in and frees it at its
+    swap-out kernel (g10fast.alloc.trace.from_tensor_events, `absent_at_start`). An absence
+    that ends at kernel 0 of the next iteration (nothing to fetch inside this one) and swaps
+    whose gap is a single kernel are left out and counted."""
     from g10fast.locations import IN_CPU, IN_GPU, NOT_KNOWN
     kop = np.asarray(trace.meta["kernel_of_op"], np.int64)
     top = np.asarray(trace.meta["tensor_of_op"], np.int64)
+    K = int(trace.meta.get("kernels") or (kop.max() + 1))
+    # absolute kernel of each op: its iteration (kernel_of_op drops back at each start) × K
+    drop = np.zeros(len(kop), np.int64)
+    drop[1:] = (kop[1:] < kop[:-1]) & (kop[1:] >= 0)
+    ak = np.where(kop >= 0, kop + K * np.cumsum(drop), -1)
     s, L = int(plan.start), int(plan.length)
-    rows = []
-    wrap = short = 0
+    base = int(ak[s]) - int(kop[s])
+    n = trace.num_ops
+    rows, absent, proxies = [], {}, []
+    wrap = short = edge = 0
     for q in range(plan.num_swaps):
         r, d = s + int(plan.r_idx[q]), s + int(plan.d_idx[q])
-        if r < s or d >= s + L or kop[r] < 0:
-            wrap += 1
+        if ak[r] < 0 or d >= n:
+            edge += 1
             continue
-        kr, kd = int(kop[r]), int(kop[d])
-        k_out = max(int(kop[min(s + int(plan.out_start_idx[q]), d)]), kr + 1)
+        kr, kd = int(ak[r]), int(ak[d])
+        k_out = max(int(ak[min(s + int(plan.out_start_idx[q]), d)]), kr + 1)
         if k_out >= kd:
             short += 1
             continue
-        k_in = min(max(int(kop[min(s + int(plan.in_start_idx[q]), d)]), k_out + 1), kd)
+        k_in = min(max(int(ak[min(s + int(plan.in_start_idx[q]), d)]), k_out + 1), kd)
         t = int(top[r])
-        rows.append((k_out, t, NOT_KNOWN, IN_CPU))
-        rows.append((k_in, t, NOT_KNOWN, IN_GPU))
+        o, i = k_out - base, k_in - base
+        if 0 <= o and i < K:
+            rows.append((o, t, NOT_KNOWN, IN_CPU))
+            rows.append((i, t, NOT_KNOWN, IN_GPU))
+            continue
+        o, i = o % K, i % K
+        if i == 0 or t in absent:
+            edge += 1
+            continue
+        wrap += 1
+        absent[t] = o
+        proxies.append((i, t))
+        rows.append((i, t, NOT_KNOWN, IN_GPU))
+    # the stand-in swap-outs at kernel 0 in the order their swap-ins come (the out channel
+    # is a FIFO: the tensor needed first leaves first)
+    rows = [(0, t, NOT_KNOWN, IN_CPU) for i, t in sorted(proxies)] + rows
     h = np.asarray(rows, np.int64).reshape(-1, 4)
     h = h[np.argsort(h[:, 0], kind="stable")]
-    return h, {"hinted_swaps": int(len(rows) // 2), "cross_iteration_left_out": int(wrap),
-               "one_kernel_gap_left_out": int(short)}
+    return h, {"hinted_swaps": int(len(rows) // 2), "wrapping_swaps": int(wrap),
+               "one_kernel_gap_left_out": int(short), "edge_left_out": int(edge)}, absent
 
 
 #: the tensor engine's options for explicit swaps: its artifact quirks (O-n) off, so that a
