@@ -247,7 +247,7 @@ def test_swap_plan_runs_on_the_tensor_engine():
     tr = from_workload(w, freq_ghz=spec.system.gpu_frequency_ghz, iterations=3)
     p = plan_swaps(tr, res["plan"]["limit_bytes"], "singa_swap", "vote",
                    link=LinkCost.from_gbps(spec.system.host_link_gbps,
-                                           spec.system.link_latency_us))
+                                           spec.system.link_latency_us), periodic=True)
     hints, info, absent = swap_hints(tr, p)
     assert info["hinted_swaps"] == res["plan"]["hinted_swaps"] == len(hints) // 2
     # each swap: out at a kernel after the last use, back at a kernel up to the next use
