@@ -318,7 +318,7 @@ def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
     from g10fast.alloc.swap import LinkCost, check_plan, plan_swaps
     from g10fast.alloc.trace import from_workload
     from g10fast.engine.tensor import TensorOptions, simulate_tensors
-    from g10fast.policies.trace_swap import ENGINE_OPTIONS, swap_hints
+    from g10fast.policies.trace_swap import ENGINE_OPTIONS, absolute_kernels, swap_hints
     from g10fast.results import workload_summary
 
     if required_order is not None:
@@ -342,7 +342,9 @@ def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
         link = LinkCost.from_gbps(link_gbps, float(sysm.link_latency_us))
     top = plan_swaps(tr, 1 << 62, rec.name)
     limit = int(o.limit_fraction * top.peak_before) if o.limit_fraction > 0 else gpu_bytes
-    kw = dict(link=link, mode=o.mode, faithful_quirks=o.faithful_quirks, periodic=o.periodic)
+    # a gap must hold a whole kernel: the engine keeps a kernel's tensors for the kernel
+    kw = dict(link=link, mode=o.mode, faithful_quirks=o.faithful_quirks, periodic=o.periodic,
+              op_group=absolute_kernels(tr))
     profile = None
     if getattr(o, "profile_policy", "none") != "none":
         # E6: profile under the baseline (its kernel times), plan there, schedule on ours

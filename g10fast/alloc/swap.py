@@ -128,7 +128,7 @@ def _iteration_window(trace: AllocTrace, period_method: str, period=None):
 
 
 def _candidates(trace, a, s, e, b, max_idx, min_block, policy, access_only_prev,
-                ready_read, ready_write, min_gap_ns):
+                ready_read, ready_write, min_gap_ns, op_group=None):
     """Consecutive op pairs (prev, cur) of one block whose gap straddles the peak."""
     kind = trace.kind[a:b]
     blk = trace.block[a:b]
@@ -148,6 +148,8 @@ def _candidates(trace, a, s, e, b, max_idx, min_block, policy, access_only_prev,
     ok &= cur_k != FREE         # [ours] a block whose next op is its free is dead: not swapped in
     t = trace.time_ns
     ok &= (t[cur_i] - t[prev_i]) >= min_gap_ns
+    if op_group is not None:    # the gap must hold a whole group (kernel) of ops
+        ok &= (op_group[cur_i] - op_group[prev_i]) >= 2
     sel = np.nonzero(ok)[0]
     r, d, pk = prev_i[sel], cur_i[sel], prev_k[sel]
     ready = r + np.where(pk == READ, ready_read, np.where(pk == WRITE, ready_write, 0))
@@ -168,7 +170,8 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
                period=None, period_method: str | None = None, mode: str = "stick_to_limit",
                faithful_quirks: bool = False, min_block: int | None = None,
                data_buffer: int = 4, mutable_data_buffer: int = 6,
-               min_gap_ns: float = 0.0, select=None, periodic: bool = False) -> SwapPlan:
+               min_gap_ns: float = 0.0, select=None, periodic: bool = False,
+               op_group=None) -> SwapPlan:
     """A swap plan for one iteration of the trace that keeps the load under `limit_bytes`.
 
     policy singa_swap: SINGA's candidates (previous op a Layer/Read/Mutable, blocks ≥ 1 MiB,
@@ -182,7 +185,9 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
     `periodic` [ours; off: SINGA plans one iteration]: a chosen swap also takes its block's
     bytes off the load one iteration before and after (the plan repeats every iteration),
     so a block swapped across the iteration's end (optimizer state) is absent at both ends
-    of the planned iteration, as in the steady state.
+    of the planned iteration, as in the steady state. `op_group` (int per op, e.g. the
+    absolute kernel of a workload-derived trace's ops): a candidate's gap must hold a whole
+    group (a block read by one kernel and next by the following one is never absent).
     """
     if policy not in POLICIES:
         raise InputError(f"unknown swap policy {policy!r} (one of {', '.join(POLICIES)})",
@@ -213,7 +218,8 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
     peak0 = int(mid.max())
     blk, size, r, d, ready = _candidates(trace, a, s, e, b, max_idx, min_block, policy,
                                          policy == "singa_swap", data_buffer,
-                                         mutable_data_buffer, min_gap_ns)
+                                         mutable_data_buffer, min_gap_ns,
+                                         None if op_group is None else np.asarray(op_group))
     n = len(blk)
     doa_origin = t[d] - t[r]
     if faithful_quirks:

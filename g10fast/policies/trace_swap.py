@@ -137,6 +137,16 @@ def swapped_iteration(trace, plan):
                       np.zeros(n, np.int16), {})
 
 
+def absolute_kernels(trace) -> np.ndarray:
+    """Per op of a workload-derived trace, its kernel counted across iterations (iteration ×
+    K + kernel; -1 for the start-up mallocs)."""
+    kop = np.asarray(trace.meta["kernel_of_op"], np.int64)
+    K = int(trace.meta.get("kernels") or (kop.max() + 1))
+    drop = np.zeros(len(kop), np.int64)
+    drop[1:] = (kop[1:] < kop[:-1]) & (kop[1:] >= 0)
+    return np.where(kop >= 0, kop + K * np.cumsum(drop), -1)
+
+
 def swap_hints(trace, plan) -> tuple[np.ndarray, dict, dict]:
     """The plan of a workload-derived trace (`from_workload`: its `kernel_of_op` and
     `tensor_of_op`) as the tensor engine's hint rows (kernel, tensor, NOT_KNOWN, to), to =
@@ -160,10 +170,7 @@ def swap_hints(trace, plan) -> tuple[np.ndarray, dict, dict]:
     kop = np.asarray(trace.meta["kernel_of_op"], np.int64)
     top = np.asarray(trace.meta["tensor_of_op"], np.int64)
     K = int(trace.meta.get("kernels") or (kop.max() + 1))
-    # absolute kernel of each op: its iteration (kernel_of_op drops back at each start) × K
-    drop = np.zeros(len(kop), np.int64)
-    drop[1:] = (kop[1:] < kop[:-1]) & (kop[1:] >= 0)
-    ak = np.where(kop >= 0, kop + K * np.cumsum(drop), -1)
+    ak = absolute_kernels(trace)
     s, L = int(plan.start), int(plan.length)
     base = int(ak[s]) - int(kop[s])
     n = trace.num_ops
@@ -200,7 +207,7 @@ def swap_hints(trace, plan) -> tuple[np.ndarray, dict, dict]:
     h = np.asarray(rows, np.int64).reshape(-1, 4)
     h = h[np.argsort(h[:, 0], kind="stable")]
     return h, {"hinted_swaps": int(len(rows) // 2), "wrapping_swaps": int(wrap),
-               "one_kernel_gap_left_out": int(short), "edge_left_out": int(edge)}, absent
+               "late_left_out": int(short), "edge_left_out": int(edge)}, absent
 
 
 #: the tensor engine's options for explicit swaps: its artifact quirks (O-n) off, so that a
