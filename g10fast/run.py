@@ -344,7 +344,7 @@ def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
     limit = int(o.limit_fraction * top.peak_before) if o.limit_fraction > 0 else gpu_bytes
     # a gap must hold a whole kernel: the engine keeps a kernel's tensors for the kernel
     kw = dict(link=link, mode=o.mode, faithful_quirks=o.faithful_quirks, periodic=o.periodic,
-              op_group=absolute_kernels(tr))
+              op_group=absolute_kernels(tr), accesses=getattr(o, "trace", "alloc_free_access"))
     profile = None
     if getattr(o, "profile_policy", "none") != "none":
         # E6: profile under the baseline (its kernel times), plan there, schedule on ours
@@ -389,8 +389,8 @@ def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
             pp = plan_swaps(prof_tr, limit, rec.name, o.score, **kw)
             kw["select"] = (pp.start + pp.r_idx, pp.start + pp.d_idx)
         p = plan_swaps(tr, limit, rec.name, o.score, **kw)
-        if check:
-            n_checked += check_plan(tr, p)
+        if check and kw["accesses"] == "alloc_free_access":
+            n_checked += check_plan(tr, p)      # alloc_free_only: absent accesses are counted
         hints, hinfo, absent = swap_hints(tr, p)
         trun = simulate_tensors(w, esys, "G10GDSFULL", hints, vit=ctx.vitality(),
                                 options=topts, progress=progress)

@@ -308,3 +308,37 @@ def test_wrapping_swap_is_absent_at_start_for_the_allocator():
     assert tr.live_bytes().tolist() == [400, 700, 400, 900, 400]
     plain = from_tensor_events(ev, sizes)
     assert plain.live_bytes().max() == 1200 and plain.num_blocks == 4
+
+
+def test_appobmem_alloc_free_only(vit):
+    """appob.trace = alloc_free_only: the planner sees mallocs and frees only; a block is a
+    candidate when it lives across the peak (used at its malloc and before its free), and the
+    accesses it did not see that fall while the block is away are counted."""
+    from g10fast.alloc.trace import FREE
+    limit = int(0.6 * plan_swaps(vit, 1 << 62, "appobmem").peak_before)
+    full = plan_swaps(vit, limit, "appobmem")
+    blind = plan_swaps(vit, limit, "appobmem", accesses="alloc_free_only")
+    assert blind.num_swaps > 0 and blind.info["accesses"] == "alloc_free_only"
+    # every swap runs from the block's malloc (or an earlier iteration's access) to its free
+    for q in range(blind.num_swaps):
+        assert vit.kind[blind.start + blind.d_idx[q]] == FREE
+    # it cannot see the uses in between: some fall while the block is away
+    assert blind.info["absent_accesses"] > 0
+    with pytest.raises(Exception):
+        check_plan(vit, blind)
+    assert full.info["accesses"] == "alloc_free_access" and "absent_accesses" not in full.info
+    # a trace without accesses (SINGA's memInfo) now plans
+    no_acc = AllocTrace(vit.name, vit.kind[vit.kind <= FREE], vit.address[vit.kind <= FREE],
+                        vit.size[vit.kind <= FREE], vit.time_ns[vit.kind <= FREE],
+                        vit.block[vit.kind <= FREE], vit.stream[vit.kind <= FREE], {})
+    assert plan_swaps(no_acc, limit, "appobmem").num_swaps == 0
+    p = plan_swaps(no_acc, limit, "appobmem", accesses="alloc_free_only")
+    assert p.num_swaps > 0 and p.info["absent_accesses"] == 0
+    with pytest.raises(InputError, match="alloc_free"):
+        plan_swaps(vit, limit, "appobmem", accesses="some")
+    # on the model, through the tensor engine: it runs, the blind spots cost demand fetches
+    import g10fast.api as api
+    res = api.simulate("vit", 8, "g10-artifact", "appobmem",
+                       options={"limit_fraction": 0.6, "trace": "alloc_free_only",
+                                "profile_policy": "none"})
+    assert res["status"] == "ok" and res["plan"]["absent_accesses"] > 0

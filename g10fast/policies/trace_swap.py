@@ -73,9 +73,15 @@ class AppObOptions(Options):
     #: page engine, its fault-distorted kernel times, seed-policies §3.3), then schedule the
     #: chosen swaps on the real (nominal) times; "none": plan on the nominal times
     profile_policy: str = "lru"
+    #: appob.trace: "alloc_free_access" (reads and writes seen) | "alloc_free_only" [ours]:
+    #: addresses from malloc/free only (g10fast.alloc.swap.plan_swaps `accesses`)
+    trace: str = "alloc_free_access"
 
     def check(self):
         super().check()
+        if self.trace not in ("alloc_free_access", "alloc_free_only"):
+            raise InputError(f"must be alloc_free_access or alloc_free_only, got "
+                             f"{self.trace!r}", param="policy.trace")
         if self.profile_policy not in ("lru", "none"):
             raise InputError(f"must be lru or none, got {self.profile_policy!r}",
                              param="policy.profile_policy")
