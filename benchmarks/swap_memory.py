@@ -147,7 +147,8 @@ def gpu_policy_row(base, w, policy, tol):
     return row
 
 
-GRID = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.42, 0.35, 0.3, 0.25, 0.2, 0.15, 0.1)
+GRID = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.42, 0.35, 0.3, 0.25, 0.2, 0.15, 0.1, 0.07, 0.05, 0.035,
+        0.025)
 
 
 def swap_row(base, w, policy, score, tol):

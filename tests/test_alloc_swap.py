@@ -342,3 +342,23 @@ def test_appobmem_alloc_free_only(vit):
                        options={"limit_fraction": 0.6, "trace": "alloc_free_only",
                                 "profile_policy": "none"})
     assert res["status"] == "ok" and res["plan"]["absent_accesses"] > 0
+
+
+def test_periodic_load_and_whole_kernel_gaps(vit):
+    """plan_swaps(periodic=True): a chosen swap leaves the load in the neighbouring
+    iterations too, so a limit takes no more swaps; op_group: every swap's gap holds a whole
+    kernel."""
+    from g10fast.policies.trace_swap import absolute_kernels
+    peak = plan_swaps(vit, 1 << 62).peak_before
+    ak = absolute_kernels(vit)
+    for frac in (0.8, 0.6):
+        one = plan_swaps(vit, int(frac * peak), "singa_swap")
+        per = plan_swaps(vit, int(frac * peak), "singa_swap", periodic=True, op_group=ak)
+        assert per.num_swaps <= one.num_swaps and per.peak_after <= per.limit_bytes
+        s = per.start
+        assert (ak[s + per.d_idx] - ak[s + per.r_idx] >= 2).all()
+    # the absolute kernel climbs by K from one iteration to the next
+    K = vit.meta["kernels"]
+    kop = vit.meta["kernel_of_op"]
+    first = [i for i in range(1, len(kop)) if kop[i] == 0 and kop[i - 1] > 0]
+    assert [int(ak[i]) for i in first] == [K * (j + 1) for j in range(len(first))]
