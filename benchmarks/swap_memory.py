@@ -22,7 +22,8 @@ Ideal, to `--tolerance`:
   monotone in the limit (`swap_row`). Per allocator, the least peak reserved bytes among
   the runs with slowdown ≤ 1.05.
 G10's page-engine runs take minutes on ResNet152-1280 and Llama-7B on a loaded machine:
-its rows are reused from benchmarks/results/swap_memory.jsonl unless `--rerun-g10`.
+its rows are reused from benchmarks/results/swap_memory.jsonl unless `--rerun-g10`
+(`--reuse` names more policies to reuse).
 
 Writes benchmarks/results/swap_memory.jsonl (one line per model and policy, with the commit)
 and docs/swap-memory.png.
@@ -236,7 +237,9 @@ def figure(rows, path):
                     ax.bar(x - 0.35 + 0.14 * (j + 0.5), v if v else 0, 0.14,
                            color=colours[a], label=a if m == models[0] and x == 3 else None)
                 if r["policy"] in ("FlashNeuron", "G10GDSFULL") and r.get("gpu_memory_gb"):
-                    ax.plot([x - 0.4, x + 0.4], [r["gpu_memory_gb"]] * 2, "k--", lw=1)
+                    ax.plot([x - 0.4, x + 0.4], [r["gpu_memory_gb"]] * 2, "k--", lw=1,
+                            label="GPU size of the run" if m == models[0] and x == 1
+                            else None)
                 if not al:
                     ax.text(x, 0, "none\n≤ 5 %", ha="center", va="bottom", fontsize=7)
             x += 1
@@ -258,6 +261,9 @@ def main(argv=None):
     ap.add_argument("--models", default="BERT-256,ResNet152-1280,Llama-7B")
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
     ap.add_argument("--rerun-g10", action="store_true")
+    ap.add_argument("--reuse", default="prefetch_lru",
+                    help="policies whose rows are reused from the results file when there "
+                         "(comma list; default G10's, prefetch_lru)")
     ap.add_argument("--tolerance", type=float, default=0.05)
     ap.add_argument("--g10-tolerance", type=float, default=0.15)
     a = ap.parse_args(argv)
@@ -268,7 +274,8 @@ def main(argv=None):
         base = base_spec(m, a.shared)
         w = workload_of(base)
         for pol in GPU_POLICIES:
-            if pol == "prefetch_lru" and not a.rerun_g10 and (m, pol, None) in prev:
+            reuse = pol in a.reuse.split(",") and not (pol == "prefetch_lru" and a.rerun_g10)
+            if reuse and (m, pol, None) in prev:
                 row = dict(prev[(m, pol, None)], reused=True)
             else:
                 row = gpu_policy_row(base, w, pol,
