@@ -362,3 +362,21 @@ def test_periodic_load_and_whole_kernel_gaps(vit):
     kop = vit.meta["kernel_of_op"]
     first = [i for i in range(1, len(kop)) if kop[i] == 0 and kop[i - 1] > 0]
     assert [int(ak[i]) for i in first] == [K * (j + 1) for j in range(len(first))]
+
+
+def test_fit_allocator_lowers_the_limit():
+    """A need above the GPU's memory (the allocator's overhead over the load) lowers the
+    planner's limit by the excess and plans again; without fit_allocator it is a failure."""
+    import g10fast.api as api
+    kw = dict(overrides={"gpu.memory_gb": 0.35}, engine={"allocator": "cnmem"})
+    res = api.simulate("vit", 8, "g10-artifact", "singa_swap", **kw)
+    gpu = int(0.35 * 2**30)
+    rounds = res["fit_rounds"]
+    assert len(rounds) >= 2 and rounds[0]["gpu_memory_needed_bytes"] > gpu
+    assert rounds[1]["limit_bytes"] == rounds[0]["limit_bytes"] - (
+        rounds[0]["gpu_memory_needed_bytes"] - gpu)
+    assert res["status"] == "ok" and res["gpu_memory_needed_bytes"] <= gpu
+    stiff = api.simulate("vit", 8, "g10-artifact", "singa_swap",
+                         options={"fit_allocator": False}, **kw)
+    assert stiff["status"] == "failed" and stiff["failure"]["stage"] == "allocator"
+    assert len(stiff["fit_rounds"]) == 1
