@@ -152,6 +152,10 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
         merged.update(plan_options)
         spec = spec.replace(policy=dataclasses.replace(spec.policy,
                                                        options=rec.make_options(merged)))
+    if spec.engine.allocator and rec.engine not in ("tensor", "swap"):
+        raise InputError(f"the {rec.engine} engine places 4 KiB pages, not blocks at offsets: "
+                         "an allocator applies to the tensor-engine and swap policies",
+                         param="--allocator")
     w = workload if workload is not None else workload_of(spec)
     from g10fast import policies
     runner = policies.engine(rec.engine).load()
@@ -303,6 +307,10 @@ def run_tensor_engine(spec: RunSpec, rec, ctx, *, plan=None, trace=None, progres
     if check and trun is not None:
         from g10fast.engine.tensor_check import check_tensor_run
         res["invariant_checks"] = check_tensor_run(trun, w)
+    if spec.engine.allocator and trun is not None:
+        alloc = _allocator_need(trun, w, spec.engine.allocator)
+        res["gpu_memory_needed_bytes"] = int(alloc.peak_reserved)
+        res["allocator"] = alloc.summary()
     from g10fast.analysis.bounds import bound_summary
     from g10fast.engine.bound_models import tensor_engine_model
     from g10fast.engine.tensor import exec_ms_of
@@ -311,39 +319,56 @@ def run_tensor_engine(spec: RunSpec, rec, ctx, *, plan=None, trace=None, progres
     return add_bound(res, summary, f_hz, unit_ms=True)
 
 
+def _allocator_need(trun, w, name: str, absent_at_start=None):
+    """An allocator (by name) over a tensor-engine run's allocations and frees: its AllocResult
+    (peak reserved = the GPU memory that allocator needs for the run)."""
+    from g10fast.alloc.allocators import run_allocator
+    from g10fast.alloc.trace import from_tensor_events
+    return run_allocator(from_tensor_events(trun.events, w.raw_size, w.name,
+                                            absent_at_start=absent_at_start), name)
+
+
 def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
                     required_order=None, check=False) -> dict:
-    """The swap engine (SINGA's planner, AppObMem): g10fast.policies.trace_swap."""
+    """SINGA's planner and AppObMem through the tensor engine (g10fast.policies.trace_swap):
+    plan on the derived trace, hint rows to the tensor engine, the allocator over its run."""
     import numpy as np
-    from g10fast.alloc.allocators import run_allocator
     from g10fast.alloc.swap import LinkCost, check_plan, plan_swaps
     from g10fast.alloc.trace import from_workload
-    from g10fast.policies.trace_swap import swapped_iteration
-    from g10fast.results import add_seconds, new_result, workload_summary
+    from g10fast.engine.tensor import TensorOptions, simulate_tensors
+    from g10fast.policies.trace_swap import ENGINE_OPTIONS, absolute_kernels, swap_hints
+    from g10fast.results import workload_summary
 
     if required_order is not None:
         raise InputError("only the page-engine policies take a kernel order",
                          param="--kernel-order")
-    if trace is not None:
-        raise InputError("the swap engine writes no event trace", param="--trace")
     if plan is not None:
-        raise InputError("the swap engine plans for itself: no plan file", param="--plan-in")
+        raise InputError("the swap policies plan for themselves: no plan file",
+                         param="--plan-in")
     o = spec.policy.options
+    allocator = spec.engine.allocator or o.allocator
     w = ctx.workload
     sysm = spec.system
     f_hz = float(sysm.f_hz)
     tr = from_workload(w, freq_ghz=sysm.gpu_frequency_ghz, iterations=3)
     gpu_bytes = int(float(sysm.gpu_memory_gb) * 2**30)
-    link = (LinkCost.singa_measured() if o.link == "singa_measured" else
-            LinkCost.from_gbps(float(sysm.host_link_gbps), float(sysm.link_latency_us)))
+    if o.link == "singa_measured":
+        link = LinkCost.singa_measured()
+        link_gbps = 2e9 / (link.out_ns_per_byte + link.in_ns_per_byte) / 2**30
+    else:
+        link_gbps = float(sysm.host_link_gbps)
+        link = LinkCost.from_gbps(link_gbps, float(sysm.link_latency_us))
     top = plan_swaps(tr, 1 << 62, rec.name)
     limit = int(o.limit_fraction * top.peak_before) if o.limit_fraction > 0 else gpu_bytes
-    kw = dict(link=link, mode=o.mode, faithful_quirks=o.faithful_quirks)
+    # a gap must hold a whole kernel: the engine keeps a kernel's tensors for the kernel
+    kw = dict(link=link, mode=o.mode, faithful_quirks=o.faithful_quirks, periodic=o.periodic,
+              op_group=absolute_kernels(tr), accesses=getattr(o, "trace", "alloc_free_access"))
     profile = None
     if getattr(o, "profile_policy", "none") != "none":
         # E6: profile under the baseline (its kernel times), plan there, schedule on ours
         from g10fast.spec import make_spec
-        pspec = make_spec(spec.workload, spec.system, o.profile_policy, {}, spec.engine)
+        pspec = make_spec(spec.workload, spec.system, o.profile_policy, {},
+                          dataclasses.replace(spec.engine, allocator=""))
         try:
             pres = run(pspec, workload=w)
         except InputError as e:     # the baseline cannot run here (e.g. a kernel > the GPU)
@@ -360,48 +385,66 @@ def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
                    "iteration_s": (float(prof_cyc.sum()) / f_hz) if prof_cyc is not None
                    else None}
         if prof_cyc is not None:
-            ptr = from_workload(w, freq_ghz=sysm.gpu_frequency_ghz, iterations=3,
-                                kernel_cycles=prof_cyc)
-            pp = plan_swaps(ptr, limit, rec.name, o.score, **kw)
+            kw["profile_trace"] = from_workload(w, freq_ghz=sysm.gpu_frequency_ghz,
+                                                iterations=3, kernel_cycles=prof_cyc)
+    # the engine: G10GDSFULL's explicit host transfers with its quirks off, the whole host
+    # link as its host lane (its host lane is the link less the SSD's bandwidth, and nothing
+    # goes to the SSD here), room for every tensor (the allocator decides what fits)
+    ssd = float(sysm.ssd_bandwidth_gbps) if float(sysm.ssd_bandwidth_gbps) > 0 else 1.0
+    room_gb = float(np.asarray(w.size, np.int64).sum()) / 2**30 + 1.0
+    esys = dataclasses.replace(sysm, gpu_memory_gb=room_gb, ssd_bandwidth_gbps=ssd,
+                               host_link_gbps=link_gbps + ssd)
+    eopts = dict(ENGINE_OPTIONS)
+    eopts.update(dict(spec.engine.compat))
+    topts = compat_options(TensorOptions, dataclasses.replace(spec.engine,
+                                                              compat=tuple(eopts.items())))
+    prof_tr = kw.pop("profile_trace", None)
+    rounds = []
+    n_checked = 0
+    while True:
+        kw.pop("select", None)
+        if prof_tr is not None:
+            pp = plan_swaps(prof_tr, limit, rec.name, o.score, **kw)
             kw["select"] = (pp.start + pp.r_idx, pp.start + pp.d_idx)
-    p = plan_swaps(tr, limit, rec.name, o.score, **kw)
-    n_checked = check_plan(tr, p)
-    alloc = run_allocator(swapped_iteration(tr, p), o.allocator)
-    need = alloc.peak_reserved
-    ideal = int(w.ideal_cycles)
-    stall = int(round(p.overhead_ns * 1e-9 * f_hz))
-    exe = ideal + stall
-    moved = int(p.size.sum())
-    res = new_result(spec, "swap", _model_label(spec))
-    res.update({"failure": None, "workload": workload_summary(w, gpu_bytes // 4096),
-                "system": {"gpu_memory_bytes": gpu_bytes, "link": link.__dict__},
-                "warnings": {}, "kernels": np.zeros((0, 10), np.int64),
-                "plan": dict(p.summary(), limit_bytes=int(limit)),
-                "gpu_memory_needed_bytes": int(need), "profile": profile,
-                "allocator": alloc.summary()})
-    res["iterations"] = [{
-        "iteration": 0, "exe_time_cycles": exe, "ideal_exe_time_cycles": ideal,
-        "pf_exe_time_cycles": int(np.asarray(w.pf_cycles).sum()),
-        "slowdown": exe / ideal if ideal else float("nan"), "speedup": float("nan"),
-        "in_transfer": 0, "cpu_pf": 0, "ssd_pf": 0, "unalloc_pf": 0,
-        "stall_cycles": stall, "overlap_cycles": 0, "compute_cycles": ideal,
-        "pages": {"cpu_to_gpu": moved // 4096, "ssd_to_gpu": 0, "gpu_to_cpu": moved // 4096,
-                  "gpu_to_ssd": 0, "incoming": moved // 4096, "outgoing": moved // 4096,
-                  "alloc": 0},
-    }]
-    res["reported"] = 0
+        p = plan_swaps(tr, limit, rec.name, o.score, **kw)
+        if check and kw["accesses"] == "alloc_free_access":
+            n_checked += check_plan(tr, p)      # alloc_free_only: absent accesses are counted
+        hints, hinfo, absent = swap_hints(tr, p)
+        trun = simulate_tensors(w, esys, "G10GDSFULL", hints, vit=ctx.vitality(),
+                                options=topts, progress=progress)
+        alloc = _allocator_need(trun, w, allocator, absent)
+        need = int(alloc.peak_reserved)
+        rounds.append({"limit_bytes": int(limit), "load_peak_bytes": int(p.peak_after),
+                       "gpu_memory_needed_bytes": need})
+        if (need <= gpu_bytes or o.limit_fraction > 0 or not o.fit_allocator
+                or len(rounds) > o.fit_rounds or trun.status != "ok"
+                or p.peak_after > limit):       # no plan meets this limit: a lower one neither
+            break
+        new_limit = limit - (need - gpu_bytes)
+        if new_limit <= 0 or new_limit >= limit:
+            break
+        limit = new_limit
+    res = tensor_result(spec, _model_label(spec), w, trun, None,
+                        dict(p.summary(), limit_bytes=int(limit), **hinfo), f_hz, PAGE_SIZE)
+    res["engine"] = "swap"
+    res["workload"] = workload_summary(w, gpu_bytes // PAGE_SIZE)
+    res["system"] = dict(res["system"], gpu_memory_bytes=gpu_bytes, host_link_gbps=link_gbps,
+                         link=link.__dict__)
+    res.update({"gpu_memory_needed_bytes": need, "profile": profile,
+                "allocator": alloc.summary(), "fit_rounds": rounds})
     if check:
-        res["invariant_checks"] = n_checked
-    if need > gpu_bytes:
+        from g10fast.engine.tensor_check import check_tensor_run
+        res["invariant_checks"] = n_checked + check_tensor_run(trun, w)
+    if res["status"] == "ok" and need > gpu_bytes:
         res["status"] = "failed"
-        res["failure"] = {"stage": "planner",
+        res["failure"] = {"stage": "allocator",
                           "reason": f"needs {need / 2**30:.2f} GiB of GPU memory "
-                                    f"({o.allocator} on the swapped iteration, load peak "
+                                    f"({allocator} on the run's allocations, load peak "
                                     f"{p.peak_after / 2**30:.2f} GiB), the GPU has "
                                     f"{gpu_bytes / 2**30:.2f} GiB",
                           "tensor": None, "kernel": None, "kernel_name": None,
                           "pages_needed": None, "free_pages": None, "largest_free_pages": None}
-    return add_seconds(res, f_hz)
+    return res
 
 
 def run_driver_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,

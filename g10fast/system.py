@@ -181,6 +181,11 @@ class EngineOptions:
     #: the engine's own compatibility switches, (name, value) pairs: the fields of its options
     #: class (e.g. the tensor engine's TensorOptions: O-n quirks and tensor orders)
     compat: tuple = ()
+    #: an offset-level allocator (g10fast.alloc.allocators.ALLOCATORS) that places the run's
+    #: allocations and frees after it: its peak reserved bytes are the result's
+    #: `gpu_memory_needed_bytes` (tensor-engine and swap policies; docs/allocators.md). ""
+    #: none (and left out of to_dict, so that earlier specs keep their hash)
+    allocator: str = ""
 
     def __post_init__(self):
         if isinstance(self.compat, dict):
@@ -202,11 +207,18 @@ class EngineOptions:
         if not (isinstance(self.kernel_speedup, (int, float)) and self.kernel_speedup > 0):
             raise InputError(f"must be > 0, got {float(self.kernel_speedup)!r}",
                              param="engine.kernel_speedup")
+        if self.allocator:
+            from g10fast.alloc.allocators import ALLOCATORS
+            if self.allocator not in ALLOCATORS:
+                raise InputError(f"must be one of {', '.join(ALLOCATORS)}, got "
+                                 f"{self.allocator!r}", param="engine.allocator")
         return self
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["compat"] = dict(self.compat)
+        if not d["allocator"]:
+            del d["allocator"]
         return d
 
 

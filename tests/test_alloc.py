@@ -294,3 +294,56 @@ def test_hdf5_bad_input(tmp_path):
         f.attrs["schema_version"] = 7
     with pytest.raises(InputError, match="schema_version 7"):
         read_trace(p)
+
+
+def test_pool_opt_wrap_around_hand_worked():
+    """SwapPool::PoolOpt [ours]: one iteration of L ops coloured from 0, a block alive past
+    the iteration's end conflicting with the next iteration's early blocks."""
+    from g10fast.alloc.allocators import colour_periodic
+    # A [1, 5) outlives the iteration (L = 4): op 0 of the next one; B [0, 1) only overlaps
+    # A's previous instance [-3, 1): a linear colouring shares offset 0, PoolOpt cannot
+    off, pool = colour_periodic([1, 0], [5, 1], [100, 50], 4)
+    assert off.tolist() == [0, 100] and pool == 150
+    lin, lpool = colour_intervals([1, 0], [5, 1], [100, 50], ci_backup=False)
+    assert lin.tolist() == [0, 0] and lpool == 100
+    # order A, B, C, E (r 0), D: C [2, 3) meets only A: after it, beside B (disjoint from B
+    # in every iteration); E [0, 2) meets A (also wrapped) and B, whose merged range [0, 149]
+    # it goes after; D [3, 4) meets only A: at 100 again (C [2, 3) ends as D starts)
+    off, pool = colour_periodic([1, 0, 2, 3, 0], [5, 1, 3, 4, 2], [100, 50, 30, 20, 20], 4)
+    assert off.tolist() == [0, 100, 100, 100, 150] and pool == 170
+    # a block live for good (d beyond r + L) conflicts with all
+    off, pool = colour_periodic([0, 2], [1 << 40, 3], [10, 10], 4)
+    assert sorted(off.tolist()) == [0, 10] and pool == 20
+
+
+def test_pool_opt_on_a_periodic_trace():
+    """scope = pool_opt on a model's derived trace: the coloured iteration's blocks never
+    overlap in any iteration (the layout repeating every L ops), weights included."""
+    from g10fast.alloc.source import load_source
+    tr = load_source("vit", batch=8, iterations=3)
+    res = run_allocator(tr, "singa_colour", scope="pool_opt")
+    e = res.extra
+    s, L = e["coloured_iteration_start"], e["period"][1]
+    op, is_free, blk = tr.alloc_ops()
+    B = tr.num_blocks
+    r = np.full(B, len(op), np.int64)
+    d = np.full(B, 1 << 40, np.int64)
+    r[blk[~is_free]] = np.nonzero(~is_free)[0]
+    d[blk[is_free]] = np.nonzero(is_free)[0]
+    v = np.nonzero(((r >= s) & (r < s + L)) | ((r < s) & (d >= s + L)))[0]
+    assert len(v) == e["coloured_blocks"] + e["persistent_blocks"]
+    rr = np.where(r[v] < s, 0, r[v] - s)
+    dd = np.minimum(np.where(r[v] < s, L, d[v] - s), rr + L)
+    o, z = res.offset[v], tr.block_sizes()[v]
+    assert (o >= 0).all() and res.peak_reserved == int((o + z).max())
+    for k in (-L, 0, L):
+        t_ov = (np.maximum(rr[:, None], rr[None, :] + k) < np.minimum(dd[:, None], dd[None, :] + k))
+        a_ov = (np.maximum(o[:, None], o[None, :]) < np.minimum(o[:, None] + z[:, None],
+                                                                  o[None, :] + z[None, :]))
+        both = t_ov & a_ov
+        np.fill_diagonal(both, False)
+        assert not both.any()
+    # at least the iteration's live peak (periodic load), at most the trace scope's backup
+    assert res.peak_reserved >= int(tr.live_bytes().max()) * 0.98
+    with pytest.raises(InputError, match="scope"):
+        run_allocator(tr, "singa_colour", scope="wrap")

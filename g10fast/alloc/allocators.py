@@ -96,7 +96,9 @@ class ColourOptions:
     int32_merge_bug: bool = False    # pair<int,int> truncation of merged ranges (faithful: True)
     scope: str = "trace"             # [ours] "trace": colour the whole trace's blocks at once;
     #                                  "iteration": SmartMemPool's runtime (detect, colour one
-    #                                  iteration, switch, fall back to cudaMalloc)
+    #                                  iteration, switch, fall back to cudaMalloc);
+    #                                  "pool_opt": SwapPool::PoolOpt, one iteration coloured
+    #                                  with wrap-around conflicts (colour_periodic)
 
 
 @dataclass(frozen=True)
@@ -136,8 +138,9 @@ def make_options(name: str, options: dict | None):
         if o.method not in ("BF", "FF"):
             raise InputError(f"method must be BF or FF, got {o.method!r}",
                              param="singa_colour.method")
-        if o.scope not in ("trace", "iteration"):
-            raise InputError(f"scope must be 'trace' or 'iteration', got {o.scope!r}",
+        if o.scope not in ("trace", "iteration", "pool_opt"):
+            raise InputError(f"scope must be 'trace', 'iteration' or 'pool_opt', got "
+                             f"{o.scope!r}",
                              param="singa_colour.scope")
     if name == "pytorch" and o.max_split_size_mb < 0:
         raise InputError("must be >= 0", param="pytorch.max_split_size_mb")
@@ -215,6 +218,9 @@ def run_allocator(trace: AllocTrace, name: str = "cnmem", capacity: int | None =
     elif name == "singa_colour":
         if o.scope == "iteration":
             st, extra = _colour_runtime(is_free, blk, bsize, o, cap, off, live, resv, fail)
+        elif o.scope == "pool_opt":
+            st, extra = _colour_pool_opt(trace, is_free, blk, bsize, o, cap, off, live, resv,
+                                         fail)
         else:
             st, extra = _colour_trace(is_free, blk, bsize, o, cap, off, live, resv, fail)
     else:
@@ -249,6 +255,114 @@ def colour_intervals(r, d, size, ci=None, method="BF", ci_backup=True, int32_mer
     off = np.full(V, -1, np.int64)
     pool = K.colour(order, r, d, size, ci, method == "FF", int32_merge_bug, ci_backup, off)
     return off, int(pool)
+
+
+def colour_periodic(r, d, size, L: int, method: str = "BF"):
+    """SINGA's SwapPool::PoolOpt colouring (seed-policies §2.2) as we read it [ours]: one
+    iteration's blocks as intervals [r, d) in malloc/free-op space with r in [0, L) (d ≥ L:
+    the block is still live when the next iteration starts; d = None-like values ≥ r + L:
+    live for good), coloured in one pass from offset 0 (no backup region), in SINGA's order
+    (size descending, then r) with its BF (or FF) placement. The layout repeats every
+    iteration, so two blocks conflict when they overlap in some iteration: [r_i, d_i) and
+    [r_j + kL, d_j + kL) for k in −1, 0, 1 (the wrap-around rule of PoolOpt, whose source
+    form `min(d)<0 && min(d)+2L < max(r)` we could not place). Returns (offsets, pool)."""
+    r = np.asarray(r, np.int64)
+    d = np.minimum(np.asarray(d, np.int64), r + L)      # live for good: the whole period
+    size = np.asarray(size, np.int64)
+    V = len(r)
+    order = np.lexsort((r, -size))
+    off = np.full(V, -1, np.int64)
+    done = np.zeros(V, bool)
+    pool = 0
+    for v in order.tolist():
+        c = np.zeros(V, bool)
+        for k in (-L, 0, L):
+            c |= (np.maximum(r[v], r + k) < np.minimum(d[v], d + k))
+        c &= done
+        s = int(size[v])
+        if not c.any():
+            y = 0
+        else:
+            fs = off[c]
+            se = off[c] + size[c] - 1
+            o = np.argsort(fs, kind="stable")
+            fs, se = fs[o].tolist(), se[o].tolist()
+            mf, ms = [fs[0]], [se[0]]
+            for a, b in zip(fs[1:], se[1:]):
+                if ms[-1] + 2 > a:
+                    ms[-1] = max(ms[-1], b)
+                else:
+                    mf.append(a)
+                    ms.append(b)
+            if len(mf) == 1 or method == "FF":
+                y = 0 if s < mf[0] + 1 else None
+                if y is None and method == "FF":
+                    y = next((ms[q] + 1 for q in range(len(mf) - 1)
+                              if mf[q + 1] - ms[q] - 1 >= s), ms[-1] + 1)
+                elif y is None:
+                    y = ms[0] + 1
+            else:
+                gaps = [(mf[q + 1] - ms[q] - 1, q) for q in range(len(mf) - 1)
+                        if mf[q + 1] - ms[q] - 1 >= s]
+                y = ms[min(gaps)[1]] + 1 if gaps else ms[-1] + 1
+        off[v] = y
+        done[v] = True
+        pool = max(pool, y + s)
+    return off, int(pool)
+
+
+def _colour_pool_opt(trace, is_free, blk, bsize, o, cap, off, live, resv, fail):
+    """scope = pool_opt: the trace's iteration (its known period, else `match` detection;
+    the middle one when three or more fit, as PoolOpt colours the middle of three) coloured
+    by colour_periodic; the blocks of other iterations take the offset of the block at the
+    same place in the planned iteration when their size matches (else they are left out:
+    offset −1). Reserved = the pool."""
+    E, B = len(blk), len(bsize)
+    per = trace.meta.get("period")
+    if not per:
+        from g10fast.alloc.period import detect_period
+        p = detect_period(trace, "match")
+        if not p.found:
+            raise InputError("scope pool_opt needs an iteration: none found in the trace",
+                             param="singa_colour.scope")
+        per = (p.start, p.length)
+    start, L = int(per[0]), int(per[1])
+    n_it = (E - start) // L
+    if n_it < 1:
+        raise InputError("scope pool_opt: the trace holds no whole iteration",
+                         param="singa_colour.scope")
+    s = start + (L if n_it >= 3 else 0)
+    r = np.full(B, E, np.int64)
+    d = np.full(B, 1 << 40, np.int64)
+    r[blk[~is_free]] = np.nonzero(~is_free)[0]
+    d[blk[is_free]] = np.nonzero(is_free)[0]
+    # the iteration's blocks, and those malloc'd before it and live through it (weights:
+    # live for the whole period); a block freed inside it but malloc'd before is the last
+    # iteration's instance of one of its blocks (the wrap-around conflict covers it)
+    mid = np.nonzero((r >= s) & (r < s + L))[0]
+    pers = np.nonzero((r < s) & (d >= s + L))[0]
+    vs = np.concatenate([mid, pers])
+    rr = np.concatenate([r[mid] - s, np.zeros(len(pers), np.int64)])
+    dd = np.concatenate([d[mid] - s, np.full(len(pers), L, np.int64)])
+    o_, pool = colour_periodic(rr, dd, bsize[vs], L, o.method)
+    off[vs] = o_
+    # the other iterations' blocks: the planned block at the same place, same size
+    place = np.full(L, -1, np.int64)
+    place[r[mid] - s] = mid
+    rest = np.nonzero((r < E) & ((r < s) | (r >= s + L)) & (off < 0))[0]
+    if len(rest):
+        pos = (r[rest] - start) % L
+        ok = (r[rest] >= start) & (place[pos] >= 0)
+        ok[ok] &= bsize[place[pos[ok]]] == bsize[rest[ok]]
+        off[rest[ok]] = off[place[pos[ok]]]
+    live[:] = np.cumsum(np.where(is_free, -bsize[blk], bsize[blk]))
+    resv[:] = pool
+    extra = {"pool_bytes": pool, "period": [start, L], "coloured_iteration_start": int(s),
+             "coloured_blocks": int(len(mid)), "persistent_blocks": int(len(pers))}
+    if cap >= 0 and pool > cap:
+        fail[:] = (0, blk[0] if E else -1, pool, cap, 1, cap)
+        return 1, extra
+    return 0, extra
 
 
 def _colour_trace(is_free, blk, bsize, o, cap, off, live, resv, fail):

@@ -128,14 +128,14 @@ def _iteration_window(trace: AllocTrace, period_method: str, period=None):
 
 
 def _candidates(trace, a, s, e, b, max_idx, min_block, policy, access_only_prev,
-                ready_read, ready_write, min_gap_ns):
+                ready_read, ready_write, min_gap_ns, op_group=None, free_is_use=False):
     """Consecutive op pairs (prev, cur) of one block whose gap straddles the peak."""
     kind = trace.kind[a:b]
     blk = trace.block[a:b]
     idx = np.arange(a, b)
     order = np.lexsort((idx, blk))
     kb, bb, ib = kind[order], blk[order], idx[order]
-    same = bb[1:] == bb[:-1]
+    same = (bb[1:] == bb[:-1]) & (bb[1:] >= 0)
     prev_i, cur_i = ib[:-1], ib[1:]
     prev_k, cur_k = kb[:-1], kb[1:]
     ok = same & (prev_i < max_idx) & (max_idx < cur_i)
@@ -145,9 +145,12 @@ def _candidates(trace, a, s, e, b, max_idx, min_block, policy, access_only_prev,
         ok &= (prev_k == LAYER) | (prev_k == READ) | (prev_k == WRITE)
     else:                       # appobmem: a malloc counts as the first access
         ok &= prev_k != FREE
-    ok &= cur_k != FREE         # [ours] a block whose next op is its free is dead: not swapped in
+    if not free_is_use:         # [ours] a block whose next op is its free is dead: not swapped in
+        ok &= cur_k != FREE
     t = trace.time_ns
     ok &= (t[cur_i] - t[prev_i]) >= min_gap_ns
+    if op_group is not None:    # the gap must hold a whole group (kernel) of ops
+        ok &= (op_group[cur_i] - op_group[prev_i]) >= 2
     sel = np.nonzero(ok)[0]
     r, d, pk = prev_i[sel], cur_i[sel], prev_k[sel]
     ready = r + np.where(pk == READ, ready_read, np.where(pk == WRITE, ready_write, 0))
@@ -168,7 +171,8 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
                period=None, period_method: str | None = None, mode: str = "stick_to_limit",
                faithful_quirks: bool = False, min_block: int | None = None,
                data_buffer: int = 4, mutable_data_buffer: int = 6,
-               min_gap_ns: float = 0.0, select=None) -> SwapPlan:
+               min_gap_ns: float = 0.0, select=None, periodic: bool = False,
+               op_group=None, accesses: str = "alloc_free_access") -> SwapPlan:
     """A swap plan for one iteration of the trace that keeps the load under `limit_bytes`.
 
     policy singa_swap: SINGA's candidates (previous op a Layer/Read/Mutable, blocks ≥ 1 MiB,
@@ -179,6 +183,18 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
     "asap").  `faithful_quirks`: WDOA = 0 (the C++ adds to a copy) and DOA = gap − 2·T_out.
     `select`: (r, d) trace op indices of the swaps to make, instead of the greedy selection
     (a plan made on a profile run's times, scheduled on this trace's: E6).
+    `periodic` [ours; off: SINGA plans one iteration]: a chosen swap also takes its block's
+    bytes off the load one iteration before and after (the plan repeats every iteration),
+    so a block swapped across the iteration's end (optimizer state) is absent at both ends
+    of the planned iteration, as in the steady state. `op_group` (int per op, e.g. the
+    absolute kernel of a workload-derived trace's ops): a candidate's gap must hold a whole
+    group (a block read by one kernel and next by the following one is never absent).
+    `accesses` (AppObMem's `appob.trace`): "alloc_free_access" (the trace's reads and
+    writes are seen), or "alloc_free_only" [ours]: only mallocs and frees are seen — a block
+    is taken as used at its malloc and just before its free, so a candidate is a block live
+    across the peak, swapped out after its malloc and back before its free; the accesses
+    in between are not seen, and those that fall while it is absent are counted in
+    `info["absent_accesses"]` (each a demand fetch in a replay).
     """
     if policy not in POLICIES:
         raise InputError(f"unknown swap policy {policy!r} (one of {', '.join(POLICIES)})",
@@ -201,6 +217,15 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
         data_buffer = mutable_data_buffer = 0
     elif min_block is None:
         min_block = MiB
+    if accesses not in ("alloc_free_access", "alloc_free_only"):
+        raise InputError(f"must be alloc_free_access or alloc_free_only, got {accesses!r}",
+                         param="accesses")
+    full = trace
+    if accesses == "alloc_free_only":
+        blind = trace.block.copy()
+        blind[trace.kind > FREE] = -1           # reads, writes, layer markers: not seen
+        trace = AllocTrace(trace.name, trace.kind, trace.address, trace.size, trace.time_ns,
+                           blind, trace.stream, trace.meta)
     a, s, e, b = _iteration_window(trace, period_method, period)
     t = trace.time_ns.astype(np.float64)
     load0 = trace.live_bytes()
@@ -209,7 +234,9 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
     peak0 = int(mid.max())
     blk, size, r, d, ready = _candidates(trace, a, s, e, b, max_idx, min_block, policy,
                                          policy == "singa_swap", data_buffer,
-                                         mutable_data_buffer, min_gap_ns)
+                                         mutable_data_buffer, min_gap_ns,
+                                         None if op_group is None else np.asarray(op_group),
+                                         free_is_use=accesses == "alloc_free_only")
     n = len(blk)
     doa_origin = t[d] - t[r]
     if faithful_quirks:
@@ -226,6 +253,18 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
             return np.where(avail, 0.0, -np.inf)
         cs = np.concatenate([[0], np.cumsum(L)])
         return np.where(avail, cs[d - off] - cs[ready - off], -np.inf).astype(np.float64)
+
+    P = e - s
+    nL = b - a
+
+    def take(L, i):
+        lo, hi = ready[i] - off, d[i] - off
+        L[lo:hi] -= size[i]
+        if periodic:
+            for sh in (-P, P):
+                lo2, hi2 = max(lo + sh, 0), min(hi + sh, nL)
+                if lo2 < hi2:
+                    L[lo2:hi2] -= size[i]
 
     chosen = []
     avail = np.ones(n, bool)
@@ -253,12 +292,12 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
             break
         avail[i] = False
         chosen.append(i)
-        L[ready[i] - off:d[i] - off] -= size[i]
+        take(L, i)
     ch = np.asarray(sorted(chosen, key=lambda i: (ready[i], i)), np.int64)
     # ----- schedule (E7): swap-outs in ready order on the out channel, swap-ins backwards
     L = load0[a:b].astype(np.int64).copy()
     for i in ch:
-        L[ready[i] - off:d[i] - off] -= size[i]
+        take(L, i)
     overhead = 0.0
     limit = limit_bytes if mode == "stick_to_limit" else np.iinfo(np.int64).max
     out_s = np.zeros(len(ch), np.int64)
@@ -305,13 +344,25 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
         in_end[q] = end_t
         nxt = max(t[j], st_t)
     L_mid = L[s_rel:e_rel]
+    info_extra = {"accesses": accesses}
+    if accesses == "alloc_free_only":
+        # the accesses it did not see that fall while a block is away (mispredictions)
+        ob = np.argsort(full.block, kind="stable")
+        sb = full.block[ob]
+        miss = 0
+        for q, i in enumerate(ch):
+            lo_, hi_ = np.searchsorted(sb, blk[i]), np.searchsorted(sb, blk[i], side="right")
+            ops_ = ob[lo_:hi_]
+            miss += int(((ops_ > out_e[q]) & (ops_ < in_s[q])).sum())
+        info_extra["absent_accesses"] = miss
     return SwapPlan(policy, score, int(limit_bytes), s, e - s, float(t[e - 1] - t[s]) if e > s
                     else 0.0, peak0, int(L_mid.max()), float(overhead),
                     blk[ch], size[ch], r[ch] - s, d[ch] - s, out_s - s, out_e - s, in_s - s,
                     in_end - t[s], L_mid.copy(),
                     {"candidates": int(n), "peak_idx": int(max_idx - s), "mode": mode,
                      "faithful_quirks": bool(faithful_quirks), "context": [int(a - s),
-                                                                           int(b - s)]})
+                                                                           int(b - s)],
+                     **info_extra})
 
 
 def check_plan(trace: AllocTrace, plan: SwapPlan) -> None:

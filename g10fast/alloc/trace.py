@@ -380,3 +380,73 @@ def from_workload(w, freq_ghz: float = 1.2, iterations: int = 1,
                  {"source": "workload", "model": w.name, "batch": int(w.batch_size),
                   "iterations": int(iterations), "kernels": int(K),
                   "kernel_of_op": kops, "tensor_of_op": tens, "period": period})
+
+
+def from_tensor_events(events, size_bytes, name: str = "tensor-engine",
+                       absent_at_start: dict | None = None) -> AllocTrace:
+    """The malloc/free sequence of a tensor-engine run (g10fast.engine.tensor: its event rows,
+    trace columns), in the order the engine made them: an ALLOC of tensor t at page s is a
+    malloc of `size_bytes[t]`; the DEALLOC or EVICT of (t, s) frees it. Blocks the engine
+    never frees (weights, O-40's pages held by a pending offload) stay live. Times: the
+    event's cycle. `absent_at_start` {tensor: kernel k} (the swap policies' swaps that wrap
+    round the iteration, g10fast.policies.trace_swap.swap_hints): the tensor's start-up
+    allocation and the eviction that ends it are left out (it is on the host when the
+    iteration starts), and it is freed when kernel k − 1 ends (its swap-out for the next
+    iteration; k = 0: not freed)."""
+    from g10fast.engine.page_kernels import EV_ALLOC, EV_DEALLOC, EV_EVICT, EV_KERNEL
+    ev = np.asarray(events, np.int64).reshape(-1, 10)
+    absent = {int(t): int(k) for t, k in (absent_at_start or {}).items()}
+    keep = (ev[:, 1] == EV_ALLOC) | (ev[:, 1] == EV_DEALLOC) | (ev[:, 1] == EV_EVICT)
+    if absent:
+        keep |= ev[:, 1] == EV_KERNEL
+    ev = ev[keep]
+    size_bytes = np.asarray(size_bytes, np.int64)
+    kinds, blocks, tens, times = [], [], [], []
+    live: dict = {}
+    of_tensor: dict = {}                # tensor -> its live keys (absent tensors only)
+    skip_evict = set()
+    free_after: dict = {}
+    for t, k in absent.items():
+        if k > 0:
+            free_after.setdefault(k - 1, []).append(t)
+    nb = 0
+    for row in ev.tolist():
+        kind, t, s = row[1], row[4], row[5]
+        if kind == EV_KERNEL:
+            for tt in free_after.get(row[3], ()):
+                keys = of_tensor.get(tt)
+                if keys:
+                    key = keys.pop(0)
+                    kinds.append(FREE)
+                    blocks.append(live.pop(key))
+                    tens.append(tt)
+                    times.append(row[0])
+            continue
+        if kind == EV_ALLOC and t in absent and row[3] == -1:
+            skip_evict.add((t, s))          # its start-up copy: on the host in steady state
+            continue
+        if kind != EV_ALLOC and (t, s) in skip_evict:
+            skip_evict.discard((t, s))
+            continue
+        if kind == EV_ALLOC:
+            live[(t, s)] = nb
+            if t in absent:
+                of_tensor.setdefault(t, []).append((t, s))
+            kinds.append(MALLOC)
+            blocks.append(nb)
+            nb += 1
+        else:
+            b = live.pop((t, s), None)
+            if b is None:       # never allocated in this run's events: nothing to free
+                continue
+            if t in absent and (t, s) in of_tensor.get(t, ()):
+                of_tensor[t].remove((t, s))
+            kinds.append(FREE)
+            blocks.append(b)
+        tens.append(t)
+        times.append(row[0])
+    tens = np.asarray(tens, np.int64)
+    n = len(kinds)
+    return _make(name, kinds, np.asarray(blocks, np.int64) << 12,
+                 size_bytes[tens] if n else np.zeros(0, np.int64), times, blocks,
+                 np.zeros(n), {"source": "tensor-engine", "tensor_of_op": tens})

@@ -39,11 +39,11 @@ for _m in BUILTIN:
 #: (the driver engine's policies answer another question: docs/driver-engine.md)
 DEFAULT_POLICIES = tuple(r.name for r in records() if r.engine != "driver")
 
-#: trace-driven swapping on the `swap` engine (docs/allocators.md): registered, not in the
+#: trace-driven swapping (the `swap` runner over the tensor engine, docs/allocators.md): not in the
 #: default comparison
 register_engine(EngineRecord("swap", "g10fast.run:run_swap_engine",
-                             "trace-driven explicit swaps over the host link (SINGA, AppObMem) "
-                             "with an offset-level allocator"))
+                             "trace-driven swap plans (SINGA, AppObMem) run on the tensor "
+                             "engine as host-link hints, placed by an offset-level allocator"))
 SEED = ("trace_swap",)
 for _m in SEED:
     _mod = importlib.import_module(f"g10fast.policies.{_m}")

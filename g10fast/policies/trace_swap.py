@@ -1,16 +1,20 @@
-"""SINGA's swap planner (`singa_swap`) and AppObMem (`appobmem`) on g10fast's models, on the
-`swap` engine (docs/allocators.md, "Policies on the models").
+"""SINGA's swap planner (`singa_swap`) and AppObMem (`appobmem`) on g10fast's models, run
+through the tensor engine (docs/allocators.md, "Policies on the models").
 
 The workload becomes its allocation trace (E5: kernel k's tensors read/written at its ops,
 malloc at first use, free after last use; weights never freed), three iterations long; the
-planner of g10fast.alloc.swap plans the middle one under the memory limit, with explicit
-swaps over the host link (E7: two FIFO channels, the preset's link bandwidth and latency, or
-SINGA's measured costs); the iteration takes the kernel time of the workload plus the waits
-for transfers. The allocator (a run option) then places the planned iteration's blocks with
-the swaps' frees and mallocs in them (`swapped_iteration`; the runner is
-g10fast.run.run_swap_engine) (SINGA's SwapPool semantics): the GPU memory the policy
-needs is that allocator's peak reserved bytes. A need above the GPU's memory is a failed run
-whose failure says by how much."""
+planner of g10fast.alloc.swap plans the middle one under the memory limit. `swap_hints` turns
+the plan into the tensor engine's hint rows (kernel, tensor, NOT_KNOWN, IN_CPU | IN_GPU): a
+swap-out issued at the kernel after the block's last use, a swap-in at the kernel where the
+planner starts it. The tensor engine (g10fast.engine.tensor, unchanged; mode G10GDSFULL with
+its artifact quirks off, the whole host link as its host lane, and room for every tensor)
+runs the iteration with the workload's kernel times and explicit host-link transfers: its
+time is the result. The allocator (a run option, `--allocator`, or the policy's `allocator`)
+then places the engine's allocations and frees (`from_tensor_events`): its peak reserved
+bytes are the GPU memory the policy needs (`gpu_memory_needed_bytes`). A need above the
+GPU's memory lowers the planner's limit by the excess and plans again (`fit_allocator`, up to
+`fit_rounds` times); still above it, the run fails saying by how much. The runner is
+g10fast.run.run_swap_engine."""
 
 from __future__ import annotations
 
@@ -30,6 +34,13 @@ class Options:
     link: str = "preset"            # preset (host link of the system) | singa_measured
     mode: str = "stick_to_limit"    # stick_to_limit | no_overhead
     faithful_quirks: bool = False   # WDOA = 0, DOA = gap - 2 T_out
+    #: [ours] the limit derived from the GPU's memory is lowered by the allocator's excess
+    #: (need - GPU memory) and the iteration planned again, at most `fit_rounds` times
+    fit_allocator: bool = True
+    fit_rounds: int = 4
+    #: [ours] plan the steady state: a chosen swap's bytes leave the load in the iterations
+    #: before and after too (plan_swaps' `periodic`), as the engine's run shows them
+    periodic: bool = True
 
     def check(self):
         if self.score not in ("doa", "aoa", "wdoa", "vote"):
@@ -45,6 +56,10 @@ class Options:
         if self.link not in ("preset", "singa_measured"):
             raise InputError(f"must be preset or singa_measured, got {self.link!r}",
                              param="policy.link")
+        if isinstance(self.fit_rounds, bool) or not isinstance(self.fit_rounds, int) \
+                or not 0 <= self.fit_rounds <= 20:
+            raise InputError(f"must be an integer in 0..20, got {self.fit_rounds!r}",
+                             param="policy.fit_rounds")
         if self.mode not in ("stick_to_limit", "no_overhead"):
             raise InputError(f"must be stick_to_limit or no_overhead, got {self.mode!r}",
                              param="policy.mode")
@@ -58,9 +73,15 @@ class AppObOptions(Options):
     #: page engine, its fault-distorted kernel times, seed-policies §3.3), then schedule the
     #: chosen swaps on the real (nominal) times; "none": plan on the nominal times
     profile_policy: str = "lru"
+    #: appob.trace: "alloc_free_access" (reads and writes seen) | "alloc_free_only" [ours]:
+    #: addresses from malloc/free only (g10fast.alloc.swap.plan_swaps `accesses`)
+    trace: str = "alloc_free_access"
 
     def check(self):
         super().check()
+        if self.trace not in ("alloc_free_access", "alloc_free_only"):
+            raise InputError(f"must be alloc_free_access or alloc_free_only, got "
+                             f"{self.trace!r}", param="policy.trace")
         if self.profile_policy not in ("lru", "none"):
             raise InputError(f"must be lru or none, got {self.profile_policy!r}",
                              param="policy.profile_policy")
@@ -120,6 +141,87 @@ def swapped_iteration(trace, plan):
     return AllocTrace(trace.name + "-swapped", np.asarray(kinds, np.int8), blocks,
                       np.asarray(sizes, np.int64), np.arange(n, dtype=np.int64), blocks,
                       np.zeros(n, np.int16), {})
+
+
+def absolute_kernels(trace) -> np.ndarray:
+    """Per op of a workload-derived trace, its kernel counted across iterations (iteration ×
+    K + kernel; -1 for the start-up mallocs)."""
+    kop = np.asarray(trace.meta["kernel_of_op"], np.int64)
+    K = int(trace.meta.get("kernels") or (kop.max() + 1))
+    drop = np.zeros(len(kop), np.int64)
+    drop[1:] = (kop[1:] < kop[:-1]) & (kop[1:] >= 0)
+    return np.where(kop >= 0, kop + K * np.cumsum(drop), -1)
+
+
+def swap_hints(trace, plan) -> tuple[np.ndarray, dict, dict]:
+    """The plan of a workload-derived trace (`from_workload`: its `kernel_of_op` and
+    `tensor_of_op`) as the tensor engine's hint rows (kernel, tensor, NOT_KNOWN, to), to =
+    IN_CPU (swap-out) or IN_GPU (swap-in); counts; and the tensors absent when the iteration
+    starts ({tensor: kernel of its swap-out}).
+
+    In kernels counted across the trace's iterations, a swap is absent from its swap-out's
+    kernel (that of its planned start, at the earliest the kernel after the last use) to its
+    swap-in's (that of its planned start, after the swap-out's, at the latest the next use's).
+    Taken modulo the iteration's K kernels: an absence inside [0, K) gives an out hint and an
+    in hint; one that wraps round the iteration's end (weights and optimizer state used last
+    late in one iteration and next early in the next) means the tensor is on the host when
+    the iteration starts: its swap-out is issued at kernel 0 (in the order of the swap-ins; the engine's one iteration
+    starts with every weight resident; the transfer stands for the previous iteration's, so
+    each swap still moves its bytes once each way per iteration) and its swap-in where
+    planned; the allocator's trace then leaves it out until that swap-in and frees it at its
+    swap-out kernel (g10fast.alloc.trace.from_tensor_events, `absent_at_start`). An absence
+    that ends at kernel 0 of the next iteration (nothing to fetch inside this one) and swaps
+    whose gap is a single kernel are left out and counted."""
+    from g10fast.locations import IN_CPU, IN_GPU, NOT_KNOWN
+    kop = np.asarray(trace.meta["kernel_of_op"], np.int64)
+    top = np.asarray(trace.meta["tensor_of_op"], np.int64)
+    K = int(trace.meta.get("kernels") or (kop.max() + 1))
+    ak = absolute_kernels(trace)
+    s, L = int(plan.start), int(plan.length)
+    base = int(ak[s]) - int(kop[s])
+    n = trace.num_ops
+    rows, absent, proxies = [], {}, []
+    wrap = short = edge = 0
+    for q in range(plan.num_swaps):
+        r, d = s + int(plan.r_idx[q]), s + int(plan.d_idx[q])
+        if ak[r] < 0 or d >= n:
+            edge += 1
+            continue
+        kr, kd = int(ak[r]), int(ak[d])
+        k_out = max(int(ak[min(s + int(plan.out_start_idx[q]), d)]), kr + 1)
+        if k_out >= kd:
+            short += 1
+            continue
+        k_in = min(max(int(ak[min(s + int(plan.in_start_idx[q]), d)]), k_out + 1), kd)
+        t = int(top[r])
+        o, i = k_out - base, k_in - base
+        if 0 <= o and i < K:
+            rows.append((o, t, NOT_KNOWN, IN_CPU))
+            rows.append((i, t, NOT_KNOWN, IN_GPU))
+            continue
+        o, i = o % K, i % K
+        if i == 0 or t in absent:
+            edge += 1
+            continue
+        wrap += 1
+        absent[t] = o
+        proxies.append((i, t))
+        rows.append((i, t, NOT_KNOWN, IN_GPU))
+    # the stand-in swap-outs at kernel 0 in the order their swap-ins come (the out channel
+    # is a FIFO: the tensor needed first leaves first)
+    rows = [(0, t, NOT_KNOWN, IN_CPU) for i, t in sorted(proxies)] + rows
+    h = np.asarray(rows, np.int64).reshape(-1, 4)
+    h = h[np.argsort(h[:, 0], kind="stable")]
+    return h, {"hinted_swaps": int(len(rows) // 2), "wrapping_swaps": int(wrap),
+               "late_left_out": int(short), "edge_left_out": int(edge)}, absent
+
+
+#: the tensor engine's options for explicit swaps: its artifact quirks (O-n) off, so that a
+#: swap costs its transfer and a kernel waits for its data (docs/allocators.md)
+ENGINE_OPTIONS = {"gds_ready_on_alloc": False, "gds_weights_free_refetch": False,
+                  "gds_fetch_during_offload": False, "gds_reoffload": False,
+                  "gds_demand_from_ssd": False, "bytes_at_schedule": False,
+                  "tensor24_bypass": False, "largest_misses_last_page": False}
 
 
 RECORDS = (
