@@ -34,7 +34,8 @@ import torch
 t_import = time.perf_counter() - t0
 from g10fast.capture import capture, to_workload, resolve_model
 from g10fast.workload.h5trace import write_workload_h5
-name, batch, seq, dtype, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+name, dtype, out = sys.argv[1], sys.argv[4], sys.argv[5]
+batch, seq = int(sys.argv[2]), int(sys.argv[3])
 m = resolve_model(name, batch=batch, seq_len=seq, dtype=dtype)
 c0 = time.process_time()
 cap = capture(m)
@@ -48,8 +49,10 @@ t_write = time.perf_counter() - t1
 ph = w.meta["kernel_phase"]
 print(json.dumps({"model": name, "batch": batch, "seq_len": seq, "dtype": dtype,
     "parameters": cap.params, "torch_ops": cap.ops_seen, "kernels": w.num_kernels,
-    "kernels_fwd": ph.count("forward"), "kernels_bwd": ph.count("backward"), "kernels_opt": ph.count("update"),
-    "tensors": w.num_tensors, "capture_s": round(cap.seconds, 2), "capture_cpu_s": round(cpu, 2), "import_torch_s": round(t_import, 2),
+    "kernels_fwd": ph.count("forward"), "kernels_bwd": ph.count("backward"),
+    "kernels_opt": ph.count("update"), "tensors": w.num_tensors,
+    "capture_s": round(cap.seconds, 2), "capture_cpu_s": round(cpu, 2),
+    "import_torch_s": round(t_import, 2),
     "to_workload_s": round(t_wl, 2), "write_h5_s": round(t_write, 2),
     "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     "peak_live_gib_recorded": round(cap.peak_live_bytes() / 2**30, 3)}))

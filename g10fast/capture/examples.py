@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import math
 
 import torch
 import torch.nn as nn
@@ -296,4 +295,4 @@ EXAMPLES = {
 }
 
 __all__ = ["EXAMPLES", "GPT2", "Llama", "ResNet", "ConvNet", "MLP", "gpt2", "llama", "resnet50",
-           "mlp", "tiny_transformer", "convnet", "math"]
+           "mlp", "tiny_transformer", "convnet"]

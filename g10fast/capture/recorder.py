@@ -14,7 +14,7 @@ kept on the CPU by PyTorch's non-fused optimizers) launch nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
