@@ -6,6 +6,10 @@
     g10fast run                      (the default comparison: a built-in model, all policies)
     g10fast run FILE.toml            (a TOML run file, docs/run-format.md)
     g10fast models [--batch N]       (built-in models and their footprint)
+    g10fast capture EXAMPLE|module:function --out W.h5 [--batch N --seq-len L --dtype D]
+    g10fast workload export MODEL|CONFIG --out W.h5 [--batch N --system S | --g10 DIR]
+    g10fast workload inspect W.h5
+    g10fast run --workload W.h5 [--policy P --system S]   (an HDF5 workload trace)
     g10fast trace inspect FILE.h5 [--allow-incomplete]
     g10fast trace verify FILE.h5
     g10fast store verify STORE       (every point checked against its checksum)
@@ -127,6 +131,8 @@ def _spec_from_args(args):
 
     over = {"host_mem_gb": args.host_mem_gb, "ssd_gbps": args.ssd_gbps,
             "pcie_gbps": args.pcie_gbps}
+    if getattr(args, "workload", None) is not None:
+        return _trace_spec_from_args(args)
     if args.config is not None:
         if args.g10 is not None:
             raise InputError("give either a config file or --g10 with --model/--batch/--policy",
@@ -179,6 +185,76 @@ def _spec_from_args(args):
         opts = dict(spec.to_dict()["policy"]["options"], **_options(args.option))
         spec = make_spec(spec.workload, spec.system, rec.name, opts, spec.engine)
     return spec, None
+
+
+def _trace_spec_from_args(args):
+    """-> (RunSpec, note) of `run --workload FILE.h5` (an HDF5 workload trace)."""
+    from g10fast import policies
+    from g10fast.spec import trace_spec
+    for flag in ("config", "g10", "model", "batch"):
+        if getattr(args, flag) is not None:
+            raise InputError(f"--workload fixes the model and batch; drop --{flag}",
+                             param=f"--{flag}")
+    rec = policies.get(args.policy or "lru", param="--policy")
+    over = {}
+    if args.host_mem_gb is not None:
+        over["host.memory_gb"] = args.host_mem_gb
+    if args.ssd_gbps is not None:
+        over["ssd.bandwidth_gbps"] = args.ssd_gbps
+    if args.pcie_gbps is not None:
+        over["host.link_gbps"] = args.pcie_gbps
+    system = args.system or "g10-artifact"
+    spec = trace_spec(args.workload, system, rec.name, overrides=over,
+                      options=_options(args.option))
+    return spec, f"workload trace {args.workload} ({spec.workload.model}, batch " \
+                 f"{spec.workload.batch}) on {system}"
+
+
+def cmd_workload_export(args) -> int:
+    from g10fast.workload.h5trace import write_workload_h5
+    from g10fast.run import workload_of
+    from g10fast.spec import builtin_spec, from_g10_config
+    from g10fast.config import genconfig, read_g10_config
+    from g10fast.workload.times import frequency_hz
+
+    if args.g10 is not None:
+        spec = from_g10_config(genconfig(args.g10, args.source, args.batch or 128, "lru"))
+        source = "artifact"
+    elif os.path.isfile(args.source) and not args.source.endswith(".toml"):
+        spec = from_g10_config(read_g10_config(args.source), source=args.source)
+        source = "artifact"
+    else:
+        spec = builtin_spec(args.source, args.batch, args.system or "g10-artifact")
+        source = "builtin"
+    w = workload_of(spec)
+    sysm = spec.system
+    write_workload_h5(args.out, w, {"source": source, "model": spec.workload.model,
+                                    "batch": spec.workload.batch, "gpu": sysm.gpu_model,
+                                    "system_preset": sysm.name or "",
+                                    "kernel_times": w.meta.get("kernel_times", "artifact"
+                                                               if source == "artifact"
+                                                               else "estimated"),
+                                    "command": "g10fast workload export " + args.source},
+                      freq_hz=frequency_hz(sysm.gpu_frequency_ghz),
+                      transformer=spec.workload.shape.transformer,
+                      trans_borden=spec.workload.shape.borden)
+    print(f"{w.name} batch {w.batch_size}: {w.num_kernels} kernels, {w.num_tensors} tensors, "
+          f"{w.footprint_bytes / 2**30:.2f} GiB -> {args.out}")
+    return 0
+
+
+def cmd_workload_inspect(args) -> int:
+    from g10fast.workload.h5trace import read_attrs, read_workload_h5
+    a = read_attrs(args.file)
+    w = read_workload_h5(args.file)
+    print(f"{args.file}: {a['format']} version {a['version']}")
+    print(f"  {w.name} batch {w.batch_size}: {w.num_kernels} kernels, {w.num_tensors} tensors "
+          f"({int(w.is_global.sum())} global, {w.weights_bytes / 2**30:.3f} GiB), footprint "
+          f"{w.footprint_bytes / 2**30:.3f} GiB, ideal {w.ideal_cycles:,} cycles at "
+          f"{int(a['freq_hz']) / 1e9:g} GHz")
+    for k, v in sorted(a["provenance"].items()):
+        print(f"  {k}: {v}")
+    return 0
 
 
 def _file_policy(cfg) -> str:
@@ -304,7 +380,7 @@ def cmd_run(args) -> int:
     from g10fast.run import run
 
     if args.config is None and args.g10 is None and args.model is None and args.batch is None \
-            and args.policy is None:
+            and args.policy is None and getattr(args, "workload", None) is None:
         from g10fast.api import DEFAULT_RUN
         w = DEFAULT_RUN["workload"]
         note = (f"default run: built-in {w['model']} at batch {w['batch']} on the "
@@ -834,6 +910,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--model", help="a built-in model (`g10fast models`), or with --g10 one of "
                                    "BERT, VIT, Inceptionv3, ResNet152, SENet154")
     r.add_argument("--batch", type=int, help="batch size")
+    r.add_argument("--workload", help="an HDF5 workload trace (`g10fast capture`, `g10fast "
+                                      "workload export`; docs/workload-trace-format.md)")
     r.add_argument("--system", help="hardware preset of a built-in model (`g10fast presets`; "
                                     "default g10-artifact)")
     r.add_argument("--policy", help="a policy of `g10fast policies` (name, alias or display "
@@ -959,6 +1037,7 @@ def build_parser() -> argparse.ArgumentParser:
     tv.add_argument("--json", action="store_true", help="print the report as JSON")
     tv.set_defaults(func=cmd_trace_verify)
     _store_parsers(sub)
+    _workload_parsers(sub)
 
     def sweep_opts(q):
         q.add_argument("--workers", default=None, metavar="N",
@@ -1012,6 +1091,46 @@ def build_parser() -> argparse.ArgumentParser:
     sweep_opts(rp)
     rp.set_defaults(func=cmd_reproduce)
     return p
+
+
+def _workload_parsers(sub) -> None:
+    wk = sub.add_parser("workload", help="export or inspect an HDF5 workload trace")
+    wsub = wk.add_subparsers(dest="workload_command", required=True)
+    we = wsub.add_parser("export", help="write a built-in or artifact workload as an HDF5 "
+                         "workload trace (docs/workload-trace-format.md)")
+    we.add_argument("source", help="a built-in model (`g10fast models`), a G10 config file, "
+                                   "or with --g10 an artifact model (BERT, VIT, ResNet152, ...)")
+    we.add_argument("--out", required=True, help="the HDF5 file to write")
+    we.add_argument("--batch", type=int, help="batch size")
+    we.add_argument("--system", help="hardware preset of a built-in model (default g10-artifact)")
+    we.add_argument("--g10", type=Path, help="the G10 artifact folder")
+    we.set_defaults(func=cmd_workload_export)
+    wi = wsub.add_parser("inspect", help="summary and provenance of a workload trace")
+    wi.add_argument("file")
+    wi.set_defaults(func=cmd_workload_inspect)
+    ca = sub.add_parser("capture", help="record one training iteration of a PyTorch model on "
+                        "fake CPU tensors into an HDF5 workload trace (needs torch; "
+                        "docs/capture.md)")
+    ca.add_argument("model", help="a bundled example (gpt2-small, gpt2-xl, llama-7b, resnet50, "
+                                  "mlp, tiny-transformer) or module:function returning a "
+                                  "g10fast.capture.Model")
+    ca.add_argument("--out", required=True, help="the HDF5 workload trace to write")
+    ca.add_argument("--batch", type=int, help="batch size")
+    ca.add_argument("--seq-len", type=int, help="sequence length (language models)")
+    ca.add_argument("--dtype", help="float32, bfloat16 or float16 (default: the example's)")
+    ca.add_argument("--system", default="g10-artifact",
+                    help="hardware preset whose GPU the kernel times are estimated for")
+    ca.add_argument("--optimizer", help="adamw (default), adamw-foreach, adamw-fused or sgd")
+    ca.set_defaults(func=cmd_capture)
+
+
+def cmd_capture(args) -> int:
+    try:
+        from g10fast.capture import capture_cli
+    except ImportError as e:  # pragma: no cover - torch missing
+        raise InputError(f"capture needs torch ({e}); pip install 'g10fast[torch]'",
+                         param="capture") from None
+    return capture_cli(args)
 
 
 def main(argv=None) -> int:

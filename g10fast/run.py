@@ -95,6 +95,10 @@ def _source_workload(spec: RunSpec) -> Workload:
             return estimated_workload(g, gpu, ghz)
         from g10fast.workload.profile import read_profile, workload_from_profile
         return workload_from_profile(g, read_profile(src.kernel_times), ghz)
+    if src.kind == "trace":
+        from g10fast.workload.h5trace import trace_workload
+        return trace_workload(dict(src.files)["path"], spec.system.gpu_frequency_ghz,
+                              spec.engine.kernel_speedup)
     raise InputError(f"unknown workload source {src.kind!r}", param="workload.kind")
 
 

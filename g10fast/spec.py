@@ -35,8 +35,10 @@ class WorkloadSource:
     kind "builtin": a model of data/models (`model`, `batch`), kernel times from the cost
     model on the system's GPU ("estimated") or a profile file, `model_options` overriding the
     model file's parameters. kind "artifact": the G10 artifact's model and kernel-trace files
-    (`files`: the config keys of ARTIFACT_WORKLOAD_KEYS). `fuse`: the fusion pass applied to
-    the workload before planning (none | xla | stitch; g10fast.workload.fusion)."""
+    (`files`: the config keys of ARTIFACT_WORKLOAD_KEYS). kind "trace": an HDF5 workload
+    trace (docs/workload-trace-format.md; `files`: (("path", FILE.h5),)), its stored times.
+    `fuse`: the fusion pass applied to the workload before planning (none | xla | stitch;
+    g10fast.workload.fusion)."""
 
     kind: str
     model: str
@@ -48,6 +50,9 @@ class WorkloadSource:
 
     @property
     def shape(self) -> ArtifactShape:
+        if self.kind == "trace":
+            from g10fast.workload.h5trace import trace_shape
+            return trace_shape(dict(self.files)["path"])
         if self.kind == "artifact":
             f = dict(self.files)
             return ArtifactShape(int(f.get("is_transformer", 0)) == 1,
@@ -248,11 +253,33 @@ def builtin_spec(model, batch: int | None = None, system="g10-artifact", policy=
     return make_spec(wl, sysobj, policy, options, engine, source)
 
 
+def trace_spec(path, system="g10-artifact", policy="lru", *, overrides: dict | None = None,
+               options: dict | None = None, engine: dict | EngineOptions | None = None,
+               source: str = "") -> RunSpec:
+    """An HDF5 workload trace (`g10fast capture`, `g10fast workload export`) on a hardware
+    preset (name, path, preset dict or System) under one policy."""
+    from g10fast.hardware import load_preset
+    from g10fast.workload.h5trace import read_attrs
+    path = os.path.abspath(os.fspath(path))
+    a = read_attrs(path)
+    try:
+        if isinstance(system, System):
+            sysobj = system
+        else:
+            preset = system if isinstance(system, dict) else load_preset(system, overrides)
+            sysobj = System.from_preset(preset)
+    except InputError as e:
+        raise _where(e, source or None) from None
+    wl = WorkloadSource("trace", str(a.get("name", "?")), int(a.get("batch_size", 1)), "file",
+                        files=(("path", path),))
+    return make_spec(wl, sysobj, policy, options, engine, source)
+
+
 # ---------------------------------------------------------------------------------------------
 # TOML run files (docs/run-format.md)
 
 _TOP = {"workload", "system", "policy", "engine", "output"}
-_WORKLOAD_KEYS = {"model", "batch", "kernel_times", "artifact_config", "fuse"}
+_WORKLOAD_KEYS = {"model", "batch", "kernel_times", "artifact_config", "fuse", "trace"}
 _SYSTEM_KEYS = {"preset", "overrides"}
 _POLICY_KEYS = {"name", "names", "options"}
 
@@ -321,6 +348,8 @@ def run_file_specs(d: dict) -> list[RunSpec]:
         given = "names" in pol or "name" in pol
         return [from_g10_config(cfg, policy=n if given else None, source=cfg_path)
                 for n in (names if given else [None])]
+    if "trace" in wl:
+        return _trace_run_specs(wl, sysd, names, options, engine, path)
     _unknown(wl, _WORKLOAD_KEYS - {"artifact_config"} | {"model_options"} | _model_keys(wl),
              "workload", path)
     model = wl.pop("model", None)
@@ -354,6 +383,33 @@ def run_file_specs(d: dict) -> list[RunSpec]:
             {k: v for k, v in options.items() if not isinstance(v, dict)}
         out.append(builtin_spec(model, batch, preset_d, n, options=opts or None, engine=engine,
                                 kernel_times=times, model_options=wl, source=path or ""))
+    return out
+
+
+def _trace_run_specs(wl: dict, sysd: dict, names, options, engine, path) -> list[RunSpec]:
+    """[workload] trace = "W.h5": an HDF5 workload trace (docs/workload-trace-format.md)."""
+    _unknown(wl, {"trace"}, "workload", path)
+    tpath = wl["trace"]
+    if not isinstance(tpath, str) or not tpath:
+        raise InputError("must be the path of an HDF5 workload trace", path=path,
+                         param="workload.trace")
+    if path and not os.path.isabs(tpath):
+        tpath = os.path.join(os.path.dirname(path), tpath)
+    _unknown(sysd, _SYSTEM_KEYS, "system", path)
+    overrides = sysd.get("overrides", {})
+    if not isinstance(overrides, dict):
+        raise InputError("must be a table of dotted keys", path=path, param="system.overrides")
+    try:
+        from g10fast.hardware import load_preset
+        preset_d = load_preset(sysd.get("preset", "g10-artifact"), overrides)
+    except InputError as e:
+        raise _where(e, path) from None
+    out = []
+    for n in names:
+        opts = options.get(n, {}) if isinstance(options.get(n), dict) else \
+            {k: v for k, v in options.items() if not isinstance(v, dict)}
+        out.append(trace_spec(tpath, preset_d, n, options=opts or None, engine=engine or None,
+                              source=path or ""))
     return out
 
 

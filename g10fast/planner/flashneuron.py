@@ -51,10 +51,15 @@ class FlashNeuronPlan:
 
 
 def make_loss_index(workload: Workload) -> int:
+    """The makeLoss kernel; for a captured workload (no makeLoss, kernel phases in its meta,
+    docs/capture.md) the last forward kernel, the one that computes the loss."""
     names = workload.kernel_name
     for k, n in enumerate(names):
         if n == "makeLoss":
             return k
+    phases = workload.meta.get("kernel_phase")
+    if phases is not None and "forward" in phases:
+        return len(phases) - 1 - list(reversed(phases)).index("forward")
     raise ValueError("the workload has no makeLoss kernel")
 
 

@@ -1,0 +1,293 @@
+"""`g10fast capture` (g10fast/capture): the recorder on small models, the split rules, the
+Workload and its HDF5 trace. Skips without torch."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from g10fast.capture import capture, graph_of, resolve_model, to_workload  # noqa: E402
+from g10fast.capture.examples import convnet, mlp, tiny_transformer  # noqa: E402
+from g10fast.errors import InputError  # noqa: E402
+
+ADAMW_STEP = ["mul_.Tensor", "lerp_.Scalar", "mul_.Tensor", "addcmul_", "sqrt", "div.Tensor",
+              "add_.Tensor", "addcdiv_"]
+PARAMS = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+
+
+@pytest.fixture(scope="module")
+def mlp_cap():
+    return capture(mlp())
+
+
+def label_of(cap, i):
+    return cap.storages[i].label
+
+
+def test_mlp_adamw_exact_kernels(mlp_cap):
+    ks = mlp_cap.kernels
+    assert [(k.phase, k.name) for k in ks] == (
+        [("forward", n) for n in ("addmm", "relu", "addmm", "_log_softmax", "nll_loss_forward")]
+        + [("backward", n) for n in ("ones_like", "nll_loss_backward", "_log_softmax_backward_data",
+                                "mm", "mm", "sum.dim_IntList", "threshold_backward", "mm",
+                                "sum.dim_IntList")]
+        + [("update", n) for _ in PARAMS for n in ADAMW_STEP])
+    # parents: the module for fwd/bwd GEMMs, the parameter for the optimizer's kernels
+    assert ks[0].parent == "MLP.fc1" and ks[2].parent == "MLP.fc2" and ks[12].parent == "MLP.fc1"
+    assert [k.parent for k in ks[14:]] == [p for p in PARAMS for _ in ADAMW_STEP]
+    # FLOPs: 2 M N K for each GEMM (batch 32, 64 -> 256 -> 10), nothing for the rest
+    assert [k.flops for k in ks[:14]] == [2 * 32 * 64 * 256, 0, 2 * 32 * 256 * 10, 0, 0, 0, 0, 0,
+                                          2 * 32 * 256 * 10, 2 * 32 * 256 * 10, 0, 0,
+                                          2 * 32 * 64 * 256, 0]
+    # the in-place AdamW update reads and writes the same storage: parameter fc1.weight
+    upd = ks[14 + 7]
+    assert upd.name == "addcdiv_" and upd.outs == [0] and 0 in upd.ins
+    assert label_of(mlp_cap, 0) == "param:fc1.weight"
+    assert [label_of(mlp_cap, i) for i in ks[15].ins] == ["state:fc1.weight.exp_avg",
+                                                          "grad:fc1.weight"]
+    # no kernel for the step counters (host scalars on a GPU run)
+    assert not any(s.host and (s.id in k.ins or s.id in k.outs)
+                   for s in mlp_cap.storages for k in ks)
+
+
+def test_mlp_adamw_exact_free_sequence(mlp_cap):
+    """Each free, as (the kernel and output slot that wrote the storage, or its label; the
+    number of kernels run before it was freed)."""
+    prod = {}
+    for j, k in enumerate(mlp_cap.kernels):
+        for slot, o in enumerate(k.outs):
+            prod.setdefault(o, (j, slot))
+    frees = [(label_of(mlp_cap, i) or prod[i], at) for kind, i, at in mlp_cap.events()
+             if kind == "free"]
+    assert frees == [
+        ((0, 0), 2),     # fc1's pre-activation, once relu ran (relu saves its output)
+        ((4, 1), 7),     # nll_loss's total_weight after nll_loss_backward
+        ((3, 0), 8), ((6, 0), 8), ((7, 0), 11), ((1, 0), 12), ((8, 0), 12),
+        ((5, 0), 14), ((11, 0), 14),          # the loss's seed gradient, relu's gradient
+        # AdamW's for-loop: sqrt's result at once, the denominator when the next
+        # parameter's loop iteration rebinds it
+        ((18, 0), 20), ((26, 0), 28), ((19, 0), 29), ((34, 0), 36), ((27, 0), 37),
+        ((42, 0), 44), ((35, 0), 45),
+        # the end of the step: logits, loss, gradients (zero_grad), the last denominator
+        ((2, 0), 46), ((4, 0), 46), ("grad:fc2.weight", 46), ("grad:fc2.bias", 46),
+        ("grad:fc1.weight", 46), ("grad:fc1.bias", 46), ((43, 0), 46)]
+    assert len(mlp_cap.kernels) == 46
+    first = {}
+    for kind, i, at in mlp_cap.events():     # every alloc precedes its free
+        if kind == "alloc":
+            first[i] = at
+        else:
+            assert first[i] <= at
+    assert mlp_cap.peak_live_bytes() > 0
+
+
+def test_mlp_workload(mlp_cap):
+    w = to_workload(mlp_cap)
+    assert w.num_kernels == 14 + 32
+    names = w.meta["tensor_name"]
+    glob = [n for n, g in zip(names, w.is_global) if g]
+    assert glob == ["param:" + p for p in PARAMS] + [f"state:{p}.{m}" for p in PARAMS
+                                                     for m in ("exp_avg", "exp_avg_sq")]
+    assert w.weights_bytes == 3 * sum(-(-b // 4096) * 4096 for b in
+                                      (256 * 64 * 4, 256 * 4, 10 * 256 * 4, 10 * 4))
+    assert w.meta["kernel_kind"][:3] == ["gemm", "memory", "gemm"]
+    assert np.all(w.exec_cycles >= 1) and np.all(w.exec_cycles <= w.input_pf_cycles)
+    produced_before_use(w)
+
+
+def produced_before_use(w):
+    """Every non-global tensor a kernel reads is an input of the step or was written by an
+    earlier kernel."""
+    names = w.meta["tensor_name"]
+    seen = set()
+    for k in range(w.num_kernels):
+        for t in w.inputs(k):
+            if not w.is_global[t] and not names[t].startswith("input:") and t not in seen:
+                if w.workspace_tensor[k] != t:
+                    raise AssertionError(f"kernel {k} {w.kernel_name[k]} reads tensor {t} "
+                                         "before any kernel wrote it")
+        seen.update(int(t) for t in w.outputs(k))
+
+
+def test_warmup_step_equals_full():
+    a, b = capture(mlp(), warmup="full"), capture(mlp(), warmup="step")
+    assert [(k.name, k.ins, k.outs) for k in a.kernels] == \
+        [(k.name, k.ins, k.outs) for k in b.kernels]
+
+
+def test_tiny_transformer():
+    cap = capture(tiny_transformer())
+    w = to_workload(cap)
+    ph = w.meta["kernel_phase"]
+    assert (ph.count("forward"), ph.count("backward"), ph.count("update")) == (78, 146, 168)
+    att = [k for k in cap.kernels if k.kind == "attention"]
+    assert [k.name for k in att] == ["_scaled_dot_product_flash_attention"] * 2 + \
+        ["_scaled_dot_product_flash_attention_backward"] * 2
+    B, H, T, d = 2, 4, 16, 16
+    # forward QK^T and PV; backward 5 GEMMs (recomputed QK^T, dV, dP, dQ, dK): torch's own
+    # counts, halved for the causal mask
+    assert [k.flops for k in att] == [4 * B * H * T * T * d / 2] * 2 + \
+        [10 * B * H * T * T * d / 2] * 2
+    gemm = [k for k in cap.kernels if k.kind == "gemm"]
+    assert sum(k.flops for k in gemm if k.phase == "backward") == \
+        2 * sum(k.flops for k in gemm if k.phase == "forward")
+    assert any(k.parent == "Llama.layers.1.self_attn.q_proj" for k in gemm)
+    # 21 parameters, each with two moments; the rotary tables are global buffers
+    assert int(w.is_global.sum()) == 21 * 3 + 2
+    produced_before_use(w)
+
+
+def test_conv_backward_split():
+    cap = capture(convnet())
+    bwd = [k for k in cap.kernels if k.op == "convolution_backward"]
+    assert [(k.name, k.parent) for k in bwd] == [
+        ("convolution_backward.input", "ConvNet.conv2"),
+        ("convolution_backward.weight", "ConvNet.conv2"),
+        ("convolution_backward.bias", "ConvNet.conv2"),
+        ("convolution_backward.weight", "ConvNet.conv1")]    # the image needs no gradient
+    fwd = {k.parent: k.flops for k in cap.kernels if k.name == "convolution"}
+    assert fwd["ConvNet.conv2"] == 2 * 4 * 8 * 8 * 16 * 8 * 9 and bwd[0].flops == bwd[1].flops \
+        == fwd["ConvNet.conv2"] and bwd[2].flops == 0 and bwd[3].flops == fwd["ConvNet.conv1"]
+    st = cap.storages
+    lab = lambda ids: sorted(st[i].label for i in ids)  # noqa: E731
+    # dgrad reads grad_output and the weight, wgrad grad_output and the input, bias only grad
+    assert "param:conv2.weight" in lab(bwd[0].ins) and len(bwd[0].ins) == 2
+    assert "param:conv2.weight" not in lab(bwd[1].ins) and len(bwd[1].ins) == 2
+    assert len(bwd[2].ins) == 1 and lab(bwd[1].outs) == ["grad:conv2.weight"]
+    assert lab(bwd[2].outs) == ["grad:conv2.bias"]
+    w = to_workload(cap)
+    cls = w.meta["kernel_class"]
+    assert cls[w.kernel_name.index("convolution_backward.input")] == "Conv2d_Backward_Input"
+    produced_before_use(w)
+
+
+@pytest.mark.parametrize("opt,name,n", [("adamw-foreach", "_foreach_lerp_.Scalar", 4),
+                                        ("adamw-fused", "_fused_adamw_", 4)])
+def test_multi_tensor_split_per_parameter(opt, name, n):
+    cap = capture(mlp(optimizer=opt))
+    ks = [k for k in cap.kernels if k.name == name]
+    assert len(ks) == n and [k.parent for k in ks] == PARAMS
+    st = cap.storages
+    if name == "_fused_adamw_":
+        # param, grad, both moments and the (device) step in; param and moments out
+        for k, p in zip(ks, PARAMS):
+            assert sorted(st[i].label for i in k.outs) == sorted(
+                [f"param:{p}", f"state:{p}.exp_avg", f"state:{p}.exp_avg_sq"])
+            assert f"grad:{p}" in [st[i].label for i in k.ins] and len(k.ins) == 5
+    else:
+        for k, p in zip(ks, PARAMS):
+            assert [st[i].label for i in k.outs] == [f"state:{p}.exp_avg"]
+            assert [st[i].label for i in k.ins] == [f"state:{p}.exp_avg", f"grad:{p}"]
+
+
+def test_trace_round_trip_and_replay(tmp_path):
+    from g10fast.run import run
+    from g10fast.spec import trace_spec
+    from g10fast.workload.h5trace import read_workload_h5, write_workload_h5
+    cap = capture(tiny_transformer())
+    w = to_workload(cap)
+    p = tmp_path / "tiny.h5"
+    write_workload_h5(p, w, {"source": "capture", "model": "tiny-transformer"})
+    r = read_workload_h5(p)
+    for f in ("raw_size", "address", "in_idx", "out_idx", "exec_cycles", "pf_cycles"):
+        assert np.array_equal(getattr(w, f), getattr(r, f))
+    for m in ("kernel_op", "kernel_kind", "kernel_phase", "tensor_name", "kernel_class"):
+        assert list(r.meta[m]) == list(w.meta[m]), m
+    assert np.array_equal(r.meta["kernel_flops"], w.meta["kernel_flops"])
+    assert np.array_equal(r.meta["tensor_free_kernel"], w.meta["tensor_free_kernel"])
+    spec = trace_spec(p, "g10-artifact", "lru", overrides={"gpu.memory_gb": 0.004})
+    a = run(spec)
+    b = run(spec, workload=w)
+    assert a["iterations"] == b["iterations"]
+    assert a["iterations"][1]["exe_time_cycles"] >= w.ideal_cycles
+
+
+def test_graph_leaves_out_host_and_empty(mlp_cap):
+    g, classes = graph_of(mlp_cap)
+    assert g.num_tensors == sum(1 for s in mlp_cap.storages if not s.host and s.nbytes > 0)
+    assert classes[0] == "Linear_Forward" and classes[-1] == "Apply_Grad"
+
+
+def test_resolve_model_errors():
+    with pytest.raises(InputError, match="did you mean 'gpt2-xl'"):
+        resolve_model("gpt2-xll")
+    with pytest.raises(InputError, match="cannot load"):
+        resolve_model("no_such_module_xyz:make")
+    with pytest.raises(InputError, match="takes no 'seq_len'"):
+        resolve_model("mlp", seq_len=5)
+    assert resolve_model("gpt2-small", batch=2, seq_len=64).batch == 2
+
+
+def test_cli_capture(tmp_path, capsys):
+    from g10fast.cli import main
+    p = tmp_path / "m.h5"
+    assert main(["capture", "mlp", "--out", str(p), "--batch", "16"]) == 0
+    assert "46 kernels" in capsys.readouterr().out
+    from g10fast.workload.h5trace import read_attrs
+    prov = read_attrs(p)["provenance"]
+    assert prov["source"] == "capture" and prov["batch"] == 16 and "version_torch" in prov
+    assert main(["capture", "nope", "--out", str(p)]) == 2
+    assert main(["capture", "mlp", "--out", str(tmp_path / "no" / "x.h5")]) == 2
+    assert main(["capture", "mlp", "--dtype", "float8", "--out", str(p)]) == 2
+
+
+def test_every_default_policy_runs_on_a_capture(tmp_path):
+    """A captured workload replayed from its trace under each default policy, oversubscribed
+    (FlashNeuron finds the end of the forward pass from the kernel phases, as it finds
+    makeLoss in a built-in model)."""
+    from g10fast import policies
+    from g10fast.run import run
+    from g10fast.spec import trace_spec
+    from g10fast.workload.h5trace import write_workload_h5
+    w = to_workload(capture(tiny_transformer(batch=8, seq_len=64)))
+    p = tmp_path / "t.h5"
+    write_workload_h5(p, w, transformer=True)
+    gb = 0.7 * w.footprint_bytes / 1e9
+    for pol in policies.DEFAULT_POLICIES:
+        res = run(trace_spec(p, "g10-artifact", pol, overrides={"gpu.memory_gb": gb}))
+        assert res["status"] == "ok", (pol, res.get("failure"))
+        it = res["iterations"][res["reported"]]
+        assert it["exe_time_cycles"] >= w.ideal_cycles, pol
+
+
+def test_cli_user_module_function(tmp_path, monkeypatch, capsys):
+    """`g10fast capture module:function` with the user's own model, loss and optimizer."""
+    (tmp_path / "user_step.py").write_text(
+        "import torch, torch.nn as nn, torch.nn.functional as F\n"
+        "from g10fast.capture import Model\n"
+        "def make(batch=4):\n"
+        "    return Model('user-net', lambda: nn.Sequential(nn.Linear(8, 16), nn.Tanh(),\n"
+        "                                                   nn.Linear(16, 2)),\n"
+        "                 lambda: ((torch.zeros(batch, 8),), torch.zeros(batch, 2)),\n"
+        "                 F.mse_loss, lambda p: torch.optim.SGD(p, lr=0.1), batch)\n"
+        "def not_a_model(batch=4):\n"
+        "    return 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from g10fast.cli import main
+    out = tmp_path / "u.h5"
+    assert main(["capture", "user_step:make", "--batch", "3", "--out", str(out)]) == 0
+    from g10fast.workload.h5trace import read_workload_h5
+    w = read_workload_h5(out)
+    assert w.name == "user-net" and w.batch_size == 3
+    assert w.kernel_name[:3] == ["addmm", "tanh", "addmm"]
+    assert w.meta["kernel_phase"].count("update") == 4          # SGD: one add_ per parameter
+    assert main(["capture", "user_step:not_a_model", "--out", str(out)]) == 2
+    assert "not a g10fast.capture.Model" in capsys.readouterr().err
+
+
+def test_fusion_on_a_capture_and_its_trace(tmp_path):
+    """The fusion pass (g10fast/workload/fusion.py) on a captured workload: it reads the
+    capture's phases, fuses RMSNorm's element-wise chain, and the fused workload writes and
+    reads back as a trace."""
+    from g10fast.workload.fusion import fuse
+    from g10fast.workload.h5trace import read_workload_h5, write_workload_h5
+    w = to_workload(capture(tiny_transformer()))
+    for mode in ("xla", "stitch"):
+        f = fuse(w, mode)
+        assert f.num_kernels < w.num_kernels
+        assert f.ideal_cycles < w.ideal_cycles
+        assert f.meta["kernel_phase"][0] == "forward" and f.meta["kernel_phase"][-1] == "update"
+        p = tmp_path / f"{mode}.h5"
+        write_workload_h5(p, f)
+        r = read_workload_h5(p)
+        assert r.kernel_name == f.kernel_name and np.array_equal(r.exec_cycles, f.exec_cycles)
