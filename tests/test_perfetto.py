@@ -193,7 +193,7 @@ def test_perfetto_export_matches_the_hdf5_trace(synth):
 
 def test_link_counters_conserve_bytes():
     """In flight: the time integral is bytes x duration; throughput: it is the bytes moved."""
-    b = _Bins(0, 10_000, 37)
+    b = _Bins(0, 10_000, 37, min_interval=1)
     s = np.array([100, 2_000, 2_500, 9_000])
     e = np.array([1_900, 2_600, 7_777, 9_999])
     x = np.array([4096, 8192, 40960, 4096], np.float64)
