@@ -555,7 +555,7 @@ def cmd_trace_export(args) -> int:
     progress = _run_progress(args, "exporting")
     progress.unit = "event"      # events read from the trace
     rep = export_trace(args.file, out, fmt=fmt, pages=args.pages, kernels=args.kernels,
-                       samples=args.samples, progress=progress)
+                       samples=args.samples, flows=args.flows, progress=progress)
     progress.close()
     if args.json:
         json.dump(rep, sys.stdout, indent=1)
@@ -631,6 +631,8 @@ def _trace_timeline_parsers(tsub) -> None:
                     help="only kernel executions A..B-1 (time order, all iterations counted)")
     te.add_argument("--samples", type=int, help="counter samples per counter "
                     "(default 100,000; 1,000,000 with --pages)")
+    te.add_argument("--flows", action="store_true", help="a flow arrow from the last page "
+                    "arrival each faulting kernel waited for to the kernel")
     te.add_argument("--open", action="store_true", help="serve the file once on 127.0.0.1 "
                     "and print the ui.perfetto.dev URL that loads it")
     te.add_argument("--port", type=int, default=9001, help="port for --open (default 9001, "

@@ -146,6 +146,14 @@ class _Rows:
     def field(self, field: int, v, present=None) -> "_Rows":
         return self.const(_tag(field, 0), present).varint(v, present)
 
+    def fixed64(self, field: int, v, present=None) -> "_Rows":
+        self.const(_tag(field, 1), present)
+        mat = np.ascontiguousarray(np.asarray(v, "<u8")).view(np.uint8).reshape(self.n, 8)
+        self.mats.append(mat)
+        self.masks.append(np.ones((self.n, 8), bool) if present is None
+                          else np.repeat(present[:, None], 8, axis=1))
+        return self
+
     def nested(self, field: int, inner: "_Rows", present=None) -> "_Rows":
         ln = inner.nbytes()
         self.const(_tag(field, 2), present).varint(ln, present)
@@ -168,11 +176,12 @@ class _Rows:
 
 
 def encode_track_events(ts, typ, track, name_iid=None, counter=None, args=(),
-                        args_mask=None) -> bytes:
+                        args_mask=None, flow=None, terminating_flow=None) -> bytes:
     """``Trace.packet`` repeated: one TracePacket per row with timestamp ``ts`` (ns) and a
     TrackEvent {type, track_uuid, name_iid?, counter_value?, debug_annotations (name_iid,
     int_value) for each (iid, values) of ``args``, on the rows of ``args_mask`` (all by
-    default)}; a ``name_iid`` of 0 is left out. Scalars broadcast."""
+    default), flow_ids / terminating_flow_ids (one each, left out where 0)}; a ``name_iid``
+    of 0 is left out. Scalars broadcast."""
     ts = np.asarray(ts, np.int64)
     n = ts.size
     if n == 0:
@@ -195,6 +204,10 @@ def encode_track_events(ts, typ, track, name_iid=None, counter=None, args=(),
         da = _Rows(n).const(_tag(1, 0) + _varint_scalar(iid)).const(_tag(4, 0)).varint(
             v.view(np.uint64))
         te.nested(4, da, present=args_mask)
+    for field, f in ((47, flow), (48, terminating_flow)):
+        if f is not None:
+            f = col(f).astype(np.int64)
+            te.fixed64(field, f, present=f > 0)
     pk = _Rows(n)
     pk.field(8, ts.astype(np.uint64))
     pk.const(_tag(10, 0) + _varint_scalar(SEQ) + _tag(13, 0) + _varint_scalar(2))
@@ -252,7 +265,7 @@ class _ProtoSink(_Sink):
         fh.write(_interned_packet(names, ARG_NAMES))
         self.packets = len(tracks) + 1
 
-    def slices(self, track, begin, end, name_iid, args=()):
+    def slices(self, track, begin, end, name_iid, args=(), terminating_flow=None):
         n = len(begin)
         if n == 0:
             return
@@ -269,15 +282,20 @@ class _ProtoSink(_Sink):
             a2.append((k, full))
         mask = np.zeros(2 * n, bool)
         mask[0::2] = True
+        tf = None
+        if terminating_flow is not None:
+            tf = np.zeros(2 * n, np.int64)
+            tf[0::2] = terminating_flow
         self.fh.write(encode_track_events(ts, typ, track, nid,
-                                          args=[(_ARG[k], v) for k, v in a2], args_mask=mask))
+                                          args=[(_ARG[k], v) for k, v in a2], args_mask=mask,
+                                          terminating_flow=tf))
         self.packets += 2 * n
 
-    def instants(self, track, ts, name_iid, args=()):
+    def instants(self, track, ts, name_iid, args=(), flow=None):
         if len(ts) == 0:
             return
         self.fh.write(encode_track_events(ts, T_INSTANT, track, name_iid,
-                                          args=[(_ARG[k], v) for k, v in args]))
+                                          args=[(_ARG[k], v) for k, v in args], flow=flow))
         self.packets += len(ts)
 
     def counter(self, track, ts, values):
@@ -326,8 +344,14 @@ class _JsonSink(_Sink):
     def _args(self, args, i) -> str:
         return ",".join(f'"{k}":{int(v[i])}' for k, v in args)
 
-    def slices(self, track, begin, end, name_iid, args=()):
+    def slices(self, track, begin, end, name_iid, args=(), terminating_flow=None):
         tid = self.tid[track]
+        if terminating_flow is not None:
+            tf = np.asarray(terminating_flow)
+            tb = self._us(begin)
+            self._emit([f'{{"ph":"f","bp":"e","id":{int(tf[i])},"name":"waited for",'
+                        f'"cat":"flow","pid":1,"tid":{tid},"ts":{tb[i]}}}'
+                        for i in range(len(tf)) if tf[i] > 0])
         nid = np.broadcast_to(np.asarray(name_iid), (len(begin),))
         args = [(k, np.broadcast_to(np.asarray(v), (len(begin),))) for k, v in args]
         dur = (np.asarray(end) - np.asarray(begin))
@@ -336,8 +360,13 @@ class _JsonSink(_Sink):
                     f'"name":{json.dumps(self.names[nid[i] - 1])},"args":{{{self._args(args, i)}}}}}'
                     for i in range(len(begin))])
 
-    def instants(self, track, ts, name_iid, args=()):
+    def instants(self, track, ts, name_iid, args=(), flow=None):
         tid = self.tid[track]
+        if flow is not None:
+            fl = np.asarray(flow)
+            tt = self._us(ts)
+            self._emit([f'{{"ph":"s","id":{int(fl[i])},"name":"waited for","cat":"flow",'
+                        f'"pid":1,"tid":{tid},"ts":{tt[i]}}}' for i in range(len(fl))])
         nid = np.broadcast_to(np.asarray(name_iid), (len(ts),))
         args = [(k, np.broadcast_to(np.asarray(v), (len(ts),))) for k, v in args]
         t = self._us(ts)
@@ -656,7 +685,7 @@ def _names(run: _Run) -> list[str]:
     loc_names = {int(v): v.name for v in Location}
     fixed = ["faults", "hints"] + [f"hint → {loc_names[v]}" for v in sorted(loc_names)] \
         + [f"hint → {v}" for v in ("none",)] + [name for _, _, name in LINKS] \
-        + [f"{name} move" for _, _, name in LINKS] + ["fault"]
+        + [f"{name} move" for _, _, name in LINKS] + ["fault", "arrived"]
     out, seen = [], set()
     for s in fixed + kn:
         if s not in seen:
@@ -667,12 +696,13 @@ def _names(run: _Run) -> list[str]:
 
 def export_trace(path, out, fmt: str = "perfetto", pages: bool = False,
                  kernels: str | None = None, samples: int | None = None,
-                 merge_gap: int | None = None, progress=None) -> dict:
+                 merge_gap: int | None = None, flows: bool = False, progress=None) -> dict:
     """Write the timeline of the event trace ``path`` to ``out`` (Perfetto protobuf, or Chrome
     JSON with ``fmt="json"``); -> a report dict. ``pages``: page-level detail (one instant per
     move, fault and hint); ``kernels``: "A:B", only kernel executions A..B-1 (time order);
     ``samples``: counter samples per counter; ``merge_gap``: cycles between two transfers on
-    a link that still merge into one slice (default: the counter interval, or 0 with pages).
+    a link that still merge into one slice (default: the counter interval, or 0 with pages);
+    ``flows``: a flow from the last page arrival a faulting kernel waited for to its slice.
     Written to a temporary name and renamed; InputError on a bad trace or range."""
     if fmt not in ("perfetto", "json"):
         raise InputError(f"unknown export format {fmt!r} (perfetto or json)", param="--format")
@@ -700,7 +730,7 @@ def export_trace(path, out, fmt: str = "perfetto", pages: bool = False,
         with open(tmp, "wb" if fmt == "perfetto" else "w",
                   **({} if fmt == "perfetto" else {"encoding": "utf-8"})) as fh:
             sink = (_ProtoSink if fmt == "perfetto" else _JsonSink)(fh, names, tracks)
-            rep = _write(run, sink, bins, gap, pages, a, b, w0, w1, progress)
+            rep = _write(run, sink, bins, gap, pages, a, b, w0, w1, progress, flows)
             if fmt == "json":
                 sink.close()
         os.replace(tmp, out)
@@ -720,7 +750,8 @@ def export_trace(path, out, fmt: str = "perfetto", pages: bool = False,
     return rep
 
 
-def _write(run: _Run, sink, bins: _Bins, gap, pages, a, b, w0, w1, progress) -> dict:
+def _write(run: _Run, sink, bins: _Bins, gap, pages, a, b, w0, w1, progress,
+           flows=False) -> dict:
     ns = run.ns
     rep = {"kernel_slices": 0, "link_slices": [0] * len(LINKS), "fault_slices": 0,
            "hint_instants": 0, "move_instants": 0, "fault_instants": 0}
@@ -738,11 +769,9 @@ def _write(run: _Run, sink, bins: _Bins, gap, pages, a, b, w0, w1, progress) -> 
         if kid.size else np.zeros(0, np.int64)
     uk = np.unique(kid)
     kname = nid[np.searchsorted(uk, kid)] if kid.size else kid
-    for lo in range(0, ks.size, CHUNK_ROWS):
-        hi = lo + CHUNK_ROWS
-        sink.slices(U_GPU, ns(ks[lo:hi]), ns(ke[lo:hi]), kname[lo:hi],
-                    [(k, v[lo:hi]) for k, v in args])
-    rep["kernel_slices"] = int(ks.size)
+    # flows: the last page arrival on the GPU within a faulting kernel's [start, end]
+    last_in = np.full(ks.size, np.iinfo(np.int64).min, np.int64) if flows else None
+    last_link = np.zeros(ks.size, np.int64) if flows else None
     # per-execution accumulators (bounded by the number of kernel executions)
     n_ex = run.k_start.size
     nloc = len(Location)
@@ -774,6 +803,16 @@ def _write(run: _Run, sink, bins: _Bins, gap, pages, a, b, w0, w1, progress) -> 
                 else np.ones(c.size, np.int64)
             s = e - np.maximum(d, 1)
             bins.add_link(L, s, e, nbytes)
+            if flows and ld == Location.IN_GPU and ks.size:
+                x = np.searchsorted(ks, e, side="right") - 1      # execution started before e
+                ok = (x >= 0) & (kf[np.maximum(x, 0)] > 0)
+                ok &= e <= ke[np.maximum(x, 0)]
+                if ok.any():
+                    xs, es = x[ok], e[ok]
+                    before = last_in[xs].copy()
+                    np.maximum.at(last_in, xs, es)
+                    changed = last_in[xs] != before
+                    last_link[xs[changed]] = L
             w = (e >= w0) & (s <= w1)
             if w.any():
                 gs, ge, gp, gm = merg[L].feed(np.maximum(s[w], w0), np.minimum(e[w], w1), c[w])
@@ -825,6 +864,23 @@ def _write(run: _Run, sink, bins: _Bins, gap, pages, a, b, w0, w1, progress) -> 
     for L in range(len(LINKS)):
         gs, ge, gp, gm = merg[L].close()
         _link_slices(sink, run, L, link_name[L], gs, ge, gp, gm, rep)
+    # kernel slices, ending the flows from the arrivals they waited for
+    term = None
+    if flows:
+        has = last_in > np.iinfo(np.int64).min
+        term = np.where(has, np.arange(ks.size) + a + 1, 0)
+        for L in range(len(LINKS)):
+            m = has & (last_link == L)
+            if m.any():
+                sink.instants(U_LINK + L, ns(last_in[m]), sink.name_id("arrived"),
+                              [("kernel", kid[m])], flow=term[m])
+        rep["flows"] = int(has.sum())
+    for lo in range(0, ks.size, CHUNK_ROWS):
+        hi = lo + CHUNK_ROWS
+        sink.slices(U_GPU, ns(ks[lo:hi]), ns(ke[lo:hi]), kname[lo:hi],
+                    [(k, v[lo:hi]) for k, v in args],
+                    terminating_flow=None if term is None else term[lo:hi])
+    rep["kernel_slices"] = int(ks.size)
     # faults: one slice per faulting execution in the range
     fs = fault_src[sel]
     fl = np.flatnonzero(kf > 0)

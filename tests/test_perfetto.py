@@ -377,3 +377,58 @@ def test_page_engine_trace_exports_its_kernels_and_stalls(tmp_path):
     del moved
     sl = [p for p in events if p.track_event.track_uuid == U_RATE]
     assert sl                                           # the SSD→GPU throughput counter
+
+
+def test_open_serves_the_file_once(synth):
+    import socket
+    import threading
+    import urllib.request
+
+    from g10fast.perfetto import serve_once
+
+    d, path, _, _ = synth
+    out = d / "serve.pftrace"
+    export_trace(path, out)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    urls = []
+    th = threading.Thread(target=serve_once, args=(out,), daemon=True,
+                          kwargs={"port": port, "on_ready": urls.append, "timeout": 30})
+    th.start()
+    for _ in range(100):
+        if urls:
+            break
+        threading.Event().wait(0.05)
+    assert urls == [f"https://ui.perfetto.dev/#!/?url=http://127.0.0.1:{port}/serve.pftrace"]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/serve.pftrace", timeout=10) as r:
+        assert r.headers["Access-Control-Allow-Origin"] == "*"
+        assert r.read() == out.read_bytes()
+    th.join(10)
+    assert not th.is_alive()                 # served once, then stopped
+
+
+def test_flows_from_the_last_arrival_to_the_kernel(synth):
+    d, path, buf, _ = synth
+    out = d / "flows.pftrace"
+    rep = export_trace(path, out, flows=True)
+    names, ev_names, arg_names, events = tracks_and_events(decode(out))
+    k = buf[buf[:, 1] == EventKind.KERNEL]
+    fetch = buf[buf[:, 1] == EventKind.FETCH]
+    want = {}
+    for x, (start, end, faulted) in enumerate(zip(k[:, 0], k[:, 9], k[:, 6])):
+        inside = fetch[(fetch[:, 0] >= start) & (fetch[:, 0] <= end)]
+        if faulted > 0 and len(inside):
+            want[x + 1] = int(ns(inside[:, 0].max()))
+    src = {p.track_event.flow_ids[0]: p.timestamp for p in events if p.track_event.flow_ids}
+    dst = {p.track_event.terminating_flow_ids[0]: p.timestamp for p in events
+           if p.track_event.terminating_flow_ids}
+    assert src == want and rep["flows"] == len(want) > 0
+    assert dst == {i: int(ns(k[i - 1, 0])) for i in want}
+    assert all(ev_names[p.track_event.name_iid] == "arrived" for p in events
+               if p.track_event.flow_ids)
+    doc = d / "flows.json"
+    export_trace(path, doc, fmt="json", flows=True)
+    ev = json.loads(doc.read_text())["traceEvents"]
+    assert sorted(e["id"] for e in ev if e["ph"] == "s") == sorted(want)
+    assert sorted(e["id"] for e in ev if e["ph"] == "f") == sorted(want)
