@@ -144,14 +144,21 @@ sys.path.insert(0, {str(ROOT / 'tests')!r})
 from synth_trace import engine_like_batch
 from g10fast.trace import EventTraceWriter
 N = {n}
-B = 1 << 20
+from synth_trace import KERNEL_CYCLES, KERNELS_PER_ITERATION, ROWS_PER_KERNEL
+B = ROWS_PER_KERNEL * KERNELS_PER_ITERATION     # one iteration per batch: shifted copies
+base = engine_like_batch(B, seed=1)
+isk = base[:, 1] == 0
 spent = 0.0
 t0 = time.perf_counter()
 with EventTraceWriter({h5!r}, config={{"synthetic": True}}, meta={{"model": "synthetic"}}) as w:
     done = 0
     while done < N:
         m = min(B, N - done)
-        b = engine_like_batch(m, seed=1, first=done)
+        blk = done // B
+        b = base[:m].copy()
+        b[:, 0] += blk * KERNELS_PER_ITERATION * KERNEL_CYCLES
+        b[isk[:m], 9] += blk * KERNELS_PER_ITERATION * KERNEL_CYCLES
+        b[:, 2] += blk
         t1 = time.perf_counter()
         w.append(b)
         spent += time.perf_counter() - t1

@@ -432,3 +432,36 @@ def test_flows_from_the_last_arrival_to_the_kernel(synth):
     ev = json.loads(doc.read_text())["traceEvents"]
     assert sorted(e["id"] for e in ev if e["ph"] == "s") == sorted(want)
     assert sorted(e["id"] for e in ev if e["ph"] == "f") == sorted(want)
+
+
+def test_tensor_engine_trace_exports_its_transfers(tmp_path):
+    """The tensor engine writes FETCH with dst -1 and EVICT with src -1 (the GPU implied):
+    its moves land on the right links."""
+    from synth import make_workload
+
+    from g10fast.run import run
+    from g10fast.spec import WorkloadSource, make_spec
+    from g10fast.system import System
+
+    w = make_workload(5, n_kernels=12, n_tensors=40, max_pages=300, max_kernel_pages=900,
+                      p_workspace=0.2)
+    system = System(gpu_memory_gb=1500 * 4096 / 2**30, gpu_frequency_ghz=1.2,
+                    host_memory_gb=1.0, host_link_gbps=16.0, ssd_bandwidth_gbps=3.2)
+    h5 = tmp_path / "gds.h5"
+    run(make_spec(WorkloadSource("builtin", "bert-base", 1), system, "G10GDSFULL"),
+        workload=w, trace_path=h5)
+    with open_trace(h5) as tr:
+        buf = tr.to_buffer()
+    out = tmp_path / "gds.pftrace"
+    export_trace(h5, out, merge_gap=0)
+    names, ev_names, arg_names, events = tracks_and_events(decode(out))
+    for L, (s, dst, name) in enumerate(LINKS):
+        if dst == Location.IN_GPU:
+            m = (buf[:, 1] == EventKind.FETCH) & (buf[:, 7] == s)
+        else:
+            m = (buf[:, 1] == EventKind.EVICT) & (buf[:, 8] == dst)
+        sl = [p for p in events if p.track_event.track_uuid == U_LINK + L
+              and p.track_event.type == 1]
+        got = sum({arg_names[a.name_iid]: a.int_value
+                   for a in p.track_event.debug_annotations}["pages"] for p in sl)
+        assert got == buf[m, 6].sum() > 0, name
