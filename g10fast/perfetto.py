@@ -542,20 +542,22 @@ class _Bins:
         return np.clip(i, 0, self.nb + 1)
 
     @staticmethod
-    def _acc(target, u, inv, weights):
-        """target[u] += sums of weights per index (cost: the chunk's rows, not the bins)."""
-        target[u] += np.bincount(inv, weights=weights, minlength=u.size)
+    def _acc(target, i, lo, hi, weights):
+        """target[i] += weights, summed: a bincount over the chunk's index range [lo, hi]
+        (rows are nearly in time order, so the range is short; at worst it is the bins)."""
+        target[lo:hi + 1] += np.bincount(i - lo, weights=weights, minlength=hi - lo + 1)
 
     def add_tiers(self, t, src, dst, cnt):
         m = cnt > 0
         if not m.any():
             return
-        u, inv = np.unique(self.idx(t[m]), return_inverse=True)
+        i = self.idx(t[m])
+        lo, hi = int(i.min()), int(i.max())
         src, dst, cnt = src[m], dst[m], cnt[m]
         for j, (loc, _) in enumerate(TIERS):
             d = np.where(dst == loc, cnt, 0) - np.where(src == loc, cnt, 0)
             if d.any():
-                self._acc(self.tier[j], u, inv, d.astype(np.float64))
+                self._acc(self.tier[j], i, lo, hi, d.astype(np.float64))
 
     def add_link(self, L: int, s, e, nbytes):
         """Transfers [s, e) of ``nbytes`` on link L."""
@@ -564,13 +566,13 @@ class _Bins:
         d = np.maximum(e - s, 1).astype(np.float64)
         rs = (np.asarray(s, np.int64) - self.t0).astype(np.float64)
         re_ = (np.asarray(e, np.int64) - self.t0).astype(np.float64)
-        us, inv_s = np.unique(self.idx(s), return_inverse=True)
-        ue, inv_e = np.unique(self.idx(e), return_inverse=True)
+        i_s, i_e = self.idx(s), self.idx(e)
+        ls, hs, le, he = int(i_s.min()), int(i_s.max()), int(i_e.min()), int(i_e.max())
         for q, slope in enumerate((nbytes.astype(np.float64), nbytes / d)):
-            self._acc(self.A[q, L], us, inv_s, slope)
-            self._acc(self.A[q, L], ue, inv_e, -slope)
-            self._acc(self.B[q, L], us, inv_s, slope * rs)
-            self._acc(self.B[q, L], ue, inv_e, -slope * re_)
+            self._acc(self.A[q, L], i_s, ls, hs, slope)
+            self._acc(self.A[q, L], i_e, le, he, -slope)
+            self._acc(self.B[q, L], i_s, ls, hs, slope * rs)
+            self._acc(self.B[q, L], i_e, le, he, -slope * re_)
 
     def edges(self) -> np.ndarray:
         return self.t0 + self.w * np.arange(self.nb + 1, dtype=np.int64)
@@ -609,8 +611,10 @@ class _LinkMerger:
         """-> closed slices [begin, end, pages, moves] as arrays."""
         if len(s) == 0:
             return [np.zeros(0, np.int64)] * 4
-        o = np.argsort(e, kind="stable")
-        s, e, pages = s[o], e[o], pages[o]
+        if e.size > 1 and not (e[1:] >= e[:-1]).all():
+            o = np.argsort(e, kind="stable")
+            s, e, pages = s[o], e[o], pages[o]
+        o = e                                  # (only its length is used below)
         if self.open is not None:
             s = np.concatenate([[self.open[0]], s])
             e = np.concatenate([[self.open[1]], e])
@@ -791,10 +795,11 @@ def _write(run: _Run, sink, bins: _Bins, gap, pages, a, b, w0, w1, progress,
         src, dst, cnt = _moves(ch)
         bins.add_tiers(t, src, dst, cnt)
         # links
+        mv = np.flatnonzero((cnt > 0) & ((kind == EventKind.FETCH) | (kind == EventKind.EVICT)))
+        code = src[mv] * 16 + dst[mv]
         for L, (ls, ld, _) in enumerate(LINKS):
-            m = (src == ls) & (dst == ld) & (cnt > 0) & ((kind == EventKind.FETCH)
-                                                          | (kind == EventKind.EVICT))
-            if not m.any():
+            m = mv[code == int(ls) * 16 + int(ld)]        # row indices of this link's moves
+            if m.size == 0:
                 continue
             e = t[m]
             c = cnt[m]
@@ -827,7 +832,9 @@ def _write(run: _Run, sink, bins: _Bins, gap, pages, a, b, w0, w1, progress,
         fm = kind == EventKind.FAULT
         hm = kind == EventKind.HINT
         if fm.any() or hm.any():
-            ex = run.exec_of(ch["iteration"], ch["kernel"])
+            fh = fm | hm
+            ex = np.full(t.size, -1, np.int64)
+            ex[fh] = run.exec_of(ch["iteration"][fh], ch["kernel"][fh])
             if fm.any():
                 e_ = ex[fm]
                 ok = e_ >= 0
