@@ -49,6 +49,7 @@ PAGES_SAMPLES = 1_000_000        # with pages=True
 MIN_INTERVAL = 1000              # cycles: no counter interval is shorter (a page-engine tick
                                  # is 15,599 cycles on the artifact's system)
 CHUNK_ROWS = 1 << 18
+ENCODE_ROWS = 1 << 15            # packets encoded at once (scratch: ~100 bytes per row, x3)
 
 # track uuids
 U_ROOT, U_GPU, U_FAULTS = 1, 2, 3
@@ -186,6 +187,16 @@ def encode_track_events(ts, typ, track, name_iid=None, counter=None, args=(),
     n = ts.size
     if n == 0:
         return b""
+    if n > ENCODE_ROWS:     # bounded scratch memory: the byte matrices hold ENCODE_ROWS rows
+        def part(x, lo):
+            if x is None:
+                return None
+            a = np.asarray(x)
+            return a if a.ndim == 0 else a[lo:lo + ENCODE_ROWS]
+        return b"".join(encode_track_events(
+            ts[lo:lo + ENCODE_ROWS], part(typ, lo), part(track, lo), part(name_iid, lo),
+            part(counter, lo), [(i, part(v, lo)) for i, v in args], part(args_mask, lo),
+            part(flow, lo), part(terminating_flow, lo)) for lo in range(0, n, ENCODE_ROWS))
 
     def col(x):
         a = np.asarray(x)

@@ -465,3 +465,18 @@ def test_tensor_engine_trace_exports_its_transfers(tmp_path):
         got = sum({arg_names[a.name_iid]: a.int_value
                    for a in p.track_event.debug_annotations}["pages"] for p in sl)
         assert got == buf[m, 6].sum() > 0, name
+
+
+def test_encoder_batches_give_the_same_bytes(monkeypatch):
+    import g10fast.perfetto as P
+
+    r = np.random.default_rng(1)
+    n = 1000
+    ts = np.cumsum(r.integers(0, 10**6, n))
+    args = [(3, r.integers(-10**12, 10**12, n)), (4, 5)]
+    kw = dict(name_iid=r.integers(0, 4, n), counter=r.integers(0, 2**40, n), args=args,
+              args_mask=r.integers(0, 2, n).astype(bool), flow=r.integers(0, 3, n))
+    whole = P.encode_track_events(ts, 1, 9, **kw)
+    monkeypatch.setattr(P, "ENCODE_ROWS", 77)
+    assert P.encode_track_events(ts, 1, 9, **kw) == whole
+    assert len(pb.Trace.FromString(whole).packet) == n
