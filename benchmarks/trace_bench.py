@@ -185,9 +185,11 @@ print(json.dumps({{"write_wall_s": wall, "writer_s": spent, "write_events_per_s"
 
 
 def cmd_export(args) -> None:
+    extra = (f", pages={args.pages!r}, kernels={args.kernels!r}")
     for f in args.files:
-        pf = str(Path(args.out) / (Path(f).stem + ".pftrace"))
-        record({"bench": "export", "trace": f, "export": export_once(f, pf)})
+        ext = ".json" if args.format == "json" else ".pftrace"
+        pf = str(Path(args.out) / (Path(f).stem + ext))
+        record({"bench": "export", "trace": f, "export": export_once(f, pf, args.format, extra)})
 
 
 def main() -> None:
@@ -207,6 +209,9 @@ def main() -> None:
     e = sub.add_parser("export")
     e.add_argument("files", nargs="+")
     e.add_argument("--out", default=tempfile.gettempdir() + "/g10trace_bench")
+    e.add_argument("--format", default="perfetto", choices=["perfetto", "json"])
+    e.add_argument("--pages", action="store_true")
+    e.add_argument("--kernels")
     e.set_defaults(func=cmd_export)
     args = p.parse_args()
     args.func(args)

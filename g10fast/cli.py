@@ -630,7 +630,7 @@ def _trace_timeline_parsers(tsub) -> None:
     te.add_argument("--kernels", metavar="A:B",
                     help="only kernel executions A..B-1 (time order, all iterations counted)")
     te.add_argument("--samples", type=int, help="counter samples per counter "
-                    "(default 100,000; 1,000,000 with --pages)")
+                    "(default 100,000; 200,000 with --pages)")
     te.add_argument("--flows", action="store_true", help="a flow arrow from the last page "
                     "arrival each faulting kernel waited for to the kernel")
     te.add_argument("--open", action="store_true", help="serve the file once on 127.0.0.1 "

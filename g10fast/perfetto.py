@@ -45,7 +45,7 @@ LINKS = ((Location.IN_SSD, Location.IN_GPU, "SSD→GPU"),
 #: tiers whose resident bytes are counted: (location, name)
 TIERS = ((Location.IN_GPU, "GPU"), (Location.IN_CPU, "host"), (Location.IN_SSD, "SSD"))
 DEFAULT_SAMPLES = 100_000        # counter samples per counter, aggregated export
-PAGES_SAMPLES = 1_000_000        # with pages=True
+PAGES_SAMPLES = 200_000          # with pages=True (scratch: ~150 bytes per interval)
 MIN_INTERVAL = 1000              # cycles: no counter interval is shorter (a page-engine tick
                                  # is 15,599 cycles on the artifact's system)
 CHUNK_ROWS = 1 << 18
@@ -716,7 +716,7 @@ def export_trace(path, out, fmt: str = "perfetto", pages: bool = False,
     JSON with ``fmt="json"``); -> a report dict. ``pages``: page-level detail (one instant per
     move, fault and hint); ``kernels``: "A:B", only kernel executions A..B-1 (time order);
     ``samples``: counter samples per counter; ``merge_gap``: cycles between two transfers on
-    a link that still merge into one slice (default: the counter interval, or 0 with pages);
+    a link that still merge into one slice (default: the counter interval);
     ``flows``: a flow from the last page arrival a faulting kernel waited for to its slice.
     Written to a temporary name and renamed; InputError on a bad trace or range."""
     if fmt not in ("perfetto", "json"):
@@ -739,7 +739,7 @@ def export_trace(path, out, fmt: str = "perfetto", pages: bool = False,
             w0, w1 = run.tmin, run.tmax
         nsamp = int(samples) if samples else (PAGES_SAMPLES if pages else DEFAULT_SAMPLES)
         bins = _Bins(w0, max(w1, w0 + 1), nsamp)
-        gap = int(merge_gap) if merge_gap is not None else (0 if pages else bins.w)
+        gap = int(merge_gap) if merge_gap is not None else bins.w
         names = _names(run)
         tracks = _tracks(run)
         with open(tmp, "wb" if fmt == "perfetto" else "w",
