@@ -192,6 +192,42 @@ def cmd_export(args) -> None:
         record({"bench": "export", "trace": f, "export": export_once(f, pf, args.format, extra)})
 
 
+def cmd_writer(args) -> None:
+    """The writer alone on real engine rows: the first 4 M rows of a trace, appended again and
+    again (time shifted) in batches of --batch rows, until --events."""
+    n = int(float(args.events))
+    code = f"""
+import numpy as np
+from g10fast.trace import EventTraceWriter, open_trace
+with open_trace({args.file!r}) as tr:
+    base = tr.to_buffer(0, min(tr.n_events, 4_000_000))
+span = int(base[:, 0].max()) + 1
+B = {int(args.batch)}
+w = EventTraceWriter({str(Path(args.out) / 'writer_bench.h5')!r}, config={{}}, threads={args.threads!r})
+t0 = time.perf_counter(); c0 = time.process_time()
+done = 0
+while done < {n}:
+    for lo in range(0, len(base), B):
+        m = min(B, {n} - done)
+        if m <= 0:
+            break
+        b = base[lo:lo + m]
+        if done >= len(base):
+            b = b.copy(); b[:, 0] += (done // len(base)) * span
+        w.append(b)
+        done += len(b)
+w.close()
+wall = time.perf_counter() - t0; cpu = time.process_time() - c0
+print(json.dumps({{"events": done, "wall_s": wall, "cpu_s": cpu, "events_per_s": done / wall,
+                  "events_per_cpu_s": done / cpu, "peak_rss_bytes": _rss(),
+                  "file_bytes": os.path.getsize({str(Path(args.out) / 'writer_bench.h5')!r})}}))
+"""
+    res = child(code)
+    os.unlink(str(Path(args.out) / "writer_bench.h5"))
+    record({"bench": "writer", "source": args.file, "batch": int(args.batch),
+            "threads": args.threads, **res})
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -213,6 +249,13 @@ def main() -> None:
     e.add_argument("--pages", action="store_true")
     e.add_argument("--kernels")
     e.set_defaults(func=cmd_export)
+    wr = sub.add_parser("writer")
+    wr.add_argument("file")
+    wr.add_argument("--events", default="20e6")
+    wr.add_argument("--batch", default=65536)
+    wr.add_argument("--threads", type=int, default=None)
+    wr.add_argument("--out", default=tempfile.gettempdir() + "/g10trace_bench")
+    wr.set_defaults(func=cmd_writer)
     args = p.parse_args()
     args.func(args)
 
