@@ -480,3 +480,18 @@ def test_encoder_batches_give_the_same_bytes(monkeypatch):
     monkeypatch.setattr(P, "ENCODE_ROWS", 77)
     assert P.encode_track_events(ts, 1, 9, **kw) == whole
     assert len(pb.Trace.FromString(whole).packet) == n
+
+
+def test_cli_export_report(synth, capsys):
+    d, path, _, _ = synth
+    out = d / "cli.pftrace"
+    assert main(["trace", "export", str(path), "--perfetto", str(out), "--no-progress",
+                 "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["output"] == str(out) and rep["bytes"] == out.stat().st_size
+    assert rep["kernel_slices"] == 13 and rep["events_read"] == N_EVENTS
+    assert main(["trace", "export", str(path), "--perfetto", str(out), "--no-progress",
+                 "--kernels", "2:4"]) == 0
+    line = capsys.readouterr().out
+    assert line.startswith(f"{out}: ") and "2 kernel slices 2..3" in line
+    assert main(["trace", "export", str(path), "--no-progress"]) == 2      # no output named
