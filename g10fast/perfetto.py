@@ -6,8 +6,9 @@ What the export shows (one process track "g10fast: MODEL batch B POLICY", its ch
 
 * "GPU compute": one slice per kernel execution, named by kernel; args kernel id, iteration,
   faulted pages, wait (start minus the previous kernel's end) and, when the trace holds the
-  kernels' nominal times (`/kernels/exec_cycles`), stall = end - previous end - exec time (the
-  page engine's definition, docs/results.md). Planner hints are instants on this track at their
+  kernels' times (`/kernels/exec_cycles`), stall = end - previous end - exec time (for the
+  page engine, whose TRANSFER rows mark its transfer periods, its own per-kernel stall, O-37
+  included). Planner hints are instants on this track at their
   time: one per kernel execution with the hint counts (default), one per hint (`pages=True`).
 * "page faults": one slice per kernel execution that faulted, its pages by source as args;
   with `pages=True` one instant per FAULT row.
@@ -430,12 +431,18 @@ class _Run:
         tr = self.tr
         tmin, tmax = None, None
         ks, ke, kid, kit, kcnt = [], [], [], [], []
+        bt, bv = [], []
         for ch in tr.iter_chunks(rows=CHUNK_ROWS, columns=["time", "kind", "iteration",
-                                                            "kernel", "count", "value"]):
+                                                            "kernel", "count", "src", "value"]):
             t = ch["time"]
             if t.size == 0:
                 continue
             kind = ch["kind"]
+            # the page engine's transfer periods: TRANSFER rows without a link
+            pm = (kind == EventKind.TRANSFER) & (ch["src"] < 0)
+            if pm.any():
+                bt.append(t[pm].astype(np.int64))
+                bv.append(ch["value"][pm].astype(np.int64))
             m = kind == EventKind.KERNEL
             lo, hi = int(t.min()), int(t.max())
             if m.any():
@@ -447,6 +454,7 @@ class _Run:
                 hi = max(hi, int(ke[-1].max()))
             tmin = lo if tmin is None else min(tmin, lo)
             tmax = hi if tmax is None else max(tmax, hi)
+        self.periods = (np.concatenate(bt), np.concatenate(bv)) if bt else None
         self.tmin = 0 if tmin is None else min(0, tmin)
         self.tmax = 0 if tmax is None else tmax
         cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, np.int64))
@@ -478,12 +486,25 @@ class _Run:
         return f"kernel {k}"
 
     def stall(self) -> np.ndarray | None:
-        """Per execution: end - previous end - exec time (cycles), or None without times."""
+        """Per execution: end - previous end - exec time (cycles), or None without times.
+        With the page engine's transfer periods in the trace, the engine's own per-kernel
+        stall (g10fast.engine.stats.kernel_breakdown, O-37 included)."""
         ex = self.exec_cycles
         if ex is None or self.k_id.size == 0:
             return None
         ok = (self.k_id >= 0) & (self.k_id < ex.size)
-        e = np.where(ok, ex[np.clip(self.k_id, 0, max(ex.size - 1, 0))], 0)
+        kid = np.clip(self.k_id, 0, max(ex.size - 1, 0))
+        if self.periods is not None and ok.all():
+            from g10fast.engine import page_kernels as pk
+            from g10fast.engine.stats import kernel_breakdown
+
+            kern = np.zeros((self.k_id.size, max(pk.KS_END, pk.KS_KERNEL) + 1), np.int64)
+            kern[:, pk.KS_KERNEL] = self.k_id
+            kern[:, pk.KS_END] = self.k_end
+            t, v = self.periods
+            bnd = np.stack([np.zeros_like(t), t, v], axis=1)
+            return kernel_breakdown(kern, bnd, ex)[:, 3]
+        e = np.where(ok, ex[kid], 0)
         return np.where(ok, self.k_end - self.k_prev_end - e, 0)
 
 

@@ -58,6 +58,6 @@ def engine_like_batch(n: int, seed: int = 0, first: int = 0) -> np.ndarray:
     m = kind == EventKind.DEALLOC
     buf[m, 4], buf[m, 5], buf[m, 6], buf[m, 7], buf[m, 8], buf[m, 9] = \
         tensor[m], page[m], count[m], 3, 0, 0
-    m = kind == EventKind.TRANSFER
-    buf[m, 9] = r.integers(0, 2, int(m.sum()))
+    m = kind == EventKind.TRANSFER               # a tensor's transfer on a link (tensor engine)
+    buf[m, 4], buf[m, 7], buf[m, 8], buf[m, 9] = tensor[m], src[m], 3, r.integers(0, 2, int(m.sum()))
     return buf

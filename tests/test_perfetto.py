@@ -365,11 +365,19 @@ def test_page_engine_trace_exports_its_kernels_and_stalls(tmp_path):
     begins = [p for p in events if p.track_event.track_uuid == U_GPU
               and p.track_event.type == 1]
     assert [p.timestamp for p in begins] == ns(kern[:, 2]).tolist()
+    from g10fast.perfetto import _Run
+    with open_trace(h5) as tr:
+        stall = _Run(tr).stall()
+    # the engine's own per-kernel stall: its iterations' stall_cycles, exactly
+    for it in res["iterations"]:
+        assert stall[kern[:, 0] == it["iteration"]].sum() == it["stall_cycles"]
     prev = np.concatenate([[0], kern[:-1, 3]])
-    stall = kern[:, 3] - prev - w.exec_cycles[kern[:, 1]]
+    plain = kern[:, 3] - prev - w.exec_cycles[kern[:, 1]]
+    assert (stall >= plain).all()                 # O-37 only ever inflates it
     got = [{arg_names[a.name_iid]: a.int_value for a in p.track_event.debug_annotations}
            ["stall_ns"] for p in begins]
     assert got == ns(stall).tolist()
+    assert sum(it["stall_cycles"] for it in res["iterations"]) > 0
     assert [ev_names[p.track_event.name_iid] for p in begins] == \
         [str(w.kernel_name[i]) for i in kern[:, 1]]
     moved = sum(it["pages"]["ssd_to_gpu"] if isinstance(it.get("pages"), dict) else 0
