@@ -646,24 +646,20 @@ class _LinkMerger:
         if e.size > 1 and not (e[1:] >= e[:-1]).all():
             o = np.argsort(e, kind="stable")
             s, e, pages = s[o], e[o], pages[o]
-        o = e                                  # (only its length is used below)
-        if self.open is not None:
+        moves = np.ones(len(e), np.int64)
+        if self.open is not None:           # the slice still open from the previous chunk
             s = np.concatenate([[self.open[0]], s])
             e = np.concatenate([[self.open[1]], e])
             pages = np.concatenate([[self.open[2]], pages])
-            moves = np.concatenate([[self.open[3]], np.ones(len(o), np.int64)])
-        else:
-            moves = np.ones(len(o), np.int64)
+            moves = np.concatenate([[self.open[3]], moves])
         emax = np.maximum.accumulate(e)
         new = np.ones(len(s), bool)
         new[1:] = s[1:] > emax[:-1] + self.gap
-        g = np.cumsum(new) - 1
         starts = np.flatnonzero(new)
         gs = np.minimum.reduceat(s, starts)
         ge = np.maximum.reduceat(e, starts)
         gp = np.add.reduceat(pages, starts)
         gm = np.add.reduceat(moves, starts)
-        del g
         self.open = [int(gs[-1]), int(ge[-1]), int(gp[-1]), int(gm[-1])]
         out = [gs[:-1], ge[:-1], gp[:-1], gm[:-1]]
         return self._clamp(out)
