@@ -165,6 +165,7 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
     if trace_path is not None:
         from g10fast.trace import EventTraceWriter
         writer = EventTraceWriter(trace_path, config=spec.to_dict(), meta=_meta(spec, w))
+        writer.set_kernel_times(_perturbed(w, spec.engine).exec_cycles)   # stalls (docs/perfetto.md)
     try:
         result = runner(spec, rec, ctx, plan=plan, trace=writer, progress=progress,
                         required_order=required_order, check=check)

@@ -44,6 +44,7 @@ SCHEMA_VERSION = 1
 FORMAT_NAME = "g10fast-event-trace"
 EVENTS_GROUP = "events"
 CHECKSUM_GROUP = "checksums"
+KERNELS_GROUP = "kernels"   # optional: per-kernel tables (``exec_cycles``), docs/trace-format.md
 #: root attributes covered by ``header_sha256`` (written first) and, with ``n_events``,
 #: ``complete`` and ``summary``, by ``attrs_sha256`` (written at close)
 HEADER_ATTRS = ("format", "schema_version", "columns", "kind_names", "location_names", "config",
@@ -411,6 +412,7 @@ class EventTraceWriter:
         self._queued = 0        # rows handed to chunks (pending or written)
         self._written = 0       # rows stored in the datasets
         self._summary_json: str | None = None
+        self._kernel_times: np.ndarray | None = None
         self._state = "open"
 
     # -- context manager -------------------------------------------------------------------
@@ -564,6 +566,15 @@ class EventTraceWriter:
         self._check_open()
         self._summary_json = _to_json(summary, "summary")
 
+    def set_kernel_times(self, exec_cycles) -> None:
+        """Store every kernel's nominal execution time (cycles, indexed by kernel id) as
+        ``/kernels/exec_cycles`` at close: readers derive each kernel's stall from it."""
+        self._check_open()
+        a = np.asarray(exec_cycles)
+        if a.ndim != 1 or a.dtype.kind not in "iuf":
+            raise ValueError(f"kernel times must be a 1-D numeric array, got {a.shape} {a.dtype}")
+        self._kernel_times = np.rint(a).astype("<i8")
+
     def close(self, summary: dict | None = None) -> None:
         """Write what is buffered, mark the file complete, rename it to its final name."""
         if self._state == "closed":
@@ -584,6 +595,10 @@ class EventTraceWriter:
                 a = f.attrs
                 if self._summary_json is not None:
                     a["summary"] = self._summary_json
+                if self._kernel_times is not None:
+                    kd = f.create_group(KERNELS_GROUP).create_dataset(
+                        "exec_cycles", data=self._kernel_times)
+                    kd.attrs["crc32"] = np.uint32(zlib.crc32(self._kernel_times.tobytes()))
                 a["n_events"] = np.int64(self._written)
                 a["complete"] = True
                 a["attrs_sha256"] = _attrs_digest(a, CLOSE_ATTRS)
@@ -696,6 +711,26 @@ class EventTrace:
         self.location_names = _attr_json(a, "location_names", self.path, LOCATION_NAMES)
         self._threads = default_threads() if threads is None else int(threads)
         self._pool = None
+
+    def kernel_exec_cycles(self) -> np.ndarray | None:
+        """Every kernel's nominal execution time in cycles (``/kernels/exec_cycles``), or None
+        when the trace has none (older writers); InputError when its checksum fails."""
+        import h5py
+
+        g = self._file.get(KERNELS_GROUP)
+        ds = g.get("exec_cycles") if isinstance(g, h5py.Group) else None
+        if not isinstance(ds, h5py.Dataset):
+            return None
+        try:
+            a = np.asarray(ds[()], dtype="<i8")
+        except Exception as exc:  # noqa: BLE001 - HDF5 raises many types on damage
+            raise InputError(f"event trace is damaged: /kernels/exec_cycles unreadable ({exc})",
+                             path=self.path) from None
+        crc = ds.attrs.get("crc32")
+        if crc is not None and zlib.crc32(a.tobytes()) != int(crc):
+            raise InputError("event trace is damaged: /kernels/exec_cycles checksum mismatch",
+                             path=self.path)
+        return a
 
     # -- checksums -------------------------------------------------------------------------
     def _chunk_ok(self, k: int) -> bool:
