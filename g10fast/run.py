@@ -383,6 +383,8 @@ def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
                                     f"{gpu_bytes / 2**30:.2f} GiB",
                           "tensor": None, "kernel": None, "kernel_name": None,
                           "pages_needed": None, "free_pages": None, "largest_free_pages": None}
+    from g10fast.engine.bound_models import swap_engine_bound
+    add_bound(res, swap_engine_bound(w, link, gpu_bytes, f_hz), f_hz)
     return add_seconds(res, f_hz)
 
 
@@ -438,4 +440,26 @@ def run_driver_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
                           if isinstance(v, (int, float, str, bool))}}
     if check:
         res["invariant_checks"] = len(run.kernels)
+    _add_driver_bound(res, w_sim, run, opts, spec.system)
     return add_seconds(res, run.params["f_hz"])
+
+
+def _add_driver_bound(res, w_sim, run, opts, system):
+    """The driver engine's bound (g10fast.engine.bound_models.driver_engine_model) beside
+    every iteration; the first iteration gets its own (its first touches zero-fill)."""
+    from g10fast.analysis.bounds import bound_summary
+    from g10fast.engine.bound_models import driver_engine_model
+    from g10fast.engine.driver import system_params
+    prm = system_params(system, opts)
+    ideal = float(w_sim.exec_cycles.sum())
+    f_hz = run.params["f_hz"]
+    first = bound_summary(driver_engine_model(w_sim, prm, opts, first_iteration=True), w_sim,
+                          ideal)
+    add_bound(res, bound_summary(driver_engine_model(w_sim, prm, opts), w_sim, ideal), f_hz)
+    its = res.get("iterations") or []
+    if its:
+        one = add_bound({"iterations": [its[0]]}, first, f_hz)
+        res["bound"]["first_iteration"] = {k: one["bound"][k] for k in
+                                           ("time", "window", "traffic", "time_cycles",
+                                            "time_s")}
+    return res

@@ -82,6 +82,9 @@ def _solve(m: BoundModel, checkpoints, integral: bool, time_limit: float, mip_re
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_matrix
 
+    if m.touched_evictable or m.fault_path:
+        raise InputError("the LP and the MILP model one transfer path and kernels holding "
+                         "their tensors (not the driver engine's model)", param="bounds.model")
     t0 = time.perf_counter()
     K = m.num_kernels
     Q = np.arange(K, dtype=np.int64) if checkpoints is None else \
