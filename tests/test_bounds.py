@@ -248,36 +248,44 @@ def test_window_le_lp_le_milp():
 
 
 def test_replayed_optimal_plan():
-    """The MILP's schedule written as a plan, read back and replayed by the page engine: bound
-    <= MILP <= replayed plan <= every page-engine policy (docs/bounds.md: the gap between the
-    MILP and the replay is the engine's faults, allocation and ticks)."""
-    from g10fast.analysis.bounds_lp import lp_bound, milp_optimum
+    """The engine-shaped MILP's schedule written as a plan, read back and replayed by the page
+    engine: window bound and LP <= MILP optimum <= replayed plan <= every page-engine policy,
+    and the replay within one batcher tick per kernel of the MILP without the bound's tick
+    slack (docs/bounds.md: the engine commits moves in whole ticks and a waiting kernel resumes
+    at a tick's start)."""
+    from g10fast.analysis.bounds_lp import lp_bound, milp_engine_schedule, milp_optimum
     from g10fast.engine.bound_models import page_engine_model
     from g10fast.engine.page import PageMode, page_params
     from g10fast.planner.io import read_plan, write_plan
-    from g10fast.planner.optimal import plan_from_schedule
+    from g10fast.planner.optimal import plan_from_engine_schedule
     seen = 0
-    for seed in range(3):
+    for seed in (0, 1, 5):
         w = make_workload(seed, n_kernels=20, n_tensors=40, max_pages=30)
         kp = int(kernel_pages(w).max())
         system = System(gpu_memory_gb=int(kp * 1.2) * PAGE_SIZE / 2**30, gpu_frequency_ghz=1.2,
                         host_memory_gb=1.0, host_link_gbps=0.3, ssd_bandwidth_gbps=0.075,
                         batch_pages=4, fault_latency_us=45, ssd_latency_us=20)
-        m = page_engine_model(w, page_params(system, PageMode(True, True, num_iteration=2)))
+        params = page_params(system, PageMode(True, True, num_iteration=2))
+        m = page_engine_model(w, params)
         win = window_bound(m).time
         lp = lp_bound(m).time
         opt = milp_optimum(m, time_limit=30)
         # the engine's one-tick slack is granted per window in the window bound and per slot
         # in the LP / MILP, so the window bound may exceed the MILP: both bound the engine
         assert opt.optimal and lp <= opt.time * (1 + 1e-9)
+        m0 = dataclasses.replace(m, slack=0.0)
+        opt0 = milp_optimum(m0, time_limit=30)
+        sched = milp_engine_schedule(m0, w.is_global, time_limit=60)
+        assert sched.optimal and opt0.time <= sched.time * (1 + 1e-9)
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "opt.csv")
-            write_plan(plan_from_schedule(opt, m), path)
+            write_plan(plan_from_engine_schedule(sched, m0, w.is_global), path)
             plan = read_plan(path, w.num_kernels)
         src = WorkloadSource("artifact", "synth", 1)
         rep = run(make_spec(src, system, "prefetch_lru"), workload=w, plan=plan)
         t_rep = rep["iterations"][rep["reported"]]["exe_time_cycles"]
         assert t_rep >= max(opt.time, win)
+        assert t_rep - opt0.time <= w.num_kernels * params.tick, (seed, t_rep, opt0.time)
         for rec in policies.records():
             if rec.engine != "page" or rec.name == "ideal":
                 continue
