@@ -118,7 +118,8 @@ def peak_rss_bytes() -> int:
 
 def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
         workload: Workload | None = None, plan=None, plan_options: dict | None = None,
-        required_order=None, vitality=None, check: bool = False) -> dict:
+        required_order=None, vitality=None, check: bool = False,
+        bound: str = "window") -> dict:
     """Simulate one run; returns the result dict (docs/results.md).
 
     `spec`: a RunSpec, or a G10Config (read into one). The policy's planner runs on the
@@ -128,8 +129,12 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
     the order the engine processes them (O-18, docs/tensor-order.md); None: ascending ids.
     `vitality`: the workload's vitality analysis, if at hand. `check`: assert the engine's
     invariants at every kernel boundary (an InvariantError names the kernel and the
-    invariant); the result is the same."""
+    invariant); the result is the same. `bound`: "window" (the window and traffic bounds,
+    always), or "lp": also the checkpoint LP (page and tensor engines; SciPy, seconds;
+    docs/bounds.md), the bound the larger."""
     t0 = time.perf_counter()
+    if bound not in ("window", "lp"):
+        raise InputError(f"must be window or lp, got {bound!r}", param="--bound")
     if not isinstance(spec, RunSpec):
         spec = from_g10_config(spec)
     rec = spec.record
@@ -163,6 +168,8 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
         raise
     if check:
         result["invariants_checked"] = True
+    if bound == "lp":
+        _add_lp_bound(result, spec, rec, w)
     result["wall_seconds"] = time.perf_counter() - t0
     result["peak_rss_bytes"] = peak_rss_bytes()
     return result
@@ -463,3 +470,42 @@ def _add_driver_bound(res, w_sim, run, opts, system):
                                            ("time", "window", "traffic", "time_cycles",
                                             "time_s")}
     return res
+
+
+#: the checkpoint LP in results (`bound="lp"`): every kernel a checkpoint up to this many
+#: kernels, else the LP_CHECKPOINTS of largest deficit
+LP_FULL_K = 100
+LP_CHECKPOINTS = 50
+
+
+def _add_lp_bound(result, spec, rec, w):
+    """The checkpoint LP of the run's engine model beside its window and traffic bounds
+    (g10fast.analysis.bounds_lp); the result's bound becomes the largest. Only a proven LP
+    optimum is a bound: an LP stopped by its time limit is recorded and not used."""
+    from g10fast.analysis.bounds_lp import default_checkpoints, lp_bound
+    if rec.engine not in ("page", "tensor"):
+        raise InputError("the LP models the page and tensor engines (this policy runs on the "
+                         f"{rec.engine} engine)", param="--bound")
+    if rec.engine == "page":
+        from g10fast.engine.bound_models import page_engine_model
+        from g10fast.engine.page import page_params
+        m = page_engine_model(_perturbed(w, spec.engine),
+                              page_params(spec.system, rec.engine_mode(spec.policy.options,
+                                                                       spec.engine)))
+    else:
+        from g10fast.engine.bound_models import tensor_engine_model
+        from g10fast.engine.tensor import TensorOptions
+        m = tensor_engine_model(w, spec.system, rec.extra["tensor_mode"],
+                                compat_options(TensorOptions, spec.engine))
+    b = result.get("bound")
+    if m is None or b is None:
+        return result
+    q = None if m.num_kernels <= LP_FULL_K else default_checkpoints(m, LP_CHECKPOINTS)
+    lp = lp_bound(m, q, time_limit=120.0)
+    info = {"time": lp.time, "optimal": bool(lp.optimal), "checkpoints": int(len(lp.checkpoints)),
+            "variables": int(lp.variables), "seconds": lp.seconds}
+    summary = {k: v for k, v in b.items() if k not in ("time_cycles", "time_s")}
+    summary["lp"] = info
+    if lp.optimal:
+        summary["time"] = max(float(b["time"]), lp.time)
+    return add_bound(result, summary, float(spec.system.f_hz), unit_ms=rec.engine == "tensor")

@@ -160,6 +160,35 @@ def test_no_run_beats_its_bound():
     assert (runs, above) == (144, 36)
 
 
+def test_lp_in_results():
+    """`run(..., bound="lp")`: the full LP (K <= 100) of the page and tensor engines' models
+    beside the window and traffic bounds, the bound the largest, no run below it; the driver
+    engine's model is not an LP's."""
+    src = WorkloadSource("artifact", "synth", 1)
+    lp_above = 0
+    for seed in range(3):
+        w = _synth(seed)
+        kp = int(kernel_pages(w).max())
+        system = _system(int(kp * 1.3) + 2, 1.0)
+        for name in ("lru", "prefetch_lru", "FlashNeuron", "G10GDSSSD"):
+            plain = run(make_spec(src, system, name), workload=w)
+            r = run(make_spec(src, system, name, engine={"compat": QUIRKS_OFF}
+                              if name in ("FlashNeuron", "G10GDSSSD") else {}),
+                    workload=w, bound="lp")
+            b = r["bound"]
+            assert b["lp"]["optimal"] and b["lp"]["checkpoints"] == w.num_kernels
+            assert b["time"] == max(b["window"], b["traffic"], b["lp"]["time"])
+            if name == "lru":
+                assert b["window"] == plain["bound"]["window"]
+            lp_above += b["lp"]["time"] > max(b["window"], b["traffic"]) * (1 + 1e-9)
+            if r["status"] == "ok":
+                for it in r["iterations"]:
+                    assert it["exe_time_cycles"] >= it["bound_time_cycles"], (seed, name)
+    assert lp_above >= 1
+    with pytest.raises(InputError, match="LP models"):
+        run(make_spec(src, _system(700, 1.0), "uvm"), workload=_synth(0), bound="lp")
+
+
 def test_every_engine_has_a_bound():
     assert {rec.engine for rec in policies.records()} <= set(ALL_ENGINES)
 
