@@ -329,8 +329,8 @@ ARTIFACT = __import__("pathlib").Path(__file__).resolve().parents[2] / "shared" 
 
 def test_reference_workload_every_policy_above_its_bound():
     """A reference workload of the artifact (BERT-128, its smallest) under every registered
-    policy of every engine: no iteration below its bound; the bound and its timings for the paper's batches are in
-    docs/bounds.md (benchmarks/bounds_table.py, 58 runs, none below)."""
+    policy of every engine: no iteration below its bound; the bound and its timings for the
+    paper's batches are in docs/bounds.md (benchmarks/bounds_table.py: none below)."""
     if not ARTIFACT.is_dir():
         pytest.skip("no ../shared/g10-artifact")
     from g10fast.config import genconfig
