@@ -10,8 +10,9 @@ pages moved per link and direction; then where the point came from (derived_from
 cost (wall_seconds, cpu_seconds); then the provable bound (docs/bounds.md) and the gap split:
 bound_time_cycles, bound_forced_cycles (bound − ideal: what the hardware forces),
 bound_gap_cycles (time − bound: what the policy adds), bound_time_s. A failed or errored
-point has its parameters and status, and empty numbers. Reading works while a sweep writes the store (SQLite WAL); damaged points
-are left out and counted (`g10fast store verify` names them).
+point has its parameters and status, and empty numbers. Reading works while a sweep writes
+the store (SQLite WAL); damaged points are left out and counted (`g10fast store verify`
+names them).
 
 Parquet needs pyarrow (the optional extra `g10fast[parquet]`).
 """
