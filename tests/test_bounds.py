@@ -288,7 +288,7 @@ def test_replayed_optimal_plan():
     from g10fast.planner.io import read_plan, write_plan
     from g10fast.planner.optimal import plan_from_engine_schedule
     seen = 0
-    for seed in (0, 1, 5):
+    for seed in (0, 5):
         w = make_workload(seed, n_kernels=20, n_tensors=40, max_pages=30)
         kp = int(kernel_pages(w).max())
         system = System(gpu_memory_gb=int(kp * 1.2) * PAGE_SIZE / 2**30, gpu_frequency_ghz=1.2,
