@@ -226,13 +226,13 @@ def table_and_figure():
                 cells.append("—")
                 continue
             above = d["exe_cycles"] - d["ideal_cycles"]
-            cells.append(f"{100 * (d['bound_cycles'] - d['ideal_cycles']) / above:.0f} %"
-                         if above > 0 else "(at Ideal)")
+            forced = max(0, d["bound_cycles"] - d["ideal_cycles"])
+            cells.append(f"{100 * forced / above:.0f} %" if above > 0 else "(at Ideal)")
         print(f"| {r['workload']} | " + " | ".join(cells) + " |")
     # the figure: one panel per workload
     nc = 3
     nr = (len(rows) + nc - 1) // nc
-    fig, axes = plt.subplots(nr, nc, figsize=(15, 3.3 * nr), squeeze=False)
+    fig, axes = plt.subplots(nr, nc, figsize=(16, 4.4 * nr), squeeze=False)
     for ax, r in zip(axes.flat, rows):
         ideal = r["ideal_cycles"]
         names = ["Ideal", "bound (page)"] + [x.display for x in recs]
@@ -242,26 +242,29 @@ def table_and_figure():
         for x in recs:
             d = r["runs"].get(x.name, {})
             ok = d.get("status") == "ok"
-            vals.append(d["exe_cycles"] / ideal if ok else 0.0)
+            vals.append(d["exe_cycles"] / ideal if ok else float("nan"))
             bnd.append(d["bound_cycles"] / ideal if "bound_cycles" in d else None)
         xs = np.arange(len(vals))
-        ax.bar(xs, vals, color=cols)
+        ax.bar(xs, [v if v == v else 0.0 for v in vals], color=cols, bottom=0.0)
         for xi, bv in zip(xs, bnd):
             if bv is not None:
-                ax.plot([xi - 0.4, xi + 0.4], [bv, bv], color="red", lw=1.5)
+                ax.plot([xi - 0.45, xi + 0.45], [bv, bv], color="red", lw=1.8)
+        top = max(v for v in vals if v == v)
         for xi, v in zip(xs, vals):
-            if v == 0.0:
-                ax.text(xi, 0.05, "failed", rotation=90, fontsize=6, ha="center")
+            if v != v:
+                ax.text(xi, 1.05, "failed", rotation=90, fontsize=7, ha="center",
+                        va="bottom")
         ax.set_yscale("log")
-        ax.set_xticks(xs, names, rotation=70, fontsize=6)
-        ax.set_ylabel("iteration time / Ideal (log)")
-        ax.set_title(r["workload"], fontsize=9)
+        ax.set_ylim(0.9, top * 1.6)
+        ax.set_xticks(xs, names, rotation=60, ha="right", fontsize=7)
+        ax.set_ylabel("time / Ideal (log)")
+        ax.set_title(r["workload"], fontsize=10)
         ax.axhline(1.0, color="#888888", lw=0.5)
     for ax in list(axes.flat)[len(rows):]:
         ax.axis("off")
-    fig.suptitle("Ideal, the page engine's bound and every policy; red line: the bound of the "
-                 "policy's own engine (0 = failed run)", fontsize=10)
-    fig.tight_layout()
+    fig.suptitle("Iteration time / Ideal: Ideal, the page engine's bound and every policy; red "
+                 "line: the bound of the policy's own engine", fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(ROOT / "docs" / "bounds.png", dpi=90)
 
 
