@@ -92,6 +92,16 @@ def test_window_bound_hand_example():
     assert "between kernels 1 and 2 at least" in wb.describe()[0]
     # the traffic bound: 1 page over the link
     assert traffic_bound(m).bytes_in == PAGE_SIZE
+    # the driver engine's two paths: S_3 - S_1 >= (1000 + c_1 + c_2) / 2 = 600
+    fp = dataclasses.replace(m, fault_path=True)
+    assert window_bound(fp).time == pytest.approx(100 + 600)
+    assert window_bound(fp).windows[0]["to"] == 3
+    assert traffic_bound(fp).time == pytest.approx((1000 + 300) / 2)
+    # ... and a kernel's own tensors evictable after its touch: A (last used by kernel 1) may
+    # leave during kernel 1 instead of C, and is never needed again: nothing must come back
+    te = dataclasses.replace(fp, touched_evictable=True)
+    assert window_bound(te).time == pytest.approx(300)
+    assert traffic_bound(te).bytes_in == 0
 
 
 def test_bad_input():
