@@ -98,6 +98,22 @@ def measure(args):
             tm = tensor_engine_model(w, sysm, mode, TensorOptions())
             rec[f"tensor_{mode}_window_ms"] = window_bound(tm).time
             rec[f"tensor_{mode}_seconds"] = time.perf_counter() - t0
+        # the driver engine's model (default options; steady state) and the swap engine's
+        # physical machine (its provable bound is Ideal)
+        from g10fast.engine.bound_models import driver_engine_model, swap_engine_bound
+        from g10fast.engine.driver import DriverOptions, system_params
+        t0 = time.perf_counter()
+        dm = driver_engine_model(w, system_params(base.system, DriverOptions()), DriverOptions())
+        ds = bound_summary(dm, w, float(w.exec_cycles.sum()))
+        rec["driver_bound_cycles"] = ds["time"]
+        rec["driver_bound_seconds"] = time.perf_counter() - t0
+        from g10fast.alloc.swap import LinkCost
+        t0 = time.perf_counter()
+        sw = swap_engine_bound(w, LinkCost.from_gbps(float(base.system.host_link_gbps),
+                                                     float(base.system.link_latency_us)),
+                               int(float(base.system.gpu_memory_gb) * 2**30), base.system.f_hz)
+        rec["swap_physical_cycles"] = sw["physical"]["time"]
+        rec["swap_bound_seconds"] = time.perf_counter() - t0
         if args.lp:
             from g10fast.analysis.bounds_lp import default_checkpoints, lp_bound
             t0 = time.perf_counter()
@@ -112,6 +128,8 @@ def measure(args):
         runs = {}
         if not args.no_policies:
             for r in policies.records():
+                if args.engines and r.engine not in args.engines.split(","):
+                    continue
                 spec = make_spec(base.workload, base.system, r.name, engine=base.engine)
                 t0 = time.perf_counter()
                 try:
@@ -123,6 +141,8 @@ def measure(args):
                      "wall_s": time.perf_counter() - t0,
                      "bound_cycles": res["bound"]["time_cycles"],
                      "bound_notes": res["bound"]["model"]["notes"]}
+                if "physical" in res["bound"]:
+                    d["physical_bound_cycles"] = res["bound"]["physical"]["time"]
                 if res["status"] == "ok":
                     it = res["iterations"][res["reported"]]
                     d.update(exe_cycles=int(it["exe_time_cycles"]),
@@ -132,6 +152,11 @@ def measure(args):
                     d["failure"] = str(res.get("failure"))[:200]
                 runs[r.name] = d
                 print(f"  {r.name}: {json.dumps(d)}", flush=True)
+        if args.merge and OUT.exists():
+            prev = {r["workload"]: r for r in latest_rows()}.get(label)
+            if prev:
+                for k, v in prev["runs"].items():
+                    runs.setdefault(k, dict(v, from_commit=prev["commit"]))
         rec["runs"] = runs
         with open(OUT, "a") as f:
             f.write(json.dumps(rec) + "\n")
@@ -148,6 +173,12 @@ def latest_rows():
     return [rows[k] for k in order if k in rows]
 
 
+def _cell(d, ideal):
+    if d.get("status") == "ok":
+        return f"{d['exe_cycles'] / ideal:.3f} ({d['bound_cycles'] / ideal:.3f})"
+    return "failed" if d.get("status") == "failed" else "—"
+
+
 def table_and_figure():
     import matplotlib
     matplotlib.use("Agg")
@@ -157,55 +188,93 @@ def table_and_figure():
     from g10fast import policies
     rows = latest_rows()
     recs = [r for r in policies.records() if r.name != "ideal"]
-    head = ("| workload | K | window bound / Ideal (page) | with host limit | bound s | "
-            + " | ".join(r.display for r in recs) + " |")
-    print(head)
-    print("|" + "---|" * (4 + len(recs) + 1))
+    # table 1: the bounds of each engine's model and how long they took
+    print("| workload | K | page | page, host limit | tensor FN / GDS / Host | driver | swap "
+          "(physical) | seconds: page, tensor (3), driver, swap |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        ideal = r["ideal_cycles"]
-        cells = []
-        for rec in recs:
-            d = r["runs"].get(rec.name, {})
-            if d.get("status") == "ok":
-                cells.append(f"{d['exe_cycles'] / ideal:.3f} ({d['bound_cycles'] / ideal:.3f})")
-            else:
-                cells.append("failed" if d.get("status") == "failed" else "—")
-        print(f"| {r['workload']} | {r['kernels']} | {r['page_window_cycles'] / ideal:.4f} | "
-              f"{r['page_window_host_cycles'] / ideal:.4f} | "
-              f"{r['page_window_seconds'] + r['page_traffic_seconds']:.2f} | "
-              + " | ".join(cells) + " |")
-    fig, ax = plt.subplots(figsize=(12, 4.2))
-    n = 2 + len(recs)
-    width = 0.8 / n
-    x = np.arange(len(rows))
-    vals = [[1.0] * len(rows), [r["page_window_cycles"] / r["ideal_cycles"] for r in rows]]
-    labels = ["Ideal", "bound (page engine)"]
-    colours = ["#444444", "#000000"]
-    for rec in recs:
-        v = []
+        i = r["ideal_cycles"]
+        f = r["f_hz"]
+        tens = " / ".join(f"{r[f'tensor_{m}_window_ms'] * 1e-3 * f / i:.3f}"
+                          for m in ("FlashNeuron", "G10GDSSSD", "G10GDSFULL"))
+        ts = sum(r[f"tensor_{m}_seconds"] for m in ("FlashNeuron", "G10GDSSSD", "G10GDSFULL"))
+        print(f"| {r['workload']} | {r['kernels']} | {r['page_window_cycles'] / i:.4f} | "
+              f"{r['page_window_host_cycles'] / i:.4f} | {tens} | "
+              f"{r.get('driver_bound_cycles', float('nan')) / i:.4f} | "
+              f"{r.get('swap_physical_cycles', float('nan')) / i:.4f} | "
+              f"{r['page_window_seconds'] + r['page_traffic_seconds']:.2f}, {ts:.2f}, "
+              f"{r.get('driver_bound_seconds', float('nan')):.2f}, "
+              f"{r.get('swap_bound_seconds', float('nan')):.2f} |")
+    # table 2 and 3: every policy, time / Ideal (its bound / Ideal)
+    for eng in (("page", "tensor"), ("driver", "swap")):
+        sub = [x for x in recs if x.engine in eng]
+        print()
+        print("| workload | " + " | ".join(x.display for x in sub) + " |")
+        print("|---|" + "---|" * len(sub))
         for r in rows:
-            d = r["runs"].get(rec.name, {})
-            v.append(d["exe_cycles"] / r["ideal_cycles"] if d.get("status") == "ok" else 0.0)
-        vals.append(v)
-        labels.append(rec.display)
-        colours.append(rec.colour or None)
-    for i, (v, lab, col) in enumerate(zip(vals, labels, colours)):
-        ax.bar(x + (i - n / 2 + 0.5) * width, v, width, label=lab, color=col,
-               hatch="//" if lab.startswith("bound") else None,
-               edgecolor="white" if lab.startswith("bound") else None)
-    ax.set_xticks(x, [r["workload"] for r in rows], fontsize=8)
-    ax.set_ylabel("iteration time / Ideal")
-    ax.axhline(1.0, color="#888888", lw=0.5)
-    ax.set_title("Ideal, the provable bound and every policy (0 = failed run)")
-    ax.legend(ncol=5, fontsize=8, loc="upper left")
-    fig.tight_layout()
-    fig.savefig(ROOT / "docs" / "bounds.png", dpi=110)
+            print(f"| {r['workload']} | " + " | ".join(
+                _cell(r["runs"].get(x.name, {}), r["ideal_cycles"]) for x in sub) + " |")
+    # table 4: the gap split: of the time above Ideal, the share the hardware forces
+    print()
+    print("| workload | " + " | ".join(x.display for x in recs) + " |")
+    print("|---|" + "---|" * len(recs))
+    for r in rows:
+        cells = []
+        for x in recs:
+            d = r["runs"].get(x.name, {})
+            if d.get("status") != "ok":
+                cells.append("—")
+                continue
+            above = d["exe_cycles"] - d["ideal_cycles"]
+            forced = max(0, d["bound_cycles"] - d["ideal_cycles"])
+            cells.append(f"{100 * forced / above:.0f} %" if above > 0 else "(at Ideal)")
+        print(f"| {r['workload']} | " + " | ".join(cells) + " |")
+    # the figure: one panel per workload
+    nc = 3
+    nr = (len(rows) + nc - 1) // nc
+    fig, axes = plt.subplots(nr, nc, figsize=(16, 4.4 * nr), squeeze=False)
+    for ax, r in zip(axes.flat, rows):
+        ideal = r["ideal_cycles"]
+        names = ["Ideal", "bound (page)"] + [x.display for x in recs]
+        vals = [1.0, r["page_window_cycles"] / ideal]
+        cols = ["#444444", "#000000"] + [x.colour or "#1f77b4" for x in recs]
+        bnd = [None, None]
+        for x in recs:
+            d = r["runs"].get(x.name, {})
+            ok = d.get("status") == "ok"
+            vals.append(d["exe_cycles"] / ideal if ok else float("nan"))
+            bnd.append(d["bound_cycles"] / ideal if "bound_cycles" in d else None)
+        xs = np.arange(len(vals))
+        ax.bar(xs, [v if v == v else 0.0 for v in vals], color=cols, bottom=0.0)
+        for xi, bv in zip(xs, bnd):
+            if bv is not None:
+                ax.plot([xi - 0.45, xi + 0.45], [bv, bv], color="red", lw=1.8)
+        top = max(v for v in vals if v == v)
+        for xi, v in zip(xs, vals):
+            if v != v:
+                ax.text(xi, 1.05, "failed", rotation=90, fontsize=7, ha="center",
+                        va="bottom")
+        ax.set_yscale("log")
+        ax.set_ylim(0.9, top * 1.6)
+        ax.set_xticks(xs, names, rotation=60, ha="right", fontsize=7)
+        ax.set_ylabel("time / Ideal (log)")
+        ax.set_title(r["workload"], fontsize=10)
+        ax.axhline(1.0, color="#888888", lw=0.5)
+    for ax in list(axes.flat)[len(rows):]:
+        ax.axis("off")
+    fig.suptitle("Iteration time / Ideal: Ideal, the page engine's bound and every policy; red "
+                 "line: the bound of the policy's own engine", fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.savefig(ROOT / "docs" / "bounds.png", dpi=90)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workloads", default="")
     ap.add_argument("--no-policies", action="store_true")
+    ap.add_argument("--engines", default="", help="run only the policies of these engines")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the runs of the latest row of a workload for engines not run")
     ap.add_argument("--lp", type=int, default=0, help="checkpoint LP on this many kernels")
     ap.add_argument("--figure", action="store_true", help="table and figure from the results")
     a = ap.parse_args(argv)

@@ -429,7 +429,8 @@ def cmd_run(args) -> int:
         kw["workload"] = workload_of(spec)
         kw["plan"] = read_plan(args.plan_in, kw["workload"].num_kernels,
                                kw["workload"].num_tensors)
-    res = run(spec, trace_path=args.trace, progress=progress, check=args.check, **kw)
+    res = run(spec, trace_path=args.trace, progress=progress, check=args.check,
+              bound=args.bound, **kw)
     if args.plan is not None:
         if "plan_object" not in res:
             raise InputError("this policy has no plan (use prefetch_lru or deepUM)",
@@ -1064,6 +1065,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="assert the engine's invariants at every kernel boundary (each page in "
                         "one place, capacity never exceeded, bytes moved = bytes arrived); "
                         "slower, same result")
+    r.add_argument("--bound", choices=("window", "lp"), default="window",
+                   help="lp: also the checkpoint LP bound (page and tensor engines; SciPy, "
+                        "seconds; docs/bounds.md)")
     r.add_argument("--trace", help="write the engine's events to this HDF5 file")
     r.add_argument("--progress", action="store_true", help="show the progress bar even when "
                    "stderr is not a terminal (default there: a plain line every 5 s, "

@@ -132,7 +132,8 @@ def peak_rss_bytes() -> int:
 
 def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
         workload: Workload | None = None, plan=None, plan_options: dict | None = None,
-        required_order=None, vitality=None, check: bool = False) -> dict:
+        required_order=None, vitality=None, check: bool = False,
+        bound: str = "window") -> dict:
     """Simulate one run; returns the result dict (docs/results.md).
 
     `spec`: a RunSpec, or a G10Config (read into one). The policy's planner runs on the
@@ -142,8 +143,12 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
     the order the engine processes them (O-18, docs/tensor-order.md); None: ascending ids.
     `vitality`: the workload's vitality analysis, if at hand. `check`: assert the engine's
     invariants at every kernel boundary (an InvariantError names the kernel and the
-    invariant); the result is the same."""
+    invariant); the result is the same. `bound`: "window" (the window and traffic bounds,
+    always), or "lp": also the checkpoint LP (page and tensor engines; SciPy, seconds;
+    docs/bounds.md), the bound the larger."""
     t0 = time.perf_counter()
+    if bound not in ("window", "lp"):
+        raise InputError(f"must be window or lp, got {bound!r}", param="--bound")
     if not isinstance(spec, RunSpec):
         spec = from_g10_config(spec)
     rec = spec.record
@@ -186,6 +191,8 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
         raise
     if check:
         result["invariants_checked"] = True
+    if bound == "lp":
+        _add_lp_bound(result, spec, rec, w)
     result["wall_seconds"] = time.perf_counter() - t0
     result["peak_rss_bytes"] = peak_rss_bytes()
     return result
@@ -445,7 +452,16 @@ def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
                                     f"{gpu_bytes / 2**30:.2f} GiB",
                           "tensor": None, "kernel": None, "kernel_name": None,
                           "pages_needed": None, "free_pages": None, "largest_free_pages": None}
-    return res
+    # the bound of what timed the plan: the tensor engine's model of the engine system it ran
+    # on (room for every tensor, so Ideal), with the bound of the machine the swap planner
+    # describes (the real GPU, two FIFO channels) beside it as `physical`
+    from g10fast.analysis.bounds import bound_summary
+    from g10fast.engine.bound_models import swap_engine_bound, tensor_engine_model
+    from g10fast.engine.tensor import exec_ms_of
+    m = tensor_engine_model(w, esys, "G10GDSFULL", topts)
+    summary = bound_summary(m, w, float(exec_ms_of(w, esys.gpu_frequency_ghz).sum()))
+    summary["physical"] = swap_engine_bound(w, link, gpu_bytes, f_hz)["physical"]
+    return add_bound(res, summary, f_hz, unit_ms=True)
 
 
 def run_driver_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
@@ -500,4 +516,65 @@ def run_driver_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
                           if isinstance(v, (int, float, str, bool))}}
     if check:
         res["invariant_checks"] = len(run.kernels)
+    _add_driver_bound(res, w_sim, run, opts, spec.system)
     return add_seconds(res, run.params["f_hz"])
+
+
+def _add_driver_bound(res, w_sim, run, opts, system):
+    """The driver engine's bound (g10fast.engine.bound_models.driver_engine_model) beside
+    every iteration; the first iteration gets its own (its first touches zero-fill)."""
+    from g10fast.analysis.bounds import bound_summary
+    from g10fast.engine.bound_models import driver_engine_model
+    from g10fast.engine.driver import system_params
+    prm = system_params(system, opts)
+    ideal = float(w_sim.exec_cycles.sum())
+    f_hz = run.params["f_hz"]
+    first = bound_summary(driver_engine_model(w_sim, prm, opts, first_iteration=True), w_sim,
+                          ideal)
+    add_bound(res, bound_summary(driver_engine_model(w_sim, prm, opts), w_sim, ideal), f_hz)
+    its = res.get("iterations") or []
+    if its:
+        one = add_bound({"iterations": [its[0]]}, first, f_hz)
+        res["bound"]["first_iteration"] = {k: one["bound"][k] for k in
+                                           ("time", "window", "traffic", "time_cycles",
+                                            "time_s")}
+    return res
+
+
+#: the checkpoint LP in results (`bound="lp"`): every kernel a checkpoint up to this many
+#: kernels, else the LP_CHECKPOINTS of largest deficit
+LP_FULL_K = 100
+LP_CHECKPOINTS = 50
+
+
+def _add_lp_bound(result, spec, rec, w):
+    """The checkpoint LP of the run's engine model beside its window and traffic bounds
+    (g10fast.analysis.bounds_lp); the result's bound becomes the largest. Only a proven LP
+    optimum is a bound: an LP stopped by its time limit is recorded and not used."""
+    from g10fast.analysis.bounds_lp import default_checkpoints, lp_bound
+    if rec.engine not in ("page", "tensor"):
+        raise InputError("the LP models the page and tensor engines (this policy runs on the "
+                         f"{rec.engine} engine)", param="--bound")
+    if rec.engine == "page":
+        from g10fast.engine.bound_models import page_engine_model
+        from g10fast.engine.page import page_params
+        m = page_engine_model(_perturbed(w, spec.engine),
+                              page_params(spec.system, rec.engine_mode(spec.policy.options,
+                                                                       spec.engine)))
+    else:
+        from g10fast.engine.bound_models import tensor_engine_model
+        from g10fast.engine.tensor import TensorOptions
+        m = tensor_engine_model(w, spec.system, rec.extra["tensor_mode"],
+                                compat_options(TensorOptions, spec.engine))
+    b = result.get("bound")
+    if m is None or b is None:
+        return result
+    q = None if m.num_kernels <= LP_FULL_K else default_checkpoints(m, LP_CHECKPOINTS)
+    lp = lp_bound(m, q, time_limit=120.0)
+    info = {"time": lp.time, "optimal": bool(lp.optimal), "checkpoints": int(len(lp.checkpoints)),
+            "variables": int(lp.variables), "seconds": lp.seconds}
+    summary = {k: v for k, v in b.items() if k not in ("time_cycles", "time_s")}
+    summary["lp"] = info
+    if lp.optimal:
+        summary["time"] = max(float(b["time"]), lp.time)
+    return add_bound(result, summary, float(spec.system.f_hz), unit_ms=rec.engine == "tensor")

@@ -29,7 +29,9 @@ def rec(h, status="ok", exe=1000, **kw):
           "slowdown": exe * 2 / 600, "stall_cycles": 7, "overlap_cycles": 0,
           "compute_cycles": 5, "cpu_pf": 1, "ssd_pf": 2, "unalloc_pf": 3, "in_transfer": 0,
           "pages": {"cpu_to_gpu": 11, "ssd_to_gpu": 12, "gpu_to_cpu": 13, "gpu_to_ssd": 14}}
-    it1 = dict(it, iteration=1, exe_time_cycles=exe, slowdown=exe / 600)
+    it1 = dict(it, iteration=1, exe_time_cycles=exe, slowdown=exe / 600,
+               bound_time_cycles=650, bound_forced_cycles=50, bound_gap_cycles=exe - 650,
+               bound_time_s=650 / 1.2e9)
     r = {"hash": h, "label": f"BERT/128-{h}", "status": status,
          "config": {"batch_size": 128, "GPU_frequency_GHz": 1.2},
          "point": {"model": "BERT", "batch_size": 128, "policy": "lru", "host_mem_gb": 128.0,
@@ -280,6 +282,8 @@ def test_export_csv_and_parquet(tmp_path, capsys):
     assert a["exe_time_cycles"] == "2400" and a["ideal_exe_time_cycles"] == "600"
     assert float(a["exe_time_s"]) == 2400 / 1.2e9 and float(a["ideal_time_s"]) == 600 / 1.2e9
     assert a["pages_ssd_to_gpu"] == "12" and a["status"] == "ok"
+    assert (a["bound_time_cycles"], a["bound_forced_cycles"], a["bound_gap_cycles"]) == \
+        ("650", "50", "1750")
     f = {r["hash"]: r for r in rows}["f"]
     assert f["status"] == "failed" and f["exe_time_cycles"] == ""
     pq = pytest.importorskip("pyarrow.parquet")

@@ -63,6 +63,14 @@ class BoundModel:
     ssd_out_rate: float
     slack: float = 0.0        # subtracted from every transfer edge (an engine's granularity)
     unit: str = "cycles"
+    #: a kernel's own tensors may leave the GPU once it has touched them (the driver engine:
+    #: a later fault batch of the same kernel may evict them): they count as candidates to be
+    #: off at S_t, needed again at their next use
+    touched_evictable: bool = False
+    #: two sequential transfer paths, each at most `in_rate` (the driver engine's prefetch
+    #: stream and its fault path, which runs only between kernels' compute): a read window
+    #: t -> t' becomes S_{t'+1} - S_t >= (F / in_rate + C) / 2, C = compute of kernels t..t'
+    fault_path: bool = False
     notes: tuple = ()          # what the model mirrors or leaves out, for the result
 
     @property
@@ -110,7 +118,8 @@ def bound_model(w, *, capacity_bytes: float, in_rate: float, out_rate: float | N
                 ssd_in_rate: float | None = None, ssd_out_rate: float | None = None,
                 host_bytes: float = math.inf, kernel_times=None, free_read=None,
                 free_write=None, excluded_tensors=None, slack: float = 0.0,
-                evict_copies: bool = False, unit: str = "cycles", notes=()) -> BoundModel:
+                evict_copies: bool = False, unit: str = "cycles", notes=(),
+                touched_evictable: bool = False, fault_path: bool = False) -> BoundModel:
     """The bound's model of a Workload. `kernel_times` (default: `exec_cycles`) in the unit
     the rates use; `free_read` / `free_write` (bool[T]): moves of those tensors in that
     direction cost nothing; `excluded_tensors` (ids) take no memory; `slack` (time) is taken
@@ -160,7 +169,8 @@ def bound_model(w, *, capacity_bytes: float, in_rate: float, out_rate: float | N
                       capacity=float(capacity_bytes), host_bytes=float(host_bytes),
                       in_rate=float(in_rate), out_rate=float(out_rate),
                       ssd_in_rate=float(ssd_in_rate), ssd_out_rate=float(ssd_out_rate),
-                      unit=unit, notes=tuple(notes))
+                      unit=unit, notes=tuple(notes), touched_evictable=bool(touched_evictable),
+                      fault_path=bool(fault_path))
 
 
 def live_bytes(m: BoundModel) -> np.ndarray:
@@ -178,7 +188,8 @@ def live_bytes(m: BoundModel) -> np.ndarray:
 
 @njit(cache=True)
 def _window_kernel(c, size, lo, hi, use_ptr, use_k, use_w, free_read, free_write, D, Dh,
-                   in_rate, out_rate, ssd_in_rate, ssd_out_rate, slack):
+                   in_rate, out_rate, ssd_in_rate, ssd_out_rate, slack, touched_evictable,
+                   fault_path):
     """Longest path 0 -> K. Returns L[K+1], pred[K+1], pred_kind[K+1], pred_bytes[K+1]."""
     K = c.shape[0]
     T = size.shape[0]
@@ -188,6 +199,9 @@ def _window_kernel(c, size, lo, hi, use_ptr, use_k, use_w, free_read, free_write
     pbytes = np.zeros(K + 1)
     for b in range(1, K + 1):
         L[b] = -1.0
+    cc = np.zeros(K + 1)
+    for k in range(K):
+        cc[k + 1] = cc[k] + c[k]
     ptr = use_ptr[:-1].copy()          # per tensor: index of its first use >= t
     lastw = np.full(T, -1, np.int64)    # per tensor: the last kernel < t that wrote it
     rb = np.zeros(K + 1)                # bytes by next use
@@ -205,11 +219,14 @@ def _window_kernel(c, size, lo, hi, use_ptr, use_k, use_w, free_read, free_write
                 while use_k[p] < t:
                     p += 1
                 ptr[x] = p
+                q = p
                 if use_k[p] == t:
-                    continue                   # required by kernel t: resident
+                    if not touched_evictable:
+                        continue               # required by kernel t: resident
+                    q = p + 1                  # touched already: needed again at its next use
                 cand += size[x]
-                if not free_read[x]:
-                    rb[use_k[p]] += size[x]
+                if not free_read[x] and q < use_ptr[x + 1]:
+                    rb[use_k[q]] += size[x]
                 if not free_write[x] and lastw[x] >= 0:
                     wb[lastw[x]] += size[x]
             # write windows into t: edges t0 -> t
@@ -248,7 +265,14 @@ def _window_kernel(c, size, lo, hi, use_ptr, use_k, use_w, free_read, free_write
                 acc += rb[t2]
                 avail = cand - acc              # next use after t2, or free
                 f = D[t] - avail
-                if f > 0.0:
+                if f > 0.0 and fault_path:
+                    v = L[t] + 0.5 * (f / in_rate + cc[t2 + 1] - cc[t]) - slack
+                    if v > L[t2 + 1]:
+                        L[t2 + 1] = v
+                        pred[t2 + 1] = t
+                        pkind[t2 + 1] = 1
+                        pbytes[t2 + 1] = f
+                elif f > 0.0:
                     v = L[t] + f / in_rate - slack
                     if v > L[t2]:
                         L[t2] = v
@@ -256,7 +280,14 @@ def _window_kernel(c, size, lo, hi, use_ptr, use_k, use_w, free_read, free_write
                         pkind[t2] = 1
                         pbytes[t2] = f
                 fs = Dh[t] - avail
-                if fs > 0.0:
+                if fs > 0.0 and fault_path:
+                    v = L[t] + 0.5 * (fs / ssd_in_rate + cc[t2 + 1] - cc[t]) - slack
+                    if v > L[t2 + 1]:
+                        L[t2 + 1] = v
+                        pred[t2 + 1] = t
+                        pkind[t2 + 1] = 3
+                        pbytes[t2 + 1] = fs
+                elif fs > 0.0:
                     v = L[t] + fs / ssd_in_rate - slack
                     if v > L[t2]:
                         L[t2] = v
@@ -302,7 +333,8 @@ def window_bound(m: BoundModel) -> WindowBound:
     M, D, Dh = _deficits(m)
     L, pred, pk, pb = _window_kernel(m.c, m.size, m.lo, m.hi, m.use_ptr, m.use_k, m.use_w,
                                      m.free_read, m.free_write, D, Dh, m.in_rate, m.out_rate,
-                                     m.ssd_in_rate, m.ssd_out_rate, m.slack)
+                                     m.ssd_in_rate, m.ssd_out_rate, m.slack,
+                                     m.touched_evictable, m.fault_path)
     K = m.num_kernels
     wins = _path(pred, pk, pb, K)
     for wdw in wins:
@@ -331,10 +363,17 @@ def window_bound_py(m: BoundModel) -> float:
         if D[t] <= 0:
             continue
         cand = [x for x in range(T) if m.lo[x] >= 0 and m.lo[x] <= t <= m.hi[x]
-                and t not in uses[x] and m.size[x] > 0]
+                and (m.touched_evictable or t not in uses[x]) and m.size[x] > 0]
         for t2 in range(t + 1, K):
             avail = sum(m.size[x] for x in cand
-                        if m.free_read[x] or min(u for u in uses[x] if u > t) > t2)
+                        if m.free_read[x] or min([u for u in uses[x] if u > t] + [K]) > t2)
+            if m.fault_path:        # two paths, the fault path idle during compute
+                ce = cc[t2 + 1] - cc[t]
+                edge(t, t2 + 1, max(0.5 * ((D[t] - avail) / m.in_rate + ce) - m.slack
+                                    if D[t] > avail else 0,
+                                    0.5 * ((Dh[t] - avail) / m.ssd_in_rate + ce) - m.slack
+                                    if Dh[t] > avail else 0))
+                continue
             edge(t, t2, max((D[t] - avail) / m.in_rate - m.slack if D[t] > avail else 0,
                             (Dh[t] - avail) / m.ssd_in_rate - m.slack if Dh[t] > avail else 0))
         for t0 in range(t):
@@ -399,6 +438,11 @@ def gaps(m: BoundModel):
         u = m.use_k[m.use_ptr[x]:m.use_ptr[x + 1]]
         if m.lo[x] < u[0]:
             gs.append(m.lo[x]), ge.append(u[0] - 1), gz.append(m.size[x])
+        if m.touched_evictable:        # off from the use before (after its touch)
+            d = np.arange(len(u) - 1)
+            gs.extend(u[d].tolist()), ge.extend((u[d + 1] - 1).tolist())
+            gz.extend([m.size[x]] * len(d))
+            continue
         d = np.nonzero(np.diff(u) > 1)[0]
         gs.extend((u[d] + 1).tolist()), ge.extend((u[d + 1] - 1).tolist())
         gz.extend([m.size[x]] * len(d))
@@ -425,10 +469,18 @@ def traffic_bound(m: BoundModel) -> TrafficBound:
     np.add.at(freeb, m.lo[f], m.size[f])
     np.add.at(freeb, m.hi[f] + 1, -m.size[f])
     freeb = np.cumsum(freeb)[:m.num_kernels]
+    if m.touched_evictable:            # a tensor at its last use may leave after its touch
+        ok_ = (m.lo >= 0) & (m.size > 0) & ~m.free_read
+        np.add.at(freeb, m.hi[ok_], m.size[ok_])
     gs, ge, gz = gaps(m)
     v, ok = _cover_kernel(gs, ge, gz, np.maximum(D - freeb, 0.0))
     vs, ok2 = _cover_kernel(gs, ge, gz, np.maximum(Dh - freeb, 0.0))
-    t = max(float(m.c.sum()), v / m.in_rate - m.slack, vs / m.ssd_in_rate - m.slack)
+    ideal = float(m.c.sum())
+    if m.fault_path:                   # two paths, the fault path idle during compute
+        t = max(ideal, 0.5 * (v / m.in_rate + ideal) - m.slack,
+                0.5 * (vs / m.ssd_in_rate + ideal) - m.slack)
+    else:
+        t = max(ideal, v / m.in_rate - m.slack, vs / m.ssd_in_rate - m.slack)
     return TrafficBound(time=t, bytes_in=float(v), bytes_ssd_in=float(vs), feasible=ok and ok2)
 
 

@@ -82,6 +82,9 @@ def _solve(m: BoundModel, checkpoints, integral: bool, time_limit: float, mip_re
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_matrix
 
+    if m.touched_evictable or m.fault_path:
+        raise InputError("the LP and the MILP model one transfer path and kernels holding "
+                         "their tensors (not the driver engine's model)", param="bounds.model")
     t0 = time.perf_counter()
     K = m.num_kernels
     Q = np.arange(K, dtype=np.int64) if checkpoints is None else \
@@ -237,3 +240,162 @@ def milp_optimum(m: BoundModel, *, time_limit: float = 60.0,
     workloads (K up to ~40). `optimal` False: the time limit stopped it, and `time` is the best
     schedule found (an upper value of the optimum), `dual_bound` a lower one."""
     return _solve(m, None, True, time_limit, mip_rel_gap, consistent=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# the engine-shaped MILP: a schedule the page engine can replay as it is (docs/bounds.md)
+
+@dataclass
+class EngineSchedule:
+    time: float                   # the model's iteration time (Σ d_k)
+    optimal: bool
+    seconds: float
+    variables: int
+    slot: np.ndarray              # d_k
+    # per gap the schedule moves: tensor, the kernel whose start issues the eviction and the
+    # kernel whose start issues the fetch (-1: none)
+    moves: list = field(default_factory=list)
+
+
+def milp_engine_schedule(m: BoundModel, is_global, *, time_limit: float = 60.0,
+                         mip_rel_gap: float = 1e-6) -> EngineSchedule:
+    """The fluid model's optimum restricted to what the page engine does with a plan of
+    pre-evictions and prefetches issued at kernel starts (every kernel a slot):
+
+    * a tensor occupies its frames while it is written out (eviction ends before the memory
+      counts free) and from the start of the slot whose start issues its fetch (the engine
+      takes frames when a fetch starts);
+    * one eviction and one fetch per gap (evicted from a kernel on, fetched from a later one),
+      the write-out after the gap's last use (in the slots after it), every eviction copies;
+    * weights persist across iterations (cyclic): after their last use they occupy memory
+      until evicted, and that eviction and the fetch before the next iteration's first use
+      are paid in this iteration.
+
+    No slack. Not a bound (the engine's FIFO ticks may do better or worse): the schedule the
+    replay follows; `time` is the replay's target."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
+    t0 = time.perf_counter()
+    K = m.num_kernels
+    glob = np.asarray(is_global, bool)
+    # live bytes: non-globals first..last use, globals every kernel (cyclic)
+    M = _live_cyclic(m, glob)
+    gaps_ = []
+    for x in range(len(m.size)):
+        if m.lo[x] < 0 or m.size[x] == 0:
+            continue
+        u = m.use_k[m.use_ptr[x]:m.use_ptr[x + 1]].tolist()
+        for i in range(len(u) - 1):
+            if u[i + 1] - u[i] > 1:
+                gaps_.append((x, list(range(u[i] + 1, u[i + 1]))))
+        if glob[x]:
+            ks = list(range(u[-1] + 1, K)) + list(range(0, u[0]))
+            if ks:
+                gaps_.append((x, ks))
+    nv = K
+    lb = list(np.asarray(m.c, float))
+    ub = [np.inf] * K
+    integ = [0] * K
+    cost = [1.0] * K
+    rows, cols, vals, rlo, rhi = [], [], [], [], []
+    r = 0
+    mem = [[] for _ in range(K)]
+    fin = [[] for _ in range(K)]
+    fout = [[] for _ in range(K)]
+    eps = 1e-9 * max(float(np.sum(m.c)), 1.0) / max(float(m.size.sum()), 1.0) / max(K, 1)
+    info = []
+
+    def var(lo_, hi_, integral, c=0.0):
+        nonlocal nv
+        lb.append(lo_), ub.append(hi_), integ.append(1 if integral else 0), cost.append(c)
+        nv += 1
+        return nv - 1
+
+    def row(terms, lo_, hi_):
+        nonlocal r
+        for v, a in terms:
+            rows.append(r), cols.append(v), vals.append(a)
+        rlo.append(lo_), rhi.append(hi_)
+        r += 1
+
+    tin = [[] for _ in range(K)]       # transfers in the stall part of a slot (after c_k)
+    tout = [[] for _ in range(K)]
+    for (x, ks) in gaps_:
+        s = float(m.size[x])
+        n = len(ks)
+        # the write-out may end the slot of the last use (the next kernel waits for it, its
+        # frames taken only after) and the fetch may fill the stall of the slot before the
+        # next use (the kernel's own faults: frames taken then, not at the slot's start)
+        wt = var(0, 1, False)
+        pt = var(0, 1, False)
+        tout[(ks[0] - 1) % K].append((wt, s))
+        tin[ks[-1]].append((pt, s))
+        e = [var(0, 1, True, eps * s) for _ in range(n)]    # evicted by S_ks[i]
+        f = [var(0, 1, True) for _ in range(n)]             # fetch started by S_ks[i]
+        p = [var(0, 1, False) for _ in range(n)]            # fetched in slot ks[i]
+        wv = [var(0, 1, False) for _ in range(n)]           # written out in slot ks[i]
+        for i in range(n):
+            if i:
+                row([(e[i], 1.0), (e[i - 1], -1.0)], 0.0, np.inf)
+                row([(f[i], 1.0), (f[i - 1], -1.0)], 0.0, np.inf)
+            row([(e[i], 1.0), (f[i], -1.0)], 0.0, np.inf)          # f <= e
+            row([(p[i], 1.0), (f[i], -1.0)], -np.inf, 0.0)         # fetch once started
+            row([(wv[i], 1.0), (e[i], 1.0)], -np.inf, 1.0)         # write while resident
+            # written out before it counts evicted: Σ_{j<i} w_j >= e_i
+            row([(wv[j], 1.0) for j in range(i)] + [(wt, 1.0), (e[i], -1.0)], 0.0, np.inf)
+            mem[ks[i]].append((e[i], -s))
+            mem[ks[i]].append((f[i], s))
+            fin[ks[i]].append((p[i], s))
+            fout[ks[i]].append((wv[i], s))
+        # fetched in full before the next use when evicted
+        row([(pi, 1.0) for pi in p] + [(pt, 1.0), (e[n - 1], -1.0)], 0.0, np.inf)
+        info.append((x, ks, e, f, wv, wt, pt))
+    for k in range(K):
+        row(mem[k], -np.inf, m.capacity - M[k])
+        for main, tail, rate in ((fin[k], tin[k], m.in_rate), (fout[k], tout[k], m.out_rate)):
+            if main or tail:
+                row([(v, a / rate) for v, a in main + tail] + [(k, -1.0)], -np.inf, 0.0)
+            if tail:        # the stall part: d_k - c_k
+                row([(v, a / rate) for v, a in tail] + [(k, -1.0)], -np.inf, -float(m.c[k]))
+    A = coo_matrix((vals, (rows, cols)), shape=(r, nv)).tocsr()
+    res = milp(np.asarray(cost), constraints=LinearConstraint(A, rlo, rhi),
+               bounds=Bounds(np.asarray(lb), np.asarray(ub)), integrality=np.asarray(integ),
+               options={"time_limit": float(time_limit), "mip_rel_gap": float(mip_rel_gap),
+                        "presolve": True})
+    if res.x is None:
+        raise InputError(f"the engine-shaped MILP found no solution ({res.message})",
+                         param="bounds")
+    x_ = res.x
+    moves = []
+    for (x, ks, e, f, wv, wt, pt) in info:
+        ev = [i for i in range(len(ks)) if x_[e[i]] > 0.5]
+        if not ev:
+            continue
+        fs = [i for i in range(len(ks)) if x_[f[i]] > 0.5]
+        ws = [i for i in range(len(ks)) if x_[wv[i]] > 1e-7]
+        # the eviction is issued at the first slot it is written out in (the gap's first
+        # kernel when it ends the last use's slot); the fetch at the kernel whose start
+        # begins it, or at the next use (its own faults) when it fills the stall before it
+        ek = ks[ws[0]] if (ws and x_[wt] <= 1e-7) else ks[0]
+        fk = ks[fs[0]] if fs else (ks[-1] + 1) % K
+        moves.append({"tensor": int(x), "evict_kernel": int(ek), "off_from": int(ks[ev[0]]),
+                      "fetch_kernel": int(fk)})
+    return EngineSchedule(time=float(x_[:K].sum()), optimal=res.status == 0,
+                          seconds=time.perf_counter() - t0, variables=nv,
+                          slot=x_[:K].copy(), moves=moves)
+
+
+def _live_cyclic(m: BoundModel, glob) -> np.ndarray:
+    K = m.num_kernels
+    acc = np.zeros(K + 1)
+    for x in range(len(m.size)):
+        if m.lo[x] < 0 or m.size[x] == 0:
+            continue
+        if glob[x]:
+            acc[0] += m.size[x]
+            acc[K] -= m.size[x]
+        else:
+            acc[m.lo[x]] += m.size[x]
+            acc[m.hi[x] + 1] -= m.size[x]
+    return np.cumsum(acc)[:K]

@@ -75,3 +75,77 @@ def tensor_engine_model(w, system, mode: str, options) -> BoundModel:
                        ssd_in_rate=ssd, ssd_out_rate=ssd, kernel_times=exec_ms_of(w, ghz),
                        free_read=fr, free_write=fw, excluded_tensors=excluded, unit="ms",
                        notes=tuple(notes))
+
+
+def driver_engine_model(w, params: dict, options, *, first_iteration: bool = False
+                        ) -> BoundModel:
+    """The driver engine's model (time in cycles) from its `system_params` and DriverOptions
+    (g10fast.engine.driver, docs/bounds.md):
+
+    * rate: the most bytes per cycle one transfer of the engine's tables ever moves (its
+      transfer curve, per-transfer overhead and latency, 1..512 pages of one 2 MiB VA block,
+      host or SSD), over two sequential paths: the prefetch stream and the fault path, which
+      runs only between a kernel's start and its compute (`fault_path`);
+    * capacity: the GPU's pages, or its whole 2 MiB root chunks (chunk eviction);
+    * a kernel's pages may be evicted by its own later fault batches (`touched_evictable`);
+    * no write windows: the stream frees a page when it processes its eviction and may write
+      it back later, so no write-back is provably before the memory it frees is reused;
+    * the first iteration (`first_iteration`): every page starts unpopulated and a first touch
+      zero-fills it for free, so weights are live only from their first use there."""
+    import dataclasses as _dc
+    from g10fast.engine import driver_kernels as dk
+    page = 4096.0
+    rates = []
+    for name in ("h2d", "ssd_r"):
+        tab = np.asarray(params[name], np.float64)
+        n = np.arange(1, tab.shape[0])
+        rates.append(float(np.max(n * page / np.maximum(tab[1:], 1.0))))
+    rate = max(rates)
+    pages = int(params["gpu_pages"])
+    notes = ["driver engine: the fastest single transfer of its tables "
+             f"({rate * float(params['f_hz']) / 1e9:.4g} GB/s) on each of two paths (prefetch "
+             "stream, fault path between compute)",
+             "a kernel's own pages may be evicted by its later fault batches",
+             "no write windows (the stream frees memory before its write-back ends)"]
+    if options.evict != "lru4k":
+        pages = min(pages, int(params["gpu_chunks"]) * dk.VA_PAGES)
+        notes.append("capacity: whole 2 MiB root chunks")
+    if first_iteration:
+        w = _dc.replace(w, is_global=np.zeros(w.num_tensors, bool))
+        notes.append("first iteration: first touches zero-fill, weights live from first use")
+    T = w.num_tensors
+    return bound_model(w, capacity_bytes=float(pages) * page, in_rate=rate, out_rate=rate,
+                       ssd_in_rate=rate, ssd_out_rate=rate, free_write=np.ones(T, bool),
+                       unit="cycles", notes=tuple(notes), touched_evictable=True,
+                       fault_path=True)
+
+
+def swap_engine_bound(w, link, gpu_bytes: int, f_hz: float) -> dict:
+    """The bound of the machine the swap planner describes (g10fast.policies.trace_swap,
+    docs/bounds.md): the real GPU's capacity, two FIFO channels at the link's bandwidth
+    (latency left out), swap-outs ending before the memory is reused. The swap runner times
+    its plan on the tensor engine with room for every tensor (run.run_swap_engine), so the
+    run's own bound is that engine's model (Ideal there); this one is reported beside it as
+    `physical`, and a run below it is the planner's overlap of channels, not a better
+    schedule. The top-level fields say Ideal (no transfer window is provable for the plan)."""
+    import dataclasses as _dc
+    from g10fast.analysis.bounds import bound_summary, max_working_set
+    ideal = float(np.asarray(w.exec_cycles, np.float64).sum())
+    wr = _dc.replace(w, size=np.asarray(w.raw_size, np.int64))
+    rin = 1e9 / (float(link.in_ns_per_byte) * float(f_hz))
+    rout = 1e9 / (float(link.out_ns_per_byte) * float(f_hz))
+    phys = bound_model(wr, capacity_bytes=float(gpu_bytes), in_rate=rin, out_rate=rout,
+                       ssd_in_rate=rin, ssd_out_rate=rout, unit="cycles",
+                       notes=("two FIFO channels at the link's bandwidth (latency left out), "
+                              "raw tensor bytes",))
+    ps = bound_summary(phys, wr, ideal)
+    feasible = max_working_set(phys, wr) <= float(gpu_bytes)
+    return {"time": ideal, "window": ideal, "traffic": ideal, "feasible": bool(feasible),
+            "unit": "cycles", "windows": [],
+            "physical": {"time": ps["time"], "window": ps["window"], "traffic": ps["traffic"],
+                         "windows": ps["windows"], "model": ps["model"]},
+            "model": {"capacity_bytes": float(gpu_bytes), "host_bytes": None,
+                      "notes": ["swap engine: an estimator on nominal op times (swap-ins may "
+                                "overlap on the channel, copies released before their "
+                                "swap-out ends): no transfer window is provable, the bound is "
+                                "Ideal; `physical` is the two-FIFO-channel machine's bound"]}}

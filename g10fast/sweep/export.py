@@ -7,9 +7,12 @@ kernel_speedup, group), its status and error, and the numbers of the reported it
 exe_time_s and ideal_time_s (cycles / the configuration's GPU_frequency_GHz, empty when the
 configuration has no frequency), slowdown, stall / overlap / compute cycles, page faults,
 pages moved per link and direction; then where the point came from (derived_from) and its
-cost (wall_seconds, cpu_seconds). A failed or errored point has its parameters and status,
-and empty numbers. Reading works while a sweep writes the store (SQLite WAL); damaged points
-are left out and counted (`g10fast store verify` names them).
+cost (wall_seconds, cpu_seconds); then the provable bound (docs/bounds.md) and the gap split:
+bound_time_cycles, bound_forced_cycles (bound − ideal: what the hardware forces),
+bound_gap_cycles (time − bound: what the policy adds), bound_time_s. A failed or errored
+point has its parameters and status, and empty numbers. Reading works while a sweep writes
+the store (SQLite WAL); damaged points are left out and counted (`g10fast store verify`
+names them).
 
 Parquet needs pyarrow (the optional extra `g10fast[parquet]`).
 """
@@ -30,16 +33,21 @@ _ITER = ("exe_time_cycles", "ideal_exe_time_cycles")
 _ITER2 = ("slowdown", "stall_cycles", "overlap_cycles", "compute_cycles", "cpu_pf", "ssd_pf",
           "unalloc_pf", "in_transfer")
 _PAGES = ("cpu_to_gpu", "ssd_to_gpu", "gpu_to_cpu", "gpu_to_ssd")
+#: the provable bound and the gap split (docs/bounds.md): bound − ideal is what the hardware
+#: forces, time − bound what the policy adds; empty for points stored before the bound
+_BOUND = ("bound_time_cycles", "bound_forced_cycles", "bound_gap_cycles")
 EXPORT_COLUMNS = (("hash", "label") + _PARAMS + ("status", "error_type", "error") + _ITER
                   + ("exe_time_s", "ideal_time_s") + _ITER2
                   + tuple(f"pages_{k}" for k in _PAGES)
-                  + ("derived_from", "wall_seconds", "cpu_seconds"))
+                  + ("derived_from", "wall_seconds", "cpu_seconds") + _BOUND
+                  + ("bound_time_s",))
 #: column types for Parquet (the rest are strings)
 _INT = {"batch_size", "ran_seed", "exe_time_cycles", "ideal_exe_time_cycles", "stall_cycles",
         "overlap_cycles", "compute_cycles", "cpu_pf", "ssd_pf", "unalloc_pf", "in_transfer"} | \
-    {f"pages_{k}" for k in _PAGES}
+    {f"pages_{k}" for k in _PAGES} | set(_BOUND)
 _FLOAT = {"host_mem_gb", "ssd_gbps", "pcie_gbps", "kernel_time_std_dev", "kernel_speedup",
-          "exe_time_s", "ideal_time_s", "slowdown", "wall_seconds", "cpu_seconds"}
+          "exe_time_s", "ideal_time_s", "slowdown", "wall_seconds", "cpu_seconds",
+          "bound_time_s"}
 
 
 def _num(v):
@@ -70,7 +78,7 @@ def export_rows(store) -> tuple[list[dict], int]:
         rep = r.get("reported")
         if p.status == "ok" and its and isinstance(rep, int) and 0 <= rep < len(its):
             it = its[rep]
-            for k in _ITER + _ITER2:
+            for k in _ITER + _ITER2 + _BOUND + ("bound_time_s",):
                 row[k] = _num(it.get(k))
             for k in _PAGES:
                 row[f"pages_{k}"] = (it.get("pages") or {}).get(k)
