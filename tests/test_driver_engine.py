@@ -128,20 +128,22 @@ def test_fits_in_memory_no_writeback_second_iteration():
 # --------------------------------------------------------------------------------------------
 # hand-worked trees
 
+def _pack(pages):
+    bits = np.zeros(512, np.uint8)
+    for p in pages:
+        bits[p] = 1
+    return np.packbits(bits, bitorder="little").view(np.uint64).copy()
+
+
 def region(resident=(), faulted=(), prefetcher="density", thr=51, big=16, n_exist=512):
-    mark = np.zeros(512, np.uint8)
     exist = np.zeros(512, np.uint8)
     exist[:n_exist] = 1
-    for p in resident:
-        mark[p] = 1
-    fl = np.asarray(list(faulted) + [0] * (512 - len(faulted)), np.int64)
-    out = np.zeros(512, np.uint8)
-    scr = (np.zeros((dk.LEVELS, 512), np.int32), np.zeros((dk.LEVELS, 512), np.int32),
-           np.zeros((dk.LEVELS, 512), np.uint8), np.zeros(512, np.int64))
+    mark = _pack(resident)
+    out = np.zeros(dk.W, np.uint64)
+    dk.prefetch_bits(mark, n_exist, _pack(faulted), {"none": 0, "density": 1, "tbn": 2}
+                     [prefetcher], thr, big, out, np.zeros(dk.W, np.uint64))
+    out = np.unpackbits(out.view(np.uint8), bitorder="little")
     res = set(resident)
-    dk.prefetch_region(mark, exist, fl, len(faulted), dk.PREFETCHERS_CODE[prefetcher]
-                       if hasattr(dk, "PREFETCHERS_CODE") else
-                       {"none": 0, "density": 1, "tbn": 2}[prefetcher], thr, big, out, *scr)
     got = {int(o) for o in np.nonzero(out)[0]} - res
     # the twin agrees
     tw = marked_region([1 if i in res else 0 for i in range(512)], exist.tolist(),

@@ -222,8 +222,7 @@ def tensor_hints(w, rows, n_iter: int) -> DriverHints:
 class DriverRun:
     kernels: np.ndarray            # int64 [n_iter*K, K_COLS] (driver_kernels.K_*)
     counters: np.ndarray           # int64 [n_iter, C_COLS] (driver_kernels.C_*)
-    loc: np.ndarray                # final tier per page
-    copy: np.ndarray
+    bits: tuple                    # final residency bitmaps (BG, BH, BS, CH, CS), uint64[nb, 8]
     hint_done: np.ndarray
     scalars: np.ndarray
     fault_log: tuple               # (kernel, block) of the logged iteration
@@ -231,6 +230,17 @@ class DriverRun:
     failure: dict | None
     options: DriverOptions
     params: dict
+    npages: int = 0
+
+    @property
+    def loc(self) -> np.ndarray:
+        """int8[npages]: the final tier of every page (LOC_*), unpacked from the bitmaps."""
+        return dk.unpack_loc(self.bits[0], self.bits[1], self.bits[2], self.npages)
+
+    @property
+    def copy(self) -> np.ndarray:
+        """int8[npages]: the tier of each GPU page's clean copy (skip_clean_writeback)."""
+        return dk.unpack_copy(self.bits[0], self.bits[3], self.bits[4], self.npages)
 
 
 def system_params(system, opts: DriverOptions) -> dict:
@@ -300,7 +310,7 @@ def simulate_driver(w, system, opts: DriverOptions | None = None, hints: DriverH
         first_b = rs // dk.VA_PAGES
         last_b = (rs + rn - 1) // dk.VA_PAGES
         log_cap = int((last_b - first_b + 1).sum()) + K
-    kern, cnt, loc, copy, done, S, lk, lb, nlog = dk.simulate(
+    kern, cnt, BG, BH, BS, CH, CS, done, S, lk, lb, nlog = dk.simulate(
         K, n_iter, ptr, rs, rn, rw.astype(np.bool_), ex, hptr, hs, hn, hk, wait, P,
         prm["gpu_pages"], prm["gpu_chunks"], prm["host_pages"], opts.fault_batch,
         prm["fault_latency_cycles"], prm["big_pages"], PREFETCHERS[opts.prefetcher],
@@ -317,8 +327,8 @@ def simulate_driver(w, system, opts: DriverOptions | None = None, hints: DriverH
                    "kernel": done_rows % K if K else None, "iteration": done_rows // K if K
                    else None}
     params = {k: v for k, v in prm.items() if not isinstance(v, np.ndarray)}
-    return DriverRun(kern, cnt, loc, copy, done, S, (lk[:nlog].copy(), lb[:nlog].copy()),
-                     status, failure, opts, params)
+    return DriverRun(kern, cnt, (BG, BH, BS, CH, CS), done, S,
+                     (lk[:nlog].copy(), lb[:nlog].copy()), status, failure, opts, params, P)
 
 
 def iteration_stats(run: DriverRun, w, n_iter: int) -> list:
@@ -366,11 +376,27 @@ def iteration_stats(run: DriverRun, w, n_iter: int) -> list:
 
 def check_invariants(run: DriverRun, w) -> None:
     """Conservation after a run (raises AssertionError): each page in one place, capacity
-    never exceeded at any kernel end, pages moved = pages arrived per tier."""
-    loc, cnt = run.loc, run.counters
+    never exceeded at any kernel end, pages moved = pages arrived per tier. Works on the
+    residency bitmaps (popcounts), never page by page."""
+    BG, BH, BS, CH, CS = run.bits
+    cnt = run.counters
     P = w.num_pages
-    assert loc.shape == (P,) and ((loc >= 0) & (loc <= 3)).all()
-    on_gpu = int((loc == dk.LOC_GPU).sum())
+    nb = (P + dk.VA_PAGES - 1) // dk.VA_PAGES
+    assert BG.shape == BH.shape == BS.shape == (nb, dk.W)
+    # no bit beyond the last page; the tiers are disjoint
+    tail = P - (nb - 1) * dk.VA_PAGES if nb else 0
+    if nb and tail < dk.VA_PAGES:
+        beyond = np.ones(dk.VA_PAGES, np.uint8)
+        beyond[:tail] = 0
+        beyond = np.packbits(beyond, bitorder="little").view(np.uint64)
+        for A in (BG, BH, BS):
+            assert not (A[-1] & beyond).any()
+    assert not (BG & BH).any() and not (BG & BS).any() and not (BH & BS).any()
+
+    def count(A):
+        return int(np.bitwise_count(A).sum())
+
+    on_gpu = count(BG)
     assert on_gpu == int(run.scalars[dk.S_GPU])
     assert (run.kernels[:, dk.K_GPU] <= run.params["gpu_pages"]).all()
     # GPU: zero-filled + arrived - left - discarded-on-gpu = resident
@@ -382,14 +408,14 @@ def check_invariants(run: DriverRun, w) -> None:
         assert gpu_in - gpu_out == on_gpu
         # off the GPU: every page that left arrived somewhere (host, SSD, or its clean copy)
         assert c[dk.C_OUT_CPU] + c[dk.C_OUT_SSD] + c[dk.C_CLEAN_DROP] - c[dk.C_IN_CPU] \
-            - c[dk.C_IN_SSD] == int(((loc == dk.LOC_HOST) | (loc == dk.LOC_SSD)).sum())
-    nb = (P + dk.VA_PAGES - 1) // dk.VA_PAGES
+            - c[dk.C_IN_SSD] == count(BH) + count(BS)
     if run.options.evict != "lru4k":
-        blocks = np.zeros(nb, np.int64)
-        np.add.at(blocks, np.nonzero(loc == dk.LOC_GPU)[0] // dk.VA_PAGES, 1)
-        assert int((blocks > 0).sum()) == int(run.scalars[dk.S_CHUNKS])
+        chunks = int((np.bitwise_count(BG).sum(axis=1) > 0).sum())
+        assert chunks == int(run.scalars[dk.S_CHUNKS])
         assert int(run.scalars[dk.S_CHUNKS]) <= run.params["gpu_chunks"]
-    host_used = int((loc == dk.LOC_HOST).sum()) + int(((loc == dk.LOC_GPU)
-                                                       & (run.copy == dk.LOC_HOST)).sum())
+    host_used = count(BH)
+    if CH.shape == BG.shape:
+        assert not (CH & ~BG).any() and not (CS & ~BG).any() and not (CH & CS).any()
+        host_used += count(CH)
     assert host_used == int(run.scalars[dk.S_HOST])
     assert host_used <= max(run.params["host_pages"], 0) or run.params["host_pages"] == 0
