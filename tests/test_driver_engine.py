@@ -258,19 +258,103 @@ def test_runner_policies(policy):
         assert r["plan"]["hints"] > 0
 
 
-def test_driver_policies_not_in_the_default_comparison_and_no_trace(tmp_path):
+def test_driver_policies_not_in_the_default_comparison(tmp_path):
     from g10fast import policies
-    from g10fast.run import run
     from g10fast.spec import WorkloadSource, make_spec
     assert not set(policies.DEFAULT_POLICIES) & {"uvm", "tbnp", "pump", "g10_driver",
                                                  "deepum_driver", "deepum_learned"}
     assert policies.get("g10@driver").engine == "driver"
-    spec = make_spec(WorkloadSource("builtin", "bert-base", 1), tiny_system(chunks=3), "uvm")
-    with pytest.raises(InputError):
-        run(spec, workload=small_workload(1), trace_path=tmp_path / "t.h5")
     with pytest.raises(InputError):
         make_spec(WorkloadSource("builtin", "bert-base", 1), tiny_system(), "pump",
                   {"cap_factor": 0})
+
+
+def trace_totals(path, n_iter):
+    """Per iteration, from a trace: pages per (kind, src, dst) and KERNEL rows' fault counts."""
+    from g10fast.trace import open_trace
+    with open_trace(path) as tr:
+        c = tr.read()
+    out = []
+    for it in range(n_iter):
+        m = c["iteration"] == it
+        tot = {}
+        for kind, src, dst, n in zip(c["kind"][m], c["src"][m], c["dst"][m], c["count"][m]):
+            key = (int(kind), int(src), int(dst))
+            tot[key] = tot.get(key, 0) + int(n)
+        out.append(tot)
+    return out, c
+
+
+@pytest.mark.parametrize("policy,compat", [("uvm", {}), ("uvm", {"skip_clean_writeback": True}),
+                                           ("g10_driver", {}), ("tbnp", {"evict": "lru4k"})])
+def test_event_trace_agrees_with_the_statistics(tmp_path, policy, compat):
+    """The driver engine's event trace (docs/trace-format.md schema) against its result:
+    kernel rows, faults, pages fetched / zero-filled / evicted / dropped per tier, per
+    iteration; the engine's results are the same with and without the trace."""
+    from g10fast.run import run
+    from g10fast.spec import WorkloadSource, make_spec
+    from g10fast.trace import EventKind as E, Location as L
+    assert (dk.EV_KERNEL, dk.EV_FAULT, dk.EV_FETCH, dk.EV_ALLOC, dk.EV_EVICT, dk.EV_HINT,
+            dk.EV_DEALLOC) == (E.KERNEL, E.FAULT, E.FETCH, E.ALLOC, E.EVICT, E.HINT, E.DEALLOC)
+    assert (dk.LOC_NONE, dk.LOC_SSD, dk.LOC_HOST, dk.LOC_GPU) == (L.NOT_PRESENT, L.IN_SSD,
+                                                                 L.IN_CPU, L.IN_GPU)
+    w = small_workload(3)
+    spec = make_spec(WorkloadSource("builtin", "bert-base", 1),
+                     tiny_system(chunks=3, host_pages=150), policy,
+                     engine={"compat": compat} if compat else None)
+    r0 = run(spec, workload=w)
+    r = run(spec, workload=w, trace_path=tmp_path / "t.h5")
+    assert r["iterations"] == r0["iterations"]
+    assert np.array_equal(r["kernels"], r0["kernels"])
+    per_it, c = trace_totals(tmp_path / "t.h5", len(r["iterations"]))
+    K = w.num_kernels
+    assert int((c["kind"] == E.KERNEL).sum()) == len(r["iterations"]) * K
+    km = c["kind"] == E.KERNEL
+    assert c["time"][km].tolist() == r["kernels"][:, dk.K_START].tolist()
+    assert c["value"][km].tolist() == r["kernels"][:, dk.K_END].tolist()
+    assert (c["tensor"] == -1).all()
+    for it, tot in zip(r["iterations"], per_it):
+        p = it["pages"]
+        g = tot.get
+        assert g((E.KERNEL, -1, -1), 0) == it["faults"] > 0
+        # FAULT rows: distinct pages per batch (a page two tensors share, touched twice
+        # before its batch, is one page but two faults)
+        nf = sum(v for (kk, _, _), v in tot.items() if kk == E.FAULT)
+        assert it["fault_batches"] <= nf <= it["faults"]
+        assert g((E.FETCH, L.IN_CPU, L.IN_GPU), 0) == p["cpu_to_gpu"]
+        assert g((E.FETCH, L.IN_SSD, L.IN_GPU), 0) == p["ssd_to_gpu"]
+        assert g((E.ALLOC, L.NOT_PRESENT, L.IN_GPU), 0) == p["alloc"]
+        assert g((E.EVICT, L.IN_GPU, L.IN_CPU), 0) == p["gpu_to_cpu"]
+        assert g((E.EVICT, L.IN_GPU, L.IN_SSD), 0) == p["gpu_to_ssd"]
+        assert g((E.EVICT, L.IN_GPU, L.NOT_PRESENT), 0) == p["clean_dropped"]
+        assert sum(v for (kk, _, _), v in tot.items() if kk == E.DEALLOC) == p["discarded"]
+        if policy == "g10_driver":
+            assert g((E.HINT, -1, L.IN_GPU), 0) > 0
+    if compat.get("skip_clean_writeback"):
+        assert sum(t.get((E.EVICT, L.IN_GPU, L.NOT_PRESENT), 0) for t in per_it) > 0
+    # the trace's bytes moved = the result's
+    moved = sum(int(n) for k_, n in zip(c["kind"], c["count"]) if k_ in (E.FETCH, E.EVICT)
+                ) - sum(t.get((E.EVICT, L.IN_GPU, L.NOT_PRESENT), 0) for t in per_it)
+    assert moved * PAGE_SIZE == sum((it["pages"]["incoming"] + it["pages"]["outgoing"])
+                                    * PAGE_SIZE for it in r["iterations"])
+
+
+def test_event_trace_small_buffer_flushes_from_the_kernel():
+    """A trace buffer of 7 rows: the kernel hands full buffers to the sink (object mode);
+    the rows are those of one large buffer, in order."""
+    class Sink:
+        def __init__(self):
+            self.rows = []
+
+        def append(self, buf):
+            self.rows.append(np.array(buf))
+    w = small_workload(4)
+    opts = DriverOptions()
+    a, b = Sink(), Sink()
+    simulate_driver(w, tiny_system(chunks=3), opts, trace=a, trace_rows=7)
+    simulate_driver(w, tiny_system(chunks=3), opts, trace=b)
+    assert len(a.rows) > 10 and all(len(x) == 7 for x in a.rows[:-1])
+    assert np.array_equal(np.concatenate(a.rows), np.concatenate(b.rows))
 
 
 def test_deepum_learned_hints_follow_the_fault_log():

@@ -267,8 +267,12 @@ def system_params(system, opts: DriverOptions) -> dict:
 
 def simulate_driver(w, system, opts: DriverOptions | None = None, hints: DriverHints | None = None,
                     *, num_iteration: int = 2, log_iter: int = -1, required_order=None,
-                    exec_cycles=None) -> DriverRun:
-    """Run the driver engine; inputs are checked here (bad input: InputError)."""
+                    exec_cycles=None, trace=None, trace_rows: int = 65536) -> DriverRun:
+    """Run the driver engine; inputs are checked here (bad input: InputError).
+
+    trace: an object with `append(int64 [n, 10])` (g10fast.trace.EventTraceWriter) that
+    receives the event stream (docs/trace-format.md; `tensor` is -1: the driver sees
+    addresses), in batches of up to trace_rows rows."""
     opts = (opts or DriverOptions()).check()
     hints = hints or DriverHints.empty()
     if int(num_iteration) < 1:
@@ -310,14 +314,22 @@ def simulate_driver(w, system, opts: DriverOptions | None = None, hints: DriverH
         first_b = rs // dk.VA_PAGES
         last_b = (rs + rn - 1) // dk.VA_PAGES
         log_cap = int((last_b - first_b + 1).sum()) + K
-    kern, cnt, BG, BH, BS, CH, CS, done, S, lk, lb, nlog = dk.simulate(
-        K, n_iter, ptr, rs, rn, rw.astype(np.bool_), ex, hptr, hs, hn, hk, wait, P,
-        prm["gpu_pages"], prm["gpu_chunks"], prm["host_pages"], opts.fault_batch,
-        prm["fault_latency_cycles"], prm["big_pages"], PREFETCHERS[opts.prefetcher],
-        opts.density_threshold, EVICTIONS[opts.evict], opts.skip_clean_writeback,
-        prm["h2d"], prm["d2h"], prm["ssd_r"], prm["ssd_w"], int(log_iter), log_cap,
-        np.zeros(0, np.int8), opts.inflight_overlap,
-        int(prm["gpu_pages"] * float(hints.preevict_fraction)))
+    ev = np.zeros((max(int(trace_rows), 1) if trace is not None else 1, dk.EV_COLS), np.int64)
+    dk._SINK[0] = trace
+    try:
+        out = dk.simulate(
+            K, n_iter, ptr, rs, rn, rw.astype(np.bool_), ex, hptr, hs, hn, hk, wait, P,
+            prm["gpu_pages"], prm["gpu_chunks"], prm["host_pages"], opts.fault_batch,
+            prm["fault_latency_cycles"], prm["big_pages"], PREFETCHERS[opts.prefetcher],
+            opts.density_threshold, EVICTIONS[opts.evict], opts.skip_clean_writeback,
+            prm["h2d"], prm["d2h"], prm["ssd_r"], prm["ssd_w"], int(log_iter), log_cap,
+            np.zeros(0, np.int8), opts.inflight_overlap,
+            int(prm["gpu_pages"] * float(hints.preevict_fraction)), ev, trace is not None)
+    finally:
+        dk._SINK[0] = None
+    kern, cnt, BG, BH, BS, CH, CS, done, S, lk, lb, nlog = out
+    if trace is not None and S[dk.S_NEV] > 0:
+        trace.append(ev[:S[dk.S_NEV]])
     status, failure = "ok", None
     if S[dk.S_FAIL] != dk.FAIL_NONE:
         done_rows = int((kern[:, dk.K_END] > 0).sum())

@@ -19,6 +19,8 @@ Scalars live in S (int64): see the S_* indices.
 from __future__ import annotations
 
 import numpy as np
+from numba import objmode
+
 from g10fast.jit import jit, kernel
 
 VA_PAGES = 512                     # 2 MiB VA block / 4 KiB
@@ -32,8 +34,8 @@ EV_ALLOC2M, EV_ACCESS2M, EV_LRU4K = 0, 1, 2
 HINT_PREFETCH, HINT_EVICT, HINT_DISCARD, HINT_PREEVICT = 0, 1, 2, 3
 
 # scalar state
-S_BHEAD, S_BTAIL, S_PHEAD, S_PTAIL, S_CHUNKS, S_GPU, S_HOST, S_STAMP, S_FAIL = range(9)
-S_LEN = 9
+S_BHEAD, S_BTAIL, S_PHEAD, S_PTAIL, S_CHUNKS, S_GPU, S_HOST, S_STAMP, S_FAIL, S_NEV = range(10)
+S_LEN = 10
 
 # per-iteration counters
 C_ALLOC, C_IN_CPU, C_IN_SSD, C_OUT_CPU, C_OUT_SSD, C_CLEAN_DROP, C_DISCARD, C_PREFETCHED, \
@@ -45,6 +47,18 @@ K_ITER, K_KERNEL, K_START, K_END, K_FAULTS, K_BATCHES, K_STALL, K_IN, K_OUT, K_G
 K_COLS = 10
 
 FAIL_NONE, FAIL_NO_VICTIM = 0, 1
+
+# event trace (docs/trace-format.md; the kinds of g10fast.trace.EventKind, the locations are
+# LOC_*): rows go to ev[S[S_NEV]], and a full buffer is handed to the sink in _SINK[0]
+EV_KERNEL, EV_FAULT, EV_FETCH, EV_ALLOC, EV_EVICT, EV_HINT, EV_DEALLOC = range(7)
+EV_COLS = 10
+_SINK = [None]
+
+
+def _flush_events(ev, n):
+    """Called from the kernel (object mode): hand ev[:n] to the trace sink."""
+    if _SINK[0] is not None and n > 0:
+        _SINK[0].append(ev[:n])
 
 
 W = VA_PAGES // 64                 # words per block bitmap
@@ -61,8 +75,8 @@ for _i in range(64):
     _DBTAB[(((1 << _i) * 0x03F79D71B4CB0A89) & (2**64 - 1)) >> 58] = _i
 
 # scratch rows of `tmp` (uint64[N_TMP, W])
-R_E, R_D, R_H, R_S, R_LH, R_LS, R_MIG, R_MISS, R_MARK, R_REM = range(10)
-N_TMP = 10
+R_E, R_D, R_H, R_S, R_LH, R_LS, R_MIG, R_MISS, R_MARK, R_REM, R_X = range(11)
+N_TMP = 11
 
 
 @kernel
@@ -177,6 +191,56 @@ def run_cost(A, i, table):
     return cyc
 
 
+@kernel
+def _flush(ev, S):
+    n = S[S_NEV]
+    with objmode():
+        _flush_events(ev, n)
+    S[S_NEV] = 0
+
+
+@kernel
+def _emit(ev, S, tm, kind, it, k, page, count, src, dst, value):
+    """One event row (tensor -1: the driver knows addresses, not tensors)."""
+    n = S[S_NEV]
+    if n >= ev.shape[0]:
+        _flush(ev, S)
+        n = 0
+    ev[n, 0] = tm
+    ev[n, 1] = kind
+    ev[n, 2] = it
+    ev[n, 3] = k
+    ev[n, 4] = -1
+    ev[n, 5] = page
+    ev[n, 6] = count
+    ev[n, 7] = src
+    ev[n, 8] = dst
+    ev[n, 9] = value
+    S[S_NEV] = n + 1
+
+
+@kernel
+def _emit_runs(ev, S, A, i, base, tm, kind, it, k, src, dst, value):
+    """One event per maximal run of set bits of A[i] (pages base + offset)."""
+    p = _next_bit(A[i], 0)
+    while p < VA_PAGES:
+        w = p >> 6
+        e = VA_PAGES
+        x = ~A[i, w] & ~wmask(0, p, w)
+        while True:
+            if x != ZERO:
+                e = 64 * w + ctz(x)
+                break
+            w += 1
+            if w >= W:
+                break
+            x = ~A[i, w]
+        _emit(ev, S, tm, kind, it, k, base + p, e - p, src, dst, value)
+        if e >= VA_PAGES:
+            break
+        p = _next_bit(A[i], e)
+
+
 @jit(inline="always")
 def _l_remove(prev, nxt, S, H, T, x):
     p = prev[x]
@@ -207,9 +271,11 @@ def _l_append(prev, nxt, S, H, T, x):
 
 @kernel
 def _evict_range(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S,
-                 evict_mode, skip_clean, host_pages, d2h, ssd_w, cnt, it, tmp):
+                 evict_mode, skip_clean, host_pages, d2h, ssd_w, cnt, it, tmp, ev, tr, tm, k,
+                 cause):
     """Evict (write back or drop) the GPU pages of block b at offsets [lo, hi); returns the
-    cycles of the write-back transfers (one per contiguous run to one tier)."""
+    cycles of the write-back transfers (one per contiguous run to one tier). tr: EVICT
+    events at time tm (value = cause: 1 victim, 0 planned)."""
     ne = 0
     nd = 0
     nclean = 0
@@ -226,6 +292,7 @@ def _evict_range(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pne
             CS[b, w] &= ~cs
             nclean += popc(ch | cs)
             d = e & ~(ch | cs)
+        tmp[R_X, w] = e & ~d
         tmp[R_D, w] = d
         BG[b, w] &= ~e
         ne += popc(e)
@@ -262,6 +329,14 @@ def _evict_range(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pne
         cycles += run_cost(tmp, R_H, d2h)
     if nd > nh:
         cycles += run_cost(tmp, R_S, ssd_w)
+    if tr:
+        base = b * VA_PAGES
+        if nclean > 0:
+            _emit_runs(ev, S, tmp, R_X, base, tm, EV_EVICT, it, k, LOC_GPU, LOC_NONE, cause)
+        if nh > 0:
+            _emit_runs(ev, S, tmp, R_H, base, tm, EV_EVICT, it, k, LOC_GPU, LOC_HOST, cause)
+        if nd > nh:
+            _emit_runs(ev, S, tmp, R_S, base, tm, EV_EVICT, it, k, LOC_GPU, LOC_SSD, cause)
     if gcount[b] == 0 and evict_mode != EV_LRU4K and (bprev[b] >= 0 or S[S_BHEAD] == b):
         _l_remove(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
         S[S_CHUNKS] -= 1
@@ -271,7 +346,7 @@ def _evict_range(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pne
 @kernel
 def _make_room(b, need, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, prot, S,
                evict_mode, skip_clean, gpu_pages, gpu_chunks, host_pages, d2h, ssd_w, cnt, it,
-               tmp):
+               tmp, ev, tr, tm, k):
     """Room on the GPU for `need` more pages of block b; returns write-back cycles.
     Blocks whose prot equals the current stamp are never chosen. Sets S[S_FAIL] on failure."""
     cycles = 0
@@ -284,7 +359,8 @@ def _make_room(b, need, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, 
             vb = v // VA_PAGES
             cycles += _evict_range(vb, v - vb * VA_PAGES, v - vb * VA_PAGES + 1, BG, BH, BS, CH,
                                    CS, gcount, bprev, bnext, pprev, pnext, S, evict_mode,
-                                   skip_clean, host_pages, d2h, ssd_w, cnt, it, tmp)
+                                   skip_clean, host_pages, d2h, ssd_w, cnt, it, tmp, ev, tr,
+                                   tm + cycles, k, 1)
         return cycles
     if gcount[b] > 0 or need == 0:
         return cycles
@@ -297,13 +373,13 @@ def _make_room(b, need, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, 
             return cycles
         cycles += _evict_range(v, 0, VA_PAGES, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev,
                                pnext, S, evict_mode, skip_clean, host_pages, d2h, ssd_w, cnt,
-                               it, tmp)
+                               it, tmp, ev, tr, tm + cycles, k, 1)
     return cycles
 
 
 @kernel
 def _land(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S, evict_mode,
-          skip_clean, h2d, ssd_r, cnt, it, tmp):
+          skip_clean, h2d, ssd_r, cnt, it, tmp, ev, tr, tm, k, cause):
     """Migrate the pages of block b set in tmp[R_MIG] (none on the GPU, all existing) to the
     GPU; returns the cycles of the transfers (one per contiguous run from one tier;
     unpopulated pages are zero-filled)."""
@@ -316,6 +392,7 @@ def _land(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S, evict_mo
         fs = m & BS[b, w]
         tmp[R_LH, w] = fh
         tmp[R_LS, w] = fs
+        tmp[R_X, w] = m & ~(fh | fs)
         if m == ZERO:
             continue
         nh += popc(fh)
@@ -346,6 +423,14 @@ def _land(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S, evict_mo
         cycles += run_cost(tmp, R_LH, h2d)
     if ns > 0:
         cycles += run_cost(tmp, R_LS, ssd_r)
+    if tr:
+        base = b * VA_PAGES
+        if na > 0:
+            _emit_runs(ev, S, tmp, R_X, base, tm, EV_ALLOC, it, k, LOC_NONE, LOC_GPU, cause)
+        if nh > 0:
+            _emit_runs(ev, S, tmp, R_LH, base, tm, EV_FETCH, it, k, LOC_HOST, LOC_GPU, cause)
+        if ns > 0:
+            _emit_runs(ev, S, tmp, R_LS, base, tm, EV_FETCH, it, k, LOC_SSD, LOC_GPU, cause)
     was_empty = gcount[b] == 0
     gcount[b] += landed
     S[S_GPU] += landed
@@ -418,7 +503,7 @@ def prefetch_bits(mark, n_exist, fb, prefetcher, threshold, big, out, rem):
 
 @kernel
 def _discard(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S,
-             evict_mode, skip_clean, cnt, it):
+             evict_mode, skip_clean, cnt, it, tmp, ev, tr, tm, k):
     """Drop pages [lo, hi) of block b wherever they are, without write-back (freed memory)."""
     ng = 0
     noff = 0
@@ -427,6 +512,9 @@ def _discard(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, 
         g = BG[b, w] & rm
         hh = BH[b, w] & rm
         ss = BS[b, w] & rm
+        tmp[R_E, w] = g
+        tmp[R_H, w] = hh
+        tmp[R_S, w] = ss
         S[S_HOST] -= popc(hh)
         if skip_clean:
             S[S_HOST] -= popc(g & CH[b, w])
@@ -445,6 +533,11 @@ def _discard(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, 
     gcount[b] -= ng
     S[S_GPU] -= ng
     cnt[it, C_DISCARD] += ng + noff
+    if tr:
+        base = b * VA_PAGES
+        _emit_runs(ev, S, tmp, R_E, base, tm, EV_DEALLOC, it, k, LOC_GPU, LOC_NONE, 0)
+        _emit_runs(ev, S, tmp, R_H, base, tm, EV_DEALLOC, it, k, LOC_HOST, LOC_NONE, 0)
+        _emit_runs(ev, S, tmp, R_S, base, tm, EV_DEALLOC, it, k, LOC_SSD, LOC_NONE, 0)
     if gcount[b] == 0 and evict_mode != EV_LRU4K and (bprev[b] >= 0 or S[S_BHEAD] == b):
         _l_remove(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
         S[S_CHUNKS] -= 1
@@ -466,7 +559,7 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
              hint_ptr, hint_start, hint_n, hint_kind, wait_hint,
              npages, gpu_pages, gpu_chunks, host_pages, fault_batch, fault_lat, big,
              prefetcher, threshold, evict_mode, skip_clean, h2d, d2h, ssd_r, ssd_w,
-             log_iter, log_cap, init_loc, inflight_overlap, preevict_pages):
+             log_iter, log_cap, init_loc, inflight_overlap, preevict_pages, ev, tr):
     """Run n_iter iterations of K kernels. Kernel k touches the page runs
     req_*[req_ptr[k]:req_ptr[k+1]] in order (req_write: the run is written).
     Hints of global kernel g = it*K + k: rows hint_ptr[g]:hint_ptr[g+1], issued at the
@@ -481,7 +574,9 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
     inflight_overlap: a kernel touching a page whose prefetch is in flight does not stall;
     its end is max(its end, the arrival) (compute overlaps the wait), else it stalls.
     A HINT_PREEVICT row evicts its range only while more than preevict_pages are on the GPU
-    (checked when the row is processed)."""
+    (checked when the row is processed).
+    tr: write the event trace (docs/trace-format.md) through ev int64[cap, EV_COLS]: full
+    buffers go to _SINK[0] (object mode), the last rows stay in ev[:S[S_NEV]]."""
     nb = (npages + VA_PAGES - 1) // VA_PAGES
     BG = np.zeros((nb, W), np.uint64)
     BH = np.zeros((nb, W), np.uint64)
@@ -553,6 +648,11 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
             cur = max(row_t[h], pf_free)
             s0 = hint_start[h]
             s1 = min(s0 + hint_n[h], npages)
+            if tr:
+                hk = hint_kind[h]
+                _emit(ev, S, cur, EV_HINT, it, k, s0, s1 - s0, -1,
+                      LOC_GPU if hk == HINT_PREFETCH else (LOC_NONE if hk == HINT_DISCARD
+                                                           else LOC_HOST), hk)
             p = s0
             while p < s1:
                 b = p // VA_PAGES
@@ -571,12 +671,13 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
                         cur += _make_room(b, need, BG, BH, BS, CH, CS, gcount, bprev, bnext,
                                           pprev, pnext, prot, S, evict_mode, skip_clean,
                                           gpu_pages, gpu_chunks, host_pages, d2h, ssd_w, cnt,
-                                          it, tmp)
+                                          it, tmp, ev, tr, cur, k)
                         if S[S_FAIL] != FAIL_NONE:
                             return (kern, cnt, BG, BH, BS, CH, CS, hint_done, S, log_k, log_b,
                                     n_log)
                         x = _land(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S,
-                                  evict_mode, skip_clean, h2d, ssd_r, cnt, it, tmp)
+                                  evict_mode, skip_clean, h2d, ssd_r, cnt, it, tmp, ev, tr, cur,
+                                  k, 0)
                         cur += x
                         cnt[it, C_PREFETCHED] += need
                         cnt[it, C_PF_CYCLES] += x
@@ -586,10 +687,10 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
                                             and S[S_GPU] > preevict_pages):
                     cur += _evict_range(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext,
                                         pprev, pnext, S, evict_mode, skip_clean, host_pages,
-                                        d2h, ssd_w, cnt, it, tmp)
+                                        d2h, ssd_w, cnt, it, tmp, ev, tr, cur, k, 0)
                 elif kind == HINT_DISCARD:   # freed memory, dropped without write-back
                     _discard(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext,
-                             S, evict_mode, skip_clean, cnt, it)
+                             S, evict_mode, skip_clean, cnt, it, tmp, ev, tr, cur, k)
                 p = b * VA_PAGES + hi
             pf_free = cur
             hint_done[h] = cur
@@ -694,13 +795,26 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
                     tmp[R_MIG, w] = m
                     need += popc(m)
                 cnt[it, C_DENSITY] += need - fcount[q]
+                if tr:                     # the faulted pages, by where they are
+                    base = b * VA_PAGES
+                    for w in range(W):
+                        tmp[R_LH, w] = fbits[q, w] & BH[b, w]
+                        tmp[R_LS, w] = fbits[q, w] & BS[b, w]
+                        tmp[R_X, w] = fbits[q, w] & ~(BH[b, w] | BS[b, w])
+                    _emit_runs(ev, S, tmp, R_X, base, clock, EV_FAULT, it, k, LOC_NONE,
+                               LOC_GPU, 0)
+                    _emit_runs(ev, S, tmp, R_LS, base, clock, EV_FAULT, it, k, LOC_SSD,
+                               LOC_GPU, 0)
+                    _emit_runs(ev, S, tmp, R_LH, base, clock, EV_FAULT, it, k, LOC_HOST,
+                               LOC_GPU, 0)
                 cyc += _make_room(b, need, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev,
                                   pnext, prot, S, evict_mode, skip_clean, gpu_pages, gpu_chunks,
-                                  host_pages, d2h, ssd_w, cnt, it, tmp)
+                                  host_pages, d2h, ssd_w, cnt, it, tmp, ev, tr, clock + cyc, k)
                 if S[S_FAIL] != FAIL_NONE:
                     return kern, cnt, BG, BH, BS, CH, CS, hint_done, S, log_k, log_b, n_log
                 cyc += _land(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S,
-                             evict_mode, skip_clean, h2d, ssd_r, cnt, it, tmp)
+                             evict_mode, skip_clean, h2d, ssd_r, cnt, it, tmp, ev, tr,
+                             clock + cyc, k, 1)
                 if it == log_iter and lastlog[b] != g and n_log < log_cap:
                     lastlog[b] = g
                     log_k[n_log] = k
@@ -732,6 +846,8 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
         kern[g, K_IN] = cnt[it, C_IN_CPU] + cnt[it, C_IN_SSD] - in0
         kern[g, K_OUT] = cnt[it, C_OUT_CPU] + cnt[it, C_OUT_SSD] - out0
         kern[g, K_GPU] = S[S_GPU]
+        if tr:
+            _emit(ev, S, start, EV_KERNEL, it, k, -1, faults, -1, -1, end)
         cnt[it, C_FAULTS] += faults
         cnt[it, C_BATCHES] += batches
         t = end
