@@ -48,7 +48,8 @@ def compare(w, system, opts, hints=None, n_iter=2):
 
 
 COMBOS = list(itertools.product(("density", "tbn", "none"), ("alloc2m", "access2m", "lru4k"),
-                                (False, True)))
+                                (False, True))) + [("tbn", "tbn64k", False),
+                                                   ("density", "tbn64k", True)]
 
 
 @pytest.mark.parametrize("i,combo", list(enumerate(COMBOS)))
@@ -91,7 +92,8 @@ def random_hints(w, seed, n_iter=2, with_wait=True):
 
 @pytest.mark.parametrize("seed,ev,clean", [(1, "alloc2m", False), (2, "access2m", True),
                                            (3, "lru4k", False), (4, "lru4k", True),
-                                           (5, "alloc2m", True), (6, "access2m", False)])
+                                           (5, "alloc2m", True), (6, "access2m", False),
+                                           (7, "tbn64k", False)])
 def test_hints_match_twin(seed, ev, clean):
     w = small_workload(200 + seed)
     opts = DriverOptions(evict=ev, skip_clean_writeback=clean, fault_batch=32,
@@ -199,6 +201,60 @@ def test_none_is_big_page_only():
 
 # --------------------------------------------------------------------------------------------
 # PUMP's window
+
+def tree_preevict_case(resident, lru_head, npages=1024, need=1):
+    """Block 0 holds `resident` pages (ascending in the 4 KiB LRU, lru_head first); make room
+    for `need` pages of block 1 under evict = tbn64k. Returns (evicted pages, pages out)."""
+    nb = (npages + 511) // 512
+    BG = np.zeros((nb, dk.W), np.uint64)
+    z = np.zeros((nb, dk.W), np.uint64)
+    BG[0] = _pack(resident)
+    gcount = np.zeros(nb, np.int32)
+    gcount[0] = len(resident)
+    pprev = np.full(npages, -1, np.int32)
+    pnext = np.full(npages, -1, np.int32)
+    order = [lru_head] + [p for p in sorted(resident) if p != lru_head]
+    for a, b in zip(order, order[1:]):
+        pnext[a], pprev[b] = b, a
+    S = np.zeros(dk.S_LEN, np.int64)
+    S[[dk.S_BHEAD, dk.S_BTAIL]] = -1
+    S[dk.S_PHEAD], S[dk.S_PTAIL] = order[0], order[-1]
+    S[dk.S_GPU] = len(resident)
+    S[dk.S_NPAGES] = npages
+    cnt = np.zeros((1, dk.C_COLS), np.int64)
+    tab = np.arange(513, dtype=np.int64)                  # a run of n pages costs n
+    cyc = dk._make_room(1, need, BG, z.copy(), z.copy(), z[:1].copy(), z[:1].copy(), gcount,
+                        np.full(nb, -1, np.int32), np.full(nb, -1, np.int32), pprev, pnext,
+                        np.full(nb, -1, np.int64), S, dk.EV_TBN64K, False, len(resident),
+                        0, 10**6, tab, tab, cnt, 0, np.zeros((dk.N_TMP, dk.W), np.uint64),
+                        np.zeros((1, dk.EV_COLS), np.int64), False, 0, 0)
+    left = set(np.nonzero(np.unpackbits(BG[0].view(np.uint8), bitorder="little"))[0].tolist())
+    # the LRU list holds exactly the pages left, in their order
+    lst, v = [], S[dk.S_PHEAD]
+    while v >= 0:
+        lst.append(int(v))
+        v = pnext[v]
+    assert lst == [p for p in order if p in left]
+    assert cnt[0, dk.C_OUT_CPU] == len(resident) - len(left) == cyc
+    assert S[dk.S_GPU] == gcount[0] == len(left)
+    return set(resident) - left
+
+
+def test_tbn_pre_eviction_hand_worked():
+    """UVMSmart's tree pre-eviction (64 KiB basic blocks = 16 pages; a run of n pages costs n
+    cycles here). Block 0: pages 0-15, 16-19, 32-47, 48-511 resident; LRU head 33. The head's
+    basic block 32-47 goes; leaves: 16-31 holds 4 < 8 -> 16-19 go; [0,32) 16 and [32,64) 16
+    are not < half; [0,64) 32 of 64, [0,128) 96 of 128, ... not < half: 20 pages out."""
+    res = list(range(0, 20)) + list(range(32, 512))
+    assert tree_preevict_case(res, 33) == set(range(16, 20)) | set(range(32, 48))
+    # sparse: 0-15, 16-19, 32-63, 128-255; head 33. 32-47 go, then 16-19 (leaf 4/16);
+    # [32,64) 16/32 and [0,64) 32/64 stay; [0,128) 32/128 < 64 -> 0-15 and 48-63 go;
+    # [0,256) 128/256 stays; [0,512) 128/512 < 256 -> 128-255 go: everything.
+    res = list(range(0, 20)) + list(range(32, 64)) + list(range(128, 256))
+    assert tree_preevict_case(res, 33) == set(res)
+    # a full block: the head's basic block is enough, nothing falls under half
+    assert tree_preevict_case(list(range(512)), 100) == set(range(96, 112))
+
 
 def test_pump_window_hand_worked():
     from g10fast.policies.pump import window_gates

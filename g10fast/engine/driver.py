@@ -32,7 +32,9 @@ from g10fast.errors import InputError
 from g10fast.workload.model import PAGE_SIZE
 
 PREFETCHERS = {"none": dk.PF_NONE, "density": dk.PF_DENSITY, "tbn": dk.PF_TBN}
-EVICTIONS = {"alloc2m": dk.EV_ALLOC2M, "access2m": dk.EV_ACCESS2M, "lru4k": dk.EV_LRU4K}
+EVICTIONS = {"alloc2m": dk.EV_ALLOC2M, "access2m": dk.EV_ACCESS2M, "lru4k": dk.EV_LRU4K,
+             "tbn64k": dk.EV_TBN64K}
+PAGE_EVICTIONS = ("lru4k", "tbn64k")     # capacity in pages, a 4 KiB LRU list
 CURVES = ("uvmsmart", "flat")
 HINT_KINDS = {"prefetch": dk.HINT_PREFETCH, "evict": dk.HINT_EVICT, "discard": dk.HINT_DISCARD,
               "preevict": dk.HINT_PREEVICT}
@@ -55,7 +57,9 @@ class DriverOptions:
     density_threshold: int = 51
     #: "alloc2m": whole 2 MiB root chunks, list ordered by allocation (uvm_pmm_gpu.c);
     #: "access2m": the same list moved to the tail on every access; "lru4k": true LRU of
-    #: 4 KiB pages (UVMSmart's LRU-4K), one 4 KiB write-back per page
+    #: 4 KiB pages (UVMSmart's LRU-4K), one 4 KiB write-back per page; "tbn64k": UVMSmart's
+    #: TBN pre-eviction: the LRU page's 64 KiB basic block, then every subtree of its VA
+    #: block's tree with 0 < resident < half (bottom-up, cascading)
     evict: str = "alloc2m"
     #: drop clean pages (fetched from a tier that keeps a valid copy, not written since)
     #: instead of writing them back; the driver writes back everything (False)
@@ -281,7 +285,7 @@ def simulate_driver(w, system, opts: DriverOptions | None = None, hints: DriverH
     K = w.num_kernels
     P = w.num_pages
     prm = system_params(system, opts)
-    if prm["gpu_chunks"] < 1 and opts.evict != "lru4k":
+    if prm["gpu_chunks"] < 1 and opts.evict not in PAGE_EVICTIONS:
         raise InputError("the GPU holds no 2 MiB root chunk (at least 2 MiB of GPU memory is "
                          "needed)", param="gpu.memory_gb")
     if prm["gpu_pages"] < 1:
@@ -421,7 +425,7 @@ def check_invariants(run: DriverRun, w) -> None:
         # off the GPU: every page that left arrived somewhere (host, SSD, or its clean copy)
         assert c[dk.C_OUT_CPU] + c[dk.C_OUT_SSD] + c[dk.C_CLEAN_DROP] - c[dk.C_IN_CPU] \
             - c[dk.C_IN_SSD] == count(BH) + count(BS)
-    if run.options.evict != "lru4k":
+    if run.options.evict not in PAGE_EVICTIONS:
         chunks = int((np.bitwise_count(BG).sum(axis=1) > 0).sum())
         assert chunks == int(run.scalars[dk.S_CHUNKS])
         assert int(run.scalars[dk.S_CHUNKS]) <= run.params["gpu_chunks"]

@@ -10,7 +10,7 @@ State (sized up front, no Python objects), per 2 MiB VA block as the driver keep
   per block        gcount int32 (pages resident on the GPU; > 0 = the block holds a root
                    chunk), barr int64 (arrival time of its last prefetch), bprev/bnext int32
                    (the root-chunk list: head = next victim), prot int64 (batch stamp)
-  per page (lru4k) pprev/pnext int32: the true-LRU page list
+  per page (lru4k, tbn64k) pprev/pnext int32: the true-LRU page list
 A fault batch, a migration, an eviction and a kernel's scan of its pages work on the 8 words
 of a block at once (popcounts, runs of set bits), never page by page (except lru4k's list).
 Scalars live in S (int64): see the S_* indices.
@@ -29,13 +29,16 @@ LEVELS = 10                        # tree levels: 1, 2, 4, ..., 512 pages
 LOC_NONE, LOC_SSD, LOC_HOST, LOC_GPU = 0, 1, 2, 3
 
 PF_NONE, PF_DENSITY, PF_TBN = 0, 1, 2
-EV_ALLOC2M, EV_ACCESS2M, EV_LRU4K = 0, 1, 2
+EV_ALLOC2M, EV_ACCESS2M, EV_LRU4K, EV_TBN64K = 0, 1, 2, 3
+# modes >= EV_LRU4K count capacity in pages and keep the 4 KiB LRU list
+BB_PAGES = 16                      # UVMSmart's 64 KiB basic block (MIN_PREFETCH_SIZE)
 
 HINT_PREFETCH, HINT_EVICT, HINT_DISCARD, HINT_PREEVICT = 0, 1, 2, 3
 
 # scalar state
-S_BHEAD, S_BTAIL, S_PHEAD, S_PTAIL, S_CHUNKS, S_GPU, S_HOST, S_STAMP, S_FAIL, S_NEV = range(10)
-S_LEN = 10
+S_BHEAD, S_BTAIL, S_PHEAD, S_PTAIL, S_CHUNKS, S_GPU, S_HOST, S_STAMP, S_FAIL, S_NEV, \
+    S_NPAGES = range(11)
+S_LEN = 11
 
 # per-iteration counters
 C_ALLOC, C_IN_CPU, C_IN_SSD, C_OUT_CPU, C_OUT_SSD, C_CLEAN_DROP, C_DISCARD, C_PREFETCHED, \
@@ -318,7 +321,7 @@ def _evict_range(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pne
     cnt[it, C_OUT_SSD] += nd - nh
     gcount[b] -= ne
     S[S_GPU] -= ne
-    if evict_mode == EV_LRU4K:
+    if evict_mode >= EV_LRU4K:
         for w in range(W):
             x = tmp[R_E, w]
             while x != ZERO:
@@ -337,9 +340,38 @@ def _evict_range(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pne
             _emit_runs(ev, S, tmp, R_H, base, tm, EV_EVICT, it, k, LOC_GPU, LOC_HOST, cause)
         if nd > nh:
             _emit_runs(ev, S, tmp, R_S, base, tm, EV_EVICT, it, k, LOC_GPU, LOC_SSD, cause)
-    if gcount[b] == 0 and evict_mode != EV_LRU4K and (bprev[b] >= 0 or S[S_BHEAD] == b):
+    if gcount[b] == 0 and evict_mode < EV_LRU4K and (bprev[b] >= 0 or S[S_BHEAD] == b):
         _l_remove(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
         S[S_CHUNKS] -= 1
+    return cycles
+
+
+@kernel
+def _tree_preevict(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S, evict_mode,
+                   skip_clean, host_pages, d2h, ssd_w, cnt, it, tmp, ev, tr, tm, k):
+    """UVMSmart's tree pre-eviction (traverse_and_remove_lp_tree) after a basic block of VA
+    block b left: bottom-up from the 64 KiB leaves, every subtree with 0 < resident <
+    pages / 2 (strictly; existing pages) evicts its remaining resident pages, cascading
+    upwards. Returns the write-back cycles."""
+    n_exist = S[S_NPAGES] - b * VA_PAGES
+    if n_exist > VA_PAGES:
+        n_exist = VA_PAGES
+    cycles = 0
+    size = BB_PAGES
+    while size <= VA_PAGES:
+        for lo in range(0, VA_PAGES, size):
+            e = n_exist - lo
+            if e <= 0:
+                break
+            if e > size:
+                e = size
+            c = range_count(BG[b], lo, lo + size)
+            if c > 0 and c * 2 < e:
+                cycles += _evict_range(b, lo, lo + size, BG, BH, BS, CH, CS, gcount, bprev,
+                                       bnext, pprev, pnext, S, evict_mode, skip_clean,
+                                       host_pages, d2h, ssd_w, cnt, it, tmp, ev, tr,
+                                       tm + cycles, k, 1)
+        size *= 2
     return cycles
 
 
@@ -350,17 +382,26 @@ def _make_room(b, need, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, 
     """Room on the GPU for `need` more pages of block b; returns write-back cycles.
     Blocks whose prot equals the current stamp are never chosen. Sets S[S_FAIL] on failure."""
     cycles = 0
-    if evict_mode == EV_LRU4K:
+    if evict_mode >= EV_LRU4K:
         while S[S_GPU] + need > gpu_pages:
             v = S[S_PHEAD]
             if v < 0:
                 S[S_FAIL] = FAIL_NO_VICTIM
                 return cycles
             vb = v // VA_PAGES
-            cycles += _evict_range(vb, v - vb * VA_PAGES, v - vb * VA_PAGES + 1, BG, BH, BS, CH,
-                                   CS, gcount, bprev, bnext, pprev, pnext, S, evict_mode,
-                                   skip_clean, host_pages, d2h, ssd_w, cnt, it, tmp, ev, tr,
-                                   tm + cycles, k, 1)
+            o = v - vb * VA_PAGES
+            lo = o
+            hi = o + 1
+            if evict_mode == EV_TBN64K:        # the LRU page's whole 64 KiB basic block
+                lo = (o // BB_PAGES) * BB_PAGES
+                hi = lo + BB_PAGES
+            cycles += _evict_range(vb, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext,
+                                   pprev, pnext, S, evict_mode, skip_clean, host_pages, d2h,
+                                   ssd_w, cnt, it, tmp, ev, tr, tm + cycles, k, 1)
+            if evict_mode == EV_TBN64K:
+                cycles += _tree_preevict(vb, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev,
+                                         pnext, S, evict_mode, skip_clean, host_pages, d2h,
+                                         ssd_w, cnt, it, tmp, ev, tr, tm + cycles, k)
         return cycles
     if gcount[b] > 0 or need == 0:
         return cycles
@@ -412,7 +453,7 @@ def _land(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S, evict_mo
     cnt[it, C_ALLOC] += na
     if not skip_clean:
         S[S_HOST] -= nh
-    if evict_mode == EV_LRU4K:
+    if evict_mode >= EV_LRU4K:
         for w in range(W):
             x = tmp[R_MIG, w]
             while x != ZERO:
@@ -434,7 +475,7 @@ def _land(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S, evict_mo
     was_empty = gcount[b] == 0
     gcount[b] += landed
     S[S_GPU] += landed
-    if was_empty and evict_mode != EV_LRU4K:
+    if was_empty and evict_mode < EV_LRU4K:
         _l_append(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
         S[S_CHUNKS] += 1
     return cycles
@@ -522,7 +563,7 @@ def _discard(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, 
             CS[b, w] &= ~rm
         ng += popc(g)
         noff += popc(hh | ss)
-        if evict_mode == EV_LRU4K:
+        if evict_mode >= EV_LRU4K:
             x = g
             while x != ZERO:
                 _l_remove(pprev, pnext, S, S_PHEAD, S_PTAIL, b * VA_PAGES + 64 * w + ctz(x))
@@ -538,7 +579,7 @@ def _discard(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, 
         _emit_runs(ev, S, tmp, R_E, base, tm, EV_DEALLOC, it, k, LOC_GPU, LOC_NONE, 0)
         _emit_runs(ev, S, tmp, R_H, base, tm, EV_DEALLOC, it, k, LOC_HOST, LOC_NONE, 0)
         _emit_runs(ev, S, tmp, R_S, base, tm, EV_DEALLOC, it, k, LOC_SSD, LOC_NONE, 0)
-    if gcount[b] == 0 and evict_mode != EV_LRU4K and (bprev[b] >= 0 or S[S_BHEAD] == b):
+    if gcount[b] == 0 and evict_mode < EV_LRU4K and (bprev[b] >= 0 or S[S_BHEAD] == b):
         _l_remove(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
         S[S_CHUNKS] -= 1
 
@@ -590,7 +631,7 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
     lastlog = np.full(nb, -1, np.int64)
     bprev = np.full(nb, -1, np.int32)
     bnext = np.full(nb, -1, np.int32)
-    npl = npages if evict_mode == EV_LRU4K else 1
+    npl = npages if evict_mode >= EV_LRU4K else 1
     pprev = np.full(npl, -1, np.int32)
     pnext = np.full(npl, -1, np.int32)
     S = np.zeros(S_LEN, np.int64)
@@ -598,6 +639,7 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
     S[S_BTAIL] = -1
     S[S_PHEAD] = -1
     S[S_PTAIL] = -1
+    S[S_NPAGES] = npages
     H = hint_start.shape[0]
     hint_done = np.zeros(H, np.int64)
     row_t = np.zeros(H, np.int64)
@@ -611,7 +653,7 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
     fcount = np.zeros(fault_batch, np.int64)
     fbits = np.zeros((fault_batch, W), np.uint64)
     tmp = np.zeros((N_TMP, W), np.uint64)
-    chunk_mode = evict_mode != EV_LRU4K
+    chunk_mode = evict_mode < EV_LRU4K
     if init_loc.shape[0] == npages:            # a given start state (per-kernel checks)
         for p in range(npages):
             v = init_loc[p]
@@ -739,7 +781,7 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
                             arr = barr[b]
                     elif barr[b] > clock:
                         clock = barr[b]        # wait for an in-flight prefetch
-                    if evict_mode == EV_LRU4K:
+                    if evict_mode >= EV_LRU4K:
                         for w in range(W):
                             x = BG[b, w] & wmask(lo, stop, w)
                             while x != ZERO:
