@@ -494,3 +494,29 @@ def test_pump_launch_clock_options():
     row_g = np.searchsorted(free.wait, np.arange(len(free.issue)))    # wait rows ascend
     assert (sync.issue >= (row_g // K) * K).all()
     assert (depth.issue >= row_g - 2).all()
+
+
+def test_driver_result_and_figure_name_engine_and_options(tmp_path):
+    """A driver run's result names its engine and options; `run --figure` draws it (it used
+    to fail on the driver's system parameters) with them in the title."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.axes
+    from g10fast.figures import memory
+    from g10fast.run import run
+    from g10fast.spec import WorkloadSource, make_spec
+    spec = make_spec(WorkloadSource("builtin", "bert-base", 1), tiny_system(chunks=3), "tbnp",
+                     {"pre_evict": True})
+    r = run(spec, workload=small_workload(2))
+    assert r["engine"] == "driver"
+    assert r["driver_options"]["evict"] == "tbn64k" and r["driver_options"]["prefetcher"] == "tbn"
+    titles = []
+    orig = matplotlib.axes.Axes.set_title
+    matplotlib.axes.Axes.set_title = lambda self, t, *a, **k: (titles.append(t),
+                                                               orig(self, t, *a, **k))[1]
+    try:
+        memory.plot_memory(r, tmp_path / "m.png")
+    finally:
+        matplotlib.axes.Axes.set_title = orig
+    assert (tmp_path / "m.png").stat().st_size > 0
+    assert "driver engine" in titles[0] and "evict=tbn64k" in titles[0].replace("\n", " ")
