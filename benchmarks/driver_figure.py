@@ -55,6 +55,7 @@ def main(argv=None) -> int:
                 rows += list(csv.DictReader(fh))
         write_rows(a.out, rows)
         plot(rows, a.out.replace(".csv", ".png"))
+        print(markdown(rows))
         return 0
     from g10fast import api
     from g10fast.hardware import load_preset
@@ -112,6 +113,23 @@ def main(argv=None) -> int:
     except Exception:                                      # noqa: BLE001
         pass
     return 0
+
+
+def markdown(rows) -> str:
+    """The figure's numbers as a Markdown table (Ideal time / time)."""
+    cols = [p for p in ORDER if p != "ideal" and any(r["policy"] == p for r in rows)]
+    head = "| workload (footprint) | setting (GPU GB) | " + " | ".join(LABEL[p] for p in cols) \
+        + " |"
+    out = [head, "|" + "---|" * (len(cols) + 2)]
+    keys = list(dict.fromkeys((r["model"], r["batch"], r["setting"]) for r in rows))
+    for m, b, st in keys:
+        rs = [r for r in rows if (r["model"], r["batch"], r["setting"]) == (m, b, st)]
+        v = {r["policy"]: r["perf"] for r in rs}
+        fp = float(rs[0]["footprint_gb"])
+        out.append(f"| {m} {b} ({fp:.0f} GB) | {st} ({float(rs[0]['gpu_gb']):.0f}) | "
+                   + " | ".join(f"{float(v[p]):.3f}" if v.get(p) not in (None, "") else "—"
+                                for p in cols) + " |")
+    return "\n".join(out)
 
 
 def write_rows(path, rows):
@@ -212,13 +230,14 @@ def plot(rows, path):
         ax.set_ylim(0, 1.05)
         ax.set_title("40 GB GPU (paper setting)" if st == "paper" else
                      f"{st} oversubscription (GPU memory = footprint / {st[:-1]})", fontsize=9)
-    axes[0, 0].legend(fontsize=6, ncol=5, loc="upper right")
+    h, lab = axes[0, 0].get_legend_handles_labels()
+    fig.legend(h, lab, fontsize=7, ncol=len(lab), loc="lower center")
     fig.suptitle("Driver engine (solid; nvidia-uvm model, DriverOptions defaults: 256-fault "
                  "batches, 64 KiB big pages,\ndensity prefetch 51 %, 2 MiB chunks evicted in "
                  "allocation order, UVMSmart transfer curve) beside the G10-compatible page "
                  "engine\n(hatched); g10-artifact preset; driver: last iteration, page: the "
                  "artifact's reported iteration", fontsize=8)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(path, dpi=110)
 
 
