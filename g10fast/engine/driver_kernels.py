@@ -529,16 +529,23 @@ def prefetch_bits(mark, n_exist, fb, prefetcher, threshold, big, out, rem):
     elif prefetcher == PF_TBN:
         size = big
         while size <= VA_PAGES:
-            for lo in range(0, VA_PAGES, size):
+            lo = 0
+            while lo < VA_PAGES:
                 e = n_exist - lo
                 if e <= 0:
                     break
+                if size < 64 and (lo & 63) == 0:
+                    x = mark[lo >> 6]
+                    if x == ZERO or x == ALL:  # every node in this word empty or full
+                        lo += 64
+                        continue
                 if e > size:
                     e = size
                 c = range_count(mark, lo, lo + size)
                 if c < e and c * 2 > e:
                     _or_range(mark, lo, lo + e)
                     _or_range(out, lo, lo + e)
+                lo += size
             size *= 2
 
 
