@@ -467,8 +467,6 @@ def run_driver_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
                                        simulate_driver)
     from g10fast.results import add_seconds, new_result, workload_summary
 
-    if trace is not None:
-        raise InputError("the driver engine writes no event trace yet", param="--trace")
     base = dict(rec.extra.get("driver") or {})
     if rec.extra.get("driver_from_options") is not None:
         base.update(rec.extra["driver_from_options"](spec.policy.options))
@@ -482,7 +480,7 @@ def run_driver_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
     n_iter = int(spec.engine.num_iteration)
     w_sim = _perturbed(w, spec.engine)
     run = simulate_driver(w_sim, spec.system, opts, plan, num_iteration=n_iter,
-                          required_order=required_order)
+                          required_order=required_order, trace=trace)
     iterations = iteration_stats(run, w_sim, n_iter)
     if check:
         from g10fast.engine.driver import check_invariants

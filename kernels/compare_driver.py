@@ -75,7 +75,8 @@ def predict(w, prm, opts, inputs_on):
                                prm["gpu_chunks"], prm["host_pages"], opts.fault_batch, 0,
                                prm["big_pages"], dk.PF_DENSITY, opts.density_threshold,
                                dk.EV_ALLOC2M, False, prm["h2d"], prm["d2h"], prm["ssd_r"],
-                               prm["ssd_w"], -1, 0, init, False, 1 << 62)
+                               prm["ssd_w"], -1, 0, init, False, 1 << 62,
+                               np.zeros((1, dk.EV_COLS), np.int64), False)
         stall[k] = kern[0, dk.K_STALL]
         batches[k] = kern[0, dk.K_BATCHES]
     return stall, batches

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import OrderedDict
 
 VA = 512
+PAGE_MODES = ("lru4k", "tbn64k")
+BB = 16                                      # UVMSmart's 64 KiB basic block
 GPU, HOST, SSD, NONE = 3, 2, 1, 0
 
 
@@ -103,19 +105,33 @@ class Twin:
                 self.loc[p] = SSD
                 cnt["out_ssd"] += 1
                 moved.append((o, "ssd_w"))
-        if self.o.evict != "lru4k" and b in self.chunks and self.gcount(b) == 0:
+        if self.o.evict not in PAGE_MODES and b in self.chunks and self.gcount(b) == 0:
             del self.chunks[b]
         return runs_cost(moved, self.prm)
 
     def make_room(self, b, need, protect, cnt):
         cost = 0
-        if self.o.evict == "lru4k":
+        if self.o.evict in PAGE_MODES:
             while self.gpu + need > self.prm["gpu_pages"]:
                 if not self.pages:
                     self.fail = True
                     return cost
                 v = next(iter(self.pages))
-                cost += self.evict(v // VA, v % VA, v % VA + 1, cnt)
+                if self.o.evict == "lru4k":
+                    cost += self.evict(v // VA, v % VA, v % VA + 1, cnt)
+                    continue
+                vb, o = v // VA, v % VA
+                cost += self.evict(vb, o - o % BB, o - o % BB + BB, cnt)
+                # tree pre-eviction: bottom-up, subtrees with 0 < resident < existing / 2
+                size = BB
+                while size <= VA:
+                    for lo in range(0, VA, size):
+                        e = sum(1 for q in range(lo, lo + size) if vb * VA + q < self.P)
+                        c = sum(1 for q in range(lo, lo + size) if vb * VA + q < self.P
+                                and self.loc[vb * VA + q] == GPU)
+                        if e and 0 < c and 2 * c < e:
+                            cost += self.evict(vb, lo, lo + size, cnt)
+                    size *= 2
             return cost
         if need == 0 or b in self.chunks:
             return cost
@@ -152,7 +168,7 @@ class Twin:
                 moved.append((o, None))
             self.loc[p] = GPU
             self.gpu += 1
-            if self.o.evict == "lru4k":
+            if self.o.evict in PAGE_MODES:
                 self.pages[p] = None
             elif b not in self.chunks:
                 self.chunks[b] = None
@@ -253,7 +269,7 @@ def twin_simulate(w, prm, opts, hints=None, n_iter=2, runs=None):
                         arr = max(arr, T.barr.get(b, 0))
                     else:
                         clock = max(clock, T.barr.get(b, 0))
-                    if opts.evict == "lru4k":
+                    if opts.evict in PAGE_MODES:
                         T.pages.move_to_end(p)
                     elif opts.evict == "access2m" and b != last_b:
                         T.chunks.move_to_end(b)

@@ -48,7 +48,8 @@ def compare(w, system, opts, hints=None, n_iter=2):
 
 
 COMBOS = list(itertools.product(("density", "tbn", "none"), ("alloc2m", "access2m", "lru4k"),
-                                (False, True)))
+                                (False, True))) + [("tbn", "tbn64k", False),
+                                                   ("density", "tbn64k", True)]
 
 
 @pytest.mark.parametrize("i,combo", list(enumerate(COMBOS)))
@@ -91,7 +92,8 @@ def random_hints(w, seed, n_iter=2, with_wait=True):
 
 @pytest.mark.parametrize("seed,ev,clean", [(1, "alloc2m", False), (2, "access2m", True),
                                            (3, "lru4k", False), (4, "lru4k", True),
-                                           (5, "alloc2m", True), (6, "access2m", False)])
+                                           (5, "alloc2m", True), (6, "access2m", False),
+                                           (7, "tbn64k", False)])
 def test_hints_match_twin(seed, ev, clean):
     w = small_workload(200 + seed)
     opts = DriverOptions(evict=ev, skip_clean_writeback=clean, fault_batch=32,
@@ -128,20 +130,22 @@ def test_fits_in_memory_no_writeback_second_iteration():
 # --------------------------------------------------------------------------------------------
 # hand-worked trees
 
+def _pack(pages):
+    bits = np.zeros(512, np.uint8)
+    for p in pages:
+        bits[p] = 1
+    return np.packbits(bits, bitorder="little").view(np.uint64).copy()
+
+
 def region(resident=(), faulted=(), prefetcher="density", thr=51, big=16, n_exist=512):
-    mark = np.zeros(512, np.uint8)
     exist = np.zeros(512, np.uint8)
     exist[:n_exist] = 1
-    for p in resident:
-        mark[p] = 1
-    fl = np.asarray(list(faulted) + [0] * (512 - len(faulted)), np.int64)
-    out = np.zeros(512, np.uint8)
-    scr = (np.zeros((dk.LEVELS, 512), np.int32), np.zeros((dk.LEVELS, 512), np.int32),
-           np.zeros((dk.LEVELS, 512), np.uint8), np.zeros(512, np.int64))
+    mark = _pack(resident)
+    out = np.zeros(dk.W, np.uint64)
+    dk.prefetch_bits(mark, n_exist, _pack(faulted), {"none": 0, "density": 1, "tbn": 2}
+                     [prefetcher], thr, big, out, np.zeros(dk.W, np.uint64))
+    out = np.unpackbits(out.view(np.uint8), bitorder="little")
     res = set(resident)
-    dk.prefetch_region(mark, exist, fl, len(faulted), dk.PREFETCHERS_CODE[prefetcher]
-                       if hasattr(dk, "PREFETCHERS_CODE") else
-                       {"none": 0, "density": 1, "tbn": 2}[prefetcher], thr, big, out, *scr)
     got = {int(o) for o in np.nonzero(out)[0]} - res
     # the twin agrees
     tw = marked_region([1 if i in res else 0 for i in range(512)], exist.tolist(),
@@ -197,6 +201,60 @@ def test_none_is_big_page_only():
 
 # --------------------------------------------------------------------------------------------
 # PUMP's window
+
+def tree_preevict_case(resident, lru_head, npages=1024, need=1):
+    """Block 0 holds `resident` pages (ascending in the 4 KiB LRU, lru_head first); make room
+    for `need` pages of block 1 under evict = tbn64k. Returns (evicted pages, pages out)."""
+    nb = (npages + 511) // 512
+    BG = np.zeros((nb, dk.W), np.uint64)
+    z = np.zeros((nb, dk.W), np.uint64)
+    BG[0] = _pack(resident)
+    gcount = np.zeros(nb, np.int32)
+    gcount[0] = len(resident)
+    pprev = np.full(npages, -1, np.int32)
+    pnext = np.full(npages, -1, np.int32)
+    order = [lru_head] + [p for p in sorted(resident) if p != lru_head]
+    for a, b in zip(order, order[1:]):
+        pnext[a], pprev[b] = b, a
+    S = np.zeros(dk.S_LEN, np.int64)
+    S[[dk.S_BHEAD, dk.S_BTAIL]] = -1
+    S[dk.S_PHEAD], S[dk.S_PTAIL] = order[0], order[-1]
+    S[dk.S_GPU] = len(resident)
+    S[dk.S_NPAGES] = npages
+    cnt = np.zeros((1, dk.C_COLS), np.int64)
+    tab = np.arange(513, dtype=np.int64)                  # a run of n pages costs n
+    cyc = dk._make_room(1, need, BG, z.copy(), z.copy(), z[:1].copy(), z[:1].copy(), gcount,
+                        np.full(nb, -1, np.int32), np.full(nb, -1, np.int32), pprev, pnext,
+                        np.full(nb, -1, np.int64), S, dk.EV_TBN64K, False, len(resident),
+                        0, 10**6, tab, tab, cnt, 0, np.zeros((dk.N_TMP, dk.W), np.uint64),
+                        np.zeros((1, dk.EV_COLS), np.int64), False, 0, 0)
+    left = set(np.nonzero(np.unpackbits(BG[0].view(np.uint8), bitorder="little"))[0].tolist())
+    # the LRU list holds exactly the pages left, in their order
+    lst, v = [], S[dk.S_PHEAD]
+    while v >= 0:
+        lst.append(int(v))
+        v = pnext[v]
+    assert lst == [p for p in order if p in left]
+    assert cnt[0, dk.C_OUT_CPU] == len(resident) - len(left) == cyc
+    assert S[dk.S_GPU] == gcount[0] == len(left)
+    return set(resident) - left
+
+
+def test_tbn_pre_eviction_hand_worked():
+    """UVMSmart's tree pre-eviction (64 KiB basic blocks = 16 pages; a run of n pages costs n
+    cycles here). Block 0: pages 0-15, 16-19, 32-47, 48-511 resident; LRU head 33. The head's
+    basic block 32-47 goes; leaves: 16-31 holds 4 < 8 -> 16-19 go; [0,32) 16 and [32,64) 16
+    are not < half; [0,64) 32 of 64, [0,128) 96 of 128, ... not < half: 20 pages out."""
+    res = list(range(0, 20)) + list(range(32, 512))
+    assert tree_preevict_case(res, 33) == set(range(16, 20)) | set(range(32, 48))
+    # sparse: 0-15, 16-19, 32-63, 128-255; head 33. 32-47 go, then 16-19 (leaf 4/16);
+    # [32,64) 16/32 and [0,64) 32/64 stay; [0,128) 32/128 < 64 -> 0-15 and 48-63 go;
+    # [0,256) 128/256 stays; [0,512) 128/512 < 256 -> 128-255 go: everything.
+    res = list(range(0, 20)) + list(range(32, 64)) + list(range(128, 256))
+    assert tree_preevict_case(res, 33) == set(res)
+    # a full block: the head's basic block is enough, nothing falls under half
+    assert tree_preevict_case(list(range(512)), 100) == set(range(96, 112))
+
 
 def test_pump_window_hand_worked():
     from g10fast.policies.pump import window_gates
@@ -256,19 +314,103 @@ def test_runner_policies(policy):
         assert r["plan"]["hints"] > 0
 
 
-def test_driver_policies_not_in_the_default_comparison_and_no_trace(tmp_path):
+def test_driver_policies_not_in_the_default_comparison(tmp_path):
     from g10fast import policies
-    from g10fast.run import run
     from g10fast.spec import WorkloadSource, make_spec
     assert not set(policies.DEFAULT_POLICIES) & {"uvm", "tbnp", "pump", "g10_driver",
                                                  "deepum_driver", "deepum_learned"}
     assert policies.get("g10@driver").engine == "driver"
-    spec = make_spec(WorkloadSource("builtin", "bert-base", 1), tiny_system(chunks=3), "uvm")
-    with pytest.raises(InputError):
-        run(spec, workload=small_workload(1), trace_path=tmp_path / "t.h5")
     with pytest.raises(InputError):
         make_spec(WorkloadSource("builtin", "bert-base", 1), tiny_system(), "pump",
                   {"cap_factor": 0})
+
+
+def trace_totals(path, n_iter):
+    """Per iteration, from a trace: pages per (kind, src, dst) and KERNEL rows' fault counts."""
+    from g10fast.trace import open_trace
+    with open_trace(path) as tr:
+        c = tr.read()
+    out = []
+    for it in range(n_iter):
+        m = c["iteration"] == it
+        tot = {}
+        for kind, src, dst, n in zip(c["kind"][m], c["src"][m], c["dst"][m], c["count"][m]):
+            key = (int(kind), int(src), int(dst))
+            tot[key] = tot.get(key, 0) + int(n)
+        out.append(tot)
+    return out, c
+
+
+@pytest.mark.parametrize("policy,compat", [("uvm", {}), ("uvm", {"skip_clean_writeback": True}),
+                                           ("g10_driver", {}), ("tbnp", {"evict": "lru4k"})])
+def test_event_trace_agrees_with_the_statistics(tmp_path, policy, compat):
+    """The driver engine's event trace (docs/trace-format.md schema) against its result:
+    kernel rows, faults, pages fetched / zero-filled / evicted / dropped per tier, per
+    iteration; the engine's results are the same with and without the trace."""
+    from g10fast.run import run
+    from g10fast.spec import WorkloadSource, make_spec
+    from g10fast.trace import EventKind as E, Location as L
+    assert (dk.EV_KERNEL, dk.EV_FAULT, dk.EV_FETCH, dk.EV_ALLOC, dk.EV_EVICT, dk.EV_HINT,
+            dk.EV_DEALLOC) == (E.KERNEL, E.FAULT, E.FETCH, E.ALLOC, E.EVICT, E.HINT, E.DEALLOC)
+    assert (dk.LOC_NONE, dk.LOC_SSD, dk.LOC_HOST, dk.LOC_GPU) == (L.NOT_PRESENT, L.IN_SSD,
+                                                                 L.IN_CPU, L.IN_GPU)
+    w = small_workload(3)
+    spec = make_spec(WorkloadSource("builtin", "bert-base", 1),
+                     tiny_system(chunks=3, host_pages=150), policy,
+                     engine={"compat": compat} if compat else None)
+    r0 = run(spec, workload=w)
+    r = run(spec, workload=w, trace_path=tmp_path / "t.h5")
+    assert r["iterations"] == r0["iterations"]
+    assert np.array_equal(r["kernels"], r0["kernels"])
+    per_it, c = trace_totals(tmp_path / "t.h5", len(r["iterations"]))
+    K = w.num_kernels
+    assert int((c["kind"] == E.KERNEL).sum()) == len(r["iterations"]) * K
+    km = c["kind"] == E.KERNEL
+    assert c["time"][km].tolist() == r["kernels"][:, dk.K_START].tolist()
+    assert c["value"][km].tolist() == r["kernels"][:, dk.K_END].tolist()
+    assert (c["tensor"] == -1).all()
+    for it, tot in zip(r["iterations"], per_it):
+        p = it["pages"]
+        g = tot.get
+        assert g((E.KERNEL, -1, -1), 0) == it["faults"] > 0
+        # FAULT rows: distinct pages per batch (a page two tensors share, touched twice
+        # before its batch, is one page but two faults)
+        nf = sum(v for (kk, _, _), v in tot.items() if kk == E.FAULT)
+        assert it["fault_batches"] <= nf <= it["faults"]
+        assert g((E.FETCH, L.IN_CPU, L.IN_GPU), 0) == p["cpu_to_gpu"]
+        assert g((E.FETCH, L.IN_SSD, L.IN_GPU), 0) == p["ssd_to_gpu"]
+        assert g((E.ALLOC, L.NOT_PRESENT, L.IN_GPU), 0) == p["alloc"]
+        assert g((E.EVICT, L.IN_GPU, L.IN_CPU), 0) == p["gpu_to_cpu"]
+        assert g((E.EVICT, L.IN_GPU, L.IN_SSD), 0) == p["gpu_to_ssd"]
+        assert g((E.EVICT, L.IN_GPU, L.NOT_PRESENT), 0) == p["clean_dropped"]
+        assert sum(v for (kk, _, _), v in tot.items() if kk == E.DEALLOC) == p["discarded"]
+        if policy == "g10_driver":
+            assert g((E.HINT, -1, L.IN_GPU), 0) > 0
+    if compat.get("skip_clean_writeback"):
+        assert sum(t.get((E.EVICT, L.IN_GPU, L.NOT_PRESENT), 0) for t in per_it) > 0
+    # the trace's bytes moved = the result's
+    moved = sum(int(n) for k_, n in zip(c["kind"], c["count"]) if k_ in (E.FETCH, E.EVICT)
+                ) - sum(t.get((E.EVICT, L.IN_GPU, L.NOT_PRESENT), 0) for t in per_it)
+    assert moved * PAGE_SIZE == sum((it["pages"]["incoming"] + it["pages"]["outgoing"])
+                                    * PAGE_SIZE for it in r["iterations"])
+
+
+def test_event_trace_small_buffer_flushes_from_the_kernel():
+    """A trace buffer of 7 rows: the kernel hands full buffers to the sink (object mode);
+    the rows are those of one large buffer, in order."""
+    class Sink:
+        def __init__(self):
+            self.rows = []
+
+        def append(self, buf):
+            self.rows.append(np.array(buf))
+    w = small_workload(4)
+    opts = DriverOptions()
+    a, b = Sink(), Sink()
+    simulate_driver(w, tiny_system(chunks=3), opts, trace=a, trace_rows=7)
+    simulate_driver(w, tiny_system(chunks=3), opts, trace=b)
+    assert len(a.rows) > 10 and all(len(x) == 7 for x in a.rows[:-1])
+    assert np.array_equal(np.concatenate(a.rows), np.concatenate(b.rows))
 
 
 def test_deepum_learned_hints_follow_the_fault_log():
@@ -352,3 +494,29 @@ def test_pump_launch_clock_options():
     row_g = np.searchsorted(free.wait, np.arange(len(free.issue)))    # wait rows ascend
     assert (sync.issue >= (row_g // K) * K).all()
     assert (depth.issue >= row_g - 2).all()
+
+
+def test_driver_result_and_figure_name_engine_and_options(tmp_path):
+    """A driver run's result names its engine and options; `run --figure` draws it (it used
+    to fail on the driver's system parameters) with them in the title."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.axes
+    from g10fast.figures import memory
+    from g10fast.run import run
+    from g10fast.spec import WorkloadSource, make_spec
+    spec = make_spec(WorkloadSource("builtin", "bert-base", 1), tiny_system(chunks=3), "tbnp",
+                     {"pre_evict": True})
+    r = run(spec, workload=small_workload(2))
+    assert r["engine"] == "driver"
+    assert r["driver_options"]["evict"] == "tbn64k" and r["driver_options"]["prefetcher"] == "tbn"
+    titles = []
+    orig = matplotlib.axes.Axes.set_title
+    matplotlib.axes.Axes.set_title = lambda self, t, *a, **k: (titles.append(t),
+                                                               orig(self, t, *a, **k))[1]
+    try:
+        memory.plot_memory(r, tmp_path / "m.png")
+    finally:
+        matplotlib.axes.Axes.set_title = orig
+    assert (tmp_path / "m.png").stat().st_size > 0
+    assert "driver engine" in titles[0] and "evict=tbn64k" in titles[0].replace("\n", " ")

@@ -32,7 +32,9 @@ from g10fast.errors import InputError
 from g10fast.workload.model import PAGE_SIZE
 
 PREFETCHERS = {"none": dk.PF_NONE, "density": dk.PF_DENSITY, "tbn": dk.PF_TBN}
-EVICTIONS = {"alloc2m": dk.EV_ALLOC2M, "access2m": dk.EV_ACCESS2M, "lru4k": dk.EV_LRU4K}
+EVICTIONS = {"alloc2m": dk.EV_ALLOC2M, "access2m": dk.EV_ACCESS2M, "lru4k": dk.EV_LRU4K,
+             "tbn64k": dk.EV_TBN64K}
+PAGE_EVICTIONS = ("lru4k", "tbn64k")     # capacity in pages, a 4 KiB LRU list
 CURVES = ("uvmsmart", "flat")
 HINT_KINDS = {"prefetch": dk.HINT_PREFETCH, "evict": dk.HINT_EVICT, "discard": dk.HINT_DISCARD,
               "preevict": dk.HINT_PREEVICT}
@@ -55,7 +57,9 @@ class DriverOptions:
     density_threshold: int = 51
     #: "alloc2m": whole 2 MiB root chunks, list ordered by allocation (uvm_pmm_gpu.c);
     #: "access2m": the same list moved to the tail on every access; "lru4k": true LRU of
-    #: 4 KiB pages (UVMSmart's LRU-4K), one 4 KiB write-back per page
+    #: 4 KiB pages (UVMSmart's LRU-4K), one 4 KiB write-back per page; "tbn64k": UVMSmart's
+    #: TBN pre-eviction: the LRU page's 64 KiB basic block, then every subtree of its VA
+    #: block's tree with 0 < resident < half (bottom-up, cascading)
     evict: str = "alloc2m"
     #: drop clean pages (fetched from a tier that keeps a valid copy, not written since)
     #: instead of writing them back; the driver writes back everything (False)
@@ -222,8 +226,7 @@ def tensor_hints(w, rows, n_iter: int) -> DriverHints:
 class DriverRun:
     kernels: np.ndarray            # int64 [n_iter*K, K_COLS] (driver_kernels.K_*)
     counters: np.ndarray           # int64 [n_iter, C_COLS] (driver_kernels.C_*)
-    loc: np.ndarray                # final tier per page
-    copy: np.ndarray
+    bits: tuple                    # final residency bitmaps (BG, BH, BS, CH, CS), uint64[nb, 8]
     hint_done: np.ndarray
     scalars: np.ndarray
     fault_log: tuple               # (kernel, block) of the logged iteration
@@ -231,6 +234,17 @@ class DriverRun:
     failure: dict | None
     options: DriverOptions
     params: dict
+    npages: int = 0
+
+    @property
+    def loc(self) -> np.ndarray:
+        """int8[npages]: the final tier of every page (LOC_*), unpacked from the bitmaps."""
+        return dk.unpack_loc(self.bits[0], self.bits[1], self.bits[2], self.npages)
+
+    @property
+    def copy(self) -> np.ndarray:
+        """int8[npages]: the tier of each GPU page's clean copy (skip_clean_writeback)."""
+        return dk.unpack_copy(self.bits[0], self.bits[3], self.bits[4], self.npages)
 
 
 def system_params(system, opts: DriverOptions) -> dict:
@@ -257,8 +271,12 @@ def system_params(system, opts: DriverOptions) -> dict:
 
 def simulate_driver(w, system, opts: DriverOptions | None = None, hints: DriverHints | None = None,
                     *, num_iteration: int = 2, log_iter: int = -1, required_order=None,
-                    exec_cycles=None) -> DriverRun:
-    """Run the driver engine; inputs are checked here (bad input: InputError)."""
+                    exec_cycles=None, trace=None, trace_rows: int = 65536) -> DriverRun:
+    """Run the driver engine; inputs are checked here (bad input: InputError).
+
+    trace: an object with `append(int64 [n, 10])` (g10fast.trace.EventTraceWriter) that
+    receives the event stream (docs/trace-format.md; `tensor` is -1: the driver sees
+    addresses), in batches of up to trace_rows rows."""
     opts = (opts or DriverOptions()).check()
     hints = hints or DriverHints.empty()
     if int(num_iteration) < 1:
@@ -267,7 +285,7 @@ def simulate_driver(w, system, opts: DriverOptions | None = None, hints: DriverH
     K = w.num_kernels
     P = w.num_pages
     prm = system_params(system, opts)
-    if prm["gpu_chunks"] < 1 and opts.evict != "lru4k":
+    if prm["gpu_chunks"] < 1 and opts.evict not in PAGE_EVICTIONS:
         raise InputError("the GPU holds no 2 MiB root chunk (at least 2 MiB of GPU memory is "
                          "needed)", param="gpu.memory_gb")
     if prm["gpu_pages"] < 1:
@@ -300,14 +318,22 @@ def simulate_driver(w, system, opts: DriverOptions | None = None, hints: DriverH
         first_b = rs // dk.VA_PAGES
         last_b = (rs + rn - 1) // dk.VA_PAGES
         log_cap = int((last_b - first_b + 1).sum()) + K
-    kern, cnt, loc, copy, done, S, lk, lb, nlog = dk.simulate(
-        K, n_iter, ptr, rs, rn, rw.astype(np.bool_), ex, hptr, hs, hn, hk, wait, P,
-        prm["gpu_pages"], prm["gpu_chunks"], prm["host_pages"], opts.fault_batch,
-        prm["fault_latency_cycles"], prm["big_pages"], PREFETCHERS[opts.prefetcher],
-        opts.density_threshold, EVICTIONS[opts.evict], opts.skip_clean_writeback,
-        prm["h2d"], prm["d2h"], prm["ssd_r"], prm["ssd_w"], int(log_iter), log_cap,
-        np.zeros(0, np.int8), opts.inflight_overlap,
-        int(prm["gpu_pages"] * float(hints.preevict_fraction)))
+    ev = np.zeros((max(int(trace_rows), 1) if trace is not None else 1, dk.EV_COLS), np.int64)
+    dk._SINK[0] = trace
+    try:
+        out = dk.simulate(
+            K, n_iter, ptr, rs, rn, rw.astype(np.bool_), ex, hptr, hs, hn, hk, wait, P,
+            prm["gpu_pages"], prm["gpu_chunks"], prm["host_pages"], opts.fault_batch,
+            prm["fault_latency_cycles"], prm["big_pages"], PREFETCHERS[opts.prefetcher],
+            opts.density_threshold, EVICTIONS[opts.evict], opts.skip_clean_writeback,
+            prm["h2d"], prm["d2h"], prm["ssd_r"], prm["ssd_w"], int(log_iter), log_cap,
+            np.zeros(0, np.int8), opts.inflight_overlap,
+            int(prm["gpu_pages"] * float(hints.preevict_fraction)), ev, trace is not None)
+    finally:
+        dk._SINK[0] = None
+    kern, cnt, BG, BH, BS, CH, CS, done, S, lk, lb, nlog = out
+    if trace is not None and S[dk.S_NEV] > 0:
+        trace.append(ev[:S[dk.S_NEV]])
     status, failure = "ok", None
     if S[dk.S_FAIL] != dk.FAIL_NONE:
         done_rows = int((kern[:, dk.K_END] > 0).sum())
@@ -317,8 +343,8 @@ def simulate_driver(w, system, opts: DriverOptions | None = None, hints: DriverH
                    "kernel": done_rows % K if K else None, "iteration": done_rows // K if K
                    else None}
     params = {k: v for k, v in prm.items() if not isinstance(v, np.ndarray)}
-    return DriverRun(kern, cnt, loc, copy, done, S, (lk[:nlog].copy(), lb[:nlog].copy()),
-                     status, failure, opts, params)
+    return DriverRun(kern, cnt, (BG, BH, BS, CH, CS), done, S,
+                     (lk[:nlog].copy(), lb[:nlog].copy()), status, failure, opts, params, P)
 
 
 def iteration_stats(run: DriverRun, w, n_iter: int) -> list:
@@ -366,11 +392,27 @@ def iteration_stats(run: DriverRun, w, n_iter: int) -> list:
 
 def check_invariants(run: DriverRun, w) -> None:
     """Conservation after a run (raises AssertionError): each page in one place, capacity
-    never exceeded at any kernel end, pages moved = pages arrived per tier."""
-    loc, cnt = run.loc, run.counters
+    never exceeded at any kernel end, pages moved = pages arrived per tier. Works on the
+    residency bitmaps (popcounts), never page by page."""
+    BG, BH, BS, CH, CS = run.bits
+    cnt = run.counters
     P = w.num_pages
-    assert loc.shape == (P,) and ((loc >= 0) & (loc <= 3)).all()
-    on_gpu = int((loc == dk.LOC_GPU).sum())
+    nb = (P + dk.VA_PAGES - 1) // dk.VA_PAGES
+    assert BG.shape == BH.shape == BS.shape == (nb, dk.W)
+    # no bit beyond the last page; the tiers are disjoint
+    tail = P - (nb - 1) * dk.VA_PAGES if nb else 0
+    if nb and tail < dk.VA_PAGES:
+        beyond = np.ones(dk.VA_PAGES, np.uint8)
+        beyond[:tail] = 0
+        beyond = np.packbits(beyond, bitorder="little").view(np.uint64)
+        for A in (BG, BH, BS):
+            assert not (A[-1] & beyond).any()
+    assert not (BG & BH).any() and not (BG & BS).any() and not (BH & BS).any()
+
+    def count(A):
+        return int(np.bitwise_count(A).sum())
+
+    on_gpu = count(BG)
     assert on_gpu == int(run.scalars[dk.S_GPU])
     assert (run.kernels[:, dk.K_GPU] <= run.params["gpu_pages"]).all()
     # GPU: zero-filled + arrived - left - discarded-on-gpu = resident
@@ -382,14 +424,14 @@ def check_invariants(run: DriverRun, w) -> None:
         assert gpu_in - gpu_out == on_gpu
         # off the GPU: every page that left arrived somewhere (host, SSD, or its clean copy)
         assert c[dk.C_OUT_CPU] + c[dk.C_OUT_SSD] + c[dk.C_CLEAN_DROP] - c[dk.C_IN_CPU] \
-            - c[dk.C_IN_SSD] == int(((loc == dk.LOC_HOST) | (loc == dk.LOC_SSD)).sum())
-    nb = (P + dk.VA_PAGES - 1) // dk.VA_PAGES
-    if run.options.evict != "lru4k":
-        blocks = np.zeros(nb, np.int64)
-        np.add.at(blocks, np.nonzero(loc == dk.LOC_GPU)[0] // dk.VA_PAGES, 1)
-        assert int((blocks > 0).sum()) == int(run.scalars[dk.S_CHUNKS])
+            - c[dk.C_IN_SSD] == count(BH) + count(BS)
+    if run.options.evict not in PAGE_EVICTIONS:
+        chunks = int((np.bitwise_count(BG).sum(axis=1) > 0).sum())
+        assert chunks == int(run.scalars[dk.S_CHUNKS])
         assert int(run.scalars[dk.S_CHUNKS]) <= run.params["gpu_chunks"]
-    host_used = int((loc == dk.LOC_HOST).sum()) + int(((loc == dk.LOC_GPU)
-                                                       & (run.copy == dk.LOC_HOST)).sum())
+    host_used = count(BH)
+    if CH.shape == BG.shape:
+        assert not (CH & ~BG).any() and not (CS & ~BG).any() and not (CH & CS).any()
+        host_used += count(CH)
     assert host_used == int(run.scalars[dk.S_HOST])
     assert host_used <= max(run.params["host_pages"], 0) or run.params["host_pages"] == 0

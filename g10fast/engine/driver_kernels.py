@@ -3,19 +3,24 @@
 Plain arrays and scalars in, plain arrays out; the validating wrapper is
 `g10fast.engine.driver`. Simulated time is integer GPU cycles (the system's clock).
 
-State (sized up front, no Python objects):
-  per 4 KiB page   loc int8 (0 not populated, 1 SSD, 2 host, 3 GPU), copy int8 (tier of a
-                   still-valid backing copy of a GPU page, 0 none; only with skip_clean)
-  per 2 MiB block  gcount int32 (pages resident on the GPU; > 0 = the block holds a root
+State (sized up front, no Python objects), per 2 MiB VA block as the driver keeps it:
+  residency bitmaps uint64[nb, 8] (bit o of block b = page b*512 + o): BG on the GPU, BH on
+                   the host, BS on the SSD (none of them: not populated), CH / CS a still-valid
+                   clean copy of a GPU page on the host / SSD (only with skip_clean)
+  per block        gcount int32 (pages resident on the GPU; > 0 = the block holds a root
                    chunk), barr int64 (arrival time of its last prefetch), bprev/bnext int32
                    (the root-chunk list: head = next victim), prot int64 (batch stamp)
-  per page (lru4k) pprev/pnext int32: the true-LRU page list
+  per page (lru4k, tbn64k) pprev/pnext int32: the true-LRU page list
+A fault batch, a migration, an eviction and a kernel's scan of its pages work on the 8 words
+of a block at once (popcounts, runs of set bits), never page by page (except lru4k's list).
 Scalars live in S (int64): see the S_* indices.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numba import objmode
+
 from g10fast.jit import jit, kernel
 
 VA_PAGES = 512                     # 2 MiB VA block / 4 KiB
@@ -24,13 +29,16 @@ LEVELS = 10                        # tree levels: 1, 2, 4, ..., 512 pages
 LOC_NONE, LOC_SSD, LOC_HOST, LOC_GPU = 0, 1, 2, 3
 
 PF_NONE, PF_DENSITY, PF_TBN = 0, 1, 2
-EV_ALLOC2M, EV_ACCESS2M, EV_LRU4K = 0, 1, 2
+EV_ALLOC2M, EV_ACCESS2M, EV_LRU4K, EV_TBN64K = 0, 1, 2, 3
+# modes >= EV_LRU4K count capacity in pages and keep the 4 KiB LRU list
+BB_PAGES = 16                      # UVMSmart's 64 KiB basic block (MIN_PREFETCH_SIZE)
 
 HINT_PREFETCH, HINT_EVICT, HINT_DISCARD, HINT_PREEVICT = 0, 1, 2, 3
 
 # scalar state
-S_BHEAD, S_BTAIL, S_PHEAD, S_PTAIL, S_CHUNKS, S_GPU, S_HOST, S_STAMP, S_FAIL = range(9)
-S_LEN = 9
+S_BHEAD, S_BTAIL, S_PHEAD, S_PTAIL, S_CHUNKS, S_GPU, S_HOST, S_STAMP, S_FAIL, S_NEV, \
+    S_NPAGES = range(11)
+S_LEN = 11
 
 # per-iteration counters
 C_ALLOC, C_IN_CPU, C_IN_SSD, C_OUT_CPU, C_OUT_SSD, C_CLEAN_DROP, C_DISCARD, C_PREFETCHED, \
@@ -42,6 +50,198 @@ K_ITER, K_KERNEL, K_START, K_END, K_FAULTS, K_BATCHES, K_STALL, K_IN, K_OUT, K_G
 K_COLS = 10
 
 FAIL_NONE, FAIL_NO_VICTIM = 0, 1
+
+# event trace (docs/trace-format.md; the kinds of g10fast.trace.EventKind, the locations are
+# LOC_*): rows go to ev[S[S_NEV]], and a full buffer is handed to the sink in _SINK[0]
+EV_KERNEL, EV_FAULT, EV_FETCH, EV_ALLOC, EV_EVICT, EV_HINT, EV_DEALLOC = range(7)
+EV_COLS = 10
+_SINK = [None]
+
+
+def _flush_events(ev, n):
+    """Called from the kernel (object mode): hand ev[:n] to the trace sink."""
+    if _SINK[0] is not None and n > 0:
+        _SINK[0].append(ev[:n])
+
+
+W = VA_PAGES // 64                 # words per block bitmap
+ZERO = np.uint64(0)
+ONE = np.uint64(1)
+ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+_DB = np.uint64(0x03F79D71B4CB0A89)
+_DBTAB = np.zeros(64, np.int64)
+for _i in range(64):
+    _DBTAB[(((1 << _i) * 0x03F79D71B4CB0A89) & (2**64 - 1)) >> 58] = _i
+
+# scratch rows of `tmp` (uint64[N_TMP, W])
+R_E, R_D, R_H, R_S, R_LH, R_LS, R_MIG, R_MISS, R_MARK, R_REM, R_X = range(11)
+N_TMP = 11
+
+
+@kernel
+def popc(x):
+    """Set bits of a uint64."""
+    x = x - ((x >> ONE) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return np.int64((x * _H01) >> np.uint64(56))
+
+
+@kernel
+def ctz(x):
+    """Trailing zeros of a uint64 != 0 (de Bruijn)."""
+    lsb = x & (~x + ONE)
+    return _DBTAB[np.int64((lsb * _DB) >> np.uint64(58))]
+
+
+@kernel
+def wmask(lo, hi, w):
+    """The bits of word w that lie in pages [lo, hi) of a block."""
+    a = lo - 64 * w
+    e = hi - 64 * w
+    if a < 0:
+        a = 0
+    if e > 64:
+        e = 64
+    n = e - a
+    if n <= 0:
+        return ZERO
+    if n >= 64:
+        return ALL
+    return ((ONE << np.uint64(n)) - ONE) << np.uint64(a)
+
+
+@kernel
+def range_count(m, lo, hi):
+    """Set bits of the block bitmap m[W] in pages [lo, hi)."""
+    s = 0
+    for w in range(lo >> 6, ((hi - 1) >> 6) + 1):
+        s += popc(m[w] & wmask(lo, hi, w))
+    return s
+
+
+@kernel
+def _or_range(m, lo, hi):
+    for w in range(lo >> 6, ((hi - 1) >> 6) + 1):
+        m[w] |= wmask(lo, hi, w)
+
+
+@kernel
+def _next_bit(m, pos):
+    """Offset of the first set bit of the block bitmap m[W] at or after pos; VA_PAGES if none."""
+    w = pos >> 6
+    if w >= W:
+        return VA_PAGES
+    x = m[w] & ~wmask(0, pos, w)
+    while True:
+        if x != ZERO:
+            return 64 * w + ctz(x)
+        w += 1
+        if w >= W:
+            return VA_PAGES
+        x = m[w]
+
+
+@kernel
+def _kth(A, i, k):
+    """Page offset of the k-th (1-based) set bit of A[i]; -1 if fewer."""
+    for w in range(W):
+        c = popc(A[i, w])
+        if k > c:
+            k -= c
+            continue
+        x = A[i, w]
+        for _ in range(k - 1):
+            x &= x - ONE
+        return 64 * w + ctz(x)
+    return -1
+
+
+@kernel
+def run_cost(A, i, table):
+    """Sum of table[len] over the maximal runs of set bits of A[i] (one transfer per run)."""
+    cyc = 0
+    run = 0
+    for w in range(W):
+        x = A[i, w]
+        pos = 0
+        while pos < 64:
+            if x == ZERO:
+                if run > 0:
+                    cyc += table[run]
+                    run = 0
+                break
+            tz = ctz(x)
+            if tz > 0:
+                if run > 0:
+                    cyc += table[run]
+                    run = 0
+                x = x >> np.uint64(tz)
+                pos += tz
+            inv = ~x
+            ones = 64 if inv == ZERO else ctz(inv)
+            run += ones
+            pos += ones
+            if pos >= 64:
+                break
+            x = x >> np.uint64(ones)
+    if run > 0:
+        cyc += table[run]
+    return cyc
+
+
+@kernel
+def _flush(ev, S):
+    n = S[S_NEV]
+    with objmode():
+        _flush_events(ev, n)
+    S[S_NEV] = 0
+
+
+@kernel
+def _emit(ev, S, tm, kind, it, k, page, count, src, dst, value):
+    """One event row (tensor -1: the driver knows addresses, not tensors)."""
+    n = S[S_NEV]
+    if n >= ev.shape[0]:
+        _flush(ev, S)
+        n = 0
+    ev[n, 0] = tm
+    ev[n, 1] = kind
+    ev[n, 2] = it
+    ev[n, 3] = k
+    ev[n, 4] = -1
+    ev[n, 5] = page
+    ev[n, 6] = count
+    ev[n, 7] = src
+    ev[n, 8] = dst
+    ev[n, 9] = value
+    S[S_NEV] = n + 1
+
+
+@kernel
+def _emit_runs(ev, S, A, i, base, tm, kind, it, k, src, dst, value):
+    """One event per maximal run of set bits of A[i] (pages base + offset)."""
+    p = _next_bit(A[i], 0)
+    while p < VA_PAGES:
+        w = p >> 6
+        e = VA_PAGES
+        x = ~A[i, w] & ~wmask(0, p, w)
+        while True:
+            if x != ZERO:
+                e = 64 * w + ctz(x)
+                break
+            w += 1
+            if w >= W:
+                break
+            x = ~A[i, w]
+        _emit(ev, S, tm, kind, it, k, base + p, e - p, src, dst, value)
+        if e >= VA_PAGES:
+            break
+        p = _next_bit(A[i], e)
 
 
 @jit(inline="always")
@@ -73,65 +273,135 @@ def _l_append(prev, nxt, S, H, T, x):
 
 
 @kernel
-def _evict_range(b, lo, hi, loc, copy, gcount, bprev, bnext, pprev, pnext, S, evict_mode,
-                 host_pages, d2h, ssd_w, cnt, it):
+def _evict_range(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S,
+                 evict_mode, skip_clean, host_pages, d2h, ssd_w, cnt, it, tmp, ev, tr, tm, k,
+                 cause):
     """Evict (write back or drop) the GPU pages of block b at offsets [lo, hi); returns the
-    cycles of the write-back transfers (one per contiguous run to one tier)."""
-    npages = loc.shape[0]
-    base = b * VA_PAGES
+    cycles of the write-back transfers (one per contiguous run to one tier). tr: EVICT
+    events at time tm (value = cause: 1 victim, 0 planned)."""
+    ne = 0
+    nd = 0
+    nclean = 0
+    for w in range(W):
+        e = BG[b, w] & wmask(lo, hi, w)
+        tmp[R_E, w] = e
+        d = e
+        if skip_clean and e != ZERO:      # clean, a valid copy remains: dropped
+            ch = e & CH[b, w]
+            cs = e & CS[b, w]
+            BH[b, w] |= ch
+            BS[b, w] |= cs
+            CH[b, w] &= ~ch
+            CS[b, w] &= ~cs
+            nclean += popc(ch | cs)
+            d = e & ~(ch | cs)
+        tmp[R_X, w] = e & ~d
+        tmp[R_D, w] = d
+        BG[b, w] &= ~e
+        ne += popc(e)
+        nd += popc(d)
+    if ne == 0:
+        return 0
+    cnt[it, C_CLEAN_DROP] += nclean
+    # dirty pages, in page order: to the host while it has room, then to the SSD
+    nh = host_pages - S[S_HOST]
+    if nh < 0:
+        nh = 0
+    if nh > nd:
+        nh = nd
+    cut = 512 if nh == nd else (-1 if nh == 0 else _kth(tmp, R_D, nh) + 1)
+    for w in range(W):
+        h = tmp[R_D, w] & wmask(0, cut, w) if cut > 0 else ZERO
+        tmp[R_H, w] = h
+        tmp[R_S, w] = tmp[R_D, w] & ~h
+        BH[b, w] |= h
+        BS[b, w] |= tmp[R_S, w]
+    S[S_HOST] += nh
+    cnt[it, C_OUT_CPU] += nh
+    cnt[it, C_OUT_SSD] += nd - nh
+    gcount[b] -= ne
+    S[S_GPU] -= ne
+    if evict_mode >= EV_LRU4K:
+        for w in range(W):
+            x = tmp[R_E, w]
+            while x != ZERO:
+                _l_remove(pprev, pnext, S, S_PHEAD, S_PTAIL, b * VA_PAGES + 64 * w + ctz(x))
+                x &= x - ONE
     cycles = 0
-    run_dest = 0
-    run_len = 0
-    for o in range(lo, hi + 1):
-        dest = 0                      # 0: no transfer (not on GPU, or dropped clean)
-        p = base + o
-        if o < hi and p < npages and loc[p] == LOC_GPU:
-            if copy[p] != LOC_NONE:   # clean, a valid copy remains (skip_clean only)
-                loc[p] = copy[p]
-                copy[p] = LOC_NONE
-                cnt[it, C_CLEAN_DROP] += 1
-            elif S[S_HOST] < host_pages:
-                loc[p] = LOC_HOST
-                S[S_HOST] += 1
-                cnt[it, C_OUT_CPU] += 1
-                dest = LOC_HOST
-            else:
-                loc[p] = LOC_SSD
-                cnt[it, C_OUT_SSD] += 1
-                dest = LOC_SSD
-            gcount[b] -= 1
-            S[S_GPU] -= 1
-            if evict_mode == EV_LRU4K:
-                _l_remove(pprev, pnext, S, S_PHEAD, S_PTAIL, p)
-        if dest != 0 and dest == run_dest:
-            run_len += 1
-        else:
-            if run_len > 0:
-                cycles += d2h[run_len] if run_dest == LOC_HOST else ssd_w[run_len]
-            run_dest = dest
-            run_len = 1 if dest != 0 else 0
-    if gcount[b] == 0 and evict_mode != EV_LRU4K and (bprev[b] >= 0 or S[S_BHEAD] == b):
+    if nh > 0:
+        cycles += run_cost(tmp, R_H, d2h)
+    if nd > nh:
+        cycles += run_cost(tmp, R_S, ssd_w)
+    if tr:
+        base = b * VA_PAGES
+        if nclean > 0:
+            _emit_runs(ev, S, tmp, R_X, base, tm, EV_EVICT, it, k, LOC_GPU, LOC_NONE, cause)
+        if nh > 0:
+            _emit_runs(ev, S, tmp, R_H, base, tm, EV_EVICT, it, k, LOC_GPU, LOC_HOST, cause)
+        if nd > nh:
+            _emit_runs(ev, S, tmp, R_S, base, tm, EV_EVICT, it, k, LOC_GPU, LOC_SSD, cause)
+    if gcount[b] == 0 and evict_mode < EV_LRU4K and (bprev[b] >= 0 or S[S_BHEAD] == b):
         _l_remove(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
         S[S_CHUNKS] -= 1
     return cycles
 
 
 @kernel
-def _make_room(b, need, loc, copy, gcount, bprev, bnext, pprev, pnext, prot, S, evict_mode,
-               gpu_pages, gpu_chunks, host_pages, d2h, ssd_w, cnt, it):
+def _tree_preevict(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S, evict_mode,
+                   skip_clean, host_pages, d2h, ssd_w, cnt, it, tmp, ev, tr, tm, k):
+    """UVMSmart's tree pre-eviction (traverse_and_remove_lp_tree) after a basic block of VA
+    block b left: bottom-up from the 64 KiB leaves, every subtree with 0 < resident <
+    pages / 2 (strictly; existing pages) evicts its remaining resident pages, cascading
+    upwards. Returns the write-back cycles."""
+    n_exist = S[S_NPAGES] - b * VA_PAGES
+    if n_exist > VA_PAGES:
+        n_exist = VA_PAGES
+    cycles = 0
+    size = BB_PAGES
+    while size <= VA_PAGES:
+        for lo in range(0, VA_PAGES, size):
+            e = n_exist - lo
+            if e <= 0:
+                break
+            if e > size:
+                e = size
+            c = range_count(BG[b], lo, lo + size)
+            if c > 0 and c * 2 < e:
+                cycles += _evict_range(b, lo, lo + size, BG, BH, BS, CH, CS, gcount, bprev,
+                                       bnext, pprev, pnext, S, evict_mode, skip_clean,
+                                       host_pages, d2h, ssd_w, cnt, it, tmp, ev, tr,
+                                       tm + cycles, k, 1)
+        size *= 2
+    return cycles
+
+
+@kernel
+def _make_room(b, need, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, prot, S,
+               evict_mode, skip_clean, gpu_pages, gpu_chunks, host_pages, d2h, ssd_w, cnt, it,
+               tmp, ev, tr, tm, k):
     """Room on the GPU for `need` more pages of block b; returns write-back cycles.
     Blocks whose prot equals the current stamp are never chosen. Sets S[S_FAIL] on failure."""
     cycles = 0
-    if evict_mode == EV_LRU4K:
+    if evict_mode >= EV_LRU4K:
         while S[S_GPU] + need > gpu_pages:
             v = S[S_PHEAD]
             if v < 0:
                 S[S_FAIL] = FAIL_NO_VICTIM
                 return cycles
             vb = v // VA_PAGES
-            cycles += _evict_range(vb, v - vb * VA_PAGES, v - vb * VA_PAGES + 1, loc, copy,
-                                   gcount, bprev, bnext, pprev, pnext, S, evict_mode,
-                                   host_pages, d2h, ssd_w, cnt, it)
+            o = v - vb * VA_PAGES
+            lo = o
+            hi = o + 1
+            if evict_mode == EV_TBN64K:        # the LRU page's whole 64 KiB basic block
+                lo = (o // BB_PAGES) * BB_PAGES
+                hi = lo + BB_PAGES
+            cycles += _evict_range(vb, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext,
+                                   pprev, pnext, S, evict_mode, skip_clean, host_pages, d2h,
+                                   ssd_w, cnt, it, tmp, ev, tr, tm + cycles, k, 1)
+            if evict_mode == EV_TBN64K:
+                cycles += _tree_preevict(vb, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev,
+                                         pnext, S, evict_mode, skip_clean, host_pages, d2h,
+                                         ssd_w, cnt, it, tmp, ev, tr, tm + cycles, k)
         return cycles
     if gcount[b] > 0 or need == 0:
         return cycles
@@ -142,124 +412,194 @@ def _make_room(b, need, loc, copy, gcount, bprev, bnext, pprev, pnext, prot, S, 
         if v < 0:
             S[S_FAIL] = FAIL_NO_VICTIM
             return cycles
-        cycles += _evict_range(v, 0, VA_PAGES, loc, copy, gcount, bprev, bnext, pprev, pnext,
-                               S, evict_mode, host_pages, d2h, ssd_w, cnt, it)
+        cycles += _evict_range(v, 0, VA_PAGES, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev,
+                               pnext, S, evict_mode, skip_clean, host_pages, d2h, ssd_w, cnt,
+                               it, tmp, ev, tr, tm + cycles, k, 1)
     return cycles
 
 
 @kernel
-def _land(b, mig, loc, copy, gcount, bprev, bnext, pprev, pnext, S, evict_mode, skip_clean,
-          h2d, ssd_r, cnt, it):
-    """Migrate the pages of block b flagged in mig[0:512] to the GPU; returns the cycles of
-    the transfers (one per contiguous run from one tier; unpopulated pages are zero-filled)."""
-    npages = loc.shape[0]
-    base = b * VA_PAGES
+def _land(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S, evict_mode,
+          skip_clean, h2d, ssd_r, cnt, it, tmp, ev, tr, tm, k, cause):
+    """Migrate the pages of block b set in tmp[R_MIG] (none on the GPU, all existing) to the
+    GPU; returns the cycles of the transfers (one per contiguous run from one tier;
+    unpopulated pages are zero-filled)."""
+    nh = 0
+    ns = 0
+    na = 0
+    for w in range(W):
+        m = tmp[R_MIG, w]
+        fh = m & BH[b, w]
+        fs = m & BS[b, w]
+        tmp[R_LH, w] = fh
+        tmp[R_LS, w] = fs
+        tmp[R_X, w] = m & ~(fh | fs)
+        if m == ZERO:
+            continue
+        nh += popc(fh)
+        ns += popc(fs)
+        na += popc(m & ~(fh | fs))
+        if skip_clean:
+            CH[b, w] |= fh
+            CS[b, w] |= fs
+        BH[b, w] &= ~fh
+        BS[b, w] &= ~fs
+        BG[b, w] |= m
+    landed = nh + ns + na
+    if landed == 0:
+        return 0
+    cnt[it, C_IN_CPU] += nh
+    cnt[it, C_IN_SSD] += ns
+    cnt[it, C_ALLOC] += na
+    if not skip_clean:
+        S[S_HOST] -= nh
+    if evict_mode >= EV_LRU4K:
+        for w in range(W):
+            x = tmp[R_MIG, w]
+            while x != ZERO:
+                _l_append(pprev, pnext, S, S_PHEAD, S_PTAIL, b * VA_PAGES + 64 * w + ctz(x))
+                x &= x - ONE
     cycles = 0
-    run_src = 0
-    run_len = 0
-    landed = 0
+    if nh > 0:
+        cycles += run_cost(tmp, R_LH, h2d)
+    if ns > 0:
+        cycles += run_cost(tmp, R_LS, ssd_r)
+    if tr:
+        base = b * VA_PAGES
+        if na > 0:
+            _emit_runs(ev, S, tmp, R_X, base, tm, EV_ALLOC, it, k, LOC_NONE, LOC_GPU, cause)
+        if nh > 0:
+            _emit_runs(ev, S, tmp, R_LH, base, tm, EV_FETCH, it, k, LOC_HOST, LOC_GPU, cause)
+        if ns > 0:
+            _emit_runs(ev, S, tmp, R_LS, base, tm, EV_FETCH, it, k, LOC_SSD, LOC_GPU, cause)
     was_empty = gcount[b] == 0
-    for o in range(VA_PAGES + 1):
-        src = 0
-        p = base + o
-        if o < VA_PAGES and mig[o] and p < npages and loc[p] != LOC_GPU:
-            src = loc[p]
-            if src == LOC_HOST:
-                cnt[it, C_IN_CPU] += 1
-                if skip_clean:
-                    copy[p] = LOC_HOST
-                else:
-                    S[S_HOST] -= 1
-            elif src == LOC_SSD:
-                cnt[it, C_IN_SSD] += 1
-                if skip_clean:
-                    copy[p] = LOC_SSD
-            else:
-                cnt[it, C_ALLOC] += 1
-            loc[p] = LOC_GPU
-            landed += 1
-            if evict_mode == EV_LRU4K:
-                _l_append(pprev, pnext, S, S_PHEAD, S_PTAIL, p)
-        if src != 0 and src == run_src:
-            run_len += 1
-        else:
-            if run_len > 0 and run_src != LOC_NONE:
-                cycles += h2d[run_len] if run_src == LOC_HOST else ssd_r[run_len]
-            run_src = src
-            run_len = 1 if src != 0 else 0
     gcount[b] += landed
     S[S_GPU] += landed
-    if was_empty and landed > 0 and evict_mode != EV_LRU4K:
+    if was_empty and evict_mode < EV_LRU4K:
         _l_append(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
         S[S_CHUNKS] += 1
     return cycles
 
 
 @kernel
-def prefetch_region(mark, exist, faulted, nf, prefetcher, threshold, big, out, cnt, ex, done,
-                    done_idx):
-    """The pages of one VA block a fault batch migrates (before removing resident ones).
+def prefetch_bits(mark, n_exist, fb, prefetcher, threshold, big, out, rem):
+    """The pages of one VA block a fault batch migrates (before removing resident ones), on
+    bitmaps of W words.
 
-    mark[512] uint8: resident pages (changed in place: grown and filled marks), exist[512]:
-    pages that exist; faulted[0:nf]: faulted page offsets. out[512] (set to 1): faulted pages
+    mark: resident pages (changed in place: grown and filled marks); n_exist: pages of the
+    block that exist (512 but in the last block); fb: faulted pages. out (ORed): faulted pages
     grown to their big page (`big` pages), plus the prefetcher's regions: density (the
-    driver): per faulted page, the largest ancestor subtree with marked*100 > pages*threshold;
-    tbn (UVMSmart): bottom-up from 64 KiB leaves, every subtree with marked*2 > pages is
-    filled (cascading). cnt, ex int32[LEVELS, 512], done uint8[LEVELS, 512] (all 0 on entry
-    and on return), done_idx int64[>= nf]: scratch."""
-    for i in range(nf):
-        f = faulted[i]
-        g0 = (f // big) * big
-        if i > 0 and (faulted[i - 1] // big) * big == g0:
-            continue                       # this big page is grown already
-        for o in range(g0, min(g0 + big, VA_PAGES)):
-            if exist[o]:
-                mark[o] = 1
-                out[o] = 1
+    driver): per faulted page, the largest ancestor subtree with marked*100 > pages*threshold
+    (existing pages counted); tbn (UVMSmart): bottom-up from `big`-page leaves, every subtree
+    with marked*2 > pages that is not full is filled (cascading). rem: W words of scratch."""
+    for w in range(W):
+        x = fb[w]
+        while x != ZERO:
+            p = 64 * w + ctz(x)
+            g0 = (p // big) * big
+            g1 = g0 + big
+            e1 = g1 if g1 < n_exist else n_exist
+            _or_range(mark, g0, e1)
+            _or_range(out, g0, e1)
+            x &= ~wmask(0, g1, w)              # this big page is grown: skip its faults
     if prefetcher == PF_DENSITY:
-        for o in range(VA_PAGES):
-            cnt[0, o] = mark[o]
-            ex[0, o] = exist[o]
-        for l in range(1, LEVELS):
-            for n in range(VA_PAGES >> l):
-                cnt[l, n] = cnt[l - 1, 2 * n] + cnt[l - 1, 2 * n + 1]
-                ex[l, n] = ex[l - 1, 2 * n] + ex[l - 1, 2 * n + 1]
-        nd = 0
-        for i in range(nf):
-            f = faulted[i]
-            if i > 0 and (faulted[i - 1] // big) == (f // big):
-                continue                   # same big page: same walk (big >= 1 page)
-            best = -1
-            for l in range(1, LEVELS):
-                n = f >> l
-                if ex[l, n] > 0 and cnt[l, n] * 100 > ex[l, n] * threshold:
-                    best = l
-            if best > 0:
-                n = f >> best
-                if done[best, n] == 0:
-                    done[best, n] = 1
-                    done_idx[nd] = best * VA_PAGES + n
-                    nd += 1
-                    for o in range(n << best, (n + 1) << best):
-                        if exist[o]:
-                            out[o] = 1
-        for i in range(nd):
-            done[done_idx[i] // VA_PAGES, done_idx[i] % VA_PAGES] = 0
+        # per faulted page the largest ancestor over the threshold: top-down, a node is
+        # tested only while it holds a faulted page not yet covered by a larger passing
+        # node; below lmin (the big page) a subtree lies inside a grown big page and adds
+        # nothing
+        lmin = 1
+        while (1 << lmin) < big:
+            lmin += 1
+        for w in range(W):
+            rem[w] = fb[w]
+        for lv in range(LEVELS - 1, lmin - 1, -1):
+            size = 1 << lv
+            p = _next_bit(rem, 0)
+            while p < VA_PAGES:
+                lo = (p >> lv) << lv
+                hi = lo + size
+                e = n_exist - lo
+                if e > size:
+                    e = size
+                if e > 0 and range_count(mark, lo, hi) * 100 > e * threshold:
+                    _or_range(out, lo, hi if hi < n_exist else n_exist)
+                    for v in range(lo >> 6, ((hi - 1) >> 6) + 1):
+                        rem[v] &= ~wmask(lo, hi, v)
+                p = _next_bit(rem, hi)
     elif prefetcher == PF_TBN:
         size = big
         while size <= VA_PAGES:
-            for n in range(VA_PAGES // size):
-                c = 0
-                e = 0
-                for o in range(n * size, (n + 1) * size):
-                    c += mark[o]
-                    e += exist[o]
-                if e > 0 and c < e and c * 2 > e:
-                    for o in range(n * size, (n + 1) * size):
-                        if exist[o]:
-                            mark[o] = 1
-                            out[o] = 1
+            lo = 0
+            while lo < VA_PAGES:
+                e = n_exist - lo
+                if e <= 0:
+                    break
+                if size < 64 and (lo & 63) == 0:
+                    x = mark[lo >> 6]
+                    if x == ZERO or x == ALL:  # every node in this word empty or full
+                        lo += 64
+                        continue
+                if e > size:
+                    e = size
+                c = range_count(mark, lo, lo + size)
+                if c < e and c * 2 > e:
+                    _or_range(mark, lo, lo + e)
+                    _or_range(out, lo, lo + e)
+                lo += size
             size *= 2
+
+
+@kernel
+def _discard(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S,
+             evict_mode, skip_clean, cnt, it, tmp, ev, tr, tm, k):
+    """Drop pages [lo, hi) of block b wherever they are, without write-back (freed memory)."""
+    ng = 0
+    noff = 0
+    for w in range(W):
+        rm = wmask(lo, hi, w)
+        g = BG[b, w] & rm
+        hh = BH[b, w] & rm
+        ss = BS[b, w] & rm
+        tmp[R_E, w] = g
+        tmp[R_H, w] = hh
+        tmp[R_S, w] = ss
+        S[S_HOST] -= popc(hh)
+        if skip_clean:
+            S[S_HOST] -= popc(g & CH[b, w])
+            CH[b, w] &= ~rm
+            CS[b, w] &= ~rm
+        ng += popc(g)
+        noff += popc(hh | ss)
+        if evict_mode >= EV_LRU4K:
+            x = g
+            while x != ZERO:
+                _l_remove(pprev, pnext, S, S_PHEAD, S_PTAIL, b * VA_PAGES + 64 * w + ctz(x))
+                x &= x - ONE
+        BG[b, w] &= ~rm
+        BH[b, w] &= ~rm
+        BS[b, w] &= ~rm
+    gcount[b] -= ng
+    S[S_GPU] -= ng
+    cnt[it, C_DISCARD] += ng + noff
+    if tr:
+        base = b * VA_PAGES
+        _emit_runs(ev, S, tmp, R_E, base, tm, EV_DEALLOC, it, k, LOC_GPU, LOC_NONE, 0)
+        _emit_runs(ev, S, tmp, R_H, base, tm, EV_DEALLOC, it, k, LOC_HOST, LOC_NONE, 0)
+        _emit_runs(ev, S, tmp, R_S, base, tm, EV_DEALLOC, it, k, LOC_SSD, LOC_NONE, 0)
+    if gcount[b] == 0 and evict_mode < EV_LRU4K and (bprev[b] >= 0 or S[S_BHEAD] == b):
+        _l_remove(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
+        S[S_CHUNKS] -= 1
+
+
+@kernel
+def _drop_copies(b, lo, hi, BG, CH, CS, S):
+    """Written pages [lo, hi) of block b on the GPU lose their clean copy."""
+    for w in range(W):
+        cm = BG[b, w] & wmask(lo, hi, w) & (CH[b, w] | CS[b, w])
+        if cm != ZERO:
+            S[S_HOST] -= popc(cm & CH[b, w])
+            CH[b, w] &= ~cm
+            CS[b, w] &= ~cm
 
 
 @kernel
@@ -267,31 +607,38 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
              hint_ptr, hint_start, hint_n, hint_kind, wait_hint,
              npages, gpu_pages, gpu_chunks, host_pages, fault_batch, fault_lat, big,
              prefetcher, threshold, evict_mode, skip_clean, h2d, d2h, ssd_r, ssd_w,
-             log_iter, log_cap, init_loc, inflight_overlap, preevict_pages):
+             log_iter, log_cap, init_loc, inflight_overlap, preevict_pages, ev, tr):
     """Run n_iter iterations of K kernels. Kernel k touches the page runs
     req_*[req_ptr[k]:req_ptr[k+1]] in order (req_write: the run is written).
     Hints of global kernel g = it*K + k: rows hint_ptr[g]:hint_ptr[g+1], issued at the
     kernel's start (before its barrier) on the one prefetch stream, FIFO; wait_hint[g] >= 0:
     the kernel starts only once that hint (and so every earlier one) is done (E2).
 
-    Returns (kernels int64[n_iter*K, K_COLS], cnt int64[n_iter, C_COLS], loc, copy,
-    hint_done int64[H], S, log_k, log_b, n_log): the faulted (kernel, block) pairs of
-    iteration log_iter (first fault of each block per kernel), at most log_cap.
+    Returns (kernels int64[n_iter*K, K_COLS], cnt int64[n_iter, C_COLS], BG, BH, BS, CH, CS
+    (the final bitmaps, uint64[nb, W]), hint_done int64[H], S, log_k, log_b, n_log): the
+    faulted (kernel, block) pairs of iteration log_iter (first fault of each block per
+    kernel), at most log_cap.
     init_loc int8[npages]: the start tier of every page (empty: none populated).
     inflight_overlap: a kernel touching a page whose prefetch is in flight does not stall;
     its end is max(its end, the arrival) (compute overlaps the wait), else it stalls.
     A HINT_PREEVICT row evicts its range only while more than preevict_pages are on the GPU
-    (checked when the row is processed)."""
+    (checked when the row is processed).
+    tr: write the event trace (docs/trace-format.md) through ev int64[cap, EV_COLS]: full
+    buffers go to _SINK[0] (object mode), the last rows stay in ev[:S[S_NEV]]."""
     nb = (npages + VA_PAGES - 1) // VA_PAGES
-    loc = np.zeros(npages, np.int8)
-    copy = np.zeros(npages, np.int8)
+    BG = np.zeros((nb, W), np.uint64)
+    BH = np.zeros((nb, W), np.uint64)
+    BS = np.zeros((nb, W), np.uint64)
+    ncl = nb if skip_clean else 1
+    CH = np.zeros((ncl, W), np.uint64)
+    CS = np.zeros((ncl, W), np.uint64)
     gcount = np.zeros(nb, np.int32)
     barr = np.zeros(nb, np.int64)
     prot = np.full(nb, -1, np.int64)
     lastlog = np.full(nb, -1, np.int64)
     bprev = np.full(nb, -1, np.int32)
     bnext = np.full(nb, -1, np.int32)
-    npl = npages if evict_mode == EV_LRU4K else 1
+    npl = npages if evict_mode >= EV_LRU4K else 1
     pprev = np.full(npl, -1, np.int32)
     pnext = np.full(npl, -1, np.int32)
     S = np.zeros(S_LEN, np.int64)
@@ -299,6 +646,7 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
     S[S_BTAIL] = -1
     S[S_PHEAD] = -1
     S[S_PTAIL] = -1
+    S[S_NPAGES] = npages
     H = hint_start.shape[0]
     hint_done = np.zeros(H, np.int64)
     row_t = np.zeros(H, np.int64)
@@ -308,32 +656,31 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
     log_k = np.zeros(max(log_cap, 1), np.int64)
     log_b = np.zeros(max(log_cap, 1), np.int64)
     n_log = 0
-    pend = np.zeros(fault_batch, np.int64)
     blist = np.zeros(fault_batch, np.int64)
-    mark = np.zeros(VA_PAGES, np.uint8)
-    exist = np.zeros(VA_PAGES, np.uint8)
-    mig = np.zeros(VA_PAGES, np.uint8)
-    fl = np.zeros(VA_PAGES, np.int64)
-    scnt = np.zeros((LEVELS, VA_PAGES), np.int32)
-    sex = np.zeros((LEVELS, VA_PAGES), np.int32)
-    sdone = np.zeros((LEVELS, VA_PAGES), np.uint8)
-    sidx = np.zeros(VA_PAGES, np.int64)
-    chunk_mode = evict_mode != EV_LRU4K
+    fcount = np.zeros(fault_batch, np.int64)
+    fbits = np.zeros((fault_batch, W), np.uint64)
+    tmp = np.zeros((N_TMP, W), np.uint64)
+    chunk_mode = evict_mode < EV_LRU4K
     if init_loc.shape[0] == npages:            # a given start state (per-kernel checks)
         for p in range(npages):
             v = init_loc[p]
-            loc[p] = v
+            b = p // VA_PAGES
+            w = (p - b * VA_PAGES) >> 6
+            bit = ONE << np.uint64(p & 63)
             if v == LOC_GPU:
-                b = p // VA_PAGES
                 if gcount[b] == 0 and chunk_mode:
                     _l_append(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
                     S[S_CHUNKS] += 1
+                BG[b, w] |= bit
                 gcount[b] += 1
                 S[S_GPU] += 1
                 if not chunk_mode:
                     _l_append(pprev, pnext, S, S_PHEAD, S_PTAIL, p)
             elif v == LOC_HOST:
+                BH[b, w] |= bit
                 S[S_HOST] += 1
+            elif v == LOC_SSD:
+                BS[b, w] |= bit
     t = 0                          # end of the previous kernel
     pf_free = 0                    # the prefetch stream is busy until
     for g in range(n_iter * K):
@@ -350,6 +697,11 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
             cur = max(row_t[h], pf_free)
             s0 = hint_start[h]
             s1 = min(s0 + hint_n[h], npages)
+            if tr:
+                hk = hint_kind[h]
+                _emit(ev, S, cur, EV_HINT, it, k, s0, s1 - s0, -1,
+                      LOC_GPU if hk == HINT_PREFETCH else (LOC_NONE if hk == HINT_DISCARD
+                                                           else LOC_HOST), hk)
             p = s0
             while p < s1:
                 b = p // VA_PAGES
@@ -358,22 +710,23 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
                 kind = hint_kind[h]
                 if kind == HINT_PREFETCH:
                     need = 0
-                    for o in range(VA_PAGES):
-                        mig[o] = 0
-                    for o in range(lo, hi):
-                        if loc[b * VA_PAGES + o] != LOC_GPU:
-                            mig[o] = 1
-                            need += 1
+                    for w in range(W):
+                        m = wmask(lo, hi, w) & ~BG[b, w]
+                        tmp[R_MIG, w] = m
+                        need += popc(m)
                     if need > 0:
                         S[S_STAMP] += 1
                         prot[b] = S[S_STAMP]
-                        cur += _make_room(b, need, loc, copy, gcount, bprev, bnext, pprev,
-                                          pnext, prot, S, evict_mode, gpu_pages, gpu_chunks,
-                                          host_pages, d2h, ssd_w, cnt, it)
+                        cur += _make_room(b, need, BG, BH, BS, CH, CS, gcount, bprev, bnext,
+                                          pprev, pnext, prot, S, evict_mode, skip_clean,
+                                          gpu_pages, gpu_chunks, host_pages, d2h, ssd_w, cnt,
+                                          it, tmp, ev, tr, cur, k)
                         if S[S_FAIL] != FAIL_NONE:
-                            return kern, cnt, loc, copy, hint_done, S, log_k, log_b, n_log
-                        x = _land(b, mig, loc, copy, gcount, bprev, bnext, pprev, pnext, S,
-                                  evict_mode, skip_clean, h2d, ssd_r, cnt, it)
+                            return (kern, cnt, BG, BH, BS, CH, CS, hint_done, S, log_k, log_b,
+                                    n_log)
+                        x = _land(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S,
+                                  evict_mode, skip_clean, h2d, ssd_r, cnt, it, tmp, ev, tr, cur,
+                                  k, 0)
                         cur += x
                         cnt[it, C_PREFETCHED] += need
                         cnt[it, C_PF_CYCLES] += x
@@ -381,28 +734,12 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
                             barr[b] = cur
                 elif kind == HINT_EVICT or (kind == HINT_PREEVICT
                                             and S[S_GPU] > preevict_pages):
-                    cur += _evict_range(b, lo, hi, loc, copy, gcount, bprev, bnext, pprev,
-                                        pnext, S, evict_mode, host_pages, d2h, ssd_w, cnt, it)
+                    cur += _evict_range(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext,
+                                        pprev, pnext, S, evict_mode, skip_clean, host_pages,
+                                        d2h, ssd_w, cnt, it, tmp, ev, tr, cur, k, 0)
                 elif kind == HINT_DISCARD:   # freed memory, dropped without write-back
-                    for o in range(lo, hi):
-                        q = b * VA_PAGES + o
-                        if loc[q] == LOC_GPU:
-                            if copy[q] == LOC_HOST:
-                                S[S_HOST] -= 1
-                            copy[q] = LOC_NONE
-                            gcount[b] -= 1
-                            S[S_GPU] -= 1
-                            if evict_mode == EV_LRU4K:
-                                _l_remove(pprev, pnext, S, S_PHEAD, S_PTAIL, q)
-                            cnt[it, C_DISCARD] += 1
-                        elif loc[q] != LOC_NONE:
-                            if loc[q] == LOC_HOST:
-                                S[S_HOST] -= 1
-                            cnt[it, C_DISCARD] += 1
-                        loc[q] = LOC_NONE
-                    if gcount[b] == 0 and chunk_mode and (bprev[b] >= 0 or S[S_BHEAD] == b):
-                        _l_remove(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
-                        S[S_CHUNKS] -= 1
+                    _discard(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext,
+                             S, evict_mode, skip_clean, cnt, it, tmp, ev, tr, cur, k)
                 p = b * VA_PAGES + hi
             pf_free = cur
             hint_done[h] = cur
@@ -416,117 +753,135 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
         batches = 0
         in0 = cnt[it, C_IN_CPU] + cnt[it, C_IN_SSD]
         out0 = cnt[it, C_OUT_CPU] + cnt[it, C_OUT_SSD]
-        # --- the kernel touches its pages in order; faults are serviced in batches
+        # --- the kernel touches its pages in order, a VA block's segment of a run at a time;
+        # the missing ones are faults, serviced in batches of fault_batch
         r = req_ptr[k]
         r_end = req_ptr[k + 1]
         j = 0                          # page within run r
         last_b = -1
         while True:
             np_ = 0
+            nbl = 0
             while r < r_end and np_ < fault_batch:
                 p = req_start[r] + j
                 b = p // VA_PAGES
-                if gcount[b] == VA_PAGES and evict_mode != EV_LRU4K and not skip_clean:
-                    # a full block: every page of it resident, skip to its end at once
+                lo = p - b * VA_PAGES
+                hi = lo + req_n[r] - j
+                if hi > VA_PAGES:
+                    hi = VA_PAGES
+                nm = 0
+                for w in range(W):
+                    m = wmask(lo, hi, w) & ~BG[b, w]
+                    tmp[R_MISS, w] = m
+                    nm += popc(m)
+                take = nm
+                stop = hi
+                room = fault_batch - np_
+                if nm >= room:                 # the batch fills at the room-th missing page
+                    take = room
+                    stop = _kth(tmp, R_MISS, room) + 1
+                    for w in range(W):
+                        tmp[R_MISS, w] &= wmask(lo, stop, w)
+                if stop - lo > take:           # resident pages touched
                     if inflight_overlap:
                         if barr[b] > arr:
                             arr = barr[b]
                     elif barr[b] > clock:
-                        clock = barr[b]
-                    if evict_mode == EV_ACCESS2M and b != last_b:
-                        _l_remove(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
-                        _l_append(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
-                    last_b = b
-                    j += min(req_n[r] - j, (b + 1) * VA_PAGES - p)
-                    if j >= req_n[r]:
-                        r += 1
-                        j = 0
-                    continue
-                if loc[p] == LOC_GPU:
-                    if inflight_overlap:
-                        if barr[b] > arr:
-                            arr = barr[b]
-                    elif barr[b] > clock:
-                        clock = barr[b]           # wait for an in-flight prefetch
-                    if evict_mode == EV_LRU4K:
-                        _l_remove(pprev, pnext, S, S_PHEAD, S_PTAIL, p)
-                        _l_append(pprev, pnext, S, S_PHEAD, S_PTAIL, p)
+                        clock = barr[b]        # wait for an in-flight prefetch
+                    if evict_mode >= EV_LRU4K:
+                        for w in range(W):
+                            x = BG[b, w] & wmask(lo, stop, w)
+                            while x != ZERO:
+                                q = b * VA_PAGES + 64 * w + ctz(x)
+                                _l_remove(pprev, pnext, S, S_PHEAD, S_PTAIL, q)
+                                _l_append(pprev, pnext, S, S_PHEAD, S_PTAIL, q)
+                                x &= x - ONE
                     elif evict_mode == EV_ACCESS2M and b != last_b:
                         _l_remove(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
                         _l_append(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
                     last_b = b
-                    if req_write[r] and copy[p] != LOC_NONE:
-                        if copy[p] == LOC_HOST:
-                            S[S_HOST] -= 1
-                        copy[p] = LOC_NONE
-                else:
-                    pend[np_] = p
-                    np_ += 1
-                j += 1
+                    if skip_clean and req_write[r]:
+                        _drop_copies(b, lo, stop, BG, CH, CS, S)
+                if take > 0:
+                    q = 0
+                    while q < nbl and blist[q] != b:
+                        q += 1
+                    if q == nbl:
+                        blist[q] = b
+                        fcount[q] = 0
+                        for w in range(W):
+                            fbits[q, w] = ZERO
+                        nbl += 1
+                    for w in range(W):
+                        fbits[q, w] |= tmp[R_MISS, w]
+                    fcount[q] += take
+                    np_ += take
+                j += stop - lo
                 if j >= req_n[r]:
                     r += 1
                     j = 0
             if np_ == 0:
                 break
-            # --- service one batch
+            # --- service one batch, VA block by VA block in order of first fault
             faults += np_
             batches += 1
-            nbl = 0
-            for i in range(np_):
-                b = pend[i] // VA_PAGES
-                seen = False
-                for q in range(nbl):
-                    if blist[q] == b:
-                        seen = True
-                        break
-                if not seen:
-                    blist[nbl] = b
-                    nbl += 1
             cyc = fault_lat
             for q in range(nbl):
                 b = blist[q]
                 S[S_STAMP] += 1            # the block being serviced is never the victim
                 prot[b] = S[S_STAMP]
-                base = b * VA_PAGES
-                nf = 0
-                for i in range(np_):
-                    if pend[i] // VA_PAGES == b:
-                        fl[nf] = pend[i] - base
-                        nf += 1
-                for o in range(VA_PAGES):
-                    exist[o] = 1 if base + o < npages else 0
-                    mark[o] = 1 if exist[o] and loc[base + o] == LOC_GPU else 0
-                    mig[o] = 0
-                prefetch_region(mark, exist, fl, nf, prefetcher, threshold, big, mig, scnt, sex, sdone,
-                                sidx)
+                n_exist = npages - b * VA_PAGES
+                if n_exist > VA_PAGES:
+                    n_exist = VA_PAGES
+                for w in range(W):
+                    tmp[R_MARK, w] = BG[b, w]
+                    tmp[R_MIG, w] = ZERO
+                prefetch_bits(tmp[R_MARK], n_exist, fbits[q], prefetcher, threshold, big,
+                              tmp[R_MIG], tmp[R_REM])
                 need = 0
-                for o in range(VA_PAGES):
-                    if mig[o] and loc[base + o] == LOC_GPU:
-                        mig[o] = 0
-                    need += mig[o]
-                cnt[it, C_DENSITY] += need - nf
-                cyc += _make_room(b, need, loc, copy, gcount, bprev, bnext, pprev, pnext, prot,
-                                  S, evict_mode, gpu_pages, gpu_chunks, host_pages, d2h, ssd_w,
-                                  cnt, it)
+                for w in range(W):
+                    m = tmp[R_MIG, w] & ~BG[b, w]
+                    tmp[R_MIG, w] = m
+                    need += popc(m)
+                cnt[it, C_DENSITY] += need - fcount[q]
+                if tr:                     # the faulted pages, by where they are
+                    base = b * VA_PAGES
+                    for w in range(W):
+                        tmp[R_LH, w] = fbits[q, w] & BH[b, w]
+                        tmp[R_LS, w] = fbits[q, w] & BS[b, w]
+                        tmp[R_X, w] = fbits[q, w] & ~(BH[b, w] | BS[b, w])
+                    _emit_runs(ev, S, tmp, R_X, base, clock, EV_FAULT, it, k, LOC_NONE,
+                               LOC_GPU, 0)
+                    _emit_runs(ev, S, tmp, R_LS, base, clock, EV_FAULT, it, k, LOC_SSD,
+                               LOC_GPU, 0)
+                    _emit_runs(ev, S, tmp, R_LH, base, clock, EV_FAULT, it, k, LOC_HOST,
+                               LOC_GPU, 0)
+                cyc += _make_room(b, need, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev,
+                                  pnext, prot, S, evict_mode, skip_clean, gpu_pages, gpu_chunks,
+                                  host_pages, d2h, ssd_w, cnt, it, tmp, ev, tr, clock + cyc, k)
                 if S[S_FAIL] != FAIL_NONE:
-                    return kern, cnt, loc, copy, hint_done, S, log_k, log_b, n_log
-                cyc += _land(b, mig, loc, copy, gcount, bprev, bnext, pprev, pnext, S,
-                             evict_mode, skip_clean, h2d, ssd_r, cnt, it)
+                    return kern, cnt, BG, BH, BS, CH, CS, hint_done, S, log_k, log_b, n_log
+                cyc += _land(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S,
+                             evict_mode, skip_clean, h2d, ssd_r, cnt, it, tmp, ev, tr,
+                             clock + cyc, k, 1)
                 if it == log_iter and lastlog[b] != g and n_log < log_cap:
                     lastlog[b] = g
                     log_k[n_log] = k
                     log_b[n_log] = b
                     n_log += 1
             clock += cyc
-            # the faulted pages are now touched: written ones lose their clean copy
         # written runs: their pages lose any clean copy (after the faults landed them)
-        for rr in range(req_ptr[k], r_end):
-            if req_write[rr]:
-                for p in range(req_start[rr], req_start[rr] + req_n[rr]):
-                    if loc[p] == LOC_GPU and copy[p] != LOC_NONE:
-                        if copy[p] == LOC_HOST:
-                            S[S_HOST] -= 1
-                        copy[p] = LOC_NONE
+        if skip_clean:
+            for rr in range(req_ptr[k], r_end):
+                if req_write[rr]:
+                    p = req_start[rr]
+                    pe = p + req_n[rr]
+                    while p < pe:
+                        b = p // VA_PAGES
+                        lo = p - b * VA_PAGES
+                        hi = min(pe - b * VA_PAGES, VA_PAGES)
+                        _drop_copies(b, lo, hi, BG, CH, CS, S)
+                        p = b * VA_PAGES + hi
         end = clock + exec_cycles[k]
         if arr > end:
             end = arr
@@ -540,7 +895,32 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
         kern[g, K_IN] = cnt[it, C_IN_CPU] + cnt[it, C_IN_SSD] - in0
         kern[g, K_OUT] = cnt[it, C_OUT_CPU] + cnt[it, C_OUT_SSD] - out0
         kern[g, K_GPU] = S[S_GPU]
+        if tr:
+            _emit(ev, S, start, EV_KERNEL, it, k, -1, faults, -1, -1, end)
         cnt[it, C_FAULTS] += faults
         cnt[it, C_BATCHES] += batches
         t = end
-    return kern, cnt, loc, copy, hint_done, S, log_k, log_b, n_log
+    return kern, cnt, BG, BH, BS, CH, CS, hint_done, S, log_k, log_b, n_log
+
+
+def unpack_loc(BG, BH, BS, npages):
+    """int8[npages]: the tier of every page (LOC_*) from the residency bitmaps."""
+    def bits(A):
+        return np.unpackbits(np.ascontiguousarray(A).view(np.uint8),
+                             bitorder="little")[:npages].astype(np.bool_)
+    loc = np.zeros(npages, np.int8)
+    loc[bits(BS)] = LOC_SSD
+    loc[bits(BH)] = LOC_HOST
+    loc[bits(BG)] = LOC_GPU
+    return loc
+
+
+def unpack_copy(BG, CH, CS, npages):
+    """int8[npages]: the tier of a GPU page's clean copy (LOC_NONE: none)."""
+    cp = np.zeros(npages, np.int8)
+    if CH.shape[0] * VA_PAGES < npages:
+        return cp
+    for A, v in ((CS, LOC_SSD), (CH, LOC_HOST)):
+        cp[np.unpackbits(np.ascontiguousarray(A).view(np.uint8),
+                         bitorder="little")[:npages].astype(np.bool_)] = v
+    return cp

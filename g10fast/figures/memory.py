@@ -23,7 +23,9 @@ def plot_memory(result: dict, path) -> None:
         sim = gpu_bytes_at_kernel_end(result["kernels"], result["reported"],
                                       result["workload"]["kernels"])
     gib = 2.0 ** 30
-    cap = result["system"]["frames"] * 4096
+    sysd = result["system"]
+    # the driver engine's system parameters count GPU pages, the page engine's frames
+    cap = int(sysd["frames"] if "frames" in sysd else sysd["gpu_pages"]) * 4096
     fig, ax = plt.subplots(figsize=(9, 4.2), dpi=120)
     x = range(len(sim))
     est = pl.get("estimated_gpu_bytes")
@@ -44,8 +46,13 @@ def plot_memory(result: dict, path) -> None:
     ax.set_ylabel("GPU memory (GiB)")
     ax.set_xlim(0, max(len(sim) - 1, 1))
     ax.set_ylim(bottom=0)
-    ax.set_title(f"{result['model']}-{result['batch_size']} {result['policy']}: "
-                 "GPU memory per kernel")
+    title = (f"{result['model']}-{result['batch_size']} {result['policy']}: "
+             f"GPU memory per kernel ({result.get('engine', 'page')} engine)")
+    dopt = result.get("driver_options")
+    if dopt:
+        import textwrap
+        title += "\n" + textwrap.fill(", ".join(f"{k}={v}" for k, v in dopt.items()), 120)
+    ax.set_title(title, fontsize=8 if dopt else None)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     path = os.fspath(path)
