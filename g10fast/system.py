@@ -181,6 +181,11 @@ class EngineOptions:
     #: the engine's own compatibility switches, (name, value) pairs: the fields of its options
     #: class (e.g. the tensor engine's TensorOptions: O-n quirks and tensor orders)
     compat: tuple = ()
+    #: the G10-compatible page engine's bulk paths (whole-tensor hints and pre-deallocations
+    #: settled on uniform page ranges; the same results): None takes the engine's default
+    #: (g10fast.engine.page.BULK_DEFAULT), False the per-page reference engine. Left out of
+    #: `to_dict` while None, so that configuration hashes do not change.
+    page_bulk: bool | None = None
 
     def __post_init__(self):
         if isinstance(self.compat, dict):
@@ -202,11 +207,16 @@ class EngineOptions:
         if not (isinstance(self.kernel_speedup, (int, float)) and self.kernel_speedup > 0):
             raise InputError(f"must be > 0, got {float(self.kernel_speedup)!r}",
                              param="engine.kernel_speedup")
+        if self.page_bulk is not None and not isinstance(self.page_bulk, bool):
+            raise InputError(f"must be true, false or absent, got {self.page_bulk!r}",
+                             param="engine.page_bulk")
         return self
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["compat"] = dict(self.compat)
+        if d["page_bulk"] is None:
+            del d["page_bulk"]
         return d
 
 
