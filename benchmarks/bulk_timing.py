@@ -78,6 +78,7 @@ def main(argv=None) -> int:
     if not (a.g10 / "frontend" / "Nets").is_dir():
         sys.stderr.write(f"no G10 artifact at {a.g10}\n")
         return 2
+    load_start = os.getloadavg()
     out = {p: {"per-page": [], "bulk": []} for p in a.points}
     for rep in range(a.repeats):
         for point in a.points:
@@ -103,9 +104,8 @@ def main(argv=None) -> int:
         }
     rec = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "commit": commit_of(ROOT),
            "machine": os.uname().nodename, "cpus": os.cpu_count(),
-           "loadavg_start_end": None, "repeats": a.repeats, "points": summary}
-    rec["loadavg_end"] = os.getloadavg()
-    del rec["loadavg_start_end"]
+           "loadavg_start": load_start, "loadavg_end": os.getloadavg(),
+           "repeats": a.repeats, "points": summary}
     a.out.parent.mkdir(parents=True, exist_ok=True)
     with open(a.out, "a") as f:
         f.write(json.dumps(rec) + "\n")

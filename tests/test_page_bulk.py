@@ -165,3 +165,16 @@ def test_uniform_state():
     ps[5] = pk.IN_GPU
     assert pk._uniform_state(ps, 0, 6) == -1
     assert pk._uniform_state(ps, 5, 1) == pk.IN_GPU
+
+
+def test_engine_option_page_bulk():
+    """`EngineOptions.page_bulk`: absent from to_dict (and so from configuration hashes)
+    while unset, kept when set, and checked."""
+    from g10fast.errors import InputError
+    from g10fast.system import EngineOptions
+
+    assert "page_bulk" not in EngineOptions().to_dict()
+    assert EngineOptions(page_bulk=False).to_dict()["page_bulk"] is False
+    assert EngineOptions(page_bulk=True).check().page_bulk is True
+    with pytest.raises(InputError, match="page_bulk"):
+        EngineOptions(page_bulk="yes").check()
