@@ -93,7 +93,7 @@ def test_dealloc_bulk_equals_dealloc_pages(seed):
     """`_dealloc_bulk` (bulk pre-deallocation, untraced) leaves exactly the state that the
     per-page `_dealloc_pages` leaves: page states with their generations, the LRU ring, the
     cursor, the stale masks and counts, the memory counts, the tensor's resident count. The
-    freed range is all-GPU (the run loop of `_dealloc_gpu_run`), all-host, or mixed; small
+    freed range is all-GPU (the run loop of `_preevict_gpu_run`), all-host, or mixed; small
     rings and pre-set generation masks force compactions in the middle of it, and the cursor
     often sits on one of its pages."""
     rng = np.random.default_rng(seed)

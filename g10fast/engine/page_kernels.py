@@ -1941,46 +1941,6 @@ def _uniform_state(pstate, p0, n):
 
 
 @_kernel
-def _set_flag_range(pstate, p0, n, flag):
-    for p in range(p0, p0 + n):
-        pstate[_u(p)] = np.int64(pstate[_u(p)]) | flag
-
-
-@_kernel
-def _clear_loc_range(pstate, p0, n):
-    for p in range(p0, p0 + n):
-        pstate[_u(p)] = np.int64(pstate[_u(p)]) & ~LOC_MASK
-
-
-@_kernel
-def _dealloc_gpu_run(lru, pstate, L, p0, p1, cur_page):
-    """Pages p0 .. p1 - 1, all IN_GPU and not in transfer, leave the LRU list as
-    `_new_generation` takes them out (each the first generation after its own that no stale
-    entry of its bucket carries, which then carries its old one) and become NOT_PRESENT, until
-    a page whose bucket has no free generation or which is the cursor's page (both are left to
-    the caller's page loop). Returns the first page not done."""
-    for p in range(p0, p1):
-        if p == cur_page:
-            return p
-        st = np.int64(pstate[_u(p)])
-        g0 = st >> GEN_SHIFT
-        w = L + (p & (STALE_BUCKETS - 1))
-        mask = np.int64(lru[_u(w)])
-        # the first clear bit of mask after g0 (cyclically; bit g0 counts as taken)
-        m2 = mask | (1 << g0)
-        m2 = m2 | (m2 << 16)
-        free = ~(m2 >> (g0 + 1)) & 0xFFFF
-        if free == 0:
-            return p
-        i = 0
-        while not (free >> i) & 1:
-            i += 1
-        lru[_u(w)] = mask | (1 << g0)
-        pstate[_u(p)] = (st & (15 & ~LOC_MASK)) | (((g0 + 1 + i) & GEN_MASK) << GEN_SHIFT)
-    return p1
-
-
-@_kernel
 def _dealloc_bulk(T, p0, n, tt, pstate, lru, S):
     """`_dealloc_pages` untraced (P_BULK): the same page-by-page outcome, with the generation
     bookkeeping of `_new_generation` in locals (the stale count and the ring's size are not
@@ -1990,7 +1950,8 @@ def _dealloc_bulk(T, p0, n, tt, pstate, lru, S):
     if u >= 0 and u != IN_GPU:
         if u & F_TRANSFER or u == NOT_PRESENT:
             return 0                     # in transfer: never freed (O-23); absent: nothing
-        _clear_loc_range(pstate, p0, n)
+        for p in range(p0, p0 + n):
+            pstate[_u(p)] = np.int64(pstate[_u(p)]) & ~LOC_MASK
         if u == IN_CPU:
             S[S_HOST_USED] -= n
         return n
@@ -2004,7 +1965,10 @@ def _dealloc_bulk(T, p0, n, tt, pstate, lru, S):
         p = p0
         end = p0 + n
         while True:
-            q = _dealloc_gpu_run(lru, pstate, L, p, end, cur_page)
+            # (the pre-eviction run with NOT_PRESENT as destination: these pages are not in
+            # transfer, so it leaves their other bits as `_dealloc_pages` does)
+            d, _res = _preevict_gpu_run(lru, pstate, L, p, end, cur_page, NOT_PRESENT)
+            q = p + d
             stale += q - p
             p = q
             if p >= end:
@@ -2091,7 +2055,8 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
                 elif u == IN_CPU:
                     q = Q_PREFETCH_CPU
                 if q >= 0:
-                    _set_flag_range(pstate, p0, n, F_TRANSFER)
+                    for p in range(p0, p0 + n):
+                        pstate[_u(p)] = np.int64(pstate[_u(p)]) | F_TRANSFER
                     queued = n
                     _q_push(qb, S, q, p0, n)
         elif (to == IN_SSD or to == IN_CPU) and tt[_u(T), TT_RES] != 0:
@@ -2100,7 +2065,8 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
                 # (some page resident and not in transfer, so all are)
                 done = True
                 _q_push(qb, S, Q_PREEVICT_SSD if to == IN_SSD else Q_PREEVICT_CPU, p0, n)
-                _set_flag_range(pstate, p0, n, F_TRANSFER)
+                for p in range(p0, p0 + n):
+                    pstate[_u(p)] = np.int64(pstate[_u(p)]) | F_TRANSFER
                 queued = n
                 tt[_u(T), TT_RES] -= n
         elif to == NOT_PRESENT and not S[P_TRACE]:
