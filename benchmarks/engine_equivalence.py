@@ -21,6 +21,9 @@ generation tag and are compared only when --full-pstate is given.
 prefetch_lru / deepUM with the hints of the original binary's prefetch_guide.config), from
 ../shared next to the repository (skipped when absent), and prints their run times.
 --lru-int64 forces the engine's int64 LRU entries (used above 2**27 pages).
+--engine bulk / per-page runs the page engine with its bulk paths on / off (default: the
+engine's default, g10fast.engine.page.BULK_DEFAULT); --every N checks only every N-th
+synthetic case (a quick subset while iterating).
 """
 
 from __future__ import annotations
@@ -204,9 +207,11 @@ def run_case(w, cfg, hints, traced, small):
             "progress": calls}
 
 
-def run_all():
+def run_all(every=1):
     out = {}
     for i, (name, w, cfg, hints) in enumerate(make_cases()):
+        if i % every:
+            continue
         out[name] = run_case(w, cfg, hints, False, False)
         out[name + "+trace"] = run_case(w, cfg, hints, True, i % 5 == 0)
         if i % 7 == 0:
@@ -339,12 +344,19 @@ def main(argv=None):
     ap.add_argument("--full-pstate", action="store_true")
     ap.add_argument("--models", action="store_true")
     ap.add_argument("--lru-int64", action="store_true")
+    ap.add_argument("--engine", choices=["default", "bulk", "per-page"], default="default",
+                    help="bulk: the bulk paths on; per-page: the reference engine; default: "
+                         "the engine's default (g10fast.engine.page.BULK_DEFAULT)")
+    ap.add_argument("--every", type=int, default=1, metavar="N",
+                    help="check: only every N-th synthetic case (a quick subset)")
     a = ap.parse_args(argv)
+    import g10fast.engine.page as page
     if a.lru_int64:
-        import g10fast.engine.page as page
         page.LRU_INT32_PAGES = 0
+    if a.engine != "default":
+        page.BULK_DEFAULT = a.engine == "bulk"
     t0 = time.time()
-    res = run_all()
+    res = run_all(max(a.every, 1) if a.mode == "check" else 1)
     dt = time.time() - t0
     if a.models:
         models = run_models()
@@ -364,6 +376,8 @@ def main(argv=None):
         ref = pickle.load(f)
     if not a.models:
         ref = {k: v for k, v in ref.items() if not k.startswith(("BERT-", "RESNET-"))}
+    if a.every > 1:
+        ref = {k: v for k, v in ref.items() if k in res or k.startswith(("BERT-", "RESNET-"))}
     elif not any(k.startswith(("BERT-", "RESNET-")) for k in ref):
         print("  (the reference holds no model runs: save it with --models)")
     bad = compare(ref, res, a.full_pstate)

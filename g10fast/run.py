@@ -256,7 +256,7 @@ def run_page_engine(spec: RunSpec, rec, ctx, *, plan=None, trace=None, progress=
     w_sim = _perturbed(w, spec.engine)
     page_run = simulate_pages(w_sim, params, hints=None if plan is None else plan.hints,
                               trace=trace, progress=progress, required_order=required_order,
-                              check=check)
+                              check=check, bulk=spec.engine.page_bulk)
     iterations = iteration_stats(page_run.kernels, page_run.pcie, page_run.boundaries,
                                  w_sim.exec_cycles, w_sim.pf_cycles,
                                  page_run.params.num_iteration)

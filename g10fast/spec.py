@@ -222,7 +222,8 @@ def to_g10_config(spec: RunSpec):
         v["prefetch_degree"] = int(o.prefetch_degree)
     if hasattr(o, "delta"):
         v["delta_parameter"] = float(o.delta)
-    v.update({k: val for k, val in spec.engine.to_dict().items() if k != "compat"})
+    v.update({k: val for k, val in spec.engine.to_dict().items()
+              if k not in ("compat", "page_bulk")})
     v.update(rec.extra.get("g10_overrides", {}))
     return G10Config(**v)
 

@@ -186,6 +186,11 @@ class EngineOptions:
     #: `gpu_memory_needed_bytes` (tensor-engine and swap policies; docs/allocators.md). ""
     #: none (and left out of to_dict, so that earlier specs keep their hash)
     allocator: str = ""
+    #: the G10-compatible page engine's bulk paths (whole-tensor hints and pre-deallocations
+    #: settled on uniform page ranges; the same results): None takes the engine's default
+    #: (g10fast.engine.page.BULK_DEFAULT), False the per-page reference engine. Left out of
+    #: `to_dict` while None, so that configuration hashes do not change.
+    page_bulk: bool | None = None
 
     def __post_init__(self):
         if isinstance(self.compat, dict):
@@ -212,6 +217,9 @@ class EngineOptions:
             if self.allocator not in ALLOCATORS:
                 raise InputError(f"must be one of {', '.join(ALLOCATORS)}, got "
                                  f"{self.allocator!r}", param="engine.allocator")
+        if self.page_bulk is not None and not isinstance(self.page_bulk, bool):
+            raise InputError(f"must be true, false or absent, got {self.page_bulk!r}",
+                             param="engine.page_bulk")
         return self
 
     def to_dict(self) -> dict:
@@ -219,6 +227,8 @@ class EngineOptions:
         d["compat"] = dict(self.compat)
         if not d["allocator"]:
             del d["allocator"]
+        if d["page_bulk"] is None:
+            del d["page_bulk"]
         return d
 
 

@@ -19,6 +19,10 @@ from g10fast.workload.model import PAGE_SIZE, Workload, kernel_pages, output_onl
 
 # Page counts below this keep the LRU list in int32 entries (page << 4 | generation)
 LRU_INT32_PAGES = 1 << 27
+# The bulk paths (`bulk=None` takes this): whole-tensor hints and pre-deallocations settled on
+# uniform page ranges, with the same results as the per-page engine, which stays selectable as
+# the reference (`bulk=False`; docs/page-engine-bulk.md)
+BULK_DEFAULT = True
 
 class SimulationError(RuntimeError):
     """The engine reached a state the artifact treats as a fatal assertion."""
@@ -237,7 +241,7 @@ def _kernel_table(w: Workload, oo) -> tuple[np.ndarray, np.ndarray]:
 def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
                    keep_state: bool = False, queue_capacity: int = 1 << 15,
                    event_capacity: int = 1 << 18, required_order=None,
-                   check: bool = False) -> PageRun:
+                   check: bool = False, bulk: bool | None = None) -> PageRun:
     """Run the G10 UVM page engine on a workload.
 
     params: the engine's constants, `page_params(system, mode)`; an object with the
@@ -254,6 +258,8 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     g10fast.workload.kernel_order).
     check: assert the engine's invariants at every kernel boundary (g10fast.engine.page_check;
     InvariantError names the kernel and the invariant); slower, the results are the same.
+    bulk: settle whole-tensor hints and pre-deallocations on uniform page ranges (same
+    results); None: `BULK_DEFAULT`; False: the per-page reference engine.
     """
     sp = params if isinstance(params, SystemParams) else system_params(params)
     checker = None
@@ -331,6 +337,8 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     S[pk.P_DEGREE] = sp.prefetch_degree
     S[pk.P_IS_UVM] = int(sp.is_uvm)
     S[pk.P_TRACE] = int(trace is not None)
+    bulk = BULK_DEFAULT if bulk is None else bool(bulk)
+    S[pk.P_BULK] = int(bulk)
     S[pk.P_F_HZ] = sp.f_hz
     S[pk.P_LSYS] = sp.lsys
     S[pk.P_LSSD] = sp.lssd
@@ -368,7 +376,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
                     trace.rewind(events_before)
                 return simulate_pages(w, sp, hints, user_trace if check else trace, progress,
                                       keep_state, queue_capacity * 8, event_capacity,
-                                      required_order, check)
+                                      required_order, check, bulk)
             if err == pk.E_BUFFER_OVERFLOW and trace is not None:
                 raise SimulationError("event buffer overflow within one engine step; "
                                       "rerun with a larger event_capacity")

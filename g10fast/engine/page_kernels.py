@@ -174,7 +174,9 @@ P_LCAP = 89        # capacity of the LRU ring (a power of two); lru[P_LCAP:] hol
 S_CNT = 90
 S_HOST_PEAK = 99   # the most host pages ever in use (a run at a host line above it is the
                    # same run: every comparison with the line comes out the same)
-NS = 100
+P_BULK = 100       # 1: the bulk paths (whole-tensor hints and pre-deallocations settled on
+                   # uniform page ranges, untraced; same results, see docs/page-engine-bulk.md)
+NS = 101
 STALE_BUCKETS = 1 << 16
 
 # run statuses
@@ -617,6 +619,41 @@ def _count_out(dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CA
 
 
 @_kernel
+def _preevict_gpu_run(lru, pstate, L, p0, p1, cur_page, dest):
+    """Bulk pre-eviction (P_BULK) of pages p0 .. p1 - 1 to dest: each page in the GPU leaves
+    the LRU list as `_new_generation` takes it out (the first generation after its own that
+    no stale entry of its bucket carries, which then carries its old one), as in
+    `_preevict_run`'s page loop; the run stops before a page not in the GPU, the cursor's
+    page, or one whose bucket has no free generation (a compaction), which the page loop
+    takes. Returns the pages moved and how many of them were resident and not in
+    transfer."""
+    res_d = 0
+    for p in range(p0, p1):
+        if p == cur_page:
+            return p - p0, res_d
+        st = np.int64(pstate[_u(p)])
+        if (st & LOC_MASK) != IN_GPU:
+            return p - p0, res_d
+        g0 = st >> GEN_SHIFT
+        w = L + (p & (STALE_BUCKETS - 1))
+        mask = np.int64(lru[_u(w)])
+        m2 = mask | (1 << g0)
+        m2 = m2 | (m2 << 16)
+        free = ~(m2 >> (g0 + 1)) & 0xFFFF
+        if free == 0:
+            return p - p0, res_d
+        i = 0
+        while not (free >> i) & 1:
+            i += 1
+        lru[_u(w)] = mask | (1 << g0)
+        pstate[_u(p)] = ((st & (15 & ~LOC_MASK & ~F_TRANSFER)) | dest
+                         | (((g0 + 1 + i) & GEN_MASK) << GEN_SHIFT))
+        if (st & RES_MASK) == IN_GPU:
+            res_d += 1
+    return p1 - p0, res_d
+
+
+@_kernel
 def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out_cpu, c_fed,
                   host_used, host_peak, gpu_used, tc_b, lru_tail, lru_cur, lru_scan):
     """Pre-eviction fast path of a batcher tick (untraced): stage `stage`'s queued GPU pages
@@ -647,6 +684,7 @@ def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out
     et_T = 0
     et_req = 0
     et_d = 0
+    bulk = S[P_BULK] != 0
     while True:
         if stage == _G_PE_SSD:
             if not (c_out_ssd < SSD_CAP and c_out < GPU_CAP):
@@ -673,6 +711,40 @@ def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out
             dest = IN_SSD if stage == _G_PE_SSD else IN_CPU
         if dest == IN_CPU and host_used >= HOST:
             break
+        if bulk:
+            # bulk: the pages of the queue's head run that go the same way, with no counter
+            # reaching its cap before the last of them (the page loop takes that one)
+            m = rn
+            if et_hi - p < m:
+                m = et_hi - p
+            if GPU_CAP - c_out - 1 < m:
+                m = GPU_CAP - c_out - 1
+            if dest == IN_SSD:
+                if SSD_CAP - c_out_ssd - 1 < m:
+                    m = SSD_CAP - c_out_ssd - 1
+            else:
+                if CPU_CAP - c_out_cpu - 1 < m:
+                    m = CPU_CAP - c_out_cpu - 1
+                if HOST - host_used - 1 < m:
+                    m = HOST - host_used - 1
+            if m >= 2:
+                d, res_d = _preevict_gpu_run(lru, pstate, S[P_LCAP], p, p + m, cur_page, dest)
+                if d > 0:
+                    moved += d
+                    qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, d)
+                    if dest == IN_CPU:
+                        host_used += d
+                        if host_used > host_peak:
+                            host_peak = host_used
+                    S[S_LRU_STALE] += d
+                    gpu_used -= d
+                    c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
+                        dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP,
+                        SSD_CAP, d)
+                    et_d -= res_d
+                    if qh >= qt:
+                        break
+                    continue
         # -- committed: page p goes now --
         moved += 1
         qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn)
@@ -1839,6 +1911,126 @@ def _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev):
     return freed
 
 
+# ----------------------------------------------------------------------------------------
+# bulk paths (P_BULK): a tensor's pages that all share their location and in-transfer flag
+# are settled as one range, with the same outcome as the page loops they replace
+# ----------------------------------------------------------------------------------------
+
+_UNIFORM_CHUNK = 4096
+
+
+@_kernel
+def _uniform_state(pstate, p0, n):
+    """The location and in-transfer bits (st & RES_MASK) that pages p0 .. p0 + n - 1 (n >= 1)
+    all share, or -1 when they differ. A branch-free OR over chunks (vectorised by LLVM),
+    stopping at the first chunk that differs."""
+    v0 = np.int64(pstate[_u(p0)]) & RES_MASK
+    i = p0
+    end = p0 + n
+    while i < end:
+        j = i + _UNIFORM_CHUNK
+        if j > end:
+            j = end
+        acc = 0
+        for p in range(i, j):
+            acc |= np.int64(pstate[_u(p)]) ^ v0
+        if acc & RES_MASK:
+            return -1
+        i = j
+    return v0
+
+
+@_kernel
+def _dealloc_bulk(T, p0, n, tt, pstate, lru, S):
+    """`_dealloc_pages` untraced (P_BULK): the same page-by-page outcome, with the generation
+    bookkeeping of `_new_generation` in locals (the stale count and the ring's size are not
+    reloaded from S for each page), and a range whose pages are all in one place off the GPU
+    settled at once. Returns the number of pages freed."""
+    u = _uniform_state(pstate, p0, n)
+    if u >= 0 and u != IN_GPU:
+        if u & F_TRANSFER or u == NOT_PRESENT:
+            return 0                     # in transfer: never freed (O-23); absent: nothing
+        for p in range(p0, p0 + n):
+            pstate[_u(p)] = np.int64(pstate[_u(p)]) & ~LOC_MASK
+        if u == IN_CPU:
+            S[S_HOST_USED] -= n
+        return n
+    cur_page = _cursor_page(lru, pstate, S)
+    L = S[P_LCAP]
+    stale = S[S_LRU_STALE]
+    if u == IN_GPU:
+        # every page resident and not in transfer: runs of pages that take the first free
+        # generation of their bucket, each broken by a page that is the cursor's or finds no
+        # free generation (a compaction), which goes as in `_dealloc_pages`
+        p = p0
+        end = p0 + n
+        while True:
+            # (the pre-eviction run with NOT_PRESENT as destination: these pages are not in
+            # transfer, so it leaves their other bits as `_dealloc_pages` does)
+            d, _res = _preevict_gpu_run(lru, pstate, L, p, end, cur_page, NOT_PRESENT)
+            q = p + d
+            stale += q - p
+            p = q
+            if p >= end:
+                break
+            st = np.int64(pstate[_u(p)])
+            if p == cur_page:
+                S[S_LRU_CUR] = S[S_LRU_HEAD]
+                cur_page = _cursor_page(lru, pstate, S)
+            g0 = st >> GEN_SHIFT
+            w = L + (p & (STALE_BUCKETS - 1))
+            g = _free_generation(np.int64(lru[_u(w)]), g0)
+            if g < 0:
+                S[S_LRU_STALE] = stale
+                _lru_compact(lru, pstate, S)
+                stale = 0
+                g = (g0 + 1) & GEN_MASK
+                cur_page = _cursor_page(lru, pstate, S)
+            lru[_u(w)] = np.int64(lru[_u(w)]) | (1 << g0)
+            stale += 1
+            pstate[_u(p)] = (st & (15 & ~LOC_MASK)) | (g << GEN_SHIFT)
+            p += 1
+        S[S_LRU_STALE] = stale
+        S[S_GPU_USED] -= n
+        tt[_u(T), TT_RES] -= n
+        return n
+    freed = 0
+    gpu_freed = 0
+    host_freed = 0
+    for p in range(p0, p0 + n):
+        st = np.int64(pstate[_u(p)])
+        if st & F_TRANSFER:
+            continue
+        loc = st & LOC_MASK
+        if loc == IN_GPU:
+            gpu_freed += 1
+            if p == cur_page:
+                S[S_LRU_CUR] = S[S_LRU_HEAD]
+                cur_page = _cursor_page(lru, pstate, S)
+            g0 = st >> GEN_SHIFT
+            w = L + (p & (STALE_BUCKETS - 1))
+            g = _free_generation(np.int64(lru[_u(w)]), g0)
+            if g < 0:
+                S[S_LRU_STALE] = stale
+                _lru_compact(lru, pstate, S)
+                stale = 0
+                g = (g0 + 1) & GEN_MASK
+                cur_page = _cursor_page(lru, pstate, S)
+            lru[_u(w)] = np.int64(lru[_u(w)]) | (1 << g0)
+            stale += 1
+            st = (st & 15) | (g << GEN_SHIFT)
+        elif loc == IN_CPU:
+            host_freed += 1
+        if loc != NOT_PRESENT:
+            freed += 1
+        pstate[_u(p)] = st & ~LOC_MASK
+    S[S_LRU_STALE] = stale
+    S[S_GPU_USED] -= gpu_freed
+    S[S_HOST_USED] -= host_freed
+    tt[_u(T), TT_RES] -= gpu_freed
+    return freed
+
+
 @_kernel
 def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
     T = ht[h, 1]
@@ -1847,7 +2039,42 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
     p0 = tt[_u(T), TT_START]
     n = tt[_u(T), TT_NP]
     queued = 0
-    if to == IN_GPU and fr != IN_GPU_LEAST:
+    done = False
+    if S[P_BULK] != 0 and n > 0:
+        # bulk: a tensor whose pages are all in one place pushes one run (or none), as the
+        # page loops below would
+        if to == IN_GPU and fr != IN_GPU_LEAST and tt[_u(T), TT_RES] != n:
+            u = _uniform_state(pstate, p0, n)
+            if u >= 0:
+                done = True
+                q = -1
+                if u == NOT_PRESENT:
+                    q = Q_PREALLOC
+                elif u == IN_SSD:
+                    q = Q_PREFETCH_SSD
+                elif u == IN_CPU:
+                    q = Q_PREFETCH_CPU
+                if q >= 0:
+                    for p in range(p0, p0 + n):
+                        pstate[_u(p)] = np.int64(pstate[_u(p)]) | F_TRANSFER
+                    queued = n
+                    _q_push(qb, S, q, p0, n)
+        elif (to == IN_SSD or to == IN_CPU) and tt[_u(T), TT_RES] != 0:
+            u = _uniform_state(pstate, p0, n)
+            if u >= 0:
+                # (some page resident and not in transfer, so all are)
+                done = True
+                _q_push(qb, S, Q_PREEVICT_SSD if to == IN_SSD else Q_PREEVICT_CPU, p0, n)
+                for p in range(p0, p0 + n):
+                    pstate[_u(p)] = np.int64(pstate[_u(p)]) | F_TRANSFER
+                queued = n
+                tt[_u(T), TT_RES] -= n
+        elif to == NOT_PRESENT and not S[P_TRACE]:
+            done = True
+            queued = _dealloc_bulk(T, p0, n, tt, pstate, lru, S)
+    if done:
+        pass
+    elif to == IN_GPU and fr != IN_GPU_LEAST:
         # (a tensor whose pages are all resident and not in transfer queues nothing: DeepUM
         # re-hints the resident tensors of the look-ahead kernel at every kernel start)
         if tt[_u(T), TT_RES] != n:

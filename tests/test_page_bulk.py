@@ -1,0 +1,180 @@
+"""The page engine's bulk paths (`simulate_pages(..., bulk=True)`) against the per-page
+reference engine (`bulk=False`): randomised synthetic workloads under every page-engine
+policy, and the bulk pre-deallocation kernel against the per-page one on crafted LRU states
+(compactions and cursor resets in the middle of a tensor)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from synth import kernel_pages, make_workload, random_hints, tiny_cfg
+
+from g10fast.engine import page_kernels as pk
+from g10fast.engine.page import simulate_pages
+
+
+class _Events:
+    def __init__(self):
+        self.parts = []
+
+    def append(self, buf):
+        self.parts.append(np.array(buf, dtype=np.int64, copy=True))
+
+    @property
+    def n_events(self):
+        return sum(len(p) for p in self.parts)
+
+    def rewind(self, n):
+        ev = np.concatenate(self.parts)[:n] if self.parts else np.zeros((0, 10), np.int64)
+        self.parts = [ev]
+
+    def rows(self):
+        return np.concatenate(self.parts) if self.parts else np.zeros((0, 10), np.int64)
+
+
+def _outcome(w, cfg, hints, bulk, traced):
+    ev = _Events() if traced else None
+    try:
+        r = simulate_pages(w, cfg, hints=hints, trace=ev, keep_state=True, bulk=bulk)
+    except Exception as e:                     # an error is an outcome too
+        return {"error": f"{type(e).__name__}: {e}"}
+    return {"kernels": r.kernels, "pcie": r.pcie, "boundaries": r.boundaries,
+            "gpu_used": r.gpu_used, "host_used": r.host_used, "host_peak": r.host_peak,
+            "pstate": r.pstate & 15, "live": r.live_page_evictions, "amp": r.amplification,
+            "extra": r.extra, "events": ev.rows() if traced else None}
+
+
+def _assert_same(a, b, what):
+    assert a.keys() == b.keys(), what
+    for key in a:
+        x, y = a[key], b[key]
+        if isinstance(x, np.ndarray):
+            assert x.shape == y.shape and np.array_equal(x, y), (what, key)
+        else:
+            assert x == y, (what, key)
+
+
+def _cases():
+    """(seed, policy, traced): random workloads, hints (prefetch, pre-evict, pre-deallocate
+    whole tensors) and GPUs from just the largest kernel to twice that, host from none up."""
+    out = []
+    for seed in range(12):
+        for policy in ("lru", "prefetch_lru", "deepUM"):
+            out.append((seed, policy, seed % 4 == 0))
+    return out
+
+
+@pytest.mark.parametrize("seed,policy,traced", _cases())
+def test_bulk_equals_per_page_engine(seed, policy, traced):
+    rng = np.random.default_rng(1000 + seed)
+    w = make_workload(seed, n_kernels=int(rng.integers(6, 20)),
+                      n_tensors=int(rng.integers(10, 40)), max_pages=int(rng.integers(4, 60)))
+    need = int(kernel_pages(w).max())
+    frames = int(need * rng.uniform(1.0, 2.0)) + 1
+    host = int(rng.choice([0, frames // 3, frames, 10 * frames]))
+    kw = {"num_iteration": int(rng.integers(2, 5))}
+    if rng.random() < 0.4:
+        kw["PCIe_batch_size_page"] = int(rng.integers(3, 40))
+    if policy == "deepUM":
+        kw["prefetch_degree"] = int(rng.integers(0, 5))
+    cfg = tiny_cfg(frames, host, policy, **kw)
+    hints = None
+    if policy != "lru":
+        hints = random_hints(w, seed, n_hints=int(rng.integers(20, 80)))
+    ref = _outcome(w, cfg, hints, False, traced)
+    new = _outcome(w, cfg, hints, True, traced)
+    _assert_same(ref, new, (seed, policy, traced))
+    if "error" not in ref:
+        assert ref["kernels"].shape[0] == w.num_kernels * kw["num_iteration"]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_dealloc_bulk_equals_dealloc_pages(seed):
+    """`_dealloc_bulk` (bulk pre-deallocation, untraced) leaves exactly the state that the
+    per-page `_dealloc_pages` leaves: page states with their generations, the LRU ring, the
+    cursor, the stale masks and counts, the memory counts, the tensor's resident count. The
+    freed range is all-GPU (the run loop of `_preevict_gpu_run`), all-host, or mixed; small
+    rings and pre-set generation masks force compactions in the middle of it, and the cursor
+    often sits on one of its pages."""
+    rng = np.random.default_rng(seed)
+    n_pages, cap = 400, 512
+    p0, n = 50, 250
+    lru = np.zeros(cap + pk.STALE_BUCKETS, dtype=np.int32)
+    pstate = np.zeros(n_pages, dtype=np.uint8)
+    S = np.zeros(pk.NS, dtype=np.int64)
+    S[pk.P_LCAP] = cap
+    kind = seed % 3             # 0: the range all in the GPU, 1: all on the host, 2: mixed
+    tail = 0
+    for p in rng.permutation(n_pages):
+        inside = p0 <= p < p0 + n
+        if inside and kind == 0:
+            loc = pk.IN_GPU
+        elif inside and kind == 1:
+            loc = pk.IN_CPU
+        else:
+            loc = rng.choice([pk.IN_GPU, pk.IN_GPU, pk.IN_GPU, pk.IN_CPU, pk.NOT_PRESENT])
+        g = int(rng.integers(16))
+        st = (g << pk.GEN_SHIFT) | loc
+        if loc == pk.IN_GPU and rng.random() < 0.1 and not (inside and kind == 0):
+            st |= pk.F_TRANSFER
+        pstate[p] = st
+        if loc == pk.IN_GPU:
+            lru[tail] = (p << pk.GEN_SHIFT) | g
+            tail += 1
+            if rng.random() < 0.2:
+                lru[tail] = -1
+                tail += 1
+    S[pk.S_LRU_TAIL] = tail
+    # the cursor: on a page of the range half of the time
+    if rng.random() < 0.5:
+        slots = [s for s in range(tail) if lru[s] >= 0 and p0 <= (lru[s] >> pk.GEN_SHIFT) < p0 + n]
+        S[pk.S_LRU_CUR] = int(rng.choice(slots)) if slots else int(rng.integers(tail))
+    else:
+        S[pk.S_LRU_CUR] = int(rng.integers(tail))
+    S[pk.S_GPU_USED] = int(np.sum((pstate & pk.LOC_MASK) == pk.IN_GPU))
+    S[pk.S_HOST_USED] = int(np.sum((pstate & pk.LOC_MASK) == pk.IN_CPU))
+    for p in rng.choice(n_pages, 30, replace=False):
+        lru[cap + p] = 0xFFFF & ~(1 << (int(pstate[p]) >> pk.GEN_SHIFT))
+        S[pk.S_LRU_STALE] += 1
+    for p in rng.choice(n_pages, 60, replace=False):      # a few generations taken
+        lru[cap + p] |= int(rng.integers(0, 1 << 16)) & ~(1 << (int(pstate[p]) >> pk.GEN_SHIFT))
+    tt = np.zeros((1, pk.TT_COLS), dtype=np.int64)
+    tt[0, pk.TT_START], tt[0, pk.TT_NP] = p0, n
+    tt[0, pk.TT_RES] = int(np.sum((pstate[p0:p0 + n] & pk.RES_MASK) == pk.IN_GPU))
+    ev = np.zeros((1, pk.EV_COLS), dtype=np.int64)
+
+    a = (tt.copy(), pstate.copy(), lru.copy(), S.copy())
+    freed_a = pk._dealloc_pages(0, 0, p0, n, a[0], a[1], a[2], a[3], ev)
+    b = (tt.copy(), pstate.copy(), lru.copy(), S.copy())
+    freed_b = pk._dealloc_bulk(0, p0, n, b[0], b[1], b[2], b[3])
+    assert freed_a == freed_b
+    for x, y, name in zip(a, b, ("tt", "pstate", "lru", "S")):
+        assert np.array_equal(x, y), name
+    if kind == 0:
+        assert freed_b == n and a[3][pk.S_LRU_STALE] < S[pk.S_LRU_STALE] + n   # compacted
+    if kind == 1:
+        assert freed_b == n and b[3][pk.S_HOST_USED] == S[pk.S_HOST_USED] - n
+
+
+def test_uniform_state():
+    ps = np.full(10_000, pk.IN_SSD | (5 << pk.GEN_SHIFT), dtype=np.uint8)
+    assert pk._uniform_state(ps, 0, 10_000) == pk.IN_SSD      # generations do not count
+    ps[9_999] |= pk.F_TRANSFER
+    assert pk._uniform_state(ps, 0, 10_000) == -1
+    assert pk._uniform_state(ps, 0, 9_999) == pk.IN_SSD
+    ps[5] = pk.IN_GPU
+    assert pk._uniform_state(ps, 0, 6) == -1
+    assert pk._uniform_state(ps, 5, 1) == pk.IN_GPU
+
+
+def test_engine_option_page_bulk():
+    """`EngineOptions.page_bulk`: absent from to_dict (and so from configuration hashes)
+    while unset, kept when set, and checked."""
+    from g10fast.errors import InputError
+    from g10fast.system import EngineOptions
+
+    assert "page_bulk" not in EngineOptions().to_dict()
+    assert EngineOptions(page_bulk=False).to_dict()["page_bulk"] is False
+    assert EngineOptions(page_bulk=True).check().page_bulk is True
+    with pytest.raises(InputError, match="page_bulk"):
+        EngineOptions(page_bulk="yes").check()
