@@ -223,7 +223,7 @@ def to_g10_config(spec: RunSpec):
     if hasattr(o, "delta"):
         v["delta_parameter"] = float(o.delta)
     v.update({k: val for k, val in spec.engine.to_dict().items()
-              if k not in ("compat", "page_bulk")})
+              if k not in ("compat", "page_bulk", "allocator")})
     v.update(rec.extra.get("g10_overrides", {}))
     return G10Config(**v)
 
