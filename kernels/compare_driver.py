@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     opts = DriverOptions()
     files = sorted(MEASURED.glob("*.prof.gz"))
     if a.models:
-        files = [f for f in files if f.name.split("-b")[0] in a.models.split(",")]
+        files = [f for f in files if f.name.rsplit("-b", 1)[0] in a.models.split(",")]
     data = []           # (model, name, ideal, input_pf, pf) seconds, per link: stalls
     per_link = {L: [] for L in LINKS}
     for f in files:
