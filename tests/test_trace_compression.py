@@ -200,3 +200,32 @@ def test_cli_run_writes_an_uncompressed_trace(tmp_path, capsys):
         main(["run", str(cfg), "--trace", str(tmp_path / "x.h5"), "--trace-compression", "lzf"])
     assert e.value.code == 2
     assert "lzf" in capsys.readouterr().err
+
+
+# -- the writer's Numba kernels against plain numpy (g10fast/trace_kernels.py) ----------------
+
+def test_range_check_kernel_matches_numpy():
+    from g10fast.trace import _CHECK_COLS, _CHECK_HI, _CHECK_LO, _CHECKED
+    from g10fast.trace_kernels import out_of_range
+
+    r = np.random.default_rng(21)
+    good = random_events(3000, seed=21)
+    assert not out_of_range(good, _CHECK_COLS, _CHECK_LO, _CHECK_HI)
+    for c, col, (lo, hi) in _CHECKED:
+        for v in (lo - 1, hi + 1, lo, hi):
+            b = good.copy()
+            b[int(r.integers(0, len(b))), c] = v
+            want = bool(((b[:, c] < lo) | (b[:, c] > hi)).any())
+            assert out_of_range(b, _CHECK_COLS, _CHECK_LO, _CHECK_HI) == want, (col, v)
+            assert want == (v in (lo - 1, hi + 1))
+
+
+def test_split_kernel_matches_numpy():
+    from g10fast.trace_kernels import split_columns
+
+    buf = random_events(777, seed=22)
+    cols = [np.full(1000, 99, COLUMN_DTYPES[c]) for c in COLUMNS]
+    split_columns(buf, 100, *cols)
+    for c, col in enumerate(COLUMNS):
+        np.testing.assert_array_equal(cols[c][100:877], buf[:, c].astype(COLUMN_DTYPES[col]))
+        assert (cols[c][:100] == 99).all() and (cols[c][877:] == 99).all()
