@@ -4,6 +4,7 @@ events written / inspected / exported in bounded memory, and the Perfetto export
     python benchmarks/trace_bench.py runs [--g10 DIR] [--out DIR]     # the three paper-scale runs
     python benchmarks/trace_bench.py synthetic N [--out DIR]           # N-event writer loop
     python benchmarks/trace_bench.py export FILE.h5 [...]              # export time and size
+    python benchmarks/trace_bench.py writer FILE.h5 [--compression none]  # the writer alone
 
 Every measurement runs in its own child process, so peak RSS (ru_maxrss) is that step's alone.
 Results are appended to benchmarks/results/trace_bench.jsonl with the commit.
@@ -203,7 +204,13 @@ with open_trace({args.file!r}) as tr:
     base = tr.to_buffer(0, min(tr.n_events, 4_000_000))
 span = int(base[:, 0].max()) + 1
 B = {int(args.batch)}
-w = EventTraceWriter({str(Path(args.out) / 'writer_bench.h5')!r}, config={{}}, threads={args.threads!r})
+tw = time.perf_counter()          # warm-up: numba and the writer's kernels (from its cache)
+with EventTraceWriter({str(Path(args.out) / 'warm.h5')!r}, config={{}}) as w:
+    w.append(base[:1000])
+os.unlink({str(Path(args.out) / 'warm.h5')!r})
+warm = time.perf_counter() - tw
+w = EventTraceWriter({str(Path(args.out) / 'writer_bench.h5')!r}, config={{}}, threads={args.threads!r},
+                     compression={args.compression!r})
 t0 = time.perf_counter(); c0 = time.process_time()
 done = 0
 while done < {n}:
@@ -218,14 +225,15 @@ while done < {n}:
         done += len(b)
 w.close()
 wall = time.perf_counter() - t0; cpu = time.process_time() - c0
-print(json.dumps({{"events": done, "wall_s": wall, "cpu_s": cpu, "events_per_s": done / wall,
+print(json.dumps({{"events": done, "warm_up_s": warm, "wall_s": wall, "cpu_s": cpu, "events_per_s": done / wall,
                   "events_per_cpu_s": done / cpu, "peak_rss_bytes": _rss(),
                   "file_bytes": os.path.getsize({str(Path(args.out) / 'writer_bench.h5')!r})}}))
 """
     res = child(code)
     os.unlink(str(Path(args.out) / "writer_bench.h5"))
+    res["file_bytes_per_event"] = res["file_bytes"] / res["events"]
     record({"bench": "writer", "source": args.file, "batch": int(args.batch),
-            "threads": args.threads, **res})
+            "threads": args.threads, "compression": args.compression, **res})
 
 
 def main() -> None:
@@ -254,6 +262,8 @@ def main() -> None:
     wr.add_argument("--events", default="20e6")
     wr.add_argument("--batch", default=65536)
     wr.add_argument("--threads", type=int, default=None)
+    wr.add_argument("--compression", default="deflate", choices=["deflate", "none"],
+                    help="the writer's compression (docs/trace-format.md, \"Compression\")")
     wr.add_argument("--out", default=tempfile.gettempdir() + "/g10trace_bench")
     wr.set_defaults(func=cmd_writer)
     args = p.parse_args()

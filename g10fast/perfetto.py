@@ -1064,7 +1064,7 @@ def inspect_json(path, allow_incomplete: bool = False) -> dict:
         key = (lambda k: getattr(k, "name", str(k)))
         return {
             "file": os.fspath(path), "schema_version": tr.schema_version,
-            "complete": tr.complete, "events": tr.n_events,
+            "complete": tr.complete, "events": tr.n_events, "compression": tr.compression,
             "events_by_kind": {key(k): int(v) for k, v in counts.items()},
             "pages_by_kind": {key(k): int(v) for k, v in pages.items()},
             "kernel_executions": int(run.k_start.size),

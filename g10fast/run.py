@@ -133,7 +133,7 @@ def peak_rss_bytes() -> int:
 def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
         workload: Workload | None = None, plan=None, plan_options: dict | None = None,
         required_order=None, vitality=None, check: bool = False,
-        bound: str = "window") -> dict:
+        bound: str = "window", trace_compression: str = "deflate") -> dict:
     """Simulate one run; returns the result dict (docs/results.md).
 
     `spec`: a RunSpec, or a G10Config (read into one). The policy's planner runs on the
@@ -145,7 +145,8 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
     invariants at every kernel boundary (an InvariantError names the kernel and the
     invariant); the result is the same. `bound`: "window" (the window and traffic bounds,
     always), or "lp": also the checkpoint LP (page and tensor engines; SciPy, seconds;
-    docs/bounds.md), the bound the larger."""
+    docs/bounds.md), the bound the larger. `trace_compression`: the event trace's chunks,
+    "deflate" (default) or "none" (faster to write, larger; docs/trace-format.md)."""
     t0 = time.perf_counter()
     if bound not in ("window", "lp"):
         raise InputError(f"must be window or lp, got {bound!r}", param="--bound")
@@ -169,7 +170,8 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
     writer = None
     if trace_path is not None:
         from g10fast.trace import EventTraceWriter
-        writer = EventTraceWriter(trace_path, config=spec.to_dict(), meta=_meta(spec, w))
+        writer = EventTraceWriter(trace_path, config=spec.to_dict(), meta=_meta(spec, w),
+                                  compression=trace_compression)
         writer.set_kernel_times(_perturbed(w, spec.engine).exec_cycles)   # stalls (docs/perfetto.md)
     try:
         result = runner(spec, rec, ctx, plan=plan, trace=writer, progress=progress,

@@ -19,7 +19,9 @@ names them (``find_temporaries``).
 Chunks are compressed by a small thread pool (zlib releases the GIL) and stored with HDF5's
 direct chunk write, byte for byte what HDF5's own shuffle + deflate filters produce, so any HDF5
 reader decodes them; reading decodes chunks the same way in parallel when the filters are the
-standard pair, and falls back to plain h5py slicing otherwise.
+standard pair, and falls back to plain h5py slicing otherwise. ``compression="none"`` (the CLI's
+``--trace-compression none``) stores the chunks unfiltered instead, for speed: 41 bytes per event,
+read by any HDF5 reader, with the same per-chunk CRC-32 of the stored bytes.
 """
 
 from __future__ import annotations
@@ -84,6 +86,10 @@ COLUMN_DTYPES = {
 # level 1. Against lzf (+shuffle) it gives files ~25% smaller at similar write speed and faster
 # reads; levels 4-6 shrink files by a further 5-8% for 1.5-3x the compression time.
 DEFLATE_LEVEL = 1
+#: the writer's ``compression`` choices: "deflate" (shuffle + deflate level 1, the default) or
+#: "none" (chunks stored unfiltered: ~1.6x the write speed, 41 bytes/event: ~80x larger files)
+COMPRESSIONS = ("deflate", "none")
+DEFAULT_COMPRESSION = "deflate"
 DEFAULT_CHUNK_ROWS = 1 << 16
 READ_CHUNKS = 4  # storage chunks per read step (iter_chunks default, read, to_buffer)
 _H5Z_FILTER_DEFLATE = 1
@@ -137,6 +143,10 @@ def _allowed_range(col: str) -> tuple[int, int] | None:
 
 _CHECKED = [(c, col, _allowed_range(col)) for c, col in enumerate(COLUMNS)
             if _allowed_range(col) is not None]
+# the same as arrays, for trace_kernels.out_of_range
+_CHECK_COLS = np.array([c for c, _, _ in _CHECKED], dtype=np.int64)
+_CHECK_LO = np.array([r[0] for _, _, r in _CHECKED], dtype=np.int64)
+_CHECK_HI = np.array([r[1] for _, _, r in _CHECKED], dtype=np.int64)
 
 
 def default_threads() -> int:
@@ -201,8 +211,22 @@ def _encode(arr: np.ndarray, level: int) -> bytes:
     return zlib.compress(arr, level)
 
 
-def _decode(data: bytes, filter_mask: int, dtype: np.dtype, rows: int) -> np.ndarray:
-    """Inverse of ``_encode``; ``filter_mask`` bit i set means filter i was skipped."""
+def _store_job(arr: np.ndarray, compression: str):
+    """-> (bytes to store, their CRC-32) for one chunk; "none" stores ``arr`` itself (the
+    caller keeps it unchanged until it is written)."""
+    data = _encode(arr, DEFLATE_LEVEL) if compression == "deflate" else arr
+    return data, zlib.crc32(data)
+
+
+def _decode(data: bytes, filter_mask: int, dtype: np.dtype, rows: int,
+            codec: str = "deflate") -> np.ndarray:
+    """Inverse of ``_encode`` (codec "deflate"; ``filter_mask`` bit i set means filter i was
+    skipped), or the stored bytes as they are (codec "none")."""
+    if codec == "none":
+        arr = np.frombuffer(data, dtype=dtype)
+        if arr.shape[0] != rows:
+            raise ValueError(f"stored chunk holds {arr.shape[0]} values, expected {rows}")
+        return arr
     if not filter_mask & 2:
         data = zlib.decompress(data)
     raw = np.frombuffer(data, dtype=np.uint8)
@@ -335,13 +359,20 @@ class EventTraceWriter:
     at most ``threads + 1`` chunk sets wait for their encoding, so memory stays under about
     ``41 * chunk_rows * (threads + 3)`` bytes plus their compressed size (~20 MB with 4 threads)
     whatever the trace length.
+    ``compression``: "deflate" (default: shuffle + deflate level 1) or "none" (chunks stored
+    unfiltered; the threads then only compute the checksums), docs/trace-format.md.
     Leaving the ``with`` block normally calls ``close()`` (flush, publish); leaving it by an
     exception calls ``abort()`` (nothing is published, the temporary file is removed).
     """
 
     def __init__(self, path, config: dict, meta: dict | None = None,
-                 chunk_rows: int = DEFAULT_CHUNK_ROWS, threads: int | None = None):
+                 chunk_rows: int = DEFAULT_CHUNK_ROWS, threads: int | None = None,
+                 compression: str = DEFAULT_COMPRESSION):
         import h5py
+
+        if compression not in COMPRESSIONS:
+            raise InputError(f"unknown trace compression {compression!r}; choose "
+                             f"{' or '.join(COMPRESSIONS)}", param="compression")
 
         chunk_rows = int(chunk_rows)
         if chunk_rows < 1:
@@ -382,10 +413,11 @@ class EventTraceWriter:
             a["config"] = config_json
             a["meta"] = meta_json
             g = f.create_group(EVENTS_GROUP)
+            filters = (dict(compression="gzip", compression_opts=DEFLATE_LEVEL, shuffle=True)
+                       if compression == "deflate" else {})
             self._datasets = [
                 g.create_dataset(col, shape=(0,), maxshape=(None,), dtype=COLUMN_DTYPES[col],
-                                 chunks=(chunk_rows,), compression="gzip",
-                                 compression_opts=DEFLATE_LEVEL, shuffle=True)
+                                 chunks=(chunk_rows,), **filters)
                 for col in COLUMNS
             ]
             cg = f.create_group(CHECKSUM_GROUP)
@@ -404,6 +436,10 @@ class EventTraceWriter:
             raise
         self.chunk_rows = chunk_rows
         self.threads = threads
+        self.compression = compression
+        self._ds_rows = 0       # length of the /events datasets
+        self._cs_rows = 0       # length of the /checksums datasets
+        self._one = h5py.h5s.create_simple((1,))   # memory space of one checksum
         self._max_pending = threads + 1 if threads else 0
         self._pending = collections.deque()  # (offset, rows after it, futures, buffers)
         self._spare = []                      # buffer sets to reuse
@@ -458,14 +494,22 @@ class EventTraceWriter:
         step = max(self.chunk_rows, 1 << 16)
         for pos in range(0, n, step):
             self._check_ranges(buf[pos:pos + step], self.n_events + pos)
+        split = None
+        if buf.dtype == np.int64 and buf.flags.c_contiguous and n >= 256:
+            from .jit import NO_JIT
+            if not NO_JIT:     # one pass over the rows instead of ten strided copies
+                from .trace_kernels import split_columns as split
         pos = 0
         try:
             while pos < n:
                 take = min(n - pos, self.chunk_rows - self._fill)
                 piece = buf[pos:pos + take]
                 lo, hi = self._fill, self._fill + take
-                for c in range(N_COLS):
-                    self._buffers[c][lo:hi] = piece[:, c]
+                if split is not None:
+                    split(piece, lo, *self._buffers)
+                else:
+                    for c in range(N_COLS):
+                        self._buffers[c][lo:hi] = piece[:, c]
                 self._fill = hi
                 pos += take
                 if self._fill == self.chunk_rows:
@@ -483,6 +527,12 @@ class EventTraceWriter:
     def _check_ranges(piece: np.ndarray, first_row: int) -> None:
         if piece.shape[0] == 0:
             return
+        if piece.dtype == np.int64 and piece.flags.c_contiguous:
+            from .jit import NO_JIT
+            if not NO_JIT:   # one pass (5x faster); the numpy loop below names the bad value
+                from .trace_kernels import out_of_range
+                if not out_of_range(piece, _CHECK_COLS, _CHECK_LO, _CHECK_HI):
+                    return
         for c, col, (lo, hi) in _CHECKED:
             v = piece[:, c]
             if v.min() < lo or v.max() > hi:
@@ -500,9 +550,9 @@ class EventTraceWriter:
             for b in bufs:
                 b[m:] = 0
         if self._pool is None:
-            futures = [_Done(_encode(b, DEFLATE_LEVEL)) for b in bufs]
+            futures = [_Done(_store_job(b, self.compression)) for b in bufs]
         else:
-            futures = [self._pool.submit(_encode, b, DEFLATE_LEVEL) for b in bufs]
+            futures = [self._pool.submit(_store_job, b, self.compression) for b in bufs]
         self._pending.append((self._queued, self._queued + m, futures, bufs))
         self._queued += m
         self._fill = 0
@@ -512,18 +562,23 @@ class EventTraceWriter:
 
     def _store_oldest(self) -> None:
         offset, end, futures, bufs = self._pending.popleft()
-        crcs = []
-        for ds, fut in zip(self._datasets, futures):
-            data = fut.result()
-            if ds.shape[0] < end:
+        crcs = np.empty(N_COLS, dtype="<u4")
+        grow = self._ds_rows < end   # every column has the same length (h5py's .shape is slow)
+        for i, (ds, fut) in enumerate(zip(self._datasets, futures)):
+            data, crcs[i] = fut.result()
+            if grow:
                 ds.resize((end,))
             ds.id.write_direct_chunk((offset,), data, 0)
-            crcs.append(zlib.crc32(data))
+        self._ds_rows = max(self._ds_rows, end)
         k = offset // self.chunk_rows
-        for cs, crc in zip(self._checksums, crcs):   # after the data: a checksum vouches
-            if cs.shape[0] < k + 1:
+        grow = self._cs_rows < k + 1
+        for i, cs in enumerate(self._checksums):   # after the data: a checksum vouches
+            if grow:
                 cs.resize((k + 1,))
-            cs[k] = crc
+            space = cs.id.get_space()            # cs[k] = crc, without h5py's slicing cost
+            space.select_hyperslab((k,), (1,))
+            cs.id.write(self._one, space, crcs[i:i + 1])
+        self._cs_rows = max(self._cs_rows, k + 1)
         self._file.flush()
         self._written = end
         self._spare.append(bufs)
@@ -545,6 +600,7 @@ class EventTraceWriter:
                     ds.resize((start,))
                 for cs in self._checksums:
                     cs.resize((start // self.chunk_rows,))
+                self._ds_rows, self._cs_rows = start, start // self.chunk_rows
                 self._queued = self._written = start
                 for b, k in zip(self._buffers, keep):
                     b[:n - start] = k
@@ -679,7 +735,10 @@ class EventTrace:
         lengths = sorted({ds.shape[0] for ds in self._ds.values()})
         chunks = self._ds["time"].chunks
         self.chunk_rows = int(chunks[0]) if chunks else DEFAULT_CHUNK_ROWS
-        self._direct = {c: _standard_filters(ds) for c, ds in self._ds.items()}
+        self._direct = {c: _direct_codec(ds) for c, ds in self._ds.items()}
+        codecs = set(self._direct.values())
+        #: "deflate", "none", or "other" (other or mixed filters: read through h5py)
+        self.compression = codecs.pop() if len(codecs) == 1 and None not in codecs else "other"
         self._cks = None
         cg = h5file.get(CHECKSUM_GROUP)
         if isinstance(cg, h5py.Group) and all(isinstance(cg.get(c), h5py.Dataset)
@@ -770,7 +829,7 @@ class EventTrace:
                             raise ValueError("checksum mismatch")
                     elif self._direct[c]:
                         mask, data = ds.id.read_direct_chunk((k * R,))
-                        _decode(data, mask, ds.dtype, R)
+                        _decode(data, mask, ds.dtype, R, self._direct[c])
                     else:
                         ds[k * R:min(self.n_events, (k + 1) * R)]
                 except Exception as exc:  # noqa: BLE001 - HDF5/zlib raise many types on damage
@@ -856,10 +915,11 @@ class EventTrace:
                     break
                 if verified and zlib.crc32(data) != int(self._cks[c][k]):
                     raise self._damaged(c, k, "checksum mismatch")
+                codec = self._direct[c]
                 if use_pool:
-                    futures.append(self._pool.submit(_decode, data, mask, ds.dtype, R))
+                    futures.append(self._pool.submit(_decode, data, mask, ds.dtype, R, codec))
                 else:
-                    futures.append(_Lazy(_decode, data, mask, ds.dtype, R))
+                    futures.append(_Lazy(_decode, data, mask, ds.dtype, R, codec))
             if futures is not None:
                 jobs[c] = futures
         out = {}
@@ -957,13 +1017,18 @@ class EventTrace:
         return self._per_kind("count")
 
 
-def _standard_filters(ds) -> bool:
-    """True when ``ds`` is chunked 1-D little-endian with exactly shuffle then deflate."""
+def _direct_codec(ds) -> str | None:
+    """How ``ds``'s stored chunks decode without HDF5's filters: "deflate" (chunked 1-D
+    little-endian with exactly shuffle then deflate), "none" (chunked, no filters), or None
+    (anything else: read through h5py)."""
     if ds.chunks is None or ds.dtype.byteorder == ">":
-        return False
+        return None
     plist = ds.id.get_create_plist()
     codes = [plist.get_filter(i)[0] for i in range(plist.get_nfilters())]
-    return codes == [_H5Z_FILTER_SHUFFLE, _H5Z_FILTER_DEFLATE]
+    if codes == [_H5Z_FILTER_SHUFFLE, _H5Z_FILTER_DEFLATE]:
+        return "deflate"
+    return "none" if codes == [] else None
+
 
 
 def _missing_message(path: str) -> str:
