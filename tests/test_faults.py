@@ -152,7 +152,11 @@ CHILD_TRACE = r"""
 import sys, numpy as np
 sys.path.insert(0, sys.argv[2])
 from tests.test_faults import trace_batch
+import os, tempfile
 from g10fast.trace import EventTraceWriter
+with tempfile.TemporaryDirectory() as d:   # warm up: the writer's Numba kernels load (or, on a
+    with EventTraceWriter(os.path.join(d, "warm.h5"), {}, {}, chunk_rows=1000) as ww:
+        ww.append(np.concatenate([trace_batch(0), trace_batch(1)]))   # fresh machine, compile)
 w = EventTraceWriter(sys.argv[1], {"run": "killed"}, {"m": 1}, chunk_rows=1000,
                      threads=int(sys.argv[3]))
 print("ready", flush=True)
