@@ -178,3 +178,50 @@ def test_engine_option_page_bulk():
     assert EngineOptions(page_bulk=True).check().page_bulk is True
     with pytest.raises(InputError, match="page_bulk"):
         EngineOptions(page_bulk="yes").check()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_fault_scan_uniform_equals_page_loop(seed):
+    """`_fault_scan` with the bulk paths (P_BULK: a tensor whose pages share location and
+    in-transfer bit goes through `_fault_scan_uniform`) leaves exactly what the page loop
+    leaves: page states (in-transfer and wait-set flags, generations untouched), queues
+    (a run merging with a queued run that ends at the tensor's first page), counts, the
+    wait-set size, trace events, and the SSD count returned. Some pages already carry the
+    wait-set flag; one case in four is mixed (the page loop in both)."""
+    rng = np.random.default_rng(100 + seed)
+    n_pages, p0, n = 300, 40, 200
+    kinds = [pk.NOT_PRESENT, pk.IN_SSD, pk.IN_CPU, pk.IN_GPU | pk.F_TRANSFER,
+             pk.IN_SSD | pk.F_TRANSFER, pk.IN_CPU | pk.F_TRANSFER]
+    u = kinds[seed % len(kinds)]
+    pstate = ((rng.integers(0, 16, n_pages) << pk.GEN_SHIFT) | u).astype(np.uint8)
+    if u & pk.F_TRANSFER:
+        pstate[rng.random(n_pages) < 0.3] |= pk.F_WAIT
+    if seed % 4 == 3:
+        pstate[p0 + n // 2] = pk.IN_GPU               # mixed: the page loop
+    tt = np.zeros((1, pk.TT_COLS), dtype=np.int64)
+    tt[0, pk.TT_START], tt[0, pk.TT_NP] = p0, n
+    qb = np.zeros((pk.NQ, 64, 2), dtype=np.int64)
+    S = np.zeros(pk.NS, dtype=np.int64)
+    S[pk.P_TRACE] = seed % 2
+    S[pk.S_WAIT] = 7
+    if seed % 3 == 0:                                 # a queued run ending at p0 on each queue
+        for q in (pk.Q_PF_CPU, pk.Q_PF_SSD, pk.Q_PF_ALLOC):
+            pk._q_push(qb, S, q, p0 - 10, 10)
+    ev = np.zeros((8, pk.EV_COLS), dtype=np.int64)
+    out = []
+    for bulk in (0, 1):
+        st = (pstate.copy(), qb.copy(), S.copy(), ev.copy())
+        st[2][pk.P_BULK] = bulk
+        r = pk._fault_scan(0, seed % 2 == 0, 123, tt, st[0], st[1], st[2], st[3],
+                           seed % 2 == 1, 5, 2)
+        out.append((r,) + st)
+    a, b = out
+    assert a[0] == b[0]
+    for x, y, name in zip(a[1:], b[1:], ("pstate", "qb", "S", "ev")):
+        y = y.copy()
+        if name == "S":
+            y[pk.P_BULK] = 0
+        assert np.array_equal(x, y), name
+    if seed % 4 != 3 and not u & pk.F_TRANSFER:
+        assert np.all(b[1][p0:p0 + n] & pk.F_TRANSFER)
+        assert b[3][pk.S_WAIT] == 7 + n

@@ -2138,6 +2138,10 @@ def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
     if tt[_u(T), TT_RES] == n:
         return 0                     # all resident and not in transfer: nothing to do
     o = 0 if is_input else 3
+    if S[P_BULK] != 0 and n > 0:
+        u = _uniform_state(pstate, p0, n)
+        if u >= 0:
+            return _fault_scan_uniform(T, u, o, p0, n, t, pstate, qb, S, ev, trace, k, it)
     # runs of consecutive pages found in the same place are queued (and traced) as one
     run_start = -1
     run_len = 0
@@ -2188,6 +2192,41 @@ def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
     S[S_CNT + 3 + o] += n_np
     S[S_WAIT] += n_wait
     return n_ssd
+
+
+@_kernel
+def _fault_scan_uniform(T, u, o, p0, n, t, pstate, qb, S, ev, trace, k, it):
+    """`_fault_scan` of tensor T's pages p0 .. p0 + n - 1 (n >= 1) when they all share their
+    location and in-transfer bits u (`_uniform_state`, P_BULK): the page loop's outcome in
+    one step. In transfer: all count as in transfer and join the wait set; elsewhere off
+    the GPU: all are flagged in transfer and join the wait set, and go to the location's
+    demand queue as the one run (p0, n) the page loop pushes (and traces); in the GPU and
+    not in transfer: nothing. Returns the number of SSD pages found."""
+    if u == IN_GPU:
+        return 0
+    flags = F_WAIT if u & F_TRANSFER else F_TRANSFER | F_WAIT
+    had = 0
+    for p in range(p0, p0 + n):
+        st = pstate[_u(p)]
+        had += (st >> 3) & 1                     # (F_WAIT, bit 3)
+        pstate[_u(p)] = st | flags
+    S[S_WAIT] += n - had
+    if u & F_TRANSFER:
+        S[S_CNT] += n
+        return 0
+    loc = u & LOC_MASK
+    if loc == NOT_PRESENT:
+        S[S_CNT + 3 + o] += n
+        _q_push(qb, S, Q_PF_ALLOC, p0, n)
+    elif loc == IN_SSD:
+        S[S_CNT + 2 + o] += n
+        _q_push(qb, S, Q_PF_SSD, p0, n)
+    else:
+        S[S_CNT + 1 + o] += n
+        _q_push(qb, S, Q_PF_CPU, p0, n)
+    if trace:
+        _emit(ev, S, t, EV_FAULT, it, k, T, p0, n, loc, IN_GPU, 0)
+    return n if loc == IN_SSD else 0
 
 
 @_kernel
