@@ -161,15 +161,9 @@ def _spec_from_args(args):
         if args.model is None:
             raise InputError("--batch/--policy need a model: --model NAME (a built-in model, see "
                              "`g10fast models`) or --g10 ARTIFACT_DIR --model M", param="--model")
-        preset_over = {}
-        if args.host_mem_gb is not None:
-            preset_over["host.memory_gb"] = args.host_mem_gb
-        if args.ssd_gbps is not None:
-            preset_over["ssd.bandwidth_gbps"] = args.ssd_gbps
-        if args.pcie_gbps is not None:
-            preset_over["host.link_gbps"] = args.pcie_gbps
         system = args.system or "g10-artifact"
-        spec = builtin_spec(args.model, args.batch, system, rec.name, overrides=preset_over,
+        spec = builtin_spec(args.model, args.batch, system, rec.name,
+                            overrides=_preset_overrides(args),
                             options=_options(args.option))
         return spec, f"built-in {spec.workload.model} at batch {spec.workload.batch} on {system}"
     if args.system is not None:
@@ -189,6 +183,13 @@ def _spec_from_args(args):
     return spec, None
 
 
+def _preset_overrides(args) -> dict:
+    """The preset overrides that --host-mem-gb, --ssd-gbps and --pcie-gbps ask for."""
+    flags = (("host_mem_gb", "host.memory_gb"), ("ssd_gbps", "ssd.bandwidth_gbps"),
+             ("pcie_gbps", "host.link_gbps"))
+    return {key: getattr(args, a) for a, key in flags if getattr(args, a) is not None}
+
+
 def _trace_spec_from_args(args):
     """-> (RunSpec, note) of `run --workload FILE.h5` (an HDF5 workload trace)."""
     from g10fast import policies
@@ -198,15 +199,8 @@ def _trace_spec_from_args(args):
             raise InputError(f"--workload fixes the model and batch; drop --{flag}",
                              param=f"--{flag}")
     rec = policies.get(args.policy or "lru", param="--policy")
-    over = {}
-    if args.host_mem_gb is not None:
-        over["host.memory_gb"] = args.host_mem_gb
-    if args.ssd_gbps is not None:
-        over["ssd.bandwidth_gbps"] = args.ssd_gbps
-    if args.pcie_gbps is not None:
-        over["host.link_gbps"] = args.pcie_gbps
     system = args.system or "g10-artifact"
-    spec = trace_spec(args.workload, system, rec.name, overrides=over,
+    spec = trace_spec(args.workload, system, rec.name, overrides=_preset_overrides(args),
                       options=_options(args.option))
     return spec, f"workload trace {args.workload} ({spec.workload.model}, batch " \
                  f"{spec.workload.batch}) on {system}"

@@ -529,6 +529,16 @@ def parse_kernel_range(text: str | None, n_exec: int) -> tuple[int, int] | None:
 # pass 2: counters, link slices, faults, hints
 # =============================================================================================
 
+def _window(run: "_Run", kernels: str | None) -> tuple[int, int, int, int]:
+    """The kernel executions [a, b) of `--kernels A:B` (all without it) and the time window
+    [w0, w1] (cycles) they span."""
+    rng = parse_kernel_range(kernels, run.k_start.size)
+    if rng is None:
+        return 0, run.k_start.size, run.tmin, run.tmax
+    a, b = rng
+    return a, b, int(run.k_start[a]), int(run.k_end[b - 1])
+
+
 def _moves(ch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Effective (src, dst, pages) of every row: FETCH goes to the GPU, EVICT leaves it, ALLOC
     comes from nowhere, DEALLOC goes nowhere; other kinds move nothing (pages 0)."""
@@ -747,13 +757,7 @@ def export_trace(path, out, fmt: str = "perfetto", pages: bool = False,
                                   f"{secrets.token_hex(4)}.tmp")
     try:
         run = _Run(tr)
-        rng = parse_kernel_range(kernels, run.k_start.size)
-        if rng is not None:
-            a, b = rng
-            w0, w1 = int(run.k_start[a]), int(run.k_end[b - 1])
-        else:
-            a, b = 0, run.k_start.size
-            w0, w1 = run.tmin, run.tmax
+        a, b, w0, w1 = _window(run, kernels)
         nsamp = int(samples) if samples else (PAGES_SAMPLES if pages else DEFAULT_SAMPLES)
         bins = _Bins(w0, max(w1, w0 + 1), nsamp)
         gap = int(merge_gap) if merge_gap is not None else bins.w
@@ -1155,13 +1159,7 @@ def plot_trace(path, out, kernels: str | None = None, samples: int = 2000) -> di
     tr = open_trace(path)
     try:
         run = _Run(tr)
-        rng = parse_kernel_range(kernels, run.k_start.size)
-        if rng is not None:
-            a, b = rng
-            w0, w1 = int(run.k_start[a]), int(run.k_end[b - 1])
-        else:
-            a, b = 0, run.k_start.size
-            w0, w1 = run.tmin, run.tmax
+        a, b, w0, w1 = _window(run, kernels)
         bins = _Bins(w0, max(w1, w0 + 1), samples)
         for ch in tr.iter_chunks(rows=CHUNK_ROWS, columns=["time", "kind", "count", "src",
                                                             "dst"]):

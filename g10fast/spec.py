@@ -231,24 +231,31 @@ def to_g10_config(spec: RunSpec):
 # ---------------------------------------------------------------------------------------------
 # Built-in models
 
+def _system_of(system, overrides: dict | None, source: str = "") -> System:
+    """A System from a preset (name, path or dict, with overrides) or a System as it is."""
+    from g10fast.hardware import load_preset
+    if isinstance(system, System):
+        return system
+    try:
+        preset = system if isinstance(system, dict) else load_preset(system, overrides)
+        return System.from_preset(preset)
+    except InputError as e:
+        raise _where(e, source or None) from None
+
+
 def builtin_spec(model, batch: int | None = None, system="g10-artifact", policy="lru", *,
                  overrides: dict | None = None, options: dict | None = None,
                  engine: dict | EngineOptions | None = None, kernel_times="estimated",
                  model_options: dict | None = None, source: str = "") -> RunSpec:
     """A built-in model (name or ModelSpec) on a hardware preset (name, path, preset dict or
     System) under one policy."""
-    from g10fast.hardware import load_preset
     from g10fast.workload.builtin import ModelSpec, find_model
     try:
         spec = model if isinstance(model, ModelSpec) else find_model(model)
         batch = spec.default_batch if batch is None else batch
-        if isinstance(system, System):
-            sysobj = system
-        else:
-            preset = system if isinstance(system, dict) else load_preset(system, overrides)
-            sysobj = System.from_preset(preset)
     except InputError as e:
         raise _where(e, source or None) from None
+    sysobj = _system_of(system, overrides, source)
     wl = WorkloadSource("builtin", spec.key, batch, str(kernel_times),
                         tuple(sorted((model_options or {}).items())))
     return make_spec(wl, sysobj, policy, options, engine, source)
@@ -259,18 +266,10 @@ def trace_spec(path, system="g10-artifact", policy="lru", *, overrides: dict | N
                source: str = "") -> RunSpec:
     """An HDF5 workload trace (`g10fast capture`, `g10fast workload export`) on a hardware
     preset (name, path, preset dict or System) under one policy."""
-    from g10fast.hardware import load_preset
     from g10fast.workload.h5trace import read_attrs
     path = os.path.abspath(os.fspath(path))
     a = read_attrs(path)
-    try:
-        if isinstance(system, System):
-            sysobj = system
-        else:
-            preset = system if isinstance(system, dict) else load_preset(system, overrides)
-            sysobj = System.from_preset(preset)
-    except InputError as e:
-        raise _where(e, source or None) from None
+    sysobj = _system_of(system, overrides, source)
     wl = WorkloadSource("trace", str(a.get("name", "?")), int(a.get("batch_size", 1)), "file",
                         files=(("path", path),))
     return make_spec(wl, sysobj, policy, options, engine, source)

@@ -141,3 +141,24 @@ def random_hints(workload, seed: int, n_hints: int = 40) -> list:
         if len({h[0] % K for h in hints}) >= 2:
             break
     return sorted(hints, key=lambda h: h[0])
+
+
+class Collector:
+    """A trace sink keeping a copy of every appended event buffer (the engines' `trace=`)."""
+
+    def __init__(self):
+        self.parts = []
+
+    def append(self, buf):
+        self.parts.append(np.array(buf, dtype=np.int64, copy=True))
+
+    @property
+    def n_events(self):
+        return sum(len(p) for p in self.parts)
+
+    def rewind(self, n):
+        self.parts = [self.events[:n]]
+
+    @property
+    def events(self):
+        return np.concatenate(self.parts) if self.parts else np.zeros((0, 10), np.int64)

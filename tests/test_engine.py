@@ -16,35 +16,13 @@ from g10fast.engine import page_kernels as pk
 from g10fast.engine.page import simulate_pages
 from g10fast.engine.stats import iteration_stats
 
-from synth import kernel_pages, make_workload, tiny_cfg
+from synth import Collector, kernel_pages, make_workload, tiny_cfg
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 ARTIFACT = SHARED / "g10-artifact"
 REFERENCE = SHARED / "reference"
 needs_shared = pytest.mark.skipif(not (ARTIFACT / "frontend").is_dir() or not REFERENCE.is_dir(),
                                   reason="../shared (G10 artifact and reference runs) not present")
-
-
-class Collector:
-    """A trace sink keeping every event."""
-
-    def __init__(self):
-        self.parts = []
-
-    def append(self, buf):
-        self.parts.append(np.array(buf, copy=True))
-
-    @property
-    def n_events(self):
-        return sum(len(p) for p in self.parts)
-
-    def rewind(self, n):
-        ev = self.events[:n]
-        self.parts = [ev]
-
-    @property
-    def events(self):
-        return np.concatenate(self.parts) if self.parts else np.zeros((0, pk.EV_COLS), np.int64)
 
 
 def check_invariants(w, cfg, run, events):

@@ -7,33 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from synth import kernel_pages, make_workload, random_hints, tiny_cfg
+from synth import Collector, kernel_pages, make_workload, random_hints, tiny_cfg
 
 from g10fast.engine import page_kernels as pk
 from g10fast.engine.page import simulate_pages
 
 
-class _Events:
-    def __init__(self):
-        self.parts = []
-
-    def append(self, buf):
-        self.parts.append(np.array(buf, dtype=np.int64, copy=True))
-
-    @property
-    def n_events(self):
-        return sum(len(p) for p in self.parts)
-
-    def rewind(self, n):
-        ev = np.concatenate(self.parts)[:n] if self.parts else np.zeros((0, 10), np.int64)
-        self.parts = [ev]
-
-    def rows(self):
-        return np.concatenate(self.parts) if self.parts else np.zeros((0, 10), np.int64)
-
-
 def _outcome(w, cfg, hints, bulk, traced):
-    ev = _Events() if traced else None
+    ev = Collector() if traced else None
     try:
         r = simulate_pages(w, cfg, hints=hints, trace=ev, keep_state=True, bulk=bulk)
     except Exception as e:                     # an error is an outcome too
@@ -41,7 +22,7 @@ def _outcome(w, cfg, hints, bulk, traced):
     return {"kernels": r.kernels, "pcie": r.pcie, "boundaries": r.boundaries,
             "gpu_used": r.gpu_used, "host_used": r.host_used, "host_peak": r.host_peak,
             "pstate": r.pstate & 15, "live": r.live_page_evictions, "amp": r.amplification,
-            "extra": r.extra, "events": ev.rows() if traced else None}
+            "extra": r.extra, "events": ev.events if traced else None}
 
 
 def _assert_same(a, b, what):
