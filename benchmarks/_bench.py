@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def git_commit() -> str:
-    """The short hash of the checked-out commit, recorded with every benchmark result."""
+def git_commit(tree: Path | str = ROOT) -> str:
+    """The short hash of a tree's checked-out commit (this checkout by default), recorded with
+    every benchmark result."""
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
-                              capture_output=True).stdout.strip()
-    except OSError:
+        return subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (subprocess.CalledProcessError, OSError):
         return "?"
+
+
+def append_record(path: Path, rec: dict) -> None:
+    """Append one JSON line to a results file (benchmarks/results/...) and show it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        f.write(json.dumps(rec) + "\n")
+    print(json.dumps(rec, indent=1))

@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from _bench import append_record, git_commit
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 ARTIFACT = ROOT.parent / "shared" / "g10-artifact"
@@ -45,14 +47,6 @@ print(json.dumps({"warmup_wall_s": t1 - t0, "wall_s": t2 - t1, "cpu_s": c2 - c1,
                   "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "exe_time_cycles": it["exe_time_cycles"], "digest": digest}))
 """
-
-
-def commit_of(tree: Path) -> str:
-    try:
-        return subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        return "?"
 
 
 def measure(art: Path, point: str, bulk: bool) -> dict:
@@ -102,14 +96,11 @@ def main(argv=None) -> int:
                 / statistics.median(r["cpu_s"] for r in d["per-page"]), 4),
             "same_result": len({r["digest"] for r in d["per-page"] + d["bulk"]}) == 1,
         }
-    rec = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "commit": commit_of(ROOT),
+    rec = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "commit": git_commit(ROOT),
            "machine": os.uname().nodename, "cpus": os.cpu_count(),
            "loadavg_start": load_start, "loadavg_end": os.getloadavg(),
            "repeats": a.repeats, "points": summary}
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    with open(a.out, "a") as f:
-        f.write(json.dumps(rec) + "\n")
-    print(json.dumps(rec, indent=1))
+    append_record(a.out, rec)
     return 0
 
 

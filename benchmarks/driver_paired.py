@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from _bench import append_record, git_commit
+
 HERE = Path(__file__).resolve().parent
 
 CHILD = r"""
@@ -52,14 +54,6 @@ print(json.dumps({"warmup_wall_s": t1 - t0, "wall_s": t2 - t1, "cpu_s": c2 - c1,
                   "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "exe_time_cycles": it["exe_time_cycles"], "digest": h.hexdigest()[:16]}))
 """
-
-
-def commit_of(tree: Path) -> str:
-    try:
-        return subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        return "?"
 
 
 def measure(tree: Path, point: str) -> dict:
@@ -108,14 +102,11 @@ def main(argv=None) -> int:
                 / statistics.median(r["cpu_s"] for r in d["base"]), 4),
             "same_result": len({r["digest"] for r in d["base"] + d["new"]}) == 1,
         }
-    rec = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "base": commit_of(trees["base"]),
-           "new": commit_of(trees["new"]), "machine": os.uname().nodename,
+    rec = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "base": git_commit(trees["base"]),
+           "new": git_commit(trees["new"]), "machine": os.uname().nodename,
            "cpus": os.cpu_count(), "load_avg_1min": round(os.getloadavg()[0], 2),
            "repeats": a.repeats, "points": summary}
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    with open(a.out, "a") as f:
-        f.write(json.dumps(rec) + "\n")
-    print(json.dumps(rec, indent=1))
+    append_record(a.out, rec)
     return 0
 
 

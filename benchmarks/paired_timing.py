@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from _bench import append_record, git_commit
+
 HERE = Path(__file__).resolve().parent
 ARTIFACT = HERE.parents[1] / "shared" / "g10-artifact"
 
@@ -42,14 +44,6 @@ print(json.dumps({"warmup_wall_s": t1 - t0, "wall_s": t2 - t1, "cpu_s": c2 - c1,
                   "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "exe_time_cycles": it["exe_time_cycles"]}))
 """
-
-
-def commit_of(tree: Path) -> str:
-    try:
-        return subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        return "?"
 
 
 def measure(tree: Path, art: Path, point: str, warm: bool = True) -> dict:
@@ -121,13 +115,10 @@ def main(argv=None) -> int:
                                              / min(r["cpu_s"] for r in d["base"]), 4),
             "same_result": len(same) == 1,
         }
-    rec = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "base": commit_of(trees["base"]),
-           "new": commit_of(trees["new"]), "machine": os.uname().nodename,
+    rec = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "base": git_commit(trees["base"]),
+           "new": git_commit(trees["new"]), "machine": os.uname().nodename,
            "cpus": os.cpu_count(), "repeats": a.repeats, "points": summary, **rows}
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    with open(a.out, "a") as f:
-        f.write(json.dumps(rec) + "\n")
-    print(json.dumps(rec, indent=1))
+    append_record(a.out, rec)
     return 0
 
 
