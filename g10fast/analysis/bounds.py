@@ -187,6 +187,16 @@ def live_bytes(m: BoundModel) -> np.ndarray:
 # the window bound (Numba)
 
 @njit(cache=True)
+def _relax(L, pred, pkind, pbytes, j, v, t, kind, nbytes):
+    """The longest path's relaxation of node j by an edge from t (kind, bytes) of value v."""
+    if v > L[j]:
+        L[j] = v
+        pred[j] = t
+        pkind[j] = kind
+        pbytes[j] = nbytes
+
+
+@njit(cache=True)
 def _window_kernel(c, size, lo, hi, use_ptr, use_k, use_w, free_read, free_write, D, Dh,
                    in_rate, out_rate, ssd_in_rate, ssd_out_rate, slack, touched_evictable,
                    fault_path):
@@ -238,62 +248,35 @@ def _window_kernel(c, size, lo, hi, use_ptr, use_k, use_w, free_read, free_write
                 avail = cand - acc              # clean or older versions
                 f = need - avail
                 if f > 0.0:
-                    v = L[t0] + f / out_rate - slack
-                    if v > L[t]:
-                        L[t] = v
-                        pred[t] = t0
-                        pkind[t] = 2
-                        pbytes[t] = f
+                    _relax(L, pred, pkind, pbytes, t, L[t0] + f / out_rate - slack, t0, 2, f)
                 fs = needs - avail
                 if fs > 0.0:
                     v = L[t0] + fs / ssd_out_rate - slack
-                    if v > L[t]:
-                        L[t] = v
-                        pred[t] = t0
-                        pkind[t] = 4
-                        pbytes[t] = fs
+                    _relax(L, pred, pkind, pbytes, t, v, t0, 4, fs)
         # L[t] is final: chain edge
-        v = L[t] + c[t]
-        if v > L[t + 1]:
-            L[t + 1] = v
-            pred[t + 1] = t
-            pkind[t + 1] = 0
-            pbytes[t + 1] = 0.0
+        _relax(L, pred, pkind, pbytes, t + 1, L[t] + c[t], t, 0, 0.0)
         if D[t] > 0.0:
             acc = 0.0                           # bytes with next use <= t2
             for t2 in range(t + 1, K):
                 acc += rb[t2]
                 avail = cand - acc              # next use after t2, or free
                 f = D[t] - avail
-                if f > 0.0 and fault_path:
-                    v = L[t] + 0.5 * (f / in_rate + cc[t2 + 1] - cc[t]) - slack
-                    if v > L[t2 + 1]:
-                        L[t2 + 1] = v
-                        pred[t2 + 1] = t
-                        pkind[t2 + 1] = 1
-                        pbytes[t2 + 1] = f
-                elif f > 0.0:
-                    v = L[t] + f / in_rate - slack
-                    if v > L[t2]:
-                        L[t2] = v
-                        pred[t2] = t
-                        pkind[t2] = 1
-                        pbytes[t2] = f
                 fs = Dh[t] - avail
-                if fs > 0.0 and fault_path:
-                    v = L[t] + 0.5 * (fs / ssd_in_rate + cc[t2 + 1] - cc[t]) - slack
-                    if v > L[t2 + 1]:
-                        L[t2 + 1] = v
-                        pred[t2 + 1] = t
-                        pkind[t2 + 1] = 3
-                        pbytes[t2 + 1] = fs
-                elif fs > 0.0:
-                    v = L[t] + fs / ssd_in_rate - slack
-                    if v > L[t2]:
-                        L[t2] = v
-                        pred[t2] = t
-                        pkind[t2] = 3
-                        pbytes[t2] = fs
+                if fault_path:     # half of the edge: the fault path runs beside the stream
+                    j = t2 + 1
+                    e = cc[t2 + 1] - cc[t]
+                    if f > 0.0:
+                        v = L[t] + 0.5 * (f / in_rate + e) - slack
+                        _relax(L, pred, pkind, pbytes, j, v, t, 1, f)
+                    if fs > 0.0:
+                        v = L[t] + 0.5 * (fs / ssd_in_rate + e) - slack
+                        _relax(L, pred, pkind, pbytes, j, v, t, 3, fs)
+                else:
+                    if f > 0.0:
+                        _relax(L, pred, pkind, pbytes, t2, L[t] + f / in_rate - slack, t, 1, f)
+                    if fs > 0.0:
+                        v = L[t] + fs / ssd_in_rate - slack
+                        _relax(L, pred, pkind, pbytes, t2, v, t, 3, fs)
         # versions written by kernel t
         for x in range(T):
             if lo[x] < 0 or hi[x] < t or lo[x] > t:
