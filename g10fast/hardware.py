@@ -51,7 +51,6 @@ def load_preset(name_or_path, overrides: dict | None = None) -> dict:
         raise InputError(f"format must be {HARDWARE_FORMAT!r}", path=str(p), param="format")
     d = copy.deepcopy(d)
     d.setdefault("name", p.stem)
-    overridden = {str(k) for k in (overrides or {})}
     for key, val in (overrides or {}).items():
         sec, _, k = str(key).partition(".")
         if sec not in _SCHEMA or k not in _SCHEMA[sec]:
@@ -74,8 +73,6 @@ def load_preset(name_or_path, overrides: dict | None = None) -> dict:
         for k, kind in keys.items():
             v = d[sec].get(k)
             where = f"{sec}.{k}"
-            # a bad override is named as the parameter (the caller adds its own file)
-            src = None if where in overridden else str(p)
             if kind is str:
                 if not isinstance(v, str) or not v.strip():
                     raise bad(where, "missing, empty or not a string")

@@ -394,7 +394,7 @@ def _colour_runtime(is_free, blk, bsize, o, cap, off, live, resv, fail):
     switch on) + the bytes held by cudaMalloc. Offsets: the pool at 0, cudaMalloc blocks at
     fresh addresses above it."""
     from g10fast.alloc.period import _singa
-    E, B = len(blk), len(bsize)
+    E = len(blk)
     per = _singa(is_free, blk, bsize)
     cur_cuda = 0
     cur_live = 0

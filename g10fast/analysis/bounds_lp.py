@@ -109,7 +109,6 @@ def _solve(m: BoundModel, checkpoints, integral: bool, time_limit: float, mip_re
     r = 0
     inQ = np.zeros(K, bool)
     inQ[Q] = True
-    mem_rows = {int(k): None for k in Q}
     mem_terms = {int(k): [] for k in Q}
     fetch_terms = [[] for _ in range(nseg)]   # (var, bytes)
     write_terms = [[] for _ in range(nseg)]

@@ -294,7 +294,7 @@ def _split_conv_backward(rec, func, args, kwargs, out, ins, outs, phase, parent)
 def _split_per_tensor(rec, func, name, op, args, kwargs, out, phase, parent):
     """One kernel per index of the op's tensor lists (multi-tensor apply, per weight)."""
     sch = func._schema.arguments
-    lists, scalars, wnames = [], [], set()
+    lists, scalars = [], []
     for j, a in enumerate(sch):
         v = kwargs.get(a.name) if (a.kwarg_only or j >= len(args)) else args[j]
         if isinstance(v, (list, tuple)) and v and isinstance(v[0], torch.Tensor):

@@ -177,7 +177,7 @@ def swap_hints(trace, plan) -> tuple[np.ndarray, dict, dict]:
     top = np.asarray(trace.meta["tensor_of_op"], np.int64)
     K = int(trace.meta.get("kernels") or (kop.max() + 1))
     ak = absolute_kernels(trace)
-    s, L = int(plan.start), int(plan.length)
+    s = int(plan.start)
     base = int(ak[s]) - int(kop[s])
     n = trace.num_ops
     rows, absent, proxies = [], {}, []
