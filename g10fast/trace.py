@@ -16,9 +16,10 @@ and flushed after every stored chunk set, so the file of a killed run opens (wit
 target removes the temporary files of dead processes, and ``open_trace`` of a missing trace
 names them (``find_temporaries``).
 
-Chunks are compressed by a small thread pool (zlib releases the GIL) and stored with HDF5's
-direct chunk write, byte for byte what HDF5's own shuffle + deflate filters produce, so any HDF5
-reader decodes them; reading decodes chunks the same way in parallel when the filters are the
+Chunks are shuffled and compressed by a small thread pool (the shuffle kernel and ISA-L's
+deflate, ``isal``, release the GIL) and stored with HDF5's direct chunk write: the stored bytes
+are a standard zlib stream of the shuffled chunk, what HDF5's own shuffle + deflate filters
+decode, so any HDF5 reader reads them; reading decodes chunks the same way in parallel when the filters are the
 standard pair, and falls back to plain h5py slicing otherwise. ``compression="none"`` (the CLI's
 ``--trace-compression none``) stores the chunks unfiltered instead, for speed: 41 bytes per event,
 read by any HDF5 reader, with the same per-chunk CRC-32 of the stored bytes.
@@ -38,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from isal import isal_zlib   # ISA-L's deflate: the same zlib streams, several times faster
 
 from . import locations
 from .errors import InputError
@@ -128,6 +130,9 @@ KIND_NAMES = [k.name for k in EventKind]
 LOCATION_NAMES = [loc.name for loc in Location]
 
 
+_I64 = np.iinfo(np.int64)
+
+
 def _allowed_range(col: str) -> tuple[int, int] | None:
     """Values ``append`` accepts in a column, or None for the full int64 range."""
     if col == "kind":
@@ -143,10 +148,11 @@ def _allowed_range(col: str) -> tuple[int, int] | None:
 
 _CHECKED = [(c, col, _allowed_range(col)) for c, col in enumerate(COLUMNS)
             if _allowed_range(col) is not None]
-# the same as arrays, for trace_kernels.out_of_range
-_CHECK_COLS = np.array([c for c, _, _ in _CHECKED], dtype=np.int64)
-_CHECK_LO = np.array([r[0] for _, _, r in _CHECKED], dtype=np.int64)
-_CHECK_HI = np.array([r[1] for _, _, r in _CHECKED], dtype=np.int64)
+# the same per column, for trace_kernels.split_checked (unchecked columns: the int64 range)
+_CHECK_LO = np.array([(_allowed_range(col) or (_I64.min, _I64.max))[0] for col in COLUMNS],
+                     dtype=np.int64)
+_CHECK_HI = np.array([(_allowed_range(col) or (_I64.min, _I64.max))[1] for col in COLUMNS],
+                     dtype=np.int64)
 
 
 def default_threads() -> int:
@@ -202,13 +208,30 @@ def _encode(arr: np.ndarray, level: int) -> bytes:
     """HDF5 shuffle (byte planes) then deflate (zlib stream) of one whole chunk."""
     size = arr.dtype.itemsize
     if size > 1:
-        # One strided copy per byte plane: faster than a transposed copy, and it releases the GIL.
-        src = arr.view(np.uint8).reshape(-1, size)
-        planes = np.empty((size, src.shape[0]), dtype=np.uint8)
-        for j in range(size):
-            planes[j] = src[:, j]
+        planes = np.empty((size, arr.shape[0]), dtype=np.uint8)
+        _shuffle(arr.view(np.uint8).reshape(-1, size), planes)
         arr = planes
-    return zlib.compress(arr, level)
+    return isal_zlib.compress(arr, level)
+
+
+def _shuffle(src: np.ndarray, planes: np.ndarray) -> None:
+    """``planes[j, i] = src[i, j]`` (HDF5's shuffle; the Numba kernel releases the GIL)."""
+    from .jit import NO_JIT
+    if NO_JIT:
+        planes[...] = src.T
+    else:
+        from .trace_kernels import shuffle
+        shuffle(src, planes)
+
+
+def _unshuffle(planes: np.ndarray, out: np.ndarray) -> None:
+    """The inverse of ``_shuffle``: ``out[i, j] = planes[j, i]``."""
+    from .jit import NO_JIT
+    if NO_JIT:
+        out[...] = planes.T
+    else:
+        from .trace_kernels import unshuffle
+        unshuffle(planes, out)
 
 
 def _store_job(arr: np.ndarray, compression: str):
@@ -228,15 +251,13 @@ def _decode(data: bytes, filter_mask: int, dtype: np.dtype, rows: int,
             raise ValueError(f"stored chunk holds {arr.shape[0]} values, expected {rows}")
         return arr
     if not filter_mask & 2:
-        data = zlib.decompress(data)
+        data = isal_zlib.decompress(data)
     raw = np.frombuffer(data, dtype=np.uint8)
     size = dtype.itemsize
     if size == 1 or filter_mask & 1:
         return raw.view(dtype)
-    planes = raw.reshape(size, rows)
     out = np.empty((rows, size), dtype=np.uint8)
-    for j in range(size):
-        out[:, j] = planes[j]
+    _unshuffle(raw.reshape(size, rows), out)
     return out.view(dtype).reshape(rows)
 
 
@@ -491,29 +512,37 @@ class EventTraceWriter:
         if buf.dtype.kind not in "iu":
             raise TypeError(f"event buffer must hold integers, got dtype {buf.dtype}")
         n = buf.shape[0]
-        step = max(self.chunk_rows, 1 << 16)
-        for pos in range(0, n, step):
-            self._check_ranges(buf[pos:pos + step], self.n_events + pos)
-        split = None
+        fused = False
         if buf.dtype == np.int64 and buf.flags.c_contiguous and n >= 256:
             from .jit import NO_JIT
-            if not NO_JIT:     # one pass over the rows instead of ten strided copies
-                from .trace_kernels import split_columns as split
-        pos = 0
+            fused = not NO_JIT   # one pass over the rows: range check and column split
+        if not fused:
+            step = max(self.chunk_rows, 1 << 16)
+            for pos in range(0, n, step):
+                self._check_ranges(buf[pos:pos + step], self.n_events + pos)
         try:
+            # The batch goes into the current buffer set and, when it fills, into further
+            # ones; nothing is handed to the encoder until the whole batch has passed the
+            # range check, so a bad batch leaves the trace as it was.
+            full, bufs, fill, pos, bad = [], self._buffers, self._fill, 0, False
             while pos < n:
-                take = min(n - pos, self.chunk_rows - self._fill)
+                take = min(n - pos, self.chunk_rows - fill)
                 piece = buf[pos:pos + take]
-                lo, hi = self._fill, self._fill + take
-                if split is not None:
-                    split(piece, lo, *self._buffers)
+                if fused:
+                    from .trace_kernels import split_checked
+                    bad |= split_checked(piece, fill, _CHECK_LO, _CHECK_HI, *bufs)
                 else:
                     for c in range(N_COLS):
-                        self._buffers[c][lo:hi] = piece[:, c]
-                self._fill = hi
+                        bufs[c][fill:fill + take] = piece[:, c]
+                fill += take
                 pos += take
-                if self._fill == self.chunk_rows:
-                    self._flush()
+                if fill == self.chunk_rows:
+                    full.append(bufs)
+                    bufs, fill = self._new_buffers(), 0
+            if not bad:
+                for b in full:
+                    self._hand(b, self.chunk_rows)
+                self._buffers, self._fill = bufs, fill
         except OSError as exc:
             self.abort()
             raise InputError(f"cannot write the event trace ({exc}): a full disk or a "
@@ -522,17 +551,14 @@ class EventTraceWriter:
         except BaseException:
             self.abort()
             raise
+        if bad:
+            self._spare.extend(b for b in full[1:] + [bufs] if b is not self._buffers)
+            self._check_ranges(buf, self.n_events)   # names the first bad value
+            raise AssertionError("the range check and its kernel disagree")  # unreachable
 
     @staticmethod
     def _check_ranges(piece: np.ndarray, first_row: int) -> None:
-        if piece.shape[0] == 0:
-            return
-        if piece.dtype == np.int64 and piece.flags.c_contiguous:
-            from .jit import NO_JIT
-            if not NO_JIT:   # one pass (5x faster); the numpy loop below names the bad value
-                from .trace_kernels import out_of_range
-                if not out_of_range(piece, _CHECK_COLS, _CHECK_LO, _CHECK_HI):
-                    return
+        """Raise ValueError naming the first value of ``piece`` outside its column's range."""
         for c, col, (lo, hi) in _CHECKED:
             v = piece[:, c]
             if v.min() < lo or v.max() > hi:
@@ -542,10 +568,13 @@ class EventTraceWriter:
 
     def _flush(self) -> None:
         """Hand the buffered rows to the encoder as one chunk per column."""
-        m = self._fill
-        if m == 0:
-            return
-        bufs = self._buffers
+        if self._fill:
+            self._hand(self._buffers, self._fill)
+            self._buffers, self._fill = self._new_buffers(), 0
+
+    def _hand(self, bufs: list, m: int) -> None:
+        """Hand the first ``m`` rows of the buffer set ``bufs`` to the encoder (it is reused
+        once they are stored)."""
         if m < self.chunk_rows:  # the last, partial chunk: HDF5 stores chunks whole
             for b in bufs:
                 b[m:] = 0
@@ -555,10 +584,8 @@ class EventTraceWriter:
             futures = [self._pool.submit(_store_job, b, self.compression) for b in bufs]
         self._pending.append((self._queued, self._queued + m, futures, bufs))
         self._queued += m
-        self._fill = 0
         while len(self._pending) > self._max_pending:
             self._store_oldest()
-        self._buffers = self._new_buffers()
 
     def _store_oldest(self) -> None:
         offset, end, futures, bufs = self._pending.popleft()
@@ -932,7 +959,7 @@ class EventTrace:
                 a, b = max(lo, k * R), min(hi, (k + 1) * R)
                 try:
                     arr[a - lo:b - lo] = fut.result()[a - k * R:b - k * R]
-                except (zlib.error, ValueError) as exc:
+                except (zlib.error, isal_zlib.error, ValueError) as exc:
                     raise self._damaged(c, k, f"does not decode ({exc})") from None
             out[c] = arr
         return out

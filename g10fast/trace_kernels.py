@@ -1,40 +1,67 @@
-"""Numba kernel of the event-trace writer (g10fast/trace.py): the range check of a batch.
+"""Numba kernels of the event-trace writer and reader (g10fast/trace.py): the split of a batch
+into its columns with its range check, and HDF5's byte shuffle and its inverse.
 
-``out_of_range`` is wrapped by ``EventTraceWriter._check_ranges``, which calls it only on
-C-contiguous int64 batches (the engines' event buffers) and, when it finds a value outside its
-column's range, finds and names the first one with numpy (the error path is rare).
+``split_checked`` is wrapped by ``EventTraceWriter.append``, which calls it only on
+C-contiguous int64 batches (the engines' event buffers) and, when it reports a value outside
+its column's range, drops the batch and names the first bad value with numpy (the error path
+is rare).
+``shuffle`` and ``unshuffle`` run in the writer's and reader's worker threads (``nogil``) on
+whole chunks; ``_encode`` and ``_decode`` in trace.py wrap them and check the shapes.
 """
 
 from __future__ import annotations
 
-from g10fast.jit import kernel_nonrt
+from g10fast.jit import jit, kernel_nonrt
+
+kernel_nogil = jit(_nrt=False, nogil=True)
 
 
 @kernel_nonrt
-def out_of_range(buf, cols, lo, hi):
-    """True when some ``buf[i, cols[j]]`` is outside ``[lo[j], hi[j]]`` (one pass over the rows:
-    faster than a min and a max per column on the strided columns)."""
+def split_checked(piece, at, lo, hi, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9):
+    """``cK[at:at + n] = piece[:, K]`` for the ten columns of an int64 batch of ``n`` rows, in
+    one pass over its rows; -> True when some ``piece[i, K]`` is outside ``[lo[K], hi[K]]``
+    (unchecked columns carry the int64 range), in which case the caller drops what was
+    written (the columns then hold truncated values)."""
+    lo0, lo1, lo2, lo3, lo4 = lo[0], lo[1], lo[2], lo[3], lo[4]
+    lo5, lo6, lo7, lo8, lo9 = lo[5], lo[6], lo[7], lo[8], lo[9]
+    hi0, hi1, hi2, hi3, hi4 = hi[0], hi[1], hi[2], hi[3], hi[4]
+    hi5, hi6, hi7, hi8, hi9 = hi[5], hi[6], hi[7], hi[8], hi[9]
     bad = False
-    for i in range(buf.shape[0]):
-        for j in range(cols.shape[0]):
-            v = buf[i, cols[j]]
-            bad |= (v < lo[j]) | (v > hi[j])
+    for i in range(piece.shape[0]):
+        j = at + i
+        v0, v1, v2, v3, v4 = piece[i, 0], piece[i, 1], piece[i, 2], piece[i, 3], piece[i, 4]
+        v5, v6, v7, v8, v9 = piece[i, 5], piece[i, 6], piece[i, 7], piece[i, 8], piece[i, 9]
+        bad |= ((v0 < lo0) | (v0 > hi0) | (v1 < lo1) | (v1 > hi1) | (v2 < lo2) | (v2 > hi2)
+                | (v3 < lo3) | (v3 > hi3) | (v4 < lo4) | (v4 > hi4) | (v5 < lo5) | (v5 > hi5)
+                | (v6 < lo6) | (v6 > hi6) | (v7 < lo7) | (v7 > hi7) | (v8 < lo8) | (v8 > hi8)
+                | (v9 < lo9) | (v9 > hi9))
+        c0[j] = v0
+        c1[j] = v1
+        c2[j] = v2
+        c3[j] = v3
+        c4[j] = v4
+        c5[j] = v5
+        c6[j] = v6
+        c7[j] = v7
+        c8[j] = v8
+        c9[j] = v9
     return bad
 
 
-@kernel_nonrt
-def split_columns(piece, at, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9):
-    """``cK[at:at + n] = piece[:, K]`` for the ten columns of a range-checked int64 batch of
-    ``n`` rows, in one pass over its rows (the values fit their column's dtype)."""
-    for i in range(piece.shape[0]):
-        j = at + i
-        c0[j] = piece[i, 0]
-        c1[j] = piece[i, 1]
-        c2[j] = piece[i, 2]
-        c3[j] = piece[i, 3]
-        c4[j] = piece[i, 4]
-        c5[j] = piece[i, 5]
-        c6[j] = piece[i, 6]
-        c7[j] = piece[i, 7]
-        c8[j] = piece[i, 8]
-        c9[j] = piece[i, 9]
+@kernel_nogil
+def shuffle(src, out):
+    """HDF5's shuffle filter: ``out[j, i] = src[i, j]`` for ``src`` the ``n`` values of a chunk
+    seen as ``uint8[n, size]`` and ``out`` its ``uint8[size, n]`` byte planes."""
+    n, size = src.shape
+    for j in range(size):
+        for i in range(n):
+            out[j, i] = src[i, j]
+
+
+@kernel_nogil
+def unshuffle(planes, out):
+    """The inverse of ``shuffle``: ``out[i, j] = planes[j, i]``."""
+    size, n = planes.shape
+    for i in range(n):
+        for j in range(size):
+            out[i, j] = planes[j, i]

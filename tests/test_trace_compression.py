@@ -70,8 +70,9 @@ def test_uncompressed_round_trip(tmp_path, threads):
 
 
 def test_default_is_deflate_and_unchanged(tmp_path):
-    """The default writes exactly what it wrote before the option: shuffle + deflate 1, each
-    chunk the zlib stream of its byte planes; "deflate" named explicitly is the same file."""
+    """The default is shuffle + deflate (level 1 in the filter's parameters), each chunk a zlib
+    stream (ISA-L's) that plain zlib, and so HDF5's own deflate filter, inflates to the
+    chunk's byte planes; "deflate" named explicitly writes the same file."""
     buf = random_events(3500, seed=12)
     with EventTraceWriter(tmp_path / "d.h5", {"model": "BERT"}, {"run": 1}, chunk_rows=1000,
                           threads=2) as w:
@@ -84,7 +85,8 @@ def test_default_is_deflate_and_unchanged(tmp_path):
         assert _filters(ds) == [H5Z_SHUFFLE, H5Z_DEFLATE] and ds.compression_opts == 1
         _, data = ds.id.read_direct_chunk((1000,))
         planes = buf[1000:2000, 5].astype("<i8").view(np.uint8).reshape(-1, 8).T.copy()
-        assert data == zlib.compress(planes, 1)
+        assert zlib.decompress(data) == planes.tobytes()
+        np.testing.assert_array_equal(ds[1000:2000], buf[1000:2000, 5])   # HDF5's filters
     with open_trace(tmp_path / "d.h5") as tr:
         assert tr.compression == "deflate"
         assert_same(tr.read(), buf)
@@ -204,28 +206,60 @@ def test_cli_run_writes_an_uncompressed_trace(tmp_path, capsys):
 
 # -- the writer's Numba kernels against plain numpy (g10fast/trace_kernels.py) ----------------
 
-def test_range_check_kernel_matches_numpy():
-    from g10fast.trace import _CHECK_COLS, _CHECK_HI, _CHECK_LO, _CHECKED
-    from g10fast.trace_kernels import out_of_range
+def test_split_checked_kernel_matches_numpy():
+    """The writer's one-pass kernel: every column split exactly, and a value just outside a
+    column's range (and only such a value) reported; the bounds are those of _CHECKED."""
+    from g10fast.trace import _CHECK_HI, _CHECK_LO, _CHECKED
+    from g10fast.trace_kernels import split_checked
 
     r = np.random.default_rng(21)
     good = random_events(3000, seed=21)
-    assert not out_of_range(good, _CHECK_COLS, _CHECK_LO, _CHECK_HI)
+    cols = [np.full(4000, 99, COLUMN_DTYPES[c]) for c in COLUMNS]
+    assert not split_checked(good, 100, _CHECK_LO, _CHECK_HI, *cols)
+    for c, col in enumerate(COLUMNS):
+        np.testing.assert_array_equal(cols[c][100:3100], good[:, c].astype(COLUMN_DTYPES[col]))
+        assert (cols[c][:100] == 99).all() and (cols[c][3100:] == 99).all()
+    checked = {c for c, _, _ in _CHECKED}
+    assert [c for c in range(len(COLUMNS)) if _CHECK_LO[c] > np.iinfo(np.int64).min] == sorted(checked)
     for c, col, (lo, hi) in _CHECKED:
+        assert (_CHECK_LO[c], _CHECK_HI[c]) == (lo, hi)
         for v in (lo - 1, hi + 1, lo, hi):
             b = good.copy()
             b[int(r.integers(0, len(b))), c] = v
             want = bool(((b[:, c] < lo) | (b[:, c] > hi)).any())
-            assert out_of_range(b, _CHECK_COLS, _CHECK_LO, _CHECK_HI) == want, (col, v)
+            assert split_checked(b, 0, _CHECK_LO, _CHECK_HI, *cols) == want, (col, v)
             assert want == (v in (lo - 1, hi + 1))
 
 
-def test_split_kernel_matches_numpy():
-    from g10fast.trace_kernels import split_columns
+def test_shuffle_kernels_are_hdf5s_shuffle():
+    """The shuffle kernel gives the byte planes (what HDF5's shuffle filter stores), and
+    unshuffle inverts it, for every column width."""
+    from g10fast.trace_kernels import shuffle, unshuffle
 
-    buf = random_events(777, seed=22)
-    cols = [np.full(1000, 99, COLUMN_DTYPES[c]) for c in COLUMNS]
-    split_columns(buf, 100, *cols)
-    for c, col in enumerate(COLUMNS):
-        np.testing.assert_array_equal(cols[c][100:877], buf[:, c].astype(COLUMN_DTYPES[col]))
-        assert (cols[c][:100] == 99).all() and (cols[c][877:] == 99).all()
+    r = np.random.default_rng(23)
+    for size in (2, 4, 8):
+        src = r.integers(0, 256, size=(1001, size), dtype=np.uint8)
+        planes = np.empty((size, 1001), np.uint8)
+        shuffle(src, planes)
+        for j in range(size):
+            np.testing.assert_array_equal(planes[j], src[:, j])
+        back = np.empty_like(src)
+        unshuffle(planes, back)
+        np.testing.assert_array_equal(back, src)
+
+
+def test_bad_batch_over_several_chunks_leaves_the_trace_unchanged(tmp_path):
+    """A batch spanning several chunks with one bad value in its last chunk raises, and the
+    trace holds exactly the rows appended before it; the writer goes on."""
+    buf = random_events(5000, seed=24)
+    bad = random_events(3500, seed=25)
+    bad[3400, 1] = 99                                   # kind out of range, in the 4th chunk
+    path = tmp_path / "b.h5"
+    with EventTraceWriter(path, {"model": "BERT"}, chunk_rows=1000, threads=2) as w:
+        w.append(buf[:1700])
+        with pytest.raises(ValueError, match=r"event 5100: column 'kind' = 99"):
+            w.append(bad)
+        assert w.n_events == 1700
+        w.append(buf[1700:])
+    with open_trace(path) as tr:
+        assert_same(tr.read(), buf)
