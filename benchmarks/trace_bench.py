@@ -213,6 +213,7 @@ w = EventTraceWriter({str(Path(args.out) / 'writer_bench.h5')!r}, config={{}}, t
                      compression={args.compression!r})
 t0 = time.perf_counter(); c0 = time.process_time()
 done = 0
+spent = 0.0        # inside append and close: the writer's own time (not the time shift below)
 while done < {n}:
     for lo in range(0, len(base), B):
         m = min(B, {n} - done)
@@ -221,11 +222,16 @@ while done < {n}:
         b = base[lo:lo + m]
         if done >= len(base):
             b = b.copy(); b[:, 0] += (done // len(base)) * span
+        t1 = time.perf_counter()
         w.append(b)
+        spent += time.perf_counter() - t1
         done += len(b)
+t1 = time.perf_counter()
 w.close()
+spent += time.perf_counter() - t1
 wall = time.perf_counter() - t0; cpu = time.process_time() - c0
 print(json.dumps({{"events": done, "warm_up_s": warm, "wall_s": wall, "cpu_s": cpu, "events_per_s": done / wall,
+                  "writer_s": spent, "writer_events_per_s": done / spent,
                   "events_per_cpu_s": done / cpu, "peak_rss_bytes": _rss(),
                   "file_bytes": os.path.getsize({str(Path(args.out) / 'writer_bench.h5')!r})}}))
 """
