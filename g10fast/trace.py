@@ -224,16 +224,6 @@ def _shuffle(src: np.ndarray, planes: np.ndarray) -> None:
         shuffle(src, planes)
 
 
-def _unshuffle(planes: np.ndarray, out: np.ndarray) -> None:
-    """The inverse of ``_shuffle``: ``out[i, j] = planes[j, i]``."""
-    from .jit import NO_JIT
-    if NO_JIT:
-        out[...] = planes.T
-    else:
-        from .trace_kernels import unshuffle
-        unshuffle(planes, out)
-
-
 def _store_job(arr: np.ndarray, compression: str):
     """-> (bytes to store, their CRC-32) for one chunk; "none" stores ``arr`` itself (the
     caller keeps it unchanged until it is written)."""
@@ -256,8 +246,11 @@ def _decode(data: bytes, filter_mask: int, dtype: np.dtype, rows: int,
     size = dtype.itemsize
     if size == 1 or filter_mask & 1:
         return raw.view(dtype)
+    # numpy, not a kernel: readers (trace export, inspect) need not import Numba (~70 MiB)
+    planes = raw.reshape(size, rows)
     out = np.empty((rows, size), dtype=np.uint8)
-    _unshuffle(raw.reshape(size, rows), out)
+    for j in range(size):
+        out[:, j] = planes[j]
     return out.view(dtype).reshape(rows)
 
 

@@ -1,12 +1,12 @@
 """Numba kernels of the event-trace writer and reader (g10fast/trace.py): the split of a batch
-into its columns with its range check, and HDF5's byte shuffle and its inverse.
+into its columns with its range check, and HDF5's byte shuffle.
 
 ``split_checked`` is wrapped by ``EventTraceWriter.append``, which calls it only on
 C-contiguous int64 batches (the engines' event buffers) and, when it reports a value outside
 its column's range, drops the batch and names the first bad value with numpy (the error path
 is rare).
-``shuffle`` and ``unshuffle`` run in the writer's and reader's worker threads (``nogil``) on
-whole chunks; ``_encode`` and ``_decode`` in trace.py wrap them and check the shapes.
+``shuffle`` runs in the writer's worker threads (``nogil``) on whole chunks, wrapped by
+``_encode`` in trace.py (readers unshuffle with numpy: they need not import Numba).
 """
 
 from __future__ import annotations
@@ -56,12 +56,3 @@ def shuffle(src, out):
     for j in range(size):
         for i in range(n):
             out[j, i] = src[i, j]
-
-
-@kernel_nogil
-def unshuffle(planes, out):
-    """The inverse of ``shuffle``: ``out[i, j] = planes[j, i]``."""
-    size, n = planes.shape
-    for i in range(n):
-        for j in range(size):
-            out[i, j] = planes[j, i]
