@@ -28,6 +28,7 @@ read by any HDF5 reader, with the same per-chunk CRC-32 of the stored bytes.
 from __future__ import annotations
 
 import collections
+import contextlib
 import enum
 import hashlib
 import json
@@ -481,6 +482,22 @@ class EventTraceWriter:
         """Events appended so far."""
         return self._queued + self._fill
 
+    @contextlib.contextmanager
+    def _writing(self):
+        """Any error inside aborts the writer (nothing is published, the temporary file is
+        removed); an OSError (a full disk, a failing device) becomes an InputError naming the
+        trace."""
+        try:
+            yield
+        except OSError as exc:
+            self.abort()
+            raise InputError(f"cannot write the event trace ({exc}): a full disk or a "
+                             f"failing device? nothing was published, the temporary "
+                             f"file is removed", path=self.path) from None
+        except BaseException:
+            self.abort()
+            raise
+
     def _check_open(self) -> None:
         if self._state != "open":
             raise ValueError(f"event trace writer for {self.path} is {self._state}")
@@ -513,7 +530,7 @@ class EventTraceWriter:
             step = max(self.chunk_rows, 1 << 16)
             for pos in range(0, n, step):
                 self._check_ranges(buf[pos:pos + step], self.n_events + pos)
-        try:
+        with self._writing():
             # The batch goes into the current buffer set and, when it fills, into further
             # ones; nothing is handed to the encoder until the whole batch has passed the
             # range check, so a bad batch leaves the trace as it was.
@@ -536,14 +553,6 @@ class EventTraceWriter:
                 for b in full:
                     self._hand(b, self.chunk_rows)
                 self._buffers, self._fill = bufs, fill
-        except OSError as exc:
-            self.abort()
-            raise InputError(f"cannot write the event trace ({exc}): a full disk or a "
-                             f"failing device? nothing was published, the temporary "
-                             f"file is removed", path=self.path) from None
-        except BaseException:
-            self.abort()
-            raise
         if bad:
             self._spare.extend(b for b in full[1:] + [bufs] if b is not self._buffers)
             self._check_ranges(buf, self.n_events)   # names the first bad value
@@ -610,7 +619,7 @@ class EventTraceWriter:
         n = int(n)
         if not 0 <= n <= self.n_events:
             raise ValueError(f"cannot rewind to {n} events: {self.n_events} appended")
-        try:
+        with self._writing():
             if n < self._queued:
                 while self._pending:
                     self._store_oldest()
@@ -627,14 +636,6 @@ class EventTraceWriter:
                 self._fill = n - start
             else:
                 self._fill = n - self._queued
-        except OSError as exc:
-            self.abort()
-            raise InputError(f"cannot write the event trace ({exc}): a full disk or a "
-                             f"failing device? nothing was published, the temporary "
-                             f"file is removed", path=self.path) from None
-        except BaseException:
-            self.abort()
-            raise
 
     def set_summary(self, summary: dict) -> None:
         """Store ``summary`` (per-iteration statistics) as the JSON attribute ``summary`` at
@@ -658,7 +659,7 @@ class EventTraceWriter:
         self._check_open()
         if summary is not None:
             self.set_summary(summary)
-        try:
+        with self._writing():
             self._flush()
             while self._pending:
                 self._store_oldest()
@@ -679,14 +680,6 @@ class EventTraceWriter:
                 a["complete"] = True
                 a["attrs_sha256"] = _attrs_digest(a, CLOSE_ATTRS)
             os.replace(self.tmp_path, self.path)
-        except OSError as exc:
-            self.abort()
-            raise InputError(f"cannot write the event trace ({exc}): a full disk or a "
-                             f"failing device? nothing was published, the temporary "
-                             f"file is removed", path=self.path) from None
-        except BaseException:
-            self.abort()
-            raise
         self._finalizer.detach()
         self._state = "closed"
         self._buffers, self._spare = [], []
