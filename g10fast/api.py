@@ -15,6 +15,7 @@ import math
 import os
 
 from g10fast import policies as registry
+from g10fast.atomic import atomic_path
 from g10fast.errors import InputError
 from g10fast.policies import DEFAULT_POLICIES
 from g10fast.spec import builtin_spec, read_run_file, run_file_specs
@@ -163,13 +164,11 @@ def comparison_figure(results: list[dict], path, title: str = "") -> str:
 
     fig = comparison_figure_object(results, title)
     path = str(path)
-    ext = os.path.splitext(path)[1] or ".png"
-    tmp = path + ".tmp" + ext
     try:
-        fig.savefig(tmp, bbox_inches="tight", pad_inches=0.15)
+        with atomic_path(path, os.path.splitext(path)[1] or ".png") as tmp:
+            fig.savefig(tmp, bbox_inches="tight", pad_inches=0.15)
     finally:
         plt.close(fig)
-    os.replace(tmp, path)
     return path
 
 

@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 
 import numpy as np
 
+from .atomic import atomic_path
 from .errors import InputError
 from .trace import EventKind, Location, open_trace
 
@@ -753,8 +753,6 @@ def export_trace(path, out, fmt: str = "perfetto", pages: bool = False,
     if not os.path.isdir(directory):
         raise InputError("folder does not exist", path=directory)
     tr = open_trace(path)
-    tmp = os.path.join(directory, f".{os.path.basename(out)}.{os.getpid()}."
-                                  f"{secrets.token_hex(4)}.tmp")
     try:
         run = _Run(tr)
         a, b, w0, w1 = _window(run, kernels)
@@ -763,19 +761,13 @@ def export_trace(path, out, fmt: str = "perfetto", pages: bool = False,
         gap = int(merge_gap) if merge_gap is not None else bins.w
         names = _names(run)
         tracks = _tracks(run)
-        with open(tmp, "wb" if fmt == "perfetto" else "w",
-                  **({} if fmt == "perfetto" else {"encoding": "utf-8"})) as fh:
+        with atomic_path(out) as tmp, open(
+                tmp, "wb" if fmt == "perfetto" else "w",
+                **({} if fmt == "perfetto" else {"encoding": "utf-8"})) as fh:
             sink = (_ProtoSink if fmt == "perfetto" else _JsonSink)(fh, names, tracks)
             rep = _write(run, sink, bins, gap, pages, a, b, w0, w1, progress, flows)
             if fmt == "json":
                 sink.close()
-        os.replace(tmp, out)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
     finally:
         tr.close()
     rep.update({"output": out, "format": fmt, "bytes": os.path.getsize(out),
@@ -1205,17 +1197,9 @@ def plot_trace(path, out, kernels: str | None = None, samples: int = 2000) -> di
     ax1.set_title(f"{run.title or path}: kernels {a}..{b - 1} shaded "
                   f"(means over {iv_text})", fontsize=9)
     fig.tight_layout()
-    ext = os.path.splitext(out)[1] or ".png"
-    tmp = os.path.join(directory, f".{os.path.basename(out)}.{os.getpid()}.tmp{ext}")
     try:
-        fig.savefig(tmp, dpi=110)
-        os.replace(tmp, out)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+        with atomic_path(out, os.path.splitext(out)[1] or ".png") as tmp:
+            fig.savefig(tmp, dpi=110)
     finally:
         plt.close(fig)
     return {"output": out, "kernel_range": [a, b], "interval_cycles": bins.w}

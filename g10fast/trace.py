@@ -33,7 +33,6 @@ import enum
 import hashlib
 import json
 import os
-import secrets
 import weakref
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -43,6 +42,7 @@ import numpy as np
 from isal import isal_zlib   # ISA-L's deflate: the same zlib streams, several times faster
 
 from . import locations
+from .atomic import temporary_name
 from .errors import InputError
 
 SCHEMA_VERSION = 1
@@ -406,7 +406,7 @@ class EventTraceWriter:
             raise InputError("trace path is a directory", path=self.path)
         self._state = "opening"
         clean_temporaries(self.path)
-        self.tmp_path = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        self.tmp_path = temporary_name(self.path)   # what find_temporaries looks for
         try:
             # v110 object headers hold attributes over 64 KiB (large configs and summaries).
             f = h5py.File(self.tmp_path, "w", libver=("v110", "v110"))

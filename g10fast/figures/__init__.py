@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..atomic import atomic_path
 from ..errors import InputError
 
 __all__ = ["draw_all", "FigureReport", "relative_error"]
@@ -96,20 +96,21 @@ def draw_all(store, out_dir, artifact_dir=None, only=None) -> FigureReport:
         fig = disp.plot()
         for ext in ("png", "pdf"):
             path = out / f"fig{n:02d}_{disp.name}.{ext}"
-            tmp = path.with_name(path.stem + ".tmp." + ext)
-            fig.savefig(tmp, dpi=150 if ext == "png" else None)
-            os.replace(tmp, path)
+            try:
+                with atomic_path(path, "." + ext) as tmp:
+                    fig.savefig(tmp, dpi=150 if ext == "png" else None)
+            except BaseException:
+                plt.close(fig)
+                raise
             report.files.append(path)
         plt.close(fig)
         for f, point, ours, theirs in disp.agreement:
             report.rows.append((f, point, ours, theirs, relative_error(ours, theirs)))
-    tmp = out / "agreement.csv.tmp"
-    with open(tmp, "w", newline="") as fh:
+    with atomic_path(out / "agreement.csv") as tmp, open(tmp, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["figure", "point", "g10fast", "artifact", "relative_error"])
         for f, point, ours, theirs, rel in report.rows:
             w.writerow([f, point, _cell(ours), _cell(theirs), _cell(rel, rel=True)])
-    os.replace(tmp, out / "agreement.csv")
     report.files.append(out / "agreement.csv")
     return report
 

@@ -5,7 +5,8 @@ matplotlib is imported here only, with the Agg backend."""
 from __future__ import annotations
 
 import os
-import tempfile
+
+from g10fast.atomic import atomic_path
 
 
 def plot_memory(result: dict, path) -> None:
@@ -56,16 +57,8 @@ def plot_memory(result: dict, path) -> None:
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     path = os.fspath(path)
-    d = os.path.dirname(os.path.abspath(path))
-    suffix = os.path.splitext(path)[1] or ".png"
-    fd, tmp = tempfile.mkstemp(prefix=".figure-", suffix=suffix, dir=d)
-    os.close(fd)
     try:
-        fig.savefig(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        with atomic_path(path, os.path.splitext(path)[1] or ".png") as tmp:
+            fig.savefig(tmp)
     finally:
         plt.close(fig)

@@ -21,10 +21,10 @@ from __future__ import annotations
 import gzip
 import os
 import re
-import tempfile
 
 import numpy as np
 
+from g10fast.atomic import atomic_path
 from g10fast.errors import InputError
 from g10fast.planner.plan import LOCATION_NAMES, MigrationPlan, sort_hints
 
@@ -36,20 +36,12 @@ _CODES = {n.lower(): i for i, n in enumerate(LOCATION_NAMES[:5])}
 def write_plan(plan: MigrationPlan, path) -> None:
     """Write the plan's hints (in engine order) to `path` (temporary name, then renamed)."""
     path = os.fspath(path)
-    d = os.path.dirname(os.path.abspath(path))
     lines = ["# g10fast plan 1", f"# policy {plan.policy}", f"# kernels {plan.num_kernels}",
              HEADER]
     for k, t, f, to in plan.hints.tolist():
         lines.append(f"{k},{t},{LOCATION_NAMES[f]},{LOCATION_NAMES[to]}")
-    fd, tmp = tempfile.mkstemp(prefix=".plan-", dir=d)
-    try:
-        with os.fdopen(fd, "w", encoding="ascii", newline="\n") as f:
-            f.write("\n".join(lines) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="ascii", newline="\n") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 def _loc(text, path, line, param):

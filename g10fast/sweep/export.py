@@ -23,6 +23,7 @@ import csv
 import math
 import os
 
+from ..atomic import atomic_path
 from ..errors import InputError
 
 __all__ = ["EXPORT_COLUMNS", "export_rows", "export_points"]
@@ -117,34 +118,30 @@ def export_points(store_path, out) -> dict:
         rows, n_damaged = export_rows(store)
     finally:
         store.close()
-    tmp = os.path.join(d, f".{os.path.basename(out)}.{os.getpid()}.tmp")
     try:
-        if ext == ".csv":
-            with open(tmp, "w", newline="", encoding="utf-8") as fh:
-                w = csv.DictWriter(fh, fieldnames=list(EXPORT_COLUMNS))
-                w.writeheader()
-                for r in rows:
-                    w.writerow({k: ("" if v is None else v) for k, v in r.items()})
-        else:
-            fields = []
-            for c in EXPORT_COLUMNS:
-                t = pa.int64() if c in _INT else pa.float64() if c in _FLOAT else pa.string()
-                fields.append(pa.field(c, t))
-            cols = {}
-            for f in fields:
-                vals = [r[f.name] for r in rows]
-                if f.type == pa.string():
-                    vals = [None if v is None else str(v) for v in vals]
-                elif f.type == pa.float64():
-                    vals = [None if v is None else float(v) for v in vals]
-                else:
-                    vals = [None if v is None else int(v) for v in vals]
-                cols[f.name] = pa.array(vals, type=f.type)
-            pq.write_table(pa.table(cols, schema=pa.schema(fields)), tmp)
-        os.replace(tmp, out)
+        with atomic_path(out) as tmp:
+            if ext == ".csv":
+                with open(tmp, "w", newline="", encoding="utf-8") as fh:
+                    w = csv.DictWriter(fh, fieldnames=list(EXPORT_COLUMNS))
+                    w.writeheader()
+                    for r in rows:
+                        w.writerow({k: ("" if v is None else v) for k, v in r.items()})
+            else:
+                fields = []
+                for c in EXPORT_COLUMNS:
+                    t = pa.int64() if c in _INT else pa.float64() if c in _FLOAT else pa.string()
+                    fields.append(pa.field(c, t))
+                cols = {}
+                for f in fields:
+                    vals = [r[f.name] for r in rows]
+                    if f.type == pa.string():
+                        vals = [None if v is None else str(v) for v in vals]
+                    elif f.type == pa.float64():
+                        vals = [None if v is None else float(v) for v in vals]
+                    else:
+                        vals = [None if v is None else int(v) for v in vals]
+                    cols[f.name] = pa.array(vals, type=f.type)
+                pq.write_table(pa.table(cols, schema=pa.schema(fields)), tmp)
     except OSError as exc:
         raise InputError(f"cannot write the export: {exc.strerror or exc}", path=out) from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return {"rows": len(rows), "damaged": n_damaged, "path": out}

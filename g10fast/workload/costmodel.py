@@ -47,12 +47,12 @@ plain arrays, for workloads that are not built-in Graphs.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from g10fast.atomic import atomic_path
 from g10fast.errors import InputError, read_toml
 from g10fast.workload.model import Graph, Workload, build_workload
 from g10fast.workload.times import kernel_cycles
@@ -201,15 +201,12 @@ def read_families(path) -> dict:
 
 
 def write_families(path, fams: dict, header: str = "") -> None:
-    p = Path(path)
-    tmp = p.with_name(p.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         for h in header.splitlines():
             f.write(f"# {h}\n")
         f.write("# key\t" + "\t".join(FAMILY_COLUMNS) + "\n")
         for k in sorted(fams):
             f.write(k + "\t" + "\t".join(f"{v:.6g}" for v in fams[k]) + "\n")
-    os.replace(tmp, p)
 
 
 def load_params(path=None) -> CostParams:

@@ -19,6 +19,7 @@ import zlib
 
 import numpy as np
 
+from g10fast.atomic import atomic_path
 from g10fast.errors import InputError
 from g10fast.workload.model import PAGE_SIZE, Workload, address_layout, page_round
 
@@ -107,7 +108,6 @@ def write_workload_h5(path, w: Workload, provenance: dict | None = None, *,
     d = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(d):
         raise InputError("folder does not exist", path=d)
-    tmp = f"{path}.tmp{os.getpid()}"
     prov = {"source": "?", "model": w.name, "batch": int(w.batch_size), "gpu": "?"}
     prov.update({k: v for k, v in (provenance or {}).items() if v is not None})
     prov["created_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -120,7 +120,7 @@ def write_workload_h5(path, w: Workload, provenance: dict | None = None, *,
     K, T = w.num_kernels, w.num_tensors
     bi, bo = kernel_bytes(w)
     try:
-        with h5py.File(tmp, "w") as f:
+        with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
             f.attrs["format"] = FORMAT
             f.attrs["version"] = VERSION
             f.attrs["name"] = w.name
@@ -177,16 +177,9 @@ def write_workload_h5(path, w: Workload, provenance: dict | None = None, *,
             for n in _CSR:
                 put(ig, n, getattr(w, n), np.int32 if n.endswith("idx") else np.int64)
             f.attrs["complete"] = 1
-        os.replace(tmp, path)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError):
-            raise InputError(f"cannot write the workload trace ({e}); nothing was written",
-                             path=path) from None
-        raise
+    except OSError as e:
+        raise InputError(f"cannot write the workload trace ({e}); nothing was written",
+                         path=path) from None
 
 
 def _bad(path, msg):

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from g10fast.atomic import atomic_path
 from g10fast.errors import InputError
 
 MAGIC = "# g10fast-profile 1"
@@ -59,11 +60,9 @@ def write_profile(path, prof: Profile) -> None:
     for k in range(K):
         lines.append(f"{k} {prof.names[k]} {prof.time_us[k]:.6g} {prof.input_faulting_us[k]:.6g} "
                      f"{prof.all_faulting_us[k]:.6g} {int(prof.workspace_bytes[k])}")
-    path = os.fspath(path)
-    tmp = path + ".tmp"
-    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=9) as f:
+    with atomic_path(path) as tmp, gzip.open(tmp, "wt", encoding="utf-8",
+                                               compresslevel=9) as f:
         f.write("\n".join(lines) + "\n")
-    os.replace(tmp, path)
 
 
 def read_profile(path) -> Profile:
