@@ -40,6 +40,9 @@ import numpy as np
 from g10fast.engine.page import simulate_pages
 from g10fast.workload.model import PAGE_SIZE, Graph, build_workload, csr_from_lists
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from synth import Collector  # noqa: E402  (the engine tests' trace sink)
+
 NOT_PRESENT, IN_SSD, IN_CPU, IN_GPU, NOT_KNOWN = 0, 1, 2, 3, 4
 
 BASE = dict(num_iteration=2, is_UVM=1, use_prefetch=0, eviction_policy="LRU",
@@ -48,29 +51,6 @@ BASE = dict(num_iteration=2, is_UVM=1, use_prefetch=0, eviction_policy="LRU",
             CPU_PCIe_bandwidth_GBps=15.754, SSD_PCIe_bandwidth_GBps=3.2,
             PCIe_batch_size_page=50, GPU_malloc_uspB=8.14e-7, system_latency_us=45,
             SSD_latency_us=20)
-
-
-class Collector:
-    """Trace sink: keeps copies of every appended event buffer."""
-
-    def __init__(self):
-        self.parts = []
-
-    def append(self, buf):
-        self.parts.append(np.array(buf, dtype=np.int64, copy=True))
-
-    @property
-    def n_events(self):
-        return sum(len(p) for p in self.parts)
-
-    def rewind(self, n):
-        ev = self.events()[:n]
-        self.parts = [ev]
-
-    def events(self):
-        if not self.parts:
-            return np.zeros((0, 10), np.int64)
-        return np.concatenate(self.parts)
 
 
 def random_workload(rng, frames, long=False):
@@ -199,11 +179,11 @@ def run_case(w, cfg, hints, traced, small):
                            **kw)
     except Exception as e:          # errors are outcomes too
         return {"error": f"{type(e).__name__}: {e}",
-                "events": col.events() if traced else None}
+                "events": col.events if traced else None}
     return {"kernels": r.kernels, "pcie": r.pcie, "boundaries": r.boundaries,
             "gpu_used": r.gpu_used, "host_used": r.host_used, "pstate": r.pstate,
             "live": r.live_page_evictions, "amp": tuple(r.amplification),
-            "extra": dict(r.extra), "events": col.events() if traced else None,
+            "extra": dict(r.extra), "events": col.events if traced else None,
             "progress": calls}
 
 
