@@ -1,7 +1,7 @@
 """How g10fast's Numba kernels are compiled: the one place that defines the decorators.
 
-Every kernel module (`engine.page_kernels`, `engine.tensor_kernels`, `planner.g10_kernels`)
-takes its decorator from here:
+Every kernel module (`engine.page_kernels`, `engine.tensor_kernels`, `planner.g10_kernels`,
+`analysis.bounds`, ...) takes its decorator from here:
 
 * `kernel`: `njit(cache=True)`, compiled once and kept in Numba's on-disk cache (the
   `__pycache__` folder next to the module, or NUMBA_CACHE_DIR).
@@ -18,8 +18,9 @@ compiles a called kernel once per distinct combination of constant arguments at 
 `Literal[int](0)` and `Literal[int](1)`); here the arguments are typed as their plain types
 (`int64`, `bool`, a tuple of them), so each kernel is compiled once per argument *types*. The
 machine types are the same, so the results are too; LLVM still sees the constants where it
-inlines the call. It cut the page engine's cold compile by about a third (docs/page-engine-bulk.md,
-"Cold compile"). A kernel whose typing needs a literal argument falls back to Numba's own typing.
+inlines the call. A cold BERT-128 lru run compiled 113 kernel versions before (`_q_push` 14
+times, `_emit` 9), 68 with it, about 30 % less compile CPU (docs/page-engine-bulk.md, "Cold
+compile"). A kernel whose typing needs a literal argument falls back to Numba's own typing.
 
 Switch: G10FAST_NO_JIT=1 (any value but "" and "0") leaves every g10fast kernel a plain
 Python function, for a debugger, coverage or a print while chasing a bug (slow: hundreds of
