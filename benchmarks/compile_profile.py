@@ -1,6 +1,6 @@
 """Where a cold start's compile time goes: per compiled kernel and per compiler step.
 
-    NUMBA_CACHE_DIR=$(mktemp -d) PYTHONPATH=. python benchmarks/compile_profile.py [MODEL BATCH POLICY]
+    NUMBA_CACHE_DIR=$(mktemp -d) PYTHONPATH=. python benchmarks/compile_profile.py [MODEL BATCH POL]
 
 Run with an empty Numba cache (an empty NUMBA_CACHE_DIR, or the tree's *.nbi/*.nbc removed),
 else nothing compiles. It runs the artifact config (default BERT 128 lru) once and charges
