@@ -1,10 +1,11 @@
 """Where a cold start's compile time goes: per compiled kernel and per compiler step.
 
-    NUMBA_CACHE_DIR=$(mktemp -d) PYTHONPATH=. python benchmarks/compile_profile.py [MODEL BATCH POL]
+    NUMBA_CACHE_DIR=$(mktemp -d) PYTHONPATH=. python benchmarks/compile_profile.py [M B POLICY]
 
-Run with an empty Numba cache (an empty NUMBA_CACHE_DIR, or the tree's *.nbi/*.nbc removed),
-else nothing compiles. It runs the artifact config (default BERT 128 lru) once and charges
-the CPU time (process_time) of every compile event to the innermost kernel being compiled:
+M B POLICY: model, batch, policy of the artifact config (default BERT 128 lru). Run with an
+empty Numba cache (an empty NUMBA_CACHE_DIR, or the tree's *.nbi/*.nbc removed), else nothing
+compiles. It runs the config once and charges the CPU time (process_time) of every compile
+event to the innermost kernel being compiled:
 Numba's front-end passes (`numba:run_pass` events: bytecode, type inference, IR inlining,
 SSA, ...) and, timed by wrapping Numba's code library for this measurement only, the lowering
 to LLVM IR (`lower`, the CPython wrapper), LLVM's per-function and whole-module optimisation
