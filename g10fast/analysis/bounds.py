@@ -35,9 +35,9 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
 
 from g10fast.errors import InputError
+from g10fast.jit import kernel as _kernel
 
 KIND_NAMES = ("compute", "read", "write", "ssd_read", "ssd_write")
 
@@ -186,7 +186,7 @@ def live_bytes(m: BoundModel) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # the window bound (Numba)
 
-@njit(cache=True)
+@_kernel
 def _relax(L, pred, pkind, pbytes, j, v, t, kind, nbytes):
     """The longest path's relaxation of node j by an edge from t (kind, bytes) of value v."""
     if v > L[j]:
@@ -196,7 +196,7 @@ def _relax(L, pred, pkind, pbytes, j, v, t, kind, nbytes):
         pbytes[j] = nbytes
 
 
-@njit(cache=True)
+@_kernel
 def _window_kernel(c, size, lo, hi, use_ptr, use_k, use_w, free_read, free_write, D, Dh,
                    in_rate, out_rate, ssd_in_rate, ssd_out_rate, slack, touched_evictable,
                    fault_path):
@@ -377,7 +377,7 @@ def window_bound_py(m: BoundModel) -> float:
 # ---------------------------------------------------------------------------------------------
 # the traffic bound (fractional Belady over the inactive gaps)
 
-@njit(cache=True)
+@_kernel
 def _cover_kernel(g_start, g_end, g_size, need):
     """Min Σ y_g with Σ_{g ∋ k} y_g >= need_k, 0 <= y_g <= size_g: interval covering, solved
     exactly by the left-to-right greedy that takes the gap ending last. Gaps sorted by end,
