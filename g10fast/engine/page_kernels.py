@@ -1152,6 +1152,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
     at_d = 0
     forced = False
     tk_fresh = False   # the current tick began at a continuation below and nothing moved yet
+    streaks = S[P_BULK] != 0   # (a bulk path: the per-page reference ends each tick itself)
     while True:
         evict_ok = gpu_used < G or (c_out < GPU_CAP and
                                     (host_used < HOST or c_out_ssd < SSD_CAP))
@@ -1214,7 +1215,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
             b_win = tt[_u(vt_T), TT_WIN] != 0
             ns = 0
             f_cnt = (0, 0, 0, 0, 0, 0, 0)
-            if (tk_fresh and b_ev and not deepum and stage >= _G_PF_SSD and is_pf_s
+            if (streaks and tk_fresh and b_ev and not deepum and stage >= _G_PF_SSD and is_pf_s
                     and b_dest == IN_SSD
                     and c_fed == IN_SSD and a_src != IN_CPU and nb > 0):
                 ns, f_cnt = _streak_ticks(nb, rn, at_hi - p, lcap - (lru_tail - hd), t, ii,
