@@ -949,6 +949,50 @@ def _batch_limit(nb, is_fetch_s, is_pre_s, fsrc, a_src, b_ev, b_dest, gpu_used, 
 
 
 @_kernel_stage
+def _streak_ticks(nb, rn, t_pages, ring_room, t, ii, S, stage, is_fetch_s, fsrc, gpu_used,
+                  host_used, prm):
+    """A streak of identical busy ticks (issue 23): the fetch fast path's first run of a tick
+    that began with fresh counters, nb pages (its cap-limited run length), each with a victim
+    going to SSD (the host is full), from SSD or not present. If the tick stops after those nb
+    pages (a cap, or its link full) and the next ones would start the same way and do the
+    same (their pages in the same queued run and tensor, LRU room, no kernel event due before
+    them; the rest of `_tick_repeats` does not change while such ticks run: no page enters
+    another queue, the demand queue stays non-empty, the host and GPU use stay put), then
+    `_batch_move` may take up to ns * nb pages at once and the whole ticks among them be
+    ended in closed form. Returns ns (< 2: no streak) and the counters of a whole tick."""
+    HOST = prm.HOST
+    GPU_CAP = prm.GPU_CAP
+    CPU_CAP = prm.CPU_CAP
+    SSD_CAP = prm.SSD_CAP
+    f_out, f_out_ssd, f_out_cpu, f_fed = _count_out(IN_SSD, 0, 0, 0, IN_SSD, host_used, HOST,
+                                                    CPU_CAP, SSD_CAP, nb)
+    f_in = 0
+    f_in_ssd = 0
+    f_in_cpu = 0
+    f_alloc = nb
+    forced = False
+    if is_fetch_s:
+        f_in, f_in_ssd, f_in_cpu, f_alloc, f_ffs = _count_in(fsrc, 0, 0, 0, 0, NOT_KNOWN,
+                                                             CPU_CAP, SSD_CAP, nb)
+        forced = f_ffs != NOT_KNOWN and f_ffs != fsrc
+    cnt = (f_in, f_in_ssd, f_in_cpu, f_out, f_out_ssd, f_out_cpu, f_alloc)
+    evict_ok = gpu_used < prm.G or (f_out < GPU_CAP and (host_used < HOST or f_out_ssd < SSD_CAP))
+    if not forced and _admit(stage, evict_ok, f_in, f_in_ssd, f_in_cpu, f_alloc, GPU_CAP,
+                             CPU_CAP, SSD_CAP, prm.ALLOC_CAP):
+        return 0, cnt           # the tick would go on after its nb pages
+    ns = (rn - 1) // nb         # the run outlasts the streak: the queue stays as it is
+    if t_pages // nb < ns:
+        ns = t_pages // nb
+    if (ring_room - 1) // nb < ns:
+        ns = (ring_room - 1) // nb
+    if S[S_KB_PENDING]:
+        kb = (S[S_KB_TIME] - t - 1) // ii   # the tick ends before the kernel event
+        if kb < ns:
+            ns = kb
+    return ns, cnt
+
+
+@_kernel_stage
 def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, pstate, lru,
                 lm, hd, lru_tail, lru_cur, lru_scan, wait, vt_d):
     """Move pages p, p+1, ... (at most nb, while they are at a_src) to the GPU, each with a
@@ -1107,6 +1151,8 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
     at_T = 0
     at_d = 0
     forced = False
+    tk_fresh = False   # the current tick began at a continuation below and nothing moved yet
+    streaks = S[P_BULK] != 0   # (a bulk path: the per-page reference ends each tick itself)
     while True:
         evict_ok = gpu_used < G or (c_out < GPU_CAP and
                                     (host_used < HOST or c_out_ssd < SSD_CAP))
@@ -1132,6 +1178,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
             (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
              c_fed) = _fresh_counters(host_used, HOST)
             fast_block = True
+            tk_fresh = True
             continue
         if lru_tail - hd >= lcap:
             break
@@ -1166,9 +1213,32 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
             b_lo = vt_lo if vt_req == 0 else 0
             b_hi = vt_hi if vt_req == 0 else 0
             b_win = tt[_u(vt_T), TT_WIN] != 0
+            ns = 0
+            f_cnt = (0, 0, 0, 0, 0, 0, 0)
+            if (streaks and tk_fresh and b_ev and not deepum and stage >= _G_PF_SSD and is_pf_s
+                    and b_dest == IN_SSD
+                    and c_fed == IN_SSD and a_src != IN_CPU and nb > 0):
+                ns, f_cnt = _streak_ticks(nb, rn, at_hi - p, lcap - (lru_tail - hd), t, ii,
+                                          S, stage, is_fetch_s, fsrc, gpu_used, host_used,
+                                          prm)
             m, lru_tail, lru_cur, lru_scan, wait, vt_d = _batch_move(
-                p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, pstate, lru,
-                lm, hd, lru_tail, lru_cur, lru_scan, wait, vt_d)
+                p, nb * ns if ns >= 2 else nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win,
+                deepum, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan, wait, vt_d)
+            if ns >= 2 and m > nb:
+                # the whole ticks of a streak, settled as their ends would be one by one
+                full = (m - 1) // nb
+                f_in, f_in_ssd, f_in_cpu, f_out, f_out_ssd, f_out_cpu, f_alloc = f_cnt
+                for _j in range(full):
+                    _add_traffic(pcie, it, f_in, f_in_ssd, f_in_cpu, f_out, f_out_ssd,
+                                 f_out_cpu, f_alloc)
+                t += full * ii
+                S[S_TICK_TIME] = t
+                S[S_TICK_SEQ] = S[S_SEQ] + full - 1
+                S[S_SEQ] += full
+                qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, full * nb)
+                at_d += full * nb
+                m -= full * nb
+            tk_fresh = False
             if m > 0:
                 fast_block = False
                 at_d += m
@@ -1237,6 +1307,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
                     break
         # -- committed: page p goes now --
         fast_block = False
+        tk_fresh = False
         qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn)
         if vslot >= 0:
             if dnp or not deepum:
