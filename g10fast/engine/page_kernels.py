@@ -2012,6 +2012,29 @@ def _uniform_state(pstate, p0, n):
 
 
 @_kernel
+def _dealloc_generation(lru, pstate, S, L, p, st, stale, cur_page):
+    """Page p (state st, IN_GPU, not in transfer) is deallocated inside a run that keeps the
+    stale count in ``stale`` and the cursor's page in ``cur_page``: the cursor resets when it
+    is p's (§8.1), p takes the first free generation of its bucket (the list compacted first
+    when there is none, as `_new_generation` does) and its entry is recorded as stale.
+    Returns the generation, the stale count and the cursor's page."""
+    if p == cur_page:
+        S[S_LRU_CUR] = S[S_LRU_HEAD]
+        cur_page = _cursor_page(lru, pstate, S)
+    g0 = st >> GEN_SHIFT
+    w = L + (p & (STALE_BUCKETS - 1))
+    g = _free_generation(np.int64(lru[_u(w)]), g0)
+    if g < 0:
+        S[S_LRU_STALE] = stale
+        _lru_compact(lru, pstate, S)
+        stale = 0
+        g = (g0 + 1) & GEN_MASK
+        cur_page = _cursor_page(lru, pstate, S)
+    lru[_u(w)] = np.int64(lru[_u(w)]) | (1 << g0)
+    return g, stale + 1, cur_page
+
+
+@_kernel
 def _dealloc_bulk(T, p0, n, tt, pstate, lru, S):
     """`_dealloc_pages` untraced (P_BULK): the same page-by-page outcome, with the generation
     bookkeeping of `_new_generation` in locals (the stale count and the ring's size are not
@@ -2045,20 +2068,7 @@ def _dealloc_bulk(T, p0, n, tt, pstate, lru, S):
             if p >= end:
                 break
             st = np.int64(pstate[_u(p)])
-            if p == cur_page:
-                S[S_LRU_CUR] = S[S_LRU_HEAD]
-                cur_page = _cursor_page(lru, pstate, S)
-            g0 = st >> GEN_SHIFT
-            w = L + (p & (STALE_BUCKETS - 1))
-            g = _free_generation(np.int64(lru[_u(w)]), g0)
-            if g < 0:
-                S[S_LRU_STALE] = stale
-                _lru_compact(lru, pstate, S)
-                stale = 0
-                g = (g0 + 1) & GEN_MASK
-                cur_page = _cursor_page(lru, pstate, S)
-            lru[_u(w)] = np.int64(lru[_u(w)]) | (1 << g0)
-            stale += 1
+            g, stale, cur_page = _dealloc_generation(lru, pstate, S, L, p, st, stale, cur_page)
             pstate[_u(p)] = (st & (15 & ~LOC_MASK)) | (g << GEN_SHIFT)
             p += 1
         S[S_LRU_STALE] = stale
@@ -2075,20 +2085,7 @@ def _dealloc_bulk(T, p0, n, tt, pstate, lru, S):
         loc = st & LOC_MASK
         if loc == IN_GPU:
             gpu_freed += 1
-            if p == cur_page:
-                S[S_LRU_CUR] = S[S_LRU_HEAD]
-                cur_page = _cursor_page(lru, pstate, S)
-            g0 = st >> GEN_SHIFT
-            w = L + (p & (STALE_BUCKETS - 1))
-            g = _free_generation(np.int64(lru[_u(w)]), g0)
-            if g < 0:
-                S[S_LRU_STALE] = stale
-                _lru_compact(lru, pstate, S)
-                stale = 0
-                g = (g0 + 1) & GEN_MASK
-                cur_page = _cursor_page(lru, pstate, S)
-            lru[_u(w)] = np.int64(lru[_u(w)]) | (1 << g0)
-            stale += 1
+            g, stale, cur_page = _dealloc_generation(lru, pstate, S, L, p, st, stale, cur_page)
             st = (st & 15) | (g << GEN_SHIFT)
         elif loc == IN_CPU:
             host_freed += 1
