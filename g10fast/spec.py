@@ -367,23 +367,32 @@ def run_file_specs(d: dict) -> list[RunSpec]:
                          param="workload.kernel_times")
     if times != "estimated" and path and not os.path.isabs(times):
         times = os.path.join(os.path.dirname(path), times)
+    preset_d = _system_preset(sysd, path)
+    return [builtin_spec(model, batch, preset_d, n, options=_policy_options(options, n),
+                         engine=engine, kernel_times=times, model_options=wl,
+                         source=path or "")
+            for n in names]
+
+
+def _system_preset(sysd: dict, path) -> dict:
+    """The run file's [system] table -> the hardware preset it names, with its overrides."""
     _unknown(sysd, _SYSTEM_KEYS, "system", path)
-    preset = sysd.get("preset", "g10-artifact")
     overrides = sysd.get("overrides", {})
     if not isinstance(overrides, dict):
         raise InputError("must be a table of dotted keys", path=path, param="system.overrides")
     try:
         from g10fast.hardware import load_preset
-        preset_d = load_preset(preset, overrides)
+        return load_preset(sysd.get("preset", "g10-artifact"), overrides)
     except InputError as e:
         raise _where(e, path) from None
-    out = []
-    for n in names:
-        opts = options.get(n, {}) if isinstance(options.get(n), dict) else \
-            {k: v for k, v in options.items() if not isinstance(v, dict)}
-        out.append(builtin_spec(model, batch, preset_d, n, options=opts or None, engine=engine,
-                                kernel_times=times, model_options=wl, source=path or ""))
-    return out
+
+
+def _policy_options(options: dict, name: str) -> dict | None:
+    """The [policy.options] for policy `name`: its own sub-table, or the table's plain keys
+    when it has none (None when empty)."""
+    opts = options.get(name, {}) if isinstance(options.get(name), dict) else \
+        {k: v for k, v in options.items() if not isinstance(v, dict)}
+    return opts or None
 
 
 def _trace_run_specs(wl: dict, sysd: dict, names, options, engine, path) -> list[RunSpec]:
@@ -395,22 +404,10 @@ def _trace_run_specs(wl: dict, sysd: dict, names, options, engine, path) -> list
                          param="workload.trace")
     if path and not os.path.isabs(tpath):
         tpath = os.path.join(os.path.dirname(path), tpath)
-    _unknown(sysd, _SYSTEM_KEYS, "system", path)
-    overrides = sysd.get("overrides", {})
-    if not isinstance(overrides, dict):
-        raise InputError("must be a table of dotted keys", path=path, param="system.overrides")
-    try:
-        from g10fast.hardware import load_preset
-        preset_d = load_preset(sysd.get("preset", "g10-artifact"), overrides)
-    except InputError as e:
-        raise _where(e, path) from None
-    out = []
-    for n in names:
-        opts = options.get(n, {}) if isinstance(options.get(n), dict) else \
-            {k: v for k, v in options.items() if not isinstance(v, dict)}
-        out.append(trace_spec(tpath, preset_d, n, options=opts or None, engine=engine or None,
-                              source=path or ""))
-    return out
+    preset_d = _system_preset(sysd, path)
+    return [trace_spec(tpath, preset_d, n, options=_policy_options(options, n),
+                       engine=engine or None, source=path or "")
+            for n in names]
 
 
 def _model_keys(wl: dict) -> set:

@@ -522,11 +522,12 @@ class EventTraceWriter:
         if buf.dtype.kind not in "iu":
             raise TypeError(f"event buffer must hold integers, got dtype {buf.dtype}")
         n = buf.shape[0]
-        fused = False
+        split = None   # one pass over the rows: range check and column split
         if buf.dtype == np.int64 and buf.flags.c_contiguous and n >= 256:
             from .jit import NO_JIT
-            fused = not NO_JIT   # one pass over the rows: range check and column split
-        if not fused:
+            if not NO_JIT:
+                from .trace_kernels import split_checked as split
+        if split is None:
             step = max(self.chunk_rows, 1 << 16)
             for pos in range(0, n, step):
                 self._check_ranges(buf[pos:pos + step], self.n_events + pos)
@@ -538,9 +539,8 @@ class EventTraceWriter:
             while pos < n:
                 take = min(n - pos, self.chunk_rows - fill)
                 piece = buf[pos:pos + take]
-                if fused:
-                    from .trace_kernels import split_checked
-                    bad |= split_checked(piece, fill, _CHECK_LO, _CHECK_HI, *bufs)
+                if split is not None:
+                    bad |= split(piece, fill, _CHECK_LO, _CHECK_HI, *bufs)
                 else:
                     for c in range(N_COLS):
                         bufs[c][fill:fill + take] = piece[:, c]
