@@ -313,17 +313,32 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
             pstate[tstart[t]:tstart[t] + tnp[t]] = pk.IN_SSD
     else:
         tt[:, pk.TT_RES] = tnp            # every page resident from the start
-    # a ring of power-of-two capacity with at least 1/4 slack over the pages that can be live
-    live_max = int(min(V, sp.frames))
-    lru_cap = 1 << (live_max + max(live_max // 4, 1 << 12) - 1).bit_length()
-    # LRU entries are page << 4 | generation: int32 while that fits (512 GiB of pages)
-    # (the engine reads only the slots it has written: no need to initialise them)
-    lru = np.empty(lru_cap + pk.STALE_BUCKETS,
-                   dtype=np.int32 if V < LRU_INT32_PAGES else np.int64)
-    lru[lru_cap:] = 0
-
+    bulk = BULK_DEFAULT if bulk is None else bool(bulk)
     S = np.zeros(pk.NS, dtype=np.int64)
-    S[pk.P_LCAP] = lru_cap
+    # The LRU list: for the LRU policies in the bulk engine, extents (page_kernels, "The LRU
+    # list as extents"); else the reference ring of page entries.
+    xl = bulk and sp.is_uvm and not sp.deepum
+    if xl:
+        # records a busy tick can take: one per page it gives a frame (allocations and
+        # prefetches) and one per page it pre-evicts (a split)
+        S[pk.P_XMARGIN] = sp.alloc_cap + 3 * sp.gpu_cap + 16
+        lru = _extent_records(max(_EXTENTS_INITIAL, 4 * int(S[pk.P_XMARGIN])), S)
+        tt[:, pk.TT_XH] = -1
+        S[pk.P_XLRU] = 1
+        S[pk.P_LCAP] = 1 << 62          # (the ring's room tests never bind)
+        S[pk.S_X_HEAD] = -1
+        S[pk.S_X_TAIL] = -1
+    else:
+        # a ring of power-of-two capacity with at least 1/4 slack over the pages that can be
+        # live
+        live_max = int(min(V, sp.frames))
+        lru_cap = 1 << (live_max + max(live_max // 4, 1 << 12) - 1).bit_length()
+        # LRU entries are page << 4 | generation: int32 while that fits (512 GiB of pages)
+        # (the engine reads only the slots it has written: no need to initialise them)
+        lru = np.empty(lru_cap + pk.STALE_BUCKETS,
+                       dtype=np.int32 if V < LRU_INT32_PAGES else np.int64)
+        lru[lru_cap:] = 0
+        S[pk.P_LCAP] = lru_cap
     S[pk.P_G] = sp.frames
     S[pk.P_HOST] = sp.host_line
     S[pk.P_II] = sp.tick
@@ -337,7 +352,6 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     S[pk.P_DEGREE] = sp.prefetch_degree
     S[pk.P_IS_UVM] = int(sp.is_uvm)
     S[pk.P_TRACE] = int(trace is not None)
-    bulk = BULK_DEFAULT if bulk is None else bool(bulk)
     S[pk.P_BULK] = int(bulk)
     S[pk.P_F_HZ] = sp.f_hz
     S[pk.P_LSYS] = sp.lsys
@@ -392,6 +406,8 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
         if checker is not None:
             checker.check(S, pstate, pcie, lambda: _queued_pages(qb, S),
                           last=status == pk.ST_DONE)
+        if xl and S[pk.S_X_NFREE] < 2 * S[pk.P_XMARGIN]:
+            lru = _extent_records(2 * len(lru) // pk.XW + 2 * int(S[pk.P_XMARGIN]), S, lru)
         qlen = int((S[pk.S_QT:pk.S_QT + pk.NQ] - S[pk.S_QH:pk.S_QH + pk.NQ]).max())
         if qlen > queue_capacity // 2:
             qb = _grow_queues(qb, S)
@@ -415,6 +431,25 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
                    extra={"queued_pages_left": _queued_pages(qb, S),
                           **({"invariant_checks": checker.checks,
                               "page_table_scans": checker.scans} if check else {})})
+
+
+_EXTENTS_INITIAL = 1 << 14
+
+
+def _extent_records(n: int, S, old=None) -> np.ndarray:
+    """Storage for n extent records of the extent LRU (`pk.XW` int64 words each): the records
+    of `old` kept in place, the others chained onto the free list in S."""
+    lru = np.empty(n * pk.XW, dtype=np.int64)
+    n0 = 0
+    if old is not None:
+        n0 = len(old) // pk.XW
+        lru[:len(old)] = old
+    nxt = lru[pk.X_NEXT::pk.XW]
+    nxt[n0:n - 1] = np.arange(n0 + 1, n)
+    nxt[n - 1] = S[pk.S_X_FREE] if old is not None else -1
+    S[pk.S_X_FREE] = n0
+    S[pk.S_X_NFREE] += n - n0
+    return lru
 
 
 def _queued_pages(qb, S) -> int:
@@ -445,6 +480,7 @@ def _error_text(err: int, S, w: Workload) -> str:
         pk.E_HOST_OVERFLOW: f"eviction to a full host memory {where}",
         pk.E_DEAD_LIVE_EVICT: f"a live page was dropped by a non-fault eviction {where}",
         pk.E_REFAULT_AFTER_RESUME: f"a resumed kernel found missing pages (O-14) {where}",
+        pk.E_EXTENTS: f"the extent LRU ran out of records (an engine defect) {where}",
     }.get(err, f"engine error {err} {where}")
 
 

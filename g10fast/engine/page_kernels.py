@@ -70,7 +70,8 @@ TT_RAW = 5         # its size, bytes (before page alignment)
 TT_REQ = 6         # 1: required by the current kernel
 TT_WIN = 7         # 1: in the DeepUM window
 TT_RES = 8         # pages IN_GPU and not in transfer (kept exact; compared with TT_NP)
-TT_COLS = 9
+TT_XH = 9          # extent LRU (P_XLRU): the first of its extents in its chain, -1 none
+TT_COLS = 10
 
 # ---- kernel table columns kt[K + 1, ...] (int64) ----
 KT_IN = 0          # kernel k's tensors in kidx: inputs kidx[kt[k, 0]:kt[k, 1]], then the
@@ -176,7 +177,13 @@ S_HOST_PEAK = 99   # the most host pages ever in use (a run at a host line above
                    # same run: every comparison with the line comes out the same)
 P_BULK = 100       # 1: the bulk paths (whole-tensor hints and pre-deallocations settled on
                    # uniform page ranges, untraced; same results, see docs/page-engine-bulk.md)
-NS = 101
+S_X_HEAD = 101     # extent LRU (P_XLRU): first extent of the list (the least recent), -1
+S_X_TAIL = 102     # last extent (the most recent), -1
+S_X_FREE = 103     # first free extent record, -1
+S_X_NFREE = 104    # free extent records
+P_XLRU = 105       # 1: the LRU list is kept as extents in `lru` (LRU policies, bulk engine)
+P_XMARGIN = 106    # free extent records a busy tick may need (pause and grow below it)
+NS = 107
 STALE_BUCKETS = 1 << 16
 
 # run statuses
@@ -192,6 +199,7 @@ E_HOST_OVERFLOW = 3         # an eviction to CPU finds the host memory full (pag
 E_DEAD_LIVE_EVICT = 4       # a planned eviction drops a live page
 E_REFAULT_AFTER_RESUME = 5  # a resumed kernel faults again (O-14; kernel: S_ERR_A)
 E_BUFFER_OVERFLOW = 6       # the event buffer is full
+E_EXTENTS = 7               # the extent LRU ran out of records (an engine defect)
 
 # event kinds (g10fast.trace); event rows ev[n, EV_COLS] hold time (cycles), kind,
 # iteration, kernel, tensor, first page, page count, src, dst, value (trace.COL_*)
@@ -520,6 +528,154 @@ def _lru_advance_head(lru, pstate, S):
 
 
 # ----------------------------------------------------------------------------------------
+# The LRU list as extents (P_XLRU: `lru`, `prefetch_lru`, bulk engine; issue 23)
+#
+# For the LRU policies the victim is the first page in list order that is resident and not
+# in transfer (§8.1; docs/page-engine-bulk.md proves the ring's cursor and compactions
+# unobservable for them), and a GPU page in transfer leaves the GPU before its flag clears.
+# So the list is kept as exactly the GPU pages not in transfer, in arrival order: a doubly
+# linked list of extents (runs of consecutive pages of one tensor that arrived one after
+# another), each also in a chain of its tensor's extents (head in tt[T, TT_XH]). A page
+# joins at the tail when it takes a GPU frame, and leaves when it is a victim (at the head),
+# when a pre-eviction flags it in transfer, and when it leaves the GPU otherwise (pre-evicted
+# or pre-deallocated: its tensor's chain finds it). No stale entries, no generations, no
+# compactions; the victim search is a read of the head. The records live in `lru` (int64,
+# XW words each: first page, end page, tensor, previous, next, previous and next in the
+# tensor's chain); free ones are chained through X_NEXT from S[S_X_FREE]. The engine pauses
+# while fewer than P_XMARGIN records are free (as many as one busy tick can take), and the
+# wrapper grows the array. tt[T, TT_RES] equals the pages of T's extents.
+# ----------------------------------------------------------------------------------------
+
+XW = 8
+X_LO = 0
+X_HI = 1
+X_T = 2
+X_PREV = 3
+X_NEXT = 4
+X_TPREV = 5
+X_TNEXT = 6
+
+
+@_kernel
+def _x_new(lru, S, tt, T, lo, hi, after):
+    """A new extent [lo, hi) of tensor T, linked after extent `after` (-1: at the head of the
+    list), and at the head of T's chain. Returns its record (-1 when none is free: E_EXTENTS)."""
+    i = S[S_X_FREE]
+    if i < 0:
+        S[S_ERROR] = E_EXTENTS
+        return -1
+    b = i * XW
+    S[S_X_FREE] = lru[_u(b + X_NEXT)]
+    S[S_X_NFREE] -= 1
+    lru[_u(b + X_LO)] = lo
+    lru[_u(b + X_HI)] = hi
+    lru[_u(b + X_T)] = T
+    if after >= 0:
+        nx = lru[_u(after * XW + X_NEXT)]
+        lru[_u(after * XW + X_NEXT)] = i
+    else:
+        nx = S[S_X_HEAD]
+        S[S_X_HEAD] = i
+    lru[_u(b + X_PREV)] = after
+    lru[_u(b + X_NEXT)] = nx
+    if nx >= 0:
+        lru[_u(nx * XW + X_PREV)] = i
+    else:
+        S[S_X_TAIL] = i
+    h = tt[_u(T), TT_XH]
+    lru[_u(b + X_TPREV)] = -1
+    lru[_u(b + X_TNEXT)] = h
+    if h >= 0:
+        lru[_u(h * XW + X_TPREV)] = i
+    tt[_u(T), TT_XH] = i
+    return i
+
+
+@_kernel
+def _x_free(lru, S, tt, i):
+    """Unlink extent i from the list and from its tensor's chain; its record becomes free."""
+    b = i * XW
+    pv = lru[_u(b + X_PREV)]
+    nx = lru[_u(b + X_NEXT)]
+    if pv >= 0:
+        lru[_u(pv * XW + X_NEXT)] = nx
+    else:
+        S[S_X_HEAD] = nx
+    if nx >= 0:
+        lru[_u(nx * XW + X_PREV)] = pv
+    else:
+        S[S_X_TAIL] = pv
+    tp = lru[_u(b + X_TPREV)]
+    tn = lru[_u(b + X_TNEXT)]
+    if tp >= 0:
+        lru[_u(tp * XW + X_TNEXT)] = tn
+    else:
+        tt[_u(lru[_u(b + X_T)]), TT_XH] = tn
+    if tn >= 0:
+        lru[_u(tn * XW + X_TPREV)] = tp
+    lru[_u(b + X_NEXT)] = S[S_X_FREE]
+    S[S_X_FREE] = i
+    S[S_X_NFREE] += 1
+
+
+@_kernel
+def _x_append(lru, S, tt, T, p, n):
+    """Pages p .. p + n - 1 of tensor T, just arrived in the GPU in this order, join the list
+    at its tail (extending the tail extent when they continue it)."""
+    tl = S[S_X_TAIL]
+    if tl >= 0 and lru[_u(tl * XW + X_HI)] == p and lru[_u(tl * XW + X_T)] == T:
+        lru[_u(tl * XW + X_HI)] = p + n
+    else:
+        _x_new(lru, S, tt, T, p, p + n, tl)
+
+
+@_kernel
+def _x_take(lru, S, tt, n):
+    """The first n pages of the list (all of its head extent's, n >= 1) leave it."""
+    h = S[S_X_HEAD]
+    lo = lru[_u(h * XW + X_LO)] + n
+    if lo >= lru[_u(h * XW + X_HI)]:
+        _x_free(lru, S, tt, h)
+    else:
+        lru[_u(h * XW + X_LO)] = lo
+
+
+@_kernel
+def _x_remove(lru, S, tt, T, a, b):
+    """Tensor T's pages a .. b - 1 that are in the list leave it (its chain finds them)."""
+    i = tt[_u(T), TT_XH]
+    while i >= 0:
+        nx = lru[_u(i * XW + X_TNEXT)]
+        lo = lru[_u(i * XW + X_LO)]
+        hi = lru[_u(i * XW + X_HI)]
+        if hi > a and lo < b:
+            if a <= lo and hi <= b:
+                _x_free(lru, S, tt, i)
+            elif lo < a and hi > b:
+                lru[_u(i * XW + X_HI)] = a
+                _x_new(lru, S, tt, T, b, hi, i)      # the rest keeps its place
+            elif lo < a:
+                lru[_u(i * XW + X_HI)] = a
+            else:
+                lru[_u(i * XW + X_LO)] = b
+        i = nx
+
+
+@_kernel
+def _x_arrive(lru, S, tt, pstate, T, p, n, wait):
+    """Pages p .. p + n - 1 of tensor T (none in the GPU) take GPU frames, in this order: IN_GPU,
+    transfer and wait-set flags cleared, at the list's tail (`_lru_append` for extents).
+    Returns the wait-set size after them."""
+    nw = 0
+    for pp in range(p, p + n):
+        st = np.int64(pstate[_u(pp)])
+        nw += (st >> 3) & 1
+        pstate[_u(pp)] = (st & ~(LOC_MASK | F_TRANSFER | F_WAIT)) | IN_GPU
+    _x_append(lru, S, tt, T, p, n)
+    return wait - nw
+
+
+# ----------------------------------------------------------------------------------------
 # batcher (§9.2, §9.3): helpers of the busy tick's stages (the stages themselves below).
 # A failed allocation (no victim, or an error) ends its stage, and the prefetch-from-SSD
 # one also skips the prefetch-from-CPU stage (the artifact's stages are grouped so).
@@ -654,6 +810,22 @@ def _preevict_gpu_run(lru, pstate, L, p0, p1, cur_page, dest):
 
 
 @_kernel
+def _preevict_x_run(pstate, p0, p1, dest):
+    """`_preevict_gpu_run` on the extent LRU (no generations, no cursor): pages p0 .. p1 - 1 go
+    to dest while they are in the GPU. Returns the pages moved and how many of them were
+    resident and not in transfer (those the caller takes out of the list)."""
+    res_d = 0
+    for p in range(p0, p1):
+        st = np.int64(pstate[_u(p)])
+        if (st & LOC_MASK) != IN_GPU:
+            return p - p0, res_d
+        if not (st & F_TRANSFER):
+            res_d += 1
+        pstate[_u(p)] = (st & ~(LOC_MASK | F_TRANSFER)) | dest
+    return p1 - p0, res_d
+
+
+@_kernel
 def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out_cpu, c_fed,
                   host_used, host_peak, gpu_used, tc_b, lru_tail, lru_cur, lru_scan):
     """Pre-eviction fast path of a batcher tick (untraced): stage `stage`'s queued GPU pages
@@ -678,7 +850,8 @@ def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out
     S[S_LRU_TAIL] = lru_tail
     S[S_LRU_CUR] = lru_cur
     S[S_LRU_SCAN] = lru_scan
-    cur_page = _cursor_page(lru, pstate, S)
+    xl = S[P_XLRU] != 0
+    cur_page = -1 if xl else _cursor_page(lru, pstate, S)
     et_lo = 0
     et_hi = 0
     et_T = 0
@@ -728,7 +901,14 @@ def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out
                 if HOST - host_used - 1 < m:
                     m = HOST - host_used - 1
             if m >= 2:
-                d, res_d = _preevict_gpu_run(lru, pstate, S[P_LCAP], p, p + m, cur_page, dest)
+                if xl:
+                    d, res_d = _preevict_x_run(pstate, p, p + m, dest)
+                    if res_d > 0:
+                        _x_remove(lru, S, tt, et_T, p, p + d)
+                else:
+                    d, res_d = _preevict_gpu_run(lru, pstate, S[P_LCAP], p, p + m, cur_page,
+                                                 dest)
+                    S[S_LRU_STALE] += d
                 if d > 0:
                     moved += d
                     qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, d)
@@ -736,7 +916,6 @@ def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out
                         host_used += d
                         if host_used > host_peak:
                             host_peak = host_used
-                    S[S_LRU_STALE] += d
                     gpu_used -= d
                     c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
                         dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP,
@@ -752,14 +931,19 @@ def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out
             host_used += 1
             if host_used > host_peak:
                 host_peak = host_used
-        if p == cur_page:
-            S[S_LRU_CUR] = S[S_LRU_HEAD]          # (§8.1)
-            cur_page = _cursor_page(lru, pstate, S)
-        g, compacted = _new_generation(lru, pstate, S, p, st0 >> GEN_SHIFT)
-        if compacted:
-            cur_page = _cursor_page(lru, pstate, S)
-        pstate[_u(p)] = (((st0 & (15 & ~LOC_MASK & ~F_TRANSFER)) | dest)
-                         | (g << GEN_SHIFT))
+        if xl:
+            if (st0 & RES_MASK) == IN_GPU:
+                _x_remove(lru, S, tt, et_T, p, p + 1)
+            pstate[_u(p)] = (st0 & ~(LOC_MASK | F_TRANSFER)) | dest
+        else:
+            if p == cur_page:
+                S[S_LRU_CUR] = S[S_LRU_HEAD]          # (§8.1)
+                cur_page = _cursor_page(lru, pstate, S)
+            g, compacted = _new_generation(lru, pstate, S, p, st0 >> GEN_SHIFT)
+            if compacted:
+                cur_page = _cursor_page(lru, pstate, S)
+            pstate[_u(p)] = (((st0 & (15 & ~LOC_MASK & ~F_TRANSFER)) | dest)
+                             | (g << GEN_SHIFT))
         gpu_used -= 1
         c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
             dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP)
@@ -818,6 +1002,8 @@ def _tick_repeats(S, stage, q, qlen, half, t_next, deepum, wait, c_moved, gpu_us
         return False
     if qlen <= 0 or qlen > half:
         return False
+    if S[S_X_NFREE] < S[P_XMARGIN]:
+        return False
     if S[S_KB_PENDING] and (S[S_KB_TIME] < t_next or (S[S_KB_TIME] == t_next
                                                        and S[S_KB_SEQ] < S[S_SEQ])):
         return False
@@ -846,11 +1032,12 @@ def _tick_repeats(S, stage, q, qlen, half, t_next, deepum, wait, c_moved, gpu_us
 
 # The parameters a busy tick reads, from S once per `_busy_ticks` call: GPU frames, host line
 # (pages), per-tick caps (pages: GPU link, CPU link, SSD link, allocations), DeepUM policy
-# (bool), LRU capacity and its mask, LRU head position (not moved during a tick). A tuple of
+# (bool), LRU capacity and its mask, LRU head position (not moved during a tick), extent LRU
+# (bool, P_XLRU; the ring's capacity is then unbounded for the room tests). A tuple of
 # locals (registers), where reads of S, which may alias the arrays written in the tick, would
 # be memory loads on every page.
 TickParams = namedtuple("TickParams", ["G", "HOST", "GPU_CAP", "CPU_CAP", "SSD_CAP",
-                                       "ALLOC_CAP", "deepum", "lcap", "lm", "hd"])
+                                       "ALLOC_CAP", "deepum", "lcap", "lm", "hd", "xl"])
 
 
 @_kernel_stage
@@ -858,7 +1045,7 @@ def _tick_params(S):
     """The busy tick's parameters (`TickParams`) from S."""
     return TickParams(S[P_G], S[P_HOST], S[P_GPU_CAP], S[P_CPU_CAP], S[P_SSD_CAP],
                       S[P_ALLOC_CAP], S[P_DEEPUM] != 0, S[P_LCAP], S[P_LCAP] - 1,
-                      S[S_LRU_HEAD])
+                      S[S_LRU_HEAD], S[P_XLRU] != 0)
 
 
 @_kernel_stage
@@ -1046,6 +1233,46 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, ps
 
 
 @_kernel_stage
+def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait,
+                  vt_d):
+    """`_batch_move` on the extent LRU (P_XLRU, LRU policies): pages p, p+1, ... (at most nb,
+    while they are at a_src) of tensor a_T move to the GPU, each with a victim (b_ev) going
+    to b_dest. The victims are the list's first pages, taken while they are of the last
+    victim's tensor (pages b_lo..b_hi-1), a head extent at a time: the pages that arrive
+    join the tail, behind the victims of their chunk, as they would one by one. Returns the
+    pages moved, the wait-set size and the victim tensor's pending TT_RES change."""
+    m = 0
+    while m < nb:
+        k = nb - m
+        lo = 0
+        if b_ev:
+            h = S[S_X_HEAD]
+            if h < 0:
+                break
+            lo = lru[_u(h * XW + X_LO)]
+            if lo < b_lo or lo >= b_hi:
+                break
+            hi = lru[_u(h * XW + X_HI)]
+            if hi - lo < k:
+                k = hi - lo
+        j = 0
+        while j < k and (np.int64(pstate[_u(p + m + j)]) & LOC_MASK) == a_src:
+            j += 1
+        if j == 0:
+            break
+        if b_ev:
+            for v in range(lo, lo + j):
+                pstate[_u(v)] = (np.int64(pstate[_u(v)]) & ~(LOC_MASK | F_TRANSFER)) | b_dest
+            _x_take(lru, S, tt, j)
+            vt_d -= j
+        wait = _x_arrive(lru, S, tt, pstate, a_T, p + m, j, wait)
+        m += j
+        if j < k:
+            break
+    return m, wait, vt_d
+
+
+@_kernel_stage
 def _fast_victim(dnp, deepum, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
                  dum_end, tc_c, wt_lo, wt_hi, wt_win):
     """The fetch fast path's victim for one page (§8): DeepUM non-PF (dnp, §8.2): the first
@@ -1117,6 +1344,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
     SSD_CAP = prm.SSD_CAP
     ALLOC_CAP = prm.ALLOC_CAP
     deepum = prm.deepum
+    xl = prm.xl
     lcap = prm.lcap
     lm = prm.lm
     hd = prm.hd
@@ -1221,9 +1449,15 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
                 ns, f_cnt = _streak_ticks(nb, rn, at_hi - p, lcap - (lru_tail - hd), t, ii,
                                           S, stage, is_fetch_s, fsrc, gpu_used, host_used,
                                           prm)
-            m, lru_tail, lru_cur, lru_scan, wait, vt_d = _batch_move(
-                p, nb * ns if ns >= 2 else nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win,
-                deepum, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan, wait, vt_d)
+            if xl:
+                m, wait, vt_d = _batch_move_x(
+                    p, nb * ns if ns >= 2 else nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate,
+                    lru, S, tt, at_T, wait, vt_d)
+            else:
+                m, lru_tail, lru_cur, lru_scan, wait, vt_d = _batch_move(
+                    p, nb * ns if ns >= 2 else nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi,
+                    b_win, deepum, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan, wait,
+                    vt_d)
             if ns >= 2 and m > nb:
                 # the whole ticks of a streak, settled as their ends would be one by one
                 full = (m - 1) // nb
@@ -1278,9 +1512,18 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
         dest = IN_CPU
         if gpu_used >= G:
             dnp = deepum and not is_pf_s and at_req == 0
-            vslot, v, vst0, tc_c, wt_lo, wt_hi, wt_win = _fast_victim(
-                dnp, deepum, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
-                dum_end, tc_c, wt_lo, wt_hi, wt_win)
+            if xl:
+                # (the extent list holds just the victims: its first page)
+                xh = S[S_X_HEAD]
+                if xh < 0:
+                    break
+                vslot = 0
+                v = lru[_u(xh * XW + X_LO)]
+                vst0 = np.int64(pstate[_u(v)])
+            else:
+                vslot, v, vst0, tc_c, wt_lo, wt_hi, wt_win = _fast_victim(
+                    dnp, deepum, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
+                    dum_end, tc_c, wt_lo, wt_hi, wt_win)
             if vslot < 0:
                 break
             if v < vt_lo or v >= vt_hi:
@@ -1310,17 +1553,20 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
         tk_fresh = False
         qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn)
         if vslot >= 0:
-            if dnp or not deepum:
-                lru_cur = vslot + 1
+            if xl:
+                _x_take(lru, S, tt, 1)
             else:
-                lru_scan = vslot
-                if lru_cur == vslot:
+                if dnp or not deepum:
                     lru_cur = vslot + 1
+                else:
+                    lru_scan = vslot
+                    if lru_cur == vslot:
+                        lru_cur = vslot + 1
+                lru[_u(vslot & lm)] = -1
             if dest == IN_CPU:
                 host_used += 1
                 if host_used > host_peak:
                     host_peak = host_used
-            lru[_u(vslot & lm)] = -1
             gpu_used -= 1
             if dest != NOT_PRESENT:
                 c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
@@ -1355,7 +1601,11 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
                 c_fed = NOT_KNOWN
         gpu_used += 1
         st0 = np.int64(pstate[_u(p)])
-        lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur, wait)
+        if xl:
+            wait = _x_arrive(lru, S, tt, pstate, at_T, p, 1, wait)
+        else:
+            lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur,
+                                                  wait)
         if (st0 & RES_MASK) != IN_GPU:
             at_d += 1
         if is_fetch_s:
@@ -1487,7 +1737,14 @@ def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, 
     elif dest == IN_SSD:
         n = 1
     if not overflow:
-        if ev_slot >= 0:
+        if prm.xl:
+            # the extent list: a victim is its first page; a pre-evicted page leaves it when
+            # it was in it (resident, not in transfer)
+            if ev_slot >= 0:
+                _x_take(lru, S, tt, 1)
+            elif (st0 & RES_MASK) == IN_GPU:
+                _x_remove(lru, S, tt, T, v, v + 1)
+        elif ev_slot >= 0:
             lru[_u(ev_slot & lm)] = -1
         else:
             S[S_LRU_TAIL] = lru_tail
@@ -1541,6 +1798,14 @@ def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, p
     st0 = np.int64(pstate[_u(p)])
     # (IN_GPU is written before a compaction, which reads the page states)
     pstate[_u(p)] = (st0 & ~LOC_MASK) | IN_GPU
+    if prm.xl:
+        wait = _x_arrive(lru, S, tt, pstate, a_tensor, p, 1, wait)
+        if (st0 & RES_MASK) != IN_GPU:
+            tt[a_tensor, TT_RES] += 1
+        if trace:
+            _emit_run(ev, S, S_IN_OPEN, t, EV_FETCH if is_fetch else EV_ALLOC, it, k, a_tensor,
+                      p, a_src, IN_GPU, 1 if is_pf else 0)
+        return c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan
     if lru_tail - prm.hd >= prm.lcap:
         S[S_LRU_TAIL] = lru_tail
         S[S_LRU_CUR] = lru_cur
@@ -1625,9 +1890,13 @@ def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, e
         if gpu_used >= G:
             # ---- victim selection (§8) ----
             pf = is_pf or tt[a_tensor, TT_REQ] != 0
-            slot, lru_cur, lru_scan, dum_end, tc_c = _select_victim(
-                deepum, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
-                dum_end, tc_c)
+            if prm.xl:
+                # (the extent list holds just the victims: its first page)
+                slot = 0 if S[S_X_HEAD] >= 0 else -1
+            else:
+                slot, lru_cur, lru_scan, dum_end, tc_c = _select_victim(
+                    deepum, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
+                    dum_end, tc_c)
             if slot < 0:
                 if not (deepum and not pf):
                     S[S_ERROR] = E_NO_VICTIM
@@ -1635,7 +1904,10 @@ def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, e
                         c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed), gpu_used, host_used,
                         host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan, dum_end,
                         tc_a, tc_b, tc_c)
-            ev_v = lru[_u(slot & lm)] >> GEN_SHIFT
+            if prm.xl:
+                ev_v = lru[_u(S[S_X_HEAD] * XW + X_LO)]
+            else:
+                ev_v = lru[_u(slot & lm)] >> GEN_SHIFT
             ev_slot = slot
             ev_pf = True
             if deepum:
@@ -1717,7 +1989,7 @@ def _next_tick_busy(t, S, bnd_cap, half):
     with nothing to drain or grow first: no pause due, some queue holding a page, none past
     half full, and no kernel event due before it."""
     if (S[S_NBND] + 4 > bnd_cap or S[S_NEV] >= S[S_EV_PAUSE]
-            or S[S_NSTAT] >= S[S_STAT_PAUSE]):
+            or S[S_NSTAT] >= S[S_STAT_PAUSE] or S[S_X_NFREE] < S[P_XMARGIN]):
         return False
     busy = False
     for q in range(NQ):
@@ -1949,8 +2221,9 @@ def _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev):
     loop that looks up the cursor's page only when it changes. Returns the number of pages
     freed."""
     trace = S[P_TRACE] != 0
+    xl = S[P_XLRU] != 0
     # the page of the cursor's entry if that entry is live (removing it resets the cursor)
-    cur_page = _cursor_page(lru, pstate, S)
+    cur_page = -1 if xl else _cursor_page(lru, pstate, S)
     freed = 0
     gpu_freed = 0
     host_freed = 0
@@ -1959,7 +2232,9 @@ def _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev):
         if st & F_TRANSFER:
             continue
         loc = st & LOC_MASK
-        if loc == IN_GPU:
+        if loc == IN_GPU and xl:
+            gpu_freed += 1               # (the extent list drops them after the loop)
+        elif loc == IN_GPU:
             gpu_freed += 1
             if p == cur_page:
                 S[S_LRU_CUR] = S[S_LRU_HEAD]
@@ -1976,6 +2251,8 @@ def _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev):
                 _emit_run(ev, S, S_OUT_OPEN, t, EV_DEALLOC, S[S_CUR_ITER], S[S_CUR_KERNEL],
                           T, p, loc, NOT_PRESENT, 0)
         pstate[_u(p)] = st & ~LOC_MASK
+    if xl and gpu_freed > 0:
+        _x_remove(lru, S, tt, T, p0, p0 + n)
     S[S_GPU_USED] -= gpu_freed
     S[S_HOST_USED] -= host_freed
     tt[_u(T), TT_RES] -= gpu_freed
@@ -2049,6 +2326,29 @@ def _dealloc_bulk(T, p0, n, tt, pstate, lru, S):
         if u == IN_CPU:
             S[S_HOST_USED] -= n
         return n
+    if S[P_XLRU] != 0:
+        # the extent list: the freed GPU pages (every one not in transfer) leave it at once
+        freed = 0
+        gpu_freed = 0
+        host_freed = 0
+        for p in range(p0, p0 + n):
+            st = np.int64(pstate[_u(p)])
+            if st & F_TRANSFER:
+                continue
+            loc = st & LOC_MASK
+            if loc == IN_GPU:
+                gpu_freed += 1
+            elif loc == IN_CPU:
+                host_freed += 1
+            if loc != NOT_PRESENT:
+                freed += 1
+            pstate[_u(p)] = st & ~LOC_MASK
+        if gpu_freed > 0:
+            _x_remove(lru, S, tt, T, p0, p0 + n)
+        S[S_GPU_USED] -= gpu_freed
+        S[S_HOST_USED] -= host_freed
+        tt[_u(T), TT_RES] -= gpu_freed
+        return freed
     cur_page = _cursor_page(lru, pstate, S)
     L = S[P_LCAP]
     stale = S[S_LRU_STALE]
@@ -2137,6 +2437,8 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
                     pstate[_u(p)] = np.int64(pstate[_u(p)]) | F_TRANSFER
                 queued = n
                 tt[_u(T), TT_RES] -= n
+                if S[P_XLRU] != 0:
+                    _x_remove(lru, S, tt, T, p0, p0 + n)     # in transfer: no victims
         elif to == NOT_PRESENT and not S[P_TRACE]:
             done = True
             queued = _dealloc_bulk(T, p0, n, tt, pstate, lru, S)
@@ -2187,6 +2489,8 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
             pstate[_u(p)] = st | F_TRANSFER
             queued += 1
         tt[_u(T), TT_RES] -= queued
+        if queued > 0 and S[P_XLRU] != 0:
+            _x_remove(lru, S, tt, T, p0, p0 + n)             # in transfer: no victims
     elif to == NOT_PRESENT:
         queued = _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev)
     # Pin / Unpin (TOLERANT only) are rejected by the Python wrapper.
@@ -2343,7 +2647,7 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
         S[S_LRU_CUR] = s
         if s >= tail:
             S[S_DEEPUM_END] = 1
-    else:
+    elif not S[P_XLRU]:
         _lru_advance_head(lru, pstate, S)
         S[S_LRU_CUR] = S[S_LRU_HEAD]
     # 6.2 hints, consumed cyclically
@@ -2459,7 +2763,7 @@ def run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd,
             return ST_ERROR
         # pause points: only between events, so that no step can overflow a buffer
         if (S[S_NBND] + 4 > bnd.shape[0] or S[S_NEV] >= S[S_EV_PAUSE]
-                or S[S_NSTAT] >= S[S_STAT_PAUSE]):
+                or S[S_NSTAT] >= S[S_STAT_PAUSE] or S[S_X_NFREE] < S[P_XMARGIN]):
             return ST_PAUSE
         idle = True
         for q in range(NQ):
