@@ -405,7 +405,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
             S[pk.S_NBND] = 0
         if checker is not None:
             checker.check(S, pstate, pcie, lambda: _queued_pages(qb, S),
-                          last=status == pk.ST_DONE)
+                          last=status == pk.ST_DONE, extents=(lru, tt) if xl else None)
         if xl and S[pk.S_X_NFREE] < 2 * S[pk.P_XMARGIN]:
             lru = _extent_records(2 * len(lru) // pk.XW + 2 * int(S[pk.P_XMARGIN]), S, lru)
         qlen = int((S[pk.S_QT:pk.S_QT + pk.NQ] - S[pk.S_QH:pk.S_QH + pk.NQ]).max())

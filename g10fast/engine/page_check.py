@@ -119,9 +119,11 @@ class PageChecker:
         raise InvariantError(f"invariant broken at kernel {k} ({name}), iteration "
                              f"{int(S[pk.S_CUR_ITER])}: {what}")
 
-    def check(self, S, pstate, pcie, queued_pages, last: bool = False) -> None:
+    def check(self, S, pstate, pcie, queued_pages, last: bool = False,
+              extents=None) -> None:
         """queued_pages: the pages the queues hold, or a function that counts them (called
-        only when the page table is scanned)."""
+        only when the page table is scanned). extents: (lru, tt) of an extent-LRU run, checked
+        with the page table (`extent_lru_problem`)."""
         sp, s = self.sp, self.sink.sums
         gpu, host = int(S[pk.S_GPU_USED]), int(S[pk.S_HOST_USED])
         self.checks += 1
@@ -145,6 +147,10 @@ class PageChecker:
                           f"the page table, the engine counts {host}")
         if n[4] != queued_pages:
             self._fail(S, f"{n[4]} pages are marked in transfer, the queues hold {queued_pages}")
+        if extents is not None:
+            problem = extent_lru_problem(extents[0], S, extents[1], pstate)
+            if problem:
+                self._fail(S, f"extent LRU: {problem}")
         if sp.is_uvm and self.init_ssd + s["to_ssd"] - s["from_ssd"] != n[pk.IN_SSD]:
             self._fail(S, f"bytes moved = bytes arrived (SSD): {self.init_ssd} at start + "
                           f"{s['to_ssd']} arrived - {s['from_ssd']} left != {n[pk.IN_SSD]} "
@@ -163,3 +169,56 @@ class PageChecker:
         if s["evict_out"] != int(pcie[:, pk.PC_OUT].sum()):
             self._fail(S, f"traffic: {s['evict_out']} pages evicted in the event stream, "
                           f"{int(pcie[:, pk.PC_OUT].sum())} in the per-tick statistics")
+
+
+def extent_lru_problem(lru, S, tt, pstate) -> str | None:
+    """What is wrong with an extent LRU (page_kernels, "The LRU list as extents"), or None: the
+    list's extents, walked in order, are linked both ways, each a non-empty run of one
+    tensor's pages that are all in the GPU and not in transfer, no page twice; together they
+    are every such page; each tensor's chain holds exactly its extents, whose pages add up to
+    its TT_RES; the free records number S[S_X_NFREE]. Plain Python (slow; small runs)."""
+    xw = pk.XW
+    rec = np.asarray(lru).reshape(-1, xw)
+    res = (np.asarray(pstate, dtype=np.int64) & pk.RES_MASK) == pk.IN_GPU
+    seen = np.zeros(len(pstate), dtype=bool)
+    order = []
+    prev, i = -1, int(S[pk.S_X_HEAD])
+    while i >= 0:
+        if len(order) > len(rec):
+            return "the list has a cycle"
+        lo, hi, T, pv = (int(x) for x in rec[i, [pk.X_LO, pk.X_HI, pk.X_T, pk.X_PREV]])
+        if pv != prev:
+            return f"extent {i}: its previous link is {pv}, not {prev}"
+        t0 = int(tt[T, pk.TT_START])
+        if not (t0 <= lo < hi <= t0 + int(tt[T, pk.TT_NP])):
+            return f"extent {i} [{lo}, {hi}) is not a non-empty run of tensor {T}'s pages"
+        if not res[lo:hi].all():
+            return f"extent {i} [{lo}, {hi}) holds a page not resident or in transfer"
+        if seen[lo:hi].any():
+            return f"extent {i} [{lo}, {hi}) holds a page already listed"
+        seen[lo:hi] = True
+        order.append(i)
+        prev, i = i, int(rec[i, pk.X_NEXT])
+    if prev != int(S[pk.S_X_TAIL]):
+        return f"the list ends at extent {prev}, its tail is {int(S[pk.S_X_TAIL])}"
+    if not np.array_equal(seen, res):
+        return (f"{int(res.sum())} pages are resident and not in transfer, the list holds "
+                f"{int(seen.sum())}")
+    listed = set(order)
+    chained = 0
+    for T in range(tt.shape[0]):
+        pages, j, tp = 0, int(tt[T, pk.TT_XH]), -1
+        while j >= 0:
+            if j not in listed or int(rec[j, pk.X_T]) != T or int(rec[j, pk.X_TPREV]) != tp:
+                return f"tensor {T}'s chain holds extent {j}, not one of its listed extents"
+            pages += int(rec[j, pk.X_HI] - rec[j, pk.X_LO])
+            chained += 1
+            tp, j = j, int(rec[j, pk.X_TNEXT])
+        if pages != int(tt[T, pk.TT_RES]):
+            return f"tensor {T}'s extents hold {pages} pages, its TT_RES is {int(tt[T, pk.TT_RES])}"
+    if chained != len(order):
+        return f"the tensors' chains hold {chained} extents, the list {len(order)}"
+    if len(rec) - len(order) != int(S[pk.S_X_NFREE]):
+        return (f"{len(rec) - len(order)} extent records are not listed, S[S_X_NFREE] says "
+                f"{int(S[pk.S_X_NFREE])}")
+    return None

@@ -1,0 +1,180 @@
+"""The extent LRU of the page engine (page_kernels, "The LRU list as extents"; the bulk engine
+under the LRU policies): its kernels against a plain-Python list of pages, its invariant
+check (`page_check.extent_lru_problem`) on engine runs and on broken states, and its growth."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from synth import kernel_pages, make_workload, random_hints, tiny_cfg
+
+from g10fast.engine import page_kernels as pk
+from g10fast.engine.page import _extent_records, simulate_pages
+from g10fast.engine.page_check import extent_lru_problem
+
+
+def _state(sizes, n_records):
+    """An empty extent list over tensors of the given page counts, laid out back to back."""
+    T = len(sizes)
+    tt = np.zeros((T, pk.TT_COLS), dtype=np.int64)
+    tt[:, pk.TT_START] = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    tt[:, pk.TT_NP] = sizes
+    tt[:, pk.TT_XH] = -1
+    S = np.zeros(pk.NS, dtype=np.int64)
+    S[pk.S_X_HEAD] = -1
+    S[pk.S_X_TAIL] = -1
+    lru = _extent_records(n_records, S)
+    pstate = np.full(int(np.sum(sizes)), pk.NOT_PRESENT, dtype=np.uint8)
+    return tt, S, lru, pstate
+
+
+def _listed(lru, S):
+    """The list's pages in order (walking the records)."""
+    rec = lru.reshape(-1, pk.XW)
+    out, i = [], int(S[pk.S_X_HEAD])
+    while i >= 0:
+        out.extend(range(int(rec[i, pk.X_LO]), int(rec[i, pk.X_HI])))
+        i = int(rec[i, pk.X_NEXT])
+    return out
+
+
+def _owner(tt, p):
+    return int(np.searchsorted(tt[:, pk.TT_START], p, side="right") - 1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_extent_kernels_equal_a_list_of_pages(seed):
+    """Random arrivals (runs of one tensor's absent pages), victims taken at the head and
+    ranges removed through the tensors' chains leave the list's pages in the order a plain
+    list of pages has, and every invariant holds after each step."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 30, size=int(rng.integers(2, 9)))
+    tt, S, lru, pstate = _state(sizes, 256)
+    model: list[int] = []
+    V = len(pstate)
+    for _step in range(300):
+        op = rng.random()
+        if op < 0.5:
+            p = int(rng.integers(0, V))
+            T = _owner(tt, p)
+            end = int(tt[T, pk.TT_START] + tt[T, pk.TT_NP])
+            n = 0
+            while p + n < end and p + n not in model and n < int(rng.integers(1, 8)):
+                n += 1
+            if n == 0:
+                continue
+            wait = pk._x_arrive(lru, S, tt, pstate, T, p, n, 0)
+            assert wait == 0
+            model.extend(range(p, p + n))
+            tt[T, pk.TT_RES] += n
+        elif op < 0.8 and model:
+            h = int(S[pk.S_X_HEAD])
+            head_len = int(lru[h * pk.XW + pk.X_HI] - lru[h * pk.XW + pk.X_LO])
+            n = int(rng.integers(1, head_len + 1))
+            for v in model[:n]:
+                pstate[v] = pk.IN_SSD
+                tt[_owner(tt, v), pk.TT_RES] -= 1
+            pk._x_take(lru, S, tt, n)
+            del model[:n]
+        else:
+            T = int(rng.integers(0, len(sizes)))
+            t0, tn = int(tt[T, pk.TT_START]), int(tt[T, pk.TT_NP])
+            a = int(rng.integers(t0, t0 + tn))
+            b = int(rng.integers(a + 1, t0 + tn + 1))
+            gone = [p for p in model if a <= p < b]
+            for p in gone:
+                pstate[p] = pk.NOT_PRESENT
+            tt[T, pk.TT_RES] -= len(gone)
+            pk._x_remove(lru, S, tt, T, a, b)
+            model = [p for p in model if not a <= p < b]
+        assert S[pk.S_ERROR] == pk.E_NONE
+        assert _listed(lru, S) == model
+        assert extent_lru_problem(lru, S, tt, pstate) is None
+
+
+def test_extent_check_finds_broken_states():
+    """`extent_lru_problem` names each kind of damage (so the checked runs below can fail)."""
+    tt, S, lru, pstate = _state([10, 10], 16)
+    pk._x_arrive(lru, S, tt, pstate, 0, 2, 5, 0)
+    pk._x_arrive(lru, S, tt, pstate, 1, 10, 4, 0)
+    pk._x_arrive(lru, S, tt, pstate, 0, 7, 2, 0)      # continues tensor 0's run? no: tail is 1
+    tt[0, pk.TT_RES], tt[1, pk.TT_RES] = 7, 4
+    assert extent_lru_problem(lru, S, tt, pstate) is None
+    assert _listed(lru, S) == [2, 3, 4, 5, 6, 10, 11, 12, 13, 7, 8]
+
+    def broken(change):
+        state = [x.copy() for x in (lru, S, tt, pstate)]
+        change(*state)
+        return extent_lru_problem(state[0], state[1], state[2], state[3])
+
+    def in_transfer(lru, S, tt, ps):
+        ps[3] |= pk.F_TRANSFER
+
+    def unlisted(lru, S, tt, ps):
+        ps[0] = pk.IN_GPU
+
+    def res(lru, S, tt, ps):
+        tt[1, pk.TT_RES] += 1
+
+    def link(lru, S, tt, ps):
+        lru[int(S[pk.S_X_TAIL]) * pk.XW + pk.X_PREV] = -1
+
+    def chain(lru, S, tt, ps):
+        tt[0, pk.TT_XH] = -1
+
+    def free(lru, S, tt, ps):
+        S[pk.S_X_NFREE] += 1
+
+    assert "in transfer" in broken(in_transfer)
+    assert "resident and not in transfer" in broken(unlisted)
+    assert "TT_RES" in broken(res)
+    assert "previous link" in broken(link)
+    assert "TT_RES" in broken(chain) or "chains hold" in broken(chain)
+    assert "S_X_NFREE" in broken(free)
+
+
+def test_out_of_records_is_an_error_not_a_corruption():
+    tt, S, lru, pstate = _state([40], 2)
+    pk._x_arrive(lru, S, tt, pstate, 0, 0, 2, 0)
+    pk._x_arrive(lru, S, tt, pstate, 0, 5, 2, 0)
+    assert S[pk.S_ERROR] == pk.E_NONE
+    pk._x_arrive(lru, S, tt, pstate, 0, 9, 2, 0)
+    assert S[pk.S_ERROR] == pk.E_EXTENTS
+
+
+def test_extent_records_grow_keeping_the_list():
+    tt, S, lru, pstate = _state([40], 4)
+    for p in (0, 5, 9):
+        pk._x_arrive(lru, S, tt, pstate, 0, p, 2, 0)
+    tt[0, pk.TT_RES] = 6
+    lru2 = _extent_records(64, S, lru)
+    assert S[pk.S_X_NFREE] == 61
+    for p in (20, 30, 35):
+        pk._x_arrive(lru2, S, tt, pstate, 0, p, 1, 0)
+    tt[0, pk.TT_RES] = 9
+    assert _listed(lru2, S) == [0, 1, 5, 6, 9, 10, 20, 30, 35]
+    assert extent_lru_problem(lru2, S, tt, pstate) is None
+
+
+@pytest.mark.parametrize("seed,policy", [(s, p) for s in range(6)
+                                         for p in ("lru", "prefetch_lru")])
+def test_checked_runs_keep_the_extent_invariants(seed, policy):
+    """Engine runs under check=True (the extent list is checked at every kernel boundary) on
+    random workloads with hints; their results equal the per-page reference's."""
+    rng = np.random.default_rng(2000 + seed)
+    w = make_workload(seed, n_kernels=int(rng.integers(6, 16)),
+                      n_tensors=int(rng.integers(10, 30)), max_pages=int(rng.integers(4, 40)))
+    frames = int(kernel_pages(w).max() * rng.uniform(1.0, 1.6)) + 1
+    cfg = tiny_cfg(frames, int(rng.choice([0, frames // 2, 4 * frames])), policy,
+                   num_iteration=3, PCIe_batch_size_page=int(rng.integers(3, 20)))
+    hints = random_hints(w, seed, n_hints=40) if policy != "lru" else None
+    try:
+        checked = simulate_pages(w, cfg, hints=hints, check=True, bulk=True)
+    except Exception as e:                         # an engine error must be the reference's too
+        with pytest.raises(type(e)):
+            simulate_pages(w, cfg, hints=hints, bulk=False)
+        return
+    assert checked.extra["invariant_checks"] > 0
+    ref = simulate_pages(w, cfg, hints=hints, bulk=False)
+    assert np.array_equal(checked.kernels, ref.kernels)
+    assert np.array_equal(checked.pcie, ref.pcie)
