@@ -2328,6 +2328,13 @@ def _dealloc_bulk(T, p0, n, tt, pstate, lru, S):
         return n
     if S[P_XLRU] != 0:
         # the extent list: the freed GPU pages (every one not in transfer) leave it at once
+        if u == IN_GPU:
+            for p in range(p0, p0 + n):
+                pstate[_u(p)] = np.int64(pstate[_u(p)]) & ~LOC_MASK
+            _x_remove(lru, S, tt, T, p0, p0 + n)
+            S[S_GPU_USED] -= n
+            tt[_u(T), TT_RES] -= n
+            return n
         freed = 0
         gpu_freed = 0
         host_freed = 0
