@@ -708,7 +708,7 @@ def _tensor_at(tt, srt, i, p):
 
 
 @_kernel
-def _run_pop(qb, q, qm, qh, qt, rp, rn, n=1):
+def _run_pop(qb, q, qm, qh, qt, rp, rn, n):
     """Pop the first n (<= rn) pages of a queue whose head run (rp, rn at position qh) is held
     in locals: the new qh, rp, rn (rp, rn unchanged when the queue is left empty)."""
     if rn > n:
@@ -739,7 +739,7 @@ def _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur, wait):
 
 
 @_kernel
-def _count_in(src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP, n=1):
+def _count_in(src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP, n):
     """A tick's incoming counters after n pages fetched from src (IN_SSD or IN_CPU), and the
     forced fetch source once a link is full (§9.3; n > 1 only where the link's counter cannot
     pass its cap before the last of them)."""
@@ -758,7 +758,7 @@ def _count_in(src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP, n
 
 @_kernel
 def _count_out(dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP,
-               n=1):
+               n):
     """A tick's outgoing counters after n pages evicted to dest (IN_SSD or IN_CPU), host_used
     being the host use just after the last of them, and the forced eviction destination once a
     link or the host is full (§9.3; n > 1 only where neither can fill before the last page)."""
@@ -926,7 +926,7 @@ def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out
                     continue
         # -- committed: page p goes now --
         moved += 1
-        qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn)
+        qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, 1)
         if dest == IN_CPU:
             host_used += 1
             if host_used > host_peak:
@@ -946,7 +946,7 @@ def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out
                              | (g << GEN_SHIFT))
         gpu_used -= 1
         c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
-            dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP)
+            dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP, 1)
         if (st0 & RES_MASK) == IN_GPU:
             et_d -= 1
         if qh >= qt:
@@ -1551,7 +1551,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
         # -- committed: page p goes now --
         fast_block = False
         tk_fresh = False
-        qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn)
+        qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, 1)
         if vslot >= 0:
             if xl:
                 _x_take(lru, S, tt, 1)
@@ -1571,7 +1571,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
             if dest != NOT_PRESENT:
                 c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
                     dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP,
-                    SSD_CAP)
+                    SSD_CAP, 1)
             if vt_req:
                 if rq == q:
                     # the head run lives in rp, rn, qh: put it back around the push
@@ -1610,7 +1610,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
             at_d += 1
         if is_fetch_s:
             c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
-                fsrc, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP)
+                fsrc, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP, 1)
             if not is_pre_s and c_ffs != NOT_KNOWN and c_ffs != fsrc:
                 forced = True
                 continue
@@ -1759,7 +1759,7 @@ def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, 
         if n != 0:
             c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
                 dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, prm.CPU_CAP,
-                prm.SSD_CAP)
+                prm.SSD_CAP, 1)
         if trace:
             _emit_run(ev, S, S_OUT_OPEN, t, EV_EVICT, it, k, T, v, IN_GPU, dest,
                       1 if ev_slot >= 0 else 0)
@@ -1944,7 +1944,7 @@ def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, e
     # ---- stage bookkeeping ----
     if is_fetch:
         c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
-            fetch_src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, prm.CPU_CAP, prm.SSD_CAP)
+            fetch_src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, prm.CPU_CAP, prm.SSD_CAP, 1)
         if stage == _G_PRE_SSD or stage == _G_PRE_CPU:
             _q_pop(qb, S, q)
         elif c_ffs != NOT_KNOWN and c_ffs != fetch_src:
