@@ -23,7 +23,9 @@ State layout (few packed arrays, so that the hot functions take few arguments):
   tombstones (-1), compacted in place when full. An entry is live iff its page is IN_GPU
   and its recorded generation equals the page's. A page removed where its slot is unknown
   (pre-evict, pre-deallocation) bumps its generation; on wrap-around the list is compacted
-  first so that no stale entry can be mistaken for a live one.
+  first so that no stale entry can be mistaken for a live one. For the LRU policies the
+  bulk engine keeps the list as extents in `lru` instead (P_XLRU, "The LRU list as extents"
+  below): no stale entries, generations or compactions.
 * Eight FIFO queues of page runs `(first page, count)` in ring buffers `qb[NQ, cap, 2]`
   (capacity a power of two), heads and tails in S.
 * Scalars, the integer parameters (`P_*`) and the per-tick counters (`C_*`) all live in
