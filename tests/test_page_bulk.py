@@ -127,7 +127,7 @@ def test_dealloc_bulk_equals_dealloc_pages(seed):
     a = (tt.copy(), pstate.copy(), lru.copy(), S.copy())
     freed_a = pk._dealloc_pages(0, 0, p0, n, a[0], a[1], a[2], a[3], ev)
     b = (tt.copy(), pstate.copy(), lru.copy(), S.copy())
-    freed_b = pk._dealloc_bulk(0, p0, n, b[0], b[1], b[2], b[3])
+    freed_b = pk._dealloc_bulk(0, 0, p0, n, b[0], b[1], b[2], b[3], ev)
     assert freed_a == freed_b
     for x, y, name in zip(a, b, ("tt", "pstate", "lru", "S")):
         assert np.array_equal(x, y), name

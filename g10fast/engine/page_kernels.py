@@ -621,17 +621,6 @@ def _x_free(lru, S, tt, i):
 
 
 @_kernel
-def _x_append(lru, S, tt, T, p, n):
-    """Pages p .. p + n - 1 of tensor T, just arrived in the GPU in this order, join the list
-    at its tail (extending the tail extent when they continue it)."""
-    tl = S[S_X_TAIL]
-    if tl >= 0 and lru[_u(tl * XW + X_HI)] == p and lru[_u(tl * XW + X_T)] == T:
-        lru[_u(tl * XW + X_HI)] = p + n
-    else:
-        _x_new(lru, S, tt, T, p, p + n, tl)
-
-
-@_kernel
 def _x_take(lru, S, tt, n):
     """The first n pages of the list (all of its head extent's, n >= 1) leave it."""
     h = S[S_X_HEAD]
@@ -666,14 +655,18 @@ def _x_remove(lru, S, tt, T, a, b):
 @_kernel
 def _x_arrive(lru, S, tt, pstate, T, p, n, wait):
     """Pages p .. p + n - 1 of tensor T (none in the GPU) take GPU frames, in this order: IN_GPU,
-    transfer and wait-set flags cleared, at the list's tail (`_lru_append` for extents).
-    Returns the wait-set size after them."""
+    transfer and wait-set flags cleared, at the list's tail (`_lru_append` for extents; the
+    tail extent grows when they continue it). Returns the wait-set size after them."""
     nw = 0
     for pp in range(p, p + n):
         st = np.int64(pstate[_u(pp)])
         nw += (st >> 3) & 1
         pstate[_u(pp)] = (st & ~(LOC_MASK | F_TRANSFER | F_WAIT)) | IN_GPU
-    _x_append(lru, S, tt, T, p, n)
+    tl = S[S_X_TAIL]
+    if tl >= 0 and lru[_u(tl * XW + X_HI)] == p and lru[_u(tl * XW + X_T)] == T:
+        lru[_u(tl * XW + X_HI)] = p + n
+    else:
+        _x_new(lru, S, tt, T, p, p + n, tl)
     return wait - nw
 
 
@@ -2314,7 +2307,7 @@ def _dealloc_generation(lru, pstate, S, L, p, st, stale, cur_page):
 
 
 @_kernel
-def _dealloc_bulk(T, p0, n, tt, pstate, lru, S):
+def _dealloc_bulk(t, T, p0, n, tt, pstate, lru, S, ev):
     """`_dealloc_pages` untraced (P_BULK): the same page-by-page outcome, with the generation
     bookkeeping of `_new_generation` in locals (the stale count and the ring's size are not
     reloaded from S for each page), and a range whose pages are all in one place off the GPU
@@ -2337,27 +2330,8 @@ def _dealloc_bulk(T, p0, n, tt, pstate, lru, S):
             S[S_GPU_USED] -= n
             tt[_u(T), TT_RES] -= n
             return n
-        freed = 0
-        gpu_freed = 0
-        host_freed = 0
-        for p in range(p0, p0 + n):
-            st = np.int64(pstate[_u(p)])
-            if st & F_TRANSFER:
-                continue
-            loc = st & LOC_MASK
-            if loc == IN_GPU:
-                gpu_freed += 1
-            elif loc == IN_CPU:
-                host_freed += 1
-            if loc != NOT_PRESENT:
-                freed += 1
-            pstate[_u(p)] = st & ~LOC_MASK
-        if gpu_freed > 0:
-            _x_remove(lru, S, tt, T, p0, p0 + n)
-        S[S_GPU_USED] -= gpu_freed
-        S[S_HOST_USED] -= host_freed
-        tt[_u(T), TT_RES] -= gpu_freed
-        return freed
+        # (a mixed range: `_dealloc_pages`, whose GPU pages cost no generation here)
+        return _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev)
     cur_page = _cursor_page(lru, pstate, S)
     L = S[P_LCAP]
     stale = S[S_LRU_STALE]
@@ -2450,7 +2424,7 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
                     _x_remove(lru, S, tt, T, p0, p0 + n)     # in transfer: no victims
         elif to == NOT_PRESENT and not S[P_TRACE]:
             done = True
-            queued = _dealloc_bulk(T, p0, n, tt, pstate, lru, S)
+            queued = _dealloc_bulk(t, T, p0, n, tt, pstate, lru, S, ev)
     if done:
         pass
     elif to == IN_GPU and fr != IN_GPU_LEAST:
@@ -2644,15 +2618,26 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
         s = S[S_LRU_HEAD]
         tail = S[S_LRU_TAIL]
         lm = S[P_LCAP] - 1
+        # the first live entry outside the window; an entry of a window tensor is passed
+        # live or not, so the last window tensor found (pages w_lo .. w_hi - 1) is tested by
+        # its range before the page state is read
+        w_lo = 0
+        w_hi = 0
+        tc = S[S_TC_C]
         while s < tail:
             e = lru[_u(s & lm)]
             if e >= 0:
                 p = e >> GEN_SHIFT
-                st = np.int64(pstate[_u(p)])
-                if _live(st, e):
-                    if not tt[tensor_of(srt, S, S_TC_C, p), TT_WIN]:
-                        break
+                if p < w_lo or p >= w_hi:
+                    st = np.int64(pstate[_u(p)])
+                    if _live(st, e):
+                        tc = _tpos(srt, tc, p)
+                        if not tt[srt[1, _u(tc)], TT_WIN]:
+                            break
+                        w_lo = srt[0, _u(tc)]
+                        w_hi = srt[0, _u(tc + 1)]
             s += 1
+        S[S_TC_C] = tc
         S[S_LRU_CUR] = s
         if s >= tail:
             S[S_DEEPUM_END] = 1
