@@ -1795,21 +1795,17 @@ def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, p
     pstate[_u(p)] = (st0 & ~LOC_MASK) | IN_GPU
     if prm.xl:
         wait = _x_arrive(lru, S, tt, pstate, a_tensor, p, 1, wait)
-        if (st0 & RES_MASK) != IN_GPU:
-            tt[a_tensor, TT_RES] += 1
-        if trace:
-            _emit_run(ev, S, S_IN_OPEN, t, EV_FETCH if is_fetch else EV_ALLOC, it, k, a_tensor,
-                      p, a_src, IN_GPU, 1 if is_pf else 0)
-        return c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan
-    if lru_tail - prm.hd >= prm.lcap:
-        S[S_LRU_TAIL] = lru_tail
-        S[S_LRU_CUR] = lru_cur
-        S[S_LRU_SCAN] = lru_scan
-        _lru_compact(lru, pstate, S)
-        lru_tail = S[S_LRU_TAIL]
-        lru_cur = S[S_LRU_CUR]
-        lru_scan = S[S_LRU_SCAN]
-    lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur, wait)
+    else:
+        if lru_tail - prm.hd >= prm.lcap:
+            S[S_LRU_TAIL] = lru_tail
+            S[S_LRU_CUR] = lru_cur
+            S[S_LRU_SCAN] = lru_scan
+            _lru_compact(lru, pstate, S)
+            lru_tail = S[S_LRU_TAIL]
+            lru_cur = S[S_LRU_CUR]
+            lru_scan = S[S_LRU_SCAN]
+        lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur,
+                                              wait)
     if (st0 & RES_MASK) != IN_GPU:
         tt[a_tensor, TT_RES] += 1
     if trace:
@@ -2618,26 +2614,15 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
         s = S[S_LRU_HEAD]
         tail = S[S_LRU_TAIL]
         lm = S[P_LCAP] - 1
-        # the first live entry outside the window; an entry of a window tensor is passed
-        # live or not, so the last window tensor found (pages w_lo .. w_hi - 1) is tested by
-        # its range before the page state is read
-        w_lo = 0
-        w_hi = 0
-        tc = S[S_TC_C]
         while s < tail:
             e = lru[_u(s & lm)]
             if e >= 0:
                 p = e >> GEN_SHIFT
-                if p < w_lo or p >= w_hi:
-                    st = np.int64(pstate[_u(p)])
-                    if _live(st, e):
-                        tc = _tpos(srt, tc, p)
-                        if not tt[srt[1, _u(tc)], TT_WIN]:
-                            break
-                        w_lo = srt[0, _u(tc)]
-                        w_hi = srt[0, _u(tc + 1)]
+                st = np.int64(pstate[_u(p)])
+                if _live(st, e):
+                    if not tt[tensor_of(srt, S, S_TC_C, p), TT_WIN]:
+                        break
             s += 1
-        S[S_TC_C] = tc
         S[S_LRU_CUR] = s
         if s >= tail:
             S[S_DEEPUM_END] = 1
