@@ -660,7 +660,7 @@ def _x_arrive(lru, S, tt, pstate, T, p, n, wait):
     nw = 0
     for pp in range(p, p + n):
         st = np.int64(pstate[_u(pp)])
-        nw += (st >> 3) & 1
+        nw += (st & F_WAIT) // F_WAIT
         pstate[_u(pp)] = (st & ~(LOC_MASK | F_TRANSFER | F_WAIT)) | IN_GPU
     tl = S[S_X_TAIL]
     if tl >= 0 and lru[_u(tl * XW + X_HI)] == p and lru[_u(tl * XW + X_T)] == T:
@@ -1881,9 +1881,10 @@ def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, e
         if gpu_used >= G:
             # ---- victim selection (§8) ----
             pf = is_pf or tt[a_tensor, TT_REQ] != 0
+            xh = S[S_X_HEAD]
             if prm.xl:
                 # (the extent list holds just the victims: its first page)
-                slot = 0 if S[S_X_HEAD] >= 0 else -1
+                slot = 0 if xh >= 0 else -1
             else:
                 slot, lru_cur, lru_scan, dum_end, tc_c = _select_victim(
                     deepum, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
@@ -1896,7 +1897,7 @@ def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, e
                         host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan, dum_end,
                         tc_a, tc_b, tc_c)
             if prm.xl:
-                ev_v = lru[_u(S[S_X_HEAD] * XW + X_LO)]
+                ev_v = lru[_u(xh * XW + X_LO)]
             else:
                 ev_v = lru[_u(slot & lm)] >> GEN_SHIFT
             ev_slot = slot
@@ -2223,17 +2224,16 @@ def _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev):
         if st & F_TRANSFER:
             continue
         loc = st & LOC_MASK
-        if loc == IN_GPU and xl:
-            gpu_freed += 1               # (the extent list drops them after the loop)
-        elif loc == IN_GPU:
+        if loc == IN_GPU:
             gpu_freed += 1
-            if p == cur_page:
-                S[S_LRU_CUR] = S[S_LRU_HEAD]
-                cur_page = _cursor_page(lru, pstate, S)
-            g, compacted = _new_generation(lru, pstate, S, p, st >> GEN_SHIFT)
-            if compacted:                # the cursor may have moved
-                cur_page = _cursor_page(lru, pstate, S)
-            st = (st & 15) | (g << GEN_SHIFT)
+            if not xl:                   # (the extent list drops them after the loop)
+                if p == cur_page:
+                    S[S_LRU_CUR] = S[S_LRU_HEAD]
+                    cur_page = _cursor_page(lru, pstate, S)
+                g, compacted = _new_generation(lru, pstate, S, p, st >> GEN_SHIFT)
+                if compacted:            # the cursor may have moved
+                    cur_page = _cursor_page(lru, pstate, S)
+                st = (st & 15) | (g << GEN_SHIFT)
         elif loc == IN_CPU:
             host_freed += 1
         if loc != NOT_PRESENT:
