@@ -280,13 +280,16 @@ _kernel_ieee = kernel_nonrt_ieee
 # 10 s longer (benchmarks/results/engine_split.jsonl).
 _kernel_stage = kernel_nonrt
 _kernel_page = jit(_nrt=False, inline="always")
+_kinner_ = jit(_nrt=False, no_cpython_wrapper=True)
+_kinner__stage = _kinner_
+_kinner__page = jit(_nrt=False, inline="always", no_cpython_wrapper=True)
 
 
 # ----------------------------------------------------------------------------------------
 # small helpers
 # ----------------------------------------------------------------------------------------
 
-@_kernel
+@_kinner_
 def tensor_of(srt, S, c, p):
     """Tensor owning page p: the last non-empty tensor whose first page is <= p.
 
@@ -328,7 +331,7 @@ def _q_push(qb, S, q, p, n):
     S[S_QT + q] = t + 1
 
 
-@_kernel
+@_kinner_
 def _q_pop(qb, S, q):
     slot = S[S_QH + q] & (qb.shape[1] - 1)
     if qb[q, _u(slot), 1] > 1:
@@ -338,7 +341,7 @@ def _q_pop(qb, S, q):
         S[S_QH + q] += 1
 
 
-@_kernel
+@_kinner_
 def _emit(ev, S, t, kind, it, k, tensor, page, count, src, dst, value):
     n = S[S_NEV]
     if n >= ev.shape[0]:
@@ -358,7 +361,7 @@ def _emit(ev, S, t, kind, it, k, tensor, page, count, src, dst, value):
     return n
 
 
-@_kernel
+@_kinner_
 def _emit_run(ev, S, open_idx, t, kind, it, k, tensor, page, src, dst, value):
     """Emit one page, extending the open run at ev[S[open_idx]] when it continues it."""
     o = S[open_idx]
@@ -371,7 +374,7 @@ def _emit_run(ev, S, open_idx, t, kind, it, k, tensor, page, src, dst, value):
     S[open_idx] = _emit(ev, S, t, kind, it, k, tensor, page, 1, src, dst, value)
 
 
-@_kernel
+@_kinner_
 def _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc, GPU_CAP, CPU_CAP, SSD_CAP,
            ALLOC_CAP):
     """Whether an allocating stage (§9.2) may take one more page this tick: prefetches are
@@ -386,7 +389,7 @@ def _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc, GPU_CAP, CPU_CAP,
     return c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
 
 
-@_kernel
+@_kinner_
 def _no_faults_queued(S):
     """Whether the three demand queues (faults from CPU, from SSD, allocations) are empty."""
     return (S[S_QT + Q_PF_CPU] == S[S_QH + Q_PF_CPU]
@@ -394,19 +397,19 @@ def _no_faults_queued(S):
             and S[S_QT + Q_PF_ALLOC] == S[S_QH + Q_PF_ALLOC])
 
 
-@_kernel
+@_kinner_
 def _live(st, e):
     """Whether LRU entry e (>= 0) is live, st being its page's state (int64)."""
     return (st & LOC_MASK) == IN_GPU and (st >> GEN_SHIFT) == (e & GEN_MASK)
 
 
-@_kernel
+@_kinner_
 def _eligible(st, e):
     """Whether LRU entry e (>= 0) is live and its page not in transfer (a victim)."""
     return (st & RES_MASK) == IN_GPU and (st >> GEN_SHIFT) == (e & GEN_MASK)
 
 
-@_kernel
+@_kinner_
 def _is_alive(tt, T, k):
     if tt[_u(T), TT_GLOBAL]:
         return True
@@ -474,7 +477,7 @@ def _lru_remove_unknown(lru, pstate, S, p):
     pstate[_u(p)] = (st & 15) | (g << GEN_SHIFT)
 
 
-@_kernel
+@_kinner_
 def _cursor_page(lru, pstate, S):
     """The page of the cursor's LRU entry if that entry is live, else -1."""
     cur = S[S_LRU_CUR]
@@ -483,7 +486,7 @@ def _cursor_page(lru, pstate, S):
     return -1
 
 
-@_kernel
+@_kinner_
 def _new_generation(lru, pstate, S, p, g0):
     """The generation that page p (live, generation g0) takes on leaving the list where its
     slot is unknown, recording its entry as stale; and whether the list was compacted.
@@ -506,7 +509,7 @@ def _new_generation(lru, pstate, S, p, g0):
     return g, compacted
 
 
-@_kernel
+@_kinner_
 def _free_generation(mask, g0):
     """The first generation after g0 (cyclically, g0 excluded) whose bit in mask is clear,
     or -1 if there is none."""
@@ -518,7 +521,7 @@ def _free_generation(mask, g0):
     return -1
 
 
-@_kernel
+@_kinner_
 def _lru_advance_head(lru, pstate, S):
     h = S[S_LRU_HEAD]
     t = S[S_LRU_TAIL]
@@ -676,7 +679,7 @@ def _x_arrive(lru, S, tt, pstate, T, p, n, wait):
 # one also skips the prefetch-from-CPU stage (the artifact's stages are grouped so).
 # ----------------------------------------------------------------------------------------
 
-@_kernel
+@_kinner_
 def _tpos(srt, i, p):
     """Position in srt of the tensor owning page p (see `tensor_of`), i being the position
     of the last lookup."""
@@ -693,7 +696,7 @@ def _tpos(srt, i, p):
     return lo
 
 
-@_kernel
+@_kinner_
 def _tensor_at(tt, srt, i, p):
     """The tensor owning page p (`_tpos` from position i): its position in srt, id, first and
     end page, and whether the current kernel requires it."""
@@ -702,7 +705,7 @@ def _tensor_at(tt, srt, i, p):
     return i, T, srt[0, _u(i)], srt[0, _u(i + 1)], tt[_u(T), TT_REQ]
 
 
-@_kernel
+@_kinner_
 def _run_pop(qb, q, qm, qh, qt, rp, rn, n):
     """Pop the first n (<= rn) pages of a queue whose head run (rp, rn at position qh) is held
     in locals: the new qh, rp, rn (rp, rn unchanged when the queue is left empty)."""
@@ -714,7 +717,7 @@ def _run_pop(qb, q, qm, qh, qt, rp, rn, n):
     return qh, rp, rn
 
 
-@_kernel
+@_kinner_
 def _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur, wait):
     """Give page p (state st0, not in the GPU) a GPU frame: IN_GPU, appended at the LRU tail,
     its transfer and wait-set flags cleared. Returns the new tail, cursor and wait-set size."""
@@ -733,7 +736,7 @@ def _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur, wait):
     return lt + 1, lru_cur, wait
 
 
-@_kernel
+@_kinner_
 def _count_in(src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP, n):
     """A tick's incoming counters after n pages fetched from src (IN_SSD or IN_CPU), and the
     forced fetch source once a link is full (§9.3; n > 1 only where the link's counter cannot
@@ -751,7 +754,7 @@ def _count_in(src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP, n
     return c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs
 
 
-@_kernel
+@_kinner_
 def _count_out(dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP,
                n):
     """A tick's outgoing counters after n pages evicted to dest (IN_SSD or IN_CPU), host_used
@@ -769,7 +772,7 @@ def _count_out(dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CA
     return c_out, c_out_ssd, c_out_cpu, c_fed
 
 
-@_kernel
+@_kinner_
 def _preevict_gpu_run(lru, pstate, L, p0, p1, cur_page, dest):
     """Bulk pre-eviction (P_BULK) of pages p0 .. p1 - 1 to dest: each page in the GPU leaves
     the LRU list as `_new_generation` takes it out (the first generation after its own that
@@ -804,7 +807,7 @@ def _preevict_gpu_run(lru, pstate, L, p0, p1, cur_page, dest):
     return p1 - p0, res_d
 
 
-@_kernel
+@_kinner_
 def _preevict_x_run(pstate, p0, p1, dest):
     """`_preevict_gpu_run` on the extent LRU (no generations, no cursor): pages p0 .. p1 - 1 go
     to dest while they are in the GPU. Returns the pages moved and how many of them were
@@ -820,7 +823,7 @@ def _preevict_x_run(pstate, p0, p1, dest):
     return p1 - p0, res_d
 
 
-@_kernel
+@_kinner_
 def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out_cpu, c_fed,
                   host_used, host_peak, gpu_used, tc_b, lru_tail, lru_cur, lru_scan):
     """Pre-eviction fast path of a batcher tick (untraced): stage `stage`'s queued GPU pages
@@ -959,7 +962,7 @@ def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out
             lru_tail, lru_cur, lru_scan)
 
 
-@_kernel
+@_kinner_
 def _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc):
     """A busy tick's end: its page counts added to iteration it's traffic (a tick that moved
     nothing adds nothing, not even its allocations)."""
@@ -973,7 +976,7 @@ def _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu
         pcie[it, PC_OUT_CPU] += c_out_cpu
 
 
-@_kernel
+@_kinner_
 def _tick_repeats(S, stage, q, qlen, half, t_next, deepum, wait, c_moved, gpu_used, host_used,
                   nbnd_cap):
     """Whether a busy tick whose allocating stage `stage` (queue q, `qlen` pages still
@@ -1035,7 +1038,7 @@ TickParams = namedtuple("TickParams", ["G", "HOST", "GPU_CAP", "CPU_CAP", "SSD_C
                                        "ALLOC_CAP", "deepum", "lcap", "lm", "hd", "xl"])
 
 
-@_kernel_stage
+@_kinner__stage
 def _tick_params(S):
     """The busy tick's parameters (`TickParams`) from S."""
     return TickParams(S[P_G], S[P_HOST], S[P_GPU_CAP], S[P_CPU_CAP], S[P_SSD_CAP],
@@ -1043,7 +1046,7 @@ def _tick_params(S):
                       S[S_LRU_HEAD], S[P_XLRU] != 0)
 
 
-@_kernel_stage
+@_kinner__stage
 def _fresh_counters(host_used, HOST):
     """A tick's counters at its start (§9.3): c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd,
     c_out_cpu, c_alloc all 0, no forced fetch source, and the eviction destination forced to
@@ -1052,14 +1055,14 @@ def _fresh_counters(host_used, HOST):
     return 0, 0, 0, 0, 0, 0, 0, NOT_KNOWN, c_fed
 
 
-@_kernel_stage
+@_kinner__stage
 def _next_stage_after_failure(stage):
     """The stage after a failed allocation (no victim, an error): the next one, except that
     prefetch-from-SSD also skips prefetch-from-CPU (the artifact groups them)."""
     return _G_PREALLOC if stage == _G_PRE_SSD else stage + 1
 
 
-@_kernel_stage
+@_kinner__stage
 def _stage_admission(stage, rescue, S, prm, wait, gpu_used, host_used, c_in, c_in_ssd,
                      c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc):
     """Stage `stage`'s queue and whether it admits a page now. The DeepUM "lock-up" rescue
@@ -1088,7 +1091,7 @@ def _stage_admission(stage, rescue, S, prm, wait, gpu_used, host_used, c_in, c_i
     return stage, _STAGE_QUEUE[stage], ok, rescue
 
 
-@_kernel_stage
+@_kinner__stage
 def _batch_limit(nb, is_fetch_s, is_pre_s, fsrc, a_src, b_ev, b_dest, gpu_used, host_used,
                  c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, prm):
     """How many of the next nb pages (of one queued run, one tensor, with LRU room) the
@@ -1130,7 +1133,7 @@ def _batch_limit(nb, is_fetch_s, is_pre_s, fsrc, a_src, b_ev, b_dest, gpu_used, 
     return nb
 
 
-@_kernel_stage
+@_kinner__stage
 def _streak_ticks(nb, rn, t_pages, ring_room, t, ii, S, stage, is_fetch_s, fsrc, gpu_used,
                   host_used, prm):
     """A streak of identical busy ticks (issue 23): the fetch fast path's first run of a tick
@@ -1174,7 +1177,7 @@ def _streak_ticks(nb, rn, t_pages, ring_room, t, ii, S, stage, is_fetch_s, fsrc,
     return ns, cnt
 
 
-@_kernel_stage
+@_kinner__stage
 def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, pstate, lru,
                 lm, hd, lru_tail, lru_cur, lru_scan, wait, vt_d):
     """Move pages p, p+1, ... (at most nb, while they are at a_src) to the GPU, each with a
@@ -1227,7 +1230,7 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, ps
     return m, lru_tail, lru_cur, lru_scan, wait, vt_d
 
 
-@_kernel_stage
+@_kinner__stage
 def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait,
                   vt_d):
     """`_batch_move` on the extent LRU (P_XLRU, LRU policies): pages p, p+1, ... (at most nb,
@@ -1267,7 +1270,7 @@ def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_
     return m, wait, vt_d
 
 
-@_kernel_stage
+@_kinner__stage
 def _fast_victim(dnp, deepum, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
                  dum_end, tc_c, wt_lo, wt_hi, wt_win):
     """The fetch fast path's victim for one page (§8): DeepUM non-PF (dnp, §8.2): the first
@@ -1316,7 +1319,7 @@ def _fast_victim(dnp, deepum, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, l
     return vslot, v, vst0, tc_c, wt_lo, wt_hi, wt_win
 
 
-@_kernel_stage
+@_kinner__stage
 def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, bnd, counters,
                 gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan, dum_end,
                 tc_a, tc_b, tc_c):
@@ -1626,7 +1629,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
             gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan, tc_a, tc_b, tc_c)
 
 
-@_kernel_page
+@_kinner__page
 def _select_victim(deepum, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
                    dum_end, tc_c):
     """Victim selection of the general path (§8) for a page that needs a GPU frame when the
@@ -1699,7 +1702,7 @@ def _select_victim(deepum, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, 
     return slot, lru_cur, lru_scan, dum_end, tc_c
 
 
-@_kernel_page
+@_kinner__page
 def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev,
                 c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait,
                 live_warn, lru_tail, lru_cur, lru_scan, tc_b):
@@ -1778,7 +1781,7 @@ def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, 
             live_warn, lru_tail, lru_cur, lru_scan, tc_b)
 
 
-@_kernel_page
+@_kinner__page
 def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, pstate, lru, S,
                 ev,
                 c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan):
@@ -1814,7 +1817,7 @@ def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, p
     return c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan
 
 
-@_kernel_page
+@_kinner__page
 def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev, counters,
                   gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
                   lru_scan, dum_end, tc_a, tc_b, tc_c):
@@ -1949,7 +1952,7 @@ def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, e
             lru_scan, dum_end, tc_a, tc_b, tc_c)
 
 
-@_kernel_stage
+@_kinner__stage
 def _tick_end(t, it, k, trace, S, pcie, bnd, ev, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd,
               c_out_cpu, c_alloc, wait):
     """The end of a busy tick at time t (§9.6): it opens a transfer period if none is open,
@@ -1975,7 +1978,7 @@ def _tick_end(t, it, k, trace, S, pcie, bnd, ev, c_in, c_in_ssd, c_in_cpu, c_out
     return t, resumed
 
 
-@_kernel_stage
+@_kinner__stage
 def _next_tick_busy(t, S, bnd_cap, half):
     """Whether run_engine's next event (same tests) would be another busy tick at time t,
     with nothing to drain or grow first: no pause due, some queue holding a page, none past
@@ -1998,7 +2001,7 @@ def _next_tick_busy(t, S, bnd_cap, half):
     return True
 
 
-@_kernel
+@_kinner_
 def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
     """Busy batcher ticks from time t (§9.2, §9.3): ticks that find a queued page. Runs the
     stages of the tick, its end (transfer boundary, per-iteration traffic, the resume
@@ -2109,7 +2112,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
     S[S_TC_C] = tc_c
 
 
-@_kernel
+@_kinner_
 def _resume(t, S):
     """§9.6: the waiting kernel resumes at the tick at time t (its event is queued now)."""
     S[S_KB_PENDING] = 1
@@ -2121,7 +2124,7 @@ def _resume(t, S):
     S[S_R_STARTED] = 1
 
 
-@_kernel
+@_kinner_
 def _quiet_tick(t, S, bnd, ev):
     """A batcher tick at time t that finds no queued page (§9.2): it closes an open
     transfer period and may resume the waiting kernel; it moves nothing. The tick clock is
@@ -2279,7 +2282,7 @@ def _uniform_state(pstate, p0, n):
     return v0
 
 
-@_kernel
+@_kinner_
 def _dealloc_generation(lru, pstate, S, L, p, st, stale, cur_page):
     """Page p (state st, IN_GPU, not in transfer) is deallocated inside a run that keeps the
     stale count in ``stale`` and the cursor's page in ``cur_page``: the cursor resets when it
@@ -2378,7 +2381,7 @@ def _dealloc_bulk(t, T, p0, n, tt, pstate, lru, S, ev):
     return freed
 
 
-@_kernel
+@_kinner_
 def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
     T = ht[h, 1]
     fr = ht[h, 2]
@@ -2545,7 +2548,7 @@ def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
     return n_ssd
 
 
-@_kernel
+@_kinner_
 def _fault_scan_uniform(T, u, o, p0, n, t, pstate, qb, S, ev, trace, k, it):
     """`_fault_scan` of tensor T's pages p0 .. p0 + n - 1 (n >= 1) when they all share their
     location and in-transfer bits u (`_uniform_state`, P_BULK): the page loop's outcome in
@@ -2580,14 +2583,14 @@ def _fault_scan_uniform(T, u, o, p0, n, t, pstate, qb, S, ev, trace, k, it):
     return n if loc == IN_SSD else 0
 
 
-@_kernel
+@_kinner_
 def _mark(kt, kidx, tt, k, col, flag):
     """tt[_u(T), col] = flag for the inputs and output-only tensors of kernel k."""
     for j in range(kt[k, KT_IN], kt[k + 1, KT_IN]):
         tt[kidx[j], col] = flag
 
 
-@_kernel
+@_kinner_
 def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
                   ev):
     K = kt.shape[0] - 1
