@@ -10,7 +10,12 @@ Every kernel module (`engine.page_kernels`, `engine.tensor_kernels`, `planner.g1
   around each array argument of each call otherwise cost more than the page moves themselves.
 * `kernel_nonrt_ieee`: `kernel_nonrt` with IEEE float semantics (`error_model="numpy"`: a
   division by 0 gives inf or nan instead of raising ZeroDivisionError).
-* `jit(**options)`: any other combination (`inline="always"` and the like), same switch.
+* `kernel_nonrt_internal`: `kernel_nonrt` for a kernel that only other kernels call. Numba
+  builds no CPython wrapper for it (the code that unboxes Python arguments, which other kernels
+  never go through): about 7 % of a cold page engine's compile. Called from Python, it raises
+  TypeError (a kernel without a wrapper would crash the process).
+* `jit(**options)`: any other combination (`inline="always"` and the like), same switch;
+  `jit(internal=True, ...)` is the kernels-only variant.
 
 Calls between kernels are typed without literal values (`_plain_calls`): by default Numba
 compiles a called kernel once per distinct combination of constant arguments at its call sites
@@ -60,16 +65,40 @@ def _plain_calls(disp):
     return disp
 
 
-def jit(**options):
+_INTERNAL = {}     # dispatcher class -> its kernels-only subclass
+
+
+def _kernels_only(disp):
+    """Make a call of `disp` (compiled without a CPython wrapper) from Python raise TypeError
+    instead of jumping into the missing wrapper. Calls from other kernels do not go through
+    `__call__`, and the subclass types and caches as its base does."""
+    base = type(disp)
+    cls = _INTERNAL.get(base)
+    if cls is None:
+        def __call__(self, *args, **kws):
+            raise TypeError(f"{self.py_func.__module__}.{self.py_func.__qualname__} is "
+                            "compiled for calls from other kernels only")
+        cls = _INTERNAL[base] = type("KernelsOnly" + base.__name__, (base,),
+                                     {"__call__": __call__})
+    disp.__class__ = cls
+    return disp
+
+
+def jit(*, internal: bool = False, **options):
     """A decorator compiling a function with `njit(cache=True, **options)` (its calls from
     other kernels typed without literal values, `_plain_calls`), or leaving it as it is under
-    G10FAST_NO_JIT."""
+    G10FAST_NO_JIT. `internal`: only other kernels call it (no CPython wrapper, see the
+    module's docstring)."""
     if NO_JIT:
         return lambda fn: fn
+    if internal:
+        compile_ = njit(cache=True, no_cpython_wrapper=True, **options)
+        return lambda fn: _kernels_only(_plain_calls(compile_(fn)))
     compile_ = njit(cache=True, **options)
     return lambda fn: _plain_calls(compile_(fn))
 
 
 kernel = jit()
 kernel_nonrt = jit(_nrt=False)
+kernel_nonrt_internal = jit(_nrt=False, internal=True)
 kernel_nonrt_ieee = jit(_nrt=False, error_model="numpy")

@@ -72,3 +72,30 @@ def test_literal_needed_falls_back():
 
     assert caller() == 3.5
     assert all(isinstance(s[1], types.IntegerLiteral) for s in pick.signatures)
+
+
+def test_kernels_only_variant():
+    # no CPython wrapper: another kernel calls it as usual; a call from Python raises
+    # TypeError (naming it) instead of jumping into the missing wrapper
+    import numpy as np
+
+    from g10fast.jit import _kernels_only
+    inner = _kernels_only(_plain_calls(njit(_push, no_cpython_wrapper=True)))
+    outer = _callers(inner)
+    q = np.zeros(4, np.int64)
+    assert outer(q, 3, False) == 1 + 1 + 3 + 3
+    assert list(q) == [1, 1, 3, 3]
+    with pytest.raises(TypeError, match="_push is compiled for calls from other kernels only"):
+        inner(q, 0, 1)
+    assert list(q) == [1, 1, 3, 3]
+
+
+def test_page_engine_kernels_only():
+    # the page engine's internal kernels refuse Python calls; those Python calls work
+    import numpy as np
+
+    from g10fast.engine import page_kernels as pk
+    with pytest.raises(TypeError, match="_batch_move_x is compiled for calls"):
+        pk._batch_move_x(0, 0, 0, False, 0, 0, 0, np.zeros(1, np.uint8), np.zeros(8, np.int64),
+                         np.zeros(pk.NS, np.int64), np.zeros((1, 10), np.int64), 0, 0, 0)
+    assert pk._uniform_state(np.full(4, 2, np.uint8), 0, 4) == 2

@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from g10fast.errors import InputError
-from g10fast.jit import kernel as _kernel
+from g10fast.jit import jit
+from g10fast.jit import kernel_nonrt as _kernel
 
 KIND_NAMES = ("compute", "read", "write", "ssd_read", "ssd_write")
 
@@ -186,7 +187,7 @@ def live_bytes(m: BoundModel) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # the window bound (Numba)
 
-@_kernel
+@jit(_nrt=False, internal=True)
 def _relax(L, pred, pkind, pbytes, j, v, t, kind, nbytes):
     """The longest path's relaxation of node j by an edge from t (kind, bytes) of value v."""
     if v > L[j]:
@@ -199,23 +200,27 @@ def _relax(L, pred, pkind, pbytes, j, v, t, kind, nbytes):
 @_kernel
 def _window_kernel(c, size, lo, hi, use_ptr, use_k, use_w, free_read, free_write, D, Dh,
                    in_rate, out_rate, ssd_in_rate, ssd_out_rate, slack, touched_evictable,
-                   fault_path):
-    """Longest path 0 -> K. Returns L[K+1], pred[K+1], pred_kind[K+1], pred_bytes[K+1]."""
+                   fault_path, L, pred, pkind, pbytes, cc, ptr, lastw, rb, wb):
+    """Longest path 0 -> K into L[K+1], pred[K+1], pred_kind[K+1], pred_bytes[K+1]. The
+    work arrays come from the caller (`_window_arrays`: no allocation here, so no reference
+    counting and no NumPy allocation code to compile): cc[K+1], ptr (a copy of use_ptr[:-1]),
+    lastw[T], rb[K+1], wb[K+1]."""
     K = c.shape[0]
     T = size.shape[0]
-    L = np.zeros(K + 1)
-    pred = np.full(K + 1, -1, np.int64)
-    pkind = np.zeros(K + 1, np.int64)
-    pbytes = np.zeros(K + 1)
+    L[0] = 0.0
     for b in range(1, K + 1):
         L[b] = -1.0
-    cc = np.zeros(K + 1)
+    for b in range(K + 1):
+        pred[b] = -1
+        pkind[b] = 0
+        pbytes[b] = 0.0
+    cc[0] = 0.0
     for k in range(K):
         cc[k + 1] = cc[k] + c[k]
-    ptr = use_ptr[:-1].copy()          # per tensor: index of its first use >= t
-    lastw = np.full(T, -1, np.int64)    # per tensor: the last kernel < t that wrote it
-    rb = np.zeros(K + 1)                # bytes by next use
-    wb = np.zeros(K + 1)                # dirty bytes by version kernel
+    # ptr: per tensor, index of its first use >= t
+    for x in range(T):
+        lastw[x] = -1                   # per tensor: the last kernel < t that wrote it
+    # rb: bytes by next use; wb: dirty bytes by version kernel (cleared for each t below)
     for t in range(K):
         if D[t] > 0.0:
             for i in range(K + 1):
@@ -314,11 +319,14 @@ def window_bound(m: BoundModel) -> WindowBound:
     """The window bound (longest path) and its binding windows (the path's transfer edges:
     'between kernel a's start and kernel b's start at least X bytes must come back')."""
     M, D, Dh = _deficits(m)
-    L, pred, pk, pb = _window_kernel(m.c, m.size, m.lo, m.hi, m.use_ptr, m.use_k, m.use_w,
-                                     m.free_read, m.free_write, D, Dh, m.in_rate, m.out_rate,
-                                     m.ssd_in_rate, m.ssd_out_rate, m.slack,
-                                     m.touched_evictable, m.fault_path)
     K = m.num_kernels
+    L, pred, pk, pb = (np.empty(K + 1), np.empty(K + 1, np.int64), np.empty(K + 1, np.int64),
+                       np.empty(K + 1))
+    _window_kernel(m.c, m.size, m.lo, m.hi, m.use_ptr, m.use_k, m.use_w, m.free_read,
+                   m.free_write, D, Dh, m.in_rate, m.out_rate, m.ssd_in_rate, m.ssd_out_rate,
+                   m.slack, m.touched_evictable, m.fault_path, L, pred, pk, pb,
+                   np.empty(K + 1), m.use_ptr[:-1].copy(), np.empty(len(m.size), np.int64),
+                   np.zeros(K + 1), np.zeros(K + 1))
     wins = _path(pred, pk, pb, K)
     for wdw in wins:
         rate = {"read": m.in_rate, "write": m.out_rate, "ssd_read": m.ssd_in_rate,
@@ -378,13 +386,13 @@ def window_bound_py(m: BoundModel) -> float:
 # the traffic bound (fractional Belady over the inactive gaps)
 
 @_kernel
-def _cover_kernel(g_start, g_end, g_size, need):
+def _cover_kernel(g_start, g_end, g_size, need, y):
     """Min Σ y_g with Σ_{g ∋ k} y_g >= need_k, 0 <= y_g <= size_g: interval covering, solved
     exactly by the left-to-right greedy that takes the gap ending last. Gaps sorted by end,
-    descending. Returns (total, feasible)."""
+    descending. y: zeros, one per gap (the caller's: no allocation here). Returns (total,
+    feasible)."""
     G = g_start.shape[0]
     K = need.shape[0]
-    y = np.zeros(G)
     total = 0.0
     for k in range(K):
         if need[k] <= 0.0:
@@ -456,8 +464,8 @@ def traffic_bound(m: BoundModel) -> TrafficBound:
         ok_ = (m.lo >= 0) & (m.size > 0) & ~m.free_read
         np.add.at(freeb, m.hi[ok_], m.size[ok_])
     gs, ge, gz = gaps(m)
-    v, ok = _cover_kernel(gs, ge, gz, np.maximum(D - freeb, 0.0))
-    vs, ok2 = _cover_kernel(gs, ge, gz, np.maximum(Dh - freeb, 0.0))
+    v, ok = _cover_kernel(gs, ge, gz, np.maximum(D - freeb, 0.0), np.zeros(len(gs)))
+    vs, ok2 = _cover_kernel(gs, ge, gz, np.maximum(Dh - freeb, 0.0), np.zeros(len(gs)))
     ideal = float(m.c.sum())
     if m.fault_path:                   # two paths, the fault path idle during compute
         t = max(ideal, 0.5 * (v / m.in_rate + ideal) - m.slack,

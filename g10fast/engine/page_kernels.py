@@ -38,7 +38,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from g10fast.jit import jit, kernel_nonrt, kernel_nonrt_ieee
+from g10fast.jit import jit, kernel_nonrt, kernel_nonrt_ieee, kernel_nonrt_internal
 # ---- page locations (G10's PageLocation enum, g10fast.locations) ----
 from g10fast.locations import (  # noqa: F401  (re-exported: pk.IN_GPU and the like)
     IN_CPU, IN_GPU, IN_GPU_LEAST, IN_SSD, NOT_KNOWN, NOT_PRESENT)
@@ -260,8 +260,11 @@ _STAGE_QUEUE = (Q_PREEVICT_SSD, Q_PREEVICT_CPU, Q_PF_SSD, Q_PF_CPU, Q_PF_ALLOC, 
 # Every function here is compiled without Numba's reference counting (`_nrt=False`, see
 # g10fast.jit): none allocates, and the atomic increments and decrements that NRT
 # wraps around each array argument of each call otherwise cost more than the page moves
-# themselves.
-_kernel = kernel_nonrt
+# themselves. Most are called only by other kernels and have no CPython wrapper (`_kernel`,
+# g10fast.jit's `kernel_nonrt_internal`: less compile time); those that Python calls too
+# (`run_engine`, and the kernels that the wrappers or the tests call directly) are `_kernel_py`.
+_kernel = kernel_nonrt_internal
+_kernel_py = kernel_nonrt
 # Array indices that are never negative are cast to unsigned where they are used (`_u`): Numba
 # then leaves out the negative-index wrap-around (a sign test, an add of the length, and in
 # these register-starved loops a reload of the length from the stack) on every access.
@@ -278,18 +281,15 @@ _kernel_ieee = kernel_nonrt_ieee
 # (compiled as calls, traced runs, a call per page, were 20% slower). Numba's IR inlining of
 # every stage gave bit-identical results but a slower busy tick and a first compile about
 # 10 s longer (benchmarks/results/engine_split.jsonl).
-_kernel_stage = kernel_nonrt
+_kernel_stage = kernel_nonrt_internal
 _kernel_page = jit(_nrt=False, inline="always")
-_kinner_ = jit(_nrt=False, no_cpython_wrapper=True)
-_kinner__stage = _kinner_
-_kinner__page = jit(_nrt=False, inline="always", no_cpython_wrapper=True)
 
 
 # ----------------------------------------------------------------------------------------
 # small helpers
 # ----------------------------------------------------------------------------------------
 
-@_kinner_
+@_kernel
 def tensor_of(srt, S, c, p):
     """Tensor owning page p: the last non-empty tensor whose first page is <= p.
 
@@ -310,7 +310,7 @@ def tensor_of(srt, S, c, p):
     return srt[1, _u(lo)]
 
 
-@_kernel
+@_kernel_py
 def _q_push(qb, S, q, p, n):
     """Append pages p..p+n-1 to queue q, merging with the last run when contiguous."""
     cap = qb.shape[1]
@@ -331,7 +331,7 @@ def _q_push(qb, S, q, p, n):
     S[S_QT + q] = t + 1
 
 
-@_kinner_
+@_kernel
 def _q_pop(qb, S, q):
     slot = S[S_QH + q] & (qb.shape[1] - 1)
     if qb[q, _u(slot), 1] > 1:
@@ -341,7 +341,7 @@ def _q_pop(qb, S, q):
         S[S_QH + q] += 1
 
 
-@_kinner_
+@_kernel
 def _emit(ev, S, t, kind, it, k, tensor, page, count, src, dst, value):
     n = S[S_NEV]
     if n >= ev.shape[0]:
@@ -361,7 +361,7 @@ def _emit(ev, S, t, kind, it, k, tensor, page, count, src, dst, value):
     return n
 
 
-@_kinner_
+@_kernel
 def _emit_run(ev, S, open_idx, t, kind, it, k, tensor, page, src, dst, value):
     """Emit one page, extending the open run at ev[S[open_idx]] when it continues it."""
     o = S[open_idx]
@@ -374,7 +374,7 @@ def _emit_run(ev, S, open_idx, t, kind, it, k, tensor, page, src, dst, value):
     S[open_idx] = _emit(ev, S, t, kind, it, k, tensor, page, 1, src, dst, value)
 
 
-@_kinner_
+@_kernel
 def _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc, GPU_CAP, CPU_CAP, SSD_CAP,
            ALLOC_CAP):
     """Whether an allocating stage (§9.2) may take one more page this tick: prefetches are
@@ -389,7 +389,7 @@ def _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc, GPU_CAP, CPU_CAP,
     return c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
 
 
-@_kinner_
+@_kernel
 def _no_faults_queued(S):
     """Whether the three demand queues (faults from CPU, from SSD, allocations) are empty."""
     return (S[S_QT + Q_PF_CPU] == S[S_QH + Q_PF_CPU]
@@ -397,19 +397,19 @@ def _no_faults_queued(S):
             and S[S_QT + Q_PF_ALLOC] == S[S_QH + Q_PF_ALLOC])
 
 
-@_kinner_
+@_kernel
 def _live(st, e):
     """Whether LRU entry e (>= 0) is live, st being its page's state (int64)."""
     return (st & LOC_MASK) == IN_GPU and (st >> GEN_SHIFT) == (e & GEN_MASK)
 
 
-@_kinner_
+@_kernel
 def _eligible(st, e):
     """Whether LRU entry e (>= 0) is live and its page not in transfer (a victim)."""
     return (st & RES_MASK) == IN_GPU and (st >> GEN_SHIFT) == (e & GEN_MASK)
 
 
-@_kinner_
+@_kernel
 def _is_alive(tt, T, k):
     if tt[_u(T), TT_GLOBAL]:
         return True
@@ -423,7 +423,7 @@ def _is_alive(tt, T, k):
 # LRU list (FIFO by arrival, O-6)
 # ----------------------------------------------------------------------------------------
 
-@_kernel
+@_kernel_py
 def _lru_compact(lru, pstate, S):
     """Drop the entries that are not live, keeping the order; the cursor moves to the first
     live entry at or after it (or the tail). The list is a ring (positions are monotonic,
@@ -458,7 +458,7 @@ def _lru_compact(lru, pstate, S):
             lru[_u(i)] = 0
 
 
-@_kernel
+@_kernel_py
 def _lru_live(lru, pstate, S, s):
     e = lru[_u(s & (S[P_LCAP] - 1))]
     if e < 0:
@@ -466,7 +466,7 @@ def _lru_live(lru, pstate, S, s):
     return _live(np.int64(pstate[_u(e >> GEN_SHIFT)]), e)
 
 
-@_kernel
+@_kernel_py
 def _lru_remove_unknown(lru, pstate, S, p):
     """Remove page p (IN_GPU) from the list where its slot is unknown: bump its generation,
     which leaves its entry stale (it no longer matches the page's generation)."""
@@ -477,7 +477,7 @@ def _lru_remove_unknown(lru, pstate, S, p):
     pstate[_u(p)] = (st & 15) | (g << GEN_SHIFT)
 
 
-@_kinner_
+@_kernel
 def _cursor_page(lru, pstate, S):
     """The page of the cursor's LRU entry if that entry is live, else -1."""
     cur = S[S_LRU_CUR]
@@ -486,7 +486,7 @@ def _cursor_page(lru, pstate, S):
     return -1
 
 
-@_kinner_
+@_kernel
 def _new_generation(lru, pstate, S, p, g0):
     """The generation that page p (live, generation g0) takes on leaving the list where its
     slot is unknown, recording its entry as stale; and whether the list was compacted.
@@ -509,7 +509,7 @@ def _new_generation(lru, pstate, S, p, g0):
     return g, compacted
 
 
-@_kinner_
+@_kernel
 def _free_generation(mask, g0):
     """The first generation after g0 (cyclically, g0 excluded) whose bit in mask is clear,
     or -1 if there is none."""
@@ -521,7 +521,7 @@ def _free_generation(mask, g0):
     return -1
 
 
-@_kinner_
+@_kernel
 def _lru_advance_head(lru, pstate, S):
     h = S[S_LRU_HEAD]
     t = S[S_LRU_TAIL]
@@ -623,7 +623,7 @@ def _x_free(lru, S, tt, i):
     S[S_X_NFREE] += 1
 
 
-@_kernel
+@_kernel_py
 def _x_take(lru, S, tt, n):
     """The first n pages of the list (all of its head extent's, n >= 1) leave it."""
     h = S[S_X_HEAD]
@@ -634,7 +634,7 @@ def _x_take(lru, S, tt, n):
         lru[_u(h * XW + X_LO)] = lo
 
 
-@_kernel
+@_kernel_py
 def _x_remove(lru, S, tt, T, a, b):
     """Tensor T's pages a .. b - 1 that are in the list leave it (its chain finds them)."""
     i = tt[_u(T), TT_XH]
@@ -655,7 +655,7 @@ def _x_remove(lru, S, tt, T, a, b):
         i = nx
 
 
-@_kernel
+@_kernel_py
 def _x_arrive(lru, S, tt, pstate, T, p, n, wait):
     """Pages p .. p + n - 1 of tensor T (none in the GPU) take GPU frames, in this order: IN_GPU,
     transfer and wait-set flags cleared, at the list's tail (`_lru_append` for extents; the
@@ -679,7 +679,7 @@ def _x_arrive(lru, S, tt, pstate, T, p, n, wait):
 # one also skips the prefetch-from-CPU stage (the artifact's stages are grouped so).
 # ----------------------------------------------------------------------------------------
 
-@_kinner_
+@_kernel
 def _tpos(srt, i, p):
     """Position in srt of the tensor owning page p (see `tensor_of`), i being the position
     of the last lookup."""
@@ -696,7 +696,7 @@ def _tpos(srt, i, p):
     return lo
 
 
-@_kinner_
+@_kernel
 def _tensor_at(tt, srt, i, p):
     """The tensor owning page p (`_tpos` from position i): its position in srt, id, first and
     end page, and whether the current kernel requires it."""
@@ -705,7 +705,7 @@ def _tensor_at(tt, srt, i, p):
     return i, T, srt[0, _u(i)], srt[0, _u(i + 1)], tt[_u(T), TT_REQ]
 
 
-@_kinner_
+@_kernel
 def _run_pop(qb, q, qm, qh, qt, rp, rn, n):
     """Pop the first n (<= rn) pages of a queue whose head run (rp, rn at position qh) is held
     in locals: the new qh, rp, rn (rp, rn unchanged when the queue is left empty)."""
@@ -717,7 +717,7 @@ def _run_pop(qb, q, qm, qh, qt, rp, rn, n):
     return qh, rp, rn
 
 
-@_kinner_
+@_kernel
 def _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur, wait):
     """Give page p (state st0, not in the GPU) a GPU frame: IN_GPU, appended at the LRU tail,
     its transfer and wait-set flags cleared. Returns the new tail, cursor and wait-set size."""
@@ -736,7 +736,7 @@ def _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur, wait):
     return lt + 1, lru_cur, wait
 
 
-@_kinner_
+@_kernel
 def _count_in(src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP, n):
     """A tick's incoming counters after n pages fetched from src (IN_SSD or IN_CPU), and the
     forced fetch source once a link is full (§9.3; n > 1 only where the link's counter cannot
@@ -754,7 +754,7 @@ def _count_in(src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP, n
     return c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs
 
 
-@_kinner_
+@_kernel
 def _count_out(dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP,
                n):
     """A tick's outgoing counters after n pages evicted to dest (IN_SSD or IN_CPU), host_used
@@ -772,7 +772,7 @@ def _count_out(dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CA
     return c_out, c_out_ssd, c_out_cpu, c_fed
 
 
-@_kinner_
+@_kernel
 def _preevict_gpu_run(lru, pstate, L, p0, p1, cur_page, dest):
     """Bulk pre-eviction (P_BULK) of pages p0 .. p1 - 1 to dest: each page in the GPU leaves
     the LRU list as `_new_generation` takes it out (the first generation after its own that
@@ -807,7 +807,7 @@ def _preevict_gpu_run(lru, pstate, L, p0, p1, cur_page, dest):
     return p1 - p0, res_d
 
 
-@_kinner_
+@_kernel
 def _preevict_x_run(pstate, p0, p1, dest):
     """`_preevict_gpu_run` on the extent LRU (no generations, no cursor): pages p0 .. p1 - 1 go
     to dest while they are in the GPU. Returns the pages moved and how many of them were
@@ -823,7 +823,7 @@ def _preevict_x_run(pstate, p0, p1, dest):
     return p1 - p0, res_d
 
 
-@_kinner_
+@_kernel
 def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out_cpu, c_fed,
                   host_used, host_peak, gpu_used, tc_b, lru_tail, lru_cur, lru_scan):
     """Pre-eviction fast path of a batcher tick (untraced): stage `stage`'s queued GPU pages
@@ -962,7 +962,7 @@ def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out
             lru_tail, lru_cur, lru_scan)
 
 
-@_kinner_
+@_kernel
 def _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc):
     """A busy tick's end: its page counts added to iteration it's traffic (a tick that moved
     nothing adds nothing, not even its allocations)."""
@@ -976,7 +976,7 @@ def _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu
         pcie[it, PC_OUT_CPU] += c_out_cpu
 
 
-@_kinner_
+@_kernel
 def _tick_repeats(S, stage, q, qlen, half, t_next, deepum, wait, c_moved, gpu_used, host_used,
                   nbnd_cap):
     """Whether a busy tick whose allocating stage `stage` (queue q, `qlen` pages still
@@ -1038,7 +1038,7 @@ TickParams = namedtuple("TickParams", ["G", "HOST", "GPU_CAP", "CPU_CAP", "SSD_C
                                        "ALLOC_CAP", "deepum", "lcap", "lm", "hd", "xl"])
 
 
-@_kinner__stage
+@_kernel_stage
 def _tick_params(S):
     """The busy tick's parameters (`TickParams`) from S."""
     return TickParams(S[P_G], S[P_HOST], S[P_GPU_CAP], S[P_CPU_CAP], S[P_SSD_CAP],
@@ -1046,7 +1046,7 @@ def _tick_params(S):
                       S[S_LRU_HEAD], S[P_XLRU] != 0)
 
 
-@_kinner__stage
+@_kernel_stage
 def _fresh_counters(host_used, HOST):
     """A tick's counters at its start (§9.3): c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd,
     c_out_cpu, c_alloc all 0, no forced fetch source, and the eviction destination forced to
@@ -1055,14 +1055,14 @@ def _fresh_counters(host_used, HOST):
     return 0, 0, 0, 0, 0, 0, 0, NOT_KNOWN, c_fed
 
 
-@_kinner__stage
+@_kernel_stage
 def _next_stage_after_failure(stage):
     """The stage after a failed allocation (no victim, an error): the next one, except that
     prefetch-from-SSD also skips prefetch-from-CPU (the artifact groups them)."""
     return _G_PREALLOC if stage == _G_PRE_SSD else stage + 1
 
 
-@_kinner__stage
+@_kernel_stage
 def _stage_admission(stage, rescue, S, prm, wait, gpu_used, host_used, c_in, c_in_ssd,
                      c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc):
     """Stage `stage`'s queue and whether it admits a page now. The DeepUM "lock-up" rescue
@@ -1091,7 +1091,7 @@ def _stage_admission(stage, rescue, S, prm, wait, gpu_used, host_used, c_in, c_i
     return stage, _STAGE_QUEUE[stage], ok, rescue
 
 
-@_kinner__stage
+@_kernel_stage
 def _batch_limit(nb, is_fetch_s, is_pre_s, fsrc, a_src, b_ev, b_dest, gpu_used, host_used,
                  c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, prm):
     """How many of the next nb pages (of one queued run, one tensor, with LRU room) the
@@ -1133,7 +1133,7 @@ def _batch_limit(nb, is_fetch_s, is_pre_s, fsrc, a_src, b_ev, b_dest, gpu_used, 
     return nb
 
 
-@_kinner__stage
+@_kernel_stage
 def _streak_ticks(nb, rn, t_pages, ring_room, t, ii, S, stage, is_fetch_s, fsrc, gpu_used,
                   host_used, prm):
     """A streak of identical busy ticks (issue 23): the fetch fast path's first run of a tick
@@ -1177,7 +1177,7 @@ def _streak_ticks(nb, rn, t_pages, ring_room, t, ii, S, stage, is_fetch_s, fsrc,
     return ns, cnt
 
 
-@_kinner__stage
+@_kernel_stage
 def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, pstate, lru,
                 lm, hd, lru_tail, lru_cur, lru_scan, wait, vt_d):
     """Move pages p, p+1, ... (at most nb, while they are at a_src) to the GPU, each with a
@@ -1230,7 +1230,7 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, ps
     return m, lru_tail, lru_cur, lru_scan, wait, vt_d
 
 
-@_kinner__stage
+@_kernel_stage
 def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait,
                   vt_d):
     """`_batch_move` on the extent LRU (P_XLRU, LRU policies): pages p, p+1, ... (at most nb,
@@ -1270,7 +1270,7 @@ def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_
     return m, wait, vt_d
 
 
-@_kinner__stage
+@_kernel_stage
 def _fast_victim(dnp, deepum, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
                  dum_end, tc_c, wt_lo, wt_hi, wt_win):
     """The fetch fast path's victim for one page (§8): DeepUM non-PF (dnp, §8.2): the first
@@ -1319,7 +1319,7 @@ def _fast_victim(dnp, deepum, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, l
     return vslot, v, vst0, tc_c, wt_lo, wt_hi, wt_win
 
 
-@_kinner__stage
+@_kernel_stage
 def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, bnd, counters,
                 gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan, dum_end,
                 tc_a, tc_b, tc_c):
@@ -1629,7 +1629,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
             gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan, tc_a, tc_b, tc_c)
 
 
-@_kinner__page
+@_kernel_page
 def _select_victim(deepum, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
                    dum_end, tc_c):
     """Victim selection of the general path (§8) for a page that needs a GPU frame when the
@@ -1702,7 +1702,7 @@ def _select_victim(deepum, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, 
     return slot, lru_cur, lru_scan, dum_end, tc_c
 
 
-@_kinner__page
+@_kernel_page
 def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev,
                 c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait,
                 live_warn, lru_tail, lru_cur, lru_scan, tc_b):
@@ -1781,7 +1781,7 @@ def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, 
             live_warn, lru_tail, lru_cur, lru_scan, tc_b)
 
 
-@_kinner__page
+@_kernel_page
 def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, pstate, lru, S,
                 ev,
                 c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan):
@@ -1817,7 +1817,7 @@ def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, p
     return c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan
 
 
-@_kinner__page
+@_kernel_page
 def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev, counters,
                   gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
                   lru_scan, dum_end, tc_a, tc_b, tc_c):
@@ -1952,7 +1952,7 @@ def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, e
             lru_scan, dum_end, tc_a, tc_b, tc_c)
 
 
-@_kinner__stage
+@_kernel_stage
 def _tick_end(t, it, k, trace, S, pcie, bnd, ev, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd,
               c_out_cpu, c_alloc, wait):
     """The end of a busy tick at time t (§9.6): it opens a transfer period if none is open,
@@ -1978,7 +1978,7 @@ def _tick_end(t, it, k, trace, S, pcie, bnd, ev, c_in, c_in_ssd, c_in_cpu, c_out
     return t, resumed
 
 
-@_kinner__stage
+@_kernel_stage
 def _next_tick_busy(t, S, bnd_cap, half):
     """Whether run_engine's next event (same tests) would be another busy tick at time t,
     with nothing to drain or grow first: no pause due, some queue holding a page, none past
@@ -2001,7 +2001,7 @@ def _next_tick_busy(t, S, bnd_cap, half):
     return True
 
 
-@_kinner_
+@_kernel
 def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
     """Busy batcher ticks from time t (§9.2, §9.3): ticks that find a queued page. Runs the
     stages of the tick, its end (transfer boundary, per-iteration traffic, the resume
@@ -2112,7 +2112,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
     S[S_TC_C] = tc_c
 
 
-@_kinner_
+@_kernel
 def _resume(t, S):
     """§9.6: the waiting kernel resumes at the tick at time t (its event is queued now)."""
     S[S_KB_PENDING] = 1
@@ -2124,7 +2124,7 @@ def _resume(t, S):
     S[S_R_STARTED] = 1
 
 
-@_kinner_
+@_kernel
 def _quiet_tick(t, S, bnd, ev):
     """A batcher tick at time t that finds no queued page (§9.2): it closes an open
     transfer period and may resume the waiting kernel; it moves nothing. The tick clock is
@@ -2208,7 +2208,7 @@ def page_fault_time(exec_c, inpf_c, pf_c, f_int, gpu_bpc, ssd_bpc, freq, l_sys, 
     return exec_c + np.int64(np.uint64(d))
 
 
-@_kernel
+@_kernel_py
 def _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev):
     """Pre-deallocation of tensor T's pages p0 .. p0 + n - 1 (§6.2): every page not in
     transfer is freed (O-23: in-transfer pages never are); its GPU pages leave the LRU list
@@ -2261,7 +2261,7 @@ def _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev):
 _UNIFORM_CHUNK = 4096
 
 
-@_kernel
+@_kernel_py
 def _uniform_state(pstate, p0, n):
     """The location and in-transfer bits (st & RES_MASK) that pages p0 .. p0 + n - 1 (n >= 1)
     all share, or -1 when they differ. A branch-free OR over chunks (vectorised by LLVM),
@@ -2282,7 +2282,7 @@ def _uniform_state(pstate, p0, n):
     return v0
 
 
-@_kinner_
+@_kernel
 def _dealloc_generation(lru, pstate, S, L, p, st, stale, cur_page):
     """Page p (state st, IN_GPU, not in transfer) is deallocated inside a run that keeps the
     stale count in ``stale`` and the cursor's page in ``cur_page``: the cursor resets when it
@@ -2305,7 +2305,7 @@ def _dealloc_generation(lru, pstate, S, L, p, st, stale, cur_page):
     return g, stale + 1, cur_page
 
 
-@_kernel
+@_kernel_py
 def _dealloc_bulk(t, T, p0, n, tt, pstate, lru, S, ev):
     """`_dealloc_pages` untraced (P_BULK): the same page-by-page outcome, with the generation
     bookkeeping of `_new_generation` in locals (the stale count and the ring's size are not
@@ -2381,7 +2381,7 @@ def _dealloc_bulk(t, T, p0, n, tt, pstate, lru, S, ev):
     return freed
 
 
-@_kinner_
+@_kernel
 def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
     T = ht[h, 1]
     fr = ht[h, 2]
@@ -2480,7 +2480,7 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
         _emit(ev, S, t, EV_HINT, S[S_CUR_ITER], S[S_CUR_KERNEL], T, p0, queued, fr, to, -1)
 
 
-@_kernel
+@_kernel_py
 def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
     """§6.3 fault_scan of one tensor, adding to the counts at S[S_CNT:]: intr, cpu/ssd/np
     in, cpu/ssd/np out, total in/out. Every page left in transfer also joins the wait set
@@ -2548,7 +2548,7 @@ def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
     return n_ssd
 
 
-@_kinner_
+@_kernel
 def _fault_scan_uniform(T, u, o, p0, n, t, pstate, qb, S, ev, trace, k, it):
     """`_fault_scan` of tensor T's pages p0 .. p0 + n - 1 (n >= 1) when they all share their
     location and in-transfer bits u (`_uniform_state`, P_BULK): the page loop's outcome in
@@ -2583,14 +2583,14 @@ def _fault_scan_uniform(T, u, o, p0, n, t, pstate, qb, S, ev, trace, k, it):
     return n if loc == IN_SSD else 0
 
 
-@_kinner_
+@_kernel
 def _mark(kt, kidx, tt, k, col, flag):
     """tt[_u(T), col] = flag for the inputs and output-only tensors of kernel k."""
     for j in range(kt[k, KT_IN], kt[k + 1, KT_IN]):
         tt[kidx[j], col] = flag
 
 
-@_kinner_
+@_kernel
 def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
                   ev):
     K = kt.shape[0] - 1
@@ -2658,12 +2658,12 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
         for i in range(9):
             S[S_CNT + i] = 0
         for j in range(kt[k, KT_IN], kt[k, KT_OO]):
-            T = kidx[j]
+            T = np.int64(kidx[j])   # (int64: one compile of _fault_scan and _emit)
             if _fault_scan(T, True, now, tt, pstate, qb, S, ev, trace, k, it) > 0:
                 S[S_AMP_RAW] += tt[_u(T), TT_RAW]
                 S[S_AMP_ALIGNED] += tt[_u(T), TT_NP] * 4096
         for j in range(kt[k, KT_OO], kt[k + 1, KT_IN]):
-            T = kidx[j]
+            T = np.int64(kidx[j])
             if _fault_scan(T, False, now, tt, pstate, qb, S, ev, trace, k, it) > 0:
                 S[S_AMP_RAW] += tt[_u(T), TT_RAW]
                 S[S_AMP_ALIGNED] += tt[_u(T), TT_NP] * 4096
@@ -2731,7 +2731,7 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
 # the event loop (§5, §17.3)
 # ----------------------------------------------------------------------------------------
 
-@_kernel
+@_kernel_py
 def run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd,
                ev):
     """Run until the simulation ends (ST_DONE), an error (ST_ERROR), or a pause (ST_PAUSE:
