@@ -269,6 +269,8 @@ _kernel_py = kernel_nonrt
 # then leaves out the negative-index wrap-around (a sign test, an add of the length, and in
 # these register-starved loops a reload of the length from the stack) on every access.
 _u = np.uint64
+# pages checked at once (without a branch) where `_batch_move` extends a run of victims
+_RUN_CHUNK = 16
 # The stall model divides by bandwidths that can be 0 (O-11): IEEE semantics, not Python's
 # ZeroDivisionError.
 _kernel_ieee = kernel_nonrt_ieee
@@ -1188,45 +1190,117 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, ps
     lookup the page loop does. Returns the pages moved, the LRU positions, the wait-set size
     and the victim tensor's pending TT_RES change."""
     m = 0
+    # (no victim can be one of the arriving pages: a run of victims is read first, then
+    # written, below)
+    disjoint = p + nb <= b_lo or p >= b_hi
     while m < nb:
         pp = p + m
         st0 = np.int64(pstate[_u(pp)])
         if (st0 & LOC_MASK) != a_src:
             break
-        if b_ev:
-            s = lru_scan if (deepum and not b_dnp) else lru_cur
-            if s < hd:
-                s = hd
-            vst0 = 0
-            e = -1
-            v = -1
-            while s < lru_tail:
-                e = lru[_u(s & lm)]
-                if e >= 0:
-                    vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
-                    if b_dnp:
-                        if _live(vst0, e):
-                            v = e >> GEN_SHIFT
-                            if v < b_lo or v >= b_hi or not b_win:
-                                break
-                    elif _eligible(vst0, e):
+        if not b_ev:
+            lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, pp, st0, lru_tail, lru_cur,
+                                                  wait)
+            m += 1
+            continue
+        s = lru_scan if (deepum and not b_dnp) else lru_cur
+        if s < hd:
+            s = hd
+        vst0 = 0
+        e = -1
+        v = -1
+        while s < lru_tail:
+            e = lru[_u(s & lm)]
+            if e >= 0:
+                vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
+                if b_dnp:
+                    if _live(vst0, e):
                         v = e >> GEN_SHIFT
-                        break
-                s += 1
-            if s >= lru_tail or v < b_lo or v >= b_hi:
-                break
-            lru[_u(s & lm)] = -1
-            if not deepum or b_dnp:
-                lru_cur = s + 1
-            else:
-                lru_scan = s
-                if lru_cur == s:
-                    lru_cur = s + 1
-            pstate[_u(v)] = ((vst0 & ~LOC_MASK) | b_dest) & ~F_TRANSFER
-            if (vst0 & RES_MASK) == IN_GPU:
+                        if v < b_lo or v >= b_hi or not b_win:
+                            break
+                elif _eligible(vst0, e):
+                    v = e >> GEN_SHIFT
+                    break
+            s += 1
+        if s >= lru_tail or v < b_lo or v >= b_hi:
+            break
+        # -- the run from here: while the next entries hold the next pages of the victim's
+        # tensor, each the victim the scan would find next (DeepUM non-PF: live, its tensor
+        # outside the window as the first one's is; else: not in transfer), and the next
+        # pages arrive from a_src. Read first (no store between the loads; chunks of
+        # _RUN_CHUNK without a branch, which LLVM vectorises), then written as plain loops,
+        # within one turn of the ring for the victims' entries and for the new ones.
+        lt = lru_tail
+        sb = s & lm
+        tb = lt & lm
+        j = 1
+        if disjoint:
+            jmax = nb - m
+            if jmax > lt - s:
+                jmax = lt - s
+            if jmax > b_hi - v:
+                jmax = b_hi - v
+            if jmax > lm + 1 - sb:
+                jmax = lm + 1 - sb
+            if jmax > lm + 1 - tb:
+                jmax = lm + 1 - tb
+            want = IN_GPU                              # live: in the GPU (its generation's
+            fmask = LOC_MASK if b_dnp else RES_MASK    # entry); else also not in transfer
+            while j + _RUN_CHUNK <= jmax:
+                bad = 0
+                for i in range(j, j + _RUN_CHUNK):
+                    vs2 = np.int64(pstate[_u(v + i)])
+                    bad |= np.int64(lru[_u(sb + i)]) ^ (((v + i) << GEN_SHIFT) |
+                                                         (vs2 >> GEN_SHIFT))
+                    bad |= (vs2 & fmask) ^ want
+                    bad |= (np.int64(pstate[_u(pp + i)]) & LOC_MASK) ^ a_src
+                if bad != 0:
+                    break
+                j += _RUN_CHUNK
+            while j < jmax:
+                vs2 = np.int64(pstate[_u(v + j)])
+                if (np.int64(lru[_u(sb + j)]) != (((v + j) << GEN_SHIFT) | (vs2 >> GEN_SHIFT))
+                        or (vs2 & fmask) != want
+                        or (np.int64(pstate[_u(pp + j)]) & LOC_MASK) != a_src):
+                    break
+                j += 1
+        # the positions, as the page loop moves them (victim i at s + i, then its page's
+        # entry at lt + i): when s + 1 < lt the two never meet, so the cursor ends past the
+        # victims (LRU, DeepUM non-PF), or past them when it was on one of them, or at END
+        # when it was at END (DeepUM PF)
+        if s + 1 == lt:
+            for i in range(j):
+                si = s + i
+                if not deepum or b_dnp:
+                    lru_cur = si + 1
+                elif lru_cur == si:
+                    lru_cur = si + 1
+                if lru_cur == lt + i:
+                    lru_cur = lt + i + 1
+        elif not deepum or b_dnp:
+            lru_cur = s + j
+        elif s <= lru_cur and lru_cur < s + j:
+            lru_cur = s + j
+        elif lru_cur == lt:
+            lru_cur = lt + j
+        if deepum and not b_dnp:
+            lru_scan = s + j - 1
+        for i in range(sb, sb + j):
+            lru[_u(i)] = -1
+        for vi in range(v, v + j):
+            vs = np.int64(pstate[_u(vi)])
+            pstate[_u(vi)] = ((vs & ~LOC_MASK) | b_dest) & ~F_TRANSFER
+            if (vs & RES_MASK) == IN_GPU:
                 vt_d -= 1
-        lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, pp, st0, lru_tail, lru_cur, wait)
-        m += 1
+        for i in range(j):
+            st = (np.int64(pstate[_u(pp + i)]) & ~(LOC_MASK | F_TRANSFER)) | IN_GPU
+            lru[_u(tb + i)] = ((pp + i) << GEN_SHIFT) | (st >> GEN_SHIFT)
+            if st & F_WAIT:
+                st &= ~F_WAIT
+                wait -= 1
+            pstate[_u(pp + i)] = st
+        lru_tail = lt + j
+        m += j
     return m, lru_tail, lru_cur, lru_scan, wait, vt_d
 
 
