@@ -525,10 +525,23 @@ def _free_generation(mask, g0):
 
 @_kernel
 def _lru_advance_head(lru, pstate, S):
+    """The head past the entries that are not live. A tombstone is -1, or -d at the first
+    slot of a run of d tombstones that `_batch_move` took at once (within one turn of the
+    ring): the run is jumped. A tombstone stays one until a compaction, which rewrites every
+    position below the new tail, so a run never covers a live entry nor passes the tail;
+    every other reader takes any negative entry as dead. (This walk, over a ring too large
+    for the caches, was most of `_kernel_begin`'s time under DeepUM.)"""
     h = S[S_LRU_HEAD]
     t = S[S_LRU_TAIL]
-    while h < t and not _lru_live(lru, pstate, S, h):
-        h += 1
+    lm = S[P_LCAP] - 1
+    while h < t:
+        e = np.int64(lru[_u(h & lm)])
+        if e < 0:
+            h -= e
+        elif _live(np.int64(pstate[_u(e >> GEN_SHIFT)]), e):
+            break
+        else:
+            h += 1
     S[S_LRU_HEAD] = h
     if S[S_LRU_CUR] < h:
         S[S_LRU_CUR] = h
@@ -1210,17 +1223,19 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, ps
         e = -1
         v = -1
         while s < lru_tail:
-            e = lru[_u(s & lm)]
-            if e >= 0:
-                vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
-                if b_dnp:
-                    if _live(vst0, e):
-                        v = e >> GEN_SHIFT
-                        if v < b_lo or v >= b_hi or not b_win:
-                            break
-                elif _eligible(vst0, e):
+            e = np.int64(lru[_u(s & lm)])
+            if e < 0:
+                s -= e               # a tombstone, or a run of them (_lru_advance_head)
+                continue
+            vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
+            if b_dnp:
+                if _live(vst0, e):
                     v = e >> GEN_SHIFT
-                    break
+                    if v < b_lo or v >= b_hi or not b_win:
+                        break
+            elif _eligible(vst0, e):
+                v = e >> GEN_SHIFT
+                break
             s += 1
         if s >= lru_tail or v < b_lo or v >= b_hi:
             break
@@ -1287,6 +1302,8 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, ps
             lru_scan = s + j - 1
         for i in range(sb, sb + j):
             lru[_u(i)] = -1
+        if j > 1:
+            lru[_u(sb)] = -j       # a recorded run of tombstones (see _lru_advance_head)
         for vi in range(v, v + j):
             vs = np.int64(pstate[_u(vi)])
             pstate[_u(vi)] = ((vs & ~LOC_MASK) | b_dest) & ~F_TRANSFER
@@ -1365,30 +1382,34 @@ def _fast_victim(dnp, deepum, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, l
         if dum_end != 0:
             return vslot, v, vst0, tc_c, wt_lo, wt_hi, wt_win
         while s < lru_tail:
-            e = lru[_u(s & lm)]
-            if e >= 0:
-                vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
-                if _live(vst0, e):
-                    vp = e >> GEN_SHIFT
-                    if vp < wt_lo or vp >= wt_hi:
-                        tc_c = _tpos(srt, tc_c, vp)
-                        wt_lo = srt[0, _u(tc_c)]
-                        wt_hi = srt[0, _u(tc_c + 1)]
-                        wt_win = tt[srt[1, _u(tc_c)], TT_WIN]
-                    if not wt_win:
-                        vslot = s
-                        v = vp
-                        break
+            e = np.int64(lru[_u(s & lm)])
+            if e < 0:
+                s -= e               # a tombstone, or a run of them (_lru_advance_head)
+                continue
+            vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
+            if _live(vst0, e):
+                vp = e >> GEN_SHIFT
+                if vp < wt_lo or vp >= wt_hi:
+                    tc_c = _tpos(srt, tc_c, vp)
+                    wt_lo = srt[0, _u(tc_c)]
+                    wt_hi = srt[0, _u(tc_c + 1)]
+                    wt_win = tt[srt[1, _u(tc_c)], TT_WIN]
+                if not wt_win:
+                    vslot = s
+                    v = vp
+                    break
             s += 1
     else:
         while s < lru_tail:
-            e = lru[_u(s & lm)]
-            if e >= 0:
-                vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
-                if _eligible(vst0, e):
-                    vslot = s
-                    v = e >> GEN_SHIFT
-                    break
+            e = np.int64(lru[_u(s & lm)])
+            if e < 0:
+                s -= e
+                continue
+            vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
+            if _eligible(vst0, e):
+                vslot = s
+                v = e >> GEN_SHIFT
+                break
             s += 1
     return vslot, v, vst0, tc_c, wt_lo, wt_hi, wt_win
 
@@ -2691,15 +2712,27 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
         s = S[S_LRU_HEAD]
         tail = S[S_LRU_TAIL]
         lm = S[P_LCAP] - 1
+        # (an entry of the window tensor looked up last is passed without reading its
+        # page's state: live or not, it is not the cursor's)
+        c = S[S_TC_C]
+        wlo = 0
+        whi = 0
         while s < tail:
-            e = lru[_u(s & lm)]
-            if e >= 0:
-                p = e >> GEN_SHIFT
+            e = np.int64(lru[_u(s & lm)])
+            if e < 0:
+                s -= e               # a tombstone, or a run of them (_lru_advance_head)
+                continue
+            p = e >> GEN_SHIFT
+            if p < wlo or p >= whi:
                 st = np.int64(pstate[_u(p)])
                 if _live(st, e):
-                    if not tt[tensor_of(srt, S, S_TC_C, p), TT_WIN]:
+                    c = _tpos(srt, c, p)
+                    if not tt[srt[1, _u(c)], TT_WIN]:
                         break
+                    wlo = srt[0, _u(c)]
+                    whi = srt[0, _u(c + 1)]
             s += 1
+        S[S_TC_C] = c
         S[S_LRU_CUR] = s
         if s >= tail:
             S[S_DEEPUM_END] = 1
