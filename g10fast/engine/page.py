@@ -306,8 +306,11 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     srt[0, -1] = V
     srt[1, :-1] = order
 
-    init = np.uint8(pk.IN_GPU if not sp.is_uvm else pk.NOT_PRESENT)
-    pstate = np.full(V, init, dtype=np.uint8)
+    # UVM: every page NOT_PRESENT (0) at first, from np.zeros: the operating system maps
+    # zero pages as the engine first touches them (no pass writing V bytes ahead, and the
+    # pages of tensors it never touches take no memory)
+    pstate = (np.zeros(V, dtype=np.uint8) if sp.is_uvm else
+              np.full(V, pk.IN_GPU, dtype=np.uint8))
     if sp.is_uvm:
         for t in np.nonzero(w.is_global)[0]:
             pstate[tstart[t]:tstart[t] + tnp[t]] = pk.IN_SSD
