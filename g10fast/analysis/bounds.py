@@ -202,9 +202,9 @@ def _window_kernel(c, size, lo, hi, use_ptr, use_k, use_w, free_read, free_write
                    in_rate, out_rate, ssd_in_rate, ssd_out_rate, slack, touched_evictable,
                    fault_path, L, pred, pkind, pbytes, cc, ptr, lastw, rb, wb):
     """Longest path 0 -> K into L[K+1], pred[K+1], pred_kind[K+1], pred_bytes[K+1]. The
-    work arrays come from the caller (`_window_arrays`: no allocation here, so no reference
+    work arrays come from the caller (`window_bound`: no allocation here, so no reference
     counting and no NumPy allocation code to compile): cc[K+1], ptr (a copy of use_ptr[:-1]),
-    lastw[T], rb[K+1], wb[K+1]."""
+    lastw[T], rb[K+1] and wb[K+1] (zeros)."""
     K = c.shape[0]
     T = size.shape[0]
     L[0] = 0.0
