@@ -528,8 +528,10 @@ def _lru_advance_head(lru, pstate, S):
     """The head past the entries that are not live. A tombstone is -1, or -d at the first
     slot of a run of d tombstones that `_batch_move` took at once (within one turn of the
     ring): the run is jumped. A tombstone stays one until a compaction, which rewrites every
-    position below the new tail, so a run never covers a live entry nor passes the tail;
-    every other reader takes any negative entry as dead. (This walk, over a ring too large
+    position below the new tail, so a run never covers a live entry nor passes the tail.
+    The kernel-start scan jumps them too; every other reader (the victim scans, the
+    compaction, `_lru_live`) takes any negative entry as dead: the victim scans start at the
+    last victim or just past it, where a recorded run is rarely ahead. (This walk, over a ring too large
     for the caches, was most of `_kernel_begin`'s time under DeepUM.)"""
     h = S[S_LRU_HEAD]
     t = S[S_LRU_TAIL]
@@ -1223,19 +1225,17 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, ps
         e = -1
         v = -1
         while s < lru_tail:
-            e = np.int64(lru[_u(s & lm)])
-            if e < 0:
-                s -= e               # a tombstone, or a run of them (_lru_advance_head)
-                continue
-            vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
-            if b_dnp:
-                if _live(vst0, e):
+            e = lru[_u(s & lm)]
+            if e >= 0:
+                vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
+                if b_dnp:
+                    if _live(vst0, e):
+                        v = e >> GEN_SHIFT
+                        if v < b_lo or v >= b_hi or not b_win:
+                            break
+                elif _eligible(vst0, e):
                     v = e >> GEN_SHIFT
-                    if v < b_lo or v >= b_hi or not b_win:
-                        break
-            elif _eligible(vst0, e):
-                v = e >> GEN_SHIFT
-                break
+                    break
             s += 1
         if s >= lru_tail or v < b_lo or v >= b_hi:
             break
@@ -1259,15 +1259,15 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, ps
                 jmax = lm + 1 - sb
             if jmax > lm + 1 - tb:
                 jmax = lm + 1 - tb
-            want = IN_GPU                              # live: in the GPU (its generation's
-            fmask = LOC_MASK if b_dnp else RES_MASK    # entry); else also not in transfer
+            # live: in the GPU (with its entry's generation); else also not in transfer
+            fmask = LOC_MASK if b_dnp else RES_MASK
             while j + _RUN_CHUNK <= jmax:
                 bad = 0
                 for i in range(j, j + _RUN_CHUNK):
                     vs2 = np.int64(pstate[_u(v + i)])
                     bad |= np.int64(lru[_u(sb + i)]) ^ (((v + i) << GEN_SHIFT) |
                                                          (vs2 >> GEN_SHIFT))
-                    bad |= (vs2 & fmask) ^ want
+                    bad |= (vs2 & fmask) ^ IN_GPU
                     bad |= (np.int64(pstate[_u(pp + i)]) & LOC_MASK) ^ a_src
                 if bad != 0:
                     break
@@ -1275,7 +1275,7 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, ps
             while j < jmax:
                 vs2 = np.int64(pstate[_u(v + j)])
                 if (np.int64(lru[_u(sb + j)]) != (((v + j) << GEN_SHIFT) | (vs2 >> GEN_SHIFT))
-                        or (vs2 & fmask) != want
+                        or (vs2 & fmask) != IN_GPU
                         or (np.int64(pstate[_u(pp + j)]) & LOC_MASK) != a_src):
                     break
                 j += 1
@@ -1382,34 +1382,30 @@ def _fast_victim(dnp, deepum, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, l
         if dum_end != 0:
             return vslot, v, vst0, tc_c, wt_lo, wt_hi, wt_win
         while s < lru_tail:
-            e = np.int64(lru[_u(s & lm)])
-            if e < 0:
-                s -= e               # a tombstone, or a run of them (_lru_advance_head)
-                continue
-            vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
-            if _live(vst0, e):
-                vp = e >> GEN_SHIFT
-                if vp < wt_lo or vp >= wt_hi:
-                    tc_c = _tpos(srt, tc_c, vp)
-                    wt_lo = srt[0, _u(tc_c)]
-                    wt_hi = srt[0, _u(tc_c + 1)]
-                    wt_win = tt[srt[1, _u(tc_c)], TT_WIN]
-                if not wt_win:
-                    vslot = s
-                    v = vp
-                    break
+            e = lru[_u(s & lm)]
+            if e >= 0:
+                vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
+                if _live(vst0, e):
+                    vp = e >> GEN_SHIFT
+                    if vp < wt_lo or vp >= wt_hi:
+                        tc_c = _tpos(srt, tc_c, vp)
+                        wt_lo = srt[0, _u(tc_c)]
+                        wt_hi = srt[0, _u(tc_c + 1)]
+                        wt_win = tt[srt[1, _u(tc_c)], TT_WIN]
+                    if not wt_win:
+                        vslot = s
+                        v = vp
+                        break
             s += 1
     else:
         while s < lru_tail:
-            e = np.int64(lru[_u(s & lm)])
-            if e < 0:
-                s -= e
-                continue
-            vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
-            if _eligible(vst0, e):
-                vslot = s
-                v = e >> GEN_SHIFT
-                break
+            e = lru[_u(s & lm)]
+            if e >= 0:
+                vst0 = np.int64(pstate[_u(e >> GEN_SHIFT)])
+                if _eligible(vst0, e):
+                    vslot = s
+                    v = e >> GEN_SHIFT
+                    break
             s += 1
     return vslot, v, vst0, tc_c, wt_lo, wt_hi, wt_win
 
