@@ -23,6 +23,10 @@ LRU_INT32_PAGES = 1 << 27
 # uniform page ranges, with the same results as the per-page engine, which stays selectable as
 # the reference (`bulk=False`; docs/page-engine-bulk.md)
 BULK_DEFAULT = True
+# In the bulk engine under the LRU policies (extent LRU), untraced: a busy tick that repeats
+# the last one that ran stage by stage is carried out directly (page_kernels, "A busy tick
+# replayed"; same results). False runs every tick stage by stage (a check of the replay).
+REPLAY_DEFAULT = True
 
 class SimulationError(RuntimeError):
     """The engine reached a state the artifact treats as a fatal assertion."""
@@ -331,6 +335,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
         S[pk.P_LCAP] = 1 << 62          # (the ring's room tests never bind)
         S[pk.S_X_HEAD] = -1
         S[pk.S_X_TAIL] = -1
+        S[pk.P_REPLAY] = int(REPLAY_DEFAULT)
     else:
         # a ring of power-of-two capacity with at least 1/4 slack over the pages that can be
         # live
@@ -366,6 +371,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     S[pk.S_IN_OPEN] = -1
     S[pk.S_OUT_OPEN] = -1
     S[pk.S_REQ_K] = -1
+    S[pk.S_RP_MASK] = -1
     S[pk.S_WIN_K] = -1
     qb = np.zeros((pk.NQ, queue_capacity, 2), dtype=np.int64)
     total = K * sp.num_iteration
@@ -484,6 +490,7 @@ def _error_text(err: int, S, w: Workload) -> str:
         pk.E_DEAD_LIVE_EVICT: f"a live page was dropped by a non-fault eviction {where}",
         pk.E_REFAULT_AFTER_RESUME: f"a resumed kernel found missing pages (O-14) {where}",
         pk.E_EXTENTS: f"the extent LRU ran out of records (an engine defect) {where}",
+        pk.E_REPLAY: f"a replayed busy tick ended unlike its template (an engine defect) {where}",
     }.get(err, f"engine error {err} {where}")
 
 

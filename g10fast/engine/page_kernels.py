@@ -185,7 +185,32 @@ S_X_FREE = 103     # first free extent record, -1
 S_X_NFREE = 104    # free extent records
 P_XLRU = 105       # 1: the LRU list is kept as extents in `lru` (LRU policies, bulk engine)
 P_XMARGIN = 106    # free extent records a busy tick may need (pause and grow below it)
-NS = 107
+# a repeated busy tick replayed (P_REPLAY; see "A busy tick replayed" below): the template,
+# the last busy tick that ran stage by stage and qualified
+S_RP_MASK = 107    # queues holding pages at its start (bit q), -1: no template
+S_RP_HOST = 108    # host use at its start
+S_RP_GPU = 109     # GPU use at its start
+S_RP_SEQ = 110     # S_SEQ at its start (an in-place continuation moves it: no template)
+S_RP_GMODE = 111   # how the GPU use may start a replayed tick: any (4: no queue in the mask
+                   # gives frames); bit 0, at S_RP_GPU (where the template began and ended);
+                   # bit 1, below the frames by more than the pages the template gave frames
+S_RP_C = 112       # its counters at its end (9 slots: c_in .. c_fed, as `_fresh_counters`)
+S_RP_N = 121       # pages it took from queue q (8 slots)
+S_RP_P0 = 129      # first page of queue q's head run at its start (8 slots)
+S_RP_QH = 137      # head slot of queue q at its start (8 slots)
+S_RP_QT = 145      # tail slot of queue q at its start (8 slots)
+S_RP_CN = 153      # pages at the head of that run in queue q's usual place (8 slots, bounded)
+S_RP_T = 161       # per queue, the tensor of its last replayed pages (8 slots),
+S_RP_TLO = 169     # its first page,
+S_RP_THI = 177     # its end page
+P_REPLAY = 185     # 1: replay repeated busy ticks (bulk engine, extent LRU, untraced)
+S_RP_COUNT = 186   # busy ticks replayed (a statistic)
+S_RP_HMODE = 187   # how the host use may start a replayed tick: bit 0, at S_RP_HOST (where
+                   # the template began and ended); bit 1, below the line by more than the
+                   # pages the template evicted to the host
+S_RP_HNET = 188    # its change of the host use
+S_RP_GNET = 189    # its change of the GPU use
+NS = 190
 STALE_BUCKETS = 1 << 16
 
 # run statuses
@@ -202,6 +227,7 @@ E_DEAD_LIVE_EVICT = 4       # a planned eviction drops a live page
 E_REFAULT_AFTER_RESUME = 5  # a resumed kernel faults again (O-14; kernel: S_ERR_A)
 E_BUFFER_OVERFLOW = 6       # the event buffer is full
 E_EXTENTS = 7               # the extent LRU ran out of records (an engine defect)
+E_REPLAY = 8                # a replayed busy tick ended unlike its template (an engine defect)
 
 # event kinds (g10fast.trace); event rows ev[n, EV_COLS] hold time (cycles), kind,
 # iteration, kernel, tensor, first page, page count, src, dst, value (trace.COL_*)
@@ -2092,6 +2118,371 @@ def _next_tick_busy(t, S, bnd_cap, half):
     return True
 
 
+# ----------------------------------------------------------------------------------------
+# A busy tick replayed (P_REPLAY: bulk engine, extent LRU, untraced; issue 23)
+#
+# Most busy ticks that the streaks do not settle repeat the tick before them: each queue that
+# holds pages gives the same number of pages, because every stage stops at a per-tick cap.
+# What a busy tick does is a function of its start: the fresh counters (from the host use),
+# the GPU use (read only by the stages that give frames), which queues hold pages, the
+# location of the pages they take and whether those pages' tensors are required (a
+# pre-eviction's pages), and, for the pages that find no free frame, the list's first pages
+# (whether their tensors are required). So a tick that ran stage by stage with no page left
+# to the general path, no in-place continuation, no page queued again, each queue's pages
+# taken from its head run, all of them in their queue's usual place (`_Q_LOC`), and the
+# host use (and the GPU use, when it gave frames) back where they began, is a template: the
+# next tick that starts the same way (the same queues holding pages, each head run longer
+# than the template took, those pages in their usual place and of one tensor, the host and
+# GPU use equal, no required tensor among the pages pre-evicted or among the victims, and
+# no victim of a tensor being pre-evicted) takes the same pages from each queue. Such a tick
+# is then carried out directly (`_rp_tick`): its pages move as the stages would move them one
+# by one, and its counters must come out equal to the template's (else E_REPLAY).
+# ----------------------------------------------------------------------------------------
+
+# where a queue's pages are before they move: demand and planned fetches at their source,
+# allocations not present, pre-evictions in the GPU
+_Q_LOC = (IN_CPU, IN_SSD, NOT_PRESENT, IN_SSD, IN_CPU, NOT_PRESENT, IN_GPU, IN_GPU)
+# the queues whose pages take GPU frames (bits 0-5)
+_Q_ALLOC_MASK = 63
+# the most pages a template takes from one queue (a tick that takes more pays its set-up
+# over them anyway; `_rp_begin` reads at most this many pages of each queue)
+_RP_MAX = 256
+
+
+@_kernel
+def _rp_canon(pstate, p, n, loc):
+    """How many of pages p, p+1, ... (at most n) lie at loc, from the first on."""
+    j = 0
+    while j < n and (np.int64(pstate[_u(p + j)]) & LOC_MASK) == loc:
+        j += 1
+    return j
+
+
+@_kernel_stage
+def _rp_begin(S, qb, pstate, gpu_used, host_used):
+    """A busy tick that runs stage by stage starts: record what a template needs of its start
+    (each queue's head and tail slots, the head run's first page and how many of its pages,
+    up to more than a tick can take, are in the queue's usual place; the host and GPU use;
+    S_SEQ). Returns the mask of the queues that hold pages."""
+    qm = qb.shape[1] - 1
+    mask = 0
+    for q in range(NQ):
+        qh = S[S_QH + q]
+        qt = S[S_QT + q]
+        S[S_RP_QH + q] = qh
+        S[S_RP_QT + q] = qt
+        if qt > qh:
+            mask |= 1 << q
+            rp = qb[q, _u(qh & qm), 0]
+            rn = qb[q, _u(qh & qm), 1]
+            S[S_RP_P0 + q] = rp
+            S[S_RP_CN + q] = _rp_canon(pstate, rp, min(rn, _RP_MAX), _Q_LOC[q])
+    S[S_RP_MASK] = -1
+    S[S_RP_HOST] = host_used
+    S[S_RP_GPU] = gpu_used
+    S[S_RP_SEQ] = S[S_SEQ]
+    return mask
+
+
+@_kernel
+def _rp_host_ok(S, host_used):
+    """Whether the host use lets the template's tick run again: the template's start when it
+    ended there too, or low enough that the pages the template evicted to the host leave it
+    below the line (the tick then compares the host use with the line as the template did)."""
+    hmode = S[S_RP_HMODE]
+    return (((hmode & 1) != 0 and host_used == S[S_RP_HOST])
+            or ((hmode & 2) != 0 and host_used + S[S_RP_C + 5] < S[P_HOST]))
+
+
+@_kernel
+def _rp_overlap(S, qb, qm, a, b, na, nb):
+    """Whether the next na pages of queue a's head run and the next nb of queue b's share a
+    page (a page queued twice: the later stage would find it moved)."""
+    if na == 0 or nb == 0:
+        return False
+    pa = qb[a, _u(S[S_QH + a] & qm), 0]
+    pb = qb[b, _u(S[S_QH + b] & qm), 0]
+    return pa < pb + nb and pb < pa + na
+
+
+@_kernel_stage
+def _rp_end(S, qb, mask, n_gen, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, c_out,
+            c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed):
+    """The busy tick begun at `_rp_begin` has run its stages (n_gen pages on the general path):
+    it becomes the template when it qualifies (see above), else there is none."""
+    if n_gen != 0 or S[S_SEQ] != S[S_RP_SEQ] or S[S_ERROR] != E_NONE:
+        return
+    # the host use: back where it began, or below the line all through (it rises only by
+    # the pages evicted to the host)
+    h0 = S[S_RP_HOST]
+    hmode = (1 if host_used == h0 else 0) | (2 if h0 + c_out_cpu < S[P_HOST] else 0)
+    if hmode == 0:
+        return
+    alloc = (mask & _Q_ALLOC_MASK) != 0
+    g0 = S[S_RP_GPU]
+    gmode = 4
+    if alloc:
+        # the GPU use: back where it began, or below the frames all through (it rises only
+        # by the pages given frames)
+        gmode = (1 if gpu_used == g0 else 0) | (2 if g0 + c_alloc < S[P_G] else 0)
+        if gmode == 0:
+            return
+    if (mask & (mask - 1)) == 0 and alloc:
+        return                      # one queue giving frames: the fetch path's streaks
+    qm = qb.shape[1] - 1
+    total = 0
+    for q in range(NQ):
+        if S[S_QT + q] != S[S_RP_QT + q]:
+            return                          # a page was queued again
+        n = 0
+        if (mask >> q) & 1:
+            qh = S[S_QH + q]
+            if qh != S[S_RP_QH + q]:
+                return                      # its head run was used up
+            n = qb[q, _u(qh & qm), 0] - S[S_RP_P0 + q]
+            if n > S[S_RP_CN + q]:
+                return                      # a page not in the queue's usual place
+        S[S_RP_N + q] = n
+        total += n
+    if total == 0:
+        return
+    S[S_RP_C] = c_in
+    S[S_RP_C + 1] = c_in_ssd
+    S[S_RP_C + 2] = c_in_cpu
+    S[S_RP_C + 3] = c_out
+    S[S_RP_C + 4] = c_out_ssd
+    S[S_RP_C + 5] = c_out_cpu
+    S[S_RP_C + 6] = c_alloc
+    S[S_RP_C + 7] = c_ffs
+    S[S_RP_C + 8] = c_fed
+    S[S_RP_GMODE] = gmode
+    S[S_RP_GNET] = gpu_used - g0
+    S[S_RP_HMODE] = hmode
+    S[S_RP_HNET] = host_used - h0
+    S[S_RP_MASK] = mask
+
+
+@_kernel_stage
+def _rp_applies(S, qb, pstate, lru, tt, srt, gpu_used, tc_a, G):
+    """Whether the busy tick starting now is the template's again (the host use is checked by
+    the caller): the same queues hold pages, each head run is longer than the template took
+    and those pages are in the usual place, of one tensor (kept in S_RP_T.. for `_rp_tick`),
+    not required when pre-evicted; the pages that find no free frame have as many listed
+    pages ahead of them, none of a required tensor or of a tensor being pre-evicted. Returns
+    the answer and the lookup cache."""
+    mask = S[S_RP_MASK]
+    gmode = S[S_RP_GMODE]
+    if not (gmode == 4 or ((gmode & 1) != 0 and gpu_used == S[S_RP_GPU])
+            or ((gmode & 2) != 0 and gpu_used + S[S_RP_C + 6] < G)):
+        return False, tc_a
+    qm = qb.shape[1] - 1
+    pe = 0
+    na = 0
+    pe_a = -1
+    pe_b = -1
+    for q in range(NQ):
+        holds = S[S_QT + q] > S[S_QH + q]
+        if holds != (((mask >> q) & 1) == 1):
+            return False, tc_a
+        n = S[S_RP_N + q]
+        if not holds or n == 0:
+            continue
+        slot = _u(S[S_QH + q] & qm)
+        rp = qb[q, slot, 0]
+        if qb[q, slot, 1] <= n:
+            return False, tc_a
+        if rp < S[S_RP_TLO + q] or rp + n > S[S_RP_THI + q]:
+            tc_a, T, lo, hi, req = _tensor_at(tt, srt, tc_a, rp)
+            S[S_RP_T + q] = T
+            S[S_RP_TLO + q] = lo
+            S[S_RP_THI + q] = hi
+            if rp + n > hi:
+                return False, tc_a
+        if _rp_canon(pstate, rp, n, _Q_LOC[q]) < n:
+            return False, tc_a
+        if q >= Q_PREEVICT_SSD:
+            T = S[S_RP_T + q]
+            if tt[_u(T), TT_REQ] != 0:
+                return False, tc_a
+            pe += n
+            if pe_a < 0:
+                pe_a = T
+            else:
+                pe_b = T
+        else:
+            na += n
+    # queues of pages at the same place (demand fetch and prefetch, allocation and
+    # pre-allocation, the two pre-evictions) must not share a page
+    if (_rp_overlap(S, qb, qm, Q_PF_SSD, Q_PREFETCH_SSD, S[S_RP_N + Q_PF_SSD],
+                    S[S_RP_N + Q_PREFETCH_SSD])
+            or _rp_overlap(S, qb, qm, Q_PF_CPU, Q_PREFETCH_CPU, S[S_RP_N + Q_PF_CPU],
+                           S[S_RP_N + Q_PREFETCH_CPU])
+            or _rp_overlap(S, qb, qm, Q_PF_ALLOC, Q_PREALLOC, S[S_RP_N + Q_PF_ALLOC],
+                           S[S_RP_N + Q_PREALLOC])
+            or _rp_overlap(S, qb, qm, Q_PREEVICT_SSD, Q_PREEVICT_CPU,
+                           S[S_RP_N + Q_PREEVICT_SSD], S[S_RP_N + Q_PREEVICT_CPU])):
+        return False, tc_a
+    free = G - (gpu_used - pe)
+    need = na - free if na > free else 0
+    h = S[S_X_HEAD]
+    while need > 0:
+        if h < 0:
+            return False, tc_a
+        b = h * XW
+        T = lru[_u(b + X_T)]
+        if tt[_u(T), TT_REQ] != 0 or T == pe_a or T == pe_b:
+            return False, tc_a
+        need -= lru[_u(b + X_HI)] - lru[_u(b + X_LO)]
+        h = lru[_u(b + X_NEXT)]
+    return True, tc_a
+
+
+@_kernel_stage
+def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait):
+    """Carry out the template's tick again (`_rp_applies` said it applies): the stages in
+    order, each taking the template's number of pages from its queue's head run, each page
+    as the stages move it (pre-evicted to the forced destination or the stage's own; or
+    given a frame, with the list's first page as its victim when the GPU is full, evicted to
+    the forced destination or the host), the counters kept as the stages keep them. The
+    counters, host and GPU use must end as the template's (else E_REPLAY). Returns the
+    counters and the state after the tick."""
+    G = prm.G
+    HOST = prm.HOST
+    CPU_CAP = prm.CPU_CAP
+    SSD_CAP = prm.SSD_CAP
+    mask = S[S_RP_MASK]
+    qm = qb.shape[1] - 1
+    h0 = host_used
+    g0 = gpu_used
+    (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
+     c_fed) = _fresh_counters(host_used, HOST)
+    for stage in range(_G_PE_SSD, _G_RS_SSD):
+        q = _STAGE_QUEUE[stage]
+        if not (mask >> q) & 1:
+            continue
+        n = S[S_RP_N + q]
+        if n == 0:
+            continue
+        slot = _u(S[S_QH + q] & qm)
+        rp = qb[q, slot, 0]
+        T = S[S_RP_T + q]
+        if stage <= _G_PE_CPU:
+            res = 0
+            for p in range(rp, rp + n):
+                st = np.int64(pstate[_u(p)])
+                if c_fed != NOT_KNOWN:
+                    dest = c_fed
+                else:
+                    dest = IN_SSD if stage == _G_PE_SSD else IN_CPU
+                if dest == IN_CPU:
+                    host_used += 1
+                    if host_used > host_peak:
+                        host_peak = host_used
+                if (st & RES_MASK) == IN_GPU:
+                    res += 1
+                pstate[_u(p)] = (st & ~(LOC_MASK | F_TRANSFER)) | dest
+                gpu_used -= 1
+                c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
+                    dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP,
+                    SSD_CAP, 1)
+            if res > 0:
+                _x_remove(lru, S, tt, T, rp, rp + n)
+                tt[_u(T), TT_RES] -= res
+        else:
+            is_fetch = stage != _G_PF_ALLOC and stage != _G_PREALLOC
+            fsrc = IN_SSD if (stage == _G_PF_SSD or stage == _G_PRE_SSD) else IN_CPU
+            src = _Q_LOC[q]
+            # the victims, in list order (none of them arrives in this tick)
+            h = -1
+            v = 0
+            v_hi = 0
+            v_T = 0
+            v_k = 0
+            v_res = 0
+            for _j in range(n):
+                if gpu_used >= G:
+                    if v == v_hi:
+                        if v_k > 0:
+                            _x_take(lru, S, tt, v_k)
+                            tt[_u(v_T), TT_RES] -= v_res
+                        h = S[S_X_HEAD]
+                        v = lru[_u(h * XW + X_LO)]
+                        v_hi = lru[_u(h * XW + X_HI)]
+                        v_T = lru[_u(h * XW + X_T)]
+                        v_k = 0
+                        v_res = 0
+                    dest = c_fed if c_fed != NOT_KNOWN else IN_CPU
+                    vst = np.int64(pstate[_u(v)])
+                    pstate[_u(v)] = (vst & ~(LOC_MASK | F_TRANSFER)) | dest
+                    if (vst & RES_MASK) == IN_GPU:
+                        v_res += 1
+                    v += 1
+                    v_k += 1
+                    if dest == IN_CPU:
+                        host_used += 1
+                        if host_used > host_peak:
+                            host_peak = host_used
+                    gpu_used -= 1
+                    c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
+                        dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP,
+                        SSD_CAP, 1)
+                if src == IN_CPU:
+                    host_used -= 1
+                    if c_fed == IN_SSD:
+                        c_fed = NOT_KNOWN
+                gpu_used += 1
+                if is_fetch:
+                    c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
+                        fsrc, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP, 1)
+                else:
+                    c_alloc += 1
+            if v_k > 0:
+                _x_take(lru, S, tt, v_k)
+                tt[_u(v_T), TT_RES] -= v_res
+            wait = _x_arrive(lru, S, tt, pstate, T, rp, n, wait)
+            tt[_u(T), TT_RES] += n
+        qb[q, slot, 0] = rp + n
+        qb[q, slot, 1] -= n
+    S[S_RP_COUNT] += 1
+    if (c_in != S[S_RP_C] or c_in_ssd != S[S_RP_C + 1] or c_in_cpu != S[S_RP_C + 2]
+            or c_out != S[S_RP_C + 3] or c_out_ssd != S[S_RP_C + 4]
+            or c_out_cpu != S[S_RP_C + 5] or c_alloc != S[S_RP_C + 6]
+            or c_ffs != S[S_RP_C + 7] or c_fed != S[S_RP_C + 8]
+            or host_used != h0 + S[S_RP_HNET]
+            or gpu_used != g0 + S[S_RP_GNET]):
+        S[S_ERROR] = E_REPLAY
+    return ((c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
+            gpu_used, host_used, host_peak, wait)
+
+
+@_kernel_stage
+def _rp_ticks(t, it, k, S, qb, pstate, lru, tt, srt, pcie, bnd, ev, prm, gpu_used, host_used,
+              host_peak, wait, tc_a, half):
+    """Busy ticks from time t carried out as the template's (`_rp_applies`, `_rp_tick`), each
+    ended as `_busy_ticks` ends a tick, while they apply and the event loop would take the
+    next tick next. Returns how many, whether the next tick is busy too (and may run in
+    `_busy_ticks`), the tick time, the last tick's counters and the state."""
+    n = 0
+    go_on = True
+    counters = (0, 0, 0, 0, 0, 0, 0, NOT_KNOWN, NOT_KNOWN)
+    while _rp_host_ok(S, host_used):
+        ok, tc_a = _rp_applies(S, qb, pstate, lru, tt, srt, gpu_used, tc_a, prm.G)
+        if not ok:
+            break
+        counters, gpu_used, host_used, host_peak, wait = _rp_tick(
+            S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait)
+        c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed = counters
+        n += 1
+        t, resumed = _tick_end(t, it, k, False, S, pcie, bnd, ev, c_in, c_in_ssd, c_in_cpu,
+                               c_out, c_out_ssd, c_out_cpu, c_alloc, wait)
+        if resumed or S[S_ERROR] != E_NONE or not _next_tick_busy(t, S, bnd.shape[0], half):
+            go_on = False
+            break
+        S[S_IN_OPEN] = -1
+        S[S_OUT_OPEN] = -1
+    return n, go_on, t, counters, gpu_used, host_used, host_peak, wait, tc_a
+
+
 @_kernel
 def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
     """Busy batcher ticks from time t (§9.2, §9.3): ticks that find a queued page. Runs the
@@ -2124,12 +2515,28 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
     tc_c = S[S_TC_C]
     half = qb.shape[1] // 2
     fast = not trace
+    replay = fast and S[P_REPLAY] != 0
     while True:
         # ---- a busy tick at time t (§9.2) ----
-        (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
-         c_fed) = _fresh_counters(host_used, HOST)
         S[S_IN_OPEN] = -1
         S[S_OUT_OPEN] = -1
+        if replay and S[S_RP_MASK] >= 0 and _rp_host_ok(S, host_used):
+            # ---- the template's tick again, and the ones after it ----
+            (n_rp, go_on, t, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc,
+                              c_ffs, c_fed),
+             gpu_used, host_used, host_peak, wait, tc_a) = _rp_ticks(
+                t, it, k, S, qb, pstate, lru, tt, srt, pcie, bnd, ev, prm, gpu_used, host_used,
+                host_peak, wait, tc_a, half)
+            if n_rp > 0:
+                if not go_on:
+                    break
+                continue
+        (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
+         c_fed) = _fresh_counters(host_used, HOST)
+        rp_mask = 0
+        n_gen = 0
+        if replay:
+            rp_mask = _rp_begin(S, qb, pstate, gpu_used, host_used)
         fast_block = False      # the general path takes the stage's next page
         rescue = False
         stage = _G_PE_SSD
@@ -2165,6 +2572,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                 continue
             # ---- general path: one page ----
             fast_block = False
+            n_gen += 1
             (stage, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
                      c_fed), gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
              lru_scan, dum_end, tc_a, tc_b, tc_c) = _general_page(
@@ -2172,6 +2580,9 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
                 (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
                 gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan,
                 dum_end, tc_a, tc_b, tc_c)
+        if replay:
+            _rp_end(S, qb, rp_mask, n_gen, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu,
+                    c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed)
         # ---- end of the tick: transfer boundary, traffic, resume check (§9.6) ----
         t, resumed = _tick_end(t, it, k, trace, S, pcie, bnd, ev, c_in, c_in_ssd, c_in_cpu,
                                c_out, c_out_ssd, c_out_cpu, c_alloc, wait)

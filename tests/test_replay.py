@@ -1,0 +1,116 @@
+"""Busy ticks replayed (page_kernels, "A busy tick replayed"; the bulk engine under the LRU
+policies, untraced): runs with the replay equal runs without it (every busy tick stage by
+stage) and, on some, the per-page reference engine, on random workloads made to repeat
+ticks (large tensors, small per-tick caps, a host line at zero, low, or above the footprint,
+prefetch, pre-eviction and pre-allocation hints). The replay must actually happen in these
+runs: the number of replayed ticks is counted and asserted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from synth import kernel_pages, make_workload, random_hints, tiny_cfg
+
+from g10fast.engine import page as page_mod
+from g10fast.engine import page_kernels as pk
+from g10fast.engine.page import simulate_pages
+
+
+def _case(seed):
+    rng = np.random.default_rng(7000 + seed)
+    w = make_workload(seed + 300, n_kernels=int(rng.integers(6, 14)),
+                      n_tensors=int(rng.integers(8, 20)), max_pages=int(rng.integers(60, 240)))
+    frames = int(kernel_pages(w).max() * rng.uniform(1.0, 1.5)) + 1
+    footprint = int(w.num_pages)
+    host = int(rng.choice([0, frames // 4, frames, 4 * footprint]))
+    policy = "prefetch_lru" if seed % 2 else "lru"
+    cfg = tiny_cfg(frames, host, policy, num_iteration=3,
+                   PCIe_batch_size_page=int(rng.integers(8, 20)),
+                   SSD_PCIe_bandwidth_GBps=float(rng.choice([3.2, 6.4, 15.754])),
+                   GPU_malloc_uspB=8.14e-7 * float(rng.choice([1, 20, 200])))
+    hints = random_hints(w, seed, n_hints=int(rng.integers(20, 60))) if seed % 2 else None
+    return w, cfg, hints
+
+
+def _run(monkeypatch, w, cfg, hints, replay, counter=None, **kw):
+    monkeypatch.setattr(page_mod, "REPLAY_DEFAULT", replay)
+    if counter is not None:
+        engine = pk.run_engine
+
+        def counting(*a):
+            status = engine(*a)
+            counter[0] += int(a[8][pk.S_RP_COUNT])
+            a[8][pk.S_RP_COUNT] = 0
+            return status
+        monkeypatch.setattr(pk, "run_engine", counting)
+    try:
+        return simulate_pages(w, cfg, hints=hints, bulk=True, **kw)
+    finally:
+        monkeypatch.setattr(pk, "run_engine", engine) if counter is not None else None
+
+
+def _same(a, b):
+    assert np.array_equal(a.kernels, b.kernels)
+    assert np.array_equal(a.pcie, b.pcie)
+    assert np.array_equal(a.boundaries, b.boundaries)
+    assert (a.gpu_used, a.host_used, a.host_peak) == (b.gpu_used, b.host_used, b.host_peak)
+    assert np.array_equal(a.pstate, b.pstate)
+    assert a.amplification == b.amplification
+    assert a.live_page_evictions == b.live_page_evictions
+
+
+def test_replayed_ticks_change_nothing(monkeypatch):
+    """40 random runs: with the replay, without it, and (every fourth) the per-page reference
+    under check=True give the same kernels, traffic, transfer periods, memory use and final
+    page states; together they replay thousands of ticks, in both policies."""
+    replayed = {"lru": 0, "prefetch_lru": 0}
+    for seed in range(40):
+        w, cfg, hints = _case(seed)
+        policy = "prefetch_lru" if cfg.use_prefetch else "lru"
+        count = [0]
+        try:
+            fast = _run(monkeypatch, w, cfg, hints, True, count, keep_state=True)
+        except Exception as e:                     # an engine error must be the reference's too
+            with pytest.raises(type(e)):
+                _run(monkeypatch, w, cfg, hints, False, keep_state=True)
+            continue
+        replayed[policy] += count[0]
+        _same(fast, _run(monkeypatch, w, cfg, hints, False, keep_state=True))
+        if seed % 4 == 0:
+            _same(fast, simulate_pages(w, cfg, hints=hints, bulk=False, keep_state=True))
+            checked = _run(monkeypatch, w, cfg, hints, True, check=True, keep_state=True)
+            _same(fast, checked)
+    assert replayed["lru"] > 2000 and replayed["prefetch_lru"] > 2000, replayed
+
+
+def test_no_replay_when_traced_or_per_page(monkeypatch):
+    """A traced run and the per-page engine run every tick stage by stage (a trace needs each
+    tick's events; the per-page engine is the reference)."""
+    w, cfg, hints = _case(1)
+    for kw in (dict(bulk=True, trace=_Sink()), dict(bulk=False)):
+        count = [0]
+        engine = pk.run_engine
+
+        def counting(*a, _e=engine, _c=count):
+            status = _e(*a)
+            _c[0] += int(a[8][pk.S_RP_COUNT])
+            return status
+        monkeypatch.setattr(pk, "run_engine", counting)
+        simulate_pages(w, cfg, hints=hints, **kw)
+        monkeypatch.setattr(pk, "run_engine", engine)
+        assert count[0] == 0
+
+
+class _Sink:
+    def __init__(self):
+        self.n = 0
+
+    def append(self, buf):
+        self.n += len(buf)
+
+    @property
+    def n_events(self):
+        return self.n
+
+    def rewind(self, n):
+        self.n = n
