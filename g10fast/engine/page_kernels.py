@@ -210,7 +210,13 @@ S_RP_HMODE = 187   # how the host use may start a replayed tick: bit 0, at S_RP_
                    # pages the template evicted to the host
 S_RP_HNET = 188    # its change of the host use
 S_RP_GNET = 189    # its change of the GPU use
-NS = 190
+S_RP_PROG = 190    # its program (the destinations of its evicted pages): 0 not recorded yet,
+                   # 1 recorded, -1 not recordable (more than two runs in a stage)
+S_RP_HEXC = 191    # the most the host use rose above its start during the tick
+S_RP_PD = 192      # per queue q, 4 slots at S_RP_PD + 4 q: the destination and count of the
+                   # first run of its stage's evicted pages (victims or pre-evicted pages),
+                   # then of the second run
+NS = 224
 STALE_BUCKETS = 1 << 16
 
 # run statuses
@@ -2257,6 +2263,7 @@ def _rp_end(S, qb, mask, n_gen, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, c
     S[S_RP_C + 8] = c_fed
     S[S_RP_GMODE] = gmode
     S[S_RP_GNET] = gpu_used - g0
+    S[S_RP_PROG] = 0
     S[S_RP_HMODE] = hmode
     S[S_RP_HNET] = host_used - h0
     S[S_RP_MASK] = mask
@@ -2337,6 +2344,96 @@ def _rp_applies(S, qb, pstate, lru, tt, srt, gpu_used, tc_a, G):
     return True, tc_a
 
 
+@_kernel
+def _rp_note(S, q, dest):
+    """Record in queue q's program that its stage's next evicted page went to dest (see
+    S_RP_PD). Returns False when that makes a third run."""
+    b = S_RP_PD + 4 * q
+    if S[b + 1] == 0:
+        S[b] = dest
+        S[b + 1] = 1
+    elif S[b + 3] == 0 and S[b] == dest:
+        S[b + 1] += 1
+    elif S[b + 3] == 0:
+        S[b + 2] = dest
+        S[b + 3] = 1
+    elif S[b + 2] == dest:
+        S[b + 3] += 1
+    else:
+        return False
+    return True
+
+
+@_kernel
+def _rp_evict(pstate, p, n, dest):
+    """Pages p .. p + n - 1 go from the GPU to dest (transfer flag cleared). Returns how many
+    of them were resident and not in transfer."""
+    res = 0
+    for v in range(p, p + n):
+        st = np.int64(pstate[_u(v)])
+        if (st & RES_MASK) == IN_GPU:
+            res += 1
+        pstate[_u(v)] = (st & ~(LOC_MASK | F_TRANSFER)) | dest
+    return res
+
+
+@_kernel
+def _rp_take(lru, S, tt, pstate, n, dest):
+    """The list's first n pages are evicted to dest, a head extent at a time."""
+    while n > 0:
+        b = S[S_X_HEAD] * XW
+        lo = lru[_u(b + X_LO)]
+        j = lru[_u(b + X_HI)] - lo
+        if j > n:
+            j = n
+        T = lru[_u(b + X_T)]
+        res = _rp_evict(pstate, lo, j, dest)
+        _x_take(lru, S, tt, j)
+        tt[_u(T), TT_RES] -= res
+        n -= j
+
+
+@_kernel_stage
+def _rp_tick_prog(S, qb, pstate, lru, tt, gpu_used, host_used, host_peak, wait):
+    """`_rp_tick` once the template's program is recorded (by its first replay, which went
+    page by page and matched the template): each stage's evicted pages go by runs of one
+    destination, a head extent (or the stage's run of pre-evicted pages) at a time, its
+    arriving pages join the list at once; the counters are the template's, the host and GPU
+    use change by the template's amounts, the host peak by its rise."""
+    mask = S[S_RP_MASK]
+    qm = qb.shape[1] - 1
+    for stage in range(_G_PE_SSD, _G_RS_SSD):
+        q = _STAGE_QUEUE[stage]
+        if not (mask >> q) & 1:
+            continue
+        n = S[S_RP_N + q]
+        if n == 0:
+            continue
+        slot = _u(S[S_QH + q] & qm)
+        rp = qb[q, slot, 0]
+        T = S[S_RP_T + q]
+        b = S_RP_PD + 4 * q
+        if stage <= _G_PE_CPU:
+            res = _rp_evict(pstate, rp, S[b + 1], S[b])
+            res += _rp_evict(pstate, rp + S[b + 1], S[b + 3], S[b + 2])
+            if res > 0:
+                _x_remove(lru, S, tt, T, rp, rp + n)
+                tt[_u(T), TT_RES] -= res
+        else:
+            _rp_take(lru, S, tt, pstate, S[b + 1], S[b])
+            _rp_take(lru, S, tt, pstate, S[b + 3], S[b + 2])
+            wait = _x_arrive(lru, S, tt, pstate, T, rp, n, wait)
+            tt[_u(T), TT_RES] += n
+        qb[q, slot, 0] = rp + n
+        qb[q, slot, 1] -= n
+    S[S_RP_COUNT] += 1
+    if host_used + S[S_RP_HEXC] > host_peak:
+        host_peak = host_used + S[S_RP_HEXC]
+    return ((S[S_RP_C], S[S_RP_C + 1], S[S_RP_C + 2], S[S_RP_C + 3], S[S_RP_C + 4],
+             S[S_RP_C + 5], S[S_RP_C + 6], S[S_RP_C + 7], S[S_RP_C + 8]),
+            gpu_used + S[S_RP_GNET], host_used + S[S_RP_HNET], host_peak, wait)
+
+
 @_kernel_stage
 def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait):
     """Carry out the template's tick again (`_rp_applies` said it applies): the stages in
@@ -2350,10 +2447,16 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait):
     HOST = prm.HOST
     CPU_CAP = prm.CPU_CAP
     SSD_CAP = prm.SSD_CAP
+    if S[S_RP_PROG] == 1:
+        return _rp_tick_prog(S, qb, pstate, lru, tt, gpu_used, host_used, host_peak, wait)
     mask = S[S_RP_MASK]
     qm = qb.shape[1] - 1
     h0 = host_used
     g0 = gpu_used
+    hexc = 0
+    prog = 1
+    for i in range(S_RP_PD, S_RP_PD + 4 * NQ):
+        S[i] = 0
     (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
      c_fed) = _fresh_counters(host_used, HOST)
     for stage in range(_G_PE_SSD, _G_RS_SSD):
@@ -2378,6 +2481,10 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait):
                     host_used += 1
                     if host_used > host_peak:
                         host_peak = host_used
+                    if host_used - h0 > hexc:
+                        hexc = host_used - h0
+                if not _rp_note(S, q, dest):
+                    prog = -1
                 if (st & RES_MASK) == IN_GPU:
                     res += 1
                 pstate[_u(p)] = (st & ~(LOC_MASK | F_TRANSFER)) | dest
@@ -2418,10 +2525,14 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait):
                         v_res += 1
                     v += 1
                     v_k += 1
+                    if not _rp_note(S, q, dest):
+                        prog = -1
                     if dest == IN_CPU:
                         host_used += 1
                         if host_used > host_peak:
                             host_peak = host_used
+                        if host_used - h0 > hexc:
+                            hexc = host_used - h0
                     gpu_used -= 1
                     c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
                         dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP,
@@ -2451,6 +2562,8 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait):
             or host_used != h0 + S[S_RP_HNET]
             or gpu_used != g0 + S[S_RP_GNET]):
         S[S_ERROR] = E_REPLAY
+    S[S_RP_PROG] = prog
+    S[S_RP_HEXC] = hexc
     return ((c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
             gpu_used, host_used, host_peak, wait)
 
