@@ -2569,6 +2569,189 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait):
 
 
 @_kernel_stage
+def _rp_batch(t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used, host_peak,
+              wait, tc_a):
+    """The ticks after a replayed one at once, when the template's program is recorded: as
+    many (k >= 2) as the event loop would take one after another, busy, each the template's
+    again (`_rp_applies`' tests for all of them: each queue's head run and tensor hold k times
+    the template's pages, all in the queue's usual place; the host and GPU use stay within
+    their modes; the list has k times the victims ahead of the new pages, none of a required
+    or pre-evicted tensor; no kernel event before the last; the free extent records last; no
+    resume: a demand queue holds pages, or the kernel is not waiting). Their pages move as k
+    replays would move them (the pages that arrive join the list tick by tick, stage by
+    stage, as they would), their ends are settled in closed form. The first tick, at t, is
+    known to be busy. Returns k (0: none) and the state after them."""
+    mask = S[S_RP_MASK]
+    G = prm.G
+    HOST = prm.HOST
+    ii = S[P_II]
+    qm = qb.shape[1] - 1
+    none = (0, t, gpu_used, host_used, host_peak, wait, tc_a)
+    if S[S_XFER] == 0 or ((mask & 7) == 0 and S[S_RESCHED] != 0):
+        return none
+    k = np.int64(1) << 40
+    if S[S_KB_PENDING]:
+        kk = (S[S_KB_TIME] - t - 1) // ii + 1
+        if kk < k:
+            k = kk
+    # the host and GPU use at each tick's start
+    hnet = S[S_RP_HNET]
+    hmode = S[S_RP_HMODE]
+    if not ((hmode & 1) != 0 and host_used == S[S_RP_HOST] and hnet == 0):
+        if (hmode & 2) == 0:
+            return none
+        room = HOST - 1 - S[S_RP_C + 5] - host_used
+        if room < 0:
+            return none
+        if hnet > 0 and room // hnet + 1 < k:
+            k = room // hnet + 1
+    gmode = S[S_RP_GMODE]
+    gnet = S[S_RP_GNET]
+    if gmode != 4 and not ((gmode & 1) != 0 and gpu_used == S[S_RP_GPU] and gnet == 0):
+        if (gmode & 2) == 0:
+            return none
+        room = G - 1 - S[S_RP_C + 6] - gpu_used
+        if room < 0:
+            return none
+        if gnet > 0 and room // gnet + 1 < k:
+            k = room // gnet + 1
+    # the queues
+    nseg = 0
+    nv = 0          # victims of a tick
+    vd = -1         # their one destination (-2: more than one)
+    pe_a = -1
+    pe_b = -1
+    for q in range(NQ):
+        holds = S[S_QT + q] > S[S_QH + q]
+        if holds != (((mask >> q) & 1) == 1):
+            return none
+        n = S[S_RP_N + q]
+        if not holds or n == 0:
+            continue
+        nseg += 1
+        slot = _u(S[S_QH + q] & qm)
+        rp = qb[q, slot, 0]
+        kk = (qb[q, slot, 1] - 1) // n
+        if kk < k:
+            k = kk
+        if rp < S[S_RP_TLO + q] or rp >= S[S_RP_THI + q]:
+            tc_a, T, lo, hi, req = _tensor_at(tt, srt, tc_a, rp)
+            S[S_RP_T + q] = T
+            S[S_RP_TLO + q] = lo
+            S[S_RP_THI + q] = hi
+        kk = (S[S_RP_THI + q] - rp) // n
+        if kk < k:
+            k = kk
+        if k < 2:
+            return none
+        kk = _rp_canon(pstate, rp, k * n, _Q_LOC[q]) // n
+        if kk < k:
+            k = kk
+        b = S_RP_PD + 4 * q
+        if q >= Q_PREEVICT_SSD:
+            T = S[S_RP_T + q]
+            if tt[_u(T), TT_REQ] != 0:
+                return none
+            if pe_a < 0:
+                pe_a = T
+            else:
+                pe_b = T
+        else:
+            for r in range(2):
+                if S[b + 2 * r + 1] > 0:
+                    d = S[b + 2 * r]
+                    vd = d if (vd == -1 or vd == d) else -2
+                    nv += S[b + 2 * r + 1]
+    if k < 2:
+        return none
+    kk = 1 + (S[S_X_NFREE] - S[P_XMARGIN]) // nseg
+    if kk < k:
+        k = kk
+    if k < 2:
+        return none
+    if (_rp_overlap(S, qb, qm, Q_PF_SSD, Q_PREFETCH_SSD, k * S[S_RP_N + Q_PF_SSD],
+                    k * S[S_RP_N + Q_PREFETCH_SSD])
+            or _rp_overlap(S, qb, qm, Q_PF_CPU, Q_PREFETCH_CPU, k * S[S_RP_N + Q_PF_CPU],
+                           k * S[S_RP_N + Q_PREFETCH_CPU])
+            or _rp_overlap(S, qb, qm, Q_PF_ALLOC, Q_PREALLOC, k * S[S_RP_N + Q_PF_ALLOC],
+                           k * S[S_RP_N + Q_PREALLOC])
+            or _rp_overlap(S, qb, qm, Q_PREEVICT_SSD, Q_PREEVICT_CPU,
+                           k * S[S_RP_N + Q_PREEVICT_SSD], k * S[S_RP_N + Q_PREEVICT_CPU])):
+        return none
+    if nv > 0:
+        # listed pages ahead of the new ones, none of a required or pre-evicted tensor
+        have = 0
+        h = S[S_X_HEAD]
+        while have < k * nv and h >= 0:
+            bb = h * XW
+            T = lru[_u(bb + X_T)]
+            if tt[_u(T), TT_REQ] != 0 or T == pe_a or T == pe_b:
+                break
+            have += lru[_u(bb + X_HI)] - lru[_u(bb + X_LO)]
+            h = lru[_u(bb + X_NEXT)]
+        if have // nv < k:
+            k = have // nv
+        if k < 2:
+            return none
+    # ---- k ticks ----
+    for stage in range(_G_PE_SSD, _G_PE_CPU + 1):
+        q = _STAGE_QUEUE[stage]
+        n = S[S_RP_N + q] if (mask >> q) & 1 else 0
+        if n == 0:
+            continue
+        b = S_RP_PD + 4 * q
+        rp = qb[q, _u(S[S_QH + q] & qm), 0]
+        if S[b + 3] == 0:
+            res = _rp_evict(pstate, rp, k * n, S[b])
+        else:
+            res = 0
+            for j in range(k):
+                p = rp + j * n
+                res += _rp_evict(pstate, p, S[b + 1], S[b])
+                res += _rp_evict(pstate, p + S[b + 1], S[b + 3], S[b + 2])
+        if res > 0:
+            T = S[S_RP_T + q]
+            _x_remove(lru, S, tt, T, rp, rp + k * n)
+            tt[_u(T), TT_RES] -= res
+    if nv > 0 and vd >= 0:
+        _rp_take(lru, S, tt, pstate, k * nv, vd)
+    for j in range(k):
+        for stage in range(_G_PF_SSD, _G_RS_SSD):
+            q = _STAGE_QUEUE[stage]
+            n = S[S_RP_N + q] if (mask >> q) & 1 else 0
+            if n == 0:
+                continue
+            if vd == -2:
+                b = S_RP_PD + 4 * q
+                _rp_take(lru, S, tt, pstate, S[b + 1], S[b])
+                _rp_take(lru, S, tt, pstate, S[b + 3], S[b + 2])
+            rp = qb[q, _u(S[S_QH + q] & qm), 0]
+            wait = _x_arrive(lru, S, tt, pstate, S[S_RP_T + q], rp + j * n, n, wait)
+    for q in range(NQ):
+        n = S[S_RP_N + q] if (mask >> q) & 1 else 0
+        if n == 0:
+            continue
+        slot = _u(S[S_QH + q] & qm)
+        qb[q, slot, 0] += k * n
+        qb[q, slot, 1] -= k * n
+        if q < Q_PREEVICT_SSD:
+            tt[_u(S[S_RP_T + q]), TT_RES] += k * n
+    # ---- their ends (`_tick_end`: the transfer period is open, no resume) ----
+    for _j in range(k):
+        _add_traffic(pcie, it, S[S_RP_C], S[S_RP_C + 1], S[S_RP_C + 2], S[S_RP_C + 3],
+                     S[S_RP_C + 4], S[S_RP_C + 5], S[S_RP_C + 6])
+    h_top = host_used + (k - 1) * hnet if hnet > 0 else host_used
+    if h_top + S[S_RP_HEXC] > host_peak:
+        host_peak = h_top + S[S_RP_HEXC]
+    t += k * ii
+    S[S_TICK_TIME] = t
+    S[S_TICK_SEQ] = S[S_SEQ] + k - 1
+    S[S_SEQ] += k
+    S[S_RP_COUNT] += k
+    return k, t, gpu_used + k * gnet, host_used + k * hnet, host_peak, wait, tc_a
+
+
+@_kernel_stage
 def _rp_ticks(t, it, k, S, qb, pstate, lru, tt, srt, pcie, bnd, ev, prm, gpu_used, host_used,
               host_peak, wait, tc_a, half):
     """Busy ticks from time t carried out as the template's (`_rp_applies`, `_rp_tick`), each
@@ -2593,6 +2776,15 @@ def _rp_ticks(t, it, k, S, qb, pstate, lru, tt, srt, pcie, bnd, ev, prm, gpu_use
             break
         S[S_IN_OPEN] = -1
         S[S_OUT_OPEN] = -1
+        if S[S_RP_PROG] == 1:
+            kb, t, gpu_used, host_used, host_peak, wait, tc_a = _rp_batch(
+                t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used, host_peak,
+                wait, tc_a)
+            if kb > 0:
+                n += kb
+                if not _next_tick_busy(t, S, bnd.shape[0], half):
+                    go_on = False
+                    break
     return n, go_on, t, counters, gpu_used, host_used, host_peak, wait, tc_a
 
 
