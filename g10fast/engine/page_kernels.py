@@ -199,7 +199,7 @@ S_RP_N = 121       # pages it took from queue q (8 slots)
 S_RP_P0 = 129      # first page of queue q's head run at its start (8 slots)
 S_RP_QH = 137      # head slot of queue q at its start (8 slots)
 S_RP_QT = 145      # tail slot of queue q at its start (8 slots)
-S_RP_CN = 153      # pages at the head of that run in queue q's usual place (8 slots, bounded)
+S_RP_CN = 153      # pages at the head of that run at its first page's place (8 slots, bounded)
 S_RP_T = 161       # per queue, the tensor of its last replayed pages (8 slots),
 S_RP_TLO = 169     # its first page,
 S_RP_THI = 177     # its end page
@@ -216,7 +216,8 @@ S_RP_HEXC = 191    # the most the host use rose above its start during the tick
 S_RP_PD = 192      # per queue q, 4 slots at S_RP_PD + 4 q: the destination and count of the
                    # first run of its stage's evicted pages (victims or pre-evicted pages),
                    # then of the second run
-NS = 224
+S_RP_LOC = 224     # the place of queue q's pages in the template (8 slots)
+NS = 232
 STALE_BUCKETS = 1 << 16
 
 # run statuses
@@ -2135,19 +2136,17 @@ def _next_tick_busy(t, S, bnd_cap, half):
 # pre-eviction's pages), and, for the pages that find no free frame, the list's first pages
 # (whether their tensors are required). So a tick that ran stage by stage with no page left
 # to the general path, no in-place continuation, no page queued again, each queue's pages
-# taken from its head run, all of them in their queue's usual place (`_Q_LOC`), and the
-# host use (and the GPU use, when it gave frames) back where they began, is a template: the
-# next tick that starts the same way (the same queues holding pages, each head run longer
-# than the template took, those pages in their usual place and of one tensor, the host and
-# GPU use equal, no required tensor among the pages pre-evicted or among the victims, and
-# no victim of a tensor being pre-evicted) takes the same pages from each queue. Such a tick
-# is then carried out directly (`_rp_tick`): its pages move as the stages would move them one
-# by one, and its counters must come out equal to the template's (else E_REPLAY).
+# taken from its head run, all of them at one place (S_RP_LOC: outside the GPU for the
+# queues that give frames, in it for the pre-evictions), and the host use (and the GPU use,
+# when it gave frames) back where they began or below their lines all through, is a
+# template: the next tick that starts the same way (the same queues holding pages, each head
+# run longer than the template took, those pages at the template's place and of one tensor,
+# the host and GPU use in the template's mode, no required tensor among the pages
+# pre-evicted or among the victims, and no victim of a tensor being pre-evicted) takes the
+# same pages from each queue. Such a tick is then carried out directly (`_rp_tick`): its pages
+# move as the stages would move them one by one, and its counters must come out equal to the
+# template's (else E_REPLAY).
 # ----------------------------------------------------------------------------------------
-
-# where a queue's pages are before they move: demand and planned fetches at their source,
-# allocations not present, pre-evictions in the GPU
-_Q_LOC = (IN_CPU, IN_SSD, NOT_PRESENT, IN_SSD, IN_CPU, NOT_PRESENT, IN_GPU, IN_GPU)
 # the queues whose pages take GPU frames (bits 0-5)
 _Q_ALLOC_MASK = 63
 # the most pages a template takes from one queue (a tick that takes more pays its set-up
@@ -2168,7 +2167,7 @@ def _rp_canon(pstate, p, n, loc):
 def _rp_begin(S, qb, pstate, gpu_used, host_used):
     """A busy tick that runs stage by stage starts: record what a template needs of its start
     (each queue's head and tail slots, the head run's first page and how many of its pages,
-    up to more than a tick can take, are in the queue's usual place; the host and GPU use;
+    up to more than a tick can take, are at the place of its first; the host and GPU use;
     S_SEQ). Returns the mask of the queues that hold pages."""
     qm = qb.shape[1] - 1
     mask = 0
@@ -2182,7 +2181,9 @@ def _rp_begin(S, qb, pstate, gpu_used, host_used):
             rp = qb[q, _u(qh & qm), 0]
             rn = qb[q, _u(qh & qm), 1]
             S[S_RP_P0 + q] = rp
-            S[S_RP_CN + q] = _rp_canon(pstate, rp, min(rn, _RP_MAX), _Q_LOC[q])
+            loc = np.int64(pstate[_u(rp)]) & LOC_MASK
+            S[S_RP_LOC + q] = loc
+            S[S_RP_CN + q] = _rp_canon(pstate, rp, min(rn, _RP_MAX), loc)
     S[S_RP_MASK] = -1
     S[S_RP_HOST] = host_used
     S[S_RP_GPU] = gpu_used
@@ -2201,14 +2202,23 @@ def _rp_host_ok(S, host_used):
 
 
 @_kernel
-def _rp_overlap(S, qb, qm, a, b, na, nb):
-    """Whether the next na pages of queue a's head run and the next nb of queue b's share a
-    page (a page queued twice: the later stage would find it moved)."""
-    if na == 0 or nb == 0:
-        return False
-    pa = qb[a, _u(S[S_QH + a] & qm), 0]
-    pb = qb[b, _u(S[S_QH + b] & qm), 0]
-    return pa < pb + nb and pb < pa + na
+def _rp_shared(S, qb, qm, mask, mult):
+    """Whether two of the template's queues at one place share a page among their next mult
+    times the template's pages (a page queued twice: the later stage would find it moved;
+    the engine never queues a page twice, so this guard does not fire)."""
+    for a in range(NQ):
+        na = mult * S[S_RP_N + a] if (mask >> a) & 1 else 0
+        if na == 0:
+            continue
+        pa = qb[a, _u(S[S_QH + a] & qm), 0]
+        for b in range(a + 1, NQ):
+            nb = mult * S[S_RP_N + b] if (mask >> b) & 1 else 0
+            if nb == 0 or S[S_RP_LOC + b] != S[S_RP_LOC + a]:
+                continue
+            pb = qb[b, _u(S[S_QH + b] & qm), 0]
+            if pa < pb + nb and pb < pa + na:
+                return True
+    return False
 
 
 @_kernel_stage
@@ -2247,7 +2257,9 @@ def _rp_end(S, qb, mask, n_gen, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, c
                 return                      # its head run was used up
             n = qb[q, _u(qh & qm), 0] - S[S_RP_P0 + q]
             if n > S[S_RP_CN + q]:
-                return                      # a page not in the queue's usual place
+                return                      # pages at two places
+            if (S[S_RP_LOC + q] == IN_GPU) != (q >= Q_PREEVICT_SSD):
+                return                      # (the general path's)
         S[S_RP_N + q] = n
         total += n
     if total == 0:
@@ -2273,7 +2285,7 @@ def _rp_end(S, qb, mask, n_gen, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, c
 def _rp_applies(S, qb, pstate, lru, tt, srt, gpu_used, tc_a, G):
     """Whether the busy tick starting now is the template's again (the host use is checked by
     the caller): the same queues hold pages, each head run is longer than the template took
-    and those pages are in the usual place, of one tensor (kept in S_RP_T.. for `_rp_tick`),
+    and those pages are at the template's place, of one tensor (kept in S_RP_T..),
     not required when pre-evicted; the pages that find no free frame have as many listed
     pages ahead of them, none of a required tensor or of a tensor being pre-evicted. Returns
     the answer and the lookup cache."""
@@ -2305,7 +2317,7 @@ def _rp_applies(S, qb, pstate, lru, tt, srt, gpu_used, tc_a, G):
             S[S_RP_THI + q] = hi
             if rp + n > hi:
                 return False, tc_a
-        if _rp_canon(pstate, rp, n, _Q_LOC[q]) < n:
+        if _rp_canon(pstate, rp, n, S[S_RP_LOC + q]) < n:
             return False, tc_a
         if q >= Q_PREEVICT_SSD:
             T = S[S_RP_T + q]
@@ -2318,16 +2330,7 @@ def _rp_applies(S, qb, pstate, lru, tt, srt, gpu_used, tc_a, G):
                 pe_b = T
         else:
             na += n
-    # queues of pages at the same place (demand fetch and prefetch, allocation and
-    # pre-allocation, the two pre-evictions) must not share a page
-    if (_rp_overlap(S, qb, qm, Q_PF_SSD, Q_PREFETCH_SSD, S[S_RP_N + Q_PF_SSD],
-                    S[S_RP_N + Q_PREFETCH_SSD])
-            or _rp_overlap(S, qb, qm, Q_PF_CPU, Q_PREFETCH_CPU, S[S_RP_N + Q_PF_CPU],
-                           S[S_RP_N + Q_PREFETCH_CPU])
-            or _rp_overlap(S, qb, qm, Q_PF_ALLOC, Q_PREALLOC, S[S_RP_N + Q_PF_ALLOC],
-                           S[S_RP_N + Q_PREALLOC])
-            or _rp_overlap(S, qb, qm, Q_PREEVICT_SSD, Q_PREEVICT_CPU,
-                           S[S_RP_N + Q_PREEVICT_SSD], S[S_RP_N + Q_PREEVICT_CPU])):
+    if _rp_shared(S, qb, qm, mask, 1):
         return False, tc_a
     free = G - (gpu_used - pe)
     need = na - free if na > free else 0
@@ -2498,7 +2501,7 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait):
         else:
             is_fetch = stage != _G_PF_ALLOC and stage != _G_PREALLOC
             fsrc = IN_SSD if (stage == _G_PF_SSD or stage == _G_PRE_SSD) else IN_CPU
-            src = _Q_LOC[q]
+            src = S[S_RP_LOC + q]
             # the victims, in list order (none of them arrives in this tick)
             h = -1
             v = 0
@@ -2574,7 +2577,7 @@ def _rp_batch(t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used
     """The ticks after a replayed one at once, when the template's program is recorded: as
     many (k >= 2) as the event loop would take one after another, busy, each the template's
     again (`_rp_applies`' tests for all of them: each queue's head run and tensor hold k times
-    the template's pages, all in the queue's usual place; the host and GPU use stay within
+    the template's pages, all at the template's place; the host and GPU use stay within
     their modes; the list has k times the victims ahead of the new pages, none of a required
     or pre-evicted tensor; no kernel event before the last; the free extent records last; no
     resume: a demand queue holds pages, or the kernel is not waiting). Their pages move as k
@@ -2644,7 +2647,7 @@ def _rp_batch(t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used
             k = kk
         if k < 2:
             return none
-        kk = _rp_canon(pstate, rp, k * n, _Q_LOC[q]) // n
+        kk = _rp_canon(pstate, rp, k * n, S[S_RP_LOC + q]) // n
         if kk < k:
             k = kk
         b = S_RP_PD + 4 * q
@@ -2669,14 +2672,7 @@ def _rp_batch(t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used
         k = kk
     if k < 2:
         return none
-    if (_rp_overlap(S, qb, qm, Q_PF_SSD, Q_PREFETCH_SSD, k * S[S_RP_N + Q_PF_SSD],
-                    k * S[S_RP_N + Q_PREFETCH_SSD])
-            or _rp_overlap(S, qb, qm, Q_PF_CPU, Q_PREFETCH_CPU, k * S[S_RP_N + Q_PF_CPU],
-                           k * S[S_RP_N + Q_PREFETCH_CPU])
-            or _rp_overlap(S, qb, qm, Q_PF_ALLOC, Q_PREALLOC, k * S[S_RP_N + Q_PF_ALLOC],
-                           k * S[S_RP_N + Q_PREALLOC])
-            or _rp_overlap(S, qb, qm, Q_PREEVICT_SSD, Q_PREEVICT_CPU,
-                           k * S[S_RP_N + Q_PREEVICT_SSD], k * S[S_RP_N + Q_PREEVICT_CPU])):
+    if _rp_shared(S, qb, qm, mask, k):
         return none
     if nv > 0:
         # listed pages ahead of the new ones, none of a required or pre-evicted tensor
