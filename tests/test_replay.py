@@ -32,21 +32,26 @@ def _case(seed):
     return w, cfg, hints
 
 
+def _counting(monkeypatch, counter):
+    """Make pk.run_engine add the ticks each call replays to counter[0]."""
+    engine = pk.run_engine
+
+    def counting(*a):
+        status = engine(*a)
+        counter[0] += int(a[8][pk.S_RP_COUNT])
+        a[8][pk.S_RP_COUNT] = 0
+        return status
+    monkeypatch.setattr(pk, "run_engine", counting)
+    return engine
+
+
 def _run(monkeypatch, w, cfg, hints, replay, counter=None, **kw):
     monkeypatch.setattr(page_mod, "REPLAY_DEFAULT", replay)
-    if counter is not None:
-        engine = pk.run_engine
-
-        def counting(*a):
-            status = engine(*a)
-            counter[0] += int(a[8][pk.S_RP_COUNT])
-            a[8][pk.S_RP_COUNT] = 0
-            return status
-        monkeypatch.setattr(pk, "run_engine", counting)
+    engine = _counting(monkeypatch, counter) if counter is not None else pk.run_engine
     try:
         return simulate_pages(w, cfg, hints=hints, bulk=True, **kw)
     finally:
-        monkeypatch.setattr(pk, "run_engine", engine) if counter is not None else None
+        monkeypatch.setattr(pk, "run_engine", engine)
 
 
 def _same(a, b):
@@ -89,13 +94,7 @@ def test_no_replay_when_traced_or_per_page(monkeypatch):
     w, cfg, hints = _case(1)
     for kw in (dict(bulk=True, trace=_Sink()), dict(bulk=False)):
         count = [0]
-        engine = pk.run_engine
-
-        def counting(*a, _e=engine, _c=count):
-            status = _e(*a)
-            _c[0] += int(a[8][pk.S_RP_COUNT])
-            return status
-        monkeypatch.setattr(pk, "run_engine", counting)
+        engine = _counting(monkeypatch, count)
         simulate_pages(w, cfg, hints=hints, **kw)
         monkeypatch.setattr(pk, "run_engine", engine)
         assert count[0] == 0

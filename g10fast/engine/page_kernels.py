@@ -2399,36 +2399,10 @@ def _rp_take(lru, S, tt, pstate, n, dest):
 @_kernel_stage
 def _rp_tick_prog(S, qb, pstate, lru, tt, gpu_used, host_used, host_peak, wait):
     """`_rp_tick` once the template's program is recorded (by its first replay, which went
-    page by page and matched the template): each stage's evicted pages go by runs of one
-    destination, a head extent (or the stage's run of pre-evicted pages) at a time, its
-    arriving pages join the list at once; the counters are the template's, the host and GPU
-    use change by the template's amounts, the host peak by its rise."""
-    mask = S[S_RP_MASK]
-    qm = qb.shape[1] - 1
-    for stage in range(_G_PE_SSD, _G_RS_SSD):
-        q = _STAGE_QUEUE[stage]
-        if not (mask >> q) & 1:
-            continue
-        n = S[S_RP_N + q]
-        if n == 0:
-            continue
-        slot = _u(S[S_QH + q] & qm)
-        rp = qb[q, slot, 0]
-        T = S[S_RP_T + q]
-        b = S_RP_PD + 4 * q
-        if stage <= _G_PE_CPU:
-            res = _rp_evict(pstate, rp, S[b + 1], S[b])
-            res += _rp_evict(pstate, rp + S[b + 1], S[b + 3], S[b + 2])
-            if res > 0:
-                _x_remove(lru, S, tt, T, rp, rp + n)
-                tt[_u(T), TT_RES] -= res
-        else:
-            _rp_take(lru, S, tt, pstate, S[b + 1], S[b])
-            _rp_take(lru, S, tt, pstate, S[b + 3], S[b + 2])
-            wait = _x_arrive(lru, S, tt, pstate, T, rp, n, wait)
-            tt[_u(T), TT_RES] += n
-        qb[q, slot, 0] = rp + n
-        qb[q, slot, 1] -= n
+    page by page and matched the template): the tick's pages move by the program's runs
+    (`_rp_move`); the counters are the template's, the host and GPU use change by the
+    template's amounts, the host peak by its rise."""
+    wait = _rp_move(S, qb, pstate, lru, tt, 1, 0, -2, wait)
     S[S_RP_COUNT] += 1
     if host_used + S[S_RP_HEXC] > host_peak:
         host_peak = host_used + S[S_RP_HEXC]
@@ -2571,6 +2545,61 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait):
             gpu_used, host_used, host_peak, wait)
 
 
+@_kernel
+def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait):
+    """The pages of k ticks of the template (its program recorded) move, as k replays one
+    after another would move them: the pre-evicted pages by their runs of one destination;
+    the victims, the list's first pages, by the runs of the program (all at once when they
+    have one destination vd, nv a tick; vd = -2: tick by tick, stage by stage); the arriving
+    pages joining the list tick by tick, stage by stage; the queues' head runs and the
+    tensors' resident counts after them. Returns the wait-set size."""
+    mask = S[S_RP_MASK]
+    qm = qb.shape[1] - 1
+    for stage in range(_G_PE_SSD, _G_PE_CPU + 1):
+        q = _STAGE_QUEUE[stage]
+        n = S[S_RP_N + q] if (mask >> q) & 1 else 0
+        if n == 0:
+            continue
+        b = S_RP_PD + 4 * q
+        rp = qb[q, _u(S[S_QH + q] & qm), 0]
+        if S[b + 3] == 0:
+            res = _rp_evict(pstate, rp, k * n, S[b])
+        else:
+            res = 0
+            for j in range(k):
+                p = rp + j * n
+                res += _rp_evict(pstate, p, S[b + 1], S[b])
+                res += _rp_evict(pstate, p + S[b + 1], S[b + 3], S[b + 2])
+        if res > 0:
+            T = S[S_RP_T + q]
+            _x_remove(lru, S, tt, T, rp, rp + k * n)
+            tt[_u(T), TT_RES] -= res
+    if nv > 0 and vd >= 0:
+        _rp_take(lru, S, tt, pstate, k * nv, vd)
+    for j in range(k):
+        for stage in range(_G_PF_SSD, _G_RS_SSD):
+            q = _STAGE_QUEUE[stage]
+            n = S[S_RP_N + q] if (mask >> q) & 1 else 0
+            if n == 0:
+                continue
+            if vd == -2:
+                b = S_RP_PD + 4 * q
+                _rp_take(lru, S, tt, pstate, S[b + 1], S[b])
+                _rp_take(lru, S, tt, pstate, S[b + 3], S[b + 2])
+            rp = qb[q, _u(S[S_QH + q] & qm), 0]
+            wait = _x_arrive(lru, S, tt, pstate, S[S_RP_T + q], rp + j * n, n, wait)
+    for q in range(NQ):
+        n = S[S_RP_N + q] if (mask >> q) & 1 else 0
+        if n == 0:
+            continue
+        slot = _u(S[S_QH + q] & qm)
+        qb[q, slot, 0] += k * n
+        qb[q, slot, 1] -= k * n
+        if q < Q_PREEVICT_SSD:
+            tt[_u(S[S_RP_T + q]), TT_RES] += k * n
+    return wait
+
+
 @_kernel_stage
 def _rp_batch(t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used, host_peak,
               wait, tc_a):
@@ -2690,48 +2719,7 @@ def _rp_batch(t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used
         if k < 2:
             return none
     # ---- k ticks ----
-    for stage in range(_G_PE_SSD, _G_PE_CPU + 1):
-        q = _STAGE_QUEUE[stage]
-        n = S[S_RP_N + q] if (mask >> q) & 1 else 0
-        if n == 0:
-            continue
-        b = S_RP_PD + 4 * q
-        rp = qb[q, _u(S[S_QH + q] & qm), 0]
-        if S[b + 3] == 0:
-            res = _rp_evict(pstate, rp, k * n, S[b])
-        else:
-            res = 0
-            for j in range(k):
-                p = rp + j * n
-                res += _rp_evict(pstate, p, S[b + 1], S[b])
-                res += _rp_evict(pstate, p + S[b + 1], S[b + 3], S[b + 2])
-        if res > 0:
-            T = S[S_RP_T + q]
-            _x_remove(lru, S, tt, T, rp, rp + k * n)
-            tt[_u(T), TT_RES] -= res
-    if nv > 0 and vd >= 0:
-        _rp_take(lru, S, tt, pstate, k * nv, vd)
-    for j in range(k):
-        for stage in range(_G_PF_SSD, _G_RS_SSD):
-            q = _STAGE_QUEUE[stage]
-            n = S[S_RP_N + q] if (mask >> q) & 1 else 0
-            if n == 0:
-                continue
-            if vd == -2:
-                b = S_RP_PD + 4 * q
-                _rp_take(lru, S, tt, pstate, S[b + 1], S[b])
-                _rp_take(lru, S, tt, pstate, S[b + 3], S[b + 2])
-            rp = qb[q, _u(S[S_QH + q] & qm), 0]
-            wait = _x_arrive(lru, S, tt, pstate, S[S_RP_T + q], rp + j * n, n, wait)
-    for q in range(NQ):
-        n = S[S_RP_N + q] if (mask >> q) & 1 else 0
-        if n == 0:
-            continue
-        slot = _u(S[S_QH + q] & qm)
-        qb[q, slot, 0] += k * n
-        qb[q, slot, 1] -= k * n
-        if q < Q_PREEVICT_SSD:
-            tt[_u(S[S_RP_T + q]), TT_RES] += k * n
+    wait = _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait)
     # ---- their ends (`_tick_end`: the transfer period is open, no resume) ----
     for _j in range(k):
         _add_traffic(pcie, it, S[S_RP_C], S[S_RP_C + 1], S[S_RP_C + 2], S[S_RP_C + 3],
@@ -2828,10 +2816,9 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
              gpu_used, host_used, host_peak, wait, tc_a) = _rp_ticks(
                 t, it, k, S, qb, pstate, lru, tt, srt, pcie, bnd, ev, prm, gpu_used, host_used,
                 host_peak, wait, tc_a, half)
-            if n_rp > 0:
-                if not go_on:
-                    break
-                continue
+            if n_rp > 0 and not go_on:
+                break
+            # (else the next tick, if any replayed, is not the template's: it runs below)
         (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
          c_fed) = _fresh_counters(host_used, HOST)
         rp_mask = 0
