@@ -8,6 +8,8 @@ Numba kernels of `page_kernels` (simulator spec §3–§9, §13, §14).
 from __future__ import annotations
 
 import math
+import mmap
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +29,10 @@ BULK_DEFAULT = True
 # the last one that ran stage by stage is carried out directly (page_kernels, "A busy tick
 # replayed"; same results). False runs every tick stage by stage (a check of the replay).
 REPLAY_DEFAULT = True
+# Give the page states of freed tensors back to the operating system when they hold only
+# zeros (page_kernels, "freed page states given back"; Linux only, same results): the page
+# states' memory follows the live tensors instead of every page ever touched
+RELEASE_DEFAULT = sys.platform.startswith("linux")
 
 class SimulationError(RuntimeError):
     """The engine reached a state the artifact treats as a fatal assertion."""
@@ -361,6 +367,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     S[pk.P_IS_UVM] = int(sp.is_uvm)
     S[pk.P_TRACE] = int(trace is not None)
     S[pk.P_BULK] = int(bulk)
+    S[pk.P_RELEASE] = mmap.PAGESIZE if RELEASE_DEFAULT else 0
     S[pk.P_F_HZ] = sp.f_hz
     S[pk.P_LSYS] = sp.lsys
     S[pk.P_LSSD] = sp.lssd

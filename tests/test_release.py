@@ -1,0 +1,128 @@
+"""Freed page states given back to the operating system (page_kernels, `_release_free`;
+`page.RELEASE_DEFAULT`, Linux): the kernel releases exactly the memory pages lying wholly
+within the range whose states are all zero, leaves every value as it was, and the memory is
+really given back; runs with the release equal runs without it."""
+
+from __future__ import annotations
+
+import mmap
+import sys
+
+import numpy as np
+import pytest
+from numba import njit
+from synth import kernel_pages, make_workload, random_hints, tiny_cfg
+
+from g10fast.engine import page as page_mod
+from g10fast.engine import page_kernels as pk
+from g10fast.engine.page import simulate_pages
+from g10fast.jit import NO_JIT
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="madvise(MADV_DONTNEED) semantics are Linux's")
+PS = mmap.PAGESIZE
+
+if NO_JIT:
+    def _call(pstate, p0, n, S):
+        pk._release_free(pstate, p0, n, S)
+else:
+    @njit
+    def _call(pstate, p0, n, S):                  # (the kernel has no CPython wrapper)
+        pk._release_free(pstate, p0, n, S)
+
+
+def _twin(pstate, base, p0, n):
+    """The bytes `_release_free` must give back, for states `pstate` at address `base`: the
+    memory pages wholly inside [p0, p0 + n) when every state in them is zero."""
+    a = -(-(base + p0) // PS) * PS
+    b = (base + p0 + n) // PS * PS
+    if b <= a or pstate[a - base:b - base].any():
+        return 0
+    return b - a
+
+
+def _rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * PS
+
+
+def test_release_twin_random_ranges():
+    """400 random ranges over random states (zeros with a few set bytes, sometimes none):
+    the bytes released equal the twin's, and no state changes."""
+    rng = np.random.default_rng(11)
+    pstate = np.zeros(64 * PS + 123, dtype=np.uint8)
+    released = 0
+    for i in range(400):
+        pstate[:] = 0
+        for _ in range(int(rng.integers(0, 4))):
+            pstate[int(rng.integers(0, len(pstate)))] = int(rng.integers(1, 256))
+        before = pstate.copy()
+        p0 = int(rng.integers(0, len(pstate)))
+        n = int(rng.integers(0, len(pstate) - p0 + 1))
+        S = np.zeros(pk.NS, dtype=np.int64)
+        S[pk.P_RELEASE] = PS
+        _call(pstate, p0, n, S)
+        assert S[pk.S_RELEASED] == _twin(before, pstate.ctypes.data, p0, n), (i, p0, n)
+        assert np.array_equal(pstate, before)
+        released += S[pk.S_RELEASED]
+    assert released > 0
+
+
+def test_release_gives_memory_back():
+    """64 MiB of states written and then zeroed: the release brings the resident set down
+    by most of it, and the states still read zero."""
+    pstate = np.zeros(64 << 20, dtype=np.uint8)
+    pstate[::PS] = 1
+    pstate[::PS] = 0
+    S = np.zeros(pk.NS, dtype=np.int64)
+    S[pk.P_RELEASE] = PS
+    before = _rss_bytes()
+    _call(pstate, 0, len(pstate), S)
+    assert S[pk.S_RELEASED] >= (64 << 20) - 2 * PS
+    assert before - _rss_bytes() > (48 << 20)
+    assert not pstate.any()
+
+
+def _big_case(seed):
+    """Tensors of up to 5 memory pages of states each, pre-deallocated by the hints."""
+    rng = np.random.default_rng(900 + seed)
+    w = make_workload(seed + 40, n_kernels=8, n_tensors=10, max_pages=5 * PS)
+    frames = int(kernel_pages(w).max() * rng.uniform(1.0, 1.4)) + 1
+    cfg = tiny_cfg(frames, int(rng.choice([0, frames, 8 * int(w.num_pages)])), "prefetch_lru",
+                   num_iteration=3, PCIe_batch_size_page=int(rng.integers(500, 4000)))
+    return w, cfg, random_hints(w, seed, n_hints=40)
+
+
+def _run(monkeypatch, w, cfg, hints, release, released=None):
+    monkeypatch.setattr(page_mod, "RELEASE_DEFAULT", release)
+    engine = pk.run_engine
+
+    def counting(*a):
+        status = engine(*a)
+        if released is not None:
+            released[0] += int(a[8][pk.S_RELEASED])
+            a[8][pk.S_RELEASED] = 0
+        return status
+    monkeypatch.setattr(pk, "run_engine", counting)
+    try:
+        return simulate_pages(w, cfg, hints=hints, keep_state=True)
+    finally:
+        monkeypatch.setattr(pk, "run_engine", engine)
+
+
+def test_release_changes_nothing(monkeypatch):
+    """Six random G10 runs over large tensors: with the release and without it the same
+    kernels, traffic, memory use and final page states; memory is released in them."""
+    total = 0
+    for seed in range(6):
+        w, cfg, hints = _big_case(seed)
+        got = [0]
+        a = _run(monkeypatch, w, cfg, hints, True, got)
+        b = _run(monkeypatch, w, cfg, hints, False)
+        assert np.array_equal(a.kernels, b.kernels)
+        assert np.array_equal(a.pcie, b.pcie)
+        assert np.array_equal(a.boundaries, b.boundaries)
+        assert (a.gpu_used, a.host_used, a.host_peak) == (b.gpu_used, b.host_used, b.host_peak)
+        assert np.array_equal(a.pstate, b.pstate)
+        total += got[0]
+    assert total > 0
