@@ -1,7 +1,8 @@
 """Freed page states given back to the operating system (page_kernels, `_release_free`;
 `page.RELEASE_DEFAULT`, Linux): the kernel releases exactly the memory pages lying wholly
 within the range whose states are all zero, leaves every value as it was, and the memory is
-really given back; runs with the release equal runs without it."""
+really given back (and `_populate` maps it again at once); runs with the release equal runs
+without it."""
 
 from __future__ import annotations
 
@@ -25,10 +26,17 @@ PS = mmap.PAGESIZE
 if NO_JIT:
     def _call(pstate, p0, n, S):
         pk._release_free(pstate, p0, n, S)
+
+    def _call_populate(pstate, p0, n, S):
+        pk._populate(pstate, p0, n, S)
 else:
     @njit
-    def _call(pstate, p0, n, S):                  # (the kernel has no CPython wrapper)
+    def _call(pstate, p0, n, S):                  # (the kernels have no CPython wrapper)
         pk._release_free(pstate, p0, n, S)
+
+    @njit
+    def _call_populate(pstate, p0, n, S):
+        pk._populate(pstate, p0, n, S)
 
 
 def _twin(pstate, base, p0, n):
@@ -80,6 +88,11 @@ def test_release_gives_memory_back():
     _call(pstate, 0, len(pstate), S)
     assert S[pk.S_RELEASED] >= (64 << 20) - 2 * PS
     assert before - _rss_bytes() > (48 << 20)
+    assert not pstate.any()
+    # mapped again for writing at once, still zero
+    low = _rss_bytes()
+    _call_populate(pstate, 0, len(pstate), S)
+    assert _rss_bytes() - low > (48 << 20)
     assert not pstate.any()
 
 
