@@ -2,8 +2,9 @@
 LRU) against a plain-Python twin that moves the pages one by one, as the page loop does: on
 random small rings (wrapping around), tombstones, stale and in-transfer entries, cursor and
 scan positions anywhere between head and tail, arrivals that overlap the victims' tensor or
-stop at a page elsewhere. Every output and both arrays must be the same, but for the runs of
-tombstones that the kernel records (-d at a run's first slot)."""
+stop at a page elsewhere, victims that go back to a queue (a required tensor's). Every output
+and both arrays must be the same, but for the runs of tombstones that the kernel records (-d
+at a run's first slot)."""
 
 from __future__ import annotations
 
@@ -26,10 +27,13 @@ def _eligible(st, e):
     return (st & RES) == pk.IN_GPU and (st >> G) == (e & pk.GEN_MASK)
 
 
-def twin(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, pstate, lru, lm, hd,
-         tail, cur, scan, wait, vt_d):
-    """The page loop's moves, one page at a time (the engine before runs were read in bulk)."""
+def twin(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deepum, pstate, lru, lm,
+         hd, tail, cur, scan, wait, vt_d):
+    """The page loop's moves, one page at a time (the engine before runs were read in bulk);
+    b_rq: the victims (of a required tensor) go in transfer and join the wait set, and the
+    moves stop at a victim that does not follow the last one."""
     m = 0
+    v0 = v_end = -1
     while m < nb:
         pp = p + m
         st0 = int(pstate[pp])
@@ -54,6 +58,8 @@ def twin(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, pstate, l
                 s += 1
             if s >= tail or v < b_lo or v >= b_hi:
                 break
+            if b_rq and v0 >= 0 and v != v_end:
+                break
             lru[s & lm] = -1
             if not deepum or b_dnp:
                 cur = s + 1
@@ -61,7 +67,14 @@ def twin(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, pstate, l
                 scan = s
                 if cur == s:
                     cur = s + 1
-            pstate[v] = ((vst0 & ~LOC) | b_dest) & ~TR
+            if b_rq:
+                if not vst0 & WAIT:
+                    wait += 1
+                pstate[v] = (vst0 & ~LOC) | b_dest | TR | WAIT
+                v0 = v if v0 < 0 else v0
+                v_end = v + 1
+            else:
+                pstate[v] = ((vst0 & ~LOC) | b_dest) & ~TR
             if (vst0 & RES) == pk.IN_GPU:
                 vt_d -= 1
         st = (st0 & ~LOC) | pk.IN_GPU
@@ -75,14 +88,14 @@ def twin(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, pstate, l
         pstate[pp] = st
         tail += 1
         m += 1
-    return m, tail, cur, scan, wait, vt_d
+    return m, tail, cur, scan, wait, vt_d, v0
 
 
 @njit
-def _call(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, pstate, lru, lm, hd,
-          tail, cur, scan, wait, vt_d):
-    return pk._batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, pstate,
-                          lru, lm, hd, tail, cur, scan, wait, vt_d)
+def _call(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deepum, pstate, lru, lm,
+          hd, tail, cur, scan, wait, vt_d):
+    return pk._batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deepum,
+                          pstate, lru, lm, hd, tail, cur, scan, wait, vt_d)
 
 
 def _case(rng):
@@ -132,7 +145,8 @@ def _case(rng):
     scan = int(rng.integers(hd - 2, tail + 1))
     return (p, nb, a_src, bool(rng.random() < 0.9), b_dnp,
             int(rng.choice([pk.IN_CPU, pk.IN_SSD, pk.NOT_PRESENT])), b_lo, b_hi,
-            bool(rng.random() < 0.2), deepum, pstate, lru, lm, hd, tail, cur, scan,
+            bool(rng.random() < 0.2), bool(rng.random() < 0.3), deepum, pstate, lru, lm, hd,
+            tail, cur, scan,
             int(rng.integers(0, 50)), 0)
 
 
@@ -140,23 +154,25 @@ def _case(rng):
 @pytest.mark.parametrize("seed", range(6))
 def test_batch_move_matches_page_by_page(seed):
     rng = np.random.default_rng(seed)
-    runs = 0
+    runs = rq_runs = 0
     for _ in range(400):
         args = _case(rng)
         a = list(args)
         b = list(args)
-        a[10], a[11] = args[10].copy(), args[11].copy()
-        b[10], b[11] = args[10].copy(), args[11].copy()
+        a[11], a[12] = args[11].copy(), args[12].copy()
+        b[11], b[12] = args[11].copy(), args[12].copy()
         got = _call(*a)
         want = twin(*b)
-        assert tuple(int(x) for x in got) == want, (seed, args[:10], args[12:])
-        assert np.array_equal(a[10], b[10])
+        assert tuple(int(x) for x in got) == want, (seed, args[:11], args[13:])
+        assert np.array_equal(a[11], b[11])
         # the ring: the same entries, tombstones aside; a recorded run of d tombstones (-d)
         # covers d tombstones of the twin's ring, within one turn
-        ring, ring_twin = a[11], b[11]
+        ring, ring_twin = a[12], b[12]
         assert np.array_equal(np.maximum(ring, -1), ring_twin)
         for x in np.flatnonzero(ring < -1):
             d = -int(ring[x])
             assert x + d <= len(ring) and (ring_twin[x:x + d] == -1).all()
         runs += got[0] >= 16
+        rq_runs += args[9] and got[0] >= 16
     assert runs > 20          # long runs (the chunked read) were exercised
+    assert rq_runs >= 2       # and with victims queued again

@@ -1234,16 +1234,21 @@ def _streak_ticks(nb, rn, t_pages, ring_room, t, ii, S, stage, is_fetch_s, fsrc,
 
 
 @_kernel_stage
-def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, pstate, lru,
-                lm, hd, lru_tail, lru_cur, lru_scan, wait, vt_d):
+def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deepum, pstate,
+                lru, lm, hd, lru_tail, lru_cur, lru_scan, wait, vt_d):
     """Move pages p, p+1, ... (at most nb, while they are at a_src) to the GPU, each with a
     victim (b_ev) of the last victim's tensor (pages b_lo..b_hi-1) going to b_dest, found as
     the page loop finds it (DeepUM non-PF, b_dnp: a live page outside the window, from the
     cursor; DeepUM PF: from the scan position; LRU: from the cursor). Stops at a page
     elsewhere, or whose victim (or live page, for DeepUM non-PF) is of another tensor, whose
-    lookup the page loop does. Returns the pages moved, the LRU positions, the wait-set size
-    and the victim tensor's pending TT_RES change."""
+    lookup the page loop does. b_rq: the victims' tensor is required by the current kernel,
+    so each victim is flagged in transfer and joins the wait set (the caller queues them
+    again, as one run: the run stops at a victim that does not follow the last one). Returns
+    the pages moved, the LRU positions, the wait-set size, the victim tensor's pending TT_RES
+    change and the first victim (-1: none)."""
     m = 0
+    v0 = -1
+    v_end = -1
     # (no victim can be one of the arriving pages: a run of victims is read first, then
     # written, below)
     disjoint = p + nb <= b_lo or p >= b_hi
@@ -1278,6 +1283,11 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, ps
             s += 1
         if s >= lru_tail or v < b_lo or v >= b_hi:
             break
+        if b_rq:
+            if v0 < 0:
+                v0 = v
+            elif v != v_end:
+                break
         # -- the run from here: while the next entries hold the next pages of the victim's
         # tensor, each the victim the scan would find next (DeepUM non-PF: live, its tensor
         # outside the window as the first one's is; else: not in transfer), and the next
@@ -1343,11 +1353,21 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, ps
             lru[_u(i)] = -1
         if j > 1:
             lru[_u(sb)] = -j       # a recorded run of tombstones (see _lru_advance_head)
-        for vi in range(v, v + j):
-            vs = np.int64(pstate[_u(vi)])
-            pstate[_u(vi)] = ((vs & ~LOC_MASK) | b_dest) & ~F_TRANSFER
-            if (vs & RES_MASK) == IN_GPU:
-                vt_d -= 1
+        if b_rq:
+            for vi in range(v, v + j):
+                vs = np.int64(pstate[_u(vi)])
+                if (vs & RES_MASK) == IN_GPU:
+                    vt_d -= 1
+                if not (vs & F_WAIT):
+                    wait += 1
+                pstate[_u(vi)] = (vs & ~LOC_MASK) | b_dest | F_TRANSFER | F_WAIT
+            v_end = v + j
+        else:
+            for vi in range(v, v + j):
+                vs = np.int64(pstate[_u(vi)])
+                pstate[_u(vi)] = ((vs & ~LOC_MASK) | b_dest) & ~F_TRANSFER
+                if (vs & RES_MASK) == IN_GPU:
+                    vt_d -= 1
         for i in range(j):
             st = (np.int64(pstate[_u(pp + i)]) & ~(LOC_MASK | F_TRANSFER)) | IN_GPU
             lru[_u(tb + i)] = ((pp + i) << GEN_SHIFT) | (st >> GEN_SHIFT)
@@ -1357,7 +1377,7 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, deepum, ps
             pstate[_u(pp + i)] = st
         lru_tail = lt + j
         m += j
-    return m, lru_tail, lru_cur, lru_scan, wait, vt_d
+    return m, lru_tail, lru_cur, lru_scan, wait, vt_d, v0
 
 
 @_kernel_stage
@@ -1568,6 +1588,19 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
                               c_out_cpu, c_alloc, prm)
             b_lo = vt_lo if vt_req == 0 else 0
             b_hi = vt_hi if vt_req == 0 else 0
+            # victims of a required tensor go back to the queue of where they go (the page
+            # loop's rule below): in bulk, on the ring, as one run, when that queue has room
+            # for it with the page loop's test still passing after the push
+            b_rq = False
+            rq = -1
+            if vt_req != 0 and streaks and not xl and b_ev:
+                rq = (Q_PF_CPU if b_dest == IN_CPU else
+                      (Q_PF_SSD if b_dest == IN_SSD else Q_PF_ALLOC))
+                used = qt - qh if rq == q else S[S_QT + rq] - S[S_QH + rq]
+                if used + 1 < qm:
+                    b_rq = True
+                    b_lo = vt_lo
+                    b_hi = vt_hi
             b_win = tt[_u(vt_T), TT_WIN] != 0
             ns = 0
             f_cnt = (0, 0, 0, 0, 0, 0, 0)
@@ -1582,10 +1615,10 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
                     p, nb * ns if ns >= 2 else nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate,
                     lru, S, tt, at_T, wait, vt_d)
             else:
-                m, lru_tail, lru_cur, lru_scan, wait, vt_d = _batch_move(
+                m, lru_tail, lru_cur, lru_scan, wait, vt_d, v0 = _batch_move(
                     p, nb * ns if ns >= 2 else nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi,
-                    b_win, deepum, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan, wait,
-                    vt_d)
+                    b_win, b_rq, deepum, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
+                    wait, vt_d)
             if ns >= 2 and m > nb:
                 # the whole ticks of a streak, settled as their ends would be one by one
                 full = (m - 1) // nb
@@ -1622,6 +1655,21 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
                     if c_fed == IN_SSD:
                         c_fed = NOT_KNOWN
                 qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, m)
+                if b_rq:
+                    # the victims v0 .. v0 + m - 1 queued again (one push: the page loop's
+                    # pushes of them one by one merge into it)
+                    if rq == q:
+                        S[S_QH + q] = qh
+                        if qh < qt:
+                            qb[q, _u(qh & qm), 0] = rp
+                            qb[q, _u(qh & qm), 1] = rn
+                        _q_push(qb, S, q, v0, m)
+                        qt = S[S_QT + q]
+                        qslot = qh & qm
+                        rp = qb[q, _u(qslot), 0]
+                        rn = qb[q, _u(qslot), 1]
+                    else:
+                        _q_push(qb, S, rq, v0, m)
                 if is_fetch_s:
                     c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
                         fsrc, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP,
