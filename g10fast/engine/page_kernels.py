@@ -1469,6 +1469,23 @@ def _fast_victim(dnp, deepum, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, l
     return vslot, v, vst0, tc_c, wt_lo, wt_hi, wt_win
 
 
+@_kernel
+def _q_push_served(qb, S, q, qm, qh, qt, rp, rn, rq, v, n):
+    """Queue pages v .. v + n - 1 to queue rq while `_fetch_fast` serves queue q, whose head
+    run (rp, rn at slot qh; qt its tail) it keeps in locals: for rq == q the head run is put
+    back around the push and read again. Returns q's tail and head run."""
+    if rq != q:
+        _q_push(qb, S, rq, v, n)
+        return qt, rp, rn
+    S[S_QH + q] = qh
+    if qh < qt:
+        qb[q, _u(qh & qm), 0] = rp
+        qb[q, _u(qh & qm), 1] = rn
+    _q_push(qb, S, q, v, n)
+    qslot = qh & qm
+    return S[S_QT + q], qb[q, _u(qslot), 0], qb[q, _u(qslot), 1]
+
+
 @_kernel_stage
 def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, bnd, counters,
                 gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan, dum_end,
@@ -1658,18 +1675,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
                 if b_rq:
                     # the victims v0 .. v0 + m - 1 queued again (one push: the page loop's
                     # pushes of them one by one merge into it)
-                    if rq == q:
-                        S[S_QH + q] = qh
-                        if qh < qt:
-                            qb[q, _u(qh & qm), 0] = rp
-                            qb[q, _u(qh & qm), 1] = rn
-                        _q_push(qb, S, q, v0, m)
-                        qt = S[S_QT + q]
-                        qslot = qh & qm
-                        rp = qb[q, _u(qslot), 0]
-                        rn = qb[q, _u(qslot), 1]
-                    else:
-                        _q_push(qb, S, rq, v0, m)
+                    qt, rp, rn = _q_push_served(qb, S, q, qm, qh, qt, rp, rn, rq, v0, m)
                 if is_fetch_s:
                     c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
                         fsrc, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP,
@@ -1749,19 +1755,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
                     dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP,
                     SSD_CAP, 1)
             if vt_req:
-                if rq == q:
-                    # the head run lives in rp, rn, qh: put it back around the push
-                    S[S_QH + q] = qh
-                    if qh < qt:
-                        qb[q, _u(qh & qm), 0] = rp
-                        qb[q, _u(qh & qm), 1] = rn
-                    _q_push(qb, S, q, v, 1)
-                    qt = S[S_QT + q]
-                    qslot = qh & qm
-                    rp = qb[q, _u(qslot), 0]
-                    rn = qb[q, _u(qslot), 1]
-                else:
-                    _q_push(qb, S, rq, v, 1)
+                qt, rp, rn = _q_push_served(qb, S, q, qm, qh, qt, rp, rn, rq, v, 1)
                 vst = (vst0 & ~LOC_MASK) | dest | F_TRANSFER
                 if not (vst & F_WAIT):
                     vst |= F_WAIT
