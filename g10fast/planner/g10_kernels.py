@@ -162,7 +162,8 @@ def walk_backward(cap, bw, full, lane, size, needed):
 @kernel
 def sim_ssd(cap, bw, full, ssd, pcie, size, frm):
     """gpu2ssd_BWsim / ssd2gpu_BWsim: book `size` bytes on an SSD lane from `frm` on, and the
-    same bytes on the PCIe lane of the same direction."""
+    same bytes on the PCIe lane of the same direction. Returns the last kernel it changed
+    (or looked at): nothing outside frm .. that kernel changes."""
     K = cap.shape[1]
     rest = np.int64(size)
     k = frm
@@ -183,12 +184,14 @@ def sim_ssd(cap, bw, full, ssd, pcie, size, frm):
         if rest <= 0 or k == K - 1:
             break
         k += 1
+    return k
 
 
 @kernel
 def sim_pcie(cap, bw, full, pcie, ssd, size, frm, o13):
     """gpu2pcie_BWsim / pcie2gpu_BWsim: book host traffic; load above cap_pcie - cap_ssd
-    spills into the SSD lane. O-13 (o13): the whole cumulative excess is added each call."""
+    spills into the SSD lane. O-13 (o13): the whole cumulative excess is added each call.
+    Returns the last kernel it changed (or looked at), as `sim_ssd`."""
     K = cap.shape[1]
     rest = np.int64(size)
     k = frm
@@ -215,6 +218,7 @@ def sim_pcie(cap, bw, full, pcie, ssd, size, frm, o13):
         if rest <= 0 or k == K - 1:
             break
         k += 1
+    return k
 
 
 # ---------------------------------------------------------------------------------------------
@@ -522,6 +526,10 @@ def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_
     cxx = (opts & O_CXX_SORT) != 0
     perm = np.arange(I)
     ka = np.zeros(I, dtype=np.float64)
+    w_lo = np.full(I, -1, dtype=np.int64)     # (cxx) the windows of the last sort, -1: none
+    w_hi = np.full(I, -1, dtype=np.int64)
+    dlo = K                                    # (cxx) lanes changed since: kernels dlo .. dhi
+    dhi = -1
     while it < max_iter:
         if _max(est) <= target:
             break
@@ -531,12 +539,31 @@ def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_
             # O-10: G10's in-place std::sort of the whole list, then its first element
             if I == 0:
                 break
+            # (each non-looped interval's half-transfer window is kept from the last sort
+            # while the lanes did not change where its walks read them, dlo .. dhi: the
+            # same walks would give the same window; `area_of` otherwise)
             for i in range(I):
                 if processed[i]:
                     ka[i] = 0.0
-                else:
+                elif iv_looped[i]:
                     ka[i] = area_of(i, iv_s, iv_e, iv_looped, iv_size, cap, bw, full, P1, P2,
                                     est, line, total_cyc, o5)
+                else:
+                    w0 = w_lo[i]
+                    w1 = w_hi[i]
+                    if (w0 < 0 or (dlo <= w0 and dhi >= iv_s[i])
+                            or (dlo <= iv_e[i] - 1 and dhi >= w1)):
+                        half = iv_size[i] // 2
+                        w0 = walk_forward(cap, bw, full, L_WSSD, half, iv_s[i])
+                        w1 = walk_backward(cap, bw, full, L_RSSD, half, iv_e[i])
+                        w_lo[i] = w0
+                        w_hi[i] = w1
+                    if w1 <= w0:
+                        ka[i] = 0.0
+                    else:
+                        ka[i] = float(iv_size[i]) * float(P1[w1] - P1[w0])
+            dlo = K
+            dhi = -1
             cxx_sort(perm, ka, iv_tsz)
             c = perm[0]
             if processed[c]:
@@ -619,8 +646,12 @@ def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_
                         prefetch_orig[c] = pf
                         order[n_off] = c
                         n_off += 1
-                        sim_pcie(cap, bw, full, L_RPCIE, L_RSSD, S, pf, o13)
-                        sim_pcie(cap, bw, full, L_WPCIE, L_WSSD, S, s, o13)
+                        dk = sim_pcie(cap, bw, full, L_RPCIE, L_RSSD, S, pf, o13)
+                        dlo = min(dlo, pf)
+                        dhi = max(dhi, dk)
+                        dk = sim_pcie(cap, bw, full, L_WPCIE, L_WSSD, S, s, o13)
+                        dlo = min(dlo, s)
+                        dhi = max(dhi, dk)
                         for j in range(s, e):
                             cpu_est[j % K] += S
                             if cpu_est[j % K] > cpu_max:
@@ -644,8 +675,12 @@ def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_
                         prefetch_orig[c] = pf
                         order[n_off] = c
                         n_off += 1
-                        sim_ssd(cap, bw, full, L_RSSD, L_RPCIE, S, pf)
-                        sim_ssd(cap, bw, full, L_WSSD, L_WPCIE, S, s)
+                        dk = sim_ssd(cap, bw, full, L_RSSD, L_RPCIE, S, pf)
+                        dlo = min(dlo, pf)
+                        dhi = max(dhi, dk)
+                        dk = sim_ssd(cap, bw, full, L_WSSD, L_WPCIE, S, s)
+                        dlo = min(dlo, s)
+                        dhi = max(dhi, dk)
                     else:
                         processed[c] = True
                         n_proc += 1
@@ -701,8 +736,12 @@ def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_
                     order[n_off] = c
                     n_off += 1
                     evicted = True
-                    sim_pcie(cap, bw, full, L_RPCIE, L_RSSD, S, pf, o13)
-                    sim_pcie(cap, bw, full, L_WPCIE, L_WSSD, S, s, o13)
+                    dk = sim_pcie(cap, bw, full, L_RPCIE, L_RSSD, S, pf, o13)
+                    dlo = min(dlo, pf)
+                    dhi = max(dhi, dk)
+                    dk = sim_pcie(cap, bw, full, L_WPCIE, L_WSSD, S, s, o13)
+                    dlo = min(dlo, s)
+                    dhi = max(dhi, dk)
                 else:
                     decision[c] = D_NO_BW
                 for k in range(pe + 1, pf):
