@@ -221,6 +221,20 @@ def sim_pcie(cap, bw, full, pcie, ssd, size, frm, o13):
     return k
 
 
+@kernel
+def book_round_trip(cap, bw, full, host, size, pf, s, o13, dlo, dhi):
+    """Book an eviction's round trip on the host lanes (host) or the SSD lanes: the prefetch
+    from kernel pf on, the eviction from kernel s on. Returns dlo .. dhi widened to the
+    kernels whose lanes the bookings changed."""
+    if host:
+        k1 = sim_pcie(cap, bw, full, L_RPCIE, L_RSSD, size, pf, o13)
+        k2 = sim_pcie(cap, bw, full, L_WPCIE, L_WSSD, size, s, o13)
+    else:
+        k1 = sim_ssd(cap, bw, full, L_RSSD, L_RPCIE, size, pf)
+        k2 = sim_ssd(cap, bw, full, L_WSSD, L_WPCIE, size, s)
+    return min(dlo, pf, s), max(dhi, k1, k2)
+
+
 # ---------------------------------------------------------------------------------------------
 # §5.4 main loop
 
@@ -646,12 +660,8 @@ def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_
                         prefetch_orig[c] = pf
                         order[n_off] = c
                         n_off += 1
-                        dk = sim_pcie(cap, bw, full, L_RPCIE, L_RSSD, S, pf, o13)
-                        dlo = min(dlo, pf)
-                        dhi = max(dhi, dk)
-                        dk = sim_pcie(cap, bw, full, L_WPCIE, L_WSSD, S, s, o13)
-                        dlo = min(dlo, s)
-                        dhi = max(dhi, dk)
+                        dlo, dhi = book_round_trip(cap, bw, full, True, S, pf, s, o13, dlo,
+                                                   dhi)
                         for j in range(s, e):
                             cpu_est[j % K] += S
                             if cpu_est[j % K] > cpu_max:
@@ -675,12 +685,8 @@ def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_
                         prefetch_orig[c] = pf
                         order[n_off] = c
                         n_off += 1
-                        dk = sim_ssd(cap, bw, full, L_RSSD, L_RPCIE, S, pf)
-                        dlo = min(dlo, pf)
-                        dhi = max(dhi, dk)
-                        dk = sim_ssd(cap, bw, full, L_WSSD, L_WPCIE, S, s)
-                        dlo = min(dlo, s)
-                        dhi = max(dhi, dk)
+                        dlo, dhi = book_round_trip(cap, bw, full, False, S, pf, s, o13, dlo,
+                                                   dhi)
                     else:
                         processed[c] = True
                         n_proc += 1
@@ -736,12 +742,7 @@ def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_
                     order[n_off] = c
                     n_off += 1
                     evicted = True
-                    dk = sim_pcie(cap, bw, full, L_RPCIE, L_RSSD, S, pf, o13)
-                    dlo = min(dlo, pf)
-                    dhi = max(dhi, dk)
-                    dk = sim_pcie(cap, bw, full, L_WPCIE, L_WSSD, S, s, o13)
-                    dlo = min(dlo, s)
-                    dhi = max(dhi, dk)
+                    dlo, dhi = book_round_trip(cap, bw, full, True, S, pf, s, o13, dlo, dhi)
                 else:
                     decision[c] = D_NO_BW
                 for k in range(pe + 1, pf):
