@@ -10,12 +10,21 @@ Every kernel module (`engine.page_kernels`, `engine.tensor_kernels`, `planner.g1
   around each array argument of each call otherwise cost more than the page moves themselves.
 * `kernel_nonrt_ieee`: `kernel_nonrt` with IEEE float semantics (`error_model="numpy"`: a
   division by 0 gives inf or nan instead of raising ZeroDivisionError).
-* `kernel_nonrt_internal`: `kernel_nonrt` for a kernel that only other kernels call. Numba
-  builds no CPython wrapper for it (the code that unboxes Python arguments, which other kernels
-  never go through): about 7 % of a cold page engine's compile. Called from Python, it raises
-  TypeError (a kernel without a wrapper would crash the process).
+* `kernel_nonrt_internal`: `kernel_nonrt` for a kernel that other kernels call: **link-only**.
+  Numba normally finishes every kernel on its own: its LLVM module, with the modules of all
+  the kernels it calls linked in, optimised at O3 and compiled to machine code; then each
+  caller links that module again and optimises and compiles the whole again, so a kernel deep
+  in the page engine's call tree went through LLVM once for each kernel above it, and its
+  own machine code was never run (the callers run their own copies). A link-only kernel stops
+  after its own function-level passes: its library links its callees' IR and nothing more
+  (`LinkOnlyLibrary`), no CPython wrapper, no machine code, nothing in the on-disk cache
+  (there is nothing to load: a cached caller holds all of its callees' code). The kernel a
+  run calls from Python (`run_engine`) optimises and compiles the whole tree once. A cold
+  BERT-128 lru run's LLVM work went from 16.3 to 7.8 s (docs/page-engine-bulk.md, "Cold
+  compile, link-only kernels"). Called from Python (a test, a debugger session), a link-only
+  kernel compiles a full, cached twin of itself on first use and runs that.
 * `jit(**options)`: any other combination (`inline="always"` and the like), same switch;
-  `jit(internal=True, ...)` is the kernels-only variant.
+  `jit(internal=True, ...)` is the link-only variant.
 
 Calls between kernels are typed without literal values (`_plain_calls`): by default Numba
 compiles a called kernel once per distinct combination of constant arguments at its call sites
@@ -65,35 +74,136 @@ def _plain_calls(disp):
     return disp
 
 
-_INTERNAL = {}     # dispatcher class -> its kernels-only subclass
+_INTERNAL = {}     # dispatcher class -> its link-only subclass
 
 
-def _kernels_only(disp):
-    """Make a call of `disp` (compiled without a CPython wrapper) from Python raise TypeError
-    instead of jumping into the missing wrapper. Calls from other kernels do not go through
-    `__call__`, and the subclass types and caches as its base does."""
+def _kernels_only(disp, twin_options):
+    """Give `disp` (a link-only kernel: no CPython wrapper, no machine code of its own) a
+    `__call__` for calls from Python: the first one compiles a full twin of the function
+    (`njit(cache=True, **twin_options)`, its calls typed as `_plain_calls`) and every call
+    runs that. Calls from other kernels do not go through `__call__`; typing sees the same
+    dispatcher as before."""
     base = type(disp)
     cls = _INTERNAL.get(base)
     if cls is None:
         def __call__(self, *args, **kws):
-            raise TypeError(f"{self.py_func.__module__}.{self.py_func.__qualname__} is "
-                            "compiled for calls from other kernels only")
-        cls = _INTERNAL[base] = type("KernelsOnly" + base.__name__, (base,),
+            twin = self.__dict__.get("_g10fast_twin")
+            if twin is None:
+                twin = _plain_calls(njit(cache=True, **self._g10fast_twin_options)(
+                    self.py_func))
+                self.__dict__["_g10fast_twin"] = twin
+            return twin(*args, **kws)
+        cls = _INTERNAL[base] = type("LinkOnly" + base.__name__, (base,),
                                      {"__call__": __call__})
     disp.__class__ = cls
+    disp._g10fast_twin_options = dict(twin_options)
     return disp
+
+
+_LINK_ONLY = {}    # "compiler": the Numba compiler class of link-only kernels (None: unusable)
+
+
+def _link_only_compiler():
+    """The Numba compiler (pipeline) class of the link-only kernels, built on first use: the
+    nopython pipeline with its lowering pass replaced by one that gives the kernel a
+    `LinkOnlyLibrary`. None where this Numba lacks the pieces (the kernels are then compiled
+    and cached one by one, as Numba does by default)."""
+    if "compiler" in _LINK_ONLY:
+        return _LINK_ONLY["compiler"]
+    try:
+        from numba.core import codegen as cg
+        from numba.core import compiler, typed_passes
+        from numba.core.compiler_machinery import register_pass
+        base_library = cg.JITCodeLibrary
+        lock = cg.require_global_compiler_lock
+        base_library._get_module_for_linking           # noqa: B018  (present, or unusable)
+        typed_passes.NativeLowering.run_pass           # noqa: B018
+    except (ImportError, AttributeError):
+        _LINK_ONLY["compiler"] = None
+        return None
+
+    class _NoEnvCodegen:
+        """The codegen as a link-only library shows it to Numba's lowering: the one call that
+        writes a function's environment pointer into the loaded machine code (`set_env`) has
+        no machine code to write to and is skipped; everything else is the codegen's."""
+
+        def __init__(self, codegen):
+            self._codegen = codegen
+
+        def set_env(self, env_name, env):
+            pass
+
+        def __getattr__(self, name):
+            return getattr(self._codegen, name)
+
+    class LinkOnlyLibrary(base_library):
+        """A code library whose `finalize` links its callees' modules into its own (as
+        Numba's does) and stops there: no module optimisation, no machine code, no entry
+        point (`get_pointer_to_function` gives 0). Its callers link its module; the kernel
+        called from Python optimises and compiles the whole once."""
+
+        @property
+        def codegen(self):
+            return _NoEnvCodegen(self._codegen)
+
+        def finalize(self):
+            lock()
+            self._raise_if_finalized()
+            seen = set()
+            for library in self._linking_libraries:
+                if library not in seen:
+                    seen.add(library)
+                    self._reload_init.update(library._reload_init)
+                    self._final_module.link_in(library._get_module_for_linking(),
+                                               preserve=True)
+            self._final_module.verify()
+            self._finalized = True
+
+        def get_pointer_to_function(self, name):
+            self._ensure_finalized()
+            return 0
+
+        def serialize_using_object_code(self):
+            raise RuntimeError(f"link-only kernel {self.name} has no machine code to cache")
+
+    @register_pass(mutates_CFG=True, analysis_only=False)
+    class LinkOnlyLowering(typed_passes.NativeLowering):
+        """Numba's nopython lowering into a `LinkOnlyLibrary`."""
+        _name = "g10fast_link_only_lowering"
+
+        def run_pass(self, state):
+            if state.library is None:
+                state.library = LinkOnlyLibrary(state.targetctx.codegen(),
+                                                state.func_id.func_qualname)
+            return super().run_pass(state)
+
+    class LinkOnlyCompiler(compiler.CompilerBase):
+        def define_pipelines(self):
+            pm = compiler.DefaultPassBuilder.define_nopython_pipeline(self.state)
+            pm.add_pass_after(LinkOnlyLowering, typed_passes.NativeLowering)
+            pm.passes = [p for p in pm.passes if p[0] is not typed_passes.NativeLowering]
+            pm.finalize()
+            return [pm]
+
+    _LINK_ONLY["compiler"] = LinkOnlyCompiler
+    return LinkOnlyCompiler
 
 
 def jit(*, internal: bool = False, **options):
     """A decorator compiling a function with `njit(cache=True, **options)` (its calls from
     other kernels typed without literal values, `_plain_calls`), or leaving it as it is under
-    G10FAST_NO_JIT. `internal`: only other kernels call it (no CPython wrapper, see the
-    module's docstring)."""
+    G10FAST_NO_JIT. `internal`: a link-only kernel for calls from other kernels (see the
+    module's docstring), with a full twin compiled for a call from Python."""
     if NO_JIT:
         return lambda fn: fn
     if internal:
-        compile_ = njit(cache=True, no_cpython_wrapper=True, **options)
-        return lambda fn: _kernels_only(_plain_calls(compile_(fn)))
+        pipeline = _link_only_compiler()
+        if pipeline is None:
+            compile_ = njit(cache=True, no_cpython_wrapper=True, **options)
+        else:
+            compile_ = njit(cache=False, no_cpython_wrapper=True, pipeline_class=pipeline,
+                            **options)
+        return lambda fn: _kernels_only(_plain_calls(compile_(fn)), options)
     compile_ = njit(cache=True, **options)
     return lambda fn: _plain_calls(compile_(fn))
 

@@ -74,28 +74,52 @@ def test_literal_needed_falls_back():
     assert all(isinstance(s[1], types.IntegerLiteral) for s in pick.signatures)
 
 
-def test_kernels_only_variant():
-    # no CPython wrapper: another kernel calls it as usual; a call from Python raises
-    # TypeError (naming it) instead of jumping into the missing wrapper
-    import numpy as np
+def _link_only(fn):
+    # a link-only kernel as jit(internal=True) builds it, uncached (each test compiles anew)
+    from g10fast.jit import _kernels_only, _link_only_compiler
+    pipeline = _link_only_compiler()
+    assert pipeline is not None, "this Numba lacks what link-only kernels need"
+    return _kernels_only(_plain_calls(njit(fn, no_cpython_wrapper=True,
+                                           pipeline_class=pipeline)), {})
 
-    from g10fast.jit import _kernels_only
-    inner = _kernels_only(_plain_calls(njit(_push, no_cpython_wrapper=True)))
+
+def test_link_only_kernel_runs_inside_its_caller():
+    # another kernel links it in and runs it; it has no machine code of its own
+    import numpy as np
+    inner = _link_only(_push)
     outer = _callers(inner)
     q = np.zeros(4, np.int64)
     assert outer(q, 3, False) == 1 + 1 + 3 + 3
     assert list(q) == [1, 1, 3, 3]
-    with pytest.raises(TypeError, match="_push is compiled for calls from other kernels only"):
-        inner(q, 0, 1)
-    assert list(q) == [1, 1, 3, 3]
+    (cres,) = inner.overloads.values()
+    assert type(cres.library).__name__ == "LinkOnlyLibrary"
+    assert cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name) == 0
+    # the caller's library holds the callee's code: a real entry point
+    (outer_cres,) = outer.overloads.values()
+    assert outer_cres.library.get_pointer_to_function(outer_cres.fndesc.llvm_func_name) != 0
+    with pytest.raises(RuntimeError, match="link-only kernel"):
+        cres.library.serialize_using_object_code()
 
 
-def test_page_engine_kernels_only():
-    # the page engine's internal kernels refuse Python calls; those Python calls work
+def test_link_only_kernel_called_from_python_runs_a_twin():
+    # a call from Python compiles a full twin once and runs it, with the same results
+    import numpy as np
+    inner = _link_only(_push)
+    q = np.zeros(4, np.int64)
+    assert inner(q, 2, 5) == 5
+    assert inner(q, 2, 1) == 6
+    assert list(q) == [0, 0, 6, 0]
+    twin = inner.__dict__["_g10fast_twin"]
+    assert len(twin.signatures) == 1 and len(inner.signatures) == 0
+
+
+def test_page_engine_kernels_link_only():
+    # every page-engine kernel but run_engine is link-only; Python calls of them still work
     import numpy as np
 
     from g10fast.engine import page_kernels as pk
-    with pytest.raises(TypeError, match="_batch_move_x is compiled for calls"):
-        pk._batch_move_x(0, 0, 0, False, 0, 0, 0, np.zeros(1, np.uint8), np.zeros(8, np.int64),
-                         np.zeros(pk.NS, np.int64), np.zeros((1, 10), np.int64), 0, 0, 0)
+    assert type(pk._batch_move_x).__name__.startswith("LinkOnly")
+    assert type(pk._uniform_state).__name__.startswith("LinkOnly")
+    assert not type(pk.run_engine).__name__.startswith("LinkOnly")
     assert pk._uniform_state(np.full(4, 2, np.uint8), 0, 4) == 2
+    assert pk._uniform_state(np.array([2, 2, 3, 2], np.uint8), 0, 4) == -1

@@ -43,7 +43,7 @@ from collections import namedtuple
 import numpy as np
 from numba import types as _nbtypes
 
-from g10fast.jit import NO_JIT, jit, kernel_nonrt, kernel_nonrt_ieee, kernel_nonrt_internal
+from g10fast.jit import NO_JIT, jit, kernel_nonrt, kernel_nonrt_internal
 # ---- page locations (G10's PageLocation enum, g10fast.locations) ----
 from g10fast.locations import (  # noqa: F401  (re-exported: pk.IN_GPU and the like)
     IN_CPU, IN_GPU, IN_GPU_LEAST, IN_SSD, NOT_KNOWN, NOT_PRESENT)
@@ -301,9 +301,10 @@ _STAGE_QUEUE = (Q_PREEVICT_SSD, Q_PREEVICT_CPU, Q_PF_SSD, Q_PF_CPU, Q_PF_ALLOC, 
 # Every function here is compiled without Numba's reference counting (`_nrt=False`, see
 # g10fast.jit): none allocates, and the atomic increments and decrements that NRT
 # wraps around each array argument of each call otherwise cost more than the page moves
-# themselves. Most are called only by other kernels and have no CPython wrapper (`_kernel`,
-# g10fast.jit's `kernel_nonrt_internal`: less compile time); those that Python calls too
-# (`run_engine`, and the kernels that the wrappers or the tests call directly) are `_kernel_py`.
+# themselves. All but `run_engine` are link-only (`_kernel`, g10fast.jit's
+# `kernel_nonrt_internal`): their IR goes into their callers' and LLVM optimises and compiles
+# the whole engine once, in `run_engine` (`_kernel_py`, the kernel Python calls); a test that
+# calls one of them from Python gets a compiled twin of it.
 _kernel = kernel_nonrt_internal
 _kernel_py = kernel_nonrt
 # Array indices that are never negative are cast to unsigned where they are used (`_u`): Numba
@@ -314,7 +315,7 @@ _u = np.uint64
 _RUN_CHUNK = 16
 # The stall model divides by bandwidths that can be 0 (O-11): IEEE semantics, not Python's
 # ZeroDivisionError.
-_kernel_ieee = kernel_nonrt_ieee
+_kernel_ieee = jit(_nrt=False, error_model="numpy", internal=True)
 # The stages of a busy tick that run once per stage or tick (`_stage_admission`, the fetch
 # fast path `_fetch_fast` and its helpers, `_tick_end`, ...) are plain compiled calls, like the
 # small helpers above them: LLVM inlines the small ones, and `_fetch_fast` runs its own loop
@@ -353,7 +354,7 @@ def tensor_of(srt, S, c, p):
     return srt[1, _u(lo)]
 
 
-@_kernel_py
+@_kernel
 def _q_push(qb, S, q, p, n):
     """Append pages p..p+n-1 to queue q, merging with the last run when contiguous."""
     cap = qb.shape[1]
@@ -466,7 +467,7 @@ def _is_alive(tt, T, k):
 # LRU list (FIFO by arrival, O-6)
 # ----------------------------------------------------------------------------------------
 
-@_kernel_py
+@_kernel
 def _lru_compact(lru, pstate, S):
     """Drop the entries that are not live, keeping the order; the cursor moves to the first
     live entry at or after it (or the tail). The list is a ring (positions are monotonic,
@@ -501,7 +502,7 @@ def _lru_compact(lru, pstate, S):
             lru[_u(i)] = 0
 
 
-@_kernel_py
+@_kernel
 def _lru_live(lru, pstate, S, s):
     e = lru[_u(s & (S[P_LCAP] - 1))]
     if e < 0:
@@ -509,7 +510,7 @@ def _lru_live(lru, pstate, S, s):
     return _live(np.int64(pstate[_u(e >> GEN_SHIFT)]), e)
 
 
-@_kernel_py
+@_kernel
 def _lru_remove_unknown(lru, pstate, S, p):
     """Remove page p (IN_GPU) from the list where its slot is unknown: bump its generation,
     which leaves its entry stale (it no longer matches the page's generation)."""
@@ -681,7 +682,7 @@ def _x_free(lru, S, tt, i):
     S[S_X_NFREE] += 1
 
 
-@_kernel_py
+@_kernel
 def _x_take(lru, S, tt, n):
     """The first n pages of the list (all of its head extent's, n >= 1) leave it."""
     h = S[S_X_HEAD]
@@ -692,7 +693,7 @@ def _x_take(lru, S, tt, n):
         lru[_u(h * XW + X_LO)] = lo
 
 
-@_kernel_py
+@_kernel
 def _x_remove(lru, S, tt, T, a, b):
     """Tensor T's pages a .. b - 1 that are in the list leave it (its chain finds them)."""
     i = tt[_u(T), TT_XH]
@@ -713,7 +714,7 @@ def _x_remove(lru, S, tt, T, a, b):
         i = nx
 
 
-@_kernel_py
+@_kernel
 def _x_arrive(lru, S, tt, pstate, T, p, n, wait):
     """Pages p .. p + n - 1 of tensor T (none in the GPU) take GPU frames, in this order: IN_GPU,
     transfer and wait-set flags cleared, at the list's tail (`_lru_append` for extents; the
@@ -3107,7 +3108,7 @@ def _populate(pstate, p0, n, S):
         _madvise(np.uint64(a), np.uint64(b - a), MADV_POPULATE_WRITE)
 
 
-@_kernel_py
+@_kernel
 def _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev):
     """Pre-deallocation of tensor T's pages p0 .. p0 + n - 1 (§6.2): every page not in
     transfer is freed (O-23: in-transfer pages never are); its GPU pages leave the LRU list
@@ -3160,7 +3161,7 @@ def _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev):
 _UNIFORM_CHUNK = 4096
 
 
-@_kernel_py
+@_kernel
 def _uniform_state(pstate, p0, n):
     """The location and in-transfer bits (st & RES_MASK) that pages p0 .. p0 + n - 1 (n >= 1)
     all share, or -1 when they differ. A branch-free OR over chunks (vectorised by LLVM),
@@ -3204,7 +3205,7 @@ def _dealloc_generation(lru, pstate, S, L, p, st, stale, cur_page):
     return g, stale + 1, cur_page
 
 
-@_kernel_py
+@_kernel
 def _dealloc_bulk(t, T, p0, n, tt, pstate, lru, S, ev):
     """`_dealloc_pages` untraced (P_BULK): the same page-by-page outcome, with the generation
     bookkeeping of `_new_generation` in locals (the stale count and the ring's size are not
@@ -3383,7 +3384,7 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
         _emit(ev, S, t, EV_HINT, S[S_CUR_ITER], S[S_CUR_KERNEL], T, p0, queued, fr, to, -1)
 
 
-@_kernel_py
+@_kernel
 def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
     """§6.3 fault_scan of one tensor, adding to the counts at S[S_CNT:]: intr, cpu/ssd/np
     in, cpu/ssd/np out, total in/out. Every page left in transfer also joins the wait set
