@@ -36,6 +36,15 @@ inlines the call. A cold BERT-128 lru run compiled 113 kernel versions before (`
 times, `_emit` 9), 68 with it, about 30 % less compile CPU (docs/page-engine-bulk.md, "Cold
 compile"). A kernel whose typing needs a literal argument falls back to Numba's own typing.
 
+A compile from Python (the first call of a cached kernel: Numba compiles it and everything it
+calls, or loads it from the cache) runs inside one call with a large frame (`_deep_stack_call`).
+CPython 3.11 and later keep the frames of a thread in 16 KiB chunks of a data stack; a chunk is
+mapped when a call crosses into it and unmapped when that call returns, so the compiler's deep,
+oscillating recursion mapped and unmapped the same chunk 0.4-1.3 M times in a cold start (each
+a page fault and a zeroed page: 2-6 s of system CPU, depending on the caller's stack depth).
+The large frame (70,000 unused local slots) makes the interpreter map one 1 MiB chunk whose
+rest holds the compile's frames: 0.1 M faults and 0.2-0.3 s at every depth.
+
 Switch: G10FAST_NO_JIT=1 (any value but "" and "0") leaves every g10fast kernel a plain
 Python function, for a debugger, coverage or a print while chasing a bug (slow: hundreds of
 times slower; the small tests are fine). It is read once, at import. NUMBA_DISABLE_JIT=1
@@ -46,6 +55,7 @@ G10FAST_NO_JIT only touches g10fast's kernels, and needs no knowledge of Numba's
 from __future__ import annotations
 
 import os
+import sys
 
 from numba import njit
 from numba.core import errors, types
@@ -74,6 +84,49 @@ def _plain_calls(disp):
     return disp
 
 
+def _named_class(name, base, attrs):
+    """A subclass of a Numba dispatcher class, importable as g10fast.jit.<name> (so that a
+    dispatcher of it pickles by reference, as Numba's own do)."""
+    cls = type(name, (base,), dict(attrs, __module__=__name__, __qualname__=name))
+    globals()[name] = cls
+    return cls
+
+
+_DEEP_SLOTS = 70_000     # unused local slots of `_deep_stack_call`'s frame (8 bytes each)
+
+
+def _deep_stack_call(fn, args, kws):
+    """fn(*args, **kws) from a frame of about 560 KiB (CPython >= 3.11: see the module's
+    docstring), so that the frames of the calls below it share one data-stack chunk."""
+    return fn(*args, **kws)
+
+
+if sys.version_info >= (3, 11):
+    _code = _deep_stack_call.__code__
+    _deep_stack_call.__code__ = _code.replace(
+        co_varnames=_code.co_varnames + tuple(f"_slot{i}" for i in range(_DEEP_SLOTS)),
+        co_nlocals=_code.co_nlocals + _DEEP_SLOTS)
+    del _code
+
+_DEEP = {}         # dispatcher class -> its subclass compiling in `_deep_stack_call`
+
+
+def _deep_compiles(disp):
+    """Make `disp`'s compiles from Python (its `_compile_for_args`, the first call with new
+    argument types) run in `_deep_stack_call`."""
+    base = type(disp)
+    if not hasattr(base, "_compile_for_args"):
+        return disp
+    cls = _DEEP.get(base)
+    if cls is None:
+        def _compile_for_args(self, *args, **kws):
+            return _deep_stack_call(base._compile_for_args, (self,) + args, kws)
+        cls = _DEEP[base] = _named_class("Deep" + base.__name__, base,
+                                         {"_compile_for_args": _compile_for_args})
+    disp.__class__ = cls
+    return disp
+
+
 _INTERNAL = {}     # dispatcher class -> its link-only subclass
 
 
@@ -89,12 +142,12 @@ def _kernels_only(disp, twin_options):
         def __call__(self, *args, **kws):
             twin = self.__dict__.get("_g10fast_twin")
             if twin is None:
-                twin = _plain_calls(njit(cache=True, **self._g10fast_twin_options)(
-                    self.py_func))
+                twin = _deep_compiles(_plain_calls(njit(
+                    cache=True, **self._g10fast_twin_options)(self.py_func)))
                 self.__dict__["_g10fast_twin"] = twin
             return twin(*args, **kws)
-        cls = _INTERNAL[base] = type("LinkOnly" + base.__name__, (base,),
-                                     {"__call__": __call__})
+        cls = _INTERNAL[base] = _named_class("LinkOnly" + base.__name__, base,
+                                             {"__call__": __call__})
     disp.__class__ = cls
     disp._g10fast_twin_options = dict(twin_options)
     return disp
@@ -205,7 +258,7 @@ def jit(*, internal: bool = False, **options):
                             **options)
         return lambda fn: _kernels_only(_plain_calls(compile_(fn)), options)
     compile_ = njit(cache=True, **options)
-    return lambda fn: _plain_calls(compile_(fn))
+    return lambda fn: _deep_compiles(_plain_calls(compile_(fn)))
 
 
 kernel = jit()

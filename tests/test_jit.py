@@ -123,3 +123,35 @@ def test_page_engine_kernels_link_only():
     assert not type(pk.run_engine).__name__.startswith("LinkOnly")
     assert pk._uniform_state(np.full(4, 2, np.uint8), 0, 4) == 2
     assert pk._uniform_state(np.array([2, 2, 3, 2], np.uint8), 0, 4) == -1
+
+
+def test_deep_stack_call():
+    # runs the function with its arguments from one large frame (CPython >= 3.11)
+    import sys
+
+    from g10fast.jit import _DEEP_SLOTS, _deep_stack_call
+    assert _deep_stack_call(lambda a, b=0: (a, b), (1,), {"b": 2}) == (1, 2)
+    with pytest.raises(ZeroDivisionError):
+        _deep_stack_call(lambda: 1 // 0, (), {})
+    if sys.version_info >= (3, 11):
+        assert _deep_stack_call.__code__.co_nlocals >= _DEEP_SLOTS
+
+
+def test_compiles_from_python_go_through_the_deep_stack(monkeypatch):
+    # a cached kernel's first call compiles inside _deep_stack_call
+    import numpy as np
+
+    import g10fast.jit as j
+    calls = []
+    real = j._deep_stack_call
+
+    def spy(fn, args, kws):
+        calls.append(fn.__name__)
+        return real(fn, args, kws)
+
+    monkeypatch.setattr(j, "_deep_stack_call", spy)
+    k = j._deep_compiles(_plain_calls(njit(_push)))
+    q = np.zeros(3, np.int64)
+    assert k(q, 1, 4) == 4 and k(q, 1, 1) == 5
+    assert calls == ["_compile_for_args"]          # the first call compiled, once
+    assert type(k).__name__ == "DeepCPUDispatcher"
