@@ -104,7 +104,7 @@ def _deep_stack_call(fn, args, kws):
 if sys.version_info >= (3, 11):
     _code = _deep_stack_call.__code__
     _deep_stack_call.__code__ = _code.replace(
-        co_varnames=_code.co_varnames + tuple(f"_slot{i}" for i in range(_DEEP_SLOTS)),
+        co_varnames=_code.co_varnames + ("_",) * _DEEP_SLOTS,      # one name: 0.6 MiB
         co_nlocals=_code.co_nlocals + _DEEP_SLOTS)
     del _code
 
