@@ -320,13 +320,15 @@ _kernel_ieee = jit(_nrt=False, error_model="numpy", internal=True)
 # fast path `_fetch_fast` and its helpers, `_tick_end`, ...) are plain compiled calls, like the
 # small helpers above them: LLVM inlines the small ones, and `_fetch_fast` runs its own loop
 # with its state in registers. The general path, taken once per page (`_general_page`,
-# `_select_victim`, `_evict_page`, `_alloc_page`), is inlined by Numba into `_busy_ticks`
-# (its IR, before LLVM sees it), so that the tick's state stays in registers across it
-# (compiled as calls, traced runs, a call per page, were 20% slower). Numba's IR inlining of
-# every stage gave bit-identical results but a slower busy tick and a first compile about
+# `_select_victim`, `_evict_page`, `_alloc_page`), is always inlined into `_busy_ticks` by
+# LLVM (`forceinline`), so that the tick's state stays in registers across it (compiled as
+# calls, traced runs, a call per page, were 20% slower). Numba's IR inlining of it (until
+# 6bdc9bd) gave the same speed but cost a cold start about 4 s more (the IR inliner copies the
+# callee's scope block by block; docs/page-engine-bulk.md, "Ninth step"); Numba's IR inlining
+# of every stage gave bit-identical results but a slower busy tick and a first compile about
 # 10 s longer (benchmarks/results/engine_split.jsonl).
 _kernel_stage = kernel_nonrt_internal
-_kernel_page = jit(_nrt=False, inline="always")
+_kernel_page = jit(_nrt=False, internal=True, forceinline=True)
 
 
 # ----------------------------------------------------------------------------------------
