@@ -262,6 +262,7 @@ def jit(*, internal: bool = False, **options):
 
 
 kernel = jit()
+kernel_internal = jit(internal=True)
 kernel_nonrt = jit(_nrt=False)
 kernel_nonrt_internal = jit(_nrt=False, internal=True)
 kernel_nonrt_ieee = jit(_nrt=False, error_model="numpy")

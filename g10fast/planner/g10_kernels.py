@@ -15,14 +15,17 @@ integer cycle sums read from prefix sums of `cycles[k]·[est[k] > capacity]` (re
 each eviction, O(K)), so equal areas are exactly equal and ties fall to time×size, then to
 creation order.
 
-Hint rows are int64 (issued kernel, tensor, from, to) in emission order.
+Hint rows are int64 (issued kernel, tensor, from, to) in emission order. The kernels that
+only other kernels call are link-only (`kernel_internal`, g10fast.jit): LLVM optimises and
+compiles them once, inside the three that Python calls (`pass_b`, `main_loop`,
+`place_prefetches`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from g10fast.jit import kernel
+from g10fast.jit import kernel, kernel_internal
 from g10fast.locations import (  # noqa: F401  (re-exported)
     IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT)
 
@@ -57,7 +60,7 @@ O_ZERO_BREAK = 64   # O-10 (heap mode) stop when the best area is 0
 O_CXX_SORT = 128    # O-10 replay G10's std::sort of the interval list on every iteration
 
 
-@kernel
+@kernel_internal
 def bisect_right(a, x):
     lo, hi = 0, a.shape[0]
     while lo < hi:
@@ -69,7 +72,7 @@ def bisect_right(a, x):
     return lo
 
 
-@kernel
+@kernel_internal
 def _max(a):
     m = a[0]
     for i in range(1, a.shape[0]):
@@ -131,7 +134,7 @@ def pass_b(time_us, size, is_global, birth, death, total_mem, target, malloc_usp
 # ---------------------------------------------------------------------------------------------
 # bandwidth lanes: cap[4, K] float64, bw[4, K] float64 (estimation), full[4, K] bool
 
-@kernel
+@kernel_internal
 def walk_forward(cap, bw, full, lane, size, frm):
     """gpu2*_BWgiveIndx: first kernel from `frm` by which `size` bytes fit in the free room.
     `rest` is an integer in G10, so each step truncates toward zero."""
@@ -146,7 +149,7 @@ def walk_forward(cap, bw, full, lane, size, frm):
         k += 1
 
 
-@kernel
+@kernel_internal
 def walk_backward(cap, bw, full, lane, size, needed):
     """*2gpu_BWgiveIndx: the latest kernel before `needed` from which `size` bytes arrive."""
     rest = np.int64(size)
@@ -159,7 +162,7 @@ def walk_backward(cap, bw, full, lane, size, needed):
         k -= 1
 
 
-@kernel
+@kernel_internal
 def sim_ssd(cap, bw, full, ssd, pcie, size, frm):
     """gpu2ssd_BWsim / ssd2gpu_BWsim: book `size` bytes on an SSD lane from `frm` on, and the
     same bytes on the PCIe lane of the same direction. Returns the last kernel it changed
@@ -187,7 +190,7 @@ def sim_ssd(cap, bw, full, ssd, pcie, size, frm):
     return k
 
 
-@kernel
+@kernel_internal
 def sim_pcie(cap, bw, full, pcie, ssd, size, frm, o13):
     """gpu2pcie_BWsim / pcie2gpu_BWsim: book host traffic; load above cap_pcie - cap_ssd
     spills into the SSD lane. O-13 (o13): the whole cumulative excess is added each call.
@@ -221,7 +224,7 @@ def sim_pcie(cap, bw, full, pcie, ssd, size, frm, o13):
     return k
 
 
-@kernel
+@kernel_internal
 def book_round_trip(cap, bw, full, host, size, pf, s, o13, dlo, dhi):
     """Book an eviction's round trip on the host lanes (host) or the SSD lanes: the prefetch
     from kernel pf on, the eviction from kernel s on. Returns dlo .. dhi widened to the
@@ -238,7 +241,7 @@ def book_round_trip(cap, bw, full, host, size, pf, s, o13, dlo, dhi):
 # ---------------------------------------------------------------------------------------------
 # §5.4 main loop
 
-@kernel
+@kernel_internal
 def _prefix(est, line, cyc, P1, P2):
     """P1[x] = Σ_{k<x} cyc[k]·[est[k] > line]; P2[x] = Σ_{1<=m<x} cyc[m-1]·[est[m] > line]."""
     K = est.shape[0]
@@ -252,7 +255,7 @@ def _prefix(est, line, cyc, P1, P2):
             P2[k + 1] = P2[k] + (cyc[k - 1] if on else 0)
 
 
-@kernel
+@kernel_internal
 def area_of(i, iv_s, iv_e, iv_looped, size, cap, bw, full, P1, P2, est, line, total_cyc, o5):
     """area_can_reduce (spec §5.4) in bytes × cycles: S × the over-capacity kernel time that
     evicting the interval would cover; bandwidth half-windows for non-looped intervals."""
@@ -278,7 +281,7 @@ def area_of(i, iv_s, iv_e, iv_looped, size, cap, bw, full, P1, P2, est, line, to
     return float(S) * float(P1[hi] - P1[lo])
 
 
-@kernel
+@kernel_internal
 def _better(a1, t1, i1, a2, t2, i2):
     if a1 != a2:
         return a1 > a2
@@ -287,7 +290,7 @@ def _better(a1, t1, i1, a2, t2, i2):
     return i1 < i2
 
 
-@kernel
+@kernel_internal
 def _push(ha, ht, hi, n, a, t, i):
     j = n
     ha[j] = a
@@ -305,7 +308,7 @@ def _push(ha, ht, hi, n, a, t, i):
     return n + 1
 
 
-@kernel
+@kernel_internal
 def _pop(ha, ht, hi, n):
     n -= 1
     ha[0] = ha[n]
@@ -329,7 +332,7 @@ def _pop(ha, ht, hi, n):
     return n
 
 
-@kernel
+@kernel_internal
 def _rebuild(ha, ht, hi, processed, iv_s, iv_e, iv_looped, iv_size, iv_tsz, cap, bw, full,
              P1, P2, est, line, total_cyc, o5):
     n = 0
@@ -349,7 +352,7 @@ def _rebuild(ha, ht, hi, processed, iv_s, iv_e, iv_looped, iv_size, iv_tsz, cap,
 # sort). These kernels replay that sort on a persistent permutation (cf. plan.cxx_sort_order,
 # the same algorithm for plain keys).
 
-@kernel
+@kernel_internal
 def _cless(x, y, ka, kt):
     """The area comparator: larger area first; equal non-zero areas by larger time×size."""
     a = ka[x]
@@ -359,7 +362,7 @@ def _cless(x, y, ka, kt):
     return a > b
 
 
-@kernel
+@kernel_internal
 def _adjust_heap(perm, first, hole, length, value, ka, kt):
     top = hole
     child = hole
@@ -381,7 +384,7 @@ def _adjust_heap(perm, first, hole, length, value, ka, kt):
     perm[first + hole] = value
 
 
-@kernel
+@kernel_internal
 def _heap_sort(perm, first, last, ka, kt):
     length = last - first
     if length >= 2:
@@ -398,7 +401,7 @@ def _heap_sort(perm, first, last, ka, kt):
         _adjust_heap(perm, first, 0, last - first, v, ka, kt)
 
 
-@kernel
+@kernel_internal
 def cxx_sort(perm, ka, kt):
     """libstdc++'s std::sort of `perm` (interval ids) with `_cless`, in place."""
     n = perm.shape[0]
@@ -489,7 +492,7 @@ def cxx_sort(perm, ka, kt):
         perm[j] = v
 
 
-@kernel
+@kernel_internal
 def _find(tx, x, lo, hi):
     """The j in [lo, hi) with tx[j] <= x < tx[j+1], clamped to [lo, hi-1]."""
     j = bisect_right(tx, x) - 1
