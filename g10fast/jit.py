@@ -20,9 +20,10 @@ Every kernel module (`engine.page_kernels`, `engine.tensor_kernels`, `planner.g1
   (`LinkOnlyLibrary`), no CPython wrapper, no machine code, nothing in the on-disk cache
   (there is nothing to load: a cached caller holds all of its callees' code). The kernel a
   run calls from Python (`run_engine`) optimises and compiles the whole tree once. A cold
-  BERT-128 lru run's LLVM work went from 16.3 to 7.8 s (docs/page-engine-bulk.md, "Cold
-  compile, link-only kernels"). Called from Python (a test, a debugger session), a link-only
-  kernel compiles a full, cached twin of itself on first use and runs that.
+  BERT-128 lru run's LLVM work went from 16.3 to 5.9 s (docs/page-engine-bulk.md, "Ninth
+  step"). Called from Python (a test, a debugger session), a link-only kernel compiles a
+  full, cached twin of itself on first use and runs that. `kernel_internal` is the same with
+  reference counting (the planner's helpers).
 * `jit(**options)`: any other combination (`inline="always"` and the like), same switch;
   `jit(internal=True, ...)` is the link-only variant.
 
