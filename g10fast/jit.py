@@ -8,8 +8,6 @@ Every kernel module (`engine.page_kernels`, `engine.tensor_kernels`, `planner.g1
 * `kernel_nonrt`: the same without Numba's reference counting (`_nrt=False`), for kernels
   that never allocate (the page engine): the atomic increments and decrements that NRT wraps
   around each array argument of each call otherwise cost more than the page moves themselves.
-* `kernel_nonrt_ieee`: `kernel_nonrt` with IEEE float semantics (`error_model="numpy"`: a
-  division by 0 gives inf or nan instead of raising ZeroDivisionError).
 * `kernel_nonrt_internal`: `kernel_nonrt` for a kernel that other kernels call: **link-only**.
   Numba normally finishes every kernel on its own: its LLVM module, with the modules of all
   the kernels it calls linked in, optimised at O3 and compiled to machine code; then each
@@ -55,6 +53,7 @@ G10FAST_NO_JIT only touches g10fast's kernels, and needs no knowledge of Numba's
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 
@@ -131,7 +130,7 @@ def _deep_compiles(disp):
 _INTERNAL = {}     # dispatcher class -> its link-only subclass
 
 
-def _kernels_only(disp, twin_options):
+def _link_only_dispatcher(disp, twin_options):
     """Give `disp` (a link-only kernel: no CPython wrapper, no machine code of its own) a
     `__call__` for calls from Python: the first one compiles a full twin of the function
     (`njit(cache=True, **twin_options)`, its calls typed as `_plain_calls`) and every call
@@ -154,16 +153,12 @@ def _kernels_only(disp, twin_options):
     return disp
 
 
-_LINK_ONLY = {}    # "compiler": the Numba compiler class of link-only kernels (None: unusable)
-
-
+@functools.cache
 def _link_only_compiler():
-    """The Numba compiler (pipeline) class of the link-only kernels, built on first use: the
+    """The Numba compiler (pipeline) class of the link-only kernels, built once: the
     nopython pipeline with its lowering pass replaced by one that gives the kernel a
-    `LinkOnlyLibrary`. None where this Numba lacks the pieces (the kernels are then compiled
-    and cached one by one, as Numba does by default)."""
-    if "compiler" in _LINK_ONLY:
-        return _LINK_ONLY["compiler"]
+    `LinkOnlyLibrary`. None where this Numba lacks the pieces (the kernels are then
+    compiled and cached one by one, as Numba does by default)."""
     try:
         from numba.core import codegen as cg
         from numba.core import compiler, typed_passes
@@ -173,7 +168,6 @@ def _link_only_compiler():
         base_library._get_module_for_linking           # noqa: B018  (present, or unusable)
         typed_passes.NativeLowering.run_pass           # noqa: B018
     except (ImportError, AttributeError):
-        _LINK_ONLY["compiler"] = None
         return None
 
     class _NoEnvCodegen:
@@ -239,7 +233,6 @@ def _link_only_compiler():
             pm.finalize()
             return [pm]
 
-    _LINK_ONLY["compiler"] = LinkOnlyCompiler
     return LinkOnlyCompiler
 
 
@@ -257,7 +250,7 @@ def jit(*, internal: bool = False, **options):
         else:
             compile_ = njit(cache=False, no_cpython_wrapper=True, pipeline_class=pipeline,
                             **options)
-        return lambda fn: _kernels_only(_plain_calls(compile_(fn)), options)
+        return lambda fn: _link_only_dispatcher(_plain_calls(compile_(fn)), options)
     compile_ = njit(cache=True, **options)
     return lambda fn: _deep_compiles(_plain_calls(compile_(fn)))
 
@@ -266,4 +259,3 @@ kernel = jit()
 kernel_internal = jit(internal=True)
 kernel_nonrt = jit(_nrt=False)
 kernel_nonrt_internal = jit(_nrt=False, internal=True)
-kernel_nonrt_ieee = jit(_nrt=False, error_model="numpy")

@@ -76,10 +76,10 @@ def test_literal_needed_falls_back():
 
 def _link_only(fn):
     # a link-only kernel as jit(internal=True) builds it, uncached (each test compiles anew)
-    from g10fast.jit import _kernels_only, _link_only_compiler
+    from g10fast.jit import _link_only_dispatcher, _link_only_compiler
     pipeline = _link_only_compiler()
     assert pipeline is not None, "this Numba lacks what link-only kernels need"
-    return _kernels_only(_plain_calls(njit(fn, no_cpython_wrapper=True,
+    return _link_only_dispatcher(_plain_calls(njit(fn, no_cpython_wrapper=True,
                                            pipeline_class=pipeline)), {})
 
 
