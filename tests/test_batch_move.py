@@ -77,6 +77,13 @@ def twin(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deepum, pst
                 pstate[v] = ((vst0 & ~LOC) | b_dest) & ~TR
             if (vst0 & RES) == pk.IN_GPU:
                 vt_d -= 1
+        if deepum:
+            # the artifact's cursor is a list iterator: on a live page, or at END (where an
+            # appended page stays behind it)
+            while cur < tail and not (lru[cur & lm] >= 0
+                                      and _live(int(pstate[lru[cur & lm] >> G]),
+                                                int(lru[cur & lm]))):
+                cur += 1
         st = (st0 & ~LOC) | pk.IN_GPU
         lru[tail & lm] = (pp << G) | (st >> G)
         if cur == tail:

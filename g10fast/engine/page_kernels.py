@@ -524,8 +524,33 @@ def _lru_remove_unknown(lru, pstate, S, p):
 
 
 @_kernel
+def _cur_norm(lru, lm, pstate, c, tail):
+    """The first position at or after c that holds a live entry, else the tail (END).
+
+    DeepUM's cursor is, in the artifact, a `std::list` iterator: on a live page, or END
+    (§8). A ring position that only dead entries follow up to the tail is END there, which
+    a page appended later stays behind; and removing the first live page after a position
+    removes the iterator's page (§8.1: the cursor resets). So under DeepUM the cursor is
+    brought onto its live entry (this) before an append (`_lru_append`, `_batch_move`) and
+    before the removal tests (`_cursor_page`). Under the LRU policies it is never observed.
+    (Until this, a cursor left after dead entries took a later arrival as its page; no
+    output of the equivalence runs, the artifact's models or Figure 11 changed.)"""
+    while c < tail:
+        e = np.int64(lru[_u(c & lm)])
+        if e < 0:
+            c -= e
+            continue
+        if _live(np.int64(pstate[_u(e >> GEN_SHIFT)]), e):
+            return c
+        c += 1
+    return tail
+
+
+@_kernel
 def _cursor_page(lru, pstate, S):
     """The page of the cursor's LRU entry if that entry is live, else -1."""
+    if S[P_DEEPUM]:
+        S[S_LRU_CUR] = _cur_norm(lru, S[P_LCAP] - 1, pstate, S[S_LRU_CUR], S[S_LRU_TAIL])
     cur = S[S_LRU_CUR]
     if cur < S[S_LRU_TAIL] and _lru_live(lru, pstate, S, cur):
         return lru[_u(cur & (S[P_LCAP] - 1))] >> GEN_SHIFT
@@ -779,11 +804,13 @@ def _run_pop(qb, q, qm, qh, qt, rp, rn, n):
 
 
 @_kernel
-def _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur, wait):
+def _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur, wait, deepum):
     """Give page p (state st0, not in the GPU) a GPU frame: IN_GPU, appended at the LRU tail,
     its transfer and wait-set flags cleared. Returns the new tail, cursor and wait-set size."""
     st = (st0 & ~LOC_MASK) | IN_GPU
     lt = lru_tail
+    if deepum and lru_cur < lt:
+        lru_cur = _cur_norm(lru, lm, pstate, lru_cur, lt)
     lru[_u(lt & lm)] = (p << GEN_SHIFT) | (st >> GEN_SHIFT)
     if lru_cur == lt:
         # A std::list cursor at END stays END when a page is appended; an index cursor
@@ -1264,7 +1291,7 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deep
             break
         if not b_ev:
             lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, pp, st0, lru_tail, lru_cur,
-                                                  wait)
+                                                  wait, deepum)
             m += 1
             continue
         s = lru_scan if (deepum and not b_dnp) else lru_cur
@@ -1333,6 +1360,7 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deep
                         or (np.int64(pstate[_u(pp + j)]) & LOC_MASK) != a_src):
                     break
                 j += 1
+        cur0 = lru_cur
         # the positions, as the page loop moves them (victim i at s + i, then its page's
         # entry at lt + i): when s + 1 < lt the two never meet, so the cursor ends past the
         # victims (LRU, DeepUM non-PF), or past them when it was on one of them, or at END
@@ -1373,6 +1401,14 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deep
                 pstate[_u(vi)] = ((vs & ~LOC_MASK) | b_dest) & ~F_TRANSFER
                 if (vs & RES_MASK) == IN_GPU:
                     vt_d -= 1
+        if deepum and lru_cur < lt:
+            # (DeepUM: the artifact's cursor is a list iterator, on a live page or at END; a
+            # cursor with no live entry before the arrivals was at END when the first one came
+            # if the run was one page, or if the cursor lay past the victims)
+            cn = _cur_norm(lru, lm, pstate, lru_cur, lt)
+            if cn == lt and (j == 1 or cur0 >= s + j):
+                cn = lt + j
+            lru_cur = cn
         for i in range(j):
             st = (np.int64(pstate[_u(pp + i)]) & ~(LOC_MASK | F_TRANSFER)) | IN_GPU
             lru[_u(tb + i)] = ((pp + i) << GEN_SHIFT) | (st >> GEN_SHIFT)
@@ -1780,7 +1816,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
             wait = _x_arrive(lru, S, tt, pstate, at_T, p, 1, wait)
         else:
             lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur,
-                                                  wait)
+                                                  wait, deepum)
         if (st0 & RES_MASK) != IN_GPU:
             at_d += 1
         if is_fetch_s:
@@ -1985,7 +2021,7 @@ def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, p
             lru_cur = S[S_LRU_CUR]
             lru_scan = S[S_LRU_SCAN]
         lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur,
-                                              wait)
+                                              wait, prm.deepum)
     if (st0 & RES_MASK) != IN_GPU:
         tt[a_tensor, TT_RES] += 1
     if trace:
