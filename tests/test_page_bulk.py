@@ -42,6 +42,9 @@ def _cases():
     for seed in range(12):
         for policy in ("lru", "prefetch_lru", "deepUM"):
             out.append((seed, policy, seed % 4 == 0))
+    # DeepUM without pre-evictions: the bulk engine keeps its list as extents then
+    for seed in range(24):
+        out.append((seed, "deepUM-x", seed % 8 == 0))
     return out
 
 
@@ -56,12 +59,14 @@ def test_bulk_equals_per_page_engine(seed, policy, traced):
     kw = {"num_iteration": int(rng.integers(2, 5))}
     if rng.random() < 0.4:
         kw["PCIe_batch_size_page"] = int(rng.integers(3, 40))
-    if policy == "deepUM":
+    if policy.startswith("deepUM"):
         kw["prefetch_degree"] = int(rng.integers(0, 5))
-    cfg = tiny_cfg(frames, host, policy, **kw)
+    cfg = tiny_cfg(frames, host, policy.split("-")[0], **kw)
     hints = None
     if policy != "lru":
         hints = random_hints(w, seed, n_hints=int(rng.integers(20, 80)))
+    if policy == "deepUM-x":
+        hints = [h for h in hints if h[3] not in (pk.IN_SSD, pk.IN_CPU)]
     ref = _outcome(w, cfg, hints, False, traced)
     new = _outcome(w, cfg, hints, True, traced)
     _assert_same(ref, new, (seed, policy, traced))

@@ -330,7 +330,11 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     S = np.zeros(pk.NS, dtype=np.int64)
     # The LRU list: for the LRU policies in the bulk engine, extents (page_kernels, "The LRU
     # list as extents"); else the reference ring of page entries.
-    xl = bulk and sp.is_uvm and not sp.deepum
+    # DeepUM on extents too (its cursor a page of the list), but for runs with planned
+    # pre-evictions: under DeepUM a GPU page in transfer stays a non-PF victim (§8.2), which
+    # the extent list (GPU pages not in transfer) does not hold; those keep the ring
+    preevicts = bool(len(ht)) and bool(np.any((ht[:, 3] == pk.IN_SSD) | (ht[:, 3] == pk.IN_CPU)))
+    xl = bulk and sp.is_uvm and not (sp.deepum and preevicts)
     if xl:
         # records a busy tick can take: one per page it gives a frame (allocations and
         # prefetches) and one per page it pre-evicts (a split)
@@ -341,7 +345,9 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
         S[pk.P_LCAP] = 1 << 62          # (the ring's room tests never bind)
         S[pk.S_X_HEAD] = -1
         S[pk.S_X_TAIL] = -1
-        S[pk.P_REPLAY] = int(REPLAY_DEFAULT)
+        S[pk.P_REPLAY] = int(REPLAY_DEFAULT and not sp.deepum)
+        S[pk.S_LRU_CUR] = -1            # (DeepUM: END)
+        S[pk.S_X_CUR] = -1
     else:
         # a ring of power-of-two capacity with at least 1/4 slack over the pages that can be
         # live

@@ -25,9 +25,10 @@ State layout (few packed arrays, so that the hot functions take few arguments):
   tombstones (-1), compacted in place when full. An entry is live iff its page is IN_GPU
   and its recorded generation equals the page's. A page removed where its slot is unknown
   (pre-evict, pre-deallocation) bumps its generation; on wrap-around the list is compacted
-  first so that no stale entry can be mistaken for a live one. For the LRU policies the
-  bulk engine keeps the list as extents in `lru` instead (P_XLRU, "The LRU list as extents"
-  below): no stale entries, generations or compactions.
+  first so that no stale entry can be mistaken for a live one. For the LRU policies, and
+  for DeepUM without planned pre-evictions, the bulk engine keeps the list as extents in
+  `lru` instead (P_XLRU, "The LRU list as extents" below): no stale entries, generations or
+  compactions.
 * Eight FIFO queues of page runs `(first page, count)` in ring buffers `qb[NQ, cap, 2]`
   (capacity a power of two), heads and tails in S.
 * Scalars, the integer parameters (`P_*`) and the per-tick counters (`C_*`) all live in
@@ -225,7 +226,9 @@ S_RP_LOC = 224     # the place of queue q's pages in the template (8 slots)
 P_RELEASE = 232    # the operating system's page size, bytes, when the page states of freed
                    # tensors may be given back to it (`_release_free`), else 0
 S_RELEASED = 233   # bytes of page states given back (a statistic)
-NS = 234
+S_X_CUR = 234      # DeepUM on extents: the record of the cursor's page (a hint: checked, and
+                   # looked up again when stale); the cursor, S_LRU_CUR, is then a page or -1
+NS = 235
 STALE_BUCKETS = 1 << 16
 
 # run statuses
@@ -722,7 +725,20 @@ def _x_take(lru, S, tt, n):
 
 @_kernel
 def _x_remove(lru, S, tt, T, a, b):
-    """Tensor T's pages a .. b - 1 that are in the list leave it (its chain finds them)."""
+    """Tensor T's pages a .. b - 1 that are in the list leave it (its chain finds them).
+    Under DeepUM, removing the cursor's page resets the cursor to the list's head (§8.1)."""
+    c = S[S_LRU_CUR]
+    if S[P_DEEPUM] != 0 and a <= c and c < b:
+        _x_remove_pages(lru, S, tt, T, a, b)
+        h = S[S_X_HEAD]
+        S[S_LRU_CUR] = lru[_u(h * XW + X_LO)] if h >= 0 else -1
+        S[S_X_CUR] = h
+    else:
+        _x_remove_pages(lru, S, tt, T, a, b)
+
+
+@_kernel
+def _x_remove_pages(lru, S, tt, T, a, b):
     i = tt[_u(T), TT_XH]
     while i >= 0:
         nx = lru[_u(i * XW + X_TNEXT)]
@@ -757,6 +773,106 @@ def _x_arrive(lru, S, tt, pstate, T, p, n, wait):
     else:
         _x_new(lru, S, tt, T, p, p + n, tl)
     return wait - nw
+
+
+# DeepUM on extents (P_XLRU with P_DEEPUM; bulk engine, runs without pre-evictions). The
+# artifact's cursor is a list iterator (§8.2): a page of the list, or END. It is kept as that
+# page (-1: END) in S_LRU_CUR (the busy tick's `lru_cur`), with the record holding it in
+# S_X_CUR as a hint. Non-PF victims are taken from the cursor, skipping the extents of window
+# tensors; PF victims are the list's first pages (no GPU page is in transfer without
+# pre-evictions); a victim that is the cursor's page moves it to the next page of the list,
+# and removing the cursor's page otherwise resets it to the head (`_x_remove`).
+
+@_kernel
+def _xd_rec(lru, S, tt, srt, c):
+    """The record holding page c (in the list): S_X_CUR when it does, else found in the chain
+    of c's tensor (and kept in S_X_CUR)."""
+    r = S[S_X_CUR]
+    if r >= 0 and lru[_u(r * XW + X_LO)] <= c and c < lru[_u(r * XW + X_HI)]:
+        return r
+    i = _tpos(srt, 0, c)
+    r = tt[srt[1, _u(i)], TT_XH]
+    while r >= 0:
+        if lru[_u(r * XW + X_LO)] <= c and c < lru[_u(r * XW + X_HI)]:
+            break
+        r = lru[_u(r * XW + X_TNEXT)]
+    if r < 0:
+        S[S_ERROR] = E_EXTENTS
+    S[S_X_CUR] = r
+    return r
+
+
+@_kernel
+def _xd_after(lru, S, r, e):
+    """The page of the list after record r's pages before e (lo(r) < e <= hi(r)), -1 (END) if
+    none; read before those pages leave. Keeps its record in S_X_CUR when it is the next one."""
+    if e < lru[_u(r * XW + X_HI)]:
+        S[S_X_CUR] = r
+        return e
+    n = lru[_u(r * XW + X_NEXT)]
+    S[S_X_CUR] = n
+    if n < 0:
+        return -1
+    return lru[_u(n * XW + X_LO)]
+
+
+@_kernel
+def _xd_take(lru, S, tt, r, v, n):
+    """Pages v .. v + n - 1 of record r (within it) leave the list."""
+    b = r * XW
+    lo = lru[_u(b + X_LO)]
+    hi = lru[_u(b + X_HI)]
+    if v == lo:
+        if v + n >= hi:
+            _x_free(lru, S, tt, r)
+        else:
+            lru[_u(b + X_LO)] = v + n
+    elif v + n >= hi:
+        lru[_u(b + X_HI)] = v
+    else:
+        lru[_u(b + X_HI)] = v
+        _x_new(lru, S, tt, lru[_u(b + X_T)], v + n, hi, r)
+
+
+@_kernel
+def _xd_victim_np(lru, S, tt, srt, c):
+    """DeepUM's non-PF victim on extents: the first page from the cursor page c (-1: END)
+    whose tensor is outside the window. Returns its record and page (-1, -1: none)."""
+    if c < 0:
+        return -1, -1
+    r = _xd_rec(lru, S, tt, srt, c)
+    v = c
+    while r >= 0:
+        if tt[_u(lru[_u(r * XW + X_T)]), TT_WIN] == 0:
+            return r, v
+        r = lru[_u(r * XW + X_NEXT)]
+        if r >= 0:
+            v = lru[_u(r * XW + X_LO)]
+    return -1, -1
+
+
+@_kernel
+def _xd_victim(dnp, lru, S, tt, srt, cur, dum_end):
+    """A DeepUM victim on extents (dnp: non-PF, from the cursor; else the list's first page):
+    its record and page (-1, -1: none)."""
+    if dnp:
+        if dum_end != 0:
+            return -1, -1
+        return _xd_victim_np(lru, S, tt, srt, cur)
+    h = S[S_X_HEAD]
+    if h < 0:
+        return -1, -1
+    return h, lru[_u(h * XW + X_LO)]
+
+
+@_kernel
+def _xd_evict(dnp, lru, S, tt, r, v, n, cur):
+    """Victims v .. v + n - 1 of record r leave the list: the cursor moves past them when it
+    was their search's start (non-PF) or on one of them (PF). Returns the cursor."""
+    if dnp or (cur >= v and cur < v + n):
+        cur = _xd_after(lru, S, r, v + n)
+    _xd_take(lru, S, tt, r, v, n)
+    return cur
 
 
 # ----------------------------------------------------------------------------------------
@@ -1423,27 +1539,38 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deep
 
 @_kernel_stage
 def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait,
-                  vt_d):
+                  vt_d, deepum, dnp, srt, cur, dum_end):
     """`_batch_move` on the extent LRU (P_XLRU, LRU policies): pages p, p+1, ... (at most nb,
     while they are at a_src) of tensor a_T move to the GPU, each with a victim (b_ev) going
     to b_dest. The victims are the list's first pages, taken while they are of the last
     victim's tensor (pages b_lo..b_hi-1), a head extent at a time: the pages that arrive
-    join the tail, behind the victims of their chunk, as they would one by one. Returns the
-    pages moved, the wait-set size and the victim tensor's pending TT_RES change."""
+    join the tail, behind the victims of their chunk, as they would one by one. DeepUM
+    (deepum; dnp: non-PF): the victims are `_xd_victim`'s, a record at a time, and the cursor
+    `cur` moves as one by one; a run does not take the last page of the tail record with
+    others (one by one, the page after it would be the first arrival, not END). Returns the
+    pages moved, the wait-set size, the victim tensor's pending TT_RES change and the
+    cursor."""
     m = 0
+    h = -1
     while m < nb:
         k = nb - m
         lo = 0
         if b_ev:
-            h = S[S_X_HEAD]
+            if deepum:
+                h, lo = _xd_victim(dnp, lru, S, tt, srt, cur, dum_end)
+            else:
+                h = S[S_X_HEAD]
+                if h >= 0:
+                    lo = lru[_u(h * XW + X_LO)]
             if h < 0:
                 break
-            lo = lru[_u(h * XW + X_LO)]
             if lo < b_lo or lo >= b_hi:
                 break
             hi = lru[_u(h * XW + X_HI)]
-            if hi - lo < k:
+            if hi - lo <= k:
                 k = hi - lo
+                if deepum and k >= 2 and lru[_u(h * XW + X_NEXT)] < 0:
+                    k -= 1
         j = 0
         while j < k and (np.int64(pstate[_u(p + m + j)]) & LOC_MASK) == a_src:
             j += 1
@@ -1452,13 +1579,16 @@ def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_
         if b_ev:
             for v in range(lo, lo + j):
                 pstate[_u(v)] = (np.int64(pstate[_u(v)]) & ~(LOC_MASK | F_TRANSFER)) | b_dest
-            _x_take(lru, S, tt, j)
+            if deepum:
+                cur = _xd_evict(dnp, lru, S, tt, h, lo, j, cur)
+            else:
+                _x_take(lru, S, tt, j)
             vt_d -= j
         wait = _x_arrive(lru, S, tt, pstate, a_T, p + m, j, wait)
         m += j
         if j < k:
             break
-    return m, wait, vt_d
+    return m, wait, vt_d, cur
 
 
 @_kernel_stage
@@ -1669,9 +1799,9 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
                                           S, stage, is_fetch_s, fsrc, gpu_used, host_used,
                                           prm)
             if xl:
-                m, wait, vt_d = _batch_move_x(
+                m, wait, vt_d, lru_cur = _batch_move_x(
                     p, nb * ns if ns >= 2 else nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate,
-                    lru, S, tt, at_T, wait, vt_d)
+                    lru, S, tt, at_T, wait, vt_d, deepum, b_dnp, srt, lru_cur, dum_end)
             else:
                 m, lru_tail, lru_cur, lru_scan, wait, vt_d, v0 = _batch_move(
                     p, nb * ns if ns >= 2 else nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi,
@@ -1736,12 +1866,17 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
         if gpu_used >= G:
             dnp = deepum and not is_pf_s and at_req == 0
             if xl:
-                # (the extent list holds just the victims: its first page)
-                xh = S[S_X_HEAD]
-                if xh < 0:
-                    break
-                vslot = 0
-                v = lru[_u(xh * XW + X_LO)]
+                # (the extent list holds just the victims: its first page; DeepUM: `_xd_victim`)
+                if deepum:
+                    vslot, v = _xd_victim(dnp, lru, S, tt, srt, lru_cur, dum_end)
+                    if vslot < 0:
+                        break
+                else:
+                    xh = S[S_X_HEAD]
+                    if xh < 0:
+                        break
+                    vslot = xh
+                    v = lru[_u(xh * XW + X_LO)]
                 vst0 = np.int64(pstate[_u(v)])
             else:
                 vslot, v, vst0, tc_c, wt_lo, wt_hi, wt_win = _fast_victim(
@@ -1777,7 +1912,10 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
         qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, 1)
         if vslot >= 0:
             if xl:
-                _x_take(lru, S, tt, 1)
+                if deepum:
+                    lru_cur = _xd_evict(dnp, lru, S, tt, vslot, v, 1, lru_cur)
+                else:
+                    _x_take(lru, S, tt, 1)
             else:
                 if dnp or not deepum:
                     lru_cur = vslot + 1
@@ -1952,7 +2090,7 @@ def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, 
             # the extent list: a victim is its first page; a pre-evicted page leaves it when
             # it was in it (resident, not in transfer)
             if ev_slot >= 0:
-                _x_take(lru, S, tt, 1)
+                _xd_take(lru, S, tt, ev_slot, v, 1)
             elif (st0 & RES_MASK) == IN_GPU:
                 _x_remove(lru, S, tt, T, v, v + 1)
         elif ev_slot >= 0:
@@ -2097,10 +2235,22 @@ def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, e
         if gpu_used >= G:
             # ---- victim selection (§8) ----
             pf = is_pf or tt[a_tensor, TT_REQ] != 0
-            xh = S[S_X_HEAD]
             if prm.xl:
-                # (the extent list holds just the victims: its first page)
-                slot = 0 if xh >= 0 else -1
+                # (the extent list holds just the victims: its first page; DeepUM: from the
+                # cursor, non-PF, where END is sticky (O-15), or the first page, PF; the
+                # slot is the victim's record)
+                if deepum:
+                    slot, ev_v = _xd_victim(not pf, lru, S, tt, srt, lru_cur, dum_end)
+                    if slot >= 0:
+                        if not pf or lru_cur == ev_v:
+                            lru_cur = _xd_after(lru, S, slot, ev_v + 1)
+                    elif not pf and dum_end == 0:
+                        lru_cur = -1
+                        dum_end = 1
+                else:
+                    slot = S[S_X_HEAD]
+                    if slot >= 0:
+                        ev_v = lru[_u(slot * XW + X_LO)]
             else:
                 slot, lru_cur, lru_scan, dum_end, tc_c = _select_victim(
                     deepum, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
@@ -2112,9 +2262,7 @@ def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, e
                         c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed), gpu_used, host_used,
                         host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan, dum_end,
                         tc_a, tc_b, tc_c)
-            if prm.xl:
-                ev_v = lru[_u(xh * XW + X_LO)]
-            else:
+            if not prm.xl:
                 ev_v = lru[_u(slot & lm)] >> GEN_SHIFT
             ev_slot = slot
             ev_pf = True
@@ -3557,6 +3705,18 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
         for j in range(deg):
             _mark(kt, kidx, tt, (k + j) % K, TT_WIN, 1)
         S[S_WIN_K] = k
+    if S[P_DEEPUM] and S[P_XLRU]:
+        # (on extents: the first page of the first extent of a tensor outside the window)
+        r = S[S_X_HEAD]
+        while r >= 0 and tt[_u(lru[_u(r * XW + X_T)]), TT_WIN] != 0:
+            r = lru[_u(r * XW + X_NEXT)]
+        S[S_X_CUR] = r
+        if r >= 0:
+            S[S_LRU_CUR] = lru[_u(r * XW + X_LO)]
+        else:
+            S[S_LRU_CUR] = -1
+            S[S_DEEPUM_END] = 1
+    elif S[P_DEEPUM]:
         _lru_advance_head(lru, pstate, S)
         s = S[S_LRU_HEAD]
         tail = S[S_LRU_TAIL]
