@@ -42,22 +42,29 @@ def _cases():
     for seed in range(12):
         for policy in ("lru", "prefetch_lru", "deepUM"):
             out.append((seed, policy, seed % 4 == 0))
-    # DeepUM without pre-evictions: the bulk engine keeps its list as extents then
+    # DeepUM without pre-evictions: the bulk engine keeps its list as extents then; "-s":
+    # large tensors and few pages a tick, where its prefetch ticks are settled in streaks
     for seed in range(24):
         out.append((seed, "deepUM-x", seed % 8 == 0))
+    for seed in range(16):
+        out.append((seed, "deepUM-s", False))
     return out
 
 
 @pytest.mark.parametrize("seed,policy,traced", _cases())
 def test_bulk_equals_per_page_engine(seed, policy, traced):
     rng = np.random.default_rng(1000 + seed)
+    big = policy == "deepUM-s"
     w = make_workload(seed, n_kernels=int(rng.integers(6, 20)),
-                      n_tensors=int(rng.integers(10, 40)), max_pages=int(rng.integers(4, 60)))
+                      n_tensors=int(rng.integers(10, 40)),
+                      max_pages=int(rng.integers(100, 300) if big else rng.integers(4, 60)))
     need = int(kernel_pages(w).max())
     frames = int(need * rng.uniform(1.0, 2.0)) + 1
     host = int(rng.choice([0, frames // 3, frames, 10 * frames]))
     kw = {"num_iteration": int(rng.integers(2, 5))}
-    if rng.random() < 0.4:
+    if big:
+        kw["PCIe_batch_size_page"] = int(rng.integers(2, 8))
+    elif rng.random() < 0.4:
         kw["PCIe_batch_size_page"] = int(rng.integers(3, 40))
     if policy.startswith("deepUM"):
         kw["prefetch_degree"] = int(rng.integers(0, 5))
@@ -65,7 +72,7 @@ def test_bulk_equals_per_page_engine(seed, policy, traced):
     hints = None
     if policy != "lru":
         hints = random_hints(w, seed, n_hints=int(rng.integers(20, 80)))
-    if policy == "deepUM-x":
+    if policy in ("deepUM-x", "deepUM-s"):
         hints = [h for h in hints if h[3] not in (pk.IN_SSD, pk.IN_CPU)]
     ref = _outcome(w, cfg, hints, False, traced)
     new = _outcome(w, cfg, hints, True, traced)

@@ -1339,10 +1339,12 @@ def _batch_limit(nb, is_fetch_s, is_pre_s, fsrc, a_src, b_ev, b_dest, gpu_used, 
 
 @_kernel_stage
 def _streak_ticks(nb, rn, t_pages, ring_room, t, ii, S, stage, is_fetch_s, fsrc, gpu_used,
-                  host_used, prm):
+                  host_used, prm, b_dest, c_fed0):
     """A streak of identical busy ticks (issue 23): the fetch fast path's first run of a tick
-    that began with fresh counters, nb pages (its cap-limited run length), each with a victim
-    going to SSD (the host is full), from SSD or not present. If the tick stops after those nb
+    that began with fresh counters (c_fed0 its forced eviction destination), nb pages (its
+    cap-limited run length), each with a victim going to b_dest, SSD (the host is full) or,
+    under DeepUM, dropped (NOT_PRESENT), from SSD or not present, so that neither the host
+    use nor the GPU use changes. If the tick stops after those nb
     pages (a cap, or its link full) and the next ones would start the same way and do the
     same (their pages in the same queued run and tensor, LRU room, no kernel event due before
     them; the rest of `_tick_repeats` does not change while such ticks run: no page enters
@@ -1353,8 +1355,12 @@ def _streak_ticks(nb, rn, t_pages, ring_room, t, ii, S, stage, is_fetch_s, fsrc,
     GPU_CAP = prm.GPU_CAP
     CPU_CAP = prm.CPU_CAP
     SSD_CAP = prm.SSD_CAP
-    f_out, f_out_ssd, f_out_cpu, f_fed = _count_out(IN_SSD, 0, 0, 0, IN_SSD, host_used, HOST,
-                                                    CPU_CAP, SSD_CAP, nb)
+    f_out = 0
+    f_out_ssd = 0
+    f_out_cpu = 0
+    if b_dest != NOT_PRESENT:
+        f_out, f_out_ssd, f_out_cpu, _f_fed = _count_out(b_dest, 0, 0, 0, c_fed0, host_used,
+                                                         HOST, CPU_CAP, SSD_CAP, nb)
     f_in = 0
     f_in_ssd = 0
     f_in_cpu = 0
@@ -1797,7 +1803,27 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
                     and c_fed == IN_SSD and a_src != IN_CPU and nb > 0):
                 ns, f_cnt = _streak_ticks(nb, rn, at_hi - p, lcap - (lru_tail - hd), t, ii,
                                           S, stage, is_fetch_s, fsrc, gpu_used, host_used,
-                                          prm)
+                                          prm, IN_SSD, IN_SSD)
+            elif (streaks and tk_fresh and b_ev and deepum and xl and not is_pf_s
+                    and (b_dest == IN_SSD or b_dest == NOT_PRESENT)
+                    and (a_src != IN_CPU or (b_dest == NOT_PRESENT and host_used < HOST))
+                    and nb > 0 and S[S_X_NFREE] >= S[P_XMARGIN] + 4):
+                # DeepUM's prefetch and pre-allocation ticks (victims to SSD, the host being
+                # full, or dropped): the GPU use stays put, and so does the host use but for
+                # pages from the host with their victims dropped, which lower it by nb a
+                # tick from below the line (every tick starts with no forced destination
+                # and the same admission); the demand queues are empty, so a tick's end
+                # resumes a waiting kernel when the wait set empties (each arriving page
+                # takes at most one from it), and starts the rescue when the tick moved
+                # nothing
+                ns, f_cnt = _streak_ticks(nb, rn, at_hi - p, lcap - (lru_tail - hd), t, ii,
+                                          S, stage, is_fetch_s, fsrc, gpu_used, host_used,
+                                          prm, b_dest, c_fed)
+                if S[S_RESCHED] != 0:
+                    if (wait - 1) // nb < ns:
+                        ns = (wait - 1) // nb
+                    if S[S_R_STARTED] == 0 and f_cnt[0] + f_cnt[3] == 0:
+                        ns = 0
             if xl:
                 m, wait, vt_d, lru_cur = _batch_move_x(
                     p, nb * ns if ns >= 2 else nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate,
@@ -1821,6 +1847,8 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
                 qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, full * nb)
                 at_d += full * nb
                 m -= full * nb
+                if a_src == IN_CPU:
+                    host_used -= full * nb
             tk_fresh = False
             if m > 0:
                 fast_block = False
