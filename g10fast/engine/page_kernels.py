@@ -534,10 +534,12 @@ def _cur_norm(lru, lm, pstate, c, tail):
     (§8). A ring position that only dead entries follow up to the tail is END there, which
     a page appended later stays behind; and removing the first live page after a position
     removes the iterator's page (§8.1: the cursor resets). So under DeepUM the cursor is
-    brought onto its live entry (this) before an append (`_lru_append`, `_batch_move`) and
+    brought onto its live entry (this) before an append (the callers of `_lru_append`; `_batch_move`) and
     before the removal tests (`_cursor_page`). Under the LRU policies it is never observed.
     (Until this, a cursor left after dead entries took a later arrival as its page; no
-    output of the equivalence runs, the artifact's models or Figure 11 changed.)"""
+    output of the equivalence runs, the artifact's models or Figure 11 changed.) Inside
+    `_lru_append` this made the LRU policies' runs slower (Inceptionv3-1536 Base UVM by about
+    a fifth: the same code, compiled otherwise), so its DeepUM callers call it first."""
     while c < tail:
         e = np.int64(lru[_u(c & lm)])
         if e < 0:
@@ -920,13 +922,11 @@ def _run_pop(qb, q, qm, qh, qt, rp, rn, n):
 
 
 @_kernel
-def _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur, wait, deepum):
+def _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur, wait):
     """Give page p (state st0, not in the GPU) a GPU frame: IN_GPU, appended at the LRU tail,
     its transfer and wait-set flags cleared. Returns the new tail, cursor and wait-set size."""
     st = (st0 & ~LOC_MASK) | IN_GPU
     lt = lru_tail
-    if deepum and lru_cur < lt:
-        lru_cur = _cur_norm(lru, lm, pstate, lru_cur, lt)
     lru[_u(lt & lm)] = (p << GEN_SHIFT) | (st >> GEN_SHIFT)
     if lru_cur == lt:
         # A std::list cursor at END stays END when a page is appended; an index cursor
@@ -1412,8 +1412,10 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deep
         if (st0 & LOC_MASK) != a_src:
             break
         if not b_ev:
+            if deepum and lru_cur < lru_tail:
+                lru_cur = _cur_norm(lru, lm, pstate, lru_cur, lru_tail)
             lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, pp, st0, lru_tail, lru_cur,
-                                                  wait, deepum)
+                                                  wait)
             m += 1
             continue
         s = lru_scan if (deepum and not b_dnp) else lru_cur
@@ -1545,15 +1547,52 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deep
 
 @_kernel_stage
 def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait,
-                  vt_d, deepum, dnp, srt, cur, dum_end):
+                  vt_d):
     """`_batch_move` on the extent LRU (P_XLRU, LRU policies): pages p, p+1, ... (at most nb,
     while they are at a_src) of tensor a_T move to the GPU, each with a victim (b_ev) going
     to b_dest. The victims are the list's first pages, taken while they are of the last
     victim's tensor (pages b_lo..b_hi-1), a head extent at a time: the pages that arrive
-    join the tail, behind the victims of their chunk, as they would one by one. DeepUM
-    (deepum; dnp: non-PF): the victims are `_xd_victim`'s, a record at a time, and the cursor
-    `cur` moves as one by one; a run does not take the last page of the tail record with
-    others (one by one, the page after it would be the first arrival, not END). Returns the
+    join the tail, behind the victims of their chunk, as they would one by one. Returns the
+    pages moved, the wait-set size and the victim tensor's pending TT_RES change."""
+    m = 0
+    while m < nb:
+        k = nb - m
+        lo = 0
+        if b_ev:
+            h = S[S_X_HEAD]
+            if h < 0:
+                break
+            lo = lru[_u(h * XW + X_LO)]
+            if lo < b_lo or lo >= b_hi:
+                break
+            hi = lru[_u(h * XW + X_HI)]
+            if hi - lo < k:
+                k = hi - lo
+        j = 0
+        while j < k and (np.int64(pstate[_u(p + m + j)]) & LOC_MASK) == a_src:
+            j += 1
+        if j == 0:
+            break
+        if b_ev:
+            for v in range(lo, lo + j):
+                pstate[_u(v)] = (np.int64(pstate[_u(v)]) & ~(LOC_MASK | F_TRANSFER)) | b_dest
+            _x_take(lru, S, tt, j)
+            vt_d -= j
+        wait = _x_arrive(lru, S, tt, pstate, a_T, p + m, j, wait)
+        m += j
+        if j < k:
+            break
+    return m, wait, vt_d
+
+
+@_kernel_stage
+def _batch_move_xd(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait,
+                   vt_d, dnp, srt, cur, dum_end):
+    """`_batch_move_x` under DeepUM (dnp: non-PF): the victims are `_xd_victim`'s, a record
+    at a time, and the cursor `cur` moves as one by one; a run does not take the last page
+    of the tail record with others (one by one, the page after it would be the first
+    arrival, not END). (A function of its own: with these branches in `_batch_move_x`, the
+    LRU policies' runs were slower, Inceptionv3-1536 Base UVM by about a fifth.) Returns the
     pages moved, the wait-set size, the victim tensor's pending TT_RES change and the
     cursor."""
     m = 0
@@ -1562,12 +1601,7 @@ def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_
         k = nb - m
         lo = 0
         if b_ev:
-            if deepum:
-                h, lo = _xd_victim(dnp, lru, S, tt, srt, cur, dum_end)
-            else:
-                h = S[S_X_HEAD]
-                if h >= 0:
-                    lo = lru[_u(h * XW + X_LO)]
+            h, lo = _xd_victim(dnp, lru, S, tt, srt, cur, dum_end)
             if h < 0:
                 break
             if lo < b_lo or lo >= b_hi:
@@ -1575,7 +1609,7 @@ def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_
             hi = lru[_u(h * XW + X_HI)]
             if hi - lo <= k:
                 k = hi - lo
-                if deepum and k >= 2 and lru[_u(h * XW + X_NEXT)] < 0:
+                if k >= 2 and lru[_u(h * XW + X_NEXT)] < 0:
                     k -= 1
         j = 0
         while j < k and (np.int64(pstate[_u(p + m + j)]) & LOC_MASK) == a_src:
@@ -1585,10 +1619,7 @@ def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_
         if b_ev:
             for v in range(lo, lo + j):
                 pstate[_u(v)] = (np.int64(pstate[_u(v)]) & ~(LOC_MASK | F_TRANSFER)) | b_dest
-            if deepum:
-                cur = _xd_evict(dnp, lru, S, tt, h, lo, j, cur)
-            else:
-                _x_take(lru, S, tt, j)
+            cur = _xd_evict(dnp, lru, S, tt, h, lo, j, cur)
             vt_d -= j
         wait = _x_arrive(lru, S, tt, pstate, a_T, p + m, j, wait)
         m += j
@@ -1824,10 +1855,14 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
                         ns = (wait - 1) // nb
                     if S[S_R_STARTED] == 0 and f_cnt[0] + f_cnt[3] == 0:
                         ns = 0
-            if xl:
-                m, wait, vt_d, lru_cur = _batch_move_x(
+            if xl and deepum:
+                m, wait, vt_d, lru_cur = _batch_move_xd(
                     p, nb * ns if ns >= 2 else nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate,
-                    lru, S, tt, at_T, wait, vt_d, deepum, b_dnp, srt, lru_cur, dum_end)
+                    lru, S, tt, at_T, wait, vt_d, b_dnp, srt, lru_cur, dum_end)
+            elif xl:
+                m, wait, vt_d = _batch_move_x(
+                    p, nb * ns if ns >= 2 else nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate,
+                    lru, S, tt, at_T, wait, vt_d)
             else:
                 m, lru_tail, lru_cur, lru_scan, wait, vt_d, v0 = _batch_move(
                     p, nb * ns if ns >= 2 else nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi,
@@ -1981,8 +2016,10 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
         if xl:
             wait = _x_arrive(lru, S, tt, pstate, at_T, p, 1, wait)
         else:
+            if deepum and lru_cur < lru_tail:
+                lru_cur = _cur_norm(lru, lm, pstate, lru_cur, lru_tail)
             lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur,
-                                                  wait, deepum)
+                                                  wait)
         if (st0 & RES_MASK) != IN_GPU:
             at_d += 1
         if is_fetch_s:
@@ -2186,8 +2223,10 @@ def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, p
             lru_tail = S[S_LRU_TAIL]
             lru_cur = S[S_LRU_CUR]
             lru_scan = S[S_LRU_SCAN]
+        if prm.deepum and lru_cur < lru_tail:
+            lru_cur = _cur_norm(lru, lm, pstate, lru_cur, lru_tail)
         lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur,
-                                              wait, prm.deepum)
+                                              wait)
     if (st0 & RES_MASK) != IN_GPU:
         tt[a_tensor, TT_RES] += 1
     if trace:
