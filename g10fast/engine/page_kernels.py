@@ -1836,7 +1836,8 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
                                           S, stage, is_fetch_s, fsrc, gpu_used, host_used,
                                           prm, IN_SSD, IN_SSD)
             elif (streaks and tk_fresh and b_ev and deepum and xl and not is_pf_s
-                    and (b_dest == IN_SSD or b_dest == NOT_PRESENT)
+                    and (b_dest == IN_SSD or b_dest == NOT_PRESENT
+                         or (b_dest == IN_CPU and a_src != IN_CPU))
                     and (a_src != IN_CPU or (b_dest == NOT_PRESENT and host_used < HOST))
                     and nb > 0 and S[S_X_NFREE] >= S[P_XMARGIN] + 4):
                 # DeepUM's prefetch and pre-allocation ticks (victims to SSD, the host being
@@ -1846,10 +1847,13 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
                 # and the same admission); the demand queues are empty, so a tick's end
                 # resumes a waiting kernel when the wait set empties (each arriving page
                 # takes at most one from it), and starts the rescue when the tick moved
-                # nothing
+                # nothing. Victims to the host raise its use by nb a tick: the streak stops
+                # short of the line (no tick's end nor start then sees it full)
                 ns, f_cnt = _streak_ticks(nb, rn, at_hi - p, lcap - (lru_tail - hd), t, ii,
                                           S, stage, is_fetch_s, fsrc, gpu_used, host_used,
                                           prm, b_dest, c_fed)
+                if b_dest == IN_CPU and (HOST - 1 - host_used) // nb < ns:
+                    ns = (HOST - 1 - host_used) // nb
                 if S[S_RESCHED] != 0:
                     if (wait - 1) // nb < ns:
                         ns = (wait - 1) // nb
@@ -1884,6 +1888,10 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
                 m -= full * nb
                 if a_src == IN_CPU:
                     host_used -= full * nb
+                elif b_dest == IN_CPU:
+                    host_used += full * nb
+                    if host_used > host_peak:
+                        host_peak = host_used
             tk_fresh = False
             if m > 0:
                 fast_block = False
