@@ -534,8 +534,8 @@ def _cur_norm(lru, lm, pstate, c, tail):
     (§8). A ring position that only dead entries follow up to the tail is END there, which
     a page appended later stays behind; and removing the first live page after a position
     removes the iterator's page (§8.1: the cursor resets). So under DeepUM the cursor is
-    brought onto its live entry (this) before an append (the callers of `_lru_append`; `_batch_move`) and
-    before the removal tests (`_cursor_page`). Under the LRU policies it is never observed.
+    brought onto its live entry (this) before an append (the callers of `_lru_append`,
+    `_batch_move`) and before the removal tests (`_cursor_page`). Under the LRU policies it is never observed.
     (Until this, a cursor left after dead entries took a later arrival as its page; no
     output of the equivalence runs, the artifact's models or Figure 11 changed.) Inside
     `_lru_append` this made the LRU policies' runs slower (Inceptionv3-1536 Base UVM by about
@@ -730,17 +730,7 @@ def _x_remove(lru, S, tt, T, a, b):
     """Tensor T's pages a .. b - 1 that are in the list leave it (its chain finds them).
     Under DeepUM, removing the cursor's page resets the cursor to the list's head (§8.1)."""
     c = S[S_LRU_CUR]
-    if S[P_DEEPUM] != 0 and a <= c and c < b:
-        _x_remove_pages(lru, S, tt, T, a, b)
-        h = S[S_X_HEAD]
-        S[S_LRU_CUR] = lru[_u(h * XW + X_LO)] if h >= 0 else -1
-        S[S_X_CUR] = h
-    else:
-        _x_remove_pages(lru, S, tt, T, a, b)
-
-
-@_kernel
-def _x_remove_pages(lru, S, tt, T, a, b):
+    reset = S[P_DEEPUM] != 0 and a <= c and c < b
     i = tt[_u(T), TT_XH]
     while i >= 0:
         nx = lru[_u(i * XW + X_TNEXT)]
@@ -757,6 +747,10 @@ def _x_remove_pages(lru, S, tt, T, a, b):
             else:
                 lru[_u(i * XW + X_LO)] = b
         i = nx
+    if reset:
+        h = S[S_X_HEAD]
+        S[S_LRU_CUR] = lru[_u(h * XW + X_LO)] if h >= 0 else -1
+        S[S_X_CUR] = h
 
 
 @_kernel
