@@ -29,6 +29,9 @@ if NO_JIT:
 
     def _call_populate(pstate, p0, n, S):
         pk._populate(pstate, p0, n, S)
+
+    def _call_dropped(pstate, lo, hi, S):
+        pk._release_dropped(pstate, lo, hi, S)
 else:
     @njit
     def _call(pstate, p0, n, S):                  # (the kernels have no CPython wrapper)
@@ -37,6 +40,10 @@ else:
     @njit
     def _call_populate(pstate, p0, n, S):
         pk._populate(pstate, p0, n, S)
+
+    @njit
+    def _call_dropped(pstate, lo, hi, S):
+        pk._release_dropped(pstate, lo, hi, S)
 
 
 def _twin(pstate, base, p0, n):
@@ -47,6 +54,19 @@ def _twin(pstate, base, p0, n):
     if b <= a or pstate[a - base:b - base].any():
         return 0
     return b - a
+
+
+def _twin_dropped(pstate, base, lo, hi):
+    """The bytes `_release_dropped` must give back after pages lo .. hi - 1 were dropped: the
+    memory pages overlapping [lo, hi) that lie wholly within the states and hold zeros only."""
+    end = base + len(pstate)
+    a = (base + lo) // PS * PS
+    got = 0
+    while a < base + hi:
+        if a >= base and a + PS <= end and not pstate[a - base:a + PS - base].any():
+            got += PS
+        a += PS
+    return got
 
 
 def _rss_bytes():
@@ -71,6 +91,31 @@ def test_release_twin_random_ranges():
         S[pk.P_RELEASE] = PS
         _call(pstate, p0, n, S)
         assert S[pk.S_RELEASED] == _twin(before, pstate.ctypes.data, p0, n), (i, p0, n)
+        assert np.array_equal(pstate, before)
+        released += S[pk.S_RELEASED]
+    assert released > 0
+
+
+def test_release_dropped_twin_random_ranges():
+    """400 random dropped ranges over states that are zero but for a few set bytes (sometimes
+    none, sometimes one in the range's first or last memory page): the bytes released equal
+    the twin's, and no state changes."""
+    rng = np.random.default_rng(12)
+    pstate = np.zeros(32 * PS + 77, dtype=np.uint8)
+    released = 0
+    for i in range(400):
+        pstate[:] = 0
+        lo = int(rng.integers(0, len(pstate)))
+        hi = int(rng.integers(lo, min(lo + 6 * PS, len(pstate)) + 1))
+        for _ in range(int(rng.integers(0, 4))):
+            near = int(rng.choice([lo - 1, hi, int(rng.integers(0, len(pstate)))]))
+            if 0 <= near < len(pstate):
+                pstate[near] = int(rng.integers(1, 256))
+        before = pstate.copy()
+        S = np.zeros(pk.NS, dtype=np.int64)
+        S[pk.P_RELEASE] = PS
+        _call_dropped(pstate, lo, hi, S)
+        assert S[pk.S_RELEASED] == _twin_dropped(before, pstate.ctypes.data, lo, hi), (i, lo, hi)
         assert np.array_equal(pstate, before)
         released += S[pk.S_RELEASED]
     assert released > 0
@@ -129,6 +174,40 @@ def test_release_changes_nothing(monkeypatch):
     total = 0
     for seed in range(6):
         w, cfg, hints = _big_case(seed)
+        got = [0]
+        a = _run(monkeypatch, w, cfg, hints, True, got)
+        b = _run(monkeypatch, w, cfg, hints, False)
+        assert np.array_equal(a.kernels, b.kernels)
+        assert np.array_equal(a.pcie, b.pcie)
+        assert np.array_equal(a.boundaries, b.boundaries)
+        assert (a.gpu_used, a.host_used, a.host_peak) == (b.gpu_used, b.host_used, b.host_peak)
+        assert np.array_equal(a.pstate, b.pstate)
+        total += got[0]
+    assert total > 0
+
+
+def _deepum_case(seed):
+    """DeepUM without pre-evictions (the extent list) over tensors of up to 4 memory pages of
+    states each, on GPUs near the largest kernel: dead tensors' pages are dropped, and only their
+    release gives memory back (no pre-deallocation)."""
+    rng = np.random.default_rng(700 + seed)
+    w = make_workload(seed + 60, n_kernels=10, n_tensors=12, max_pages=4 * PS)
+    frames = int(kernel_pages(w).max() * rng.uniform(1.0, 1.3)) + 1
+    cfg = tiny_cfg(frames, int(rng.choice([0, frames, 8 * int(w.num_pages)])), "deepUM",
+                   num_iteration=3, PCIe_batch_size_page=int(rng.integers(500, 4000)),
+                   prefetch_degree=int(rng.integers(0, 3)))
+    hints = [h for h in random_hints(w, seed, n_hints=30)
+             if h[3] not in (pk.IN_SSD, pk.IN_CPU, pk.NOT_PRESENT)]   # (DeepUM's own: prefetches)
+    return w, cfg, hints
+
+
+def test_release_of_dropped_pages_changes_nothing(monkeypatch):
+    """Six random DeepUM runs: with the release of dropped pages' states (`_release_dropped`)
+    and without it the same kernels, traffic, memory use and final page states; memory is
+    released in them."""
+    total = 0
+    for seed in range(6):
+        w, cfg, hints = _deepum_case(seed)
         got = [0]
         a = _run(monkeypatch, w, cfg, hints, True, got)
         b = _run(monkeypatch, w, cfg, hints, False)

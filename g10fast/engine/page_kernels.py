@@ -1613,6 +1613,8 @@ def _batch_move_xd(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a
         if b_ev:
             for v in range(lo, lo + j):
                 pstate[_u(v)] = (np.int64(pstate[_u(v)]) & ~(LOC_MASK | F_TRANSFER)) | b_dest
+            if b_dest == NOT_PRESENT and S[P_RELEASE] != 0:
+                _release_dropped(pstate, lo, lo + j, S)
             cur = _xd_evict(dnp, lru, S, tt, h, lo, j, cur)
             vt_d -= j
         wait = _x_arrive(lru, S, tt, pstate, a_T, p + m, j, wait)
@@ -2007,6 +2009,8 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
                 pstate[_u(v)] = vst
             else:
                 pstate[_u(v)] = ((vst0 & ~LOC_MASK) | dest) & ~F_TRANSFER
+                if dest == NOT_PRESENT and xl and S[P_RELEASE] != 0:
+                    _release_dropped(pstate, v, v + 1, S)
             if (vst0 & RES_MASK) == IN_GPU:
                 vt_d -= 1
         if a_src == IN_CPU:
@@ -2193,6 +2197,8 @@ def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, 
         else:
             st &= ~F_TRANSFER
         pstate[_u(v)] = st
+        if st == 0 and prm.xl and prm.deepum and S[P_RELEASE] != 0:
+            _release_dropped(pstate, v, v + 1, S)
         if (st0 & RES_MASK) == IN_GPU:
             tt[_u(T), TT_RES] -= 1
     return (c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait,
@@ -3347,6 +3353,41 @@ def _release_free(pstate, p0, n, S):
         acc |= w[i]
     if acc == 0 and _madvise(np.uint64(a), np.uint64(b - a), MADV_DONTNEED) == 0:
         S[S_RELEASED] += b - a
+
+
+@_kernel
+def _release_dropped(pstate, lo, hi, S):
+    """After pages lo .. hi - 1 were dropped (DeepUM's victims of dead tensors, left
+    NOT_PRESENT): give back to the operating system each memory page (S[P_RELEASE] bytes) of
+    the states that overlaps them, lies wholly within `pstate` and now holds zero states
+    only. DeepUM never pre-deallocates: without this, the states of the tensors it drops
+    would keep their memory to the end of the run. Each memory page is scanned from its
+    end, where the pages not yet dropped lie when victims go in ascending order."""
+    ps = S[P_RELEASE]
+    base = np.int64(pstate.ctypes.data)
+    a = (base + lo) // ps * ps
+    if a < base:
+        a += ps
+    e = (base + hi + ps - 1) // ps * ps
+    if e > base + pstate.shape[0]:
+        e -= ps
+    w = ps // 8
+    z0 = -1                          # the start of the zero pages found so far in a row
+    while a < e:
+        blk = pstate[a - base:a - base + ps].view(np.uint64)
+        i = w - 1
+        while i >= 0 and blk[i] == 0:
+            i -= 1
+        if i < 0:
+            if z0 < 0:
+                z0 = a
+        elif z0 >= 0:
+            if _madvise(np.uint64(z0), np.uint64(a - z0), MADV_DONTNEED) == 0:
+                S[S_RELEASED] += a - z0
+            z0 = -1
+        a += ps
+    if z0 >= 0 and _madvise(np.uint64(z0), np.uint64(e - z0), MADV_DONTNEED) == 0:
+        S[S_RELEASED] += e - z0
 
 
 @_kernel
