@@ -206,6 +206,11 @@ def compare(ref, new, full_pstate=False):
         if b is None:
             bad.append((name, "missing"))
             continue
+        if ("error" in a) != ("error" in b):
+            # (one run ended in an error, the other did not: their keys differ, so the
+            # loop below alone would skip every key the error lacks)
+            bad.append((name, "error: " + str(b.get("error", a.get("error")))))
+            continue
         for key in a:
             if key not in b:
                 continue            # (pstate_full_md5 without --full-pstate)

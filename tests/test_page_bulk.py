@@ -48,22 +48,30 @@ def _cases():
         out.append((seed, "deepUM-x", seed % 8 == 0))
     for seed in range(16):
         out.append((seed, "deepUM-s", False))
+    # "-r": large tensors on a GPU barely above the largest kernel, where the victims are
+    # often pages the kernel requires, queued again (in runs, on the extent list too)
+    for seed in range(8):
+        out.append((seed, "lru-r", False))
+        out.append((seed, "prefetch_lru-r", False))
     return out
 
 
 @pytest.mark.parametrize("seed,policy,traced", _cases())
 def test_bulk_equals_per_page_engine(seed, policy, traced):
     rng = np.random.default_rng(1000 + seed)
-    big = policy == "deepUM-s"
+    big = policy in ("deepUM-s", "lru-r", "prefetch_lru-r")
     w = make_workload(seed, n_kernels=int(rng.integers(6, 20)),
                       n_tensors=int(rng.integers(10, 40)),
                       max_pages=int(rng.integers(100, 300) if big else rng.integers(4, 60)))
     need = int(kernel_pages(w).max())
-    frames = int(need * rng.uniform(1.0, 2.0)) + 1
+    frames = int(need * (rng.uniform(1.0, 1.1) if policy.endswith("-r") else
+                         rng.uniform(1.0, 2.0))) + 1
     host = int(rng.choice([0, frames // 3, frames, 10 * frames]))
     kw = {"num_iteration": int(rng.integers(2, 5))}
-    if big:
+    if policy == "deepUM-s":
         kw["PCIe_batch_size_page"] = int(rng.integers(2, 8))
+    elif big:
+        kw["PCIe_batch_size_page"] = int(rng.integers(8, 64))
     elif rng.random() < 0.4:
         kw["PCIe_batch_size_page"] = int(rng.integers(3, 40))
     if policy.startswith("deepUM"):
@@ -79,6 +87,27 @@ def test_bulk_equals_per_page_engine(seed, policy, traced):
     _assert_same(ref, new, (seed, policy, traced))
     if "error" not in ref:
         assert ref["kernels"].shape[0] == w.num_kernels * kw["num_iteration"]
+
+
+@pytest.mark.parametrize("seed", [10, 51, 58, 0, 1])
+def test_bulk_deepum_requeued_victims(seed):
+    """DeepUM on the extent list with victims of required tensors queued again in runs
+    (`_batch_move_xd`'s b_rq): large tensors, a GPU barely above the largest kernel. Seeds
+    10, 51 and 58 are the three of 60 where those runs change the outcome when their victims
+    are not flagged (each fails then); 0 and 1 are plain ones."""
+    rng = np.random.default_rng(5000 + seed)
+    w = make_workload(seed + 300, n_kernels=int(rng.integers(6, 20)),
+                      n_tensors=int(rng.integers(10, 40)),
+                      max_pages=int(rng.integers(100, 300)))
+    frames = int(kernel_pages(w).max() * rng.uniform(1.0, 1.1)) + 1
+    host = int(rng.choice([0, frames // 3, frames, 10 * frames]))
+    cfg = tiny_cfg(frames, host, "deepUM", num_iteration=3,
+                   PCIe_batch_size_page=int(rng.integers(8, 64)),
+                   prefetch_degree=int(rng.integers(0, 5)))
+    hints = [h for h in random_hints(w, seed, n_hints=int(rng.integers(20, 80)))
+             if h[3] not in (pk.IN_SSD, pk.IN_CPU)]
+    _assert_same(_outcome(w, cfg, hints, False, False), _outcome(w, cfg, hints, True, False),
+                 seed)
 
 
 @pytest.mark.parametrize("seed", range(8))

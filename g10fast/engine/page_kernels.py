@@ -1579,18 +1579,32 @@ def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_
     return m, wait, vt_d
 
 
+@_kernel
+def _victims_requeued(pstate, lo, j, wait):
+    """Victims lo .. lo + j - 1, just gone (of a tensor the current kernel requires), go back
+    to the queue of where they went, as the page loop queues them: each is flagged in
+    transfer and joins the wait set (the caller pushes them). Returns the wait-set size."""
+    for v in range(lo, lo + j):
+        vs = np.int64(pstate[_u(v)])
+        if not (vs & F_WAIT):
+            wait += 1
+        pstate[_u(v)] = vs | F_TRANSFER | F_WAIT
+    return wait
+
+
 @_kernel_stage
-def _batch_move_xd(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait,
-                   vt_d, dnp, srt, cur, dum_end):
+def _batch_move_xd(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, b_rq, pstate, lru, S, tt, a_T,
+                   wait, vt_d, dnp, srt, cur, dum_end):
     """`_batch_move_x` under DeepUM (dnp: non-PF): the victims are `_xd_victim`'s, a record
     at a time, and the cursor `cur` moves as one by one; a run does not take the last page
     of the tail record with others (one by one, the page after it would be the first
     arrival, not END). (A function of its own: with these branches in `_batch_move_x`, the
-    LRU policies' runs were slower, Inceptionv3-1536 Base UVM by about a fifth.) Returns the
-    pages moved, the wait-set size, the victim tensor's pending TT_RES change and the
-    cursor."""
+    LRU policies' runs were slower, Inceptionv3-1536 Base UVM by about a fifth.) b_rq as in
+    `_batch_move_x`. Returns the pages moved, the wait-set size, the victim tensor's pending
+    TT_RES change, the cursor and the first victim (-1: none)."""
     m = 0
     h = -1
+    v0 = -1
     while m < nb:
         k = nb - m
         lo = 0
@@ -1600,6 +1614,11 @@ def _batch_move_xd(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a
                 break
             if lo < b_lo or lo >= b_hi:
                 break
+            if b_rq:
+                if v0 < 0:
+                    v0 = lo
+                elif lo != v0 + m:
+                    break
             hi = lru[_u(h * XW + X_HI)]
             if hi - lo <= k:
                 k = hi - lo
@@ -1613,7 +1632,9 @@ def _batch_move_xd(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a
         if b_ev:
             for v in range(lo, lo + j):
                 pstate[_u(v)] = (np.int64(pstate[_u(v)]) & ~(LOC_MASK | F_TRANSFER)) | b_dest
-            if b_dest == NOT_PRESENT and S[P_RELEASE] != 0:
+            if b_rq:
+                wait = _victims_requeued(pstate, lo, j, wait)
+            elif b_dest == NOT_PRESENT and S[P_RELEASE] != 0:
                 _release_dropped(pstate, lo, lo + j, S)
             cur = _xd_evict(dnp, lru, S, tt, h, lo, j, cur)
             vt_d -= j
@@ -1621,7 +1642,7 @@ def _batch_move_xd(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a
         m += j
         if j < k:
             break
-    return m, wait, vt_d, cur
+    return m, wait, vt_d, cur, v0
 
 
 @_kernel_stage
@@ -1814,7 +1835,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
             # for it with the page loop's test still passing after the push
             b_rq = False
             rq = -1
-            if vt_req != 0 and streaks and not xl and b_ev:
+            if vt_req != 0 and streaks and b_ev:
                 rq = (Q_PF_CPU if b_dest == IN_CPU else
                       (Q_PF_SSD if b_dest == IN_SSD else Q_PF_ALLOC))
                 used = qt - qh if rq == q else S[S_QT + rq] - S[S_QH + rq]
@@ -1825,13 +1846,14 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
             b_win = tt[_u(vt_T), TT_WIN] != 0
             ns = 0
             f_cnt = (0, 0, 0, 0, 0, 0, 0)
-            if (streaks and tk_fresh and b_ev and not deepum and stage >= _G_PF_SSD and is_pf_s
+            if (streaks and tk_fresh and b_ev and not b_rq and not deepum and stage >= _G_PF_SSD
+                    and is_pf_s
                     and b_dest == IN_SSD
                     and c_fed == IN_SSD and a_src != IN_CPU and nb > 0):
                 ns, f_cnt = _streak_ticks(nb, rn, at_hi - p, lcap - (lru_tail - hd), t, ii,
                                           S, stage, is_fetch_s, fsrc, gpu_used, host_used,
                                           prm, IN_SSD, IN_SSD)
-            elif (streaks and tk_fresh and b_ev and deepum and xl and not is_pf_s
+            elif (streaks and tk_fresh and b_ev and not b_rq and deepum and xl and not is_pf_s
                     and (b_dest == IN_SSD or b_dest == NOT_PRESENT
                          or (b_dest == IN_CPU and a_src != IN_CPU))
                     and (a_src != IN_CPU or (b_dest == NOT_PRESENT and host_used < HOST))
@@ -1856,9 +1878,20 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
                     if S[S_R_STARTED] == 0 and f_cnt[0] + f_cnt[3] == 0:
                         ns = 0
             if xl and deepum:
-                m, wait, vt_d, lru_cur = _batch_move_xd(
-                    p, nb * ns if ns >= 2 else nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate,
-                    lru, S, tt, at_T, wait, vt_d, b_dnp, srt, lru_cur, dum_end)
+                m, wait, vt_d, lru_cur, v0 = _batch_move_xd(
+                    p, nb * ns if ns >= 2 else nb, a_src, b_ev, b_dest, b_lo, b_hi, b_rq,
+                    pstate, lru, S, tt, at_T, wait, vt_d, b_dnp, srt, lru_cur, dum_end)
+            elif xl and b_rq:
+                # victims of a required tensor, queued again as one run: the head record's
+                # first pages (consecutive), flagged after the move
+                hx = S[S_X_HEAD]
+                v0 = lru[_u(hx * XW + X_LO)] if hx >= 0 else -1
+                nbx = nb
+                if hx >= 0 and lru[_u(hx * XW + X_HI)] - v0 < nbx:
+                    nbx = lru[_u(hx * XW + X_HI)] - v0
+                m, wait, vt_d = _batch_move_x(p, nbx, a_src, b_ev, b_dest, b_lo, b_hi, pstate,
+                                              lru, S, tt, at_T, wait, vt_d)
+                wait = _victims_requeued(pstate, v0, m, wait)
             elif xl:
                 m, wait, vt_d = _batch_move_x(
                     p, nb * ns if ns >= 2 else nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate,
