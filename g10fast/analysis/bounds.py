@@ -421,25 +421,37 @@ def _cover_kernel(g_start, g_end, g_size, need, y):
 
 def gaps(m: BoundModel):
     """Inactive gaps (tensor, first kernel, last kernel) that cost a fetch when off the GPU:
-    between two uses, and a global's gap before its first use."""
-    gs, ge, gz = [], [], []
-    for x in range(len(m.size)):
-        if m.lo[x] < 0 or m.size[x] == 0 or m.free_read[x]:
-            continue
-        u = m.use_k[m.use_ptr[x]:m.use_ptr[x + 1]]
-        if m.lo[x] < u[0]:
-            gs.append(m.lo[x]), ge.append(u[0] - 1), gz.append(m.size[x])
-        if m.touched_evictable:        # off from the use before (after its touch)
-            d = np.arange(len(u) - 1)
-            gs.extend(u[d].tolist()), ge.extend((u[d + 1] - 1).tolist())
-            gz.extend([m.size[x]] * len(d))
-            continue
-        d = np.nonzero(np.diff(u) > 1)[0]
-        gs.extend((u[d] + 1).tolist()), ge.extend((u[d + 1] - 1).tolist())
-        gz.extend([m.size[x]] * len(d))
-    order = np.argsort(-np.asarray(ge, np.int64), kind="stable")
-    return (np.asarray(gs, np.int64)[order], np.asarray(ge, np.int64)[order],
-            np.asarray(gz, np.float64)[order])
+    between two uses, and a global's gap before its first use. In the order of the longest
+    last kernel first; ties by tensor, a tensor's gap before its first use before those
+    between its uses, in kernel order."""
+    T = len(m.size)
+    ptr = np.asarray(m.use_ptr, np.int64)
+    uk = np.asarray(m.use_k, np.int64)
+    size = np.asarray(m.size)
+    lo = np.asarray(m.lo, np.int64)
+    cnt = np.diff(ptr)
+    ok = (lo >= 0) & (size != 0) & ~np.asarray(m.free_read, bool) & (cnt > 0)
+    # before the first use
+    xs = np.nonzero(ok)[0]
+    u0 = uk[ptr[xs]]
+    f = lo[xs] < u0
+    fx = xs[f]
+    # between two uses of a tensor (use j and j + 1)
+    owner = np.repeat(np.arange(T), cnt)
+    j = np.nonzero((owner[:-1] == owner[1:]) & ok[owner[:-1]])[0]
+    if m.touched_evictable:            # off from the use before (after its touch)
+        js = uk[j]
+    else:
+        j = j[uk[j + 1] - uk[j] > 1]
+        js = uk[j] + 1
+    gs = np.concatenate([lo[fx], js])
+    ge = np.concatenate([u0[f] - 1, uk[j + 1] - 1])
+    gz = np.concatenate([size[fx], size[owner[j]]]).astype(np.float64)
+    # (tensor, then the first-use gap (-1) before the gaps between uses (their index))
+    made = np.lexsort((np.concatenate([np.full(len(fx), -1), j]),
+                       np.concatenate([fx, owner[j]])))
+    order = made[np.argsort(-ge[made], kind="stable")]
+    return gs[order], ge[order], gz[order]
 
 
 @dataclass

@@ -492,6 +492,21 @@ def cxx_sort(perm, ka, kt):
         perm[j] = v
 
 
+@kernel
+def cxx_sort_keys(keys):
+    """The permutation std::sort applies to integer `keys` with `a < b` (plan.cxx_sort_order):
+    `cxx_sort` with the area comparator on the negated keys as areas and no ties broken (a
+    larger area first is a smaller key first; equal areas are not less either way). Keys
+    must be exact as float64 (|key| < 2**53)."""
+    n = keys.shape[0]
+    perm = np.arange(n)
+    ka = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        ka[i] = -float(keys[i])
+    cxx_sort(perm, ka, np.zeros(n, dtype=np.float64))
+    return perm
+
+
 @kernel_internal
 def _find(tx, x, lo, hi):
     """The j in [lo, hi) with tx[j] <= x < tx[j+1], clamped to [lo, hi-1]."""

@@ -96,10 +96,15 @@ def cxx_sort_order(keys) -> np.ndarray:
     """The permutation libstdc++'s std::sort (introsort: median-of-three quicksort down to
     runs of 16, then insertion sort; heap sort past 2·log2(n) levels) applies to `keys` with
     `a < b`. G10 sorts its hints with it (O-21), so this reproduces the order of same-kernel
-    hints in prefetch_guide.config. Ties are what std::sort makes of them: not stable."""
-    a = [int(x) for x in np.asarray(keys).tolist()]
-    return np.asarray(cxx_sort_ids(list(range(len(a))), lambda x, y: a[x] < a[y]),
-                      dtype=np.int64)
+    hints in prefetch_guide.config. Ties are what std::sort makes of them: not stable. (The
+    planner's Numba sort, `g10_kernels.cxx_sort_keys`; `cxx_sort_ids` is its plain twin.)"""
+    k = np.asarray(keys).astype(np.int64)
+    if len(k) and np.abs(k).max() >= 2**53:         # (not exact as the kernel's float keys)
+        a = k.tolist()
+        return np.asarray(cxx_sort_ids(list(range(len(a))), lambda x, y: a[x] < a[y]),
+                          dtype=np.int64)
+    from g10fast.planner.g10_kernels import cxx_sort_keys
+    return cxx_sort_keys(k).astype(np.int64)
 
 
 def cxx_sort_ids(ids: list, less) -> list:
