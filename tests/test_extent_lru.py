@@ -178,3 +178,37 @@ def test_checked_runs_keep_the_extent_invariants(seed, policy):
     ref = simulate_pages(w, cfg, hints=hints, bulk=False)
     assert np.array_equal(checked.kernels, ref.kernels)
     assert np.array_equal(checked.pcie, ref.pcie)
+
+
+@pytest.mark.parametrize("seed,policy", [(s, p) for s in range(4)
+                                         for p in ("lru", "prefetch_lru", "deepUM")])
+def test_runs_growing_the_records_equal_the_reference(seed, policy, monkeypatch):
+    """The record array starting just above what makes the wrapper grow it (2 * P_XMARGIN
+    records) and grown 16 records at a time, so that the engine pauses and the wrapper grows
+    it (copying the records taken, up to `S_X_BUMP`) many times in a run: the extent list
+    stays whole (check=True: a pause at every kernel) and the results equal the per-page
+    reference's."""
+    import g10fast.engine.page as page
+    grown = []
+    real = page._extent_records
+
+    def small(n, S, old=None):
+        grown.append(old is not None)
+        m = int(S[pk.P_XMARGIN])
+        return real(2 * m + 8 if old is None else len(old) // pk.XW + 16, S, old)
+    monkeypatch.setattr(page, "_extent_records", small)
+    rng = np.random.default_rng(3000 + seed)
+    w = make_workload(seed + 7, n_kernels=int(rng.integers(10, 16)),
+                      n_tensors=int(rng.integers(30, 40)), max_pages=int(rng.integers(100, 200)))
+    frames = int(kernel_pages(w).max() * rng.uniform(1.0, 1.3)) + 1
+    cfg = tiny_cfg(frames, 4 * frames, policy, num_iteration=4, PCIe_batch_size_page=8)
+    hints = None
+    if policy != "lru":
+        hints = [h for h in random_hints(w, seed, n_hints=60)
+                 if policy != "deepUM" or h[3] not in (pk.IN_SSD, pk.IN_CPU)]
+    checked = simulate_pages(w, cfg, hints=hints, check=True, bulk=True)
+    assert sum(grown) >= 2
+    ref = simulate_pages(w, cfg, hints=hints, bulk=False)
+    assert np.array_equal(checked.kernels, ref.kernels)
+    assert np.array_equal(checked.pcie, ref.pcie)
+    assert (checked.gpu_used, checked.host_used) == (ref.gpu_used, ref.host_used)

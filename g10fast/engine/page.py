@@ -460,7 +460,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
                               "page_table_scans": checker.scans} if check else {})})
 
 
-_EXTENTS_INITIAL = 1 << 14
+_EXTENTS_INITIAL = 1 << 18      # (64 bytes each, memory taken only as they are first used)
 
 
 def _small_pages(a: np.ndarray) -> None:
@@ -484,16 +484,17 @@ def _small_pages(a: np.ndarray) -> None:
 
 def _extent_records(n: int, S, old=None) -> np.ndarray:
     """Storage for n extent records of the extent LRU (`pk.XW` int64 words each): the records
-    of `old` kept in place, the others chained onto the free list in S."""
+    of `old` kept in place, the others free (never used: from S[S_X_BUMP] on, not written
+    here, so they take no memory until the engine takes them)."""
     lru = np.empty(n * pk.XW, dtype=np.int64)
     n0 = 0
     if old is not None:
         n0 = len(old) // pk.XW
-        lru[:len(old)] = old
-    nxt = lru[pk.X_NEXT::pk.XW]
-    nxt[n0:n - 1] = np.arange(n0 + 1, n)
-    nxt[n - 1] = S[pk.S_X_FREE] if old is not None else -1
-    S[pk.S_X_FREE] = n0
+        used = int(S[pk.S_X_BUMP]) * pk.XW
+        lru[:used] = old[:used]
+    else:
+        S[pk.S_X_FREE] = -1
+        S[pk.S_X_BUMP] = 0
     S[pk.S_X_NFREE] += n - n0
     return lru
 

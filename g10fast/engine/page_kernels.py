@@ -187,8 +187,8 @@ P_BULK = 100       # 1: the bulk paths (whole-tensor hints and pre-deallocations
                    # uniform page ranges, untraced; same results, see docs/page-engine-bulk.md)
 S_X_HEAD = 101     # extent LRU (P_XLRU): first extent of the list (the least recent), -1
 S_X_TAIL = 102     # last extent (the most recent), -1
-S_X_FREE = 103     # first free extent record, -1
-S_X_NFREE = 104    # free extent records
+S_X_FREE = 103     # first freed extent record, -1
+S_X_NFREE = 104    # free extent records (freed ones and those never used)
 P_XLRU = 105       # 1: the LRU list is kept as extents in `lru` (LRU policies, bulk engine)
 P_XMARGIN = 106    # free extent records a busy tick may need (pause and grow below it)
 # a repeated busy tick replayed (P_REPLAY; see "A busy tick replayed" below): the template,
@@ -228,7 +228,8 @@ P_RELEASE = 232    # the operating system's page size, bytes, when the page stat
 S_RELEASED = 233   # bytes of page states given back (a statistic)
 S_X_CUR = 234      # DeepUM on extents: the record of the cursor's page (a hint: checked, and
                    # looked up again when stale); the cursor, S_LRU_CUR, is then a page or -1
-NS = 235
+S_X_BUMP = 235     # the first extent record never used (those from it on are free, unlinked)
+NS = 236
 STALE_BUCKETS = 1 << 16
 
 # run statuses
@@ -637,7 +638,9 @@ def _lru_advance_head(lru, pstate, S):
 # or pre-deallocated: its tensor's chain finds it). No stale entries, no generations, no
 # compactions; the victim search is a read of the head. The records live in `lru` (int64,
 # XW words each: first page, end page, tensor, previous, next, previous and next in the
-# tensor's chain); free ones are chained through X_NEXT from S[S_X_FREE]. The engine pauses
+# tensor's chain); freed ones are chained through X_NEXT from S[S_X_FREE], and the records
+# from S[S_X_BUMP] on were never used (so that the wrapper's array, `np.empty`, takes memory
+# only as records are first taken, and a larger array costs nothing). The engine pauses
 # while fewer than P_XMARGIN records are free (as many as one busy tick can take), and the
 # wrapper grows the array. tt[T, TT_RES] equals the pages of T's extents.
 # ----------------------------------------------------------------------------------------
@@ -657,11 +660,15 @@ def _x_new(lru, S, tt, T, lo, hi, after):
     """A new extent [lo, hi) of tensor T, linked after extent `after` (-1: at the head of the
     list), and at the head of T's chain. Returns its record (-1 when none is free: E_EXTENTS)."""
     i = S[S_X_FREE]
-    if i < 0:
-        S[S_ERROR] = E_EXTENTS
-        return -1
+    if i >= 0:
+        S[S_X_FREE] = lru[_u(i * XW + X_NEXT)]
+    else:
+        i = S[S_X_BUMP]
+        if i >= lru.shape[0] // XW:
+            S[S_ERROR] = E_EXTENTS
+            return -1
+        S[S_X_BUMP] = i + 1
     b = i * XW
-    S[S_X_FREE] = lru[_u(b + X_NEXT)]
     S[S_X_NFREE] -= 1
     lru[_u(b + X_LO)] = lo
     lru[_u(b + X_HI)] = hi
