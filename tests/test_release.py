@@ -69,6 +69,18 @@ def _twin_dropped(pstate, base, lo, hi):
     return got
 
 
+def _released(call, twin, pstate, a, b, what):
+    """Kernel `call` on states `pstate` and the range (a, b): the bytes it says it released
+    equal the twin's, and no state changes. Returns them."""
+    before = pstate.copy()
+    S = np.zeros(pk.NS, dtype=np.int64)
+    S[pk.P_RELEASE] = PS
+    call(pstate, a, b, S)
+    assert S[pk.S_RELEASED] == twin(before, pstate.ctypes.data, a, b), what
+    assert np.array_equal(pstate, before)
+    return int(S[pk.S_RELEASED])
+
+
 def _rss_bytes():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * PS
@@ -84,15 +96,9 @@ def test_release_twin_random_ranges():
         pstate[:] = 0
         for _ in range(int(rng.integers(0, 4))):
             pstate[int(rng.integers(0, len(pstate)))] = int(rng.integers(1, 256))
-        before = pstate.copy()
         p0 = int(rng.integers(0, len(pstate)))
         n = int(rng.integers(0, len(pstate) - p0 + 1))
-        S = np.zeros(pk.NS, dtype=np.int64)
-        S[pk.P_RELEASE] = PS
-        _call(pstate, p0, n, S)
-        assert S[pk.S_RELEASED] == _twin(before, pstate.ctypes.data, p0, n), (i, p0, n)
-        assert np.array_equal(pstate, before)
-        released += S[pk.S_RELEASED]
+        released += _released(_call, _twin, pstate, p0, n, (i, p0, n))
     assert released > 0
 
 
@@ -111,13 +117,7 @@ def test_release_dropped_twin_random_ranges():
             near = int(rng.choice([lo - 1, hi, int(rng.integers(0, len(pstate)))]))
             if 0 <= near < len(pstate):
                 pstate[near] = int(rng.integers(1, 256))
-        before = pstate.copy()
-        S = np.zeros(pk.NS, dtype=np.int64)
-        S[pk.P_RELEASE] = PS
-        _call_dropped(pstate, lo, hi, S)
-        assert S[pk.S_RELEASED] == _twin_dropped(before, pstate.ctypes.data, lo, hi), (i, lo, hi)
-        assert np.array_equal(pstate, before)
-        released += S[pk.S_RELEASED]
+        released += _released(_call_dropped, _twin_dropped, pstate, lo, hi, (i, lo, hi))
     assert released > 0
 
 
@@ -168,24 +168,6 @@ def _run(monkeypatch, w, cfg, hints, release, released=None):
         monkeypatch.setattr(pk, "run_engine", engine)
 
 
-def test_release_changes_nothing(monkeypatch):
-    """Six random G10 runs over large tensors: with the release and without it the same
-    kernels, traffic, memory use and final page states; memory is released in them."""
-    total = 0
-    for seed in range(6):
-        w, cfg, hints = _big_case(seed)
-        got = [0]
-        a = _run(monkeypatch, w, cfg, hints, True, got)
-        b = _run(monkeypatch, w, cfg, hints, False)
-        assert np.array_equal(a.kernels, b.kernels)
-        assert np.array_equal(a.pcie, b.pcie)
-        assert np.array_equal(a.boundaries, b.boundaries)
-        assert (a.gpu_used, a.host_used, a.host_peak) == (b.gpu_used, b.host_used, b.host_peak)
-        assert np.array_equal(a.pstate, b.pstate)
-        total += got[0]
-    assert total > 0
-
-
 def _deepum_case(seed):
     """DeepUM without pre-evictions (the extent list) over tensors of up to 4 memory pages of
     states each, on GPUs near the largest kernel: dead tensors' pages are dropped, and only their
@@ -201,13 +183,16 @@ def _deepum_case(seed):
     return w, cfg, hints
 
 
-def test_release_of_dropped_pages_changes_nothing(monkeypatch):
-    """Six random DeepUM runs: with the release of dropped pages' states (`_release_dropped`)
-    and without it the same kernels, traffic, memory use and final page states; memory is
-    released in them."""
+@pytest.mark.parametrize("make_case", [_big_case, _deepum_case],
+                         ids=["g10-predeallocations", "deepum-drops"])
+def test_release_changes_nothing(monkeypatch, make_case):
+    """Six random runs of each kind (G10 with pre-deallocations, `_release_free`; DeepUM
+    dropping dead tensors' pages with no pre-deallocation, `_release_dropped`): with the
+    release and without it the same kernels, traffic, memory use and final page states;
+    memory is released in them."""
     total = 0
     for seed in range(6):
-        w, cfg, hints = _deepum_case(seed)
+        w, cfg, hints = make_case(seed)
         got = [0]
         a = _run(monkeypatch, w, cfg, hints, True, got)
         b = _run(monkeypatch, w, cfg, hints, False)
