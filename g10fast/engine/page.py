@@ -469,8 +469,9 @@ def _small_pages(a: np.ndarray) -> None:
     (2 MiB) for arrays of 4 MiB and more; for the page states that made the release of freed
     tensors' states (`_release_free`) and their mapping again (`_populate`, first writes)
     work in 2 MiB units: every write into a released or untouched range zeroed and kept a
-    whole 2 MiB page. Measured on SENet154-1024 G10: 13 % of the process's CPU in the
-    kernel's page clearing, and 424 MiB peak against 311 MiB in small pages."""
+    whole 2 MiB page. Measured on SENet154-1024 G10 (`perf record`, warm-up included): 13.5 %
+    of the process's samples in the kernel's page clearing; peak 424 MiB, 311 MiB in small
+    pages (docs/page-engine-bulk.md, "Eleventh step")."""
     if a.nbytes < (4 << 20):
         return
     libc = ctypes.CDLL(None, use_errno=True)
