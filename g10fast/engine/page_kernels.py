@@ -1546,6 +1546,13 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deep
     return m, lru_tail, lru_cur, lru_scan, wait, vt_d, v0
 
 
+@_kernel_page
+def _victims_leave(pstate, lo, j, dest):
+    """Victims lo .. lo + j - 1 leave the GPU for dest (not in transfer)."""
+    for v in range(lo, lo + j):
+        pstate[_u(v)] = (np.int64(pstate[_u(v)]) & ~(LOC_MASK | F_TRANSFER)) | dest
+
+
 @_kernel_stage
 def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait,
                   vt_d):
@@ -1569,14 +1576,11 @@ def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_
             hi = lru[_u(h * XW + X_HI)]
             if hi - lo < k:
                 k = hi - lo
-        j = 0
-        while j < k and (np.int64(pstate[_u(p + m + j)]) & LOC_MASK) == a_src:
-            j += 1
+        j = _rp_canon(pstate, p + m, k, a_src)
         if j == 0:
             break
         if b_ev:
-            for v in range(lo, lo + j):
-                pstate[_u(v)] = (np.int64(pstate[_u(v)]) & ~(LOC_MASK | F_TRANSFER)) | b_dest
+            _victims_leave(pstate, lo, j, b_dest)
             _x_take(lru, S, tt, j)
             vt_d -= j
         wait = _x_arrive(lru, S, tt, pstate, a_T, p + m, j, wait)
@@ -1631,14 +1635,11 @@ def _batch_move_xd(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, b_rq, pstate, lru, S,
                 k = hi - lo
                 if k >= 2 and lru[_u(h * XW + X_NEXT)] < 0:
                     k -= 1
-        j = 0
-        while j < k and (np.int64(pstate[_u(p + m + j)]) & LOC_MASK) == a_src:
-            j += 1
+        j = _rp_canon(pstate, p + m, k, a_src)
         if j == 0:
             break
         if b_ev:
-            for v in range(lo, lo + j):
-                pstate[_u(v)] = (np.int64(pstate[_u(v)]) & ~(LOC_MASK | F_TRANSFER)) | b_dest
+            _victims_leave(pstate, lo, j, b_dest)
             if b_rq:
                 wait = _victims_requeued(pstate, lo, j, wait)
             elif b_dest == NOT_PRESENT and S[P_RELEASE] != 0:
