@@ -1215,6 +1215,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--matrix", default="artifact", help="matrix (default: artifact, 1,410 points)")
     sweep_opts(rp)
     rp.set_defaults(func=cmd_reproduce)
+    from g10fast.validate.cli import add_parser as _validate_parser
+    _validate_parser(sub)
     return p
 
 
