@@ -165,15 +165,12 @@ def test_checked_runs_keep_the_extent_invariants(seed, policy):
     w = make_workload(seed, n_kernels=int(rng.integers(6, 16)),
                       n_tensors=int(rng.integers(10, 30)), max_pages=int(rng.integers(4, 40)))
     frames = int(kernel_pages(w).max() * rng.uniform(1.0, 1.6)) + 1
+    # a batch of at least 10 pages: below that, some of these systems' SSD moves 0 pages a
+    # tick and the run is refused (InputError), which would check nothing here
     cfg = tiny_cfg(frames, int(rng.choice([0, frames // 2, 4 * frames])), policy,
-                   num_iteration=3, PCIe_batch_size_page=int(rng.integers(3, 20)))
+                   num_iteration=3, PCIe_batch_size_page=int(rng.integers(10, 20)))
     hints = random_hints(w, seed, n_hints=40) if policy != "lru" else None
-    try:
-        checked = simulate_pages(w, cfg, hints=hints, check=True, bulk=True)
-    except Exception as e:                         # an engine error must be the reference's too
-        with pytest.raises(type(e)):
-            simulate_pages(w, cfg, hints=hints, bulk=False)
-        return
+    checked = simulate_pages(w, cfg, hints=hints, check=True, bulk=True)
     assert checked.extra["invariant_checks"] > 0
     ref = simulate_pages(w, cfg, hints=hints, bulk=False)
     assert np.array_equal(checked.kernels, ref.kernels)
