@@ -69,7 +69,7 @@ def test_hand_graph_xla_splits_after_the_reduction():
 def test_hand_graph_stitch_fuses_through_the_row_reduction():
     w = fwd()
     assert plan_groups(w, FusionOptions(mode="stitch")) == [[0], [1, 2, 3, 4], [5], [6]]
-    f = fuse(w, "stitch")
+    f = fuse(w, "stitch", launch_us=5.0)
     assert f.num_kernels == 4
     # c, s and m are used only inside the group: deleted
     assert list(f.meta["fusion"]["tensor_map"]) == [0, 1, 2, 3, -1, -1, 4, -1, 5, 6, 7, 8]
@@ -103,12 +103,12 @@ def test_stitch_stops_at_a_grid_wide_reduction():
 
 def test_time_models():
     w = fwd()
-    f = fuse(w, "stitch", time_model="sum_minus_launch")
+    f = fuse(w, "stitch", time_model="sum_minus_launch", launch_us=5.0)
     assert f.exec_cycles[1] == 50000 - 3 * 6000
-    f = fuse(w, "stitch", time_model="roofline", hbm_gbps=1.2)   # 1 byte per cycle
+    f = fuse(w, "stitch", time_model="roofline", hbm_gbps=1.2, launch_us=5.0)  # 1 B per cycle
     # 6000 + 528640 cycles at 1 byte per cycle, capped: never slower than the members in a row
     assert f.exec_cycles[1] == 50000
-    f = fuse(w, "stitch", time_model="roofline", hbm_gbps=1.2e3)
+    f = fuse(w, "stitch", time_model="roofline", hbm_gbps=1.2e3, launch_us=5.0)
     assert f.exec_cycles[1] == round(6000 + 528640 / 1000)
     with pytest.raises(InputError):
         fuse(w, "stitch", time_model="roofline")
@@ -375,3 +375,83 @@ def test_invariants_random_graphs(seed):
     for mode in ("xla", "stitch"):
         f = fuse(w, mode, hbm_gbps=1000, stitch_max_reduce=int(rng.integers(1, 8)))
         check_invariants(w, f)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixed costs, the host in the loop, and what a gain is made of
+
+def test_default_launch_is_each_kernels_cost_model_overhead():
+    """launch_us unset: each member's fixed cost is its class's overhead_us in a100.toml
+    (Add_Forward 12, Sum_Forward 40, Divide_Forward 16, Subtract_Forward 8 µs), the fused
+    kernel pays the largest (40 µs = 48,000 cycles) and the members' bodies beyond their own
+    costs (only Subtract's 12,000 - 9,600 = 2,400 cycles) scale with the traffic left."""
+    from g10fast.workload.fusion import kernel_overheads
+    w = fwd()
+    ov = kernel_overheads(w, 1.2)
+    assert list(ov[1:5]) == [14400.0, 48000.0, 19200.0, 9600.0]
+    f = fuse(w, "stitch")
+    ext, io = 528640, 1316096
+    assert f.exec_cycles[1] == round(48000 + 2400 * ext / io) == 48964
+    # the fused kernel's one cost, and the unfused kernels' own (capped at their times)
+    assert list(f.meta["kernel_launch_cycles"]) == [48000.0, 48000.0, 48000.0, 7000.0]
+    assert list(kernel_overheads(f, 1.2)) == [48000.0, 48000.0, 48000.0, 7000.0]
+    assert list(kernel_overheads(f, 1.2, launch_us=1.0)) == [1200.0] * 4
+    with pytest.raises(InputError):
+        fuse(w, "stitch", launch_us=-1.0)
+
+
+def _host_twin(t, h):
+    end, out = 0.0, []
+    for k, tk in enumerate(t):
+        end = max((k + 1) * h, end) + tk
+        out.append(end)
+    return out
+
+
+def test_host_timeline():
+    from g10fast.workload.fusion import host_timeline
+    # issue at 5, 10, 15, 20: the GPU waits 5 for the first launch and 1 for the last
+    assert list(host_timeline([10, 2, 2, 10], 5)) == [15.0, 17.0, 19.0, 30.0]
+    assert list(host_timeline([10, 2, 2, 10], 0)) == [10.0, 12.0, 14.0, 24.0]
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        t = rng.integers(0, 50, size=int(rng.integers(1, 60))).astype(float)
+        h = float(rng.integers(0, 40))
+        assert np.allclose(host_timeline(t, h), _host_twin(t, h))
+    with pytest.raises(InputError):
+        host_timeline([1.0], -1.0)
+
+
+def test_gain_breakdown_parts_sum_to_the_time_saved():
+    from g10fast.workload.fusion import gain_breakdown, time_breakdown
+    w = fwd()
+    a = time_breakdown(fuse(w, "xla", launch_us=5.0), 1.2, host_launch_us=40.0)
+    b = time_breakdown(fuse(w, "stitch", launch_us=5.0), 1.2, host_launch_us=40.0)
+    # xla: 5 kernels, stitch: 4; at 40 µs (48,000 cycles) per launch the host is behind
+    assert (a["kernels"], b["kernels"]) == (5, 4)
+    assert a["total_s"] == pytest.approx(a["launch_s"] + a["work_s"] + a["idle_s"])
+    g = gain_breakdown(a, b)
+    assert g["saved_s"] == pytest.approx(g["launches_s"] + g["traffic_s"] + g["switches_s"])
+    # one launch fewer: 5 µs on the GPU; under xla c and s are written by [Add, Sum] and read
+    # back by [Divide, Subtract] (m stays inside that group): 2 (C + S) bytes that stitch saves
+    assert g["launches_s"] == pytest.approx(5e-6)
+    assert a["traffic_bytes"] - b["traffic_bytes"] == 2 * (C + S) == 524800
+    # by hand: xla ends at 98,000, 116,033, 157,992, 242,000, 249,000 cycles (kernels
+    # 50,000 + 18,033 + 13,992 + 50,000 + 7,000 = 139,025), stitch at 98,000, 114,443,
+    # 194,000, 201,000 (123,443): the GPU waits 109,975 against 77,557 cycles
+    assert a["total_s"] * 1.2e9 == pytest.approx(249000)
+    assert b["total_s"] * 1.2e9 == pytest.approx(201000)
+    assert g["switches_s"] * 1.2e9 == pytest.approx(109975 - 77557)
+    assert g["speedup"] == pytest.approx(249000 / 201000)
+
+
+def test_forward_only():
+    from g10fast.workload.inference import forward_only
+    w = _workload(BWD_TENSORS[:1] + FWD_TENSORS[1:], FWD_KERNELS + [
+        ("Linear_Backward_Input", [11, 9], [8]), ("Apply_Grad", [9, 10], [9])],
+        FWD_TIMES + [(1, 1, 1), (2, 2, 2)])
+    f = forward_only(w)
+    # the loss, the backward and the update go; so does dy (11), touched by them only
+    assert f.kernel_name == [k[0] for k in FWD_KERNELS[:-1]]
+    assert f.num_tensors == 11 and list(f.exec_cycles) == [t[0] for t in FWD_TIMES[:-1]]
+    assert f.meta["inference"]["kernels_before"] == 9

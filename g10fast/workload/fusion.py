@@ -38,6 +38,7 @@ dependence), the group is below max_group, and every such edge is allowed:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
@@ -64,7 +65,14 @@ class FusionOptions:
     pooling: str = "M"                  # pooling kernels: M (memory-intensive) or C
     stitch_max_reduce: int = 16384      # stitch: most input elements per reduction result
     time_model: str = "traffic_scaled"  # traffic_scaled | sum_minus_launch | roofline
-    launch_us: float = 5.0              # one kernel launch, µs
+    #: a kernel's fixed GPU-side cost (launch, ramp-up, tail), µs, the part of each member's
+    #: time a fused kernel pays once. None (default): each kernel's own, from the cost-model
+    #: parameters of the GPU the times come from (`kernel_overheads`: overhead_us of its
+    #: class in data/costmodel/*.toml, fitted to measured kernels: the artifact's A100 traces
+    #: for a100.toml, 29,324 measured H100 kernels for h100-sxm5.toml, 2.5 µs for its "*"
+    #: class); the fused kernel pays its members' largest. A number: that cost for every
+    #: kernel (the spec's 5 µs, §4.3, was ours).
+    launch_us: float | None = None
     defer_update: bool = True           # update kernels wait until an open group closes
 
     def check(self) -> "FusionOptions":
@@ -82,9 +90,11 @@ class FusionOptions:
         if not (self.stitch_max_reduce >= 1):
             raise InputError(f"must be >= 1, got {self.stitch_max_reduce!r}",
                              param="fuse.stitch_max_reduce")
-        if not (math.isfinite(self.launch_us) and self.launch_us >= 0):
-            raise InputError(f"must be a finite number >= 0, got {self.launch_us!r}",
-                             param="fuse.launch_us")
+        if self.launch_us is not None and not (
+                isinstance(self.launch_us, (int, float)) and math.isfinite(self.launch_us)
+                and self.launch_us >= 0):
+            raise InputError(f"must be a finite number >= 0 (or unset: the cost model's), "
+                             f"got {self.launch_us!r}", param="fuse.launch_us")
         return self
 
 
@@ -182,6 +192,45 @@ def kernel_flops(w: Workload) -> np.ndarray:
     pf = w.meta.get("parent_flops") or {}
     return np.array([float(pf.get(p, 0)) if n in MATMUL_KERNELS else 0.0
                      for n, p in zip(w.kernel_name, w.kernel_parent)], dtype=np.float64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixed costs: a kernel's launch on the GPU, and its issue on the host
+
+#: Host (CPU) time to issue one kernel launch, µs: a stream's first ~1000 launches "each took
+#: 4-5 µs" (NVIDIA developer forum, "CUDA stream are blocked when launch lots of kernels",
+#: forums.developer.nvidia.com/t/68937, and stackoverflow.com/questions/53970187; collected in
+#: shared/specs/anchors.md §4.1); the midpoint. XLA and FusionStitching both launch their
+#: kernels from compiled code (FusionStitching is built on XLA's service, 2009.10924), so one
+#: value serves both; what differs is how many launches there are.
+HOST_LAUNCH_US = 4.5
+
+
+@functools.lru_cache(maxsize=8)
+def _cost_params(gpu_model: str):
+    from g10fast.workload.costmodel import Gpu, params_for
+    return params_for(Gpu(name=gpu_model, peak_flops=1.0, hbm_bytes_per_s=1.0,
+                          link_bytes_per_s=1.0))
+
+
+def kernel_overheads(w: Workload, freq_ghz: float = 1.2, launch_us: float | None = None
+                     ) -> np.ndarray:
+    """Per kernel its fixed GPU-side cost in cycles (float64; not capped at its time).
+
+    launch_us a number: that for every kernel. None: meta["kernel_launch_cycles"] when the
+    workload carries it (a fused workload: each fused kernel's one cost), else the
+    overhead_us of the kernel's class in the cost-model parameters (`costmodel.params_for`)
+    of the GPU its times were estimated for (meta["cost_model_gpu"]), else of the default
+    a100.toml (the parameters fitted to the G10 artifact's A100 traces)."""
+    K = w.num_kernels
+    f = float(freq_ghz) * 1e3            # cycles per µs
+    if launch_us is not None:
+        return np.full(K, float(launch_us) * f)
+    given = w.meta.get("kernel_launch_cycles")
+    if given is not None and len(given) == K:
+        return np.asarray(given, dtype=np.float64).copy()
+    params = _cost_params(str(w.meta.get("cost_model_gpu") or ""))
+    return np.array([params.cls(n)[2] * 1e6 * f for n in w.kernel_name], dtype=np.float64)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -315,8 +364,8 @@ def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | N
     for r in refs:
         n_ref[r] += 1
 
-    cyc_per_us = float(freq_ghz) * 1e3
-    L = float(o.launch_us) * cyc_per_us
+    ov = kernel_overheads(w, freq_ghz, o.launch_us)      # cycles per old kernel
+    launch = np.zeros(G, np.float64)                      # cycles per new kernel
     bw = float(hbm_gbps) * 1e9 / (float(freq_ghz) * 1e9) if hbm_gbps else 0.0   # bytes/cycle
     peak = float(peak_tflops) * 1e12 / (float(freq_ghz) * 1e9) if peak_tflops else 0.0
 
@@ -344,6 +393,7 @@ def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | N
             ex[g], inpf[g], pf[g] = w.exec_cycles[k], w.input_pf_cycles[k], w.pf_cycles[k]
             wsb[g], wst[g] = w.workspace_bytes[k], ws_of[k]
             new_cls.append(cls[k])
+            launch[g] = min(ov[k], float(w.exec_cycles[k]))
             continue
         fused_groups += 1
         written: set = set()
@@ -377,15 +427,17 @@ def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | N
         ext_in_b = int(raw[ext_in].sum())
         ext = ext_in_b + int(raw[[t for t in outs if not is_ws[t]]].sum())
         t_i = w.exec_cycles[mem].astype(np.float64)
+        o_i = ov[mem]
+        L = float(o_i.max())                 # the fused kernel's one fixed cost
         sum_t = float(t_i.sum())
         if o.time_model == "sum_minus_launch":
-            tf = max(sum_t - (len(mem) - 1) * L, float(t_i.max()))
+            tf = max(sum_t - (float(o_i.sum()) - L), float(t_i.max()))
         else:
             floor = max(ext / bw if bw else 0.0, new_flops[g] / peak if peak else 0.0)
             if o.time_model == "roofline":
                 tf = L + floor
             else:
-                body = float(np.maximum(t_i - L, 0.0).sum())
+                body = float(np.maximum(t_i - o_i, 0.0).sum())
                 tf = L + max(body * (ext / io if io else 0.0), floor)
             tf = min(tf, sum_t)
         tf = max(1.0, tf)
@@ -395,6 +447,7 @@ def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | N
         i_ = max(e, int(round(tf + (d_in * ext_in_b / in_b if in_b else 0.0))))
         p_ = max(i_, int(round(tf + (d_all * ext / io if io else 0.0))))
         ex[g], inpf[g], pf[g] = e, i_, p_
+        launch[g] = min(L, float(e))
         ph = phase[a]
         word = {"forward": "Forward", "backward": "Backward", "update": "Apply_Grad"}.get(ph, ph)
         names.append(f"Fused{o.mode.capitalize()}_{word}")
@@ -423,7 +476,8 @@ def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | N
     address, W = address_layout(size2, glob2)
     wst2 = np.where(wst >= 0, new_id[np.maximum(wst, 0)], -1).astype(np.int32)
     meta = dict(w.meta)
-    meta.update(kernel_flops=new_flops, op_class=new_cls, kernel_phase=new_phase)
+    meta.update(kernel_flops=new_flops, op_class=new_cls, kernel_phase=new_phase,
+                kernel_launch_cycles=launch)
     meta["fusion"] = {
         "mode": o.mode, "options": dataclasses.asdict(o),
         "kernels_before": K, "kernels_after": G, "fused_groups": fused_groups,
@@ -477,5 +531,88 @@ def summary(w: Workload, freq_ghz: float = 1.2) -> dict:
             "flops": float(kernel_flops(w).sum())}
 
 
-__all__ = ["FUSE_MODES", "FusionOptions", "fuse", "kernel_classes", "kernel_flops",
-           "kernel_phase", "live_bytes", "op_class", "plan_groups", "summary"]
+def host_timeline(exec_cycles, host_cycles: float) -> np.ndarray:
+    """End time (cycles, float64) of each kernel when the host issues the launches one after
+    another, `host_cycles` each, and the GPU runs them in order as soon as each is issued
+    and the previous one is done:
+
+        issue_k = (k + 1) h,  end_k = max(issue_k, end_(k-1)) + t_k
+                = G_k + max_(j<=k) (issue_j - G_(j-1))      (G: running sum of t)
+
+    The host runs ahead without bound (a stream queues about 1000 launches, anchors.md
+    §4.1; a full queue only delays the host, never a kernel). The GPU idles while the host
+    is behind: the CPU-GPU switches the FusionStitching paper counts."""
+    t = np.asarray(exec_cycles, dtype=np.float64)
+    if not (np.isfinite(host_cycles) and host_cycles >= 0):
+        raise InputError(f"must be a finite number >= 0, got {host_cycles!r}",
+                         param="host_launch_us")
+    if t.size == 0:
+        return t
+    G = np.cumsum(t)
+    issue = float(host_cycles) * np.arange(1, t.size + 1, dtype=np.float64)
+    return G + np.maximum.accumulate(issue - (G - t))
+
+
+def kernel_traffic(w: Workload) -> np.ndarray:
+    """Per kernel the bytes it reads and writes in GPU memory (its inputs and outputs, each
+    tensor once, workspaces left out): what a memory-bound kernel's time follows."""
+    raw = w.raw_size.astype(np.int64)
+    ws = np.zeros(w.num_tensors, dtype=bool)
+    wt = np.asarray(w.workspace_tensor, dtype=np.int64)
+    ws[wt[wt >= 0]] = True
+    out = np.zeros(w.num_kernels, dtype=np.int64)
+    for k in range(w.num_kernels):
+        ts = np.union1d(w.inputs(k), w.outputs(k)).astype(np.int64)
+        out[k] = int(raw[ts[~ws[ts]]].sum())
+    return out
+
+
+def time_breakdown(w: Workload, freq_ghz: float = 1.2, host_launch_us: float = HOST_LAUNCH_US,
+                   launch_us: float | None = None) -> dict:
+    """What a step's time is made of (seconds; bytes):
+
+      launch_s   the kernels' fixed GPU-side costs (`kernel_overheads`, each capped at
+                 its kernel's time)
+      work_s     the rest of the kernels' times: moving their bytes, their FLOPs
+      idle_s     the GPU waiting for the host to issue launches (`host_timeline`)
+      total_s    launch_s + work_s + idle_s: the step with the host in the loop
+      gpu_s      launch_s + work_s: the kernels back to back (the engines' ideal time)
+      memory_intensive_s, memory_intensive_bytes: the same for the kernels that are not
+                 class C (what fusion works on), traffic_bytes: every kernel's."""
+    f = float(freq_ghz) * 1e9
+    t = w.exec_cycles.astype(np.float64)
+    lc = np.minimum(kernel_overheads(w, freq_ghz, launch_us), t)
+    end = host_timeline(t, host_launch_us * 1e-6 * f)
+    total = float(end[-1]) if t.size else 0.0
+    cls = np.array(kernel_classes(w)) if w.num_kernels else np.array([], dtype=str)
+    mi = cls != "C"
+    tr = kernel_traffic(w)
+    return {"kernels": w.num_kernels, "launch_s": float(lc.sum()) / f,
+            "work_s": float((t - lc).sum()) / f, "idle_s": (total - float(t.sum())) / f,
+            "total_s": total / f, "gpu_s": float(t.sum()) / f,
+            "memory_intensive_s": float(t[mi].sum()) / f,
+            "memory_intensive_kernels": int(mi.sum()),
+            "memory_intensive_bytes": int(tr[mi].sum()), "traffic_bytes": int(tr.sum())}
+
+
+def gain_breakdown(before: dict, after: dict) -> dict:
+    """Speed-up of `after` over `before` (two `time_breakdown`s, e.g. xla then stitch) and
+    the seconds it is made of: fewer launches' fixed costs, less work (the intermediates
+    that no longer travel through GPU memory), less idle time waiting for the host (fewer
+    CPU-GPU switches). The three parts sum to the time saved."""
+    saved = before["total_s"] - after["total_s"]
+    parts = {"launches_s": before["launch_s"] - after["launch_s"],
+             "traffic_s": before["work_s"] - after["work_s"],
+             "switches_s": before["idle_s"] - after["idle_s"]}
+    return {"speedup": before["total_s"] / after["total_s"] if after["total_s"] else math.inf,
+            "gpu_speedup": before["gpu_s"] / after["gpu_s"] if after["gpu_s"] else math.inf,
+            "saved_s": saved, **parts,
+            "share": {k: (v / saved if saved else 0.0) for k, v in parts.items()},
+            "kernels": (before["kernels"], after["kernels"]),
+            "traffic_bytes": (before["traffic_bytes"], after["traffic_bytes"])}
+
+
+__all__ = ["FUSE_MODES", "HOST_LAUNCH_US", "FusionOptions", "fuse", "gain_breakdown",
+           "host_timeline", "kernel_classes", "kernel_flops", "kernel_overheads",
+           "kernel_phase", "kernel_traffic", "live_bytes", "op_class", "plan_groups",
+           "summary", "time_breakdown"]
