@@ -4,12 +4,11 @@ At each kernel launch PUMP prefetches the kernel's memory blocks (cudaMemPrefetc
 private stream) and makes the kernel wait for them (E2, the stream barrier). The prefetch
 stream first waits for the oldest launched kernels to finish, popped from a FIFO window until
 the union of the window's block bytes plus the new kernel's fits under a cap (% of GPU
-memory). With the CPU running ahead without bound (`cpu_model = infinite_runahead`, the
-launch clock by default, E1), the pops depend only on sizes: prefetch(k) is issued at the
-end of kernel gate[k], the last kernel popped (at time 0 if none); `iteration_sync` holds the
-launches of an iteration until the previous one ended and `launch_queue_depth` bounds how far
-the CPU runs ahead. Blocks are whole tensors or their first bytes (E3, the cuBLAS size bug).
-Eviction is the driver's."""
+memory). Prefetch(k) is issued once kernel k is launched (E1: the host's run-ahead,
+g10fast.engine.launch: the stream's launch queue of about 1000 kernels, the loop's
+`loss.item()` once per iteration) and the prefetch stream has reached it (the end of kernel
+gate[k], the last kernel popped, and every earlier prefetch: one FIFO stream). Blocks are whole
+tensors or their first bytes (E3, the cuBLAS size bug). Eviction is the driver's."""
 
 from __future__ import annotations
 
@@ -42,13 +41,13 @@ class Options:
     wait: str = "stream_barrier"
     #: the driver's eviction under PUMP: "alloc2m" (the driver's), "access2m", "lru4k"
     evict: str = "alloc2m"
-    #: E1, the CPU launch clock: "infinite_runahead" (the CPU is always ahead: kernel k's
-    #: launch, and so its prefetch, may happen at the start of the run) or "iteration_sync"
-    #: (the training loop syncs once per iteration: no launch of iteration i + 1 before the
-    #: end of iteration i)
-    cpu_model: str = "infinite_runahead"
-    #: at most this many launched kernels ahead of the GPU (0: unbounded) [ours]
-    launch_queue_depth: int = 0
+    #: E1, the host's run-ahead (g10fast.engine.launch.LaunchOptions, whose docstrings cite
+    #: the defaults): where the loop waits for the GPU, "loss" (`loss.item()` after the
+    #: forward pass), "iteration" (at its end) or "none"
+    sync: str = "loss"
+    #: launches the stream's queue holds (about 1000 kernels, measured); 0: unbounded
+    #: (with sync = "none": the spec's infinite run-ahead)
+    launch_queue_depth: int = 1000
 
     def check(self):
         if not (self.cap_factor == -1 or 1 <= self.cap_factor <= 100):
@@ -60,15 +59,14 @@ class Options:
         if self.wait not in ("stream_barrier", "overlap"):
             raise InputError(f"must be stream_barrier or overlap, got {self.wait!r}",
                              param="policy.wait")
-        if self.cpu_model not in ("infinite_runahead", "iteration_sync"):
-            raise InputError(f"must be infinite_runahead or iteration_sync, got "
-                             f"{self.cpu_model!r}", param="policy.cpu_model")
-        if self.launch_queue_depth < 0:
-            raise InputError(f"must be >= 0, got {self.launch_queue_depth}",
-                             param="policy.launch_queue_depth")
+        self.launch().check()
         if self.evict not in ("alloc2m", "access2m", "lru4k"):
             raise InputError(f"must be alloc2m, access2m or lru4k, got {self.evict!r}",
                              param="policy.evict")
+
+    def launch(self):
+        from g10fast.engine.launch import LaunchOptions
+        return LaunchOptions(queue_depth=self.launch_queue_depth, sync=self.sync)
 
 
 def _kind(name: str) -> str:
@@ -143,6 +141,7 @@ def window_gates(blocks: list, carry: list, cap: int, gpu_bytes: int) -> tuple[l
 
 def planner(ctx):
     from g10fast.engine.driver import DriverHints, HINT_KINDS
+    from g10fast.engine.launch import launched_by, sync_kernel
     from g10fast.workload.model import PAGE_SIZE
     w, o = ctx.workload, ctx.options
     n_iter = int(ctx.engine.num_iteration)
@@ -154,16 +153,16 @@ def planner(ctx):
         factor = 100 if (o.coverage == "framework_hooks" or any_cudnn) else 60
     cap = gpu_bytes * factor // 100
     gates, pref = window_gates(blocks * n_iter, cublas * n_iter, cap, gpu_bytes)
+    lopt = o.launch()
+    sync_k = sync_kernel(w.kernel_name, lopt.sync)
+    launched = launched_by(K, n_iter, lopt, sync_k)
     iss, sp, npg = [], [], []
     wait = np.full(n_iter * K, -1, np.int64)
     start = w.start_page.astype(np.int64)
     for g in range(n_iter * K):
-        first = gates[g] + 1                     # after the end of the last popped kernel
-        if o.cpu_model == "iteration_sync":
-            first = max(first, (g // K) * K)     # launched once the previous iteration ended
-        if o.launch_queue_depth:
-            first = max(first, g - o.launch_queue_depth)
-        first = max(first, iss[-1] if iss else 0)    # one FIFO stream: rows stay in order
+        # launched (E1), after the end of the last popped kernel, after every earlier row
+        # (one FIFO stream)
+        first = max(int(launched[g]), gates[g] + 1, iss[-1] if iss else 0)
         for t, nbytes in pref[g]:
             iss.append(first)
             sp.append(int(start[t]))
@@ -175,7 +174,7 @@ def planner(ctx):
     return DriverHints(np.asarray(iss, np.int64), np.asarray(sp, np.int64),
                        np.asarray(npg, np.int64), kinds, wait,
                        info={"cap_factor": int(factor), "cap_bytes": int(cap),
-                             "coverage": o.coverage,
+                             "coverage": o.coverage, "sync_kernel": int(sync_k),
                              "covered_bytes_per_iteration": int(sum(
                                  s for g in range(K) for _, s in pref[g]))})
 

@@ -1,0 +1,134 @@
+"""PUMP against naive UM on the five paper workloads (driver engine), at 1.5x and 3x
+oversubscription (GPU memory = footprint / R), under PUMP's defaults and the settings its
+"about 2x" needs (docs/pump.md).
+
+Each variant is (label, policy, PUMP options, driver options); a PUMP row's speed-up is the
+time of `uvm` under the same driver options over its own time (last of two iterations).
+
+    python benchmarks/pump_paper.py                       # every variant, paper workloads
+    python benchmarks/pump_paper.py --variants defaults,before --models bert-base:256
+    python benchmarks/pump_paper.py --summary benchmarks/results/pump_paper.csv
+
+Writes benchmarks/results/pump_paper.csv (one row per run, rewritten after each) and prints
+the geometric mean of the speed-up over the points per variant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bench import ROOT, git_commit  # noqa: E402
+
+PAPER = [("bert-base", 256), ("vit", 1280), ("inceptionv3", 1536), ("resnet152", 1280),
+         ("senet154", 1024)]
+NO_HALVE = {"curve_halve_2mib": False}
+FLAT = {"transfer_curve": "flat"}
+HOOKS = {"coverage": "framework_hooks"}
+#: label -> (PUMP options, driver options)
+VARIANTS = {
+    "before": ({"sync": "none", "launch_queue_depth": 0}, {}),   # the old defaults
+    "defaults": ({}, {}),
+    "hooks": (HOOKS, {}),
+    "defaults+nohalve": ({}, NO_HALVE),
+    "hooks+nohalve": (HOOKS, NO_HALVE),
+    "defaults+flat": ({}, FLAT),
+    "hooks+flat": (HOOKS, FLAT),
+}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="")
+    ap.add_argument("--ratios", default="1.5,3")
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--preset", default="g10-artifact")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "pump_paper.csv"))
+    ap.add_argument("--summary", default="", help="print the summary of this CSV, run nothing")
+    a = ap.parse_args(argv)
+    if a.summary:
+        with open(a.summary) as f:
+            print(summary(list(csv.DictReader(f))))
+        return 0
+    from g10fast import api
+    from g10fast.hardware import load_preset
+    from g10fast.run import run
+    from g10fast.spec import builtin_spec
+    from g10fast.system import System
+
+    models = PAPER
+    if a.models:
+        models = [(m.split(":")[0], int(m.split(":")[1])) for m in a.models.split(",")]
+    ratios = [float(r) for r in a.ratios.split(",") if r]
+    variants = a.variants.split(",")
+    base = System.from_preset(load_preset(a.preset))
+    commit = git_commit()
+    rows = []
+    for model, batch in models:
+        w = api.builtin_workload(model, batch, a.preset)
+        for ratio in ratios:
+            system = base.replace(gpu_memory_gb=w.footprint_bytes / ratio / 2**30)
+            uvm = {}
+            for label in variants:
+                opts, compat = VARIANTS[label]
+                key = tuple(sorted(compat.items()))
+                todo = ([] if key in uvm else [("uvm", None)]) + [("pump", opts)]
+                for pol, o in todo:
+                    t0 = time.perf_counter()
+                    spec = builtin_spec(model, batch, system, pol, options=o or None,
+                                        engine={"compat": dict(compat)} if compat else None)
+                    r = run(spec, workload=w)
+                    it = r["iterations"][r["reported"]]
+                    t = int(it["exe_time_cycles"])
+                    if pol == "uvm":
+                        uvm[key] = t
+                    pg = it["pages"]
+                    row = {"model": model, "batch": batch, "ratio": ratio,
+                           "gpu_gb": round(system.gpu_memory_gb, 3),
+                           "variant": label if pol == "pump" else "uvm",
+                           "driver_options": ";".join(f"{k}={v}" for k, v in key),
+                           "pump_options": ";".join(f"{k}={v}" for k, v in
+                                                    sorted((o or {}).items())),
+                           "time_s": round(t / system.f_hz, 4),
+                           "perf": round(it["ideal_exe_time_cycles"] / t, 4),
+                           "speedup_vs_uvm": round(uvm[key] / t, 4),
+                           "faults": it["faults"], "pages_in": pg["incoming"],
+                           "pages_out": pg["outgoing"], "prefetched": pg["prefetched"],
+                           "wall_s": round(time.perf_counter() - t0, 2), "commit": commit}
+                    rows.append(row)
+                    print(",".join(str(v) for v in row.values()), flush=True)
+                    write(a.out, rows)
+    print(summary(rows))
+    return 0
+
+
+def write(path, rows):
+    tmp = path + ".tmp"
+    with open(tmp, "w", newline="") as f:
+        wr = csv.DictWriter(f, fieldnames=list(rows[0]))
+        wr.writeheader()
+        wr.writerows(rows)
+    Path(tmp).replace(path)
+
+
+def geomean(xs):
+    xs = [float(x) for x in xs]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def summary(rows) -> str:
+    """Per variant: the geometric mean of PUMP's speed-up over naive UM and its range."""
+    out = ["| variant | points | geomean x naive UM | min | max |", "|---|---|---|---|---|"]
+    for v in dict.fromkeys(r["variant"] for r in rows if r["variant"] != "uvm"):
+        xs = [float(r["speedup_vs_uvm"]) for r in rows if r["variant"] == v]
+        out.append(f"| {v} | {len(xs)} | {geomean(xs):.3f} | {min(xs):.3f} | {max(xs):.3f} |")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
