@@ -164,7 +164,7 @@ def _fmt(v: float | None) -> str:
         return f"{v:.3g}"
     if a >= 100:
         return f"{v:.1f}"
-    return f"{v:.3f}".rstrip("0").rstrip(".") if a < 10 else f"{v:.2f}"
+    return f"{v:.4g}"
 
 
 def band_text(c: Claim) -> str:

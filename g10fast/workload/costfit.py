@@ -70,13 +70,18 @@ class MeasuredSet:
 
 def load_measured(paths) -> list:
     """MeasuredSet per profile path (built-in models only: their Graph gives F and D)."""
-    from g10fast.workload.builtin import load_builtin_graph
+    from g10fast.workload.builtin import find_model, load_builtin_graph
     from g10fast.workload.costmodel import kernel_features
     from g10fast.workload.profile import read_profile
     out = []
     for p in paths:
         prof = read_profile(p)
-        g = load_builtin_graph(prof.model, prof.batch)
+        over = {}
+        if find_model(prof.model).kind == "decoder":
+            # the decoders' attention as the profile ran it: profiles that do not say were
+            # measured before fused attention became the default, on the S x S form
+            over["attention"] = prof.meta.get("attention", "materialized")
+        g = load_builtin_graph(prof.model, prof.batch, **over)
         if list(g.kernel_name) != prof.names:
             raise InputError("kernel names differ from the built-in model's", path=str(p))
         f = kernel_features(g)
@@ -121,23 +126,42 @@ def fit_line_through(x, y):
     return float(c[0]), float(c[1])
 
 
-def fit(sets, peak_of, bw: float, link: float) -> dict:
+def fit_roofline(xf, xd, t, floor: float = FLOOR):
+    """Non-negative (a, b, o) minimising sum w ((max(a xf, b xd) + o) / t - 1)^2 (the max()
+    roofline; same weights as `fit_additive`, whose solution starts the search). -> (a, b, o)."""
+    from scipy.optimize import least_squares
+    t = np.asarray(t, dtype=np.float64)
+    w = np.sqrt(t / t.sum() + floor / len(t))
+    x0 = np.maximum(np.asarray(fit_additive(xf, xd, t, floor)), 1e-12)
+
+    def res(c):
+        return w * ((np.maximum(c[0] * xf, c[1] * xd) + c[2]) / t - 1.0)
+    scale = np.array([1.0, 1.0, max(float(np.median(t)), 1e-9)])
+    r = least_squares(res, x0, bounds=(0.0, np.inf), x_scale=scale, method="trf",
+                      max_nfev=200)
+    return float(r.x[0]), float(r.x[1]), float(r.x[2])
+
+
+def fit(sets, peak_of, bw: float, link: float, *, form: str = FORM,
+        min_models: int = MIN_MODELS, floor: float = FLOOR) -> dict:
     """Parameters fitted on `sets` -> dict with
     classes {class: (e_F, e_B, o_s)}, fault_in (phi, o_s), fault_all (phi, o_s),
-    workspace {class: omega}, counts {class: kernels}, source {class: "name"|"op class"|"all"}."""
+    workspace {class: omega}, counts {class: kernels}, form. `form`, `min_models` and
+    `floor`: the model-selection choices (`SELECTION`), the shipped ones by default."""
     from g10fast.workload.costmodel import DEFAULT_CLASS, op_class_of
     xf, xd, t, names, model = _stack(sets, peak_of, bw)
     coarse = np.array([op_class_of(n) for n in names])
     groups = {}
     for n in np.unique(names):
-        if len(np.unique(model[names == n])) >= MIN_MODELS:
+        if len(np.unique(model[names == n])) >= min_models:
             groups[str(n)] = names == n
     for c in np.unique(coarse):
         groups[str(c)] = coarse == c
     groups[DEFAULT_CLASS] = np.ones(len(t), dtype=bool)
     classes, counts = {}, {}
+    one = fit_additive if form == "additive" else fit_roofline
     for key, m in groups.items():
-        a, b, o = fit_additive(xf[m], xd[m], t[m])
+        a, b, o = one(xf[m], xd[m], t[m], floor)
         classes[key] = (1.0 / a if a > 0 else math.inf, 1.0 / b if b > 0 else math.inf, o)
         counts[key] = int(m.sum())
     # faulting: extra time over the ideal one, from the sets that measured it
@@ -165,14 +189,14 @@ def fit(sets, peak_of, bw: float, link: float) -> dict:
         a, o = fit_line_through(fit_all[keep] / link, x_all[keep])
         fault_all = (1.0 / a if a > 0 else math.inf, o)
     return {"classes": classes, "fault_in": fault_in, "fault_all": fault_all,
-            "workspace": workspace, "counts": counts}
+            "workspace": workspace, "counts": counts, "form": form}
 
 
 def to_params(fitted: dict, reference_gpu: dict):
     from g10fast.workload.costmodel import CostParams
     return CostParams(dict(fitted["classes"]), tuple(fitted["fault_in"]),
                       tuple(fitted["fault_all"]), dict(fitted["workspace"]), dict(reference_gpu),
-                      {}, form=FORM, fault_basis=FAULT_BASIS)
+                      {}, form=fitted.get("form", FORM), fault_basis=FAULT_BASIS)
 
 
 def predict(s: MeasuredSet, params, gpu) -> dict:
@@ -183,22 +207,61 @@ def predict(s: MeasuredSet, params, gpu) -> dict:
 
 
 def leave_one_model_out(sets, gpu_of, reference_gpu: dict, bw: float, link: float,
-                        peak_of, by: str = "name") -> list:
+                        peak_of, by: str = "name", choice: dict | None = None) -> list:
     """For each model: refit without all of its sets, predict them. `by`: "name" (kernel
     names, as a built-in model is estimated) or "class" (coarse op classes only, as a
-    captured workload's kernels are). -> list of dicts per set: model, batch, measured and
-    estimated sums (ideal, input faulting, all faulting), median abs kernel error."""
+    captured workload's kernels are); `choice`: fit options (form, min_models, floor).
+    -> list of dicts per set: model, batch, measured and estimated sums (ideal, input
+    faulting, all faulting), median abs kernel error."""
     from g10fast.workload.costmodel import op_class_of
     rows = []
     for held in sorted({s.model for s in sets}):
         train = [s for s in sets if s.model != held]
-        params = to_params(fit(train, peak_of, bw, link), reference_gpu)
+        params = to_params(fit(train, peak_of, bw, link, **(choice or {})), reference_gpu)
         for s in sets:
             if s.model != held:
                 continue
             if by == "class":
                 s = _with_names(s, [op_class_of(n) for n in s.names])
             rows.append(score(s, params, gpu_of(s.dtype_bytes)))
+    return rows
+
+
+#: the model-selection choices the shipped fit was picked from (docs/costmodel-h100.md):
+#: the form of the two terms, how many models a kernel name needs for parameters of its
+#: own, and the weight floor of short kernels. `nested_leave_one_model_out` picks among
+#: them without the held-out model, so that its error is held out of the selection too.
+SELECTION = tuple({"form": f, "min_models": m, "floor": fl}
+                  for f in ("additive", "roofline") for m in (1, 2) for fl in (0.2, 1.0))
+#: the thresholds alone (the additive form): what `g10fast validate --quick` selects among
+SELECTION_QUICK = tuple(c for c in SELECTION if c["form"] == "additive" and c["floor"] == 0.2)
+
+
+def median_ideal_error(rows) -> float:
+    """Median absolute relative error of the iteration's ideal time over score rows."""
+    v = [abs(rel_err(r["estimated"][0], r["measured"][0])) for r in rows]
+    return float(np.median(v)) if v else math.nan
+
+
+def nested_leave_one_model_out(sets, gpu_of, reference_gpu: dict, bw: float, link: float,
+                               peak_of, by: str = "name", choices=SELECTION) -> list:
+    """Leave-one-model-out with the model selection inside: for each held-out model, every
+    choice is scored by leave-one-model-out over the other models only, the best (least
+    median ideal-time error) is refitted on all of them and scores the held-out model. ->
+    the rows of `leave_one_model_out`, each with the "choice" it was made with."""
+    from g10fast.workload.costmodel import op_class_of
+    rows = []
+    for held in sorted({s.model for s in sets}):
+        train = [s for s in sets if s.model != held]
+        best = min(choices, key=lambda c: median_ideal_error(leave_one_model_out(
+            train, gpu_of, reference_gpu, bw, link, peak_of, by=by, choice=c)))
+        params = to_params(fit(train, peak_of, bw, link, **best), reference_gpu)
+        for s in sets:
+            if s.model != held:
+                continue
+            if by == "class":
+                s = _with_names(s, [op_class_of(n) for n in s.names])
+            rows.append(dict(score(s, params, gpu_of(s.dtype_bytes)), choice=dict(best)))
     return rows
 
 
