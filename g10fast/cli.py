@@ -850,11 +850,15 @@ def cmd_swap(args) -> int:
         pr = load_preset(args.system)
         link = LinkCost.from_gbps(float(pr["host"]["link_gbps"]),
                                   float(pr["host"].get("link_latency_us", 5.0)))
+    if args.iteration_ms is not None and not args.iteration_ms > 0:
+        raise InputError(f"must be > 0, got {args.iteration_ms}", param="--iteration-ms")
     kw = dict(link=link, mode=args.mode, faithful_quirks=args.faithful_quirks,
-              period_method=args.period, accesses=args.accesses)
+              period_method=args.period, accesses=args.accesses,
+              iteration_ns=None if args.iteration_ms is None else args.iteration_ms * 1e6)
     if args.sweep_limits is not None:
         limits = _limits(args.sweep_limits)
-        scores = [args.score] if args.score else ["vote", "doa", "aoa", "wdoa"]
+        from g10fast.alloc.swap import SCORES
+        scores = [args.score] if args.score else list(SCORES)
         rows = sweep_limits(tr, limits, args.policy, scores, **kw)
         best = {}
         for r in rows:
@@ -1129,9 +1133,15 @@ def build_parser() -> argparse.ArgumentParser:
                          "malloc and before its free)")
     sp.add_argument("--sweep-limits", metavar="A:B:STEP",
                     help="plan at every limit from A to B MiB (the overhead curve)")
-    sp.add_argument("--score", choices=["doa", "aoa", "wdoa", "vote"],
-                    help="candidate order (default: vote for singa_swap, aoa for appobmem; "
-                         "a sweep without it draws all four)")
+    sp.add_argument("--score", choices=["vote", "doa_origin", "pri", "doa", "aoa", "wdoa",
+                                        "subwdoa"],
+                    help="candidate order, SINGA's paper and code (docs/allocators.md; "
+                         "default: vote for singa_swap, aoa for appobmem; a sweep without it "
+                         "draws every one)")
+    sp.add_argument("--iteration-ms", type=float, metavar="MS",
+                    help="the clock: the planned iteration lasts MS on the GPU it ran on (the "
+                         "trace's timestamps are rescaled; SINGA's VGG: 81.57, the authors' "
+                         "measurement); default: the trace's own timestamps")
     sp.add_argument("--mode", default="stick_to_limit", choices=["stick_to_limit",
                                                                  "no_overhead"])
     sp.add_argument("--faithful-quirks", action="store_true",

@@ -175,7 +175,7 @@ def bump_twin(tr, gran=4096, cap=None, right_min=0):
         n = n_units[b]
         if not f:
             right = right_min > 0 and bsize[b] >= right_min
-            starts = range(capu - n, -1, -1) if right else range(0, capu - n + 1)
+            starts = range(capu - n, -1, -1) if right else range(capu - n + 1)
             for s in starts:
                 if not any(used[s:s + n]):
                     break
@@ -259,3 +259,104 @@ def check_placement(tr, res):
     if res.capacity is not None:
         assert res.peak_reserved <= res.capacity
     assert (res.reserved >= res.live).all() or res.allocator == "bump"
+
+
+# ---------------------------------------------------------------------------------------------
+# SINGA's stick-to-limit swap schedule (seed-policies §2.3, docs/allocators.md), plain Python
+
+def swap_schedule_twin(tr: AllocTrace, a, s, e, b, peak_op, swaps, t_out, t_in, limit,
+                       policy="singa_swap", data_buffer=4, mutable_data_buffer=6,
+                       iteration_ns=None):
+    """The overhead (ns), each swap's swap-in end time (ns, relative to op s) and the load
+    after scheduling, for the chosen swaps [(r, d, size)] (trace op indices) of the iteration
+    [s, e) with context [a, b). Written from the rules, one op at a time:
+
+    - the clock: the trace's times, or stretched about op s so that [s, e-1] lasts
+      `iteration_ns`;
+    - a swap is ready after its last use r (+4 ops after a Read, +6 after a Mutable, never past
+      d-1; AppObMem: no delay), its bytes are gone from the load over [ready, d);
+    - swap-outs in ready order on one channel: start at max(t(ready), channel free), end at
+      start + T_out; the GPU copy is held up to the first op at/after that end (singa_swap:
+      at most the peak op; at most d-1; at least ready); if holding it puts the load above
+      the limit, the copy is dropped at the op before the first such op and the wait from
+      that op's time to the transfer's end is overhead;
+    - swap-ins in descending need order, serialised backwards: each must end by
+      min(t(d), the next swap-in's start); it starts at the latest op whose time is at most
+      that minus T_in, not before the op after the swap-out's end (singa_swap: nor before the
+      op after the peak), not after d; if the copy's bytes put the load above the limit at
+      some op in [start, d), the start moves to the op after the last such one; the
+      transfer ends at max(t(start), planned start time) + T_in, and any part past t(d) is
+      the consumer's wait: overhead.
+    """
+    t = [float(x) for x in tr.time_ns]
+    if iteration_ns is not None:
+        f = iteration_ns / (t[e - 1] - t[s])
+        t = [t[s] + (x - t[s]) * f for x in t]
+    load = {}
+    live = 0
+    for i in range(tr.num_ops):
+        if tr.kind[i] == MALLOC:
+            live += int(tr.size[i])
+        elif tr.kind[i] == FREE:
+            live -= int(tr.size[i])
+        if a <= i < b:
+            load[i] = live
+    rows = []
+    for (r, d, size) in swaps:
+        k = int(tr.kind[r])
+        delay = 0
+        if policy == "singa_swap":
+            delay = data_buffer if k == 2 else mutable_data_buffer if k == 3 else 0
+        ready = min(r + delay, d - 1)
+        rows.append([ready, r, d, size])
+        for i in range(ready, d):
+            load[i] -= size
+    rows.sort(key=lambda x: (x[0], int(tr.block[x[1]]), x[1]))
+    overhead = 0.0
+    chan = float("-inf")
+    out_end = []
+    for ready, r, d, size in rows:
+        start = max(t[ready], chan)
+        end = start + t_out(size)
+        chan = end
+        j = next((i for i in range(a, b) if t[i] >= end), b)
+        if policy == "singa_swap":
+            j = min(j, peak_op)
+        j = max(min(j, d - 1), ready)
+        for i in range(ready, j + 1):
+            if load[i] + size > limit:
+                stop = max(i - 1, ready)
+                overhead += max(0.0, end - t[stop])
+                j = stop
+                break
+        for i in range(ready, j + 1):
+            load[i] += size
+        out_end.append(j)
+    in_end = [0.0] * len(rows)
+    nxt = float("inf")
+    for q in sorted(range(len(rows)), key=lambda q: -rows[q][2]):
+        ready, r, d, size = rows[q]
+        need = min(t[d], nxt)
+        st = need - t_in(size)
+        j = a
+        for i in range(a, b):
+            if t[i] <= st:
+                j = i
+        lo = out_end[q] + 1
+        if policy == "singa_swap":
+            lo = max(lo, peak_op + 1)
+        j = min(max(j, lo), d)
+        last_over = None
+        for i in range(j, d):
+            if load[i] + size > limit:
+                last_over = i
+        if last_over is not None:
+            j = min(last_over + 1, d)
+        end = max(t[j], st) + t_in(size)
+        if end > t[d]:
+            overhead += end - t[d]
+        for i in range(j, d):
+            load[i] += size
+        in_end[q] = end - t[s]
+        nxt = max(t[j], st)
+    return overhead, in_end, [load[i] for i in range(s, e)]

@@ -26,8 +26,34 @@ from g10fast.alloc.trace import FREE, LAYER, MALLOC, READ, WRITE, AllocTrace
 from g10fast.errors import InputError
 
 MiB = 1 << 20
-SCORES = ("doa", "aoa", "wdoa", "vote")
+#: every candidate order of SINGA's paper and of its authors' code, by our name:
+#: (the paper's figure label, the name in SwapGPU's C++ / the offline Python, the rule)
+SCORE_NAMES = {
+    "vote": ("majority voting", "C++ SwapGPU::Plan (majority voting)",
+             "sum of a candidate's ranks under DOA_origin, AOA and WDOA, smallest first"),
+    "doa_origin": ("DOA origin", "C++ DOA_origin; Python dto",
+                   "the access gap's time, d_time - r_time"),
+    "pri": ("priority", "Python pri; C++ (junzhezhang fork) pri",
+            "DOA origin x size"),
+    "doa": ("Duration of Absence (DOA)", "C++ DOA; Python dt",
+            "gap - T_out - T_in (faithful_quirks: gap - 2 T_out, as the C++)"),
+    "aoa": ("Area of Absence (AOA)", "C++ AOA; Python pri_net",
+            "DOA x size when DOA >= 0, else DOA / size"),
+    "wdoa": ("Weighted DOA", "C++ WDOA; Python wdto",
+             ("sum of the unswapped load over [ready, next use), computed once "
+              "(faithful_quirks: 0 for every candidate, as the C++ adds to a copy)")),
+    "subwdoa": ("Submodular Weighted DOA", "Python sub-wdto",
+                ("WDOA over the load left by the candidates already taken, recomputed "
+                 "after every pick")),
+}
+SCORES = tuple(SCORE_NAMES)
 POLICIES = ("singa_swap", "appobmem")
+#: SINGA VGG's measured iteration time on the authors' GPU: the mean of the three iterations
+#: their offline analysis prints (83.972352, 81.452288, 79.288576 ms), which its overhead
+#: figure divides by ("% Overhead as of One Iteration"): junzhezhang/memInfoSwap,
+#: plot_overhead.py (`itr_duration_ms`). The only iteration time of the paper's runs we have;
+#: the `vec_run_5_*` recordings last 2.5-20 s per iteration (instrumented: ~4 ms per op).
+SINGA_VGG_ITERATION_NS = (83.972352 + 81.452288 + 79.288576) / 3 * 1e6
 
 
 @dataclass(frozen=True)
@@ -38,11 +64,11 @@ class LinkCost:
     in_latency_ns: float
 
     @classmethod
-    def singa_measured(cls) -> "LinkCost":
+    def singa_measured(cls) -> LinkCost:
         return cls(0.0756, 47_200.0, 0.0823, 9_700.0)
 
     @classmethod
-    def from_gbps(cls, gbps: float, latency_us: float = 5.0) -> "LinkCost":
+    def from_gbps(cls, gbps: float, latency_us: float = 5.0) -> LinkCost:
         """A symmetric link of `gbps` GB/s (GB = 2^30 B) with a per-transfer latency."""
         if not gbps > 0:
             raise InputError(f"must be > 0, got {gbps}", param="link.gbps")
@@ -66,7 +92,7 @@ class SwapPlan:
     iteration_ns: float
     peak_before: int             # peak live bytes of the planned iteration, no swapping
     peak_after: int              # with the plan's swaps, as scheduled
-    overhead_ns: float           # per iteration: waits for transfers
+    overhead_ns: float           # per iteration: waits for transfers (on `clock`)
     # one row per swap (arrays of the same length); op indices relative to `start`
     block: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     size: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -89,6 +115,8 @@ class SwapPlan:
                 "peak_bytes": int(self.peak_after), "peak_before_bytes": int(self.peak_before),
                 "overhead_per_iteration_s": self.overhead_ns * 1e-9,
                 "iteration_s": self.iteration_ns * 1e-9,
+                "overhead_fraction": (self.overhead_ns / self.iteration_ns
+                                      if self.iteration_ns > 0 else 0.0),
                 "status": "ok" if self.peak_after <= self.limit_bytes else "over_limit",
                 **self.info}
 
@@ -172,7 +200,8 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
                faithful_quirks: bool = False, min_block: int | None = None,
                data_buffer: int = 4, mutable_data_buffer: int = 6,
                min_gap_ns: float = 0.0, select=None, periodic: bool = False,
-               op_group=None, accesses: str = "alloc_free_access") -> SwapPlan:
+               op_group=None, accesses: str = "alloc_free_access",
+               iteration_ns: float | None = None) -> SwapPlan:
     """A swap plan for one iteration of the trace that keeps the load under `limit_bytes`.
 
     policy singa_swap: SINGA's candidates (previous op a Layer/Read/Mutable, blocks ≥ 1 MiB,
@@ -195,6 +224,14 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
     across the peak, swapped out after its malloc and back before its free; the accesses
     in between are not seen, and those that fall while it is absent are counted in
     `info["absent_accesses"]` (each a demand fetch in a replay).
+    `score`: one of SCORES (SCORE_NAMES gives each one's name in the paper and the code).
+    `iteration_ns` (the clock): None plans on the trace's own timestamps ("trace"); a time
+    rescales them so that the planned iteration lasts it ("iteration": every gap between
+    two ops stretched by the same factor, so the ops keep the recording's shares of the
+    iteration) — for a trace recorded under instrumentation (SINGA's `vec_run_5_*`: about
+    4 ms an op, 12.7 s an iteration of VGG), give the iteration time of the GPU it ran on
+    (`SINGA_VGG_ITERATION_NS`, the authors' measured 81.6 ms for VGG). Transfer times
+    (`link`) are not scaled. Overheads and `iteration_s` are on this clock.
     """
     if policy not in POLICIES:
         raise InputError(f"unknown swap policy {policy!r} (one of {', '.join(POLICIES)})",
@@ -228,6 +265,17 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
                            blind, trace.stream, trace.meta)
     a, s, e, b = _iteration_window(trace, period_method, period)
     t = trace.time_ns.astype(np.float64)
+    rec_iter = float(t[e - 1] - t[s]) if e > s else 0.0
+    clock = "trace"
+    if iteration_ns is not None:
+        if not (isinstance(iteration_ns, (int, float)) and iteration_ns > 0
+                and np.isfinite(iteration_ns)):
+            raise InputError(f"must be > 0, got {iteration_ns!r}", param="iteration_s")
+        if not rec_iter > 0:
+            raise InputError("the trace's planned iteration has no duration to rescale",
+                             param="iteration_s")
+        t = t[s] + (t - t[s]) * (float(iteration_ns) / rec_iter)
+        clock = "iteration"
     load0 = trace.live_bytes()
     mid = load0[s:e]
     max_idx = s + int(np.argmax(mid))
@@ -244,6 +292,7 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
     else:
         doa = doa_origin - link.t_out(size) - link.t_in(size)
     aoa = np.where(doa >= 0, doa * size, doa / np.maximum(size, 1))
+    pri = doa_origin * size
     # the load over the context, with selected blocks removed over [ready, d)
     L = load0[a:b].astype(np.int64).copy()
     off = a
@@ -268,9 +317,11 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
 
     chosen = []
     avail = np.ones(n, bool)
-    if score in ("doa", "aoa", "vote"):
-        key = {"doa": doa, "aoa": aoa}.get(score)
-        if score == "vote":
+    if score != "subwdoa":          # a fixed order; subwdoa recomputes after every pick
+        key = {"doa": doa, "aoa": aoa, "doa_origin": doa_origin, "pri": pri}.get(score)
+        if score == "wdoa":
+            key = wdoa_scores(avail)
+        elif score == "vote":
             key = -(_ranks(doa_origin) + _ranks(aoa) + _ranks(wdoa_scores(avail)))
         order = list(np.argsort(-key, kind="mergesort"))
     else:
@@ -355,6 +406,8 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
             ops_ = ob[lo_:hi_]
             miss += int(((ops_ > out_e[q]) & (ops_ < in_s[q])).sum())
         info_extra["absent_accesses"] = miss
+    info_extra["clock"] = clock
+    info_extra["recorded_iteration_s"] = rec_iter * 1e-9
     return SwapPlan(policy, score, int(limit_bytes), s, e - s, float(t[e - 1] - t[s]) if e > s
                     else 0.0, peak0, int(L_mid.max()), float(overhead),
                     blk[ch], size[ch], r[ch] - s, d[ch] - s, out_s - s, out_e - s, in_s - s,
@@ -438,12 +491,23 @@ def sweep_limits(trace, limits, policy="singa_swap", scores=None, **kw) -> list[
                 raise InputError(f"no iteration found in the trace by period method "
                                  f"{method!r}", param="period")
             kw = dict(kw, period=(p.start, p.length))
-    for sc in scores or (("vote", "doa", "aoa", "wdoa")):
+    for sc in scores or SCORES:
         for lim in limits:
             p = plan_swaps(trace, int(lim), policy, sc, **kw)
             out.append(dict(p.summary(), limit_bytes=int(lim)))
     return out
 
 
-__all__ = ["LinkCost", "POLICIES", "SCORES", "SwapPlan", "check_plan", "plan_swaps", "replay",
-           "sweep_limits", "MALLOC"]
+__all__ = [
+    "MALLOC",
+    "POLICIES",
+    "SCORES",
+    "SCORE_NAMES",
+    "SINGA_VGG_ITERATION_NS",
+    "LinkCost",
+    "SwapPlan",
+    "check_plan",
+    "plan_swaps",
+    "replay",
+    "sweep_limits",
+]

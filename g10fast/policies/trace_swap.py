@@ -28,7 +28,8 @@ from g10fast.policies.registry import PolicyRecord
 
 @dataclass(frozen=True)
 class Options:
-    score: str = "vote"             # doa | aoa | wdoa | vote
+    #: SwapGPU::Plan's majority voting (seed-policies §2.3); any of g10fast.alloc.swap.SCORES
+    score: str = "vote"
     limit_fraction: float = 0.0     # limit = this × the peak load; 0: the GPU's memory
     allocator: str = "singa_colour"  # cuda_malloc | cnmem | pytorch | singa_colour | bump
     link: str = "preset"            # preset (host link of the system) | singa_measured
@@ -43,8 +44,9 @@ class Options:
     periodic: bool = True
 
     def check(self):
-        if self.score not in ("doa", "aoa", "wdoa", "vote"):
-            raise InputError(f"must be doa, aoa, wdoa or vote, got {self.score!r}",
+        from g10fast.alloc.swap import SCORES
+        if self.score not in SCORES:
+            raise InputError(f"must be one of {', '.join(SCORES)}, got {self.score!r}",
                              param="policy.score")
         if not 0.0 <= self.limit_fraction <= 1.0:
             raise InputError(f"must be in [0, 1], got {self.limit_fraction}",

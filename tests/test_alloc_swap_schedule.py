@@ -1,0 +1,164 @@
+"""SINGA's stick-to-limit schedule pinned by hand-worked cases and a plain-Python twin
+(tests/alloc_twin.swap_schedule_twin): the overhead `g10fast swap` prints and the swap figures
+plot, the swap-in lateness, the clock (`iteration_ns`) and every score by its name."""
+
+import numpy as np
+import pytest
+from alloc_twin import swap_schedule_twin
+
+from g10fast.alloc.swap import (
+    SCORE_NAMES,
+    SCORES,
+    SINGA_VGG_ITERATION_NS,
+    LinkCost,
+    check_plan,
+    plan_swaps,
+)
+from g10fast.alloc.trace import FREE, LAYER, MALLOC, READ, AllocTrace
+from g10fast.errors import InputError
+
+ONE_NS_PER_BYTE = LinkCost(1.0, 0.0, 1.0, 0.0)     # T_out(s) = T_in(s) = s ns
+
+
+def _trace(t_read_a=210):
+    """One iteration: A (100 B) written by a layer at op 1 and read again at op 6; B (300 B)
+    and C (50 B) make the peak (450 B at op 3)."""
+    ops = [(MALLOC, 0, 100, 0), (LAYER, 0, 100, 10), (MALLOC, 1, 300, 20),
+           (MALLOC, 2, 50, 30), (FREE, 2, 50, 40), (FREE, 1, 300, 200),
+           (READ, 0, 100, t_read_a), (FREE, 0, 100, 220)]
+    k, blk, size, t = (np.asarray(x) for x in zip(*ops))
+    return AllocTrace("hand", k.astype(np.int8), (blk * 4096 + 4096).astype(np.int64),
+                      size.astype(np.int64), t.astype(np.int64), blk.astype(np.int64),
+                      np.zeros(len(k), np.int16), {})
+
+
+def _plan(tr, limit, **kw):
+    return plan_swaps(tr, limit, "singa_swap", "vote", link=ONE_NS_PER_BYTE, period=(0, 6),
+                      min_block=1, **kw)
+
+
+def test_swap_out_wait_by_hand():
+    # limit 400: A goes over [1, 6). Its swap-out starts at t=10 and ends at 110; the copy may
+    # be held up to the peak op 3, but holding it there makes 450 > 400: it is dropped after
+    # op 2 (t=20) and the 90 ns left of the transfer are a wait. The swap-in must end by
+    # t(6)=210: it starts at 110 (op 4 is the latest op before: 40 <= 110, and it is the op
+    # after the peak), 300 + 100 = 400 fits: no lateness.
+    p = _plan(_trace(), 400)
+    check_plan(_trace(), p)
+    assert p.num_swaps == 1 and p.block.tolist() == [0]
+    assert p.overhead_ns == 90.0
+    assert p.out_end_idx.tolist() == [2] and p.in_start_idx.tolist() == [4]
+    assert p.in_end_ns.tolist() == [210.0]
+    assert p.peak_after == 400
+    assert p.load.tolist() == [100, 100, 400, 350, 400, 100, 100, 0]
+
+
+def test_swap_in_lateness_by_hand():
+    # limit 350: the swap-out must be dropped right after op 1 (400 > 350 at op 2): wait
+    # 110 - t(1)=10 = 100. The swap-in planned from t=110 at op 4 would make 400 > 350 there:
+    # it starts after op 4, at op 5 (t=200), and ends at 300, 90 ns after A's read at 210.
+    p = _plan(_trace(), 350)
+    assert p.overhead_ns == 190.0
+    assert p.out_end_idx.tolist() == [1] and p.in_start_idx.tolist() == [5]
+    assert p.in_end_ns.tolist() == [300.0]
+    assert p.in_end_ns[0] - 210 == 90.0                 # the swap-in's lateness
+    assert p.summary()["overhead_per_iteration_s"] == pytest.approx(190e-9)
+
+
+def test_clock_rescales_the_trace_not_the_transfers():
+    # the iteration (t(7) - t(0) = 220 ns) made to last 440 ns: every op time doubles,
+    # transfers stay 100 ns. Swap-out 20 -> 120, dropped after op 1 (t=20): wait 100.
+    # Swap-in must end by 420: from 320, held off op 4 (over the limit) to op 5 (t=400):
+    # ends at 500, late by 80. 180 in all, of a 440 ns iteration.
+    p = _plan(_trace(), 350, iteration_ns=440.0)
+    assert p.overhead_ns == 180.0
+    assert p.iteration_ns == 440.0
+    s = p.summary()
+    assert s["clock"] == "iteration" and s["overhead_fraction"] == pytest.approx(180 / 440)
+    assert s["recorded_iteration_s"] == pytest.approx(220e-9)
+    assert _plan(_trace(), 350).summary()["clock"] == "trace"
+    with pytest.raises(InputError, match="iteration_s"):
+        _plan(_trace(), 350, iteration_ns=0.0)
+
+
+@pytest.mark.parametrize("limit", [450, 400, 380, 350])
+def test_hand_trace_against_the_twin(limit):
+    tr = _trace()
+    for clock in (None, 440.0, 1e5):
+        p = _plan(tr, limit, iteration_ns=clock)
+        swaps = list(zip((p.r_idx + p.start).tolist(), (p.d_idx + p.start).tolist(),
+                         p.size.tolist()))
+        ov, in_end, load = swap_schedule_twin(tr, 0, 0, 8, 8, 3, swaps, ONE_NS_PER_BYTE.t_out,
+                                              ONE_NS_PER_BYTE.t_in, limit, iteration_ns=clock)
+        assert p.overhead_ns == pytest.approx(ov)
+        assert p.in_end_ns.tolist() == pytest.approx(in_end)
+        assert p.load.tolist() == load
+
+
+def _vit():
+    from g10fast.alloc.source import load_source
+    return load_source("vit", batch=8, iterations=3)
+
+
+@pytest.fixture(scope="module")
+def vit():
+    return _vit()
+
+
+def test_model_trace_against_the_twin(vit):
+    """Every score at three limits on ViT-8's derived trace: the planner's overhead, swap-in
+    ends and load equal the twin's schedule of the same swaps, and some are late."""
+    link = LinkCost.from_gbps(16)
+    top = plan_swaps(vit, 1 << 62)
+    late = 0
+    for frac in (0.9, 0.75, 0.6):
+        lim = int(frac * top.peak_before)
+        for score in SCORES:
+            p = plan_swaps(vit, lim, "singa_swap", score, link=link)
+            a, b = (p.start + x for x in p.info["context"])
+            swaps = list(zip((p.r_idx + p.start).tolist(), (p.d_idx + p.start).tolist(),
+                             p.size.tolist()))
+            ov, in_end, load = swap_schedule_twin(
+                vit, a, p.start, p.start + p.length, b, p.start + p.info["peak_idx"], swaps,
+                link.t_out, link.t_in, lim)
+            assert p.overhead_ns == pytest.approx(ov, rel=1e-12, abs=1e-6), (frac, score)
+            assert p.in_end_ns.tolist() == pytest.approx(in_end, rel=1e-12), (frac, score)
+            assert p.load.tolist() == load
+            late += int(p.overhead_ns > 0)
+    assert late > 0
+
+
+def test_every_score_has_its_names():
+    assert set(SCORES) == {"vote", "doa_origin", "pri", "doa", "aoa", "wdoa", "subwdoa"}
+    assert SCORE_NAMES["aoa"][0] == "Area of Absence (AOA)"
+    assert "pri_net" in SCORE_NAMES["aoa"][1] and "sub-wdto" in SCORE_NAMES["subwdoa"][1]
+    assert SINGA_VGG_ITERATION_NS == pytest.approx(81.571072e6)
+
+
+def test_scores_order_by_hand():
+    """Three candidates across the peak (op 6): X 200 B, Y 100 B, Z 50 B. With T_out = T_in
+    = s ns, each score's first pick is the block it ranks first (hand-worked below)."""
+    ops = [(MALLOC, 0, 200, 0), (LAYER, 0, 200, 10), (MALLOC, 1, 100, 12),
+           (LAYER, 1, 100, 20), (MALLOC, 2, 50, 25), (LAYER, 2, 50, 30),
+           (MALLOC, 3, 1000, 40), (FREE, 3, 1000, 50), (READ, 0, 200, 100),
+           (READ, 2, 50, 250), (READ, 1, 100, 300), (FREE, 0, 200, 310),
+           (FREE, 1, 100, 320), (FREE, 2, 50, 330)]
+    k, blk, size, t = (np.asarray(x) for x in zip(*ops))
+    tr = AllocTrace("scores", k.astype(np.int8), (blk * 4096 + 4096).astype(np.int64),
+                    size.astype(np.int64), t.astype(np.int64), blk.astype(np.int64),
+                    np.zeros(len(k), np.int16), {})
+    # load after ops 0..: 200 200 300 300 350 350 1350 350 350 350 350 150 50 0; peak op 6.
+    # gaps: X ops 1..8 (90 ns), Y 3..10 (280 ns), Z 5..9 (220 ns).
+    # DOA origin: Y 280 > Z 220 > X 90.       pri = gap x size: Y 28000 > X 18000 > Z 11000.
+    # DOA = gap - T_out - T_in: Z 120 > Y 80 > X -310.   AOA: Y 8000 > Z 6000 > X -1.55.
+    # WDOA = load summed over [r, d): Y 3400 > X 3200 > Z 2400 (subwdoa: the same first).
+    # vote = rank sums (DOA origin, AOA, WDOA): Y 3, Z 7, X 8.
+    first = {}
+    for score in SCORES:
+        p = plan_swaps(tr, 1349, "singa_swap", score, link=ONE_NS_PER_BYTE, period=(0, 8),
+                       min_block=1)
+        assert p.num_swaps == 1
+        first[score] = int(p.block[0])
+    assert first["doa_origin"] == 1 and first["pri"] == 1 and first["aoa"] == 1
+    assert first == {"vote": 1, "doa_origin": 1, "pri": 1, "doa": 2, "aoa": 1, "wdoa": 1,
+                     "subwdoa": 1}
