@@ -371,6 +371,39 @@ def _in_run_file(err: InputError, spec: dict) -> InputError:
     return InputError(f"{key}: {err.message}", path=path, line=line, param=key)
 
 
+def _run_and_memory_snapshots(args) -> int:
+    """`run`, then with --memory-snapshot the run's workload (its derived allocation trace, one
+    iteration, as `g10fast memory MODEL`) through each allocator (--allocator: that one), each
+    written as a PyTorch memory snapshot (docs/memory-snapshot.md)."""
+    if not getattr(args, "memory_snapshot", None):
+        return cmd_run(args)
+    d = Path(args.memory_snapshot).resolve().parent
+    if not d.is_dir():
+        raise InputError("folder does not exist", path=str(d), param="--memory-snapshot")
+    rc = cmd_run(args)
+    from g10fast.alloc.snapshot import write_workload_snapshots
+    from g10fast.run import workload_of
+    if args.config is None and args.g10 is None and args.model is None and args.batch is None \
+            and args.policy is None and getattr(args, "workload", None) is None \
+            or str(args.config).endswith(".toml"):
+        from g10fast.api import DEFAULT_RUN, read_run_file
+        from g10fast.spec import run_file_specs
+        rf = DEFAULT_RUN if args.config is None else read_run_file(args.config)
+        if args.fuse is not None:
+            rf = dict(rf, workload=dict(rf.get("workload") or {}, fuse=args.fuse))
+        spec = run_file_specs(rf)[0]
+    else:
+        spec, _ = _spec_from_args(args)
+        if args.fuse is not None:
+            from g10fast.spec import with_fuse
+            spec = with_fuse(spec, args.fuse)
+    names = [args.allocator] if getattr(args, "allocator", None) else None
+    for p in write_workload_snapshots(workload_of(spec), args.memory_snapshot, names,
+                                      spec.system.gpu_frequency_ghz):
+        (sys.stderr if args.json else sys.stdout).write(f"memory snapshot written to {p}\n")
+    return rc
+
+
 def cmd_run(args) -> int:
     from g10fast.results import to_json_ready
     from g10fast.run import run
@@ -768,7 +801,7 @@ def _store_parsers(sub) -> None:
 def _alloc_source(args):
     from g10fast.alloc.source import load_source
     return load_source(args.source, batch=args.batch, system=args.system,
-                       iterations=args.iterations)
+                       iterations=args.iterations, device=args.device)
 
 
 def cmd_memory(args) -> int:
@@ -789,13 +822,23 @@ def cmd_memory(args) -> int:
             raise InputError(f"must be >= 0, got {args.capacity_mib}", param="--capacity-mib")
         cap = int(args.capacity_mib * 2**20)
     tr = _alloc_source(args)
-    results = [run_allocator(tr, n, capacity=cap, **opts) for n in names]
+    snap = tr.meta.get("snapshot")
+    if snap is not None and not opts:      # the pytorch allocator as the snapshot's was set
+        from g10fast.alloc.snapshot import pytorch_options
+        results = [run_allocator(tr, n, capacity=cap, **(pytorch_options(tr) if n == "pytorch"
+                                                           else {})) for n in names]
+    else:
+        results = [run_allocator(tr, n, capacity=cap, **opts) for n in names]
     per = None
     if args.period:
         from g10fast.alloc.period import detect_period
         per = detect_period(tr, args.period).to_dict()
     if args.json:
         out = [dict(r.summary(), source=args.source, trace=tr.name) for r in results]
+        if snap is not None:
+            from g10fast.alloc.snapshot import snapshot_comparison
+            for o in out:
+                o["snapshot"] = snapshot_comparison(tr, results)
         if per is not None:
             for o in out:
                 o["period"] = per
@@ -803,6 +846,9 @@ def cmd_memory(args) -> int:
         sys.stdout.write("\n")
     else:
         print(memory_text(tr, results))
+        if snap is not None:
+            from g10fast.alloc.snapshot import snapshot_text
+            print(snapshot_text(tr, results))
         if per is not None:
             print(f"iteration ({per['method']}): " + (
                 f"{per['length']:,} malloc/free ops from op {per['start']:,} "
@@ -810,6 +856,10 @@ def cmd_memory(args) -> int:
     if args.figure:
         memory_figure(tr, results, args.figure)
         (sys.stderr if args.json else sys.stdout).write(f"figure written to {args.figure}\n")
+    if args.memory_snapshot:
+        from g10fast.alloc.snapshot import write_run_snapshots
+        for p in write_run_snapshots(tr, results, args.memory_snapshot):
+            (sys.stderr if args.json else sys.stdout).write(f"memory snapshot written to {p}\n")
     return 0
 
 
@@ -842,7 +892,8 @@ def cmd_swap(args) -> int:
                          param="--figure")
     iterations = args.iterations if args.iterations != 1 else 3
     from g10fast.alloc.source import load_source
-    tr = load_source(args.source, batch=args.batch, system=args.system, iterations=iterations)
+    tr = load_source(args.source, batch=args.batch, system=args.system, iterations=iterations,
+                     device=args.device)
     if args.link == "singa":
         link = LinkCost.singa_measured()
     else:
@@ -1069,6 +1120,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="lp: also the checkpoint LP bound (page and tensor engines; SciPy, "
                         "seconds; docs/bounds.md)")
     r.add_argument("--trace", help="write the engine's events to this HDF5 file")
+    r.add_argument("--memory-snapshot", metavar="OUT.pickle",
+                   help="write the workload's allocations (its derived allocation trace, one "
+                        "iteration) through each allocator (--allocator: that one) as PyTorch "
+                        "memory snapshots for pytorch.org/memory_viz (several: "
+                        "OUT.<allocator>.pickle; docs/memory-snapshot.md)")
     r.add_argument("--trace-compression", choices=("deflate", "none"), default="deflate",
                    help="the event trace's chunks: deflate (default, shuffle + deflate 1) or "
                         "none (stored unfiltered: ~1.6x faster to write, ~80x larger; "
@@ -1077,7 +1133,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "stderr is not a terminal (default there: a plain line every 5 s, "
                    "$G10FAST_PROGRESS_INTERVAL)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar or lines")
-    r.set_defaults(func=cmd_run)
+    r.set_defaults(func=_run_and_memory_snapshots)
     po = sub.add_parser("policies", help="list the policies (name, display name, engine, paper, "
                                          "options with defaults)")
     po.add_argument("--json", action="store_true", help="print JSON")
@@ -1100,6 +1156,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="hardware preset of a built-in model (default g10-artifact)")
         q.add_argument("--iterations", type=int, default=1,
                        help="iterations of a model's derived trace (default 1)")
+        q.add_argument("--device", type=int, help="the device of a PyTorch memory snapshot "
+                       "(default: its only one; docs/memory-snapshot.md)")
         q.add_argument("--json", action="store_true", help="print JSON")
 
     me = sub.add_parser("memory", help="peak live, peak reserved and fragmentation of an "
@@ -1117,6 +1175,10 @@ def build_parser() -> argparse.ArgumentParser:
                                      "this image file")
     me.add_argument("--period", choices=["singa", "match"],
                     help="also detect the iteration (SINGA's repeat test or the robust match)")
+    me.add_argument("--memory-snapshot", metavar="OUT.pickle",
+                    help="write each allocator's run as a PyTorch memory snapshot for "
+                         "pytorch.org/memory_viz (several allocators: OUT.<allocator>.pickle; "
+                         "docs/memory-snapshot.md)")
     me.set_defaults(func=cmd_memory)
     sp = sub.add_parser("swap", help="plan swaps on an allocation trace under a memory limit "
                         "(SINGA's planner or AppObMem)",
@@ -1258,6 +1320,10 @@ def _workload_parsers(sub) -> None:
     ca.add_argument("--system", default="g10-artifact",
                     help="hardware preset whose GPU the kernel times are estimated for")
     ca.add_argument("--optimizer", help="adamw (default), adamw-foreach, adamw-fused or sgd")
+    ca.add_argument("--memory-snapshot", metavar="OUT.pickle",
+                    help="also write the captured step's allocations through each allocator "
+                         "as PyTorch memory snapshots (OUT.<allocator>.pickle; "
+                         "docs/memory-snapshot.md)")
     ca.set_defaults(func=cmd_capture)
 
 

@@ -330,6 +330,10 @@ def capture_cli(args) -> int:
     d = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(d):
         raise InputError("folder does not exist", path=d, param="--out")
+    if getattr(args, "memory_snapshot", None):
+        d = os.path.dirname(os.path.abspath(args.memory_snapshot))
+        if not os.path.isdir(d):
+            raise InputError("folder does not exist", path=d, param="--memory-snapshot")
     model = resolve_model(args.model, batch=args.batch, seq_len=args.seq_len, dtype=args.dtype,
                           optimizer=args.optimizer)
     if isinstance(model.batch, bool) or not isinstance(model.batch, int) or model.batch <= 0:
@@ -359,4 +363,8 @@ def capture_cli(args) -> int:
           f"{cap.peak_live_bytes() / 2**30:.2f} GiB, ideal {w.ideal_cycles / ghz / 1e6:.1f} ms "
           f"on {preset['gpu'].get('model', '?')}")
     print(f"captured in {cap.seconds:.1f} s, peak memory {rss / 2**20:.0f} MiB -> {args.out}")
+    if getattr(args, "memory_snapshot", None):
+        from g10fast.alloc.snapshot import write_workload_snapshots
+        for p in write_workload_snapshots(w, args.memory_snapshot, freq_ghz=ghz):
+            print(f"memory snapshot written to {p}")
     return 0
