@@ -1,0 +1,54 @@
+"""The SINGA and AppObMem rows of `g10fast validate` (g10fast/validate/claims_singa.py,
+claims_appobmem.py): their verdicts and values on the authors' traces (skipped without
+../shared/external/singa-traces)."""
+
+from pathlib import Path
+
+import pytest
+
+from g10fast.validate import MISSES, UNAVAILABLE, evaluate
+from g10fast.validate.claims_appobmem import CLAIMS as APPOB
+from g10fast.validate.claims_singa import CLAIMS
+
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "external" / "singa-traces"
+ROWS = {c.id: c for c in CLAIMS}
+
+
+def _row(cid):
+    if not TRACES.is_dir():
+        pytest.skip("no ../shared/external/singa-traces")
+    r = evaluate(ROWS[cid], quick=True)
+    assert r.claim.quick
+    return r
+
+
+def test_pool_against_cnmem_as_singa_configures_it():
+    r = _row("singa-pool.less-than-cnmem")
+    # AlexNet: SmartMemPool as it runs 179.5 MiB against cnmem's 256 MiB reservation
+    assert r.verdict == MISSES
+    assert r.value == pytest.approx(29.9, abs=0.15)
+    assert "alex" in r.detail and "vgg: pool 730.9" in r.detail
+
+
+def test_swap_zero_overhead_saving_on_the_authors_clock():
+    r = _row("singa-swap.zero-overhead-saving")
+    assert r.verdict == MISSES
+    # AOA (and pri) reach zero overhead at 510 MiB of a 647.7 MiB peak
+    assert r.value == pytest.approx(100 * (1 - 510 / 647.73), abs=0.3)
+    for name in ("vote", "doa_origin", "pri", "doa", "aoa", "wdoa", "subwdoa"):
+        assert f"{name} " in r.detail
+
+
+def test_swap_overhead_curve_against_the_authors():
+    r = _row("singa-swap.overhead-at-280mib")
+    assert r.verdict == MISSES
+    # on the evenly spread clock the SubWDOA plan at 280 MiB waits 1.7 iterations
+    assert 150 < r.value < 190
+    z = _row("singa-swap.zero-overhead-limit")
+    assert z.verdict == MISSES and z.value == 550.0
+
+
+def test_appobmem_row_says_what_it_needs():
+    (c,) = APPOB
+    r = evaluate(c, quick=True)
+    assert r.verdict == UNAVAILABLE and "needs the paper" in r.detail
