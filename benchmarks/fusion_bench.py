@@ -1,7 +1,15 @@
 """FusionStitching (E8): kernels, launches, peak memory and ideal time before and after the
-fusion pass, `xla` against `stitch`, and every default policy's time under oversubscription.
+fusion pass, `xla` against `stitch`, every default policy's time under oversubscription, and
+what each step's time is made of (launches, work, the GPU waiting for the host).
 
     PYTHONPATH=. python benchmarks/fusion_bench.py [--g10 ../shared/g10-artifact] [--quick]
+    PYTHONPATH=. python benchmarks/fusion_bench.py --breakdown-only      # seconds
+
+The breakdown (benchmarks/results/fusion_breakdown.csv, docs/fusion-breakdown.png) covers
+the paper's kinds of workload (g10fast.validate.claims_fusion.PAPER_WORKLOADS: BERT-base
+training b32, BERT-base and Transformer-base inference b1, on the h100-sxm5 cost model) and
+the artifact's BERT-256 and ViT-1280 training steps (A100 traces), each with the host issuing
+launches at fusion.HOST_LAUNCH_US.
 
 Workloads: BERT-256, ViT-1280 and ResNet152-256 from the G10 artifact (its A100 kernel traces
 and its system: 40 GB GPU; the paper's oversubscription), GPT-2 XL built-in (estimated kernel times on the
@@ -55,20 +63,29 @@ def main(argv=None) -> int:
     ap.add_argument("--figure", type=Path, default=ROOT / "docs" / "fusion-policies.png")
     ap.add_argument("--figures-only", action="store_true",
                     help="redraw the figures from the results files, run nothing")
+    ap.add_argument("--breakdown-only", action="store_true",
+                    help="only the time breakdown of the paper's and the artifact's "
+                         "workloads (no policy runs)")
     args = ap.parse_args(argv)
+    g10 = args.g10 if (args.g10 / "frontend" / "Nets").is_dir() else None
+    if not args.figures_only:
+        breakdown(g10, args.out, args.figure.with_name("fusion-breakdown.png"))
+        if args.breakdown_only:
+            return 0
     if args.figures_only:
         rows = [json.loads(x) for x in open(args.out / "fusion.jsonl")]
         with open(args.out / "fusion_table.csv") as f:
             table = list(csv.DictReader(f))
         figure(rows, list(dict.fromkeys(r["policy"] for r in rows)), args.figure)
         summary_figure(table, args.figure.with_name("fusion-summary.png"))
+        bd = list(csv.DictReader(open(args.out / "fusion_breakdown.csv")))
+        breakdown_figure(bd, args.figure.with_name("fusion-breakdown.png"))
         return 0
     from g10fast.policies import DEFAULT_POLICIES
     from g10fast.run import run, workload_of
     from g10fast.spec import make_spec, with_fuse
     from g10fast.workload.fusion import summary
 
-    g10 = args.g10 if (args.g10 / "frontend" / "Nets").is_dir() else None
     pols = args.policies or list(DEFAULT_POLICIES)
     commit = git_commit()
     rows, table = [], []
@@ -129,6 +146,100 @@ def main(argv=None) -> int:
     figure(rows, pols, args.figure)
     summary_figure(table, args.figure.with_name("fusion-summary.png"))
     return 0
+
+
+BREAKDOWN_FIELDS = ("kernels", "total_s", "gpu_s", "launch_s", "work_s", "idle_s",
+                    "memory_intensive_s", "memory_intensive_launch_s", "traffic_bytes",
+                    "memory_intensive_bytes")
+
+
+def breakdown(g10, out: Path, fig_path: Path) -> list:
+    """Time breakdown (fusion.time_breakdown) of every workload under none / xla / stitch;
+    writes fusion_breakdown.csv and the figure; prints each xla -> stitch gain."""
+    from g10fast.run import workload_of
+    from g10fast.validate.claims_fusion import PAPER_WORKLOADS, paper_workload
+    from g10fast.workload.fusion import HOST_LAUNCH_US, fuse, gain_breakdown, time_breakdown
+
+    items = [(label, "cost model (h100-sxm5)", *paper_workload(label))
+             for label, *_ in PAPER_WORKLOADS]
+    if g10 is not None:
+        from g10fast.config import genconfig
+        from g10fast.spec import from_g10_config
+        for model, batch, label in (("BERT", 256, "BERT-256 training"),
+                                    ("VIT", 1280, "ViT-1280 training")):
+            spec = from_g10_config(genconfig(g10, model, batch, "lru"), policy="lru")
+            items.append((label, "artifact traces (A100)", workload_of(spec), spec))
+    commit = git_commit()
+    rows = []
+    for label, times, w, spec in items:
+        s = spec.system
+        br = {}
+        for mode in MODES:
+            f = fuse(w, mode, freq_ghz=s.gpu_frequency_ghz, hbm_gbps=s.gpu_hbm_gbps or None)
+            br[mode] = time_breakdown(f, s.gpu_frequency_ghz)
+            rows.append({"workload": label, "kernel_times": times, "mode": mode,
+                         **{k: br[mode][k] for k in BREAKDOWN_FIELDS},
+                         "host_launch_us": HOST_LAUNCH_US, "commit": commit})
+        g = gain_breakdown(br["xla"], br["stitch"])
+        print(f"{label}: stitch vs xla {g['speedup']:.4f}x, saved {g['saved_s'] * 1e6:.0f} us "
+              f"(launches {g['share']['launches_s']:.0%}, traffic {g['share']['traffic_s']:.0%},"
+              f" switches {g['share']['switches_s']:.0%})", flush=True)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / "fusion_breakdown.csv.tmp"
+    with open(tmp, "w", newline="") as fh:
+        wr = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        wr.writeheader()
+        wr.writerows(rows)
+    os.replace(tmp, out / "fusion_breakdown.csv")
+    breakdown_figure(rows, fig_path)
+    return rows
+
+
+def breakdown_figure(rows, path):
+    """Per workload three stacked bars (none, xla, stitch), each relative to xla's step:
+    compute kernels, memory-intensive work, launches' fixed costs, the GPU idle waiting for
+    the host."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    wls = list(dict.fromkeys(r["workload"] for r in rows))
+    fig, ax = plt.subplots(figsize=(11, 4))
+    parts = (("compute kernels", "#7f7f7f"), ("memory-intensive work", "#1f77b4"),
+             ("launch fixed costs", "#ff7f0e"), ("GPU waiting for the host", "#d62728"))
+    x0, ticks, labels = 0.0, [], []
+    for wl in wls:
+        by = {r["mode"]: {k: float(r[k]) for k in BREAKDOWN_FIELDS} for r in rows
+              if r["workload"] == wl}
+        ref = by["xla"]["total_s"]
+        for j, mode in enumerate(MODES):
+            b = by[mode]
+            mi_work = b["memory_intensive_s"] - b["memory_intensive_launch_s"]
+            comp = b["gpu_s"] - b["memory_intensive_s"] - (b["launch_s"]
+                                                           - b["memory_intensive_launch_s"])
+            vals = (comp, mi_work, b["launch_s"], b["idle_s"])
+            bottom = 0.0
+            for (name, col), v in zip(parts, vals):
+                ax.bar(x0 + j, v / ref, 0.8, bottom=bottom, color=col,
+                       label=name if wl == wls[0] and j == 0 else None)
+                bottom += v / ref
+            ax.text(x0 + j, bottom + 0.02, f"{ref / b['total_s']:.2f}x", ha="center",
+                    fontsize=7)
+            ticks.append(x0 + j)
+            labels.append(mode)
+        ax.text(x0 + 1, -0.13, wl, ha="center", va="top", fontsize=8,
+                transform=ax.get_xaxis_transform())
+        x0 += len(MODES) + 1
+    ax.set_xticks(ticks)
+    ax.set_xticklabels(labels, fontsize=7)
+    ax.set_ylabel("step time relative to xla (xla = 1)")
+    ax.set_xlabel("workload and fusion mode (label on a bar: speed-up over xla)",
+                  labelpad=32)
+    ax.legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    tmp = Path(str(path) + ".tmp.png")
+    fig.savefig(tmp, dpi=90)
+    os.replace(tmp, path)
 
 
 def summary_figure(table, path):

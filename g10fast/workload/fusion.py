@@ -577,8 +577,9 @@ def time_breakdown(w: Workload, freq_ghz: float = 1.2, host_launch_us: float = H
       idle_s     the GPU waiting for the host to issue launches (`host_timeline`)
       total_s    launch_s + work_s + idle_s: the step with the host in the loop
       gpu_s      launch_s + work_s: the kernels back to back (the engines' ideal time)
-      memory_intensive_s, memory_intensive_bytes: the same for the kernels that are not
-                 class C (what fusion works on), traffic_bytes: every kernel's."""
+      memory_intensive_s, memory_intensive_launch_s, memory_intensive_bytes: gpu_s,
+                 launch_s and traffic_bytes of the kernels that are not class C (what
+                 fusion works on); traffic_bytes: every kernel's."""
     f = float(freq_ghz) * 1e9
     t = w.exec_cycles.astype(np.float64)
     lc = np.minimum(kernel_overheads(w, freq_ghz, launch_us), t)
@@ -591,6 +592,7 @@ def time_breakdown(w: Workload, freq_ghz: float = 1.2, host_launch_us: float = H
             "work_s": float((t - lc).sum()) / f, "idle_s": (total - float(t.sum())) / f,
             "total_s": total / f, "gpu_s": float(t.sum()) / f,
             "memory_intensive_s": float(t[mi].sum()) / f,
+            "memory_intensive_launch_s": float(lc[mi].sum()) / f,
             "memory_intensive_kernels": int(mi.sum()),
             "memory_intensive_bytes": int(tr[mi].sum()), "traffic_bytes": int(tr.sum())}
 
