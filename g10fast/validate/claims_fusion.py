@@ -147,7 +147,7 @@ _SRC_2009 = "Zheng et al., FusionStitching, arXiv 2009.10924, abstract and evalu
 
 _WHY_SPEEDUP = (
     "Modelled: one fixed cost per fused kernel (the cost model's fitted overhead of each "
-    "member's class, 2.5-9 us on the measured H100), the traffic of the intermediates that "
+    "member's class, 1-9 us on the measured H100), the traffic of the intermediates that "
     "stay on chip, and the host's 4.5 us per launch. The papers' largest gains are on models "
     "g10fast does not have (DIEN, CRNN, ASR: recommendation, OCR and speech models with "
     "recurrent cells and many small memory-intensive ops; not built in). On the transformer "
