@@ -251,7 +251,8 @@ def summary_figure(table, path):
     wls = list(dict.fromkeys(r["workload"] for r in table))
     short = [w.split(" (")[0].split(" s1024")[0] for w in wls]
     panels = (("kernels", "kernels (= launches)"), ("footprint_gib", "footprint (GiB)"),
-              ("peak_live_gib", "peak live memory (GiB)"), ("ideal_s", "ideal iteration time (s)"))
+              ("peak_live_gib", "peak live memory (GiB)"),
+              ("ideal_s", "ideal time relative to fuse none"))
     colours = {"none": "#999999", "xla": "#1f77b4", "stitch": "#d62728"}
     fig, axes = plt.subplots(1, len(panels), figsize=(13, 3.4))
     for ax, (key, label) in zip(axes, panels):
@@ -259,9 +260,12 @@ def summary_figure(table, path):
         for j, mode in enumerate(MODES):
             ys = [float([r for r in table if r["workload"] == w and r["mode"] == mode][0][key])
                   for w in wls]
+            if key == "ideal_s":
+                ys = [y / float([r for r in table if r["workload"] == w
+                                 and r["mode"] == "none"][0][key]) for w, y in zip(wls, ys)]
             ax.bar(x + (j - 1) * 0.27, ys, 0.27, label=f"fuse {mode}", color=colours[mode])
         ax.set_xticks(x)
-        ax.set_xticklabels(short, fontsize=8)
+        ax.set_xticklabels(short, fontsize=7, rotation=20)
         ax.set_ylabel(label)
         ax.set_xlabel("workload")
     axes[0].legend(fontsize=8)
