@@ -97,7 +97,8 @@ def main(argv=None) -> int:
                            "time_s": round(t / system.f_hz, 4),
                            "perf": round(it["ideal_exe_time_cycles"] / t, 4),
                            "speedup_vs_uvm": round(uvm[key] / t, 4),
-                           "faults": it["faults"], "pages_in": pg["incoming"],
+                           "faults": it["faults"], "batches": it["fault_batches"],
+                           "pages_in": pg["incoming"],
                            "pages_out": pg["outgoing"], "prefetched": pg["prefetched"],
                            "wall_s": round(time.perf_counter() - t0, 2), "commit": commit}
                     rows.append(row)
@@ -127,6 +128,29 @@ def summary(rows) -> str:
     for v in dict.fromkeys(r["variant"] for r in rows if r["variant"] != "uvm"):
         xs = [float(r["speedup_vs_uvm"]) for r in rows if r["variant"] == v]
         out.append(f"| {v} | {len(xs)} | {geomean(xs):.3f} | {min(xs):.3f} | {max(xs):.3f} |")
+    out += ["", lambda_star(rows)]
+    return "\n".join(out)
+
+
+def lambda_star(rows, variant="hooks+flat", target=2.0, lat_us=45.0) -> str:
+    """The fault-batch cost at which `variant` would reach `target` x naive UM at every
+    point: naive UM's batches do not depend on time (the same pages fault in the same order),
+    so its time grows by (lambda - lat_us) per batch, while the variant (almost no faults)
+    keeps its time: lambda* = lat_us + (target * t_variant - t_uvm) / batches_uvm (the
+    variant's own few batches ignored)."""
+    out = [f"| point | t uvm s | t {variant} s | uvm batches | fault-batch cost for "
+           f"{target:g}x, us |", "|---|---|---|---|---|"]
+    for r in rows:
+        if r["variant"] != variant:
+            continue
+        u = [x for x in rows if x["variant"] == "uvm" and x["model"] == r["model"]
+             and x["ratio"] == r["ratio"] and x["driver_options"] == r["driver_options"]]
+        if not u or "batches" not in u[0]:
+            continue
+        tu, tv, b = float(u[0]["time_s"]), float(r["time_s"]), int(u[0]["batches"])
+        lam = lat_us + (target * tv - tu) / b * 1e6
+        out.append(f"| {r['model']} {r['batch']} {float(r['ratio']):g}x | {tu:.1f} | "
+                   f"{tv:.1f} | {b} | {lam:.0f} |")
     return "\n".join(out)
 
 
