@@ -25,9 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from g10fast.hardware import load_preset  # noqa: E402
-from g10fast.workload.builtin import load_builtin_graph  # noqa: E402
+from g10fast.workload.builtin import find_model, load_builtin_graph  # noqa: E402
 from g10fast.workload.costmodel import estimate, gpu_from_preset, load_params  # noqa: E402
-from g10fast.workload.profile import read_profile  # noqa: E402
+from g10fast.workload.profile import graph_options, read_profile  # noqa: E402
 
 MEASURED = ROOT / "kernels" / "h100-sxm5-measured"
 IDEAL_ONLY = ROOT / "benchmarks" / "results" / "h100-ideal"
@@ -42,7 +42,7 @@ def _err(est, meas):
 
 def compare(path: Path, params, preset):
     p = read_profile(path)
-    g = load_builtin_graph(p.model, p.batch)
+    g = load_builtin_graph(p.model, p.batch, **graph_options(p, find_model(p.model)))
     if list(g.kernel_name) != p.names:
         raise SystemExit(f"{path}: kernel names differ from the built-in model")
     gpu = gpu_from_preset(preset, int(g.meta.get("dtype_bytes", 4)))

@@ -256,6 +256,25 @@ class RecipeBook:
             if name.endswith("Forward"):
                 return Recipe("softmax", [Operand(shp[0])])
             return Recipe("softmax_bwd", [Operand(shp[0]), Operand(shp[0])])
+        if typ == "FlashAttention":                      # fused causal attention
+            B_, S_ = shp[0][0], shp[0][1]
+            NH = int(self.spec.params["heads"])
+            H = shp[-1][-1] if len(shp) == 3 else shp[0][-1] // 3
+            qkv = [Operand((B_, NH, S_, H // NH)) for _ in range(3)]
+            if name.endswith("Forward"):
+                return Recipe("sdpa", qkv)
+            return Recipe("sdpa_bwd", qkv + [Operand((B_, NH, S_, H // NH))])
+        if typ == "LayerNorm":
+            x, H = shp[0], shp[0][-1]
+            wb = [Operand((H,)), Operand((H,))]
+            if name.endswith("Forward"):
+                return Recipe("ln_fwd", [Operand(x)] + wb)
+            return Recipe("ln_bwd", [Operand(x), Operand(x)] + wb)
+        if typ in ("Gelu", "Silu"):
+            opn = typ.lower()
+            if name.endswith("Forward"):
+                return Recipe(opn, [Operand(shp[0])])
+            return Recipe(opn + "_bwd", [Operand(shp[0]), Operand(shp[0])])
         if typ == "Sum":
             if name.endswith("Forward"):
                 return Recipe("sum_last", [Operand(shp[0])])
@@ -387,6 +406,27 @@ def run_op(torch, r: Recipe, t: list, act, dev="cuda"):
         return torch._softmax(t[0], -1, False)
     if op == "softmax_bwd":
         return torch._softmax_backward_data(t[0], t[1], -1, t[0].dtype)
+    if op == "sdpa":
+        return F.scaled_dot_product_attention(t[0], t[1], t[2], is_causal=True)
+    if op in ("sdpa_bwd", "ln_bwd"):
+        # through autograd: the forward runs again inside the timed region (an upper bound
+        # of the backward kernel's time; FlashAttention-2's backward recomputes the scores
+        # itself, layer norm's keeps its per-row statistics instead)
+        with torch.enable_grad():
+            xs = [u.detach().requires_grad_() for u in (t[:3] if op == "sdpa_bwd" else t[1:])]
+            if op == "sdpa_bwd":
+                y = F.scaled_dot_product_attention(*xs, is_causal=True)
+                return torch.autograd.grad(y, xs, t[3])
+            y = F.layer_norm(xs[0], xs[0].shape[-1:], xs[1], xs[2])
+            return torch.autograd.grad(y, xs, t[0])
+    if op == "ln_fwd":
+        return F.layer_norm(t[0], t[0].shape[-1:], t[1], t[2])
+    if op in ("gelu", "silu"):
+        return getattr(F, op)(t[0])
+    if op == "gelu_bwd":
+        return aten.gelu_backward(t[0], t[1])
+    if op == "silu_bwd":
+        return aten.silu_backward(t[0], t[1])
     if op == "sum_last":
         return t[0].sum(-1)
     if op == "expand_last":
@@ -612,6 +652,9 @@ def profile(args) -> Profile:
     meta = {"tool": "kernels/profile_torch.py", "repeats": args.repeats,
             "fault_repeats": args.fault_repeats, "dtype_bytes": book.el}
     meta.update({f"model.{k}": v for k, v in opts.items()})
+    if spec.kind == "decoder":      # the graph's form, which the profile's kernels follow
+        for k in ("attention", "pointwise"):
+            meta[f"model.{k}"] = opts.get(k, spec.params.get(k, "fused"))
     if args.dry_run:
         t = np.zeros((K, 3))
         ws = np.zeros(K, np.int64)

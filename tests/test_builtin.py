@@ -109,3 +109,68 @@ def test_kernel_layers_checks_its_batch_as_the_graph_does():
         assert e.value.param == "batch_size"
     layers = kernel_layers("bert-base", 2)
     assert layers and all("type" in v and "in" in v for v in layers.values())
+
+
+def _tiny_decoder(family, **kw):
+    """One layer, hidden 64, 4 heads, sequence 32, vocabulary 100, fp32, SGD, batch 2."""
+    key = "gpt2-xl" if family == "gpt2" else "llama-7b"
+    return load_builtin_graph(key, 2, layers=1, hidden=64, heads=4, ffn=256, seq_len=32,
+                              vocab=100, precision="fp32", optimizer="sgd", **kw)
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_decoders_default_to_fused_attention(family):
+    """Hand-worked: B 2, heads 4, S 32, hidden 64 (fp32). Fused attention: one forward and one
+    backward kernel, no S x S tensor; the artifact's form keeps the scores, the scaled and
+    masked scores, the softmax and their gradients (B NH S S 4 = 32 KiB each)."""
+    from g10fast.workload.costmodel import kernel_features
+    B, NH, S, H = 2, 4, 32, 64
+    scores = B * NH * S * S * 4
+    g = _tiny_decoder(family)
+    assert g.kernel_name.count("FlashAttention_Forward") == 1
+    assert g.kernel_name.count("FlashAttention_Backward") == 1
+    assert "BatchMatMul_Forward" not in g.kernel_name and "SoftmaxBasic_Forward" in g.kernel_name
+    assert not np.any(g.raw_size == scores)
+    kf, kb = g.kernel_name.index("FlashAttention_Forward"), g.kernel_name.index(
+        "FlashAttention_Backward")
+    ins = sorted(int(g.raw_size[t]) for t in g.inputs(kf))
+    # GPT-2 reads its fused qkv (B S 3H), Llama rotated q, k and v (B S H each)
+    assert ins == ([B * S * 3 * H * 4] if family == "gpt2" else [B * S * H * 4] * 3)
+    assert [int(g.raw_size[t]) for t in g.outputs(kf)] == [B * S * H * 4]
+    # backward: inputs, the output and its gradient in; one gradient per input out
+    assert len(g.inputs(kb)) == len(ins) + 2 and len(g.outputs(kb)) == len(ins)
+    f = kernel_features(g)["flops"]
+    fwd = 2 * B * NH * S * S * (H // NH)         # causal: half of QK^T and PV's 4 B NH S^2 d
+    assert f[kf] == fwd and f[kb] == 2 * fwd
+    m = _tiny_decoder(family, attention="materialized")
+    assert "FlashAttention_Forward" not in m.kernel_name
+    assert m.kernel_name.count("BatchMatMul_Forward") == 2
+    assert np.sum(m.raw_size == scores) == 8     # 4 forward, their 4 gradients
+    assert footprint_bytes(m) - footprint_bytes(g) > 7 * scores
+
+
+def test_decoders_fused_pointwise_and_the_artifact_form():
+    """GPT-2's layer norm and GELU, Llama's SiLU: one kernel each way by default; with
+    pointwise="decomposed" the element-wise chains of G10's model files (layer norm as 11
+    ops, GELU via Erf) as before. Kernel counts per layer hand-counted."""
+    g = _tiny_decoder("gpt2")
+    assert g.kernel_name.count("LayerNorm_Forward") == 3          # ln1, ln2, ln_f
+    assert g.kernel_name.count("LayerNorm_Backward") == 3
+    assert g.kernel_name.count("Gelu_Forward") == 1 and "Erf_Forward" not in g.kernel_name
+    k = g.kernel_name.index("LayerNorm_Backward")
+    assert len(g.outputs(k)) == 3                 # gradients of x, scale and shift
+    ll = _tiny_decoder("llama")
+    assert ll.kernel_name.count("Silu_Forward") == 1 and "Tanh_Forward" not in ll.kernel_name
+    d = _tiny_decoder("gpt2", attention="materialized", pointwise="decomposed")
+    assert "LayerNorm_Forward" not in d.kernel_name and d.kernel_name.count("Erf_Forward") == 1
+    assert d.kernel_name.count("Sqrt_Forward") == 3
+    # the old form's golden footprint: GPT-2 XL at micro-batch 8 (bf16-mixed, AdamW)
+    full_old = load_builtin_graph("gpt2-xl", 8, attention="materialized", pointwise="decomposed")
+    assert full_old.num_kernels == 5467
+    assert footprint_bytes(full_old) == 338510786560          # 315.3 GiB
+    full = load_builtin_graph("gpt2-xl", 8)
+    assert footprint_bytes(full) == 99053621248               # 92.3 GiB
+    with pytest.raises(InputError, match="attention"):
+        load_builtin_graph("gpt2-xl", 1, attention="flash")
+    with pytest.raises(InputError, match="pointwise"):
+        load_builtin_graph("gpt2-xl", 1, pointwise="fused-ish")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from g10fast.workload.profile import read_profile, workload_from_profile
-from g10fast.workload.builtin import load_builtin_graph
+from g10fast.workload.profile import graph_options, read_profile, workload_from_profile
+from g10fast.workload.builtin import find_model, load_builtin_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,7 +43,9 @@ def _harness():
 
 CASES = [("resnet152", 2, {}), ("inceptionv3", 2, {}), ("senet154", 2, {}), ("bert-base", 2, {}),
          ("vit", 2, {}), ("gpt2-xl", 1, {"layers": 1, "seq_len": 64}),
-         ("llama-7b", 1, {"layers": 1, "seq_len": 64})]
+         ("llama-7b", 1, {"layers": 1, "seq_len": 64}),
+         ("gpt2-xl", 1, {"layers": 1, "seq_len": 64, "attention": "materialized",
+                         "pointwise": "decomposed"})]
 
 
 @pytest.mark.parametrize("model,batch,opts", CASES)
@@ -64,8 +66,13 @@ def test_recipes_match_the_graph(model, batch, opts):
     ops = {r.op for r in recs}
     if spec.kind == "cnn":
         assert {"conv_fwd", "conv_bwd_weight", "conv_bwd_input", "bn_fwd", "bn_bwd"} <= ops
-    else:
+    elif spec.kind == "encoder" or opts.get("attention") == "materialized":
         assert {"mm", "mm_nt", "mm_tn", "bmm", "softmax", "softmax_bwd"} <= ops
+    else:       # decoders: fused attention, layer norm and activations by default
+        assert {"mm", "mm_nt", "mm_tn", "sdpa", "sdpa_bwd", "softmax", "softmax_bwd"} <= ops
+        assert "bmm" not in ops
+        assert ({"ln_fwd", "ln_bwd", "gelu", "gelu_bwd"} if spec.family == "gpt2"
+                else {"silu", "silu_bwd"}) <= ops
     if book.optimizer == "adamw":
         assert "adamw" in ops
 
@@ -83,7 +90,8 @@ def test_batchmatmul_backward_takes_both_gradients():
 
 
 @pytest.mark.parametrize("model,batch,opts", [("resnet152", 1, {}), ("bert-base", 1, {}),
-                                              ("llama-7b", 1, {"layers": 1, "seq_len": 32})])
+                                              ("llama-7b", 1, {"layers": 1, "seq_len": 32}),
+                                              ("gpt2-xl", 1, {"layers": 1, "seq_len": 32})])
 def test_operations_run_on_the_cpu(model, batch, opts):
     """--check: every kernel's real PyTorch operation runs with its shapes (CPU, no timing)."""
     pytest.importorskip("torch")
@@ -106,7 +114,7 @@ def test_measured_profiles_are_committed():
 def test_measured_profile_applies(path):
     p = read_profile(path)
     assert p.source == "measured" and "H100" in p.gpu and p.meta["dry_run"] == "False"
-    g = load_builtin_graph(p.model, p.batch)
+    g = load_builtin_graph(p.model, p.batch, **graph_options(p, find_model(p.model)))
     assert p.names == list(g.kernel_name)
     assert np.all(p.time_us > 0)
     assert np.all(p.time_us <= p.input_faulting_us) and np.all(p.input_faulting_us <= p.all_faulting_us)

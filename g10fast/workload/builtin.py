@@ -593,6 +593,19 @@ def _transformer_graph(spec: ModelSpec, batch: int) -> Graph:
 
 PRECISIONS = {"bf16-mixed": 2, "fp32": 4}
 OPTIMIZERS = ("adamw", "sgd")
+#: a decoder's attention: "fused" (default: one FlashAttention kernel per layer forward and
+#: one backward, as PyTorch's scaled_dot_product_attention, FlashAttention-2 and every
+#: current training stack run it; no S x S tensor) or "materialized" (the G10 artifact's form
+#: of BERT/ViT attention: BatchMatMul, scale, mask, softmax, BatchMatMul, each S x S score
+#: tensor and its gradient kept; what the decoders were built with before)
+ATTENTIONS = ("fused", "materialized")
+#: a decoder's layer norm (GPT-2) and activations (GELU, Llama's SiLU): "fused" (default: one
+#: kernel each way, PyTorch's native_layer_norm, gelu and silu, what nn.LayerNorm, F.gelu and
+#: F.silu run in eager training) or "decomposed" (G10's element-wise chains, as its BERT/ViT
+#: model files write them: layer norm as 11 ops, GELU via Erf, sigmoid via Tanh; what the
+#: decoders were built with before). Llama's RMSNorm stays element-wise either way, as
+#: eager PyTorch (and the Llama reference code) runs it.
+POINTWISE = ("fused", "decomposed")
 
 
 def _decoder_records(spec: ModelSpec) -> _Records:
@@ -605,11 +618,21 @@ def _decoder_records(spec: ModelSpec) -> _Records:
     if H % NH:
         raise InputError(f"hidden {H} is not a multiple of heads {NH}", path=spec.path,
                          param="heads")
+    attention = spec.params.get("attention", "fused")
+    if attention not in ATTENTIONS:
+        raise InputError(f"unknown attention {attention!r} (known: {', '.join(ATTENTIONS)})",
+                         path=spec.path, param="attention")
+    pointwise = spec.params.get("pointwise", "fused")
+    if pointwise not in POINTWISE:
+        raise InputError(f"unknown pointwise {pointwise!r} (known: {', '.join(POINTWISE)})",
+                         path=spec.path, param="pointwise")
+    fused_pw = pointwise == "fused"
     llama = spec.family == "llama"
     dh = H // NH
     R = _Records()
     one, half, two, eps, nH = R.c(), R.c(), R.c(), R.c(), R.c()   # scalar constants
-    scale, causal = R.c(), R.c()
+    if attention == "materialized":
+        scale, causal = R.c(), R.c()
     bsh = (B, S, H)
 
     def norm(x, p):
@@ -621,6 +644,8 @@ def _decoder_records(spec: ModelSpec) -> _Records:
             r = R.op("Sqrt", [(e, (B, S, 1))])
             n = R.op("Divide", [(x, bsh), (r, bsh)])
             return R.op("Multiply", [(n, bsh), (R.w(p + ".g"), (H,))])
+        if fused_pw:
+            return R.op("LayerNorm", [(x, bsh), (R.w(p + ".g"), (H,)), (R.w(p + ".b"), (H,))])
         s = R.op("Sum", [(x, bsh)])
         m = R.op("Divide", [(s, (B, S)), (nH, (1,))])
         d = R.op("Subtract", [(x, bsh), (m, bsh)])
@@ -658,15 +683,24 @@ def _decoder_records(spec: ModelSpec) -> _Records:
                 b_ = R.op("Multiply", [(t, bsh), (sin, (S, H))])
                 rot.append(R.op("Add", [(a, bsh), (b_, bsh)]))
             qa, ka, va = (rot[0], (B, NH, S, dh)), (rot[1], (B, NH, dh, S)), (v, (B, NH, S, dh))
+            fused_in = [(rot[0], bsh), (rot[1], bsh), (v, bsh)]
         else:
             qkv = dot(h, bsh, R.w(p + ".qkv"), 3 * H)
             qkv = R.op("Add", [(qkv, (B, S, 3 * H)), (R.w(p + ".qkv.b"), (3 * H,))])
             qa, ka, va = (qkv, (B, NH, S, dh)), (qkv, (B, NH, dh, S)), (qkv, (B, NH, S, dh))
-        sc = R.matmul("BatchMatMul", [qa, ka], lambda b: 2 * b * NH * S * S * dh)
-        sc = R.op("Multiply", [(sc, (B, NH, S, S)), (scale, (1,))])
-        sc = R.op("Add", [(sc, (B, NH, S, S)), (causal, (S, S))])
-        sm = R.op("SoftmaxBasic", [(sc, (B, NH, S, S))])
-        ctx = R.matmul("BatchMatMul", [(sm, (B, NH, S, S)), va], lambda b: 2 * b * NH * S * S * dh)
+            fused_in = [(qkv, (B, S, 3 * H))]
+        if attention == "fused":
+            # one kernel, no S x S tensor; causal: the blocks above the diagonal are skipped,
+            # half of QK^T and PV's 4 B NH S^2 dh (torch.utils.flop_counter's convention,
+            # as g10fast.capture counts a captured flash-attention kernel)
+            ctx = R.matmul("FlashAttention", fused_in, lambda b: 2 * b * NH * S * S * dh)
+        else:
+            sc = R.matmul("BatchMatMul", [qa, ka], lambda b: 2 * b * NH * S * S * dh)
+            sc = R.op("Multiply", [(sc, (B, NH, S, S)), (scale, (1,))])
+            sc = R.op("Add", [(sc, (B, NH, S, S)), (causal, (S, S))])
+            sm = R.op("SoftmaxBasic", [(sc, (B, NH, S, S))])
+            ctx = R.matmul("BatchMatMul", [(sm, (B, NH, S, S)), va],
+                           lambda b: 2 * b * NH * S * S * dh)
         o = dot(ctx, bsh, R.w(p + ".o"), H)
         if not llama:
             o = R.op("Add", [(o, bsh), (R.w(p + ".o.b"), (H,))])
@@ -676,6 +710,11 @@ def _decoder_records(spec: ModelSpec) -> _Records:
         if llama:   # SwiGLU: (silu(h Wg) * h Wu) Wd, sigmoid(z) = (1 + tanh(z/2)) / 2
             gt = dot(h, bsh, R.w(p + ".gate"), F)
             up = dot(h, bsh, R.w(p + ".up"), F)
+        if llama and fused_pw:
+            a = R.op("Silu", [(gt, bsf)])
+            a = R.op("Multiply", [(a, bsf), (up, bsf)])
+            f = dot(a, bsf, R.w(p + ".down"), H)
+        elif llama:
             a = R.op("Multiply", [(gt, bsf), (half, (1,))])
             a = R.op("Tanh", [(a, bsf)])
             a = R.op("Add", [(a, bsf), (one, (1,))])
@@ -686,11 +725,14 @@ def _decoder_records(spec: ModelSpec) -> _Records:
         else:       # GELU(z) = z/2 (1 + erf(z / sqrt 2))
             f = dot(h, bsh, R.w(p + ".fc1"), F)
             f = R.op("Add", [(f, bsf), (R.w(p + ".fc1.b"), (F,))])
-            e = R.op("Divide", [(f, bsf), (two, (1,))])
-            e = R.op("Erf", [(e, bsf)])
-            e = R.op("Add", [(e, bsf), (one, (1,))])
-            e = R.op("Multiply", [(f, bsf), (e, bsf)])
-            e = R.op("Multiply", [(e, bsf), (half, (1,))])
+            if fused_pw:
+                e = R.op("Gelu", [(f, bsf)])
+            else:
+                e = R.op("Divide", [(f, bsf), (two, (1,))])
+                e = R.op("Erf", [(e, bsf)])
+                e = R.op("Add", [(e, bsf), (one, (1,))])
+                e = R.op("Multiply", [(f, bsf), (e, bsf)])
+                e = R.op("Multiply", [(e, bsf), (half, (1,))])
             f = dot(e, bsf, R.w(p + ".fc2"), H)
             f = R.op("Add", [(f, bsh), (R.w(p + ".fc2.b"), (H,))])
         x = R.op("Add", [(x, bsh), (f, bsh)])

@@ -72,15 +72,13 @@ def load_measured(paths) -> list:
     """MeasuredSet per profile path (built-in models only: their Graph gives F and D)."""
     from g10fast.workload.builtin import find_model, load_builtin_graph
     from g10fast.workload.costmodel import kernel_features
-    from g10fast.workload.profile import read_profile
+    from g10fast.workload.profile import graph_options, read_profile
     out = []
     for p in paths:
         prof = read_profile(p)
-        over = {}
-        if find_model(prof.model).kind == "decoder":
-            # the decoders' attention as the profile ran it: profiles that do not say were
-            # measured before fused attention became the default, on the S x S form
-            over["attention"] = prof.meta.get("attention", "materialized")
+        # a decoder's attention and point-wise form as the profile ran it: profiles that do
+        # not say were measured before the fused forms became the default
+        over = graph_options(prof, find_model(prof.model))
         g = load_builtin_graph(prof.model, prof.batch, **over)
         if list(g.kernel_name) != prof.names:
             raise InputError("kernel names differ from the built-in model's", path=str(p))

@@ -59,7 +59,17 @@ from g10fast.workload.times import kernel_cycles
 
 MATMUL_KERNELS = ("Conv2d_Forward", "Conv2d_Backward_Weight", "Conv2d_Backward_Input",
                   "Linear_Forward", "Linear_Backward_Weight", "Linear_Backward_Input",
-                  "BatchMatMul_Forward", "BatchMatMul_Backward")
+                  "BatchMatMul_Forward", "BatchMatMul_Backward",
+                  "FlashAttention_Forward", "FlashAttention_Backward")
+#: FLOPs of a kernel per forward FLOP of its layer, where not 1: fused attention's backward
+#: does the work of four of its matrix multiplies against the forward's two
+#: (torch.utils.flop_counter.sdpa_backward_flop_count, as g10fast.capture counts it)
+FLOP_FACTOR = {"FlashAttention_Backward": 2.0}
+#: built-in kernel names timed with another name's calibrated parameters (no trace of the
+#: G10 artifact has them): fused attention as batched matmuls, as g10fast.capture times a
+#: captured flash-attention kernel (capture.core.cost_class)
+TIMED_AS = {"FlashAttention_Forward": "BatchMatMul_Forward",
+            "FlashAttention_Backward": "BatchMatMul_Backward"}
 DEFAULT_CLASS = "*"          # parameters for kernel names the calibration did not see
 FORMS = ("roofline", "additive")
 #: what a faulting mode's extra time is proportional to: the kernel's input bytes, all its
@@ -76,7 +86,7 @@ _CLASS_PREFIXES = (   # (op class, built-in kernel-name prefixes), first match w
                    "BatchNorm2d_Apply_Grad")),
     ("conv", ("Conv2d_",)),
     ("matmul", ("Linear_Forward", "Linear_Backward_Input", "Linear_Backward_Weight",
-                "BatchMatMul_")),
+                "BatchMatMul_", "FlashAttention_")),
     ("norm", ("BatchNorm2d_", "LayerNorm", "GroupNorm", "RMSNorm")),
     ("softmax", ("SoftmaxBasic_", "Softmax", "makeLoss")),
     ("pool", ("MaxPool2d_", "AdaptiveAvgPool2d_", "AvgPool2d_")),
@@ -152,6 +162,10 @@ class Gpu:
     peak_flops: float        # for the model's element type, FLOP/s
     hbm_bytes_per_s: float
     link_bytes_per_s: float  # host link, per direction
+    #: a parameter file of data/costmodel/ to use (its stem), "" for the one fitted on this
+    #: GPU's model (else the A100 fit): a preset's `gpu.cost_params`, for a GPU whose
+    #: kernels no profile measured but whose efficiencies a measured fit stands for
+    params: str = ""
 
 
 @dataclass(frozen=True)
@@ -168,6 +182,7 @@ class CostParams:
 
     def cls(self, name: str):
         """(e_F, e_B, o) of a kernel name: its own, else its op class's, else "*"'s."""
+        name = TIMED_AS.get(name, name)
         c = self.classes.get(name)
         if c is None:
             c = self.classes.get(op_class_of(name)) or self.classes[DEFAULT_CLASS]
@@ -175,6 +190,7 @@ class CostParams:
 
     def workspace(self, name: str) -> float:
         """omega of a kernel name: its own, else its op class's, else 0."""
+        name = TIMED_AS.get(name, name)
         w = self.workspace_ratio.get(name)
         return self.workspace_ratio.get(op_class_of(name), 0.0) if w is None else w
 
@@ -241,6 +257,12 @@ def params_for(gpu: "Gpu") -> CostParams:
     data/costmodel/ equal to gpu.name), else the default a100.toml."""
     import tomllib
     default = params_path()
+    if gpu.params:
+        p = default.parent / f"{gpu.params}.toml"
+        if not p.is_file():
+            raise InputError(f"no cost-model parameters {gpu.params!r} in {default.parent}",
+                             param="gpu.cost_params")
+        return load_params(p)
     for p in sorted(default.parent.glob("*.toml")):
         if p == default:
             continue
@@ -269,7 +291,7 @@ def kernel_features(g: Graph) -> dict:
         b_in[k] = raw[g.inputs(k)].sum()
         b_out[k] = raw[g.outputs(k)].sum()
         if g.kernel_name[k] in MATMUL_KERNELS:
-            flops[k] = pf.get(g.kernel_parent[k], 0)
+            flops[k] = pf.get(g.kernel_parent[k], 0) * FLOP_FACTOR.get(g.kernel_name[k], 1)
     return {"name": list(g.kernel_name), "flops": flops, "bytes_in": b_in, "bytes_out": b_out}
 
 
@@ -460,7 +482,8 @@ def gpu_from_preset(preset: dict, dtype_bytes: int = 4) -> Gpu:
     peak = gpu["peak_tflops_fp32"] if dtype_bytes >= 4 else gpu["peak_tflops_bf16"]
     return Gpu(name=gpu.get("model", preset.get("name", "?")), peak_flops=float(peak) * 1e12,
                hbm_bytes_per_s=float(gpu["hbm_gbps"]) * 1e9,
-               link_bytes_per_s=float(preset["host"]["link_gbps"]) * 1e9)
+               link_bytes_per_s=float(preset["host"]["link_gbps"]) * 1e9,
+               params=str(gpu.get("cost_params", "")))
 
 
 def fit_line(x, y):

@@ -125,6 +125,21 @@ def read_profile(path) -> Profile:
                    vals[:, 1], vals[:, 2], vals[:, 3].astype(np.int64), meta)
 
 
+#: a decoder's graph form (data/models, g10fast.workload.builtin) that a profile without a
+#: `model.attention` / `model.pointwise` line was measured on: every decoder profile written
+#: before fused attention and fused point-wise ops became the decoders' default
+PROFILE_FORM_BEFORE = {"attention": "materialized", "pointwise": "decomposed"}
+
+
+def graph_options(prof: Profile, spec) -> dict:
+    """The model-file parameters to build the Graph a profile's kernels follow: for a
+    decoder, the attention and point-wise form its header names (`model.attention = ...`),
+    else the form before they had a choice (PROFILE_FORM_BEFORE); {} for other models."""
+    if getattr(spec, "kind", None) != "decoder":
+        return {}
+    return {k: prof.meta.get(f"model.{k}", v) for k, v in PROFILE_FORM_BEFORE.items()}
+
+
 def profile_from_estimate(g, gpu, model_key: str, params=None, meta=None) -> Profile:
     from g10fast.workload.costmodel import estimate
     e = estimate(g, gpu, params)

@@ -12,6 +12,17 @@ path does (planner spec §2.6, workloads spec §1.2 and §3.1):
   a tensor is global iff its id < ``borden``;
 * kernels: forward kernels in op order, ``makeLoss``, backward kernels in reverse op order.
 
+Besides G10's op types the reader knows ``FlashAttention`` (not in any artifact file; the
+built-in decoders write it, g10fast.workload.builtin): fused causal attention whose inputs
+are q, k and v (or one fused qkv tensor) and whose output is the context; no S x S score
+tensor exists. Its backward kernel reads the inputs, the output and the output gradient and
+writes the gradients of every input (FlashAttention-2, Dao 2023, Algorithm 2). The
+row-wise log-sum-exp the real kernel keeps for its backward pass (B x heads x S fp32
+values, under 1 MiB per layer for GPT-2 XL at batch 8) is not a tensor here. Likewise
+``LayerNorm`` (inputs x, scale, shift: PyTorch's native_layer_norm, one kernel each way, its
+per-row mean and 1/std not tensors here), ``Gelu`` and ``Silu`` (one element-wise kernel
+each way) are what PyTorch runs for nn.LayerNorm, F.gelu and F.silu.
+
 Kernel inputs and outputs are sets; they are stored sorted by tensor id (G10 uses hash
 order, O-20). Situations where G10 would exit or dereference a missing tensor (an unknown
 op type, a missing output gradient, O-22; a Dot/Convolution without a weight, ...) raise
@@ -38,6 +49,10 @@ FORWARD_NAME = {
     "Convolution": "Conv2d_Forward",
     "Dot": "Linear_Forward",
     "Relu": "ReLU_Forward",
+    "FlashAttention": "FlashAttention_Forward",
+    "LayerNorm": "LayerNorm_Forward",
+    "Gelu": "Gelu_Forward",
+    "Silu": "Silu_Forward",
     **{t: f"{t}_Forward" for t in (
         "Add", "BatchMatMul", "Divide", "Multiply", "Power", "SoftmaxBasic",
         "Sqrt", "Subtract", "Sum", "Tanh", "Erf")},
@@ -284,7 +299,7 @@ def parse_transformer(path, batch_size: int, borden: int, name: str | None = Non
                     emit(op, f"{pre}_Backward_Input", [ins[w], g], [d_ins[x]])
                 emit(op, "Linear_Apply_Grad_Weight" if typ == "Dot" else "Apply_Grad",
                      [d_ins[w], ins[w]], [ins[w]])
-        elif typ in ("Relu", "SoftmaxBasic", "Sqrt", "Sum", "Tanh", "Erf"):
+        elif typ in ("Relu", "SoftmaxBasic", "Sqrt", "Sum", "Tanh", "Erf", "Gelu", "Silu"):
             need_inputs(1)
             emit(op, f"{_BACKWARD_PREFIX.get(typ, typ)}_Backward", [ins[0], g], [grad_of(0)])
         elif typ in ("Add", "Subtract"):
@@ -306,6 +321,20 @@ def parse_transformer(path, batch_size: int, borden: int, name: str | None = Non
         elif typ == "Power":
             need_inputs(2)
             emit(op, "Power_Backward", [g, ins[0], ins[1]], [grad_of(0)])
+        elif typ == "LayerNorm":
+            # native_layer_norm_backward: reads x, the scale and the output gradient, writes
+            # the gradients of x, scale and shift; then each weight's update
+            need_inputs(1)
+            emit(op, "LayerNorm_Backward", list(ins[:2]) + [g], [d for d in d_ins if d >= 0])
+            for j in range(n):
+                if glob[ins[j]] and d_ins[j] >= 0:
+                    emit(op, "Apply_Grad", [ins[j], d_ins[j]], [ins[j]])
+        elif typ == "FlashAttention":
+            # recomputes the scores from q, k, v and reads the output (FlashAttention-2's
+            # backward pass), writes the gradients of all of q, k, v in one kernel
+            need_inputs(1)
+            emit(op, "FlashAttention_Backward", list(ins) + [op.out, g],
+                 [d for d in d_ins if d >= 0])
         else:  # pragma: no cover - FORWARD_NAME and this dispatch list the same types
             fail(op, "no backward rule")
 
