@@ -29,7 +29,7 @@ from g10fast.alloc.trace import read_trace  # noqa: E402
 OUT = ROOT / "benchmarks" / "results" / "swap_speed.jsonl"
 TRACES = [f"{kind}_{m}" for m in ("alex", "vgg", "resnet")
           for kind in ("memInfo", "blockInfo", "vec_run_5")]
-VARIANTS = [(a, {}) for a in ALLOCATORS] + [("singa_colour", {"scope": "iteration"}),
+VARIANTS = [(a, {}) for a in ALLOCATORS] + [("singa_colour", {"scope": "trace"}),
                                             ("singa_colour", {"scope": "pool_opt"})]
 
 

@@ -936,7 +936,8 @@ def cmd_swap(args) -> int:
                       f"(peak {pk / 2**20:,.1f} MiB)")
         if args.figure:
             from g10fast.alloc.report import swap_figure
-            swap_figure(rows, args.figure, f"{tr.name}: {args.policy}")
+            swap_figure(rows, args.figure, f"{tr.name}: {args.policy}",
+                        percent=args.iteration_ms is not None)
             (sys.stderr if args.json else sys.stdout).write(f"figure written to {args.figure}\n")
         return 0
     p = plan_swaps(tr, int(args.limit_mib * 2**20), args.policy, args.score, **kw)

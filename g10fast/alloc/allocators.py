@@ -78,7 +78,12 @@ class CudaMallocOptions:
 @dataclass(frozen=True)
 class CnmemOptions:
     granularity: int = 512           # CNMEM_GRANULARITY
-    init_bytes: int = 0              # [ours] 0; SINGA's MemPoolConf init_size is 256 MB
+    #: [ours] 0: no up-front reservation, growth by the request (the baseline on any trace).
+    #: SINGA's CnMemPool reserves MemPoolConf.init_size = 256 MB (core.proto; cnmemInit ->
+    #: cnmem.cpp Manager::reserve, one head block): init_bytes = 268435456, as the
+    #: singa-pool.less-than-cnmem row runs it; NVIDIA's cnmemInit with size 0 reserves half
+    #: the GPU's memory
+    init_bytes: int = 0
     release_on_oom: bool = True      # free wholly free heads before failing to grow
 
 
@@ -94,9 +99,10 @@ class ColourOptions:
     method: str = "BF"               # "BF" (SINGA's default) | "FF"
     ci_backup: bool = True           # the 2x region for cross-iteration blocks (faithful)
     int32_merge_bug: bool = False    # pair<int,int> truncation of merged ranges (faithful: True)
-    scope: str = "trace"             # [ours] "trace": colour the whole trace's blocks at once;
-    #                                  "iteration": SmartMemPool's runtime (detect, colour one
+    scope: str = "iteration"         # SmartMemPool as the authors' code runs it (apache/singa
+    #                                  memory.cc Malloc/Detection/Plan: detect, colour one
     #                                  iteration, switch, fall back to cudaMalloc);
+    #                                  "trace" [ours]: colour the whole trace's blocks at once;
     #                                  "pool_opt": SwapPool::PoolOpt, one iteration coloured
     #                                  with wrap-around conflicts (colour_periodic)
 
@@ -399,14 +405,20 @@ def _colour_runtime(is_free, blk, bsize, o, cap, off, live, resv, fail):
     cur_cuda = 0
     cur_live = 0
     extra = {"switch_op": None, "pool_bytes": 0}
-    if not per.found:
+    if not per.found:                 # no iteration: every block on cudaMalloc
         live[:] = np.cumsum(np.where(is_free, -bsize[blk], bsize[blk]))
         resv[:] = live
+        stop = int(np.argmax(live > cap)) if cap >= 0 and E and live.max() > cap else E
         top = 0
-        for e in range(E):
+        for e in range(stop):
             if not is_free[e]:
                 off[blk[e]] = top
                 top += int(bsize[blk[e]])
+        if stop < E:
+            b, s = int(blk[stop]), int(bsize[blk[stop]])
+            room = max(cap - int(live[stop] - s), 0)
+            fail[:] = (stop, b, s, room, 1, room)
+            return 1, dict(extra, detected=False)
         return 0, dict(extra, detected=False)
     L, loc, n = per.length, per.start, per.checked_ops
     switch = n + L - (n - loc) % L

@@ -56,21 +56,29 @@ def memory_figure(trace, results, path, title: str | None = None) -> str:
     return str(path)
 
 
-def swap_figure(rows, path, title: str = "") -> str:
-    """Overhead per iteration against the memory limit, one line per score."""
+def swap_figure(rows, path, title: str = "", percent: bool = False, marks=None,
+                marks_label: str = "") -> str:
+    """Overhead per iteration against the memory limit, one line per score (rows of
+    `sweep_limits`; plans that cannot meet the limit are left out). `percent`: the overhead
+    as a share of the iteration (its clock); `marks`: [(limit MiB, value)] points to show
+    beside the curves (a published curve's values, say), named `marks_label`."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for sc in dict.fromkeys(r["score"] for r in rows):
         rr = [r for r in rows if r["score"] == sc and r["status"] == "ok"]
-        ax.plot([r["limit_bytes"] / MiB for r in rr],
-                [1e3 * r["overhead_per_iteration_s"] for r in rr], marker=".", lw=1, label=sc)
+        y = [(100 * r["overhead_fraction"] if percent else 1e3 * r["overhead_per_iteration_s"])
+             for r in rr]
+        ax.plot([r["limit_bytes"] / MiB for r in rr], y, marker=".", lw=1, label=sc)
+    if marks:
+        ax.plot([m[0] for m in marks], [m[1] for m in marks], marker="x", color="black", ms=8,
+                ls="none", label=marks_label or None)
     ax.set_xlabel("memory limit (MiB)")
-    ax.set_ylabel("overhead per iteration (ms)")
+    ax.set_ylabel("overhead (% of an iteration)" if percent else "overhead per iteration (ms)")
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
