@@ -156,9 +156,10 @@ _SWAP_WHY = (
     "an op), so rescaling it to the measured 81.57 ms gives every op ~26 us, whatever the GPU "
     "did between them; the authors' analysis ran on a 10-iteration recording with the real "
     "timing (vec_run_10itr_vgg13_cifar.csv, not published). The overhead depends on where "
-    "the time lies in the iteration: the same plans with each op's time proportional to the "
-    "bytes it reads or writes (benchmarks/swap_traces.py --sensitivity) cost 18-24 % of the "
-    "iteration at 280 MiB instead of 167-200 %, against the authors' 13-17 %. The peak also "
+    "the time lies in the iteration: with each op's share of the 81.57 ms proportional to the "
+    "bytes it reads or writes (benchmarks/swap_traces.py, shares 'bytes') the plans at 280 MiB "
+    "cost 17.6-24.0 % of the iteration instead of 167.8-200.2 %, against the authors' "
+    "13.3-17.1 %, while the largest zero-overhead saving falls to 17.2 % (WDOA). The peak also "
     "differs: the authors' grid runs to 670 MiB (their load peaks between 670 and 680 MiB), "
     "ours peaks at 647.7 MiB on the published recording. No per-op GPU times of SINGA's CIFAR "
     "VGG on the paper's GPU are stored, so the clock's shape is not modelled.")
