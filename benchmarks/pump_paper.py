@@ -132,7 +132,7 @@ def summary(rows) -> str:
     return "\n".join(out)
 
 
-def lambda_star(rows, variant="hooks+flat", target=2.0, lat_us=45.0) -> str:
+def lambda_star(rows, variant="hooks+nohalve", target=2.0, lat_us=45.0) -> str:
     """The fault-batch cost at which `variant` would reach `target` x naive UM at every
     point: naive UM's batches do not depend on time (the same pages fault in the same order),
     so its time grows by (lambda - lat_us) per batch, while the variant (almost no faults)
