@@ -47,9 +47,13 @@ PICKLE_PROTOCOL = 4         # MemoryViz.js's unpickler: "Unhandled version" abov
 ADDRESS_BASE = 0x7F0000000000   # written snapshots: offset 0 of an allocator at this address
 
 
+class _Refused(pickle.UnpicklingError):
+    pass
+
+
 class _BuiltinsOnly(pickle.Unpickler):
     def find_class(self, module, name):
-        raise pickle.UnpicklingError(
+        raise _Refused(
             f"it names the Python object {module}.{name}; a memory snapshot holds only "
             "dicts, lists, strings and numbers, and g10fast does not load objects")
 
@@ -70,14 +74,20 @@ def load_snapshot(path) -> dict:
     p = str(path)
     try:
         with open(p, "rb") as f:
+            head = f.read(2)
+            if not (len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5):
+                raise InputError(f"not a memory snapshot: not a pickle of protocol 2 or later "
+                                 f"(it starts {head!r}; torch.cuda.memory._dump_snapshot "
+                                 "writes one)", path=p)
+            f.seek(0)
             data = _BuiltinsOnly(f).load()
     except FileNotFoundError:
         raise InputError("memory snapshot not found", path=p) from None
     except OSError as e:
         raise InputError(f"cannot read memory snapshot: {e.strerror or e}", path=p) from None
-    except pickle.UnpicklingError as e:
+    except _Refused as e:
         raise InputError(f"not a memory snapshot: {e}", path=p) from None
-    except (EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError,
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError,
             UnicodeDecodeError, MemoryError) as e:
         raise InputError(f"damaged memory snapshot (the pickle does not load: "
                          f"{type(e).__name__}: {e})", path=p) from None
@@ -144,11 +154,11 @@ def _blocks(seg, where, path):
     return out
 
 
-def snapshot_devices(snap: dict) -> list[int]:
+def snapshot_devices(snap: dict, path: str = "snapshot") -> list[int]:
     """The devices with trace entries or segments."""
     devs = {d for d, tr in enumerate(snap["device_traces"]) if tr}
     for i, s in enumerate(snap["segments"]):
-        devs.add(_seg_device(s, f"segments[{i}]", "snapshot"))
+        devs.add(_seg_device(s, f"segments[{i}]", path))
     return sorted(devs)
 
 
@@ -159,7 +169,7 @@ def read_snapshot(path, device: int | None = None) -> AllocTrace:
 
 def trace_of_snapshot(snap: dict, device: int | None = None, path: str = "snapshot"
                       ) -> AllocTrace:
-    devs = snapshot_devices(snap)
+    devs = snapshot_devices(snap, path)
     if device is None:
         if not devs:
             raise InputError("the snapshot is empty: no segments and no trace entries "
@@ -273,8 +283,9 @@ def trace_of_snapshot(snap: dict, device: int | None = None, path: str = "snapsh
         else np.zeros(0, np.int64)
     start = reserved_end - int(seg_delta.sum())
     if allocator_fields and (start < 0 or (len(after) and after[:len(entries)].min() < 0)):
-        raise InputError(f"device {device}: the segment actions free more than the segments "
-                         "hold (the trace does not fit the segments at the end)", path=path)
+        raise InputError(f"device {device}: the trace's segment actions do not fit the "
+                         "segments at the end (walked back from them, reserved bytes go below "
+                         "zero)", path=path)
     info = {"device": int(device), "entries": len(entries), "segments_at_end": len(segs),
             "blocks_at_end": end_blocks, "pre_trace_blocks": n_pre,
             "pending_frees": len(requested & set(live)), "streams": len(streams),
@@ -358,7 +369,7 @@ def segment_model(trace: AllocTrace, res) -> _Segs:
     other colourings: one arena as large as their peak. Checked against the allocator's own
     reserved bytes after every event; where they differ (or a block falls outside), one
     arena holding every block instead (`model` says which)."""
-    op, is_free, blk = trace.alloc_ops()
+    _, is_free, blk = trace.alloc_ops()
     E = len(res.live)
     bsize = trace.block_sizes()
     off = res.offset
@@ -716,7 +727,7 @@ def snapshot_text(trace: AllocTrace, results) -> str:
         opts = {k: v for k, v in c["pytorch_options"].items()
                 if v != {"per_stream": False, "expandable_segments": False,
                          "max_split_size_mb": 0.0}.get(k)}
-        lines.append(f"pytorch allocator here"
+        lines.append("pytorch allocator here"
                      + (f" ({', '.join(f'{k}={v}' for k, v in opts.items())})" if opts else "")
                      + f": peak reserved {c['pytorch_peak_reserved_bytes'] / MiB:,.1f} MiB, "
                      f"{100 * c['pytorch_vs_measured']:+.1f}% against the snapshot's")
