@@ -813,9 +813,11 @@ def cmd_memory(args) -> int:
     opts = _options(args.option)
     if args.allocator == "all" and opts:
         raise InputError("options need one allocator, not all", param="--option")
-    if args.figure is not None and not Path(args.figure).resolve().parent.is_dir():
-        raise InputError("folder does not exist", path=str(Path(args.figure).resolve().parent),
-                         param="--figure")
+    for opt in ("figure", "memory_snapshot"):
+        target = getattr(args, opt)
+        if target is not None and not Path(target).resolve().parent.is_dir():
+            raise InputError("folder does not exist", path=str(Path(target).resolve().parent),
+                             param="--" + opt.replace("_", "-"))
     cap = None
     if args.capacity_mib is not None:
         if args.capacity_mib < 0:

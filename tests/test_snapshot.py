@@ -122,7 +122,9 @@ def test_hand_snapshot_as_trace(tmp_path):
 
 def test_hand_snapshot_memory_command(tmp_path, capsys):
     src = _dump(tmp_path, hand_snapshot())
-    assert main(["memory", src]) == 0
+    fig = tmp_path / "mem.png"
+    assert main(["memory", src, "--figure", str(fig)]) == 0     # + the measured line
+    assert fig.stat().st_size > 0
     out = capsys.readouterr().out
     assert "measured (the snapshot's segments): peak reserved 40.0 MiB" in out
     assert "pytorch allocator here: peak reserved 40.0 MiB, +0.0% against the snapshot's" in out

@@ -40,6 +40,10 @@ def memory_figure(trace, results, path, title: str | None = None) -> str:
     if results:
         r0 = results[0]
         ax.plot(r0.op_index, r0.live / MiB, color="black", lw=1.0, label="live (lower bound)")
+    measured = trace.meta.get("reserved_of_op")     # a PyTorch memory snapshot's own segments
+    if measured is not None and len(measured):
+        ax.step(range(len(measured)), measured / MiB, where="post", color="black", ls="--",
+                lw=1.0, label=f"snapshot, measured (peak {measured.max() / MiB:,.0f} MiB)")
     for r in results:
         if r.allocator == "cuda_malloc":
             continue
