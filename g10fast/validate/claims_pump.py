@@ -88,13 +88,15 @@ WHY_DEFAULTS = (
     "batches (0.15-0.21 M per iteration on the transformers, 0.8-1.9 M on the CNNs) times "
     "the cost of one, and the 2x of "
     "setting (3) needs 121-160 us per 256-fault batch on the transformers and 345-529 us "
-    "on the CNNs, against 45 us here (UVMSmart's constant) and 109 us fitted to faulting "
-    "kernels measured on an H100 (docs/driver-h100.md); measured fault-driven streaming is "
-    "far below the link (gpu_ext: 3.7 GB/s at 1.5x on a 64 GB/s link; MSched: 0.12 GB/s "
-    "fault-driven against 41.7 GB/s batched; specs/uvm-hardware-facts.md sections 1.4, "
-    "2.2, 3.1). So the 2x needs full coverage (a framework that declares its tensors to "
+    "on the CNNs, against 45 us here (UVMSmart's constant) and 78-109 us fitted to faulting "
+    "kernels measured on an H100 (docs/driver-h100.md, benchmarks/results/"
+    "driver_fit_h100.json). The engine's naive UM brings pages in at 21 % of the link "
+    "(BERT-256 1.5x: 159 GB in 47.5 s of stall on 15.75 GB/s); measured fault-driven "
+    "streaming is further below it (gpu_ext: 3.7 GB/s at 1.5x on a 64 GB/s link, 6 %; "
+    "MSched: 0.12 GB/s fault-driven against 41.7 GB/s batched; "
+    "specs/uvm-hardware-facts.md sections 1.4, 2.2, 3.1). So the 2x needs full coverage (a framework that declares its tensors to "
     "PUMP), bulk prefetch near the link's rate, and a fault batch at the transformers' "
-    "about 120-160 us, on the CNNs 345-529 us (three to five times the H100 fit).")
+    "about 120-160 us, on the CNNs 345-529 us (three to seven times the H100 fits).")
 
 WHY_FULL = (
     "Every tensor covered and 2 MiB migrations unhalved, PUMP still moves the same pages "
