@@ -1,0 +1,156 @@
+"""The ranks engine: N data-parallel GPUs of one node as one simulated rank, its collectives
+on the node's links and the CPU as a compute resource (DeepSpeed's ZeRO-2, ZeRO-Offload,
+ZeRO-3 Offload and ZeRO-Infinity; docs/zero.md).
+
+    run_ranks_engine(spec, rec, ctx)     # the registry's runner (g10fast.policies)
+
+A policy of this engine hands it a `ZeroMode` (its record's `engine_mode`); the node comes
+from the preset's `[node]` table (`node.node_of`), the rank count from the system's `gpus`.
+The result has one iteration (the steady step), a `breakdown` (time per resource: compute,
+collectives, each PCIe direction, NVMe, the CPU's optimizer, host synchronisations), the
+memory the step needs on the GPU and in host memory, and the step's `timeline` (every
+operation: resource, start, end, label, bytes; `timeline_json` writes it for Perfetto).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from g10fast.engine.ranks.node import Node, node_of
+from g10fast.engine.ranks.zero import ZeroMode, simulate_step, zero_view
+from g10fast.errors import InputError
+
+#: timeline resources in the order a timeline shows them, with their track names
+TRACKS = {"host": "CPU: host thread (launches, syncs)", "cpu": "CPU: optimizer cores",
+          "gpu": "GPU: compute stream", "nccl": "NVLink: collectives stream",
+          "h2d": "PCIe: host -> GPU", "d2h": "PCIe: GPU -> host",
+          "nvme_read": "NVMe: read", "nvme_write": "NVMe: write"}
+
+
+def node_for(system) -> Node:
+    """The node of a system's preset, its host link and NVMe read bandwidth taken from the
+    system (so that --pcie-gbps and --ssd-gbps apply)."""
+    from g10fast.hardware import load_preset
+
+    if not system.name:
+        raise InputError("the ranks engine needs a hardware preset with a [node] table "
+                         "(e.g. --system dgx-a100-40)", param="--system")
+    node = node_of(load_preset(system.name))
+    scale = system.ssd_bandwidth_gbps / node.nvme_read_gbps
+    return dataclasses.replace(
+        node, pcie_gbps=min(node.pcie_gbps, system.host_link_gbps),
+        pcie_uplink_gbps=min(node.pcie_uplink_gbps, system.host_link_gbps),
+        nvme_read_gbps=system.ssd_bandwidth_gbps, nvme_write_gbps=node.nvme_write_gbps * scale)
+
+
+def small_kernel_overhead_us(system) -> float:
+    """The fixed cost of a small element-wise kernel on this GPU: the cost model's fitted
+    overhead of the element-wise class (docs/costmodel-h100.md)."""
+    from g10fast.hardware import load_preset
+    from g10fast.workload import costmodel as cm
+
+    gpu = cm.gpu_from_preset(load_preset(system.name), 2)
+    return float(cm.params_for(gpu).cls("elementwise")[2]) * 1e6
+
+
+def run_ranks_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
+                     required_order=None, check=False) -> dict:
+    from g10fast.results import add_seconds, new_result
+
+    if trace is not None:
+        raise InputError("the ranks engine writes no page-event trace; its timeline is in the "
+                         "result (g10fast run ... --timeline OUT.json, for ui.perfetto.dev)",
+                         param="--trace")
+    if rec.engine_mode is None:
+        raise InputError(f"policy {rec.name} gives the ranks engine no mode", param="policy")
+    mode = rec.engine_mode(spec.policy.options, spec.engine)
+    if not isinstance(mode, ZeroMode):
+        raise InputError(f"policy {rec.name} must give the ranks engine a ZeroMode",
+                         param="policy")
+    system = spec.system
+    node = node_for(system)
+    ranks = int(getattr(system, "gpus", 1) or 1)
+    f_hz = float(system.f_hz)
+    w = ctx.workload
+    v = zero_view(w, f_hz)
+    step = simulate_step(v, node, ranks, mode,
+                         gpu_memory_bytes=int(system.gpu_memory_gb * 2**30),
+                         hbm_gbps=system.gpu_hbm_gbps,
+                         small_kernel_us=small_kernel_overhead_us(system))
+    res = new_result(spec, "ranks", w.name)
+    tl = step.timeline
+    ideal_ns = int(v.time_ns[v.phase != 2].sum())
+    res["ranks"] = ranks
+    res["node"] = dataclasses.asdict(node)
+    res["zero_mode"] = dataclasses.asdict(mode)
+    res["memory"] = {"gpu_bytes": step.gpu_bytes, "host_bytes_per_rank": step.host_bytes,
+                     "gpu_bytes_needed": int(sum(step.gpu_bytes.values())),
+                     "gpu_bytes_available": int(system.gpu_memory_gb * 2**30)}
+    res["parameters"] = int(v.numel.sum())
+    if step.failure is not None:
+        res["status"] = "failed"
+        res["failure"] = step.failure
+        return add_seconds(res, f_hz)
+    busy = {k: tl.busy(kind=k) / 1e9 for k in ("compute", "collective", "h2d", "d2h", "cpu",
+                                                "nvme_read", "nvme_write", "sync", "launch")}
+    res["breakdown"] = {
+        "step_s": step.step_ns / 1e9,
+        "compute_s": busy["compute"], "collectives_s": busy["collective"],
+        "h2d_s": busy["h2d"], "d2h_s": busy["d2h"], "cpu_step_s": busy["cpu"],
+        "nvme_read_s": busy["nvme_read"], "nvme_write_s": busy["nvme_write"],
+        "host_sync_s": busy["sync"], "host_launch_s": busy["launch"],
+        "gpu_idle_s": max(0.0, step.step_ns / 1e9 - tl.busy("gpu") / 1e9),
+        "h2d_bytes": tl.bytes_of("h2d"), "d2h_bytes": tl.bytes_of("d2h"),
+        "nvme_read_bytes": tl.bytes_of("nvme_read"),
+        "nvme_write_bytes": tl.bytes_of("nvme_write"),
+        "collective_bytes": tl.bytes_of("collective"), **step.counts}
+    cyc = int(round(step.step_ns * f_hz / 1e9))
+    res["iterations"] = [{
+        "iteration": 0, "exe_time_cycles": cyc,
+        "ideal_exe_time_cycles": int(round(ideal_ns * f_hz / 1e9)),
+        "compute_cycles": int(round(busy["compute"] * f_hz)),
+        "stall_cycles": max(0, cyc - int(round(busy["compute"] * f_hz))),
+        "overlap_cycles": 0,
+        "pages": {"cpu_to_gpu": tl.bytes_of("h2d") // 4096,
+                  "gpu_to_cpu": tl.bytes_of("d2h") // 4096,
+                  "ssd_to_gpu": tl.bytes_of("nvme_read") // 4096,
+                  "gpu_to_ssd": tl.bytes_of("nvme_write") // 4096},
+    }]
+    res["reported"] = 0
+    res["timeline"] = tl.arrays()
+    return add_seconds(res, f_hz)
+
+
+def timeline_json(result: dict, path) -> str:
+    """The ranks engine's timeline as a Chrome trace-event JSON file (ui.perfetto.dev and
+    chrome://tracing open it): one track per resource (the host thread, the CPU's optimizer
+    cores, the GPU's compute stream, the collectives' stream, each PCIe direction, NVMe read
+    and write), a slice per operation with its bytes."""
+    from pathlib import Path
+
+    from g10fast.atomic import atomic_path
+
+    tl = result.get("timeline")
+    if not tl:
+        raise InputError("this result has no timeline (a ranks-engine run has one)",
+                         param="--timeline")
+    tids = {r: i + 1 for i, r in enumerate(TRACKS)}
+    ev = [{"ph": "M", "name": "process_name", "pid": 1,
+           "args": {"name": f"{result.get('model')} {result.get('policy')} rank 0 of "
+                            f"{result.get('ranks')}"}}]
+    for r, name in TRACKS.items():
+        ev.append({"ph": "M", "name": "thread_name", "pid": 1, "tid": tids[r],
+                   "args": {"name": name}})
+        ev.append({"ph": "M", "name": "thread_sort_index", "pid": 1, "tid": tids[r],
+                   "args": {"sort_index": tids[r]}})
+    for r, k, lab, s, e, b in zip(tl["resource"], tl["kind"], tl["label"], tl["start_ns"],
+                                  tl["end_ns"], tl["bytes"]):
+        if e <= s:
+            continue
+        ev.append({"ph": "X", "pid": 1, "tid": tids.get(r, len(tids) + 1), "name": lab or k,
+                   "cat": k, "ts": int(s) / 1000.0, "dur": (int(e) - int(s)) / 1000.0,
+                   "args": {"bytes": int(b)} if b else {}})
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(json.dumps({"traceEvents": ev, "displayTimeUnit": "ms"}))
+    return str(path)

@@ -1,0 +1,81 @@
+"""A node's data-parallel resources: its GPUs and their links, the CPU sockets, host memory
+and the NVMe set, from the `[node]` table of a hardware preset (data/hardware/*.toml; every
+figure's source in the preset's `[sources] node`). Ranks are symmetric: one is simulated, the
+others cost what they share with it (the NVLink fabric in collectives, a PCIe uplink, a
+socket's memory bandwidth, the NVMe set)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+from g10fast.engine.ranks.cpu import CpuPool
+from g10fast.errors import InputError
+
+
+@dataclass(frozen=True)
+class Node:
+    gpus: int                     # GPUs in the node (the most ranks)
+    nvlink_busbw_gbps: float      # NCCL bus bandwidth reached with large messages (GB/s)
+    pcie_gbps: float              # pinned host<->device copy bandwidth of one GPU alone (GB/s, per direction)
+    gpus_per_pcie_uplink: int     # GPUs behind one PCIe switch uplink to the CPU
+    pcie_uplink_gbps: float       # that uplink's bandwidth per direction (GB/s)
+    cpu_sockets: int
+    cores_per_socket: int         # physical cores
+    cpu_ghz: float
+    simd_fp32_lanes: int          # 8 AVX2, 16 AVX-512
+    dram_gbps_per_socket: float   # STREAM-class bandwidth of one socket (GB/s)
+    per_core_dram_gbps: float     # what one core reaches alone (GB/s)
+    dram_gb: float                # host memory
+    nvme_read_gbps: float         # the NVMe set, read (GB/s)
+    nvme_write_gbps: float        # the NVMe set, write (GB/s)
+    host_sync_us: float           # a host wait on the GPU (cudaStreamSynchronize + tiny copy)
+    launch_us: float              # host time to launch one kernel from PyTorch eager
+
+    def pcie_share_gbps(self, ranks: int) -> float:
+        """Per-direction host-link bandwidth of one rank when every rank copies at once: its
+        own link, or its share of the uplink it has with the other ranks behind the same
+        switch (ranks fill switches in order, as GPU ids do)."""
+        behind = min(self.gpus_per_pcie_uplink, max(1, ranks))
+        return min(self.pcie_gbps, self.pcie_uplink_gbps / behind)
+
+    def cpu_pool(self, ranks: int, bind_cores: bool) -> CpuPool:
+        """The cores one rank's optimizer uses. `bind_cores` (DeepSpeed's --bind_cores_to_rank,
+        DS:deepspeed/utils/numa.py): each local rank gets total physical cores // ranks
+        contiguous cores and OMP_NUM_THREADS of that; its memory bandwidth is its share of the
+        sockets those cores sit on. Unbound, each rank's OpenMP pool spans every core and the
+        ranks share the whole node's bandwidth equally (their threads time-share the cores)."""
+        ranks = max(1, ranks)
+        total = self.cpu_sockets * self.cores_per_socket
+        cores = max(1, total // ranks)
+        if bind_cores:
+            sockets = max(1, math.ceil(cores / self.cores_per_socket))
+            per_socket_ranks = max(1, math.ceil(ranks / self.cpu_sockets))
+            share = sockets * self.dram_gbps_per_socket / (per_socket_ranks if cores <=
+                                                              self.cores_per_socket else 1)
+        else:
+            share = self.cpu_sockets * self.dram_gbps_per_socket / ranks
+        return CpuPool(cores, self.cpu_ghz, self.simd_fp32_lanes, self.per_core_dram_gbps,
+                       share)
+
+
+def node_of(preset: dict) -> Node:
+    """The [node] table of a preset as a Node; a preset without one is a one-GPU node built
+    from its gpu/host/ssd sections (every [node] key may then be given as an override)."""
+    d = preset.get("node")
+    where = preset.get("path") or preset.get("name", "preset")
+    if d is None:
+        raise InputError("this preset has no [node] table (GPUs, links, CPU sockets, NVMe): "
+                         "a data-parallel run needs one, e.g. --system dgx-a100-40",
+                         path=str(where), param="node")
+    vals = {}
+    for f in fields(Node):
+        v = d.get(f.name)
+        kind = int if f.type in ("int", int) else float
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                or v <= 0 or (kind is int and int(v) != v):
+            raise InputError(f"node.{f.name} must be a finite number > 0"
+                             + (" (an integer)" if kind is int else "") + f", got {v!r}",
+                             path=str(where), param=f"node.{f.name}")
+        vals[f.name] = kind(v)
+    return Node(**vals)

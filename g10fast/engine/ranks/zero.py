@@ -1,0 +1,543 @@
+"""One training step of one data-parallel rank under DeepSpeed's ZeRO (stage 2 or 3, with or
+without offloading to the CPU and NVMe), as a timeline of in-order resources.
+
+What moves where and when is DeepSpeed's (../shared/specs/zero-family.md, read from
+`DS:deepspeed/runtime/zero/stage_1_and_2.py`, `stage3.py`, `partitioned_param_coordinator.py`,
+`partition_parameters.py`, `swap_tensor/`); every switch is a field of `ZeroMode` with the
+code's default, documented on the policy's options (g10fast/policies/zero.py).
+
+Resources (each executes in issue order, `timeline.Timeline`):
+
+* ``host``: the Python thread: kernel launches, `.item()` and stream synchronisations, the
+  blocking copies; it runs ahead of the GPU until it has to wait for it;
+* ``gpu``: the compute stream (kernels, and in stage 2 the bucket reductions and gradient
+  copies, which DeepSpeed orders on it);
+* ``nccl``: the collectives' stream over NVLink (stage 3's all-gathers and reduce-scatters);
+* ``h2d`` / ``d2h``: the rank's PCIe link, each direction (its share of a shared uplink);
+* ``cpu``: the optimizer's OpenMP pool (CPU Adam, the unscale and the cast);
+* ``nvme_read`` / ``nvme_write``: the rank's share of the NVMe set.
+
+The step simulated is a steady one (DeepSpeed's stage-3 prefetch trace is recorded in step 2
+and used from step 3 on). Times are integer nanoseconds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from g10fast.engine.ranks import cpu as cpu_model
+from g10fast.engine.ranks.collectives import collective_ns
+from g10fast.engine.ranks.node import Node
+from g10fast.engine.ranks.timeline import Timeline
+from g10fast.errors import InputError
+
+FWD, BWD, OPT = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class ZeroMode:
+    """What a ZeRO policy tells the ranks engine (its options, resolved)."""
+
+    stage: int = 2
+    offload_optimizer: str = "none"         # none | cpu | nvme
+    offload_param: str = "none"             # none | cpu | nvme
+    reduce_bucket_size: float = 5e8
+    overlap_comm: bool = False
+    use_multi_rank_bucket_allreduce: bool = True
+    pin_memory: bool = True
+    prefetch_bucket_size: float = 5e7
+    max_live_parameters: float = 1e9
+    param_persistence_threshold: float = 1e5
+    sub_group_size: float = 1e9
+    param_buffer_count: int = 5
+    param_buffer_size: float = 1e8
+    max_in_cpu: float = 1e9
+    optimizer_buffer_count: int = 4
+    pipeline_read: bool = False
+    pipeline_write: bool = False
+    h2d_fetch_blocking: bool = True
+    sync_before_allgather: bool = False
+    bind_cores: bool = False
+    pageable_slowdown: float = 6.0
+
+    def check(self):
+        if self.stage not in (2, 3):
+            raise InputError(f"ZeRO stage must be 2 or 3, got {self.stage}", param="stage")
+        for k in ("offload_optimizer", "offload_param"):
+            v = getattr(self, k)
+            if v not in ("none", "cpu", "nvme"):
+                raise InputError(f"must be none, cpu or nvme, got {v!r}", param=k)
+        if self.stage == 2 and self.offload_param != "none":
+            raise InputError("parameters are offloaded by stage 3 only", param="offload_param")
+        if self.stage == 2 and self.offload_optimizer == "nvme":
+            raise InputError("the optimizer goes to NVMe with stage 3 only (DeepSpeed's docs)",
+                             param="offload_optimizer")
+
+
+@dataclass
+class ZeroView:
+    """What the step model reads of a workload."""
+
+    phase: np.ndarray          # int8[K]: FWD, BWD, OPT
+    time_ns: np.ndarray        # int64[K]: the kernels' ideal times
+    param: np.ndarray          # int64[P]: tensor id of each parameter, model order
+    numel: np.ndarray          # int64[P]
+    ready: np.ndarray          # int64[P]: kernel whose end makes the gradient ready (-1: none)
+    reads: list                # per kernel: the parameter indices it reads
+    activation_peak: int       # bytes: peak of the live non-parameter tensors (fwd + bwd)
+    dtype_bytes: int
+
+
+def kernel_phase(names) -> np.ndarray:
+    """FWD / BWD / OPT per kernel name: the optimizer's op class, `_Backward` in the name,
+    else forward (the loss included)."""
+    from g10fast.workload.costmodel import op_class_of
+
+    out = np.zeros(len(names), np.int8)
+    for k, n in enumerate(names):
+        if op_class_of(n) == "optimizer":
+            out[k] = OPT
+        elif "Backward" in n or "backward" in n:
+            out[k] = BWD
+    return out
+
+
+def zero_view(w, f_hz: float) -> ZeroView:
+    """Parameters, their gradients and the phases of a workload with an optimizer (a built-in
+    or captured training step): a parameter is a global tensor that a forward kernel reads
+    and an optimizer kernel updates; its gradient is the optimizer kernel's input that a
+    backward kernel writes."""
+    K, T = w.num_kernels, w.num_tensors
+    phase = kernel_phase(w.kernel_name)
+    if not (phase == OPT).any():
+        raise InputError("the workload has no optimizer kernels: ZeRO partitions an "
+                         "optimizer's state (use a training step)", param="workload")
+    glob = np.asarray(w.is_global, bool)
+    producer = np.full(T, -1, np.int64)
+    fwd_read = np.zeros(T, bool)
+    for k in range(K):
+        for t in w.outputs(k):
+            if producer[t] < 0:
+                producer[t] = k
+        if phase[k] == FWD:
+            fwd_read[w.inputs(k)] = True
+    dtype = int(w.meta.get("dtype_bytes", 4))
+    params, ready = [], []
+    seen = set()
+    grads = np.zeros(T, bool)
+    for k in np.flatnonzero(phase == OPT):
+        ins = w.inputs(int(k))
+        p = [int(t) for t in ins if glob[t] and fwd_read[t]]
+        g = [int(t) for t in ins if not glob[t] and producer[t] >= 0 and phase[producer[t]] == BWD]
+        grads[g] = True
+        for t in p:
+            if t in seen:
+                continue
+            seen.add(t)
+            params.append(t)
+            ready.append(max((int(producer[x]) for x in g), default=-1))
+    first_fwd = np.full(T, K, np.int64)
+    for k in range(K - 1, -1, -1):
+        if phase[k] == FWD:
+            first_fwd[w.inputs(k)] = k
+    order = np.argsort([first_fwd[t] for t in params], kind="stable")
+    params = [params[i] for i in order]
+    ready = [ready[i] for i in order]
+    pidx = {t: i for i, t in enumerate(params)}
+    reads = [[pidx[int(t)] for t in w.inputs(k) if int(t) in pidx] if phase[k] != OPT else []
+             for k in range(K)]
+    numel = np.array([max(1, int(w.raw_size[t]) // dtype) for t in params], np.int64)
+    # activations: live ranges of non-global, non-gradient tensors over forward + backward
+    acc = np.zeros(K + 1, np.int64)
+    last = np.full(T, -1, np.int64)
+    first = np.full(T, K, np.int64)
+    for k in range(K):
+        if phase[k] == OPT:
+            continue
+        for t in np.concatenate([w.inputs(k), w.outputs(k)]):
+            first[t] = min(first[t], k)
+            last[t] = max(last[t], k)
+    keep = (~glob) & (~grads) & (last >= 0)
+    np.add.at(acc, first[keep], np.asarray(w.size, np.int64)[keep])
+    np.add.at(acc, last[keep] + 1, -np.asarray(w.size, np.int64)[keep])
+    peak = int(np.cumsum(acc)[:K].max()) if K else 0
+    t_ns = np.ceil(np.asarray(w.exec_cycles, np.float64) / f_hz * 1e9).astype(np.int64)
+    return ZeroView(phase, t_ns, np.asarray(params, np.int64), numel,
+                    np.asarray(ready, np.int64), reads, peak, dtype)
+
+
+@dataclass
+class StepResult:
+    """One simulated step: its time, the timeline, the memory it needs and what it moved."""
+
+    step_ns: int
+    timeline: Timeline
+    gpu_bytes: dict
+    host_bytes: dict
+    counts: dict = field(default_factory=dict)
+    failure: dict | None = None
+
+
+class _Step:
+    """Builds one step's operations (see the module docstring)."""
+
+    def __init__(self, v: ZeroView, node: Node, ranks: int, mode: ZeroMode, hbm_gbps: float,
+                 small_kernel_us: float, gpu_opt_scale: float):
+        self.v, self.node, self.P, self.m = v, node, ranks, mode
+        self.tl = Timeline()
+        self.hbm = hbm_gbps * 1e9
+        self.small_ns = small_kernel_us * 1e3
+        self.pcie = node.pcie_share_gbps(ranks) * 1e9
+        if not mode.pin_memory:
+            # pageable host memory: the runtime stages every copy; DeepSpeed PR #5301
+            # measured the offload copy 6x faster once pinned (4-5x on 8 GPUs)
+            self.pcie /= mode.pageable_slowdown
+        self.pool = node.cpu_pool(ranks, mode.bind_cores)
+        self.nvme_r = node.nvme_read_gbps * 1e9 / ranks
+        self.nvme_w = node.nvme_write_gbps * 1e9 / ranks
+        self.gpu_opt_scale = gpu_opt_scale
+        self.last_gpu = None
+        self.counts = {"host_syncs": 0, "collectives": 0, "fetches": 0, "kernels": 0}
+
+    # ---- primitives -------------------------------------------------------------------
+    def launch(self, seconds_ns: int, label: str, deps=(), kind: str = "compute") -> int:
+        """The host launches a GPU operation; the stream runs it after its predecessors."""
+        h = self.tl.add("host", self.node.launch_us * 1e3, label=f"launch {label}",
+                        kind="launch")
+        g = self.tl.add("gpu", seconds_ns, (h, self.last_gpu, *deps), label=label, kind=kind)
+        self.last_gpu = g
+        self.counts["kernels"] += 1
+        return g
+
+    def host_sync(self, on: int | None, label: str) -> int:
+        """The host waits for operation `on` (a stream's tail) and a round trip."""
+        self.counts["host_syncs"] += 1
+        return self.tl.add("host", self.node.host_sync_us * 1e3, (on,), label=label,
+                           kind="sync")
+
+    def small_kernel(self, nbytes: float, label: str) -> int:
+        return self.launch(nbytes / self.hbm * 1e9 + self.small_ns, label, kind="compute")
+
+    def collective(self, op: str, nbytes: float, label: str, stream: str, deps=()) -> int:
+        self.counts["collectives"] += 1
+        t = collective_ns(op, nbytes, self.P, self.node.nvlink_busbw_gbps)
+        if stream == "gpu":
+            h = self.tl.add("host", self.node.launch_us * 1e3, label=f"launch {label}",
+                            kind="launch")
+            g = self.tl.add("gpu", t, (h, self.last_gpu, *deps), label=label,
+                            kind="collective", nbytes=int(nbytes))
+            self.last_gpu = g
+            return g
+        h = self.tl.add("host", self.node.launch_us * 1e3, label=f"launch {label}",
+                        kind="launch")
+        return self.tl.add(stream, t, (h, *deps), label=label, kind="collective",
+                           nbytes=int(nbytes))
+
+    def copy(self, direction: str, nbytes: float, label: str, deps=()) -> int:
+        return self.tl.add(direction, nbytes / self.pcie * 1e9, deps, label=label,
+                           kind=direction, nbytes=int(nbytes))
+
+    def nvme(self, direction: str, nbytes: float, label: str, deps=()) -> int:
+        bw = self.nvme_r if direction == "read" else self.nvme_w
+        return self.tl.add(f"nvme_{direction}", nbytes / bw * 1e9, deps, label=label,
+                           kind=f"nvme_{direction}", nbytes=int(nbytes))
+
+    def cpu(self, ns: int, label: str, deps=()) -> int:
+        return self.tl.add("cpu", ns, deps, label=label, kind="cpu")
+
+
+def _owned_elements(numel: np.ndarray, ranks: int) -> np.ndarray:
+    """Elements of each parameter in rank 0's partition of the flat group (DeepSpeed
+    partitions the flat 16-bit group into equal contiguous ranges)."""
+    total = int(numel.sum())
+    part = -(-total // ranks)
+    start = np.concatenate([[0], np.cumsum(numel)[:-1]])
+    return np.clip(np.minimum(start + numel, part) - start, 0, None)
+
+
+def simulate_step(v: ZeroView, node: Node, ranks: int, mode: ZeroMode, *, gpu_memory_bytes: int,
+                  hbm_gbps: float, small_kernel_us: float) -> StepResult:
+    """One steady training step of rank 0 (every rank is alike)."""
+    mode.check()
+    if not 1 <= ranks <= node.gpus:
+        raise InputError(f"{ranks} ranks on a node of {node.gpus} GPUs", param="--gpus")
+    P = ranks
+    N = int(v.numel.sum())
+    Np = -(-N // P)
+    b16 = v.dtype_bytes if v.dtype_bytes < 4 else 4
+    st = _Step(v, node, ranks, mode, hbm_gbps, small_kernel_us, 1.0 / P)
+    gpu_mem, host_mem = _memory(v, mode, P, N, Np, b16)
+    res = StepResult(0, st.tl, gpu_mem, host_mem, st.counts)
+    need = sum(gpu_mem.values())
+    if need > gpu_memory_bytes:
+        res.failure = {"reason": f"out of GPU memory: the step needs {need / 2**30:.2f} GiB "
+                                 f"(" + ", ".join(f"{k} {b / 2**30:.2f}" for k, b in
+                                                  gpu_mem.items()) +
+                                 f") on a {gpu_memory_bytes / 2**30:.1f} GiB GPU"}
+        return res
+    host_need = sum(host_mem.values())
+    if host_need > node.dram_gb * 1e9 / P:
+        res.failure = {"reason": f"out of host memory: each rank needs {host_need / 2**30:.1f} "
+                                 f"GiB of the node's {node.dram_gb:.0f} GB"}
+        return res
+    if mode.stage == 2:
+        _stage2(st, v, mode, P, N, Np, b16)
+    else:
+        _stage3(st, v, mode, P, N, Np, b16)
+    res.step_ns = st.tl.makespan
+    return res
+
+
+def _memory(v: ZeroView, mode: ZeroMode, P: int, N: int, Np: int, b16: int):
+    """Bytes the step keeps on the GPU and in host memory (zero-family.md §1.2, §3.2, §3.5)."""
+    gpu = {"activations": v.activation_peak}
+    host = {}
+    bucket = int(min(mode.reduce_bucket_size, N)) * b16 * (2 if mode.overlap_comm else 1)
+    if mode.stage == 2:
+        gpu["parameters"] = N * b16
+        gpu["gradient buckets"] = bucket
+        if mode.offload_optimizer == "none":
+            gpu["optimizer (fp32 master, moments, gradient)"] = 16 * Np
+        else:
+            host["optimizer (fp32 master, moments, gradient)"] = 16 * Np
+            host["16-bit staging"] = b16 * Np
+    else:
+        persist = int(v.numel[v.numel <= mode.param_persistence_threshold].sum())
+        live = int(min(mode.max_live_parameters, N))
+        gpu["persistent parameters"] = persist * b16
+        gpu["gathered parameters (max live)"] = min(live, N) * b16
+        gpu["gradient buckets"] = bucket
+        if mode.offload_param == "none":
+            gpu["parameter partition"] = Np * b16
+        elif mode.offload_param == "cpu" or Np <= mode.max_in_cpu:
+            host["parameter partition (pinned)"] = Np * b16
+        else:
+            host["parameter partition (pinned, max_in_cpu)"] = int(mode.max_in_cpu) * b16
+            host["parameter swap buffers"] = int(mode.param_buffer_count
+                                                 * mode.param_buffer_size) * b16
+        if mode.offload_optimizer == "none":
+            gpu["optimizer (fp32 master, moments, gradient)"] = 16 * Np
+        elif mode.offload_optimizer == "cpu":
+            host["optimizer (fp32 master, moments, gradient)"] = 16 * Np
+        else:
+            host["optimizer swap buffers"] = int(mode.optimizer_buffer_count
+                                                 * min(mode.sub_group_size, Np)) * 4
+    return gpu, host
+
+
+def _compute(st: _Step, v: ZeroView, k: int, deps=()) -> int:
+    return st.launch(int(v.time_ns[k]), f"k{k}", deps)
+
+
+def _stage2(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: int):
+    """ZeRO-2 (zero-family.md §1.3): full 16-bit weights on every GPU, no collective in the
+    forward; in the backward each bucket of reduce_bucket_size elements is all-reduced
+    (use_multi_rank_bucket_allreduce, the default) or reduced to its owners, on the compute
+    stream unless overlap_comm, then with the optimizer on the CPU each owned parameter's
+    slice is normed, checked for inf/nan (a host sync), cast to fp32 and copied to the host;
+    the step runs on the CPU (unscale, CPU Adam, cast), the updated 16-bit partition goes
+    back to the GPU and is all-gathered."""
+    K = len(v.phase)
+    owned = _owned_elements(v.numel, P)
+    by_ready: dict[int, list] = {}
+    for i, k in enumerate(v.ready.tolist()):
+        by_ready.setdefault(k, []).append(i)
+    bucket: list = []
+    bucket_el = 0
+    offload = m.offload_optimizer != "none"
+    stream = "nccl" if m.overlap_comm else "gpu"
+
+    def flush():
+        nonlocal bucket, bucket_el
+        if not bucket:
+            return
+        op = "all_reduce" if m.use_multi_rank_bucket_allreduce else "reduce_scatter"
+        r = st.collective(op, bucket_el * b16, f"bucket {op} ({bucket_el:,} el)", stream,
+                          deps=(st.last_gpu,))
+        if stream != "gpu":
+            st.last_gpu = st.tl.add("gpu", 0, (st.last_gpu, r), label="wait reduction",
+                                    kind="wait")
+        if offload:
+            for i in bucket:
+                e = int(owned[i])
+                if e <= 0:
+                    continue
+                st.small_kernel(8 * e, f"norm p{i}")               # float64 norm of the slice
+                chk = st.small_kernel(b16 * e, f"inf/nan p{i}")
+                st.host_sync(chk, f"inf/nan check p{i}")           # a Python `if` on a GPU bool
+                cast = st.small_kernel((b16 + 4) * e, f"fp32 cast p{i}")
+                c = st.copy("d2h", 4 * e, f"fp32 grad p{i}", deps=(cast,))
+                if stream == "gpu":                                # ordered on the compute stream
+                    st.last_gpu = st.tl.add("gpu", 0, (c,), label="copy done", kind="wait")
+        bucket, bucket_el = [], 0
+
+    for k in range(K):
+        if v.phase[k] == OPT:
+            continue
+        _compute(st, v, k)
+        for i in by_ready.get(k, ()):
+            if bucket_el + int(v.numel[i]) > m.reduce_bucket_size and bucket:
+                flush()
+            bucket.append(i)
+            bucket_el += int(v.numel[i])
+    flush()
+    if m.overlap_comm:                                 # the epilogue's device synchronize
+        st.last_gpu = st.tl.add("gpu", 0, (st.last_gpu, *st.tl.last_of("nccl", "d2h")),
+                                label="epilogue", kind="wait")
+        st.host_sync(st.last_gpu, "epilogue synchronize")
+    if not offload:
+        # the partitioned optimizer on the GPU: the workload's optimizer kernels over 1/P
+        t_opt = int(v.time_ns[v.phase == OPT].sum() * st.gpu_opt_scale)
+        st.launch(t_opt, "optimizer (GPU, partition)")
+        st.collective("all_gather", N * b16, "all-gather 16-bit params", "gpu")
+        return
+    # the step on the host (stage_1_and_2.py `step`)
+    ov = st.collective("all_reduce", 1, "overflow all-reduce", "gpu")
+    st.host_sync(ov, "overflow .item()")
+    for i in np.flatnonzero(owned > 0):
+        st.host_sync(st.last_gpu, f"norm .item() p{i}")
+    nr = st.collective("all_reduce", 8, "norm all-reduce", "gpu")
+    h = st.host_sync(nr, "norm .item()")
+    c1 = st.cpu(cpu_model.unscale_ns(Np, st.pool), "unscale and clip", deps=(h,))
+    c2 = st.cpu(cpu_model.adam_ns(Np, st.pool), "CPU Adam", deps=(c1,))
+    c3 = st.cpu(cpu_model.cast_ns(Np, st.pool), "fp32 -> 16-bit cast", deps=(c2,))
+    h = st.tl.add("host", 0, (c3,), label="step returns", kind="wait")
+    up = st.copy("h2d", b16 * Np, "16-bit partition to GPU", deps=(h,))
+    st.last_gpu = st.tl.add("gpu", 0, (st.last_gpu, up), label="copy done", kind="wait")
+    st.collective("all_gather", N * b16, "all-gather 16-bit params", "gpu")
+
+
+def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: int):
+    """ZeRO-3 (zero-family.md §3.2-3.5): parameters partitioned (those of at most
+    param_persistence_threshold elements stay whole); before a kernel its parameters are
+    fetched (an NVMe read where their partition lives there, the copy of this rank's
+    partition to the GPU, an all-gather) and prefetched ahead up to prefetch_bucket_size
+    elements and max_live_parameters gathered; the copy to the GPU blocks the host
+    (`.to(device)` without non_blocking: h2d_fetch_blocking) and, with sync_before_allgather,
+    the whole device first (the 2021 code of issue #1130); after the kernel they are released;
+    gradients are reduce-scattered in buckets and their fp32 partition copied to the host
+    (or NVMe); the step runs sub-group by sub-group."""
+    K = len(v.phase)
+    persist = v.numel <= m.param_persistence_threshold
+    home_nvme = np.zeros(len(v.numel), bool)
+    if m.offload_param == "nvme":
+        # the first max_in_cpu partition elements per rank stay in pinned host memory
+        part = -(-v.numel // P)
+        cum = np.cumsum(np.where(persist, 0, part))
+        home_nvme = (~persist) & (cum > m.max_in_cpu) & (part * b16 >= 1 << 20)
+    gathered = np.zeros(len(v.numel), bool)
+    fetch_end: dict[int, int] = {}
+    order = [k for k in range(K) if v.phase[k] != OPT]
+    units = [[i for i in v.reads[k] if not persist[i]] for k in order]
+    live_el = 0
+
+    def fetch(i: int) -> int:
+        nonlocal live_el
+        st.counts["fetches"] += 1
+        e_part = -(-int(v.numel[i]) // P)
+        deps = ()
+        if home_nvme[i]:
+            rd = st.nvme("read", b16 * e_part, f"swap in p{i}")
+            deps = (rd,)
+        if m.offload_param != "none":
+            if m.sync_before_allgather:
+                st.host_sync(st.last_gpu, f"device synchronize p{i}")
+            cp = st.copy("h2d", b16 * e_part, f"partition p{i} to GPU", deps=deps)
+            if m.h2d_fetch_blocking:
+                st.host_sync(cp, f"blocking copy p{i}")
+            deps = (cp,)
+        ag = st.collective("all_gather", b16 * int(v.numel[i]), f"all-gather p{i}", "nccl",
+                           deps=deps)
+        gathered[i] = True
+        live_el += int(v.numel[i])
+        fetch_end[i] = ag
+        return ag
+
+    # the backward's gradient buckets: reduce-scatter, then the partition to the host
+    by_ready: dict[int, list] = {}
+    for i, k in enumerate(v.ready.tolist()):
+        by_ready.setdefault(k, []).append(i)
+    bucket: list = []
+    bucket_el = 0
+
+    def flush():
+        nonlocal bucket, bucket_el
+        if not bucket:
+            return
+        rs = st.collective("reduce_scatter", bucket_el * b16, f"reduce-scatter "
+                           f"({bucket_el:,} el)", "nccl", deps=(st.last_gpu,))
+        if m.offload_optimizer != "none":
+            e = -(-bucket_el // P)
+            c = st.copy("d2h", 4 * e, "fp32 grad partition", deps=(rs,))
+            if m.offload_optimizer == "nvme":
+                st.nvme("write", 4 * e, "gradients to NVMe", deps=(c,))
+        bucket, bucket_el = [], 0
+
+    window = min(m.prefetch_bucket_size, m.max_live_parameters)
+    for j, k in enumerate(order):
+        need = [i for i in units[j] if not gathered[i]]
+        for i in need:
+            fetch(i)
+        # prefetch the next units' parameters up to the bucket and max-live budgets
+        inflight = 0
+        jj = j + 1
+        while jj < len(order) and inflight < window and live_el < m.max_live_parameters:
+            for i in units[jj]:
+                if not gathered[i]:
+                    if home_nvme[i] and st.counts["fetches"] and inflight > 0:
+                        break                       # the coordinator stops at an NVMe partition
+                    fetch(i)
+                    inflight += int(v.numel[i])
+            jj += 1
+        deps = tuple(fetch_end[i] for i in units[j])
+        _compute(st, v, k, deps)
+        # release what no later kernel of this pass needs next (max_reuse_distance aside)
+        for i in units[j]:
+            later = any(i in units[x] for x in range(j + 1, min(len(order), j + 4)))
+            if gathered[i] and not later:
+                gathered[i] = False
+                live_el -= int(v.numel[i])
+        for i in by_ready.get(k, ()):
+            if bucket_el + int(v.numel[i]) > m.reduce_bucket_size and bucket:
+                flush()
+            bucket.append(i)
+            bucket_el += int(v.numel[i])
+    flush()
+    st.last_gpu = st.tl.add("gpu", 0, (st.last_gpu, *st.tl.last_of("nccl", "d2h",
+                                                                     "nvme_write")),
+                            label="epilogue", kind="wait")
+    st.host_sync(st.last_gpu, "epilogue synchronize")
+    if m.offload_optimizer == "none":
+        t_opt = int(v.time_ns[v.phase == OPT].sum() * st.gpu_opt_scale)
+        st.launch(t_opt, "optimizer (GPU, partition)")
+        return
+    h = st.host_sync(st.last_gpu, "overflow and norm .item()")
+    groups = max(1, math.ceil(Np / m.sub_group_size))
+    prev_write = None
+    for gi in range(groups):
+        e = min(m.sub_group_size, Np - gi * m.sub_group_size)
+        deps = (h,)
+        if m.offload_optimizer == "nvme":
+            rd = st.nvme("read", 16 * e, f"optimizer state in (group {gi})",
+                         deps=() if m.pipeline_read else (h, prev_write))
+            deps = (h, rd)
+        c1 = st.cpu(cpu_model.unscale_ns(e, st.pool), f"unscale (group {gi})", deps=deps)
+        c2 = st.cpu(cpu_model.adam_ns(e, st.pool), f"CPU Adam (group {gi})", deps=(c1,))
+        c3 = st.cpu(cpu_model.cast_ns(e, st.pool), f"cast (group {gi})", deps=(c2,))
+        h = c3
+        if m.offload_optimizer == "nvme":
+            wr = st.nvme("write", 12 * e, f"optimizer state out (group {gi})", deps=(c3,))
+            prev_write = wr
+            if not m.pipeline_write:
+                h = wr
+        if m.offload_param == "nvme":
+            st.nvme("write", b16 * e * float(np.mean(home_nvme[~persist]) if (~persist).any()
+                                             else 0.0), f"16-bit params out (group {gi})",
+                    deps=(c3,))
+        if m.offload_param == "none":
+            up = st.copy("h2d", b16 * e, f"16-bit partition to GPU (group {gi})", deps=(c3,))
+            h = st.host_sync(up, "blocking copy")
+    st.tl.add("host", 0, (h,), label="step returns", kind="wait")
