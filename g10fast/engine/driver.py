@@ -22,6 +22,7 @@ system's clock (`System.f_hz`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
@@ -46,8 +47,28 @@ class DriverOptions:
 
     #: faults fetched and serviced per batch (uvm_perf_fault_batch_count)
     fault_batch: int = 256
-    #: far-fault service latency per batch, µs; < 0: the system's uvm.fault_latency_us
+    #: far-fault service time per batch, µs; < 0: the preset's [driver] fault_batch_us (the
+    #: H100 fit: benchmarks/fit_driver_h100.py), else the system's uvm.fault_latency_us
     fault_latency_us: float = -1.0
+    #: the link bandwidth the transfer curve uses, as a fraction of min(host link, GPU link);
+    #: < 0: the preset's [driver] link_fraction (fitted on the H100's fault-driven
+    #: migrations: 20 of its 50 GB/s), else 1
+    link_fraction: float = -1.0
+    #: one synchronising cudaFree of managed memory (a freed temporary), µs; < 0: the preset's
+    #: [driver] managed_free_us (the H100 fit), else 0. Paid only where allocations are freed:
+    #: fresh_allocations (a non-caching allocator on managed memory)
+    managed_free_us: float = -1.0
+    #: every tensor that is not a weight is a managed allocation made at its first use in the
+    #: iteration and freed (cudaFree: synchronising, managed_free_us) after its last use, so
+    #: each iteration first-touches it afresh: PyTorch on a CUDAPluggableAllocator of plain
+    #: cudaMallocManaged / cudaFree, the supported way to train on managed memory
+    #: (specs/uvm-hardware-facts.md §4.1, §4.3; the measured harness, docs/profile-format.md).
+    #: False: one arena populated once (a caching allocator over managed memory)
+    fresh_allocations: bool = False
+    #: with fresh_allocations: each allocation is prefetched to the GPU on the compute stream
+    #: when made (cudaMemPrefetchAsync at allocation, uvm-hardware-facts.md §5 E1), so its
+    #: first user waits for the prefetch instead of faulting
+    prefetch_at_alloc: bool = False
     #: a fault first grows to its big page (uvm_va_block_gpu_big_page_size), KiB
     big_page_kib: int = 64
     #: "density" (uvm_perf_prefetch, the driver), "tbn" (UVMSmart's tree-based neighbourhood,
@@ -96,15 +117,22 @@ class DriverOptions:
         if self.transfer_curve not in CURVES:
             bad("transfer_curve", f"must be one of {', '.join(CURVES)}, got "
                 f"{self.transfer_curve!r}")
-        for f in ("skip_clean_writeback", "curve_halve_2mib", "inflight_overlap"):
+        for f in ("skip_clean_writeback", "curve_halve_2mib", "inflight_overlap",
+                  "fresh_allocations", "prefetch_at_alloc"):
             if not isinstance(getattr(self, f), bool):
                 bad(f, f"must be true or false, got {getattr(self, f)!r}")
-        for f in ("fault_latency_us", "transfer_overhead_us"):
+        for f in ("fault_latency_us", "transfer_overhead_us", "link_fraction",
+                  "managed_free_us"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 bad(f, f"must be a number, got {v!r}")
         if self.transfer_overhead_us < 0:
             bad("transfer_overhead_us", f"must be >= 0, got {self.transfer_overhead_us}")
+        if self.link_fraction == 0 or self.link_fraction > 1:
+            bad("link_fraction", f"must be in (0, 1] (or < 0: the preset's), got "
+                f"{self.link_fraction}")
+        if self.prefetch_at_alloc and not self.fresh_allocations:
+            bad("prefetch_at_alloc", "needs fresh_allocations = true")
         return self
 
 
@@ -118,7 +146,7 @@ def driver_options(values: dict | tuple | None = None, base: dict | None = None)
             raise InputError(f"unknown driver-engine option {k!r} (known: "
                              f"{', '.join(sorted(known))})", param=f"engine.compat.{k}")
         merged[k] = v
-    for k in ("fault_latency_us", "transfer_overhead_us"):
+    for k in ("fault_latency_us", "transfer_overhead_us", "link_fraction", "managed_free_us"):
         if isinstance(merged.get(k), int) and not isinstance(merged.get(k), bool):
             merged[k] = float(merged[k])
     return DriverOptions(**merged).check()
@@ -219,6 +247,69 @@ def tensor_hints(w, rows, n_iter: int) -> DriverHints:
                        kind[keep][order].astype(np.int64))
 
 
+def allocation_rows(w, n_iter: int, prefetch: bool):
+    """fresh_allocations as hint rows over the flattened kernels g = it*K + k: every tensor
+    that is not a weight (is_global false) and that a kernel touches is discarded (freed:
+    its pages dropped, no write-back) at the start of the kernel after its last user, and,
+    with prefetch, prefetched to the GPU at the start of its first user, which waits for it.
+    Returns (issue, start_page, n_pages, kind, wait int64[n_iter*K], frees int64[K]: the
+    tensors freed after kernel k)."""
+    K, T = w.num_kernels, w.num_tensors
+    first = np.full(T, K, np.int64)
+    last = np.full(T, -1, np.int64)
+    for ptr, idx in ((w.in_ptr, w.in_idx), (w.out_ptr, w.out_idx)):
+        kk = np.repeat(np.arange(K, dtype=np.int64), np.diff(ptr))
+        np.minimum.at(first, idx, kk)
+        np.maximum.at(last, idx, kk)
+    npg = w.n_pages.astype(np.int64)
+    sp = w.start_page.astype(np.int64)
+    ts = np.nonzero((last >= 0) & ~np.asarray(w.is_global, bool) & (npg > 0))[0]
+    frees = np.bincount(last[ts], minlength=K).astype(np.int64)
+    iss, st, nn, kd = [], [], [], []
+    for it in range(n_iter):
+        base = it * K
+        iss.append(base + last[ts] + 1)
+        kd.append(np.full(len(ts), dk.HINT_DISCARD, np.int64))
+        if prefetch:
+            iss.append(base + first[ts])
+            kd.append(np.full(len(ts), dk.HINT_PREFETCH, np.int64))
+        st.extend([sp[ts]] * (2 if prefetch else 1))
+        nn.extend([npg[ts]] * (2 if prefetch else 1))
+    if not iss:
+        z = np.zeros(0, np.int64)
+        return z, z, z, z, np.full(n_iter * K, -1, np.int64), frees
+    iss, st, nn, kd = (np.concatenate(x) for x in (iss, st, nn, kd))
+    keep = iss < n_iter * K
+    # at one kernel: the frees before the allocations (the caller frees, then allocates)
+    order = np.lexsort((kd[keep] == dk.HINT_PREFETCH, iss[keep]))
+    return iss[keep][order], st[keep][order], nn[keep][order], kd[keep][order], None, frees
+
+
+def _merge_hints(hints: DriverHints, rows, G: int) -> DriverHints:
+    """The policy's hints and the allocation rows in one FIFO, sorted by issue kernel (at one
+    kernel: allocation rows first, as the host allocates before it launches); a kernel waits
+    for the later of its own wait row and its last allocation prefetch."""
+    ai, ast, an, ak, _, _ = rows
+    pi = np.asarray(hints.issue, np.int64)
+    iss = np.concatenate([ai, pi])
+    src = np.concatenate([np.zeros(len(ai), np.int64), np.ones(len(pi), np.int64)])
+    order = np.lexsort((src, iss))
+    pos = np.empty(len(order), np.int64)
+    pos[order] = np.arange(len(order))
+    wait = np.full(G, -1, np.int64)
+    if hints.wait is not None:
+        pw = np.asarray(hints.wait, np.int64)
+        m = pw >= 0
+        wait[m] = pos[len(ai) + pw[m]]
+    pf = np.nonzero(ak == dk.HINT_PREFETCH)[0]
+    if len(pf):
+        np.maximum.at(wait, ai[pf], pos[pf])
+    cat = lambda a, b: np.concatenate([np.asarray(a, np.int64), np.asarray(b, np.int64)])
+    return DriverHints(iss[order], cat(ast, hints.start_page)[order],
+                       cat(an, hints.n_pages)[order], cat(ak, hints.kind)[order], wait,
+                       dict(hints.info), hints.preevict_fraction)
+
+
 # ---------------------------------------------------------------------------------------------
 # the run
 
@@ -235,6 +326,9 @@ class DriverRun:
     options: DriverOptions
     params: dict
     npages: int = 0
+    #: per kernel k, the cycles of the managed frees after it (fresh_allocations), inside
+    #: K_END and counted as stall by iteration_stats
+    free_cycles: np.ndarray | None = None
 
     @property
     def loc(self) -> np.ndarray:
@@ -247,18 +341,57 @@ class DriverRun:
         return dk.unpack_copy(self.bits[0], self.bits[3], self.bits[4], self.npages)
 
 
+#: the [driver] keys of a hardware preset (data/hardware/<name>.toml)
+PRESET_KEYS = ("fault_batch_us", "link_fraction", "managed_free_us")
+
+
+@functools.lru_cache(maxsize=None)
+def _preset_driver(name: str) -> tuple:
+    from g10fast.hardware import hardware_dir
+    from g10fast.errors import read_toml
+    p = hardware_dir() / f"{name}.toml"
+    if not name or not p.is_file():
+        return ()
+    sec = read_toml(p, "hardware preset").get("driver")
+    if not isinstance(sec, dict):
+        return ()
+    out = []
+    for k in PRESET_KEYS:
+        v = sec.get(k)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                or v < 0:
+            raise InputError(f"driver.{k}: missing or not a number >= 0 (got {v!r})",
+                             path=str(p), param=f"driver.{k}")
+        out.append((k, float(v)))
+    return tuple(out)
+
+
+def preset_driver(system) -> dict:
+    """The driver engine's measured values of the system's hardware preset (its [driver]
+    section: fault_batch_us, link_fraction, managed_free_us), {} for a system without one
+    (a G10 config, a System built in code, a preset without the section)."""
+    return dict(_preset_driver(str(getattr(system, "name", "") or "")))
+
+
 def system_params(system, opts: DriverOptions) -> dict:
-    """The engine's integer parameters from a System and the options."""
+    """The engine's integer parameters from a System and the options. An option < 0 takes
+    the preset's [driver] value (preset_driver), else the System's own figure."""
     f_hz = int(system.f_hz)
     gpu_pages = int(float(system.gpu_memory_gb) * 2**30) // PAGE_SIZE
     host_pages = int(float(system.host_memory_gb) * 2**30) // PAGE_SIZE
-    link = min(float(system.host_link_gbps), float(system.gpu_link_gbps))
-    lat = opts.fault_latency_us if opts.fault_latency_us >= 0 else float(system.fault_latency_us)
+    pre = preset_driver(system)
+    frac = opts.link_fraction if opts.link_fraction > 0 else pre.get("link_fraction", 1.0)
+    link = min(float(system.host_link_gbps), float(system.gpu_link_gbps)) * frac
+    lat = opts.fault_latency_us if opts.fault_latency_us >= 0 else \
+        pre.get("fault_batch_us", float(system.fault_latency_us))
+    free_us = opts.managed_free_us if opts.managed_free_us >= 0 else \
+        pre.get("managed_free_us", 0.0)
     curve, halve, ov = opts.transfer_curve, opts.curve_halve_2mib, opts.transfer_overhead_us
     return {
         "f_hz": f_hz, "gpu_pages": gpu_pages, "gpu_chunks": gpu_pages // dk.VA_PAGES,
         "host_pages": host_pages, "link_gbps": link, "fault_latency_us": lat,
         "fault_latency_cycles": int(round(lat * 1e-6 * f_hz)),
+        "managed_free_us": free_us, "managed_free_cycles": int(round(free_us * 1e-6 * f_hz)),
         "big_pages": opts.big_page_kib * 1024 // PAGE_SIZE,
         "h2d": transfer_table(link, f_hz, curve, halve, ov),
         "d2h": transfer_table(link, f_hz, curve, halve, ov),
@@ -295,6 +428,16 @@ def simulate_driver(w, system, opts: DriverOptions | None = None, hints: DriverH
     if ex.shape != (K,) or (ex < 0).any():
         raise InputError("exec cycles must be K values >= 0", param="workload.exec_cycles")
     G = n_iter * K
+    free_cyc = np.zeros(K, np.int64)
+    if opts.fresh_allocations:
+        if hints.wait is not None and np.asarray(hints.wait).shape != (G,):
+            raise InputError("wait must name, per kernel, a hint row issued by then (or -1)",
+                             param="plan")
+        rows = allocation_rows(w, n_iter, opts.prefetch_at_alloc)
+        hints = _merge_hints(hints, rows, G)
+        # the synchronising cudaFree after the kernel: the device drains, then the free runs
+        free_cyc = rows[5] * int(prm["managed_free_cycles"])
+        ex = ex + free_cyc
     iss = np.asarray(hints.issue, np.int64)
     hs = np.asarray(hints.start_page, np.int64)
     hn = np.asarray(hints.n_pages, np.int64)
@@ -344,7 +487,8 @@ def simulate_driver(w, system, opts: DriverOptions | None = None, hints: DriverH
                    else None}
     params = {k: v for k, v in prm.items() if not isinstance(v, np.ndarray)}
     return DriverRun(kern, cnt, (BG, BH, BS, CH, CS), done, S,
-                     (lk[:nlog].copy(), lb[:nlog].copy()), status, failure, opts, params, P)
+                     (lk[:nlog].copy(), lb[:nlog].copy()), status, failure, opts, params, P,
+                     free_cyc)
 
 
 def iteration_stats(run: DriverRun, w, n_iter: int) -> list:
@@ -364,6 +508,8 @@ def iteration_stats(run: DriverRun, w, n_iter: int) -> list:
         prev = last
         c = cnt[it]
         stall = int(rows[:, dk.K_STALL].sum())
+        if run.free_cycles is not None:
+            stall += int(run.free_cycles.sum())
         compute = int(np.asarray(w.exec_cycles).sum())
         out.append({
             "iteration": it, "exe_time_cycles": exe, "ideal_exe_time_cycles": ideal,
