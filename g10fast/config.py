@@ -579,7 +579,12 @@ def resolve_model(model: str) -> _Model:
     m = str(model).strip().lower()
     m = _MODEL_ALIASES.get(m, m)
     if m not in MODELS:
-        raise InputError(f"unknown model {model!r} (known: {', '.join(x.key for x in MODELS.values())})",
+        import difflib
+        hint = difflib.get_close_matches(m, list(MODELS) + list(_MODEL_ALIASES), n=1)
+        hint = [MODELS[_MODEL_ALIASES.get(h, h)].key for h in hint]
+        raise InputError(f"unknown model {model!r}"
+                         + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                         + f"; known: {', '.join(x.key for x in MODELS.values())}",
                          param="model")
     return MODELS[m]
 

@@ -44,8 +44,11 @@ def load_preset(name_or_path, overrides: dict | None = None) -> dict:
     if not (p.suffix == ".toml" and p.is_file()):
         p = hardware_dir() / f"{name_or_path}.toml"
         if not p.is_file():
-            raise InputError(f"unknown hardware preset {name_or_path!r} (known: "
-                             + ", ".join(list_presets()) + ")", param="system.preset")
+            import difflib
+            hint = difflib.get_close_matches(str(name_or_path), list_presets(), n=1)
+            raise InputError(f"unknown hardware preset {name_or_path!r}"
+                             + (f" (did you mean {hint[0]!r}?)" if hint else "") + "; known: "
+                             + ", ".join(list_presets()), param="system.preset")
     d = read_toml(p, "hardware preset")
     if d.get("format") != HARDWARE_FORMAT:
         raise InputError(f"format must be {HARDWARE_FORMAT!r}", path=str(p), param="format")

@@ -82,8 +82,9 @@ class System:
 
     # -- what every engine needs ---------------------------------------------------------
     def check(self) -> "System":
-        """The checks every engine needs (no engine divides by zero); each engine adds its own.
-        Raises InputError naming the preset parameter."""
+        """The checks every engine needs (no engine divides by zero, no count overflows its
+        64-bit integers: `LIMITS`); each engine adds its own. Raises InputError naming the
+        preset parameter."""
         for f in ("gpu_memory_gb", "gpu_frequency_ghz", "host_link_gbps", "gpu_link_gbps",
                   "ssd_bandwidth_gbps", "batch_pages"):
             if not getattr(self, f) > 0:
@@ -94,6 +95,13 @@ class System:
             v = getattr(self, f)
             if v < 0 and not (v == -1 and G10_KEY[f] in _G10_UNSET_OK):
                 raise InputError(f"must be >= 0, got {v!r}", param=PARAM[f])
+        for f, (lo, hi) in LIMITS.items():
+            v = getattr(self, f)
+            if v > 0 and not lo <= v <= hi:
+                bound = f"at most {hi:.15g}" if v > hi else f"at least {lo:.15g}"
+                raise InputError(f"must be {bound}, got {v:g}: outside what the engines' "
+                                 f"64-bit counts can take (g10fast.system.LIMITS)",
+                                 param=PARAM[f])
         return self
 
     @property
@@ -159,6 +167,25 @@ class System:
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(System))
+
+#: The range of each parameter that the engines' integer arithmetic can take: page counts,
+#: byte counts and cycle counts are int64 (2^63 ~ 9.2e18), cycles at the GPU clock. Not a
+#: model of any machine: every preset and the artifact's sweeps are far inside (memories
+#: 40-1024 GB, links 3.2-450 GB/s, 1.2 GHz, latencies 1-80 us). Memories up to 2^20 GiB
+#: (1 PiB, 2^38 pages); bandwidths from 1e-3 GB/s (moving 1 TiB then takes 1.1e6 s, 1.1e17
+#: cycles at 100 GHz) to 1e6 GB/s; clocks up to 100 GHz; latencies up to 1e9 us (1,000 s,
+#: 1e14 cycles at 100 GHz); malloc/free costs up to 1 us per byte (a 4 KiB page: 4.1 ms);
+#: up to 2^20 pages per transfer batch.
+LIMITS = {
+    "gpu_memory_gb": (0.0, 2.0 ** 20), "host_memory_gb": (0.0, 2.0 ** 20),
+    "gpu_frequency_ghz": (0.0, 100.0),
+    "host_link_gbps": (1e-3, 1e6), "gpu_link_gbps": (1e-3, 1e6),
+    "ssd_bandwidth_gbps": (1e-3, 1e6),
+    "gpu_malloc_us_per_byte": (0.0, 1.0), "gpu_free_us_per_byte": (0.0, 1.0),
+    "link_latency_us": (0.0, 1e9), "ssd_read_latency_us": (0.0, 1e9),
+    "ssd_write_latency_us": (0.0, 1e9), "ssd_latency_us": (0.0, 1e9),
+    "fault_latency_us": (0.0, 1e9), "batch_pages": (1, 2 ** 20),
+}
 #: keys a test namespace may leave out, with the values the engines then use
 _G10_OPTIONAL = {"GPU_free_uspB": 0.0, "PCIe_latency_us": 5.0, "SSD_read_latency_us": 12.0,
                  "SSD_write_latency_us": 16.0, "SSD_latency_us": 0.0, "system_latency_us": 0.0,

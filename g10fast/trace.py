@@ -179,11 +179,32 @@ def _json_default(obj):
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
+#: Keys of a result that measure this process, not the simulation (wall and CPU seconds,
+#: memory): left out of the trace, whose bytes and checksums are then a function of the
+#: configuration alone (two runs of one configuration write byte-identical files). They stay
+#: in the run's result (`--json`).
+TIMING_KEYS = frozenset({"plan_seconds", "wall_seconds", "cpu_seconds", "peak_rss_bytes"})
+
+
+def without_timings(obj):
+    """`obj` (a result's JSON-ready tree) without the keys of `TIMING_KEYS`, at any depth."""
+    if isinstance(obj, dict):
+        return {k: without_timings(v) for k, v in obj.items() if k not in TIMING_KEYS}
+    if isinstance(obj, (list, tuple)):
+        return [without_timings(v) for v in obj]
+    return obj
+
+
 def _to_json(obj, what: str) -> str:
     try:
         return json.dumps(obj if obj is not None else {}, default=_json_default)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"trace {what} cannot be stored as JSON: {exc}") from None
+
+
+def _one_line(exc) -> str:
+    """An exception's text on one line (HDF5's write errors carry ctime()'s newline)."""
+    return " ".join(str(exc).split())
 
 
 def _attr_str(value):
@@ -491,8 +512,8 @@ class EventTraceWriter:
             yield
         except OSError as exc:
             self.abort()
-            raise InputError(f"cannot write the event trace ({exc}): a full disk or a "
-                             f"failing device? nothing was published, the temporary "
+            raise InputError(f"cannot write the event trace ({_one_line(exc)}): a full disk "
+                             f"or a failing device? nothing was published, the temporary "
                              f"file is removed", path=self.path) from None
         except BaseException:
             self.abort()
@@ -639,9 +660,9 @@ class EventTraceWriter:
 
     def set_summary(self, summary: dict) -> None:
         """Store ``summary`` (per-iteration statistics) as the JSON attribute ``summary`` at
-        close."""
+        close, without its wall-clock measurements (``TIMING_KEYS``)."""
         self._check_open()
-        self._summary_json = _to_json(summary, "summary")
+        self._summary_json = _to_json(without_timings(summary), "summary")
 
     def set_kernel_times(self, exec_cycles) -> None:
         """Store every kernel's nominal execution time (cycles, indexed by kernel id) as

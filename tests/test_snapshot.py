@@ -397,3 +397,22 @@ def test_capture_writes_snapshots(tmp_path, capsys):
     check_segment_view(d)
     assert read_snapshot(tmp_path / "cap.pytorch.pickle").meta["snapshot"][
         "peak_reserved_bytes"] == d["g10fast"]["peak_reserved_bytes"]
+
+
+def test_segments_only_list(tmp_path):
+    """The old form: a bare list of segments, no trace: their active blocks, allocated at the
+    start; reserved = the segments' bytes."""
+    tr = read_snapshot(_dump(tmp_path, hand_snapshot()["segments"]))
+    assert tr.block_sizes().tolist() == [512, 2 * MiB]
+    assert tr.meta["snapshot"]["peak_reserved_bytes"] == 22 * MiB
+
+
+def test_the_viewer_twin_refuses_a_block_outside_its_segment():
+    tr = _ops([(MALLOC, 0, 15 * MiB), (MALLOC, 1, 30 * MiB)])
+    _, d = _written(tr, run_allocator(tr, "pytorch"))
+    check_segment_view(d)
+    d["segments"][-1]["total_size"] -= 2 * MiB      # the last block now ends past its segment
+    with pytest.raises(AssertionError, match="is in no segment"):
+        check_segment_view(d)
+    with pytest.raises(AssertionError, match="PROTO|protocol 5"):
+        check_pickle_bytes(pickle.dumps(d, protocol=5))

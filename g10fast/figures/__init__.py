@@ -14,7 +14,25 @@ from pathlib import Path
 from ..atomic import atomic_path
 from ..errors import InputError
 
-__all__ = ["draw_all", "FigureReport", "relative_error"]
+__all__ = ["draw_all", "FigureReport", "relative_error", "check_image_path"]
+
+
+def check_image_path(path, param: str) -> str:
+    """`path` if matplotlib can write an image there: its folder exists and its extension is
+    one of matplotlib's formats (png, pdf, svg, ...). Checked before any work is done, so that
+    a long run does not end in an unwritable figure. InputError naming `param` otherwise."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    p = Path(path)
+    if not p.resolve().parent.is_dir():
+        raise InputError("folder does not exist", path=str(p.resolve().parent), param=param)
+    ext = p.suffix.lower().lstrip(".")
+    known = sorted(FigureCanvasBase.get_supported_filetypes())
+    if ext not in known:
+        what = f".{ext}" if ext else "a file without an extension"
+        raise InputError(f"cannot write a figure as {what}; use one of "
+                         f"{', '.join('.' + k for k in known)}", path=str(path), param=param)
+    return str(path)
 
 
 def relative_error(ours, theirs):

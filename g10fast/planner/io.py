@@ -21,6 +21,7 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import zlib
 
 import numpy as np
 
@@ -62,10 +63,26 @@ def read_plan(path, num_kernels: int | None = None, num_tensors: int | None = No
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise InputError("plan file not found", path=path)
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        rows, policy, declared_k = _read_rows(opener, path, num_kernels, num_tensors)
+    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise InputError(f"not a plan file (a text CSV, docs/plan-format.md): "
+                         f"{type(exc).__name__}: {exc}", path=path) from None
+    if num_kernels is not None and declared_k is not None and declared_k != num_kernels:
+        raise InputError(f"the plan is for {declared_k} kernels, the workload has {num_kernels}",
+                         path=path, param="kernels")
+    h = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
+    K = num_kernels if num_kernels is not None else (declared_k or int(h[:, 0].max(initial=0)))
+    return MigrationPlan(policy=policy, num_kernels=int(K), hints=sort_hints(h, order),
+                         emitted=h, info={"source": path})
+
+
+def _read_rows(opener, path, num_kernels, num_tensors):
+    """(hint rows, policy, declared kernel count) of a plan file (read_plan)."""
     rows = []
     policy = "file"
     declared_k = None
-    opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as f:
         for n, raw in enumerate(f, 1):
             s = raw.strip()
@@ -112,10 +129,4 @@ def read_plan(path, num_kernels: int | None = None, num_tensors: int | None = No
                 raise InputError("a hint cannot move a tensor to Not_Known", path=path, line=n,
                                  param="to")
             rows.append((k, t, fr, to))
-    if num_kernels is not None and declared_k is not None and declared_k != num_kernels:
-        raise InputError(f"the plan is for {declared_k} kernels, the workload has {num_kernels}",
-                         path=path, param="kernels")
-    h = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
-    K = num_kernels if num_kernels is not None else (declared_k or int(h[:, 0].max(initial=0)))
-    return MigrationPlan(policy=policy, num_kernels=int(K), hints=sort_hints(h, order),
-                         emitted=h, info={"source": path})
+    return rows, policy, declared_k

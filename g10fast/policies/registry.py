@@ -75,6 +75,9 @@ class PolicyRecord:
             elif isinstance(d, int) and not isinstance(d, bool):
                 if isinstance(v, bool) or not isinstance(v, int):
                     raise InputError(f"must be an integer, got {v!r}", param=f"{where}.{k}")
+                if not -2 ** 62 <= v < 2 ** 62:    # the engines' int64, with room for sums
+                    raise InputError(f"must be between -2^62 and 2^62 (the engines' 64-bit "
+                                     f"integers), got {v}", param=f"{where}.{k}")
             elif isinstance(d, float):
                 if isinstance(v, bool) or not isinstance(v, (int, float)):
                     raise InputError(f"must be a number, got {v!r}", param=f"{where}.{k}")

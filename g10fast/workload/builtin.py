@@ -128,8 +128,13 @@ def find_model(name: str, folder=None) -> ModelSpec:
         names |= set(s.params.get("aliases", []))
         if want in {_norm(x) for x in names}:
             return s
-    raise InputError(f"unknown built-in model {name!r} (known: "
-                     + ", ".join(s.key for s in specs) + ")", param="model")
+    import difflib
+    every = {_norm(x): s.key for s in specs
+             for x in {s.key, s.name, *s.params.get("aliases", [])}}
+    hint = difflib.get_close_matches(want, list(every), n=1, cutoff=0.6)
+    raise InputError(f"unknown built-in model {name!r}"
+                     + (f" (did you mean {every[hint[0]]!r}?)" if hint else "") + "; known: "
+                     + ", ".join(s.key for s in specs), param="model")
 
 
 def _get(spec: ModelSpec, key: str, kind=int, default=None):
