@@ -75,6 +75,10 @@ def summary_text(res: dict, note: str | None = None) -> str:
                  f"on the {res['engine']} engine  "
                  f"({w['kernels']} kernels, {w['tensors']} tensors, "
                  f"{w['footprint_bytes'] / 2**30:.1f} GiB = {100 * w['overcommitment']:.0f}% of GPU)")
+    if res.get("kernel_times_gpu"):
+        lines.append(f"kernel times for {res['kernel_times_gpu']}"
+                     + (f": {res['kernel_times_basis']}" if res.get("kernel_times_basis")
+                        else ""))
     if res.get("status") == "failed":
         lines.append(failure_text(res))
     for it in res["iterations"]:
@@ -273,6 +277,13 @@ def _options(items) -> dict:
     return out
 
 
+def _kernel_times_warning(res: dict) -> None:
+    """A run whose kernel times are for another GPU than its system's says so on stderr
+    (the result's "kernel_times_warning", g10fast.workload.times.kernel_times_fields)."""
+    if res.get("kernel_times_warning"):
+        print(f"warning: {res['kernel_times_warning']}", file=sys.stderr)
+
+
 def _run_builtin(args, spec: dict, note: str) -> int:
     """A TOML run file or the default run: one result, or a comparison table and figure."""
     from g10fast import policies
@@ -294,6 +305,7 @@ def _run_builtin(args, spec: dict, note: str) -> int:
                                                                       policies.display(p)))
     except InputError as e:
         raise _in_run_file(e, spec) from None
+    _kernel_times_warning(res if isinstance(res, dict) else res[0] if res else {})
     if isinstance(res, dict):
         if args.json:
             json.dump(to_json_ready(res), sys.stdout, indent=1)
@@ -460,6 +472,7 @@ def cmd_run(args) -> int:
         kw["trace_compression"] = args.trace_compression
     res = run(spec, trace_path=args.trace, progress=progress, check=args.check,
               bound=args.bound, **kw)
+    _kernel_times_warning(res)
     if args.plan is not None:
         if "plan_object" not in res:
             raise InputError("this policy has no plan (use prefetch_lru or deepUM)",
@@ -525,11 +538,13 @@ def cmd_policies(args) -> int:
 
 def cmd_presets(args) -> int:
     from g10fast.hardware import list_presets, load_preset
+    from g10fast.workload.costmodel import estimate_basis, gpu_from_preset
     rows = []
     for name in list_presets():
         p = load_preset(name)
         rows.append({"name": name, "description": p.get("description", ""),
-                     "gpu": p["gpu"], "host": p["host"], "ssd": p["ssd"], "uvm": p["uvm"]})
+                     "gpu": p["gpu"], "host": p["host"], "ssd": p["ssd"], "uvm": p["uvm"],
+                     "kernel_times": estimate_basis(gpu_from_preset(p))})
     if args.json:
         json.dump(rows, sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -540,26 +555,37 @@ def cmd_presets(args) -> int:
         print(f"{r['name']:<16} {r['gpu']['memory_gb']:>7g} {r['host']['memory_gb']:>8g} "
               f"{r['host']['link_gbps']:>10g} {r['ssd']['bandwidth_gbps']:>9g}  "
               f"{r['description']}")
+        print(f"{'':<16} estimated kernel times: {r['kernel_times']}")
+    print("(a built-in model's kernel times are estimated for the preset's GPU as shown: the "
+          "artifact's A100 traces keep their fixed per-kernel costs, so at small batches "
+          "g10-artifact's times are far above another A100 preset's; a workload trace keeps "
+          "the times of the GPU it was made for, and a run on another GPU warns. "
+          "docs/model-format.md)")
     return 0
 
 
 def cmd_models(args) -> int:
     from g10fast.hardware import load_preset
-    from g10fast.workload.builtin import footprint_bytes, list_models, load_builtin_graph, \
-        parameter_count
+    from g10fast.run import workload_of
+    from g10fast.spec import builtin_spec
+    from g10fast.workload.builtin import list_models, parameter_count
 
     gpu_gb = load_preset(args.system)["gpu"]["memory_gb"]
     rows = []
     for s in list_models():
         b = args.batch if args.batch is not None else s.default_batch
-        g = load_builtin_graph(s, b)
-        fp = footprint_bytes(g)
-        rows.append((s.key, s.name, s.kind + "/" + s.family, b, parameter_count(g) / 1e6,
-                     g.num_kernels, fp / 2**30, fp / (gpu_gb * 2**30),
-                     "paper" if s.params.get("paper") else ""))
+        # the workload a run of this model builds (`g10fast run --model M --batch B
+        # --system S`): its footprint includes the cost model's cuDNN workspaces
+        w = workload_of(builtin_spec(s, b, args.system, "ideal"))
+        fp = w.footprint_bytes
+        ws = int(w.size[w.workspace_tensor[w.workspace_tensor >= 0]].sum())
+        rows.append((s.key, s.name, s.kind + "/" + s.family, b,
+                     parameter_count(w) / 1e6, w.num_kernels,
+                     fp / 2**30, fp / (gpu_gb * 2**30), "paper" if s.params.get("paper") else "",
+                     ws / 2**30))
     if args.json:
         keys = ("key", "name", "family", "batch", "params_millions", "kernels", "footprint_gib",
-                "gpu_multiple", "paper")
+                "gpu_multiple", "paper", "workspace_gib")
         json.dump([dict(zip(keys, r)) for r in rows], sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
@@ -568,9 +594,12 @@ def cmd_models(args) -> int:
     for r in rows:
         print(f"{r[0]:<12} {r[1]:<12} {r[2]:<16} {r[3]:>6} {r[4]:>10.1f} {r[5]:>8} "
               f"{r[6]:>15.1f} {r[7]:>6.2f} {r[8]}")
-    print(f"(x GPU: footprint / the {gpu_gb:g} GB GPU of preset {args.system}; batch: "
+    print(f"(footprint: every tensor of one iteration and the estimated cuDNN workspaces, the "
+          f"footprint_bytes of a run on {args.system}; x GPU: footprint / the {gpu_gb:g} GB "
+          f"GPU of preset {args.system}; params: the network's trainable parameters; batch: "
           f"{'--batch' if args.batch else 'each model default'})")
     return 0
+
 
 
 def cmd_trace_inspect(args) -> int:

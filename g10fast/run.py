@@ -179,6 +179,8 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
         if spec.workload.kind == "builtin":
             result["system_preset"] = spec.system.name or None
             result["kernel_times"] = spec.workload.kernel_times
+        from g10fast.workload.times import kernel_times_fields
+        result.update(kernel_times_fields(w, spec.system.gpu_model, spec.system.name or ""))
         if spec.workload.fuse != "none":
             fm = w.meta.get("fusion", {})
             result["fusion"] = {k: fm.get(k) for k in ("mode", "kernels_before", "kernels_after",

@@ -174,3 +174,80 @@ def test_decoders_fused_pointwise_and_the_artifact_form():
         load_builtin_graph("gpt2-xl", 1, attention="flash")
     with pytest.raises(InputError, match="pointwise"):
         load_builtin_graph("gpt2-xl", 1, pointwise="fused-ish")
+
+
+def _bert_base_parameters(L=12, H=768, F=3072, S=128, V=30522, TV=2):
+    """BERT-base by hand: embeddings (word, position rows the graph reads, token type, layer
+    norm), per layer QKV, projection, two layer norms and the FFN with their biases, the
+    pooler; less the one 768-element weight G10's file uses twice (`tie`)."""
+    emb = V * H + S * H + TV * H + 2 * H
+    layer = 3 * H * H + 3 * H + H * H + H + 2 * H + H * F + F + F * H + H + 2 * H
+    return emb + L * layer + H * H + H - H
+
+
+def test_parameter_counts_do_not_grow_with_the_batch():
+    """Issue 37: BERT-base's count was 238 M at batch 8 and 4,456 M at 256 (G10's files give
+    biases and constants the activation's shape). Now the network's parameters: BertModel
+    with its pooler is 109,482,240 (Devlin et al.'s 110 M); the graph reads 128 of the 512
+    position rows (-294,912) and has one tied weight (-768): 109,186,560, no MLM head."""
+    assert _bert_base_parameters() == 109_482_240 - 384 * 768 - 768
+    for b in (1, 8, 256):
+        assert parameter_count(load_builtin_graph("bert-base", b)) == 109_186_560
+    # ViT as G10's file has it (hidden 384, 6 heads, 12 layers, 32x32 patches, 50 tokens):
+    # patch conv + bias, class token and positions, 12 layers, final norm, head; one tie
+    H, F, C = 384, 1536, 1000
+    vit = (H * 3 * 32 * 32 + H + 50 * H + H
+           + 12 * (2 * H + 3 * H * H + 3 * H + H * H + H + 2 * H + H * F + F + F * H + H)
+           + 2 * H + C * H + C - H)
+    for b in (2, 256):
+        assert parameter_count(load_builtin_graph("vit", b)) == vit == 22_878_568
+    # CNNs: torchvision's counts (weights, biases, batch-norm scale and shift; not the
+    # running statistics): resnet152 60,192,808; inception_v3 without its aux classifier
+    assert parameter_count(load_builtin_graph("resnet152", 3)) == 60_192_808
+    assert parameter_count(load_builtin_graph("inceptionv3", 3)) == 23_834_568
+
+
+def test_models_footprint_is_the_runs(capsys):
+    """`g10fast models` shows what a run of the model reports: footprint_bytes (with the cost
+    model's cuDNN workspaces) and its overcommitment as 'x GPU' (issue 37: ResNet152-256
+    156.1 vs 225.9 GiB)."""
+    import json
+    from g10fast.api import simulate
+    from g10fast.cli import main
+    assert main(["models", "--json", "--batch", "4"]) == 0
+    rows = {r["key"]: r for r in json.loads(capsys.readouterr().out)}
+    res = simulate("resnet152", 4, "g10-artifact", "ideal")
+    w = res["workload"]
+    r = rows["resnet152"]
+    assert r["footprint_gib"] * 2**30 == w["footprint_bytes"]
+    assert r["gpu_multiple"] == pytest.approx(w["overcommitment"], rel=1e-12)
+    assert r["workspace_gib"] > 0 and r["params_millions"] == pytest.approx(60.192808)
+    assert rows["bert-base"]["params_millions"] == pytest.approx(109.18656)
+
+
+def test_kernel_times_of_another_gpu_are_flagged(tmp_path, capsys):
+    """A workload trace made for one GPU and replayed on another: the run warns on stderr
+    and says so in its result; on its own GPU it does not. The two A100 presets' estimates
+    are named apart (`g10fast presets`)."""
+    import json
+    from g10fast.cli import main
+    p = tmp_path / "bert2.h5"
+    assert main(["workload", "export", "bert-base", "--batch", "2", "--system", "g10-artifact",
+                 "--out", str(p)]) == 0
+    capsys.readouterr()
+    base = ["run", "--workload", str(p), "--policy", "ideal", "--json", "--no-progress",
+            "--no-figure"]
+    assert main(base + ["--system", "h100-sxm5"]) == 0
+    out = capsys.readouterr()
+    res = json.loads(out.out)
+    assert res["kernel_times_gpu"] == "NVIDIA A100 40GB (SXM4)"
+    assert "H100" in res["kernel_times_warning"] and "replayed unchanged" in res["kernel_times_warning"]
+    assert out.err.startswith("warning: the workload's kernel times are for NVIDIA A100 40GB")
+    assert main(base + ["--system", "g10-artifact"]) == 0
+    out = capsys.readouterr()
+    assert "kernel_times_warning" not in json.loads(out.out) and "warning" not in out.err
+    assert main(["presets", "--json"]) == 0
+    basis = {r["name"]: r["kernel_times"] for r in json.loads(capsys.readouterr().out)}
+    assert basis["g10-artifact"].startswith("the G10 artifact's measured A100 kernel traces")
+    assert "fixed per-kernel costs" in basis["a100-80-pcie4"]
+    assert basis["a100-80-pcie4"] != basis["g10-artifact"]

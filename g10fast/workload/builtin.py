@@ -376,12 +376,24 @@ def _cnn_graph(spec: ModelSpec, batch: int) -> Graph:
             flops[f"{lay.id}:Linear"] = 2 * int(np.prod(lay.out_shape)) * lay.args["in_features"]
     in_ptr, in_idx = csr_from_lists(kin)
     out_ptr, out_idx = csr_from_lists(kout)
+    params = 0
+    for lay in layers:
+        a = lay.args
+        if lay.type == "Conv2d":
+            kh, kw = a["kernel_size"]
+            params += a["in_channels"] * a["out_channels"] * kh * kw \
+                + (a["out_channels"] if a.get("bias") else 0)
+        elif lay.type == "Linear":
+            params += a["in_features"] * a["out_features"] + (a["out_features"] if a.get("bias")
+                                                              else 0)
+        elif lay.type == "BatchNorm2d" and a.get("affine", True):
+            params += 2 * a["num_features"]
     return Graph(name=spec.artifact or spec.name, batch_size=batch,
                  raw_size=np.asarray(raw, dtype=np.int64), is_global=np.asarray(glob, dtype=bool),
                  kernel_name=kname, kernel_parent=kpar, in_ptr=in_ptr, in_idx=in_idx,
                  out_ptr=out_ptr, out_idx=out_idx,
                  meta={"format": "builtin", "builtin": spec.key, "family": spec.family,
-                       "parent_flops": flops, "dtype_bytes": 4})
+                       "parent_flops": flops, "dtype_bytes": 4, "parameters": params})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -568,7 +580,8 @@ def _vit_records(spec: ModelSpec) -> _Records:
     return R
 
 
-def _graph_from_records(spec: ModelSpec, R: _Records, batch: int, name: str) -> Graph:
+def _graph_from_records(spec: ModelSpec, R: _Records, batch: int, name: str,
+                        parameters: int | None = None) -> Graph:
     from g10fast.workload.transformer import parse_transformer
 
     text, borden, flops = R.render(batch)
@@ -581,6 +594,8 @@ def _graph_from_records(spec: ModelSpec, R: _Records, batch: int, name: str) -> 
     meta = dict(g.meta)
     meta.update(format="builtin", builtin=spec.key, family=spec.family,
                 parent_flops=parent_flops, dtype_bytes=4)
+    if parameters is not None:
+        meta["parameters"] = int(parameters)
     return Graph(g.name, g.batch_size, g.raw_size, g.is_global, g.kernel_name, g.kernel_parent,
                  g.in_ptr, g.in_idx, g.out_ptr, g.out_idx, meta)
 
@@ -589,13 +604,59 @@ def _encoder_records(spec: ModelSpec) -> _Records:
     return _bert_records(spec) if spec.family == "bert" else _vit_records(spec)
 
 
+#: weights of G10's encoder files that are constants, not parameters of the network: the
+#: layer norm's exponent and epsilon, the attention mask's operands and scale, GELU's
+#: constants, the index the classifier/pooler gathers the first token with
+_ENCODER_CONSTANTS = frozenset({"ln.pow", "ln.eps", "mask.one", "mask.big", "attn.scale",
+                                "pool.index", "gelu.div", "gelu.one", "gelu.half",
+                                "head.index"})
+
+
+def _encoder_parameters(spec: ModelSpec) -> dict:
+    """Elements of each trainable weight of a built-in encoder, by its name in the records,
+    at the network's own shape. G10's model files give biases, position embeddings and the
+    like the activation's shape (batch x sequence x features, `tie` and O-22 as they are),
+    so the Graph's tensor sizes grow with the batch while the network's parameters do not:
+    a bias of a layer with n outputs has n, BERT's position table seq_len x hidden (the rows
+    the graph reads), ViT's class token and position embeddings (tokens + 1) x hidden."""
+    L, H, F = (_get(spec, k) for k in ("layers", "hidden", "ffn"))
+    p = {}
+    if spec.family == "bert":
+        S, V, TV = _get(spec, "seq_len"), _get(spec, "vocab"), _get(spec, "type_vocab")
+        p.update({"emb.type": TV * H, "emb.word": V * H, "emb.pos": S * H, "emb.ln.g": H,
+                  "emb.ln.b": H, "pool.w": H * H, "pool.b": H})
+        names = ("ln1", "ln2")
+    else:
+        img, patch, C = _get(spec, "image"), _get(spec, "patch"), _get(spec, "classes")
+        S = (img // patch) ** 2 + 1
+        p.update({"patch": H * 3 * patch * patch, "patch.b": H, "cls_pos": S * H + H,
+                  "ln.g": H, "ln.b": H, "head.w": C * H, "head.b": C})
+        names = ("ln1", "ln2")
+    for i in range(L):
+        q = f"layer{i}."
+        p.update({q + "qkv": 3 * H * H, q + "qkv.b": 3 * H, q + "proj": H * H, q + "proj.b": H,
+                  q + "fc1": H * F, q + "fc1.b": F, q + "fc2": F * H, q + "fc2.b": H})
+        for n in names:
+            p.update({q + n + ".g": H, q + n + ".b": H})
+    return p
+
+
 def _transformer_graph(spec: ModelSpec, batch: int) -> Graph:
-    return _graph_from_records(spec, _encoder_records(spec), batch, spec.artifact or spec.name)
+    R = _encoder_records(spec)
+    numel = _encoder_parameters(spec)
+    unknown = set(R.named) - set(numel) - _ENCODER_CONSTANTS
+    if unknown:   # pragma: no cover - a weight added to the records without its size
+        raise AssertionError(f"no parameter size for {sorted(unknown)}")
+    # a tied weight (`tie`) is one tensor: R.named holds each tensor's name once
+    params = sum(numel[n] for n in R.named if n in numel)
+    return _graph_from_records(spec, R, batch, spec.artifact or spec.name, params)
 
 
 # ---------------------------------------------------------------------------------------------
 # Decoders (GPT-2, Llama) with mixed precision and optimizer state
 
+#: decoder parameters a model file may leave out (their defaults apply)
+_DECODER_OPTIONS = ("attention", "pointwise")
 PRECISIONS = {"bf16-mixed": 2, "fp32": 4}
 OPTIMIZERS = ("adamw", "sgd")
 #: a decoder's attention: "fused" (default: one FlashAttention kernel per layer forward and
@@ -634,6 +695,13 @@ def _decoder_records(spec: ModelSpec) -> _Records:
     fused_pw = pointwise == "fused"
     llama = spec.family == "llama"
     dh = H // NH
+    # grouped-query attention (Llama-2 70B, Qwen2): kv_heads key/value heads of dh each
+    NKV = int(spec.params.get("kv_heads", NH))
+    if isinstance(spec.params.get("kv_heads", NH), bool) or NKV < 1 or NH % NKV:
+        raise InputError(f"kv_heads must divide heads {NH}, got "
+                         f"{spec.params.get('kv_heads')!r}", path=spec.path, param="kv_heads")
+    KV = NKV * dh
+    qkv_bias = bool(spec.params.get("qkv_bias", False))     # Qwen2: biases on q, k, v
     R = _Records()
     one, half, two, eps, nH = R.c(), R.c(), R.c(), R.c(), R.c()   # scalar constants
     if attention == "materialized":
@@ -679,16 +747,22 @@ def _decoder_records(spec: ModelSpec) -> _Records:
         p = f"layer{i}"
         h = norm(x, p + ".ln1")
         if llama:
+            bskv = (B, S, KV)
             q = dot(h, bsh, R.w(p + ".q"), H)
-            k = dot(h, bsh, R.w(p + ".k"), H)
-            v = dot(h, bsh, R.w(p + ".v"), H)
+            k = dot(h, bsh, R.w(p + ".k"), KV)
+            v = dot(h, bsh, R.w(p + ".v"), KV)
+            if qkv_bias:
+                q = R.op("Add", [(q, bsh), (R.w(p + ".q.b"), (H,))])
+                k = R.op("Add", [(k, bskv), (R.w(p + ".k.b"), (KV,))])
+                v = R.op("Add", [(v, bskv), (R.w(p + ".v.b"), (KV,))])
             rot = []
-            for t in (q, k):   # rotary embedding: t*cos + rotate(t)*sin
-                a = R.op("Multiply", [(t, bsh), (cos, (S, H))])
-                b_ = R.op("Multiply", [(t, bsh), (sin, (S, H))])
-                rot.append(R.op("Add", [(a, bsh), (b_, bsh)]))
-            qa, ka, va = (rot[0], (B, NH, S, dh)), (rot[1], (B, NH, dh, S)), (v, (B, NH, S, dh))
-            fused_in = [(rot[0], bsh), (rot[1], bsh), (v, bsh)]
+            for t, shp, n in ((q, bsh, H), (k, bskv, KV)):   # rotary: t*cos + rotate(t)*sin
+                a = R.op("Multiply", [(t, shp), (cos, (S, n))])
+                b_ = R.op("Multiply", [(t, shp), (sin, (S, n))])
+                rot.append(R.op("Add", [(a, shp), (b_, shp)]))
+            qa, ka, va = ((rot[0], (B, NH, S, dh)), (rot[1], (B, NKV, dh, S)),
+                          (v, (B, NKV, S, dh)))
+            fused_in = [(rot[0], bsh), (rot[1], bskv), (v, bskv)]
         else:
             qkv = dot(h, bsh, R.w(p + ".qkv"), 3 * H)
             qkv = R.op("Add", [(qkv, (B, S, 3 * H)), (R.w(p + ".qkv.b"), (3 * H,))])
@@ -742,7 +816,8 @@ def _decoder_records(spec: ModelSpec) -> _Records:
             f = R.op("Add", [(f, bsh), (R.w(p + ".fc2.b"), (H,))])
         x = R.op("Add", [(x, bsh), (f, bsh)])
     h = norm(x, "ln_f")
-    head = R.w("lm_head") if llama or not spec.params.get("tie_embeddings", True) else wte
+    # the output head: tied to the embedding (GPT-2, Qwen2.5 up to 3B) or its own (Llama)
+    head = wte if spec.params.get("tie_embeddings", not llama) else R.w("lm_head")
     logits = R.matmul("Dot", [(h, bsh), (head, (H, V))], lambda b: 2 * b * S * H * V)
     R.op("SoftmaxBasic", [(logits, (B, S, V))])    # softmax of the cross-entropy loss
     return R
@@ -770,7 +845,8 @@ def _check_batch(batch_size) -> None:
 def _resolved_spec(name_or_spec, overrides) -> ModelSpec:
     spec = name_or_spec if isinstance(name_or_spec, ModelSpec) else find_model(name_or_spec)
     if overrides:
-        bad = [k for k in overrides if k not in spec.params]
+        optional = _DECODER_OPTIONS if spec.kind == "decoder" else ()
+        bad = [k for k in overrides if k not in spec.params and k not in optional]
         if bad:
             raise InputError(f"model {spec.key} has no parameter {bad[0]!r}", param=bad[0])
         spec = ModelSpec(spec.key, spec.name, spec.kind, spec.family,
@@ -855,11 +931,20 @@ def footprint_bytes(g: Graph) -> int:
 
 
 def parameter_count(g: Graph) -> int:
-    """Elements of the model's weights (global tensors of the model itself, not optimizer
-    state or the artifact's batch-shaped constants)."""
+    """Trainable parameters (elements) of the network: for a built-in model, counted when
+    it is built at the network's own shapes (`meta["parameters"]`): convolution and linear
+    weights and biases, batch-norm scale and shift (not its running statistics), the
+    encoders' weights without the batch-shaped copies G10's model files give them and
+    without their constants; a tied weight once. Otherwise (artifact and decoder graphs):
+    the elements of the global tensors of the model itself (not optimizer state). `g` may
+    also be the Workload built from such a Graph (its meta and tensors are the Graph's, the
+    workspaces added after them)."""
+    if "parameters" in g.meta:
+        return int(g.meta["parameters"])
     el = int(g.meta.get("dtype_bytes", 4))
-    n_model = g.num_tensors - _n_state(g)
-    return int(g.raw_size[:n_model][g.is_global[:n_model]].sum() // el)
+    glob = np.nonzero(np.asarray(g.is_global, dtype=bool))[0]
+    model = glob[:len(glob) - _n_state(g)]        # the optimizer state is added last
+    return int(np.asarray(g.raw_size)[model].sum() // el)
 
 
 def _n_state(g: Graph) -> int:

@@ -470,9 +470,36 @@ def estimated_workload(g: Graph, gpu: Gpu, freq_ghz: float = 1.2,
     c_exec, c_in, c_pf = kernel_cycles(ms(e["time_s"]), ms(e["input_pf_s"]), ms(e["pf_s"]),
                                        freq_ghz)
     w = build_workload(g, c_exec, c_in, c_pf, e["workspace_bytes"].astype(np.int64))
-    meta = dict(w.meta, kernel_times="estimated", cost_model_gpu=gpu.name)
+    meta = dict(w.meta, kernel_times="estimated", cost_model_gpu=gpu.name,
+                cost_model_basis=estimate_basis(gpu, params, families))
     import dataclasses
     return dataclasses.replace(w, meta=meta)
+
+
+def estimate_basis(gpu: Gpu, params: CostParams | None = None, families="auto") -> str:
+    """In words, what `estimate` times `gpu`'s kernels with (shown by `g10fast presets` and
+    in a run's result): the G10 artifact's measured A100 traces (the reference GPU), a fit
+    on kernels measured on this GPU, or the A100 roofline on this GPU's peak and bandwidth.
+    The first two differ a lot at small batches: the artifact's traces carry fixed costs per
+    kernel of its profiler (up to ~0.6 s per convolution at every batch), which the family
+    lines a + b * batch keep and extrapolate below the paper's batch sizes; the roofline has
+    none of them (BERT-base at batch 8: 3.73 s on g10-artifact, 0.19 s on a100-80-pcie4;
+    docs/model-format.md)."""
+    params = params or params_for(gpu)
+    ref = params.reference_gpu
+    fams = (is_reference_gpu(gpu, params) if families == "auto" else bool(families)) \
+        and bool(params.families)
+    if fams:
+        return ("the G10 artifact's measured A100 kernel traces: per (kernel, shape) family a "
+                "line a + b * batch fitted over the paper's batch sizes (with the traces' fixed "
+                "per-kernel costs, extrapolated outside those batches), other kernels by the "
+                "roofline fitted on them")
+    if gpu.name and ref.get("model") == gpu.name:
+        return (f"a fit on kernels measured on this GPU ({ref.get('model')}; "
+                f"{params.form} form of FLOP and byte terms)")
+    return (f"the cost model ({params.form} form) on this GPU's peak FLOP/s and HBM "
+            f"bandwidth, with the efficiencies fitted on {ref.get('model', '?')} kernels "
+            "(none of the fixed per-kernel costs of the G10 artifact's traces)")
 
 
 def gpu_from_preset(preset: dict, dtype_bytes: int = 4) -> Gpu:
