@@ -29,6 +29,7 @@ message naming the file and line or the parameter, and exits with status 2.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -297,9 +298,9 @@ def _run_builtin(args, spec: dict, note: str) -> int:
     if getattr(args, "fuse", None) is not None:
         spec = dict(spec, workload=dict(spec.get("workload") or {}, fuse=args.fuse))
     fig = _comparison_figure_path(args, spec)
-    if fig is not None and not Path(fig).resolve().parent.is_dir():
-        raise InputError("folder does not exist", path=str(Path(fig).resolve().parent),
-                         param="--figure")
+    if fig is not None:
+        from g10fast.figures import check_image_path
+        check_image_path(fig, "--figure")
     try:
         res = run_spec(spec, progress_factory=lambda p: _run_progress(args,
                                                                       policies.display(p)))
@@ -450,6 +451,9 @@ def cmd_run(args) -> int:
         if target is not None and not Path(target).resolve().parent.is_dir():
             raise InputError("folder does not exist", path=str(Path(target).resolve().parent),
                              param=f"--{opt}")
+    if args.figure is not None:
+        from g10fast.figures import check_image_path
+        check_image_path(args.figure, "--figure")
     rec = spec.record
     kw = {}
     if args.kernel_order is not None:
@@ -703,6 +707,11 @@ def cmd_trace_export(args) -> int:
         raise InputError("give the output file: --perfetto OUT.pftrace (or --out OUT.json "
                          "with --format json)", param="--perfetto")
     fmt = args.format or ("json" if str(out).endswith(".json") else "perfetto")
+    if args.samples is not None and args.samples < 1:
+        raise InputError(f"must be at least 1 counter sample, got {args.samples}",
+                         param="--samples")
+    if not 1 <= args.port <= 65535:
+        raise InputError(f"must be a TCP port, 1 to 65535, got {args.port}", param="--port")
     progress = _run_progress(args, "exporting")
     progress.unit = "event"      # events read from the trace
     rep = export_trace(args.file, out, fmt=fmt, pages=args.pages, kernels=args.kernels,
@@ -759,8 +768,10 @@ def cmd_trace_diff(args) -> int:
 
 
 def cmd_trace_plot(args) -> int:
+    from g10fast.figures import check_image_path
     from g10fast.perfetto import plot_trace
 
+    check_image_path(args.out, "--out")      # before the pass over the trace
     rep = plot_trace(args.file, args.out, kernels=args.kernels)
     a, b = rep["kernel_range"]
     print(f"figure written to {args.out} (kernels {a}..{b - 1})")
@@ -1057,6 +1068,9 @@ def _workers(text) -> int | None:
 
 def cmd_sweep(args) -> int:
     workers = _workers(args.workers)
+    if args.max_points is not None and args.max_points < 1:
+        raise InputError(f"must be at least 1 point, got {args.max_points} (leave it out to "
+                         f"run every point)", param="--max-points")
     artifact = _artifact_arg(args.g10)
     summary = _sweep(args.matrix, args.store, artifact, workers, args.dask,
                      _sweep_progress(args),
@@ -1368,6 +1382,30 @@ def cmd_capture(args) -> int:
     return capture_cli(args)
 
 
+def one_line(text: str) -> str:
+    """`text` on one line: HDF5's messages carry a newline (the C library's ctime() inside
+    "file write failed: time = ..."); every line break and the spaces around it become one
+    space."""
+    import re
+    return re.sub(r"\s*[\r\n]+\s*", " ", text).strip()
+
+
+#: errors of the machine, not of the program: a full disk, a quota, a file too large for the
+#: file system or the process's limit, a read-only file system, no permission, an I/O error
+_ENVIRONMENT_ERRNOS = frozenset(getattr(errno, n) for n in (
+    "ENOSPC", "EDQUOT", "EFBIG", "EROFS", "EACCES", "EPERM", "EIO") if hasattr(errno, n))
+
+
+def _os_error_text(e: OSError) -> str:
+    """One line for an OSError of `_ENVIRONMENT_ERRNOS`, naming the file when known."""
+    what = e.strerror or errno.errorcode.get(e.errno, "") or str(e)
+    where = f"{e.filename}: " if e.filename else ""
+    hint = {errno.ENOSPC: "the disk is full: free some space and run the command again",
+            errno.EFBIG: "the file is larger than the file system or this process may write"}
+    return one_line(f"{where}cannot write: {what}"
+                    + (f" ({hint[e.errno]})" if e.errno in hint else ""))
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -1377,7 +1415,13 @@ def main(argv=None) -> int:
         return args.func(args)
     except InputError as e:
         close_all()
-        sys.stderr.write(f"g10fast: error: {e}\n")
+        sys.stderr.write(f"g10fast: error: {one_line(str(e))}\n")
+        return EXIT_BAD_INPUT
+    except OSError as e:
+        if e.errno not in _ENVIRONMENT_ERRNOS:
+            raise
+        close_all()
+        sys.stderr.write(f"g10fast: error: {_os_error_text(e)}\n")
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         close_all()
