@@ -596,3 +596,30 @@ def test_a_file_left_open_for_writing_by_another_program(tmp_path):
     with pytest.raises(InputError, match="cannot open event trace \\(open for writing by "
                                          "another program, or a damaged HDF5 file"):
         open_trace(path, allow_incomplete=True)
+
+
+def test_two_runs_write_byte_identical_traces(tmp_path):
+    """Issue 37 item 9: the planner's wall time (plan_seconds) was in the hashed summary
+    attribute, so two prefetch_lru traces of one configuration differed; wall-clock
+    measurements (g10fast.trace.TIMING_KEYS) stay in the result and out of the trace."""
+    from g10fast.run import run
+    from g10fast.spec import builtin_spec
+    from g10fast.trace import TIMING_KEYS, open_trace, without_timings
+
+    spec = builtin_spec("bert-base", 8, "g10-artifact", "prefetch_lru",
+                        overrides={"gpu.memory_gb": 3.0})
+    paths = [tmp_path / f"t{i}.h5" for i in range(2)]
+    results = [run(spec, trace_path=str(p)) for p in paths]
+    assert all(r["plan"]["hints"] > 0 for r in results)           # a real plan was made
+    assert "plan_seconds" in results[0]["plan"]                   # still in the result
+    assert paths[0].read_bytes() == paths[1].read_bytes()
+    tr = open_trace(paths[0])
+    try:
+        assert "plan_seconds" not in tr.summary["plan"]
+        assert tr.summary["plan"]["hints"] == results[0]["plan"]["hints"]
+    finally:
+        tr.close()
+    assert without_timings({"a": [{"plan_seconds": 1, "b": 2}], "wall_seconds": 3,
+                            "c": {"cpu_seconds": 4, "peak_rss_bytes": 5, "d": 6}}) == \
+        {"a": [{"b": 2}], "c": {"d": 6}}
+    assert TIMING_KEYS == {"plan_seconds", "wall_seconds", "cpu_seconds", "peak_rss_bytes"}
