@@ -212,7 +212,7 @@ def profile_model_options(prof) -> dict:
     raise ValueError(f"no option set of {prof.model} matches its profile's kernels")
 
 
-def extract(files):
+def extract(files, verbose=True):
     """Per (model, kernel, mode) row: the measured and engine-side quantities."""
     rows = {"model": [], "name": [], "mode": [], "ideal": [], "measured": [], "batches": [],
             "zero_pages": [], "free": [], "free_pages": []}
@@ -242,8 +242,9 @@ def extract(files):
                                           + sum(-(-x // PAGE) for x in temps))
                 run_row.extend([i] * len(fetch))
                 run_n.extend(fetch.tolist())
-        print(f"{prof.model}: {w.num_kernels} kernels, {time.perf_counter() - t0:.1f} s",
-              file=sys.stderr)
+        if verbose:
+            print(f"{prof.model}: {w.num_kernels} kernels, {time.perf_counter() - t0:.1f} s",
+                  file=sys.stderr)
     out = {k: np.asarray(v) for k, v in rows.items()}
     out["run_row"] = np.asarray(run_row, np.int64)
     out["run_n"] = np.asarray(run_n, np.int64)
@@ -307,7 +308,7 @@ def select_and_fit(d, models, migs):
     """The (form, link, terms) that the leave-one-model-out over `models` rates best, and its
     coefficients refitted on all of `models`."""
     best = None
-    for form, link, terms in itertools.product(FORMS, LINKS, TERMS):
+    for (form, link), terms in itertools.product(migs, TERMS):
         mig = migs[(form, link)]
         pred = np.zeros(len(d["ideal"]))
         for h in models:
@@ -328,50 +329,59 @@ def coef_dict(terms, coef):
             "managed_free_us": c.get("free", 0.0) * 1e6}
 
 
+def features(cache=None, verbose=True) -> dict:
+    """The engine-side features of every measured kernel (from `cache`, an .npz, when it
+    exists; written there when given and absent)."""
+    if cache is not None and Path(cache).is_file():
+        return dict(np.load(cache))
+    d = extract(sorted(MEASURED.glob("*.prof.gz")), verbose)
+    if cache is not None:
+        Path(cache).parent.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(cache, **d)
+    return d
+
+
+def nested_fit(d, links=LINKS) -> dict:
+    """Nested leave-one-model-out: the held-out figures, each fold's choice, the final fit."""
+    models = sorted(set(d["model"].tolist()))
+    migs = {(f, L): migrate_seconds(d, f, L) for f in FORMS for L in links}
+    sel = lambda ms: select_and_fit(d, ms, migs)  # noqa: E731
+    held = np.zeros(len(d["ideal"]))
+    folds = {}
+    for h in models:                               # outer: the held-out model
+        form, link, terms, coef, s = sel([m for m in models if m != h])
+        te = d["model"] == h
+        held[te] = predict(d, terms, coef, migs[(form, link)])[te]
+        folds[h] = {"form": form, "link_gbps": link, "terms": list(terms),
+                    "inner_score": s, **coef_dict(terms, coef)}
+    errs = model_errors(d, held, models)
+    rel = np.abs(held - d["measured"]) / d["measured"]
+    form, link, terms, coef, s = sel(models)
+    pred_all = predict(d, terms, coef, migs[(form, link)])
+    return {
+        "held_out": {"per_model": errs, "per_kernel_median_abs": float(np.median(rel)),
+                     "max_abs_model_err": score(errs), "folds": folds},
+        "final": {"form": form, "link_gbps": link, "terms": list(terms), "inner_score": s,
+                  **coef_dict(terms, coef)},
+        "in_sample": {"per_model": model_errors(d, pred_all, models),
+                      "per_kernel_median_abs": float(np.median(
+                          np.abs(pred_all - d["measured"]) / d["measured"]))},
+        "kernels": int(len(d["ideal"]) // 2), "links": list(links),
+    }
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "driver_fit_h100.json"))
     ap.add_argument("--cache", default=str(ROOT / ".cache" / "driver_fit_features.npz"),
                     help="the engine-side features (recomputed when absent)")
     a = ap.parse_args(argv)
-    files = sorted(MEASURED.glob("*.prof.gz"))
-    cache = Path(a.cache)
-    if cache.is_file():
-        d = dict(np.load(cache))
-    else:
-        d = extract(files)
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(cache, **d)
-    models = sorted(set(d["model"].tolist()))
-    migs = {(f, L): migrate_seconds(d, f, L) for f in FORMS for L in LINKS}
-    held = np.zeros(len(d["ideal"]))
-    folds = {}
-    for h in models:                               # outer: the held-out model
-        inner = [m for m in models if m != h]
-        form, link, terms, coef, s = select_and_fit(d, inner, migs)
-        te = d["model"] == h
-        held[te] = predict(d, terms, coef, migs[(form, link)])[te]
-        folds[h] = {"form": form, "link_gbps": link, "terms": list(terms),
-                    "inner_score": s, **coef_dict(terms, coef)}
-        print(f"fold {h}: {folds[h]}", file=sys.stderr)
-    errs = model_errors(d, held, models)
-    rel = np.abs(held - d["measured"]) / d["measured"]
-    form, link, terms, coef, s = select_and_fit(d, models, migs)
-    final = {"form": form, "link_gbps": link, "terms": list(terms), "inner_score": s,
-             **coef_dict(terms, coef)}
-    pred_all = predict(d, terms, coef, migs[(form, link)])
-    rec = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                                 capture_output=True, text=True).stdout.strip(),
-        "held_out": {"per_model": errs, "per_kernel_median_abs": float(np.median(rel)),
-                     "max_abs_model_err": score(errs), "folds": folds},
-        "final": final,
-        "in_sample": {"per_model": model_errors(d, pred_all, models),
-                      "per_kernel_median_abs": float(np.median(
-                          np.abs(pred_all - d["measured"]) / d["measured"]))},
-        "kernels": int(len(d["ideal"]) // 2),
-    }
+    t0 = time.perf_counter()
+    rec = nested_fit(features(a.cache))
+    rec = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                    capture_output=True, text=True).stdout.strip(),
+           "seconds": round(time.perf_counter() - t0, 1), **rec}
     Path(a.out).write_text(json.dumps(rec, indent=1) + "\n")
     print(json.dumps({k: rec[k] for k in ("held_out", "final")}, indent=1))
     return 0

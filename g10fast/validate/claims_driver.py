@@ -1,0 +1,188 @@
+"""The driver engine (the real nvidia-uvm's mechanisms, g10fast.engine.driver) against a real
+H100 and against what naive UM costs a PyTorch training run.
+
+The faulting rows are held out by model with the model selection inside (nested): for each
+of the six measured models, the link curve form, its bandwidth and the cost terms are chosen
+by leave-one-model-out over the other five, fitted on them, and the model is predicted with
+that (benchmarks/fit_driver_h100.py). Only held-out figures are reported here; the
+h100-sxm5 preset's defaults are the same procedure's fit on all six.
+
+The naive-UM rows run the `uvm` policy (a CUDAPluggableAllocator of cudaMallocManaged /
+cudaFree: every non-weight tensor allocated, first-touched and freed each iteration) at the
+preset's defaults on a model that fits the GPU, against its ideal (native) time.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+
+from g10fast.validate import Claim, Measured, Unavailable
+
+ROOT = Path(__file__).resolve().parents[2]
+MEASURED = ROOT / "kernels" / "h100-sxm5-measured"
+IDEAL = ROOT / "benchmarks" / "results" / "h100-ideal"
+#: the quick setting's link grid (the full one: benchmarks/fit_driver_h100.py LINKS)
+QUICK_LINKS = (10.0, 20.0, 40.0)
+
+
+@functools.lru_cache(maxsize=None)
+def _fit(quick: bool) -> dict:
+    if not MEASURED.is_dir() or not any(MEASURED.glob("*.prof.gz")):
+        raise Unavailable(f"no measured H100 profiles at {MEASURED}")
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    try:
+        from benchmarks import fit_driver_h100 as fit
+    except ImportError as e:
+        raise Unavailable(f"benchmarks/fit_driver_h100.py not importable here: {e}") from None
+    d = fit.features(None, verbose=False)
+    return fit.nested_fit(d, QUICK_LINKS if quick else fit.LINKS)
+
+
+def _per_model(quick: bool) -> Measured:
+    r = _fit(quick)["held_out"]
+    detail = "; ".join(f"{m} input {e['input']:+.1%} all {e['all']:+.1%}"
+                       for m, e in r["per_model"].items())
+    return Measured(100.0 * r["max_abs_model_err"], "largest |err| of 12 held-out sums: "
+                    + detail)
+
+
+def _per_kernel(quick: bool) -> Measured:
+    r = _fit(quick)
+    h = r["held_out"]
+    return Measured(100.0 * h["per_kernel_median_abs"],
+                    f"{2 * r['kernels']} kernel-modes, held out by model; in sample "
+                    f"{100 * r['in_sample']['per_kernel_median_abs']:.1f} %")
+
+
+@functools.lru_cache(maxsize=None)
+def _naive(model: str, batch: int) -> dict:
+    from g10fast.api import simulate
+    prof = IDEAL / f"{model}-b{batch}.prof.gz"
+    if not prof.is_file():
+        raise Unavailable(f"no measured ideal profile {prof}")
+    out = {}
+    for key, compat in (("plain", {}), ("prefetch", {"prefetch_at_alloc": True})):
+        r = simulate(model, batch, "h100-sxm5", "uvm", kernel_times=str(prof),
+                     engine={"compat": compat})
+        it = r["iterations"][r["reported"]]
+        out[key] = (float(it["slowdown"]), int(it["fault_batches"]))
+    return out
+
+
+NAIVE = ("bert-base", 256)
+
+
+def _naive_plain(quick: bool) -> Measured:
+    v = _naive(*NAIVE)
+    return Measured(v["plain"][0], f"{NAIVE[0]}-{NAIVE[1]} on h100-sxm5 (80 GB: fits), "
+                    f"{v['plain'][1]} fault batches per iteration")
+
+
+def _naive_prefetch(quick: bool) -> Measured:
+    v = _naive(*NAIVE)
+    return Measured(v["prefetch"][0], f"{NAIVE[0]}-{NAIVE[1]} on h100-sxm5, "
+                    f"{v['prefetch'][1]} fault batches")
+
+
+def _naive_ratio(quick: bool) -> Measured:
+    v = _naive(*NAIVE)
+    return Measured(v["plain"][0] / v["prefetch"][0],
+                    f"{v['plain'][0]:.1f}x / {v['prefetch'][0]:.2f}x")
+
+
+_SRC_H100 = ("kernels/h100-sxm5-measured/ (kernels/profile_torch.py on an H100 80GB HBM3 "
+             "SXM5, PyTorch 2.11, CUDA 13.0; docs/measured-h100.md); issue 36's target")
+_SRC_E1 = ("noob512/uvm workloads/pytorch/docs/UVM_EVALUATION.md §4.1 (E1), via "
+           "specs/uvm-hardware-facts.md §5: RTX 5090, PCIe 5, PyTorch 2.9, 2-layer GCN at "
+           "0.73x of GPU memory; run-to-run and configuration variance: ±2x (§5, E2-note)")
+_SETTING_FIT = ("each measured kernel alone on the driver engine from the harness's start "
+                "state (input faulting and all faulting), nested leave-one-model-out over "
+                "bert-base-32, gpt2-xl-1, inceptionv3-32, resnet152-32, senet154-32, vit-32")
+
+CLAIMS = [
+    Claim(
+        id="driver.h100-faulting-per-model",
+        system="driver engine",
+        claim="the driver engine's defaults predict each model's measured faulting time "
+              "within 15 % (input faulting and all faulting, held out by model)",
+        source=_SRC_H100,
+        published="<= 15 % per model",
+        setting=_SETTING_FIT + "; links 6.25-64 GB/s",
+        quick_setting=_SETTING_FIT + "; links 10, 20, 40 GB/s",
+        unit="%",
+        band=(0.0, 15.0),
+        measure=_per_model,
+        why="ViT misses by about 1-2 points (all faulting -16 % held out, -13 % at the "
+            "defaults): its fold picks a flat 16 GB/s link and no free term, and its many "
+            "small tensors (197-token activations, 0.5-4 MB) take more per-byte time than "
+            "the per-batch and per-free costs carry (per operator type, docs/driver-h100.md: "
+            "ViT's Linear_Backward_Weight -39 %, Divide_Backward_B -45 % all faulting); "
+            "GPT-2 XL all faulting -13 % (AdamW's five tensors per weight). The fitted "
+            "managed free (about 0.9 ms) is 13x the 70 us measured for a small free "
+            "(docs/profile-format.md): it also carries what the temporaries' kernels "
+            "cost beyond the engine's faults, a mechanism not yet separated.",
+    ),
+    Claim(
+        id="driver.h100-faulting-per-kernel",
+        system="driver engine",
+        claim="per-kernel median absolute error of the faulting time <= 20 % (held out "
+              "by model)",
+        source=_SRC_H100,
+        published="<= 20 % median per kernel",
+        setting=_SETTING_FIT,
+        quick_setting=_SETTING_FIT + "; links 10, 20, 40 GB/s",
+        unit="%",
+        band=(0.0, 20.0),
+        measure=_per_kernel,
+        why="The fit is held to the per-model sums; kernel by kernel the engine's batches "
+            "are one per 256 missing 4 KiB pages (1 MiB of fresh memory), so a kernel "
+            "with sub-MiB tensors pays a whole batch while the GPU's real fault buffer "
+            "coalesces faults of several allocations; short element-wise kernels scatter "
+            "by +-50 % around it (docs/driver-h100.md, per operator type). 24 % held out, "
+            "24 % in sample: a per-kernel floor of the model's form, not over-fitting.",
+    ),
+    Claim(
+        id="driver.naive-um-no-prefetch",
+        system="driver engine",
+        claim="PyTorch training on managed memory that fits the GPU, no prefetch: about "
+              "30x native (34.23 s against 1.14 s)",
+        source=_SRC_E1,
+        published="30.0x (band: x/2 .. x2)",
+        setting="uvm (cudaMallocManaged / cudaFree every iteration) on bert-base-256, "
+                "h100-sxm5 defaults, ideal kernel times measured on that H100 "
+                "(benchmarks/results/h100-ideal/); slowdown against the ideal time",
+        unit="x",
+        band=(15.0, 60.0),
+        measure=_naive_plain,
+    ),
+    Claim(
+        id="driver.naive-um-prefetch",
+        system="driver engine",
+        claim="the same with a prefetch at allocation: about 4.9x native (5.57 s)",
+        source=_SRC_E1,
+        published="4.9x (band: x/2 .. x2)",
+        setting="uvm with prefetch_at_alloc on bert-base-256, h100-sxm5 defaults",
+        unit="x",
+        band=(2.45, 9.8),
+        measure=_naive_prefetch,
+    ),
+    Claim(
+        id="driver.naive-um-mode-ratio",
+        system="driver engine",
+        claim="below 1.2x oversubscription UVM without prefetch is 5-7x UVM with prefetch",
+        source="specs/uvm-hardware-facts.md §5, 'How to use these for checking' (E1: 34.23 "
+               "/ 5.57 = 6.1x)",
+        published="5-7x",
+        setting="the two rows above",
+        unit="x",
+        band=(5.0, 7.0),
+        measure=_naive_ratio,
+        why="7.3x: a prefetch at allocation removes every fault batch here, leaving the "
+            "frees (about 0.9 ms each, the fitted value); E1's GCN has few, large "
+            "tensors, where the frees weigh less and the prefetch's own migration more. "
+            "ResNet-152-256 gives 60.2x and 8.7x (6.9x).",
+    ),
+]
