@@ -11,7 +11,7 @@ import pytest
 
 from g10fast.errors import InputError
 from g10fast.workload.fusion import (FusionOptions, fuse, kernel_classes, kernel_flops,
-                                     op_class, plan_groups, summary)
+                                     lower_softmax, op_class, plan_groups, summary)
 from g10fast.workload.model import Graph, address_layout, build_workload, csr_from_lists
 
 ART = Path(__file__).resolve().parents[2] / "shared" / "g10-artifact"
@@ -69,7 +69,7 @@ def test_hand_graph_xla_splits_after_the_reduction():
 def test_hand_graph_stitch_fuses_through_the_row_reduction():
     w = fwd()
     assert plan_groups(w, FusionOptions(mode="stitch")) == [[0], [1, 2, 3, 4], [5], [6]]
-    f = fuse(w, "stitch", launch_us=5.0)
+    f = fuse(w, "stitch", launch_us=5.0, time_model="traffic_scaled")
     assert f.num_kernels == 4
     # c, s and m are used only inside the group: deleted
     assert list(f.meta["fusion"]["tensor_map"]) == [0, 1, 2, 3, -1, -1, 4, -1, 5, 6, 7, 8]
@@ -87,6 +87,17 @@ def test_hand_graph_stitch_fuses_through_the_row_reduction():
     assert f.pf_cycles[1] == round(tf + 12000 * ext / io) == 21264
     # the unfused kernels keep their times
     assert list(f.exec_cycles[[0, 2, 3]]) == [50000, 50000, 7000]
+    # traffic_attributed (the default): each byte still moved at the rate of the member that
+    # moves it first: a and b at Add's (4000 cycles per A+B+C bytes), n at Divide's (2000 per
+    # S+N+M), d at Subtract's (6000 per C+M+D); Sum's bytes all stay on chip
+    f = fuse(w, "stitch", launch_us=5.0)
+    work = 4000 * (A + B) / (A + B + C) + 2000 * N / (S + N + M) + 6000 * D / (C + M + D)
+    assert f.exec_cycles[1] == round(6000 + work) == 11681
+    # faulting overheads the same way: 1000 per input byte of Add, 1000 per S+N of Divide
+    # (input faulting); 3000 per member's bytes (all faulting)
+    assert f.input_pf_cycles[1] == round(6000 + work + 1000 + 1000 * N / (S + N)) == 13181
+    f_all = 3000 * ((A + B) / (A + B + C) + N / (S + N + M) + D / (C + M + D))
+    assert f.pf_cycles[1] == round(6000 + work + f_all) == 15692
     # addresses are G10's bump layout of what is left
     addr, W = address_layout(f.size, f.is_global)
     assert np.array_equal(addr, f.address) and W == f.weights_bytes == w.weights_bytes
@@ -239,13 +250,21 @@ def test_invariants_builtin(model, batch, mode):
         else builtin_workload(model, batch, "g10-artifact")
     f = fuse(w, mode, hbm_gbps=1555)
     assert f.num_kernels < w.num_kernels
-    check_invariants(w, f)
+    check_invariants(lower_softmax(w), f)
 
 
 @pytest.mark.parametrize("mode", ["xla", "stitch"])
 def test_invariants_bert(bert, mode):
     f = fuse(bert, mode, hbm_gbps=1555)
-    check_invariants(bert, f)
+    lw = lower_softmax(bert)
+    # 12 softmaxes each way: forward 1 -> 5 kernels, backward 1 -> 4
+    assert lw.meta["lowering"]["softmax_kernels"] == 24 and lw.num_kernels == 1369 + 12 * 4 + 12 * 3
+    assert lw.meta["lowering"]["softmax_rows"] == [128] and lw.meta["lowering"]["new_tensors"] == 84
+    check_invariants(lw, f)
+    # the pass's ids are the lowered workload's; with softmax = "kernel", the workload's own
+    g = fuse(bert, mode, hbm_gbps=1555, softmax="kernel")
+    check_invariants(bert, g)
+    assert g.meta["fusion"]["lowering"] is None
 
 
 @pytest.mark.skipif(not (ART / "frontend" / "Nets").is_dir(), reason="no G10 artifact")
@@ -256,9 +275,12 @@ def test_invariants_artifact(model, batch):
     from g10fast.spec import from_g10_config, with_fuse
     spec = from_g10_config(genconfig(ART, model, batch, "lru"))
     w = workload_of(spec)
+    lw = lower_softmax(w, spec.system.gpu_frequency_ghz)
+    assert (lw.meta.get("lowering") or {}).get("softmax_kernels", 0) == \
+        (24 if model == "BERT" else 0)
     for mode in ("xla", "stitch"):
         f = workload_of(with_fuse(spec, mode))
-        check_invariants(w, f)
+        check_invariants(lw, f)
         assert f.num_kernels < w.num_kernels
 
 
@@ -389,9 +411,12 @@ def test_default_launch_is_each_kernels_cost_model_overhead():
     w = fwd()
     ov = kernel_overheads(w, 1.2)
     assert list(ov[1:5]) == [14400.0, 48000.0, 19200.0, 9600.0]
-    f = fuse(w, "stitch")
+    f = fuse(w, "stitch", time_model="traffic_scaled")
     ext, io = 528640, 1316096
     assert f.exec_cycles[1] == round(48000 + 2400 * ext / io) == 48964
+    # traffic_attributed: only d is moved at a member's rate beyond its fixed cost
+    f = fuse(w, "stitch")
+    assert f.exec_cycles[1] == round(48000 + 2400 * D / (C + M + D)) == 49199
     # the fused kernel's one cost, and the unfused kernels' own (capped at their times)
     assert list(f.meta["kernel_launch_cycles"]) == [48000.0, 48000.0, 48000.0, 7000.0]
     assert list(kernel_overheads(f, 1.2)) == [48000.0, 48000.0, 48000.0, 7000.0]
@@ -425,8 +450,9 @@ def test_host_timeline():
 def test_gain_breakdown_parts_sum_to_the_time_saved():
     from g10fast.workload.fusion import gain_breakdown, time_breakdown
     w = fwd()
-    a = time_breakdown(fuse(w, "xla", launch_us=5.0), 1.2, host_launch_us=40.0)
-    b = time_breakdown(fuse(w, "stitch", launch_us=5.0), 1.2, host_launch_us=40.0)
+    kw = dict(launch_us=5.0, time_model="traffic_scaled")
+    a = time_breakdown(fuse(w, "xla", **kw), 1.2, host_launch_us=40.0)
+    b = time_breakdown(fuse(w, "stitch", **kw), 1.2, host_launch_us=40.0)
     # xla: 5 kernels, stitch: 4; at 40 µs (48,000 cycles) per launch the host is behind
     assert (a["kernels"], b["kernels"]) == (5, 4)
     assert a["total_s"] == pytest.approx(a["launch_s"] + a["work_s"] + a["idle_s"])
@@ -455,3 +481,75 @@ def test_forward_only():
     assert f.kernel_name == [k[0] for k in FWD_KERNELS[:-1]]
     assert f.num_tensors == 11 and list(f.exec_cycles) == [t[0] for t in FWD_TIMES[:-1]]
     assert f.meta["inference"]["kernels_before"] == 9
+
+
+# ---------------------------------------------------------------------------------------------
+# Softmax as TensorFlow lowers it to XLA
+
+V = A // 64          # a row vector: one element per row of 64
+SM_TENSORS = [(4096, True), (A, False), (A, False), (A, False), (4096, True), (A, False),
+              (A, False), (A, False), (A, False)]
+#              0 W           1 in        2 x         3 y         4 W2          5 z
+#              6 dy        7 dx        8 din
+SM_KERNELS = [("Linear_Forward", [0, 1], [2]), ("SoftmaxBasic_Forward", [2], [3]),
+              ("Linear_Forward", [3, 4], [5]), ("Linear_Backward_Input", [5, 4], [6]),
+              ("SoftmaxBasic_Backward", [3, 6], [7]), ("Linear_Backward_Input", [7, 0], [8])]
+SM_TIMES = [(50000, 51000, 52000), (20000, 22000, 26000), (50000, 51000, 52000),
+            (50000, 51000, 52000), (30000, 33000, 39000), (50000, 51000, 52000)]
+
+
+def softmax_graph():
+    import dataclasses
+    w = _workload(SM_TENSORS, SM_KERNELS, SM_TIMES)
+    return dataclasses.replace(w, meta=dict(w.meta, softmax_row=64))
+
+
+def test_lower_softmax_by_hand():
+    w = softmax_graph()
+    lw = lower_softmax(w, 1.2, launch_us=5.0)
+    assert lw.kernel_name == [
+        "Linear_Forward", "SoftmaxMax_Forward", "SoftmaxSub_Forward", "SoftmaxExp_Forward",
+        "SoftmaxSum_Forward", "SoftmaxDiv_Forward", "Linear_Forward", "Linear_Backward_Input",
+        "SoftmaxMul_Backward", "SoftmaxSum_Backward", "SoftmaxSub_Backward",
+        "SoftmaxScale_Backward", "Linear_Backward_Input"]
+    # new tensors after the old ones: forward m, d, e, s; backward p, s, d
+    assert list(lw.raw_size[9:]) == [V, A, A, V, A, V, A]
+    tmap = lw.meta["lowering"]["tensor_map"]
+    assert np.array_equal(lw.raw_size[tmap], w.raw_size)
+    assert list(lw.meta["lowering"]["kernel_of"]) == [0, 1, 1, 1, 1, 1, 2, 3, 4, 4, 4, 4, 5]
+    # each op: the fixed cost (6,000) + the softmax's rate (14,000 cycles per 2A bytes
+    # forward, 24,000 per 3A backward) times its own bytes
+    assert list(lw.exec_cycles[1:6]) == [round(6000 + 14000 * b / (2 * A)) for b in
+                                         (A + V, 2 * A + V, 2 * A, A + V, 2 * A + V)]
+    assert list(lw.exec_cycles[1:6]) == [13109, 20109, 20000, 13109, 20109]
+    assert list(lw.exec_cycles[8:12]) == [30000, 14125, 22125, 30000]
+    assert list(lw.inputs(2)) == [2, 9] and list(lw.outputs(5)) == [3]
+    assert lw.meta["op_class"][1:6] == ["R", "E", "E", "R", "E"]
+    assert lw.meta["kernel_phase"][8:12] == ["backward"] * 4
+    # no row length known: nothing changes
+    assert lower_softmax(_workload(SM_TENSORS, SM_KERNELS, SM_TIMES)).num_kernels == 6
+
+
+def test_softmax_under_xla_and_stitch():
+    w = softmax_graph()
+    kw = dict(launch_us=5.0)
+    x = fuse(w, "xla", **kw)
+    s = fuse(w, "stitch", **kw)
+    k = fuse(w, "stitch", softmax="kernel", **kw)
+    # XLA stops after each row reduction: max | sub exp sum | div, and mul sum | sub scale
+    assert x.kernel_name == ["Linear_Forward", "SoftmaxMax_Forward", "FusedXla_Forward",
+                             "SoftmaxDiv_Forward", "Linear_Forward", "Linear_Backward_Input",
+                             "FusedXla_Backward", "FusedXla_Backward", "Linear_Backward_Input"]
+    # stitching fuses each softmax back into one kernel, in the softmax kernel's time
+    assert s.num_kernels == k.num_kernels == w.num_kernels == 6
+    fwd_work = 7109 * A / (A + V) + 14109 * A / (2 * A + V)
+    # (the ops' times are whole cycles: one short of the softmax kernel's 20,000)
+    assert s.exec_cycles[1] == round(6000 + fwd_work) == 19999
+    assert s.exec_cycles[4] == 30000 and s.num_tensors == w.num_tensors
+    # under XLA: the [sub, exp, sum] kernel moves x and m (sub's rate), e (exp's), s (sum's)
+    mid = 6000 + 14109 * (A + V) / (2 * A + V) + 14000 * A / (2 * A) + 7109 * V / (A + V)
+    assert x.exec_cycles[2] == round(mid)
+    assert x.exec_cycles[1] == 13109 and x.exec_cycles[3] == 20109
+    # m, e and s (forward) and s (backward) cross XLA's kernels; d and p stay inside one
+    assert x.num_tensors == w.num_tensors + 4
+    assert x.ideal_cycles > s.ideal_cycles

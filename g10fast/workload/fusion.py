@@ -48,8 +48,9 @@ from g10fast.errors import InputError
 from g10fast.workload.model import Workload, address_layout, csr_from_lists, page_round
 
 FUSE_MODES = ("none", "xla", "stitch")
-TIME_MODELS = ("traffic_scaled", "sum_minus_launch", "roofline")
+TIME_MODELS = ("traffic_attributed", "traffic_scaled", "sum_minus_launch", "roofline")
 OP_CLASSES = ("C", "E", "B", "R")
+SOFTMAX_FORMS = ("ops", "kernel")
 _CLASS_WORDS = {"compute": "C", "gemm": "C", "conv": "C", "opaque": "C",
                 "elementwise": "E", "element-wise": "E", "memory": "E",
                 "broadcast": "B", "reduction": "R", "reduce": "R"}
@@ -64,7 +65,11 @@ class FusionOptions:
     max_group: int = 0                  # most kernels per group (0: no limit)
     pooling: str = "M"                  # pooling kernels: M (memory-intensive) or C
     stitch_max_reduce: int = 16384      # stitch: most input elements per reduction result
-    time_model: str = "traffic_scaled"  # traffic_scaled | sum_minus_launch | roofline
+    #: the fused kernel's time (docs/fusion.md): traffic_attributed (each byte still moved
+    #: at the rate of the member that moves it) | traffic_scaled (the members' summed work
+    #: scaled by the share of their bytes still moved: one rate for all; the spec's §4.3,
+    #: the default before softmax lowering) | sum_minus_launch | roofline [ours, all four]
+    time_model: str = "traffic_attributed"
     #: a kernel's fixed GPU-side cost (launch, ramp-up, tail), µs, the part of each member's
     #: time a fused kernel pays once. None (default): each kernel's own, from the cost-model
     #: parameters of the GPU the times come from (`kernel_overheads`: overhead_us of its
@@ -74,6 +79,12 @@ class FusionOptions:
     #: kernel (the spec's 5 µs, §4.3, was ours).
     launch_us: float | None = None
     defer_update: bool = True           # update kernels wait until an open group closes
+    #: how the fusion compilers see a softmax kernel: "ops" (default) as TensorFlow lowers it
+    #: to XLA, a row max, subtract, exp, row sum and divide (tf2xla/kernels/softmax_op.cc),
+    #: and its gradient as five ops of TensorFlow's _SoftmaxGrad (python/ops/nn_grad.py:
+    #: (dy - sum(dy * y)) * y), `lower_softmax`; "kernel": G10's one SoftmaxBasic kernel
+    #: each way, as before
+    softmax: str = "ops"
 
     def check(self) -> "FusionOptions":
         if self.mode not in FUSE_MODES:
@@ -82,6 +93,9 @@ class FusionOptions:
         if self.time_model not in TIME_MODELS:
             raise InputError(f"unknown time model {self.time_model!r} (known: "
                              f"{', '.join(TIME_MODELS)})", param="fuse.time_model")
+        if self.softmax not in SOFTMAX_FORMS:
+            raise InputError(f"unknown softmax form {self.softmax!r} (known: "
+                             f"{', '.join(SOFTMAX_FORMS)})", param="fuse.softmax")
         if self.pooling not in ("M", "C"):
             raise InputError(f"must be M or C, got {self.pooling!r}", param="fuse.pooling")
         if not (isinstance(self.max_group, int) and self.max_group >= 0):
@@ -234,6 +248,239 @@ def kernel_overheads(w: Workload, freq_ghz: float = 1.2, launch_us: float | None
 
 
 # ---------------------------------------------------------------------------------------------
+# Softmax as the fusion compilers see it
+
+def _shape_row_len(shape, raw: int, batch: int):
+    """The last dimension of a record's shape when the shape (batch placeholder 99 = the
+    batch) accounts for `raw` bytes at 2 or 4 bytes per element, else None."""
+    if not shape:
+        return None
+    n = 1
+    for d in shape:
+        n *= batch if d == 99 else int(d)
+    if n <= 0 or raw % n or raw // n not in (2, 4):
+        return None
+    return int(shape[-1])
+
+
+@functools.lru_cache(maxsize=16)
+def _file_softmax_shapes(path: str) -> tuple:
+    """Input shapes of every SoftmaxBasic record of a G10 operator-record file (format (b):
+    `op_id type n id.. (rank d..)*n ---`), in file order."""
+    try:
+        toks = open(path, encoding="utf-8").read().split()
+    except (OSError, UnicodeDecodeError):
+        return ()
+    out = []
+    for i, t in enumerate(toks):
+        if t != "SoftmaxBasic" or i + 1 >= len(toks) or not toks[i + 1].isdigit():
+            continue
+        n = int(toks[i + 1])
+        p = i + 2 + n
+        if p < len(toks) and toks[p].isdigit():
+            r = int(toks[p])
+            dims = toks[p + 1:p + 1 + r]
+            if len(dims) == r and all(d.isdigit() for d in dims):
+                out.append(tuple(int(d) for d in dims))
+    return tuple(out)
+
+
+def softmax_rows(w: Workload) -> dict:
+    """{kernel: elements per softmax row} for the SoftmaxBasic kernels of `w` whose row
+    length is known: meta["softmax_row"] (an int for all, or {kernel parent: int}); else
+    a built-in model's operator records (`builtin.kernel_layers`: the softmax's input shape,
+    whose last dimension is the row); else the G10 operator-record file the workload was
+    read from (meta["path"]; every softmax there must have the same row length). A row is
+    accepted only when the record's shape accounts for the kernel's bytes."""
+    ks = [k for k, n in enumerate(w.kernel_name) if n.startswith("SoftmaxBasic_")]
+    if not ks:
+        return {}
+    raw = w.raw_size.astype(np.int64)
+    given = w.meta.get("softmax_row")
+    if given is not None:
+        if isinstance(given, dict):
+            return {k: int(given[w.kernel_parent[k]]) for k in ks
+                    if w.kernel_parent[k] in given}
+        return {k: int(given) for k in ks}
+    out: dict = {}
+    key = w.meta.get("builtin")
+    if key:
+        try:
+            from g10fast.workload.builtin import kernel_layers
+            layers = kernel_layers(str(key), int(w.batch_size))
+        except (InputError, KeyError, TypeError, ValueError):
+            layers = {}
+        for k in ks:
+            rec = layers.get(w.kernel_parent[k])
+            if rec and rec.get("in"):
+                S = _shape_row_len(tuple(rec["in"][0]), int(raw[w.inputs(k)].max()),
+                                   int(w.batch_size))
+                if S:
+                    out[k] = S
+        return out
+    path = w.meta.get("path")
+    if w.meta.get("format") == "transformer" and path:
+        shapes = _file_softmax_shapes(str(path))
+        rows = {s[-1] for s in shapes}
+        if len(rows) == 1:
+            for k in ks:
+                S = _shape_row_len(shapes[0], int(raw[w.inputs(k)].max()), int(w.batch_size))
+                if S:
+                    out[k] = S
+    return out
+
+
+#: the ops a softmax kernel becomes: (name, op class, inputs, output) with the tensors named
+#: x (input), y (output), a / b (the backward's two inputs), full-size intermediates d, e, p,
+#: row vectors m, s
+_SOFTMAX_FWD = (("SoftmaxMax_Forward", "R", ("x",), "m"),
+                ("SoftmaxSub_Forward", "E", ("x", "m"), "d"),
+                ("SoftmaxExp_Forward", "E", ("d",), "e"),
+                ("SoftmaxSum_Forward", "R", ("e",), "s"),
+                ("SoftmaxDiv_Forward", "E", ("e", "s"), "y"))
+_SOFTMAX_BWD = (("SoftmaxMul_Backward", "E", ("a", "b"), "p"),
+                ("SoftmaxSum_Backward", "R", ("p",), "s"),
+                ("SoftmaxSub_Backward", "E", ("b", "s"), "d"),
+                ("SoftmaxScale_Backward", "E", ("d", "a"), "y"))
+
+
+def lower_softmax(w: Workload, freq_ghz: float = 1.2, launch_us: float | None = None
+                  ) -> Workload:
+    """`w` with every SoftmaxBasic kernel whose row length is known (`softmax_rows`) as
+    the ops TensorFlow hands XLA: forward a row max, x - max, exp, a row sum and the divide
+    (tf2xla/kernels/softmax_op.cc); backward dy * y, its row sum, dy - sum and the product
+    with y (TensorFlow's _SoftmaxGrad, python/ops/nn_grad.py). A fusion compiler sees these
+    ops: XLA's fusion cannot continue past either row reduction (3 kernels forward, 2
+    backward), stitching fuses each softmax into one kernel again.
+
+    Times: each op pays the softmax kernel's fixed cost (`kernel_overheads`) and moves its
+    bytes at the rate the softmax kernel moved its own (its time beyond the fixed cost per
+    byte of its inputs and outputs); its faulting overheads scale the same way. So the ops
+    fused back into one kernel take the softmax kernel's time, and any split pays a fixed
+    cost and the intermediates' traffic. The new tensors (row vectors of input bytes / row
+    length, full-size intermediates) are non-global and come before the workspaces.
+    Kernels whose row length is unknown, or whose tensors are not one input and one output
+    (two inputs backward) of one size, stay as they are. meta["lowering"] holds the maps
+    (kernel_of: new kernel -> the kernel it came from; tensor_map: old tensor -> new id),
+    and meta["kernel_launch_cycles"], ["op_class"], ["kernel_phase"] and ["kernel_flops"]
+    describe every kernel."""
+    rows = softmax_rows(w)
+    raw = w.raw_size.astype(np.int64)
+    ws_ids = np.asarray(w.workspace_tensor, dtype=np.int64)
+    ws_ids = ws_ids[ws_ids >= 0]
+    todo = {}
+    for k, S in rows.items():
+        ins = [int(t) for t in w.inputs(k)]
+        outs = [int(t) for t in w.outputs(k) if t not in set(ws_ids.tolist())]
+        fwd = w.kernel_name[k].startswith("SoftmaxBasic_Forward")
+        if len(outs) != 1 or len(ins) != (1 if fwd else 2) or S < 1:
+            continue
+        sizes = {int(raw[t]) for t in ins + outs}
+        if len(sizes) != 1 or next(iter(sizes)) % S:
+            continue
+        todo[k] = (fwd, ins, outs[0], int(raw[outs[0]]), int(raw[outs[0]]) // S)
+    if not todo:
+        return w
+    K, T = w.num_kernels, w.num_tensors
+    first_ws = int(ws_ids.min()) if ws_ids.size else T
+    if ws_ids.size and not np.array_equal(np.sort(ws_ids), np.arange(first_ws, T)):
+        first_ws = T                 # workspaces not last: new tensors go at the end
+    cls = kernel_classes(w)
+    phase = kernel_phases(w)
+    flops = kernel_flops(w)
+    ov = kernel_overheads(w, freq_ghz, launch_us)
+    new_raw: list = []
+    names, parents, k_in, k_out, kernel_of = [], [], [], [], []
+    ex, inpf, pf, wsb, wst, lc, ncls, nph, nfl = [], [], [], [], [], [], [], [], []
+
+    def tid(t):                      # an old tensor's id in the lowered workload
+        return t if t < first_ws else t + n_new
+
+    n_made = {True: len({op[3] for op in _SOFTMAX_FWD} - {"y"}),       # m, d, e, s
+              False: len({op[3] for op in _SOFTMAX_BWD} - {"y"})}      # p, s, d
+    n_new = sum(n_made[v[0]] for v in todo.values())
+    for k in range(K):
+        if k not in todo:
+            names.append(w.kernel_name[k])
+            parents.append(w.kernel_parent[k])
+            k_in.append([tid(int(t)) for t in w.inputs(k)])
+            k_out.append([tid(int(t)) for t in w.outputs(k)])
+            ex.append(int(w.exec_cycles[k]))
+            inpf.append(int(w.input_pf_cycles[k]))
+            pf.append(int(w.pf_cycles[k]))
+            wsb.append(int(w.workspace_bytes[k]))
+            wst.append(tid(int(w.workspace_tensor[k])) if w.workspace_tensor[k] >= 0 else -1)
+            lc.append(float(ov[k]))
+            ncls.append(cls[k])
+            nph.append(phase[k])
+            nfl.append(float(flops[k]))
+            kernel_of.append(k)
+            continue
+        fwd, ins, out, full, vec = todo[k]
+        t0 = float(w.exec_cycles[k])
+        o = min(float(ov[k]), t0)
+        body = t0 - o
+        io0 = float(full * (len(ins) + 1))
+        in0 = float(full * len(ins))
+        d_in = float(w.input_pf_cycles[k]) - t0
+        d_all = float(w.pf_cycles[k]) - t0
+        named = {"y": tid(out)}
+        if fwd:
+            named["x"] = tid(ins[0])
+        else:
+            named["a"], named["b"] = tid(ins[0]), tid(ins[1])
+        for nm, c, i_names, o_name in (_SOFTMAX_FWD if fwd else _SOFTMAX_BWD):
+            if o_name not in named:
+                named[o_name] = first_ws + len(new_raw)
+                new_raw.append(vec if o_name in ("m", "s") else full)
+            ii = [named[x] for x in i_names]
+            size = {x: (vec if x in ("m", "s") else full) for x in i_names + (o_name,)}
+            b_in = float(sum(size[x] for x in i_names))
+            b_io = b_in + size[o_name]
+            e = max(1, int(round(o + body * b_io / io0)))
+            i_ = max(e, int(round(e + (d_in * b_in / in0 if in0 else 0.0))))
+            p_ = max(i_, int(round(e + (d_all * b_io / io0 if io0 else 0.0))))
+            names.append(nm)
+            parents.append(w.kernel_parent[k])
+            k_in.append(sorted(ii))
+            k_out.append([named[o_name]])
+            ex.append(e)
+            inpf.append(i_)
+            pf.append(p_)
+            wsb.append(0)
+            wst.append(-1)
+            lc.append(o)
+            ncls.append(c)
+            nph.append(phase[k])
+            nfl.append(0.0)
+            kernel_of.append(k)
+    if len(new_raw) != n_new:        # pragma: no cover - the tables above fix both
+        raise AssertionError("softmax lowering made an unexpected number of tensors")
+    raw2 = np.concatenate([raw[:first_ws], np.asarray(new_raw, np.int64), raw[first_ws:]])
+    glob = np.asarray(w.is_global, dtype=bool)
+    glob2 = np.concatenate([glob[:first_ws], np.zeros(len(new_raw), bool), glob[first_ws:]])
+    size2 = page_round(raw2)
+    address, W = address_layout(size2, glob2)
+    in_ptr, in_idx = csr_from_lists([np.asarray(x, np.int64) for x in k_in])
+    out_ptr, out_idx = csr_from_lists([np.asarray(x, np.int64) for x in k_out])
+    tmap = np.array([tid(t) for t in range(T)], dtype=np.int64)
+    meta = dict(w.meta)
+    meta.update(op_class=ncls, kernel_phase=nph, kernel_flops=np.asarray(nfl),
+                kernel_launch_cycles=np.asarray(lc, dtype=np.float64))
+    meta["lowering"] = {"softmax": "ops", "softmax_kernels": len(todo),
+                        "softmax_rows": sorted({v[3] // v[4] for v in todo.values()}),
+                        "kernel_of": np.asarray(kernel_of, dtype=np.int64),
+                        "tensor_map": tmap, "new_tensors": len(new_raw)}
+    return Workload(
+        name=w.name, batch_size=w.batch_size, raw_size=raw2, size=size2, is_global=glob2,
+        address=address, weights_bytes=W, kernel_name=names, kernel_parent=parents,
+        in_ptr=in_ptr, in_idx=in_idx, out_ptr=out_ptr, out_idx=out_idx,
+        exec_cycles=np.asarray(ex, np.int64), input_pf_cycles=np.asarray(inpf, np.int64),
+        pf_cycles=np.asarray(pf, np.int64), workspace_bytes=np.asarray(wsb, np.int64),
+        workspace_tensor=np.asarray(wst, np.int32), meta=meta)
+
+
+# ---------------------------------------------------------------------------------------------
 # Grouping
 
 def _max_input_bytes(w: Workload) -> np.ndarray:
@@ -326,6 +573,40 @@ def plan_groups(w: Workload, options: FusionOptions) -> list:
 # ---------------------------------------------------------------------------------------------
 # The pass
 
+def _attributed(w: Workload, mem, touch, ext_in: set, outs: list, raw, o_i) -> tuple:
+    """(work, input-faulting extra, all-faulting extra), cycles, of a fused group under
+    `traffic_attributed`: every tensor the fused kernel still reads or writes in GPU memory
+    (its external inputs, its surviving outputs) is moved once, at the rate of the first
+    member that touches it: that member's time beyond its fixed cost per byte of its own
+    inputs and outputs (and its faulting overheads per byte of its inputs, of all its
+    tensors)."""
+    ext_out = set(outs)
+    seen: set = set()
+    work = f_in = f_all = 0.0
+    for j, k in enumerate(mem):
+        ins, ous = touch[j]
+        b_in = float(raw[ins].sum())
+        b_io = b_in + float(raw[ous].sum())
+        t = float(w.exec_cycles[k])
+        body = max(t - float(o_i[j]), 0.0)
+        d_in = float(w.input_pf_cycles[k]) - t
+        d_all = float(w.pf_cycles[k]) - t
+        for t_id in ins:
+            if t_id in ext_in and t_id not in seen:
+                seen.add(t_id)
+                x = float(raw[t_id])
+                work += body * x / b_io if b_io else 0.0
+                f_in += d_in * x / b_in if b_in else 0.0
+                f_all += d_all * x / b_io if b_io else 0.0
+        for t_id in ous:
+            if t_id in ext_out and t_id not in seen:
+                seen.add(t_id)
+                x = float(raw[t_id])
+                work += body * x / b_io if b_io else 0.0
+                f_all += d_all * x / b_io if b_io else 0.0
+    return work, f_in, f_all
+
+
 def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | None = None,
          peak_tflops: float | None = None, **options) -> Workload:
     """The fused Workload (module doc). `mode` is a FUSE_MODES name or a FusionOptions;
@@ -346,6 +627,8 @@ def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | N
     if o.time_model == "roofline" and not hbm_gbps:
         raise InputError("the roofline time model needs the GPU's HBM bandwidth",
                          param="gpu.hbm_gbps")
+    if o.softmax == "ops":
+        w = lower_softmax(w, freq_ghz, o.launch_us)
     groups = plan_groups(w, o)
     K, T = w.num_kernels, w.num_tensors
     G = len(groups)
@@ -400,9 +683,11 @@ def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | N
         ext_in: list = []
         outs: list = []
         io = in_b = 0
+        touch = []               # per member: (its inputs, its outputs), workspaces left out
         for k in mem:
             ins = [int(t) for t in w.inputs(k)]
             ous = [int(t) for t in w.outputs(k) if not is_ws[t]]
+            touch.append((ins, ous))
             io += int(raw[ins].sum()) + int(raw[ous].sum())
             in_b += int(raw[ins].sum())
             for t in ins:
@@ -436,16 +721,23 @@ def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | N
             floor = max(ext / bw if bw else 0.0, new_flops[g] / peak if peak else 0.0)
             if o.time_model == "roofline":
                 tf = L + floor
+            elif o.time_model == "traffic_attributed":
+                tf = L + max(_attributed(w, mem, touch, ext_set, outs, raw, o_i)[0], floor)
             else:
                 body = float(np.maximum(t_i - o_i, 0.0).sum())
                 tf = L + max(body * (ext / io if io else 0.0), floor)
             tf = min(tf, sum_t)
         tf = max(1.0, tf)
-        d_in = float((w.input_pf_cycles[mem] - w.exec_cycles[mem]).sum())
-        d_all = float((w.pf_cycles[mem] - w.exec_cycles[mem]).sum())
+        if o.time_model == "traffic_attributed":
+            _, f_in, f_all = _attributed(w, mem, touch, ext_set, outs, raw, o_i)
+        else:
+            d_in = float((w.input_pf_cycles[mem] - w.exec_cycles[mem]).sum())
+            d_all = float((w.pf_cycles[mem] - w.exec_cycles[mem]).sum())
+            f_in = d_in * ext_in_b / in_b if in_b else 0.0
+            f_all = d_all * ext / io if io else 0.0
         e = int(round(tf))
-        i_ = max(e, int(round(tf + (d_in * ext_in_b / in_b if in_b else 0.0))))
-        p_ = max(i_, int(round(tf + (d_all * ext / io if io else 0.0))))
+        i_ = max(e, int(round(tf + f_in)))
+        p_ = max(i_, int(round(tf + f_all)))
         ex[g], inpf[g], pf[g] = e, i_, p_
         launch[g] = min(L, float(e))
         ph = phase[a]
@@ -484,8 +776,11 @@ def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | N
         "tensors_before": T, "tensors_after": int(keep.sum()),
         "deleted_tensors": int(T - keep.sum()),
         "deleted_bytes": int(page_round(raw[~keep]).sum()),
+        # ids of the pass's input after `lower_softmax` (the workload's own when it has no
+        # softmax kernel, or softmax = "kernel"); meta["lowering"] maps the workload's to them
         "members": members,       # per new kernel: the old kernel ids it runs, in order
         "tensor_map": new_id,     # old tensor id -> new id (-1: deleted)
+        "lowering": w.meta.get("lowering"),
         "previous": {k: v for k, v in w.meta.get("fusion", {}).items() if k == "mode"},
     }
     return Workload(
@@ -614,7 +909,8 @@ def gain_breakdown(before: dict, after: dict) -> dict:
             "traffic_bytes": (before["traffic_bytes"], after["traffic_bytes"])}
 
 
-__all__ = ["FUSE_MODES", "HOST_LAUNCH_US", "FusionOptions", "fuse", "gain_breakdown",
+__all__ = ["FUSE_MODES", "HOST_LAUNCH_US", "SOFTMAX_FORMS", "FusionOptions", "fuse",
+           "gain_breakdown", "lower_softmax", "softmax_rows",
            "host_timeline", "kernel_classes", "kernel_flops", "kernel_overheads",
            "kernel_phase", "kernel_traffic", "live_bytes", "op_class", "plan_groups",
            "summary", "time_breakdown"]
