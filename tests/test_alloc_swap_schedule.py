@@ -162,3 +162,36 @@ def test_scores_order_by_hand():
     assert first["doa_origin"] == 1 and first["pri"] == 1 and first["aoa"] == 1
     assert first == {"vote": 1, "doa_origin": 1, "pri": 1, "doa": 2, "aoa": 1, "wdoa": 1,
                      "subwdoa": 1}
+
+
+def test_vec_block_format_and_blocks_live_at_start(tmp_path):
+    """SwapGPU's appended form (bytes on every op), cut from a longer run: a block first seen
+    by a read or a free was live when the recording starts and gets a malloc there."""
+    from g10fast.alloc.trace import read_trace
+    p = tmp_path / "vec_block_cut.csv"
+    p.write_text("Read 0xa0 300 1000\n"            # 0xa0: live before the cut
+                 "Malloc 0xb0 100 1010\n"
+                 "Mutable 0xb0 100 1020\n"
+                 "Free 0xa0 300 1030\n"
+                 "Layer 0xc0 7 1040\n"              # a layer marker alone: not a block
+                 "Free 0xb0 100 1050\n")
+    tr = read_trace(p)
+    assert tr.meta["format"] == "singa-vec_block" and tr.meta["live_at_start"] == 1
+    assert tr.kind.tolist() == [MALLOC, READ, MALLOC, 3, FREE, FREE]
+    assert tr.live_bytes().tolist() == [300, 300, 400, 400, 100, 0]
+    assert tr.time_ns.tolist() == [0, 0, 10, 20, 30, 50]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("Malloc 0xb0 100 1010\nMutable 0xb0 1020 7 8\n")
+    with pytest.raises(InputError, match="bad.csv:2"):
+        read_trace(bad)
+
+
+def test_base_bytes_raise_the_load():
+    # 50 B the trace does not show: the peak 450 -> 500; at limit 450 A must go, as at 400
+    # without them, and the schedule is the same (overhead 90 ns)
+    p = _plan(_trace(), 450, base_bytes=50)
+    q = _plan(_trace(), 400)
+    assert p.peak_before == 500 and p.overhead_ns == q.overhead_ns == 90.0
+    assert (p.load - 50).tolist() == q.load.tolist()
+    with pytest.raises(InputError, match="base_bytes"):
+        _plan(_trace(), 450, base_bytes=-1)

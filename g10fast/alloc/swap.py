@@ -201,7 +201,7 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
                data_buffer: int = 4, mutable_data_buffer: int = 6,
                min_gap_ns: float = 0.0, select=None, periodic: bool = False,
                op_group=None, accesses: str = "alloc_free_access",
-               iteration_ns: float | None = None) -> SwapPlan:
+               iteration_ns: float | None = None, base_bytes: int = 0) -> SwapPlan:
     """A swap plan for one iteration of the trace that keeps the load under `limit_bytes`.
 
     policy singa_swap: SINGA's candidates (previous op a Layer/Read/Mutable, blocks ≥ 1 MiB,
@@ -232,6 +232,9 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
     4 ms an op, 12.7 s an iteration of VGG), give the iteration time of the GPU it ran on
     (`SINGA_VGG_ITERATION_NS`, the authors' measured 81.6 ms for VGG). Transfer times
     (`link`) are not scaled. Overheads and `iteration_s` are on this clock.
+    `base_bytes` [ours; 0]: bytes live throughout that the trace does not show (blocks
+    malloc'd before a recording starts and untouched in it), added to the load: the limit
+    applies to the whole GPU load, these bytes can never be swapped.
     """
     if policy not in POLICIES:
         raise InputError(f"unknown swap policy {policy!r} (one of {', '.join(POLICIES)})",
@@ -276,7 +279,10 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
                              param="iteration_s")
         t = t[s] + (t - t[s]) * (float(iteration_ns) / rec_iter)
         clock = "iteration"
-    load0 = trace.live_bytes()
+    if isinstance(base_bytes, bool) or not isinstance(base_bytes, (int, np.integer)) \
+            or base_bytes < 0:
+        raise InputError(f"must be an integer >= 0, got {base_bytes!r}", param="base_bytes")
+    load0 = trace.live_bytes() + int(base_bytes)
     mid = load0[s:e]
     max_idx = s + int(np.argmax(mid))
     peak0 = int(mid.max())
@@ -407,6 +413,7 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
             miss += int(((ops_ > out_e[q]) & (ops_ < in_s[q])).sum())
         info_extra["absent_accesses"] = miss
     info_extra["clock"] = clock
+    info_extra["base_bytes"] = int(base_bytes)
     info_extra["recorded_iteration_s"] = rec_iter * 1e-9
     return SwapPlan(policy, score, int(limit_bytes), s, e - s, float(t[e - 1] - t[s]) if e > s
                     else 0.0, peak0, int(L_mid.max()), float(overhead),
@@ -473,7 +480,8 @@ def replay(trace: AllocTrace, plan: SwapPlan, link: LinkCost | None = None,
         rows.append({"iteration": k, "mismatches": mism,
                      "overhead_s": 0.0 if disabled else (plan.overhead_ns + extra) * 1e-9,
                      "swapping": not disabled,
-                     "peak_bytes": int(trace.live_bytes()[base:base + L].max()) if disabled
+                     "peak_bytes": int(trace.live_bytes()[base:base + L].max()
+                                       + plan.info.get("base_bytes", 0)) if disabled
                      else int(plan.peak_after)})
         k += 1
     return {"iterations": rows, "on_mismatch": on_mismatch}

@@ -65,7 +65,7 @@ class AllocTrace:
         d = np.where(self.kind == MALLOC, self.size, 0) - np.where(self.kind == FREE, self.size, 0)
         return np.cumsum(d.astype(np.int64))
 
-    def slice(self, start: int, stop: int) -> "AllocTrace":
+    def slice(self, start: int, stop: int) -> AllocTrace:
         """Ops [start, stop) as a trace of their own (blocks renumbered from its mallocs; ops on
         blocks malloc'd before `start` keep block -1 ... they are dropped)."""
         k = self.kind[start:stop]
@@ -144,7 +144,11 @@ _OPS = {"malloc": MALLOC, "free": FREE, "read": READ, "mutable": WRITE, "write":
 
 
 def read_singa(path) -> AllocTrace:
-    """A SINGA trace in any of its three text formats (found from the first line)."""
+    """A SINGA trace in any of its text formats (found from the first line): memInfo
+    (`Malloc ADDRESS BYTES MS` / `Free ADDRESS MS`), blockInfo (`OP ADDRESS TIME` with the
+    bytes on mallocs only), SwapGPU's appended form (`OP ADDRESS BYTES TIME` on every op, as
+    `SwapGPU::Append` writes it: the authors' `vec_block_fresh_vgg.csv`) and vec_run
+    (`INDEX OP ADDRESS BYTES TIME`)."""
     p = str(path)
     try:
         text = Path(p).read_text()
@@ -154,6 +158,7 @@ def read_singa(path) -> AllocTrace:
         raise InputError(f"cannot read allocation trace: {e}", path=p) from None
     kinds, addrs, sizes, times, lines = [], [], [], [], []
     fmt = None
+    sized = False                       # blockInfo lines with the bytes on every op
     for ln, raw in enumerate(text.splitlines(), start=1):
         tok = raw.split()
         if not tok:
@@ -177,10 +182,13 @@ def read_singa(path) -> AllocTrace:
                 raise InputError(f"expected 'Malloc ADDRESS BYTES TIME', got {raw.strip()!r}",
                                  path=p, line=ln)
             a, s, t = tok[1], tok[2], tok[3]
+        elif len(tok) == 4:
+            a, s, t = tok[1], tok[2], tok[3]
+            sized = True
         else:
             if len(tok) != 3:
-                raise InputError(f"expected '{tok[0]} ADDRESS TIME', got {raw.strip()!r}",
-                                 path=p, line=ln)
+                raise InputError(f"expected '{tok[0]} ADDRESS TIME' or '{tok[0]} ADDRESS "
+                                 f"BYTES TIME', got {raw.strip()!r}", path=p, line=ln)
             a, s, t = tok[1], "-1", tok[2]
         if not a.lower().startswith("0x"):
             raise InputError(f"address {a!r} is not hexadecimal (0x...)", path=p, line=ln)
@@ -195,9 +203,28 @@ def read_singa(path) -> AllocTrace:
     # memInfo_* times are ms, the others ns
     unit = 1_000_000 if name.startswith("memInfo") else 1
     times = [x * unit for x in times]
+    pre = []
+    if sized or fmt == "vec_run":
+        # every op carries its block's bytes: a block whose first op is not its malloc was
+        # live when the recording starts (a cut of a longer run, as the authors' three
+        # "fresh" iterations): it gets a malloc at the start, before the first op
+        seen = set()
+        for k, a, sz, ln in zip(kinds, addrs, sizes, lines):
+            if a not in seen:
+                seen.add(a)
+                if k != MALLOC and k != LAYER and sz >= 0:
+                    pre.append((a, sz, ln))
+        if pre:
+            kinds = [MALLOC] * len(pre) + kinds
+            addrs = [a for a, _, _ in pre] + addrs
+            sizes = [sz for _, sz, _ in pre] + sizes
+            lines = [ln for _, _, ln in pre] + lines
+            times = [times[0]] * len(pre) + times
     return _resolve(p, name, kinds, addrs, sizes, times, lines,
                     {"source": p, "format": "singa-" + ("vec_run" if fmt == "vec_run" else
-                                                        "meminfo" if unit > 1 else "blockinfo")})
+                                                        "meminfo" if unit > 1 else
+                                                        "vec_block" if sized else "blockinfo"),
+                     "live_at_start": len(pre)})
 
 
 # ---------------------------------------------------------------------------------------------
