@@ -627,6 +627,7 @@ def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | N
     if o.time_model == "roofline" and not hbm_gbps:
         raise InputError("the roofline time model needs the GPU's HBM bandwidth",
                          param="gpu.hbm_gbps")
+    K0, T0 = w.num_kernels, w.num_tensors
     if o.softmax == "ops":
         w = lower_softmax(w, freq_ghz, o.launch_us)
     groups = plan_groups(w, o)
@@ -772,8 +773,10 @@ def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | N
                 kernel_launch_cycles=launch)
     meta["fusion"] = {
         "mode": o.mode, "options": dataclasses.asdict(o),
-        "kernels_before": K, "kernels_after": G, "fused_groups": fused_groups,
-        "tensors_before": T, "tensors_after": int(keep.sum()),
+        "kernels_before": K0, "kernels_after": G, "fused_groups": fused_groups,
+        "tensors_before": T0, "tensors_after": int(keep.sum()),
+        # of the lowered workload (K, T: softmax's ops and intermediates included)
+        "kernels_lowered": K, "tensors_lowered": T,
         "deleted_tensors": int(T - keep.sum()),
         "deleted_bytes": int(page_round(raw[~keep]).sum()),
         # ids of the pass's input after `lower_softmax` (the workload's own when it has no
