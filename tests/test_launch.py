@@ -10,6 +10,7 @@ from g10fast.errors import InputError
 
 
 def twin(K, n_iter, depth, sync_k):
+    sync_ks = [sync_k] if isinstance(sync_k, int) else list(sync_k)
     """Kernel by kernel: the host launches g at the first boundary j (start of kernel j) at
     which the queue has room (at most `depth` launched and unfinished: kernel g - depth has
     ended, i.e. j >= g - depth + 1) and no unfinished sync is pending (every sync kernel
@@ -19,8 +20,8 @@ def twin(K, n_iter, depth, sync_k):
         j = prev
         while True:
             ok_q = depth == 0 or j >= g - depth + 1
-            syncs = [i * K + sync_k for i in range(n_iter) if sync_k >= 0
-                     and i * K + sync_k < g]
+            syncs = [i * K + s for i in range(n_iter) for s in sync_ks if s >= 0
+                     and i * K + s < g]
             ok_s = all(s < j for s in syncs)
             if ok_q and ok_s:
                 break
@@ -53,6 +54,19 @@ def test_hand_worked():
 def test_against_twin(K, n_iter, depth, sync_k):
     got = launched_by(K, n_iter, LaunchOptions(queue_depth=depth), sync_k).tolist()
     assert got == twin(K, n_iter, depth, sync_k)
+
+
+@pytest.mark.parametrize("K,n_iter,depth,syncs", [
+    (5, 3, 0, [0, 2]), (5, 3, 2, [1, 3, 4]), (6, 2, 3, [5, 0]), (4, 2, 0, [])])
+def test_several_syncs_against_twin(K, n_iter, depth, syncs):
+    got = launched_by(K, n_iter, LaunchOptions(queue_depth=depth), np.array(syncs)).tolist()
+    assert got == twin(K, n_iter, depth, syncs)
+
+
+def test_several_syncs_hand_worked():
+    # K = 4, syncs after kernels 0 and 2 (say, two frees), no queue bound
+    L = launched_by(4, 2, LaunchOptions(queue_depth=0), np.array([0, 2]))
+    assert L.tolist() == [0, 1, 1, 3, 3, 5, 5, 7]
 
 
 def test_sync_kernel():

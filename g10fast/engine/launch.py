@@ -69,25 +69,29 @@ def sync_kernel(kernel_name, sync: str) -> int:
     return K - 1
 
 
-def launched_by(K: int, n_iter: int, opts: LaunchOptions, sync_k: int) -> np.ndarray:
+def launched_by(K: int, n_iter: int, opts: LaunchOptions, sync_k) -> np.ndarray:
     """int64[n_iter * K]: per kernel g, the first kernel at whose start the host has launched
     it. Bounds: no launch before the start of kernel g - queue_depth + 1 (kernels
     g - depth + 1 .. g are then queued: kernel g - depth has finished); none after a sync
     kernel s (global index) before s has ended, i.e. before the start of s + 1; never later
-    than g itself, never before an earlier kernel's launch (the host launches in order)."""
+    than g itself, never before an earlier kernel's launch (the host launches in order).
+    sync_k: one kernel (0..K-1, -1: none) or several (an array: e.g. the loss and every
+    kernel after which the allocator calls a synchronising cudaFree), the same in every
+    iteration."""
     opts.check()
-    if not -1 <= sync_k < max(K, 1):
-        raise InputError(f"sync kernel {sync_k} outside 0..{K - 1}", param="policy.sync")
+    S = np.unique(np.atleast_1d(np.asarray(sync_k, dtype=np.int64)))
+    S = S[S >= 0]
+    if len(S) and (S[-1] >= K):
+        raise InputError(f"sync kernel {int(S[-1])} outside 0..{K - 1}", param="policy.sync")
     n = K * n_iter
     g = np.arange(n, dtype=np.int64)
     out = np.zeros(n, np.int64)
     if opts.queue_depth:
         out = np.maximum(out, g - opts.queue_depth + 1)
-    if sync_k >= 0 and n:
-        # the last sync kernel strictly before g: it * K + sync_k < g
-        it = (g - sync_k - 1) // K                 # iteration of that sync (-1: none yet)
-        last = it * K + sync_k
-        out = np.where(it >= 0, np.maximum(out, last + 1), out)
+    if len(S) and n:
+        gs = (np.arange(n_iter, dtype=np.int64)[:, None] * K + S[None, :]).ravel()
+        i = np.searchsorted(gs, g, side="left") - 1        # the last sync strictly before g
+        out = np.where(i >= 0, np.maximum(out, gs[np.maximum(i, 0)] + 1), out)
     out = np.minimum(np.maximum.accumulate(out), g) if n else out
     return out
 

@@ -48,6 +48,13 @@ class Options:
     #: launches the stream's queue holds (about 1000 kernels, measured); 0: unbounded
     #: (with sync = "none": the spec's infinite run-ahead)
     launch_queue_depth: int = 1000
+    #: under the driver engine's fresh_allocations (a non-caching allocator of
+    #: cudaMallocManaged / cudaFree), each cudaFree after a tensor's last user synchronises
+    #: the device ("cudaMalloc and cudaFree causes the GPU to synchronize across all
+    #: executing CUDA streams": CUDA Programming Guide, stream-ordered allocation; the same
+    #: for managed memory: pytorch/pytorch#106200), so the host launches nothing after that
+    #: kernel before it ends. PUMP passes cudaFree through to the real call (hook_api/cuda.cpp)
+    free_sync: bool = True
 
     def check(self):
         if not (self.cap_factor == -1 or 1 <= self.cap_factor <= 100):
@@ -60,6 +67,9 @@ class Options:
             raise InputError(f"must be stream_barrier or overlap, got {self.wait!r}",
                              param="policy.wait")
         self.launch().check()
+        if not isinstance(self.free_sync, bool):
+            raise InputError(f"must be true or false, got {self.free_sync!r}",
+                             param="policy.free_sync")
         if self.evict not in ("alloc2m", "access2m", "lru4k"):
             raise InputError(f"must be alloc2m, access2m or lru4k, got {self.evict!r}",
                              param="policy.evict")
@@ -139,6 +149,15 @@ def window_gates(blocks: list, carry: list, cap: int, gpu_bytes: int) -> tuple[l
     return gates, pref
 
 
+def _fresh_allocations(ctx, o) -> bool:
+    """Whether the run's driver options (the engine's defaults < PUMP's < the run's
+    engine.compat) allocate and free the non-weight tensors every iteration."""
+    from g10fast.engine.driver import driver_options
+    compat = getattr(ctx.engine, "compat", ()) or ()
+    return bool(driver_options(dict(compat), {"evict": o.evict, "inflight_overlap":
+                                              o.wait == "overlap"}).fresh_allocations)
+
+
 def planner(ctx):
     from g10fast.engine.driver import DriverHints, HINT_KINDS
     from g10fast.engine.launch import launched_by, sync_kernel
@@ -155,7 +174,13 @@ def planner(ctx):
     gates, pref = window_gates(blocks * n_iter, cublas * n_iter, cap, gpu_bytes)
     lopt = o.launch()
     sync_k = sync_kernel(w.kernel_name, lopt.sync)
-    launched = launched_by(K, n_iter, lopt, sync_k)
+    syncs = [sync_k]
+    fresh = _fresh_allocations(ctx, o)
+    if fresh and o.free_sync:
+        from g10fast.engine.driver import allocation_rows
+        frees = allocation_rows(w, 1, False)[5]
+        syncs += np.nonzero(frees)[0].tolist()
+    launched = launched_by(K, n_iter, lopt, np.asarray(syncs, np.int64))
     iss, sp, npg = [], [], []
     wait = np.full(n_iter * K, -1, np.int64)
     start = w.start_page.astype(np.int64)
@@ -175,6 +200,7 @@ def planner(ctx):
                        np.asarray(npg, np.int64), kinds, wait,
                        info={"cap_factor": int(factor), "cap_bytes": int(cap),
                              "coverage": o.coverage, "sync_kernel": int(sync_k),
+                             "sync_kernels_per_iteration": len(set(syncs) - {-1}),
                              "covered_bytes_per_iteration": int(sum(
                                  s for g in range(K) for _, s in pref[g]))})
 
