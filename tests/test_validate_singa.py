@@ -52,3 +52,20 @@ def test_appobmem_row_says_what_it_needs():
     (c,) = APPOB
     r = evaluate(c, quick=True)
     assert r.verdict == UNAVAILABLE and "needs the paper" in r.detail
+
+
+def test_real_clock_rows():
+    """On the authors' real-clock recording when ../shared holds it; else 'unavailable',
+    naming the file."""
+    if not TRACES.is_dir():
+        pytest.skip("no ../shared/external/singa-traces")
+    rows = {cid: evaluate(ROWS[cid], quick=True) for cid in ROWS if ".real-clock." in cid}
+    assert len(rows) == 3
+    if not (TRACES / "vec_block_fresh_vgg.csv").exists():
+        for r in rows.values():
+            assert r.verdict == UNAVAILABLE and "vec_block_fresh_vgg.csv" in r.detail
+        return
+    assert all(r.verdict == MISSES for r in rows.values())
+    assert rows["singa-swap.real-clock.zero-overhead-saving"].value == pytest.approx(23.2, abs=0.2)
+    assert rows["singa-swap.real-clock.overhead-at-280mib"].value == pytest.approx(93.5, abs=1)
+    assert rows["singa-swap.real-clock.zero-overhead-limit"].value == 550.0
