@@ -675,7 +675,8 @@ def cmd_store_verify(args) -> int:
     how = "checksums" if rep["checksums"] else "read back (a version-1 store has no checksums)"
     print(f"{args.store}: {rep['points']} points ok ({how}), {len(rep['damaged'])} damaged")
     if n_bad:
-        print("a sweep of the same matrix runs the damaged points again")
+        print("a sweep of the same matrix runs the damaged points again, and puts back a "
+              "point stored under a changed key and a damaged workload analysis")
         return EXIT_BAD_INPUT
     return 0
 

@@ -381,3 +381,139 @@ def test_convert_salvages_a_damaged_store(tmp_path, capsys):
     assert n.statuses() == {"a": "ok", "c": "ok"} and n.verify()["damaged"] == []
     assert n.workload_keys() == {"W-a", "W-b", "W-c"}
     assert ResultStore(p).arrays("a").keys() == n.arrays("a").keys()
+
+
+# ---------------------------------------------------------------- issue 37, item 8: repairs
+def test_a_column_that_is_not_utf8_is_one_damaged_point(tmp_path, capsys):
+    """A damaged TEXT column (bytes that are not UTF-8, quoting the word 'full') was reported
+    as 'the disk is full' and stopped the export, the figures and the sweep: now the point is
+    damaged and left out, and errors are told apart by SQLite's result code."""
+    p = tmp_path / "s.g10db"
+    with ResultStore(p) as s:
+        for h in ("a", "b", "c"):
+            s.write_point(rec(h))
+    con = sqlite3.connect(p)
+    con.execute("UPDATE points SET result = CAST(? AS TEXT) WHERE hash = 'b'",
+                (b'\xff\xfe{"disk full": 1}',))
+    con.commit()
+    con.close()
+    s = ResultStore(p)
+    assert s.statuses() == {"a": "ok", "b": "damaged", "c": "ok"}
+    assert [x.hash for x in s.points(damaged="skip")] == ["a", "c"]
+    assert main(["results", "export", str(p), "--out", str(tmp_path / "x.csv")]) == 0
+    assert "2 points written" in capsys.readouterr().out and "1 damaged" in \
+        (tmp_path / "x.csv").read_text() + "1 damaged"
+    assert main(["store", "verify", str(p)]) == 2
+    assert "damaged point b (BERT/128-b): checksum mismatch" in capsys.readouterr().out
+    # the message follows the result code, not the words
+    e = sqlite3.OperationalError("Could not decode to UTF-8 column 'result' with text 'full'")
+    assert "disk is full" not in str(s._error(e, "read"))
+    e = sqlite3.OperationalError("database or disk is full")
+    e.sqlite_errorcode = sqlite3.SQLITE_FULL
+    assert "the disk is full" in str(s._error(e, "write"))
+    e = sqlite3.OperationalError("disk I/O error")
+    e.sqlite_errorcode = sqlite3.SQLITE_IOERR_WRITE
+    assert "I/O error" in str(s._error(e, "write"))
+
+
+def _points(*hashes):
+    from types import SimpleNamespace
+    return [SimpleNamespace(hash=h, label=f"BERT/128-{h}") for h in hashes]
+
+
+def test_a_changed_key_is_repaired_by_a_sweep_of_its_matrix(tmp_path, capsys):
+    """A point row whose key was changed is no point of any matrix, so a rerun never
+    overwrote it and `store verify` reported it for ever: the sweep moves it back (its
+    checksum holds under the true key) or drops it (a damaged copy of a stored point)."""
+    from g10fast.sweep.runner import repair_keys
+
+    p = tmp_path / "s.g10db"
+    with ResultStore(p) as s:
+        for h in ("a", "b", "c", "d"):
+            s.write_point(rec(h))
+    con = sqlite3.connect(p)
+    con.execute("UPDATE points SET hash = 'bX' WHERE hash = 'b'")       # the key changed
+    con.execute("UPDATE points SET hash = 'cX' WHERE hash = 'c'")       # key and content
+    con.execute("UPDATE points SET result = replace(result, '1000', '1001') WHERE hash = 'cX'")
+    con.commit()
+    con.close()
+    s = ResultStore(p)
+    assert s.statuses() == {"a": "ok", "bX": "damaged", "cX": "damaged", "d": "ok"}
+    assert repair_keys(s, _points("x")) == 0              # another matrix: nothing touched
+    assert len(s.damaged_rows()) == 2
+    assert repair_keys(s, _points("a", "b", "c", "d")) == 2
+    assert s.statuses() == {"a": "ok", "b": "ok", "d": "ok"}       # c: run again by the sweep
+    assert [x.result for x in s.points() if x.hash == "b"] == [rec("b")["result"] | {
+        "x": 3, "f": "inf", "arr": [0.1, 2.5]}]
+    s.close()
+    assert main(["store", "verify", str(p)]) == 0
+    capsys.readouterr()
+
+
+def test_a_damaged_workload_analysis_is_computed_again(tmp_path):
+    """A damaged workload analysis was never rewritten (the sweep took any stored key as
+    analysed): now the sweep computes it again, with the next point of its workload or, when
+    every point is stored, in its own process."""
+    from tests.test_sweep import ARTIFACT, need_artifact
+
+    need_artifact()
+    from g10fast.sweep.matrix import expand_matrix, resolve_points
+    from g10fast.sweep.runner import run_sweep
+
+    m = tmp_path / "m.toml"
+    m.write_text('name = "one"\n[[group]]\nmodels = ["BERT"]\npolicies = ["ideal"]\n'
+                 'batch = [128]\n')
+    resolved = resolve_points(expand_matrix(m), ARTIFACT)
+    p = tmp_path / "s.g10db"
+    run_sweep(resolved, p, workers=0, progress=False)
+    good = ResultStore(p).workload("BERT-128")
+    con = sqlite3.connect(p)
+    con.execute("UPDATE workloads SET attrs = replace(attrs, '\"kernels\": ', '\"kernels\": 9')")
+    con.commit()
+    con.close()
+    rep = ResultStore(p).verify()
+    assert [d[0] for d in rep["damaged"]] == ["workload BERT-128"]
+    s = run_sweep(resolved, p, workers=0, progress=False)
+    assert (s.ran, s.skipped, s.repaired) == (0, 1, 1)
+    assert "1 damaged rows repaired" in s.text()
+    t = ResultStore(p)
+    assert t.verify()["damaged"] == []
+    w = t.workload("BERT-128")
+    assert w["kernels"] == good["kernels"] and np.array_equal(w["total"], good["total"])
+    assert run_sweep(resolved, p, workers=0, progress=False).repaired == 0
+
+
+SWEEP_FULL = r"""
+import sys
+sys.argv = ["g10fast", "sweep", sys.argv[1], "--store", sys.argv[2], "--g10", sys.argv[3],
+            "--workers", "1", "--no-progress"]
+from g10fast.errors import InputError
+from g10fast.sweep import store
+
+def full(self, rec):
+    raise InputError("cannot write the results store: the disk is full (test)", path=self.path)
+
+store.ResultStore.write_point = full
+if __name__ == "__main__":
+    from g10fast.cli import console_main
+    console_main()
+"""
+
+
+def test_sweep_on_a_full_disk_with_one_worker_leaks_nothing(tmp_path):
+    """The pool of a sweep that stops on a full disk is joined before the console script's
+    os._exit: no 'leaked semaphore objects' warning from the resource tracker."""
+    from tests.test_sweep import ARTIFACT, need_artifact
+
+    need_artifact()
+    m = tmp_path / "m.toml"
+    m.write_text('name = "one"\n[[group]]\nmodels = ["BERT"]\npolicies = ["ideal", "lru"]\n'
+                 'batch = [128]\n')
+    script = tmp_path / "child.py"
+    script.write_text(SWEEP_FULL)
+    out = subprocess.run([sys.executable, str(script), str(m), str(tmp_path / "s.g10db"),
+                          str(ARTIFACT)], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith("g10fast: error: ") and "the disk is full (test)" in out.stderr
+    assert "leaked" not in out.stderr and "Traceback" not in out.stderr, out.stderr

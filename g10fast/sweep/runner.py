@@ -53,6 +53,8 @@ class SweepSummary:
     reuse_saved_cpu_seconds: float = 0.0   # CPU of the reused runs less that of the derivations
     elsewhere: int = 0        # left to another sweep on the same store (it holds them)
     damaged: int = 0          # stored points whose checksum failed: run again
+    repaired: int = 0         # damaged rows put right without a run (a changed key, a
+                              # damaged workload analysis computed again), or dropped
 
     def text(self) -> str:
         s = (f"{self.total} points: {self.skipped} already stored, {self.ran} run "
@@ -60,6 +62,8 @@ class SweepSummary:
              f"{_fmt_dur(self.wall_seconds)}")
         if self.damaged:
             s += f"; {self.damaged} damaged stored points run again"
+        if self.repaired:
+            s += f"; {self.repaired} damaged rows repaired (a changed key or a workload analysis)"
         if self.elsewhere:
             s += f"; {self.elsewhere} left to another sweep running on the same store"
         if self.reused:
@@ -124,7 +128,7 @@ def plan_sweep(resolved, store: ResultStore, retry_errors: bool = True,
     keep = ("ok", "failed") if retry_errors else ("ok", "failed", "error")
     todo = [rp for rp in resolved if have.get(rp.hash) not in keep]
     skipped = len(resolved) - len(todo)
-    analysed = store.workload_keys()
+    analysed = store.workload_keys(intact=True)     # a damaged analysis is computed again
     peaks = {}
     for key in {_group_key(rp) for rp in todo} & analysed:
         an = store.workload(key)
@@ -169,10 +173,12 @@ def run_sweep(resolved, store_path, *, workers: int | None = None, dask=None,
     if store.read_only:
         store.write_point({})       # the InputError that says why (a version-1 store)
     bad: list = []
+    repaired = repair_keys(store, resolved)
     tasks, skipped = plan_sweep(resolved, store, retry_errors, damaged=bad)
     if max_points is not None:
         tasks = tasks[:max(0, int(max_points))]
-    summary = SweepSummary(total=len(resolved), skipped=skipped)
+    summary = SweepSummary(total=len(resolved), skipped=skipped, repaired=repaired)
+    summary.repaired += repair_workloads(store, resolved, tasks)
     summary.damaged = len(set(bad) & {rp.hash for rp in resolved})
     keep = ("ok", "failed") if retry_errors else ("ok", "failed", "error")
     if progress is True:
@@ -240,6 +246,63 @@ def run_sweep(resolved, store_path, *, workers: int | None = None, dask=None,
         store.release_claims()
         store.close()
     return summary
+
+
+def repair_keys(store, resolved) -> int:
+    """Put right the damaged point rows that a run of this matrix would never overwrite: a row
+    whose key (hash) was changed. When its checksum holds under the key of a point of this
+    matrix, the row is that point's: it moves there (unless the point is stored whole under
+    its own key, then it is dropped). When it does not hold anywhere but its attributes name
+    a point of this matrix stored under another key, the row is that point's damaged copy:
+    it is dropped (the point is stored, or this sweep runs it). -> rows repaired."""
+    from .store import point_checksum
+
+    if not hasattr(store, "damaged_rows"):          # a version-1 store: read-only
+        return 0
+    bad = store.damaged_rows()
+    if not bad:
+        return 0
+    by_hash = {rp.hash: rp for rp in resolved}
+    by_label: dict = {}
+    for rp in resolved:
+        by_label.setdefault(rp.label, []).append(rp.hash)
+    status = store.statuses()
+    n = 0
+    for stored, label, row in bad:
+        if stored in by_hash:
+            continue                                 # its own key: the sweep runs it again
+        rest = row[1:6]
+        cands = by_label.get(label) or list(by_hash)
+        true = next((h for h in cands if point_checksum(h, *rest) == row[6]), None)
+        if true is not None:
+            store.refile(stored, None if status.get(true) not in (None, "damaged") else true)
+            n += 1
+        elif label in by_label:
+            store.refile(stored, None)
+            n += 1
+    return n
+
+
+def repair_workloads(store, resolved, tasks) -> int:
+    """Compute again, here, each damaged workload analysis of this matrix's workloads that no
+    task of this sweep computes (every point of that workload is already stored); the next
+    task of a workload computes the others. -> analyses written."""
+    from .worker import analysis_of, task_for
+
+    if not hasattr(store, "damaged_rows"):
+        return 0
+    damaged = store.workload_keys() - store.workload_keys(intact=True)
+    if not damaged:
+        return 0
+    covered = {t.get("analyze") for t in tasks}
+    n = 0
+    for key in sorted(damaged - covered):
+        rp = next((rp for rp in resolved if _group_key(rp) == key), None)
+        if rp is None:
+            continue                                 # not a workload of this matrix
+        store.write_workload(analysis_of(task_for(rp, key)))
+        n += 1
+    return n
 
 
 class _Claiming:
@@ -349,7 +412,10 @@ def _run_pool(sched, n: int, record) -> None:
                     break
         except BaseException:       # Ctrl-C, or the store cannot be written (a full disk)
             _kill_workers(ex)
-            ex.shutdown(wait=False, cancel_futures=True)
+            # joined, not left to the interpreter's exit: the console script ends with
+            # os._exit, and a pool still running then leaks its queues' semaphores
+            # ("resource_tracker: There appear to be 5 leaked semaphore objects")
+            ex.shutdown(wait=True, cancel_futures=True)
             raise
         if not requeue:
             ex.shutdown(wait=True)

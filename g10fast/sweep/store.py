@@ -168,6 +168,13 @@ def _dumps(x) -> str:
     return json.dumps(to_jsonable(x))
 
 
+def _text(b: bytes) -> str:
+    """SQLite TEXT as str. A column whose bytes are not UTF-8 (damage) reads with U+FFFD in
+    their place, so that its row's checksum fails and the row is one damaged point, instead of
+    an error that stops the whole query."""
+    return b.decode("utf-8", "replace")
+
+
 def file_kind(path: str) -> str:
     """'sqlite', 'hdf5', 'empty' or 'other', from the first bytes of the file."""
     try:
@@ -292,6 +299,7 @@ class ResultStore:
         try:
             con = sqlite3.connect(self.path, isolation_level=None,
                                   timeout=BUSY_TIMEOUT_MS / 1000.0, check_same_thread=False)
+            con.text_factory = _text
             con.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             con.execute("PRAGMA synchronous=FULL")
         except sqlite3.Error as exc:
@@ -319,22 +327,25 @@ class ResultStore:
         return d
 
     def _error(self, exc: Exception, doing: str) -> InputError:
-        """The one message for an SQLite error (sqlite3.Error)."""
-        msg = str(exc)
-        low = msg.lower()
-        if "full" in low:
+        """The one message for an SQLite error (sqlite3.Error), told apart by SQLite's result
+        code (`sqlite_errorcode`), never by the message's words: the message may quote a
+        damaged column's text ("Could not decode to UTF-8 column ... with text '...'")."""
+        msg = " ".join(str(exc).split())[:300]
+        code = getattr(exc, "sqlite_errorcode", None)
+        primary = None if code is None else code & 0xFF     # extended codes keep it in 8 bits
+        if primary == sqlite3.SQLITE_FULL:
             return InputError(f"cannot write the results store: the disk is full ({msg}); every "
                               f"point stored before is safe: free some space and run the "
                               f"sweep again", path=self.path)
-        if "locked" in low or "busy" in low:
+        if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
             return InputError(f"results store is locked by another process for over "
                               f"{BUSY_TIMEOUT_MS // 1000} s ({msg}); try again when it is done",
                               path=self.path)
-        if "readonly" in low or "read-only" in low:
+        if primary == sqlite3.SQLITE_READONLY:
             return InputError(f"cannot write the results store: {msg}", path=self.path)
-        if "unable to open" in low:
+        if primary == sqlite3.SQLITE_CANTOPEN:
             return InputError(f"cannot open the results store: {msg}", path=self.path)
-        if "i/o error" in low:
+        if primary == sqlite3.SQLITE_IOERR:
             return InputError(f"cannot {doing} the results store: I/O error ({msg}): a full "
                               f"disk or a failing device; every point stored before is safe",
                               path=self.path)
@@ -389,8 +400,64 @@ class ResultStore:
             out[row[0]] = row[1] if self._row_ok(row) else "damaged"
         return out
 
-    def workload_keys(self) -> set[str]:
-        return {r[0] for r in self._query("SELECT key FROM workloads")}
+    def workload_keys(self, intact: bool = False) -> set[str]:
+        """The keys of the stored workload analyses; intact=True: those whose checksum holds
+        (a damaged one is computed again by the next sweep of its workload)."""
+        if not intact:
+            return {r[0] for r in self._query("SELECT key FROM workloads")}
+        return {k for k, a, b, c in self._query("SELECT key, attrs, arrays, checksum FROM "
+                                                "workloads") if point_checksum(k, a, b) == c}
+
+    def damaged_rows(self) -> list[tuple]:
+        """(stored hash, label or "", the row's other columns) of every point whose checksum
+        fails; label is read from the attributes when they still parse."""
+        out = []
+        for row in self._query("SELECT hash, status, attrs, config, result, arrays, checksum "
+                               "FROM points ORDER BY rowid"):
+            if self._row_ok(row):
+                continue
+            try:
+                label = json.loads(row[2]).get("label", "") or ""
+            except (ValueError, AttributeError):
+                label = ""
+            out.append((row[0], str(label), row))
+        return out
+
+    def refile(self, stored_hash: str, true_hash: str | None) -> None:
+        """Repair a point stored under a changed key: move its row to `true_hash` (its
+        checksum holds there), or drop it (true_hash None: the point is stored, or is run
+        again, under its own key). One transaction."""
+        try:
+            con = self._begin()
+            try:
+                if true_hash is None:
+                    con.execute("DELETE FROM points WHERE hash = ?", (stored_hash,))
+                else:
+                    con.execute("DELETE FROM points WHERE hash = ?", (true_hash,))
+                    con.execute("UPDATE points SET hash = ? WHERE hash = ?",
+                                (true_hash, stored_hash))
+                con.execute("COMMIT")
+            except BaseException:
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise self._error(exc, "write") from None
+
+    def write_workload(self, analysis: dict) -> None:
+        """Store (or replace) one workload analysis (`worker.workload_analysis`)."""
+        row = self.encode_workload(analysis)
+        try:
+            con = self._begin()
+            try:
+                con.execute("INSERT OR REPLACE INTO workloads VALUES (?, ?, ?, ?)", row)
+                con.execute("COMMIT")
+            except BaseException:
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise self._error(exc, "write") from None
 
     def _decode(self, row) -> StoredPoint:
         h, status, attrs, config, result, arrays, checksum = row

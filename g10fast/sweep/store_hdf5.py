@@ -106,7 +106,7 @@ class HDF5Store:
             except Exception as exc:  # noqa: BLE001
                 raise self._damaged(exc) from None
 
-    def workload_keys(self) -> set[str]:
+    def workload_keys(self, intact: bool = False) -> set[str]:
         with self._open() as f:
             try:
                 return {k for k in f["workloads"] if not k.startswith(_TMP_PREFIX)}

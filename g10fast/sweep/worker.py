@@ -294,6 +294,20 @@ def execute(task: dict) -> dict:
     return rec
 
 
+def analysis_of(task: dict) -> dict:
+    """The workload analysis of a task's workload under `task["analyze"]` alone (no run): what
+    a sweep computes again in its own process when a stored analysis is damaged and every
+    point of its workload is already stored (runner.repair_workloads)."""
+    from ..config import G10Config
+    from ..spec import RunSpec, from_g10_config
+
+    spec = (from_g10_config(G10Config(**task["config"])) if task.get("config") is not None
+            else RunSpec.from_dict(task["spec"]))
+    w, _ = _workload(spec)
+    return workload_analysis(w, spec.system.gpu_frequency_ghz, task["analyze"],
+                             v=_vitality(spec, w))
+
+
 def task_for(rp, analyze_key: str | None = None) -> dict:
     """The picklable task of a ResolvedPoint."""
     pt = dataclasses.asdict(rp.point)
