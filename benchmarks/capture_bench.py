@@ -128,6 +128,10 @@ def part_compare(tmp):
     from g10fast.workload.h5trace import read_workload_h5
     b = builtin_workload("gpt2-xl", 8, "g10-artifact")
     record({"part": "compare", **summary(b, "built-in gpt2-xl (bf16-mixed, AdamW)")})
+    m = builtin_workload("gpt2-xl", 8, "g10-artifact", attention="materialized",
+                         pointwise="decomposed")
+    record({"part": "compare", **summary(m, "built-in gpt2-xl, G10's form (materialized "
+                                            "attention, decomposed point-wise)")})
     for dtype in ("bfloat16", "bf16-autocast"):
         p = str(Path(tmp) / f"gpt2-xl-{dtype}.h5")
         c = capture_to("gpt2-xl", 8, 1024, dtype, p)
