@@ -523,18 +523,32 @@ def _registry_rows() -> list[dict]:
             for r in policies.records()]
 
 
+def policies_table(rows: list[dict], width: int = 100) -> str:
+    """`g10fast policies` as text: columns as wide as their longest entry, each policy's
+    options wrapped under the paper column."""
+    import textwrap
+    heads = ("policy", "shown as", "engine")
+    keys = ("name", "display", "engine")
+    w = [max(len(h), *(len(str(r[k])) for r in rows)) for h, k in zip(heads, keys)]
+    indent = " " * (sum(w) + len(w))
+    lines = [" ".join(h.ljust(n) for h, n in zip(heads, w)) + " paper"]
+    for r in rows:
+        lines.append(" ".join(str(r[k]).ljust(n) for k, n in zip(keys, w)) + " " + r["paper"])
+        if r["options"]:
+            opts = ", ".join(f"{k}={v}" for k, v in r["options"].items())
+            lines += textwrap.wrap(f"options: {opts}", width=max(len(indent) + 40, width),
+                                   initial_indent=indent, subsequent_indent=indent + "  ",
+                                   break_on_hyphens=False, break_long_words=False)
+    return "\n".join(lines)
+
+
 def cmd_policies(args) -> int:
     rows = _registry_rows()
     if args.json:
         json.dump(rows, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
-    print(f"{'policy':<14} {'shown as':<12} {'engine':<8} paper")
-    for r in rows:
-        print(f"{r['name']:<14} {r['display']:<12} {r['engine']:<8} {r['paper']}")
-        if r["options"]:
-            opts = ", ".join(f"{k}={v}" for k, v in r["options"].items())
-            print(f"{'':<14} options: {opts}")
+    print(policies_table(rows))
     print("(names, aliases and display names are accepted by --policy; options: --option "
           "KEY=VALUE, or [policy.options] in a run file)")
     return 0

@@ -73,11 +73,17 @@ class _Reporter:
         self.last_line = float("-inf")
         self.bar = None
         self.finished = False
+        #: (time, done) of the first report: the rate and the ETA count from there, since the
+        #: time before it is start-up (Numba compiling the engine, tens of seconds on a cold
+        #: cache), not work: 1 kernel in 41 s would promise 2h23m for 3,000 kernels
+        self.first: tuple | None = None
 
     def _show(self, done: int, total: int, postfix: str = "") -> None:
         if not self.enabled or self.finished:
             return
         final = total > 0 and done >= total
+        if self.first is None:
+            self.first = (time.perf_counter(), done)
         if self.bar_mode:
             self._show_bar(done, total, postfix)
         else:
@@ -95,9 +101,13 @@ class _Reporter:
 
             self.bar = tqdm(total=total, desc=self.label, unit=self.unit,
                             file=self.stream, dynamic_ncols=True, mininterval=0.2, leave=True)
-            # the rate and ETA count from the reporter's start, not from the first report
-            self.bar.start_t -= time.perf_counter() - self.t0
-            self.bar.last_print_t = self.bar.start_t
+            # elapsed counts from the reporter's start; the rate and the ETA from the first
+            # report (tqdm's rate is (n - initial) / elapsed until its first smoothed step,
+            # which is measured from last_print_t / last_print_n)
+            now = time.perf_counter()
+            self.bar.start_t -= now - self.t0
+            self.bar.initial = self.bar.n = self.bar.last_print_n = done
+            self.bar.last_print_t = now
             _open.append(self)
         if self.bar.total != total:
             self.bar.total = total
@@ -107,7 +117,8 @@ class _Reporter:
 
     def line(self, done: int, total: int, now: float, postfix: str = "") -> str:
         el = now - self.t0
-        rate = done / el if el > 0 else float("nan")
+        t1, d1 = self.first if self.first is not None else (self.t0, 0)
+        rate = (done - d1) / (now - t1) if now > t1 and done > d1 else float("nan")
         left = (total - done) / rate if rate > 0 else (0.0 if done >= total else float("nan"))
         pct = 100.0 * done / total if total else 100.0
         r = f"{rate:,.1f}" if rate == rate else "?"
