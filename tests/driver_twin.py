@@ -3,6 +3,7 @@ docs/driver-engine.md with dicts and ordered dicts, for small synthetic workload
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 
 VA = 512
@@ -175,11 +176,66 @@ class Twin:
         return runs_cost(moved, self.prm)
 
 
+def twin_table(gbps, f_hz, curve, halve, overhead_us, latency_us=0.0):
+    """Cycles of one transfer of n = 0..512 pages, written from the formulas of
+    docs/driver-engine.md, not from the product: UVMSmart's BW = (2a/pi) atan(0.07292 KB),
+    a = 0.75 link, halved at 2 MiB and above; "flat": the link; + overhead + latency."""
+    out = [0]
+    for n in range(1, 513):
+        nbytes = n * 4096
+        if curve == "flat":
+            bw = gbps
+        else:
+            bw = 2.0 * (0.75 * gbps) / math.pi * math.atan(0.07292 * nbytes / 1024.0)
+            if halve and nbytes >= 2 * 1024 * 1024:
+                bw = bw / 2.0
+        out.append(int(math.ceil(((overhead_us + latency_us) * 1e-6
+                                  + nbytes / (bw * 1e9)) * f_hz)))
+    return out
+
+
+def twin_params(system, opts):
+    """The engine's parameters from a System built in code (no preset: no [driver] values),
+    independent of g10fast.engine.driver.system_params: the host links' minimum times
+    link_fraction (1 when < 0), the SSD's read and write latencies on its tables."""
+    f_hz = int(system.gpu_frequency_ghz * 1e9)
+    gpu_pages = int(system.gpu_memory_gb * 2**30) // 4096
+    frac = opts.link_fraction if opts.link_fraction > 0 else 1.0
+    link = min(system.host_link_gbps, system.gpu_link_gbps) * frac
+    lat = opts.fault_latency_us if opts.fault_latency_us >= 0 else system.fault_latency_us
+    ov = opts.transfer_overhead_us
+    curve, halve = opts.transfer_curve, opts.curve_halve_2mib
+    return {"f_hz": f_hz, "gpu_pages": gpu_pages, "gpu_chunks": gpu_pages // 512,
+            "host_pages": int(system.host_memory_gb * 2**30) // 4096,
+            "fault_latency_cycles": int(round(lat * 1e-6 * f_hz)),
+            "h2d": twin_table(link, f_hz, curve, halve, ov),
+            "d2h": twin_table(link, f_hz, curve, halve, ov),
+            "ssd_r": twin_table(system.ssd_bandwidth_gbps, f_hz, "flat", False, ov,
+                                system.ssd_read_latency_us),
+            "ssd_w": twin_table(system.ssd_bandwidth_gbps, f_hz, "flat", False, ov,
+                                system.ssd_write_latency_us)}
+
+
+def twin_runs(w):
+    """Per kernel, its page runs: its inputs in their stored order, then its outputs that are
+    not inputs; empty tensors left out (written here, not by the product's required_runs)."""
+    ptr, rs, rn, rw = [0], [], [], []
+    for k in range(w.num_kernels):
+        ins = [int(t) for t in w.in_idx[w.in_ptr[k]:w.in_ptr[k + 1]]]
+        outs = [int(t) for t in w.out_idx[w.out_ptr[k]:w.out_ptr[k + 1]]]
+        for t in ins + [t for t in outs if t not in ins]:
+            if int(w.n_pages[t]) > 0:
+                rs.append(int(w.start_page[t]))
+                rn.append(int(w.n_pages[t]))
+                rw.append(t in outs)
+        ptr.append(len(rs))
+    return ptr, rs, rn, rw
+
+
 def twin_simulate(w, prm, opts, hints=None, n_iter=2, runs=None):
     """(kernels [(it, k, start, end, faults, batches, stall, in, out, gpu)], counters per
     iteration (dicts), loc, fail)."""
-    from g10fast.engine.driver import required_runs
-    ptr, rs, rn, rw = runs if runs is not None else required_runs(w)
+    ptr, rs, rn, rw = runs if runs is not None else twin_runs(w)
     K, P = w.num_kernels, w.num_pages
     T = Twin(P, prm, opts)
     big = opts.big_page_kib // 4

@@ -9,12 +9,13 @@ import itertools
 import numpy as np
 import pytest
 
-from driver_twin import Twin, marked_region, twin_simulate  # noqa: F401
+from driver_twin import Twin, marked_region, twin_params, twin_simulate  # noqa: F401
 from synth import make_workload
 
 from g10fast.engine import driver_kernels as dk
 from g10fast.engine.driver import (DriverHints, DriverOptions, check_invariants, driver_options,
-                                   simulate_driver, system_params, transfer_gbps)
+                                   iteration_stats, simulate_driver, system_params,
+                                   transfer_gbps)
 from g10fast.errors import InputError
 from g10fast.system import System
 from g10fast.workload.model import PAGE_SIZE
@@ -33,7 +34,7 @@ def small_workload(seed):
 
 def compare(w, system, opts, hints=None, n_iter=2):
     run = simulate_driver(w, system, opts, hints, num_iteration=n_iter)
-    prm = system_params(system, opts)
+    prm = twin_params(system, opts)
     kern, cnts, loc, fail = twin_simulate(w, prm, opts, hints, n_iter)
     assert (run.status != "ok") == fail
     if fail:
@@ -520,3 +521,110 @@ def test_driver_result_and_figure_name_engine_and_options(tmp_path):
         matplotlib.axes.Axes.set_title = orig
     assert (tmp_path / "m.png").stat().st_size > 0
     assert "driver engine" in titles[0] and "evict=tbn64k" in titles[0].replace("\n", " ")
+
+
+# ---------------------------------------------------------------------------------------------
+# parameters: hand-worked values, the twin's own tables, the presets' [driver] values
+
+def test_ssd_tables_carry_the_latencies_hand_worked():
+    """One 4 KiB page from a 3.2 GB/s SSD with 12 us read / 16 us write latency at 1.2 GHz:
+    ceil((12e-6 + 4096 / 3.2e9) * 1.2e9) = ceil(14400 + 1536) = 15936 cycles to read,
+    ceil((16e-6 + 4096 / 3.2e9) * 1.2e9) = 20736 to write; 512 pages: + 786432."""
+    prm = system_params(tiny_system(), DriverOptions())
+    assert prm["ssd_r"][1] == 15936 and prm["ssd_w"][1] == 20736
+    assert prm["ssd_r"][512] == 14400 + 786432 and prm["ssd_w"][512] == 19200 + 786432
+    # the host link has no latency term: 4 KiB on UVMSmart's curve at 16 GB/s
+    bw = 2 * 12.0 / np.pi * np.arctan(0.07292 * 4)
+    assert prm["h2d"][1] == int(np.ceil(4096 / (bw * 1e9) * 1.2e9))
+
+
+@pytest.mark.parametrize("opts", [DriverOptions(), DriverOptions(transfer_curve="flat",
+                                                                 transfer_overhead_us=2.5,
+                                                                 link_fraction=0.5,
+                                                                 fault_latency_us=10.0)])
+def test_twin_params_are_the_products(opts):
+    system = tiny_system(ssd_read_latency_us=80.0, ssd_write_latency_us=20.0)
+    prm, twin = system_params(system, opts), twin_params(system, opts)
+    for k in twin:
+        assert np.asarray(prm[k]).tolist() == np.asarray(twin[k]).tolist(), k
+
+
+def test_an_ssd_read_costs_its_latency_in_a_run():
+    """A page evicted to the SSD and faulted back costs the SSD read table's entry: two
+    systems that differ only in the SSD read latency differ by exactly that latency per
+    SSD transfer in the stall."""
+    w = make_workload(3, n_kernels=7, n_tensors=44, max_pages=150, max_kernel_pages=400,
+                      p_workspace=0.2)
+    runs = []
+    for lat in (12.0, 512.0):
+        run = simulate_driver(w, tiny_system(chunks=3, host_pages=150,
+                                             ssd_read_latency_us=lat), DriverOptions())
+        runs.append(run)
+    c0, c1 = runs[0].counters.sum(axis=0), runs[1].counters.sum(axis=0)
+    assert c0[dk.C_IN_SSD] > 0 and c0.tolist() == c1.tolist()
+    extra = int(runs[1].kernels[:, dk.K_STALL].sum() - runs[0].kernels[:, dk.K_STALL].sum())
+    per = int(round(500e-6 * 1.2e9))
+    n = round(extra / per)                     # SSD reads; each table entry is ceil()ed
+    assert n >= 1 and abs(extra - n * per) <= n
+
+
+def test_presets_driver_values():
+    """h100-sxm5: the fit (benchmarks/results/driver_fit_h100.json); a100-80-pcie4: the same
+    fault and free costs, link_fraction 0.4 of its 25 GB/s; a System built in code keeps its
+    uvm.fault_latency_us, its whole link and no free cost."""
+    from g10fast.hardware import load_preset
+    prm = system_params(System.from_preset(load_preset("h100-sxm5")), DriverOptions())
+    assert (prm["link_gbps"], prm["fault_latency_us"], prm["managed_free_us"]) == \
+        (20.0, 78.4, 908.0)
+    assert prm["managed_free_cycles"] == 1089600
+    a100 = system_params(System.from_preset(load_preset("a100-80-pcie4")), DriverOptions())
+    assert (a100["link_gbps"], a100["fault_latency_us"]) == (10.0, 78.4)
+    plain = system_params(tiny_system(), DriverOptions())
+    assert (plain["link_gbps"], plain["fault_latency_us"], plain["managed_free_us"]) == \
+        (16.0, 45.0, 0.0)
+
+
+def _chain_workload():
+    """Three kernels: k0 writes A, k1 reads A and writes B, k2 reads B and the weight W;
+    each 512 pages (one VA block each, so the density prefetch of one never reaches another:
+    separate cudaMallocManaged ranges never share a VA block)."""
+    from g10fast.workload.model import Graph, build_workload, csr_from_lists
+    in_ptr, in_idx = csr_from_lists([[], [0], [1, 2]])
+    out_ptr, out_idx = csr_from_lists([[0], [1], []])
+    g = Graph(name="chain", batch_size=1,
+              raw_size=np.array([512, 512, 512], np.int64) * PAGE_SIZE,
+              is_global=np.array([False, False, True]), kernel_name=["k0", "k1", "k2"],
+              kernel_parent=["0:a", "1:b", "2:c"], in_ptr=in_ptr, in_idx=in_idx,
+              out_ptr=out_ptr, out_idx=out_idx)
+    c = np.full(3, 1000, np.int64)
+    return build_workload(g, c, c, c, np.zeros(3, np.int64))
+
+
+def test_fresh_allocations_hand_worked():
+    """A is freed after k1 (discarded at k2), B after k2 (discarded at the next iteration's
+    k0); so iteration 0 discards A's 512 pages, iteration 1 B's of iteration 0 and A's (1024),
+    and both are first-touched afresh each iteration (1024 zero-filled pages each) while W
+    stays. One managed free after k1 and one after k2: 100 us = 120000 cycles each."""
+    w = _chain_workload()
+    system = tiny_system(chunks=8)
+    base = dict(fresh_allocations=True, transfer_curve="flat")
+    runs = {f: simulate_driver(w, system, DriverOptions(managed_free_us=f, **base))
+            for f in (0.0, 100.0)}
+    c = runs[0.0].counters
+    assert c[:, dk.C_DISCARD].tolist() == [512, 1024]
+    assert c[:, dk.C_ALLOC].tolist() == [1536, 1024]
+    assert runs[100.0].free_cycles.tolist() == [0, 120000, 120000]
+    assert (runs[100.0].kernels[:, dk.K_END] - runs[0.0].kernels[:, dk.K_END]).tolist() == \
+        [0, 120000, 240000, 240000, 360000, 480000]
+    st = iteration_stats(runs[100.0], w, 2)
+    assert st[1]["stall_cycles"] - iteration_stats(runs[0.0], w, 2)[1]["stall_cycles"] == 240000
+    # a caching allocator (the default): populated once, nothing discarded
+    plain = simulate_driver(w, system, DriverOptions(transfer_curve="flat"))
+    assert plain.counters[:, dk.C_ALLOC].tolist() == [1536, 0]
+    assert plain.counters[:, dk.C_DISCARD].tolist() == [0, 0]
+    # prefetched at allocation: no fault for A and B, W faults once (iteration 0)
+    pf = simulate_driver(w, system, DriverOptions(prefetch_at_alloc=True, **base))
+    assert pf.counters[:, dk.C_PREFETCHED].tolist() == [1024, 1024]
+    assert pf.counters[:, dk.C_FAULTS].tolist() == [512, 0]
+    with pytest.raises(InputError, match="fresh_allocations"):
+        DriverOptions(prefetch_at_alloc=True).check()
