@@ -7,7 +7,15 @@ Runs in the workload stage, before vitality analysis and planning (g10fast.run.w
 as XLA's fusion would group them (`xla`) or as FusionStitching's stitching would (`stitch`);
 each group becomes one kernel, the intermediates used only inside a group leave the tensor
 set, and the fused kernel's three times are derived from its members' times and bytes with
-one launch. docs/fusion.md gives the rules, the time formula and the measured effect.
+one fixed cost (`kernel_overheads`: the cost model's fitted overhead of each kernel's class).
+Both compilers see a softmax as TensorFlow lowers it to XLA (`lower_softmax`: row max, exp,
+row sum, divide; its gradient as TensorFlow's _SoftmaxGrad). docs/fusion.md gives the rules,
+the time formula and the measured effect.
+
+What a step's time is made of (`time_breakdown`, `gain_breakdown`): the kernels' fixed costs
+(launches), the rest of their work (bytes, FLOPs: the traffic of intermediates) and the GPU
+waiting for the host to issue launches (`host_timeline`, HOST_LAUNCH_US per launch: the
+CPU-GPU switches FusionStitching's paper names).
 
 Op classes (one function, `op_class`): every kernel is
   C  compute-intensive or opaque: GEMM, convolution, batched matmul, gather, data loading,
