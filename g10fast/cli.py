@@ -880,12 +880,14 @@ def cmd_memory(args) -> int:
         cap = int(args.capacity_mib * 2**20)
     tr = _alloc_source(args)
     snap = tr.meta.get("snapshot")
-    if snap is not None and not opts:      # the pytorch allocator as the snapshot's was set
-        from g10fast.alloc.snapshot import pytorch_options
-        results = [run_allocator(tr, n, capacity=cap, **(pytorch_options(tr) if n == "pytorch"
-                                                           else {})) for n in names]
-    else:
-        results = [run_allocator(tr, n, capacity=cap, **opts) for n in names]
+    results = []
+    for n in names:
+        o, c = opts, cap
+        if snap is not None and n == "pytorch":     # set as the recorded allocator was
+            from g10fast.alloc.snapshot import pytorch_capacity, pytorch_options
+            o = opts or pytorch_options(tr)
+            c = cap if cap is not None else pytorch_capacity(tr)
+        results.append(run_allocator(tr, n, capacity=c, **o))
     per = None
     if args.period:
         from g10fast.alloc.period import detect_period

@@ -22,6 +22,7 @@ from memviz_twin import check_pickle_bytes, check_segment_view
 from g10fast.alloc.allocators import ALLOCATORS, run_allocator
 from g10fast.alloc.snapshot import (
     load_snapshot,
+    pytorch_capacity,
     pytorch_options,
     read_snapshot,
     snapshot_of_run,
@@ -127,12 +128,50 @@ def test_hand_snapshot_memory_command(tmp_path, capsys):
     assert fig.stat().st_size > 0
     out = capsys.readouterr().out
     assert "measured (the snapshot's segments): peak reserved 40.0 MiB" in out
-    assert "pytorch allocator here: peak reserved 40.0 MiB, +0.0% against the snapshot's" in out
+    assert "pytorch allocator here: peak reserved 40.0 MiB, +0.00% against the snapshot's" in out
     assert main(["memory", src, "--allocator", "pytorch", "--json"]) == 0
     js = json.loads(capsys.readouterr().out)
     s = js["snapshot"]
     assert s["measured_peak_reserved_bytes"] == 40 * MiB == js["peak_reserved_bytes"]
     assert s["pytorch_vs_measured"] == 0.0 and s["pre_trace_blocks"] == 2
+
+
+def test_cache_flush_bounds_the_capacity(tmp_path, capsys):
+    """Hand-worked: a 5 MiB block takes a 20 MiB segment and is freed; then the whole cache
+    is freed (segment_free) and a 30 MiB segment allocated: the caching allocator's retry
+    after cudaMalloc failed, so the GPU held less than 20 + 30 = 50 MiB. Reserved: 20, 0, 30
+    MiB (peak 30). The pytorch allocator without a capacity keeps the 20 MiB cached (peak
+    50 MiB); with the bound it frees it as the recorded one did (peak 30 MiB)."""
+    tr = [{"action": "segment_alloc", "addr": A0, "size": 20 * MiB},
+          {"action": "alloc", "addr": A0, "size": 5 * MiB},
+          {"action": "free_requested", "addr": A0, "size": 5 * MiB},
+          {"action": "free_completed", "addr": A0, "size": 5 * MiB},
+          {"action": "segment_free", "addr": A0, "size": 20 * MiB},
+          {"action": "segment_alloc", "addr": A1, "size": 30 * MiB},
+          {"action": "alloc", "addr": A1, "size": 30 * MiB}]
+    seg = _seg(A1, 30 * MiB, [{"address": A1, "size": 30 * MiB, "requested_size": 30 * MiB,
+                               "state": "active_allocated", "frames": []}])
+    src = _dump(tmp_path, {"segments": [seg], "device_traces": [tr]})
+    t = read_snapshot(src)
+    info = t.meta["snapshot"]
+    assert (info["cache_flushes"], info["capacity_below_bytes"]) == (1, 50 * MiB)
+    assert info["peak_reserved_bytes"] == 30 * MiB
+    assert pytorch_capacity(t) == 50 * MiB - 1
+    assert run_allocator(t, "pytorch").peak_reserved == 50 * MiB
+    assert run_allocator(t, "pytorch", capacity=pytorch_capacity(t)).peak_reserved == 30 * MiB
+    assert main(["memory", src, "--allocator", "pytorch"]) == 0
+    out = capsys.readouterr().out
+    assert "emptied its cache 1 times to retry a segment" in out
+    assert "(capacity=just under 50.0 MiB): peak reserved 30.0 MiB, +0.00%" in out
+    assert main(["memory", src, "--allocator", "pytorch", "--capacity-mib", "1000"]) == 0
+    assert "peak reserved 50.0 MiB, +66.67%" in capsys.readouterr().out
+
+
+def test_no_trace_entries_no_reference(tmp_path):
+    snap = hand_snapshot()
+    snap["device_traces"] = [[]]
+    info = read_snapshot(_dump(tmp_path, snap)).meta["snapshot"]
+    assert info["peak_reserved_bytes"] is None and "no trace entries" in info["why_no_reference"]
 
 
 def test_streams_and_settings_set_the_pytorch_allocator(tmp_path):
@@ -401,10 +440,11 @@ def test_capture_writes_snapshots(tmp_path, capsys):
 
 def test_segments_only_list(tmp_path):
     """The old form: a bare list of segments, no trace: their active blocks, allocated at the
-    start; reserved = the segments' bytes."""
+    start; the segments' bytes, but no measured peak (no trace shows what they cached)."""
     tr = read_snapshot(_dump(tmp_path, hand_snapshot()["segments"]))
     assert tr.block_sizes().tolist() == [512, 2 * MiB]
-    assert tr.meta["snapshot"]["peak_reserved_bytes"] == 22 * MiB
+    info = tr.meta["snapshot"]
+    assert info["reserved_at_end_bytes"] == 22 * MiB and info["peak_reserved_bytes"] is None
 
 
 def test_the_viewer_twin_refuses_a_block_outside_its_segment():

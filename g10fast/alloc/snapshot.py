@@ -292,11 +292,34 @@ def trace_of_snapshot(snap: dict, device: int | None = None, path: str = "snapsh
             "ooms": ooms, "times": "time_us" if have_times else "absent",
             "allocator_settings": snap.get("allocator_settings") if isinstance(
                 snap.get("allocator_settings"), dict) else None}
-    if allocator_fields:
+    if allocator_fields and not entries:
+        info.update(reference=None, peak_reserved_bytes=None, reserved_at_end_bytes=reserved_end,
+                    why_no_reference="it has no trace entries (recorded without "
+                    "_record_memory_history, or an empty ring buffer): its segments hold memory "
+                    "cached for allocations it does not show")
+    elif allocator_fields:
         peak = max([start] + [int(x) for x in after[:len(entries)]])
         info.update(reference="the snapshot's cudaMalloc'd segments",
                     peak_reserved_bytes=int(peak), reserved_at_end_bytes=reserved_end,
                     reserved_at_start_bytes=int(start))
+        # cudaMalloc failing: the caching allocator frees its cached segments (a run of
+        # segment_free) and retries (the segment_alloc right after); the GPU then held less
+        # than the reserved bytes before the run plus that segment
+        flushes, below = 0, None
+        i = 0
+        while i < len(entries):
+            if entries[i].get("action") != "segment_free":
+                i += 1
+                continue
+            j = i
+            while j < len(entries) and entries[j].get("action") == "segment_free":
+                j += 1
+            if j < len(entries) and entries[j].get("action") == "segment_alloc":
+                flushes += 1
+                b = int(after[i - 1] if i else start) + int(entries[j]["size"])
+                below = b if below is None else min(below, b)
+            i = j
+        info.update(cache_flushes=flushes, capacity_below_bytes=below)
     else:
         info.update(reference=None, peak_reserved_bytes=None,
                     why_no_reference="its segments carry no allocator fields and it has no "
@@ -315,6 +338,16 @@ def trace_of_snapshot(snap: dict, device: int | None = None, path: str = "snapsh
     tr = AllocTrace(tr.name, tr.kind, tr.address, tr.size, tr.time_ns, tr.block, stream, meta)
     info["peak_allocated_bytes"] = int(tr.live_bytes().max()) if tr.num_ops else 0
     return tr
+
+
+def pytorch_capacity(trace: AllocTrace) -> int | None:
+    """The GPU memory the recorded caching allocator had, where the snapshot shows it: after a
+    cache flush (cudaMalloc failed, every cached segment freed, the request retried) the GPU
+    held less than the reserved bytes before the flush plus the segment retried; the largest
+    capacity consistent with every flush (one byte under the least such sum). None: no flush
+    recorded (nothing bounds it)."""
+    b = (trace.meta.get("snapshot") or {}).get("capacity_below_bytes")
+    return None if b is None else int(b) - 1
 
 
 def pytorch_options(trace: AllocTrace) -> dict:
@@ -702,9 +735,12 @@ def snapshot_comparison(trace: AllocTrace, results) -> dict:
     out["measured_peak_allocated_bytes"] = info.get("peak_allocated_bytes")
     if info.get("why_no_reference"):
         out["why_no_reference"] = info["why_no_reference"]
+    out["cache_flushes"] = info.get("cache_flushes", 0)
+    out["capacity_below_bytes"] = info.get("capacity_below_bytes")
     pt = next((r for r in results if r.allocator == "pytorch"), None)
     if pt is not None:
         out["pytorch_options"] = dict(pt.options)
+        out["pytorch_capacity_bytes"] = pt.capacity
         out["pytorch_peak_reserved_bytes"] = pt.peak_reserved
         m = info.get("peak_reserved_bytes")
         out["pytorch_vs_measured"] = (pt.peak_reserved / m - 1.0) if m else None
@@ -723,12 +759,20 @@ def snapshot_text(trace: AllocTrace, results) -> str:
         return "\n".join(lines)
     lines.append(f"measured (the snapshot's segments): peak reserved {m / MiB:,.1f} MiB, peak "
                  f"allocated {c['measured_peak_allocated_bytes'] / MiB:,.1f} MiB")
+    if c["cache_flushes"]:
+        lines.append(f"the recorded allocator emptied its cache {c['cache_flushes']} times to "
+                     "retry a segment (cudaMalloc failed): its GPU held less than "
+                     f"{c['capacity_below_bytes'] / MiB:,.1f} MiB")
     if "pytorch_peak_reserved_bytes" in c:
         opts = {k: v for k, v in c["pytorch_options"].items()
                 if v != {"per_stream": False, "expandable_segments": False,
                          "max_split_size_mb": 0.0}.get(k)}
+        if c["pytorch_capacity_bytes"] is not None:
+            opts["capacity"] = (f"{c['pytorch_capacity_bytes'] / MiB:,.1f} MiB" if
+                                c["pytorch_capacity_bytes"] + 1 != c["capacity_below_bytes"]
+                                else f"just under {c['capacity_below_bytes'] / MiB:,.1f} MiB")
         lines.append("pytorch allocator here"
                      + (f" ({', '.join(f'{k}={v}' for k, v in opts.items())})" if opts else "")
                      + f": peak reserved {c['pytorch_peak_reserved_bytes'] / MiB:,.1f} MiB, "
-                     f"{100 * c['pytorch_vs_measured']:+.1f}% against the snapshot's")
+                     f"{100 * c['pytorch_vs_measured']:+.2f}% against the snapshot's")
     return "\n".join(lines)
