@@ -251,3 +251,28 @@ def test_kernel_times_of_another_gpu_are_flagged(tmp_path, capsys):
     assert basis["g10-artifact"].startswith("the G10 artifact's measured A100 kernel traces")
     assert "fixed per-kernel costs" in basis["a100-80-pcie4"]
     assert basis["a100-80-pcie4"] != basis["g10-artifact"]
+
+
+def test_decoder_profiles_name_their_graph_form():
+    """A decoder profile without `model.attention` / `model.pointwise` lines was measured on
+    the form before fused attention; the committed estimated profiles name the fused form
+    and apply to the default graph; a mismatch says which options to build with."""
+    from g10fast.workload.profile import (Profile, graph_options, read_profile,
+                                          workload_from_profile)
+    spec = find_model("gpt2-xl")
+    old = load_builtin_graph("gpt2-xl", 1, layers=1, seq_len=64, attention="materialized",
+                             pointwise="decomposed")
+    K = old.num_kernels
+    ones = np.ones(K)
+    prof = Profile("measured", "x", "gpt2-xl", 1, list(old.kernel_name), ones, ones, ones,
+                   np.zeros(K, np.int64), {})
+    assert graph_options(prof, spec) == {"attention": "materialized", "pointwise": "decomposed"}
+    assert graph_options(prof, find_model("bert-base")) == {}
+    new = load_builtin_graph("gpt2-xl", 1, layers=1, seq_len=64)
+    with pytest.raises(InputError, match="attention = 'materialized', pointwise = 'decomposed'"):
+        workload_from_profile(new, prof)
+    assert workload_from_profile(old, prof).num_kernels == K
+    root = Path(__file__).resolve().parents[1] / "kernels" / "g10-artifact"
+    est = read_profile(root / "gpt2-xl-b8.prof.gz")
+    assert graph_options(est, spec) == {"attention": "fused", "pointwise": "fused"}
+    assert est.names == list(load_builtin_graph("gpt2-xl", 8).kernel_name)

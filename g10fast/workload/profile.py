@@ -140,6 +140,16 @@ def graph_options(prof: Profile, spec) -> dict:
     return {k: prof.meta.get(f"model.{k}", v) for k, v in PROFILE_FORM_BEFORE.items()}
 
 
+def _form_hint(prof: Profile, g) -> str:
+    """For a decoder: the graph form the profile was measured on, as model options."""
+    if g.meta.get("family") not in ("gpt2", "llama"):
+        return ""
+    form = {k: prof.meta.get(f"model.{k}", v) for k, v in PROFILE_FORM_BEFORE.items()}
+    return (" (the profile follows the decoder's attention = " + repr(form["attention"])
+            + ", pointwise = " + repr(form["pointwise"]) + ": build the model with those "
+            "options, e.g. in the run file's [workload])")
+
+
 def profile_from_estimate(g, gpu, model_key: str, params=None, meta=None) -> Profile:
     from g10fast.workload.costmodel import estimate
     e = estimate(g, gpu, params)
@@ -156,11 +166,12 @@ def workload_from_profile(g, prof: Profile, freq_ghz: float = 1.2):
 
     if len(prof.names) != g.num_kernels:
         raise InputError(f"profile has {len(prof.names)} kernels, model {g.name} at batch "
-                         f"{g.batch_size} has {g.num_kernels}", param="kernel_times")
+                         f"{g.batch_size} has {g.num_kernels}" + _form_hint(prof, g),
+                         param="kernel_times")
     for k, (a, b) in enumerate(zip(prof.names, g.kernel_name)):
         if a != b:
-            raise InputError(f"kernel {k} is {a!r} in the profile but {b!r} in the model",
-                             param="kernel_times")
+            raise InputError(f"kernel {k} is {a!r} in the profile but {b!r} in the model"
+                             + _form_hint(prof, g), param="kernel_times")
     if prof.batch != g.batch_size:
         raise InputError(f"profile is for batch {prof.batch}, the run uses {g.batch_size}",
                          param="kernel_times")
