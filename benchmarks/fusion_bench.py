@@ -78,7 +78,8 @@ def main(argv=None) -> int:
             table = list(csv.DictReader(f))
         figure(rows, list(dict.fromkeys(r["policy"] for r in rows)), args.figure)
         summary_figure(table, args.figure.with_name("fusion-summary.png"))
-        bd = list(csv.DictReader(open(args.out / "fusion_breakdown.csv")))
+        with open(args.out / "fusion_breakdown.csv") as fh:
+            bd = list(csv.DictReader(fh))
         breakdown_figure(bd, args.figure.with_name("fusion-breakdown.png"))
         return 0
     from g10fast.policies import DEFAULT_POLICIES
@@ -202,7 +203,6 @@ def breakdown_figure(rows, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
     wls = list(dict.fromkeys(r["workload"] for r in rows))
     fig, ax = plt.subplots(figsize=(11, 4))
     parts = (("compute kernels", "#7f7f7f"), ("memory-intensive work", "#1f77b4"),

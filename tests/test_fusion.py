@@ -450,7 +450,7 @@ def test_host_timeline():
 def test_gain_breakdown_parts_sum_to_the_time_saved():
     from g10fast.workload.fusion import gain_breakdown, time_breakdown
     w = fwd()
-    kw = dict(launch_us=5.0, time_model="traffic_scaled")
+    kw = {"launch_us": 5.0, "time_model": "traffic_scaled"}
     a = time_breakdown(fuse(w, "xla", **kw), 1.2, host_launch_us=40.0)
     b = time_breakdown(fuse(w, "stitch", **kw), 1.2, host_launch_us=40.0)
     # xla: 5 kernels, stitch: 4; at 40 µs (48,000 cycles) per launch the host is behind
@@ -532,7 +532,7 @@ def test_lower_softmax_by_hand():
 
 def test_softmax_under_xla_and_stitch():
     w = softmax_graph()
-    kw = dict(launch_us=5.0)
+    kw = {"launch_us": 5.0}
     x = fuse(w, "xla", **kw)
     s = fuse(w, "stitch", **kw)
     k = fuse(w, "stitch", softmax="kernel", **kw)

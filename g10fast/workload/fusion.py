@@ -276,7 +276,8 @@ def _file_softmax_shapes(path: str) -> tuple:
     """Input shapes of every SoftmaxBasic record of a G10 operator-record file (format (b):
     `op_id type n id.. (rank d..)*n ---`), in file order."""
     try:
-        toks = open(path, encoding="utf-8").read().split()
+        with open(path, encoding="utf-8") as fh:
+            toks = fh.read().split()
     except (OSError, UnicodeDecodeError):
         return ()
     out = []
@@ -920,8 +921,7 @@ def gain_breakdown(before: dict, after: dict) -> dict:
             "traffic_bytes": (before["traffic_bytes"], after["traffic_bytes"])}
 
 
-__all__ = ["FUSE_MODES", "HOST_LAUNCH_US", "SOFTMAX_FORMS", "FusionOptions", "fuse",
-           "gain_breakdown", "lower_softmax", "softmax_rows",
-           "host_timeline", "kernel_classes", "kernel_flops", "kernel_overheads",
-           "kernel_phase", "kernel_traffic", "live_bytes", "op_class", "plan_groups",
-           "summary", "time_breakdown"]
+__all__ = ["FUSE_MODES", "FusionOptions", "HOST_LAUNCH_US", "SOFTMAX_FORMS", "fuse",
+           "gain_breakdown", "host_timeline", "kernel_classes", "kernel_flops", "kernel_overheads",
+           "kernel_phase", "kernel_traffic", "live_bytes", "lower_softmax", "op_class",
+           "plan_groups", "softmax_rows", "summary", "time_breakdown"]
