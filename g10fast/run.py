@@ -77,6 +77,9 @@ def workload_of(spec: RunSpec) -> Workload:
         s = spec.system
         w = fuse(w, spec.workload.fuse, freq_ghz=s.gpu_frequency_ghz,
                  hbm_gbps=s.gpu_hbm_gbps or None)
+    if spec.workload.recompute != "none":
+        from g10fast.workload.recompute import recompute
+        w = recompute(w, spec.workload.recompute)
     return w
 
 
@@ -106,7 +109,7 @@ def _preset_view(system) -> dict:
     return {"name": system.name,
             "gpu": {"model": system.gpu_model, "peak_tflops_fp32": system.gpu_peak_tflops_fp32,
                     "peak_tflops_bf16": system.gpu_peak_tflops_bf16,
-                    "hbm_gbps": system.gpu_hbm_gbps},
+                    "hbm_gbps": system.gpu_hbm_gbps, "cost_params": system.gpu_cost_params},
             "host": {"link_gbps": system.host_link_gbps}}
 
 

@@ -47,6 +47,9 @@ class WorkloadSource:
     model_options: tuple = ()
     files: tuple = ()
     fuse: str = "none"
+    #: activation checkpointing applied after the fusion pass (none | full | selective;
+    #: g10fast.workload.recompute)
+    recompute: str = "none"
 
     @property
     def shape(self) -> ArtifactShape:
@@ -66,13 +69,16 @@ class WorkloadSource:
              "files": dict(self.files)}
         if self.fuse != "none":     # absent when off: the hashes of unfused specs stay as they were
             d["fuse"] = self.fuse
+        if self.recompute != "none":
+            d["recompute"] = self.recompute
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "WorkloadSource":
         return cls(d["kind"], d["model"], int(d["batch"]), d.get("kernel_times", "estimated"),
                    tuple(sorted(d.get("model_options", {}).items())),
-                   tuple(sorted(d.get("files", {}).items())), d.get("fuse", "none"))
+                   tuple(sorted(d.get("files", {}).items())), d.get("fuse", "none"),
+                   d.get("recompute", "none"))
 
 
 @dataclass(frozen=True)
@@ -155,6 +161,10 @@ def make_spec(workload: WorkloadSource, system: System, policy: str, options: di
         if workload.fuse not in FUSE_MODES:
             raise InputError(f"unknown fusion mode {workload.fuse!r} (known: "
                              f"{', '.join(FUSE_MODES)})", param="workload.fuse")
+        from g10fast.workload.recompute import MODES as RECOMPUTE_MODES
+        if workload.recompute not in RECOMPUTE_MODES:
+            raise InputError(f"unknown recomputation {workload.recompute!r} (known: "
+                             f"{', '.join(RECOMPUTE_MODES)})", param="workload.recompute")
     except InputError as e:
         raise _where(e, source or None) from None
     return RunSpec(workload, system, PolicySpec(rec.name, opts), engine, source)

@@ -67,7 +67,12 @@ class System:
     gpu_peak_tflops_fp32: float = 0.0
     gpu_peak_tflops_bf16: float = 0.0
     gpu_model: str = ""
+    #: the cost-model parameter file for this GPU's kernel times (the preset's
+    #: `gpu.cost_params`, g10fast.workload.costmodel.Gpu.params); "" picks by gpu_model
+    gpu_cost_params: str = ""
     name: str = ""                  # the preset's name, "" for a G10 config
+    #: data-parallel ranks (GPUs of the preset's [node]; the ranks engine; `--gpus N`)
+    gpus: int = 1
 
     def __post_init__(self):
         if self.gpu_link_gbps is None:
@@ -76,6 +81,8 @@ class System:
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 raise InputError(f"must be a finite number, got {v!r}", param=p)
+        if isinstance(self.gpus, bool) or not isinstance(self.gpus, int) or self.gpus < 1:
+            raise InputError(f"must be an integer >= 1, got {self.gpus!r}", param="system.gpus")
         if int(self.batch_pages) != self.batch_pages:
             raise InputError(f"must be an integer, got {self.batch_pages!r}",
                              param=PARAM["batch_pages"])
@@ -116,7 +123,12 @@ class System:
         return dataclasses.replace(self, **kw)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        # fields added later leave the dict (and so every spec hash) as before at their default
+        for k, default in (("gpus", 1), ("gpu_cost_params", "")):
+            if d[k] == default:
+                del d[k]
+        return d
 
     # -- conversions -------------------------------------------------------------------------
     @classmethod
@@ -141,7 +153,9 @@ class System:
                    fault_latency_us=u["fault_latency_us"], gpu_hbm_gbps=g.get("hbm_gbps", 0.0),
                    gpu_peak_tflops_fp32=g.get("peak_tflops_fp32", 0.0),
                    gpu_peak_tflops_bf16=g.get("peak_tflops_bf16", 0.0),
-                   gpu_model=str(g.get("model", "")), name=str(preset.get("name", "")))
+                   gpu_model=str(g.get("model", "")),
+                   gpu_cost_params=str(g.get("cost_params", "")),
+                   name=str(preset.get("name", "")))
 
     @classmethod
     def from_g10(cls, cfg) -> "System":

@@ -44,7 +44,10 @@ DEFAULT_POLICIES = tuple(r.name for r in records() if r.engine != "driver")
 register_engine(EngineRecord("swap", "g10fast.run:run_swap_engine",
                              "trace-driven swap plans (SINGA, AppObMem) run on the tensor "
                              "engine as host-link hints, placed by an offset-level allocator"))
-SEED = ("trace_swap",)
+register_engine(EngineRecord("ranks", "g10fast.engine.ranks:run_ranks_engine",
+                             "N data-parallel GPUs of a node as one rank: collectives on its "
+                             "links, the CPU's optimizer, PCIe and NVMe (DeepSpeed's ZeRO)"))
+SEED = ("trace_swap", "zero")
 for _m in SEED:
     _mod = importlib.import_module(f"g10fast.policies.{_m}")
     for _rec in getattr(_mod, "RECORDS", None) or (_mod.RECORD,):

@@ -4,8 +4,9 @@ on the paper's kinds of workload that g10fast has, and what the gain is made of.
 
 The papers evaluate TensorFlow models on GPUs of their time: BERT training, Transformer,
 DIEN (recommendation), ASR (speech) and CRNN (OCR), in training and inference (the
-abstracts; shared/specs/seed-policies.md §4.1, §4.4). g10fast has the transformers (BERT and
-a Transformer-base built from the BERT family with Vaswani et al.'s base sizes), neither the
+abstracts; shared/specs/seed-policies.md §4.1, §4.4). g10fast has the transformers (BERT, and
+a Transformer-base encoder built from the BERT family with Vaswani et al.'s base sizes: the
+translation model's decoder and its step-by-step decoding are not built), neither the
 recurrent nor the recommendation models. Kernel times are the cost model's on the H100 SXM5
 whose kernels were measured (kernels/h100-sxm5-measured/, data/costmodel/h100-sxm5.toml):
 the one GPU whose small-kernel fixed costs g10fast has measured; the papers' GPU is not
@@ -20,6 +21,7 @@ host (CPU-GPU switches); `gain_breakdown` says which part the speed-up comes fro
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -44,11 +46,8 @@ def paper_workload(label: str):
     """(Workload, RunSpec) of one PAPER_WORKLOADS entry, unfused."""
     from g10fast.run import workload_of
     from g10fast.spec import builtin_spec
-    from g10fast.workload.inference import forward_only
-
-    import dataclasses
-
     from g10fast.workload.builtin import find_model
+    from g10fast.workload.inference import forward_only
 
     _, model, batch, opts, inference = next(p for p in PAPER_WORKLOADS if p[0] == label)
     spec = builtin_spec(model, batch, GPU_PRESET, "lru", model_options=dict(opts))
