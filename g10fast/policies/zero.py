@@ -66,6 +66,16 @@ class Options:
     #: `--bind_cores_to_rank`: each rank's OpenMP pool on its own physical cores (launcher
     #: default: off)
     bind_cores: bool = False
+    #: `offload_optimizer.device` / `offload_param.device` of a stage-3 policy ("": the
+    #: policy's own: cpu for zero3-offload, nvme for zero-infinity; "none", "cpu", "nvme")
+    optimizer_device: str = ""
+    param_device: str = ""
+    #: where the pinned optimizer buffers (fp32 master, gradient, 16-bit staging) live:
+    #: "deepspeed" (the launcher binds memory with numactl -m only when a rank's cores lie in
+    #: one NUMA node, DS:deepspeed/utils/numa.py; otherwise the buffers stay where the
+    #: allocating thread first touched them, one NUMA node) or "spread" (over every node of
+    #: the rank's cores, as an interleaved allocation would) [ours]
+    host_memory_placement: str = "deepspeed"
 
     def check(self):
         for k in ("reduce_bucket_size", "prefetch_bucket_size", "max_live_parameters",
@@ -78,6 +88,10 @@ class Options:
         for k in ("buffer_count", "optimizer_buffer_count"):
             if getattr(self, k) < 1:
                 raise InputError(f"must be >= 1, got {getattr(self, k)!r}", param=f"policy.{k}")
+        for k in ("optimizer_device", "param_device"):
+            if getattr(self, k) not in ("", "none", "cpu", "nvme"):
+                raise InputError(f"must be none, cpu or nvme, got {getattr(self, k)!r}",
+                                 param=f"policy.{k}")
         if not self.pageable_slowdown >= 1:
             raise InputError(f"must be >= 1, got {self.pageable_slowdown!r}",
                              param="policy.pageable_slowdown")
@@ -86,7 +100,12 @@ class Options:
 def _mode(stage: int, opt: str, param: str):
     def engine_mode(o: Options, engine=None) -> ZeroMode:
         overlap = (stage == 3) if o.overlap_comm == -1 else bool(o.overlap_comm)
-        m = ZeroMode(stage=stage, offload_optimizer=opt, offload_param=param,
+        if stage == 2 and (o.optimizer_device or o.param_device):
+            raise InputError("the devices are stage 3's (zero3-offload, zero-infinity); "
+                             "zero-offload puts the optimizer on the CPU, zero2 nothing",
+                             param="policy.optimizer_device")
+        m = ZeroMode(stage=stage, offload_optimizer=o.optimizer_device or opt,
+                     offload_param=o.param_device or param,
                      reduce_bucket_size=o.reduce_bucket_size, overlap_comm=overlap,
                      use_multi_rank_bucket_allreduce=o.use_multi_rank_bucket_allreduce,
                      pin_memory=o.pin_memory, prefetch_bucket_size=o.prefetch_bucket_size,
@@ -98,7 +117,8 @@ def _mode(stage: int, opt: str, param: str):
                      pipeline_read=o.pipeline_read, pipeline_write=o.pipeline_write,
                      h2d_fetch_blocking=o.h2d_fetch_blocking,
                      sync_before_allgather=o.sync_before_allgather, bind_cores=o.bind_cores,
-                     pageable_slowdown=o.pageable_slowdown)
+                     pageable_slowdown=o.pageable_slowdown,
+                     host_memory_placement=o.host_memory_placement)
         m.check()
         return m
     return engine_mode

@@ -7,7 +7,7 @@ socket's memory bandwidth, the NVMe set)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 
 from g10fast.engine.ranks.cpu import CpuPool
 from g10fast.errors import InputError
@@ -31,6 +31,7 @@ class Node:
     nvme_write_gbps: float        # the NVMe set, write (GB/s)
     host_sync_us: float           # a host wait on the GPU (cudaStreamSynchronize + tiny copy)
     launch_us: float              # host time to launch one kernel from PyTorch eager
+    numa_nodes_per_socket: int = 1   # NUMA nodes a socket is split into (AMD's NPS setting)
 
     def pcie_share_gbps(self, ranks: int) -> float:
         """Per-direction host-link bandwidth of one rank when every rank copies at once: its
@@ -39,7 +40,10 @@ class Node:
         behind = min(self.gpus_per_pcie_uplink, max(1, ranks))
         return min(self.pcie_gbps, self.pcie_uplink_gbps / behind)
 
-    def cpu_pool(self, ranks: int, bind_cores: bool) -> CpuPool:
+    def cores_per_numa(self) -> int:
+        return max(1, self.cores_per_socket // self.numa_nodes_per_socket)
+
+    def cpu_pool(self, ranks: int, bind_cores: bool, placement: str = "deepspeed") -> CpuPool:
         """The cores one rank's optimizer uses. `bind_cores` (DeepSpeed's --bind_cores_to_rank,
         DS:deepspeed/utils/numa.py): each local rank gets total physical cores // ranks
         contiguous cores and OMP_NUM_THREADS of that; its memory bandwidth is its share of the
@@ -55,8 +59,16 @@ class Node:
                                                               self.cores_per_socket else 1)
         else:
             share = self.cpu_sockets * self.dram_gbps_per_socket / ranks
+        # the pinned buffers (fp32 master and gradient, 16-bit staging): DeepSpeed's launcher
+        # binds memory (numactl -m) only when a rank's cores lie in one NUMA node
+        # (DS:deepspeed/utils/numa.py); otherwise they are where the thread that allocated
+        # and first touched them runs: one NUMA node, whose bandwidth they share
+        node_gbps = self.dram_gbps_per_socket / self.numa_nodes_per_socket
+        spans = (cores > self.cores_per_numa()) if bind_cores else \
+            (self.cpu_sockets * self.numa_nodes_per_socket > 1)
+        pinned = node_gbps if (placement == "deepspeed" and spans) else share
         return CpuPool(cores, self.cpu_ghz, self.simd_fp32_lanes, self.per_core_dram_gbps,
-                       share)
+                       share, min(pinned, share))
 
 
 def node_of(preset: dict) -> Node:
@@ -70,7 +82,7 @@ def node_of(preset: dict) -> Node:
                          path=str(where), param="node")
     vals = {}
     for f in fields(Node):
-        v = d.get(f.name)
+        v = d.get(f.name, f.default if f.default is not MISSING else None)
         kind = int if f.type in ("int", int) else float
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
                 or v <= 0 or (kind is int and int(v) != v):

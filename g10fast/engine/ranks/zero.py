@@ -62,6 +62,7 @@ class ZeroMode:
     sync_before_allgather: bool = False
     bind_cores: bool = False
     pageable_slowdown: float = 6.0
+    host_memory_placement: str = "deepspeed"
 
     def check(self):
         if self.stage not in (2, 3):
@@ -70,6 +71,9 @@ class ZeroMode:
             v = getattr(self, k)
             if v not in ("none", "cpu", "nvme"):
                 raise InputError(f"must be none, cpu or nvme, got {v!r}", param=k)
+        if self.host_memory_placement not in ("deepspeed", "spread"):
+            raise InputError(f"must be deepspeed or spread, got {self.host_memory_placement!r}",
+                             param="host_memory_placement")
         if self.stage == 2 and self.offload_param != "none":
             raise InputError("parameters are offloaded by stage 3 only", param="offload_param")
         if self.stage == 2 and self.offload_optimizer == "nvme":
@@ -91,17 +95,18 @@ class ZeroView:
     dtype_bytes: int
 
 
-def kernel_phase(names) -> np.ndarray:
-    """FWD / BWD / OPT per kernel name: the optimizer's op class, `_Backward` in the name,
-    else forward (the loss included)."""
+def kernel_phase(w) -> np.ndarray:
+    """FWD / BWD / OPT per kernel: the workload's phases (`meta["kernel_phase"]`, as a
+    capture or a pass records them), else read off the kernel names
+    (g10fast.workload.fusion.kernel_phase; the optimizer's op class counts as the update)."""
     from g10fast.workload.costmodel import op_class_of
+    from g10fast.workload.fusion import kernel_phases
 
-    out = np.zeros(len(names), np.int8)
-    for k, n in enumerate(names):
+    code = {"forward": FWD, "backward": BWD, "update": OPT}
+    out = np.array([code.get(p, FWD) for p in kernel_phases(w)], np.int8)
+    for k, n in enumerate(w.kernel_name):
         if op_class_of(n) == "optimizer":
             out[k] = OPT
-        elif "Backward" in n or "backward" in n:
-            out[k] = BWD
     return out
 
 
@@ -111,7 +116,7 @@ def zero_view(w, f_hz: float) -> ZeroView:
     and an optimizer kernel updates; its gradient is the optimizer kernel's input that a
     backward kernel writes."""
     K, T = w.num_kernels, w.num_tensors
-    phase = kernel_phase(w.kernel_name)
+    phase = kernel_phase(w)
     if not (phase == OPT).any():
         raise InputError("the workload has no optimizer kernels: ZeRO partitions an "
                          "optimizer's state (use a training step)", param="workload")
@@ -195,7 +200,7 @@ class _Step:
             # pageable host memory: the runtime stages every copy; DeepSpeed PR #5301
             # measured the offload copy 6x faster once pinned (4-5x on 8 GPUs)
             self.pcie /= mode.pageable_slowdown
-        self.pool = node.cpu_pool(ranks, mode.bind_cores)
+        self.pool = node.cpu_pool(ranks, mode.bind_cores, mode.host_memory_placement)
         self.nvme_r = node.nvme_read_gbps * 1e9 / ranks
         self.nvme_w = node.nvme_write_gbps * 1e9 / ranks
         self.gpu_opt_scale = gpu_opt_scale

@@ -1,0 +1,204 @@
+"""The ranks engine (g10fast/engine/ranks): its timeline against a plain twin, the collective,
+CPU and node models by hand-worked numbers, ZeRO steps' invariants (bytes moved, memory,
+phases), and the recomputation pass."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from g10fast.api import builtin_spec
+from g10fast.engine.ranks import cpu as cm
+from g10fast.engine.ranks.collectives import collective_ns
+from g10fast.engine.ranks.node import node_of
+from g10fast.engine.ranks.timeline import Timeline
+from g10fast.errors import InputError
+from g10fast.hardware import load_preset
+from g10fast.run import run
+
+
+def schedule_py(ops):
+    """The twin: (resource, duration, deps) in issue order -> end times. An operation starts
+    at the latest of its resource's previous end and its dependencies' ends."""
+    free, ends = {}, []
+    for res, dur, deps in ops:
+        s = max([free.get(res, 0)] + [ends[d] for d in deps])
+        ends.append(s + int(math.ceil(dur)))
+        free[res] = ends[-1]
+    return ends
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_timeline_equals_twin(seed):
+    rng = np.random.default_rng(seed)
+    ops = []
+    for i in range(300):
+        deps = tuple(int(d) for d in rng.choice(i, size=min(i, int(rng.integers(0, 4))),
+                                                 replace=False)) if i else ()
+        ops.append((["gpu", "h2d", "cpu", "host"][int(rng.integers(0, 4))],
+                    float(rng.uniform(0, 1000)), deps))
+    tl = Timeline()
+    for r, d, deps in ops:
+        tl.add(r, d, deps)
+    assert tl.finish == schedule_py(ops)
+    assert tl.makespan == max(tl.finish)
+    assert tl.busy() == sum(f - s for s, f in zip(tl.start, tl.finish))
+
+
+def test_collectives_by_hand():
+    # all-reduce of 1 GB over 2 ranks at 230 GB/s: NCCL ring/Simple latency 8.4 + 2 x 3.4 us,
+    # 2 (n-1)/n x 1e9 / 230e9 s
+    assert collective_ns("all_reduce", 1e9, 2, 230.0) == pytest.approx(
+        (15.2e-6 + 1e9 / 230e9) * 1e9, abs=1)
+    # all-gather of 8 GB over 8 ranks: 7 steps, (7/8) x 8e9 / 370e9
+    assert collective_ns("all_gather", 8e9, 8, 370.0) == pytest.approx(
+        ((8.4 + 7 * 3.4) * 1e-6 + 7e9 / 370e9) * 1e9, abs=1)
+    assert collective_ns("reduce_scatter", 1e9, 1, 230.0) == 0
+    with pytest.raises(InputError, match="tree"):
+        collective_ns("all_gather", 1e9, 4, 230.0, algorithm="tree")
+
+
+def test_cpu_adam_by_hand():
+    pool = cm.CpuPool(cores=64, ghz=2.25, simd_lanes=8, per_core_gbps=20.0,
+                      bandwidth_gbps=160.0)
+    # 1e9 elements x 28 B at 160 GB/s (memory-bound: compute is 1e9 / 8 x 12 cycles over
+    # 64 x 2.25 GHz = 10.4 ms), plus 8 tiles' fork/join of 5 us
+    assert cm.adam_ns(1e9, pool) == pytest.approx((28e9 / 160e9 + 8 * 5e-6) * 1e9, abs=1)
+    # a 2-core pool is bound by its cores' bandwidth
+    small = dataclasses.replace(pool, cores=2)
+    assert cm.unscale_ns(1e6, small) == pytest.approx((8e6 / 40e9 + 5e-6) * 1e9, abs=1)
+    # compute-bound: 1 lane, 1 core, a slow clock
+    slow = cm.CpuPool(1, 0.1, 1, 1000.0, 1000.0)
+    assert cm.adam_ns(1e6, slow) == pytest.approx((1e6 * 12 / 0.1e9 + 5e-6) * 1e9, abs=1)
+
+
+def test_node_shares():
+    node = node_of(load_preset("dgx-a100-40"))
+    # two GPUs behind one PCIe switch share its 25 GB/s uplink; one alone has it
+    assert node.pcie_share_gbps(1) == 25.0 and node.pcie_share_gbps(2) == 12.5
+    # bound cores: 2 ranks get a socket each (64 cores, its 160 GB/s); 4 ranks two per socket
+    assert node.cpu_pool(2, True).cores == 64 and node.cpu_pool(2, True).gbps == 160.0
+    assert node.cpu_pool(4, True).cores == 32 and node.cpu_pool(4, True).gbps == 80.0
+    # the pinned buffers of a rank whose 64 cores span four NUMA nodes stay on one node:
+    # 160 / 4 GB/s; on a spread placement, the pool's 160
+    assert node.cpu_pool(2, True).pinned == 40.0
+    assert node.cpu_pool(2, True, "spread").pinned == 160.0
+    # 8 ranks of 16 cores: each in one node, memory bound there (numactl -m): the pool's own
+    assert node.cpu_pool(8, True).pinned == node.cpu_pool(8, True).gbps == 40.0
+    # Adam over 1e9 elements: 12 B pinned at 40 GB/s bind it (0.3 s), not 28 B at 160
+    assert cm.adam_ns(1e9, node.cpu_pool(2, True)) == pytest.approx(
+        (12e9 / 40e9 + 8 * 5e-6) * 1e9, abs=1)
+    with pytest.raises(InputError, match=r"\[node\]"):
+        node_of(load_preset("h100-sxm5"))
+
+
+def _run(model, policy, gpus=2, system="dgx-a100-40", batch=1, recompute="none",
+         model_options=None, **options):
+    s = builtin_spec(model, batch, system, policy, options=options or None,
+                     model_options=model_options)
+    s = s.replace(system=s.system.replace(gpus=gpus),
+                  workload=dataclasses.replace(s.workload, recompute=recompute))
+    return run(s)
+
+
+SMALL = {"layers": 4, "seq_len": 128}
+
+
+def test_zero_offload_moves_what_deepspeed_moves():
+    r = _run("qwen2.5-1.5b", "zero-offload", model_options=SMALL)
+    assert r["status"] == "ok" and r["engine"] == "ranks"
+    N = r["parameters"]
+    Np = -(-N // 2)
+    b = r["breakdown"]
+    # fp32 gradients of the owned slices down (4 B an element), the 16-bit partition up
+    assert b["d2h_bytes"] == 4 * Np and b["h2d_bytes"] == 2 * Np
+    # the step is at least its serial parts: compute, then the CPU step, then the copy up
+    assert b["step_s"] >= b["compute_s"] + b["cpu_step_s"] + b["h2d_s"] - 1e-9
+    node = node_of(load_preset("dgx-a100-40"))
+    pool = node.cpu_pool(2, False)
+    assert b["cpu_step_s"] == pytest.approx(
+        (cm.unscale_ns(Np, pool) + cm.adam_ns(Np, pool) + cm.cast_ns(Np, pool)) / 1e9)
+    # one inf/nan host sync per owned parameter (and as many norm .item()s) and 3 more
+    assert b["host_syncs"] >= 2 * 1
+    its = r["iterations"][0]
+    assert its["exe_time_s"] == pytest.approx(b["step_s"], rel=1e-6)
+    # without offload nothing crosses PCIe and the step is shorter
+    z2 = _run("qwen2.5-1.5b", "zero2", model_options=SMALL)
+    assert z2["breakdown"]["d2h_bytes"] == 0 and z2["breakdown"]["step_s"] < b["step_s"]
+
+
+def test_stage3_fetches_partitions_and_blocking_costs():
+    r = _run("qwen2.5-1.5b", "zero3-offload", gpus=4, model_options=SMALL)
+    b = r["breakdown"]
+    assert r["status"] == "ok" and b["fetches"] > 0 and b["h2d_bytes"] > 0
+    # every fetch copies this rank's partition (1/4, rounded up) of a parameter
+    assert b["h2d_bytes"] % 2 == 0
+    quiet = _run("qwen2.5-1.5b", "zero3-offload", gpus=4, model_options=SMALL,
+                 h2d_fetch_blocking=False)
+    assert quiet["breakdown"]["step_s"] <= b["step_s"]
+    assert quiet["breakdown"]["host_syncs"] < b["host_syncs"]
+
+
+def test_out_of_memory_is_a_failed_result():
+    r = _run("qwen2.5-3b", "zero2", batch=4)
+    assert r["status"] == "failed"
+    assert "out of GPU memory" in r["failure"]["reason"]
+    assert r["memory"]["gpu_bytes_needed"] > r["memory"]["gpu_bytes_available"]
+
+
+def test_bad_settings():
+    with pytest.raises(InputError, match="ranks on a node of 8"):
+        _run("qwen2.5-1.5b", "zero2", gpus=9, model_options=SMALL)
+    with pytest.raises(InputError, match="stage 3"):
+        _run("qwen2.5-1.5b", "zero-offload", model_options=SMALL, optimizer_device="nvme")
+    with pytest.raises(InputError, match=r"\[node\]"):
+        _run("qwen2.5-1.5b", "zero2", gpus=1, system="h100-sxm5", model_options=SMALL)
+
+
+def test_recompute_full_drops_activations_and_repeats_the_forward():
+    from g10fast.engine.ranks.zero import zero_view
+    from g10fast.workload.recompute import recompute
+
+    spec = builtin_spec("qwen2.5-1.5b", 2, "dgx-a100-40", "zero2", model_options=SMALL)
+    from g10fast.run import workload_of
+    w = workload_of(spec)
+    r = recompute(w, "full")
+    info = r.meta["recompute"]
+    assert info["segments"] == 4                   # the four layers; not the embedding or head
+    assert r.num_kernels == w.num_kernels + info["kernels_added"]
+    assert int(r.exec_cycles.sum()) == int(w.exec_cycles.sum()) + info["recomputed_cycles"]
+    v0, v1 = zero_view(w, 1.2e9), zero_view(r, 1.2e9)
+    assert v1.activation_peak < v0.activation_peak
+    assert int(v1.numel.sum()) == int(v0.numel.sum())
+    # every tensor a kernel reads exists by then: a weight, or written by an earlier kernel
+    seen = set(np.flatnonzero(np.asarray(r.is_global)).tolist())
+    for k in range(r.num_kernels):
+        consts = [t for t in r.inputs(k) if t not in seen]
+        for t in consts:     # graph inputs (data, constants) are never written: first use
+            assert not any(t in set(r.outputs(j).tolist()) for j in range(k, r.num_kernels))
+        seen.update(r.outputs(k).tolist())
+        seen.update(r.inputs(k).tolist())
+    # the backward reads no forward activation of a checkpointed layer any more
+    assert recompute(w, "none") is w
+    with pytest.raises(InputError, match="recomputation"):
+        recompute(w, "partial")
+
+
+def test_timeline_json(tmp_path):
+    import json
+
+    from g10fast.engine.ranks import timeline_json
+    r = _run("qwen2.5-1.5b", "zero-offload", model_options=SMALL)
+    path = timeline_json(r, tmp_path / "t.json")
+    ev = json.loads(open(path).read())["traceEvents"]
+    tracks = {e["args"]["name"] for e in ev if e.get("name") == "thread_name"}
+    assert {"CPU: optimizer cores", "PCIe: host -> GPU", "PCIe: GPU -> host",
+            "NVLink: collectives stream", "GPU: compute stream"} <= tracks
+    slices = [e for e in ev if e["ph"] == "X"]
+    cpu = [e for e in slices if e["cat"] == "cpu"]
+    assert {e["name"] for e in cpu} == {"unscale and clip", "CPU Adam", "fp32 -> 16-bit cast"}
+    assert sum(e["args"].get("bytes", 0) for e in slices if e["cat"] == "d2h") == \
+        r["breakdown"]["d2h_bytes"]
