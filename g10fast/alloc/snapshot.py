@@ -330,7 +330,7 @@ def trace_of_snapshot(snap: dict, device: int | None = None, path: str = "snapsh
     tr = _resolve(path, name, kinds, addrs, sizes, times, lines,
                   {"source": path, "format": "pytorch-memory-snapshot", "snapshot": info})
     meta = dict(tr.meta, frames_of_op=frames)
-    if allocator_fields:
+    if info["peak_reserved_bytes"] is not None:
         ent = np.asarray(lines, np.int64)
         r = np.where(np.arange(len(kinds)) < n_pre, start,
                      after[ent] if len(entries) else start)
