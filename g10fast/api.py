@@ -52,8 +52,10 @@ def simulate(model, batch: int | None = None, system="g10-artifact", policy="lru
     return run(spec, workload=workload, progress=progress, trace_path=trace_path)
 
 
-def run_specs(specs, progress_factory=None) -> list[dict]:
-    """Run several specs; those of one workload source share the built workload."""
+def run_specs(specs, progress_factory=None, *, check: bool | str = False,
+              bound: str | dict = "window") -> list[dict]:
+    """Run several specs; those of one workload source share the built workload. `check` and
+    `bound` as in `g10fast.run.run`, for every spec (`bound` a dict: per policy name)."""
     from g10fast.run import run, workload_of
     out, cache = [], {}
     for spec in specs:
@@ -63,7 +65,8 @@ def run_specs(specs, progress_factory=None) -> list[dict]:
         if key not in cache:
             cache[key] = workload_of(spec)
         prog = progress_factory(spec.policy.name) if progress_factory else None
-        out.append(run(spec, workload=cache[key], progress=prog))
+        b = bound.get(spec.policy.name, "window") if isinstance(bound, dict) else bound
+        out.append(run(spec, workload=cache[key], progress=prog, check=check, bound=b))
     return out
 
 

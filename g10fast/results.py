@@ -157,9 +157,11 @@ def tensor_result(spec, model: str, w, run, plan_failure, plan_info, f_hz: float
                   page_size: int) -> dict:
     """The result of a tensor-engine run (or of a plan that failed before it)."""
     from g10fast.engine import tensor_kernels as tk
-    cap = run.capacity_pages if run is not None else int(float(spec.system.gpu_memory_gb) * 2**18)
+    # the workload against the GPU's own memory (the engine's capacity, `system.capacity_pages`,
+    # is 4x that for the GDS variants, O-32: not what "x% of the GPU" means)
+    gpu_pages = int(float(spec.system.gpu_memory_gb) * 2**18)
     res = new_result(spec, "tensor", model)
-    res.update({"failure": None, "plan": plan_info, "workload": workload_summary(w, cap),
+    res.update({"failure": None, "plan": plan_info, "workload": workload_summary(w, gpu_pages),
                 "system": run.params if run is not None else {}, "warnings": {}})
     if run is None:
         res["status"] = "failed"

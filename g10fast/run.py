@@ -146,13 +146,17 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
     the order the engine processes them (O-18, docs/tensor-order.md); None: ascending ids.
     `vitality`: the workload's vitality analysis, if at hand. `check`: assert the engine's
     invariants at every kernel boundary (an InvariantError names the kernel and the
-    invariant); the result is the same. `bound`: "window" (the window and traffic bounds,
-    always), or "lp": also the checkpoint LP (page and tensor engines; SciPy, seconds;
-    docs/bounds.md), the bound the larger. `trace_compression`: the event trace's chunks,
+    invariant; docs/invariants.md): True or "state", or "full" (the page engine's event-stream
+    sums and a page-table scan at every check: tens of times slower); the result is the
+    same. `bound`: "window" (the window and traffic bounds, always), or "lp": also the
+    checkpoint LP (page and tensor engines; SciPy, seconds; docs/bounds.md), the bound the
+    larger. `trace_compression`: the event trace's chunks,
     "deflate" (default) or "none" (faster to write, larger; docs/trace-format.md)."""
     t0 = time.perf_counter()
     if bound not in ("window", "lp"):
         raise InputError(f"must be window or lp, got {bound!r}", param="--bound")
+    from g10fast.engine.page_check import check_level
+    level = check_level(check)
     if not isinstance(spec, RunSpec):
         spec = from_g10_config(spec)
     rec = spec.record
@@ -178,7 +182,7 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
         writer.set_kernel_times(_perturbed(w, spec.engine).exec_cycles)   # stalls (docs/perfetto.md)
     try:
         result = runner(spec, rec, ctx, plan=plan, trace=writer, progress=progress,
-                        required_order=required_order, check=check)
+                        required_order=required_order, check=level)
         if spec.workload.kind == "builtin":
             result["system_preset"] = spec.system.name or None
             result["kernel_times"] = spec.workload.kernel_times
@@ -196,8 +200,9 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
         if writer is not None:
             writer.abort()
         raise
-    if check:
+    if level is not None:
         result["invariants_checked"] = True
+        result["invariant_check_level"] = level
     if bound == "lp":
         _add_lp_bound(result, spec, rec, w)
     result["wall_seconds"] = time.perf_counter() - t0
@@ -271,6 +276,7 @@ def run_page_engine(spec: RunSpec, rec, ctx, *, plan=None, trace=None, progress=
                       reported_iteration(iterations), plan, required_order)
     if check:
         res["invariant_checks"] = page_run.extra["invariant_checks"]
+        res["page_table_scans"] = page_run.extra["page_table_scans"]
     from g10fast.analysis.bounds import bound_summary
     from g10fast.engine.bound_models import page_engine_model
     summary = bound_summary(page_engine_model(w_sim, page_run.params), w_sim,
@@ -326,12 +332,29 @@ def run_tensor_engine(spec: RunSpec, rec, ctx, *, plan=None, trace=None, progres
         alloc = _allocator_need(trun, w, spec.engine.allocator)
         res["gpu_memory_needed_bytes"] = int(alloc.peak_reserved)
         res["allocator"] = alloc.summary()
+        _allocator_fits(res, spec.engine.allocator, int(float(spec.system.gpu_memory_gb) * 2**30))
     from g10fast.analysis.bounds import bound_summary
     from g10fast.engine.bound_models import tensor_engine_model
     from g10fast.engine.tensor import exec_ms_of
     m = tensor_engine_model(w, spec.system, mode, compat_options(TensorOptions, spec.engine))
     summary = bound_summary(m, w, float(exec_ms_of(w, spec.system.gpu_frequency_ghz).sum()))
     return add_bound(res, summary, f_hz, unit_ms=True)
+
+
+def _allocator_fits(res: dict, allocator: str, gpu_bytes: int, detail: str = "") -> dict:
+    """A run whose allocator needs more GPU memory than the GPU has cannot run there: status
+    `failed` at stage `allocator`, the need in the reason (the engine's run stays in the
+    result: it is what the allocator placed)."""
+    need = int(res["gpu_memory_needed_bytes"])
+    if res["status"] == "ok" and need > gpu_bytes:
+        res["status"] = "failed"
+        res["failure"] = {"stage": "allocator",
+                          "reason": f"needs {need / 2**30:.3f} GiB of GPU memory ({allocator} on "
+                                    f"the run's allocations{detail}), the GPU has "
+                                    f"{gpu_bytes / 2**30:.3f} GiB",
+                          "tensor": None, "kernel": None, "kernel_name": None,
+                          "pages_needed": None, "free_pages": None, "largest_free_pages": None}
+    return res
 
 
 def _allocator_need(trun, w, name: str, absent_at_start=None):
@@ -450,15 +473,8 @@ def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
     if check:
         from g10fast.engine.tensor_check import check_tensor_run
         res["invariant_checks"] = n_checked + check_tensor_run(trun, w)
-    if res["status"] == "ok" and need > gpu_bytes:
-        res["status"] = "failed"
-        res["failure"] = {"stage": "allocator",
-                          "reason": f"needs {need / 2**30:.2f} GiB of GPU memory "
-                                    f"({allocator} on the run's allocations, load peak "
-                                    f"{p.peak_after / 2**30:.2f} GiB), the GPU has "
-                                    f"{gpu_bytes / 2**30:.2f} GiB",
-                          "tensor": None, "kernel": None, "kernel_name": None,
-                          "pages_needed": None, "free_pages": None, "largest_free_pages": None}
+    _allocator_fits(res, allocator, gpu_bytes,
+                    f", load peak {p.peak_after / 2**30:.3f} GiB")
     # the bound: Ideal (the plan is timed on the tensor engine with room for every tensor, so
     # no transfer window is provable), with the bound of the machine the swap planner
     # describes (the real GPU, two FIFO channels) beside it as `physical`

@@ -72,7 +72,7 @@ def test_a_broken_invariant_names_the_kernel_and_the_invariant():
     w = make_workload(1, n_kernels=6, n_tensors=12, max_pages=10)
     sp = page_params(_spec("lru", 60, 60).system, PageMode())
     sink = CountingSink()
-    chk = PageChecker(w, sp, sink)
+    chk = PageChecker(w, sp, sink, full=True)     # a scan at every check
     chk.init_ssd = 0                         # this hand-made page table holds no SSD pages
     S = np.zeros(pk.NS, dtype=np.int64)
     S[pk.S_CUR_KERNEL], S[pk.S_CUR_ITER], S[pk.S_GPU_USED] = 3, 1, 2
@@ -133,4 +133,49 @@ def test_check_on_artifact_sized_runs(model, batch, policy):
     plain = run(spec)
     assert res["iterations"] == plain["iterations"]
     assert res["invariant_checks"] >= 2 * res["workload"]["kernels"]
+    assert res["invariant_check_level"] == "state"
+    if policy != "ideal":
+        # the page table is read within a time budget, and always at the run's end
+        assert 1 <= res["page_table_scans"] <= res["invariant_checks"]
     assert checked_s > 0
+
+
+def test_state_check_runs_the_engine_untraced(monkeypatch):
+    """`check=True` ("state") runs the page engine without the event stream (its fast paths:
+    the counting sink is never made) unless the run writes a trace anyway; "full" adds the
+    stream's conservation sums and reads the page table at every check. Same results."""
+    import g10fast.engine.page_check as pc
+    w = _workload(4, 16, 40, 30)
+    spec = _spec("lru", 120, 400)
+    plain = run(spec, workload=w)
+    full = run(spec, workload=w, check="full")
+    assert full["invariant_check_level"] == "full"
+    assert full["page_table_scans"] == full["invariant_checks"] >= 2 * w.num_kernels
+    made = []
+    real = pc.CountingSink
+    monkeypatch.setattr(pc, "CountingSink", lambda inner=None: made.append(1) or real(inner))
+    state = run(spec, workload=w, check=True)
+    assert made == [] and state["invariant_check_level"] == "state"
+    assert 1 <= state["page_table_scans"] <= state["invariant_checks"] == full["invariant_checks"]
+    _same(plain, state)
+    _same(plain, full)
+    with pytest.raises(Exception, match="check"):
+        run(spec, workload=w, check="some")
+
+
+def test_broken_traffic_statistics_are_caught_without_the_event_stream():
+    from g10fast.engine import page_kernels as pk
+    from g10fast.engine.page import PageMode, page_params
+    from g10fast.engine.page_check import PageChecker
+
+    w = make_workload(1, n_kernels=6, n_tensors=12, max_pages=10)
+    chk = PageChecker(w, page_params(_spec("lru", 60, 60).system, PageMode()), None)
+    S = np.zeros(pk.NS, dtype=np.int64)
+    S[pk.S_CUR_KERNEL] = 2
+    pstate = np.zeros(w.num_pages, dtype=np.uint8)
+    pcie = np.zeros((2, pk.PC_COLS), dtype=np.int64)
+    pcie[1, [pk.PC_IN, pk.PC_IN_SSD, pk.PC_IN_CPU]] = 7, 3, 4
+    chk.check(S, pstate, pcie, 0)                    # 7 = 3 + 4: consistent
+    pcie[1, pk.PC_OUT] = 1                           # an eviction to nowhere
+    with pytest.raises(InvariantError, match=r"kernel 2 .*traffic: pages fetched \(evicted\)"):
+        chk.check(S, pstate, pcie, 0)

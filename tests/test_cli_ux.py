@@ -288,7 +288,8 @@ def test_comparison_figure_path(capsys, tmp_path, monkeypatch):
 
     import g10fast.api
 
-    monkeypatch.setattr(g10fast.api, "run_spec", lambda spec, progress_factory=None: _results())
+    monkeypatch.setattr(g10fast.api, "run_specs", lambda specs, progress_factory=None, **kw:
+                        _results())
     monkeypatch.chdir(tmp_path)
     (tmp_path / "runs").mkdir()
     rf = tmp_path / "runs" / "exp1.toml"
@@ -444,3 +445,164 @@ def test_sweep_progress_lines_from_the_cli(tmp_path):
     assert [(x["label"], x["done"], x["total"], x["unit"]) for x in got] == \
         [("sweep", "1", "2", "point"), ("sweep", "2", "2", "point")]
     assert "2 run (2 ok" in out.stdout
+
+
+# ------------------------------------------------------------------ issue 37: every flag applies
+def _small_run_file(tmp_path, policies, gpu_gb=1.0, name="r.toml"):
+    """ViT at batch 8 (1.1 GiB) on g10-artifact with `gpu_gb` of GPU memory."""
+    f = tmp_path / name
+    pol = (f"names = {policies!r}" if isinstance(policies, list) else f"name = {policies!r}")
+    f.write_text(f'[workload]\nmodel = "vit"\nbatch = 8\n[system]\npreset = "g10-artifact"\n'
+                 f'[system.overrides]\n"gpu.memory_gb" = {gpu_gb}\n[policy]\n'
+                 + pol.replace("'", '"') + "\n")
+    return f
+
+
+def _captured_comparison(monkeypatch):
+    """run_specs replaced: records the specs and the keywords it was called with."""
+    import g10fast.api
+    seen = {}
+
+    def fake(specs, progress_factory=None, **kw):
+        seen["specs"], seen["kw"] = list(specs), kw
+        return _results()
+    monkeypatch.setattr(g10fast.api, "run_specs", fake)
+    return seen
+
+
+def test_default_run_takes_the_system_flags_options_check_and_bound(capsys, monkeypatch,
+                                                                     tmp_path):
+    monkeypatch.chdir(tmp_path)
+    seen = _captured_comparison(monkeypatch)
+    assert main(["run", "--no-progress", "--no-figure", "--host-mem-gb", "64", "--ssd-gbps",
+                 "6.4", "--pcie-gbps", "32", "--option", "prefetch_degree=4", "--check",
+                 "--bound", "lp"]) == 0
+    out = capsys.readouterr().out
+    specs = seen["specs"]
+    assert [s.policy.name for s in specs][:2] == ["ideal", "lru"]
+    for s in specs:
+        assert s.system.ssd_bandwidth_gbps == 6.4
+        assert s.system.host_link_gbps == s.system.gpu_link_gbps == 32.0
+        assert s.system.gpu_memory_gb == 10.0                      # the default run's GPU
+        # G10-GDS runs without host memory (its record's override stays on top)
+        assert s.system.host_memory_gb == (0.0 if s.policy.name == "G10GDSSSD" else 64.0)
+        assert s.policy.options.__dict__.get("prefetch_degree", 4) == 4
+    assert next(s for s in specs if s.policy.name == "deepUM").policy.options.prefetch_degree \
+        == 4
+    assert seen["kw"]["check"] is True
+    assert set(seen["kw"]["bound"].values()) == {"lp"}              # all page or tensor engine
+    assert "--option prefetch_degree=4: applied to DeepUM+" in out
+    assert "system: --host-mem-gb 64, --ssd-gbps 6.4, --pcie-gbps 32" in out
+
+    assert main(["run", "--no-progress", "--no-figure", "--check-full"]) == 0
+    assert seen["kw"]["check"] == "full"
+    capsys.readouterr()
+
+    assert main(["run", "--no-progress", "--no-figure", "--system", "h100-80-pcie5"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("default run: built-in bert-base at batch 64 on the h100-80-pcie5 "
+                          "system, estimated kernel times")
+    assert {s.system.name for s in seen["specs"]} == {"h100-80-pcie5"}
+    assert seen["specs"][0].system.gpu_memory_gb == 80.0
+
+
+@pytest.mark.parametrize("argv,needles", [
+    (["--trace", "t.h5"], ["--trace writes one run's events", "comparison of 7 policies"]),
+    (["--plan", "p.csv"], ["--plan writes one policy's plan"]),
+    (["--plan-in", "p.csv"], ["--plan-in replays one plan"]),
+    (["--kernel-order", "k.config"], ["--kernel-order"]),
+    (["--trace-compression", "none"], ["--trace-compression", "goes with --trace"]),
+    (["--g10-root", "."], ["--g10-root cannot change the default run"]),
+    (["--option", "nope=1"], ["--option", "no policy of this run has an option 'nope'",
+                              "prefetch_degree"]),
+    (["--host-mem-gb", "-3"], ["--host-mem-gb", "must be"]),
+])
+def test_default_run_refuses_what_does_not_apply(capsys, monkeypatch, tmp_path, argv, needles):
+    monkeypatch.chdir(tmp_path)
+    seen = _captured_comparison(monkeypatch)
+    _bad(capsys, ["run", "--no-progress", "--no-figure", *argv], *needles)
+    assert "specs" not in seen                                     # refused before running
+
+
+def test_run_file_takes_the_flags(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    seen = _captured_comparison(monkeypatch)
+    rf = _small_run_file(tmp_path, ["ideal", "lru", "uvm"])
+    assert main(["run", str(rf), "--no-progress", "--no-figure", "--pcie-gbps", "8",
+                 "--bound", "lp"]) == 0
+    assert {s.system.host_link_gbps for s in seen["specs"]} == {8.0}
+    assert seen["kw"]["bound"] == {"ideal": "lp", "lru": "lp", "uvm": "window"}
+    assert "--bound lp: no LP for UVM (driver) (the LP models the page and tensor engines)" \
+        in capsys.readouterr().out
+    for argv, needles in ((["--workload", "w.h5"], ["--workload cannot change a run file"]),
+                          (["--trace", "t.h5"], ["--trace writes one run's events"]),
+                          (["--allocator", "cnmem"], ["--allocator", "no policy of this "
+                                                      "comparison places blocks"])):
+        _bad(capsys, ["run", str(rf), "--no-progress", *argv], *needles)
+    only_driver = _small_run_file(tmp_path, ["uvm", "tbnp"], name="d.toml")
+    _bad(capsys, ["run", str(only_driver), "--no-progress", "--bound", "lp"], "--bound",
+         "page and tensor engines")
+
+
+def test_one_policy_run_file_is_a_single_run_with_its_flags(capsys, tmp_path):
+    """--trace, --pcie-gbps, --bound lp (its LP shown) and --check on a run file of one
+    policy: the trace is written, the link is the flag's, the text names the LP."""
+    import json
+    rf = _small_run_file(tmp_path, "lru")
+    trace = tmp_path / "t.h5"
+    assert main(["run", str(rf), "--no-progress", "--trace", str(trace), "--pcie-gbps", "8",
+                 "--bound", "lp", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert trace.is_file() and f"event trace written to {trace}" in out
+    assert "bound (--bound lp)  LP " in out and "(optimal;" in out
+    assert main(["run", str(rf), "--no-progress", "--pcie-gbps", "8", "--check", "--json"]) == 0
+    slow = json.loads(capsys.readouterr().out)
+    assert slow["invariants_checked"] is True and slow["invariant_checks"] > 0
+    assert main(["run", str(rf), "--no-progress", "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    # g10-artifact's link is 15.754 GB/s: at 8 GB/s the link moves about half the bytes
+    # per cycle
+    assert slow["system"]["cpu_bpc"] == pytest.approx(plain["system"]["cpu_bpc"] * 8 / 15.754,
+                                                      rel=1e-3)
+
+
+# ------------------------------------------------------------------ issue 37: results that say
+def test_a_failed_run_shows_no_time():
+    """The swap engine fails a run whose allocator needs more than the GPU, after its engine
+    ran: the text says FAILED and why, and prints no time or slowdown for it."""
+    from g10fast.cli import summary_text
+    it = {"iteration": 0, "exe_time_cycles": 1200, "ideal_exe_time_cycles": 1200,
+          "slowdown": 1.0, "stall_cycles": 0, "overlap_cycles": 0, "compute_cycles": 1200,
+          "cpu_pf": 0, "ssd_pf": 0, "unalloc_pf": 0, "in_transfer": 0,
+          "pages": {"cpu_to_gpu": 0, "ssd_to_gpu": 0, "gpu_to_cpu": 0, "gpu_to_ssd": 0}}
+    res = {"model": "VIT", "batch_size": 8, "policy": "singa_swap", "engine": "swap",
+           "status": "failed", "reported": 0, "iterations": [it], "f_hz": 1.2e9,
+           "workload": {"kernels": 10, "tensors": 20, "footprint_bytes": 2**30,
+                        "overcommitment": 2.0},
+           "failure": {"stage": "allocator", "reason": "needs 1.500 GiB of GPU memory"},
+           "wall_seconds": 1.0, "peak_rss_bytes": 2**20}
+    text = summary_text(res)
+    assert "FAILED: singa_swap cannot run this configuration (allocator)" in text
+    assert "needs 1.500 GiB of GPU memory" in text
+    for absent in ("slowdown", "execution time", "iteration 0"):
+        assert absent not in text, text
+    assert "no time: the run does not fit" in text
+
+
+def test_gds_header_and_an_allocator_that_does_not_fit():
+    """G10-GDS's engine holds 4x the GPU's pages (O-32): its header still measures the
+    workload against the GPU, as every other policy's; an allocator that needs more GPU
+    memory than the GPU has fails the run (stage allocator), saying how much."""
+    from g10fast.api import simulate
+    over = {"gpu.memory_gb": 0.3}
+    lru = simulate("vit", 8, "g10-artifact", "lru", overrides=over)
+    gds = simulate("vit", 8, "g10-artifact", "G10GDSSSD", overrides=over)
+    assert gds["system"]["capacity_pages"] == 4 * int(0.3 * 2**18)   # O-32: the engine's 4x
+    assert gds["workload"]["overcommitment"] == lru["workload"]["overcommitment"] > 3
+    fit = simulate("vit", 8, "g10-artifact", "G10GDSSSD", overrides=over,
+                   engine={"allocator": "bump"})
+    need = fit["gpu_memory_needed_bytes"]
+    assert 0.33 * 2**30 < need < 0.4 * 2**30                       # measured 0.358 GiB
+    assert fit["status"] == "failed" and fit["failure"]["stage"] == "allocator"
+    assert fit["failure"]["reason"] == (f"needs {need / 2**30:.3f} GiB of GPU memory (bump on "
+                                        "the run's allocations), the GPU has 0.300 GiB")

@@ -270,16 +270,22 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     e.g. the C++ hash-set order read from its statistics/kernels.config (O-18,
     g10fast.workload.kernel_order).
     check: assert the engine's invariants at every kernel boundary (g10fast.engine.page_check;
-    InvariantError names the kernel and the invariant); slower, the results are the same.
+    InvariantError names the kernel and the invariant): True or "state" (untraced, page-table
+    scans within a time budget), "full" (the event stream's conservation sums too, a scan at
+    every check: much slower); the results are the same.
     bulk: settle whole-tensor hints and pre-deallocations on uniform page ranges (same
     results); None: `BULK_DEFAULT`; False: the per-page reference engine.
     """
     sp = params if isinstance(params, SystemParams) else system_params(params)
     checker = None
+    user_trace = trace
     if check:
-        from g10fast.engine.page_check import CountingSink, PageChecker
-        user_trace = trace
-        trace = CountingSink(user_trace)
+        from g10fast.engine.page_check import CountingSink, PageChecker, check_level
+        # the event stream's conservation sums where the run writes one anyway, or "full";
+        # else the engine runs untraced, on its fast paths (page_check's docstring)
+        full = check_level(check) == "full"
+        if trace is not None or full:
+            trace = CountingSink(user_trace)
     K, T = w.num_kernels, w.num_tensors
     if K < 1:
         raise InputError("the workload has no kernels", param="workload")
@@ -401,7 +407,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     step = max(total // 200, 1) if not check else 1
     S[pk.S_STAT_PAUSE] = step if (progress is not None or check) else total + 1
     if check:
-        checker = PageChecker(w, sp, trace)
+        checker = PageChecker(w, sp, trace, full=full)
 
     events_before = trace.n_events if trace is not None else 0
     while True:
@@ -415,7 +421,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
                 # dropping the events this attempt has already written
                 if trace is not None:
                     trace.rewind(events_before)
-                return simulate_pages(w, sp, hints, user_trace if check else trace, progress,
+                return simulate_pages(w, sp, hints, user_trace, progress,
                                       keep_state, queue_capacity * 8, event_capacity,
                                       required_order, check, bulk)
             if err == pk.E_BUFFER_OVERFLOW and trace is not None:

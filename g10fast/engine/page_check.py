@@ -1,26 +1,39 @@
 """Invariants of the page engine, asserted while it runs (`g10fast run --check`).
 
-At every point where the engine returns to its wrapper (every kernel boundary under
-`check`, and every flush of the event buffer), `PageChecker.check` asserts:
+At every kernel boundary (the engine returns to its wrapper there under `check`, and at
+every flush of the event buffer), `PageChecker.check` asserts:
 
-* each page is in exactly one place and the engine's counters agree with the page table
-  (GPU pages = the GPU count, host pages = the host count);
 * capacity is never exceeded (GPU pages <= frames, host pages <= the host line);
-* every page marked in transfer is in exactly one queue;
-* bytes moved = bytes arrived: the pages that arrived in the GPU less those that left it
-  equal the GPU count, likewise for the host and the SSD (from the event stream, summed as it
-  is written, so memory stays bounded), and the fetches and evictions equal the per-tick
-  traffic statistics.
+* the per-tick traffic statistics add up (pages fetched = from the SSD + from the host,
+  pages evicted = to the SSD + to the host, in every iteration);
+* at a page-table scan: each page is in exactly one place and the engine's counters agree
+  with the page table (GPU pages = the GPU count, host pages = the host count); every page
+  marked in transfer is in exactly one queue; the extent LRU's list and chains hold exactly
+  the resident pages (`extent_lru_problem`, a Numba kernel);
+* with the event stream (`check="full"`, or whenever the run writes an event trace anyway):
+  bytes moved = bytes arrived: the pages that arrived in the GPU less those that left it
+  equal the GPU count, likewise for the host and the SSD (summed as the stream is written,
+  so memory stays bounded), and the fetches and evictions equal the per-tick statistics.
+
+The scans and the event stream are what cost: the event stream takes the engine off its
+untraced fast paths (the replayed busy ticks, the streaks: measured 55-145x a plain run on
+BERT-128 and ResNet152-256), and a scan reads every page state. So `check=True` ("state")
+runs the engine untraced, and scans the page table whenever the scans so far took at most
+`SCAN_SHARE` of the time the engine took (and always at the run's end); `check="full"`
+writes the event stream for the conservation sums and scans at every check.
 
 A broken invariant raises `InvariantError` naming the kernel, the iteration and the
-invariant. The page-table count is a Numba kernel (one pass over the page states)."""
+invariant."""
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
 from g10fast.engine import page_kernels as pk
-from g10fast.jit import kernel_nonrt
+from g10fast.errors import InputError
+from g10fast.jit import kernel, kernel_nonrt
 
 
 from g10fast.errors import InvariantError  # noqa: E402  (re-exported)
@@ -28,11 +41,13 @@ from g10fast.errors import InvariantError  # noqa: E402  (re-exported)
 
 @kernel_nonrt
 def _count_states(pstate, out):
-    """out[0..3] = pages per location (low two bits), out[4] = pages in transfer."""
+    """out[0..3] = pages per location (low two bits), out[4] = pages in transfer, out[5] =
+    pages on the GPU and not in transfer (`(s & RES_MASK) == IN_GPU`)."""
     n1 = 0
     n2 = 0
     n3 = 0
     nt = 0
+    nr = 0
     for i in range(pstate.shape[0]):
         s = pstate[i]
         c = s & 3
@@ -40,18 +55,21 @@ def _count_states(pstate, out):
         n2 += c == 2
         n3 += c == 3
         nt += (s >> 2) & 1
+        nr += (s & pk.RES_MASK) == pk.IN_GPU
     out[0] = pstate.shape[0] - n1 - n2 - n3
     out[1] = n1
     out[2] = n2
     out[3] = n3
     out[4] = nt
+    out[5] = nr
 
 
 def count_states(pstate: np.ndarray) -> np.ndarray:
-    """Pages per location (NOT_PRESENT, SSD, CPU, GPU) and in transfer, of a page table."""
+    """Pages per location (NOT_PRESENT, SSD, CPU, GPU), in transfer, and on the GPU and not
+    in transfer, of a page table."""
     if pstate.dtype != np.uint8 or pstate.ndim != 1:
         raise ValueError("pstate must be a 1-d uint8 array")
-    out = np.zeros(5, dtype=np.int64)
+    out = np.zeros(6, dtype=np.int64)
     _count_states(pstate, out)
     return out
 
@@ -94,16 +112,31 @@ class CountingSink:
             self.inner.rewind(n)
 
 
-#: the page table is scanned at every check up to this many pages; a larger run scans it at
-#: every k-th check (k = pages / SCAN_PAGES, rounded up) and at the run's end, so that the
-#: scans cost about what the engine does (`full=True`: at every check whatever the size)
-SCAN_PAGES = 1 << 20
+#: the levels of `check` (True is "state"): see the module docstring
+CHECK_LEVELS = ("state", "full")
+
+#: "state": the page table is scanned at a check when the scans so far took at most this
+#: share of the time the engine took (and at the run's end); "full" scans at every check
+SCAN_SHARE = 0.5
+
+
+def check_level(check) -> str | None:
+    """None (no check), "state" or "full" from `check` (False/None, True, or a level)."""
+    if check is None or check is False:
+        return None
+    if check is True:
+        return "state"
+    if check not in CHECK_LEVELS:
+        raise InputError(f"must be one of {', '.join(CHECK_LEVELS)} (or True), got {check!r}",
+                         param="check")
+    return check
 
 
 class PageChecker:
-    """The invariants of one page-engine run (see the module docstring)."""
+    """The invariants of one page-engine run (see the module docstring). `sink`: the counting
+    sink of the event stream, or None (an untraced run: no conservation sums)."""
 
-    def __init__(self, w, sp, sink: CountingSink, full: bool = False):
+    def __init__(self, w, sp, sink: CountingSink | None, full: bool = False):
         self.w = w
         self.sp = sp
         self.sink = sink
@@ -111,7 +144,11 @@ class PageChecker:
             if sp.is_uvm else 0
         self.checks = 0
         self.scans = 0
-        self.scan_every = 1 if full else max(1, -(-int(w.num_pages) // SCAN_PAGES))
+        self.full = bool(full)
+        self.engine_s = 0.0          # time in the engine, between checks
+        self.scan_s = 0.0            # time in the scans
+        self._since = time.perf_counter()
+        self._seen = None            # extent_lru_problem's scratch array
 
     def _fail(self, S, what: str):
         k = int(S[pk.S_CUR_KERNEL])
@@ -124,17 +161,30 @@ class PageChecker:
         """queued_pages: the pages the queues hold, or a function that counts them (called
         only when the page table is scanned). extents: (lru, tt) of an extent-LRU run, checked
         with the page table (`extent_lru_problem`)."""
-        sp, s = self.sp, self.sink.sums
+        t0 = time.perf_counter()
+        self.engine_s += t0 - self._since
+        sp = self.sp
         gpu, host = int(S[pk.S_GPU_USED]), int(S[pk.S_HOST_USED])
         self.checks += 1
         if not 0 <= gpu <= sp.frames:
             self._fail(S, f"GPU capacity: {gpu} pages in use of {sp.frames}")
         if not 0 <= host <= sp.host_line:
             self._fail(S, f"host capacity: {host} pages in use of {sp.host_line}")
-        if sp.is_uvm:
+        pin, pout = pcie[:, pk.PC_IN], pcie[:, pk.PC_OUT]
+        if not (np.array_equal(pin, pcie[:, pk.PC_IN_SSD] + pcie[:, pk.PC_IN_CPU])
+                and np.array_equal(pout, pcie[:, pk.PC_OUT_SSD] + pcie[:, pk.PC_OUT_CPU])):
+            self._fail(S, "traffic: pages fetched (evicted) per iteration != those from (to) the "
+                          f"SSD + the host: {pcie.tolist()}")
+        s = self.sink.sums if self.sink is not None else None
+        if sp.is_uvm and s is not None:
             self._conservation(S, s, gpu, host, pcie)
-        if not (last or self.checks % self.scan_every == 0):
-            return
+        if last or self.full or self.scan_s <= SCAN_SHARE * self.engine_s:
+            self._scan(S, pstate, gpu, host, s, queued_pages, extents)
+            self.scan_s += time.perf_counter() - t0
+        self._since = time.perf_counter()
+
+    def _scan(self, S, pstate, gpu, host, s, queued_pages, extents):
+        sp = self.sp
         self.scans += 1
         n = count_states(pstate)
         if callable(queued_pages):
@@ -148,10 +198,14 @@ class PageChecker:
         if n[4] != queued_pages:
             self._fail(S, f"{n[4]} pages are marked in transfer, the queues hold {queued_pages}")
         if extents is not None:
-            problem = extent_lru_problem(extents[0], S, extents[1], pstate)
+            if self._seen is None or len(self._seen) != len(pstate):
+                self._seen = np.zeros(len(pstate), dtype=np.uint8)
+            problem = extent_lru_problem(extents[0], S, extents[1], pstate, self._seen,
+                                         int(n[5]))
             if problem:
                 self._fail(S, f"extent LRU: {problem}")
-        if sp.is_uvm and self.init_ssd + s["to_ssd"] - s["from_ssd"] != n[pk.IN_SSD]:
+        if sp.is_uvm and s is not None and \
+                self.init_ssd + s["to_ssd"] - s["from_ssd"] != n[pk.IN_SSD]:
             self._fail(S, f"bytes moved = bytes arrived (SSD): {self.init_ssd} at start + "
                           f"{s['to_ssd']} arrived - {s['from_ssd']} left != {n[pk.IN_SSD]} "
                           "pages on the SSD")
@@ -171,54 +225,142 @@ class PageChecker:
                           f"{int(pcie[:, pk.PC_OUT].sum())} in the per-tick statistics")
 
 
-def extent_lru_problem(lru, S, tt, pstate) -> str | None:
+#: extent_lru_problem's findings: code -> the message of its three values
+_X_PROBLEMS = {
+    1: "the list has a cycle",
+    2: "extent {0}: its previous link is {1}, not {2}",
+    3: "extent {0} [{1}, {2}) is not a non-empty run of its tensor's pages",
+    4: "extent {0} [{1}, {2}) holds a page not resident or in transfer",
+    5: "extent {0} [{1}, {2}) holds a page already listed",
+    6: "the list ends at extent {0}, its tail is {1}",
+    7: "{0} pages are resident and not in transfer, the list holds {1}",
+    8: "tensor {0}'s chain holds extent {1}, not one of its listed extents",
+    9: "tensor {0}'s extents hold {1} pages, its TT_RES is {2}",
+    10: "the tensors' chains hold {0} extents, the list {1}",
+    11: "{0} extent records are not listed, S[S_X_NFREE] says {1}",
+    12: "the list links to record {0}, beyond its {1} records",
+}
+
+
+@kernel
+def _extent_lru_scan(rec, S, tt, pstate, n_res, seen, listed, out):
+    """The checks of `extent_lru_problem` in one pass over the list and the tensors' chains
+    (`n_res`: the resident pages, count_states()[5]); out = (code, a, b, c), code 0: none
+    broken. `seen` (one byte per page) and `listed` (one byte per record) come in zeroed and
+    are left zeroed."""
+    nrec = rec.shape[0]
+    n_listed = 0
+    n_pages = 0
+    prev = -1
+    i = S[pk.S_X_HEAD]
+    code = 0
+    while i >= 0 and code == 0:
+        if n_listed > nrec:
+            code = 1
+            break
+        if i >= nrec:
+            out[1], out[2] = i, nrec
+            code = 12
+            break
+        lo = rec[i, pk.X_LO]
+        hi = rec[i, pk.X_HI]
+        T = rec[i, pk.X_T]
+        pv = rec[i, pk.X_PREV]
+        if pv != prev:
+            out[1], out[2], out[3] = i, pv, prev
+            code = 2
+            break
+        if T < 0 or T >= tt.shape[0]:
+            out[1], out[2], out[3] = i, lo, hi
+            code = 3
+            break
+        t0 = tt[T, pk.TT_START]
+        if not (t0 <= lo and lo < hi and hi <= t0 + tt[T, pk.TT_NP]):
+            out[1], out[2], out[3] = i, lo, hi
+            code = 3
+            break
+        for p in range(lo, hi):
+            if (np.int64(pstate[p]) & pk.RES_MASK) != pk.IN_GPU:
+                out[1], out[2], out[3] = i, lo, hi
+                code = 4
+                break
+            if seen[p] != 0:
+                out[1], out[2], out[3] = i, lo, hi
+                code = 5
+                break
+            seen[p] = 1
+        if code != 0:
+            break
+        n_pages += hi - lo
+        listed[i] = 1
+        n_listed += 1
+        prev = i
+        i = rec[i, pk.X_NEXT]
+    if code == 0 and prev != S[pk.S_X_TAIL]:
+        out[1], out[2] = prev, S[pk.S_X_TAIL]
+        code = 6
+    # every listed page is resident and listed once: the list holds every resident page
+    # when it holds as many as there are
+    if code == 0 and n_pages != n_res:
+        out[1], out[2] = n_res, n_pages
+        code = 7
+    chained = 0
+    if code == 0:
+        for T in range(tt.shape[0]):
+            pages = 0
+            j = tt[T, pk.TT_XH]
+            tp = -1
+            while j >= 0:
+                if j >= nrec or listed[j] == 0 or rec[j, pk.X_T] != T \
+                        or rec[j, pk.X_TPREV] != tp:
+                    out[1], out[2] = T, j
+                    code = 8
+                    break
+                pages += rec[j, pk.X_HI] - rec[j, pk.X_LO]
+                chained += 1
+                tp = j
+                j = rec[j, pk.X_TNEXT]
+            if code != 0:
+                break
+            if pages != tt[T, pk.TT_RES]:
+                out[1], out[2], out[3] = T, pages, tt[T, pk.TT_RES]
+                code = 9
+                break
+    if code == 0 and chained != n_listed:
+        out[1], out[2] = chained, n_listed
+        code = 10
+    if code == 0 and nrec - n_listed != S[pk.S_X_NFREE]:
+        out[1], out[2] = nrec - n_listed, S[pk.S_X_NFREE]
+        code = 11
+    out[0] = code
+    # zero what the walk marked (the listed extents' pages; all of them after a break)
+    i = S[pk.S_X_HEAD]
+    k = 0
+    while 0 <= i < nrec and k <= nrec:
+        lo = max(rec[i, pk.X_LO], 0)
+        hi = min(rec[i, pk.X_HI], seen.shape[0])
+        for p in range(lo, hi):
+            seen[p] = 0
+        k += 1
+        i = rec[i, pk.X_NEXT]
+    listed[:] = 0
+
+
+def extent_lru_problem(lru, S, tt, pstate, seen=None, n_res=None) -> str | None:
     """What is wrong with an extent LRU (page_kernels, "The LRU list as extents"), or None: the
     list's extents, walked in order, are linked both ways, each a non-empty run of one
     tensor's pages that are all in the GPU and not in transfer, no page twice; together they
     are every such page; each tensor's chain holds exactly its extents, whose pages add up to
-    its TT_RES; the free records number S[S_X_NFREE]. Plain Python (slow; small runs)."""
-    xw = pk.XW
-    rec = np.asarray(lru).reshape(-1, xw)
-    res = (np.asarray(pstate, dtype=np.int64) & pk.RES_MASK) == pk.IN_GPU
-    seen = np.zeros(len(pstate), dtype=bool)
-    order = []
-    prev, i = -1, int(S[pk.S_X_HEAD])
-    while i >= 0:
-        if len(order) > len(rec):
-            return "the list has a cycle"
-        lo, hi, T, pv = (int(x) for x in rec[i, [pk.X_LO, pk.X_HI, pk.X_T, pk.X_PREV]])
-        if pv != prev:
-            return f"extent {i}: its previous link is {pv}, not {prev}"
-        t0 = int(tt[T, pk.TT_START])
-        if not (t0 <= lo < hi <= t0 + int(tt[T, pk.TT_NP])):
-            return f"extent {i} [{lo}, {hi}) is not a non-empty run of tensor {T}'s pages"
-        if not res[lo:hi].all():
-            return f"extent {i} [{lo}, {hi}) holds a page not resident or in transfer"
-        if seen[lo:hi].any():
-            return f"extent {i} [{lo}, {hi}) holds a page already listed"
-        seen[lo:hi] = True
-        order.append(i)
-        prev, i = i, int(rec[i, pk.X_NEXT])
-    if prev != int(S[pk.S_X_TAIL]):
-        return f"the list ends at extent {prev}, its tail is {int(S[pk.S_X_TAIL])}"
-    if not np.array_equal(seen, res):
-        return (f"{int(res.sum())} pages are resident and not in transfer, the list holds "
-                f"{int(seen.sum())}")
-    listed = set(order)
-    chained = 0
-    for T in range(tt.shape[0]):
-        pages, j, tp = 0, int(tt[T, pk.TT_XH]), -1
-        while j >= 0:
-            if j not in listed or int(rec[j, pk.X_T]) != T or int(rec[j, pk.X_TPREV]) != tp:
-                return f"tensor {T}'s chain holds extent {j}, not one of its listed extents"
-            pages += int(rec[j, pk.X_HI] - rec[j, pk.X_LO])
-            chained += 1
-            tp, j = j, int(rec[j, pk.X_TNEXT])
-        if pages != int(tt[T, pk.TT_RES]):
-            return f"tensor {T}'s extents hold {pages} pages, its TT_RES is {int(tt[T, pk.TT_RES])}"
-    if chained != len(order):
-        return f"the tensors' chains hold {chained} extents, the list {len(order)}"
-    if len(rec) - len(order) != int(S[pk.S_X_NFREE]):
-        return (f"{len(rec) - len(order)} extent records are not listed, S[S_X_NFREE] says "
-                f"{int(S[pk.S_X_NFREE])}")
-    return None
+    its TT_RES; the free records number S[S_X_NFREE]. One Numba pass over the list (`seen`: a
+    zeroed uint8 scratch array of one byte per page, kept zeroed, to reuse between calls;
+    `n_res`: the pages on the GPU and not in transfer, count_states()[5], if at hand)."""
+    rec = np.ascontiguousarray(lru).reshape(-1, pk.XW)
+    if seen is None:
+        seen = np.zeros(len(pstate), dtype=np.uint8)
+    if n_res is None:
+        n_res = int(count_states(pstate)[5])
+    listed = np.zeros(len(rec), dtype=np.uint8)
+    out = np.zeros(4, dtype=np.int64)
+    _extent_lru_scan(rec, S, tt, pstate, int(n_res), seen, listed, out)
+    code = int(out[0])
+    return None if code == 0 else _X_PROBLEMS[code].format(*(int(x) for x in out[1:]))
