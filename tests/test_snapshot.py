@@ -211,6 +211,11 @@ def test_cpu_profiler_snapshot():
     assert info["times"] == "absent" and not tr.time_ns.any()
 
 
+def test_swap_needs_times(capsys):
+    assert main(["swap", str(CPU_SNAPSHOT), "--policy", "appobmem", "--limit-mib", "0.05"]) == 2
+    assert "records no times" in capsys.readouterr().err
+
+
 def test_cpu_profiler_snapshot_recorded_live(tmp_path):
     pytest.importorskip("torch")
     import importlib.util
