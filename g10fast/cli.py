@@ -80,9 +80,13 @@ def summary_text(res: dict, note: str | None = None) -> str:
         lines.append(f"kernel times for {res['kernel_times_gpu']}"
                      + (f": {res['kernel_times_basis']}" if res.get("kernel_times_basis")
                         else ""))
-    if res.get("status") == "failed":
+    failed = res.get("status") == "failed"
+    if failed:
         lines.append(failure_text(res))
-    for it in res["iterations"]:
+        if res["iterations"]:
+            lines.append("  no time: the run does not fit (the engine's iteration, simulated "
+                         "before the check that failed, is in --json)")
+    for it in ([] if failed else res["iterations"]):
         mark = "  <- reported" if it["iteration"] == res["reported"] else ""
         pg = it["pages"]
         lines.append(f"iteration {it['iteration']}{mark}")
@@ -103,6 +107,9 @@ def summary_text(res: dict, note: str | None = None) -> str:
                      f"unallocated {it['unalloc_pf']:,}  in transfer {it['in_transfer']:,}")
         lines.append(f"  pages moved  host->GPU {pg['cpu_to_gpu']:,}  SSD->GPU {pg['ssd_to_gpu']:,}"
                      f"  GPU->host {pg['gpu_to_cpu']:,}  GPU->SSD {pg['gpu_to_ssd']:,}")
+    lp = (res.get("bound") or {}).get("lp")
+    if lp is not None and not failed:
+        lines.append(lp_bound_text(res["bound"]))
     if "gpu_memory_needed_bytes" in res:      # an allocator over the run (--allocator)
         pl = res.get("plan") or {}
         line = (f"  GPU memory needed {res['gpu_memory_needed_bytes'] / 2**30:.3f} GiB "
@@ -114,6 +121,17 @@ def summary_text(res: dict, note: str | None = None) -> str:
         lines.append(line + ")")
     lines.append(f"wall {res['wall_seconds']:.2f} s, peak memory {res['peak_rss_bytes'] / 2**20:.0f} MiB")
     return "\n".join(lines)
+
+
+def lp_bound_text(b: dict) -> str:
+    """The checkpoint LP of `--bound lp` beside the window and traffic bounds (seconds)."""
+    lp = b["lp"]
+    scale = b["time_s"] / b["time"] if b["time"] else 0.0       # the model's unit -> s
+    how = ("optimal" if lp["optimal"] else "stopped by its time limit: not used")
+    return (f"  bound (--bound lp)  LP {lp['time'] * scale:.6g} s ({how}; "
+            f"{lp['checkpoints']:,} checkpoints, {lp['variables']:,} variables, solved in "
+            f"{lp['seconds']:.2f} s), window {b['window'] * scale:.6g} s, traffic "
+            f"{b['traffic'] * scale:.6g} s: the bound is {b['time_s']:.6g} s")
 
 
 def failure_text(res: dict) -> str:
@@ -286,46 +304,190 @@ def _kernel_times_warning(res: dict) -> None:
 
 
 def _run_builtin(args, spec: dict, note: str) -> int:
-    """A TOML run file or the default run: one result, or a comparison table and figure."""
+    """A TOML run file or the default run: one result, or a comparison table and figure.
+    Every flag of `run` applies here or is refused (exit 2): the system flags (--system for
+    the default run, --host-mem-gb, --ssd-gbps, --pcie-gbps), --option, --allocator, --check
+    and --bound apply to every policy that takes them; with one policy the run is a single
+    run (--plan, --plan-in, --kernel-order, --trace, --figure as for a built-in model); a
+    comparison refuses the flags that write or read one run's file."""
     from g10fast import policies
-    from g10fast.api import comparison_figure, comparison_text, run_spec
+    from g10fast.api import comparison_figure, comparison_text, run_specs
     from g10fast.results import to_json_ready
+    from g10fast.spec import run_file_specs
 
-    for flag in ("model", "batch", "policy", "system", "g10"):
-        if getattr(args, flag) is not None and args.config is not None:
-            raise InputError(f"--{flag} cannot change a run file: set it in the file",
-                             param=f"--{flag}")
+    run_file = args.config is not None
+    fixed = ("model", "batch", "policy", "system", "g10", "g10_root", "workload") if run_file \
+        else ("g10_root",)
+    for flag in fixed:
+        if getattr(args, flag, None) is not None:
+            what = ("a run file: set it in the file" if run_file else
+                    "the default run (it resolves a G10 config file's relative paths)")
+            raise InputError(f"--{flag.replace('_', '-')} cannot change {what}",
+                             param=f"--{flag.replace('_', '-')}")
     if getattr(args, "fuse", None) is not None:
         spec = dict(spec, workload=dict(spec.get("workload") or {}, fuse=args.fuse))
+    if not run_file and args.system is not None:
+        # the default run on another preset: that preset as it is (the default run's 10 GB
+        # of GPU memory is its setting of g10-artifact)
+        spec = dict(spec, system={"preset": args.system})
+    try:
+        specs = _with_run_flags(args, run_file_specs(spec))
+    except InputError as e:
+        raise _in_run_file(e, spec) from None
+    if len(specs) == 1:
+        return _run_one(args, specs[0], note, run_file=spec)
+    for flag, why in (("plan", "writes one policy's plan"), ("plan_in", "replays one plan"),
+                      ("kernel_order", "orders one run's tensors"),
+                      ("trace", "writes one run's events")):
+        if getattr(args, flag, None) is not None:
+            raise InputError(f"--{flag.replace('_', '-')} {why}: this is a comparison of "
+                             f"{len(specs)} policies; give one policy (--model M --policy P, or "
+                             "a run file with [policy] name = ...)",
+                             param=f"--{flag.replace('_', '-')}")
+    if args.trace_compression != "deflate":
+        raise InputError("goes with --trace, which a comparison does not take",
+                         param="--trace-compression")
     fig = _comparison_figure_path(args, spec)
     if fig is not None:
         from g10fast.figures import check_image_path
         check_image_path(fig, "--figure")
+    bound = _comparison_bound(args, specs)
     try:
-        res = run_spec(spec, progress_factory=lambda p: _run_progress(args,
-                                                                      policies.display(p)))
+        res = run_specs(specs, progress_factory=lambda p: _run_progress(args,
+                                                                        policies.display(p)),
+                        check=_check_arg(args), bound=bound)
     except InputError as e:
         raise _in_run_file(e, spec) from None
-    _kernel_times_warning(res if isinstance(res, dict) else res[0] if res else {})
-    if isinstance(res, dict):
-        if args.json:
-            json.dump(to_json_ready(res), sys.stdout, indent=1)
-            sys.stdout.write("\n")
-        else:
-            print(summary_text(res, note))
-        return 0
+    _kernel_times_warning(res[0] if res else {})
     title = note
     if args.json:
         json.dump([to_json_ready(r) for r in res], sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         print(comparison_text(res, title))
+        for line in _comparison_notes(args, specs, res, bound):
+            print(line)
     if fig is None:
         return 0
     comparison_figure(res, fig, title)
     # with --json, stdout holds the JSON alone
     (sys.stderr if args.json else sys.stdout).write(f"figure written to {fig}\n")
     return 0
+
+
+def _check_arg(args) -> bool | str:
+    """run()'s `check` from --check and --check-full."""
+    return "full" if getattr(args, "check_full", False) else bool(args.check)
+
+
+def _system_flags(args) -> dict:
+    """The System fields that --host-mem-gb, --ssd-gbps and --pcie-gbps set (--pcie-gbps: the
+    host and the GPU link, as in a G10 config's CPU_ and GPU_PCIe_bandwidth_GBps)."""
+    out = {}
+    if args.host_mem_gb is not None:
+        out["host_memory_gb"] = float(args.host_mem_gb)
+    if args.ssd_gbps is not None:
+        out["ssd_bandwidth_gbps"] = float(args.ssd_gbps)
+    if args.pcie_gbps is not None:
+        out["host_link_gbps"] = out["gpu_link_gbps"] = float(args.pcie_gbps)
+    return out
+
+
+_SYSTEM_FLAG = {"host_memory_gb": "--host-mem-gb", "ssd_bandwidth_gbps": "--ssd-gbps",
+                "host_link_gbps": "--pcie-gbps", "gpu_link_gbps": "--pcie-gbps"}
+
+
+def _with_run_flags(args, specs: list) -> list:
+    """The specs of a run file (or the default run) with the flags that change a spec applied:
+    the system flags to every spec; --option KEY=VALUE to every policy that has KEY (refused
+    when none has it); --allocator to every tensor-engine and swap policy (refused when none
+    is one). The policy's own system overrides (G10-GDS: no host memory) stay on top."""
+    import dataclasses
+
+    from g10fast.spec import make_spec
+    sysf = _system_flags(args)
+    opts = _options(args.option)
+    alloc = getattr(args, "allocator", None)
+    for k in opts:
+        if not any(k in _option_names(s) for s in specs):
+            known = sorted(set().union(*(_option_names(s) for s in specs)))
+            raise InputError(f"no policy of this run has an option {k!r} (theirs: "
+                             f"{', '.join(known) or 'none'})", param="--option")
+    if alloc and len(specs) > 1 and not any(s.record.engine in ("tensor", "swap")
+                                             for s in specs):
+        raise InputError("no policy of this comparison places blocks (the tensor-engine and "
+                         "swap policies do)", param="--allocator")
+    out = []
+    for s in specs:
+        mine = {k: v for k, v in opts.items() if k in _option_names(s) or len(specs) == 1}
+        engine = s.engine
+        if alloc and (len(specs) == 1 or s.record.engine in ("tensor", "swap")):
+            engine = dataclasses.replace(engine, allocator=alloc)
+        if not (sysf or mine or engine is not s.engine):
+            out.append(s)
+            continue
+        try:
+            system = s.system.replace(**sysf) if sysf else s.system
+            merged = dict(s.to_dict()["policy"]["options"], **mine)
+            out.append(make_spec(s.workload, system, s.policy.name, merged, engine.check()))
+        except InputError as e:
+            from g10fast.system import PARAM
+            flag = next((f for k, f in _SYSTEM_FLAG.items() if k in sysf
+                         and e.param == PARAM.get(k)), None)
+            raise InputError(e.message, param=flag or e.param) from None
+    return out
+
+
+def _option_names(spec) -> set:
+    import dataclasses
+    return {f.name for f in dataclasses.fields(spec.policy.options)}
+
+
+def _comparison_bound(args, specs) -> dict | str:
+    """--bound for a comparison: "lp" for the policies whose engine the LP models (page and
+    tensor), refused when none of them is one."""
+    if args.bound != "lp":
+        return args.bound
+    lp = {s.policy.name: "lp" if s.record.engine in ("page", "tensor") else "window"
+          for s in specs}
+    if "lp" not in lp.values():
+        raise InputError("the LP models the page and tensor engines; no policy of this "
+                         "comparison runs on one", param="--bound")
+    return lp
+
+
+def _comparison_notes(args, specs, results, bound) -> list[str]:
+    """What the flags changed in a comparison, under its table."""
+    from g10fast import policies
+    lines = []
+    sysf = _system_flags(args)
+    if sysf:
+        lines.append("system: " + ", ".join(f"{_SYSTEM_FLAG[k]} {v:g}" for k, v in sysf.items()
+                                            if k != "gpu_link_gbps"))
+    opts = _options(args.option)
+    for k, v in opts.items():
+        who = [policies.display(s.policy.name) for s in specs if k in _option_names(s)]
+        lines.append(f"--option {k}={v!r}: applied to {', '.join(who)}")
+    if getattr(args, "allocator", None):
+        for r in results:
+            if "gpu_memory_needed_bytes" in r:
+                lines.append(f"{policies.display(r['policy'])}: GPU memory needed "
+                             f"{r['gpu_memory_needed_bytes'] / 2**30:.3f} GiB "
+                             f"({r['allocator']['allocator']})")
+    if isinstance(bound, dict):
+        for r in results:
+            lp = (r.get("bound") or {}).get("lp")
+            if lp is not None and r.get("status") == "ok":
+                lines.append(f"{policies.display(r['policy'])}: "
+                             + lp_bound_text(r["bound"]).strip())
+        skipped = [policies.display(p) for p, b in bound.items() if b != "lp"]
+        if skipped:
+            lines.append(f"--bound lp: no LP for {', '.join(skipped)} (the LP models the page "
+                         "and tensor engines)")
+    if _check_arg(args):
+        n = sum(int(r.get("invariant_checks") or 0) for r in results)
+        lines.append(f"--check: every policy's invariants held ({n:,} checks; docs/invariants.md)")
+    return lines
 
 
 DEFAULT_COMPARISON_FIGURE = "g10fast-comparison.png"
@@ -418,16 +580,15 @@ def _run_and_memory_snapshots(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from g10fast.results import to_json_ready
-    from g10fast.run import run
-
     if args.config is None and args.g10 is None and args.model is None and args.batch is None \
             and args.policy is None and getattr(args, "workload", None) is None:
+        # the default comparison: the flags that change a run apply to it (_run_builtin)
         from g10fast.api import DEFAULT_RUN
         w = DEFAULT_RUN["workload"]
-        note = (f"default run: built-in {w['model']} at batch {w['batch']} on the "
-                f"{DEFAULT_RUN['system']['preset']} system with "
-                f"{DEFAULT_RUN['system']['overrides']['gpu.memory_gb']:g} GB of GPU memory, "
+        on = (f"the {args.system} system" if args.system is not None else
+              f"the {DEFAULT_RUN['system']['preset']} system with "
+              f"{DEFAULT_RUN['system']['overrides']['gpu.memory_gb']:g} GB of GPU memory")
+        note = (f"default run: built-in {w['model']} at batch {w['batch']} on {on}, "
                 "estimated kernel times")
         return _run_builtin(args, DEFAULT_RUN, note)
     if args.config is not None and str(args.config).endswith(".toml"):
@@ -441,6 +602,15 @@ def cmd_run(args) -> int:
         import dataclasses
         spec = spec.replace(engine=dataclasses.replace(spec.engine,
                                                        allocator=args.allocator).check())
+    return _run_one(args, spec, note)
+
+
+def _run_one(args, spec, note, run_file: dict | None = None) -> int:
+    """One run of a RunSpec with the flags of `run` (a G10 config, --model, --g10, --workload,
+    or a run file with one policy: `run_file` its parsed dict, whose errors name its lines)."""
+    from g10fast.results import to_json_ready
+    from g10fast.run import run
+
     progress = _run_progress(args, "simulating")
     if args.trace is not None:
         d = Path(args.trace).resolve().parent
@@ -474,8 +644,11 @@ def cmd_run(args) -> int:
                                kw["workload"].num_tensors)
     if args.trace_compression != "deflate":
         kw["trace_compression"] = args.trace_compression
-    res = run(spec, trace_path=args.trace, progress=progress, check=args.check,
-              bound=args.bound, **kw)
+    try:
+        res = run(spec, trace_path=args.trace, progress=progress, check=_check_arg(args),
+                  bound=args.bound, **kw)
+    except InputError as e:
+        raise (e if run_file is None else _in_run_file(e, run_file)) from None
     _kernel_times_warning(res)
     if args.plan is not None:
         if "plan_object" not in res:
@@ -1180,9 +1353,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "default none; a run file sets workload.fuse)")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--check", action="store_true",
-                   help="assert the engine's invariants at every kernel boundary (each page in "
-                        "one place, capacity never exceeded, bytes moved = bytes arrived); "
-                        "slower, same result")
+                   help="assert the engine's invariants at every kernel boundary (capacity "
+                        "never exceeded, each page in one place, the LRU list whole; "
+                        "docs/invariants.md); same result, measured 1.1-2.4x the time of a "
+                        "plain run")
+    r.add_argument("--check-full", action="store_true",
+                   help="--check with the page engine's event stream too (bytes moved = bytes "
+                        "arrived) and the page table read at every kernel boundary; same "
+                        "result, measured 10-150x the time of a plain run")
     r.add_argument("--bound", choices=("window", "lp"), default="window",
                    help="lp: also the checkpoint LP bound (page and tensor engines; SciPy, "
                         "seconds; docs/bounds.md)")
