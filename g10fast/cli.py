@@ -1127,9 +1127,9 @@ def cmd_swap(args) -> int:
     tr = load_source(args.source, batch=args.batch, system=args.system, iterations=iterations,
                      device=args.device)
     if (tr.meta.get("snapshot") or {}).get("times") == "absent":
-        raise InputError("the memory snapshot records no times (no time_us: older torch versions and "
-                         "torch.profiler snapshots record none): a swap plan needs the time between "
-                         "allocations", path=args.source)
+        raise InputError("the memory snapshot records no times (no time_us: older torch "
+                         "versions and torch.profiler snapshots record none): a swap plan needs "
+                         "the time between allocations", path=args.source)
     if args.link == "singa":
         link = LinkCost.singa_measured()
     else:
