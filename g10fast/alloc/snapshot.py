@@ -87,8 +87,8 @@ def load_snapshot(path) -> dict:
         raise InputError(f"cannot read memory snapshot: {e.strerror or e}", path=p) from None
     except _Refused as e:
         raise InputError(f"not a memory snapshot: {e}", path=p) from None
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError,
-            UnicodeDecodeError, MemoryError) as e:
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError,
+            AttributeError, UnicodeDecodeError, MemoryError) as e:
         raise InputError(f"damaged memory snapshot (the pickle does not load: "
                          f"{type(e).__name__}: {e})", path=p) from None
     if isinstance(data, list):
