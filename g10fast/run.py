@@ -536,6 +536,19 @@ def run_driver_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
     return add_seconds(res, run.params["f_hz"])
 
 
+def run_ranks_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
+                     required_order=None, check=False) -> dict:
+    """A ZeRO policy on the ranks engine (g10fast.engine.ranks): one data-parallel rank."""
+    from g10fast.engine.ranks import simulate_ranks
+    from g10fast.results import add_seconds, new_result
+
+    res = new_result(spec, "ranks", _model_label(spec))
+    part = simulate_ranks(spec, rec, ctx, trace=trace)
+    f_hz = part.pop("f_hz")
+    res.update(part)
+    return add_seconds(res, f_hz)
+
+
 def _add_driver_bound(res, w_sim, run, opts, system):
     """The driver engine's bound (g10fast.engine.bound_models.driver_engine_model) beside
     every iteration; the first iteration gets its own (its first touches zero-fill)."""

@@ -44,7 +44,7 @@ DEFAULT_POLICIES = tuple(r.name for r in records() if r.engine != "driver")
 register_engine(EngineRecord("swap", "g10fast.run:run_swap_engine",
                              "trace-driven swap plans (SINGA, AppObMem) run on the tensor "
                              "engine as host-link hints, placed by an offset-level allocator"))
-register_engine(EngineRecord("ranks", "g10fast.engine.ranks:run_ranks_engine",
+register_engine(EngineRecord("ranks", "g10fast.run:run_ranks_engine",
                              "N data-parallel GPUs of a node as one rank: collectives on its "
                              "links, the CPU's optimizer, PCIe and NVMe (DeepSpeed's ZeRO)"))
 SEED = ("trace_swap", "zero")

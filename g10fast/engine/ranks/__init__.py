@@ -2,7 +2,7 @@
 on the node's links and the CPU as a compute resource (DeepSpeed's ZeRO-2, ZeRO-Offload,
 ZeRO-3 Offload and ZeRO-Infinity; docs/zero.md).
 
-    run_ranks_engine(spec, rec, ctx)     # the registry's runner (g10fast.policies)
+    simulate_ranks(spec, rec, ctx)       # g10fast.run.run_ranks_engine, the registry's runner
 
 A policy of this engine hands it a `ZeroMode` (its record's `engine_mode`); the node comes
 from the preset's `[node]` table (`node.node_of`), the rank count from the system's `gpus`.
@@ -54,10 +54,9 @@ def small_kernel_overhead_us(system) -> float:
     return float(cm.params_for(gpu).cls("elementwise")[2]) * 1e6
 
 
-def run_ranks_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
-                     required_order=None, check=False) -> dict:
-    from g10fast.results import add_seconds, new_result
-
+def simulate_ranks(spec, rec, ctx, *, trace=None) -> dict:
+    """The ranks engine's part of a result (g10fast.run.run_ranks_engine adds the schema's
+    identity fields and the seconds)."""
     if trace is not None:
         raise InputError("the ranks engine writes no page-event trace; its timeline is in the "
                          "result (g10fast run ... --timeline OUT.json, for ui.perfetto.dev)",
@@ -78,7 +77,7 @@ def run_ranks_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
                          gpu_memory_bytes=int(system.gpu_memory_gb * 2**30),
                          hbm_gbps=system.gpu_hbm_gbps,
                          small_kernel_us=small_kernel_overhead_us(system))
-    res = new_result(spec, "ranks", w.name)
+    res = {"f_hz": f_hz}
     tl = step.timeline
     ideal_ns = int(v.time_ns[v.phase != 2].sum())
     res["ranks"] = ranks
@@ -91,7 +90,7 @@ def run_ranks_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
     if step.failure is not None:
         res["status"] = "failed"
         res["failure"] = step.failure
-        return add_seconds(res, f_hz)
+        return res
     busy = {k: tl.busy(kind=k) / 1e9 for k in ("compute", "collective", "h2d", "d2h", "cpu",
                                                 "nvme_read", "nvme_write", "sync", "launch")}
     res["breakdown"] = {
@@ -119,7 +118,7 @@ def run_ranks_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
     }]
     res["reported"] = 0
     res["timeline"] = tl.arrays()
-    return add_seconds(res, f_hz)
+    return res
 
 
 def timeline_json(result: dict, path) -> str:
