@@ -45,6 +45,13 @@ LINKS = ((Location.IN_SSD, Location.IN_GPU, "SSD→GPU"),
          (Location.IN_GPU, Location.IN_CPU, "GPU→host"))
 #: tiers whose resident bytes are counted: (location, name)
 TIERS = ((Location.IN_GPU, "GPU"), (Location.IN_CPU, "host"), (Location.IN_SSD, "SSD"))
+#: `trace plot`: a fixed colour per tier and per link (matplotlib's tab10; no colour in both
+#: panels), and per series in draw order a width and a dash
+PLOT_COLOURS = {"GPU": "tab:blue", "host": "tab:orange", "SSD": "tab:green",
+                "SSD→GPU": "tab:red", "host→GPU": "tab:purple", "GPU→SSD": "tab:brown",
+                "GPU→host": "tab:cyan"}
+PLOT_WIDTHS = (2.4, 1.8, 1.3, 0.9)
+PLOT_DASHES = ("-", "--", "-.", ":")
 DEFAULT_SAMPLES = 100_000        # counter samples per counter, aggregated export
 PAGES_SAMPLES = 200_000          # with pages=True (scratch: ~150 bytes per interval)
 MIN_INTERVAL = 1000              # cycles: no counter interval is shorter (a page-engine tick
@@ -1174,11 +1181,16 @@ def plot_trace(path, out, kernels: str | None = None, samples: int = 2000) -> di
     _, rate = bins.link_values()
     rate = rate * run.f_hz / 1e9
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
+    # one colour per series in both panels, none shared between a tier and a link; each
+    # series a little thinner than the one drawn before it and in its own dash, so that a
+    # series equal to an earlier one shows inside it instead of hiding it
     for j, (_, name) in enumerate(TIERS):
-        ax1.plot(ms, tiers[j], label=name, lw=1)
+        ax1.plot(ms, tiers[j], label=name, color=PLOT_COLOURS[name], lw=PLOT_WIDTHS[j],
+                 ls=PLOT_DASHES[j])
     for L, (_, _, name) in enumerate(LINKS):
         if rate[L].any():
-            ax2.plot(ms, rate[L], label=name, lw=1)
+            ax2.plot(ms, rate[L], label=name, color=PLOT_COLOURS[name], lw=PLOT_WIDTHS[L],
+                     ls=PLOT_DASHES[L])
     ks, ke = run.k_start[a:b], run.k_end[a:b]
     spans = [((s / run.f_hz * 1e3), ((e - s) / run.f_hz * 1e3)) for s, e in zip(ks, ke)]
     for ax in (ax1, ax2):

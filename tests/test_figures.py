@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -155,3 +156,53 @@ def test_parse_table(tmp_path):
     f.write_text("a | b\n\nX|B = 1\n1 inf\n\n2\n3.5 4\n")
     h, blocks = parse_table(f)
     assert h == ["a", "b"] and blocks == [("X|B = 1", [[1.0, math.inf]]), ("2", [[3.5, 4.0]])]
+
+
+# ------------------------------------------------------------- issue 37: figures and output
+def test_one_side_failed_is_said_not_max_inf(tmp_path):
+    """`figures` printed 'max inf' where the artifact failed and g10fast ran: those points
+    are counted apart and named; the median and max are over the points both ran."""
+    from g10fast.figures import FigureReport
+
+    rep = FigureReport(tmp_path)
+    rep.rows = [(12, "Inceptionv3/1536/FlashNeuron overlap", 2.0, math.inf, math.inf),
+                (12, "Inceptionv3/1536/FlashNeuron stall", 1.0, math.inf, math.inf),
+                (12, "BERT/256/lru stall", 1.01, 1.0, relative_error(1.01, 1.0)),
+                (12, "VIT/1280/FlashNeuron stall", math.inf, math.inf, 0.0),
+                (11, "VIT/256/lru exe_time", math.inf, 5.0, math.inf),
+                (11, "BERT/256/G10GDSSSD exe_time", None, 5.0, None)]
+    s = {x["figure"]: x for x in rep.summary()}
+    assert s[12]["max"] == pytest.approx(0.01) and s[12]["compared"] == 2
+    assert (s[12]["artifact_failed"], s[12]["g10fast_failed"]) == (2, 0)
+    assert (s[11]["artifact_failed"], s[11]["g10fast_failed"], s[11]["missing"]) == (0, 1, 1)
+    assert s[11]["max"] is None and s["all"]["over_2pct"] == 0
+    text = rep.text()
+    assert "inf " not in text.split("details")[0].replace("(inf)", "")
+    assert "Fig. 12 Inceptionv3/1536/FlashNeuron: the artifact failed (inf), g10fast ran" in text
+    assert "Fig. 11 VIT/256/lru: g10fast failed (inf), the artifact ran" in text
+    assert text.count("Inceptionv3/1536/FlashNeuron") == 1
+    assert re.search(r"^\s+12\s+4\s+2\s+0\s+0\.500%\s+1\.000%\s+0\s+2$", text, re.M), text
+
+
+def test_figure_12_labels_do_not_overlap(tmp_path):
+    """The rotated policy names under the bars and the workload names under them: no two
+    label boxes overlap (figure 12's workload names used to cross FlashNeuron)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from g10fast.figures.plots import make_display
+
+    s = small_store(tmp_path / "r.g10db")
+    artifact = ARTIFACT if ARTIFACT.is_dir() else None
+    fig = make_display(12, Results(s.path), Reference(artifact)).plot()
+    fig.savefig(tmp_path / "f.png", dpi=150)
+    ax = fig.axes[0]
+    r = fig.canvas.get_renderer()
+    minor = [t.get_window_extent(r) for t in ax.get_xticklabels(minor=True) if t.get_text()]
+    major = [t.get_window_extent(r) for t in ax.get_xticklabels() if t.get_text()]
+    assert len(minor) == 20 and len(major) == 5
+    lowest = min(b.y0 for b in minor)
+    assert all(b.y1 < lowest for b in major)                  # every workload name below
+    assert all(b.y0 >= 0 for b in major)                      # and inside the figure
+    plt.close(fig)

@@ -533,3 +533,38 @@ def test_chunked_reading_gives_the_same_timeline(synth, monkeypatch):
             assert len(a) == len(b) and np.abs(a - b).max() <= 1
         else:
             assert parts[uuid] == whole[uuid], uuid
+
+
+def test_plot_colours_and_widths(synth, monkeypatch):
+    """Issue 37: `trace plot` drew the links in matplotlib's cycle, so a link took a tier's
+    colour and a colour moved when a link had no traffic, and equal series hid each other.
+    Now every series has its own fixed colour in both panels, and each a narrower width and
+    its own dash in draw order."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from g10fast.perfetto import PLOT_COLOURS, plot_trace
+
+    d, path, _, _ = synth
+    figs = []
+    real_close = plt.close
+    monkeypatch.setattr(plt, "close", lambda f=None: figs.append(f))
+    plot_trace(path, d / "colours.png")
+    fig = figs[-1]
+    ax1, ax2 = fig.axes[:2]
+    from matplotlib.colors import to_hex
+    tier = {ln.get_label(): (to_hex(ln.get_color()), ln.get_linewidth(), ln.get_linestyle())
+            for ln in ax1.lines}
+    link = {ln.get_label(): (to_hex(ln.get_color()), ln.get_linewidth(), ln.get_linestyle())
+            for ln in ax2.lines}
+    assert set(tier) == {"GPU", "host", "SSD"} and link
+    for series in (tier, link):
+        for name, (c, _, _) in series.items():
+            assert c == to_hex(PLOT_COLOURS[name]), name
+        widths = [w for _, w, _ in series.values()]
+        assert widths == sorted(widths, reverse=True) and len(set(widths)) == len(widths)
+        assert len({s for _, _, s in series.values()}) == len(series)
+    assert not {c for c, _, _ in tier.values()} & {c for c, _, _ in link.values()}
+    assert len({to_hex(c) for c in PLOT_COLOURS.values()}) == len(PLOT_COLOURS)
+    real_close(fig)

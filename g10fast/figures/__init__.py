@@ -54,18 +54,38 @@ class FigureReport:
     rows: list = field(default_factory=list)    # (figure, point, g10fast, artifact, rel)
 
     def summary(self) -> list[dict]:
-        """Per figure: points compared, missing, median and max relative error, # over 2 %."""
+        """Per figure: points compared, missing, median and max relative error, # over 2 %,
+        all over the points both sides ran (or both failed); the points where exactly one
+        side failed (its value inf) are counted apart: `artifact_failed` (g10fast ran) and
+        `g10fast_failed` (the artifact ran), never folded into the max as 'inf'."""
         out = []
         figs = sorted({r[0] for r in self.rows})
         for f in figs + ["all"]:
             rows = [r for r in self.rows if f == "all" or r[0] == f]
-            errs = sorted(r[4] for r in rows if r[4] is not None)
+            errs = sorted(r[4] for r in rows if r[4] is not None and math.isfinite(r[4]))
             n = len(errs)
             med = (errs[n // 2] if n % 2 else 0.5 * (errs[n // 2 - 1] + errs[n // 2])) if n else None
+            art = [r for r in rows if _one_failed(r) == "artifact"]
+            ours = [r for r in rows if _one_failed(r) == "g10fast"]
             out.append({"figure": f, "points": len(rows), "compared": n,
-                        "missing": len(rows) - n, "median": med,
+                        "missing": sum(r[4] is None for r in rows), "median": med,
                         "max": errs[-1] if n else None,
-                        "over_2pct": sum(e > 0.02 for e in errs)})
+                        "over_2pct": sum(e > 0.02 for e in errs),
+                        "artifact_failed": len(art), "g10fast_failed": len(ours)})
+        return out
+
+    def one_failed(self) -> list[tuple]:
+        """(figure, configuration, which side failed) for each configuration where exactly one
+        side failed, a configuration's parts (overlap, compute, stall) counted once."""
+        seen, out = set(), []
+        for r in self.rows:
+            side = _one_failed(r)
+            if side is None:
+                continue
+            key = (r[0], str(r[1]).split(" ")[0], side)
+            if key not in seen:
+                seen.add(key)
+                out.append(key)
         return out
 
     def text(self) -> str:
@@ -73,17 +93,35 @@ class FigureReport:
         if not self.rows:
             lines.append("no comparison with the artifact (no example_results found)")
             return "\n".join(lines)
-        lines.append("agreement with the artifact's example_results (relative error):")
+        lines.append("agreement with the artifact's example_results (relative error where both "
+                     "ran; 'one failed': points only one side could run):")
         lines.append(f"{'figure':>7} {'points':>7} {'compared':>9} {'missing':>8} "
-                     f"{'median':>9} {'max':>9} {'>2%':>5}")
+                     f"{'median':>9} {'max':>9} {'>2%':>5} {'one failed':>11}")
         for s in self.summary():
             med = "-" if s["median"] is None else f"{100 * s['median']:.3f}%"
-            mx = "-" if s["max"] is None else (f"{100 * s['max']:.3f}%" if math.isfinite(s["max"])
-                                              else "inf")
+            mx = "-" if s["max"] is None else f"{100 * s['max']:.3f}%"
+            one = s["artifact_failed"] + s["g10fast_failed"]
             lines.append(f"{s['figure']!s:>7} {s['points']:>7} {s['compared']:>9} "
-                         f"{s['missing']:>8} {med:>9} {mx:>9} {s['over_2pct']:>5}")
+                         f"{s['missing']:>8} {med:>9} {mx:>9} {s['over_2pct']:>5} "
+                         f"{one if one else '-':>11}")
+        for fig, point, side in self.one_failed():
+            lines.append(f"  Fig. {fig} {point}: " + (
+                "the artifact failed (inf), g10fast ran" if side == "artifact" else
+                "g10fast failed (inf), the artifact ran"))
         lines.append(f"details: {self.out_dir / 'agreement.csv'}")
         return "\n".join(lines)
+
+
+def _one_failed(row) -> str | None:
+    """'artifact' or 'g10fast' when exactly that side of an agreement row failed (inf)."""
+    ours, theirs = row[2], row[3]
+    if ours is None or theirs is None:
+        return None
+    if math.isinf(theirs) and not math.isinf(ours):
+        return "artifact"
+    if math.isinf(ours) and not math.isinf(theirs):
+        return "g10fast"
+    return None
 
 
 def draw_all(store, out_dir, artifact_dir=None, only=None) -> FigureReport:

@@ -237,15 +237,21 @@ class FigureDisplay:
                     cum = np.cumsum([100 * rparts[k] / rt for k in ("overlap", "compute")])
                     self.artists.append(ax.plot([xs[gi]] * 2, cum, "_", color="k", ms=40 * w,
                                                 mew=1.5)[0])
-            for gi in range(len(groups)):
-                ax.text(xs[gi], -3, DISPLAY[pol], rotation=90, ha="center", va="top", fontsize=6)
+        # two rows of labels: the policies (minor ticks, rotated) under each bar, the
+        # workloads (major ticks) under them, padded by the policies' measured height
+        bar_x = [x[gi] - width / 2 + w * (j + 0.5) for gi in range(len(groups))
+                 for j in range(n)]
+        ax.set_xticks(bar_x, minor=True)
+        ax.set_xticklabels([DISPLAY[pol] for _ in groups for pol in FOUR], minor=True,
+                           rotation=90, fontsize=6)
         ax.set_xticks(x)
         ax.set_xticklabels(groups, fontsize=8)
-        ax.tick_params(axis="x", pad=40, length=0)
+        ax.tick_params(axis="x", which="both", length=0)
         ax.set_ylim(0, 100)
         ax.set_ylabel("Share of execution time (%)")
         h, l = self._legend_extras(ax)
         ax.legend(h, l, ncol=6, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1.12))
+        _pad_major_under_minor(fig, ax)
         fig.tight_layout(rect=(0, 0, 1, 0.93))
         return fig
 
@@ -610,6 +616,19 @@ def _seconds(cycles):
     if cycles is None or cycles == INF:
         return None
     return cycles / FREQ_HZ
+
+
+def _pad_major_under_minor(fig, ax, gap_pt: float = 6.0) -> None:
+    """Put the x axis's major tick labels below its minor ones: the major labels' pad is the
+    minor labels' pad, plus the tallest minor label's height (measured by the renderer, in
+    points), plus `gap_pt`."""
+    fig.canvas.draw()
+    labels = [t for t in ax.get_xticklabels(minor=True) if t.get_text()]
+    if not labels:
+        return
+    tall = max(t.get_window_extent().height for t in labels) * 72.0 / fig.dpi
+    minor_pad = ax.xaxis.get_minor_ticks()[0].get_pad()
+    ax.tick_params(axis="x", which="major", pad=minor_pad + tall + gap_pt)
 
 
 def _rolling_max(x: np.ndarray, window: int) -> np.ndarray:
