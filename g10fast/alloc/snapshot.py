@@ -31,6 +31,8 @@ JavaScript unpickler reads protocols 2-4 and a fixed set of opcodes).
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import pickle
 from pathlib import Path
 
@@ -464,7 +466,6 @@ def _grown(S, name, o, is_free, blk, bsize, off, resv) -> bool:
         S.initial[0] = (int(o["init_bytes"]), False)
         top = prev = int(o["init_bytes"])
     seg_of = {}
-    import bisect
     for e in range(len(blk)):
         b = int(blk[e])
         net = int(resv[e]) - prev
@@ -655,7 +656,6 @@ def snapshot_of_run(trace: AllocTrace, res, frames=None, device: int = 0) -> dic
 
 
 def _with_offsets(res, off):
-    import dataclasses
     return dataclasses.replace(res, offset=off)
 
 
