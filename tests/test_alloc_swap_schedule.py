@@ -195,3 +195,46 @@ def test_base_bytes_raise_the_load():
     assert (p.load - 50).tolist() == q.load.tolist()
     with pytest.raises(InputError, match="base_bytes"):
         _plan(_trace(), 450, base_bytes=-1)
+
+
+def _three(t_iter=1000):
+    """The hand trace three times, one iteration every `t_iter` ns."""
+    one = _trace()
+    n = one.num_ops
+    k = np.tile(one.kind, 3)
+    blk = np.concatenate([one.block + 3 * i for i in range(3)])
+    t = np.concatenate([one.time_ns + t_iter * i for i in range(3)])
+    return AllocTrace("hand3", k, (blk * 4096 + 4096).astype(np.int64), np.tile(one.size, 3),
+                      t.astype(np.int64), blk.astype(np.int64), np.zeros(3 * n, np.int16), {})
+
+
+def _offline(tr, limit, score="aoa"):
+    return plan_swaps(tr, limit, "singa_swap", score, link=ONE_NS_PER_BYTE, period=(0, 6),
+                      min_block=1, offline_analysis=True)
+
+
+def test_offline_analysis_by_hand():
+    """memInfoSwap's schedule on the middle of three iterations (ops 8..15, t = 1000 + the
+    hand times). Candidates: A over (9, 14) and B over (10, 13) (its malloc and free count:
+    any two ops across the peak op 11). AOA with DOA = gap - T_out only: A 100 x 100, B
+    (180 - 300) / 300: A first; A alone brings the peak to 350.
+    Limit 400: A's swap-out from t=1010 ends at 1110, the first op at or after it is 13, but
+    the iteration's first over-limit op is 11 (450), so it is dropped at op 10 (t=1020):
+    wait 90. Its swap-in's lead time is looked up in the first iteration's times (t(6) =
+    210 < 1110), so it starts at its use, op 14: no wait is ever counted for it."""
+    tr = _three()
+    p = _offline(tr, 400)
+    assert p.start == 8 and p.block.tolist() == [3] and p.overhead_ns == 90.0
+    assert p.out_end_idx.tolist() == [2] and p.in_start_idx.tolist() == [6] == p.d_idx.tolist()
+    # limit 350: dropped at op 9 (the first over-limit op is 10): wait 1110 - 1010 = 100;
+    # the swap-in, late by 90 ns under SwapGPU's schedule, costs nothing here
+    q = _offline(tr, 350)
+    assert q.overhead_ns == 100.0 and q.in_start_idx.tolist() == [6]
+    intended = plan_swaps(tr, 350, "singa_swap", "aoa", link=ONE_NS_PER_BYTE, period=(0, 6),
+                          min_block=1)
+    assert intended.overhead_ns == 190.0
+    with pytest.raises(InputError, match="offline_analysis"):
+        _offline(tr, 350, "vote")
+    with pytest.raises(InputError, match="three iterations"):
+        plan_swaps(_trace(), 350, "singa_swap", "aoa", link=ONE_NS_PER_BYTE, period=(0, 6),
+                   min_block=1, offline_analysis=True)

@@ -201,7 +201,8 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
                data_buffer: int = 4, mutable_data_buffer: int = 6,
                min_gap_ns: float = 0.0, select=None, periodic: bool = False,
                op_group=None, accesses: str = "alloc_free_access",
-               iteration_ns: float | None = None, base_bytes: int = 0) -> SwapPlan:
+               iteration_ns: float | None = None, base_bytes: int = 0,
+               offline_analysis: bool = False) -> SwapPlan:
     """A swap plan for one iteration of the trace that keeps the load under `limit_bytes`.
 
     policy singa_swap: SINGA's candidates (previous op a Layer/Read/Mutable, blocks ≥ 1 MiB,
@@ -235,6 +236,16 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
     `base_bytes` [ours; 0]: bytes live throughout that the trace does not show (blocks
     malloc'd before a recording starts and untouched in it), added to the load: the limit
     applies to the whole GPU load, these bytes can never be swapped.
+    `offline_analysis` [faithful quirk; off]: the authors' offline analysis that drew the
+    paper's overhead figure (junzhezhang/memInfoSwap `unit_functions.py`, commit 5ca3ea1),
+    slips included: candidates are any two consecutive ops of a block across the peak (its
+    malloc and free too), no ready delay; its scores (`doa` drops T_in, `wdoa` is the gap's
+    length times the load at the candidate's place in its address-ordered list); its
+    stick-to-limit schedule: swap-outs held to the first op after T_out, or dropped before
+    the iteration's first over-limit op when that comes earlier (the wait counted); a
+    swap-in's lead time looked up in the previous iteration's op times, so it starts at its
+    use (at the latest, the next swap-in's start) and its wait is counted only against the
+    last over-limit op. `vote` is not one of its scores.
     """
     if policy not in POLICIES:
         raise InputError(f"unknown swap policy {policy!r} (one of {', '.join(POLICIES)})",
@@ -286,6 +297,12 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
     mid = load0[s:e]
     max_idx = s + int(np.argmax(mid))
     peak0 = int(mid.max())
+    if offline_analysis:
+        if policy != "singa_swap" or score == "vote":
+            raise InputError("the offline analysis is SINGA's (singa_swap) and has no "
+                             "majority vote", param="offline_analysis")
+        return _plan_offline(trace, limit_bytes, score, link, a, s, e, b, t, load0,
+                             max_idx, peak0, min_block, clock, rec_iter, base_bytes)
     blk, size, r, d, ready = _candidates(trace, a, s, e, b, max_idx, min_block, policy,
                                          policy == "singa_swap", data_buffer,
                                          mutable_data_buffer, min_gap_ns,
@@ -423,6 +440,116 @@ def plan_swaps(trace: AllocTrace, limit_bytes: int, policy: str = "singa_swap",
                      "faithful_quirks": bool(faithful_quirks), "context": [int(a - s),
                                                                            int(b - s)],
                      **info_extra})
+
+
+def _plan_offline(trace, limit, score, link, a, s, e, b, t, load0, max_idx, peak0, min_block,
+                  clock, rec_iter, base_bytes) -> SwapPlan:
+    """plan_swaps(offline_analysis=True): memInfoSwap's get_swappable_blocks, its orders,
+    swap_select and swap_sched (stick-to-limit), op by op. Indices below are trace ops."""
+    L_it = e - s
+    if s - L_it < 0 or e >= b:
+        raise InputError("the offline analysis plans the middle of three iterations: the trace "
+                         "needs a whole iteration before the planned one and an op after it",
+                         param="offline_analysis")
+    blk, size, r, d, _ = _candidates(trace, a, s, e, b, max_idx, min_block, "singa_swap",
+                                     False, 0, 0, 0.0, None, free_is_use=True)
+    # the script's candidate list: blocks in the order of their address as text, then by op
+    addr = [hex(int(trace.address[i])) for i in r]
+    o = sorted(range(len(r)), key=lambda i: (addr[i], int(r[i])))
+    blk, size, r, d = blk[o], size[o], r[o], d[o]
+    n = len(r)
+    tf = t.astype(np.float64)
+    dto = tf[d] - tf[r]
+    dt = dto - link.t_out(size)                 # the script's `- swap_in_dt(size)` is a no-op
+    if score == "subwdoa":
+        vec_load = load0.astype(np.float64).copy()
+        left, order, val = list(range(n)), [], np.zeros(n)
+        while left:
+            cs = np.concatenate([[0.0], np.cumsum(vec_load)])
+            for i in left:
+                val[i] = cs[d[i]] - cs[r[i]]
+            left.sort(key=lambda i: -val[i])
+            i = left.pop(0)
+            vec_load[r[i]:d[i]] -= size[i]
+            order.append(i)
+        order.sort(key=lambda i: -val[i])
+    else:
+        key = {"doa_origin": dto, "pri": dto * size, "doa": dt,
+               "aoa": np.where(dt >= 0, dt * size, dt / np.maximum(size, 1)),
+               "wdoa": (d - r) * load0[np.minimum(s - L_it + np.arange(n),
+                                                  len(load0) - 1)].astype(np.float64)}[score]
+        order = sorted(range(n), key=lambda i: -key[i])
+    # swap_select: take in order, stop once the iteration's peak is at most the limit (the
+    # first candidate is taken even when it already is)
+    Ls = load0.astype(np.float64).copy()
+    chosen = []
+    for i in order:
+        Ls[r[i]:d[i]] -= size[i]
+        chosen.append(i)
+        if Ls[s:e].max() <= limit:
+            break
+
+    def over(Lu):
+        """load_over_limit over the iteration: (first op over the limit, the op before the
+        last over it, scanning down from the next iteration's first op); -1 when at the
+        iteration's first op / none."""
+        idx = np.nonzero(Lu[s:e] > limit)[0]
+        first = s + int(idx[0]) if len(idx) else s
+        hi = np.nonzero(Lu[first + 1:e + 1] > limit)[0]
+        last = first + int(hi[-1]) if len(hi) else e      # (i - 1) for i the last over it
+        return (-1 if first == s else first), (-1 if last == e else last)
+
+    Lu = load0.astype(np.float64).copy()
+    overhead = 0.0
+    outs = sorted(chosen, key=lambda i: r[i])
+    i1p = {}
+    prev = None
+    for i in outs:
+        ready = int(r[i]) if prev is None else max(int(r[i]), i1p[prev])
+        t1p = tf[ready] + link.t_out(size[i])
+        while t1p > tf[ready]:
+            ready += 1
+        ready = min(ready, int(d[i]) - 1)
+        Lu[ready:d[i]] -= size[i]
+        fo, _ = over(Lu)
+        if fo != -1 and fo <= ready:
+            Lu[fo - 1:ready + 1] -= size[i]
+            ready = fo - 1
+        i1p[i] = ready
+        overhead += max(0.0, t1p - tf[ready])
+        prev = i
+    i2p, in_end = {}, {}
+    prev = None
+    for i in sorted(chosen, key=lambda i: -d[i]):
+        need = int(d[i]) if prev is None else min(int(d[i]), i2p[prev])
+        prep = tf[need] - link.t_in(size[i])
+        while prep < tf[need - L_it]:           # the slip: the previous iteration's times
+            need -= 1
+        need = max(need, int(r[i]))
+        Lu[need:d[i]] += size[i]
+        _, fb = over(Lu)
+        if fb != -1 and fb >= need:
+            Lu[need:fb + 1] -= size[i]
+            overhead += tf[fb] - prep
+        i2p[i] = need
+        in_end[i] = tf[need] + link.t_in(size[i]) - tf[s]
+        prev = i
+    ch = np.asarray(sorted(chosen, key=lambda i: (r[i], i)), np.int64)
+    L_mid = Lu[s:e].astype(np.int64)
+
+    def pick(m):
+        return np.asarray([m[int(i)] for i in ch], np.int64)
+
+    return SwapPlan("singa_swap", score, int(limit), s, e - s,
+                    float(tf[e - 1] - tf[s]) if e > s else 0.0, peak0, int(L_mid.max()),
+                    float(overhead), blk[ch], size[ch].astype(np.int64), r[ch] - s, d[ch] - s,
+                    r[ch] - s, pick(i1p) - s, pick(i2p) - s,
+                    np.asarray([in_end[int(i)] for i in ch], np.float64), L_mid.copy(),
+                    {"candidates": int(n), "peak_idx": int(max_idx - s), "mode": "offline",
+                     "faithful_quirks": True, "offline_analysis": True,
+                     "context": [int(a - s), int(b - s)], "accesses": "alloc_free_access",
+                     "clock": clock, "base_bytes": int(base_bytes),
+                     "recorded_iteration_s": rec_iter * 1e-9})
 
 
 def check_plan(trace: AllocTrace, plan: SwapPlan) -> None:
