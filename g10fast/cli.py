@@ -177,7 +177,13 @@ def _spec_from_args(args):
         if args.policy is not None:
             note = (f"policy {policies.get(args.policy).name} (--policy) instead of the config "
                     f"file's {policies.get(_file_policy(cfg)).name}")
-        return from_g10_config(cfg, policy=args.policy, source=str(args.config)), note
+        spec = from_g10_config(cfg, policy=args.policy, source=str(args.config))
+        if args.option:
+            from g10fast.spec import make_spec
+            opts = dict(spec.to_dict()["policy"]["options"], **_options(args.option))
+            spec = make_spec(spec.workload, spec.system, spec.policy.name, opts, spec.engine,
+                             spec.source)
+        return spec, note
     policy = args.policy or "lru"
     rec = policies.get(policy, param="--policy")
     if args.g10 is None:
@@ -594,6 +600,9 @@ def cmd_run(args) -> int:
     if args.config is not None and str(args.config).endswith(".toml"):
         from g10fast.api import read_run_file
         return _run_builtin(args, read_run_file(args.config), f"run file {args.config}")
+    if args.g10_root is not None and args.config is None:
+        raise InputError("resolves a G10 config file's relative paths: give the config file "
+                         "(g10fast run CONFIG --g10-root DIR)", param="--g10-root")
     spec, note = _spec_from_args(args)
     if args.fuse is not None:
         from g10fast.spec import with_fuse
@@ -643,6 +652,8 @@ def _run_one(args, spec, note, run_file: dict | None = None) -> int:
         kw["plan"] = read_plan(args.plan_in, kw["workload"].num_kernels,
                                kw["workload"].num_tensors)
     if args.trace_compression != "deflate":
+        if args.trace is None:
+            raise InputError("goes with --trace FILE.h5", param="--trace-compression")
         kw["trace_compression"] = args.trace_compression
     try:
         res = run(spec, trace_path=args.trace, progress=progress, check=_check_arg(args),

@@ -606,3 +606,21 @@ def test_gds_header_and_an_allocator_that_does_not_fit():
     assert fit["status"] == "failed" and fit["failure"]["stage"] == "allocator"
     assert fit["failure"]["reason"] == (f"needs {need / 2**30:.3f} GiB of GPU memory (bump on "
                                         "the run's allocations), the GPU has 0.300 GiB")
+
+
+@needs_artifact
+def test_g10_config_file_takes_option(capsys):
+    import json
+    cfg = ARTIFACT / "src" / "configs" / "BERT" / "128-sim_deepUM.config"
+    assert main(["run", str(cfg), "--no-progress", "--json", "--option",
+                 "prefetch_degree=2"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["policy"] == "deepUM" and res["policy_options"]["prefetch_degree"] == 2
+
+
+@pytest.mark.parametrize("argv,needles", [
+    (["--g10-root", "."], ["--g10-root", "give the config file"]),
+    (["--trace-compression", "none"], ["--trace-compression", "goes with --trace"]),
+])
+def test_single_run_refuses_flags_that_do_not_apply(capsys, argv, needles):
+    _bad(capsys, ["run", "--model", "vit", "--batch", "8", "--no-progress", *argv], *needles)
