@@ -20,12 +20,46 @@ import platform
 import time
 from pathlib import Path
 
+import numpy as np
 from _bench import ROOT, append_record, git_commit
 
 from g10fast.alloc.allocators import run_allocator
 from g10fast.alloc.snapshot import pytorch_capacity, pytorch_options, read_snapshot
 
 MiB = 1 << 20
+
+
+def figure(path, out) -> str:
+    """Reserved bytes over op index: the snapshot's (measured), the `pytorch` allocator's
+    without a capacity and under its cache flushes' bound, and the live bytes."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    tr = read_snapshot(path)
+    meas = tr.meta.get("reserved_of_op")
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    x = np.arange(tr.num_ops)
+    ax.plot(x, tr.live_bytes() / MiB, color="0.6", lw=1.0, label="allocated (live)")
+    if meas is not None:
+        ax.step(x, meas / MiB, where="post", color="black", ls="--", lw=1.2,
+                label=f"recorded reserved (peak {meas.max() / MiB:,.0f} MiB)")
+    caps = [("no capacity", None)]
+    if pytorch_capacity(tr) is not None:
+        caps.append((f"capacity < {(pytorch_capacity(tr) + 1) / MiB:,.0f} MiB (cache flushes)",
+                     pytorch_capacity(tr)))
+    for label, cap in caps:
+        r = run_allocator(tr, "pytorch", capacity=cap, **pytorch_options(tr))
+        ax.step(r.op_index, r.reserved / MiB, where="post", lw=1.0,
+                label=f"pytorch here, {label} (peak {r.peak_reserved / MiB:,.0f} MiB)")
+    ax.set_xlabel("op index (allocations and frees)")
+    ax.set_ylabel("GPU memory (MiB)")
+    ax.set_title(f"{Path(path).name}: the caching allocator recorded vs simulated")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return str(out)
 
 
 def compare(path, source: str = "") -> dict:
@@ -62,10 +96,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("snapshots", nargs="+")
     ap.add_argument("--source", default="", help="where the snapshots came from (recorded)")
+    ap.add_argument("--figure", metavar="PREFIX", help="also draw PREFIX-<snapshot>.png")
+    ap.add_argument("--no-record", action="store_true", help="figures only")
     a = ap.parse_args()
     out = ROOT / "benchmarks" / "results" / "memory_snapshots.jsonl"
     machine = f"{platform.machine()} {os.cpu_count()} cpus {platform.python_version()}"
     for p in a.snapshots:
+        if a.figure:
+            print(figure(p, f"{a.figure}-{Path(p).stem}.png"))
+        if a.no_record:
+            continue
         rec = compare(p, a.source)
         rec.update(commit=git_commit(), machine=machine,
                    date=time.strftime("%Y-%m-%d", time.gmtime()))
