@@ -461,3 +461,17 @@ def test_the_viewer_twin_refuses_a_block_outside_its_segment():
         check_segment_view(d)
     with pytest.raises(AssertionError, match="PROTO|protocol 5"):
         check_pickle_bytes(pickle.dumps(d, protocol=5))
+
+
+def test_reading_needs_no_torch(tmp_path):
+    """torch made unimportable: a snapshot is still read and compared (memory command)."""
+    import subprocess
+    import sys
+    src = _dump(tmp_path, hand_snapshot())
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "from g10fast.cli import main\n"
+            f"raise SystemExit(main(['memory', {src!r}, '--allocator', 'pytorch']))")
+    p = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "+0.00% against the snapshot's" in p.stdout
