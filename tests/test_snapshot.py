@@ -471,7 +471,7 @@ def test_reading_needs_no_torch(tmp_path):
     code = ("import sys; sys.modules['torch'] = None\n"
             "from g10fast.cli import main\n"
             f"raise SystemExit(main(['memory', {src!r}, '--allocator', 'pytorch']))")
-    p = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
-                       timeout=300)
+    p = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True,
+                       text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "+0.00% against the snapshot's" in p.stdout
