@@ -528,7 +528,7 @@ def _in_run_file(err: InputError, spec: dict) -> InputError:
     workload = spec.get("workload") or {}
     engine = spec.get("engine") or {}
     overrides = (spec.get("system") or {}).get("overrides") or {}
-    if path is None:
+    if path is None or str(param or "").startswith("--"):      # (a flag's, not the file's)
         return err
     if err.path is not None and err.path != path and param not in workload:
         return err

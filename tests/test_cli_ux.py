@@ -624,3 +624,10 @@ def test_g10_config_file_takes_option(capsys):
 ])
 def test_single_run_refuses_flags_that_do_not_apply(capsys, argv, needles):
     _bad(capsys, ["run", "--model", "vit", "--batch", "8", "--no-progress", *argv], *needles)
+
+
+def test_a_flag_error_in_a_run_file_run_names_the_flag(capsys, tmp_path):
+    rf = _small_run_file(tmp_path, "lru")
+    err = _bad(capsys, ["run", str(rf), "--no-progress", "--allocator", "cnmem"], "--allocator",
+               "allocator applies to the tensor-engine and swap policies")
+    assert str(rf) not in err                      # the flag's error, not the file's
