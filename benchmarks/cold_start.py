@@ -12,9 +12,9 @@ and over where the compile's recursion straddles a chunk boundary), for any tree
 depths average that out. Before each run the tree's `__pycache__` *.nbi / *.nbc files
 are removed (paired_timing.clear_numba_cache). Per run: user and sys CPU seconds of the child
 (getrusage), wall seconds, minor page faults (the sys time follows them: see "Cold compile" in
-docs/page-engine-bulk.md), the 1-minute load average before the run, and the run's result
-(exe_time_cycles, the same for every tree). One JSON line per invocation goes to
-benchmarks/results/cold_start.jsonl, with every tree's commit.
+benchmarks/results/page-engine-bulk-journal.md), the 1-minute load average before the
+run, and the run's result (exe_time_cycles, the same for every tree). One JSON line per
+invocation goes to benchmarks/results/cold_start.jsonl, with every tree's commit.
 """
 
 from __future__ import annotations

@@ -18,10 +18,11 @@ Every kernel module (`engine.page_kernels`, `engine.tensor_kernels`, `planner.g1
   (`LinkOnlyLibrary`), no CPython wrapper, no machine code, nothing in the on-disk cache
   (there is nothing to load: a cached caller holds all of its callees' code). The kernel a
   run calls from Python (`run_engine`) optimises and compiles the whole tree once. A cold
-  BERT-128 lru run's LLVM work went from 16.3 to 5.9 s (docs/page-engine-bulk.md, "Ninth
-  step"). Called from Python (a test, a debugger session), a link-only kernel compiles a
-  full, cached twin of itself on first use and runs that. `kernel_internal` is the same with
-  reference counting (the planner's helpers).
+  BERT-128 lru run's LLVM work went from 16.3 to 5.9 s
+  (benchmarks/results/page-engine-bulk-journal.md, "Ninth step"). Called from Python (a
+  test, a debugger session), a link-only kernel compiles a full, cached twin of itself on
+  first use and runs that. `kernel_internal` is the same with reference counting (the
+  planner's helpers).
 * `jit(**options)`: any other combination (`inline="always"` and the like), same switch;
   `jit(internal=True, ...)` is the link-only variant.
 
@@ -32,8 +33,9 @@ compiles a called kernel once per distinct combination of constant arguments at 
 (`int64`, `bool`, a tuple of them), so each kernel is compiled once per argument *types*. The
 machine types are the same, so the results are too; LLVM still sees the constants where it
 inlines the call. A cold BERT-128 lru run compiled 113 kernel versions before (`_q_push` 14
-times, `_emit` 9), 68 with it, about 30 % less compile CPU (docs/page-engine-bulk.md, "Cold
-compile"). A kernel whose typing needs a literal argument falls back to Numba's own typing.
+times, `_emit` 9), 68 with it, about 30 % less compile CPU
+(benchmarks/results/page-engine-bulk-journal.md, "Cold compile"). A kernel whose typing
+needs a literal argument falls back to Numba's own typing.
 
 A compile from Python (the first call of a cached kernel: Numba compiles it and everything it
 calls, or loads it from the cache) runs inside one call with a large frame (`_deep_stack_call`).

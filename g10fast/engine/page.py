@@ -477,7 +477,7 @@ def _small_pages(a: np.ndarray) -> None:
     work in 2 MiB units: every write into a released or untouched range zeroed and kept a
     whole 2 MiB page. Measured on SENet154-1024 G10 (`perf record`, warm-up included): 13.5 %
     of the process's samples in the kernel's page clearing; peak 424 MiB, 311 MiB in small
-    pages (docs/page-engine-bulk.md, "Eleventh step")."""
+    pages (benchmarks/results/page-engine-bulk-journal.md, "Eleventh step")."""
     if a.nbytes < (4 << 20):
         return
     libc = ctypes.CDLL(None, use_errno=True)

@@ -328,9 +328,9 @@ _kernel_ieee = jit(_nrt=False, error_model="numpy", internal=True)
 # LLVM (`forceinline`), so that the tick's state stays in registers across it (compiled as
 # calls, traced runs, a call per page, were 20% slower). Numba's IR inlining of it (until
 # 6bdc9bd) gave the same speed but cost a cold start about 4 s more (the IR inliner copies the
-# callee's scope block by block; docs/page-engine-bulk.md, "Ninth step"); Numba's IR inlining
-# of every stage gave bit-identical results but a slower busy tick and a first compile about
-# 10 s longer (benchmarks/results/engine_split.jsonl).
+# callee's scope block by block; benchmarks/results/page-engine-bulk-journal.md, "Ninth
+# step"); Numba's IR inlining of every stage gave bit-identical results but a slower busy
+# tick and a first compile about 10 s longer (benchmarks/results/engine_split.jsonl).
 _kernel_stage = kernel_nonrt_internal
 _kernel_page = jit(_nrt=False, internal=True, forceinline=True)
 
@@ -627,22 +627,23 @@ def _lru_advance_head(lru, pstate, S):
 # ----------------------------------------------------------------------------------------
 # The LRU list as extents (P_XLRU: `lru`, `prefetch_lru`, bulk engine; issue 23)
 #
-# For the LRU policies the victim is the first page in list order that is resident and not
-# in transfer (§8.1; docs/page-engine-bulk.md proves the ring's cursor and compactions
-# unobservable for them), and a GPU page in transfer leaves the GPU before its flag clears.
-# So the list is kept as exactly the GPU pages not in transfer, in arrival order: a doubly
-# linked list of extents (runs of consecutive pages of one tensor that arrived one after
-# another), each also in a chain of its tensor's extents (head in tt[T, TT_XH]). A page
-# joins at the tail when it takes a GPU frame, and leaves when it is a victim (at the head),
-# when a pre-eviction flags it in transfer, and when it leaves the GPU otherwise (pre-evicted
-# or pre-deallocated: its tensor's chain finds it). No stale entries, no generations, no
-# compactions; the victim search is a read of the head. The records live in `lru` (int64,
-# XW words each: first page, end page, tensor, previous, next, previous and next in the
-# tensor's chain); freed ones are chained through X_NEXT from S[S_X_FREE], and the records
-# from S[S_X_BUMP] on were never used (so that the wrapper's array, `np.empty`, takes memory
-# only as records are first taken, and a larger array costs nothing). The engine pauses
-# while fewer than P_XMARGIN records are free (as many as one busy tick can take), and the
-# wrapper grows the array. tt[T, TT_RES] equals the pages of T's extents.
+# For the LRU policies the victim is the first page in list order that is resident and not in
+# transfer (§8.1; benchmarks/results/page-engine-bulk-journal.md, "When are LRU compactions
+# observable?", proves the ring's cursor and compactions unobservable for them), and a GPU
+# page in transfer leaves the GPU before its flag clears. So the list is kept as exactly the
+# GPU pages not in transfer, in arrival order: a doubly linked list of extents (runs of
+# consecutive pages of one tensor that arrived one after another), each also in a chain of its
+# tensor's extents (head in tt[T, TT_XH]). A page joins at the tail when it takes a GPU frame,
+# and leaves when it is a victim (at the head), when a pre-eviction flags it in transfer, and
+# when it leaves the GPU otherwise (pre-evicted or pre-deallocated: its tensor's chain finds
+# it). No stale entries, no generations, no compactions; the victim search is a read of the
+# head. The records live in `lru` (int64, XW words each: first page, end page, tensor,
+# previous, next, previous and next in the tensor's chain); freed ones are chained through
+# X_NEXT from S[S_X_FREE], and the records from S[S_X_BUMP] on were never used (so that the
+# wrapper's array, `np.empty`, takes memory only as records are first taken, and a larger
+# array costs nothing). The engine pauses while fewer than P_XMARGIN records are free (as many
+# as one busy tick can take), and the wrapper grows the array. tt[T, TT_RES] equals the pages
+# of T's extents.
 # ----------------------------------------------------------------------------------------
 
 XW = 8
