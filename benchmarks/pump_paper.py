@@ -9,6 +9,8 @@ time of `uvm` under the same driver options over its own time (last of two itera
     python benchmarks/pump_paper.py --variants defaults,before --models bert-base:256
     python benchmarks/pump_paper.py --summary benchmarks/results/pump_paper.csv
     python benchmarks/pump_paper.py --plot benchmarks/results/pump_paper.csv   # docs/pump.png
+    python benchmarks/pump_paper.py --basis live --variants fresh,fresh+hooks \
+        --out benchmarks/results/pump_paper_live.csv      # GPU memory = peak live bytes / R
 
 Writes benchmarks/results/pump_paper.csv (one row per run, rewritten after each) and prints
 the geometric mean of the speed-up over the points per variant.
@@ -52,6 +54,10 @@ def main(argv=None) -> int:
     ap.add_argument("--ratios", default="1.5,3")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--preset", default="g10-artifact")
+    ap.add_argument("--basis", choices=("footprint", "live"), default="footprint",
+                    help="GPU memory = footprint / R (every tensor its own pages, G10's) or "
+                         "peak live bytes / R (weights + the tensors between first and last "
+                         "use: what an allocator that frees needs)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "pump_paper.csv"))
     ap.add_argument("--summary", default="", help="print the summary of this CSV, run nothing")
     ap.add_argument("--plot", default="", help="draw docs/pump.png from this CSV, run nothing")
@@ -80,8 +86,9 @@ def main(argv=None) -> int:
     rows = []
     for model, batch in models:
         w = api.builtin_workload(model, batch, a.preset)
+        need = w.footprint_bytes if a.basis == "footprint" else peak_live_bytes(w)
         for ratio in ratios:
-            system = base.replace(gpu_memory_gb=w.footprint_bytes / ratio / 2**30)
+            system = base.replace(gpu_memory_gb=need / ratio / 2**30)
             uvm = {}
             for label in variants:
                 opts, compat = VARIANTS[label]
@@ -99,7 +106,7 @@ def main(argv=None) -> int:
                     pg = it["pages"]
                     from g10fast.engine.driver import driver_options, system_params
                     prm = system_params(system, driver_options(dict(compat)))
-                    row = {"model": model, "batch": batch, "ratio": ratio,
+                    row = {"model": model, "batch": batch, "ratio": ratio, "basis": a.basis,
                            "gpu_gb": round(system.gpu_memory_gb, 3),
                            "variant": label if pol == "pump" else "uvm",
                            "driver_options": ";".join(f"{k}={v}" for k, v in key),
@@ -162,6 +169,28 @@ def plot(rows, path):
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
+
+
+def peak_live_bytes(w) -> int:
+    """The most bytes live at once over an iteration: the weights (held throughout) and
+    every other tensor from its first to its last use (page-rounded), what an allocator that
+    frees after the last use needs (the driver engine's fresh_allocations)."""
+    import numpy as np
+    K, T = w.num_kernels, w.num_tensors
+    first = np.full(T, K, np.int64)
+    last = np.full(T, -1, np.int64)
+    for ptr, idx in ((w.in_ptr, w.in_idx), (w.out_ptr, w.out_idx)):
+        kk = np.repeat(np.arange(K, dtype=np.int64), np.diff(ptr))
+        np.minimum.at(first, idx, kk)
+        np.maximum.at(last, idx, kk)
+    b = w.n_pages.astype(np.int64) * 4096
+    g = np.asarray(w.is_global, bool)
+    used = last >= 0
+    m = used & ~g
+    d = np.zeros(K + 1, np.int64)
+    np.add.at(d, first[m], b[m])
+    np.add.at(d, last[m] + 1, -b[m])
+    return int((np.cumsum(d)[:K] + b[g & used].sum()).max())
 
 
 def write(path, rows):
