@@ -67,8 +67,11 @@ def figure(rows: list, path) -> None:
         x = range(len(names))
         ax.bar(x, vals, color=cols)
         for i, v in enumerate(vals):
-            ax.text(i, v, "failed" if v == 0 else f"{v:.2f}", ha="center", va="bottom",
-                    fontsize=7)
+            if v == 0:
+                ax.text(i, 1.05, "does not\nrun", ha="center", va="bottom", fontsize=7,
+                        color="tab:red")
+            else:
+                ax.text(i, v, f"{v:.2f}", ha="center", va="bottom", fontsize=7)
         ax.axhline(1.0, color="black", lw=0.8, ls="--", label="Ideal (unlimited GPU memory)")
         ax.set_xticks(list(x))
         ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)

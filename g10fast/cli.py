@@ -81,6 +81,9 @@ def summary_text(res: dict, note: str | None = None) -> str:
                      + (f": {res['kernel_times_basis']}" if res.get("kernel_times_basis")
                         else ""))
     failed = res.get("status") == "failed"
+    if res.get("engine") == "ranks":
+        from g10fast.engine.ranks import summary_lines
+        lines += summary_lines(res)
     if failed:
         lines.append(failure_text(res))
         if res["iterations"]:
@@ -332,6 +335,8 @@ def _run_builtin(args, spec: dict, note: str) -> int:
                              param=f"--{flag.replace('_', '-')}")
     if getattr(args, "fuse", None) is not None:
         spec = dict(spec, workload=dict(spec.get("workload") or {}, fuse=args.fuse))
+    if getattr(args, "recompute", None) is not None:
+        spec = dict(spec, workload=dict(spec.get("workload") or {}, recompute=args.recompute))
     if not run_file and args.system is not None:
         # the default run on another preset: that preset as it is (the default run's 10 GB
         # of GPU memory is its setting of g10-artifact)
@@ -344,7 +349,8 @@ def _run_builtin(args, spec: dict, note: str) -> int:
         return _run_one(args, specs[0], note, run_file=spec)
     for flag, why in (("plan", "writes one policy's plan"), ("plan_in", "replays one plan"),
                       ("kernel_order", "orders one run's tensors"),
-                      ("trace", "writes one run's events")):
+                      ("trace", "writes one run's events"),
+                      ("timeline", "writes one ranks-engine run's timeline")):
         if getattr(args, flag, None) is not None:
             raise InputError(f"--{flag.replace('_', '-')} {why}: this is a comparison of "
                              f"{len(specs)} policies; give one policy (--model M --policy P, or "
@@ -396,11 +402,14 @@ def _system_flags(args) -> dict:
         out["ssd_bandwidth_gbps"] = float(args.ssd_gbps)
     if args.pcie_gbps is not None:
         out["host_link_gbps"] = out["gpu_link_gbps"] = float(args.pcie_gbps)
+    if getattr(args, "gpus", None) is not None:
+        out["gpus"] = int(args.gpus)
     return out
 
 
 _SYSTEM_FLAG = {"host_memory_gb": "--host-mem-gb", "ssd_bandwidth_gbps": "--ssd-gbps",
-                "host_link_gbps": "--pcie-gbps", "gpu_link_gbps": "--pcie-gbps"}
+                "host_link_gbps": "--pcie-gbps", "gpu_link_gbps": "--pcie-gbps",
+                "gpus": "--gpus"}
 
 
 def _with_run_flags(args, specs: list) -> list:
@@ -607,6 +616,11 @@ def cmd_run(args) -> int:
     if args.fuse is not None:
         from g10fast.spec import with_fuse
         spec = with_fuse(spec, args.fuse)
+    if args.recompute is not None:
+        from g10fast.spec import with_recompute
+        spec = with_recompute(spec, args.recompute)
+    if args.gpus is not None:
+        spec = spec.replace(system=spec.system.replace(gpus=args.gpus))
     if getattr(args, "allocator", None):
         import dataclasses
         spec = spec.replace(engine=dataclasses.replace(spec.engine,
@@ -634,6 +648,14 @@ def _run_one(args, spec, note, run_file: dict | None = None) -> int:
         from g10fast.figures import check_image_path
         check_image_path(args.figure, "--figure")
     rec = spec.record
+    if getattr(args, "timeline", None) is not None:
+        if rec.engine != "ranks":
+            raise InputError("a timeline is the ranks engine's (the ZeRO policies); the other "
+                             "engines write an event trace (--trace) for "
+                             "`g10fast trace export --perfetto`", param="--timeline")
+        if not Path(args.timeline).resolve().parent.is_dir():
+            raise InputError("folder does not exist", path=str(Path(args.timeline).resolve()
+                                                                .parent), param="--timeline")
     kw = {}
     if args.kernel_order is not None:
         if rec.engine != "page":
@@ -670,6 +692,9 @@ def _run_one(args, spec, note, run_file: dict | None = None) -> int:
     if args.figure is not None:
         from g10fast.figures.memory import plot_memory
         plot_memory(res, args.figure)
+    if getattr(args, "timeline", None) is not None:
+        from g10fast.engine.ranks import timeline_json
+        timeline_json(res, args.timeline)
     if args.json:
         out = to_json_ready(res)
         if note:
@@ -696,6 +721,8 @@ def _run_one(args, spec, note, run_file: dict | None = None) -> int:
             print(f"plan written to {args.plan}")
         if args.figure:
             print(f"figure written to {args.figure}")
+        if getattr(args, "timeline", None):
+            print(f"timeline written to {args.timeline} (ui.perfetto.dev opens it)")
     return 0
 
 
@@ -1361,6 +1388,17 @@ def build_parser() -> argparse.ArgumentParser:
                    "memory needed (tensor-engine and swap policies; docs/allocators.md)")
     r.add_argument("--ssd-gbps", type=float, help="SSD bandwidth, GB/s")
     r.add_argument("--pcie-gbps", type=float, help="PCIe (host and GPU link) bandwidth, GB/s")
+    r.add_argument("--gpus", type=int, metavar="N",
+                   help="data-parallel GPUs of the preset's node (the ranks engine's ZeRO "
+                        "policies; docs/zero.md)")
+    r.add_argument("--recompute", choices=["none", "full", "selective"],
+                   help="activation checkpointing, a workload pass any policy takes: every "
+                        "layer (full) or the attention core (selective) recomputed in the "
+                        "backward (docs/zero.md)")
+    r.add_argument("--timeline", metavar="OUT.json",
+                   help="the ranks engine's step as a Perfetto/Chrome trace: a track for the "
+                        "host thread, the CPU's optimizer, the GPU, NVLink, each PCIe "
+                        "direction and NVMe")
     r.add_argument("--fuse", choices=["none", "xla", "stitch"], help="fuse memory-intensive "
                    "kernels before planning as XLA or FusionStitching would (docs/fusion.md; "
                    "default none; a run file sets workload.fuse)")

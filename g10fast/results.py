@@ -226,9 +226,10 @@ def tensor_result(spec, model: str, w, run, plan_failure, plan_info, f_hz: float
 
 
 def to_json_ready(result: dict) -> dict:
-    """Drop the per-kernel array (kept in Python results) for the JSON summary; planner
-    arrays become lists; dataclasses become dicts."""
-    out = {k: v for k, v in result.items() if k not in ("kernels", "plan_object")}
+    """Drop the per-kernel array and the ranks engine's timeline (kept in Python results;
+    `--timeline` writes the latter) for the JSON summary; planner arrays become lists;
+    dataclasses become dicts."""
+    out = {k: v for k, v in result.items() if k not in ("kernels", "plan_object", "timeline")}
     if "planner" in out:
         out["planner"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v)
                           for k, v in out["planner"].items()}

@@ -542,10 +542,14 @@ def run_ranks_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
     from g10fast.engine.ranks import simulate_ranks
     from g10fast.results import add_seconds, new_result
 
+    from g10fast.results import workload_summary
+
     res = new_result(spec, "ranks", _model_label(spec))
     part = simulate_ranks(spec, rec, ctx, trace=trace)
     f_hz = part.pop("f_hz")
     res.update(part)
+    res["workload"] = workload_summary(ctx.workload,
+                                       int(spec.system.gpu_memory_gb * 2**30) // PAGE_SIZE)
     return add_seconds(res, f_hz)
 
 

@@ -327,7 +327,17 @@ def run_file_specs(d: dict) -> list[RunSpec]:
     if "fuse" in wl:      # the fusion pass (none | xla | stitch), applied to every spec
         fuse = wl.pop("fuse")
         return [with_fuse(s, fuse, path) for s in run_file_specs(dict(d, workload=wl))]
+    if "recompute" in wl:  # activation checkpointing (none | full | selective), every spec
+        mode = wl.pop("recompute")
+        return [with_recompute(s, mode, path) for s in run_file_specs(dict(d, workload=wl))]
     sysd = dict(d.get("system", {}))
+    if "gpus" in sysd:     # data-parallel ranks (the ranks engine)
+        gpus = sysd.pop("gpus")
+        specs = run_file_specs(dict(d, system=sysd))
+        try:
+            return [s.replace(system=s.system.replace(gpus=gpus)) for s in specs]
+        except InputError as e:
+            raise _where(e, path) from None
     engine = dict(d.get("engine", {}))
     pol = dict(d.get("policy", {}))
     _unknown(pol, _POLICY_KEYS, "policy", path)
@@ -430,6 +440,16 @@ def _model_keys(wl: dict) -> set:
         return set(find_model(m).params)
     except InputError:
         return set()
+
+
+def with_recompute(spec: RunSpec, mode: str, source=None) -> RunSpec:
+    """The spec with its workload's activation checkpointing set (`--recompute`,
+    `workload.recompute`; g10fast.workload.recompute)."""
+    from g10fast.workload.recompute import MODES
+    if mode not in MODES:
+        raise InputError(f"unknown recomputation {mode!r} (known: {', '.join(MODES)})",
+                         path=str(source) if source else None, param="workload.recompute")
+    return spec.replace(workload=dataclasses.replace(spec.workload, recompute=mode))
 
 
 def with_fuse(spec: RunSpec, fuse: str, source=None) -> RunSpec:

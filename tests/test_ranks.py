@@ -202,3 +202,39 @@ def test_timeline_json(tmp_path):
     assert {e["name"] for e in cpu} == {"unscale and clip", "CPU Adam", "fp32 -> 16-bit cast"}
     assert sum(e["args"].get("bytes", 0) for e in slices if e["cat"] == "d2h") == \
         r["breakdown"]["d2h_bytes"]
+
+
+def test_cli_gpus_recompute_timeline_and_run_file(tmp_path, capsys):
+    import json
+
+    from g10fast.cli import main
+    out = tmp_path / "t.json"
+    argv = ["run", "--model", "qwen2.5-1.5b", "--batch", "2", "--gpus", "2", "--system",
+            "dgx-a100-40", "--policy", "zero-offload", "--recompute", "full", "--timeline",
+            str(out), "--json", "--no-progress", "--option", "layers=2"]
+    # layers is a model option, not a policy's: refused with one message
+    assert main(argv) == 2
+    assert "unknown option 'layers'" in capsys.readouterr().err
+    argv = argv[:-2]
+    assert main(argv) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["engine"] == "ranks" and res["ranks"] == 2
+    assert res["breakdown"]["cpu_step_s"] > 0 and res["breakdown"]["d2h_bytes"] > 0
+    assert json.loads(out.read_text())["traceEvents"]
+    # --timeline is the ranks engine's; --gpus beyond the node; a preset without a node
+    assert main(["run", "--model", "bert-base", "--batch", "8", "--policy", "lru",
+                 "--timeline", str(out), "--no-progress"]) == 2
+    assert main(argv[:5] + ["--gpus", "9"] + argv[7:]) == 2
+    assert "ranks on a node of 8" in capsys.readouterr().err
+    # a run file: [system] gpus and [workload] recompute
+    f = tmp_path / "z.toml"
+    f.write_text('[workload]\nmodel = "qwen2.5-1.5b"\nbatch = 2\nrecompute = "full"\nlayers = 2\n'
+                 '[system]\npreset = "dgx-a100-40"\ngpus = 2\n'
+                 '[policy]\nnames = ["zero2", "zero-offload"]\n')
+    assert main(["run", str(f), "--json", "--no-progress", "--no-figure"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["ranks"] for r in rows] == [2, 2]
+    assert all(r["workload"]["kernels"] > 0 for r in rows)
+    f.write_text(f.read_text().replace("gpus = 2", "gpus = 0"))
+    assert main(["run", str(f), "--no-progress", "--no-figure"]) == 2
+    assert "gpus" in capsys.readouterr().err

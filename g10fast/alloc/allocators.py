@@ -443,6 +443,8 @@ def _colour_runtime(is_free, blk, bsize, o, cap, off, live, resv, fail):
     where = {}                                    # block -> (vertex, slot) or None (cudaMalloc)
     top = int(pool) + (1 << 20)
     hits = falls = 0
+    cur_col = 0                                   # bytes held in pool slots (colour load)
+    max_cuda = max_col = cuda_at_max_col = 0
     for e in range(E):
         b = int(blk[e])
         s = int(bsize[b])
@@ -474,6 +476,7 @@ def _colour_runtime(is_free, blk, bsize, o, cap, off, live, resv, fail):
                 held[v, slot] = True
                 off[b] = v_off[v] + (off_ci if slot else 0)
                 where[b] = got
+                cur_col += s
             cur_live += s
         else:
             g = where.pop(b)
@@ -481,14 +484,23 @@ def _colour_runtime(is_free, blk, bsize, o, cap, off, live, resv, fail):
                 cur_cuda -= s
             else:
                 held[g[0], g[1]] = False
+                cur_col -= s
             cur_live -= s
+        max_cuda = max(max_cuda, cur_cuda)
+        if cur_col > max_col:                     # max_element: the first peak
+            max_col, cuda_at_max_col = cur_col, cur_cuda
         live[e] = cur_live
         resv[e] = cur_cuda + (pool if e >= switch else 0)
         if e + 1 == switch and cap >= 0 and cur_cuda + pool > cap:
             fail[:] = (e, -1, pool, max(cap - cur_cuda, 0), 1, max(cap - cur_cuda, 0))
             return 1, dict(extra, switch_op=int(switch), pool_bytes=int(pool))
+    # SmartMemPool::GetMaxLoad / GetMemUsage (apache/singa memory.cc, PR #412): the memory it
+    # reports, max(the largest cudaMalloc load, the pool + the cudaMalloc load where the
+    # pool's own load peaks) — below the peak reserved bytes when the cudaMalloc'd blocks'
+    # peak and the pool's fall at different ops
     return 0, {"detected": True, "switch_op": int(switch), "iteration_ops": int(L),
-               "pool_bytes": int(pool), "pool_hits": hits, "fallbacks": falls}
+               "pool_bytes": int(pool), "pool_hits": hits, "fallbacks": falls,
+               "mem_usage_bytes": int(max(max_cuda, int(pool) + cuda_at_max_col))}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -63,8 +63,10 @@ def _pool_table():
     out = {}
     for m in MODELS:
         tr = _trace(f"memInfo_{m}_20itr_100size.text")
+        rt = run_allocator(tr, "singa_colour", scope="iteration")
         out[m] = {
-            "pool": run_allocator(tr, "singa_colour", scope="iteration").peak_reserved,
+            "pool": rt.extra["mem_usage_bytes"],       # what SmartMemPool reports
+            "pool_reserved": rt.peak_reserved,
             "colour": run_allocator(tr, "singa_colour", scope="trace").peak_reserved,
             "cnmem_singa": run_allocator(tr, "cnmem",
                                          init_bytes=CNMEM_SINGA_INIT).peak_reserved,
@@ -80,7 +82,8 @@ def _pool_less_than_cnmem(quick: bool) -> Measured:
     parts = []
     for m, v in t.items():
         parts.append(
-            f"{m}: pool {v['pool'] / MiB:.1f} MiB vs cnmem(256 MiB) "
+            f"{m}: pool {v['pool'] / MiB:.1f} MiB (GetMemUsage; peak reserved "
+            f"{v['pool_reserved'] / MiB:.1f}) vs cnmem(256 MiB) "
             f"{v['cnmem_singa'] / MiB:.1f} = {red[m]:.1f} % less; vs cnmem growing by the "
             f"request {v['cnmem_grow'] / MiB:.1f}: {100 * (1 - v['pool'] / v['cnmem_grow']):.1f}"
             f" %; offline colouring {v['colour'] / MiB:.1f} "
@@ -162,18 +165,18 @@ def _swap_zero_from(quick: bool, sweep=None) -> Measured:
 
 _POOL_WHY = (
     "No configuration of the authors' traces gives 13.3 %. With cnmem as SINGA configures it "
-    "(256 MB reserved up front) AlexNet's and ResNet's peaks (179 and 195 MiB live) lie below "
-    "the reservation, so cnmem's footprint is the reservation and the pool is 30 % and 23 % "
-    "smaller; on VGG (641 MiB live) SmartMemPool as it runs is larger than cnmem (731 vs 713 "
-    "MiB): its detected iteration starts mid-iteration (op 2,245 + k x 1,020 of the malloc/free "
-    "ops), so the blocks alive across that cut are 'cross-iteration' and get the doubled "
-    "backup region, and every block malloc'd before the switch stays on cudaMalloc. Without "
-    "the reservation (cnmem growing by the request) the pool saves 7.7 % (AlexNet), -1.6 % "
-    "(VGG), 3.2 % (ResNet), and the offline colouring of the whole trace at most 9.4 % (VGG): "
-    "within 0.2-1.8 % of the live bytes, so no pool can save 13.3 % against that cnmem on "
-    "these traces. The paper's models, batch sizes and cnmem settings behind 13.3 % are not "
-    "stored (seed-policies §2.6: [UNVERIFIED]); blockInfo_Alex_315 (a SwapGPU recording) "
-    "gives 14.0 % against the reserving cnmem, which we do not take as a match.")
+    "(256 MB reserved up front: CnMemPool, core.proto init_size, kNBytesPerMB = 1 << 20) "
+    "AlexNet's and ResNet's peaks (179 and 195 MiB live) lie below the reservation, so "
+    "cnmem's footprint is the reservation and the pool is 30.0 % and 23.3 % smaller; on VGG "
+    "(641 MiB live) SmartMemPool reports 673.7 MiB (its peak reserved is 730.9: the blocks "
+    "malloc'd before the switch stay on cudaMalloc beside the pool, and its detected iteration "
+    "starts mid-iteration, op 2,245 + k x 1,020 of the malloc/free ops, so the blocks alive "
+    "across that cut get the doubled backup region), 5.5 % less than cnmem's 712.6. Against "
+    "cnmem growing by the request the pool saves 7.9 % (AlexNet), 6.4 % (VGG), 3.7 % "
+    "(ResNet), and the offline colouring of the whole trace at most 9.4 % (VGG): within "
+    "0.2-1.8 % of the live bytes, so no pool can save 13.3 % against that cnmem on these "
+    "traces. The paper's models, batch sizes and cnmem settings behind 13.3 % are not stored "
+    "(seed-policies §2.6: [UNVERIFIED]).")
 
 _SWAP_WHY = (
     "The authors' curve rests on a slip in their offline schedule (memInfoSwap "
@@ -243,7 +246,9 @@ CLAIMS = [
                 "resnet}_20itr_100size, batch 100): SmartMemPool as it runs (singa_colour "
                 "scope=iteration, BF, backup region) against cnmem as SINGA's CnMemPool "
                 "configures it (256 MiB reserved, growth by the request, 512 B); the largest "
-                "reduction of peak reserved bytes",
+                "reduction, the pool's memory being what SmartMemPool reports (GetMemUsage: "
+                "max(largest cudaMalloc load, pool + cudaMalloc load at the pool's own peak)) "
+                "and cnmem's its heads",
         unit="%",
         band=(13.25, 13.35),
         measure=_pool_less_than_cnmem,

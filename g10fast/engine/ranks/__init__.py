@@ -54,6 +54,31 @@ def small_kernel_overhead_us(system) -> float:
     return float(cm.params_for(gpu).cls("elementwise")[2]) * 1e6
 
 
+def summary_lines(res: dict) -> list:
+    """The text summary of a ranks-engine result (g10fast run): the step, its breakdown and
+    the memory it needs."""
+    out = [f"{res.get('ranks')} data-parallel ranks of {res.get('system_preset') or 'the node'}"
+           f", {res.get('parameters', 0) / 1e9:.3f} B parameters"]
+    mem = res.get("memory") or {}
+    if mem:
+        out.append(f"  GPU memory needed {mem['gpu_bytes_needed'] / 2**30:.2f} GiB of "
+                   f"{mem['gpu_bytes_available'] / 2**30:.1f}: " + ", ".join(
+                       f"{k} {v / 2**30:.2f}" for k, v in mem["gpu_bytes"].items()))
+        if mem.get("host_bytes_per_rank"):
+            out.append("  host memory a rank " + ", ".join(
+                f"{k} {v / 2**30:.2f} GiB" for k, v in mem["host_bytes_per_rank"].items()))
+    b = res.get("breakdown")
+    if b:
+        out.append(f"  step {b['step_s'] * 1e3:.1f} ms; busy: compute {b['compute_s'] * 1e3:.1f}"
+                   f", collectives {b['collectives_s'] * 1e3:.1f}, PCIe host->GPU "
+                   f"{b['h2d_s'] * 1e3:.1f} ({b['h2d_bytes'] / 2**30:.2f} GiB), GPU->host "
+                   f"{b['d2h_s'] * 1e3:.1f} ({b['d2h_bytes'] / 2**30:.2f} GiB), CPU optimizer "
+                   f"{b['cpu_step_s'] * 1e3:.1f}, NVMe read {b['nvme_read_s'] * 1e3:.1f} / write "
+                   f"{b['nvme_write_s'] * 1e3:.1f}, host syncs {b['host_syncs']:,} "
+                   f"({b['host_sync_s'] * 1e3:.1f}) ms; GPU idle {b['gpu_idle_s'] * 1e3:.1f} ms")
+    return out
+
+
 def simulate_ranks(spec, rec, ctx, *, trace=None) -> dict:
     """The ranks engine's part of a result (g10fast.run.run_ranks_engine adds the schema's
     identity fields and the seconds)."""
@@ -105,9 +130,11 @@ def simulate_ranks(spec, rec, ctx, *, trace=None) -> dict:
         "nvme_write_bytes": tl.bytes_of("nvme_write"),
         "collective_bytes": tl.bytes_of("collective"), **step.counts}
     cyc = int(round(step.step_ns * f_hz / 1e9))
+    ideal_cyc = int(round(ideal_ns * f_hz / 1e9))
     res["iterations"] = [{
         "iteration": 0, "exe_time_cycles": cyc,
-        "ideal_exe_time_cycles": int(round(ideal_ns * f_hz / 1e9)),
+        "ideal_exe_time_cycles": ideal_cyc, "slowdown": cyc / ideal_cyc if ideal_cyc else 0.0,
+        "cpu_pf": 0, "ssd_pf": 0, "unalloc_pf": 0, "in_transfer": 0,
         "compute_cycles": int(round(busy["compute"] * f_hz)),
         "stall_cycles": max(0, cyc - int(round(busy["compute"] * f_hz))),
         "overlap_cycles": 0,

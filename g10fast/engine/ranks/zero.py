@@ -130,20 +130,48 @@ def zero_view(w, f_hz: float) -> ZeroView:
         if phase[k] == FWD:
             fwd_read[w.inputs(k)] = True
     dtype = int(w.meta.get("dtype_bytes", 4))
-    params, ready = [], []
-    seen = set()
-    grads = np.zeros(T, bool)
-    for k in np.flatnonzero(phase == OPT):
-        ins = w.inputs(int(k))
+    # An optimizer kernel's gradients belong to the parameters it reads; one that reads none
+    # (PyTorch's for-loop AdamW: `exp_avg.lerp_(grad)`) belongs to the parameter its other
+    # tensors (state, temporaries) link it to through the step's other kernels, where that is
+    # one parameter. A parameter's gradient is ready when its last gradient is (a weight used
+    # twice, a tied embedding: one gradient a use in a built-in graph, their sum in PyTorch).
+    opt_k = [int(k) for k in np.flatnonzero(phase == OPT)]
+    root = np.arange(T)
+
+    def find(x):
+        while root[x] != x:
+            root[x] = root[root[x]]
+            x = root[x]
+        return x
+
+    is_grad = (~glob) & (producer >= 0) & (phase[np.maximum(producer, 0)] == BWD)
+    per_k = []
+    for k in opt_k:
+        ins = w.inputs(k)
         p = [int(t) for t in ins if glob[t] and fwd_read[t]]
-        g = [int(t) for t in ins if not glob[t] and producer[t] >= 0 and phase[producer[t]] == BWD]
-        grads[g] = True
+        g = [int(t) for t in ins if is_grad[t]]
+        links = [int(t) for t in np.concatenate([ins, w.outputs(k)]) if not is_grad[t]]
+        for t in links[1:]:
+            root[find(t)] = find(links[0])
+        per_k.append((p, g, links[0] if links else -1))
+    params, seen = [], set()
+    comp_params: dict = {}
+    for p, _, _ in per_k:
         for t in p:
-            if t in seen:
-                continue
-            seen.add(t)
-            params.append(t)
-            ready.append(max((int(producer[x]) for x in g), default=-1))
+            if t not in seen:
+                seen.add(t)
+                params.append(t)
+                comp_params.setdefault(find(t), set()).add(t)
+    last_grad = {t: -1 for t in params}
+    grads = np.zeros(T, bool)
+    for p, g, link in per_k:
+        grads[g] = True
+        owners = p
+        if not owners and link >= 0 and len(comp_params.get(find(link), ())) == 1:
+            owners = list(comp_params[find(link)])
+        for t in owners:
+            last_grad[t] = max([last_grad[t]] + [int(producer[x]) for x in g])
+    ready = [last_grad[t] for t in params]
     first_fwd = np.full(T, K, np.int64)
     for k in range(K - 1, -1, -1):
         if phase[k] == FWD:
@@ -278,14 +306,14 @@ def simulate_step(v: ZeroView, node: Node, ranks: int, mode: ZeroMode, *, gpu_me
     res = StepResult(0, st.tl, gpu_mem, host_mem, st.counts)
     need = sum(gpu_mem.values())
     if need > gpu_memory_bytes:
-        res.failure = {"reason": f"out of GPU memory: the step needs {need / 2**30:.2f} GiB "
+        res.failure = {"stage": "memory", "reason": f"out of GPU memory: the step needs {need / 2**30:.2f} GiB "
                                  f"(" + ", ".join(f"{k} {b / 2**30:.2f}" for k, b in
                                                   gpu_mem.items()) +
                                  f") on a {gpu_memory_bytes / 2**30:.1f} GiB GPU"}
         return res
     host_need = sum(host_mem.values())
     if host_need > node.dram_gb * 1e9 / P:
-        res.failure = {"reason": f"out of host memory: each rank needs {host_need / 2**30:.1f} "
+        res.failure = {"stage": "memory", "reason": f"out of host memory: each rank needs {host_need / 2**30:.1f} "
                                  f"GiB of the node's {node.dram_gb:.0f} GB"}
         return res
     if mode.stage == 2:
