@@ -2,7 +2,7 @@
 DeepUM+, naive UM and DeepSpeed's ZeRO family on Llama-7B and GPT-2 XL on one H100 with host
 memory and NVMe (the dgx-h100 preset, one GPU: 80 GB, 2 TB host memory, a 4-drive NVMe set).
 
-    python benchmarks/zero_comparison.py [--out docs/zero-comparison.png] [--quick]
+    python benchmarks/zero_comparison.py [--out docs/zero-family.png] [--quick]
 
 Each system runs on its engine (G10, FlashNeuron, DeepUM+ and Ideal on the G10-compatible
 page and tensor engines; naive UM on the driver engine; the ZeRO family on the ranks engine),
@@ -92,7 +92,7 @@ def main(argv=None):
     from _bench import append_record, git_commit
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=str(HERE.parent / "docs" / "zero-comparison.png"))
+    ap.add_argument("--out", default=str(HERE.parent / "docs" / "zero-family.png"))
     ap.add_argument("--quick", action="store_true", help="4-layer models (a smoke run)")
     a = ap.parse_args(argv)
     rows = []
