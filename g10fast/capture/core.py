@@ -290,7 +290,8 @@ def resolve_model(spec: str, **kw) -> Model:
     if spec in EXAMPLES:
         fn = EXAMPLES[spec]
         sig = inspect.signature({"gpt2-small": _gpt2_sig, "gpt2-medium": _gpt2_sig,
-                                 "gpt2-xl": _gpt2_sig, "llama-7b": _gpt2_sig}.get(spec, fn))
+                                 "gpt2-xl": _gpt2_sig, "llama-7b": _gpt2_sig,
+                                 "qwen2.5-1.5b": _gpt2_sig, "qwen2.5-3b": _gpt2_sig}.get(spec, fn))
     elif ":" in spec:
         mod, _, attr = spec.partition(":")
         try:

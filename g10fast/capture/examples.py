@@ -1,6 +1,7 @@
-"""Bundled capture examples in plain torch (no weights, no downloads, no torchvision):
-`gpt2-small`, `gpt2-xl`, `llama-7b`, `resnet50`, and the small `mlp`, `tiny-transformer`,
-`convnet` of the tests. Each factory returns a `g10fast.capture.Model`."""
+"""Bundled capture examples in plain torch (no weights, no downloads, no torchvision, no
+transformers): `gpt2-small`, `gpt2-xl`, `llama-7b`, `qwen2.5-1.5b`, `qwen2.5-3b`, `resnet50`,
+and the small `mlp`, `tiny-transformer`, `convnet` of the tests. Each factory returns a
+`g10fast.capture.Model`."""
 
 from __future__ import annotations
 
@@ -175,6 +176,136 @@ def llama(size="7b", batch=4, seq_len=2048, dtype="bfloat16", optimizer="adamw")
                  {"seq_len": seq_len, "family": "llama"})
 
 
+# ---------------------------------------------------------------------------------------------
+# Qwen2 / Qwen2.5 (transformers' models/qwen2/modeling_qwen2.py, written out): RMSNorm computed
+# in fp32, rotary positions computed each forward from inv_freq, grouped-query attention with
+# biases on q/k/v through SDPA, SwiGLU MLP, the output head tied to the embedding
+
+class Qwen2RMSNorm(nn.Module):
+    """transformers' Qwen2RMSNorm: the statistics in fp32, the weight applied in the input's
+    dtype."""
+
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        dt = x.dtype
+        h = x.to(torch.float32)
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(dt)
+
+
+class Qwen2RotaryEmbedding(nn.Module):
+    """transformers' default rope: cos and sin of the positions times inv_freq, computed in
+    fp32 in every forward and cast to the activations' dtype."""
+
+    def __init__(self, dh, theta=1e6):
+        super().__init__()
+        inv = 1.0 / theta ** (torch.arange(0, dh, 2, dtype=torch.float32) / dh)
+        self.register_buffer("inv_freq", inv, persistent=False)
+
+    def forward(self, x, position_ids):
+        inv = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
+        freqs = (inv @ position_ids[:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
+
+class Qwen2Attention(nn.Module):
+    """q/k/v with biases, o without; kv_heads key/value heads shared by heads/kv_heads query
+    heads each. SDPA with enable_gqa=True: what transformers' sdpa attention runs when no
+    padding mask is given (torch >= 2.5, `use_gqa_in_sdpa`): no repeated K/V copies."""
+
+    def __init__(self, d, heads, kv_heads):
+        super().__init__()
+        self.h, self.kv, self.dh = heads, kv_heads, d // heads
+        self.q_proj = nn.Linear(d, heads * self.dh, bias=True)
+        self.k_proj = nn.Linear(d, kv_heads * self.dh, bias=True)
+        self.v_proj = nn.Linear(d, kv_heads * self.dh, bias=True)
+        self.o_proj = nn.Linear(heads * self.dh, d, bias=False)
+
+    def forward(self, x, cos, sin):
+        B, T, _ = x.shape
+        q = self.q_proj(x).view(B, T, self.h, self.dh).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.kv, self.dh).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.kv, self.dh).transpose(1, 2)
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        q = q * cos + _rotate_half(q) * sin
+        k = k * cos + _rotate_half(k) * sin
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        return self.o_proj(y.transpose(1, 2).reshape(B, T, self.h * self.dh))
+
+
+class Qwen2DecoderLayer(nn.Module):
+    def __init__(self, d, heads, kv_heads, f, eps):
+        super().__init__()
+        self.input_layernorm = Qwen2RMSNorm(d, eps)
+        self.self_attn = Qwen2Attention(d, heads, kv_heads)
+        self.post_attention_layernorm = Qwen2RMSNorm(d, eps)
+        self.mlp = LlamaMLP(d, f)      # gate/up/down without biases, SiLU: Qwen2MLP
+
+    def forward(self, x, cos, sin):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class Qwen2Model(nn.Module):
+    def __init__(self, vocab, d, heads, kv_heads, f, layers, eps, theta):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(vocab, d)
+        self.layers = nn.ModuleList(Qwen2DecoderLayer(d, heads, kv_heads, f, eps)
+                                    for _ in range(layers))
+        self.norm = Qwen2RMSNorm(d, eps)
+        self.rotary_emb = Qwen2RotaryEmbedding(d // heads, theta)
+
+    def forward(self, idx):
+        x = self.embed_tokens(idx)
+        pos = torch.arange(idx.shape[1], device=idx.device).unsqueeze(0)
+        cos, sin = self.rotary_emb(x, pos)
+        for b in self.layers:
+            x = b(x, cos, sin)
+        return self.norm(x)
+
+
+class Qwen2ForCausalLM(nn.Module):
+    """Qwen2Model and the LM head; with tie (Qwen2.5 up to 3B: tie_word_embeddings) the head
+    is the embedding matrix itself (one parameter, F.linear on it, as GPT2 above: a separate
+    nn.Linear sharing the weight would be untied by `to_empty`)."""
+
+    def __init__(self, vocab=151936, d=1536, heads=12, kv_heads=2, f=8960, layers=28,
+                 eps=1e-6, theta=1e6, tie=True):
+        super().__init__()
+        self.model = Qwen2Model(vocab, d, heads, kv_heads, f, layers, eps, theta)
+        self.lm_head = None if tie else nn.Linear(d, vocab, bias=False)
+
+    def forward(self, idx):
+        h = self.model(idx)
+        if self.lm_head is None:
+            return F.linear(h, self.model.embed_tokens.weight)
+        return self.lm_head(h)
+
+
+#: config.json of Qwen/Qwen2.5-1.5B and Qwen/Qwen2.5-3B (huggingface.co): vocab_size,
+#: hidden_size, num_attention_heads, num_key_value_heads, intermediate_size,
+#: num_hidden_layers, rms_norm_eps, rope_theta, tie_word_embeddings
+QWEN25 = {"1.5b": (151936, 1536, 12, 2, 8960, 28, 1e-6, 1e6, True),
+          "3b": (151936, 2048, 16, 2, 11008, 36, 1e-6, 1e6, True)}
+
+
+def qwen25(size="1.5b", batch=4, seq_len=512, dtype="bfloat16", optimizer="adamw", layers=None):
+    """Qwen2.5-1.5B / -3B at the built-in models' default batch and sequence (4 x 512:
+    DeepSpeed's ZenFlow fine-tuning runs, data/models/qwen2.5-*.toml); `layers` overrides the
+    depth (the tests' reduced model)."""
+    vocab, d, heads, kv, f, nl, eps, theta, tie = QWEN25[size]
+    nl = nl if layers is None else layers
+    return Model(f"qwen2.5-{size}", lambda: Qwen2ForCausalLM(vocab, d, heads, kv, f, nl, eps,
+                                                             theta, tie),
+                 _lm_inputs(batch, seq_len, vocab), lm_loss, adamw(optimizer), batch, dtype,
+                 {"seq_len": seq_len, "family": "llama"})
+
+
 def tiny_transformer(batch=2, seq_len=16, dtype="float32", optimizer="adamw"):
     """A 2-layer Llama-style LM (vocab 1000, d 64, 4 heads, ffn 172): the tests' transformer."""
     return Model("tiny-transformer", lambda: Llama(1000, 64, 4, 172, 2, seq_len),
@@ -288,11 +419,13 @@ EXAMPLES = {
     "gpt2-medium": lambda **kw: gpt2("medium", **kw),
     "gpt2-xl": lambda **kw: gpt2("xl", **kw),
     "llama-7b": lambda **kw: llama("7b", **kw),
+    "qwen2.5-1.5b": lambda **kw: qwen25("1.5b", **kw),
+    "qwen2.5-3b": lambda **kw: qwen25("3b", **kw),
     "resnet50": resnet50,
     "mlp": mlp,
     "tiny-transformer": tiny_transformer,
     "convnet": convnet,
 }
 
-__all__ = ["EXAMPLES", "GPT2", "Llama", "ResNet", "ConvNet", "MLP", "gpt2", "llama", "resnet50",
-           "mlp", "tiny_transformer", "convnet"]
+__all__ = ["EXAMPLES", "GPT2", "Llama", "ResNet", "ConvNet", "MLP", "Qwen2ForCausalLM", "gpt2",
+           "llama", "qwen25", "resnet50", "mlp", "tiny_transformer", "convnet"]
