@@ -27,6 +27,8 @@ def memory_text(trace, results) -> str:
             more = (f", switch at op {x['switch_op']:,}, {x['pool_hits']:,} pool hits, "
                     f"{x['fallbacks']:,} cudaMalloc fall-backs" if x.get("switch_op") is not None
                     else "")
+            if x.get("mem_usage_bytes") is not None:
+                more += f"; it reports {x['mem_usage_bytes'] / MiB:,.1f} MiB (GetMemUsage)"
             lines.append(f"{'':14} pool {x['pool_bytes'] / MiB:,.1f} MiB{more}")
     return "\n".join(lines)
 
