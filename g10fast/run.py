@@ -170,6 +170,8 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
                          "an allocator applies to the tensor-engine and swap policies",
                          param="--allocator")
     w = workload if workload is not None else workload_of(spec)
+    from g10fast.resources import check_run_memory
+    check_run_memory(spec, w)            # refused (exit 2) when it cannot fit this machine
     from g10fast import policies
     runner = policies.engine(rec.engine).load()
     ctx = policies.PlanContext(w, spec.system, spec.policy.options, spec.engine,

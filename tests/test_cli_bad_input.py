@@ -184,3 +184,61 @@ def test_other_os_errors_still_raise(monkeypatch):
     monkeypatch.setattr(cli, "cmd_policies", bug)
     with pytest.raises(OSError):
         main(["policies"])
+
+
+# ------------------------------------------------------------- what a run needs in memory
+def _bert(batch, policy="lru"):
+    from g10fast.run import workload_of
+    from g10fast.spec import builtin_spec
+
+    spec = builtin_spec("bert-base", batch, "g10-artifact", policy)
+    return spec, workload_of(spec)
+
+
+def test_memory_estimate_of_batch_100000():
+    """The issue's `--batch 100000` took 14.2 GiB: 1.5e10 pages of one byte each, plus the
+    process; the driver engine keeps 5 bits a page, the tensor engine nothing per page."""
+    from g10fast.resources import ENGINE_LOAD_BYTES, estimate_run_bytes
+
+    spec, w = _bert(100000)
+    est = estimate_run_bytes(spec, w)
+    assert est["parts"]["page states (1 byte a page)"] == w.num_pages
+    assert 1.50e10 < w.num_pages < 1.51e10
+    assert 14.0 * 2**30 < est["total"] < 14.5 * 2**30
+    assert est["total"] == sum(est["parts"].values())
+    assert est["parts"]["engine code"] == ENGINE_LOAD_BYTES
+    from g10fast.spec import make_spec
+    drv = estimate_run_bytes(make_spec(spec.workload, spec.system, "uvm"), w)
+    assert drv["parts"]["residency bitmaps"] == (w.num_pages * 5 + 7) // 8 \
+        + (w.num_pages + 511) // 512 * 64
+    ten = estimate_run_bytes(make_spec(spec.workload, spec.system, "FlashNeuron"), w)
+    assert not any("page" in k or "bitmap" in k for k in ten["parts"])
+    dum = estimate_run_bytes(make_spec(spec.workload, spec.system, "deepUM"), w)
+    assert dum["parts"]["LRU ring"] == (1 << 24) * 8      # 10.5 M frames -> 2^24 entries, int64
+
+
+def test_a_run_that_cannot_fit_is_refused_before_it_starts(capsys, monkeypatch):
+    import g10fast.resources as res
+    from g10fast import policies
+
+    monkeypatch.setattr(res, "available_bytes", lambda: 8 * 2**30)
+
+    def never(*a, **k):
+        raise AssertionError("the engine started")
+
+    monkeypatch.setattr(policies, "engine", never)
+    spec, w = _bert(100000)
+    err = _bad(capsys, RUN[:3] + ["--batch", "100000", "--policy", "lru", "--no-progress"],
+               "parameter 'workload.batch': this run needs about 14.", "this machine has 8.0 GiB "
+               "available", f"{w.num_pages:,} pages of BERT_Base at batch 100000",
+               "G10FAST_MEMORY_CHECK=0")
+    assert "page states (1 byte a page) 14.0 GiB" in err
+    monkeypatch.setenv("G10FAST_MEMORY_CHECK", "0")
+    assert res.check_run_memory(spec, w)["total"] > 8 * 2**30      # not refused
+
+
+def test_available_bytes_is_this_machine():
+    from g10fast.resources import available_bytes
+
+    a = available_bytes()
+    assert a is not None and 0 < a <= 1 << 50
