@@ -95,3 +95,9 @@ def test_paper_workload_sync_is_the_loss():
     assert 0 < s < w.num_kernels - 1 and w.kernel_name[s] == "makeLoss"
     L = launched_by(w.num_kernels, 2, LaunchOptions(), s)
     assert np.all(np.diff(L) >= 0) and np.all(L <= np.arange(len(L)))
+
+
+def test_host_bound_kernels():
+    from g10fast.engine.launch import host_bound_kernels
+    assert host_bound_kernels(np.array([1e-6, 4.9e-6, 5e-6, 1e-3])) == 2
+    assert host_bound_kernels(np.array([1e-6, 4.9e-6, 5e-6, 1e-3]), launch_us=10.0) == 3

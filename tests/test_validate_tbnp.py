@@ -23,7 +23,7 @@ def test_pre_eviction_vs_lru2m():
     assert 15.0 <= row.value <= 23.0
 
 
-def test_without_pre_eviction_tbnp_ties_lru2m():
+def test_pre_eviction_is_the_gain():
     """The mechanism the rows rest on: the prefetcher alone (LRU-2M) gains nothing over
     itself, the pre-eviction is the gain; LRU-4K is the slowest of the three."""
     t = {v: ct._time("bert-base", 32, 1.5, v) for v in ct.VARIANTS}
