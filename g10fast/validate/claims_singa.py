@@ -44,8 +44,10 @@ AUTHORS_LIMITS = tuple(range(280 * MiB, 680 * MiB, 10 * MiB))
 def _trace(name: str):
     p = TRACES / name
     if not p.exists():
+        where = (" (the authors' real-clock recording, junzhezhang/memInfoSwap at 5ca3ea1; "
+                 "not yet copied there)" if name == "vec_block_fresh_vgg.csv" else "")
         raise Unavailable(f"{p} not found (the authors' traces live in "
-                          "../shared/external/singa-traces)")
+                          f"../shared/external/singa-traces){where}")
     return _read(str(p))
 
 
