@@ -602,7 +602,7 @@ def cmd_run(args) -> int:
         w = DEFAULT_RUN["workload"]
         on = (f"the {args.system} system" if args.system is not None else
               f"the {DEFAULT_RUN['system']['preset']} system with "
-              f"{DEFAULT_RUN['system']['overrides']['gpu.memory_gb']:g} GB of GPU memory")
+              f"{DEFAULT_RUN['system']['overrides']['gpu.memory_gb']:g} GiB of GPU memory")
         note = (f"default run: built-in {w['model']} at batch {w['batch']} on {on}, "
                 "estimated kernel times")
         return _run_builtin(args, DEFAULT_RUN, note)
@@ -778,7 +778,8 @@ def cmd_presets(args) -> int:
         json.dump(rows, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
-    print(f"{'preset':<16} {'GPU GB':>7} {'host GB':>8} {'host GB/s':>10} {'SSD GB/s':>9}  "
+    # memories in GiB (the engines take memory_gb as 2^30 bytes), bandwidths in GB/s (1e9)
+    print(f"{'preset':<16} {'GPU GiB':>7} {'host GiB':>8} {'host GB/s':>10} {'SSD GB/s':>9}  "
           "description")
     for r in rows:
         print(f"{r['name']:<16} {r['gpu']['memory_gb']:>7g} {r['host']['memory_gb']:>8g} "
@@ -824,7 +825,7 @@ def cmd_models(args) -> int:
         print(f"{r[0]:<12} {r[1]:<12} {r[2]:<16} {r[3]:>6} {r[4]:>10.1f} {r[5]:>8} "
               f"{r[6]:>15.1f} {r[7]:>6.2f} {r[8]}")
     print(f"(footprint: every tensor of one iteration and the estimated cuDNN workspaces, the "
-          f"footprint_bytes of a run on {args.system}; x GPU: footprint / the {gpu_gb:g} GB "
+          f"footprint_bytes of a run on {args.system}; x GPU: footprint / the {gpu_gb:g} GiB "
           f"GPU of preset {args.system}; params: the network's trainable parameters; batch: "
           f"{'--batch' if args.batch else 'each model default'})")
     return 0

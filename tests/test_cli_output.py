@@ -61,3 +61,18 @@ def test_policies_columns_line_up(capsys):
     assert all(r[eng - 1] == " " and r[eng:].split()[0] in
                ("page", "tensor", "swap", "driver", "ranks") for r in rows), rows
     assert all(len(x) <= 110 for x in lines if x.lstrip().startswith(("options", "o1")))
+
+
+def test_one_unit_per_quantity_in_a_table(capsys):
+    """Memories are GiB (the engines take `memory_gb` as 2^30 bytes), bandwidths GB/s (1e9
+    bytes a second): the `presets` table said 'GPU GB' beside the models' 'footprint (GiB)',
+    and `models` divided a GiB footprint by a '40 GB' GPU."""
+    assert main(["presets"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert re.findall(r"\b(GiB|GB)\b(?!/s)", head) == ["GiB", "GiB"], head
+    assert "GPU GiB" in head and "host GiB" in head and "host GB/s" in head
+    assert main(["models", "--batch", "8"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "footprint (GiB)" in out[0]
+    assert "x GPU: footprint / the 40 GiB GPU of preset g10-artifact" in out[-1]
+    assert not re.search(r"\bGB\b(?!/s)", out[-1]), out[-1]
