@@ -941,8 +941,13 @@ def cmd_trace_export(args) -> int:
         raise InputError(f"must be a TCP port, 1 to 65535, got {args.port}", param="--port")
     progress = _run_progress(args, "exporting")
     progress.unit = "event"      # events read from the trace
-    rep = export_trace(args.file, out, fmt=fmt, pages=args.pages, kernels=args.kernels,
-                       samples=args.samples, flows=args.flows, progress=progress)
+    try:
+        rep = export_trace(args.file, out, fmt=fmt, pages=args.pages, kernels=args.kernels,
+                           samples=args.samples, flows=args.flows, progress=progress)
+    except OSError as e:          # a full disk: the message names the file being written
+        if e.filename is None:
+            e.filename = str(out)
+        raise
     progress.close()
     if args.json:
         json.dump(rep, sys.stdout, indent=1)

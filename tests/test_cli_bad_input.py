@@ -242,3 +242,16 @@ def test_available_bytes_is_this_machine():
 
     a = available_bytes()
     assert a is not None and 0 < a <= 1 << 50
+
+
+def test_trace_export_onto_a_full_disk_names_the_output(capsys, tmp_path, monkeypatch):
+    import g10fast.perfetto
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")       # a write(): no filename
+
+    monkeypatch.setattr(g10fast.perfetto, "export_trace", full)
+    out = tmp_path / "o.pftrace"
+    _bad(capsys, ["trace", "export", str(tmp_path / "t.h5"), "--perfetto", str(out),
+                  "--no-progress"], f"{out}: cannot write: No space left on device",
+         "the disk is full")
