@@ -1191,7 +1191,8 @@ def cmd_swap(args) -> int:
     if args.sweep_limits is not None:
         limits = _limits(args.sweep_limits)
         from g10fast.alloc.swap import SCORES
-        scores = [args.score] if args.score else list(SCORES)
+        scores = [args.score] if args.score else [
+            sc for sc in SCORES if not (args.offline_analysis and sc == "vote")]
         rows = sweep_limits(tr, limits, args.policy, scores, **kw)
         best = {}
         for r in rows:
