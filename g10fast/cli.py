@@ -1188,6 +1188,10 @@ def cmd_swap(args) -> int:
               iteration_ns=None if args.iteration_ms is None else args.iteration_ms * 1e6)
     if args.offline_analysis:
         kw["offline_analysis"] = True
+    if args.base_mib is not None:
+        if not args.base_mib >= 0:
+            raise InputError(f"must be >= 0, got {args.base_mib}", param="--base-mib")
+        kw["base_bytes"] = int(args.base_mib * 2**20)
     if args.sweep_limits is not None:
         limits = _limits(args.sweep_limits)
         from g10fast.alloc.swap import SCORES
@@ -1506,6 +1510,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--offline-analysis", action="store_true",
                     help="SINGA's authors' offline analysis that drew the paper's overhead "
                          "figure, its slips included (docs/allocators.md)")
+    sp.add_argument("--base-mib", type=float, metavar="MIB",
+                    help="memory live throughout that the trace does not show (blocks "
+                         "allocated before a recording starts), added to its load")
     sp.add_argument("--iteration-ms", type=float, metavar="MS",
                     help="the clock: the planned iteration lasts MS on the GPU it ran on (the "
                          "trace's timestamps are rescaled; SINGA's VGG: 81.57, the authors' "
