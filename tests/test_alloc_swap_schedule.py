@@ -238,3 +238,28 @@ def test_offline_analysis_by_hand():
     with pytest.raises(InputError, match="three iterations"):
         plan_swaps(_trace(), 350, "singa_swap", "aoa", link=ONE_NS_PER_BYTE, period=(0, 6),
                    min_block=1, offline_analysis=True)
+
+
+def test_cli_clock_offline_and_base(vit, capsys):
+    """g10fast swap --iteration-ms / --base-mib / --offline-analysis on ViT-8's derived trace:
+    the same numbers as the API; bad values exit 2 naming the flag."""
+    import json
+
+    from g10fast.cli import main
+    peak = plan_swaps(vit, 1 << 62).peak_before
+    lim = int(0.7 * peak)
+    args = ["swap", "vit", "--batch", "8", "--limit-mib", str(lim / 2**20), "--score", "aoa"]
+    ran = 0
+    for extra, kw in ((["--iteration-ms", "5"], {"iteration_ns": 5e6}),
+                      (["--base-mib", "3"], {"base_bytes": 3 * 2**20}),
+                      (["--offline-analysis"], {"offline_analysis": True})):
+        want = plan_swaps(vit, int(lim / 2**20 * 2**20), "singa_swap", "aoa", **kw)
+        assert main(args + extra + ["--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["overhead_per_iteration_s"] == pytest.approx(want.overhead_ns * 1e-9)
+        assert out["swaps"] == want.num_swaps > 0
+        ran += 1
+    assert ran == 3
+    for bad in (["--iteration-ms", "0"], ["--base-mib", "-1"]):
+        assert main(args + bad) == 2
+        assert bad[0] in capsys.readouterr().err
