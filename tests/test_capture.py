@@ -319,3 +319,106 @@ def test_builtin_decoder_against_its_capture():
     assert abs(fp - 1) < 0.10 and abs(live - 1) < 0.10, (fp, live)
     fp_m, live_m = ratios(attention="materialized")
     assert fp_m > 2.0 and live_m > 1.4, (fp_m, live_m)
+
+
+@pytest.fixture(scope="module")
+def qwen_pair():
+    """Qwen2.5-1.5B's width (hidden 1536, 12 query and 2 key/value heads, FFN 8960,
+    vocabulary 151,936, tied head) with 2 of its 28 layers at its built-in batch and sequence
+    (4 x 512), fp32 on both sides; the capture with fused AdamW (one kernel a parameter and no
+    temporaries, as the built-in model's one Apply_Grad a weight)."""
+    from g10fast.api import builtin_workload
+    from g10fast.capture.examples import qwen25
+    c = capture(qwen25("1.5b", batch=4, seq_len=512, dtype="float32", optimizer="adamw-fused",
+                       layers=2))
+    w = builtin_workload("qwen2.5-1.5b", 4, "g10-artifact", layers=2, precision="fp32")
+    return c, to_workload(c), w
+
+
+def test_qwen_capture_against_builtin(qwen_pair):
+    """Parameters equal exactly; footprint and peak live bytes within 10 % (measured: the
+    built-in footprint -7.9 %, peak live +1.5 %). The footprint's difference is the tied
+    embedding's gradient: PyTorch sums its two uses' gradients into a third V x H tensor
+    (`add` in the backward), the built-in graph keeps one gradient a use; without that
+    tensor the two agree within 2 %."""
+    from g10fast.workload.builtin import load_builtin_graph, parameter_count
+    from g10fast.workload.costmodel import kernel_features
+    from g10fast.workload.fusion import live_bytes
+    c, cap, w = qwen_pair
+    B, S, V, H, NH, NKV, dh = 4, 512, 151936, 1536, 12, 2, 128
+    n_builtin = parameter_count(load_builtin_graph("qwen2.5-1.5b", 4, layers=2,
+                                                   precision="fp32"))
+    assert c.params == n_builtin == V * H + 2 * (
+        H * H + H + 2 * (H * NKV * dh + NKV * dh) + H * H + 3 * H * 8960 + 2 * H) + H
+    # the same weights and moments; the capture also has fused AdamW's 26 step counters on
+    # the device and the rope's inv_freq buffer, a 4 KiB page each
+    assert cap.weights_bytes - w.weights_bytes == 27 * 4096
+    fp = w.footprint_bytes / cap.footprint_bytes
+    live = live_bytes(w).max() / live_bytes(cap).max()
+    assert 0.90 <= fp <= 0.95 and 1.0 <= live <= 1.03, (fp, live)
+    names = cap.meta["tensor_name"]
+    gsum = names.index("grad:model.embed_tokens.weight")
+    assert cap.raw_size[gsum] == V * H * 4
+    k = int(cap.meta["tensor_alloc_kernel"][gsum])
+    assert cap.kernel_name[k] == "add.Tensor"        # the two uses' gradients summed
+    assert abs(w.footprint_bytes / (cap.footprint_bytes - V * H * 4) - 1) < 0.02
+    # tied: one V x H parameter (and its two moments) on both sides
+    assert int(np.sum(cap.is_global & (cap.raw_size == V * H * 4))) == 3
+    assert int(np.sum(w.is_global & (w.raw_size == V * H * 4))) == 3
+    # grouped-query attention: K and V of 2 heads, not repeated to 12; the attention FLOPs
+    # (causal, the query heads') equal the built-in FlashAttention kernels'
+    att = [j for j, kk in enumerate(c.kernels) if kk.kind == "attention"]
+    fwd = [c.kernels[j] for j in att if c.kernels[j].phase == "forward"]
+    assert len(fwd) == 2 and sorted(c.storages[i].nbytes for i in fwd[0].ins) == \
+        [B * S * NKV * dh * 4] * 2 + [B * S * NH * dh * 4]
+    assert sum(kk.flops for kk in fwd) == 2 * 4 * B * NH * S * S * dh / 2
+    fl = kernel_features(w)["flops"]
+    assert sum(f for f, n in zip(fl, w.kernel_name) if n == "FlashAttention_Forward") == \
+        sum(kk.flops for kk in fwd)
+
+
+def test_qwen_capture_under_zero_offload(tmp_path):
+    """A captured Qwen2.5 (default for-loop AdamW: `exp_avg.lerp_(grad)` reads the gradient
+    but not the parameter) replayed from its trace on the ranks engine: every parameter is
+    found with the kernel that completes its gradient, and ZeRO-Offload on 2 GPUs moves the
+    fp32 gradients of the rank's half down and its 16-bit half up, as for a built-in model."""
+    from g10fast.capture.examples import qwen25
+    from g10fast.engine.ranks.zero import zero_view
+    from g10fast.run import run
+    from g10fast.spec import trace_spec
+    from g10fast.workload.h5trace import write_workload_h5
+    c = capture(qwen25("1.5b", batch=2, seq_len=128, layers=1))
+    w = to_workload(c, "dgx-a100-40")
+    v = zero_view(w, 1.2e9)
+    names = w.meta["tensor_name"]
+    assert len(v.param) == 14 and int(v.numel.sum()) == c.params == 280_173_056
+    for t, r in zip(v.param, v.ready):
+        g = names.index("grad:" + names[t][len("param:"):])
+        assert r == w.meta["tensor_alloc_kernel"][g] and w.meta["kernel_phase"][r] == "backward"
+    emb = [r for t, r in zip(v.param, v.ready) if names[t] == "param:model.embed_tokens.weight"]
+    assert w.kernel_name[emb[0]] == "add.Tensor"     # after both uses' gradients
+    p = tmp_path / "q.h5"
+    write_workload_h5(p, w, transformer=True)
+    s = trace_spec(p, "dgx-a100-40", "zero-offload")
+    res = run(s.replace(system=s.system.replace(gpus=2)))
+    b = res["breakdown"]
+    Np = -(-c.params // 2)
+    assert res["status"] == "ok" and res["parameters"] == c.params
+    assert b["d2h_bytes"] == 4 * Np and b["h2d_bytes"] == 2 * Np
+
+
+@pytest.mark.parametrize("name,n", [("qwen2.5-1.5b", 1_543_714_304),
+                                    ("qwen2.5-3b", 3_085_938_688)])
+def test_qwen_examples_full_size(name, n):
+    """The bundled examples at full size (built on the meta device, not captured): Qwen's
+    parameter counts (1.54 B and 3.09 B on the model cards), equal to the built-in models',
+    and the CLI's options reach them."""
+    from g10fast.workload.builtin import load_builtin_graph, parameter_count
+    m = resolve_model(name, batch=2, seq_len=64, optimizer="adamw-fused")
+    assert m.name == name and m.batch == 2 and m.meta == {"seq_len": 64, "family": "llama"}
+    with torch.device("meta"):
+        mod = m.module()
+    assert sum(p.numel() for p in mod.parameters()) == n
+    assert parameter_count(load_builtin_graph(name, 1, seq_len=16)) == n
+    with pytest.raises(InputError, match="takes no 'image_size'"):
+        resolve_model(name, image_size=224)
