@@ -47,6 +47,8 @@ def kernel_time(w, k, recipe, el, prm, opts, inputs_on) -> float:
     for s, n, i in zip(rs, rn, isin):
         if i:
             init[s:s + n] = inputs_on
+        elif n <= prm["small_alloc_pages"]:       # a small allocation: already populated
+            init[s:s + n] = dk.LOC_GPU
     z = np.zeros(0, np.int64)
     kern, *_ = dk.simulate(
         1, 1, np.asarray([0, len(rs)], np.int64), rs, rn, rw, np.zeros(1, np.int64),
@@ -106,7 +108,8 @@ def main(argv=None) -> int:
         f"* h100-sxm5 `[driver]`: {prm['fault_latency_us']:g} us per 256-fault batch, "
         f"migrations on UVMSmart's curve at {prm['link_gbps']:g} GB/s (link_fraction "
         f"{prm['link_gbps'] / 50:g} of the 50 GB/s PCIe Gen5 link), "
-        f"{prm['managed_free_us']:g} us per managed cudaFree.",
+        f"{prm['managed_free_us']:g} us per managed cudaFree, fresh allocations of at most "
+        f"{prm['small_alloc_pages'] * 4} KiB not faulted afresh.",
         "* Layout per kernel (benchmarks/fit_driver_h100.py `kernel_layout`): the harness's "
         "recipe (kernels/profile_torch.py) gives the operands (AdamW's master weight, "
         "gradient, two moments and bf16 copy, not the model's two tensors); the outputs are "
@@ -120,6 +123,9 @@ def main(argv=None) -> int:
         "of the relative errors of the per-model, per-mode sums. Selection of form, link "
         "and terms by leave-one-model-out inside each outer fold (nested); the outer "
         "fold's model predicted with the inner choice refitted on the other five.",
+        "* Also chosen inside the loop: the size up to which a fresh allocation starts "
+        "populated (0, 64, 256, 1024 KiB; on the H100 a fresh output of at most 256 KiB "
+        "costs a median 0.4-1.3 us over 1,710 input-faulting kernels, not a fault batch).",
         f"* Final selection on all six: {fit['final']['form']} curve, "
         f"{fit['final']['link_gbps']:g} GB/s, terms {', '.join(fit['final']['terms'])}.", "",
         "## Held out by model (nested)", "",
@@ -129,6 +135,7 @@ def main(argv=None) -> int:
         f = held["folds"][m]
         lines.append(f"| {m} | {e['input'] * 100:+.1f}% | {e['all'] * 100:+.1f}% | "
                      f"{f['form']} {f['link_gbps']:g} GB/s, {f['fault_batch_us']:.1f} us/batch, "
+                     f"small {f['small_kib']} KiB, "
                      f"{f['managed_free_us']:.0f} us/free"
                      + (f", zero-fill {f['zero_fill_gbps']:.1f} GB/s" if f['zero_fill_gbps']
                         else "") + " |")
@@ -142,12 +149,13 @@ def main(argv=None) -> int:
               "term; its small tensors (197 tokens: 0.5-4 MB) cost more per byte than the "
               "per-batch and per-free terms carry (per operator type below: "
               "Linear_Backward_Weight, Divide_Backward_B, Erf_Backward).",
-              "* The fitted managed free (about 0.9 ms) is 13x the 70 us the harness measured "
+              "* The fitted managed free (about 1 ms) is 14x the 70 us the harness measured "
               "for a small free alone (docs/profile-format.md): it also carries what the "
               "kernels with temporaries (composite gradients, convolutions with a cuDNN "
-              "workspace) cost beyond the engine's faults; a per-byte unmap cost and a "
-              "zero-fill rate were offered to the selection and not chosen.",
-              "* Per kernel (median 24 %): a batch is one per 256 missing 4 KiB pages, so a "
+              "workspace) cost beyond the engine's faults; a zero-fill rate was offered to "
+              "the selection and chosen by two folds only, a per-byte free cost (tried "
+              "outside the fit) did not help.",
+              "* Per kernel (median 22 %): a batch is one per 256 missing 4 KiB pages, so a "
               "kernel with sub-MiB tensors pays a whole batch; the real fault buffer "
               "coalesces several allocations' faults.",
               "* Not modelled: the driver's VA blocks belong to one allocation, the engine's "

@@ -574,14 +574,14 @@ def test_presets_driver_values():
     uvm.fault_latency_us, its whole link and no free cost."""
     from g10fast.hardware import load_preset
     prm = system_params(System.from_preset(load_preset("h100-sxm5")), DriverOptions())
-    assert (prm["link_gbps"], prm["fault_latency_us"], prm["managed_free_us"]) == \
-        (20.0, 78.4, 908.0)
-    assert prm["managed_free_cycles"] == 1089600
+    assert (prm["link_gbps"], prm["fault_latency_us"], prm["managed_free_us"],
+            prm["small_alloc_pages"]) == (20.0, 78.0, 1001.0, 256)
+    assert prm["managed_free_cycles"] == 1201200
     a100 = system_params(System.from_preset(load_preset("a100-80-pcie4")), DriverOptions())
-    assert (a100["link_gbps"], a100["fault_latency_us"]) == (10.0, 78.4)
+    assert (a100["link_gbps"], a100["fault_latency_us"]) == (10.0, 78.0)
     plain = system_params(tiny_system(), DriverOptions())
-    assert (plain["link_gbps"], plain["fault_latency_us"], plain["managed_free_us"]) == \
-        (16.0, 45.0, 0.0)
+    assert (plain["link_gbps"], plain["fault_latency_us"], plain["managed_free_us"],
+            plain["small_alloc_pages"]) == (16.0, 45.0, 0.0, 0)
 
 
 def _chain_workload():
@@ -628,3 +628,9 @@ def test_fresh_allocations_hand_worked():
     assert pf.counters[:, dk.C_FAULTS].tolist() == [512, 0]
     with pytest.raises(InputError, match="fresh_allocations"):
         DriverOptions(prefetch_at_alloc=True).check()
+    # small allocations (<= 2 MiB here: all three) are freed but stay populated
+    small = simulate_driver(w, system, DriverOptions(small_alloc_kib=2048, managed_free_us=100.0,
+                                                     **base))
+    assert small.counters[:, dk.C_DISCARD].tolist() == [0, 0]
+    assert small.counters[:, dk.C_ALLOC].tolist() == [1536, 0]
+    assert small.free_cycles.tolist() == [0, 120000, 120000]

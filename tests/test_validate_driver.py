@@ -55,7 +55,7 @@ def test_nested_fit_recovers_known_costs_held_out():
     """Data made by the fit's own form at 20 GB/s, 80 us a batch, 900 us a free: every fold
     (and the final fit) picks that link and those costs, and the held-out errors vanish."""
     d = _synthetic()
-    r = fit.nested_fit(d, links=(10.0, 20.0, 40.0))
+    r = fit.nested_fit({0: d}, links=(10.0, 20.0, 40.0))
     assert r["held_out"]["max_abs_model_err"] < 1e-9
     for f in list(r["held_out"]["folds"].values()) + [r["final"]]:
         assert (f["form"], f["link_gbps"]) == ("uvmsmart", 20.0)
@@ -71,7 +71,7 @@ def test_fit_is_held_out_by_model():
     extra = d["batches"][c] * 80e-6
     d["measured"] = d["measured"].copy()
     d["measured"][c] += extra
-    r = fit.nested_fit(d, links=(20.0,))
+    r = fit.nested_fit({0: d}, links=(20.0,))
     for mode in fit.MODES:
         g = c & (d["mode"] == mode)
         want = -extra[d["mode"][c] == mode].sum() / d["measured"][g].sum()
@@ -101,11 +101,12 @@ def rows():
 @pytest.mark.parametrize("cid,lo,hi,verdict", [
     # measured 15.2 % (ViT all faulting); a model without the temporaries' frees: > 20 %
     ("driver.h100-faulting-per-model", 13.0, 17.5, MISSES),
-    ("driver.h100-faulting-per-kernel", 22.0, 27.0, MISSES),
-    # 24.9x: without fresh allocations (a caching allocator) it would be 1.0x
+    # measured 22.0 % (24.3 % without the small-allocation candidates)
+    ("driver.h100-faulting-per-kernel", 20.5, 23.5, MISSES),
+    # 25.0x: without fresh allocations (a caching allocator) it would be 1.0x
     ("driver.naive-um-no-prefetch", 22.0, 28.0, AGREES),
-    ("driver.naive-um-prefetch", 3.0, 3.9, AGREES),
-    ("driver.naive-um-mode-ratio", 6.5, 8.0, MISSES),
+    ("driver.naive-um-prefetch", 3.2, 4.2, AGREES),
+    ("driver.naive-um-mode-ratio", 6.2, 7.0, AGREES),
 ])
 def test_quick_rows(rows, cid, lo, hi, verdict):
     r = rows[cid]
