@@ -90,7 +90,8 @@ COLUMN_DTYPES = {
 # reads; levels 4-6 shrink files by a further 5-8% for 1.5-3x the compression time.
 DEFLATE_LEVEL = 1
 #: the writer's ``compression`` choices: "deflate" (shuffle + deflate level 1, the default) or
-#: "none" (chunks stored unfiltered: ~1.6x the write speed, 41 bytes/event: ~80x larger files)
+#: "none" (chunks stored unfiltered: about deflate's write speed with the ISA-L writer, 41
+#: bytes/event: 60-80x larger files; docs/trace-format.md)
 COMPRESSIONS = ("deflate", "none")
 DEFAULT_COMPRESSION = "deflate"
 DEFAULT_CHUNK_ROWS = 1 << 16
