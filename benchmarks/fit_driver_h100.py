@@ -8,26 +8,28 @@ inputs resident and its outputs (and cuDNN workspace) freshly allocated managed 
 ("input faulting": first-touch faults), and with its inputs written from the host first
 ("all faulting"). Each kernel ran alone, each tensor its own cudaMallocManaged allocation.
 
-What is predicted: the kernel alone on the driver engine from the same start state (each
-tensor laid from a 2 MiB boundary), measured ideal time + the engine's stall:
+What is predicted: the kernel alone on the driver engine from the same start state
+(`kernel_layout`: the harness's recipe's operands, the outputs its operation returns, its
+temporaries, each laid from a 2 MiB boundary), measured ideal time + the engine's stall:
 
     stall = batches * fault_batch_us + sum over migrated runs of curve(run bytes, link)
-            + zero-filled bytes / zero_fill_gbps + managed_free_us * (temporaries freed)
+            [+ zero-filled bytes / zero_fill_gbps] [+ managed_free_us * (allocations freed)]
 
 batches, migrated runs and zero-filled pages come from the engine itself (density prefetch,
-64 KiB big pages, 256-fault batches: the driver's defaults). The temporaries freed: the
-kernel's cuDNN workspace, which the harness's managed allocator frees with a synchronising
-cudaFree inside the timed call.
+64 KiB big pages, 256-fault batches: the driver's defaults). The allocations freed: the
+kernel's cuDNN workspace and the temporaries of its PyTorch expression, which the harness's
+managed allocator frees with a synchronising cudaFree inside the timed call. Fresh
+allocations of at most small_kib start populated (SMALL_KIB).
 
-Fit: for a link curve form ("uvmsmart" or "flat") and link bandwidth L on a grid, the
-non-negative coefficients (fault_batch_us, 1/zero_fill_gbps, managed_free_us) by
-least squares on relative errors (each kernel's residual over its measured faulting time),
-both modes together. Selection of (form, L, whether the zero-fill term is used): inside each
-outer fold, by leave-one-model-out over the remaining five models (nested); the outer fold's
-model is predicted with what the inner loop picked, refitted on the five. Reported: held-out
-per-model errors (sum over the model's kernels, each mode), the held-out per-kernel median
-absolute error, and the final values (the same selection and fit on all six models): the
-`h100-sxm5` preset's [driver] section (data/hardware/h100-sxm5.toml).
+Fit: for a candidate (small_kib, link curve form "uvmsmart" or "flat", link bandwidth L) and
+a term set, the non-negative coefficients by least squares of the relative errors of the
+per-model, per-mode sums (what the preset is held to). Selection of the candidate and the
+terms: inside each outer fold, by leave-one-model-out over the remaining five models
+(nested; criterion: the largest per-model per-mode error); the outer fold's model is
+predicted with what the inner loop picked, refitted on the five. Reported: held-out
+per-model errors, the held-out per-kernel median absolute error, and the final values (the
+same selection and fit on all six models): the `h100-sxm5` preset's [driver] section
+(data/hardware/h100-sxm5.toml).
 """
 
 from __future__ import annotations
@@ -394,7 +396,7 @@ def nested_fit(ds: dict, links=LINKS) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "driver_fit_h100.json"))
-    ap.add_argument("--cache", default=str(ROOT / ".cache" / "driver_fit_features"),
+    ap.add_argument("--cache", default=str(ROOT / "build" / "driver_fit_features"),
                     help="the engine-side features, PREFIX.<small_kib>.npz (recomputed when "
                          "absent; '' for none)")
     a = ap.parse_args(argv)
