@@ -1623,9 +1623,9 @@ def _workload_parsers(sub) -> None:
     ca = sub.add_parser("capture", help="record one training iteration of a PyTorch model on "
                         "fake CPU tensors into an HDF5 workload trace (needs torch; "
                         "docs/capture.md)")
-    ca.add_argument("model", help="a bundled example (gpt2-small, gpt2-xl, llama-7b, resnet50, "
-                                  "mlp, tiny-transformer) or module:function returning a "
-                                  "g10fast.capture.Model")
+    ca.add_argument("model", help="a bundled example (gpt2-small, gpt2-xl, llama-7b, "
+                                  "qwen2.5-1.5b, qwen2.5-3b, resnet50, mlp, tiny-transformer) "
+                                  "or module:function returning a g10fast.capture.Model")
     ca.add_argument("--out", required=True, help="the HDF5 workload trace to write")
     ca.add_argument("--batch", type=int, help="batch size")
     ca.add_argument("--seq-len", type=int, help="sequence length (language models)")
