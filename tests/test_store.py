@@ -517,3 +517,21 @@ def test_sweep_on_a_full_disk_with_one_worker_leaks_nothing(tmp_path):
     assert out.returncode == 2, out.stderr
     assert out.stderr.startswith("g10fast: error: ") and "the disk is full (test)" in out.stderr
     assert "leaked" not in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_a_key_whose_bytes_are_not_utf8_is_moved_back(tmp_path):
+    """A changed key that is not even UTF-8 is found by its row id, not by its text."""
+    from g10fast.sweep.runner import repair_keys
+
+    p = tmp_path / "s.g10db"
+    with ResultStore(p) as s:
+        for h in ("a", "b"):
+            s.write_point(rec(h))
+    con = sqlite3.connect(p)
+    con.execute("UPDATE points SET hash = CAST(? AS TEXT) WHERE hash = 'b'", (b"\xffb",))
+    con.commit()
+    con.close()
+    s = ResultStore(p)
+    assert sorted(s.statuses().values()) == ["damaged", "ok"]
+    assert repair_keys(s, _points("a", "b")) == 1          # its checksum holds under b
+    assert s.statuses() == {"a": "ok", "b": "ok"} and s.verify()["damaged"] == []

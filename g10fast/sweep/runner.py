@@ -268,17 +268,17 @@ def repair_keys(store, resolved) -> int:
         by_label.setdefault(rp.label, []).append(rp.hash)
     status = store.statuses()
     n = 0
-    for stored, label, row in bad:
+    for rowid, stored, label, row in bad:
         if stored in by_hash:
             continue                                 # its own key: the sweep runs it again
         rest = row[1:6]
         cands = by_label.get(label) or list(by_hash)
         true = next((h for h in cands if point_checksum(h, *rest) == row[6]), None)
         if true is not None:
-            store.refile(stored, None if status.get(true) not in (None, "damaged") else true)
+            store.refile(rowid, None if status.get(true) not in (None, "damaged") else true)
             n += 1
         elif label in by_label:
-            store.refile(stored, None)
+            store.refile(rowid, None)
             n += 1
     return n
 

@@ -409,33 +409,34 @@ class ResultStore:
                                                 "workloads") if point_checksum(k, a, b) == c}
 
     def damaged_rows(self) -> list[tuple]:
-        """(stored hash, label or "", the row's other columns) of every point whose checksum
-        fails; label is read from the attributes when they still parse."""
+        """(rowid, stored hash, label or "", the row's seven columns) of every point whose
+        checksum fails; label is read from the attributes when they still parse. (The rowid
+        names the row even when its key's bytes are damaged.)"""
         out = []
-        for row in self._query("SELECT hash, status, attrs, config, result, arrays, checksum "
-                               "FROM points ORDER BY rowid"):
+        for rid, *row in self._query("SELECT rowid, hash, status, attrs, config, result, "
+                                     "arrays, checksum FROM points ORDER BY rowid"):
             if self._row_ok(row):
                 continue
             try:
                 label = json.loads(row[2]).get("label", "") or ""
             except (ValueError, AttributeError):
                 label = ""
-            out.append((row[0], str(label), row))
+            out.append((rid, row[0], str(label), tuple(row)))
         return out
 
-    def refile(self, stored_hash: str, true_hash: str | None) -> None:
-        """Repair a point stored under a changed key: move its row to `true_hash` (its
-        checksum holds there), or drop it (true_hash None: the point is stored, or is run
-        again, under its own key). One transaction."""
+    def refile(self, rowid: int, true_hash: str | None) -> None:
+        """Repair the point row `rowid` (`damaged_rows`), stored under a changed key: move it
+        to `true_hash` (its checksum holds there), or drop it (true_hash None: the point is
+        stored, or is run again, under its own key). One transaction."""
         try:
             con = self._begin()
             try:
                 if true_hash is None:
-                    con.execute("DELETE FROM points WHERE hash = ?", (stored_hash,))
+                    con.execute("DELETE FROM points WHERE rowid = ?", (rowid,))
                 else:
                     con.execute("DELETE FROM points WHERE hash = ?", (true_hash,))
-                    con.execute("UPDATE points SET hash = ? WHERE hash = ?",
-                                (true_hash, stored_hash))
+                    con.execute("UPDATE points SET hash = ? WHERE rowid = ?",
+                                (true_hash, rowid))
                 con.execute("COMMIT")
             except BaseException:
                 if con.in_transaction:
