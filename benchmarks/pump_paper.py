@@ -222,11 +222,11 @@ def summary(rows) -> str:
 def lambda_star(rows, variant="hooks+bulk", target=2.0) -> str:
     """The fault-batch cost at which `variant` would reach `target` x naive UM at every
     point: naive UM's batches do not depend on time (the same pages fault in the same order),
-    so its time grows by (lambda - lat_us) per batch, while the variant (almost no faults)
+    so its time grows by (lambda - lat) per batch, while the variant (almost no faults)
     keeps its time: lambda* = lat + (target * t_variant - t_uvm) / batches_uvm, lat the
     runs' cost per batch (the variant's own few batches ignored)."""
-    out = [f"| point | t uvm s | t {variant} s | uvm batches | fault-batch cost for "
-           f"{target:g}x, us |", "|---|---|---|---|---|"]
+    out = [(f"| point | t uvm s | t {variant} s | uvm batches | fault-batch cost for "
+            f"{target:g}x, us |"), "|---|---|---|---|---|"]
     for r in rows:
         if r["variant"] != variant:
             continue

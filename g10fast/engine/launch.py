@@ -44,7 +44,7 @@ class LaunchOptions:
     #: fetched loss likewise), "iteration" (at the iteration's last kernel), "none"
     sync: str = "loss"
 
-    def check(self, prefix: str = "policy") -> "LaunchOptions":
+    def check(self, prefix: str = "policy") -> LaunchOptions:
         if isinstance(self.queue_depth, bool) or not isinstance(self.queue_depth, int) \
                 or self.queue_depth < 0:
             raise InputError(f"must be an integer >= 0 (0: unbounded), got "

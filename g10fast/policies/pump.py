@@ -159,7 +159,7 @@ def _fresh_allocations(ctx, o) -> bool:
 
 
 def planner(ctx):
-    from g10fast.engine.driver import DriverHints, HINT_KINDS
+    from g10fast.engine.driver import HINT_KINDS, DriverHints
     from g10fast.engine.launch import launched_by, sync_kernel
     from g10fast.workload.model import PAGE_SIZE
     w, o = ctx.workload, ctx.options

@@ -8,7 +8,7 @@ baseline that naively enables UM"; the paper's GPU, models and oversubscription 
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from g10fast.validate import Claim, Measured
 
@@ -31,13 +31,13 @@ FRESH = (("fresh_allocations", True),)
 BULK = CACHING + (("curve_halve_2mib", False), ("link_fraction", 1.0))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _workload(model, batch):
     from g10fast import api
     return api.builtin_workload(model, batch, PRESET)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _time(model, batch, ratio, policy, options, compat) -> int:
     """Cycles of the last of two iterations (the driver engine's reported one)."""
     from g10fast.hardware import load_preset

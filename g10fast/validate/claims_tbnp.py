@@ -11,7 +11,7 @@ minus one, over the workloads and oversubscription ratios."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from g10fast.validate import Claim, Measured
 
@@ -30,13 +30,13 @@ VARIANTS = {"pre_evict": ((("pre_evict", True),), UVMSMART),
             "lru4k": ((), UVMSMART + (("evict", "lru4k"),))}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _workload(model, batch):
     from g10fast import api
     return api.builtin_workload(model, batch, PRESET)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _time(model, batch, ratio, variant) -> int:
     from g10fast.hardware import load_preset
     from g10fast.run import run
