@@ -972,6 +972,8 @@ def cmd_trace_export(args) -> int:
 def cmd_trace_diff(args) -> int:
     from g10fast.perfetto import diff_traces
 
+    if args.top < 0:
+        raise InputError(f"must be 0 or more kernels, got {args.top}", param="--top")
     rep = diff_traces(args.a, args.b, top=args.top)
     if args.json:
         json.dump(rep, sys.stdout, indent=1)

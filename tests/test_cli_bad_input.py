@@ -94,6 +94,11 @@ def test_trace_export_numbers(capsys, tmp_path, extra, text):
                   str(tmp_path / "o.pftrace"), "--no-progress"] + extra, text)
 
 
+def test_trace_diff_top(capsys, tmp_path):
+    _bad(capsys, ["trace", "diff", str(tmp_path / "a.h5"), str(tmp_path / "b.h5"), "--top", "-1"],
+         "parameter '--top': must be 0 or more kernels, got -1")
+
+
 @pytest.mark.parametrize("value", ["-1", "0"])
 def test_sweep_max_points(capsys, tmp_path, value):
     _bad(capsys, ["sweep", "smoke", "--store", str(tmp_path / "s.g10db"), "--max-points", value,
