@@ -497,6 +497,39 @@ def test_pump_launch_clock_options():
     assert (depth.issue >= row_g - 1).all()      # kernels g - 1 and g queued: g - 2 ended
 
 
+def test_pump_free_sync_under_fresh_allocations():
+    """Under fresh_allocations every kernel after which a tensor is freed is a sync point of
+    the host (cudaFree synchronises): kernel g's rows are issued no earlier than the start of
+    the kernel after the last such kernel before g; free_sync = false or a caching allocator
+    leave the rows where the loss sync and the queue put them."""
+    from g10fast.engine.driver import allocation_rows
+    from g10fast.policies import get
+    from g10fast.policies.registry import PlanContext
+    from g10fast.system import EngineOptions
+    w = small_workload(7)
+    K = w.num_kernels
+    rec = get("pump")
+
+    def plan(compat, **o):
+        return rec.planner(PlanContext(
+            w, tiny_system(chunks=3), rec.make_options({"coverage": "framework_hooks",
+                                                         "cap_factor": 100, "sync": "none",
+                                                         "launch_queue_depth": 0, **o}),
+            EngineOptions(num_iteration=2, compat=compat), None))
+    caching = plan({})
+    fresh = plan({"fresh_allocations": True})
+    off = plan({"fresh_allocations": True}, free_sync=False)
+    assert caching.issue.tolist() == off.issue.tolist()
+    frees = np.nonzero(allocation_rows(w, 1, False)[5])[0]
+    assert len(frees) > 0
+    syncs = sorted(it * K + int(f) for it in range(2) for f in frees)
+    row_g = np.searchsorted(fresh.wait, np.arange(len(fresh.issue)))
+    for i, g in enumerate(row_g):
+        before = [s for s in syncs if s < g]
+        assert fresh.issue[i] >= (before[-1] + 1 if before else 0)
+    assert (fresh.issue >= caching.issue).all() and (fresh.issue > caching.issue).any()
+
+
 def test_driver_result_and_figure_name_engine_and_options(tmp_path):
     """A driver run's result names its engine and options; `run --figure` draws it (it used
     to fail on the driver's system parameters) with them in the title."""
@@ -570,18 +603,21 @@ def test_an_ssd_read_costs_its_latency_in_a_run():
 
 def test_presets_driver_values():
     """h100-sxm5: the fit (benchmarks/results/driver_fit_h100.json); a100-80-pcie4: the same
-    fault and free costs, link_fraction 0.4 of its 25 GB/s; a System built in code keeps its
-    uvm.fault_latency_us, its whole link and no free cost."""
+    fault and free costs, link_fraction 0.32 of its 25 GB/s; a System built in code keeps
+    its uvm.fault_latency_us, its whole link on UVMSmart's curve and no free cost."""
     from g10fast.hardware import load_preset
     prm = system_params(System.from_preset(load_preset("h100-sxm5")), DriverOptions())
     assert (prm["link_gbps"], prm["fault_latency_us"], prm["managed_free_us"],
-            prm["small_alloc_pages"]) == (20.0, 78.0, 1001.0, 256)
-    assert prm["managed_free_cycles"] == 1201200
+            prm["small_alloc_pages"], prm["transfer_curve"]) == (16.0, 80.5, 892.0, 16, "flat")
+    assert prm["managed_free_cycles"] == 1070400
+    # flat 16 GB/s: one 2 MiB transfer = 2097152 / 16e9 s = 157286.4 -> 157287 cycles
+    assert prm["h2d"][512] == 157287
     a100 = system_params(System.from_preset(load_preset("a100-80-pcie4")), DriverOptions())
-    assert (a100["link_gbps"], a100["fault_latency_us"]) == (10.0, 78.0)
+    assert (a100["link_gbps"], a100["fault_latency_us"]) == (8.0, 80.5)
     plain = system_params(tiny_system(), DriverOptions())
     assert (plain["link_gbps"], plain["fault_latency_us"], plain["managed_free_us"],
-            plain["small_alloc_pages"]) == (16.0, 45.0, 0.0, 0)
+            plain["small_alloc_pages"], plain["transfer_curve"]) == (16.0, 45.0, 0.0, 0,
+                                                                      "uvmsmart")
 
 
 def _chain_workload():
