@@ -72,7 +72,7 @@ def test_a_broken_invariant_names_the_kernel_and_the_invariant():
     w = make_workload(1, n_kernels=6, n_tensors=12, max_pages=10)
     sp = page_params(_spec("lru", 60, 60).system, PageMode())
     sink = CountingSink()
-    chk = PageChecker(w, sp, sink, full=True)     # a scan at every check
+    chk = PageChecker(w, sp, sink, "every")      # a scan at every check
     chk.init_ssd = 0                         # this hand-made page table holds no SSD pages
     S = np.zeros(pk.NS, dtype=np.int64)
     S[pk.S_CUR_KERNEL], S[pk.S_CUR_ITER], S[pk.S_GPU_USED] = 3, 1, 2
@@ -150,6 +150,7 @@ def test_state_check_runs_the_engine_untraced(monkeypatch):
     plain = run(spec, workload=w)
     full = run(spec, workload=w, check="full")
     assert full["invariant_check_level"] == "full"
+    # a small run: its page table read at every check
     assert full["page_table_scans"] == full["invariant_checks"] >= 2 * w.num_kernels
     made = []
     real = pc.CountingSink
@@ -179,3 +180,18 @@ def test_broken_traffic_statistics_are_caught_without_the_event_stream():
     pcie[1, pk.PC_OUT] = 1                           # an eviction to nowhere
     with pytest.raises(InvariantError, match=r"kernel 2 .*traffic: pages fetched \(evicted\)"):
         chk.check(S, pstate, pcie, 0)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 64, 1001])
+def test_count_states_against_numpy(n):
+    """The page-table count (eight states a word) against a plain NumPy twin, on every byte
+    value and on lengths that leave a tail, and on a view that starts inside a word."""
+    from g10fast.engine import page_kernels as pk
+    from g10fast.engine.page_check import count_states
+    a = np.random.default_rng(n).integers(0, 256, n + 3).astype(np.uint8)
+    a[:min(n, 256)] = np.arange(min(n, 256))
+    for st in (a[:n], a[3:]):
+        loc = st & 3
+        twin = [int((loc == k).sum()) for k in range(4)] + [
+            int(((st >> 2) & 1).sum()), int(((st & pk.RES_MASK) == pk.IN_GPU).sum())]
+        assert count_states(st).tolist() == twin

@@ -407,7 +407,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     step = max(total // 200, 1) if not check else 1
     S[pk.S_STAT_PAUSE] = step if (progress is not None or check) else total + 1
     if check:
-        checker = PageChecker(w, sp, trace, full=full)
+        checker = PageChecker(w, sp, trace, "stride" if full else "budget")
 
     events_before = trace.n_events if trace is not None else 0
     while True:

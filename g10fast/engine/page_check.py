@@ -16,11 +16,11 @@ every flush of the event buffer), `PageChecker.check` asserts:
   so memory stays bounded), and the fetches and evictions equal the per-tick statistics.
 
 The scans and the event stream are what cost: the event stream takes the engine off its
-untraced fast paths (the replayed busy ticks, the streaks: measured 55-145x a plain run on
-BERT-128 and ResNet152-256), and a scan reads every page state. So `check=True` ("state")
-runs the engine untraced, and scans the page table whenever the scans so far took at most
-`SCAN_SHARE` of the time the engine took (and always at the run's end); `check="full"`
-writes the event stream for the conservation sums and scans at every check.
+untraced fast paths (the replayed busy ticks, the streaks), and a scan reads every page
+state. So `check=True` ("state") runs the engine untraced, and scans the page table whenever
+the scans so far and the next (as long as the last) take at most `SCAN_SHARE` of the time
+the engine took so far (and always at the run's end); `check="full"` writes the event stream for the conservation sums and scans at
+every check up to `SCAN_PAGES` pages, at every k-th above (k = pages / SCAN_PAGES).
 
 A broken invariant raises `InvariantError` naming the kernel, the iteration and the
 invariant."""
@@ -39,16 +39,36 @@ from g10fast.jit import kernel, kernel_nonrt
 from g10fast.errors import InvariantError  # noqa: E402  (re-exported)
 
 
+_M = np.uint64(0x0101010101010101)     # bit 0 of each byte of a word
+_1 = np.uint64(1)
+_2 = np.uint64(2)
+_56 = np.uint64(56)
+
+
 @kernel_nonrt
-def _count_states(pstate, out):
+def _count_states(pstate, words, out):
     """out[0..3] = pages per location (low two bits), out[4] = pages in transfer, out[5] =
-    pages on the GPU and not in transfer (`(s & RES_MASK) == IN_GPU`)."""
+    pages on the GPU and not in transfer (`(s & RES_MASK) == IN_GPU`). `words`: the first
+    8 * len(words) states as uint64, eight states a word (bit k of a byte: bit 8i+k of the
+    word): each count is the sum of the bytes of a word of one bit per byte (a multiply by
+    0x0101...01 sums them into the top byte); the rest one by one."""
     n1 = 0
     n2 = 0
     n3 = 0
     nt = 0
     nr = 0
-    for i in range(pstate.shape[0]):
+    for i in range(words.shape[0]):
+        w = words[i]
+        b0 = w & _M
+        b1 = (w >> _1) & _M
+        b2 = (w >> _2) & _M
+        g = b0 & b1
+        n1 += ((b0 ^ g) * _M) >> _56
+        n2 += ((b1 ^ g) * _M) >> _56
+        n3 += (g * _M) >> _56
+        nt += (b2 * _M) >> _56
+        nr += ((g & ~b2) * _M) >> _56
+    for i in range(8 * words.shape[0], pstate.shape[0]):
         s = pstate[i]
         c = s & 3
         n1 += c == 1
@@ -70,7 +90,10 @@ def count_states(pstate: np.ndarray) -> np.ndarray:
     if pstate.dtype != np.uint8 or pstate.ndim != 1:
         raise ValueError("pstate must be a 1-d uint8 array")
     out = np.zeros(6, dtype=np.int64)
-    _count_states(pstate, out)
+    n8 = len(pstate) // 8
+    words = pstate[:8 * n8].view(np.uint64) if pstate.flags.c_contiguous and n8 else \
+        np.zeros(0, dtype=np.uint64)
+    _count_states(pstate, words, out)
     return out
 
 
@@ -116,8 +139,16 @@ class CountingSink:
 CHECK_LEVELS = ("state", "full")
 
 #: "state": the page table is scanned at a check when the scans so far took at most this
-#: share of the time the engine took (and at the run's end); "full" scans at every check
+#: share of the time the engine took (and at the run's end)
 SCAN_SHARE = 0.5
+
+#: "full": the page table is scanned at every check up to this many pages; a larger run at
+#: every k-th check (k = pages / SCAN_PAGES, rounded up) and at the run's end
+SCAN_PAGES = 1 << 20
+
+#: when PageChecker scans: within the time budget ("state"), at the stride ("full"), or at
+#: every check
+SCAN_MODES = ("budget", "stride", "every")
 
 
 def check_level(check) -> str | None:
@@ -134,9 +165,10 @@ def check_level(check) -> str | None:
 
 class PageChecker:
     """The invariants of one page-engine run (see the module docstring). `sink`: the counting
-    sink of the event stream, or None (an untraced run: no conservation sums)."""
+    sink of the event stream, or None (an untraced run: no conservation sums). `scans`: one
+    of SCAN_MODES."""
 
-    def __init__(self, w, sp, sink: CountingSink | None, full: bool = False):
+    def __init__(self, w, sp, sink: CountingSink | None, scans: str = "budget"):
         self.w = w
         self.sp = sp
         self.sink = sink
@@ -144,9 +176,13 @@ class PageChecker:
             if sp.is_uvm else 0
         self.checks = 0
         self.scans = 0
-        self.full = bool(full)
+        if scans not in SCAN_MODES:
+            raise ValueError(f"scans must be one of {SCAN_MODES}, got {scans!r}")
+        self.scan_mode = scans
+        self.scan_every = 1 if scans == "every" else max(1, -(-int(w.num_pages) // SCAN_PAGES))
         self.engine_s = 0.0          # time in the engine, between checks
         self.scan_s = 0.0            # time in the scans
+        self.next_scan_s = 1e-9 * int(w.num_pages)   # what the next scan will take, about
         self._since = time.perf_counter()
         self._seen = None            # extent_lru_problem's scratch array
 
@@ -178,8 +214,11 @@ class PageChecker:
         s = self.sink.sums if self.sink is not None else None
         if sp.is_uvm and s is not None:
             self._conservation(S, s, gpu, host, pcie)
-        if last or self.full or self.scan_s <= SCAN_SHARE * self.engine_s:
+        if last or (self.scan_s + self.next_scan_s <= SCAN_SHARE * self.engine_s
+                    if self.scan_mode == "budget" else self.checks % self.scan_every == 0):
+            t1 = time.perf_counter()
             self._scan(S, pstate, gpu, host, s, queued_pages, extents)
+            self.next_scan_s = time.perf_counter() - t1          # the next one: as long
             self.scan_s += time.perf_counter() - t0
         self._since = time.perf_counter()
 
