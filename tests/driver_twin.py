@@ -204,7 +204,7 @@ def twin_params(system, opts):
     link = min(system.host_link_gbps, system.gpu_link_gbps) * frac
     lat = opts.fault_latency_us if opts.fault_latency_us >= 0 else system.fault_latency_us
     ov = opts.transfer_overhead_us
-    curve, halve = opts.transfer_curve, opts.curve_halve_2mib
+    curve, halve = (opts.transfer_curve or "uvmsmart"), opts.curve_halve_2mib
     return {"f_hz": f_hz, "gpu_pages": gpu_pages, "gpu_chunks": gpu_pages // 512,
             "host_pages": int(system.host_memory_gb * 2**30) // 4096,
             "fault_latency_cycles": int(round(lat * 1e-6 * f_hz)),

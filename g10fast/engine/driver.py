@@ -52,7 +52,7 @@ class DriverOptions:
     fault_latency_us: float = -1.0
     #: the link bandwidth the transfer curve uses, as a fraction of min(host link, GPU link);
     #: < 0: the preset's [driver] link_fraction (fitted on the H100's fault-driven
-    #: migrations: 20 of its 50 GB/s), else 1
+    #: migrations: 16 of its 50 GB/s, flat), else 1
     link_fraction: float = -1.0
     #: one synchronising cudaFree of managed memory (a freed temporary), µs; < 0: the preset's
     #: [driver] managed_free_us (the H100 fit), else 0. Paid only where allocations are freed:
@@ -69,8 +69,9 @@ class DriverOptions:
     #: afresh (it stays populated, and is not discarded when freed); < 0: the preset's
     #: [driver] small_alloc_kib, else 0. Measured on the H100: a fresh output of <= 256 KiB
     #: costs a median 0.4-1.3 us of first touch (1,710 kernels), not a fault batch; the
-    #: threshold is the H100 fit's choice (the mechanism, presumably the CUDA driver
-    #: sub-allocating small managed allocations from memory it keeps, is not documented)
+    #: threshold (64 KiB) is the H100 fit's choice among 0, 64, 256, 1024 (the mechanism,
+    #: presumably the CUDA driver sub-allocating small managed allocations from memory it
+    #: keeps, is not documented)
     small_alloc_kib: int = -1
     #: with fresh_allocations: each allocation is prefetched to the GPU on the compute stream
     #: when made (cudaMemPrefetchAsync at allocation, uvm-hardware-facts.md §5 E1), so its
@@ -93,8 +94,9 @@ class DriverOptions:
     #: instead of writing them back; the driver writes back everything (False)
     skip_clean_writeback: bool = False
     #: "uvmsmart": BW(s) = (2a/π)·atan(0.07292·KB), a = 0.75 × link (anchors.md §4);
-    #: "flat": the link's bandwidth at every size
-    transfer_curve: str = "uvmsmart"
+    #: "flat": the link's bandwidth at every size; "": the preset's [driver] transfer_curve
+    #: (the H100 fit's choice), else "uvmsmart"
+    transfer_curve: str = ""
     #: UVMSmart halves the throughput of transfers of 2 MiB or more
     curve_halve_2mib: bool = True
     #: fixed cost per transfer, µs (on top of the curve)
@@ -121,7 +123,7 @@ class DriverOptions:
             bad("prefetcher", f"must be one of {', '.join(PREFETCHERS)}, got {self.prefetcher!r}")
         if self.evict not in EVICTIONS:
             bad("evict", f"must be one of {', '.join(EVICTIONS)}, got {self.evict!r}")
-        if self.transfer_curve not in CURVES:
+        if self.transfer_curve not in CURVES + ("",):
             bad("transfer_curve", f"must be one of {', '.join(CURVES)}, got "
                 f"{self.transfer_curve!r}")
         for f in ("skip_clean_writeback", "curve_halve_2mib", "inflight_overlap",
@@ -368,6 +370,11 @@ def _preset_driver(name: str) -> tuple:
     if not isinstance(sec, dict):
         return ()
     out = []
+    curve = sec.get("transfer_curve", "uvmsmart")
+    if curve not in CURVES:
+        raise InputError(f"driver.transfer_curve: must be one of {', '.join(CURVES)}, got "
+                         f"{curve!r}", path=str(p), param="driver.transfer_curve")
+    out.append(("transfer_curve", curve))
     for k in PRESET_KEYS:
         v = sec.get(k)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
@@ -380,7 +387,7 @@ def _preset_driver(name: str) -> tuple:
 
 def preset_driver(system) -> dict:
     """The driver engine's measured values of the system's hardware preset (its [driver]
-    section: PRESET_KEYS), {} for a system without one
+    section: PRESET_KEYS and transfer_curve), {} for a system without one
     (a G10 config, a System built in code, a preset without the section)."""
     return dict(_preset_driver(str(getattr(system, "name", "") or "")))
 
@@ -400,13 +407,14 @@ def system_params(system, opts: DriverOptions) -> dict:
         pre.get("managed_free_us", 0.0)
     small = opts.small_alloc_kib if opts.small_alloc_kib >= 0 else \
         int(pre.get("small_alloc_kib", 0))
-    curve, halve, ov = opts.transfer_curve, opts.curve_halve_2mib, opts.transfer_overhead_us
+    curve = opts.transfer_curve or pre.get("transfer_curve", "uvmsmart")
+    halve, ov = opts.curve_halve_2mib, opts.transfer_overhead_us
     return {
         "f_hz": f_hz, "gpu_pages": gpu_pages, "gpu_chunks": gpu_pages // dk.VA_PAGES,
         "host_pages": host_pages, "link_gbps": link, "fault_latency_us": lat,
         "fault_latency_cycles": int(round(lat * 1e-6 * f_hz)),
         "managed_free_us": free_us, "managed_free_cycles": int(round(free_us * 1e-6 * f_hz)),
-        "small_alloc_pages": small * 1024 // PAGE_SIZE,
+        "small_alloc_pages": small * 1024 // PAGE_SIZE, "transfer_curve": curve,
         "big_pages": opts.big_page_kib * 1024 // PAGE_SIZE,
         "h2d": transfer_table(link, f_hz, curve, halve, ov),
         "d2h": transfer_table(link, f_hz, curve, halve, ov),
