@@ -104,10 +104,13 @@ WHY_DEFAULTS = (
     "left is naive UM's fault overhead: its time grows by its batches times their cost, "
     "and setting (3) reaches 2x at 118-160 us per batch on BERT and ViT, 345-527 us on the "
     "CNNs, against the preset's 78.4 us (fitted to faulting kernels measured on an H100). "
-    "So the 2x needs naive UM's cost to be fault overhead rather than traffic: an allocator "
-    "that allocates and frees every tensor each iteration (first-touch faults every "
-    "iteration, E1 of uvm-hardware-facts.md section 5) with every tensor covered gives "
-    "2.25x (row pump.speedup-fresh-allocations), but there the live set fits the GPU.")
+    "So the 2x needs PUMP's prefetches at the measured bulk rate apart from naive UM's "
+    "fault path (then the CNNs are in the band at PUMP's defaults) and, on transformers, "
+    "every tensor declared to PUMP; or naive UM's cost to be fault overhead rather than "
+    "traffic: an allocator that allocates and frees every tensor each iteration "
+    "(first-touch faults every iteration, E1 of uvm-hardware-facts.md section 5) with every "
+    "tensor covered gives 2.23x (row pump.speedup-fresh-allocations), but there the live "
+    "set fits the GPU.")
 
 WHY_FULL = (
     "Every tensor covered and every transfer at the curve's full rate on the whole link, "
