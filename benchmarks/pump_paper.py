@@ -34,7 +34,7 @@ CACHING = {"fresh_allocations": False}      # the framework's caching allocator 
 FRESH = {"fresh_allocations": True}         # cudaMallocManaged / cudaFree per tensor
 #: every transfer on the whole link at the curve's full rate (2 MiB not halved): the
 #: measured bulk rate (MSched: batched migration at 65-69 % of the link)
-BULK = {"link_fraction": 1.0, "curve_halve_2mib": False}
+BULK = {"link_fraction": 1.0, "curve_halve_2mib": False, "transfer_curve": "uvmsmart"}
 HOOKS = {"coverage": "framework_hooks"}
 #: label -> (PUMP options, driver options); naive UM runs under the same driver options
 VARIANTS = {

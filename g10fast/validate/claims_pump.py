@@ -28,7 +28,8 @@ FRESH = (("fresh_allocations", True),)
 #: every transfer on the whole link at the curve's full rate (0.75 x the link at 2 MiB, not
 #: halved as UVMSmart's curve does): the measured bulk rate (MSched: batched migration at
 #: 65-69 % of the link), instead of the preset's fault-driven fit (link_fraction)
-BULK = CACHING + (("curve_halve_2mib", False), ("link_fraction", 1.0))
+BULK = CACHING + (("curve_halve_2mib", False), ("link_fraction", 1.0),
+                  ("transfer_curve", "uvmsmart"))
 
 
 @cache
