@@ -23,7 +23,8 @@ PRESET = "g10-artifact"
 #: gpgpusim.config: 45 us page-fault latency, PCIe 16 GB/s per direction through its transfer
 #: curve, halved at >= 2 MiB; specs/uvm-hardware-facts.md section 1.4), not the preset's
 #: fit to a real GPU: the claim is its simulator's; memory allocated once (no frees)
-UVMSMART = (("fault_latency_us", 45.0), ("link_fraction", 1.0), ("fresh_allocations", False))
+UVMSMART = (("fault_latency_us", 45.0), ("link_fraction", 1.0), ("transfer_curve", "uvmsmart"),
+            ("curve_halve_2mib", True), ("fresh_allocations", False))
 #: name -> (tbnp options, driver options)
 VARIANTS = {"pre_evict": ((("pre_evict", True),), UVMSMART),
             "lru2m": ((), UVMSMART),
