@@ -546,10 +546,18 @@ def run_ranks_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
 
     from g10fast.results import workload_summary
 
+    from g10fast.errors import InvariantError
+
     res = new_result(spec, "ranks", _model_label(spec))
-    part = simulate_ranks(spec, rec, ctx, trace=trace)
+    try:
+        part = simulate_ranks(spec, rec, ctx, trace=trace, check=check)
+    except AssertionError as e:
+        raise InvariantError(f"invariant broken in the ranks engine's step: {e}") from None
     f_hz = part.pop("f_hz")
+    bound = part.pop("bound_summary", None)
     res.update(part)
+    if bound is not None:
+        add_bound(res, bound, f_hz)
     res["workload"] = workload_summary(ctx.workload,
                                        int(spec.system.gpu_memory_gb * 2**30) // PAGE_SIZE)
     return add_seconds(res, f_hz)

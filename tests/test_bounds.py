@@ -158,7 +158,7 @@ def _system(frames, link):
 #: the engines with a bound model (engine/bound_models.py); the driver and swap engines need
 #: at least one 2 MiB chunk of GPU memory: test_driver_and_swap_runs_above_their_bounds
 BOUND_ENGINES = ("page", "tensor")
-ALL_ENGINES = ("page", "tensor", "driver", "swap")
+ALL_ENGINES = ("page", "tensor", "driver", "swap", "ranks")
 
 QUIRKS_OFF = {"gds_weights_free_refetch": False, "gds_ready_on_alloc": False,
               "tensor24_bypass": False, "fn_reserve_workspace": False}
@@ -384,6 +384,8 @@ def test_reference_workload_every_policy_above_its_bound():
     w = build_workload(cfg)
     out = {}
     for rec in policies.records():
+        if rec.engine == "ranks":   # a node's ranks: test_ranks_runs_above_their_bound
+            continue
         r = run(make_spec(base.workload, base.system, rec.name, engine=base.engine), workload=w)
         if r["status"] != "ok":
             continue
@@ -397,3 +399,28 @@ def test_reference_workload_every_policy_above_its_bound():
                    "G10GDSFULL": 4001, "prefetch_lru": 0, "uvm": 0, "tbnp": 0, "pump": 0,
                    "deepum_driver": 0, "deepum_learned": 0, "g10_driver": 0, "singa_swap": 0,
                    "appobmem": 0}
+
+
+def test_ranks_runs_above_their_bound():
+    """Every ZeRO policy of the ranks engine on a small Qwen2.5 at 1, 2 and 4 ranks: the step
+    is at least its busiest resource's work and the kernels' ideal time (the bound), and the
+    bound is that resource's total exactly."""
+    from g10fast.api import builtin_spec
+    seen = set()
+    for name in [r.name for r in policies.records() if r.engine == "ranks"]:
+        for gpus in (1, 2, 4):
+            s = builtin_spec("qwen2.5-1.5b", 2, "dgx-a100-40", name,
+                             model_options={"layers": 2, "seq_len": 128})
+            r = run(s.replace(system=s.system.replace(gpus=gpus)))
+            assert r["status"] == "ok", (name, gpus)
+            it = r["iterations"][0]
+            assert it["exe_time_cycles"] >= it["bound_time_cycles"] >= \
+                it["ideal_exe_time_cycles"] - 1, (name, gpus)
+            seen.add(r["bound"]["binding_resource"])
+            tl = r["timeline"]
+            tot = {}
+            for res_, a, b in zip(tl["resource"], tl["start_ns"], tl["end_ns"]):
+                tot[res_] = tot.get(res_, 0) + int(b - a)
+            assert r["bound"]["time_s"] == pytest.approx(
+                max(max(tot.values()) / 1e9, it["ideal_time_s"]), rel=1e-6), (name, gpus)
+    assert {"gpu", "cpu"} <= seen

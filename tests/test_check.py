@@ -50,6 +50,18 @@ def _same(a, b):
 @pytest.mark.parametrize("policy", [r.name for r in policies.records()])
 @pytest.mark.parametrize("seed,gpu,host", [(1, 120, 400), (2, 90, 20), (3, 200, 0)])
 def test_check_on_every_policy(policy, seed, gpu, host):
+    if policies.get(policy).engine == "ranks":
+        # a node's data-parallel ranks: a small training step (the engine needs an optimizer)
+        # on a preset with a [node]; the seed picks the rank count
+        from g10fast.api import builtin_spec
+        spec = builtin_spec("qwen2.5-1.5b", 1, "dgx-a100-40", policy,
+                            model_options={"layers": 2, "seq_len": 64})
+        spec = spec.replace(system=spec.system.replace(gpus=seed))
+        plain, checked = run(spec), run(spec, check=True)
+        _same(plain, checked)
+        assert checked["invariants_checked"] is True
+        assert checked["invariant_checks"] == len(plain["timeline"]["start_ns"]) > 100
+        return
     if policies.get(policy).engine == "driver":
         gpu, host = gpu * 20, host * 20      # the driver evicts whole 2 MiB chunks: >= 4 chunks
     w = _workload(seed, 16, 40, gpu // 4)

@@ -79,9 +79,10 @@ def summary_lines(res: dict) -> list:
     return out
 
 
-def simulate_ranks(spec, rec, ctx, *, trace=None) -> dict:
+def simulate_ranks(spec, rec, ctx, *, trace=None, check=False) -> dict:
     """The ranks engine's part of a result (g10fast.run.run_ranks_engine adds the schema's
-    identity fields and the seconds)."""
+    identity fields, the bound and the seconds). `check`: the timeline's invariants
+    (`Timeline.check`) after the step; an AssertionError names the operation."""
     if trace is not None:
         raise InputError("the ranks engine writes no page-event trace; its timeline is in the "
                          "result (g10fast run ... --timeline OUT.json, for ui.perfetto.dev)",
@@ -145,6 +146,17 @@ def simulate_ranks(spec, rec, ctx, *, trace=None) -> dict:
     }]
     res["reported"] = 0
     res["timeline"] = tl.arrays()
+    b_ns, b_res = tl.bound()
+    b_ns = max(b_ns, ideal_ns)
+    res["bound_summary"] = {
+        "time": b_ns * f_hz / 1e9, "window": b_ns * f_hz / 1e9, "traffic": b_ns * f_hz / 1e9,
+        "feasible": True, "unit": "cycles", "windows": [], "binding_windows": 0,
+        "binding_resource": b_res,
+        "model": {"notes": ["ranks: the step lasts at least the busiest resource's work (the "
+                            "compute stream, a PCIe direction, NVLink, the CPU's optimizer, "
+                            "NVMe) and at least the kernels' ideal time"]}}
+    if check:
+        res["invariant_checks"] = tl.check()
     return res
 
 

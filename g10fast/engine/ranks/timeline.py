@@ -31,6 +31,8 @@ class Timeline:
         self.label: list[str] = []
         self.kind: list[str] = []
         self.nbytes: list[int] = []
+        self.deps: list[tuple] = []
+        self.after: list[int] = []
 
     def add(self, resource: str, duration_ns, deps=(), *, label: str = "", kind: str = "",
             nbytes: int = 0, after: int | None = None) -> int:
@@ -52,9 +54,41 @@ class Timeline:
         self.label.append(label)
         self.kind.append(kind or resource)
         self.nbytes.append(int(nbytes))
+        self.deps.append(tuple(i for i in deps if i is not None))
+        self.after.append(int(after) if after is not None else self.t0)
         self.free[resource] = s + d
         self.last[resource] = len(self.finish) - 1
         return len(self.finish) - 1
+
+    def check(self) -> int:
+        """The timeline's invariants (AssertionError naming the operation): every operation
+        starts once its dependencies ended and its resource's previous operation ended, at
+        the earliest such time (nothing waits for nothing), and lasts >= 0. Returns the
+        number of operations checked."""
+        prev: dict[str, int] = {}
+        for i, r in enumerate(self.resource):
+            s, f = self.start[i], self.finish[i]
+            assert f >= s, f"operation {i} ({self.label[i]}) ends before it starts"
+            ready = max([prev.get(r, self.t0), self.after[i]]
+                        + [self.finish[d] for d in self.deps[i]])
+            for d in self.deps[i]:
+                assert d < i, f"operation {i} ({self.label[i]}) depends on a later one ({d})"
+            assert s == ready, (f"operation {i} ({self.label[i]}) on {r} starts at {s} ns, "
+                                f"not when it is ready ({ready} ns)")
+            prev[r] = f
+        return len(self.resource)
+
+    def bound(self) -> tuple:
+        """A lower bound on the makespan from the work alone: each resource runs its
+        operations one at a time, so the step lasts at least its busiest resource's total.
+        -> (ns, resource)."""
+        tot: dict[str, int] = {}
+        for r, s, f in zip(self.resource, self.start, self.finish):
+            tot[r] = tot.get(r, 0) + (f - s)
+        if not tot:
+            return 0, ""
+        r = max(tot, key=tot.get)
+        return tot[r], r
 
     def last_of(self, *resources: str) -> tuple:
         """The ids of the last operations queued on these resources (those that have one)."""
