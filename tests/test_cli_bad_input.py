@@ -209,7 +209,9 @@ def test_memory_estimate_of_batch_100000():
     est = estimate_run_bytes(spec, w)
     assert est["parts"]["page states (1 byte a page)"] == w.num_pages
     assert 1.50e10 < w.num_pages < 1.51e10
-    assert 14.0 * 2**30 < est["total"] < 14.5 * 2**30
+    # what the run adds to this process (which is as large as the tests before it made it)
+    adds = est["total"] - est["parts"]["this process now"]
+    assert 14.0 * 2**30 < adds < 14.3 * 2**30
     assert est["total"] == sum(est["parts"].values())
     assert est["parts"]["engine code"] == ENGINE_LOAD_BYTES
     from g10fast.spec import make_spec
