@@ -7,8 +7,14 @@ managed memory gives), replayable faults serviced in batches (up to 256 per batc
 latency per batch), each fault grown to its 64 KiB big page, then the density prefetcher
 (per faulted page, the largest subtree of the VA block's tree over 51 % marked is fetched),
 eviction of whole 2 MiB root chunks from a list ordered by allocation, write-back of evicted
-pages, transfers with a size-dependent throughput (UVMSmart's fit). Every choice is a field
-of `DriverOptions` with the driver's default.
+pages, transfers with a size-dependent throughput (UVMSmart's fit) or a flat one. Every
+choice is a field of `DriverOptions` with the driver's default; the costs a measurement
+fixes (per fault batch, the migration link and curve, a managed cudaFree, the size of a
+fresh allocation that is not faulted afresh) come from the hardware preset's [driver]
+section: on h100-sxm5 fitted to kernels measured on that GPU
+(benchmarks/fit_driver_h100.py, docs/driver-h100.md), on the other presets derived from it.
+`fresh_allocations` models a framework on a non-caching managed allocator (the `uvm`
+policy: every tensor but the weights allocated, first-touched and freed each iteration).
 
 Kernel time = the kernel's compute time (the workload's exec_cycles, never the artifact's
 faulting traces) + the stalls the engine computes: the stream barrier (waiting for the
