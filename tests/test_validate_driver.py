@@ -108,6 +108,9 @@ def rows():
     ("driver.naive-um-no-prefetch", 22.0, 29.0, AGREES),
     ("driver.naive-um-prefetch", 3.0, 3.8, AGREES),
     ("driver.naive-um-mode-ratio", 7.0, 8.2, MISSES),
+    # 1.30x and 1.59x: evictions add traffic in proportion, no cliff (E2: 1.45x, 6.06x)
+    ("driver.naive-um-oversub-1.43", 1.15, 1.45, AGREES),
+    ("driver.naive-um-oversub-2.17", 1.40, 1.80, MISSES),
 ])
 def test_quick_rows(rows, cid, lo, hi, verdict):
     r = rows[cid]

@@ -77,6 +77,43 @@ def _naive(model: str, batch: int) -> dict:
 
 
 NAIVE = ("bert-base", 256)
+#: E2's memory ratios (uvm-hardware-facts.md §5): peak live memory / GPU memory
+OVERSUB = (1.02, 1.43, 2.17)
+
+
+@functools.lru_cache(maxsize=None)
+def _oversub(model: str, batch: int) -> dict:
+    """{ratio: slowdown} of `uvm` (fresh allocations, no prefetch) with the GPU memory cut to
+    the run's peak live memory / ratio (the peak measured on the full 80 GB)."""
+    from g10fast.api import builtin_workload
+    from g10fast.engine import driver_kernels as dk
+    from g10fast.engine.driver import driver_options, iteration_stats, simulate_driver
+    from g10fast.hardware import load_preset
+    from g10fast.system import System
+    prof = IDEAL / f"{model}-b{batch}.prof.gz"
+    if not prof.is_file():
+        raise Unavailable(f"no measured ideal profile {prof}")
+    w = builtin_workload(model, batch, "h100-sxm5", kernel_times=str(prof))
+    base = System.from_preset(load_preset("h100-sxm5"))
+    opts = driver_options({"fresh_allocations": True})
+    peak = int(simulate_driver(w, base, opts).kernels[:, dk.K_GPU].max()) * 4096
+    out = {}
+    for ratio in OVERSUB:
+        r = simulate_driver(w, base.replace(gpu_memory_gb=peak / ratio / 2**30), opts)
+        if r.status != "ok":
+            raise RuntimeError(f"uvm at {ratio}x: {r.failure}")
+        out[ratio] = float(iteration_stats(r, w, 2)[1]["slowdown"])
+    out["peak_gib"] = peak / 2**30
+    return out
+
+
+def _oversub_ratio(ratio: float):
+    def measure(quick: bool) -> Measured:
+        v = _oversub(*NAIVE)
+        return Measured(v[ratio] / v[1.02], f"{NAIVE[0]}-{NAIVE[1]} on h100-sxm5, peak live "
+                        f"{v['peak_gib']:.1f} GiB; slowdown against ideal at "
+                        + ", ".join(f"{r:g}x {v[r]:.1f}" for r in OVERSUB))
+    return measure
 
 
 def _naive_plain(quick: bool) -> Measured:
@@ -189,5 +226,38 @@ CLAIMS = [
             "few, large tensors, where the frees weigh less. ResNet-152-256: 61.4x and "
             "8.6x (7.2x). The ratio moves with the fit's free cost (6.8x at 1.0 ms with "
             "1 MiB small allocations): how close it lands depends on the model's tensors.",
+    ),
+    Claim(
+        id="driver.naive-um-oversub-1.43",
+        system="driver engine",
+        claim="UVM without prefetch, 1.43x oversubscribed against 1.02x: 70.06 s / 48.28 s "
+              "(about linear up to about 1.4x)",
+        source=_SRC_E1.replace("§4.1 (E1)", "§4.2 (E2)").replace(" at 0.73x of GPU memory",
+                                                                 ""),
+        published="1.45x (band: x/2 .. x2)",
+        setting="uvm on bert-base-256, h100-sxm5 defaults, GPU memory = the run's peak live "
+                "memory / 1.43 and / 1.02; ratio of the two iteration times",
+        unit="x",
+        band=(0.73, 2.9),
+        measure=_oversub_ratio(1.43),
+    ),
+    Claim(
+        id="driver.naive-um-oversub-2.17",
+        system="driver engine",
+        claim="UVM without prefetch, 2.17x oversubscribed against 1.02x: 292.77 s / 48.28 s "
+              "(a cliff near 2.2x)",
+        source=_SRC_E1.replace("§4.1 (E1)", "§4.2 (E2)").replace(" at 0.73x of GPU memory",
+                                                                 ""),
+        published="6.06x (band: x/2 .. x2)",
+        setting="as above, GPU memory = peak live memory / 2.17",
+        unit="x",
+        band=(3.03, 12.1),
+        measure=_oversub_ratio(2.17),
+        why="No cliff: 1.6x. The engine's DNN iteration touches each tensor in a few "
+            "kernels and evicts whole 2 MiB chunks in allocation order, so memory beyond "
+            "the live set adds write-back and refetch traffic in proportion (1.02x: 26.0x "
+            "ideal, 1.43x: 33.9x, 2.17x: 41.3x); E2's GCN sweeps its whole feature matrix "
+            "in every propagation chunk, so past 2x each sweep refaults everything, which a "
+            "layer-by-layer DNN does not do. Whether a DNN has E2's cliff is not measured.",
     ),
 ]
