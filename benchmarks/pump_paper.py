@@ -174,25 +174,8 @@ def plot(rows, path):
 
 
 def peak_live_bytes(w) -> int:
-    """The most bytes live at once over an iteration: the weights (held throughout) and
-    every other tensor from its first to its last use (page-rounded), what an allocator that
-    frees after the last use needs (the driver engine's fresh_allocations)."""
-    import numpy as np
-    K, T = w.num_kernels, w.num_tensors
-    first = np.full(T, K, np.int64)
-    last = np.full(T, -1, np.int64)
-    for ptr, idx in ((w.in_ptr, w.in_idx), (w.out_ptr, w.out_idx)):
-        kk = np.repeat(np.arange(K, dtype=np.int64), np.diff(ptr))
-        np.minimum.at(first, idx, kk)
-        np.maximum.at(last, idx, kk)
-    b = w.n_pages.astype(np.int64) * 4096
-    g = np.asarray(w.is_global, bool)
-    used = last >= 0
-    m = used & ~g
-    d = np.zeros(K + 1, np.int64)
-    np.add.at(d, first[m], b[m])
-    np.add.at(d, last[m] + 1, -b[m])
-    return int((np.cumsum(d)[:K] + b[g & used].sum()).max())
+    from g10fast.validate.claims_pump import peak_live_bytes as plb
+    return plb(w)
 
 
 def write(path, rows):

@@ -45,13 +45,29 @@ def test_full_coverage_bulk_rate_row():
     assert 1.35 <= _points(row)["bert-base 32 1.5x"] <= 1.50
 
 
-def test_fresh_allocations_row():
-    row = _row("pump.speedup-fresh-allocations")
-    # measured 1.174 (bert-base 32: 1.25, 1.26; inceptionv3 128: 1.10, 1.10); the paper
-    # workloads give 2.25 (benchmarks/results/pump_paper.md)
-    assert 1.12 <= row.value <= 1.24
+def test_fresh_allocations_beyond_live_set_row():
+    row = _row("pump.speedup-fresh-allocations-beyond-live-set")
+    # measured 1.663 (bert-base 256 at its live set / 1.5 and / 3: 1.76, 1.57)
+    assert row.verdict == val.AGREES
+    assert 1.55 <= row.value <= 1.80
     per = _points(row)
-    assert 1.18 <= per["bert-base 32 1.5x"] <= 1.32
+    assert per["bert-base 256 1.5x"] > per["bert-base 256 3x"]
+
+
+def test_peak_live_bytes_hand_worked():
+    """Weights held throughout, others from first to last use: a plain walk over kernels."""
+    import numpy as np
+    w = cp._workload("bert-base", 32)
+    K = w.num_kernels
+    live = np.zeros(K, np.int64)
+    for t in range(w.num_tensors):
+        ks = [k for k in range(K) if t in w.inputs(k).tolist() or t in w.outputs(k).tolist()]
+        if not ks:
+            continue
+        lo, hi = (0, K - 1) if w.is_global[t] else (min(ks), max(ks))
+        live[lo:hi + 1] += int(w.n_pages[t]) * 4096
+    assert cp.peak_live_bytes(w) == int(live.max())
+    assert cp.peak_live_bytes(w) < 0.5 * w.footprint_bytes
 
 
 def test_fresh_allocations_fit_at_these_ratios():

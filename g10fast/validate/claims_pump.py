@@ -15,6 +15,8 @@ from g10fast.validate import Claim, Measured
 PAPER = (("bert-base", 256), ("vit", 1280), ("inceptionv3", 1536), ("resnet152", 1280),
          ("senet154", 1024))
 QUICK = (("bert-base", 32), ("inceptionv3", 128))
+#: the live-set row's quick workload: a paper workload (its balance is the row's point)
+QUICK_LIVE = (("bert-base", 256),)
 RATIOS = (1.5, 3.0)
 PRESET = "g10-artifact"
 HOOKS = (("coverage", "framework_hooks"),)
@@ -38,16 +40,40 @@ def _workload(model, batch):
     return api.builtin_workload(model, batch, PRESET)
 
 
+def peak_live_bytes(w) -> int:
+    """The most bytes live at once over an iteration: the weights (held throughout) and every
+    other tensor from its first to its last use (page-rounded): what an allocator that frees
+    after the last use needs (the driver engine's fresh_allocations)."""
+    import numpy as np
+    K, T = w.num_kernels, w.num_tensors
+    first = np.full(T, K, np.int64)
+    last = np.full(T, -1, np.int64)
+    for ptr, idx in ((w.in_ptr, w.in_idx), (w.out_ptr, w.out_idx)):
+        kk = np.repeat(np.arange(K, dtype=np.int64), np.diff(ptr))
+        np.minimum.at(first, idx, kk)
+        np.maximum.at(last, idx, kk)
+    b = w.n_pages.astype(np.int64) * 4096
+    g = np.asarray(w.is_global, bool)
+    used = last >= 0
+    m = used & ~g
+    d = np.zeros(K + 1, np.int64)
+    np.add.at(d, first[m], b[m])
+    np.add.at(d, last[m] + 1, -b[m])
+    return int((np.cumsum(d)[:K] + b[g & used].sum()).max())
+
+
 @cache
-def _time(model, batch, ratio, policy, options, compat) -> int:
-    """Cycles of the last of two iterations (the driver engine's reported one)."""
+def _time(model, batch, ratio, policy, options, compat, basis="footprint") -> int:
+    """Cycles of the last of two iterations (the driver engine's reported one), GPU memory =
+    the footprint (every tensor its own pages, G10's) or the peak live bytes, over ratio."""
     from g10fast.hardware import load_preset
     from g10fast.run import run
     from g10fast.spec import builtin_spec
     from g10fast.system import System
     w = _workload(model, batch)
+    need = w.footprint_bytes if basis == "footprint" else peak_live_bytes(w)
     system = System.from_preset(load_preset(PRESET)).replace(
-        gpu_memory_gb=w.footprint_bytes / ratio / 2**30)
+        gpu_memory_gb=need / ratio / 2**30)
     spec = builtin_spec(model, batch, system, policy, options=dict(options) or None,
                         engine={"compat": dict(compat)} if compat else None)
     r = run(spec, workload=w)
@@ -56,87 +82,85 @@ def _time(model, batch, ratio, policy, options, compat) -> int:
     return int(r["iterations"][r["reported"]]["exe_time_cycles"])
 
 
-def speedups(quick: bool, options=(), compat=()) -> Measured:
+def speedups(quick: bool, options=(), compat=(), basis="footprint", quick_models=QUICK
+             ) -> Measured:
     """Geometric mean over the workloads and ratios of time(uvm) / time(pump), both under the
-    driver options `compat`."""
+    driver options `compat`, GPU memory = `basis` / ratio."""
     xs, parts = [], []
-    for model, batch in (QUICK if quick else PAPER):
+    for model, batch in (quick_models if quick else PAPER):
         for ratio in RATIOS:
-            x = (_time(model, batch, ratio, "uvm", (), compat)
-                 / _time(model, batch, ratio, "pump", options, compat))
+            x = (_time(model, batch, ratio, "uvm", (), compat, basis)
+                 / _time(model, batch, ratio, "pump", options, compat, basis))
             xs.append(x)
             parts.append(f"{model} {batch} {ratio:g}x {x:.2f}")
     g = math.exp(sum(math.log(x) for x in xs) / len(xs))
     return Measured(g, "; ".join(parts))
 
 
-_SETTING = ("driver engine, g10-artifact preset (A100-40GB-like, PCIe 3 x16 15.75 GB/s, 45 us "
-            "per fault batch); {w} at GPU memory = footprint / 1.5 and / 3; last of two "
+_SETTING = ("driver engine, g10-artifact preset (A100-40GB-like, PCIe 3 x16 15.75 GB/s) and its "
+            "driver values (the H100 fit's, at b7aa592 80.5 us per fault batch, a flat 0.32 x "
+            "the link); {w} at GPU memory = footprint / 1.5 and / 3; last of two "
             "iterations; geometric mean of time(uvm) / time(pump) over the {n} points")
 _FULL = ", ".join(f"{m} {b}" for m, b in PAPER)
 _QUICK = ", ".join(f"{m} {b}" for m, b in QUICK) + " (smaller than the paper's: the balance "\
     "of faults, traffic and compute differs, and so may the verdict)"
 
 WHY_DEFAULTS = (
-    "Measured (benchmarks/results/pump_paper.csv and .md, docs/pump.md), naive UM and PUMP "
-    "on the same allocator (the framework's caching allocator, as PUMP ran: "
-    "fresh_allocations false for both): geomean 1.04x before the launch model, 1.16x with "
-    "it (1.00-1.35). (1) Traffic: at 1.5x and 3x every iteration moves about the whole "
+    "Measured (benchmarks/results/pump_paper.csv and .md, docs/pump.md; the preset's fitted "
+    "driver values at b7aa592: 80.5 us per fault batch, a flat 0.32 x the link), naive UM "
+    "and PUMP on the same allocator (the framework's caching allocator, as PUMP ran: "
+    "fresh_allocations false for both): geomean 1.07x before the launch model, 1.24x with "
+    "it (1.00-1.45). (1) Traffic: at 1.5x and 3x every iteration moves about the whole "
     "footprint in and out under both (BERT-256 1.5x: 38.9 M pages in under uvm, 39.2 M "
     "under pump): eviction by allocation order on a cyclic pattern evicts what comes next, "
     "and PUMP neither evicts nor discards, so it can only hide fault batches and overlap "
     "transfers with compute, and these iterations are link-bound (BERT-256 1.5x: 7.1 s of "
-    "compute in 120.7 s). (2) Coverage: PUMP's faithful blocks on a transformer "
+    "compute in 82.5 s). (2) Coverage: PUMP's faithful blocks on a transformer "
     "(library_calls: cuBLAS operands cut to a quarter by its size bug, native kernels "
-    "uncovered) are 5 % of the pages that move (2.0 M of 39 M): BERT and ViT 1.00-1.04x; "
-    "the CNNs, whose cuDNN calls are covered whole, 1.17-1.35x. (3) The bulk path: with "
-    "every tensor covered (framework_hooks) the faults vanish (0 against 38.7 M) but the "
-    "time grows (134.8 s): a prefetch migrates whole 2 MiB VA blocks, which UVMSmart's "
-    "curve halves, while fault batches move 1 MiB runs, so the engine's bulk path is half "
-    "as fast per byte as its fault path, where measured batched migration reaches 65-69 % "
-    "of the link against 0.12 GB/s fault-driven (MSched; specs/uvm-hardware-facts.md "
-    "sections 1.4, 2.2). Every transfer at the curve's full rate on the whole link, full "
-    "coverage: 1.43x (1.26-1.77; row pump.speedup-full-coverage-bulk-rate). Prefetch rows "
-    "alone at the measured bulk rate (0.67 x the link at 2 MiB), the fault path as fitted, "
-    "in a patched copy of the engine (benchmarks/results/pump_bulk_rate.md): 1.40x at "
-    "PUMP's defaults (CNNs 1.52-2.23, in the band; transformers 1.00-1.04, coverage) and "
-    "2.28x with every tensor covered: the engine's single transfer model for faults and "
-    "prefetches is the largest part of the miss. (4) What is "
-    "left is naive UM's fault overhead: its time grows by its batches times their cost, "
-    "and setting (3) reaches 2x at 118-160 us per batch on BERT and ViT, 345-527 us on the "
-    "CNNs, against the preset's 78.4 us (fitted to faulting kernels measured on an H100). "
-    "So the 2x needs PUMP's prefetches at the measured bulk rate apart from naive UM's "
-    "fault path (then the CNNs are in the band at PUMP's defaults) and, on transformers, "
-    "every tensor declared to PUMP; or naive UM's cost to be fault overhead rather than "
-    "traffic: an allocator that allocates and frees every tensor each iteration "
-    "(first-touch faults every iteration, E1 of uvm-hardware-facts.md section 5) with every "
-    "tensor covered gives 2.23x (row pump.speedup-fresh-allocations), but there the live "
-    "set fits the GPU.")
+    "uncovered) are 5 % of the pages that move (1.9 M of 39 M): BERT and ViT 1.00-1.04x; "
+    "the CNNs, whose cuDNN calls are covered whole, 1.38-1.45x; every tensor covered "
+    "(framework_hooks): 1.24-1.32x, the faults gone (0 against 38.7 M on BERT-256 1.5x) "
+    "and the time at the transfers' (63.1 s). (3) The bulk path: the engine moves a "
+    "prefetch on the same model as a fault batch (0.32 x the link, fitted on fault-driven "
+    "migrations), while batched migration is measured at 65-69 % of the link against "
+    "0.12 GB/s fault-driven (MSched; specs/uvm-hardware-facts.md sections 1.4, 2.2). "
+    "Prefetch rows alone at that rate (0.67 x the link at 2 MiB), the fault path as "
+    "fitted, in a patched copy of the engine (benchmarks/results/pump_bulk_rate.md): "
+    "1.33x at PUMP's defaults (CNNs 1.47-1.87), 1.84x with every tensor covered "
+    "(transformers 2.60-2.91). Every transfer, faults too, at 0.75 x the link with full "
+    "coverage: 1.44x (row pump.speedup-full-coverage-bulk-rate). (4) The fault path: "
+    "naive UM's time grows by its batches times their cost; that setting reaches 2x at "
+    "117-160 us per batch on BERT and ViT, 345-526 us on the CNNs, against the preset's "
+    "80.5 us. So the 2x needs PUMP's prefetches at the measured bulk rate apart from naive "
+    "UM's fault path and, on transformers, every tensor declared to PUMP; on an allocator "
+    "that frees every tensor after its last use (the uvm policy's default), with every "
+    "tensor covered, PUMP is 1.71x beyond the live set (row "
+    "pump.speedup-fresh-allocations-beyond-live-set).")
 
 WHY_FULL = (
-    "Every tensor covered and every transfer at the curve's full rate on the whole link, "
-    "PUMP still moves the same pages as naive UM (the driver's eviction by allocation "
-    "order; PUMP evicts nothing) and the iteration stays link-bound: 1.26-1.77x per point. "
-    "Naive UM's remaining extra cost is its fault batches (78.4 us each); the cost per "
-    "batch at which each point would reach 2x is 118-160 us (BERT-256, ViT-1280) and "
-    "345-527 us (Inception, ResNet, SENet): benchmarks/results/pump_paper.md (naive UM's "
-    "batches do not depend on time, so its time grows linearly with their cost).")
+    "Every tensor covered and every transfer at the UVMSmart curve's full rate on the "
+    "whole link (faults too), PUMP still moves the same pages as naive UM (the driver's "
+    "eviction by allocation order; PUMP evicts nothing) and the iteration stays link-bound: "
+    "1.27-1.79x per point, the CNNs 1.27-1.38x. Naive UM's remaining extra cost is its "
+    "fault batches (80.5 us each); the cost per batch at which each point would reach 2x "
+    "is 117-160 us (BERT-256, ViT-1280) and 345-526 us (Inception, ResNet, SENet): "
+    "benchmarks/results/pump_paper.md (naive UM's batches do not depend on time, so its "
+    "time grows linearly with their cost). Faster faults shrink PUMP's gain: prefetch rows "
+    "alone at the bulk rate give 1.84x (benchmarks/results/pump_bulk_rate.md).")
 
 WHY_FRESH = (
-    "Agrees only as a what-if, and not beyond GPU memory: with every tensor but the weights "
-    "freed after its last use, the live set is 17-32 % of G10's footprint, so at footprint "
-    "/ 1.5 and / 3 it fits and naive UM migrates nothing (benchmarks/results/"
-    "pump_paper.csv: 0 pages in); its cost is first-touch faults of memory allocated afresh "
-    "(34 M on BERT-256) and the synchronising frees, and PUMP's launch-time prefetch "
-    "populates the tensors without faults, at no cost in the engine beyond its rows, whereas "
+    "Agrees as a what-if on the other allocator: every tensor but the weights and those of "
+    "64 KiB or less is cudaMallocManaged at its first use and freed (a synchronising "
+    "cudaFree) after its last, so naive UM first-touches every activation every iteration "
+    "(34 M faults on BERT-256 when it fits), and PUMP's launch-time prefetch populates them "
+    "without faults. GPU memory is the live set / 1.5 and / 3 (the live set is 17-32 % of "
+    "G10's footprint; at footprint / R it fits and PUMP is 2.29x), so naive UM migrates too "
+    "(6-61 M pages in). Per point 1.51-2.03x (benchmarks/results/pump_paper_live.csv); at "
+    "PUMP's faithful coverage 1.27x (CNNs 1.44-1.67, transformers 0.92-0.98: the frees' "
+    "syncs leave no run-ahead and a quarter of each GEMM operand is prefetched). An upper "
+    "bound: a populating prefetch costs nothing in the engine beyond its transfer, whereas "
     "E1 measured UVM with prefetch at allocation at 2.9x the same program on a non-caching "
-    "cudaMalloc allocator (5.57 against 1.89 s; specs/uvm-hardware-facts.md section 5): an "
-    "upper bound. PUMP's faithful coverage gives 1.40x there "
-    "(CNNs 1.67-1.79, transformers 0.94-1.06). With the GPU at the live set / 1.5 and / 3 "
-    "(true oversubscription, benchmarks/results/pump_paper_live.csv) the gain falls back "
-    "towards the caching case: 1.15x at PUMP's defaults (0.88-1.47: on the transformers "
-    "the frees' syncs leave no run-ahead and the kernels wait for their slow prefetches), "
-    "1.33x with every tensor covered (1.11-1.56).")
+    "cudaMalloc allocator (5.57 against 1.89 s; specs/uvm-hardware-facts.md section 5).")
 
 CLAIMS = [
     Claim(
@@ -162,16 +186,21 @@ CLAIMS = [
         unit="x", band=(1.5, 3.0), measure=lambda quick: speedups(quick, HOOKS, BULK),
         quick=True, why=WHY_FULL),
     Claim(
-        id="pump.speedup-fresh-allocations", system="PUMP",
+        id="pump.speedup-fresh-allocations-beyond-live-set", system="PUMP",
         claim="about 2x over naive UM (what-if: both on an allocator that allocates and frees "
-              "every tensor each iteration, every tensor covered)",
+              "every tensor each iteration, GPU memory below the live set, every tensor "
+              "covered)",
         source="Lin et al., PUMP, ASP-DAC'22, abstract; the what-if is ours",
         published="about 2x (mean)",
-        setting=_SETTING.format(w=_FULL, n=10) + "; both policies with fresh_allocations = "
-        "true (cudaMallocManaged at first use, a synchronising cudaFree after the last), PUMP "
-        "coverage = framework_hooks",
-        quick_setting=_SETTING.format(w=_QUICK, n=4) + "; fresh_allocations = true, "
-        "coverage = framework_hooks",
-        unit="x", band=(1.5, 3.0), measure=lambda quick: speedups(quick, HOOKS, FRESH),
+        setting=_SETTING.format(w=_FULL, n=10).replace("footprint / 1.5 and / 3",
+                                                       "peak live bytes / 1.5 and / 3")
+        + "; both policies with fresh_allocations = true (cudaMallocManaged at first use, a "
+        "synchronising cudaFree after the last: the uvm policy's default), PUMP coverage = "
+        "framework_hooks",
+        quick_setting=_SETTING.format(w="bert-base 256", n=2).replace(
+            "footprint / 1.5 and / 3", "peak live bytes / 1.5 and / 3")
+        + "; fresh_allocations = true, coverage = framework_hooks",
+        unit="x", band=(1.5, 3.0),
+        measure=lambda quick: speedups(quick, HOOKS, FRESH, "live", QUICK_LIVE),
         quick=True, why=WHY_FRESH),
 ]
