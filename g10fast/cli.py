@@ -1419,15 +1419,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--check", action="store_true",
                    help="assert the engine's invariants at every kernel boundary (capacity "
                         "never exceeded, each page in one place, the LRU list whole; "
-                        "docs/invariants.md); same result, measured 1.1-2.4x the time of a "
-                        "plain run")
+                        "docs/invariants.md); same result, measured 1.4-1.8x the time of a "
+                        "plain run (BERT-128, ResNet152-256)")
     r.add_argument("--check-full", action="store_true",
                    help="--check with the page engine's event stream too (bytes moved = bytes "
-                        "arrived) and the page table read at every kernel boundary; same "
-                        "result, measured 10-150x the time of a plain run")
+                        "arrived) and the page table read at every kernel boundary up to 1 Mi "
+                        "pages, every k-th above; same result, measured 27-49x the time of a "
+                        "plain run (BERT-128, ResNet152-256)")
     r.add_argument("--bound", choices=("window", "lp"), default="window",
                    help="lp: also the checkpoint LP bound (page and tensor engines; SciPy, "
-                        "seconds; docs/bounds.md)")
+                        "seconds; shown under the summary or the comparison; docs/bounds.md)")
     r.add_argument("--trace", help="write the engine's events to this HDF5 file")
     r.add_argument("--memory-snapshot", metavar="OUT.pickle",
                    help="write the workload's allocations (its derived allocation trace, one "
