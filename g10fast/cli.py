@@ -581,7 +581,9 @@ def _run_and_memory_snapshots(args) -> int:
         rf = DEFAULT_RUN if args.config is None else read_run_file(args.config)
         if args.fuse is not None:
             rf = dict(rf, workload=dict(rf.get("workload") or {}, fuse=args.fuse))
-        spec = run_file_specs(rf)[0]
+        if args.config is None and args.system is not None:     # as _run_builtin
+            rf = dict(rf, system={"preset": args.system})
+        spec = _with_run_flags(args, run_file_specs(rf))[0]     # the system flags too
     else:
         spec, _ = _spec_from_args(args)
         if args.fuse is not None:

@@ -631,3 +631,18 @@ def test_a_flag_error_in_a_run_file_run_names_the_flag(capsys, tmp_path):
     err = _bad(capsys, ["run", str(rf), "--no-progress", "--allocator", "cnmem"], "--allocator",
                "allocator applies to the tensor-engine and swap policies")
     assert str(rf) not in err                      # the flag's error, not the file's
+
+
+def test_memory_snapshot_of_the_default_run_takes_its_system_flags(capsys, monkeypatch,
+                                                                    tmp_path):
+    import g10fast.alloc.snapshot
+    import g10fast.run
+    monkeypatch.chdir(tmp_path)
+    _captured_comparison(monkeypatch)
+    seen = []
+    monkeypatch.setattr(g10fast.run, "workload_of", lambda spec: seen.append(spec) or None)
+    monkeypatch.setattr(g10fast.alloc.snapshot, "write_workload_snapshots",
+                        lambda *a, **k: [])
+    assert main(["run", "--no-progress", "--no-figure", "--system", "h100-80-pcie5",
+                 "--pcie-gbps", "8", "--memory-snapshot", "m.pickle"]) == 0
+    assert seen[0].system.name == "h100-80-pcie5" and seen[0].system.host_link_gbps == 8.0
