@@ -19,7 +19,8 @@ The scans and the event stream are what cost: the event stream takes the engine 
 untraced fast paths (the replayed busy ticks, the streaks), and a scan reads every page
 state. So `check=True` ("state") runs the engine untraced, and scans the page table whenever
 the scans so far and the next (as long as the last) take at most `SCAN_SHARE` of the time
-the engine took so far (and always at the run's end); `check="full"` writes the event stream for the conservation sums and scans at
+the engine took so far (and always at the run's end; at every check in a run of at most
+`SCAN_ALWAYS_PAGES`); `check="full"` writes the event stream for the conservation sums and scans at
 every check up to `SCAN_PAGES` pages, at every k-th above (k = pages / SCAN_PAGES).
 
 A broken invariant raises `InvariantError` naming the kernel, the iteration and the
@@ -139,8 +140,11 @@ class CountingSink:
 CHECK_LEVELS = ("state", "full")
 
 #: "state": the page table is scanned at a check when the scans so far took at most this
-#: share of the time the engine took (and at the run's end)
+#: share of the time the engine took (and at the run's end) ...
 SCAN_SHARE = 0.5
+#: ... and at every check in a run of at most this many pages (a scan of 256 MiB of pages
+#: takes microseconds: small runs, the tests' among them, are read at every kernel boundary)
+SCAN_ALWAYS_PAGES = 1 << 16
 
 #: "full": the page table is scanned at every check up to this many pages; a larger run at
 #: every k-th check (k = pages / SCAN_PAGES, rounded up) and at the run's end
@@ -179,12 +183,19 @@ class PageChecker:
         if scans not in SCAN_MODES:
             raise ValueError(f"scans must be one of {SCAN_MODES}, got {scans!r}")
         self.scan_mode = scans
-        self.scan_every = 1 if scans == "every" else max(1, -(-int(w.num_pages) // SCAN_PAGES))
+        # scan at every scan_every-th check (0: within the time budget)
+        if scans == "every" or (scans == "budget" and w.num_pages <= SCAN_ALWAYS_PAGES):
+            self.scan_every = 1
+        elif scans == "budget":
+            self.scan_every = 0
+        else:
+            self.scan_every = max(1, -(-int(w.num_pages) // SCAN_PAGES))
         self.engine_s = 0.0          # time in the engine, between checks
         self.scan_s = 0.0            # time in the scans
         self.next_scan_s = 1e-9 * int(w.num_pages)   # what the next scan will take, about
         self._since = time.perf_counter()
-        self._seen = None            # extent_lru_problem's scratch array
+        self._seen = None            # extent_lru_problem's scratch arrays
+        self._listed = None
 
     def _fail(self, S, what: str):
         k = int(S[pk.S_CUR_KERNEL])
@@ -215,7 +226,7 @@ class PageChecker:
         if sp.is_uvm and s is not None:
             self._conservation(S, s, gpu, host, pcie)
         if last or (self.scan_s + self.next_scan_s <= SCAN_SHARE * self.engine_s
-                    if self.scan_mode == "budget" else self.checks % self.scan_every == 0):
+                    if self.scan_every == 0 else self.checks % self.scan_every == 0):
             t1 = time.perf_counter()
             self._scan(S, pstate, gpu, host, s, queued_pages, extents)
             self.next_scan_s = time.perf_counter() - t1          # the next one: as long
@@ -239,8 +250,10 @@ class PageChecker:
         if extents is not None:
             if self._seen is None or len(self._seen) != len(pstate):
                 self._seen = np.zeros(len(pstate), dtype=np.uint8)
+            if self._listed is None or len(self._listed) * pk.XW != len(extents[0]):
+                self._listed = np.zeros(len(extents[0]) // pk.XW, dtype=np.uint8)
             problem = extent_lru_problem(extents[0], S, extents[1], pstate, self._seen,
-                                         int(n[5]))
+                                         int(n[5]), self._listed)
             if problem:
                 self._fail(S, f"extent LRU: {problem}")
         if sp.is_uvm and s is not None and \
@@ -380,25 +393,27 @@ def _extent_lru_scan(rec, S, tt, pstate, n_res, seen, listed, out):
         hi = min(rec[i, pk.X_HI], seen.shape[0])
         for p in range(lo, hi):
             seen[p] = 0
+        listed[i] = 0
         k += 1
         i = rec[i, pk.X_NEXT]
-    listed[:] = 0
 
 
-def extent_lru_problem(lru, S, tt, pstate, seen=None, n_res=None) -> str | None:
+def extent_lru_problem(lru, S, tt, pstate, seen=None, n_res=None, listed=None) -> str | None:
     """What is wrong with an extent LRU (page_kernels, "The LRU list as extents"), or None: the
     list's extents, walked in order, are linked both ways, each a non-empty run of one
     tensor's pages that are all in the GPU and not in transfer, no page twice; together they
     are every such page; each tensor's chain holds exactly its extents, whose pages add up to
     its TT_RES; the free records number S[S_X_NFREE]. One Numba pass over the list (`seen`: a
     zeroed uint8 scratch array of one byte per page, kept zeroed, to reuse between calls;
-    `n_res`: the pages on the GPU and not in transfer, count_states()[5], if at hand)."""
+    `listed` likewise, one byte per record; `n_res`: the pages on the GPU and not in
+    transfer, count_states()[5], if at hand)."""
     rec = np.ascontiguousarray(lru).reshape(-1, pk.XW)
     if seen is None:
         seen = np.zeros(len(pstate), dtype=np.uint8)
     if n_res is None:
         n_res = int(count_states(pstate)[5])
-    listed = np.zeros(len(rec), dtype=np.uint8)
+    if listed is None:
+        listed = np.zeros(len(rec), dtype=np.uint8)
     out = np.zeros(4, dtype=np.int64)
     _extent_lru_scan(rec, S, tt, pstate, int(n_res), seen, listed, out)
     code = int(out[0])
