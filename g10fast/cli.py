@@ -1689,6 +1689,11 @@ def main(argv=None) -> int:
         close_all()
         sys.stderr.write(f"g10fast: error: {one_line(str(e))}\n")
         return EXIT_BAD_INPUT
+    except InvariantError as e:             # --check: a bug in g10fast (docs/invariants.md)
+        close_all()
+        sys.stderr.write(f"g10fast: {one_line(str(e))} (a bug in g10fast: please report it "
+                         "with the command)\n")
+        return EXIT_INVARIANT
     except OSError as e:
         if e.errno not in _ENVIRONMENT_ERRNOS:
             raise

@@ -207,3 +207,18 @@ def test_count_states_against_numpy(n):
         twin = [int((loc == k).sum()) for k in range(4)] + [
             int(((st >> 2) & 1).sum()), int(((st & pk.RES_MASK) == pk.IN_GPU).sum())]
         assert count_states(st).tolist() == twin
+
+
+def test_a_broken_invariant_exits_3_from_the_cli(capsys, monkeypatch):
+    """docs/invariants.md: the CLI exits with status 3 and one line naming the invariant."""
+    import g10fast.run
+    from g10fast.cli import EXIT_INVARIANT, main
+
+    def broken(*a, **k):
+        raise InvariantError("invariant broken at kernel 3 (k), iteration 1: GPU capacity")
+    monkeypatch.setattr(g10fast.run, "run", broken)
+    assert main(["run", "--model", "vit", "--batch", "8", "--check", "--no-progress"]) \
+        == EXIT_INVARIANT == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("g10fast: invariant broken at kernel 3 (k), iteration 1: GPU capacity")
