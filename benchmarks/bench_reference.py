@@ -77,7 +77,7 @@ def main() -> int:
             model, batch, policy = names[0].split("-")
             cfg = art / "src" / "configs" / model / f"{batch}-sim_{policy}.config"
             t0 = time.perf_counter()
-            cold = one_run(cfg, env)
+            one_run(cfg, env)   # the cold run: compiles into the empty cache; only its wall time is kept
             cold_total = time.perf_counter() - t0
             warm = one_run(cfg, env)
             rec = dict(common, kind="cold_compile", run=names[0],

@@ -25,11 +25,11 @@ Fit: for a candidate (small_kib, link curve form "uvmsmart" or "flat", link band
 a term set, the non-negative coefficients by least squares of the relative errors of the
 per-model, per-mode sums (what the preset is held to). Selection of the candidate and the
 terms: inside each outer fold, by leave-one-model-out over the remaining five models
-(nested; criterion: the root mean square of the per-model, per-mode errors, the fit's loss); the outer fold's model is
-predicted with what the inner loop picked, refitted on the five. Reported: held-out
-per-model errors, the held-out per-kernel median absolute error, and the final values (the
-same selection and fit on all six models): the `h100-sxm5` preset's [driver] section
-(data/hardware/h100-sxm5.toml).
+(nested; criterion: the root mean square of the per-model, per-mode errors, the fit's loss);
+the outer fold's model is predicted with what the inner loop picked, refitted on the five.
+Reported: held-out per-model errors, the held-out per-kernel median absolute error, and the
+final values (the same selection and fit on all six models): the `h100-sxm5` preset's
+[driver] section (data/hardware/h100-sxm5.toml).
 """
 
 from __future__ import annotations

@@ -211,7 +211,6 @@ def figure(rows, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
     models = list(dict.fromkeys(r["model"] for r in rows))
     fig, axes = plt.subplots(len(models), 1, figsize=(11, 3.3 * len(models)), squeeze=False)
     colours = dict(zip(ALLOCATORS, ["#000000", "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd"]))

@@ -56,7 +56,8 @@ DEFAULT = {"host_mem_gb": 128.0, "ssd_gbps": 3.2, "pcie_gbps": 15.754, "kernel_t
 def variation_kind(a) -> str:
     if float(a.get("kernel_time_std_dev", 0) or 0) > 0:
         return "ktv"
-    if abs(float(a.get("ssd_gbps", 3.2)) - 3.2) > 1e-9 or abs(float(a.get("pcie_gbps", 15.754)) - 15.754) > 1e-6:
+    if (abs(float(a.get("ssd_gbps", 3.2)) - 3.2) > 1e-9
+            or abs(float(a.get("pcie_gbps", 15.754)) - 15.754) > 1e-6):
         return "ssd"
     if abs(float(a.get("host_mem_gb", 128)) - 128) > 1e-9 and a.get("policy") != "G10GDSSSD":
         return "host"

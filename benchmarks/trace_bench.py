@@ -230,8 +230,8 @@ t1 = time.perf_counter()
 w.close()
 spent += time.perf_counter() - t1
 wall = time.perf_counter() - t0; cpu = time.process_time() - c0
-print(json.dumps({{"events": done, "warm_up_s": warm, "wall_s": wall, "cpu_s": cpu, "events_per_s": done / wall,
-                  "writer_s": spent, "writer_events_per_s": done / spent,
+print(json.dumps({{"events": done, "warm_up_s": warm, "wall_s": wall, "cpu_s": cpu,
+                  "events_per_s": done / wall, "writer_s": spent, "writer_events_per_s": done / spent,
                   "events_per_cpu_s": done / cpu, "peak_rss_bytes": _rss(),
                   "file_bytes": os.path.getsize({str(Path(args.out) / 'writer_bench.h5')!r})}}))
 """

@@ -16,7 +16,6 @@ import os
 
 from g10fast import policies as registry
 from g10fast.atomic import atomic_path
-from g10fast.errors import InputError
 from g10fast.policies import DEFAULT_POLICIES
 from g10fast.spec import builtin_spec, read_run_file, run_file_specs
 

@@ -432,7 +432,8 @@ def validate(cfg: G10Config) -> G10Config:
         fail("batch_size", f"must be > 0, got {cfg.batch_size} (0 means not set)")
     flags = [k for k in ("is_resnet", "is_inception", "is_senet") if getattr(cfg, k)]
     if len(flags) > 1:
-        fail(flags[1], f"at most one of is_resnet / is_inception / is_senet may be set, got {', '.join(flags)}")
+        fail(flags[1],
+             f"at most one of is_resnet / is_inception / is_senet may be set, got {', '.join(flags)}")
     if cfg.kernel_speedup <= 0:
         fail("kernel_speedup", f"must be > 0, got {cfg.kernel_speedup}")
     for k in ("trans_borden", "num_threads"):
@@ -470,16 +471,20 @@ def validate(cfg: G10Config) -> G10Config:
 
     ssd, cpu, gpu = cfg.SSD_PCIe_bandwidth_GBps, cfg.CPU_PCIe_bandwidth_GBps, cfg.GPU_PCIe_bandwidth_GBps
     if ssd > cpu:
-        fail("SSD_PCIe_bandwidth_GBps", f"SSD bandwidth {ssd} exceeds CPU bandwidth {cpu} (need SSD <= CPU <= GPU <= SSD + CPU)")
+        fail("SSD_PCIe_bandwidth_GBps",
+             f"SSD bandwidth {ssd} exceeds CPU bandwidth {cpu} (need SSD <= CPU <= GPU <= SSD + CPU)")
     if cpu > gpu:
-        fail("CPU_PCIe_bandwidth_GBps", f"CPU bandwidth {cpu} exceeds GPU bandwidth {gpu} (need SSD <= CPU <= GPU <= SSD + CPU)")
+        fail("CPU_PCIe_bandwidth_GBps",
+             f"CPU bandwidth {cpu} exceeds GPU bandwidth {gpu} (need SSD <= CPU <= GPU <= SSD + CPU)")
     if gpu > ssd + cpu:
-        fail("GPU_PCIe_bandwidth_GBps", f"GPU bandwidth {gpu} exceeds SSD + CPU = {ssd + cpu} (need SSD <= CPU <= GPU <= SSD + CPU)")
+        fail("GPU_PCIe_bandwidth_GBps",
+             f"GPU bandwidth {gpu} exceeds SSD + CPU = {ssd + cpu} (need SSD <= CPU <= GPU <= SSD + CPU)")
 
     mig, ev = cfg.migration_policy, cfg.eviction_policy
     if (mig == "DEEPUM") != (ev == "DEEPUM"):
         fail("eviction_policy" if mig == "DEEPUM" else "migration_policy",
-             f"DEEPUM migration and DEEPUM eviction go together (got migration_policy {mig}, eviction_policy {ev})")
+             f"DEEPUM migration and DEEPUM eviction go together (got migration_policy {mig}, "
+             f"eviction_policy {ev})")
     if mig == "DEEPUM" and cfg.prefetch_degree < 0:
         fail("prefetch_degree", f"must be >= 0 with DEEPUM, got {cfg.prefetch_degree}")
     if mig != "DEEPUM" and cfg.prefetch_degree > 0:
@@ -513,7 +518,8 @@ def validate(cfg: G10Config) -> G10Config:
             fail("PCIe_batch_size_page", f"the batcher tick ({b} pages at {gpu} GB/s) is out of range")
         tick = math.floor(tick_x)
         if tick < 1:
-            fail("PCIe_batch_size_page", f"the batcher tick ({b} pages at {gpu} GB/s) is shorter than one cycle")
+            fail("PCIe_batch_size_page",
+                 f"the batcher tick ({b} pages at {gpu} GB/s) is shorter than one cycle")
         if math.floor(b / gpu * ssd) < 1:
             fail("SSD_PCIe_bandwidth_GBps", f"{ssd} GB/s moves 0 pages per tick of {b} pages at {gpu} GB/s "
                  "(SSD transfers would never progress); raise it or PCIe_batch_size_page")
@@ -523,7 +529,8 @@ def validate(cfg: G10Config) -> G10Config:
             fail("GPU_malloc_uspB", f"{malloc_cpp} cycles per page exceeds the {tick}-cycle tick: no page "
                  "could ever be allocated")
     if mig == "G10GDSFULL" and cpu <= ssd:
-        fail("CPU_PCIe_bandwidth_GBps", f"G10GDSFULL moves host data at CPU - SSD bandwidth = {cpu - ssd} GB/s; "
+        fail("CPU_PCIe_bandwidth_GBps",
+             f"G10GDSFULL moves host data at CPU - SSD bandwidth = {cpu - ssd} GB/s; "
              "CPU bandwidth must exceed SSD bandwidth")
     return cfg
 
@@ -546,7 +553,8 @@ MODELS = {
     "inceptionv3": _Model("Inceptionv3", "Inceptionv3", "Inceptionv3", (("is_inception", 1),), 299, 1),
     "resnet152": _Model("ResNet152", "ResNet152", "ResNet152", (("is_resnet", 1),), 224, 10),
     "senet154": _Model("SENet154", "SENet154", "SENet154", (("is_senet", 1),), 224, 25),
-    "vit": _Model("VIT", "VIT", "VIT", (("is_transformer", 1), ("trans_borden", 184), ("is_senet", 1)), 224, 1),
+    "vit": _Model("VIT", "VIT", "VIT",
+                  (("is_transformer", 1), ("trans_borden", 184), ("is_senet", 1)), 224, 1),
     "bert": _Model("BERT", "BERT_Base", "BERT_Base",
                    (("is_transformer", 1), ("trans_borden", 210), ("is_senet", 1)), 224, 15),
 }
@@ -567,8 +575,9 @@ GEN_DEFAULTS = {"host_mem_gb": 128.0, "ssd_gbps": 3.2, "pcie_gbps": 15.754, "ker
                 "kernel_speedup": 1.0}
 
 #: Keys genconfigs.py writes identically in every simulation config (workloads §4).
-_FIXED = dict(is_simulation=True, batch_size=0, num_iteration=2, num_threads=128, stat_output_file="sim_result",
-              is_UVM=True, system_latency_us=45.0, GPU_memory_size_GB=40.0, GPU_frequency_GHz=1.2,
+_FIXED = dict(is_simulation=True, batch_size=0, num_iteration=2, num_threads=128,
+              stat_output_file="sim_result", is_UVM=True, system_latency_us=45.0,
+              GPU_memory_size_GB=40.0, GPU_frequency_GHz=1.2,
               GPU_malloc_uspB=0.000000814, GPU_free_uspB=0.0, SSD_read_latency_us=12.0,
               SSD_write_latency_us=16.0, SSD_latency_us=20.0, PCIe_latency_us=5.0, PCIe_batch_size_page=50,
               delta_parameter=0.5)

@@ -19,10 +19,11 @@ names them (``find_temporaries``).
 Chunks are shuffled and compressed by a small thread pool (the shuffle kernel and ISA-L's
 deflate, ``isal``, release the GIL) and stored with HDF5's direct chunk write: the stored bytes
 are a standard zlib stream of the shuffled chunk, what HDF5's own shuffle + deflate filters
-decode, so any HDF5 reader reads them; reading decodes chunks the same way in parallel when the filters are the
-standard pair, and falls back to plain h5py slicing otherwise. ``compression="none"`` (the CLI's
-``--trace-compression none``) stores the chunks unfiltered instead, for speed: 41 bytes per event,
-read by any HDF5 reader, with the same per-chunk CRC-32 of the stored bytes.
+decode, so any HDF5 reader reads them; reading decodes chunks the same way in parallel when the
+filters are the standard pair, and falls back to plain h5py slicing otherwise.
+``compression="none"`` (the CLI's ``--trace-compression none``) stores the chunks unfiltered
+instead, for speed: 41 bytes per event, read by any HDF5 reader, with the same per-chunk CRC-32
+of the stored bytes.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ The numbers follow g10fast's planner conventions so that the two can be compared
 areas in bytes × cycles (integers). With o10_cxx_sort_order (G10's behaviour) the list is
 re-sorted in place each iteration by the plain-Python std::sort (plan.cxx_sort_ids) and
 zero-area intervals are taken in the order it leaves them; without it, ties are broken by
-time × size then creation order, and the loop stops when the best area is 0. Returns a dict of the same arrays as MigrationPlan.
+time × size then creation order, and the loop stops when the best area is 0. Returns a dict
+of the same arrays as MigrationPlan.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ def test_builtin_same_simulation_with_a100_traces():
     if not ART.is_dir():
         pytest.skip("no ../shared/g10-artifact")
     from g10fast.config import genconfig
-    from g10fast.run import build_workload, run
+    from g10fast.run import run
     from g10fast.workload.times import load_workload
     cfg = genconfig(ART, "BERT", 128, "lru")
     a = run(cfg)

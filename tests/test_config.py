@@ -145,7 +145,8 @@ def test_artifact_config_values():
     c = read_g10_config(CONFIGS / "BERT" / "256-sim_deepUM.config")
     assert c.output_folder == str((ARTIFACT / "results" / "BERT_Base" / "256-deepUM").resolve())
     assert c.nn_model_input_file == str((ARTIFACT / "frontend" / "Nets" / "BERT_Base.txt").resolve())
-    assert (c.eviction_policy, c.migration_policy, c.prefetch_degree, c.use_prefetch) == ("DEEPUM", "DEEPUM", 8, True)
+    assert ((c.eviction_policy, c.migration_policy, c.prefetch_degree, c.use_prefetch)
+            == ("DEEPUM", "DEEPUM", 8, True))
     assert (c.trans_borden, c.is_transformer, c.is_senet, c.batch_size) == (210, 1, 1, 256)
     assert c.GPU_malloc_uspB == 8.14e-7 and c.CPU_PCIe_bandwidth_GBps == 15.754
     assert c.num_candidate == -1 and c.kernel_speedup == 1.0 and c.ran_seed == 1
@@ -161,7 +162,8 @@ def test_genconfig_points():
     need_artifact()
     c = genconfig(ARTIFACT, "vit", 1280, "prefetch_lru", ssd_gbps=6.4, pcie_gbps=32)
     assert c.output_folder.endswith("/results/VIT/1280-prefetch_lru-ssd6_4-pcie32")
-    assert (c.SSD_PCIe_bandwidth_GBps, c.CPU_PCIe_bandwidth_GBps, c.GPU_PCIe_bandwidth_GBps) == (6.4, 32.0, 32.0)
+    assert ((c.SSD_PCIe_bandwidth_GBps, c.CPU_PCIe_bandwidth_GBps, c.GPU_PCIe_bandwidth_GBps)
+            == (6.4, 32.0, 32.0))
     c = genconfig(ARTIFACT, "BERT", 256, "prefetch_lru", kernel_time_std_dev=0.1)
     assert c.output_folder.endswith("/256-prefetch_lru-var0_10") and c.ran_seed == 15
     c = genconfig(ARTIFACT, "ResNet152", 512, "lru", kernel_time_std_dev=0.25, ran_seed=7)
@@ -241,7 +243,8 @@ def test_read_resolves_like_artifact(tmp_path):
 def test_read_file_rules(tmp_path):
     cdir = make_tree(tmp_path)
     text = ("# a comment line\n\n   \n"
-            + BASE_LINES.replace("eviction_policy         LRU", "eviction_policy deepum  trailing tokens ignored")
+            + BASE_LINES.replace("eviction_policy         LRU",
+                                 "eviction_policy deepum  trailing tokens ignored")
             + "migration_policy deepum\nprefetch_degree 8\nuse_prefetch 1\n"
             "batch_size 128\nbatch_size 256\n"          # repeated key: the last one wins
             "is_profiling 1\n"                         # alias: is_simulation = !value
@@ -275,7 +278,8 @@ def test_read_file_rules(tmp_path):
     ("eviction_policy FIFO", "unknown eviction_policy 'FIFO'"),
     ("migration_policy G10", "unknown migration_policy 'G10'"),
     ("nn_model_input_file nowhere.txt", "nn_model_input_file: file 'nowhere.txt' not found"),
-    ("orig_kernel_time_file /definitely/not/here.txt", "orig_kernel_time_file: file '/definitely/not/here.txt' not found"),
+    ("orig_kernel_time_file /definitely/not/here.txt",
+     "orig_kernel_time_file: file '/definitely/not/here.txt' not found"),
 ])
 def test_read_errors_name_file_and_line(tmp_path, line, text):
     f = write(tmp_path / "bad.config", "# header\n\nnum_iteration 2\n" + line + "\n")
@@ -313,7 +317,8 @@ def test_read_relative_files_need_one_base(tmp_path):
     assert c.orig_kernel_time_file == str((tmp_path / "t.txt").resolve())
     assert c.output_folder == str((tmp_path / "out").resolve())
     # no relative input: output_folder relative to the config file's folder
-    assert read_g10_config(write(sub / "z.config", "output_folder out\n")).output_folder == str((sub / "out").resolve())
+    assert (read_g10_config(write(sub / "z.config", "output_folder out\n")).output_folder
+            == str((sub / "out").resolve()))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -378,7 +383,8 @@ def test_policy_property(pref, ev, mig, policy):
     (dict(PCIe_batch_size_page=0), "PCIe_batch_size_page", "> 0"),
     (dict(SSD_PCIe_bandwidth_GBps=16.0), "SSD_PCIe_bandwidth_GBps", "exceeds CPU"),
     (dict(CPU_PCIe_bandwidth_GBps=20.0), "CPU_PCIe_bandwidth_GBps", "exceeds GPU"),
-    (dict(GPU_PCIe_bandwidth_GBps=20.0, CPU_PCIe_bandwidth_GBps=10.0), "GPU_PCIe_bandwidth_GBps", "SSD + CPU"),
+    (dict(GPU_PCIe_bandwidth_GBps=20.0, CPU_PCIe_bandwidth_GBps=10.0),
+     "GPU_PCIe_bandwidth_GBps", "SSD + CPU"),
     (dict(eviction_policy="DEEPUM"), "migration_policy", "go together"),
     (dict(migration_policy="DEEPUM"), "eviction_policy", "go together"),
     (dict(migration_policy="DEEPUM", eviction_policy="DEEPUM"), "prefetch_degree", ">= 0 with DEEPUM"),
@@ -389,7 +395,8 @@ def test_policy_property(pref, ev, mig, policy):
     (dict(GPU_malloc_uspB=0.0), "GPU_malloc_uspB", "O-30"),
     (dict(GPU_malloc_uspB=1e-2), "GPU_malloc_uspB", "no page"),
     (dict(SSD_PCIe_bandwidth_GBps=0.2), "SSD_PCIe_bandwidth_GBps", "0 pages per tick"),
-    (dict(migration_policy="G10GDSFULL", SSD_PCIe_bandwidth_GBps=15.754), "CPU_PCIe_bandwidth_GBps", "G10GDSFULL"),
+    (dict(migration_policy="G10GDSFULL", SSD_PCIe_bandwidth_GBps=15.754),
+     "CPU_PCIe_bandwidth_GBps", "G10GDSFULL"),
 ])
 def test_validate_errors(kw, param, text):
     validate(base_cfg())
@@ -406,8 +413,8 @@ def test_validate_boundaries():
     with pytest.raises(InputError):
         validate(base_cfg(GPU_malloc_uspB=ok * 0.999))
     # SSD == CPU == GPU (the ssd32-pcie32 configs) is allowed; -1 "unset" optional keys are allowed
-    assert validate(base_cfg(SSD_PCIe_bandwidth_GBps=32, CPU_PCIe_bandwidth_GBps=32, GPU_PCIe_bandwidth_GBps=32,
-                             system_latency_us=-1, delta_parameter=-1))
+    assert validate(base_cfg(SSD_PCIe_bandwidth_GBps=32, CPU_PCIe_bandwidth_GBps=32,
+                             GPU_PCIe_bandwidth_GBps=32, system_latency_us=-1, delta_parameter=-1))
     assert validate(base_cfg(migration_policy="DEEPUM", eviction_policy="DEEPUM", prefetch_degree=0))
     # profiling configs skip the simulation checks
     assert validate(base_cfg(is_simulation=False, GPU_memory_size_GB=-1, num_iteration=-1))

@@ -75,7 +75,8 @@ def test_families_match_cnn_traces(model, key, batch):
     assert e["from_family"].all()
     assert e["time_s"].sum() == pytest.approx(t.sum(), rel=0.03)
     slow = t > 0.4
-    assert slow.sum() > 100 and np.mean(e["time_s"][slow] > 0.3) > 0.6  # shapes shared by slow and fast kernels average
+    # shapes shared by slow and fast kernels average
+    assert slow.sum() > 100 and np.mean(e["time_s"][slow] > 0.3) > 0.6
 
 
 def test_profile_round_trip(tmp_path):

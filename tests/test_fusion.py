@@ -180,7 +180,7 @@ def test_op_classes():
 # invariants on real workloads
 
 def check_invariants(w, f):
-    K, T = w.num_kernels, w.num_tensors
+    K = w.num_kernels
     fm = f.meta["fusion"]
     members = fm["members"]
     tmap = np.asarray(fm["tensor_map"])

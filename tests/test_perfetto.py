@@ -12,7 +12,7 @@ import h5py
 import numpy as np
 import pytest
 
-from synth_trace import KERNEL_CYCLES, engine_like_batch
+from synth_trace import engine_like_batch
 
 from g10fast.cli import main
 from g10fast.errors import InputError

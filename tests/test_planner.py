@@ -319,7 +319,7 @@ def test_deepum_plan_matches_reference_bert128():
 @needs_shared
 def test_resnet152_1280_plans_fast():
     from g10fast.config import read_g10_config
-    from g10fast.run import build_workload, plan_of
+    from g10fast.run import build_workload
 
     cfg = read_g10_config(ARTIFACT / "src" / "configs" / "ResNet152" / "1280-sim_prefetch_lru.config")
     w = build_workload(cfg)

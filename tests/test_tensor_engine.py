@@ -3,7 +3,6 @@ reporting, FlashNeuron references and Figure-11 FlashNeuron cells."""
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,7 +17,7 @@ from tensor_twin import twin_tensors  # noqa: E402
 
 from g10fast.analysis.vitality import vitality  # noqa: E402
 from g10fast.engine import tensor_kernels as tk  # noqa: E402
-from g10fast.engine.tensor import (TensorOptions, exec_ms_of, required_ordered,  # noqa: E402
+from g10fast.engine.tensor import (TensorOptions, TensorRun, exec_ms_of, required_ordered,  # noqa: E402
                                    simulate_tensors, gds_hill_evictions, gds_plan, gds_target)
 from g10fast.planner.flashneuron import FlashNeuronPlan, max_kernel_pages  # noqa: E402
 from g10fast.trace import EventKind  # noqa: E402
@@ -71,7 +70,7 @@ def synth_gds_hints(w, vit, seed, repeat=False):
     return gds_plan(np.asarray(rows, np.int64).reshape(-1, 4))
 
 
-def check_allocator(run: "TensorRun"):
+def check_allocator(run: TensorRun):
     """No overlap, never beyond capacity, every free matches a live allocation."""
     live = {}        # tensor -> (start, n)
     used = np.zeros(run.capacity_pages, dtype=np.int8)

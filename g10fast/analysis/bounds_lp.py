@@ -11,14 +11,14 @@ Variables (time in the model's unit, bytes in bytes):
   per checkpoint k inside it: z_{g,k} ∈ [0, 1], the fraction off the GPU at S_k;
 * per gap and segment: p_{g,j}, the fraction fetched in segment j; per dirty version and
   segment: w_{v,j}, the fraction written out.
-Constraints: memory at each checkpoint (live bytes − off bytes ≤ C); a gap's off fraction at
-S_k is fetched in the segments from k's to its next use's (rounded outward), and written out in
-the segments from its version's kernel to k's; in the MILP also, a fraction off at one
-checkpoint and counted resident at a later one of the same gap was fetched in between; per segment Σ s p ≤ B_in (d_j + slack) and
-Σ s w ≤ B_out (d_j + slack). Objective min Σ d_j. Any subset of the memory constraints and any
-merge of slots is a relaxation, so every checkpoint set gives a lower bound; with every kernel a
-checkpoint and z binary the MILP is the exact optimum of the fluid model (host memory and the
-SSD tier are not modelled here: one channel per direction).
+Constraints: memory at each checkpoint (live bytes − off bytes ≤ C); a gap's off fraction at S_k
+is fetched in the segments from k's to its next use's (rounded outward), and written out in the
+segments from its version's kernel to k's; in the MILP also, a fraction off at one checkpoint
+and counted resident at a later one of the same gap was fetched in between; per segment
+Σ s p ≤ B_in (d_j + slack) and Σ s w ≤ B_out (d_j + slack). Objective min Σ d_j. Any subset of the
+memory constraints and any merge of slots is a relaxation, so every checkpoint set gives a lower
+bound; with every kernel a checkpoint and z binary the MILP is the exact optimum of the fluid
+model (host memory and the SSD tier are not modelled here: one channel per direction).
 """
 
 from __future__ import annotations

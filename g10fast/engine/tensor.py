@@ -24,6 +24,7 @@ import numpy as np
 from g10fast.analysis.vitality import Vitality, vitality
 from g10fast.engine import tensor_kernels as tk
 from g10fast.errors import InputError
+from g10fast.locations import NOT_PRESENT
 from g10fast.workload.model import Workload
 
 #: the engine's modes, by the artifact's names of its migration policies (sim §12)
@@ -301,8 +302,8 @@ def simulate_tensors(workload: Workload, system, policy: str, plan=None, *, vit:
         ev_t = np.zeros(n_ev, np.float64)
         cnt[:] = 0
         st = tk.simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr,
-                         req_idx, pf_ptr, pf_idx, exec_ms, make_loss, chosen, off_ptr, off_idx, fn_reserve, fn_max,
-                         hint_ptr, hint_tensor, hint_to, bw_ssd, bw_host, options.flags(),
+                         req_idx, pf_ptr, pf_idx, exec_ms, make_loss, chosen, off_ptr, off_idx,
+                         fn_reserve, fn_max, hint_ptr, hint_tensor, hint_to, bw_ssd, bw_host, options.flags(),
                          k_start, k_launch, k_end, ev, ev_t, clk, cnt, fail)
         if st != tk.ST_EV_OVERFLOW:
             break
@@ -378,7 +379,7 @@ def strip_prealloc_hints(hints: np.ndarray, birth_issue_mask: np.ndarray | None 
     and the IN_GPU hints flagged in `birth_issue_mask` (the pre-allocs, when the planner's hint
     list does not tell them apart from prefetches)."""
     h = np.asarray(hints, dtype=np.int64).reshape(-1, 4)
-    keep = h[:, 3] != tk.LOC_NOT_PRESENT
+    keep = h[:, 3] != NOT_PRESENT
     if birth_issue_mask is not None:
         keep &= ~np.asarray(birth_issue_mask, dtype=bool)
     return h[keep]

@@ -49,7 +49,6 @@ from g10fast.locations import IN_CPU as LOC_CPU  # noqa: E402
 from g10fast.locations import IN_GPU as LOC_GPU  # noqa: E402
 from g10fast.locations import IN_SSD as LOC_SSD  # noqa: E402
 from g10fast.locations import NOT_KNOWN as LOC_NOT_KNOWN  # noqa: E402
-from g10fast.locations import NOT_PRESENT as LOC_NOT_PRESENT  # noqa: E402
 
 # status codes
 ST_OK = 0

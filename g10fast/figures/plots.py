@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .data import (DISPLAY, FIG11_WORKLOADS, FIG18_WORKLOADS, FREQ_HZ, INF, MODEL_LABEL,
-                   MODEL_STEM, MODELS, Reference, Results)
+                   MODELS, Reference, Results)
 
 __all__ = ["FigureDisplay", "FIGURES", "make_display"]
 

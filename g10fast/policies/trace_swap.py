@@ -164,16 +164,16 @@ def swap_hints(trace, plan) -> tuple[np.ndarray, dict, dict]:
     In kernels counted across the trace's iterations, a swap is absent from its swap-out's
     kernel (that of its planned start, at the earliest the kernel after the last use) to its
     swap-in's (that of its planned start, after the swap-out's, at the latest the next use's).
-    Taken modulo the iteration's K kernels: an absence inside [0, K) gives an out hint and an
-    in hint; one that wraps round the iteration's end (weights and optimizer state used last
-    late in one iteration and next early in the next) means the tensor is on the host when
-    the iteration starts: its swap-out is issued at kernel 0 (in the order of the swap-ins; the engine's one iteration
-    starts with every weight resident; the transfer stands for the previous iteration's, so
-    each swap still moves its bytes once each way per iteration) and its swap-in where
-    planned; the allocator's trace then leaves it out until that swap-in and frees it at its
-    swap-out kernel (g10fast.alloc.trace.from_tensor_events, `absent_at_start`). An absence
-    that ends at kernel 0 of the next iteration (nothing to fetch inside this one) and swaps
-    whose gap is a single kernel are left out and counted."""
+    Taken modulo the iteration's K kernels: an absence inside [0, K) gives an out hint and an in
+    hint; one that wraps round the iteration's end (weights and optimizer state used last late
+    in one iteration and next early in the next) means the tensor is on the host when the
+    iteration starts: its swap-out is issued at kernel 0 (in the order of the swap-ins; the
+    engine's one iteration starts with every weight resident; the transfer stands for the
+    previous iteration's, so each swap still moves its bytes once each way per iteration) and
+    its swap-in where planned; the allocator's trace then leaves it out until that swap-in and
+    frees it at its swap-out kernel (g10fast.alloc.trace.from_tensor_events, `absent_at_start`).
+    An absence that ends at kernel 0 of the next iteration (nothing to fetch inside this one)
+    and swaps whose gap is a single kernel are left out and counted."""
     from g10fast.locations import IN_CPU, IN_GPU, NOT_KNOWN
     kop = np.asarray(trace.meta["kernel_of_op"], np.int64)
     top = np.asarray(trace.meta["tensor_of_op"], np.int64)

@@ -22,7 +22,7 @@ import importlib
 import math
 import pkgutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 AGREES = "agrees"

@@ -8,7 +8,7 @@ baseline that naively enables UM"; the paper's GPU, models and oversubscription 
 from __future__ import annotations
 
 import math
-from functools import cache, lru_cache
+from functools import cache
 
 from g10fast.validate import Claim, Measured
 

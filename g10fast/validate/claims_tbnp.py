@@ -11,7 +11,7 @@ minus one, over the workloads and oversubscription ratios."""
 
 from __future__ import annotations
 
-from functools import cache, lru_cache
+from functools import cache
 
 from g10fast.validate import Claim, Measured
 

@@ -155,8 +155,9 @@ class _Parser:
         if tok.kind != kind or (value is not None and tok.value != value):
             if expected is None:
                 expected = f"'{value}'" if value is not None else {
-                    "kw": "a keyword", "ident": "an identifier", "int": "an integer", "float": "a number with a "
-                    "decimal point or exponent (e.g. 0.5, 1e-05)", "bool": "True or False"}[kind]
+                    "kw": "a keyword", "ident": "an identifier", "int": "an integer",
+                    "float": "a number with a decimal point or exponent (e.g. 0.5, 1e-05)",
+                    "bool": "True or False"}[kind]
             raise self.fail(expected, tok)
         self.i += 1
         return tok

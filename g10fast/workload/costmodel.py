@@ -14,9 +14,10 @@ For a kernel k of a built-in model's Graph:
 P is the GPU's peak for the model's element type (fp32 CUDA cores for the paper's fp32
 models, bf16 tensor cores for the mixed-precision decoders), BW its HBM bandwidth, and
 phi * link the rate at which UVM page faults bring data over the host link. The
-per-kernel-name efficiencies e_F, e_B, the overhead o, the phi and o of faulting and omega are fitted to the G10 artifact's A100 traces by
-benchmarks/calibrate_costmodel.py, which writes data/costmodel/a100.toml and
-docs/costmodel-calibration.md (errors per operator type and per model).
+per-kernel-name efficiencies e_F, e_B, the overhead o, the phi and o of faulting and omega
+are fitted to the G10 artifact's A100 traces by benchmarks/calibrate_costmodel.py, which
+writes data/costmodel/a100.toml and docs/costmodel-calibration.md (errors per operator type
+and per model).
 
 Families (the reference GPU only). The artifact's CNN traces are not roofline-shaped: a fixed
 set of (operator, layer shape) pairs takes ~0.6 s (Conv2d_Forward/Backward_Input) or ~0.12 s

@@ -306,14 +306,16 @@ def simulate_step(v: ZeroView, node: Node, ranks: int, mode: ZeroMode, *, gpu_me
     res = StepResult(0, st.tl, gpu_mem, host_mem, st.counts)
     need = sum(gpu_mem.values())
     if need > gpu_memory_bytes:
-        res.failure = {"stage": "memory", "reason": f"out of GPU memory: the step needs {need / 2**30:.2f} GiB "
+        res.failure = {"stage": "memory",
+                       "reason": f"out of GPU memory: the step needs {need / 2**30:.2f} GiB "
                                  f"(" + ", ".join(f"{k} {b / 2**30:.2f}" for k, b in
                                                   gpu_mem.items()) +
                                  f") on a {gpu_memory_bytes / 2**30:.1f} GiB GPU"}
         return res
     host_need = sum(host_mem.values())
     if host_need > node.dram_gb * 1e9 / P:
-        res.failure = {"stage": "memory", "reason": f"out of host memory: each rank needs {host_need / 2**30:.1f} "
+        res.failure = {"stage": "memory",
+                       "reason": f"out of host memory: each rank needs {host_need / 2**30:.1f} "
                                  f"GiB of the node's {node.dram_gb:.0f} GB"}
         return res
     if mode.stage == 2:
