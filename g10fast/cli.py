@@ -956,7 +956,8 @@ def cmd_trace_export(args) -> int:
         sys.stdout.write("\n")
     else:
         a, b = rep["kernel_range"]
-        print(f"{out}: {rep['bytes']:,} bytes, {rep['packets']:,} {'packets' if fmt == 'perfetto' else 'events'} "
+        unit = "packets" if fmt == "perfetto" else "events"
+        print(f"{out}: {rep['bytes']:,} bytes, {rep['packets']:,} {unit} "
               f"({rep['kernel_slices']:,} kernel slices {a}..{b - 1}, "
               f"{sum(rep['link_slices']):,} transfer slices, {rep['fault_slices']:,} fault slices, "
               f"{rep['hint_instants']:,} hint instants; counters every "

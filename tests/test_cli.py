@@ -5,7 +5,6 @@ without ../shared), with configs written to a temporary folder."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest

@@ -5,10 +5,7 @@ failed, the units of one table."""
 from __future__ import annotations
 
 import io
-import math
 import re
-
-import pytest
 
 from g10fast.cli import main
 
