@@ -732,7 +732,8 @@ def _registry_rows() -> list[dict]:
     from g10fast import policies
     return [{"name": r.name, "display": r.display, "engine": r.engine, "aliases": list(r.aliases),
              "artifact": r.artifact, "paper": r.paper, "description": r.description,
-             "plan_depends_on_host": r.plan_depends_on_host, "options": r.option_defaults()}
+             "plan_depends_on_host": r.plan_depends_on_host,
+             "in_default_comparison": r.in_default_comparison, "options": r.option_defaults()}
             for r in policies.records()]
 
 

@@ -289,3 +289,26 @@ def test_import_order_follows_the_data_flow():
                 if other in stage and stage[other] > stage[top]:
                     bad.append(f"{rel} imports {m}")
     assert bad == []
+
+
+def test_default_comparison_is_what_the_records_say(capsys):
+    """The default comparison is the records that say so (the artifact's six and Ideal); a
+    policy one registers does not join it unless its record says so; `policies --json`
+    carries the flag."""
+    import json
+
+    from g10fast.cli import main
+    assert policies.DEFAULT_POLICIES == ("ideal", "lru", "FlashNeuron", "deepUM", "G10GDSSSD",
+                                         "G10GDSFULL", "prefetch_lru")
+    base = policies.get("lru")
+    import dataclasses
+    mine = dataclasses.replace(base, name="my_lru", display="My LRU", aliases=(), artifact=None)
+    assert mine.in_default_comparison is True          # copied from lru: stays as given
+    fresh = policies.PolicyRecord(name="my_page", display="Mine", engine="page",
+                                  plan_depends_on_host=False,
+                                  engine_mode=base.engine_mode)
+    assert fresh.in_default_comparison is False
+    assert main(["policies", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert {n for n, r in rows.items() if r["in_default_comparison"]} == \
+        set(policies.DEFAULT_POLICIES)

@@ -35,9 +35,10 @@ for _m in BUILTIN:
     for _rec in getattr(_mod, "RECORDS", None) or (_mod.RECORD,):
         register(_rec)
 
-#: the default comparison: every built-in policy of the G10-compatible engines, Ideal first
-#: (the driver engine's policies answer another question: docs/driver-engine.md)
-DEFAULT_POLICIES = tuple(r.name for r in records() if r.engine != "driver")
+#: the default comparison: the policies whose record says so (`in_default_comparison`): the
+#: G10 artifact's six and Ideal, Ideal first (the driver engine's policies answer another
+#: question: docs/driver-engine.md)
+DEFAULT_POLICIES = tuple(r.name for r in records() if r.in_default_comparison)
 
 #: trace-driven swapping (the `swap` runner over the tensor engine, docs/allocators.md): not in the
 #: default comparison

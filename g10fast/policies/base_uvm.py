@@ -10,6 +10,7 @@ def engine_mode(options, engine):
 
 
 RECORD = PolicyRecord(
+    in_default_comparison=True,
     name="lru", display="Base UVM", engine="page", plan_depends_on_host=False,
     engine_mode=engine_mode, aliases=("base uvm", "baseuvm", "uvm-lru"), artifact="lru",
     paper="G10 (MICRO'23) baseline: CUDA unified memory, FIFO eviction",

@@ -30,6 +30,7 @@ def engine_mode(options, engine):
 
 
 RECORD = PolicyRecord(
+    in_default_comparison=True,
     name="deepUM", display="DeepUM+", engine="page", plan_depends_on_host=False,
     planner=planner, engine_mode=engine_mode, options=Options, aliases=("deepum+",),
     artifact="deepUM", paper="DeepUM (ASPLOS'23) as G10's artifact re-implemented it",

@@ -27,6 +27,7 @@ def planner(ctx):
 
 
 RECORD = PolicyRecord(
+    in_default_comparison=True,
     name="FlashNeuron", display="FlashNeuron", engine="tensor", plan_depends_on_host=False,
     planner=planner, options=Options, aliases=("fn",), artifact="FlashNeuron",
     extra={"tensor_mode": "FlashNeuron"},

@@ -34,6 +34,7 @@ def engine_mode(options, engine):
 
 
 RECORD = PolicyRecord(
+    in_default_comparison=True,
     name="prefetch_lru", display="G10", engine="page", plan_depends_on_host=True,
     planner=planner, engine_mode=engine_mode, options=Options, aliases=("g10",),
     artifact="prefetch_lru", paper="G10 (MICRO'23): GPU + host + SSD unified memory",

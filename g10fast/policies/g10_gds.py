@@ -21,6 +21,7 @@ def _planner(gds: str):
 
 
 GDS = PolicyRecord(
+    in_default_comparison=True,
     name="G10GDSSSD", display="G10-GDS", engine="tensor", plan_depends_on_host=True,
     planner=_planner("ssd"), options=Options, aliases=("g10-gds", "g10gds"), artifact="G10GDSSSD",
     extra={"tensor_mode": "G10GDSSSD", "system_overrides": {"host_memory_gb": 0.0}},
@@ -29,6 +30,7 @@ GDS = PolicyRecord(
     order=40, colour="#9467bd", sweep_cost=0.02)
 
 HOST = PolicyRecord(
+    in_default_comparison=True,
     name="G10GDSFULL", display="G10-Host", engine="tensor", plan_depends_on_host=True,
     planner=_planner("full"), options=Options, aliases=("g10-host", "g10host"), artifact="G10GDSFULL",
     extra={"tensor_mode": "G10GDSFULL"},

@@ -51,6 +51,9 @@ class PolicyRecord:
     paper: str = ""
     description: str = ""
     order: int = 100                # place in tables and figures (ascending)
+    #: part of the default comparison (`g10fast run` with no argument, api.DEFAULT_POLICIES):
+    #: off unless the record says so, so that a policy one adds never joins it silently
+    in_default_comparison: bool = False
     colour: str = ""                # matplotlib colour; "" picks one
     sweep_cost: float = 1.0         # relative CPU per page, for sweep scheduling
     extra: dict = field(default_factory=dict)
