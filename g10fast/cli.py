@@ -1077,7 +1077,7 @@ def _store_parsers(sub) -> None:
 
 
 def _alloc_source(args):
-    from g10fast.alloc.source import load_source
+    from g10fast.memory_source import load_source
     return load_source(args.source, batch=args.batch, system=args.system,
                        iterations=args.iterations, device=args.device)
 
@@ -1173,7 +1173,7 @@ def cmd_swap(args) -> int:
         raise InputError("folder does not exist", path=str(Path(args.figure).resolve().parent),
                          param="--figure")
     iterations = args.iterations if args.iterations != 1 else 3
-    from g10fast.alloc.source import load_source
+    from g10fast.memory_source import load_source
     tr = load_source(args.source, batch=args.batch, system=args.system, iterations=iterations,
                      device=args.device)
     if (tr.meta.get("snapshot") or {}).get("times") == "absent":

@@ -1,4 +1,5 @@
-"""What `g10fast memory` and `g10fast swap` take as SOURCE: an allocation trace (HDF5 or SINGA
+"""What `g10fast memory` and `g10fast swap` take as SOURCE (a stage after the run pipeline: a
+model's trace is derived from its workload): an allocation trace (HDF5 or SINGA
 text), a PyTorch memory snapshot (the `_dump_snapshot` pickle, docs/memory-snapshot.md), a G10
 config file (the artifact's model at its batch), or a built-in model name (with a batch). Each
 becomes an AllocTrace."""

@@ -18,7 +18,7 @@ import time
 from g10fast.errors import InputError
 from g10fast.results import (RESULT_SCHEMA_VERSION, add_bound, page_result, tensor_result,
                              to_json_ready)
-from g10fast.spec import RunSpec, from_g10_config, g10_policy
+from g10fast.spec import RunSpec, check_allocator, from_g10_config, g10_policy
 from g10fast.workload.model import PAGE_SIZE, Workload
 from g10fast.workload.times import load_workload, perturb_kernel_times
 
@@ -159,6 +159,7 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
     level = check_level(check)
     if not isinstance(spec, RunSpec):
         spec = from_g10_config(spec)
+    check_allocator(spec.engine)
     rec = spec.record
     if plan_options:
         merged = dict(dataclasses.asdict(spec.policy.options))

@@ -148,7 +148,7 @@ def make_spec(workload: WorkloadSource, system: System, policy: str, options: di
                 raise InputError(f"unknown engine option {bad[0]!r} (known: "
                                  f"{', '.join(ENGINE_OPTION_KEYS)})", param=f"engine.{bad[0]}")
             engine = EngineOptions(**engine)
-        engine = (engine or EngineOptions()).check()
+        engine = check_allocator((engine or EngineOptions()).check())
         over = rec.extra.get("system_overrides")
         if over:
             system = system.replace(**over)
@@ -440,6 +440,16 @@ def _model_keys(wl: dict) -> set:
         return set(find_model(m).params)
     except InputError:
         return set()
+
+
+def check_allocator(engine: EngineOptions) -> EngineOptions:
+    """The engine options' allocator is a registered one (g10fast.alloc.allocators)."""
+    if engine.allocator:
+        from g10fast.alloc.allocators import ALLOCATORS
+        if engine.allocator not in ALLOCATORS:
+            raise InputError(f"must be one of {', '.join(ALLOCATORS)}, got "
+                             f"{engine.allocator!r}", param="engine.allocator")
+    return engine
 
 
 def with_recompute(spec: RunSpec, mode: str, source=None) -> RunSpec:

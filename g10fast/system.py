@@ -253,11 +253,9 @@ class EngineOptions:
         if not (isinstance(self.kernel_speedup, (int, float)) and self.kernel_speedup > 0):
             raise InputError(f"must be > 0, got {float(self.kernel_speedup)!r}",
                              param="engine.kernel_speedup")
-        if self.allocator:
-            from g10fast.alloc.allocators import ALLOCATORS
-            if self.allocator not in ALLOCATORS:
-                raise InputError(f"must be one of {', '.join(ALLOCATORS)}, got "
-                                 f"{self.allocator!r}", param="engine.allocator")
+        if self.allocator is not None and not isinstance(self.allocator, str):
+            raise InputError(f"must be an allocator's name, got {self.allocator!r}",
+                             param="engine.allocator")
         if self.page_bulk is not None and not isinstance(self.page_bulk, bool):
             raise InputError(f"must be true, false or absent, got {self.page_bulk!r}",
                              param="engine.page_bulk")

@@ -337,7 +337,7 @@ def test_pool_opt_wrap_around_hand_worked():
 def test_pool_opt_on_a_periodic_trace():
     """scope = pool_opt on a model's derived trace: the coloured iteration's blocks never
     overlap in any iteration (the layout repeating every L ops), weights included."""
-    from g10fast.alloc.source import load_source
+    from g10fast.memory_source import load_source
     tr = load_source("vit", batch=8, iterations=3)
     res = run_allocator(tr, "singa_colour", scope="pool_opt")
     e = res.extra

@@ -16,7 +16,7 @@ MiB = 1 << 20
 
 
 def _model_trace(iterations=3):
-    from g10fast.alloc.source import load_source
+    from g10fast.memory_source import load_source
     return load_source("vit", batch=8, iterations=iterations)
 
 

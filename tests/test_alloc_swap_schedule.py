@@ -96,7 +96,7 @@ def test_hand_trace_against_the_twin(limit):
 
 
 def _vit():
-    from g10fast.alloc.source import load_source
+    from g10fast.memory_source import load_source
     return load_source("vit", batch=8, iterations=3)
 
 
