@@ -10,6 +10,7 @@ edaa7221 (`deepspeed/runtime/zero/config.py`, `offload_config.py`,
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from g10fast.engine.ranks.zero import ZeroMode
@@ -104,21 +105,11 @@ def _mode(stage: int, opt: str, param: str):
             raise InputError("the devices are stage 3's (zero3-offload, zero-infinity); "
                              "zero-offload puts the optimizer on the CPU, zero2 nothing",
                              param="policy.optimizer_device")
+        # every option the mode has passes as it is (one name: DeepSpeed's key)
+        shared = {f.name: getattr(o, f.name) for f in dataclasses.fields(ZeroMode)
+                  if hasattr(o, f.name) and f.name != "overlap_comm"}
         m = ZeroMode(stage=stage, offload_optimizer=o.optimizer_device or opt,
-                     offload_param=o.param_device or param,
-                     reduce_bucket_size=o.reduce_bucket_size, overlap_comm=overlap,
-                     use_multi_rank_bucket_allreduce=o.use_multi_rank_bucket_allreduce,
-                     pin_memory=o.pin_memory, prefetch_bucket_size=o.prefetch_bucket_size,
-                     max_live_parameters=o.max_live_parameters,
-                     param_persistence_threshold=o.param_persistence_threshold,
-                     sub_group_size=o.sub_group_size, param_buffer_count=o.buffer_count,
-                     param_buffer_size=o.buffer_size, max_in_cpu=o.max_in_cpu,
-                     optimizer_buffer_count=o.optimizer_buffer_count,
-                     pipeline_read=o.pipeline_read, pipeline_write=o.pipeline_write,
-                     h2d_fetch_blocking=o.h2d_fetch_blocking,
-                     sync_before_allgather=o.sync_before_allgather, bind_cores=o.bind_cores,
-                     pageable_slowdown=o.pageable_slowdown,
-                     host_memory_placement=o.host_memory_placement)
+                     offload_param=o.param_device or param, overlap_comm=overlap, **shared)
         m.check()
         return m
     return engine_mode

@@ -52,8 +52,8 @@ class ZeroMode:
     max_live_parameters: float = 1e9
     param_persistence_threshold: float = 1e5
     sub_group_size: float = 1e9
-    param_buffer_count: int = 5
-    param_buffer_size: float = 1e8
+    buffer_count: int = 5
+    buffer_size: float = 1e8
     max_in_cpu: float = 1e9
     optimizer_buffer_count: int = 4
     pipeline_read: bool = False
@@ -351,8 +351,8 @@ def _memory(v: ZeroView, mode: ZeroMode, P: int, N: int, Np: int, b16: int):
             host["parameter partition (pinned)"] = Np * b16
         else:
             host["parameter partition (pinned, max_in_cpu)"] = int(mode.max_in_cpu) * b16
-            host["parameter swap buffers"] = int(mode.param_buffer_count
-                                                 * mode.param_buffer_size) * b16
+            host["parameter swap buffers"] = int(mode.buffer_count
+                                                 * mode.buffer_size) * b16
         if mode.offload_optimizer == "none":
             gpu["optimizer (fp32 master, moments, gradient)"] = 16 * Np
         elif mode.offload_optimizer == "cpu":
