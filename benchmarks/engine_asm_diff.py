@@ -28,7 +28,7 @@ CHILD = r"""
 import sys
 from g10fast.config import genconfig
 from g10fast.run import run
-from g10fast.engine import page_kernels as pk
+from g10fast.engine.page import kernels as pk
 run(genconfig(sys.argv[1], "BERT", 128, "lru"))
 with open(sys.argv[2], "w") as f:
     for asm in pk.run_engine.inspect_asm().values():
@@ -50,7 +50,7 @@ def functions(path: Path) -> dict[str, list[str]]:
     for line in open(path):
         if re.match(r"^[_A-Za-z][\w.$]*:\s*$", line):
             name = line.strip()[:-1]
-            m = re.search(r"page_kernels\d*(\w+?)B", name)
+            m = re.search(r"page.kernels\d*(\w+?)B", name)
             cur = ("cpython." if "cpython" in name else "cfunc." if name.startswith("cfunc")
                    else "") + (m.group(1) if m else name[:40])
             if "Literal" in name:

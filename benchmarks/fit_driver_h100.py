@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kernels.profile_torch import _bcast, recipes_for  # noqa: E402
-from g10fast.engine import driver_kernels as dk  # noqa: E402
+from g10fast.engine.driver import kernels as dk  # noqa: E402
 from g10fast.engine.driver import transfer_table  # noqa: E402
 from g10fast.workload.builtin import find_model, load_builtin_graph  # noqa: E402
 from g10fast.workload.profile import read_profile, workload_from_profile  # noqa: E402

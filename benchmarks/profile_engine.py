@@ -13,7 +13,7 @@ starts. Samples outside the engine (Python, planning, NumPy, the kernel) count a
 MODEL, BATCH and POLICY name ../shared/g10-artifact/src/configs/MODEL/BATCH-sim_POLICY.config
 (POLICY: lru, prefetch_lru, deepUM, with the artifact's suffixes such as lru-cpu64). The
 engine time printed is the CPU time of the simulate_pages call alone, warm cache; the first
-run after an edit of page_kernels.py compiles, so run it twice then.
+run after an edit of page.kernels.py compiles, so run it twice then.
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ def text_symbols(obj: Path) -> list[tuple[int, int, str]]:
 
 
 def short_name(mangled: str) -> str:
-    """page_kernels' function name out of Numba's mangled symbol (`_ZN7g10fast6engine12
+    """page.kernels' function name out of Numba's mangled symbol (`_ZN7g10fast6engine12
     page_kernels11_busy_ticksB3v11...` -> `_busy_ticks`)."""
-    m = re.search(r"page_kernels\d+(\w+?)B\d", mangled)
+    m = re.search(r"page.kernels\d+(\w+?)B\d", mangled)
     return m.group(1) if m else mangled[:60]
 
 
@@ -75,7 +75,7 @@ def _config_path(model: str, batch: str, policy: str) -> Path:
 def child(args) -> None:
     """Under perf: simulate, then write the loaded engine's address and cached object."""
     from g10fast.config import read_g10_config, validate
-    from g10fast.engine import page_kernels as pk
+    from g10fast.engine.page import kernels as pk
     from g10fast.engine.page import simulate_pages
     from g10fast.run import plan_of
     from g10fast.run import _perturbed, build_workload
@@ -94,7 +94,7 @@ def child(args) -> None:
     cache_dir = Path(os.environ.get("NUMBA_CACHE_DIR") or Path(pk.__file__).parent / "__pycache__")
     line = pk.run_engine.py_func.__code__.co_firstlineno
     blob = None
-    for f in sorted(cache_dir.rglob(f"page_kernels.run_engine-{line}.*.nbc")):
+    for f in sorted(cache_dir.rglob(f"page.kernels.run_engine-{line}.*.nbc")):
         data = f.read_bytes()
         if name.encode() in data:
             blob = data[data.find(b"\x7fELF"):]

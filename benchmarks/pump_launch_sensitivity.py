@@ -21,7 +21,7 @@ VARIANTS = [("defaults", ()), ("depth 333", (("launch_queue_depth", 333),)),
 
 
 def main() -> int:
-    from g10fast.engine.launch import host_bound_kernels
+    from g10fast.engine.driver.launch import host_bound_kernels
     from g10fast.validate import claims_pump as cp
     w = cp._workload("bert-base", 256)
     f_hz = 1.2e9                                     # the g10-artifact preset's clock

@@ -1,6 +1,6 @@
 """How g10fast's Numba kernels are compiled: the one place that defines the decorators.
 
-Every kernel module (`engine.page_kernels`, `engine.tensor_kernels`, `planner.g10_kernels`,
+Every kernel module (`engine.page.kernels`, `engine.tensor.kernels`, `planner.g10_kernels`,
 `analysis.bounds`, ...) takes its decorator from here:
 
 * `kernel`: `njit(cache=True)`, compiled once and kept in Numba's on-disk cache (the

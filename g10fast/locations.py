@@ -1,7 +1,7 @@
 """Page and tensor locations: G10's PageLocation enum, defined once for all of g10fast.
 
 Plain int constants, so that Numba freezes them into the kernels as compile-time globals.
-The page engine (`page_kernels`), the tensor engine (`tensor_kernels`, as `LOC_*`), the
+The page engine (`page.kernels`), the tensor engine (`tensor.kernels`, as `LOC_*`), the
 planners (`planner.g10_kernels`, `planner.deepum`), hint files and the trace format
 (`trace.Location`, the values of its ``src`` / ``dst`` columns) all use these values.
 

@@ -502,7 +502,7 @@ class _Run:
         ok = (self.k_id >= 0) & (self.k_id < ex.size)
         kid = np.clip(self.k_id, 0, max(ex.size - 1, 0))
         if self.periods is not None and ok.all():
-            from g10fast.engine import page_kernels as pk
+            from g10fast.engine.page import kernels as pk
             from g10fast.engine.stats import kernel_breakdown
 
             kern = np.zeros((self.k_id.size, max(pk.KS_END, pk.KS_KERNEL) + 1), np.int64)

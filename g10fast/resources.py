@@ -9,11 +9,11 @@ arrays) plus the engine's state that grows with the workload, from the arrays th
 allocate:
 
 * the G10-compatible page engine: one uint8 state per 4 KiB page of the workload
-  (`engine/page.py`, `pstate`, 1 byte a page: the operating system maps its pages as the
+  (`engine/page/__init__.py`, `pstate`, 1 byte a page: the operating system maps its pages as the
   engine first touches them, and a run touches every tensor), and for DeepUM+ the LRU ring
   of page entries (a power of two >= 1.25 x the pages that can be live, 4 bytes an entry,
   8 beyond `LRU_INT32_PAGES`); per tensor and per kernel rows of int64;
-* the driver engine: five residency bitmaps of one bit per page (`engine/driver.py`,
+* the driver engine: five residency bitmaps of one bit per page (`engine/driver/__init__.py`,
   `DriverRun.bits`: GPU, host, SSD and two clean/dirty maps) and a few int64 per 2 MiB block;
 * the tensor, swap and ranks engines: state per tensor, kernel and allocation, no per-page
   array;

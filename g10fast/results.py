@@ -156,7 +156,7 @@ def artifact_cycles(ms: float, f_hz: float) -> int:
 def tensor_result(spec, model: str, w, run, plan_failure, plan_info, f_hz: float,
                   page_size: int) -> dict:
     """The result of a tensor-engine run (or of a plan that failed before it)."""
-    from g10fast.engine import tensor_kernels as tk
+    from g10fast.engine.tensor import kernels as tk
     # the workload against the GPU's own memory (the engine's capacity, `system.capacity_pages`,
     # is 4x that for the GDS variants, O-32: not what "x% of the GPU" means)
     gpu_pages = int(float(spec.system.gpu_memory_gb) * 2**18)

@@ -155,7 +155,7 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
     t0 = time.perf_counter()
     if bound not in ("window", "lp"):
         raise InputError(f"must be window or lp, got {bound!r}", param="--bound")
-    from g10fast.engine.page_check import check_level
+    from g10fast.engine.page.check import check_level
     level = check_level(check)
     if not isinstance(spec, RunSpec):
         spec = from_g10_config(spec)
@@ -329,7 +329,7 @@ def run_tensor_engine(spec: RunSpec, rec, ctx, *, plan=None, trace=None, progres
     res = tensor_result(spec, _model_label(spec), w, trun, plan_failure, plan_info, f_hz,
                         PAGE_SIZE)
     if check and trun is not None:
-        from g10fast.engine.tensor_check import check_tensor_run
+        from g10fast.engine.tensor.check import check_tensor_run
         res["invariant_checks"] = check_tensor_run(trun, w)
     if spec.engine.allocator and trun is not None:
         alloc = _allocator_need(trun, w, spec.engine.allocator)
@@ -474,7 +474,7 @@ def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
     res.update({"gpu_memory_needed_bytes": need, "profile": profile,
                 "allocator": alloc.summary(), "fit_rounds": rounds})
     if check:
-        from g10fast.engine.tensor_check import check_tensor_run
+        from g10fast.engine.tensor.check import check_tensor_run
         res["invariant_checks"] = n_checked + check_tensor_run(trun, w)
     _allocator_fits(res, allocator, gpu_bytes,
                     f", load peak {p.peak_after / 2**30:.3f} GiB")

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.fit_driver_h100 import (kernel_layout, profile_model_options,  # noqa: E402
                                         MODES)
-from g10fast.engine import driver_kernels as dk  # noqa: E402
+from g10fast.engine.driver import kernels as dk  # noqa: E402
 from g10fast.engine.driver import DriverOptions, system_params  # noqa: E402
 from g10fast.hardware import load_preset  # noqa: E402
 from g10fast.system import System  # noqa: E402

@@ -1,4 +1,4 @@
-"""A plain-Python twin of the driver engine (g10fast/engine/driver_kernels.py), written from
+"""A plain-Python twin of the driver engine (g10fast/engine/driver/kernels.py), written from
 docs/driver-engine.md with dicts and ordered dicts, for small synthetic workloads."""
 
 from __future__ import annotations

@@ -274,7 +274,7 @@ def test_swap_plan_runs_on_the_tensor_engine():
 
 def test_tensor_events_to_alloc_trace():
     from g10fast.alloc.trace import FREE, MALLOC, from_tensor_events
-    from g10fast.engine.page_kernels import EV_ALLOC, EV_DEALLOC, EV_EVICT, EV_KERNEL
+    from g10fast.engine.page.kernels import EV_ALLOC, EV_DEALLOC, EV_EVICT, EV_KERNEL
     ev = np.zeros((6, 10), np.int64)
     # tensor 3 at page 0, tensor 5 at page 10, kernel marker, 3 evicted, 3 back at 20, 5 freed
     for i, (k, t, pg) in enumerate([(EV_ALLOC, 3, 0), (EV_ALLOC, 5, 10), (EV_KERNEL, -1, -1),
@@ -293,7 +293,7 @@ def test_wrapping_swap_is_absent_at_start_for_the_allocator():
     and its stand-in eviction are left out; the tensor lives from its swap-in to the end of
     the kernel before its swap-out."""
     from g10fast.alloc.trace import FREE, MALLOC, from_tensor_events
-    from g10fast.engine.page_kernels import EV_ALLOC, EV_DEALLOC, EV_EVICT, EV_KERNEL
+    from g10fast.engine.page.kernels import EV_ALLOC, EV_DEALLOC, EV_EVICT, EV_KERNEL
     rows = [(EV_ALLOC, -1, 3, 0), (EV_ALLOC, -1, 4, 8),       # start-up: weights 3 and 4
             (EV_EVICT, 0, 3, 0), (EV_KERNEL, 0, -1, -1),      # stand-in swap-out of 3
             (EV_ALLOC, 1, 3, 16), (EV_KERNEL, 1, -1, -1),     # 3 swapped in for kernel 1

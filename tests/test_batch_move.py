@@ -1,4 +1,4 @@
-"""`page_kernels._batch_move` (the ring's run of page moves with victims, DeepUM and the ring
+"""`page.kernels._batch_move` (the ring's run of page moves with victims, DeepUM and the ring
 LRU) against a plain-Python twin that moves the pages one by one, as the page loop does: on
 random small rings (wrapping around), tombstones, stale and in-transfer entries, cursor and
 scan positions anywhere between head and tail, arrivals that overlap the victims' tensor or
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from g10fast.engine import page_kernels as pk
+from g10fast.engine.page import kernels as pk
 from g10fast.jit import NO_JIT
 
 G, LOC, TR, WAIT = pk.GEN_SHIFT, pk.LOC_MASK, pk.F_TRANSFER, pk.F_WAIT

@@ -77,9 +77,9 @@ def test_check_on_every_policy(policy, seed, gpu, host):
 
 
 def test_a_broken_invariant_names_the_kernel_and_the_invariant():
-    from g10fast.engine import page_kernels as pk
+    from g10fast.engine.page import kernels as pk
     from g10fast.engine.page import page_params, PageMode
-    from g10fast.engine.page_check import CountingSink, PageChecker
+    from g10fast.engine.page.check import CountingSink, PageChecker
 
     w = make_workload(1, n_kernels=6, n_tensors=12, max_pages=10)
     sp = page_params(_spec("lru", 60, 60).system, PageMode())
@@ -114,8 +114,8 @@ def test_a_broken_invariant_names_the_kernel_and_the_invariant():
 def test_tensor_check_catches_an_overlap():
     from types import SimpleNamespace
 
-    from g10fast.engine import tensor_kernels as tk
-    from g10fast.engine.tensor_check import check_tensor_run
+    from g10fast.engine.tensor import kernels as tk
+    from g10fast.engine.tensor.check import check_tensor_run
 
     w = make_workload(1, n_kernels=4, n_tensors=8, max_pages=10)
     ev = np.full((3, 10), -1, dtype=np.int64)
@@ -156,7 +156,7 @@ def test_state_check_runs_the_engine_untraced(monkeypatch):
     """`check=True` ("state") runs the page engine without the event stream (its fast paths:
     the counting sink is never made) unless the run writes a trace anyway; "full" adds the
     stream's conservation sums and reads the page table at every check. Same results."""
-    import g10fast.engine.page_check as pc
+    import g10fast.engine.page.check as pc
     w = _workload(4, 16, 40, 30)
     spec = _spec("lru", 120, 400)
     plain = run(spec, workload=w)
@@ -177,9 +177,9 @@ def test_state_check_runs_the_engine_untraced(monkeypatch):
 
 
 def test_broken_traffic_statistics_are_caught_without_the_event_stream():
-    from g10fast.engine import page_kernels as pk
+    from g10fast.engine.page import kernels as pk
     from g10fast.engine.page import PageMode, page_params
-    from g10fast.engine.page_check import PageChecker
+    from g10fast.engine.page.check import PageChecker
 
     w = make_workload(1, n_kernels=6, n_tensors=12, max_pages=10)
     chk = PageChecker(w, page_params(_spec("lru", 60, 60).system, PageMode()), None)
@@ -198,8 +198,8 @@ def test_broken_traffic_statistics_are_caught_without_the_event_stream():
 def test_count_states_against_numpy(n):
     """The page-table count (eight states a word) against a plain NumPy twin, on every byte
     value and on lengths that leave a tail, and on a view that starts inside a word."""
-    from g10fast.engine import page_kernels as pk
-    from g10fast.engine.page_check import count_states
+    from g10fast.engine.page import kernels as pk
+    from g10fast.engine.page.check import count_states
     a = np.random.default_rng(n).integers(0, 256, n + 3).astype(np.uint8)
     a[:min(n, 256)] = np.arange(min(n, 256))
     for st in (a[:n], a[3:]):

@@ -12,7 +12,7 @@ import pytest
 from driver_twin import Twin, marked_region, twin_params, twin_simulate  # noqa: F401
 from synth import make_workload
 
-from g10fast.engine import driver_kernels as dk
+from g10fast.engine.driver import kernels as dk
 from g10fast.engine.driver import (DriverHints, DriverOptions, check_invariants, driver_options,
                                    iteration_stats, simulate_driver, system_params,
                                    transfer_gbps)

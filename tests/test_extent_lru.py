@@ -1,6 +1,6 @@
-"""The extent LRU of the page engine (page_kernels, "The LRU list as extents"; the bulk engine
+"""The extent LRU of the page engine (page.kernels, "The LRU list as extents"; the bulk engine
 under the LRU policies): its kernels against a plain-Python list of pages, its invariant
-check (`page_check.extent_lru_problem`) on engine runs and on broken states, and its growth."""
+check (`page.check.extent_lru_problem`) on engine runs and on broken states, and its growth."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from synth import kernel_pages, make_workload, random_hints, tiny_cfg
 
-from g10fast.engine import page_kernels as pk
+from g10fast.engine.page import kernels as pk
 from g10fast.engine.page import _extent_records, simulate_pages
-from g10fast.engine.page_check import extent_lru_problem
+from g10fast.engine.page.check import extent_lru_problem
 
 
 def _state(sizes, n_records):

@@ -117,7 +117,7 @@ def test_page_engine_kernels_link_only():
     # every page-engine kernel but run_engine is link-only; Python calls of them still work
     import numpy as np
 
-    from g10fast.engine import page_kernels as pk
+    from g10fast.engine.page import kernels as pk
     assert type(pk._batch_move_x).__name__.startswith("LinkOnly")
     assert type(pk._uniform_state).__name__.startswith("LinkOnly")
     assert not type(pk.run_engine).__name__.startswith("LinkOnly")

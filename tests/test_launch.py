@@ -1,11 +1,11 @@
-"""The host's run-ahead (g10fast/engine/launch.py): hand-worked sequences and a plain twin."""
+"""The host's run-ahead (g10fast/engine/driver/launch.py): hand-worked sequences and a plain twin."""
 
 import itertools
 
 import numpy as np
 import pytest
 
-from g10fast.engine.launch import LaunchOptions, launched_by, sync_kernel
+from g10fast.engine.driver.launch import LaunchOptions, launched_by, sync_kernel
 from g10fast.errors import InputError
 
 
@@ -98,6 +98,6 @@ def test_paper_workload_sync_is_the_loss():
 
 
 def test_host_bound_kernels():
-    from g10fast.engine.launch import host_bound_kernels
+    from g10fast.engine.driver.launch import host_bound_kernels
     assert host_bound_kernels(np.array([1e-6, 4.9e-6, 5e-6, 1e-3])) == 2
     assert host_bound_kernels(np.array([1e-6, 4.9e-6, 5e-6, 1e-3]), launch_us=10.0) == 3

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from synth import Collector, kernel_pages, make_workload, random_hints, tiny_cfg
 
-from g10fast.engine import page_kernels as pk
+from g10fast.engine.page import kernels as pk
 from g10fast.engine.page import simulate_pages
 
 

@@ -1,4 +1,4 @@
-"""Freed page states given back to the operating system (page_kernels, `_release_free`;
+"""Freed page states given back to the operating system (page.kernels, `_release_free`;
 `page.RELEASE_DEFAULT`, Linux): the kernel releases exactly the memory pages lying wholly
 within the range whose states are all zero, leaves every value as it was, and the memory is
 really given back (and `_populate` maps it again at once); runs with the release equal runs
@@ -15,7 +15,7 @@ from numba import njit
 from synth import kernel_pages, make_workload, random_hints, tiny_cfg
 
 from g10fast.engine import page as page_mod
-from g10fast.engine import page_kernels as pk
+from g10fast.engine.page import kernels as pk
 from g10fast.engine.page import simulate_pages
 from g10fast.jit import NO_JIT
 

@@ -1,4 +1,4 @@
-"""Busy ticks replayed (page_kernels, "A busy tick replayed"; the bulk engine under the LRU
+"""Busy ticks replayed (page.kernels, "A busy tick replayed"; the bulk engine under the LRU
 policies, untraced): runs with the replay equal runs without it (every busy tick stage by
 stage) and, on some, the per-page reference engine, on random workloads made to repeat
 ticks (large tensors, small per-tick caps, a host line at zero, low, or above the footprint,
@@ -12,7 +12,7 @@ import pytest
 from synth import kernel_pages, make_workload, random_hints, tiny_cfg
 
 from g10fast.engine import page as page_mod
-from g10fast.engine import page_kernels as pk
+from g10fast.engine.page import kernels as pk
 from g10fast.engine.page import simulate_pages
 
 

@@ -16,7 +16,7 @@ from synth import make_workload  # noqa: E402
 from tensor_twin import twin_tensors  # noqa: E402
 
 from g10fast.analysis.vitality import vitality  # noqa: E402
-from g10fast.engine import tensor_kernels as tk  # noqa: E402
+from g10fast.engine.tensor import kernels as tk  # noqa: E402
 from g10fast.engine.tensor import (TensorOptions, TensorRun, exec_ms_of, required_ordered,  # noqa: E402
                                    simulate_tensors, gds_hill_evictions, gds_plan, gds_target)
 from g10fast.planner.flashneuron import FlashNeuronPlan, max_kernel_pages  # noqa: E402

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from g10fast.jit import kernel
 
-from g10fast.engine import tensor_kernels as tk
+from g10fast.engine.tensor import kernels as tk
 
 _kernel = kernel
 
@@ -156,7 +156,7 @@ def cnmem(is_free, blk, bsize, gran, init, cap, release_on_oom, off, live, resv,
 
 @_kernel
 def bump(is_free, blk, bsize, right, gran, cap, off, live, resv, fail):
-    """FlashNeuron's allocator of the tensor engine (`tensor_kernels.alloc_left/alloc_right`):
+    """FlashNeuron's allocator of the tensor engine (`tensor.kernels.alloc_left/alloc_right`):
     free runs of `gran`-byte units; first fit from the left, or from the right for blocks with
     `right[b]`; frees merge with neighbours. Reserved: the capacity less the free run that
     reaches the top (all-left), or less the largest free run (with right blocks)."""

@@ -93,7 +93,7 @@ def driver_engine_model(w, params: dict, options, *, first_iteration: bool = Fal
     * the first iteration (`first_iteration`): every page starts unpopulated and a first touch
       zero-fills it for free, so weights are live only from their first use there."""
     import dataclasses as _dc
-    from g10fast.engine import driver_kernels as dk
+    from g10fast.engine.driver import kernels as dk
     page = 4096.0
     rates = []
     for name in ("h2d", "ssd_r"):

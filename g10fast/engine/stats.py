@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from g10fast.engine import page_kernels as pk
+from g10fast.engine.page import kernels as pk
 
 
 def transfer_intervals(boundaries: np.ndarray, last_end: int) -> tuple[np.ndarray, np.ndarray]:

@@ -47,7 +47,7 @@ def learned_hints(w, fault_k, fault_b, degree: int, n_iter: int, invalidate: boo
     """DriverHints from iteration 1's fault log (kernel, block): from iteration 2, at kernel
     k, the blocks of kernel k + degree (and at the first kernel, of k + 1 .. k + degree)."""
     from g10fast.engine.driver import HINT_KINDS, DriverHints
-    from g10fast.engine.driver_kernels import VA_PAGES
+    from g10fast.engine.driver.kernels import VA_PAGES
     K, P = w.num_kernels, w.num_pages
     table = [[] for _ in range(K)]
     for k, b in zip(fault_k.tolist(), fault_b.tolist()):

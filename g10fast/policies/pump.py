@@ -5,7 +5,7 @@ private stream) and makes the kernel wait for them (E2, the stream barrier). The
 stream first waits for the oldest launched kernels to finish, popped from a FIFO window until
 the union of the window's block bytes plus the new kernel's fits under a cap (% of GPU
 memory). Prefetch(k) is issued once kernel k is launched (E1: the host's run-ahead,
-g10fast.engine.launch: the stream's launch queue of about 1000 kernels, the loop's
+g10fast.engine.driver.launch: the stream's launch queue of about 1000 kernels, the loop's
 `loss.item()` once per iteration) and the prefetch stream has reached it (the end of kernel
 gate[k], the last kernel popped, and every earlier prefetch: one FIFO stream). Blocks are whole
 tensors or their first bytes (E3, the cuBLAS size bug). Eviction is the driver's."""
@@ -41,7 +41,7 @@ class Options:
     wait: str = "stream_barrier"
     #: the driver's eviction under PUMP: "alloc2m" (the driver's), "access2m", "lru4k"
     evict: str = "alloc2m"
-    #: E1, the host's run-ahead (g10fast.engine.launch.LaunchOptions, whose docstrings cite
+    #: E1, the host's run-ahead (g10fast.engine.driver.launch.LaunchOptions, whose docstrings cite
     #: the defaults): where the loop waits for the GPU, "loss" (`loss.item()` after the
     #: forward pass), "iteration" (at its end) or "none"
     sync: str = "loss"
@@ -75,7 +75,7 @@ class Options:
                              param="policy.evict")
 
     def launch(self):
-        from g10fast.engine.launch import LaunchOptions
+        from g10fast.engine.driver.launch import LaunchOptions
         return LaunchOptions(queue_depth=self.launch_queue_depth, sync=self.sync)
 
 
@@ -160,7 +160,7 @@ def _fresh_allocations(ctx, o) -> bool:
 
 def planner(ctx):
     from g10fast.engine.driver import HINT_KINDS, DriverHints
-    from g10fast.engine.launch import launched_by, sync_kernel
+    from g10fast.engine.driver.launch import launched_by, sync_kernel
     from g10fast.workload.model import PAGE_SIZE
     w, o = ctx.workload, ctx.options
     n_iter = int(ctx.engine.num_iteration)

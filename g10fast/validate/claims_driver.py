@@ -86,7 +86,7 @@ def _oversub(model: str, batch: int) -> dict:
     """{ratio: slowdown} of `uvm` (fresh allocations, no prefetch) with the GPU memory cut to
     the run's peak live memory / ratio (the peak measured on the full 80 GB)."""
     from g10fast.api import builtin_workload
-    from g10fast.engine import driver_kernels as dk
+    from g10fast.engine.driver import kernels as dk
     from g10fast.engine.driver import driver_options, iteration_stats, simulate_driver
     from g10fast.hardware import load_preset
     from g10fast.system import System

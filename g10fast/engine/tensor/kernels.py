@@ -43,7 +43,7 @@ MODE_GDS_SSD = 1
 MODE_GDS_FULL = 2
 
 # hint destinations (PageLocation, planner spec §5.1) and trace kinds: the page engine's
-from g10fast.engine.page_kernels import (  # noqa: E402,F401
+from g10fast.engine.page.kernels import (  # noqa: E402,F401
     EV_ALLOC, EV_DEALLOC, EV_EVICT, EV_FETCH, EV_HINT, EV_KERNEL, EV_TRANSFER)
 from g10fast.locations import IN_CPU as LOC_CPU  # noqa: E402
 from g10fast.locations import IN_GPU as LOC_GPU  # noqa: E402

@@ -11,8 +11,8 @@ import bisect
 
 import numpy as np
 
-from g10fast.engine import tensor_kernels as tk
-from g10fast.engine.page_check import InvariantError
+from g10fast.engine.tensor import kernels as tk
+from g10fast.engine.page.check import InvariantError
 
 
 def check_tensor_run(run, workload) -> int:

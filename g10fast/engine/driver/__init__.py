@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from g10fast.engine import driver_kernels as dk
+from g10fast.engine.driver import kernels as dk
 from g10fast.errors import InputError
 from g10fast.workload.model import PAGE_SIZE
 
@@ -335,8 +335,8 @@ def _merge_hints(hints: DriverHints, rows, G: int) -> DriverHints:
 
 @dataclass
 class DriverRun:
-    kernels: np.ndarray            # int64 [n_iter*K, K_COLS] (driver_kernels.K_*)
-    counters: np.ndarray           # int64 [n_iter, C_COLS] (driver_kernels.C_*)
+    kernels: np.ndarray            # int64 [n_iter*K, K_COLS] (driver.kernels.K_*)
+    counters: np.ndarray           # int64 [n_iter, C_COLS] (driver.kernels.C_*)
     bits: tuple                    # final residency bitmaps (BG, BH, BS, CH, CS), uint64[nb, 8]
     hint_done: np.ndarray
     scalars: np.ndarray

@@ -1,5 +1,5 @@
 """The G10-compatible page-level UVM engine: validation, set-up and statistics around the
-Numba kernels of `page_kernels` (simulator spec §3–§9, §13, §14).
+Numba kernels of `page.kernels` (simulator spec §3–§9, §13, §14).
 
     simulate_pages(workload, page_params(system, mode), hints=None, trace=None,
                    progress=None) -> PageRun
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from g10fast.engine import page_kernels as pk
+from g10fast.engine.page import kernels as pk
 from g10fast.analysis.vitality import vitality
 from g10fast.errors import InputError
 from g10fast.workload.model import PAGE_SIZE, Workload, kernel_pages, output_only_csr
@@ -27,11 +27,11 @@ LRU_INT32_PAGES = 1 << 27
 # the reference (`bulk=False`; docs/page-engine-bulk.md)
 BULK_DEFAULT = True
 # In the bulk engine under the LRU policies (extent LRU), untraced: a busy tick that repeats
-# the last one that ran stage by stage is carried out directly (page_kernels, "A busy tick
+# the last one that ran stage by stage is carried out directly (page.kernels, "A busy tick
 # replayed"; same results). False runs every tick stage by stage (a check of the replay).
 REPLAY_DEFAULT = True
 # Give the page states of freed tensors back to the operating system when they hold only
-# zeros (page_kernels, "freed page states given back"; Linux only, same results): the page
+# zeros (page.kernels, "freed page states given back"; Linux only, same results): the page
 # states' memory follows the live tensors instead of every page ever touched
 RELEASE_DEFAULT = sys.platform.startswith("linux")
 # (with it, the page states are kept in the system's small memory pages: see _small_pages)
@@ -269,7 +269,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     output-only tensors; or per kernel a pair (inputs, outputs) in the order to process them,
     e.g. the C++ hash-set order read from its statistics/kernels.config (O-18,
     g10fast.workload.kernel_order).
-    check: assert the engine's invariants at every kernel boundary (g10fast.engine.page_check;
+    check: assert the engine's invariants at every kernel boundary (g10fast.engine.page.check;
     InvariantError names the kernel and the invariant): True or "state" (untraced, page-table
     scans within a time budget), "full" (the event stream's conservation sums too, a scan at
     every check: much slower); the results are the same.
@@ -280,9 +280,9 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     checker = None
     user_trace = trace
     if check:
-        from g10fast.engine.page_check import CountingSink, PageChecker, check_level
+        from g10fast.engine.page.check import CountingSink, PageChecker, check_level
         # the event stream's conservation sums where the run writes one anyway, or "full";
-        # else the engine runs untraced, on its fast paths (page_check's docstring)
+        # else the engine runs untraced, on its fast paths (page.check's docstring)
         full = check_level(check) == "full"
         if trace is not None or full:
             trace = CountingSink(user_trace)
@@ -319,7 +319,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     nz = np.nonzero(tnp > 0)[0]
     order = nz[np.argsort(tstart[nz], kind="stable")]
     # page -> tensor lookup: first pages in ascending order, with one past the last page as a
-    # sentinel, and the tensor ids (see page_kernels.tensor_of)
+    # sentinel, and the tensor ids (see page.kernels.tensor_of)
     srt = np.zeros((2, len(order) + 1), dtype=np.int64)
     srt[0, :-1] = tstart[order]
     srt[0, -1] = V
@@ -339,7 +339,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
         tt[:, pk.TT_RES] = tnp            # every page resident from the start
     bulk = BULK_DEFAULT if bulk is None else bool(bulk)
     S = np.zeros(pk.NS, dtype=np.int64)
-    # The LRU list: for the LRU policies in the bulk engine, extents (page_kernels, "The LRU
+    # The LRU list: for the LRU policies in the bulk engine, extents (page.kernels, "The LRU
     # list as extents"); else the reference ring of page entries.
     # DeepUM on extents too (its cursor a page of the list), but for runs with planned
     # pre-evictions: under DeepUM a GPU page in transfer stays a non-PF victim (§8.2), which

@@ -1,5 +1,5 @@
 """The tensor-granular engine (G10's "FN simulator", simulator spec §12, planner spec §6.7):
-validation, set-up and statistics around the Numba kernel `tensor_kernels.simulate`.
+validation, set-up and statistics around the Numba kernel `tensor.kernels.simulate`.
 
     simulate_tensors(workload, system, policy, plan, trace=None, progress=None) -> TensorRun
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from g10fast.analysis.vitality import Vitality, vitality
-from g10fast.engine import tensor_kernels as tk
+from g10fast.engine.tensor import kernels as tk
 from g10fast.errors import InputError
 from g10fast.locations import NOT_PRESENT
 from g10fast.workload.model import Workload
