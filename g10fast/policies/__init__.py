@@ -16,16 +16,6 @@ from g10fast.policies.registry import (EngineRecord, NoOptions, PlanContext, Pol
                                        colour, display, engine, engines, get, names, records,
                                        register, register_engine, unregister)
 
-#: engines: name -> runner (imported when first used)
-register_engine(EngineRecord("page", "g10fast.run:run_page_engine",
-                             "the G10 artifact's page-level UVM engine, bit-exact (quirks O-n)"))
-register_engine(EngineRecord("tensor", "g10fast.run:run_tensor_engine",
-                             "the artifact's tensor-granular FN engine: explicit allocation, "
-                             "GDS and host transfers"))
-register_engine(EngineRecord("driver", "g10fast.run:run_driver_engine",
-                             "the real nvidia-uvm driver: 2 MiB VA blocks, fault batches, "
-                             "density prefetch, 2 MiB root-chunk eviction"))
-
 #: the built-in policies, one module each
 BUILTIN = ("ideal", "base_uvm", "flashneuron", "deepum", "g10_gds", "g10",
            "uvm_driver", "tbnp", "pump", "g10_driver", "deepum_driver", "deepum_learned")
@@ -40,14 +30,7 @@ for _m in BUILTIN:
 #: question: docs/driver-engine.md)
 DEFAULT_POLICIES = tuple(r.name for r in records() if r.in_default_comparison)
 
-#: trace-driven swapping (the `swap` runner over the tensor engine, docs/allocators.md): not in the
-#: default comparison
-register_engine(EngineRecord("swap", "g10fast.run:run_swap_engine",
-                             "trace-driven swap plans (SINGA, AppObMem) run on the tensor "
-                             "engine as host-link hints, placed by an offset-level allocator"))
-register_engine(EngineRecord("ranks", "g10fast.run:run_ranks_engine",
-                             "N data-parallel GPUs of a node as one rank: collectives on its "
-                             "links, the CPU's optimizer, PCIe and NVMe (DeepSpeed's ZeRO)"))
+#: the seed systems' policies: trace-driven swapping and ZeRO
 SEED = ("trace_swap", "zero")
 for _m in SEED:
     _mod = importlib.import_module(f"g10fast.policies.{_m}")

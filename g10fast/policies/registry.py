@@ -10,18 +10,18 @@ policies (display names, colours, engine dispatch, sweep cost, reuse) is a look-
     get("G10").name            # 'prefetch_lru' (aliases and display names resolve)
     register(PolicyRecord(...))   # a policy of one's own (docs/adding-a-policy.md)
 
-Engines are registered by name with the dotted path of their runner, so that this module
-imports neither planners nor engines.
+Engines have their own registry below this one (g10fast.engine.registry, re-exported here):
+a policy's record names its engine, whose record names its runner and its mode class.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from g10fast.engine.registry import EngineRecord, engine, engines, register_engine  # noqa: F401
 from g10fast.errors import InputError
 
 
@@ -97,41 +97,12 @@ class PolicyRecord:
         return dataclasses.asdict(self.options())
 
 
-@dataclass(frozen=True)
-class EngineRecord:
-    name: str
-    runner: str                     # "module:function", imported when first run
-    description: str = ""
-
-    def load(self) -> Callable:
-        mod, _, fn = self.runner.partition(":")
-        return getattr(importlib.import_module(mod), fn)
-
-
 _POLICIES: dict[str, PolicyRecord] = {}
-_ENGINES: dict[str, EngineRecord] = {}
-
-
-def register_engine(rec: EngineRecord) -> EngineRecord:
-    _ENGINES[rec.name] = rec
-    return rec
-
-
-def engine(name: str) -> EngineRecord:
-    try:
-        return _ENGINES[name]
-    except KeyError:
-        raise InputError(f"unknown engine {name!r} (known: {', '.join(_ENGINES)})",
-                         param="engine") from None
-
-
-def engines() -> list[EngineRecord]:
-    return list(_ENGINES.values())
 
 
 def register(rec: PolicyRecord, *, replace: bool = False) -> PolicyRecord:
     """Add a policy (its name and aliases must be new unless `replace`)."""
-    if rec.engine not in _ENGINES:
+    if rec.engine not in {e.name for e in engines()}:
         raise ValueError(f"policy {rec.name}: unknown engine {rec.engine!r}")
     if not replace:
         for n in (rec.name,) + tuple(rec.aliases):

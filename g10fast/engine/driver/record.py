@@ -1,0 +1,8 @@
+"""The driver engine's registry record (g10fast.engine.registry)."""
+
+from g10fast.engine.registry import EngineRecord
+
+RECORD = EngineRecord(
+    "driver", "g10fast.run:run_driver_engine",
+    "the real nvidia-uvm driver: 2 MiB VA blocks, fault batches, density prefetch, 2 MiB "
+    "root-chunk eviction")

@@ -1,0 +1,8 @@
+"""The page engine's registry record (g10fast.engine.registry)."""
+
+from g10fast.engine.registry import EngineRecord
+
+RECORD = EngineRecord(
+    "page", "g10fast.run:run_page_engine",
+    "the G10 artifact's page-level UVM engine, bit-exact (quirks O-n)",
+    mode="g10fast.engine.page:PageMode", kernel_order=True, lp_bound=True, host_reuse=True)

@@ -1,0 +1,109 @@
+"""The engine registry: one record per engine, below the policies (DESIGN.md, "An engine lives
+in one place too").
+
+    from g10fast.engine.registry import engine, engines
+    er = engine("page")            # its EngineRecord
+    er.load()                      # its runner: runner(spec, rec, ctx, *, plan, trace, ...)
+    er.mode_class()                # the typed mode its policies hand it (e.g. PageMode)
+
+An engine's record declares what it supports, so that the pipeline (g10fast.run), the CLI and
+the sweeps ask the record instead of naming engines: a required kernel order
+(`kernel_order`), an offset-level allocator (`allocator`), the checkpoint LP bound
+(`lp_bound`), a finished run's points at other host sizes and a shared plan (`host_reuse`),
+a step timeline (`timeline`), extra summary lines (`summary`) and its own part of a run's
+memory estimate (`memory`). Each engine package has a light `record.py` (no Numba at import
+time) defining its `RECORD`; the built-in ones are the packages in `BUILTIN`. Runners,
+summaries and mode classes are named "module:attribute" and imported when first used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from g10fast.errors import InputError
+
+
+def _resolve(ref):
+    """A "module:attribute" string's object (anything else as it is)."""
+    if not isinstance(ref, str):
+        return ref
+    mod, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(mod), attr)
+
+
+@dataclass(frozen=True)
+class EngineRecord:
+    """Everything the pipeline knows of one engine."""
+
+    name: str
+    #: "module:function": runner(spec, rec, ctx, *, plan, trace, progress, required_order,
+    #: check, baseline) -> the result dict (imported when first run)
+    runner: str
+    description: str = ""
+    #: the typed mode class its policies' `engine_mode` returns ("module:Class" or the class)
+    mode: Any = None
+    #: takes a required kernel order (`--kernel-order`, O-18)
+    kernel_order: bool = False
+    #: places blocks at offsets: an offset-level allocator applies (`--allocator`)
+    allocator: bool = False
+    #: the checkpoint LP models it (`--bound lp`)
+    lp_bound: bool = False
+    #: a finished run gives the sweep points at other host sizes (its result carries
+    #: `host_peak_pages` and `system.host_line`), and a plan made once may be handed to its
+    #: runner (`plan=`) for every point that shares it, with the same result
+    host_reuse: bool = False
+    #: writes a step timeline (`--timeline`)
+    timeline: bool = False
+    #: "module:function" giving extra text lines for a result dict, or ""
+    summary: str = ""
+    #: "module:function": memory(spec, workload) -> {part: bytes} of a run on this engine
+    #: beyond what every run needs (g10fast.resources), or ""
+    memory: str = ""
+
+    def load(self) -> Callable:
+        """The runner."""
+        return _resolve(self.runner)
+
+    def mode_class(self):
+        """The class of the mode its policies give it (None: none declared)."""
+        return _resolve(self.mode) if self.mode is not None else None
+
+    def summary_lines(self, res: dict) -> list[str]:
+        """The engine's extra text lines for a result ([] when it has none)."""
+        return list(_resolve(self.summary)(res)) if self.summary else []
+
+    def memory_parts(self, spec, workload) -> dict:
+        """The engine's own parts of a run's memory estimate ({} when none)."""
+        return dict(_resolve(self.memory)(spec, workload)) if self.memory else {}
+
+
+_ENGINES: dict[str, EngineRecord] = {}
+
+#: the built-in engines: packages of g10fast.engine, each with a `record` module (`RECORD`)
+BUILTIN = ("page", "tensor", "driver", "swap", "ranks")
+
+
+def register_engine(rec: EngineRecord) -> EngineRecord:
+    """Add (or replace) an engine's record."""
+    _ENGINES[rec.name] = rec
+    return rec
+
+
+def engine(name: str) -> EngineRecord:
+    """The record of an engine by name."""
+    try:
+        return _ENGINES[name]
+    except KeyError:
+        raise InputError(f"unknown engine {name!r} (known: {', '.join(_ENGINES)})",
+                         param="engine") from None
+
+
+def engines() -> list[EngineRecord]:
+    """Every registered engine, built-in ones first."""
+    return list(_ENGINES.values())
+
+
+for _m in BUILTIN:
+    register_engine(importlib.import_module(f"g10fast.engine.{_m}.record").RECORD)

@@ -1,0 +1,8 @@
+"""The tensor engine's registry record (g10fast.engine.registry)."""
+
+from g10fast.engine.registry import EngineRecord
+
+RECORD = EngineRecord(
+    "tensor", "g10fast.run:run_tensor_engine",
+    "the artifact's tensor-granular FN engine: explicit allocation, GDS and host transfers",
+    allocator=True, lp_bound=True)
