@@ -25,6 +25,7 @@ Version-1 stores (HDF5, g10fast/sweep/store_hdf5.py) are read through the same c
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -428,37 +429,18 @@ class ResultStore:
         """Repair the point row `rowid` (`damaged_rows`), stored under a changed key: move it
         to `true_hash` (its checksum holds there), or drop it (true_hash None: the point is
         stored, or is run again, under its own key). One transaction."""
-        try:
-            con = self._begin()
-            try:
-                if true_hash is None:
-                    con.execute("DELETE FROM points WHERE rowid = ?", (rowid,))
-                else:
-                    con.execute("DELETE FROM points WHERE hash = ?", (true_hash,))
-                    con.execute("UPDATE points SET hash = ? WHERE rowid = ?",
-                                (true_hash, rowid))
-                con.execute("COMMIT")
-            except BaseException:
-                if con.in_transaction:
-                    con.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as exc:
-            raise self._error(exc, "write") from None
+        with self._transaction() as con:
+            if true_hash is None:
+                con.execute("DELETE FROM points WHERE rowid = ?", (rowid,))
+            else:
+                con.execute("DELETE FROM points WHERE hash = ?", (true_hash,))
+                con.execute("UPDATE points SET hash = ? WHERE rowid = ?", (true_hash, rowid))
 
     def write_workload(self, analysis: dict) -> None:
         """Store (or replace) one workload analysis (`worker.workload_analysis`)."""
         row = self.encode_workload(analysis)
-        try:
-            con = self._begin()
-            try:
-                con.execute("INSERT OR REPLACE INTO workloads VALUES (?, ?, ?, ?)", row)
-                con.execute("COMMIT")
-            except BaseException:
-                if con.in_transaction:
-                    con.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as exc:
-            raise self._error(exc, "write") from None
+        with self._transaction() as con:
+            con.execute("INSERT OR REPLACE INTO workloads VALUES (?, ?, ?, ?)", row)
 
     def _decode(self, row) -> StoredPoint:
         h, status, attrs, config, result, arrays, checksum = row
@@ -572,32 +554,43 @@ class ResultStore:
         con.execute("BEGIN IMMEDIATE")
         return con
 
-    def try_claim(self, hash_: str, keep=("ok", "failed")) -> bool:
-        """Take `hash_` for this sweep: False when it is stored with a status in `keep` (and
-        its checksum holds) or another live sweep holds it."""
+    @contextlib.contextmanager
+    def _transaction(self):
+        """One write transaction: BEGIN IMMEDIATE, the block, COMMIT (unless the block ended it);
+        ROLLBACK when the block raises; an SQLite error as a store write error."""
         try:
             con = self._begin()
             try:
-                rows = con.execute("SELECT hash, status, attrs, config, result, arrays, checksum "
-                                   "FROM points WHERE hash = ?", (hash_,)).fetchall()
-                if rows and rows[0][1] in keep and self._row_ok(rows[0]):
-                    con.execute("ROLLBACK")
-                    return False
-                c = con.execute("SELECT owner, host, pid, claimed_at FROM claims WHERE hash = ?",
-                                (hash_,)).fetchall()
-                if c and c[0][0] != self.owner and not self._stale(*c[0][1:]):
-                    con.execute("ROLLBACK")
-                    return False
-                con.execute("INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?)",
-                            (hash_, self.owner, self.host, os.getpid(), time.time()))
-                con.execute("COMMIT")
-                return True
+                yield con
+                if con.in_transaction:
+                    con.execute("COMMIT")
             except BaseException:
                 if con.in_transaction:
-                    con.execute("ROLLBACK")
+                    try:
+                        con.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass
                 raise
         except sqlite3.Error as exc:
             raise self._error(exc, "write") from None
+
+    def try_claim(self, hash_: str, keep=("ok", "failed")) -> bool:
+        """Take `hash_` for this sweep: False when it is stored with a status in `keep` (and
+        its checksum holds) or another live sweep holds it."""
+        with self._transaction() as con:
+            rows = con.execute("SELECT hash, status, attrs, config, result, arrays, checksum "
+                               "FROM points WHERE hash = ?", (hash_,)).fetchall()
+            if rows and rows[0][1] in keep and self._row_ok(rows[0]):
+                con.execute("ROLLBACK")
+                return False
+            c = con.execute("SELECT owner, host, pid, claimed_at FROM claims WHERE hash = ?",
+                            (hash_,)).fetchall()
+            if c and c[0][0] != self.owner and not self._stale(*c[0][1:]):
+                con.execute("ROLLBACK")
+                return False
+            con.execute("INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?)",
+                        (hash_, self.owner, self.host, os.getpid(), time.time()))
+        return True
 
     def _stale(self, host: str, pid: int, claimed_at: float) -> bool:
         """A claim whose process is gone (same host), or older than CLAIM_LEASE (any host:
@@ -672,25 +665,13 @@ class ResultStore:
         row = self.encode_point(rec)
         an = rec.get("analysis")
         wrow = self.encode_workload(an) if an else None
-        try:
-            con = self._begin()
-            try:
-                con.execute("INSERT OR REPLACE INTO points VALUES (?, ?, ?, ?, ?, ?, ?)", row)
-                if wrow is not None:
-                    con.execute("INSERT OR REPLACE INTO workloads VALUES (?, ?, ?, ?)", wrow)
-                con.execute("DELETE FROM claims WHERE hash = ?", (row[0],))
-                con.execute("UPDATE claims SET claimed_at = ? WHERE owner = ?",
-                            (time.time(), self.owner))
-                con.execute("COMMIT")
-            except BaseException:
-                if con.in_transaction:
-                    try:
-                        con.execute("ROLLBACK")
-                    except sqlite3.Error:
-                        pass
-                raise
-        except sqlite3.Error as exc:
-            raise self._error(exc, "write") from None
+        with self._transaction() as con:
+            con.execute("INSERT OR REPLACE INTO points VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+            if wrow is not None:
+                con.execute("INSERT OR REPLACE INTO workloads VALUES (?, ?, ?, ?)", wrow)
+            con.execute("DELETE FROM claims WHERE hash = ?", (row[0],))
+            con.execute("UPDATE claims SET claimed_at = ? WHERE owner = ?",
+                        (time.time(), self.owner))
 
 
 def convert_store(src, dst) -> tuple[int, int]:
