@@ -129,7 +129,7 @@ def test_artifact_model_did_you_mean():
 
 def test_hdf5_message_is_one_line(capsys, monkeypatch):
     """HDF5's write errors carry ctime()'s newline ("time = Sat Nov 28 16:06:05 2026\\n, ...")."""
-    import g10fast.cli as cli
+    import g10fast.cli.catalog as cli
     from g10fast.errors import InputError
 
     text = ("cannot write the event trace (Can't write data (file write failed: time = Sat Nov "
@@ -181,7 +181,7 @@ def test_figures_onto_a_full_disk(capsys, tmp_path, monkeypatch):
 
 
 def test_other_os_errors_still_raise(monkeypatch):
-    import g10fast.cli as cli
+    import g10fast.cli.catalog as cli
 
     def bug(args):
         raise OSError(errno.EBADF, "Bad file descriptor")

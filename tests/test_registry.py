@@ -269,7 +269,8 @@ def test_import_order_follows_the_data_flow():
              "engine": 5, "trace_kernels": 5, "alloc": 5.5, "resources": 6, "policies": 6,
              "spec": 7, "results": 7, "trace": 7, "perfetto": 7.5, "run": 8,
              "memory_source": 8.5, "capture": 8.5, "sweep": 9, "figures": 10, "api": 11,
-             "validate": 11.5, "cli": 12}
+             "validate": 11.5, "cli": 12,
+             "__main__": 12}
     bad = []
     for f in (ROOT / "g10fast").rglob("*.py"):
         rel = f.relative_to(ROOT / "g10fast")

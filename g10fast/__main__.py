@@ -1,0 +1,5 @@
+"""`python -m g10fast`: the `g10fast` console script."""
+
+from g10fast.cli import console_main
+
+console_main()
