@@ -12,6 +12,19 @@ import contextlib
 import os
 import secrets
 
+from g10fast.errors import InputError
+
+
+def checked_target(path, param: str | None = None) -> str:
+    """``path`` as a string, once its folder is known to exist (checked before any work, so
+    that a long job does not end on an unwritable name): InputError naming the folder and
+    ``param`` otherwise."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise InputError("folder does not exist", path=directory, param=param)
+    return path
+
 
 def temporary_name(path, suffix: str = "") -> str:
     """A fresh hidden name next to ``path`` in the same directory (so that the rename is

@@ -33,7 +33,7 @@ import os
 
 import numpy as np
 
-from .atomic import atomic_path
+from .atomic import atomic_path, checked_target
 from .errors import InputError
 from .trace import EventKind, Location, open_trace
 
@@ -755,10 +755,7 @@ def export_trace(path, out, fmt: str = "perfetto", pages: bool = False,
     Written to a temporary name and renamed; InputError on a bad trace or range."""
     if fmt not in ("perfetto", "json"):
         raise InputError(f"unknown export format {fmt!r} (perfetto or json)", param="--format")
-    out = os.fspath(out)
-    directory = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(directory):
-        raise InputError("folder does not exist", path=directory)
+    out = checked_target(out)
     tr = open_trace(path)
     try:
         run = _Run(tr)
@@ -1151,10 +1148,7 @@ def plot_trace(path, out, kernels: str | None = None, samples: int = 2000) -> di
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    out = os.fspath(out)
-    directory = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(directory):
-        raise InputError("folder does not exist", path=directory)
+    out = checked_target(out)
     tr = open_trace(path)
     try:
         run = _Run(tr)

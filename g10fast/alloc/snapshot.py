@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from g10fast.alloc.trace import FREE, MALLOC, AllocTrace, _resolve
+from g10fast.atomic import checked_target
 from g10fast.errors import InputError
 
 MiB = 1 << 20
@@ -660,10 +661,7 @@ def _with_offsets(res, off):
 
 
 def write_snapshot(snap: dict, path) -> str:
-    p = str(path)
-    if not Path(p).resolve().parent.is_dir():
-        raise InputError("folder does not exist", path=str(Path(p).resolve().parent),
-                         param="--memory-snapshot")
+    p = checked_target(path, "--memory-snapshot")
     tmp = p + ".tmp"
     try:
         with open(tmp, "wb") as f:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from g10fast.atomic import checked_target
 from g10fast.capture.model import Model
 from g10fast.capture.recorder import Recorder
 from g10fast.errors import InputError
@@ -322,19 +323,14 @@ def _gpt2_sig(batch=None, seq_len=None, dtype=None, optimizer=None):  # pragma: 
 
 
 def capture_cli(args) -> int:
-    import os
     import resource
 
     from g10fast.hardware import load_preset
     from g10fast.workload.h5trace import write_workload_h5
     from g10fast.workload.times import frequency_hz
-    d = os.path.dirname(os.path.abspath(args.out))
-    if not os.path.isdir(d):
-        raise InputError("folder does not exist", path=d, param="--out")
+    checked_target(args.out, "--out")
     if getattr(args, "memory_snapshot", None):
-        d = os.path.dirname(os.path.abspath(args.memory_snapshot))
-        if not os.path.isdir(d):
-            raise InputError("folder does not exist", path=d, param="--memory-snapshot")
+        checked_target(args.memory_snapshot, "--memory-snapshot")
     model = resolve_model(args.model, batch=args.batch, seq_len=args.seq_len, dtype=args.dtype,
                           optimizer=args.optimizer)
     if isinstance(model.batch, bool) or not isinstance(model.batch, int) or model.batch <= 0:

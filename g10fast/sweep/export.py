@@ -23,7 +23,7 @@ import csv
 import math
 import os
 
-from ..atomic import atomic_path
+from ..atomic import atomic_path, checked_target
 from ..errors import InputError
 
 __all__ = ["EXPORT_COLUMNS", "export_rows", "export_points"]
@@ -102,9 +102,7 @@ def export_points(store_path, out) -> dict:
     ext = os.path.splitext(out)[1].lower()
     if ext not in (".csv", ".parquet"):
         raise InputError("the output must end in .csv or .parquet", param="--out")
-    d = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(d):
-        raise InputError("folder does not exist", path=d)
+    checked_target(out)
     pa = pq = None
     if ext == ".parquet":
         try:

@@ -19,7 +19,7 @@ import zlib
 
 import numpy as np
 
-from g10fast.atomic import atomic_path
+from g10fast.atomic import atomic_path, checked_target
 from g10fast.errors import InputError
 from g10fast.workload.model import PAGE_SIZE, Workload, address_layout, page_round
 
@@ -104,10 +104,7 @@ def write_workload_h5(path, w: Workload, provenance: dict | None = None, *,
     cycles are counted in. transformer / trans_borden: what the artifact's per-workload quirks
     key on (O-15), kept so a replay plans as the original did."""
     import h5py
-    path = os.fspath(path)
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d):
-        raise InputError("folder does not exist", path=d)
+    path = checked_target(path)
     prov = {"source": "?", "model": w.name, "batch": int(w.batch_size), "gpu": "?"}
     prov.update({k: v for k, v in (provenance or {}).items() if v is not None})
     prov["created_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
