@@ -50,7 +50,7 @@ def functions(path: Path) -> dict[str, list[str]]:
     for line in open(path):
         if re.match(r"^[_A-Za-z][\w.$]*:\s*$", line):
             name = line.strip()[:-1]
-            m = re.search(r"page.kernels\d*(\w+?)B", name)
+            m = re.search(r"page(?:.kernels\d*|\d+[a-z_]+?\d+)(\w+?)B", name)
             cur = ("cpython." if "cpython" in name else "cfunc." if name.startswith("cfunc")
                    else "") + (m.group(1) if m else name[:40])
             if "Literal" in name:

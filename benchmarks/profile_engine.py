@@ -13,7 +13,7 @@ starts. Samples outside the engine (Python, planning, NumPy, the kernel) count a
 MODEL, BATCH and POLICY name ../shared/g10-artifact/src/configs/MODEL/BATCH-sim_POLICY.config
 (POLICY: lru, prefetch_lru, deepUM, with the artifact's suffixes such as lru-cpu64). The
 engine time printed is the CPU time of the simulate_pages call alone, warm cache; the first
-run after an edit of page.kernels.py compiles, so run it twice then.
+run after an edit of a page engine module compiles, so run it twice then.
 """
 
 from __future__ import annotations
@@ -47,10 +47,16 @@ def text_symbols(obj: Path) -> list[tuple[int, int, str]]:
     return sorted(syms)
 
 
+#: a page engine kernel's symbol: the stage module (`4page4loop`, `4page5fetch`, ...; the one
+#: module `page_kernels` before the split) and the kernel's name (group 1)
+KERNEL_SYMBOL = r"page(?:.kernels|\d+[a-z_]+?)\d+(\w+?)B\d"
+
+
 def short_name(mangled: str) -> str:
-    """page.kernels' function name out of Numba's mangled symbol (`_ZN7g10fast6engine12
-    page_kernels11_busy_ticksB3v11...` -> `_busy_ticks`)."""
-    m = re.search(r"page.kernels\d+(\w+?)B\d", mangled)
+    """A page engine kernel's name out of Numba's mangled symbol (`_ZN7g10fast6engine4page4
+    loop11_busy_ticksB3v11...` -> `_busy_ticks`; the stage module's name is left out, as the
+    single module's, `page_kernels`, before the engine's kernels were split by stage)."""
+    m = re.search(KERNEL_SYMBOL, mangled)
     return m.group(1) if m else mangled[:60]
 
 
@@ -94,7 +100,8 @@ def child(args) -> None:
     cache_dir = Path(os.environ.get("NUMBA_CACHE_DIR") or Path(pk.__file__).parent / "__pycache__")
     line = pk.run_engine.py_func.__code__.co_firstlineno
     blob = None
-    for f in sorted(cache_dir.rglob(f"page.kernels.run_engine-{line}.*.nbc")):
+    stem = Path(pk.run_engine.py_func.__code__.co_filename).stem
+    for f in sorted(cache_dir.rglob(f"{stem}.run_engine-{line}.*.nbc")):
         data = f.read_bytes()
         if name.encode() in data:
             blob = data[data.find(b"\x7fELF"):]

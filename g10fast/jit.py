@@ -46,6 +46,11 @@ a page fault and a zeroed page: 2-6 s of system CPU, depending on the caller's s
 The large frame (70,000 unused local slots) makes the interpreter map one 1 MiB chunk whose
 rest holds the compile's frames: 0.1 M faults and 0.2-0.3 s at every depth.
 
+A cached kernel's on-disk cache is stale when its own source file changes (Numba compares the
+file's time and size), not when a kernel it calls changes in another file, although the
+cache holds that kernel's code too: a kernel whose callees live in other modules declares
+them (`cache_depends_on`), and their files' times and sizes join its cache's stamp.
+
 Switch: G10FAST_NO_JIT=1 (any value but "" and "0") leaves every g10fast kernel a plain
 Python function, for a debugger, coverage or a print while chasing a bug (slow: hundreds of
 times slower; the small tests are fine). It is read once, at import. NUMBA_DISABLE_JIT=1
@@ -255,6 +260,23 @@ def jit(*, internal: bool = False, **options):
         return lambda fn: _link_only_dispatcher(_plain_calls(compile_(fn)), options)
     compile_ = njit(cache=True, **options)
     return lambda fn: _deep_compiles(_plain_calls(compile_(fn)))
+
+
+def cache_depends_on(disp, modules):
+    """Make the on-disk cache of `disp` (a cached kernel) stale when the source file of any of
+    `modules` changes, as when its own does (see the module's docstring): the files' times and
+    sizes, read now, join the stamp that Numba compares with the one in the cache's index.
+    Returns `disp`; does nothing under G10FAST_NO_JIT or where the cache is not Numba's
+    index-and-data files."""
+    cache_file = getattr(getattr(disp, "_cache", None), "_cache_file", None)
+    if cache_file is None or not hasattr(cache_file, "_source_stamp"):
+        return disp
+    stamps = [cache_file._source_stamp]
+    for m in modules:
+        st = os.stat(m.__file__)
+        stamps.append((m.__name__, st.st_mtime, st.st_size))
+    cache_file._source_stamp = tuple(stamps)
+    return disp
 
 
 kernel = jit()

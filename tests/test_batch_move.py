@@ -1,4 +1,4 @@
-"""`page.kernels._batch_move` (the ring's run of page moves with victims, DeepUM and the ring
+"""`page.batch._batch_move` (the ring's run of page moves with victims, DeepUM and the ring
 LRU) against a plain-Python twin that moves the pages one by one, as the page loop does: on
 random small rings (wrapping around), tombstones, stale and in-transfer entries, cursor and
 scan positions anywhere between head and tail, arrivals that overlap the victims' tensor or

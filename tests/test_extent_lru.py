@@ -1,4 +1,4 @@
-"""The extent LRU of the page engine (page.kernels, "The LRU list as extents"; the bulk engine
+"""The extent LRU of the page engine (page.lru, "The LRU list as extents"; the bulk engine
 under the LRU policies): its kernels against a plain-Python list of pages, its invariant
 check (`page.check.extent_lru_problem`) on engine runs and on broken states, and its growth."""
 

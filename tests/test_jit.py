@@ -155,3 +155,31 @@ def test_compiles_from_python_go_through_the_deep_stack(monkeypatch):
     assert k(q, 1, 4) == 4 and k(q, 1, 1) == 5
     assert calls == ["_compile_for_args"]          # the first call compiled, once
     assert type(k).__name__ == "DeepCPUDispatcher"
+
+
+def test_cache_depends_on_other_modules(tmp_path):
+    # a kernel's cache stamp takes in the files of the modules it declares: an edit of one of
+    # them (its size or time) gives another stamp, so Numba finds the cache stale
+    import types as pytypes
+
+    from g10fast.jit import cache_depends_on, jit
+    dep = tmp_path / "dep_mod.py"
+    dep.write_text("X = 1\n")
+    mod = pytypes.ModuleType("dep_mod")
+    mod.__file__ = str(dep)
+    k1 = jit()(_push)
+    own = k1._cache._cache_file._source_stamp
+    assert cache_depends_on(k1, [mod]) is k1
+    s1 = k1._cache._cache_file._source_stamp
+    assert s1[0] == own and s1[1][0] == "dep_mod" and s1[1][2] == 6
+    dep.write_text("X = 22\n")
+    k2 = cache_depends_on(jit()(_push), [mod])
+    s2 = k2._cache._cache_file._source_stamp
+    assert s2[0] == own and s2[1][2] == 7 and s2 != s1
+
+
+def test_page_engine_cache_depends_on_every_stage_module():
+    # run_engine's cache holds the whole engine: every stage module's file is in its stamp
+    from g10fast.engine.page import kernels as pk
+    stamp = pk.run_engine._cache._cache_file._source_stamp
+    assert {s[0] for s in stamp[1:]} >= {m.__name__ for m in pk.MODULES}

@@ -13,6 +13,13 @@ RUN = "_ZN7g10fast6engine12page_kernels10run_engineB2v1B36c8tJTIeFIjxB2IKSgI4Crv
 
 
 def test_short_name():
+    # the kernels split by stage: the stage module's name is left out
+    assert short_name("_ZN7g10fast6engine4page4loop11_busy_ticksB3v11B36c8tJTIeFIjxB2IKSgI4"
+                      "CrvQCltYEAA_3d_3dEx5ArrayIxLi2E1C7mutable7alignedE") == "_busy_ticks"
+    assert short_name("_ZN7g10fast6engine4page5fetch11_fetch_fastB3v12B36c8tJTIeFIjxB2IKS"
+                      "gI4CrvQCltYEAA_3d_3dE") == "_fetch_fast"
+    assert short_name("_ZN7g10fast6engine4page12kernel_begin13_kernel_beginB2v9B36c8tJTIeFIj"
+                      "xB2IKSgI4CrvQCltYEAA_3d_3dE") == "_kernel_begin"
     assert short_name(BUSY) == "_busy_ticks"
     assert short_name(RUN) == "run_engine"
     assert short_name("memcpy") == "memcpy"

@@ -1,4 +1,4 @@
-"""Freed page states given back to the operating system (page.kernels, `_release_free`;
+"""Freed page states given back to the operating system (page.release, `_release_free`;
 `page.RELEASE_DEFAULT`, Linux): the kernel releases exactly the memory pages lying wholly
 within the range whose states are all zero, leaves every value as it was, and the memory is
 really given back (and `_populate` maps it again at once); runs with the release equal runs

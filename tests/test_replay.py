@@ -1,4 +1,4 @@
-"""Busy ticks replayed (page.kernels, "A busy tick replayed"; the bulk engine under the LRU
+"""Busy ticks replayed (page.replay, "A busy tick replayed"; the bulk engine under the LRU
 policies, untraced): runs with the replay equal runs without it (every busy tick stage by
 stage) and, on some, the per-page reference engine, on random workloads made to repeat
 ticks (large tensors, small per-tick caps, a host line at zero, low, or above the footprint,

@@ -345,7 +345,7 @@ def _crash_record(task: dict, msg: str) -> dict:
 
 
 #: the modules with cache=True Numba kernels
-_NUMBA_MODULES = ("g10fast.engine.page.kernels", "g10fast.engine.tensor.kernels",
+_NUMBA_MODULES = ("g10fast.engine.page.loop", "g10fast.engine.tensor.kernels",
                   "g10fast.planner.g10_kernels")
 
 

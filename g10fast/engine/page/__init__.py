@@ -1,5 +1,6 @@
 """The G10-compatible page-level UVM engine: validation, set-up and statistics around the
-Numba kernels of `page.kernels` (simulator spec §3–§9, §13, §14).
+Numba kernels of `page.kernels` (simulator spec §3–§9, §13, §14; the kernels live in stage
+modules, `page.layout` to `page.loop`, and `page.kernels` names them all).
 
     simulate_pages(workload, page_params(system, mode), hints=None, trace=None,
                    progress=None) -> PageRun
@@ -27,11 +28,11 @@ LRU_INT32_PAGES = 1 << 27
 # the reference (`bulk=False`; docs/page-engine-bulk.md)
 BULK_DEFAULT = True
 # In the bulk engine under the LRU policies (extent LRU), untraced: a busy tick that repeats
-# the last one that ran stage by stage is carried out directly (page.kernels, "A busy tick
+# the last one that ran stage by stage is carried out directly (page.replay, "A busy tick
 # replayed"; same results). False runs every tick stage by stage (a check of the replay).
 REPLAY_DEFAULT = True
 # Give the page states of freed tensors back to the operating system when they hold only
-# zeros (page.kernels, "freed page states given back"; Linux only, same results): the page
+# zeros (page.release, "freed page states given back"; Linux only, same results): the page
 # states' memory follows the live tensors instead of every page ever touched
 RELEASE_DEFAULT = sys.platform.startswith("linux")
 # (with it, the page states are kept in the system's small memory pages: see _small_pages)
@@ -319,7 +320,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     nz = np.nonzero(tnp > 0)[0]
     order = nz[np.argsort(tstart[nz], kind="stable")]
     # page -> tensor lookup: first pages in ascending order, with one past the last page as a
-    # sentinel, and the tensor ids (see page.kernels.tensor_of)
+    # sentinel, and the tensor ids (see page.helpers.tensor_of)
     srt = np.zeros((2, len(order) + 1), dtype=np.int64)
     srt[0, :-1] = tstart[order]
     srt[0, -1] = V
@@ -339,7 +340,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
         tt[:, pk.TT_RES] = tnp            # every page resident from the start
     bulk = BULK_DEFAULT if bulk is None else bool(bulk)
     S = np.zeros(pk.NS, dtype=np.int64)
-    # The LRU list: for the LRU policies in the bulk engine, extents (page.kernels, "The LRU
+    # The LRU list: for the LRU policies in the bulk engine, extents (page.lru, "The LRU
     # list as extents"); else the reference ring of page entries.
     # DeepUM on extents too (its cursor a page of the list), but for runs with planned
     # pre-evictions: under DeepUM a GPU page in transfer stays a non-PF victim (§8.2), which

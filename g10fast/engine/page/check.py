@@ -399,7 +399,7 @@ def _extent_lru_scan(rec, S, tt, pstate, n_res, seen, listed, out):
 
 
 def extent_lru_problem(lru, S, tt, pstate, seen=None, n_res=None, listed=None) -> str | None:
-    """What is wrong with an extent LRU (page.kernels, "The LRU list as extents"), or None: the
+    """What is wrong with an extent LRU (page.lru, "The LRU list as extents"), or None: the
     list's extents, walked in order, are linked both ways, each a non-empty run of one
     tensor's pages that are all in the GPU and not in transfer, no page twice; together they
     are every such page; each tensor's chain holds exactly its extents, whose pages add up to

@@ -1,0 +1,428 @@
+"""The general path, one page at a time (`_general_page`: victim selection, eviction,
+allocation, events), and the end of a busy tick (`_tick_end`, `_next_tick_busy`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from g10fast.engine.page.batch import _next_stage_after_failure
+from g10fast.engine.page.helpers import (
+    _eligible, _emit, _emit_run, _is_alive, _live, _no_faults_queued, _q_pop, _q_push, _tpos,
+)
+from g10fast.engine.page.layout import (
+    EV_ALLOC, EV_EVICT, EV_FETCH, EV_TRANSFER, E_DEAD_LIVE_EVICT, E_HOST_OVERFLOW, E_NONE,
+    E_NO_VICTIM, F_TRANSFER, F_WAIT, GEN_SHIFT, LOC_MASK, NQ, P_II, P_RELEASE, P_XMARGIN,
+    Q_PF_ALLOC, Q_PF_CPU, Q_PF_SSD, Q_PREFETCH_CPU, Q_PREFETCH_SSD, RES_MASK, S_CUR_KERNEL,
+    S_ERROR, S_ERR_A, S_EV_PAUSE, S_IN_OPEN, S_KB_KERNEL, S_KB_NEWITER, S_KB_PENDING, S_KB_SEQ,
+    S_KB_TIME, S_LRU_CUR, S_LRU_SCAN, S_LRU_TAIL, S_NBND, S_NEV, S_NSTAT, S_OUT_OPEN, S_QH, S_QT,
+    S_RESCHED, S_R_STARTED, S_SEQ, S_STAT_PAUSE, S_TICK_SEQ, S_TICK_TIME, S_XFER, S_X_HEAD,
+    S_X_NFREE, TT_REQ, TT_RES, TT_WIN, _G_PE_CPU, _G_PE_SSD, _G_PF_ALLOC, _G_PF_SSD, _G_PREALLOC,
+    _G_PRE_CPU, _G_PRE_SSD, _G_RS_ALLOC, _G_RS_SSD, _kernel, _kernel_page, _kernel_stage, _u,
+)
+from g10fast.engine.page.lru import (
+    XW, X_LO, _cur_norm, _lru_compact, _lru_remove_unknown, _x_arrive, _x_remove, _xd_after,
+    _xd_take, _xd_victim,
+)
+from g10fast.engine.page.release import _release_dropped
+from g10fast.engine.page.stages import _add_traffic, _count_in, _count_out, _lru_append
+from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
+
+
+@_kernel_page
+def _select_victim(deepum, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
+                   dum_end, tc_c):
+    """Victim selection of the general path (§8) for a page that needs a GPU frame when the
+    GPU is full (pf: a demand fetch, or a page of a required tensor). Returns the victim's
+    LRU slot (-1: none) and the cursor, scan position, DeepUM END flag and window lookup
+    cache after the search."""
+    slot = -1
+    if deepum and not pf:
+        # §8.2 non-PF: from the cursor, skip window tensors; END is sticky (O-15)
+        if dum_end == 0:
+            s = lru_cur
+            if s < hd:
+                s = hd
+            while s < lru_tail:
+                e = lru[_u(s & lm)]
+                if e >= 0:
+                    vp = e >> GEN_SHIFT
+                    vs = np.int64(pstate[_u(vp)])
+                    if _live(vs, e):
+                        tc_c = _tpos(srt, tc_c, vp)
+                        if not tt[srt[1, _u(tc_c)], TT_WIN]:
+                            slot = s
+                            break
+                s += 1
+            if slot >= 0:
+                lru_cur = slot + 1
+            else:
+                lru_cur = lru_tail
+                dum_end = 1
+        return slot, lru_cur, lru_scan, dum_end, tc_c
+    if not deepum:
+        # §8.1: first non-in-transfer page from the cursor, else from the head. Entries
+        # before the cursor are never eligible (they were in transfer when passed, and such
+        # pages only leave the list), so one scan from the cursor is the artifact's
+        # scan-then-rescan.
+        s = lru_cur
+        if s < hd:
+            s = hd
+        while s < lru_tail:
+            e = lru[_u(s & lm)]
+            if e >= 0:
+                vs = np.int64(pstate[_u(e >> GEN_SHIFT)])
+                if _eligible(vs, e):
+                    slot = s
+                    break
+            s += 1
+    if slot < 0:
+        # (DeepUM PF: the first non-in-transfer page from the head.) The scan starts past
+        # the entries an earlier one found ineligible: those can never become eligible
+        # (tombstones stay dead until a compaction, and a GPU page in transfer leaves the
+        # GPU before its flag clears), so this only saves rescanning a growing prefix
+        # (quadratic in DeepUM).
+        s = lru_scan
+        if s < hd:
+            s = hd
+        while s < lru_tail:
+            e = lru[_u(s & lm)]
+            if e >= 0:
+                vs = np.int64(pstate[_u(e >> GEN_SHIFT)])
+                if _eligible(vs, e):
+                    slot = s
+                    break
+            s += 1
+        lru_scan = s
+    if slot >= 0:
+        if not deepum:
+            lru_cur = slot + 1
+        elif lru_cur == slot:
+            lru_cur = slot + 1
+    return slot, lru_cur, lru_scan, dum_end, tc_c
+
+
+@_kernel_page
+def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev,
+                c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait,
+                live_warn, lru_tail, lru_cur, lru_scan, tc_b):
+    """§9.3 evict: page v leaves the GPU for dest (NOT_PRESENT: dropped). ev_slot is its LRU
+    slot when it is a victim (ev_pf), -1 for a pre-eviction (its entry is then left stale).
+    A page of a required tensor is queued again as a fault. Errors (a live page dropped by
+    a pre-eviction, host overflow) go to S[S_ERROR]. Returns the tick's state after it."""
+    HOST = prm.HOST
+    lm = prm.lm
+    tc_b = _tpos(srt, tc_b, v)
+    T = srt[1, _u(tc_b)]
+    st0 = np.int64(pstate[_u(v)])
+    if dest == NOT_PRESENT and _is_alive(tt, T, k):
+        if ev_pf:
+            live_warn += 1
+        else:
+            S[S_ERROR] = E_DEAD_LIVE_EVICT
+    n = 0
+    overflow = False
+    if dest == IN_CPU:
+        if host_used >= HOST:
+            S[S_ERROR] = E_HOST_OVERFLOW
+            S[S_ERR_A] = v
+            overflow = True
+        else:
+            host_used += 1
+            if host_used > host_peak:
+                host_peak = host_used
+            n = 1
+    elif dest == IN_SSD:
+        n = 1
+    if not overflow:
+        if prm.xl:
+            # the extent list: a victim is its first page; a pre-evicted page leaves it when
+            # it was in it (resident, not in transfer)
+            if ev_slot >= 0:
+                _xd_take(lru, S, tt, ev_slot, v, 1)
+            elif (st0 & RES_MASK) == IN_GPU:
+                _x_remove(lru, S, tt, T, v, v + 1)
+        elif ev_slot >= 0:
+            lru[_u(ev_slot & lm)] = -1
+        else:
+            S[S_LRU_TAIL] = lru_tail
+            S[S_LRU_CUR] = lru_cur
+            S[S_LRU_SCAN] = lru_scan
+            _lru_remove_unknown(lru, pstate, S, v)
+            lru_tail = S[S_LRU_TAIL]
+            lru_cur = S[S_LRU_CUR]
+            lru_scan = S[S_LRU_SCAN]
+        st = (np.int64(pstate[_u(v)]) & ~LOC_MASK) | dest
+        gpu_used -= 1
+        if n != 0:
+            c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
+                dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, prm.CPU_CAP,
+                prm.SSD_CAP, 1)
+        if trace:
+            _emit_run(ev, S, S_OUT_OPEN, t, EV_EVICT, it, k, T, v, IN_GPU, dest,
+                      1 if ev_slot >= 0 else 0)
+        if tt[_u(T), TT_REQ]:
+            if dest == IN_CPU:
+                _q_push(qb, S, Q_PF_CPU, v, 1)
+            elif dest == IN_SSD:
+                _q_push(qb, S, Q_PF_SSD, v, 1)
+            else:
+                _q_push(qb, S, Q_PF_ALLOC, v, 1)
+            st |= F_TRANSFER
+            if not (st & F_WAIT):
+                st |= F_WAIT
+                wait += 1
+        else:
+            st &= ~F_TRANSFER
+        pstate[_u(v)] = st
+        if st == 0 and prm.xl and prm.deepum and S[P_RELEASE] != 0:
+            _release_dropped(pstate, v, v + 1, S)
+        if (st0 & RES_MASK) == IN_GPU:
+            tt[_u(T), TT_RES] -= 1
+    return (c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait,
+            live_warn, lru_tail, lru_cur, lru_scan, tc_b)
+
+
+@_kernel_page
+def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, pstate, lru, S,
+                ev,
+                c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan):
+    """§9.3 alloc_page: page p (at a_src, of tensor a_tensor) takes a free GPU frame, at the
+    LRU tail (the list compacted first when it is full). Returns the tick's state after it."""
+    lm = prm.lm
+    if a_src == IN_CPU:
+        host_used -= 1
+        if c_fed == IN_SSD:
+            c_fed = NOT_KNOWN
+    gpu_used += 1
+    st0 = np.int64(pstate[_u(p)])
+    # (IN_GPU is written before a compaction, which reads the page states)
+    pstate[_u(p)] = (st0 & ~LOC_MASK) | IN_GPU
+    if prm.xl:
+        wait = _x_arrive(lru, S, tt, pstate, a_tensor, p, 1, wait)
+    else:
+        if lru_tail - prm.hd >= prm.lcap:
+            S[S_LRU_TAIL] = lru_tail
+            S[S_LRU_CUR] = lru_cur
+            S[S_LRU_SCAN] = lru_scan
+            _lru_compact(lru, pstate, S)
+            lru_tail = S[S_LRU_TAIL]
+            lru_cur = S[S_LRU_CUR]
+            lru_scan = S[S_LRU_SCAN]
+        if prm.deepum and lru_cur < lru_tail:
+            lru_cur = _cur_norm(lru, lm, pstate, lru_cur, lru_tail)
+        lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur,
+                                              wait)
+    if (st0 & RES_MASK) != IN_GPU:
+        tt[a_tensor, TT_RES] += 1
+    if trace:
+        _emit_run(ev, S, S_IN_OPEN, t, EV_FETCH if is_fetch else EV_ALLOC, it, k, a_tensor, p,
+                  a_src, IN_GPU, 1 if is_pf else 0)
+    return c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan
+
+
+@_kernel_page
+def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev, counters,
+                  gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
+                  lru_scan, dum_end, tc_a, tc_b, tc_c):
+    """General path of a batcher tick: the head page p of stage `stage`'s queue q, which the
+    stage admits. A pre-eviction evicts p; an allocating stage gives p a GPU frame, after
+    evicting a victim when the GPU is full (a prefetch page not where its queue says moves
+    to the other prefetch queue instead; a stage without a victim is over). Returns the
+    stage the tick goes on with and the tick's state. (The tick's counters travel as one
+    tuple, `counters`: c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
+    c_fed; with them one by one, the call would have more than 30 arguments, which CPython
+    passes as *args, and Numba cannot inline such a call.)"""
+    c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed = counters
+    G = prm.G
+    deepum = prm.deepum
+    lm = prm.lm
+    hd = prm.hd
+    qm = qb.shape[1] - 1
+    p = qb[q, _u(S[S_QH + q] & qm), 0]
+
+    # ---- what happens to page p ----
+    ev_v = -1
+    ev_slot = -1
+    ev_dest = 0
+    ev_pf = False
+    a_src = 0
+    a_tensor = -1
+    is_pf = True
+    is_fetch = True
+    fetch_src = IN_SSD
+    if stage <= _G_PE_CPU:
+        # pre-eviction
+        ev_v = p
+        if c_fed != NOT_KNOWN:
+            ev_dest = c_fed
+        else:
+            ev_dest = IN_SSD if stage == _G_PE_SSD else IN_CPU
+    else:
+        if stage == _G_PRE_SSD or stage == _G_PRE_CPU:
+            loc = np.int64(pstate[_u(p)]) & LOC_MASK
+            want = IN_SSD if stage == _G_PRE_SSD else IN_CPU
+            if loc != want:
+                if loc == IN_CPU and stage == _G_PRE_SSD:
+                    _q_push(qb, S, Q_PREFETCH_CPU, p, 1)
+                elif loc == IN_SSD and stage == _G_PRE_CPU:
+                    _q_push(qb, S, Q_PREFETCH_SSD, p, 1)
+                _q_pop(qb, S, q)
+                return (stage, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu,
+                        c_alloc, c_ffs, c_fed), gpu_used, host_used, host_peak, wait,
+                        live_warn, lru_tail, lru_cur, lru_scan, dum_end, tc_a, tc_b, tc_c)
+            is_pf = False
+            fetch_src = want
+        elif stage == _G_PF_ALLOC or stage == _G_RS_ALLOC:
+            is_fetch = False
+        elif stage == _G_PREALLOC:
+            is_fetch = False
+            is_pf = False
+        else:
+            # demand fetches pop before allocating
+            fetch_src = IN_SSD if (stage == _G_PF_SSD or stage == _G_RS_SSD) else IN_CPU
+            _q_pop(qb, S, q)
+        a_src = np.int64(pstate[_u(p)]) & LOC_MASK
+        tc_a = _tpos(srt, tc_a, p)
+        a_tensor = srt[1, _u(tc_a)]
+        if gpu_used >= G:
+            # ---- victim selection (§8) ----
+            pf = is_pf or tt[a_tensor, TT_REQ] != 0
+            if prm.xl:
+                # (the extent list holds just the victims: its first page; DeepUM: from the
+                # cursor, non-PF, where END is sticky (O-15), or the first page, PF; the
+                # slot is the victim's record)
+                if deepum:
+                    slot, ev_v = _xd_victim(not pf, lru, S, tt, srt, lru_cur, dum_end)
+                    if slot >= 0:
+                        if not pf or lru_cur == ev_v:
+                            lru_cur = _xd_after(lru, S, slot, ev_v + 1)
+                    elif not pf and dum_end == 0:
+                        lru_cur = -1
+                        dum_end = 1
+                else:
+                    slot = S[S_X_HEAD]
+                    if slot >= 0:
+                        ev_v = lru[_u(slot * XW + X_LO)]
+            else:
+                slot, lru_cur, lru_scan, dum_end, tc_c = _select_victim(
+                    deepum, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
+                    dum_end, tc_c)
+            if slot < 0:
+                if not (deepum and not pf):
+                    S[S_ERROR] = E_NO_VICTIM
+                return (_next_stage_after_failure(stage), (c_in, c_in_ssd, c_in_cpu, c_out,
+                        c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed), gpu_used, host_used,
+                        host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan, dum_end,
+                        tc_a, tc_b, tc_c)
+            if not prm.xl:
+                ev_v = lru[_u(slot & lm)] >> GEN_SHIFT
+            ev_slot = slot
+            ev_pf = True
+            if deepum:
+                tc_b = _tpos(srt, tc_b, ev_v)
+                ev_dest = IN_CPU if _is_alive(tt, srt[1, _u(tc_b)], k) else NOT_PRESENT
+            else:
+                ev_dest = IN_CPU
+            if ev_dest != NOT_PRESENT and c_fed != NOT_KNOWN:
+                ev_dest = c_fed
+
+    # ---- evict page ev_v to ev_dest (§9.3 evict) ----
+    if ev_v >= 0:
+        (c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait, live_warn,
+         lru_tail, lru_cur, lru_scan, tc_b) = _evict_page(
+            ev_v, ev_dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev,
+            c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait,
+            live_warn, lru_tail, lru_cur, lru_scan, tc_b)
+        if stage <= _G_PE_CPU:
+            _q_pop(qb, S, q)
+            if S[S_ERROR] != E_NONE:
+                stage = _G_PF_SSD
+        elif S[S_ERROR] != E_NONE:
+            stage = _next_stage_after_failure(stage)
+        if stage <= _G_PE_CPU or S[S_ERROR] != E_NONE:
+            return (stage, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc,
+                    c_ffs, c_fed), gpu_used, host_used, host_peak, wait, live_warn, lru_tail,
+                    lru_cur, lru_scan, dum_end, tc_a, tc_b, tc_c)
+
+    # ---- give page p a GPU frame (§9.3 alloc_page) ----
+    c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan = _alloc_page(
+        p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, pstate, lru, S, ev, c_fed,
+        gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan)
+
+    # ---- stage bookkeeping ----
+    if is_fetch:
+        c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
+            fetch_src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, prm.CPU_CAP, prm.SSD_CAP, 1)
+        if stage == _G_PRE_SSD or stage == _G_PRE_CPU:
+            _q_pop(qb, S, q)
+        elif c_ffs != NOT_KNOWN and c_ffs != fetch_src:
+            stage += 1
+    else:
+        c_alloc += 1
+        _q_pop(qb, S, q)
+    return (stage, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
+            c_fed), gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
+            lru_scan, dum_end, tc_a, tc_b, tc_c)
+
+
+@_kernel_stage
+def _tick_end(t, it, k, trace, S, pcie, bnd, ev, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd,
+              c_out_cpu, c_alloc, wait):
+    """The end of a busy tick at time t (§9.6): it opens a transfer period if none is open,
+    adds its traffic to iteration it's, resumes the waiting kernel when no fault is left, and
+    advances the tick clock. Returns the next tick's time and whether the kernel resumed."""
+    if not S[S_XFER]:
+        n = S[S_NBND]
+        bnd[n, 0] = it
+        bnd[n, 1] = t
+        bnd[n, 2] = 1
+        S[S_NBND] = n + 1
+        S[S_XFER] = 1
+        if trace:
+            _emit(ev, S, t, EV_TRANSFER, it, k, -1, -1, -1, -1, -1, 1)
+    _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc)
+    resumed = S[S_RESCHED] != 0 and _no_faults_queued(S) and wait == 0
+    if resumed:
+        _resume(t, S)
+    t += S[P_II]
+    S[S_TICK_TIME] = t
+    S[S_TICK_SEQ] = S[S_SEQ]
+    S[S_SEQ] += 1
+    return t, resumed
+
+
+@_kernel_stage
+def _next_tick_busy(t, S, bnd_cap, half):
+    """Whether run_engine's next event (same tests) would be another busy tick at time t,
+    with nothing to drain or grow first: no pause due, some queue holding a page, none past
+    half full, and no kernel event due before it."""
+    if (S[S_NBND] + 4 > bnd_cap or S[S_NEV] >= S[S_EV_PAUSE]
+            or S[S_NSTAT] >= S[S_STAT_PAUSE] or S[S_X_NFREE] < S[P_XMARGIN]):
+        return False
+    busy = False
+    for q in range(NQ):
+        qlen = S[S_QT + q] - S[S_QH + q]
+        if qlen > half:
+            return False
+        if qlen > 0:
+            busy = True
+    if not busy:
+        return False
+    if S[S_KB_PENDING] and (S[S_KB_TIME] < t or (S[S_KB_TIME] == t
+                                                and S[S_KB_SEQ] < S[S_TICK_SEQ])):
+        return False
+    return True
+
+
+@_kernel
+def _resume(t, S):
+    """§9.6: the waiting kernel resumes at the tick at time t (its event is queued now)."""
+    S[S_KB_PENDING] = 1
+    S[S_KB_TIME] = t
+    S[S_KB_SEQ] = S[S_SEQ]
+    S[S_SEQ] += 1
+    S[S_KB_KERNEL] = S[S_CUR_KERNEL]
+    S[S_KB_NEWITER] = 0
+    S[S_R_STARTED] = 1
+
+

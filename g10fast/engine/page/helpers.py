@@ -1,0 +1,184 @@
+"""Small helpers of the page engine's kernels: the page -> tensor lookup (`tensor_of`), the
+page-run queues (`_q_push`, `_q_pop`), event rows (`_emit`, `_emit_run`), a stage's admission
+test (`_admit`) and the page and tensor liveness tests."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from g10fast.engine.page.layout import (
+    E_BUFFER_OVERFLOW, E_QUEUE_OVERFLOW, GEN_MASK, GEN_SHIFT, LOC_MASK, Q_PF_ALLOC, Q_PF_CPU,
+    Q_PF_SSD, RES_MASK, S_ERROR, S_NEV, S_QH, S_QT, TT_BIRTH, TT_DEATH, TT_GLOBAL, TT_REQ,
+    _G_PF_ALLOC, _G_PREALLOC, _G_PRE_CPU, _G_PRE_SSD, _G_RS_ALLOC, _kernel, _u,
+)
+from g10fast.locations import IN_GPU
+
+
+# ----------------------------------------------------------------------------------------
+# small helpers
+# ----------------------------------------------------------------------------------------
+
+@_kernel
+def tensor_of(srt, S, c, p):
+    """Tensor owning page p: the last non-empty tensor whose first page is <= p.
+
+    srt[0] holds the first pages (plus the page count as a sentinel), srt[1] the tensor
+    ids; S[c] caches the position of the last lookup through cache slot c."""
+    i = S[c]
+    if srt[0, _u(i)] <= p and p < srt[0, _u(i + 1)]:
+        return srt[1, _u(i)]
+    lo = 0
+    hi = srt.shape[1] - 1
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if srt[0, _u(mid)] <= p:
+            lo = mid
+        else:
+            hi = mid
+    S[c] = lo
+    return srt[1, _u(lo)]
+
+
+@_kernel
+def _q_push(qb, S, q, p, n):
+    """Append pages p..p+n-1 to queue q, merging with the last run when contiguous."""
+    cap = qb.shape[1]
+    m = cap - 1
+    h = S[S_QH + q]
+    t = S[S_QT + q]
+    if t > h:
+        last = (t - 1) & m
+        if qb[q, _u(last), 0] + qb[q, _u(last), 1] == p:
+            qb[q, _u(last), 1] += n
+            return
+    if t - h >= cap:
+        S[S_ERROR] = E_QUEUE_OVERFLOW
+        return
+    slot = t & m
+    qb[q, _u(slot), 0] = p
+    qb[q, _u(slot), 1] = n
+    S[S_QT + q] = t + 1
+
+
+@_kernel
+def _q_pop(qb, S, q):
+    slot = S[S_QH + q] & (qb.shape[1] - 1)
+    if qb[q, _u(slot), 1] > 1:
+        qb[q, _u(slot), 0] += 1
+        qb[q, _u(slot), 1] -= 1
+    else:
+        S[S_QH + q] += 1
+
+
+@_kernel
+def _emit(ev, S, t, kind, it, k, tensor, page, count, src, dst, value):
+    n = S[S_NEV]
+    if n >= ev.shape[0]:
+        S[S_ERROR] = E_BUFFER_OVERFLOW
+        return -1
+    ev[n, 0] = t
+    ev[n, 1] = kind
+    ev[n, 2] = it
+    ev[n, 3] = k
+    ev[n, 4] = tensor
+    ev[n, 5] = page
+    ev[n, 6] = count
+    ev[n, 7] = src
+    ev[n, 8] = dst
+    ev[n, 9] = value
+    S[S_NEV] = n + 1
+    return n
+
+
+@_kernel
+def _emit_run(ev, S, open_idx, t, kind, it, k, tensor, page, src, dst, value):
+    """Emit one page, extending the open run at ev[S[open_idx]] when it continues it."""
+    o = S[open_idx]
+    if o >= 0:
+        if (ev[o, 0] == t and ev[o, 1] == kind and ev[o, 4] == tensor
+                and ev[o, 5] + ev[o, 6] == page and ev[o, 7] == src and ev[o, 8] == dst
+                and ev[o, 9] == value):
+            ev[o, 6] += 1
+            return
+    S[open_idx] = _emit(ev, S, t, kind, it, k, tensor, page, 1, src, dst, value)
+
+
+@_kernel
+def _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc, GPU_CAP, CPU_CAP, SSD_CAP,
+           ALLOC_CAP):
+    """Whether an allocating stage (§9.2) may take one more page this tick: prefetches are
+    bounded by their link and the GPU link, demand and rescue fetches by the GPU link and the
+    allocation budget, allocations by the budget; all need a frame or room to evict to."""
+    if stage == _G_PRE_SSD:
+        return c_in_ssd < SSD_CAP and c_in < GPU_CAP and evict_ok
+    if stage == _G_PRE_CPU:
+        return c_in_cpu < CPU_CAP and c_in < GPU_CAP and evict_ok
+    if stage == _G_PF_ALLOC or stage == _G_PREALLOC or stage == _G_RS_ALLOC:
+        return evict_ok and c_alloc < ALLOC_CAP
+    return c_in < GPU_CAP and c_alloc < ALLOC_CAP and evict_ok
+
+
+@_kernel
+def _no_faults_queued(S):
+    """Whether the three demand queues (faults from CPU, from SSD, allocations) are empty."""
+    return (S[S_QT + Q_PF_CPU] == S[S_QH + Q_PF_CPU]
+            and S[S_QT + Q_PF_SSD] == S[S_QH + Q_PF_SSD]
+            and S[S_QT + Q_PF_ALLOC] == S[S_QH + Q_PF_ALLOC])
+
+
+@_kernel
+def _live(st, e):
+    """Whether LRU entry e (>= 0) is live, st being its page's state (int64)."""
+    return (st & LOC_MASK) == IN_GPU and (st >> GEN_SHIFT) == (e & GEN_MASK)
+
+
+@_kernel
+def _eligible(st, e):
+    """Whether LRU entry e (>= 0) is live and its page not in transfer (a victim)."""
+    return (st & RES_MASK) == IN_GPU and (st >> GEN_SHIFT) == (e & GEN_MASK)
+
+
+@_kernel
+def _is_alive(tt, T, k):
+    if tt[_u(T), TT_GLOBAL]:
+        return True
+    d = tt[_u(T), TT_DEATH]
+    if d == -1:
+        return k == tt[_u(T), TT_BIRTH]
+    return tt[_u(T), TT_BIRTH] <= k and k < d
+
+
+@_kernel
+def _tpos(srt, i, p):
+    """Position in srt of the tensor owning page p (see `tensor_of`), i being the position
+    of the last lookup."""
+    if srt[0, _u(i)] <= p and p < srt[0, _u(i + 1)]:
+        return i
+    lo = 0
+    hi = srt.shape[1] - 1
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if srt[0, _u(mid)] <= p:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@_kernel
+def _tensor_at(tt, srt, i, p):
+    """The tensor owning page p (`_tpos` from position i): its position in srt, id, first and
+    end page, and whether the current kernel requires it."""
+    i = _tpos(srt, i, p)
+    T = srt[1, _u(i)]
+    return i, T, srt[0, _u(i)], srt[0, _u(i + 1)], tt[_u(T), TT_REQ]
+
+
+@_kernel
+def _rp_canon(pstate, p, n, loc):
+    """How many of pages p, p+1, ... (at most n) lie at loc, from the first on."""
+    j = 0
+    while j < n and (np.int64(pstate[_u(p + j)]) & LOC_MASK) == loc:
+        j += 1
+    return j
+

@@ -1,0 +1,268 @@
+"""The page engine's event loop (§5, §17.3): busy ticks one after another (`_busy_ticks`),
+quiet ticks, and `run_engine`, the kernel Python calls.
+
+`run_engine` is resumable: it returns `ST_PAUSE` when an output buffer needs draining or a
+queue needs room, with all of its state in the arrays it was given, and continues where it
+stopped when called again (the wrapper, `g10fast.engine.page.simulate_pages`, drains and
+calls it again)."""
+
+from __future__ import annotations
+
+import sys
+
+from g10fast.engine.page.batch import _fresh_counters, _stage_admission, _tick_params
+from g10fast.engine.page.fetch import _fetch_fast
+from g10fast.engine.page.general import _general_page, _next_tick_busy, _resume, _tick_end
+from g10fast.engine.page.helpers import _emit, _no_faults_queued
+from g10fast.engine.page.kernel_begin import _kernel_begin
+from g10fast.engine.page.layout import (
+    C_ALLOC, C_FED, C_FFS, C_IN, C_IN_CPU, C_IN_SSD, C_OUT, C_OUT_CPU, C_OUT_SSD, EV_TRANSFER,
+    E_NONE, NQ, P_II, P_NUM_ITER, P_REPLAY, P_TRACE, P_XMARGIN, ST_DONE, ST_ERROR, ST_PAUSE,
+    S_CUR_ITER, S_CUR_KERNEL, S_DEEPUM_END, S_DONE, S_ERROR, S_EV_PAUSE, S_GPU_USED, S_HOST_PEAK,
+    S_HOST_USED, S_IN_OPEN, S_KB_KERNEL, S_KB_NEWITER, S_KB_PENDING, S_KB_SEQ, S_KB_TIME,
+    S_LIVE_WARN, S_LRU_CUR, S_LRU_SCAN, S_LRU_TAIL, S_NBND, S_NEV, S_NSTAT, S_OUT_OPEN, S_QH, S_QT,
+    S_RESCHED, S_RP_MASK, S_SEQ, S_STAT_PAUSE, S_TC_A, S_TC_B, S_TC_C, S_TICK_SEQ, S_TICK_TIME,
+    S_WAIT, S_XFER, S_X_NFREE, _G_END, _G_PE_CPU, _G_PE_SSD, _G_PF_SSD, _G_PREALLOC, _kernel,
+    _kernel_py,
+)
+from g10fast.engine.page.replay import _rp_begin, _rp_end, _rp_host_ok, _rp_ticks
+from g10fast.engine.page.stages import _preevict_run
+from g10fast.jit import cache_depends_on
+from g10fast.locations import NOT_KNOWN
+
+
+@_kernel
+def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
+    """Busy batcher ticks from time t (§9.2, §9.3): ticks that find a queued page. Runs the
+    stages of the tick, its end (transfer boundary, per-iteration traffic, the resume
+    check of §9.6) and advances the tick clock as the event loop would; then, untraced,
+    goes on with the next tick as long as the event loop would choose that tick next and
+    it is busy too (no kernel event due before it, nothing to drain or grow), so that a run
+    of busy ticks pays the set-up below once. The per-tick counters of the last tick are
+    left in S[C_*].
+
+    The hot scalar state (per-tick counters, memory use, wait-set size, LRU positions,
+    lookup caches) is kept in local variables for the whole run of ticks, passed to and
+    returned by the stage functions, and written back to S at the end."""
+    prm = _tick_params(S)
+    HOST = prm.HOST
+    trace = S[P_TRACE] != 0
+    it = S[S_CUR_ITER]
+    k = S[S_CUR_KERNEL]
+    gpu_used = S[S_GPU_USED]
+    host_used = S[S_HOST_USED]
+    host_peak = S[S_HOST_PEAK]
+    wait = S[S_WAIT]
+    live_warn = S[S_LIVE_WARN]
+    lru_tail = S[S_LRU_TAIL]
+    lru_cur = S[S_LRU_CUR]
+    lru_scan = S[S_LRU_SCAN]
+    dum_end = S[S_DEEPUM_END]
+    tc_a = S[S_TC_A]
+    tc_b = S[S_TC_B]
+    tc_c = S[S_TC_C]
+    half = qb.shape[1] // 2
+    fast = not trace
+    replay = fast and S[P_REPLAY] != 0
+    while True:
+        # ---- a busy tick at time t (§9.2) ----
+        S[S_IN_OPEN] = -1
+        S[S_OUT_OPEN] = -1
+        if replay and S[S_RP_MASK] >= 0 and _rp_host_ok(S, host_used):
+            # ---- the template's tick again, and the ones after it ----
+            (n_rp, go_on, t, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc,
+                              c_ffs, c_fed),
+             gpu_used, host_used, host_peak, wait, tc_a) = _rp_ticks(
+                t, it, k, S, qb, pstate, lru, tt, srt, pcie, bnd, ev, prm, gpu_used, host_used,
+                host_peak, wait, tc_a, half)
+            if n_rp > 0 and not go_on:
+                break
+            # (else the next tick, if any replayed, is not the template's: it runs below)
+        (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
+         c_fed) = _fresh_counters(host_used, HOST)
+        rp_mask = 0
+        n_gen = 0
+        if replay:
+            rp_mask = _rp_begin(S, qb, pstate, gpu_used, host_used)
+        fast_block = False      # the general path takes the stage's next page
+        rescue = False
+        stage = _G_PE_SSD
+        while stage < _G_END:
+            stage, q, ok, rescue = _stage_admission(
+                stage, rescue, S, prm, wait, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu,
+                c_out, c_out_ssd, c_out_cpu, c_alloc)
+            if stage >= _G_END:
+                break
+            qh = S[S_QH + q]
+            if not ok or S[S_QT + q] <= qh:
+                stage += 1
+                fast_block = False
+                continue
+            if fast and not fast_block and stage <= _G_PE_CPU:
+                # ---- pre-eviction fast path (untraced) ----
+                (moved, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, host_peak, gpu_used,
+                 tc_b, lru_tail, lru_cur, lru_scan) = _preevict_run(
+                    stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out_cpu, c_fed,
+                    host_used, host_peak, gpu_used, tc_b, lru_tail, lru_cur, lru_scan)
+                fast_block = moved == 0
+                continue
+            if fast and not fast_block and _G_PF_SSD <= stage and stage <= _G_PREALLOC:
+                # ---- fetch fast path (untraced) ----
+                (stage, t, fast_block, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd,
+                                        c_out_cpu, c_alloc, c_ffs, c_fed),
+                 gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan, tc_a, tc_b,
+                 tc_c) = _fetch_fast(
+                    stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, bnd,
+                    (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
+                     c_fed), gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan,
+                    dum_end, tc_a, tc_b, tc_c)
+                continue
+            # ---- general path: one page ----
+            fast_block = False
+            n_gen += 1
+            (stage, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
+                     c_fed), gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
+             lru_scan, dum_end, tc_a, tc_b, tc_c) = _general_page(
+                stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev,
+                (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
+                gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan,
+                dum_end, tc_a, tc_b, tc_c)
+        if replay:
+            _rp_end(S, qb, rp_mask, n_gen, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu,
+                    c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed)
+        # ---- end of the tick: transfer boundary, traffic, resume check (§9.6) ----
+        t, resumed = _tick_end(t, it, k, trace, S, pcie, bnd, ev, c_in, c_in_ssd, c_in_cpu,
+                               c_out, c_out_ssd, c_out_cpu, c_alloc, wait)
+        # ---- is the next event another busy tick? (run_engine's choice, same tests) ----
+        if resumed or trace or S[S_ERROR] != E_NONE:
+            break
+        if not _next_tick_busy(t, S, bnd.shape[0], half):
+            break
+    S[C_IN] = c_in
+    S[C_IN_SSD] = c_in_ssd
+    S[C_IN_CPU] = c_in_cpu
+    S[C_OUT] = c_out
+    S[C_OUT_SSD] = c_out_ssd
+    S[C_OUT_CPU] = c_out_cpu
+    S[C_ALLOC] = c_alloc
+    S[C_FFS] = c_ffs
+    S[C_FED] = c_fed
+    S[S_GPU_USED] = gpu_used
+    S[S_HOST_USED] = host_used
+    S[S_HOST_PEAK] = host_peak
+    S[S_WAIT] = wait
+    S[S_LIVE_WARN] = live_warn
+    S[S_LRU_TAIL] = lru_tail
+    S[S_LRU_CUR] = lru_cur
+    S[S_LRU_SCAN] = lru_scan
+    S[S_DEEPUM_END] = dum_end
+    S[S_TC_A] = tc_a
+    S[S_TC_B] = tc_b
+    S[S_TC_C] = tc_c
+
+
+@_kernel
+def _quiet_tick(t, S, bnd, ev):
+    """A batcher tick at time t that finds no queued page (§9.2): it closes an open
+    transfer period and may resume the waiting kernel; it moves nothing. The tick clock is
+    advanced by the caller."""
+    for i in range(C_IN, C_FED + 1):
+        S[i] = 0
+    S[C_FFS] = NOT_KNOWN
+    S[C_FED] = NOT_KNOWN
+    S[S_IN_OPEN] = -1
+    S[S_OUT_OPEN] = -1
+    if S[S_XFER]:
+        it = S[S_CUR_ITER]
+        n = S[S_NBND]
+        bnd[n, 0] = it
+        bnd[n, 1] = t
+        bnd[n, 2] = 0
+        S[S_NBND] = n + 1
+        S[S_XFER] = 0
+        if S[P_TRACE]:
+            _emit(ev, S, t, EV_TRANSFER, it, S[S_CUR_KERNEL], -1, -1, -1, -1, -1, 0)
+    if S[S_RESCHED] and _no_faults_queued(S) and S[S_WAIT] == 0:
+        _resume(t, S)
+
+
+# ----------------------------------------------------------------------------------------
+# the event loop (§5, §17.3)
+# ----------------------------------------------------------------------------------------
+
+@_kernel_py
+def run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd,
+               ev):
+    """Run until the simulation ends (ST_DONE), an error (ST_ERROR), or a pause (ST_PAUSE:
+    the boundary or event buffer needs draining, a queue is half full, or S[S_STAT_PAUSE]
+    kernels have completed, for progress reports). Resumable."""
+    num_iter = S[P_NUM_ITER]
+    half = qb.shape[1] // 2
+    ii = S[P_II]
+    while True:
+        if S[S_ERROR] != E_NONE:
+            return ST_ERROR
+        # pause points: only between events, so that no step can overflow a buffer
+        if (S[S_NBND] + 4 > bnd.shape[0] or S[S_NEV] >= S[S_EV_PAUSE]
+                or S[S_NSTAT] >= S[S_STAT_PAUSE] or S[S_X_NFREE] < S[P_XMARGIN]):
+            return ST_PAUSE
+        idle = True
+        for q in range(NQ):
+            qlen = S[S_QT + q] - S[S_QH + q]
+            if qlen > half:
+                return ST_PAUSE
+            if qlen > 0:
+                idle = False
+        kb_first = False
+        if S[S_KB_PENDING]:
+            if S[S_KB_TIME] < S[S_TICK_TIME]:
+                kb_first = True
+            elif S[S_KB_TIME] == S[S_TICK_TIME] and S[S_KB_SEQ] < S[S_TICK_SEQ]:
+                kb_first = True
+        if kb_first:
+            k = S[S_KB_KERNEL]
+            if S[S_KB_NEWITER]:
+                S[S_CUR_ITER] += 1
+                S[S_KB_NEWITER] = 0
+            S[S_CUR_KERNEL] = k
+            if S[S_CUR_ITER] >= num_iter:
+                S[S_DONE] = 1
+                return ST_DONE
+            S[S_KB_PENDING] = 0
+            _kernel_begin(k, S[S_KB_TIME], kt, kidx, ht, tt, srt, pstate, lru,
+                          qb, S, F, kstat, ev)
+        else:
+            t = S[S_TICK_TIME]
+            m = 1
+            if idle and not S[S_XFER] and not S[S_RESCHED] and S[S_KB_PENDING]:
+                # Idle ticks (§17.3): no queued page, no open transfer, no waiting kernel.
+                # Every tick before the pending kernel event does nothing but take a
+                # sequence number; those after the current one carry a sequence number
+                # above the kernel event's, so they run iff their time is before it.
+                for i in range(C_IN, C_FED + 1):
+                    S[i] = 0
+                S[C_FFS] = NOT_KNOWN
+                S[C_FED] = NOT_KNOWN
+                S[S_IN_OPEN] = -1
+                S[S_OUT_OPEN] = -1
+                kb_t = S[S_KB_TIME]
+                if kb_t > t:
+                    m = 1 + (kb_t - t - 1) // ii
+            elif idle:
+                _quiet_tick(t, S, bnd, ev)
+            else:
+                # busy ticks advance the clock themselves (possibly several ticks)
+                _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev)
+                continue
+            S[S_TICK_TIME] = t + m * ii
+            S[S_TICK_SEQ] = S[S_SEQ] + m - 1
+            S[S_SEQ] += m
+
+
+# run_engine's on-disk cache holds the code of every kernel it calls: it goes stale when any
+# stage module changes, not only this one (g10fast.jit, `cache_depends_on`)
+cache_depends_on(run_engine, [sys.modules[m] for m in (
+    "g10fast.locations", "g10fast.engine.page.layout", "g10fast.engine.page.helpers",
+    "g10fast.engine.page.lru", "g10fast.engine.page.stages", "g10fast.engine.page.release",
+    "g10fast.engine.page.batch", "g10fast.engine.page.fetch", "g10fast.engine.page.general",
+    "g10fast.engine.page.replay", "g10fast.engine.page.kernel_begin", __name__)])
