@@ -589,6 +589,43 @@ def test_a_failed_run_shows_no_time():
     assert "no time: the run does not fit" in text
 
 
+def test_the_cli_asks_the_engine_records(capsys, monkeypatch, tmp_path):
+    """--kernel-order, --timeline and a result's extra summary lines follow the engine's record
+    (g10fast.engine.registry), not its name: the refusals name the engines whose record says
+    so, and a record changed here changes what the CLI does."""
+    import dataclasses
+
+    from g10fast.cli import summary_text
+    from g10fast.engine import registry
+
+    base = ["run", "--model", "bert-base", "--batch", "8", "--no-progress"]
+    order = str(tmp_path / "kernels.config")
+    _bad(capsys, base + ["--policy", "uvm", "--kernel-order", order], "--kernel-order",
+         "only the policies of the page engine take a kernel order")
+    _bad(capsys, base + ["--policy", "lru", "--timeline", str(tmp_path / "t.json")],
+         "--timeline", "only the policies of the ranks engine write a timeline; the page engine "
+         "writes an event trace (--trace)")
+    # the records say it: the driver's taking a kernel order and the page engine's not
+    for name, flag in (("page", False), ("driver", True)):
+        monkeypatch.setitem(registry._ENGINES, name,
+                            dataclasses.replace(registry.engine(name), kernel_order=flag))
+    _bad(capsys, base + ["--policy", "lru", "--kernel-order", order],
+         "only the policies of the driver engine take a kernel order")
+    monkeypatch.setitem(registry._ENGINES, "tensor",
+                        dataclasses.replace(registry.engine("tensor"), timeline=True))
+    _bad(capsys, base + ["--policy", "lru", "--timeline", str(tmp_path / "t.json")],
+         "only the policies of the tensor and ranks engines write a timeline")
+    # a result's extra lines are its engine record's summary
+    res = {"model": "VIT", "batch_size": 8, "policy": "singa_swap", "engine": "swap",
+           "status": "ok", "reported": None, "iterations": [], "f_hz": 1.2e9,
+           "workload": {"kernels": 10, "tensors": 20, "footprint_bytes": 2**30,
+                        "overcommitment": 2.0}, "wall_seconds": 1.0, "peak_rss_bytes": 2**20}
+    assert "a line of the swap record" not in summary_text(res)
+    monkeypatch.setitem(registry._ENGINES, "swap", dataclasses.replace(
+        registry.engine("swap"), summary=lambda r: [f"a line of the swap record ({r['policy']})"]))
+    assert summary_text(res).split("\n")[1] == "a line of the swap record (singa_swap)"
+
+
 def test_gds_header_and_an_allocator_that_does_not_fit():
     """G10-GDS's engine holds 4x the GPU's pages (O-32): its header still measures the
     workload against the GPU, as every other policy's; an allocator that needs more GPU

@@ -67,6 +67,19 @@ def kernel_times_warning(res: dict) -> None:
         print(f"warning: {res['kernel_times_warning']}", file=sys.stderr)
 
 
+def engines_with(capability: str) -> str:
+    """"the page engine", "the page and tensor engines": the engines whose record says
+    `capability` (a flag of g10fast.engine.registry.EngineRecord: kernel_order, allocator,
+    lp_bound, timeline), for a message that says which policies a flag applies to."""
+    from g10fast import policies
+
+    names = [e.name for e in policies.engines() if getattr(e, capability)]
+    if not names:
+        return "no engine"
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"the {listed} engine{'s' if len(names) > 1 else ''}"
+
+
 def one_line(text: str) -> str:
     """`text` on one line: HDF5's messages carry a newline (the C library's ctime() inside
     "file write failed: time = ..."); every line break and the spaces around it become one

@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from g10fast.cli.common import check_arg, kernel_times_warning, parse_options, run_progress
+from g10fast.cli.common import (check_arg, engines_with, kernel_times_warning, parse_options,
+                                run_progress)
 from g10fast.cli.single import run_one
 from g10fast.cli.specs import SYSTEM_FLAG, in_run_file, option_names, system_flags, with_run_flags
 from g10fast.cli.summary import lp_bound_text
@@ -52,7 +53,7 @@ def run_from_file(args, spec: dict, note: str) -> int:
     for flag, why in (("plan", "writes one policy's plan"), ("plan_in", "replays one plan"),
                       ("kernel_order", "orders one run's tensors"),
                       ("trace", "writes one run's events"),
-                      ("timeline", "writes one ranks-engine run's timeline")):
+                      ("timeline", f"writes one run's timeline ({engines_with('timeline')})")):
         if getattr(args, flag, None) is not None:
             raise InputError(f"--{flag.replace('_', '-')} {why}: this is a comparison of "
                              f"{len(specs)} policies; give one policy (--model M --policy P, or "
@@ -90,14 +91,15 @@ def run_from_file(args, spec: dict, note: str) -> int:
 
 
 def _comparison_bound(args, specs) -> dict | str:
-    """--bound for a comparison: "lp" for the policies whose engine the LP models (page and
-    tensor), refused when none of them is one."""
+    """--bound for a comparison: "lp" for the policies whose engine the LP models (its record's
+    lp_bound), refused when none of them is one."""
+    from g10fast import policies
     if args.bound != "lp":
         return args.bound
-    lp = {s.policy.name: "lp" if s.record.engine in ("page", "tensor") else "window"
+    lp = {s.policy.name: "lp" if policies.engine(s.record.engine).lp_bound else "window"
           for s in specs}
     if "lp" not in lp.values():
-        raise InputError("the LP models the page and tensor engines; no policy of this "
+        raise InputError(f"the LP models {engines_with('lp_bound')}; no policy of this "
                          "comparison runs on one", param="--bound")
     return lp
 
@@ -128,8 +130,8 @@ def _comparison_notes(args, specs, results, bound) -> list[str]:
                              + lp_bound_text(r["bound"]).strip())
         skipped = [policies.display(p) for p, b in bound.items() if b != "lp"]
         if skipped:
-            lines.append(f"--bound lp: no LP for {', '.join(skipped)} (the LP models the page "
-                         "and tensor engines)")
+            lines.append(f"--bound lp: no LP for {', '.join(skipped)} (the LP models "
+                         f"{engines_with('lp_bound')})")
     if check_arg(args):
         n = sum(int(r.get("invariant_checks") or 0) for r in results)
         lines.append(f"--check: every policy's invariants held ({n:,} checks; docs/invariants.md)")

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from g10fast.cli.common import check_arg, kernel_times_warning, run_progress
+from g10fast.cli.common import check_arg, engines_with, kernel_times_warning, run_progress
 from g10fast.cli.specs import in_run_file
 from g10fast.cli.summary import summary_text
 from g10fast.errors import InputError
@@ -16,6 +16,7 @@ from g10fast.errors import InputError
 def run_one(args, spec, note, run_file: dict | None = None) -> int:
     """One run of a RunSpec with the flags of `run` (a G10 config, --model, --g10, --workload,
     or a run file with one policy: `run_file` its parsed dict, whose errors name its lines)."""
+    from g10fast import policies
     from g10fast.results import to_json_ready
     from g10fast.run import run
 
@@ -34,18 +35,18 @@ def run_one(args, spec, note, run_file: dict | None = None) -> int:
         check_image_path(args.figure, "--figure")
     rec = spec.record
     if getattr(args, "timeline", None) is not None:
-        if rec.engine != "ranks":
-            raise InputError("a timeline is the ranks engine's (the ZeRO policies); the other "
-                             "engines write an event trace (--trace) for "
+        if not policies.engine(rec.engine).timeline:
+            raise InputError(f"only the policies of {engines_with('timeline')} write a timeline; "
+                             f"the {rec.engine} engine writes an event trace (--trace) for "
                              "`g10fast trace export --perfetto`", param="--timeline")
         if not Path(args.timeline).resolve().parent.is_dir():
             raise InputError("folder does not exist", path=str(Path(args.timeline).resolve()
                                                                 .parent), param="--timeline")
     kw = {}
     if args.kernel_order is not None:
-        if rec.engine != "page":
-            raise InputError("only the page-engine policies take a kernel order",
-                             param="--kernel-order")
+        if not policies.engine(rec.engine).kernel_order:
+            raise InputError(f"only the policies of {engines_with('kernel_order')} take a kernel "
+                             "order", param="--kernel-order")
         from g10fast.workload.kernel_order import read_kernel_order
         kw["required_order"] = read_kernel_order(args.kernel_order)
     if args.plan_in is not None:

@@ -4,7 +4,7 @@ file's errors placed on its lines."""
 
 from __future__ import annotations
 
-from g10fast.cli.common import parse_options
+from g10fast.cli.common import engines_with, parse_options
 from g10fast.errors import InputError
 
 
@@ -123,7 +123,7 @@ SYSTEM_FLAG = {"host_memory_gb": "--host-mem-gb", "ssd_bandwidth_gbps": "--ssd-g
 def with_run_flags(args, specs: list) -> list:
     """The specs of a run file (or the default run) with the flags that change a spec applied:
     the system flags to every spec; --option KEY=VALUE to every policy that has KEY (refused
-    when none has it); --allocator to every tensor-engine and swap policy (refused when none
+    when none has it); --allocator to every policy whose engine places blocks (refused when none
     is one). The policy's own system overrides (G10-GDS: no host memory) stay on top."""
     import dataclasses
 
@@ -136,15 +136,14 @@ def with_run_flags(args, specs: list) -> list:
             known = sorted(set().union(*(option_names(s) for s in specs)))
             raise InputError(f"no policy of this run has an option {k!r} (theirs: "
                              f"{', '.join(known) or 'none'})", param="--option")
-    if alloc and len(specs) > 1 and not any(s.record.engine in ("tensor", "swap")
-                                             for s in specs):
-        raise InputError("no policy of this comparison places blocks (the tensor-engine and "
-                         "swap policies do)", param="--allocator")
+    if alloc and len(specs) > 1 and not any(_places_blocks(s) for s in specs):
+        raise InputError(f"no policy of this comparison places blocks (the policies of "
+                         f"{engines_with('allocator')} do)", param="--allocator")
     out = []
     for s in specs:
         mine = {k: v for k, v in opts.items() if k in option_names(s) or len(specs) == 1}
         engine = s.engine
-        if alloc and (len(specs) == 1 or s.record.engine in ("tensor", "swap")):
+        if alloc and (len(specs) == 1 or _places_blocks(s)):
             engine = dataclasses.replace(engine, allocator=alloc)
         if not (sysf or mine or engine is not s.engine):
             out.append(s)
@@ -159,6 +158,12 @@ def with_run_flags(args, specs: list) -> list:
                          and e.param == PARAM.get(k)), None)
             raise InputError(e.message, param=flag or e.param) from None
     return out
+
+
+def _places_blocks(spec) -> bool:
+    """Whether an offset-level allocator applies to the spec's engine (its record says)."""
+    from g10fast import policies
+    return policies.engine(spec.record.engine).allocator
 
 
 def option_names(spec) -> set:

@@ -6,6 +6,8 @@ from g10fast.cli.common import fmt_cycles
 
 
 def summary_text(res: dict, note: str | None = None) -> str:
+    from g10fast import policies
+
     lines = []
     if note:
         lines.append(note)
@@ -19,9 +21,7 @@ def summary_text(res: dict, note: str | None = None) -> str:
                      + (f": {res['kernel_times_basis']}" if res.get("kernel_times_basis")
                         else ""))
     failed = res.get("status") == "failed"
-    if res.get("engine") == "ranks":
-        from g10fast.engine.ranks import summary_lines
-        lines += summary_lines(res)
+    lines += policies.engine(res["engine"]).summary_lines(res)     # the engine's own lines
     if failed:
         lines.append(failure_text(res))
         if res["iterations"]:
