@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
+from g10fast.atomic import checked_target
 from g10fast.cli.common import parse_options
 from g10fast.errors import InputError
 
@@ -110,10 +110,8 @@ def cmd_memory(args) -> int:
     if args.allocator == "all" and opts:
         raise InputError("options need one allocator, not all", param="--option")
     for opt in ("figure", "memory_snapshot"):
-        target = getattr(args, opt)
-        if target is not None and not Path(target).resolve().parent.is_dir():
-            raise InputError("folder does not exist", path=str(Path(target).resolve().parent),
-                             param="--" + opt.replace("_", "-"))
+        if getattr(args, opt) is not None:
+            checked_target(getattr(args, opt), "--" + opt.replace("_", "-"))
     cap = None
     if args.capacity_mib is not None:
         if args.capacity_mib < 0:
@@ -187,9 +185,8 @@ def cmd_swap(args) -> int:
         raise InputError("give --limit-mib N or --sweep-limits A:B:STEP", param="--limit-mib")
     if args.limit_mib is not None and args.limit_mib < 0:
         raise InputError(f"must be >= 0, got {args.limit_mib}", param="--limit-mib")
-    if args.figure is not None and not Path(args.figure).resolve().parent.is_dir():
-        raise InputError("folder does not exist", path=str(Path(args.figure).resolve().parent),
-                         param="--figure")
+    if args.figure is not None:
+        checked_target(args.figure, "--figure")
     iterations = args.iterations if args.iterations != 1 else 3
     from g10fast.memory_source import load_source
     tr = load_source(args.source, batch=args.batch, system=args.system, iterations=iterations,

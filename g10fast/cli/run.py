@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from g10fast.atomic import checked_target
 from g10fast.cli.compare import run_from_file
 from g10fast.cli.single import run_one
 from g10fast.cli.specs import spec_from_args, with_run_flags
@@ -105,9 +106,7 @@ def run_and_memory_snapshots(args) -> int:
     written as a PyTorch memory snapshot (docs/memory-snapshot.md)."""
     if not getattr(args, "memory_snapshot", None):
         return cmd_run(args)
-    d = Path(args.memory_snapshot).resolve().parent
-    if not d.is_dir():
-        raise InputError("folder does not exist", path=str(d), param="--memory-snapshot")
+    checked_target(args.memory_snapshot, "--memory-snapshot")
     rc = cmd_run(args)
     from g10fast.alloc.snapshot import write_workload_snapshots
     from g10fast.run import workload_of

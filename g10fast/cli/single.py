@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
+from g10fast.atomic import checked_target
 from g10fast.cli.common import check_arg, engines_with, kernel_times_warning, run_progress
 from g10fast.cli.specs import in_run_file
 from g10fast.cli.summary import summary_text
@@ -22,14 +22,10 @@ def run_one(args, spec, note, run_file: dict | None = None) -> int:
 
     progress = run_progress(args, "simulating")
     if args.trace is not None:
-        d = Path(args.trace).resolve().parent
-        if not d.is_dir():
-            raise InputError("folder does not exist", path=str(d))
+        checked_target(args.trace)
     for opt in ("plan", "figure"):
-        target = getattr(args, opt)
-        if target is not None and not Path(target).resolve().parent.is_dir():
-            raise InputError("folder does not exist", path=str(Path(target).resolve().parent),
-                             param=f"--{opt}")
+        if getattr(args, opt) is not None:
+            checked_target(getattr(args, opt), f"--{opt}")
     if args.figure is not None:
         from g10fast.figures import check_image_path
         check_image_path(args.figure, "--figure")
@@ -39,9 +35,7 @@ def run_one(args, spec, note, run_file: dict | None = None) -> int:
             raise InputError(f"only the policies of {engines_with('timeline')} write a timeline; "
                              f"the {rec.engine} engine writes an event trace (--trace) for "
                              "`g10fast trace export --perfetto`", param="--timeline")
-        if not Path(args.timeline).resolve().parent.is_dir():
-            raise InputError("folder does not exist", path=str(Path(args.timeline).resolve()
-                                                                .parent), param="--timeline")
+        checked_target(args.timeline, "--timeline")
     kw = {}
     if args.kernel_order is not None:
         if not policies.engine(rec.engine).kernel_order:
