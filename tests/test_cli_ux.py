@@ -40,6 +40,14 @@ def test_version(capsys):
     assert capsys.readouterr().out == f"g10fast {g10fast.__version__}\n"
 
 
+@pytest.mark.parametrize("module", ["g10fast", "g10fast.cli"])
+def test_python_dash_m(module):
+    """`python -m g10fast` and `python -m g10fast.cli` are the console script."""
+    out = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True,
+                         text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+    assert (out.returncode, out.stdout) == (0, f"g10fast {g10fast.__version__}\n"), out.stderr
+
+
 @pytest.mark.parametrize("value", ["-1", "1.5", "two", ""])
 @pytest.mark.parametrize("command", ["sweep", "reproduce"])
 def test_bad_workers(capsys, tmp_path, command, value):
