@@ -17,6 +17,8 @@ allocate:
   `DriverRun.bits`: GPU, host, SSD and two clean/dirty maps) and a few int64 per 2 MiB block;
 * the tensor, swap and ranks engines: state per tensor, kernel and allocation, no per-page
   array;
+* each engine's own parts come from its record (`EngineRecord.memory`:
+  `engine/page/run.py`, `engine/driver/run.py`, `memory_parts`);
 * `ENGINE_LOAD_BYTES` for loading an engine's compiled code.
 
 Measured (benchmarks/results/memory_estimate.md, this machine, BERT-base, peak RSS against
@@ -46,10 +48,6 @@ ENGINE_LOAD_BYTES = 96 * 2**20
 #: the kernel statistics), rounded up
 PER_TENSOR_BYTES = 32 * 8
 PER_KERNEL_BYTES = 32 * 8
-#: the driver engine: five bitmaps of one bit per page, and eight int64 per 2 MiB VA block
-DRIVER_BITS_PER_PAGE = 5
-DRIVER_BLOCK_BYTES = 8 * 8
-VA_PAGES = 512
 ENV = "G10FAST_MEMORY_CHECK"
 
 
@@ -64,25 +62,14 @@ def _rss_now() -> int:
 
 def estimate_run_bytes(spec, workload) -> dict:
     """{"total": bytes, "parts": {name: bytes}}: what a run of `spec` on `workload` needs at
-    its peak (see the module's docstring for each part)."""
+    its peak (see the module's docstring for each part; an engine's own parts come from its
+    record's `memory`)."""
     rec = spec.record
-    pages = int(workload.num_pages)
     T, K = int(workload.num_tensors), int(workload.num_kernels)
     parts = {"this process now": _rss_now(), "engine code": ENGINE_LOAD_BYTES,
              "per tensor and kernel": T * PER_TENSOR_BYTES + K * PER_KERNEL_BYTES}
-    if rec.engine == "page":
-        parts["page states (1 byte a page)"] = pages
-        mode = rec.engine_mode(spec.policy.options, spec.engine) if rec.engine_mode else None
-        if getattr(mode, "deepum", False):
-            from .engine.page import LRU_INT32_PAGES, PAGE_SIZE
-            frames = int(float(spec.system.gpu_memory_gb) * 2**30 / PAGE_SIZE + 0.5)
-            live = min(pages, frames)
-            cap = 1 << (live + max(live // 4, 1 << 12) - 1).bit_length()
-            parts["LRU ring"] = cap * (4 if pages < LRU_INT32_PAGES else 8)
-    elif rec.engine == "driver":
-        blocks = (pages + VA_PAGES - 1) // VA_PAGES
-        parts["residency bitmaps"] = (pages * DRIVER_BITS_PER_PAGE + 7) // 8 \
-            + blocks * DRIVER_BLOCK_BYTES
+    from .engine.registry import engine
+    parts.update(engine(rec.engine).memory_parts(spec, workload))
     return {"total": int(sum(parts.values())), "parts": parts}
 
 

@@ -48,8 +48,10 @@ class EngineRecord:
     kernel_order: bool = False
     #: places blocks at offsets: an offset-level allocator applies (`--allocator`)
     allocator: bool = False
-    #: the checkpoint LP models it (`--bound lp`)
+    #: the checkpoint LP models it (`--bound lp`); `lp_model` is then "module:function":
+    #: lp_model(spec, policy_record, workload) -> (BoundModel or None, unit_ms)
     lp_bound: bool = False
+    lp_model: str = ""
     #: a finished run gives the sweep points at other host sizes (its result carries
     #: `host_peak_pages` and `system.host_line`), and a plan made once may be handed to its
     #: runner (`plan=`) for every point that shares it, with the same result
@@ -73,6 +75,14 @@ class EngineRecord:
     def summary_lines(self, res: dict) -> list[str]:
         """The engine's extra text lines for a result ([] when it has none)."""
         return list(_resolve(self.summary)(res)) if self.summary else []
+
+    def lp_model_of(self, spec, rec, workload):
+        """(the engine's BoundModel for the checkpoint LP or None, whether its unit is ms)."""
+        if not (self.lp_bound and self.lp_model):
+            modelled = " and ".join(e.name for e in engines() if e.lp_bound)
+            raise InputError(f"the LP models the {modelled} engines (this policy runs on the "
+                             f"{self.name} engine)", param="--bound")
+        return _resolve(self.lp_model)(spec, rec, workload)
 
     def memory_parts(self, spec, workload) -> dict:
         """The engine's own parts of a run's memory estimate ({} when none)."""

@@ -63,9 +63,18 @@ def _policy_and_cfg(config: dict):
     return policy_of(cfg), cfg
 
 
-def _page_engine(policy: str) -> bool:
+def _host_reuse(policy: str) -> bool:
+    """Whether the policy's engine gives points at other host sizes (its record's
+    `host_reuse`)."""
     from .. import policies
-    return policies.get(policy).engine == "page"
+    return policies.engine(policies.get(policy).engine).host_reuse
+
+
+def _engine_reuses(name) -> bool:
+    """Whether a result's engine (by name; anything else: no) gives points at other host
+    sizes."""
+    from ..engine.registry import engines
+    return any(e.name == name and e.host_reuse for e in engines())
 
 
 def host_group(config: dict):
@@ -77,7 +86,7 @@ def host_group(config: dict):
         policy, _ = _policy_and_cfg(config)
     except Exception:       # an invalid config: the worker reports it
         return None
-    if not _page_engine(policy):
+    if not _host_reuse(policy):
         return None
     return tuple(sorted((k, repr(v)) for k, v in config.items()
                         if k not in OUTPUT_KEYS and k != "CPU_memory_line_GB"))
@@ -104,7 +113,7 @@ def plan_digest(hints) -> str | None:
 
 
 def _peak_and_line(result) -> tuple[int, int] | None:
-    if not isinstance(result, dict) or result.get("engine") != "page":
+    if not isinstance(result, dict) or not _engine_reuses(result.get("engine")):
         return None
     peak = result.get("host_peak_pages")
     line = (result.get("system") or {}).get("host_line")
@@ -160,13 +169,13 @@ def derive_result(config: dict, source: dict, plan=None, *, t0: float | None = N
     when the reuse would not be exact. `plan`: the configuration's own plan (needed for the
     policies whose plan reads the host size)."""
     from ..engine.page import system_params
-    from ..results import plan_summary, planner_arrays
+    from ..engine.page.result import plan_summary, planner_arrays
     from .store import to_jsonable
 
     t0 = time.perf_counter() if t0 is None else t0
     policy, cfg = _policy_and_cfg(config)
     src = source["result"]
-    if not _page_engine(policy) or src.get("policy") != policy:
+    if not _host_reuse(policy) or src.get("policy") != policy:
         return None, f"policy {policy} is not reused"
     sys2 = system_params(cfg).as_dict()
     sys1 = dict(src.get("system") or {})

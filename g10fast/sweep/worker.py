@@ -119,7 +119,8 @@ def _uses_plan(spec) -> bool:
 def _plan(spec, w):
     """The plan of `spec` (None for policies without one), shared between points that differ
     only in what the planner does not read."""
-    if not _uses_plan(spec) or spec.record.engine != "page":
+    from ..engine.registry import engine
+    if not _uses_plan(spec) or not engine(spec.record.engine).host_reuse:
         return None
     key = (_workload_key(spec), plan_key(spec))
     plan = _PLANS.get(key)

@@ -3,6 +3,7 @@
 from g10fast.engine.registry import EngineRecord
 
 RECORD = EngineRecord(
-    "driver", "g10fast.run:run_driver_engine",
+    "driver", "g10fast.engine.driver.run:run_driver_engine",
     "the real nvidia-uvm driver: 2 MiB VA blocks, fault batches, density prefetch, 2 MiB "
-    "root-chunk eviction")
+    "root-chunk eviction",
+    memory="g10fast.engine.driver.run:memory_parts")

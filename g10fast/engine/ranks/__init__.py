@@ -2,7 +2,7 @@
 on the node's links and the CPU as a compute resource (DeepSpeed's ZeRO-2, ZeRO-Offload,
 ZeRO-3 Offload and ZeRO-Infinity; docs/zero.md).
 
-    simulate_ranks(spec, rec, ctx)       # g10fast.run.run_ranks_engine, the registry's runner
+    simulate_ranks(spec, rec, ctx)       # g10fast.engine.ranks.run.run_ranks_engine, the registry's runner
 
 A policy of this engine hands it a `ZeroMode` (its record's `engine_mode`); the node comes
 from the preset's `[node]` table (`node.node_of`), the rank count from the system's `gpus`.
@@ -80,7 +80,7 @@ def summary_lines(res: dict) -> list:
 
 
 def simulate_ranks(spec, rec, ctx, *, trace=None, check=False) -> dict:
-    """The ranks engine's part of a result (g10fast.run.run_ranks_engine adds the schema's
+    """The ranks engine's part of a result (g10fast.engine.ranks.run.run_ranks_engine adds the schema's
     identity fields, the bound and the seconds). `check`: the timeline's invariants
     (`Timeline.check`) after the step; an AssertionError names the operation."""
     if trace is not None:

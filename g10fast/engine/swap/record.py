@@ -3,7 +3,7 @@
 from g10fast.engine.registry import EngineRecord
 
 RECORD = EngineRecord(
-    "swap", "g10fast.run:run_swap_engine",
+    "swap", "g10fast.engine.swap.run:run_swap_engine",
     "trace-driven swap plans (SINGA, AppObMem) run on the tensor engine as host-link hints, "
     "placed by an offset-level allocator",
     allocator=True)

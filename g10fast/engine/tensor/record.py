@@ -3,6 +3,6 @@
 from g10fast.engine.registry import EngineRecord
 
 RECORD = EngineRecord(
-    "tensor", "g10fast.run:run_tensor_engine",
+    "tensor", "g10fast.engine.tensor.run:run_tensor_engine",
     "the artifact's tensor-granular FN engine: explicit allocation, GDS and host transfers",
-    allocator=True, lp_bound=True)
+    allocator=True, lp_bound=True, lp_model="g10fast.engine.tensor.run:lp_model")
