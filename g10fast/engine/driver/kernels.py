@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import objmode
 
-from g10fast.jit import jit, kernel
+from g10fast.jit import jit, kernel, kernel_nonrt_internal
 
 VA_PAGES = 512                     # 2 MiB VA block / 4 KiB
 LEVELS = 10                        # tree levels: 1, 2, 4, ..., 512 pages
@@ -77,12 +77,19 @@ _DBTAB = np.zeros(64, np.int64)
 for _i in range(64):
     _DBTAB[(((1 << _i) * 0x03F79D71B4CB0A89) & (2**64 - 1)) >> 58] = _i
 
+# The helpers below and the engine's core (`_simulate`) run without Numba's reference counting
+# (`kernel_nonrt_internal`: link-only, compiled once into `simulate`, the entry that allocates):
+# the atomic increments and decrements around every array view (`tmp[R_MARK]`, `BG[b]`) cost
+# a third of a paper-scale run (benchmarks/results/driver-bulk-journal.md, step 1). Called
+# from Python (a test), a helper compiles a twin of itself on first use.
+_kernel = kernel_nonrt_internal
+
 # scratch rows of `tmp` (uint64[N_TMP, W])
 R_E, R_D, R_H, R_S, R_LH, R_LS, R_MIG, R_MISS, R_MARK, R_REM, R_X = range(11)
 N_TMP = 11
 
 
-@kernel
+@_kernel
 def popc(x):
     """Set bits of a uint64."""
     x = x - ((x >> ONE) & _M1)
@@ -91,14 +98,14 @@ def popc(x):
     return np.int64((x * _H01) >> np.uint64(56))
 
 
-@kernel
+@_kernel
 def ctz(x):
     """Trailing zeros of a uint64 != 0 (de Bruijn)."""
     lsb = x & (~x + ONE)
     return _DBTAB[np.int64((lsb * _DB) >> np.uint64(58))]
 
 
-@kernel
+@_kernel
 def wmask(lo, hi, w):
     """The bits of word w that lie in pages [lo, hi) of a block."""
     a = lo - 64 * w
@@ -115,7 +122,7 @@ def wmask(lo, hi, w):
     return ((ONE << np.uint64(n)) - ONE) << np.uint64(a)
 
 
-@kernel
+@_kernel
 def range_count(m, lo, hi):
     """Set bits of the block bitmap m[W] in pages [lo, hi)."""
     s = 0
@@ -124,13 +131,13 @@ def range_count(m, lo, hi):
     return s
 
 
-@kernel
+@_kernel
 def _or_range(m, lo, hi):
     for w in range(lo >> 6, ((hi - 1) >> 6) + 1):
         m[w] |= wmask(lo, hi, w)
 
 
-@kernel
+@_kernel
 def _next_bit(m, pos):
     """Offset of the first set bit of the block bitmap m[W] at or after pos; VA_PAGES if none."""
     w = pos >> 6
@@ -146,7 +153,7 @@ def _next_bit(m, pos):
         x = m[w]
 
 
-@kernel
+@_kernel
 def _kth(A, i, k):
     """Page offset of the k-th (1-based) set bit of A[i]; -1 if fewer."""
     for w in range(W):
@@ -161,7 +168,7 @@ def _kth(A, i, k):
     return -1
 
 
-@kernel
+@_kernel
 def run_cost(A, i, table):
     """Sum of table[len] over the maximal runs of set bits of A[i] (one transfer per run)."""
     cyc = 0
@@ -202,7 +209,7 @@ def _flush(ev, S):
     S[S_NEV] = 0
 
 
-@kernel
+@_kernel
 def _emit(ev, S, tm, kind, it, k, page, count, src, dst, value):
     """One event row (tensor -1: the driver knows addresses, not tensors)."""
     n = S[S_NEV]
@@ -222,7 +229,7 @@ def _emit(ev, S, tm, kind, it, k, page, count, src, dst, value):
     S[S_NEV] = n + 1
 
 
-@kernel
+@_kernel
 def _emit_runs(ev, S, A, i, base, tm, kind, it, k, src, dst, value):
     """One event per maximal run of set bits of A[i] (pages base + offset)."""
     p = _next_bit(A[i], 0)
@@ -272,7 +279,7 @@ def _l_append(prev, nxt, S, H, T, x):
     S[T] = x
 
 
-@kernel
+@_kernel
 def _evict_range(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S,
                  evict_mode, skip_clean, host_pages, d2h, ssd_w, cnt, it, tmp, ev, tr, tm, k,
                  cause):
@@ -346,7 +353,7 @@ def _evict_range(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pne
     return cycles
 
 
-@kernel
+@_kernel
 def _tree_preevict(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S, evict_mode,
                    skip_clean, host_pages, d2h, ssd_w, cnt, it, tmp, ev, tr, tm, k):
     """UVMSmart's tree pre-eviction (traverse_and_remove_lp_tree) after a basic block of VA
@@ -375,7 +382,7 @@ def _tree_preevict(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S,
     return cycles
 
 
-@kernel
+@_kernel
 def _make_room(b, need, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, prot, S,
                evict_mode, skip_clean, gpu_pages, gpu_chunks, host_pages, d2h, ssd_w, cnt, it,
                tmp, ev, tr, tm, k):
@@ -418,7 +425,7 @@ def _make_room(b, need, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, 
     return cycles
 
 
-@kernel
+@_kernel
 def _land(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S, evict_mode,
           skip_clean, h2d, ssd_r, cnt, it, tmp, ev, tr, tm, k, cause):
     """Migrate the pages of block b set in tmp[R_MIG] (none on the GPU, all existing) to the
@@ -481,7 +488,7 @@ def _land(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S, evict_mo
     return cycles
 
 
-@kernel
+@_kernel
 def prefetch_bits(mark, n_exist, fb, prefetcher, threshold, big, out, rem):
     """The pages of one VA block a fault batch migrates (before removing resident ones), on
     bitmaps of W words.
@@ -549,7 +556,7 @@ def prefetch_bits(mark, n_exist, fb, prefetcher, threshold, big, out, rem):
             size *= 2
 
 
-@kernel
+@_kernel
 def _discard(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S,
              evict_mode, skip_clean, cnt, it, tmp, ev, tr, tm, k):
     """Drop pages [lo, hi) of block b wherever they are, without write-back (freed memory)."""
@@ -591,7 +598,7 @@ def _discard(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, 
         S[S_CHUNKS] -= 1
 
 
-@kernel
+@_kernel
 def _drop_copies(b, lo, hi, BG, CH, CS, S):
     """Written pages [lo, hi) of block b on the GPU lose their clean copy."""
     for w in range(W):
@@ -650,16 +657,37 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
     H = hint_start.shape[0]
     hint_done = np.zeros(H, np.int64)
     row_t = np.zeros(H, np.int64)
-    hq = 0                          # next queued hint row
     kern = np.zeros((n_iter * K, K_COLS), np.int64)
     cnt = np.zeros((n_iter, C_COLS), np.int64)
     log_k = np.zeros(max(log_cap, 1), np.int64)
     log_b = np.zeros(max(log_cap, 1), np.int64)
-    n_log = 0
     blist = np.zeros(fault_batch, np.int64)
     fcount = np.zeros(fault_batch, np.int64)
     fbits = np.zeros((fault_batch, W), np.uint64)
     tmp = np.zeros((N_TMP, W), np.uint64)
+    n_log = _simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
+                      hint_ptr, hint_start, hint_n, hint_kind, wait_hint,
+                      npages, gpu_pages, gpu_chunks, host_pages, fault_batch, fault_lat, big,
+                      prefetcher, threshold, evict_mode, skip_clean, h2d, d2h, ssd_r, ssd_w,
+                      log_iter, log_cap, init_loc, inflight_overlap, preevict_pages, ev, tr,
+                      BG, BH, BS, CH, CS, gcount, barr, prot, lastlog, bprev, bnext, pprev,
+                      pnext, S, hint_done, row_t, kern, cnt, log_k, log_b, blist, fcount,
+                      fbits, tmp)
+    return kern, cnt, BG, BH, BS, CH, CS, hint_done, S, log_k, log_b, n_log
+
+
+@_kernel
+def _simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
+              hint_ptr, hint_start, hint_n, hint_kind, wait_hint,
+              npages, gpu_pages, gpu_chunks, host_pages, fault_batch, fault_lat, big,
+              prefetcher, threshold, evict_mode, skip_clean, h2d, d2h, ssd_r, ssd_w,
+              log_iter, log_cap, init_loc, inflight_overlap, preevict_pages, ev, tr,
+              BG, BH, BS, CH, CS, gcount, barr, prot, lastlog, bprev, bnext, pprev, pnext, S,
+              hint_done, row_t, kern, cnt, log_k, log_b, blist, fcount, fbits, tmp):
+    """The engine of `simulate` on its state, allocated there (no reference counting here).
+    Returns n_log."""
+    hq = 0                          # next queued hint row
+    n_log = 0
     chunk_mode = evict_mode < EV_LRU4K
     if init_loc.shape[0] == npages:            # a given start state (per-kernel checks)
         for p in range(npages):
@@ -722,8 +750,7 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
                                           gpu_pages, gpu_chunks, host_pages, d2h, ssd_w, cnt,
                                           it, tmp, ev, tr, cur, k)
                         if S[S_FAIL] != FAIL_NONE:
-                            return (kern, cnt, BG, BH, BS, CH, CS, hint_done, S, log_k, log_b,
-                                    n_log)
+                            return n_log
                         x = _land(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S,
                                   evict_mode, skip_clean, h2d, ssd_r, cnt, it, tmp, ev, tr, cur,
                                   k, 0)
@@ -860,7 +887,7 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
                                   pnext, prot, S, evict_mode, skip_clean, gpu_pages, gpu_chunks,
                                   host_pages, d2h, ssd_w, cnt, it, tmp, ev, tr, clock + cyc, k)
                 if S[S_FAIL] != FAIL_NONE:
-                    return kern, cnt, BG, BH, BS, CH, CS, hint_done, S, log_k, log_b, n_log
+                    return n_log
                 cyc += _land(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S,
                              evict_mode, skip_clean, h2d, ssd_r, cnt, it, tmp, ev, tr,
                              clock + cyc, k, 1)
@@ -900,7 +927,7 @@ def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
         cnt[it, C_FAULTS] += faults
         cnt[it, C_BATCHES] += batches
         t = end
-    return kern, cnt, BG, BH, BS, CH, CS, hint_done, S, log_k, log_b, n_log
+    return n_log
 
 
 def unpack_loc(BG, BH, BS, npages):
