@@ -95,7 +95,9 @@ def measure(args):
         for mode in ("FlashNeuron", "G10GDSSSD", "G10GDSFULL"):
             sysm = base.system.replace(host_memory_gb=0.0) if mode == "G10GDSSSD" else base.system
             t0 = time.perf_counter()
-            tm = tensor_engine_model(w, sysm, mode, TensorOptions())
+            mech = {"FlashNeuron": "offload_set", "G10GDSSSD": "gds_ssd",
+                    "G10GDSFULL": "gds_ssd_host"}[mode]
+            tm = tensor_engine_model(w, sysm, mech, TensorOptions())
             rec[f"tensor_{mode}_window_ms"] = window_bound(tm).time
             rec[f"tensor_{mode}_seconds"] = time.perf_counter() - t0
         # the driver engine's model (default options; steady state) and the swap engine's

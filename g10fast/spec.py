@@ -149,7 +149,7 @@ def make_spec(workload: WorkloadSource, system: System, policy: str, options: di
                                  f"{', '.join(ENGINE_OPTION_KEYS)})", param=f"engine.{bad[0]}")
             engine = EngineOptions(**engine)
         engine = check_allocator((engine or EngineOptions()).check())
-        over = rec.extra.get("system_overrides")
+        over = rec.system_overrides
         if over:
             system = system.replace(**over)
         system.check()
@@ -234,7 +234,7 @@ def to_g10_config(spec: RunSpec):
         v["delta_parameter"] = float(o.delta)
     v.update({k: val for k, val in spec.engine.to_dict().items()
               if k not in ("compat", "page_bulk", "allocator")})
-    v.update(rec.extra.get("g10_overrides", {}))
+    v.update(rec.g10_overrides)
     return G10Config(**v)
 
 

@@ -259,7 +259,7 @@ def test_swap_plan_runs_on_the_tensor_engine():
     ssd = spec.system.ssd_bandwidth_gbps
     esys = dataclasses.replace(spec.system, gpu_memory_gb=float(w.size.sum()) / 2**30 + 1.0,
                                host_link_gbps=spec.system.host_link_gbps + ssd)
-    trun = simulate_tensors(w, esys, "G10GDSFULL", hints, options=TensorOptions(**ENGINE_OPTIONS))
+    trun = simulate_tensors(w, esys, "gds_ssd_host", hints, options=TensorOptions(**ENGINE_OPTIONS))
     assert trun.total_ms == res["iterations"][0]["exe_time_ms"]
     assert trun.cpu_to_gpu_bytes == trun.gpu_to_cpu_bytes > 0
     need = run_allocator(from_tensor_events(trun.events, w.raw_size, absent_at_start=absent),

@@ -98,7 +98,7 @@ def _engine_vs_twin(seed, mode, pages_factor, ssd=3.2, repeat=False, options=Non
     w = make_workload(seed, n_kernels=14, n_tensors=36, max_pages=12)
     vit = vitality(w, 1.2)
     cap = int(max_kernel_pages(w) * pages_factor) + int(w.n_pages[w.is_global].sum())
-    policy = {0: "FlashNeuron", 1: "G10GDSSSD", 2: "G10GDSFULL"}[mode]
+    policy = {0: "offload_set", 1: "gds_ssd", 2: "gds_ssd_host"}[mode]
     cfg = tiny(cap // 4 if mode else cap, ssd=ssd)
     ptr, idx = required_ordered(w)
     req = [idx[ptr[k]:ptr[k + 1]].tolist() for k in range(w.num_kernels)]
@@ -185,7 +185,7 @@ def test_failure_is_a_result_with_details():
     plan = synth_fn_plan(w, vit, 3)
     # room for the weights plus half of the largest working set: some kernel cannot be placed
     cap = int(w.n_pages[w.is_global].sum()) + max_kernel_pages(w, True) // 2
-    run = simulate_tensors(w, tiny(cap), "FlashNeuron", plan, vit=vit,
+    run = simulate_tensors(w, tiny(cap), "offload_set", plan, vit=vit,
                            options=TensorOptions(tensor24_bypass=False))
     assert run.status == "failed"
     f = run.failure
@@ -221,7 +221,7 @@ def test_gds_hill_evictions():
     # by time*size: iv0 (90), iv2 (90, spans 2? s=2 <= 2 < 4 yes), iv1 (20): hill 90 >= 90
     assert out.tolist() == [[1, 0, tk.LOC_NOT_KNOWN, tk.LOC_SSD]]
     assert est2.tolist() == [10, 50, 60, 30, 20]
-    assert gds_target(40, "G10GDSSSD", 1, 210) == int(1.060606 * int(int(40 * 2**30) * 0.99))
+    assert gds_target(40, "gds_ssd", 1, 210) == int(1.060606 * int(int(40 * 2**30) * 0.99))
 
 
 # ---------------------------------------------------------------------------------------------

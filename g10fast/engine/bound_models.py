@@ -33,7 +33,7 @@ def page_engine_model(w, params) -> BoundModel | None:
                               "eviction copies; host memory not limited",))
 
 
-def tensor_engine_model(w, system, mode: str, options) -> BoundModel:
+def tensor_engine_model(w, system, mechanism: str, options) -> BoundModel:
     """The tensor engine's model (time in ms, bytes/ms with GB = 2^30, capacity ×4 for the GDS
     variants, O-32) with the quirks of `options` (TensorOptions) that make a transfer free or
     a tensor take no memory mirrored: O-18/O-33 `gds_weights_free_refetch` (weights move
@@ -48,10 +48,10 @@ def tensor_engine_model(w, system, mode: str, options) -> BoundModel:
     host = (float(system.host_link_gbps) - float(system.ssd_bandwidth_gbps)) * 2 ** 30 / 1000
     cap = int(float(system.gpu_memory_gb) * 1024 * 1024 / 4)
     notes = []
-    if mode != "FlashNeuron":
+    if mechanism != "offload_set":
         cap *= GDS_CAPACITY_FACTOR
         notes.append("O-32: capacity x4 (the GDS variants')")
-    rate = ssd + host if (mode == "G10GDSFULL" and host > 0) else ssd
+    rate = ssd + host if (mechanism == "gds_ssd_host" and host > 0) else ssd
     T = w.num_tensors
     fr = np.zeros(T, bool)
     fw = np.zeros(T, bool)
@@ -60,13 +60,13 @@ def tensor_engine_model(w, system, mode: str, options) -> BoundModel:
         fr |= np.asarray(w.is_global, bool)
         fw |= np.asarray(w.is_global, bool)
         notes.append("O-18/O-33 gds_weights_free_refetch: weights move free")
-    if options.gds_ready_on_alloc and mode != "FlashNeuron":
+    if options.gds_ready_on_alloc and mechanism != "offload_set":
         fr[:] = True
         notes.append("O-33 gds_ready_on_alloc: fetches never delay a kernel (reads free)")
     if options.tensor24_bypass and T > 24:
         excluded.append(24)
         notes.append("O-17 tensor24_bypass: tensor 24 takes no memory")
-    if mode == "FlashNeuron" and options.fn_reserve_workspace:
+    if mechanism == "offload_set" and options.fn_reserve_workspace:
         vit = vitality(w, ghz)
         dead = np.nonzero((np.asarray(vit.death) == -1) & ~np.asarray(w.is_global, bool))[0]
         excluded.extend(dead.tolist())

@@ -14,25 +14,7 @@ import numpy as np
 
 from g10fast.locations import IN_GPU, NOT_KNOWN
 from g10fast.planner.plan import MigrationPlan
-
-
-def required_csr(workload) -> tuple[np.ndarray, np.ndarray]:
-    """Per kernel: inputs (ascending), then the outputs that are not inputs (ascending)."""
-    from g10fast.workload.model import output_only_csr
-
-    w = workload
-    K = w.num_kernels
-    oo_ptr, oo_idx = output_only_csr(w)
-    n_in = np.diff(w.in_ptr)
-    n_oo = np.diff(oo_ptr)
-    ptr = np.zeros(K + 1, dtype=np.int64)
-    ptr[1:] = np.cumsum(n_in + n_oo)
-    idx = np.empty(int(ptr[-1]), dtype=np.int64)
-    kin = np.repeat(np.arange(K), n_in)
-    koo = np.repeat(np.arange(K), n_oo)
-    idx[ptr[kin] + np.arange(len(kin)) - w.in_ptr[kin]] = w.in_idx
-    idx[ptr[koo] + n_in[koo] + np.arange(len(koo)) - oo_ptr[koo]] = oo_idx
-    return ptr, idx
+from g10fast.workload.model import required_csr  # noqa: F401  (moved there: the engines use it)
 
 
 def deepum_hints(workload, degree: int) -> np.ndarray:

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from g10fast.analysis.vitality import Vitality
-from g10fast.workload.model import PAGE_SIZE, Workload
+from g10fast.workload.model import (PAGE_SIZE, Workload, max_kernel_pages,  # noqa: F401
+                                    required_sets)
 
 FN_ORDERS = ("inputs_outputs", "ascending", "descending")
 VIT1024_FACTOR = 0.993      # O-15: "otherwise FlashNeuron crashes"
@@ -61,27 +62,6 @@ def make_loss_index(workload: Workload) -> int:
     if phases is not None and "forward" in phases:
         return len(phases) - 1 - list(reversed(phases)).index("forward")
     raise ValueError("the workload has no makeLoss kernel")
-
-
-def required_sets(workload: Workload):
-    """Per kernel the unique required tensors (inputs ∪ outputs)."""
-    K = workload.num_kernels
-    out = []
-    for k in range(K):
-        out.append(np.union1d(workload.inputs(k), workload.outputs(k)))
-    return out
-
-
-def max_kernel_pages(workload: Workload, non_global_only: bool = False) -> int:
-    """max over kernels of Σ pages of the required tensors (set form)."""
-    pages = workload.n_pages
-    g = np.asarray(workload.is_global, dtype=bool)
-    best = 0
-    for r in required_sets(workload):
-        if non_global_only:
-            r = r[~g[r]]
-        best = max(best, int(pages[r].sum()))
-    return best
 
 
 def _discovery(workload: Workload, L: int, order: str) -> list:

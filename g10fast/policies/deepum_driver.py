@@ -3,6 +3,7 @@ look-ahead (g10fast.planner.deepum: at kernel i, the tensors of kernel i + degre
 cudaMemPrefetchAsync-style requests; eviction is the driver's."""
 
 from g10fast.engine.driver import tensor_hints
+from g10fast.engine.driver.mode import DriverMode
 from g10fast.policies.deepum import Options
 from g10fast.policies.registry import PolicyRecord
 
@@ -20,4 +21,5 @@ RECORD = PolicyRecord(
     plan_depends_on_host=False, planner=planner, options=Options, aliases=("deepum@driver",),
     paper="DeepUM as G10's artifact models it, as prefetch hints to the real driver",
     description="oracle look-ahead prefetch of kernel i + degree's tensors; driver eviction",
-    order=130, colour="#98df8a", sweep_cost=1.2, extra={"driver": {}})
+    order=130, colour="#98df8a", sweep_cost=1.2,
+    engine_mode=lambda options, engine: DriverMode())

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from g10fast.engine.driver.mode import DriverMode
 from g10fast.errors import InputError
 from g10fast.policies.registry import PolicyRecord
 
@@ -100,8 +101,8 @@ def learned_hints(w, fault_k, fault_b, degree: int, n_iter: int, invalidate: boo
 
 
 def planner(ctx):
-    from g10fast.engine.driver import driver_options, simulate_driver
-    opts = driver_options(ctx.engine.compat, RECORD.extra.get("driver"))
+    from g10fast.engine.driver import simulate_driver
+    opts = RECORD.engine_mode(ctx.options, ctx.engine).options(ctx.engine.compat)
     n_iter = int(ctx.engine.num_iteration)
     prof = simulate_driver(ctx.workload, ctx.system, opts, None, num_iteration=1, log_iter=0)
     fk, fb = prof.fault_log
@@ -120,4 +121,5 @@ RECORD = PolicyRecord(
     paper="DeepUM (ASPLOS'23): correlation prefetching learned at run time",
     description="correlation tables learned in iteration 1, look-ahead block prefetch from "
                 "iteration 2, pre-eviction outside the window, invalidation of freed tensors",
-    order=135, colour="#17becf", sweep_cost=1.5, extra={"driver": {}})
+    order=135, colour="#17becf", sweep_cost=1.5,
+    engine_mode=lambda options, engine: DriverMode())

@@ -3,6 +3,7 @@ before the run (G10 planner spec §6.7), on the tensor engine."""
 
 from dataclasses import dataclass
 
+from g10fast.engine.tensor.mode import TensorMode
 from g10fast.errors import InputError
 from g10fast.policies.registry import PolicyRecord
 
@@ -30,7 +31,7 @@ RECORD = PolicyRecord(
     in_default_comparison=True,
     name="FlashNeuron", display="FlashNeuron", engine="tensor", plan_depends_on_host=False,
     planner=planner, options=Options, aliases=("fn",), artifact="FlashNeuron",
-    extra={"tensor_mode": "FlashNeuron"},
+    engine_mode=lambda options, engine: TensorMode("offload_set"),
     paper="FlashNeuron (FAST'21): SSD offload of activations",
     description="forward activations offloaded to the SSD, prefetched for the backward pass",
     order=20, colour="#ff7f0e", sweep_cost=0.02)

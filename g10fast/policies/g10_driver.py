@@ -4,6 +4,7 @@ of their kernel: to the GPU -> prefetch, to host or SSD -> migrate to the host (
 cannot target an SSD; the host spills to it when full), pre-deallocation -> discard."""
 
 from g10fast.engine.driver import tensor_hints
+from g10fast.engine.driver.mode import DriverMode
 from g10fast.policies.g10 import Options, quirks
 from g10fast.policies.registry import PolicyRecord
 
@@ -22,4 +23,5 @@ RECORD = PolicyRecord(
     planner=planner, options=Options, aliases=("g10@driver",),
     paper="G10 (MICRO'23)'s plan as prefetch hints to the real driver",
     description="G10's migrations as cudaMemPrefetchAsync hints; faults under the driver",
-    order=160, colour="#aec7e8", sweep_cost=0.7, extra={"driver": {}})
+    order=160, colour="#aec7e8", sweep_cost=0.7,
+    engine_mode=lambda options, engine: DriverMode())

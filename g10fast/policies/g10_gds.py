@@ -4,6 +4,7 @@ GPUDirect-Storage transfers on the tensor engine, to the SSD only or to the SSD 
 
 from dataclasses import dataclass
 
+from g10fast.engine.tensor.mode import TensorMode
 from g10fast.policies.registry import PolicyRecord
 
 
@@ -24,7 +25,8 @@ GDS = PolicyRecord(
     in_default_comparison=True,
     name="G10GDSSSD", display="G10-GDS", engine="tensor", plan_depends_on_host=True,
     planner=_planner("ssd"), options=Options, aliases=("g10-gds", "g10gds"), artifact="G10GDSSSD",
-    extra={"tensor_mode": "G10GDSSSD", "system_overrides": {"host_memory_gb": 0.0}},
+    engine_mode=lambda options, engine: TensorMode("gds_ssd"),
+    system_overrides={"host_memory_gb": 0.0},
     paper="G10 (MICRO'23) with GPUDirect Storage to the SSD only",
     description="G10's plan as explicit SSD transfers, no host memory",
     order=40, colour="#9467bd", sweep_cost=0.02)
@@ -33,7 +35,7 @@ HOST = PolicyRecord(
     in_default_comparison=True,
     name="G10GDSFULL", display="G10-Host", engine="tensor", plan_depends_on_host=True,
     planner=_planner("full"), options=Options, aliases=("g10-host", "g10host"), artifact="G10GDSFULL",
-    extra={"tensor_mode": "G10GDSFULL"},
+    engine_mode=lambda options, engine: TensorMode("gds_ssd_host"),
     paper="G10 (MICRO'23) with GPUDirect Storage to the SSD and host memory",
     description="G10's plan as explicit SSD and host transfers",
     order=50, colour="#8c564b", sweep_cost=0.02)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from g10fast.engine.driver.mode import DriverMode
 from g10fast.errors import InputError
 from g10fast.policies.registry import PolicyRecord
 
@@ -149,13 +150,17 @@ def window_gates(blocks: list, carry: list, cap: int, gpu_bytes: int) -> tuple[l
     return gates, pref
 
 
+def _mode(o) -> DriverMode:
+    """PUMP's settings of the driver engine: its eviction, and whether a prefetch overlaps
+    the one in flight."""
+    return DriverMode.of(evict=o.evict, inflight_overlap=o.wait == "overlap")
+
+
 def _fresh_allocations(ctx, o) -> bool:
     """Whether the run's driver options (the engine's defaults < PUMP's < the run's
     engine.compat) allocate and free the non-weight tensors every iteration."""
-    from g10fast.engine.driver import driver_options
     compat = getattr(ctx.engine, "compat", ()) or ()
-    return bool(driver_options(dict(compat), {"evict": o.evict, "inflight_overlap":
-                                              o.wait == "overlap"}).fresh_allocations)
+    return bool(_mode(o).options(compat).fresh_allocations)
 
 
 def planner(ctx):
@@ -212,5 +217,4 @@ RECORD = PolicyRecord(
     description="launch-time prefetch of each kernel's blocks, byte-bounded launch window, "
                 "stream barrier; the driver's eviction",
     order=120, colour="#e377c2",
-    extra={"driver": {}, "driver_from_options": lambda o: {
-        "evict": o.evict, "inflight_overlap": o.wait == "overlap"}})
+    engine_mode=lambda o, engine: _mode(o))

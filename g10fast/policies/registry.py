@@ -43,7 +43,9 @@ class PolicyRecord:
     plan_depends_on_host: bool
     #: planner(ctx: PlanContext) -> the plan the engine takes (None: no plan)
     planner: Callable[[Any], Any] | None = None
-    #: engine_mode(options, engine_options) -> what the engine is told (e.g. a PageMode)
+    #: engine_mode(options, engine_options) -> what the engine is told: an instance of its
+    #: engine's mode class (its EngineRecord's `mode`: PageMode, TensorMode, DriverMode,
+    #: SwapMode, ZeroMode)
     engine_mode: Callable[[Any, Any], Any] | None = None
     options: type = NoOptions
     aliases: tuple = ()
@@ -56,7 +58,11 @@ class PolicyRecord:
     in_default_comparison: bool = False
     colour: str = ""                # matplotlib colour; "" picks one
     sweep_cost: float = 1.0         # relative CPU per page, for sweep scheduling
-    extra: dict = field(default_factory=dict)
+    #: system parameters the policy fixes (G10-GDS: no host memory), applied to every spec
+    system_overrides: dict = field(default_factory=dict)
+    #: G10 config keys its G10 config form sets beyond the artifact's policy keys (Ideal:
+    #: is_UVM 0; g10fast.spec.to_g10_config)
+    g10_overrides: dict = field(default_factory=dict)
 
     def make_options(self, values: dict | None = None, *, where: str = "policy"):
         """The options dataclass from a dict, each key checked (unknown keys named)."""

@@ -9,6 +9,7 @@ option `evict = "tbn64k"`)."""
 
 from dataclasses import dataclass
 
+from g10fast.engine.driver.mode import DriverMode
 from g10fast.errors import InputError
 from g10fast.policies.registry import PolicyRecord
 
@@ -35,6 +36,6 @@ RECORD = PolicyRecord(
     paper="UVMSmart (ISCA'19): tree-based neighbourhood prefetch",
     description="64 KiB basic blocks, > 50 % subtrees filled bottom-up, LRU 2 MiB eviction",
     order=115, colour="#bcbd22",
-    extra={"driver": {"prefetcher": "tbn", "big_page_kib": 64, "evict": "access2m"},
-           "driver_from_options": lambda o: {"evict": "tbn64k" if o.pre_evict else
-                                             "access2m" if o.lru == "access" else "alloc2m"}})
+    engine_mode=lambda o, engine: DriverMode.of(
+        prefetcher="tbn", big_page_kib=64,
+        evict="tbn64k" if o.pre_evict else "access2m" if o.lru == "access" else "alloc2m"))

@@ -18,10 +18,12 @@ g10fast.engine.swap.run.run_swap_engine; the plan's conversion g10fast.engine.sw
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from g10fast.engine.swap.hints import (ENGINE_OPTIONS, absolute_kernels,  # noqa: F401
                                        swap_hints, swapped_iteration)
+from g10fast.engine.swap.mode import SwapMode
 from g10fast.errors import InputError
 from g10fast.policies.registry import PolicyRecord
 
@@ -89,16 +91,25 @@ class AppObOptions(Options):
                              param="policy.profile_policy")
 
 
+def _mode(planner: str):
+    """engine_mode of a swap policy: its options, by name, as the swap engine's SwapMode."""
+    def engine_mode(options, engine) -> SwapMode:
+        return SwapMode(planner=planner, **dataclasses.asdict(options))
+    return engine_mode
+
+
 RECORDS = (
     PolicyRecord(
         name="singa_swap", display="SINGA-Swap", engine="swap", plan_depends_on_host=False,
-        options=Options, paper="SINGA's SwapGPU planner (Zhang et al., arXiv 1903.06631)",
+        options=Options, engine_mode=_mode("singa_swap"),
+        paper="SINGA's SwapGPU planner (Zhang et al., arXiv 1903.06631)",
         description="peak-straddling swap candidates, DOA/AOA/WDOA/vote, greedy to the "
                     "limit, stick-to-limit schedule on two DMA channels",
         order=80, colour="#8c564b"),
     PolicyRecord(
         name="appobmem", display="AppObMem", engine="swap", plan_depends_on_host=False,
-        options=AppObOptions, paper="AppObMem (Li et al., ACM TACO 2022), as modelled [ours]",
+        options=AppObOptions, engine_mode=_mode("appobmem"),
+        paper="AppObMem (Li et al., ACM TACO 2022), as modelled [ours]",
         description="address-level trace-driven swapping: blocks only, AOA, swap-out as soon "
                     "as possible, swap-in as late as possible",
         order=81, colour="#e377c2"),

@@ -12,6 +12,7 @@ option `prefetch_at_alloc = true` is the same allocator with a cudaMemPrefetchAs
 each allocation (§5 E1's "with prefetch"); `fresh_allocations = false` a caching allocator
 over one managed arena."""
 
+from g10fast.engine.driver.mode import DriverMode
 from g10fast.policies.registry import PolicyRecord
 
 RECORD = PolicyRecord(
@@ -21,4 +22,5 @@ RECORD = PolicyRecord(
     description="demand paging: 256-fault batches, 64 KiB big pages, density prefetch, 2 MiB "
                 "root chunks evicted in allocation order; tensors allocated and freed "
                 "(cudaMallocManaged / cudaFree) every iteration",
-    order=110, colour="#8c564b", extra={"driver": {"fresh_allocations": True}})
+    order=110, colour="#8c564b",
+    engine_mode=lambda options, engine: DriverMode.of(fresh_allocations=True))

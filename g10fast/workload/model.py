@@ -225,6 +225,44 @@ def output_only_csr(w: Workload) -> tuple[np.ndarray, np.ndarray]:
     return ptr, w.out_idx[keep].astype(np.int32)
 
 
+def required_csr(workload) -> tuple[np.ndarray, np.ndarray]:
+    """Per kernel: inputs (ascending), then the outputs that are not inputs (ascending)."""
+    w = workload
+    K = w.num_kernels
+    oo_ptr, oo_idx = output_only_csr(w)
+    n_in = np.diff(w.in_ptr)
+    n_oo = np.diff(oo_ptr)
+    ptr = np.zeros(K + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum(n_in + n_oo)
+    idx = np.empty(int(ptr[-1]), dtype=np.int64)
+    kin = np.repeat(np.arange(K), n_in)
+    koo = np.repeat(np.arange(K), n_oo)
+    idx[ptr[kin] + np.arange(len(kin)) - w.in_ptr[kin]] = w.in_idx
+    idx[ptr[koo] + n_in[koo] + np.arange(len(koo)) - oo_ptr[koo]] = oo_idx
+    return ptr, idx
+
+
+def required_sets(workload: Workload):
+    """Per kernel the unique required tensors (inputs ∪ outputs)."""
+    K = workload.num_kernels
+    out = []
+    for k in range(K):
+        out.append(np.union1d(workload.inputs(k), workload.outputs(k)))
+    return out
+
+
+def max_kernel_pages(workload: Workload, non_global_only: bool = False) -> int:
+    """max over kernels of Σ pages of the required tensors (set form)."""
+    pages = workload.n_pages
+    g = np.asarray(workload.is_global, dtype=bool)
+    best = 0
+    for r in required_sets(workload):
+        if non_global_only:
+            r = r[~g[r]]
+        best = max(best, int(pages[r].sum()))
+    return best
+
+
 def kernel_pages(w: Workload, oo=None) -> np.ndarray:
     """Pages of inputs ∪ outputs per kernel (oo: output_only_csr(w), if at hand)."""
     oo_ptr, oo_idx = output_only_csr(w) if oo is None else oo

@@ -10,8 +10,8 @@ import dataclasses
 from g10fast.analysis.bounds import bound_summary
 from g10fast.engine.bound_models import driver_engine_model
 from g10fast.engine.common import model_label, perturbed
-from g10fast.engine.driver import (DriverHints, driver_options, iteration_stats,
-                                   simulate_driver, system_params)
+from g10fast.engine.driver import DriverHints, iteration_stats, simulate_driver, system_params
+from g10fast.engine.driver.mode import DriverMode
 from g10fast.errors import InputError, InvariantError
 from g10fast.results import add_bound, add_seconds, new_result, workload_summary
 
@@ -25,11 +25,8 @@ VA_PAGES = 512
 def run_driver_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
                       required_order=None, check=False, baseline=None) -> dict:
     """A policy on the driver engine: its planner gives DriverHints (None: demand paging);
-    DriverOptions = defaults < the policy's `extra["driver"]` < the run's engine.compat."""
-    base = dict(rec.extra.get("driver") or {})
-    if rec.extra.get("driver_from_options") is not None:
-        base.update(rec.extra["driver_from_options"](spec.policy.options))
-    opts = driver_options(spec.engine.compat, base)
+    DriverOptions = defaults < the policy's DriverMode overrides < the run's engine.compat."""
+    opts = driver_mode(rec, spec).options(spec.engine.compat)
     w = ctx.workload
     if plan is None and rec.planner is not None:
         plan = rec.planner(ctx)
@@ -70,6 +67,15 @@ def run_driver_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
     add_driver_bound(res, w_sim, run, opts, spec.system)
     return add_seconds(res, run.params["f_hz"])
 
+
+
+def driver_mode(rec, spec) -> DriverMode:
+    """The DriverMode a policy's record gives for the spec's options."""
+    mode = rec.engine_mode(spec.policy.options, spec.engine) if rec.engine_mode else None
+    if not isinstance(mode, DriverMode):
+        raise InputError(f"policy {rec.name} must give the driver engine a DriverMode (its "
+                         "record's engine_mode)", param="policy")
+    return mode
 
 
 def add_driver_bound(res, w_sim, run, opts, system):

@@ -6,4 +6,4 @@ RECORD = EngineRecord(
     "swap", "g10fast.engine.swap.run:run_swap_engine",
     "trace-driven swap plans (SINGA, AppObMem) run on the tensor engine as host-link hints, "
     "placed by an offset-level allocator",
-    allocator=True)
+    mode="g10fast.engine.swap.mode:SwapMode", allocator=True)

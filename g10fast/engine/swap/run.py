@@ -15,6 +15,7 @@ import numpy as np
 from g10fast.engine.bound_models import swap_engine_bound
 from g10fast.engine.common import compat_options, model_label
 from g10fast.engine.swap.hints import ENGINE_OPTIONS, absolute_kernels, swap_hints
+from g10fast.engine.swap.mode import SwapMode
 from g10fast.engine.tensor import TensorOptions, simulate_tensors
 from g10fast.engine.tensor.result import tensor_result
 from g10fast.engine.tensor.run import allocator_fits, allocator_need
@@ -36,7 +37,10 @@ def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
     if plan is not None:
         raise InputError("the swap policies plan for themselves: no plan file",
                          param="--plan-in")
-    o = spec.policy.options
+    o = rec.engine_mode(spec.policy.options, spec.engine) if rec.engine_mode else None
+    if not isinstance(o, SwapMode):
+        raise InputError(f"policy {rec.name} must give the swap engine a SwapMode (its "
+                         "record's engine_mode)", param="policy")
     allocator = spec.engine.allocator or o.allocator
     w = ctx.workload
     sysm = spec.system
@@ -49,13 +53,13 @@ def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
     else:
         link_gbps = float(sysm.host_link_gbps)
         link = LinkCost.from_gbps(link_gbps, float(sysm.link_latency_us))
-    top = plan_swaps(tr, 1 << 62, rec.name)
+    top = plan_swaps(tr, 1 << 62, o.planner)
     limit = int(o.limit_fraction * top.peak_before) if o.limit_fraction > 0 else gpu_bytes
     # a gap must hold a whole kernel: the engine keeps a kernel's tensors for the kernel
     kw = dict(link=link, mode=o.mode, faithful_quirks=o.faithful_quirks, periodic=o.periodic,
-              op_group=absolute_kernels(tr), accesses=getattr(o, "trace", "alloc_free_access"))
+              op_group=absolute_kernels(tr), accesses=o.trace)
     profile = None
-    if getattr(o, "profile_policy", "none") != "none":
+    if o.profile_policy != "none":
         # E6: profile under the baseline (its kernel times), plan there, schedule on ours
         if baseline is None:
             raise InputError("a profiling swap policy needs the pipeline's baseline runner "
@@ -95,13 +99,13 @@ def run_swap_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
     while True:
         kw.pop("select", None)
         if prof_tr is not None:
-            pp = plan_swaps(prof_tr, limit, rec.name, o.score, **kw)
+            pp = plan_swaps(prof_tr, limit, o.planner, o.score, **kw)
             kw["select"] = (pp.start + pp.r_idx, pp.start + pp.d_idx)
-        p = plan_swaps(tr, limit, rec.name, o.score, **kw)
+        p = plan_swaps(tr, limit, o.planner, o.score, **kw)
         if check and kw["accesses"] == "alloc_free_access":
             n_checked += check_plan(tr, p)      # alloc_free_only: absent accesses are counted
         hints, hinfo, absent = swap_hints(tr, p)
-        trun = simulate_tensors(w, esys, "G10GDSFULL", hints, vit=ctx.vitality(),
+        trun = simulate_tensors(w, esys, "gds_ssd_host", hints, vit=ctx.vitality(),
                                 options=topts, progress=progress)
         alloc = allocator_need(trun, w, allocator, absent)
         need = int(alloc.peak_reserved)

@@ -1,10 +1,12 @@
 """The tensor-granular engine (G10's "FN simulator", simulator spec §12, planner spec §6.7):
 validation, set-up and statistics around the Numba kernel `tensor.kernels.simulate`.
 
-    simulate_tensors(workload, system, policy, plan, trace=None, progress=None) -> TensorRun
+    simulate_tensors(workload, system, mechanism, plan, trace=None, progress=None) -> TensorRun
 
-`plan` is a `FlashNeuronPlan` (policy FlashNeuron) or a G10 hint list (G10GDSSSD / G10GDSFULL):
-int64 rows (issued_kernel, tensor, from, to), as the page engine takes them; `gds_plan` below
+`mechanism` (g10fast.engine.tensor.mode.MECHANISMS; a policy gives it as a TensorMode):
+"offload_set" (the artifact's FlashNeuron mode) takes an offload set (an object with
+`make_loss`, `offload_tensor`, `offload_kernel`: a FlashNeuronPlan), "gds_ssd" and
+"gds_ssd_host" (its G10GDSSSD and G10GDSFULL modes) a hint list: int64 rows (issued_kernel, tensor, from, to), as the page engine takes them; `gds_plan` below
 post-processes a G10 plan for the GDS variants (planner spec §5.8, §6.5).
 
 Units (spec §12): one iteration; time in milliseconds (float64), kernel time = cycles / (GHz·1e9)
@@ -25,11 +27,11 @@ from g10fast.analysis.vitality import Vitality, vitality
 from g10fast.engine.tensor import kernels as tk
 from g10fast.errors import InputError
 from g10fast.locations import NOT_PRESENT
-from g10fast.workload.model import Workload
+from g10fast.workload.model import Workload, max_kernel_pages
 
 #: the engine's modes, by the artifact's names of its migration policies (sim §12)
-MODES = {"FlashNeuron": tk.MODE_FN, "G10GDSSSD": tk.MODE_GDS_SSD, "G10GDSFULL": tk.MODE_GDS_FULL}
-FN_POLICIES = MODES
+#: mechanism -> the kernel's mode
+MODES = {"offload_set": tk.MODE_FN, "gds_ssd": tk.MODE_GDS_SSD, "gds_ssd_host": tk.MODE_GDS_FULL}
 GDS_CAPACITY_FACTOR = 4          # O-32: the GDS variants get 4x the GPU pages
 
 # the engine's event columns are the trace's (g10fast/trace.py)
@@ -88,7 +90,7 @@ class TensorOptions:
 class TensorRun:
     """What one tensor-engine run produced (native units: ms and bytes)."""
 
-    policy: str
+    mechanism: str
     status: str                    # "ok" or "failed"
     failure: dict | None           # tensor, kernel, pages_needed, free_pages, largest_free_pages, ...
     total_ms: float
@@ -203,21 +205,23 @@ def _cycles(ms: np.ndarray, f_hz: float) -> np.ndarray:
     return np.floor(np.asarray(ms, dtype=np.float64) / 1000.0 * f_hz).astype(np.int64)
 
 
-def simulate_tensors(workload: Workload, system, policy: str, plan=None, *, vit: Vitality | None = None,
+def simulate_tensors(workload: Workload, system, mechanism: str, plan=None, *,
+                     vit: Vitality | None = None,
                      options: TensorOptions = TensorOptions(), trace=None,
                      progress=None) -> TensorRun:
     """Run the tensor engine for one iteration.
 
-    policy  "FlashNeuron" (plan: a FlashNeuronPlan), "G10GDSSSD" or "G10GDSFULL" (plan: hint rows
-            (issued, tensor, from, to), already post-processed by `gds_plan`).
+    mechanism  "offload_set" (plan: an offload set, e.g. a FlashNeuronPlan), "gds_ssd" or
+            "gds_ssd_host" (plan: hint rows (issued, tensor, from, to), already
+            post-processed by `gds_plan`).
     system  a g10fast.system.System (an object with the artifact's config attributes is read
             as one).
     trace   an EventTraceWriter or None; progress(done, total) or None."""
     from g10fast.system import PARAM, System
-    if policy not in MODES:
-        raise InputError(f"the tensor engine runs {sorted(MODES)}, not {policy!r}",
-                         param="policy")
-    mode = MODES[policy]
+    if mechanism not in MODES:
+        raise InputError(f"the tensor engine's mechanisms are {sorted(MODES)}, not "
+                         f"{mechanism!r}", param="mechanism")
+    mode = MODES[mechanism]
     K, T = workload.num_kernels, workload.num_tensors
     if K == 0:
         raise InputError("the workload has no kernels", param="workload")
@@ -236,10 +240,10 @@ def simulate_tensors(workload: Workload, system, policy: str, plan=None, *, vit:
     bw_ssd = ssd * 1024 * 1024 * 1024 / 1000
     bw_host = (cpu - ssd) * 1024 * 1024 * 1024 / 1000
     if mode == tk.MODE_GDS_FULL and bw_host <= 0:
-        raise InputError("G10-Host (G10GDSFULL) moves host data at the host link's bandwidth "
+        raise InputError("gds_ssd_host (G10-Host) moves host data at the host link's bandwidth "
                          "less the SSD's, which must be > 0", param=PARAM["host_link_gbps"])
     if bw_host <= 0:
-        bw_host = 1.0       # host lanes are unused by FlashNeuron / G10GDSSSD
+        bw_host = 1.0       # host lanes are unused by offload_set / gds_ssd
     cap = int(gpu_gb * 1024 * 1024 / 4)
     if mode != tk.MODE_FN:
         cap *= GDS_CAPACITY_FACTOR
@@ -265,9 +269,9 @@ def simulate_tensors(workload: Workload, system, policy: str, plan=None, *, vit:
     fn_max = 0
     make_loss = K
     if mode == tk.MODE_FN:
-        from g10fast.planner.flashneuron import FlashNeuronPlan, max_kernel_pages
-        if not isinstance(plan, FlashNeuronPlan):
-            raise TypeError("FlashNeuron needs a FlashNeuronPlan")
+        if not all(hasattr(plan, a) for a in ("make_loss", "offload_tensor", "offload_kernel")):
+            raise TypeError("offload_set needs an offload set (make_loss, offload_tensor, "
+                            "offload_kernel: e.g. a FlashNeuronPlan)")
         make_loss = plan.make_loss
         ot = np.asarray(plan.offload_tensor, dtype=np.int64)
         chosen[ot] = True
@@ -339,7 +343,7 @@ def simulate_tensors(workload: Workload, system, policy: str, plan=None, *, vit:
         progress(K, K)
     ideal = ideal_ms_of(exec_ms)
     return TensorRun(
-        policy=policy, status="ok" if failure is None else "failed", failure=failure,
+        mechanism=mechanism, status="ok" if failure is None else "failed", failure=failure,
         total_ms=float(clk[tk.K_NOW]), ideal_ms=ideal, transfer_ms=float(clk[tk.K_XFER]),
         ssd_to_gpu_bytes=int(cnt[tk.C_SSD_IN]), gpu_to_ssd_bytes=int(cnt[tk.C_SSD_OUT]),
         cpu_to_gpu_bytes=int(cnt[tk.C_HOST_IN]), gpu_to_cpu_bytes=int(cnt[tk.C_HOST_OUT]),
@@ -355,23 +359,23 @@ def simulate_tensors(workload: Workload, system, policy: str, plan=None, *, vit:
 # ---------------------------------------------------------------------------------------------
 
 GDS_LOOSEN = 1.060606            # O-15
-GDS_LOOSEN_VIT_FULL = 1.269366   # O-15: ViT (borden < 200, transformer) under G10GDSFULL
+GDS_LOOSEN_VIT_FULL = 1.269366   # O-15: ViT (borden < 200, transformer) under gds_ssd_host
 GDS_HILL_FACTOR = 0.9
 
 
-def gds_loosen(policy: str, is_transformer: int, borden: int) -> float:
+def gds_loosen(mechanism: str, is_transformer: int, borden: int) -> float:
     """The GDS variants' loosen factor on the planner's 0.99 target (§5.2, O-15)."""
-    if policy not in ("G10GDSSSD", "G10GDSFULL"):
+    if mechanism not in ("gds_ssd", "gds_ssd_host"):
         return 1.0
-    if borden < 200 and is_transformer == 1 and policy == "G10GDSFULL":
+    if borden < 200 and is_transformer == 1 and mechanism == "gds_ssd_host":
         return GDS_LOOSEN_VIT_FULL
     return GDS_LOOSEN
 
 
-def gds_target(gpu_memory_gb: float, policy: str, is_transformer: int, borden: int) -> int:
+def gds_target(gpu_memory_gb: float, mechanism: str, is_transformer: int, borden: int) -> int:
     """target = trunc(loosen · trunc(trunc(GPU·2^30) · 0.99))."""
     t = int(int(gpu_memory_gb * 2**30) * 0.99)
-    return int(gds_loosen(policy, is_transformer, borden) * t)
+    return int(gds_loosen(mechanism, is_transformer, borden) * t)
 
 
 def strip_prealloc_hints(hints: np.ndarray, birth_issue_mask: np.ndarray | None = None) -> np.ndarray:

@@ -5,4 +5,5 @@ from g10fast.engine.registry import EngineRecord
 RECORD = EngineRecord(
     "tensor", "g10fast.engine.tensor.run:run_tensor_engine",
     "the artifact's tensor-granular FN engine: explicit allocation, GDS and host transfers",
-    allocator=True, lp_bound=True, lp_model="g10fast.engine.tensor.run:lp_model")
+    mode="g10fast.engine.tensor.mode:TensorMode", allocator=True, lp_bound=True,
+    lp_model="g10fast.engine.tensor.run:lp_model")

@@ -45,7 +45,7 @@ def tensor_result(spec, model: str, w, run, plan_failure, plan_info, f_hz: float
     kern[:, 2] = np.floor(run.kernel_start_ms[:n] / 1000.0 * f_hz).astype(np.int64)
     kern[:, 3] = np.floor(run.kernel_end_ms[:n] / 1000.0 * f_hz).astype(np.int64)
     res["kernels"] = kern
-    res["kernel_stall"] = run.kernel_stall().tolist() if run.policy == "FlashNeuron" else []
+    res["kernel_stall"] = run.kernel_stall().tolist() if run.mechanism == "offload_set" else []
     if run.status != "ok":
         res["status"] = "failed"
         res["failure"] = dict(run.failure, stage="engine")

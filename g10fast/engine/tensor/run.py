@@ -11,6 +11,7 @@ from g10fast.analysis.bounds import bound_summary
 from g10fast.engine.bound_models import tensor_engine_model
 from g10fast.engine.common import compat_options, model_label
 from g10fast.engine.tensor import TensorOptions, exec_ms_of, simulate_tensors
+from g10fast.engine.tensor.mode import TensorMode
 from g10fast.engine.tensor.result import tensor_result
 from g10fast.errors import InputError
 from g10fast.results import add_bound
@@ -24,10 +25,10 @@ def run_tensor_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
         raise InputError("only the page-engine policies take a kernel order",
                          param="--kernel-order")
     w = ctx.workload
-    mode = rec.extra["tensor_mode"]
+    mech = tensor_mode(rec, spec).mechanism
     f_hz = float(spec.system.f_hz)
     plan_failure = None
-    if mode == "FlashNeuron":
+    if mech == "offload_set":
         if plan is None:
             plan = rec.planner(ctx)
         plan_info = {"offloads": int(len(plan.offload_tensor)), "gpu_line_bytes": int(plan.gpu_line),
@@ -50,7 +51,7 @@ def run_tensor_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
         plan_info = {"hints": int(len(engine_plan)), "source": "given"}
     trun = None
     if plan_failure is None:
-        trun = simulate_tensors(w, spec.system, mode, engine_plan, vit=ctx.vitality(),
+        trun = simulate_tensors(w, spec.system, mech, engine_plan, vit=ctx.vitality(),
                                 options=compat_options(TensorOptions, spec.engine),
                                 trace=trace, progress=progress)
     res = tensor_result(spec, model_label(spec), w, trun, plan_failure, plan_info, f_hz,
@@ -63,15 +64,24 @@ def run_tensor_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
         res["gpu_memory_needed_bytes"] = int(alloc.peak_reserved)
         res["allocator"] = alloc.summary()
         allocator_fits(res, spec.engine.allocator, int(float(spec.system.gpu_memory_gb) * 2**30))
-    m = tensor_engine_model(w, spec.system, mode, compat_options(TensorOptions, spec.engine))
+    m = tensor_engine_model(w, spec.system, mech, compat_options(TensorOptions, spec.engine))
     summary = bound_summary(m, w, float(exec_ms_of(w, spec.system.gpu_frequency_ghz).sum()))
     return add_bound(res, summary, f_hz, unit_ms=True)
 
 
 def lp_model(spec, rec, w):
     """The tensor engine's model for the checkpoint LP (ms): (model, unit_ms)."""
-    return tensor_engine_model(w, spec.system, rec.extra["tensor_mode"],
+    return tensor_engine_model(w, spec.system, tensor_mode(rec, spec).mechanism,
                                compat_options(TensorOptions, spec.engine)), True
+
+
+def tensor_mode(rec, spec) -> TensorMode:
+    """The TensorMode a policy's record gives for the spec's options."""
+    mode = rec.engine_mode(spec.policy.options, spec.engine) if rec.engine_mode else None
+    if not isinstance(mode, TensorMode):
+        raise InputError(f"policy {rec.name} must give the tensor engine a TensorMode "
+                         "(its record's engine_mode)", param="policy")
+    return mode
 
 
 def allocator_fits(res: dict, allocator: str, gpu_bytes: int, detail: str = "") -> dict:
