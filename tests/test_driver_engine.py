@@ -155,6 +155,30 @@ def region(resident=(), faulted=(), prefetcher="density", thr=51, big=16, n_exis
     return got
 
 
+@pytest.mark.parametrize("big", [1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
+def test_region_matches_twin_every_big_page(big):
+    """The growth (word-parallel) and the trees against the twin's page loops, at every big
+    page size the options allow (4 KiB .. 2 MiB), on random blocks: sparse and dense
+    residency, a partial last block, faults clustered or spread."""
+    rng = np.random.default_rng(big)
+    for case in range(12):
+        n_exist = int(rng.choice([512, 512, int(rng.integers(1, 512))]))
+        dens = (0.0, 0.3, 0.7, 0.95)[case % 4]
+        resident = {int(o) for o in np.nonzero(rng.random(n_exist) < dens)[0]}
+        free = [o for o in range(n_exist) if o not in resident]
+        if not free:
+            continue
+        if case % 3 == 0:                     # one run of faults
+            a = int(rng.integers(0, len(free)))
+            faulted = free[a:a + int(rng.integers(1, 300))]
+        else:
+            faulted = sorted(rng.choice(free, min(len(free), int(rng.integers(1, 40))),
+                                        replace=False).tolist())
+        for pf in ("density", "tbn", "none"):
+            thr = int(rng.choice([51, 50, 25, 75, 30, 100]))     # 50, 25, 75: ties
+            region(sorted(resident), faulted, pf, thr, big, n_exist)   # asserts the twin
+
+
 def test_density_single_fault_is_its_big_page():
     # 16 of 16 marked (100 %); 16/32 = 50 % is not over 51 %: the 64 KiB big page only
     assert region(faulted=[3]) == set(range(0, 16))

@@ -157,14 +157,21 @@ def _next_bit(m, pos):
 def _kth(A, i, k):
     """Page offset of the k-th (1-based) set bit of A[i]; -1 if fewer."""
     for w in range(W):
-        c = popc(A[i, w])
+        x = A[i, w]
+        c = popc(x)
         if k > c:
             k -= c
             continue
-        x = A[i, w]
-        for _ in range(k - 1):
-            x &= x - ONE
-        return 64 * w + ctz(x)
+        pos = 0                              # halve the word until the bit is found
+        sh = 32
+        while sh > 0:
+            c = popc(x & ((ONE << np.uint64(sh)) - ONE))
+            if k > c:
+                k -= c
+                x = x >> np.uint64(sh)
+                pos += sh
+            sh >>= 1
+        return 64 * w + pos
     return -1
 
 
@@ -499,21 +506,37 @@ def prefetch_bits(mark, n_exist, fb, prefetcher, threshold, big, out, rem):
     driver): per faulted page, the largest ancestor subtree with marked*100 > pages*threshold
     (existing pages counted); tbn (UVMSmart): bottom-up from `big`-page leaves, every subtree
     with marked*2 > pages that is not full is filled (cascading). rem: W words of scratch."""
-    for w in range(W):
-        x = fb[w]
-        while x != ZERO:
-            p = 64 * w + ctz(x)
-            g0 = (p // big) * big
-            g1 = g0 + big
-            e1 = g1 if g1 < n_exist else n_exist
-            _or_range(mark, g0, e1)
-            _or_range(out, g0, e1)
-            x &= ~wmask(0, g1, w)              # this big page is grown: skip its faults
+    # the growth, a word at a time: a big page with a faulted page is filled (existing
+    # pages only); within a word, groups of `big` bits with any bit set (SWAR), across words,
+    # groups of words with any word set
+    if big <= 64:
+        gm = ALL if big == 64 else (ONE << np.uint64(big)) - ONE
+        r1 = ALL // gm                         # the lowest bit of every group
+        hb = r1 << np.uint64(big - 1)          # the highest bit of every group
+        lb = hb - r1                           # the other bits of every group
+        for w in range(W):
+            x = fb[w]
+            if x != ZERO:
+                nz = (((x & lb) + lb) | x) & hb
+                g = (nz >> np.uint64(big - 1)) * gm & wmask(0, n_exist, w)
+                mark[w] |= g
+                out[w] |= g
+    else:
+        nw = big >> 6
+        for w0 in range(0, W, nw):
+            x = ZERO
+            for v in range(w0, w0 + nw):
+                x |= fb[v]
+            if x != ZERO:
+                for v in range(w0, w0 + nw):
+                    g = wmask(0, n_exist, v)
+                    mark[v] |= g
+                    out[v] |= g
     if prefetcher == PF_DENSITY:
         # per faulted page the largest ancestor over the threshold: top-down, a node is
         # tested only while it holds a faulted page not yet covered by a larger passing
         # node; below lmin (the big page) a subtree lies inside a grown big page and adds
-        # nothing
+        # nothing. Nodes of >= 64 pages are whole words, smaller ones parts of one word.
         lmin = 1
         while (1 << lmin) < big:
             lmin += 1
@@ -521,18 +544,38 @@ def prefetch_bits(mark, n_exist, fb, prefetcher, threshold, big, out, rem):
             rem[w] = fb[w]
         for lv in range(LEVELS - 1, lmin - 1, -1):
             size = 1 << lv
-            p = _next_bit(rem, 0)
-            while p < VA_PAGES:
-                lo = (p >> lv) << lv
-                hi = lo + size
-                e = n_exist - lo
-                if e > size:
-                    e = size
-                if e > 0 and range_count(mark, lo, hi) * 100 > e * threshold:
-                    _or_range(out, lo, hi if hi < n_exist else n_exist)
-                    for v in range(lo >> 6, ((hi - 1) >> 6) + 1):
-                        rem[v] &= ~wmask(lo, hi, v)
-                p = _next_bit(rem, hi)
+            if lv >= 6:
+                nw = size >> 6
+                for w0 in range(0, W, nw):
+                    x = ZERO
+                    for v in range(w0, w0 + nw):
+                        x |= rem[v]
+                    if x == ZERO:
+                        continue
+                    e = n_exist - 64 * w0
+                    if e > size:
+                        e = size
+                    c = 0
+                    for v in range(w0, w0 + nw):
+                        c += popc(mark[v])
+                    if e > 0 and c * 100 > e * threshold:
+                        for v in range(w0, w0 + nw):
+                            out[v] |= wmask(0, n_exist, v)
+                            rem[v] = ZERO
+            else:
+                sm = (ONE << np.uint64(size)) - ONE
+                for w in range(W):
+                    x = rem[w]
+                    while x != ZERO:
+                        off = (ctz(x) >> lv) << lv
+                        nm = sm << np.uint64(off)
+                        e = n_exist - 64 * w - off
+                        if e > size:
+                            e = size
+                        if e > 0 and popc(mark[w] & nm) * 100 > e * threshold:
+                            out[w] |= nm & wmask(0, n_exist, w)
+                            rem[w] &= ~nm
+                        x &= ~nm
     elif prefetcher == PF_TBN:
         size = big
         while size <= VA_PAGES:
@@ -883,11 +926,13 @@ def _simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
                                LOC_GPU, 0)
                     _emit_runs(ev, S, tmp, R_LH, base, clock, EV_FAULT, it, k, LOC_HOST,
                                LOC_GPU, 0)
-                cyc += _make_room(b, need, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev,
-                                  pnext, prot, S, evict_mode, skip_clean, gpu_pages, gpu_chunks,
-                                  host_pages, d2h, ssd_w, cnt, it, tmp, ev, tr, clock + cyc, k)
-                if S[S_FAIL] != FAIL_NONE:
-                    return n_log
+                if not chunk_mode or (need > 0 and gcount[b] == 0):
+                    cyc += _make_room(b, need, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev,
+                                      pnext, prot, S, evict_mode, skip_clean, gpu_pages,
+                                      gpu_chunks, host_pages, d2h, ssd_w, cnt, it, tmp, ev, tr,
+                                      clock + cyc, k)
+                    if S[S_FAIL] != FAIL_NONE:
+                        return n_log
                 cyc += _land(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S,
                              evict_mode, skip_clean, h2d, ssd_r, cnt, it, tmp, ev, tr,
                              clock + cyc, k, 1)
