@@ -84,6 +84,11 @@ class MigrationPlan:
         return {"to_gpu": int((d == 3).sum()), "to_ssd": int((d == 1).sum()),
                 "to_host": int((d == 2).sum()), "dealloc": int((d == 0).sum())}
 
+    def decision_names(self) -> list:
+        """The names of the `iv_decision` codes (g10_kernels.DECISION_NAMES)."""
+        from g10fast.planner.g10_kernels import DECISION_NAMES
+        return list(DECISION_NAMES)
+
     def decisions(self) -> dict:
         from g10fast.planner.g10_kernels import DECISION_NAMES
         if self.iv_decision.size == 0:

@@ -226,7 +226,7 @@ class DriverHints:
 def required_runs(w, required_order=None):
     """Per kernel, its touched page runs in order: inputs ascending, then outputs that are not
     inputs, ascending (the page engine's order). Returns (ptr, start, n, write)."""
-    from g10fast.planner.deepum import required_csr
+    from g10fast.workload.model import required_csr
     ptr, idx = required_csr(w) if required_order is None else required_order
     K = w.num_kernels
     kk = np.repeat(np.arange(K), np.diff(ptr))

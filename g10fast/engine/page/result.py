@@ -51,8 +51,6 @@ def planner_arrays(plan, kernels: np.ndarray | None, reported: int) -> dict:
     """Per-interval decisions and per-kernel estimated vs simulated GPU memory (numpy arrays;
     lists in JSON). Simulated = GPU bytes in use at the end of each kernel of the reported
     iteration (`kernels` None: no run, zeros)."""
-    from g10fast.planner.g10_kernels import DECISION_NAMES
-
     K = plan.num_kernels
     kt = empty_kernel_table() if kernels is None else kernels
     out = {"simulated_gpu_bytes": gpu_bytes_at_kernel_end(kt, reported, K)}
@@ -63,7 +61,7 @@ def planner_arrays(plan, kernels: np.ndarray | None, reported: int) -> dict:
             "iv_tensor": plan.iv_tensor, "iv_start": plan.iv_start, "iv_end": plan.iv_end,
             "iv_looped": plan.iv_looped, "iv_time_us": plan.iv_time_us,
             "iv_decision": plan.iv_decision, "iv_evict_finish": plan.iv_evict_finish,
-            "iv_prefetch": plan.iv_prefetch, "decision_names": list(DECISION_NAMES)})
+            "iv_prefetch": plan.iv_prefetch, "decision_names": plan.decision_names()})
     return out
 
 

@@ -1,0 +1,144 @@
+"""One home per engine (issue 38): the engine registry's records, the typed mode every
+policy hands its engine, and no engine named outside g10fast/engine/ and the registries."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from g10fast import policies
+from g10fast.engine import registry
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "g10fast"
+
+
+def engine_name_switches(source: str, names) -> list[int]:
+    """Lines of `source` that switch on an engine's name: a comparison (==, !=, in, not in)
+    with a string constant (or a tuple, list or set of them) that is an engine's name, or of
+    anything called `engine` (`rec.engine == x`, `res.get("engine") != x`,
+    `res["engine"] in x`), or a look-up by a record's `engine` in a literal dict."""
+    names = set(names)
+
+    def named(node) -> bool:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value in names
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(named(e) for e in node.elts)
+        return False
+
+    def is_engine(node) -> bool:
+        if isinstance(node, ast.Attribute):
+            return node.attr == "engine"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "get" and node.args:
+            a = node.args[0]
+            return isinstance(a, ast.Constant) and a.value == "engine"
+        if isinstance(node, ast.Subscript):
+            s = node.slice
+            return isinstance(s, ast.Constant) and s.value == "engine"
+        return False
+
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            if not all(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn))
+                       for op in node.ops):
+                continue
+            sides = [node.left, *node.comparators]
+            if any(named(s) for s in sides) or any(is_engine(s) for s in sides):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Dict) \
+                and is_engine(node.slice):
+            lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def test_the_scan_finds_each_kind_of_switch():
+    names = [e.name for e in policies.engines()]
+    bad = ('if rec.engine == "page":\n    pass\n'
+           'if res.get("engine") != "ranks":\n    pass\n'
+           'x = s.record.engine in ("tensor", "swap")\n'
+           'y = "driver" == kind\n'
+           'z = {"page": 1}[rec.engine]\n'
+           'w = res["engine"] in ok\n')
+    assert engine_name_switches(bad, names) == [1, 3, 5, 6, 7, 8]
+    good = ('if er.allocator:\n    pass\n'
+            'x = f.get("tensor") is not None\n'          # a result key, not a comparison
+            'y = kind == "pages"\n'
+            'names = ("page", "tensor")\n')               # named, not switched on
+    assert engine_name_switches(good, names) == []
+
+
+def test_no_engine_named_outside_the_engines_and_the_registries():
+    """No module outside g10fast/engine/ and g10fast/policies/ switches on an engine's name:
+    what differs between engines is a field of the engine's record (EngineRecord)."""
+    names = [e.name for e in policies.engines()]
+    found = []
+    for f in sorted(PKG.rglob("*.py")):
+        rel = f.relative_to(PKG)
+        if rel.parts[0] in ("engine", "policies"):
+            continue
+        for line in engine_name_switches(f.read_text(), names):
+            found.append(f"g10fast/{rel}:{line}")
+    assert found == []
+
+
+def test_engines_import_no_planner_nor_policy():
+    """The planning is the policy's (ctx -> plan); an engine takes plain hints and its mode."""
+    found = []
+    for f in sorted((PKG / "engine").rglob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text())):
+            mods = []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                mods = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            found += [f"{f.relative_to(PKG)} imports {m}" for m in mods
+                      if m.split(".")[:2] in (["g10fast", "planner"], ["g10fast", "policies"])]
+    assert found == []
+
+
+def test_every_engine_record_resolves():
+    assert [e.name for e in registry.engines()][:5] == list(registry.BUILTIN)
+    assert policies.engine is registry.engine and policies.EngineRecord is registry.EngineRecord
+    for e in registry.engines():
+        assert callable(e.load()), e.name
+        assert dataclasses.is_dataclass(e.mode_class()), e.name
+        assert e.lp_bound == bool(e.lp_model), e.name
+    page, tensor, driver, swap, ranks = (registry.engine(n) for n in registry.BUILTIN)
+    assert [e.name for e in registry.engines() if e.kernel_order] == ["page"]
+    assert [e.name for e in registry.engines() if e.allocator] == ["tensor", "swap"]
+    assert [e.name for e in registry.engines() if e.lp_bound] == ["page", "tensor"]
+    assert [e.name for e in registry.engines() if e.host_reuse] == ["page"]
+    assert [e.name for e in registry.engines() if e.timeline] == ["ranks"]
+    assert page.summary_lines({}) == []
+    lines = ranks.summary_lines({"ranks": 8, "system_preset": "dgx-a100-40"})
+    assert lines and "8 data-parallel ranks of dgx-a100-40" in lines[0]
+    with pytest.raises(Exception, match="unknown engine 'nosuch'"):
+        registry.engine("nosuch")
+    with pytest.raises(Exception, match="LP models the page and tensor engines"):
+        driver.lp_model_of(None, None, None)
+
+
+def test_every_policy_hands_its_engine_the_engines_mode():
+    """A policy's record gives its engine an instance of the engine's mode class (no untyped
+    extras): for every registered policy, at its default options."""
+    from g10fast.spec import EngineOptions
+    for rec in policies.records():
+        cls = policies.engine(rec.engine).mode_class()
+        assert rec.engine_mode is not None, rec.name
+        mode = rec.engine_mode(rec.options(), EngineOptions())
+        assert isinstance(mode, cls), (rec.name, type(mode), cls)
+        assert not hasattr(rec, "extra")
+    tbnp = policies.get("tbnp")
+    o = tbnp.make_options({"pre_evict": True})
+    assert dict(tbnp.engine_mode(o, EngineOptions()).overrides) == {
+        "prefetcher": "tbn", "big_page_kib": 64, "evict": "tbn64k"}
+    assert policies.get("FlashNeuron").engine_mode(None, None).mechanism == "offload_set"
+    assert policies.get("G10-Host").engine_mode(None, None).mechanism == "gds_ssd_host"
+    assert policies.get("appobmem").engine_mode(
+        policies.get("appobmem").options(), None).planner == "appobmem"
