@@ -142,3 +142,56 @@ def test_every_policy_hands_its_engine_the_engines_mode():
     assert policies.get("G10-Host").engine_mode(None, None).mechanism == "gds_ssd_host"
     assert policies.get("appobmem").engine_mode(
         policies.get("appobmem").options(), None).planner == "appobmem"
+
+
+def _doc_examples():
+    """The Python blocks of docs/adding-a-policy.md, each as a module's namespace."""
+    import re
+    import sys
+    import types
+    text = (ROOT / "docs" / "adding-a-policy.md").read_text()
+    out = []
+    for i, block in enumerate(re.findall(r"```python\n(.*?)```", text, re.S)):
+        mod = types.ModuleType(f"doc_example_{i}")
+        sys.modules[mod.__name__] = mod          # dataclasses look their module up
+        try:
+            exec(compile(block, f"docs/adding-a-policy.md#block{i}", "exec"), mod.__dict__)
+        finally:
+            del sys.modules[mod.__name__]
+        out.append(mod.__dict__)
+    return out
+
+
+def test_adding_a_policy_examples_run_as_written():
+    """The page-engine and driver-engine policies of docs/adding-a-policy.md, each one file
+    and one registry row, run through `run` with the plan and the mode they say."""
+    import numpy as np
+
+    import g10fast.api as api
+    from g10fast.run import workload_of
+    from g10fast.spec import builtin_spec
+
+    page, driver = _doc_examples()
+    recs = [page["RECORD"], driver["RECORD"]]
+    assert [r.engine for r in recs] == ["page", "driver"]
+    over = {"gpu.memory_gb": 0.1}
+    for r in recs:
+        policies.register(r)
+    try:
+        w = workload_of(builtin_spec("vit", 8, "g10-artifact", "lru", overrides=over))
+        inputs = int(np.diff(w.in_ptr).sum())
+        res = api.simulate("vit", 8, "g10-artifact", "ahead", overrides=over,
+                           options={"ahead": 3})
+        assert res["status"] == "ok" and res["engine"] == "page"
+        assert res["plan"]["hints"] == inputs and res["plan"]["ahead"] == 3
+        lru = api.simulate("vit", 8, "g10-artifact", "lru", overrides=over)
+        assert res["iterations"][res["reported"]]["exe_time_cycles"] != \
+            lru["iterations"][lru["reported"]]["exe_time_cycles"]
+        d = api.simulate("vit", 8, "g10-artifact", "ahead_driver", overrides=over)
+        assert d["status"] == "ok" and d["engine"] == "driver"
+        n_iter = len(d["iterations"])
+        assert d["plan"]["hints"] == n_iter * inputs and d["plan"]["ahead"] == 2
+        assert d["driver_options"]["prefetcher"] == "none"
+    finally:
+        for r in recs:
+            policies.unregister(r.name)
