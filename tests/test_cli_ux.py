@@ -674,7 +674,7 @@ def test_single_run_refuses_flags_that_do_not_apply(capsys, argv, needles):
 def test_a_flag_error_in_a_run_file_run_names_the_flag(capsys, tmp_path):
     rf = _small_run_file(tmp_path, "lru")
     err = _bad(capsys, ["run", str(rf), "--no-progress", "--allocator", "cnmem"], "--allocator",
-               "allocator applies to the tensor-engine and swap policies")
+               "allocator applies to the tensor and swap engines' policies")
     assert str(rf) not in err                      # the flag's error, not the file's
 
 
