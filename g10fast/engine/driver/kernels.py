@@ -652,6 +652,77 @@ def _drop_copies(b, lo, hi, BG, CH, CS, S):
             CS[b, w] &= ~cm
 
 
+@_kernel
+def _aligned_template(fault_batch, prefetcher, threshold, big, tmp):
+    """Whether a VA block with no page on the GPU, whose pages a kernel touches from its first
+    to its last with an empty fault batch at its start, is serviced as VA_PAGES / fault_batch
+    batches that each migrate exactly their own fault_batch pages (and nothing else): the
+    prefetcher's answer for such a block depends only on the options, so it is worked out
+    here once, on scratch rows of tmp (R_E: the block's GPU pages, R_D: a batch's faults)."""
+    if fault_batch > VA_PAGES or VA_PAGES % fault_batch != 0:
+        return False
+    ok = True
+    for w in range(W):
+        tmp[R_E, w] = ZERO
+    for i in range(VA_PAGES // fault_batch):
+        for w in range(W):
+            tmp[R_D, w] = wmask(i * fault_batch, (i + 1) * fault_batch, w)
+            tmp[R_MARK, w] = tmp[R_E, w]
+            tmp[R_MIG, w] = ZERO
+        prefetch_bits(tmp[R_MARK], VA_PAGES, tmp[R_D], prefetcher, threshold, big, tmp[R_MIG],
+                      tmp[R_REM])
+        for w in range(W):
+            if tmp[R_MIG, w] & ~tmp[R_E, w] != tmp[R_D, w]:
+                ok = False
+            tmp[R_E, w] |= tmp[R_D, w]
+    for w in range(N_TMP):
+        for v in range(W):
+            tmp[w, v] = ZERO
+    return ok
+
+
+@_kernel
+def _empty_block(b, clock, fault_batch, fault_lat, BG, BH, BS, CH, CS, gcount, bprev, bnext,
+                 pprev, pnext, prot, S, evict_mode, skip_clean, gpu_pages, gpu_chunks,
+                 host_pages, h2d, d2h, ssd_r, ssd_w, cnt, it, tmp, ev, tr, k):
+    """The fault batches of a whole VA block b with no page on the GPU, touched from its first
+    page to its last from an empty batch, when _aligned_template holds (chunk eviction): batch
+    i faults and migrates pages [i*F, (i+1)*F) (F = fault_batch) — what the general path
+    does, without collecting the faults page run by page run or asking the prefetcher. The
+    block's chunk is found at its first batch (make_room), as there. Returns the clock after
+    the last batch (S[S_FAIL] set: no chunk)."""
+    base = b * VA_PAGES
+    for i in range(VA_PAGES // fault_batch):
+        lo = i * fault_batch
+        hi = lo + fault_batch
+        cyc = fault_lat
+        S[S_STAMP] += 1
+        prot[b] = S[S_STAMP]
+        for w in range(W):
+            tmp[R_MIG, w] = wmask(lo, hi, w)
+        if tr:
+            for w in range(W):
+                f = tmp[R_MIG, w]
+                tmp[R_LH, w] = f & BH[b, w]
+                tmp[R_LS, w] = f & BS[b, w]
+                tmp[R_X, w] = f & ~(BH[b, w] | BS[b, w])
+            _emit_runs(ev, S, tmp, R_X, base, clock, EV_FAULT, it, k, LOC_NONE, LOC_GPU, 0)
+            _emit_runs(ev, S, tmp, R_LS, base, clock, EV_FAULT, it, k, LOC_SSD, LOC_GPU, 0)
+            _emit_runs(ev, S, tmp, R_LH, base, clock, EV_FAULT, it, k, LOC_HOST, LOC_GPU, 0)
+            for w in range(W):
+                tmp[R_MIG, w] = wmask(lo, hi, w)
+        if gcount[b] == 0:
+            cyc += _make_room(b, fault_batch, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev,
+                              pnext, prot, S, evict_mode, skip_clean, gpu_pages, gpu_chunks,
+                              host_pages, d2h, ssd_w, cnt, it, tmp, ev, tr, clock + cyc, k)
+            if S[S_FAIL] != FAIL_NONE:
+                return clock
+        cyc += _land(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S, evict_mode,
+                     skip_clean, h2d, ssd_r, cnt, it, tmp, ev, tr, clock + cyc, k, 1)
+        clock += cyc
+    return clock
+
+
 @kernel
 def simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
              hint_ptr, hint_start, hint_n, hint_kind, wait_hint,
@@ -732,6 +803,8 @@ def _simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
     hq = 0                          # next queued hint row
     n_log = 0
     chunk_mode = evict_mode < EV_LRU4K
+    # whole empty VA blocks touched from an empty batch are settled a block at a time
+    aligned = chunk_mode and _aligned_template(fault_batch, prefetcher, threshold, big, tmp)
     if init_loc.shape[0] == npages:            # a given start state (per-kernel checks)
         for p in range(npages):
             v = init_loc[p]
@@ -832,6 +905,35 @@ def _simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
         while True:
             np_ = 0
             nbl = 0
+            # the batch is empty: whole VA blocks with no page on the GPU, a block at a time
+            while aligned and r < r_end:
+                p = req_start[r] + j
+                b = p // VA_PAGES
+                if p != b * VA_PAGES or req_n[r] - j < VA_PAGES \
+                        or (b + 1) * VA_PAGES > npages:
+                    break
+                x = ZERO
+                for w in range(W):
+                    x |= BG[b, w]
+                if x != ZERO:
+                    break
+                clock = _empty_block(b, clock, fault_batch, fault_lat, BG, BH, BS, CH, CS,
+                                     gcount, bprev, bnext, pprev, pnext, prot, S, evict_mode,
+                                     skip_clean, gpu_pages, gpu_chunks, host_pages, h2d, d2h,
+                                     ssd_r, ssd_w, cnt, it, tmp, ev, tr, k)
+                if S[S_FAIL] != FAIL_NONE:
+                    return n_log
+                faults += VA_PAGES
+                batches += VA_PAGES // fault_batch
+                if it == log_iter and lastlog[b] != g and n_log < log_cap:
+                    lastlog[b] = g
+                    log_k[n_log] = k
+                    log_b[n_log] = b
+                    n_log += 1
+                j += VA_PAGES
+                if j >= req_n[r]:
+                    r += 1
+                    j = 0
             while r < r_end and np_ < fault_batch:
                 p = req_start[r] + j
                 b = p // VA_PAGES
