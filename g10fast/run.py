@@ -15,7 +15,7 @@ import os
 import resource
 import time
 
-from g10fast.errors import InputError
+from g10fast.engine.common import check_level
 from g10fast.engine.common import model_label as _model_label
 from g10fast.engine.common import perturbed as _perturbed
 from g10fast.engine.registry import engine as engine_record
@@ -142,7 +142,6 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
     t0 = time.perf_counter()
     if bound not in ("window", "lp"):
         raise InputError(f"must be window or lp, got {bound!r}", param="--bound")
-    from g10fast.engine.page.check import check_level
     level = check_level(check)
     if not isinstance(spec, RunSpec):
         spec = from_g10_config(spec)

@@ -1,5 +1,6 @@
-"""What every engine's runner shares (g10fast.engine.*.run): the kernel-time variation, the
-model's label in results and the compatibility switches of an engine's options."""
+"""What every engine's runner shares (g10fast.engine.*.run): the invariant check's level, the
+kernel-time variation, the model's label in results and the compatibility switches of an
+engine's options."""
 
 from __future__ import annotations
 
@@ -7,6 +8,24 @@ import dataclasses
 
 from g10fast.errors import InputError
 from g10fast.workload.times import perturb_kernel_times
+
+
+#: the levels of `check` (True is "state"; docs/invariants.md): "state" checks each engine's
+#: state at every kernel boundary; "full" adds the page engine's event-stream sums and a
+#: page-table scan at every check
+CHECK_LEVELS = ("state", "full")
+
+
+def check_level(check) -> str | None:
+    """None (no check), "state" or "full" from `check` (False/None, True, or a level)."""
+    if check is None or check is False:
+        return None
+    if check is True:
+        return "state"
+    if check not in CHECK_LEVELS:
+        raise InputError(f"must be one of {', '.join(CHECK_LEVELS)} (or True), got {check!r}",
+                         param="check")
+    return check
 
 
 def perturbed(w, engine):

@@ -32,8 +32,8 @@ import time
 
 import numpy as np
 
+from g10fast.engine.common import CHECK_LEVELS, check_level  # noqa: F401  (re-exported)
 from g10fast.engine.page import kernels as pk
-from g10fast.errors import InputError
 from g10fast.jit import kernel, kernel_nonrt
 
 
@@ -136,9 +136,6 @@ class CountingSink:
             self.inner.rewind(n)
 
 
-#: the levels of `check` (True is "state"): see the module docstring
-CHECK_LEVELS = ("state", "full")
-
 #: "state": the page table is scanned at a check when the scans so far took at most this
 #: share of the time the engine took (and at the run's end) ...
 SCAN_SHARE = 0.5
@@ -153,18 +150,6 @@ SCAN_PAGES = 1 << 20
 #: when PageChecker scans: within the time budget ("state"), at the stride ("full"), or at
 #: every check
 SCAN_MODES = ("budget", "stride", "every")
-
-
-def check_level(check) -> str | None:
-    """None (no check), "state" or "full" from `check` (False/None, True, or a level)."""
-    if check is None or check is False:
-        return None
-    if check is True:
-        return "state"
-    if check not in CHECK_LEVELS:
-        raise InputError(f"must be one of {', '.join(CHECK_LEVELS)} (or True), got {check!r}",
-                         param="check")
-    return check
 
 
 class PageChecker:

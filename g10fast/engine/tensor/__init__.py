@@ -6,8 +6,9 @@ validation, set-up and statistics around the Numba kernel `tensor.kernels.simula
 `mechanism` (g10fast.engine.tensor.mode.MECHANISMS; a policy gives it as a TensorMode):
 "offload_set" (the artifact's FlashNeuron mode) takes an offload set (an object with
 `make_loss`, `offload_tensor`, `offload_kernel`: a FlashNeuronPlan), "gds_ssd" and
-"gds_ssd_host" (its G10GDSSSD and G10GDSFULL modes) a hint list: int64 rows (issued_kernel, tensor, from, to), as the page engine takes them; `gds_plan` below
-post-processes a G10 plan for the GDS variants (planner spec §5.8, §6.5).
+"gds_ssd_host" (its G10GDSSSD and G10GDSFULL modes) a hint list: int64 rows (issued_kernel,
+tensor, from, to), as the page engine takes them; `gds_plan` below post-processes a G10 plan
+for the GDS variants (planner spec §5.8, §6.5).
 
 Units (spec §12): one iteration; time in milliseconds (float64), kernel time = cycles / (GHz·1e9)
 · 1000; bandwidths in bytes/ms with GB = 2^30; SSD lane SSD_GBps, host lane (CPU_GBps − SSD_GBps);
