@@ -5,7 +5,9 @@
 
 Stages: workload source -> Workload (front end, kernel times) -> the policy's planner ->
 the policy's engine -> the result (g10fast.results, docs/results.md). The policy's record
-(g10fast.policies) names its planner and engine; nothing here lists policies.
+(g10fast.policies) names its planner and engine; the engine's record (g10fast.engine.registry)
+its runner (g10fast/engine/<name>/run.py) and what it supports. Nothing here lists policies
+or names an engine.
 """
 
 from __future__ import annotations
@@ -129,14 +131,14 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
     `spec`: a RunSpec, or a G10Config (read into one). The policy's planner runs on the
     nominal kernel times (before any kernel-time variation); `plan` (e.g. from `read_plan`)
     replaces it; `plan_options` replace some of the policy's options (named quirks,
-    docs/planner.md). `required_order` (page engine only): per kernel (inputs, outputs) in
+    docs/planner.md). `required_order` (engines whose record has `kernel_order`): per kernel (inputs, outputs) in
     the order the engine processes them (O-18, docs/tensor-order.md); None: ascending ids.
     `vitality`: the workload's vitality analysis, if at hand. `check`: assert the engine's
     invariants at every kernel boundary (an InvariantError names the kernel and the
     invariant; docs/invariants.md): True or "state", or "full" (the page engine's event-stream
     sums and a page-table scan at every check: tens of times slower); the result is the
     same. `bound`: "window" (the window and traffic bounds, always), or "lp": also the
-    checkpoint LP (page and tensor engines; SciPy, seconds; docs/bounds.md), the bound the
+    checkpoint LP (engines whose record has `lp_bound`; SciPy, seconds; docs/bounds.md), the bound the
     larger. `trace_compression`: the event trace's chunks,
     "deflate" (default) or "none" (faster to write, larger; docs/trace-format.md)."""
     t0 = time.perf_counter()
