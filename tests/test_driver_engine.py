@@ -72,6 +72,29 @@ def test_engine_matches_twin(i, combo):
         assert c[dk.C_OUT_SSD] > 0                            # the host spilled to the SSD
 
 
+@pytest.mark.parametrize("i,fb,pf,ev,clean", [
+    (0, 256, "density", "alloc2m", False), (1, 128, "density", "access2m", True),
+    (2, 512, "none", "alloc2m", True), (3, 100, "density", "alloc2m", False)])
+def test_whole_blocks_match_twin(i, fb, pf, ev, clean):
+    """Tensors of whole 2 MiB VA blocks (up to 1,600 pages; the small workloads above never
+    fill one): the engine settles a whole block with no page on the GPU a block at a time
+    (first touches, blocks whose chunk was evicted); against the twin's page loops, with and
+    without hints, fault batches that divide a block and one that does not (100); under
+    density with 128-page batches the block is not settled so (a batch's prefetch reaches
+    beyond its faults)."""
+    w = make_workload(300 + i, n_kernels=6, n_tensors=10, max_pages=1600,
+                      max_kernel_pages=3300, p_workspace=0.2)
+    opts = DriverOptions(prefetcher=pf, evict=ev, skip_clean_writeback=clean, fault_batch=fb)
+    system = tiny_system(chunks=10, host_pages=(6000, 1500)[i % 2])
+    run = compare(w, system, opts)
+    assert run.status == "ok"
+    c = run.counters.sum(axis=0)
+    assert c[dk.C_OUT_CPU] + c[dk.C_OUT_SSD] + c[dk.C_CLEAN_DROP] > 0     # evictions
+    assert c[dk.C_IN_CPU] + c[dk.C_IN_SSD] > 0                               # and returns
+    hints = random_hints(w, 50 + i)
+    assert compare(w, system, opts, hints).status == "ok"
+
+
 def random_hints(w, seed, n_iter=2, with_wait=True):
     rng = np.random.default_rng(seed)
     G = n_iter * w.num_kernels
