@@ -2,7 +2,7 @@
 
     import g10fast.api as g
     res = g.simulate("bert-base", batch=256, system="g10-artifact", policy="lru")
-    res = g.run_toml("examples/run.toml")          # one result, or a list for several policies
+    res = g.run_toml("data/runs/llama-7b-h100.toml")   # one result, or a list for several policies
     table = g.compare("bert-base", 256, policies=g.DEFAULT_POLICIES)
 
 Each result is the dict of g10fast.run.run (docs/results.md); each call builds a RunSpec
