@@ -3,6 +3,9 @@
     python benchmarks/paired_timing.py --base /tmp/wt-base --new . \
         --points BERT:128:lru ResNet152:1280:prefetch_lru SENet154:1024:deepUM --repeats 3
 
+POLICY is an artifact policy (lru, prefetch_lru, deepUM, ...) or any registered policy, run on
+the artifact's model and system as `g10fast run --g10 ... --policy` does (the driver engine's
+uvm, pump, g10_driver, ...).
 Each measurement is a fresh process running one tree (PYTHONPATH=tree): a warm-up run of
 BERT-128 under the same policy first (loads the Numba cache, warms the allocator), then the
 timed run of the point; it reports the run's CPU and wall seconds and the process's peak RSS.
@@ -33,11 +36,20 @@ import json, resource, sys, time
 from g10fast.config import genconfig
 from g10fast.run import run
 art, model, batch, policy, warm = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] == "1"
+from g10fast.errors import InputError
+def point(m, b):
+    try:
+        return genconfig(art, m, b, policy)
+    except InputError:      # not the artifact's (the driver engine's): as `g10fast run --g10`
+        from g10fast import policies
+        from g10fast.spec import from_g10_config
+        rec = policies.get(policy)
+        return from_g10_config(genconfig(art, m, b, rec.artifact or "lru"), policy=rec.name)
 t0 = time.perf_counter(); c0 = time.process_time()
 if warm:
-    run(genconfig(art, "BERT", 128, policy))
+    run(point("BERT", 128))
 t1 = time.perf_counter(); c1 = time.process_time()
-res = run(genconfig(art, model, batch, policy))
+res = run(point(model, batch))
 t2 = time.perf_counter(); c2 = time.process_time()
 it = res["iterations"][res["reported"]]
 print(json.dumps({"warmup_wall_s": t1 - t0, "wall_s": t2 - t1, "cpu_s": c2 - c1,
