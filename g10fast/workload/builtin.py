@@ -481,46 +481,64 @@ def _layer_norm(R, x, S, H, gamma, beta, shared, seq_dims=(B,)):
     return R.op("Add", [(g, bs + (H,)), (beta, bs + (H,))])
 
 
+def _named_weights(R: _Records, spec: ModelSpec):
+    """(W, shared): W(name) is the weight of that name (the model's `tie` pairs make two names
+    one weight); `shared` the layer norms' shared constants."""
+    ties = {a: b for a, b in spec.params.get("tie", [])}
+    W = lambda name: R.w(ties.get(name, name))  # noqa: E731
+    return W, {"pow": W("ln.pow"), "eps": W("ln.eps")}
+
+
+def _dense(R: _Records, x, w, bias, S, n_in, n_out, weight_first=False):
+    """A linear layer as G10 records it: a Dot of (B, S, n_in) by (n_in, n_out), then its bias
+    Add. `weight_first`: the weight is the Dot's first operand, with the activation's shape
+    (G10's record of the attention's output projection)."""
+    a, b = (w, x) if weight_first else (x, w)
+    y = R.matmul("Dot", [(a, (B, S, n_in)), (b, (n_in, n_out))],
+                 lambda bs: 2 * bs * S * n_in * n_out)
+    return R.op("Add", [(y, (B, S, n_out)), (bias, (B, S, n_out))])
+
+
+def _attention(R: _Records, qkv, S, NH, dh, scale):
+    """Scores of the fused qkv, `scale(scores)`, softmax, and the context."""
+    sc = R.matmul("BatchMatMul", [(qkv, (B, NH, S, dh)), (qkv, (B, NH, dh, S))],
+                  lambda b: 2 * b * NH * S * S * dh)
+    sm = R.op("SoftmaxBasic", [(scale(sc), (B, NH, S, S))])
+    return R.matmul("BatchMatMul", [(sm, (B, NH, S, S)), (qkv, (B, NH, S, dh))],
+                    lambda b: 2 * b * NH * S * S * dh)
+
+
 def _bert_records(spec: ModelSpec) -> _Records:
     L, H, NH, F = (_get(spec, k) for k in ("layers", "hidden", "heads", "ffn"))
     S, V, TV = _get(spec, "seq_len"), _get(spec, "vocab"), _get(spec, "type_vocab")
     dh = H // NH
     R = _Records()
-    ties = {a: b for a, b in spec.params.get("tie", [])}
-    W = lambda name: R.w(ties.get(name, name))  # noqa: E731
-    shared = {"pow": W("ln.pow"), "eps": W("ln.eps")}
+    W, shared = _named_weights(R, spec)
     tt = R.op("GatherV2", [(W("emb.type"), (TV, H)), (R.c(), (B, S))])
     we = R.op("GatherV2", [(W("emb.word"), (V, H)), (R.c(), (B, S))])
     pe = R.op("Add", [(we, (B, S, H)), (W("emb.pos"), (B, S, H))])
     x = R.op("Add", [(pe, (B, S, H)), (tt, (B, S, H))])
     x = _layer_norm(R, x, S, H, W("emb.ln.g"), W("emb.ln.b"), shared)
     mask = None
+    scores = (B, NH, S, S)
+
+    def scale(sc):          # scores / scale + the attention mask
+        sc = R.op("Divide", [(sc, scores), (W("attn.scale"), scores)])
+        return R.op("Add", [(sc, scores), (mask, scores)])
+
     for i in range(L):
         p = f"layer{i}."
-        qkv = R.matmul("Dot", [(x, (B, S, H)), (W(p + "qkv"), (H, 3 * H))],
-                       lambda b: 2 * b * S * H * 3 * H)
-        qkv = R.op("Add", [(qkv, (B, S, 3 * H)), (W(p + "qkv.b"), (B, S, 3 * H))])
+        qkv = _dense(R, x, W(p + "qkv"), W(p + "qkv.b"), S, H, 3 * H)
         if mask is None:
             m1 = R.op("Subtract", [(W("mask.one"), (B, 1, 1, S)), (R.c(), (B, 1, 1, S))])
             mask = R.op("Multiply", [(m1, (B, 1, 1, S)), (W("mask.big"), (B, 1, 1, S))])
-        sc = R.matmul("BatchMatMul", [(qkv, (B, NH, S, dh)), (qkv, (B, NH, dh, S))],
-                      lambda b: 2 * b * NH * S * S * dh)
-        sc = R.op("Divide", [(sc, (B, NH, S, S)), (W("attn.scale"), (B, NH, S, S))])
-        sc = R.op("Add", [(sc, (B, NH, S, S)), (mask, (B, NH, S, S))])
-        sm = R.op("SoftmaxBasic", [(sc, (B, NH, S, S))])
-        ctx = R.matmul("BatchMatMul", [(sm, (B, NH, S, S)), (qkv, (B, NH, S, dh))],
-                       lambda b: 2 * b * NH * S * S * dh)
-        # G10's record lists the projection weight first, with the activation's shape
-        o = R.matmul("Dot", [(W(p + "proj"), (B, S, H)), (ctx, (H, H))],
-                     lambda b: 2 * b * S * H * H)
-        o = R.op("Add", [(o, (B, S, H)), (W(p + "proj.b"), (B, S, H))])
+        ctx = _attention(R, qkv, S, NH, dh, scale)
+        o = _dense(R, ctx, W(p + "proj"), W(p + "proj.b"), S, H, H, weight_first=True)
         o = R.op("Add", [(o, (B, S, H)), (x, (B, S, H))])
         x1 = _layer_norm(R, o, S, H, W(p + "ln1.g"), W(p + "ln1.b"), shared)
-        f = R.matmul("Dot", [(x1, (B, S, H)), (W(p + "fc1"), (H, F))], lambda b: 2 * b * S * H * F)
-        f = R.op("Add", [(f, (B, S, F)), (W(p + "fc1.b"), (B, S, F))])
+        f = _dense(R, x1, W(p + "fc1"), W(p + "fc1.b"), S, H, F)
         f = R.op("Relu", [(f, (B, S, F))])
-        f = R.matmul("Dot", [(f, (B, S, F)), (W(p + "fc2"), (F, H))], lambda b: 2 * b * S * H * F)
-        f = R.op("Add", [(f, (B, S, H)), (W(p + "fc2.b"), (B, S, H))])
+        f = _dense(R, f, W(p + "fc2"), W(p + "fc2.b"), S, F, H)
         f = R.op("Add", [(f, (B, S, H)), (x1, (B, S, H))])
         x = _layer_norm(R, f, S, H, W(p + "ln2.g"), W(p + "ln2.b"), shared)
     if spec.params.get("pooler", True):
@@ -538,9 +556,7 @@ def _vit_records(spec: ModelSpec) -> _Records:
     S = g * g + 1
     dh = H // NH
     R = _Records()
-    ties = {a: b for a, b in spec.params.get("tie", [])}
-    W = lambda name: R.w(ties.get(name, name))  # noqa: E731
-    shared = {"pow": W("ln.pow"), "eps": W("ln.eps")}
+    W, shared = _named_weights(R, spec)
     x = R.matmul("Convolution", [(R.c(), (B, 3, img, img)), (W("patch"), (H, 3, patch, patch))],
                  lambda b: 2 * b * H * g * g * 3 * patch * patch)
     x = R.op("Add", [(x, (B, H, g, g)), (W("patch.b"), (B, H, g, g))])
@@ -549,29 +565,19 @@ def _vit_records(spec: ModelSpec) -> _Records:
     for i in range(L):
         p = f"layer{i}."
         h = _layer_norm(R, x, S, H, W(p + "ln1.g"), W(p + "ln1.b"), shared)
-        qkv = R.matmul("Dot", [(h, (B, S, H)), (W(p + "qkv"), (H, 3 * H))],
-                       lambda b: 2 * b * S * H * 3 * H)
-        qkv = R.op("Add", [(qkv, (B, S, 3 * H)), (W(p + "qkv.b"), (B, S, 3 * H))])
-        sc = R.matmul("BatchMatMul", [(qkv, (B, NH, S, dh)), (qkv, (B, NH, dh, S))],
-                      lambda b: 2 * b * NH * S * S * dh)
-        sc = R.op("Multiply", [(sc, (B, NH, S, S)), (sc_c, (B, NH, S, S))])
-        sm = R.op("SoftmaxBasic", [(sc, (B, NH, S, S))])
-        ctx = R.matmul("BatchMatMul", [(sm, (B, NH, S, S)), (qkv, (B, NH, S, dh))],
-                       lambda b: 2 * b * NH * S * S * dh)
-        o = R.matmul("Dot", [(W(p + "proj"), (B, S, H)), (ctx, (H, H))],
-                     lambda b: 2 * b * S * H * H)
-        o = R.op("Add", [(o, (B, S, H)), (W(p + "proj.b"), (B, S, H))])
+        qkv = _dense(R, h, W(p + "qkv"), W(p + "qkv.b"), S, H, 3 * H)
+        ctx = _attention(R, qkv, S, NH, dh, lambda sc: R.op(
+            "Multiply", [(sc, (B, NH, S, S)), (sc_c, (B, NH, S, S))]))
+        o = _dense(R, ctx, W(p + "proj"), W(p + "proj.b"), S, H, H, weight_first=True)
         x = R.op("Add", [(x, (B, S, H)), (o, (B, S, H))])
         h = _layer_norm(R, x, S, H, W(p + "ln2.g"), W(p + "ln2.b"), shared)
-        f = R.matmul("Dot", [(h, (B, S, H)), (W(p + "fc1"), (H, F))], lambda b: 2 * b * S * H * F)
-        f = R.op("Add", [(f, (B, S, F)), (W(p + "fc1.b"), (B, S, F))])
+        f = _dense(R, h, W(p + "fc1"), W(p + "fc1.b"), S, H, F)
         e = R.op("Divide", [(f, (B, S, F)), (gd, (B, S, F))])
         e = R.op("Erf", [(e, (B, S, F))])
         e = R.op("Add", [(e, (B, S, F)), (g1, (B, S, F))])
         e = R.op("Multiply", [(f, (B, S, F)), (e, (B, S, F))])
         e = R.op("Multiply", [(e, (B, S, F)), (gh, (B, S, F))])
-        f = R.matmul("Dot", [(e, (B, S, F)), (W(p + "fc2"), (F, H))], lambda b: 2 * b * S * H * F)
-        f = R.op("Add", [(f, (B, S, H)), (W(p + "fc2.b"), (B, S, H))])
+        f = _dense(R, e, W(p + "fc2"), W(p + "fc2.b"), S, F, H)
         x = R.op("Add", [(x, (B, S, H)), (f, (B, S, H))])
     h = _layer_norm(R, x, S, H, W("ln.g"), W("ln.b"), shared)
     c = R.op("GatherV2", [(h, (B, S, H)), (W("head.index"), (1,))])
