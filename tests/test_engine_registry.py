@@ -124,6 +124,20 @@ def test_every_engine_record_resolves():
         driver.lp_model_of(None, None, None)
 
 
+@pytest.mark.parametrize("module", ["g10fast.engine.page.record", "g10fast.engine.swap.run"])
+def test_an_engine_module_imports_first(module):
+    """A record or runner imported before anything else (a fresh interpreter): the registry
+    loads the built-in records at its first look-up, not while a record imports it."""
+    import subprocess
+    import sys
+    code = (f"import {module}\nfrom g10fast.engine.registry import engines\n"
+            "print(','.join(e.name for e in engines()))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=ROOT, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == [",".join(registry.BUILTIN)]
+
+
 def test_every_policy_hands_its_engine_the_engines_mode():
     """A policy's record gives its engine an instance of the engine's mode class (no untyped
     extras): for every registered policy, at its default options."""

@@ -95,6 +95,26 @@ _ENGINES: dict[str, EngineRecord] = {}
 BUILTIN = ("page", "tensor", "driver", "swap", "ranks")
 
 
+_LOADED = False
+
+
+def _load_builtin() -> None:
+    """The built-in records, loaded at the first look-up (a record module imports this one,
+    so none is imported while this one is): first in order; one registered before under the
+    same name replaces it."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    loaded = {}
+    for m in BUILTIN:
+        rec = importlib.import_module(f"g10fast.engine.{m}.record").RECORD
+        loaded[rec.name] = rec
+    loaded.update(_ENGINES)
+    _ENGINES.clear()
+    _ENGINES.update(loaded)
+
+
 def register_engine(rec: EngineRecord) -> EngineRecord:
     """Add (or replace) an engine's record."""
     _ENGINES[rec.name] = rec
@@ -103,6 +123,7 @@ def register_engine(rec: EngineRecord) -> EngineRecord:
 
 def engine(name: str) -> EngineRecord:
     """The record of an engine by name."""
+    _load_builtin()
     try:
         return _ENGINES[name]
     except KeyError:
@@ -112,8 +133,5 @@ def engine(name: str) -> EngineRecord:
 
 def engines() -> list[EngineRecord]:
     """Every registered engine, built-in ones first."""
+    _load_builtin()
     return list(_ENGINES.values())
-
-
-for _m in BUILTIN:
-    register_engine(importlib.import_module(f"g10fast.engine.{_m}.record").RECORD)
