@@ -30,8 +30,23 @@ def csr_from_lists(lists) -> tuple[np.ndarray, np.ndarray]:
     return ptr, idx
 
 
+class _Incidence:
+    """The kernel → tensor incidence (CSR: in_ptr/in_idx, out_ptr/out_idx) that a Graph and a
+    Workload both carry."""
+
+    @property
+    def num_kernels(self) -> int:
+        return int(self.in_ptr.shape[0] - 1)
+
+    def inputs(self, k: int) -> np.ndarray:
+        return self.in_idx[self.in_ptr[k]:self.in_ptr[k + 1]]
+
+    def outputs(self, k: int) -> np.ndarray:
+        return self.out_idx[self.out_ptr[k]:self.out_ptr[k + 1]]
+
+
 @dataclass(frozen=True)
-class Graph:
+class Graph(_Incidence):
     """Tensors and kernels of one iteration, as built by a front end.
 
     Tensor arrays (length T, index = tensor id = creation order):
@@ -59,16 +74,6 @@ class Graph:
     def num_tensors(self) -> int:
         return int(self.raw_size.shape[0])
 
-    @property
-    def num_kernels(self) -> int:
-        return int(self.in_ptr.shape[0] - 1)
-
-    def inputs(self, k: int) -> np.ndarray:
-        return self.in_idx[self.in_ptr[k]:self.in_ptr[k + 1]]
-
-    def outputs(self, k: int) -> np.ndarray:
-        return self.out_idx[self.out_ptr[k]:self.out_ptr[k + 1]]
-
 
 def page_round(raw: np.ndarray) -> np.ndarray:
     raw = np.asarray(raw, dtype=np.int64)
@@ -93,7 +98,7 @@ def address_layout(size: np.ndarray, is_global: np.ndarray) -> tuple[np.ndarray,
 
 
 @dataclass(frozen=True)
-class Workload:
+class Workload(_Incidence):
     """A Graph with kernel times (cycles) and workspace tensors: what the engines consume.
 
     Tensor arrays (length T, workspaces last):
@@ -130,10 +135,6 @@ class Workload:
         return int(self.size.shape[0])
 
     @property
-    def num_kernels(self) -> int:
-        return int(self.in_ptr.shape[0] - 1)
-
-    @property
     def start_page(self) -> np.ndarray:
         return self.address // PAGE_SIZE
 
@@ -152,12 +153,6 @@ class Workload:
     @property
     def ideal_cycles(self) -> int:
         return int(self.exec_cycles.sum())
-
-    def inputs(self, k: int) -> np.ndarray:
-        return self.in_idx[self.in_ptr[k]:self.in_ptr[k + 1]]
-
-    def outputs(self, k: int) -> np.ndarray:
-        return self.out_idx[self.out_ptr[k]:self.out_ptr[k + 1]]
 
 
 def build_workload(graph: Graph, exec_cycles, input_pf_cycles, pf_cycles,
