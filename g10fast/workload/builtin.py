@@ -256,23 +256,29 @@ def _layer_line(t: _Tree, line: str, spec: ModelSpec):
                      "avgpool, dropout, linear)", path=spec.path)
 
 
-def _resnet_blocks(t: _Tree, spec: ModelSpec) -> list:
-    exp = _get(spec, "expansion", default=4)
+def _stages(t: _Tree, spec: ModelSpec, unit) -> list:
+    """The model's `stages` (units, width, stride), each a Sequential of its units:
+    unit(width, stride, first, cin) -> a block; the first unit takes the stage's stride."""
     out = []
-    for st in _get(spec, "stages", list):
-        units, width, stride = st
+    for units, width, stride in _get(spec, "stages", list):
         seq = []
         for u in range(units):
-            s = stride if u == 0 else 1
-            cin = t.c
-            kids = [t.conv(width), t.bn(), t.conv(width, (3, 3), (s, s), (1, 1)), t.bn(),
-                    t.conv(width * exp), t.bn(), t.relu()]   # one ReLU per block (O-26)
-            if s != 1 or cin != width * exp:
-                kids.append(t.block("Sequential", [t.conv(width * exp, s=(s, s), cin=cin),
-                                                   t.bn()]))
-            seq.append(t.block("Bottleneck", kids))
+            seq.append(unit(width, stride if u == 0 else 1, u == 0, t.c))
         out.append(t.block("Sequential", seq))
     return out
+
+
+def _resnet_blocks(t: _Tree, spec: ModelSpec) -> list:
+    exp = _get(spec, "expansion", default=4)
+
+    def bottleneck(width, s, first, cin):
+        kids = [t.conv(width), t.bn(), t.conv(width, (3, 3), (s, s), (1, 1)), t.bn(),
+                t.conv(width * exp), t.bn(), t.relu()]   # one ReLU per block (O-26)
+        if s != 1 or cin != width * exp:
+            kids.append(t.block("Sequential", [t.conv(width * exp, s=(s, s), cin=cin), t.bn()]))
+        return t.block("Bottleneck", kids)
+
+    return _stages(t, spec, bottleneck)
 
 
 def _inception_block(t: _Tree, kind: str, arg) -> object:
@@ -320,27 +326,22 @@ def _inception_blocks(t: _Tree, spec: ModelSpec) -> list:
 
 def _senet_blocks(t: _Tree, spec: ModelSpec) -> list:
     red = _get(spec, "se_reduction", default=16)
-    out = []
-    for st in _get(spec, "stages", list):
-        units, width, stride = st
-        seq = []
-        for u in range(units):
-            s = stride if u == 0 else 1
-            cin = t.c
-            body = t.block("SENetBottleneck", [
-                t.basic(width // 2), t.basic(width, (3, 3), (s, s), (1, 1)),
-                t.block("ConvBlock", [t.conv(width), t.bn()])])
-            # the SE gate is a ReLU in G10's model (O-26)
-            se = t.block("SEBlock", [t.avgpool(1), t.conv(width // red), t.relu(), t.conv(width),
-                                     t.relu()])
-            kids = [body, se]
-            if u == 0:
-                k, p = ((3, 3), (1, 1)) if s != 1 else ((1, 1), (0, 0))
-                kids.append(t.block("ConvBlock", [t.conv(width, k, (s, s), p, cin=cin), t.bn()]))
-            kids.append(t.relu())
-            seq.append(t.block("SENetUnit", kids))
-        out.append(t.block("Sequential", seq))
-    return out
+
+    def unit(width, s, first, cin):
+        body = t.block("SENetBottleneck", [
+            t.basic(width // 2), t.basic(width, (3, 3), (s, s), (1, 1)),
+            t.block("ConvBlock", [t.conv(width), t.bn()])])
+        # the SE gate is a ReLU in G10's model (O-26)
+        se = t.block("SEBlock", [t.avgpool(1), t.conv(width // red), t.relu(), t.conv(width),
+                                 t.relu()])
+        kids = [body, se]
+        if first:
+            k, p = ((3, 3), (1, 1)) if s != 1 else ((1, 1), (0, 0))
+            kids.append(t.block("ConvBlock", [t.conv(width, k, (s, s), p, cin=cin), t.bn()]))
+        kids.append(t.relu())
+        return t.block("SENetUnit", kids)
+
+    return _stages(t, spec, unit)
 
 
 def _cnn_layers(spec: ModelSpec, batch: int):
