@@ -49,6 +49,7 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -600,18 +601,15 @@ def _attributed(w: Workload, mem, touch, ext_in: set, outs: list, raw, o_i) -> t
         body = max(t - float(o_i[j]), 0.0)
         d_in = float(w.input_pf_cycles[k]) - t
         d_all = float(w.pf_cycles[k]) - t
-        for t_id in ins:
-            if t_id in ext_in and t_id not in seen:
+        # the group's external inputs, then its external outputs, each tensor once
+        for t_id, ext, is_in in chain(((t, ext_in, True) for t in ins),
+                                      ((t, ext_out, False) for t in ous)):
+            if t_id in ext and t_id not in seen:
                 seen.add(t_id)
                 x = float(raw[t_id])
                 work += body * x / b_io if b_io else 0.0
-                f_in += d_in * x / b_in if b_in else 0.0
-                f_all += d_all * x / b_io if b_io else 0.0
-        for t_id in ous:
-            if t_id in ext_out and t_id not in seen:
-                seen.add(t_id)
-                x = float(raw[t_id])
-                work += body * x / b_io if b_io else 0.0
+                if is_in:
+                    f_in += d_in * x / b_in if b_in else 0.0
                 f_all += d_all * x / b_io if b_io else 0.0
     return work, f_in, f_all
 
