@@ -35,17 +35,16 @@ import sqlite3
 import struct
 import time
 import zlib
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import InputError
 from ..trace import pid_alive as _pid_alive
+from .point import STORE_FORMAT, StoredPoint
 
 __all__ = ["STORE_FORMAT", "STORE_VERSION", "StoredPoint", "ResultStore", "to_jsonable",
            "open_store", "point_checksum", "pack_arrays", "unpack_arrays", "TMP_PREFIX"]
 
-STORE_FORMAT = "g10fast-results-store"
 STORE_VERSION = 2
 SQLITE_MAGIC = b"SQLite format 3\x00"
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
@@ -86,23 +85,6 @@ def to_jsonable(x):
     if isinstance(x, float) and not np.isfinite(x):
         return None if np.isnan(x) else ("inf" if x > 0 else "-inf")
     return x
-
-
-@dataclass
-class StoredPoint:
-    """One point read back from the store."""
-
-    hash: str
-    status: str
-    attrs: dict
-    config: dict
-    result: dict | None
-    error: str = ""
-    array_names: tuple = field(default_factory=tuple)
-
-    @property
-    def label(self) -> str:
-        return self.attrs.get("label", self.hash[:12])
 
 
 # -- encoding ---------------------------------------------------------------------------------

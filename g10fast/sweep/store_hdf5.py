@@ -54,7 +54,7 @@ class HDF5Store:
     def __init__(self, path):
         import h5py
 
-        from .store import STORE_FORMAT
+        from .point import STORE_FORMAT
 
         self.path = os.fspath(path)
         self._h5py = h5py
@@ -114,7 +114,7 @@ class HDF5Store:
                 raise self._damaged(exc) from None
 
     def _point(self, h, g):
-        from .store import StoredPoint
+        from .point import StoredPoint
 
         attrs = {k: _plain(v) for k, v in g.attrs.items()}
         config = json.loads(_str(g["config"][()])) if "config" in g else {}
