@@ -642,6 +642,19 @@ def _discard(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, 
 
 
 @_kernel
+def _discard_range(s0, s1, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S,
+                   evict_mode, skip_clean, cnt, it, tmp, ev, tr, tm, k):
+    """_discard of pages [s0, s1), VA block by VA block."""
+    p = s0
+    while p < s1:
+        b = p // VA_PAGES
+        hi = min(s1 - b * VA_PAGES, VA_PAGES)
+        _discard(b, p - b * VA_PAGES, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev,
+                 pnext, S, evict_mode, skip_clean, cnt, it, tmp, ev, tr, tm, k)
+        p = b * VA_PAGES + hi
+
+
+@_kernel
 def _drop_copies(b, lo, hi, BG, CH, CS, S):
     """Written pages [lo, hi) of block b on the GPU lose their clean copy."""
     for w in range(W):
@@ -692,7 +705,27 @@ def _empty_block(b, clock, fault_batch, fault_lat, BG, BH, BS, CH, CS, gcount, b
     block's chunk is found at its first batch (make_room), as there. Returns the clock after
     the last batch (S[S_FAIL] set: no chunk)."""
     base = b * VA_PAGES
-    for i in range(VA_PAGES // fault_batch):
+    n = VA_PAGES // fault_batch
+    x = ZERO
+    for w in range(W):
+        x |= BH[b, w] | BS[b, w]
+    if x == ZERO and not tr:
+        # no page populated: the batches zero-fill (no transfer), so the block lands at once;
+        # the chunk is found at the first batch, after one fault latency
+        S[S_STAMP] += n
+        prot[b] = S[S_STAMP]
+        for w in range(W):
+            tmp[R_MIG, w] = ALL
+        cyc = _make_room(b, fault_batch, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev,
+                         pnext, prot, S, evict_mode, skip_clean, gpu_pages, gpu_chunks,
+                         host_pages, d2h, ssd_w, cnt, it, tmp, ev, tr, clock + fault_lat, k)
+        if S[S_FAIL] != FAIL_NONE:
+            return clock
+        cyc += n * fault_lat
+        cyc += _land(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S, evict_mode,
+                     skip_clean, h2d, ssd_r, cnt, it, tmp, ev, tr, clock + cyc, k, 1)
+        return clock + cyc
+    for i in range(n):
         lo = i * fault_batch
         hi = lo + fault_batch
         cyc = fault_lat
@@ -847,6 +880,10 @@ def _simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
                       LOC_GPU if hk == HINT_PREFETCH else (LOC_NONE if hk == HINT_DISCARD
                                                            else LOC_HOST), hk)
             p = s0
+            if hint_kind[h] == HINT_DISCARD:     # freed memory: the range in one call
+                _discard_range(s0, s1, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext,
+                               S, evict_mode, skip_clean, cnt, it, tmp, ev, tr, cur, k)
+                p = s1
             while p < s1:
                 b = p // VA_PAGES
                 lo = p - b * VA_PAGES
