@@ -131,8 +131,9 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
     `spec`: a RunSpec, or a G10Config (read into one). The policy's planner runs on the
     nominal kernel times (before any kernel-time variation); `plan` (e.g. from `read_plan`)
     replaces it; `plan_options` replace some of the policy's options (named quirks,
-    docs/planner.md). `required_order` (engines whose record has `kernel_order`): per kernel (inputs, outputs) in
-    the order the engine processes them (O-18, docs/tensor-order.md); None: ascending ids.
+    docs/planner.md). `required_order` (engines whose record has `kernel_order`): per kernel
+    (inputs, outputs) in the order the engine processes them (O-18, docs/tensor-order.md);
+    None: ascending ids.
     `vitality`: the workload's vitality analysis, if at hand. `check`: assert the engine's
     invariants at every kernel boundary (an InvariantError names the kernel and the
     invariant; docs/invariants.md): True or "state", or "full" (the page engine's event-stream
@@ -180,7 +181,7 @@ def run(spec, *, trace_path: str | os.PathLike | None = None, progress=None,
         if spec.workload.kind == "builtin":
             result["system_preset"] = spec.system.name or None
             result["kernel_times"] = spec.workload.kernel_times
-        from g10fast.workload.times import kernel_times_fields
+        from g10fast.workload.provenance import kernel_times_fields
         result.update(kernel_times_fields(w, spec.system.gpu_model, spec.system.name or ""))
         if spec.workload.fuse != "none":
             fm = w.meta.get("fusion", {})

@@ -209,3 +209,78 @@ def test_adding_a_policy_examples_run_as_written():
     finally:
         for r in recs:
             policies.unregister(r.name)
+
+
+def import_graph(pkg: Path) -> dict:
+    """module -> the g10fast modules it imports (imports inside functions included; `from
+    a.b import c` is an arrow to a.b.c where that is a module, else to a.b)."""
+    mods = {}
+    for f in pkg.rglob("*.py"):
+        name = ".".join(f.relative_to(pkg.parent).with_suffix("").parts)
+        mods[name.removesuffix(".__init__")] = f
+    edges = {m: set() for m in mods}
+    for m, f in mods.items():
+        here = m.split(".") if f.name == "__init__.py" else m.split(".")[:-1]
+        for node in ast.walk(ast.parse(f.read_text())):
+            targets = []
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = here[: len(here) - (node.level - 1)]
+                    mod = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    mod = node.module or ""
+                targets = [f"{mod}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            for t in targets:
+                while t and t not in mods:
+                    t = t.rpartition(".")[0]
+                if t and t not in (m, "g10fast"):
+                    edges[m].add(t)
+    return edges
+
+
+def cycles(edges: dict) -> list:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index, low, on, stack, out = {}, {}, set(), [], []
+    for root in edges:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(edges[w]))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def test_import_graph_has_no_cycle():
+    """No loop among g10fast's modules, imports inside functions included (an engine runner is
+    reached through its record's "module:function", from below the pipeline)."""
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+    assert cycles(import_graph(PKG)) == []

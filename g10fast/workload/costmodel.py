@@ -55,13 +55,9 @@ import numpy as np
 
 from g10fast.atomic import atomic_path
 from g10fast.errors import InputError, read_toml
-from g10fast.workload.model import Graph, Workload, build_workload
+from g10fast.workload.model import MATMUL_KERNELS, Graph, Workload, build_workload  # noqa: F401
 from g10fast.workload.times import kernel_cycles
 
-MATMUL_KERNELS = ("Conv2d_Forward", "Conv2d_Backward_Weight", "Conv2d_Backward_Input",
-                  "Linear_Forward", "Linear_Backward_Weight", "Linear_Backward_Input",
-                  "BatchMatMul_Forward", "BatchMatMul_Backward",
-                  "FlashAttention_Forward", "FlashAttention_Backward")
 #: FLOPs of a kernel per forward FLOP of its layer, where not 1: fused attention's backward
 #: does the work of four of its matrix multiplies against the forward's two
 #: (torch.utils.flop_counter.sdpa_backward_flop_count, as g10fast.capture counts it)

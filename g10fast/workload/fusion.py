@@ -211,7 +211,7 @@ def kernel_flops(w: Workload) -> np.ndarray:
     kf = w.meta.get("kernel_flops")
     if kf is not None and len(kf) == w.num_kernels:
         return np.asarray(kf, dtype=np.float64)
-    from g10fast.workload.costmodel import MATMUL_KERNELS
+    from g10fast.workload.model import MATMUL_KERNELS
     pf = w.meta.get("parent_flops") or {}
     return np.array([float(pf.get(p, 0)) if n in MATMUL_KERNELS else 0.0
                      for n, p in zip(w.kernel_name, w.kernel_parent)], dtype=np.float64)

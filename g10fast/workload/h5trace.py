@@ -73,7 +73,7 @@ def kernel_flops(w: Workload) -> np.ndarray:
     pf = w.meta.get("parent_flops")
     out = np.zeros(w.num_kernels)
     if pf:
-        from g10fast.workload.costmodel import MATMUL_KERNELS
+        from g10fast.workload.model import MATMUL_KERNELS
         for k, (n, p) in enumerate(zip(w.kernel_name, w.kernel_parent)):
             if n in MATMUL_KERNELS:
                 out[k] = pf.get(p, 0)

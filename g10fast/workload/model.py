@@ -220,6 +220,14 @@ def output_only_csr(w: Workload) -> tuple[np.ndarray, np.ndarray]:
     return ptr, w.out_idx[keep].astype(np.int32)
 
 
+#: the kernels whose FLOPs are their layer's forward FLOPs (matrix-multiply-like; the cost
+#: model's classes, g10fast.workload.costmodel)
+MATMUL_KERNELS = ("Conv2d_Forward", "Conv2d_Backward_Weight", "Conv2d_Backward_Input",
+                  "Linear_Forward", "Linear_Backward_Weight", "Linear_Backward_Input",
+                  "BatchMatMul_Forward", "BatchMatMul_Backward",
+                  "FlashAttention_Forward", "FlashAttention_Backward")
+
+
 def required_csr(workload) -> tuple[np.ndarray, np.ndarray]:
     """Per kernel: inputs (ascending), then the outputs that are not inputs (ascending)."""
     w = workload
