@@ -77,10 +77,47 @@ def default_checkpoints(m: BoundModel, n: int = 200) -> np.ndarray:
     return pos.astype(np.int64)
 
 
+class _Program:
+    """A (mixed-integer) linear program being built: the first variables are the slots'
+    times (lower bounds `slot_lb`, unbounded above, continuous, cost 1 each), then `var`'s;
+    `row` adds a sparse constraint."""
+
+    def __init__(self, slot_lb):
+        self.lb = list(slot_lb)
+        self.ub = [np.inf] * len(self.lb)
+        self.integ = [0] * len(self.lb)
+        self.cost = [1.0] * len(self.lb)
+        self.rows, self.cols, self.vals, self.lo, self.hi = [], [], [], [], []
+
+    @property
+    def n(self) -> int:
+        return len(self.lb)
+
+    @property
+    def r(self) -> int:
+        return len(self.lo)
+
+    def var(self, lo, hi, integral, c=0.0) -> int:
+        """A new variable in [lo, hi] of cost c; its index."""
+        self.lb.append(lo), self.ub.append(hi), self.cost.append(c)
+        self.integ.append(1 if integral else 0)
+        return len(self.lb) - 1
+
+    def row(self, terms, lo, hi):
+        """lo <= Σ coefficient · variable <= hi over `terms` (variable, coefficient)."""
+        r = self.r
+        for v, a in terms:
+            self.rows.append(r), self.cols.append(v), self.vals.append(a)
+        self.lo.append(lo), self.hi.append(hi)
+
+    def matrix(self):
+        from scipy.sparse import coo_matrix
+        return coo_matrix((self.vals, (self.rows, self.cols)), shape=(self.r, self.n)).tocsr()
+
+
 def _solve(m: BoundModel, checkpoints, integral: bool, time_limit: float, mip_rel_gap: float,
            consistent: bool = False):
     from scipy.optimize import Bounds, LinearConstraint, milp
-    from scipy.sparse import coo_matrix
 
     if m.touched_evictable or m.fault_path:
         raise InputError("the LP and the MILP model one transfer path and kernels holding "
@@ -99,14 +136,7 @@ def _solve(m: BoundModel, checkpoints, integral: bool, time_limit: float, mip_re
     cc = np.concatenate([[0.0], np.cumsum(m.c)])
     eps = 1e-7 * max(cc[-1], 1.0) / max(float(m.size.sum()), 1.0) / max(K, 1)
     seg_c = cc[bnd[1:]] - cc[bnd[:-1]]
-    rows, cols, vals = [], [], []
-    lo_b, hi_b = [], []
-    nvar = nseg
-    var_lb = list(np.zeros(nseg))
-    var_ub = [np.inf] * nseg
-    integ = [0] * nseg
-    cost = [1.0] * nseg
-    r = 0
+    P = _Program(np.zeros(nseg))
     inQ = np.zeros(K, bool)
     inQ[Q] = True
     mem_terms = {int(k): [] for k in Q}
@@ -114,20 +144,23 @@ def _solve(m: BoundModel, checkpoints, integral: bool, time_limit: float, mip_re
     write_terms = [[] for _ in range(nseg)]
     wvar = {}                                  # (tensor, version, segment) -> var
     sched = []
+
+    def transfer_var(terms, s):
+        """A new variable: the fraction in [0, 1] of a tensor's `s` bytes moved in a segment
+        (its term in that segment's transfer row)."""
+        v = P.var(0.0, 1.0, False)
+        terms.append((v, s))
+        return v
+
     for (x, a, b, ver) in model_gaps(m):
         ks = np.arange(a + 1, b)
         ks = ks[inQ[ks]]
         if len(ks) == 0:
             continue
         s = float(m.size[x])
-        z = list(range(nvar, nvar + len(ks)))
-        nvar += len(ks)
-        var_lb += [0.0] * len(ks)
-        var_ub += [1.0] * len(ks)
-        integ += [1 if integral else 0] * len(ks)
         # a tie-break: of equal schedules, the one that moves the fewest bytes (reported
         # times are Σ d_j alone)
-        cost += [eps * s] * len(ks)
+        z = [P.var(0.0, 1.0, integral, eps * s) for _ in range(len(ks))]
         for k, zi in zip(ks.tolist(), z):
             mem_terms[k].append((zi, -s))
         pv = {}
@@ -137,80 +170,53 @@ def _solve(m: BoundModel, checkpoints, integral: bool, time_limit: float, mip_re
             j0 = int(seg_of[ks[0]])
             j1 = int(seg_of[b - 1])
             for j in range(j0, j1 + 1):
-                pv[j] = nvar
-                var_lb.append(0.0)
-                var_ub.append(1.0)
-                integ.append(0)
-                cost.append(0.0)
-                fetch_terms[j].append((nvar, s))
-                nvar += 1
+                pv[j] = transfer_var(fetch_terms[j], s)
             for k, zi in zip(ks.tolist(), z):
-                for j in range(int(seg_of[k]), j1 + 1):
-                    rows.append(r), cols.append(pv[j]), vals.append(1.0)
-                rows.append(r), cols.append(zi), vals.append(-1.0)
-                lo_b.append(0.0), hi_b.append(np.inf)
-                r += 1
+                P.row([(pv[j], 1.0) for j in range(int(seg_of[k]), j1 + 1)] + [(zi, -1.0)],
+                        0.0, np.inf)
             if consistent:
                 # a fraction counted resident at a later checkpoint was fetched in between:
                 # z_l >= z_i - (fetched in [S_i, S_l)), for every pair i < l of the gap
                 kl = ks.tolist()
                 for i in range(len(kl)):
                     for li in range(i + 1, len(kl)):
-                        for j in range(int(seg_of[kl[i]]), int(seg_of[kl[li]])):
-                            rows.append(r), cols.append(pv[j]), vals.append(1.0)
-                        rows.append(r), cols.append(z[li]), vals.append(1.0)
-                        rows.append(r), cols.append(z[i]), vals.append(-1.0)
-                        lo_b.append(0.0), hi_b.append(np.inf)
-                        r += 1
+                        P.row([(pv[j], 1.0)
+                                 for j in range(int(seg_of[kl[i]]), int(seg_of[kl[li]]))]
+                                + [(z[li], 1.0), (z[i], -1.0)], 0.0, np.inf)
         if ver >= 0 and not m.free_write[x]:
             for k, zi in zip(ks.tolist(), z):
                 # written out in [S_ver, S_k]: segments seg(ver) .. seg(k − 1)
+                coefs = []
                 for j in range(int(seg_of[ver]), int(seg_of[k - 1]) + 1):
                     key = (x, ver, j)
                     if key not in wvar:
-                        wvar[key] = nvar
-                        var_lb.append(0.0)
-                        var_ub.append(1.0)
-                        integ.append(0)
-                        cost.append(0.0)
-                        write_terms[j].append((nvar, s))
-                        nvar += 1
-                    rows.append(r), cols.append(wvar[key]), vals.append(1.0)
-                rows.append(r), cols.append(zi), vals.append(-1.0)
-                lo_b.append(0.0), hi_b.append(np.inf)
-                r += 1
+                        wvar[key] = transfer_var(write_terms[j], s)
+                    coefs.append((wvar[key], 1.0))
+                P.row(coefs + [(zi, -1.0)], 0.0, np.inf)
         sched.append((x, a, b, ks, z, pv))
     M = live_bytes(m)
     for k in Q.tolist():
-        for zi, v in mem_terms[k]:
-            rows.append(r), cols.append(zi), vals.append(v)
-        lo_b.append(-np.inf), hi_b.append(m.capacity - M[k])
-        r += 1
+        P.row(mem_terms[k], -np.inf, m.capacity - M[k])
     for j in range(nseg):
         for terms, rate in ((fetch_terms[j], m.in_rate), (write_terms[j], m.out_rate)):
-            if not terms:
-                continue
-            for vi, s in terms:
-                rows.append(r), cols.append(vi), vals.append(s / rate)
-            rows.append(r), cols.append(j), vals.append(-1.0)
-            lo_b.append(-np.inf), hi_b.append(m.slack)
-            r += 1
+            if terms:
+                P.row([(vi, s / rate) for vi, s in terms] + [(j, -1.0)], -np.inf, m.slack)
     for j in range(nseg):
-        var_lb[j] = float(seg_c[j])
-    A = coo_matrix((vals, (rows, cols)), shape=(r, nvar)).tocsr()
+        P.lb[j] = float(seg_c[j])
     opts = {"time_limit": float(time_limit), "presolve": True}
     if integral:
         opts["mip_rel_gap"] = float(mip_rel_gap)
-    res = milp(np.asarray(cost), constraints=LinearConstraint(A, lo_b, hi_b) if r else None,
-               bounds=Bounds(np.asarray(var_lb), np.asarray(var_ub)),
-               integrality=np.asarray(integ) if integral else None, options=opts)
+    res = milp(np.asarray(P.cost),
+               constraints=LinearConstraint(P.matrix(), P.lo, P.hi) if P.r else None,
+               bounds=Bounds(np.asarray(P.lb), np.asarray(P.ub)),
+               integrality=np.asarray(P.integ) if integral else None, options=opts)
     secs = time.perf_counter() - t0
     if res.x is None:
         raise InputError(f"the {'MILP' if integral else 'LP'} found no solution ({res.message})",
                          param="bounds")
     out = LPResult(time=float(res.x[:nseg].sum()), status=int(res.status), optimal=res.status == 0,
                    mip_gap=getattr(res, "mip_gap", None) if integral else None, seconds=secs,
-                   variables=nvar, checkpoints=Q,
+                   variables=P.n, checkpoints=Q,
                    dual_bound=getattr(res, "mip_dual_bound", None) if integral else None)
     if integral:
         x = res.x
@@ -273,8 +279,6 @@ def milp_engine_schedule(m: BoundModel, is_global, *, time_limit: float = 60.0,
     No slack. Not a bound (the engine's FIFO ticks may do better or worse): the schedule the
     replay follows; `time` is the replay's target."""
     from scipy.optimize import Bounds, LinearConstraint, milp
-    from scipy.sparse import coo_matrix
-
     t0 = time.perf_counter()
     K = m.num_kernels
     glob = np.asarray(is_global, bool)
@@ -292,32 +296,13 @@ def milp_engine_schedule(m: BoundModel, is_global, *, time_limit: float = 60.0,
             ks = list(range(u[-1] + 1, K)) + list(range(0, u[0]))
             if ks:
                 gaps_.append((x, ks))
-    nv = K
-    lb = list(np.asarray(m.c, float))
-    ub = [np.inf] * K
-    integ = [0] * K
-    cost = [1.0] * K
-    rows, cols, vals, rlo, rhi = [], [], [], [], []
-    r = 0
+    P = _Program(np.asarray(m.c, float))
+    var, row = P.var, P.row
     mem = [[] for _ in range(K)]
     fin = [[] for _ in range(K)]
     fout = [[] for _ in range(K)]
     eps = 1e-9 * max(float(np.sum(m.c)), 1.0) / max(float(m.size.sum()), 1.0) / max(K, 1)
     info = []
-
-    def var(lo_, hi_, integral, c=0.0):
-        nonlocal nv
-        lb.append(lo_), ub.append(hi_), integ.append(1 if integral else 0), cost.append(c)
-        nv += 1
-        return nv - 1
-
-    def row(terms, lo_, hi_):
-        nonlocal r
-        for v, a in terms:
-            rows.append(r), cols.append(v), vals.append(a)
-        rlo.append(lo_), rhi.append(hi_)
-        r += 1
-
     tin = [[] for _ in range(K)]       # transfers in the stall part of a slot (after c_k)
     tout = [[] for _ in range(K)]
     for (x, ks) in gaps_:
@@ -357,9 +342,8 @@ def milp_engine_schedule(m: BoundModel, is_global, *, time_limit: float = 60.0,
                 row([(v, a / rate) for v, a in main + tail] + [(k, -1.0)], -np.inf, 0.0)
             if tail:        # the stall part: d_k - c_k
                 row([(v, a / rate) for v, a in tail] + [(k, -1.0)], -np.inf, -float(m.c[k]))
-    A = coo_matrix((vals, (rows, cols)), shape=(r, nv)).tocsr()
-    res = milp(np.asarray(cost), constraints=LinearConstraint(A, rlo, rhi),
-               bounds=Bounds(np.asarray(lb), np.asarray(ub)), integrality=np.asarray(integ),
+    res = milp(np.asarray(P.cost), constraints=LinearConstraint(P.matrix(), P.lo, P.hi),
+               bounds=Bounds(np.asarray(P.lb), np.asarray(P.ub)), integrality=np.asarray(P.integ),
                options={"time_limit": float(time_limit), "mip_rel_gap": float(mip_rel_gap),
                         "presolve": True})
     if res.x is None:
@@ -381,7 +365,7 @@ def milp_engine_schedule(m: BoundModel, is_global, *, time_limit: float = 60.0,
         moves.append({"tensor": int(x), "evict_kernel": int(ek), "off_from": int(ks[ev[0]]),
                       "fetch_kernel": int(fk)})
     return EngineSchedule(time=float(x_[:K].sum()), optimal=res.status == 0,
-                          seconds=time.perf_counter() - t0, variables=nv,
+                          seconds=time.perf_counter() - t0, variables=P.n,
                           slot=x_[:K].copy(), moves=moves)
 
 
