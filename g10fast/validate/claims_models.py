@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import functools
 
-from g10fast.validate import Claim, Measured, Unavailable
+from g10fast.validate import Claim, Measured
+from g10fast.validate.captured import need_torch, ratio_measures, ratios
 
 
 def _params_millions(model: str) -> Measured:
@@ -36,15 +37,11 @@ DECODER = {"layers": 4, "hidden": 1600, "heads": 25, "seq_len": 1024, "vocab": 5
 
 @functools.lru_cache(maxsize=None)
 def _decoder_ratios() -> tuple[float, float, str]:
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        raise Unavailable("torch is not installed (pip install -e '.[torch]')") from None
+    need_torch()
     from g10fast.api import builtin_workload
     from g10fast.capture import capture, to_workload
     from g10fast.capture.examples import GPT2, _lm_inputs, lm_loss
     from g10fast.capture.model import Model, adamw
-    from g10fast.workload.fusion import live_bytes
     d = DECODER
     L, H, NH, S, V, B = (d[k] for k in ("layers", "hidden", "heads", "seq_len", "vocab",
                                           "batch"))
@@ -53,21 +50,10 @@ def _decoder_ratios() -> tuple[float, float, str]:
                                     {"seq_len": S, "family": "gpt2"})))
     w = builtin_workload("gpt2-xl", B, "g10-artifact", layers=L, hidden=H, heads=NH,
                          ffn=4 * H, seq_len=S, vocab=V, precision="fp32")
-    lc, lw = int(live_bytes(cap).max()), int(live_bytes(w).max())
-    detail = (f"footprint {w.footprint_bytes / 2**30:.2f} GiB built-in, "
-              f"{cap.footprint_bytes / 2**30:.2f} GiB captured; peak live {lw / 2**30:.2f} "
-              f"and {lc / 2**30:.2f} GiB")
-    return w.footprint_bytes / cap.footprint_bytes, lw / lc, detail
+    return ratios(w, cap)
 
 
-def _footprint_ratio(quick: bool) -> Measured:
-    fp, _, detail = _decoder_ratios()
-    return Measured(fp, detail)
-
-
-def _live_ratio(quick: bool) -> Measured:
-    _, live, detail = _decoder_ratios()
-    return Measured(live, detail)
+_footprint_ratio, _live_ratio = ratio_measures(_decoder_ratios)
 
 
 _DEC_SETTING = ("GPT-2 XL's width (hidden 1600, 25 heads), 4 layers, batch 8, sequence 1024, "

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import functools
 
-from g10fast.validate import Claim, Measured, Unavailable
+from g10fast.validate import Claim, Measured
+from g10fast.validate.captured import need_torch, ratio_measures, ratios
 
 CARD = ("Qwen/{} model card (huggingface.co/Qwen/{}, README.md: 'Number of Parameters', "
         "'Number of Paramaters (Non-Embedding)')")
@@ -62,36 +63,20 @@ PAIR = {"layers": 2, "batch": 4, "seq_len": 512}
 
 @functools.lru_cache(maxsize=None)
 def _pair() -> tuple[float, float, str]:
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        raise Unavailable("torch is not installed (pip install -e '.[torch]')") from None
+    need_torch()
     from g10fast.api import builtin_workload
     from g10fast.capture import capture, to_workload
     from g10fast.capture.examples import qwen25
-    from g10fast.workload.fusion import live_bytes
     L, B, S = PAIR["layers"], PAIR["batch"], PAIR["seq_len"]
     c = capture(qwen25("1.5b", batch=B, seq_len=S, dtype="float32", optimizer="adamw-fused",
                        layers=L))
     cap = to_workload(c)
     w = builtin_workload("qwen2.5-1.5b", B, "g10-artifact", layers=L, seq_len=S,
                          precision="fp32")
-    lc, lw = int(live_bytes(cap).max()), int(live_bytes(w).max())
-    G = 2**30
-    detail = (f"footprint {w.footprint_bytes / G:.2f} GiB built-in, "
-              f"{cap.footprint_bytes / G:.2f} GiB captured; peak live {lw / G:.2f} and "
-              f"{lc / G:.2f} GiB; parameters {c.params:,} captured")
-    return w.footprint_bytes / cap.footprint_bytes, lw / lc, detail
+    return ratios(w, cap, f"; parameters {c.params:,} captured")
 
 
-def _footprint(quick: bool) -> Measured:
-    fp, _, detail = _pair()
-    return Measured(fp, detail)
-
-
-def _live(quick: bool) -> Measured:
-    _, live, detail = _pair()
-    return Measured(live, detail)
+_footprint, _live = ratio_measures(_pair)
 
 
 _PAIR_SETTING = ("Qwen2.5-1.5B's width (hidden 1536, 12/2 heads, FFN 8960, vocabulary 151,936, "
