@@ -22,18 +22,23 @@ MODELS = ("BERT", "VIT", "Inceptionv3", "ResNet152", "SENet154")
 FIG11_WORKLOADS = (("BERT", 256), ("VIT", 1280), ("Inceptionv3", 1536), ("ResNet152", 1280),
                    ("SENet154", 1024))
 FIG18_WORKLOADS = (("BERT", 512),) + FIG11_WORKLOADS[1:]
-class _Display(dict):
-    """Policy -> display name, from the policy registry."""
+class RegistryField(dict):
+    """Policy -> one field of its policy registry record (`display`, `colour`), looked up
+    each time unless set here."""
+
+    def __init__(self, field: str):
+        super().__init__()
+        self.field = field
 
     def __missing__(self, policy):
         from g10fast import policies
-        return policies.display(policy)
+        return getattr(policies, self.field)(policy)
 
     def get(self, policy, default=None):
         return self[policy]
 
 
-DISPLAY = _Display()
+DISPLAY = RegistryField("display")
 MODEL_LABEL = {"BERT": "BERT", "VIT": "ViT", "Inceptionv3": "Inceptionv3",
                "ResNet152": "ResNet152", "SENet154": "SENet154"}
 MODEL_FILE = {"BERT": "bert", "VIT": "vit", "Inceptionv3": "inception", "ResNet152": "resnet",
@@ -244,15 +249,20 @@ class Reference:
 
     def fig14(self) -> dict:
         """(model, batch, policy, direction) -> pages."""
-        t = self._table("overall_traffic/traffic.txt")
         out = {}
+        for m, b, header, rows in self._fig11_blocks("overall_traffic/traffic.txt"):
+            for d, row in zip(("ssd2gpu", "gpu2ssd", "cpu2gpu", "gpu2cpu"), rows):
+                for pol, v in zip(header, row):
+                    out[(m, b, pol, d)] = v
+        return out
+
+    def _fig11_blocks(self, rel):
+        """(model, batch, header, rows) of the table's block of each Figure-11 workload."""
+        t = self._table(rel)
         if t:
             header, blocks = t
             for (m, b), (_, rows) in zip(FIG11_WORKLOADS, blocks):
-                for d, row in zip(("ssd2gpu", "gpu2ssd", "cpu2gpu", "gpu2cpu"), rows):
-                    for pol, v in zip(header, row):
-                        out[(m, b, pol, d)] = v
-        return out
+                yield m, b, header, rows
 
     def _by_label(self, rel, value_cols=True):
         t = self._table(rel)
@@ -292,13 +302,10 @@ class Reference:
 
     def fig19(self) -> dict:
         """(model, batch, variation fraction) -> ideal / exe."""
-        t = self._table("sensitivity_variation/all.txt")
         out = {}
-        if t:
-            header, blocks = t
-            for (m, b), (_, rows) in zip(FIG11_WORKLOADS, blocks):
-                for col, v in zip(header, rows[0]):
-                    out[(m, b, float(col.rstrip("%")) / 100)] = v
+        for m, b, header, rows in self._fig11_blocks("sensitivity_variation/all.txt"):
+            for col, v in zip(header, rows[0]):
+                out[(m, b, float(col.rstrip("%")) / 100)] = v
         return out
 
 

@@ -15,22 +15,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .data import (DISPLAY, FIG11_WORKLOADS, FIG18_WORKLOADS, FREQ_HZ, INF, MODEL_LABEL,
-                   MODELS, Reference, Results)
+                   MODELS, Reference, RegistryField, Results)
 
 __all__ = ["FigureDisplay", "FIGURES", "make_display"]
 
-class _Colours(dict):
-    """Policy -> colour, from the policy registry (each record's `colour`)."""
 
-    def __missing__(self, policy):
-        from g10fast import policies
-        return policies.colour(policy)
-
-    def get(self, policy, default=None):
-        return self[policy]
-
-
-COLORS = _Colours()
+COLORS = RegistryField("colour")          # policy -> colour (each record's `colour`)
 #: the policies of the paper's Figure 11; any other policy found in the store is drawn beside
 #: them (registry order), so that a policy of one's own appears in the overall figure
 FIG11_POLICIES = ("lru", "FlashNeuron", "deepUM", "G10GDSSSD", "G10GDSFULL", "prefetch_lru")
