@@ -600,58 +600,52 @@ def prefetch_bits(mark, n_exist, fb, prefetcher, threshold, big, out, rem):
 
 
 @_kernel
-def _discard(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S,
-             evict_mode, skip_clean, cnt, it, tmp, ev, tr, tm, k):
-    """Drop pages [lo, hi) of block b wherever they are, without write-back (freed memory)."""
-    ng = 0
-    noff = 0
-    for w in range(W):
-        rm = wmask(lo, hi, w)
-        g = BG[b, w] & rm
-        hh = BH[b, w] & rm
-        ss = BS[b, w] & rm
-        tmp[R_E, w] = g
-        tmp[R_H, w] = hh
-        tmp[R_S, w] = ss
-        S[S_HOST] -= popc(hh)
-        if skip_clean:
-            S[S_HOST] -= popc(g & CH[b, w])
-            CH[b, w] &= ~rm
-            CS[b, w] &= ~rm
-        ng += popc(g)
-        noff += popc(hh | ss)
-        if evict_mode >= EV_LRU4K:
-            x = g
-            while x != ZERO:
-                _l_remove(pprev, pnext, S, S_PHEAD, S_PTAIL, b * VA_PAGES + 64 * w + ctz(x))
-                x &= x - ONE
-        BG[b, w] &= ~rm
-        BH[b, w] &= ~rm
-        BS[b, w] &= ~rm
-    gcount[b] -= ng
-    S[S_GPU] -= ng
-    cnt[it, C_DISCARD] += ng + noff
-    if tr:
-        base = b * VA_PAGES
-        _emit_runs(ev, S, tmp, R_E, base, tm, EV_DEALLOC, it, k, LOC_GPU, LOC_NONE, 0)
-        _emit_runs(ev, S, tmp, R_H, base, tm, EV_DEALLOC, it, k, LOC_HOST, LOC_NONE, 0)
-        _emit_runs(ev, S, tmp, R_S, base, tm, EV_DEALLOC, it, k, LOC_SSD, LOC_NONE, 0)
-    if gcount[b] == 0 and evict_mode < EV_LRU4K and (bprev[b] >= 0 or S[S_BHEAD] == b):
-        _l_remove(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
-        S[S_CHUNKS] -= 1
-
-
-@_kernel
 def _discard_range(s0, s1, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S,
                    evict_mode, skip_clean, cnt, it, tmp, ev, tr, tm, k):
-    """_discard of pages [s0, s1), VA block by VA block."""
+    """Drop pages [s0, s1) wherever they are, without write-back (freed memory), VA block by
+    VA block (one call for a hint's range)."""
     p = s0
     while p < s1:
         b = p // VA_PAGES
+        lo = p - b * VA_PAGES
         hi = min(s1 - b * VA_PAGES, VA_PAGES)
-        _discard(b, p - b * VA_PAGES, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev,
-                 pnext, S, evict_mode, skip_clean, cnt, it, tmp, ev, tr, tm, k)
         p = b * VA_PAGES + hi
+        ng = 0
+        noff = 0
+        for w in range(W):
+            rm = wmask(lo, hi, w)
+            g = BG[b, w] & rm
+            hh = BH[b, w] & rm
+            ss = BS[b, w] & rm
+            tmp[R_E, w] = g
+            tmp[R_H, w] = hh
+            tmp[R_S, w] = ss
+            S[S_HOST] -= popc(hh)
+            if skip_clean:
+                S[S_HOST] -= popc(g & CH[b, w])
+                CH[b, w] &= ~rm
+                CS[b, w] &= ~rm
+            ng += popc(g)
+            noff += popc(hh | ss)
+            if evict_mode >= EV_LRU4K:
+                x = g
+                while x != ZERO:
+                    _l_remove(pprev, pnext, S, S_PHEAD, S_PTAIL, b * VA_PAGES + 64 * w + ctz(x))
+                    x &= x - ONE
+            BG[b, w] &= ~rm
+            BH[b, w] &= ~rm
+            BS[b, w] &= ~rm
+        gcount[b] -= ng
+        S[S_GPU] -= ng
+        cnt[it, C_DISCARD] += ng + noff
+        if tr:
+            base = b * VA_PAGES
+            _emit_runs(ev, S, tmp, R_E, base, tm, EV_DEALLOC, it, k, LOC_GPU, LOC_NONE, 0)
+            _emit_runs(ev, S, tmp, R_H, base, tm, EV_DEALLOC, it, k, LOC_HOST, LOC_NONE, 0)
+            _emit_runs(ev, S, tmp, R_S, base, tm, EV_DEALLOC, it, k, LOC_SSD, LOC_NONE, 0)
+        if gcount[b] == 0 and evict_mode < EV_LRU4K and (bprev[b] >= 0 or S[S_BHEAD] == b):
+            _l_remove(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
+            S[S_CHUNKS] -= 1
 
 
 @_kernel
@@ -714,17 +708,20 @@ def _empty_block(b, clock, fault_batch, fault_lat, BG, BH, BS, CH, CS, gcount, b
         # the chunk is found at the first batch, after one fault latency
         S[S_STAMP] += n
         prot[b] = S[S_STAMP]
-        for w in range(W):
-            tmp[R_MIG, w] = ALL
         cyc = _make_room(b, fault_batch, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev,
                          pnext, prot, S, evict_mode, skip_clean, gpu_pages, gpu_chunks,
                          host_pages, d2h, ssd_w, cnt, it, tmp, ev, tr, clock + fault_lat, k)
         if S[S_FAIL] != FAIL_NONE:
             return clock
-        cyc += n * fault_lat
-        cyc += _land(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S, evict_mode,
-                     skip_clean, h2d, ssd_r, cnt, it, tmp, ev, tr, clock + cyc, k, 1)
-        return clock + cyc
+        # _land of the whole block, every page zero-filled (chunk eviction: no page list)
+        for w in range(W):
+            BG[b, w] = ALL
+        cnt[it, C_ALLOC] += VA_PAGES
+        gcount[b] = VA_PAGES
+        S[S_GPU] += VA_PAGES
+        _l_append(bprev, bnext, S, S_BHEAD, S_BTAIL, b)
+        S[S_CHUNKS] += 1
+        return clock + cyc + n * fault_lat
     for i in range(n):
         lo = i * fault_batch
         hi = lo + fault_batch
@@ -917,9 +914,6 @@ def _simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
                     cur += _evict_range(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext,
                                         pprev, pnext, S, evict_mode, skip_clean, host_pages,
                                         d2h, ssd_w, cnt, it, tmp, ev, tr, cur, k, 0)
-                elif kind == HINT_DISCARD:   # freed memory, dropped without write-back
-                    _discard(b, lo, hi, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext,
-                             S, evict_mode, skip_clean, cnt, it, tmp, ev, tr, cur, k)
                 p = b * VA_PAGES + hi
             pf_free = cur
             hint_done[h] = cur
