@@ -28,20 +28,6 @@ def _remove(fs, fl, fh, nf, i):
 
 
 @_kernel
-def _first_at_least(a, n, x):
-    """The first index i < n with a[i] >= x in the ascending a[:n] (n if none)."""
-    lo = 0
-    hi = n
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if a[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@_kernel
 def cnmem(is_free, blk, bsize, gran, init, cap, release_on_oom, off, live, resv, fail):
     """NVIDIA CNMeM as SINGA's CnMemPool uses it (seed-policies §2.2): sizes rounded up to `gran`;
     free list sorted by address; best fit (smallest free block >= size, ties: lowest address);
@@ -132,7 +118,7 @@ def cnmem(is_free, blk, bsize, gran, init, cap, release_on_oom, off, live, resv,
         else:
             s = off[b]
             h = head[b]
-            pos = _first_at_least(fs, nf, s)   # insertion point: first free block after s
+            pos = np.searchsorted(fs[:nf], s)   # insertion point: first free block after s
             merged = False
             if pos > 0 and fh[pos - 1] == h and fs[pos - 1] + fl[pos - 1] == s:
                 fl[pos - 1] += r
@@ -264,7 +250,7 @@ def colour(order, r, d, size, ci, method_ff, int32_bug, ci_backup, off):
             if (ci[v] != 0) != (phase == 0):
                 continue
             # coloured conflicting ranges, inclusive [y, y + size - 1]: r[u] < d[v], r[v] < d[u]
-            lo = _first_at_least(sr, V, d[v])
+            lo = np.searchsorted(sr[:V], d[v])
             n = 0
             rv = r[v]
             for q in range(lo):
