@@ -27,6 +27,14 @@ def find_artifact() -> Path | None:
     return None
 
 
+def add_progress_flags(parser) -> None:
+    """--progress and --no-progress (read by run_progress and the sweep)."""
+    parser.add_argument("--progress", action="store_true", help="show the progress bar even "
+                        "when stderr is not a terminal (default there: a plain line every 5 s, "
+                        "$G10FAST_PROGRESS_INTERVAL)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar or lines")
+
+
 def run_progress(args, label: str):
     """The progress(done, total) callback of one run: a tqdm bar on a terminal (or with
     --progress), plain lines every few seconds otherwise, none with --no-progress

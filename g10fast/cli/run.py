@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from g10fast.atomic import checked_target
+from g10fast.cli.common import add_progress_flags
 from g10fast.cli.compare import run_from_file
 from g10fast.cli.single import run_one
 from g10fast.cli.specs import spec_from_args, with_run_flags
@@ -93,10 +94,7 @@ def add_parsers(sub) -> None:
                    help="the event trace's chunks: deflate (default, shuffle + deflate 1) or "
                         "none (stored unfiltered: ~1.6x faster to write, ~80x larger; "
                         "docs/trace-format.md)")
-    r.add_argument("--progress", action="store_true", help="show the progress bar even when "
-                   "stderr is not a terminal (default there: a plain line every 5 s, "
-                   "$G10FAST_PROGRESS_INTERVAL)")
-    r.add_argument("--no-progress", action="store_true", help="no progress bar or lines")
+    add_progress_flags(r)
     r.set_defaults(func=run_and_memory_snapshots)
 
 

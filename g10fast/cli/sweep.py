@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from g10fast.cli.common import find_artifact
+from g10fast.cli.common import add_progress_flags, find_artifact
 from g10fast.errors import InputError
 
 
@@ -14,10 +14,7 @@ def _sweep_opts(q) -> None:
                    help="worker processes (default: CPU count; 0 = in this process)")
     q.add_argument("--dask", metavar="ADDRESS",
                    help="run on a Dask distributed scheduler (pip install 'g10fast[dask]')")
-    q.add_argument("--progress", action="store_true", help="show the progress bar even "
-                   "when stderr is not a terminal (default there: a plain line every 5 s, "
-                   "$G10FAST_PROGRESS_INTERVAL)")
-    q.add_argument("--no-progress", action="store_true", help="no progress bar or lines")
+    add_progress_flags(q)
     q.add_argument("--no-reuse", action="store_true",
                    help="simulate every point; by default a page-engine point whose host "
                         "memory line is above the peak host use of a run of the same "
