@@ -238,6 +238,15 @@ class _Parser:
         self.take("kw", name, expected=f"'{name}='")
         self.punct("=")
 
+    def keywords(self, a: dict, *names) -> None:
+        """`name=value` for each (name, token kind) of `names` in that order, separated by
+        commas, into `a`."""
+        for j, (name, kind) in enumerate(names):
+            if j:
+                self.punct(",")
+            self.kwarg(name)
+            a[name] = self.take(kind).value
+
     def pair(self) -> tuple[int, int]:
         self.punct("(")
         a = self.take("int").value
@@ -279,8 +288,7 @@ class _Parser:
             else:
                 raise self.fail("'padding=' or 'bias='")
         elif t == "ReLU":
-            self.kwarg("inplace")
-            a["inplace"] = self.take("bool").value
+            self.keywords(a, ("inplace", "bool"))
         elif t == "MaxPool2d":
             for name in ("kernel_size", "stride", "padding", "dilation"):
                 self.kwarg(name)
@@ -293,30 +301,14 @@ class _Parser:
             self.kwarg("output_size")
             a["output_size"] = self.pair()
         elif t == "Linear":
-            self.kwarg("in_features")
-            a["in_features"] = self.take("int").value
-            self.punct(",")
-            self.kwarg("out_features")
-            a["out_features"] = self.take("int").value
-            self.punct(",")
-            self.kwarg("bias")
-            a["bias"] = self.take("bool").value
+            self.keywords(a, ("in_features", "int"), ("out_features", "int"), ("bias", "bool"))
         elif t == "Dropout":
-            self.kwarg("p")
-            a["p"] = self.take("float").value
-            self.punct(",")
-            self.kwarg("inplace")
-            a["inplace"] = self.take("bool").value
+            self.keywords(a, ("p", "float"), ("inplace", "bool"))
         elif t == "BatchNorm2d":
             a["num_features"] = self.take("int").value
-            for name in ("eps", "momentum"):
-                self.punct(",")
-                self.kwarg(name)
-                a[name] = self.take("float").value
-            for name in ("affine", "track_running_stats"):
-                self.punct(",")
-                self.kwarg(name)
-                a[name] = self.take("bool").value
+            self.punct(",")
+            self.keywords(a, ("eps", "float"), ("momentum", "float"), ("affine", "bool"),
+                          ("track_running_stats", "bool"))
         else:  # pragma: no cover - OPERATORS and this chain list the same names
             raise self.fail("an operator")
         self.punct(")")
