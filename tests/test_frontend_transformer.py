@@ -312,3 +312,15 @@ def test_fuzz_graph_or_input_error(fuzz_dir, seed, mutations, batch, borden, per
     assert np.all(g.raw_size > 0)
     assert g.in_idx.size == 0 or (0 <= g.in_idx.min() and g.in_idx.max() < g.num_tensors)
     assert g.out_idx.size == 0 or (0 <= g.out_idx.min() and g.out_idx.max() < g.num_tensors)
+
+
+def test_use_span_hand_worked():
+    """Graph.use_span: kernel 0 reads t0 and writes t1, kernel 1 reads t1 and t0 and writes t2,
+    kernel 2 reads t2; t3 is never touched."""
+    from g10fast.workload.model import Graph, csr_from_lists
+    in_ptr, in_idx = csr_from_lists([[0], [0, 1], [2]])
+    out_ptr, out_idx = csr_from_lists([[1], [2], []])
+    g = Graph("toy", 1, np.full(4, 4096, np.int64), np.zeros(4, bool), ["a", "b", "c"],
+              ["0:a", "1:b", "2:c"], in_ptr, in_idx, out_ptr, out_idx)
+    first, last = g.use_span()
+    assert first.tolist() == [0, 0, 1, 3] and last.tolist() == [1, 1, 2, -1]

@@ -318,14 +318,7 @@ def from_workload(w, freq_ghz: float = 1.2, iterations: int = 1,
     Addresses: the tensor's address in g10fast's layout (unique per tensor). `kernel_cycles`:
     per-kernel durations to time the ops by instead of `exec_cycles` (a profile run's)."""
     K, T = w.num_kernels, w.num_tensors
-    kin = np.repeat(np.arange(K), np.diff(w.in_ptr))
-    kout = np.repeat(np.arange(K), np.diff(w.out_ptr))
-    ks = np.concatenate([kin, kout])
-    ts = np.concatenate([w.in_idx, w.out_idx]).astype(np.int64)
-    first = np.full(T, K, np.int64)
-    last = np.full(T, -1, np.int64)
-    np.minimum.at(first, ts, ks)
-    np.maximum.at(last, ts, ks)
+    first, last = w.use_span()
     glob = np.asarray(w.is_global, bool)
     cyc = np.asarray(w.exec_cycles if kernel_cycles is None else kernel_cycles, np.float64)
     if cyc.shape != (K,) or (cyc < 0).any():

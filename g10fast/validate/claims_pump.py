@@ -45,13 +45,8 @@ def peak_live_bytes(w) -> int:
     other tensor from its first to its last use (page-rounded): what an allocator that frees
     after the last use needs (the driver engine's fresh_allocations)."""
     import numpy as np
-    K, T = w.num_kernels, w.num_tensors
-    first = np.full(T, K, np.int64)
-    last = np.full(T, -1, np.int64)
-    for ptr, idx in ((w.in_ptr, w.in_idx), (w.out_ptr, w.out_idx)):
-        kk = np.repeat(np.arange(K, dtype=np.int64), np.diff(ptr))
-        np.minimum.at(first, idx, kk)
-        np.maximum.at(last, idx, kk)
+    K = w.num_kernels
+    first, last = w.use_span()
     b = w.n_pages.astype(np.int64) * 4096
     g = np.asarray(w.is_global, bool)
     used = last >= 0

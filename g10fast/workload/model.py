@@ -44,6 +44,18 @@ class _Incidence:
     def outputs(self, k: int) -> np.ndarray:
         return self.out_idx[self.out_ptr[k]:self.out_ptr[k + 1]]
 
+    def use_span(self) -> tuple[np.ndarray, np.ndarray]:
+        """(first, last): int64[T], the first and the last kernel that reads or writes each
+        tensor (K and -1 for a tensor no kernel touches)."""
+        K, T = self.num_kernels, self.num_tensors
+        first = np.full(T, K, np.int64)
+        last = np.full(T, -1, np.int64)
+        for ptr, idx in ((self.in_ptr, self.in_idx), (self.out_ptr, self.out_idx)):
+            kk = np.repeat(np.arange(K, dtype=np.int64), np.diff(ptr))
+            np.minimum.at(first, idx, kk)
+            np.maximum.at(last, idx, kk)
+        return first, last
+
 
 @dataclass(frozen=True)
 class Graph(_Incidence):
