@@ -159,13 +159,16 @@ def test_every_policy_hands_its_engine_the_engines_mode():
 
 
 def _doc_examples():
-    """The Python blocks of docs/adding-a-policy.md, each as a module's namespace."""
+    """The policy files of docs/adding-a-policy.md (its Python blocks that define a RECORD),
+    each as a module's namespace."""
     import re
     import sys
     import types
     text = (ROOT / "docs" / "adding-a-policy.md").read_text()
     out = []
     for i, block in enumerate(re.findall(r"```python\n(.*?)```", text, re.S)):
+        if "\nRECORD = PolicyRecord(" not in block:
+            continue
         mod = types.ModuleType(f"doc_example_{i}")
         sys.modules[mod.__name__] = mod          # dataclasses look their module up
         try:
