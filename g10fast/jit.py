@@ -49,7 +49,12 @@ rest holds the compile's frames: 0.1 M faults and 0.2-0.3 s at every depth.
 A cached kernel's on-disk cache is stale when its own source file changes (Numba compares the
 file's time and size), not when a kernel it calls changes in another file, although the
 cache holds that kernel's code too: a kernel whose callees live in other modules declares
-them (`cache_depends_on`), and their files' times and sizes join its cache's stamp.
+them (`cache_depends_on`), and their files' times and sizes join its cache's stamp. A cached
+kernel that takes another kernel as an argument (the page engine's eviction rule) is compiled
+once per argument kernel, each a type of its own; Numba keys such a type on the kernel object
+of one process, so its cache would never hit and would grow by an entry per process: the
+kernel's cache keys it by the argument kernel's module, name and file instead
+(`cache_kernel_arguments`).
 
 Switch: G10FAST_NO_JIT=1 (any value but "" and "0") leaves every g10fast kernel a plain
 Python function, for a debugger, coverage or a print while chasing a bug (slow: hundreds of
@@ -276,6 +281,48 @@ def cache_depends_on(disp, modules):
         st = os.stat(m.__file__)
         stamps.append((m.__name__, st.st_mtime, st.st_size))
     cache_file._source_stamp = tuple(stamps)
+    return disp
+
+
+def _kernel_key(t):
+    """A stable stand-in for the type `t` of a kernel passed as an argument (its module,
+    qualified name, and its file's time and size); any other type as it is."""
+    if not isinstance(t, types.Dispatcher):
+        return t
+    fn = t.dispatcher.py_func
+    try:
+        st = os.stat(fn.__code__.co_filename)
+        stamp = (st.st_mtime, st.st_size)
+    except OSError:
+        stamp = None
+    return ("kernel", fn.__module__, fn.__qualname__, stamp)
+
+
+def cache_kernel_arguments(disp):
+    """Key the on-disk cache of `disp` (a cached kernel) on the kernels it takes as arguments
+    by their module, qualified name and file (see the module's docstring), so that a compile
+    for a kernel argument is cached across processes. Returns `disp`; does nothing under
+    G10FAST_NO_JIT."""
+    cache = getattr(disp, "_cache", None)
+    if cache is None or not hasattr(cache, "_index_key"):
+        return disp
+    index_key = cache._index_key
+    load_overload = cache.load_overload
+
+    def _index_key(sig, codegen):
+        return index_key(tuple(_kernel_key(t) for t in sig), codegen)
+
+    def _load_overload(sig, target_context):
+        # The loaded signature names a kernel rebuilt from the cache, not this process's:
+        # the compiled code is filed under the argument types asked for, or every call would
+        # miss it and load it again.
+        cres = load_overload(sig, target_context)
+        if cres is not None and tuple(cres.signature.args) != tuple(sig):
+            cres = cres._replace(signature=cres.signature.replace(args=tuple(sig)))
+        return cres
+
+    cache._index_key = _index_key
+    cache.load_overload = _load_overload
     return disp
 
 

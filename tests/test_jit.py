@@ -183,3 +183,48 @@ def test_page_engine_cache_depends_on_every_stage_module():
     from g10fast.engine.page import kernels as pk
     stamp = pk.run_engine._cache._cache_file._source_stamp
     assert {s[0] for s in stamp[1:]} >= {m.__name__ for m in pk.MODULES}
+
+
+_ARG_KERNELS = '''
+import sys
+import numpy as np
+from g10fast.jit import cache_kernel_arguments, kernel_nonrt, kernel_nonrt_internal
+
+@kernel_nonrt_internal
+def plus_one(x, i):
+    return x[i] + 1
+
+@kernel_nonrt_internal
+def minus(x, i):
+    return -x[i]
+
+@kernel_nonrt
+def total(x, rule):
+    s = 0
+    for i in range(x.shape[0]):
+        s += rule(x, i)
+    return s
+
+cache_kernel_arguments(total)
+x = np.arange(4)
+out = [total(x, plus_one), total(x, minus), total(x, plus_one), total(x, minus)]
+print(out, sum(total.stats.cache_hits.values()), sum(total.stats.cache_misses.values()),
+      len(total.overloads))
+'''
+
+
+def test_kernel_arguments_cached_across_processes(tmp_path):
+    # a cached kernel taking a kernel argument: compiled once per argument kernel in the first
+    # process, loaded from the cache in the next (keyed by the argument's name, not the
+    # object), and filed under this process's types (a second call runs it, loads nothing)
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "argk.py").write_text(_ARG_KERNELS)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    outs = [subprocess.run([sys.executable, str(tmp_path / "argk.py")], env=env, check=True,
+                           capture_output=True, text=True).stdout.split("]")[1].split()
+            for _ in range(2)]
+    assert outs[0] == ["0", "2", "2"]           # compiled: 2 misses, 2 overloads
+    assert outs[1] == ["2", "0", "2"]           # loaded: 2 hits, no miss, 2 overloads

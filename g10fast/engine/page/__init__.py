@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from g10fast.engine.page import kernels as pk
+from g10fast.engine.page import rules
 from g10fast.analysis.vitality import vitality
 from g10fast.errors import InputError
 from g10fast.workload.model import PAGE_SIZE, Workload, kernel_pages, output_only_csr
@@ -45,14 +46,21 @@ class SimulationError(RuntimeError):
 @dataclass(frozen=True)
 class PageMode:
     """What a policy tells the page engine (simulator spec §11): whether pages start outside
-    the GPU (`is_uvm`; False is Ideal), whether hints are applied, DeepUM's eviction and
-    look-ahead degree, and how many iterations to simulate."""
+    the GPU (`is_uvm`; False is Ideal), whether hints are applied, DeepUM's migration policy
+    (its window, look-ahead degree and dropped dead victims), the eviction rule, and how many
+    iterations to simulate.
+
+    eviction: the eviction rule (g10fast.engine.page.rules): a registered name, "arrival"
+    (the artifact's LRU, FIFO by GPU arrival) or "deepum" (DeepUM's ring), or a rule kernel
+    of the policy's own (`rules.eviction_rule`; it runs on the general per-page path, with
+    the bulk paths off); None: "deepum" under DeepUM, else "arrival"."""
 
     is_uvm: bool = True
     use_prefetch: bool = False
     deepum: bool = False
     prefetch_degree: int = 0
     num_iteration: int = 2
+    eviction: object = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,7 @@ class SystemParams:
     deepum: bool
     prefetch_degree: int
     ghz: float = 0.0         # the GPU clock as given (vitality's time base)
+    eviction: str = "arrival"  # the eviction rule's registered name (engine.page.rules)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -130,6 +139,14 @@ def page_params(system, mode: PageMode) -> SystemParams:
                          param=PARAM["host_memory_gb"])
     if mode.deepum and mode.prefetch_degree < 0:
         raise InputError("must be >= 0 for DeepUM", param="policy.prefetch_degree")
+    eviction = rules.eviction_name(
+        mode.eviction if mode.eviction is not None else "deepum" if mode.deepum else "arrival")
+    if eviction == "deepum" and not mode.deepum:
+        raise InputError("DeepUM's ring reads DeepUM's window: it needs DeepUM's migration "
+                         "policy (PageMode.deepum)", param="policy.eviction")
+    if eviction == "arrival" and mode.deepum:
+        raise InputError("DeepUM's migration goes with its ring (eviction 'deepum') or a rule "
+                         "of the policy's own, not 'arrival'", param="policy.eviction")
     n_iter = int(mode.num_iteration)
     if n_iter < 1:
         raise InputError("must be >= 1", param="engine.num_iteration")
@@ -140,7 +157,7 @@ def page_params(system, mode: PageMode) -> SystemParams:
         lssd=int(system.ssd_latency_us), num_iteration=n_iter, is_uvm=bool(mode.is_uvm),
         use_prefetch=bool(mode.use_prefetch), deepum=bool(mode.deepum),
         prefetch_degree=max(int(mode.prefetch_degree), 0),
-        ghz=float(system.gpu_frequency_ghz))
+        ghz=float(system.gpu_frequency_ghz), eviction=eviction)
 
 
 def system_params(cfg) -> SystemParams:
@@ -275,7 +292,9 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     scans within a time budget), "full" (the event stream's conservation sums too, a scan at
     every check: much slower); the results are the same.
     bulk: settle whole-tensor hints and pre-deallocations on uniform page ranges (same
-    results); None: `BULK_DEFAULT`; False: the per-page reference engine.
+    results); None: `BULK_DEFAULT`; False: the per-page reference engine. An eviction rule
+    that is not built in (`params.eviction`, g10fast.engine.page.rules) always runs on the
+    per-page engine's general path.
     """
     sp = params if isinstance(params, SystemParams) else system_params(params)
     checker = None
@@ -339,6 +358,11 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     else:
         tt[:, pk.TT_RES] = tnp            # every page resident from the start
     bulk = BULK_DEFAULT if bulk is None else bool(bulk)
+    # the eviction rule: a kernel the engine is compiled for; one that is not built in runs
+    # on the general per-page path (the bulk and fast paths know the built-in rules only)
+    rule = rules.eviction_kernel(sp.eviction)
+    own_rule = sp.eviction not in rules.BUILTIN
+    bulk = bulk and not own_rule
     S = np.zeros(pk.NS, dtype=np.int64)
     # The LRU list: for the LRU policies in the bulk engine, extents (page.lru, "The LRU
     # list as extents"); else the reference ring of page entries.
@@ -385,6 +409,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     S[pk.P_IS_UVM] = int(sp.is_uvm)
     S[pk.P_TRACE] = int(trace is not None)
     S[pk.P_BULK] = int(bulk)
+    S[pk.P_RULE] = int(own_rule)
     S[pk.P_RELEASE] = mmap.PAGESIZE if RELEASE_DEFAULT else 0
     S[pk.P_F_HZ] = sp.f_hz
     S[pk.P_LSYS] = sp.lsys
@@ -414,7 +439,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     while True:
         S[pk.S_EV_PAUSE] = ev.shape[0] // 2 if trace is not None else ev.shape[0] + 1
         status = pk.run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F,
-                               kstat, pcie, bnd, ev)
+                               kstat, pcie, bnd, ev, rule)
         if status == pk.ST_ERROR:
             err = int(S[pk.S_ERROR])
             if err == pk.E_QUEUE_OVERFLOW:

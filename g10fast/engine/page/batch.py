@@ -33,9 +33,9 @@ from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
 # it admits them (`_stage_admission`). A stage's pages go by one of three paths, which move
 # them identically: the pre-eviction fast path (`_preevict_run`), the fetch fast path
 # (`_fetch_fast`: runs of pages with `_batch_limit` and `_batch_move`, single pages with
-# `_fast_victim`), both untraced, and the general path (`_general_page`: one page with
-# `_select_victim`, `_evict_page`, `_alloc_page`), which takes everything the fast paths
-# leave to it. Then the tick ends (`_tick_end`), and `_next_tick_busy` says whether the next
+# `_fast_victim`), both untraced, and the general path (`_general_page`: one page with the
+# eviction rule (`rules`), `_evict_page`, `_alloc_page`), which takes everything the fast
+# paths leave to it. Then the tick ends (`_tick_end`), and `_next_tick_busy` says whether the next
 # event is another busy tick that can run here. The hot scalar state (per-tick counters,
 # memory use, wait-set size, LRU positions, lookup caches) travels through these functions
 # as arguments and return values, so that it stays in registers instead of S (the arrays

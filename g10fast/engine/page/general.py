@@ -7,7 +7,7 @@ import numpy as np
 
 from g10fast.engine.page.batch import _next_stage_after_failure
 from g10fast.engine.page.helpers import (
-    _eligible, _emit, _emit_run, _is_alive, _live, _no_faults_queued, _q_pop, _q_push, _tpos,
+    _emit, _emit_run, _is_alive, _no_faults_queued, _q_pop, _q_push, _tpos,
 )
 from g10fast.engine.page.layout import (
     EV_ALLOC, EV_EVICT, EV_FETCH, EV_TRANSFER, E_DEAD_LIVE_EVICT, E_HOST_OVERFLOW, E_NONE,
@@ -16,7 +16,7 @@ from g10fast.engine.page.layout import (
     S_ERROR, S_ERR_A, S_EV_PAUSE, S_IN_OPEN, S_KB_KERNEL, S_KB_NEWITER, S_KB_PENDING, S_KB_SEQ,
     S_KB_TIME, S_LRU_CUR, S_LRU_SCAN, S_LRU_TAIL, S_NBND, S_NEV, S_NSTAT, S_OUT_OPEN, S_QH, S_QT,
     S_RESCHED, S_R_STARTED, S_SEQ, S_STAT_PAUSE, S_TICK_SEQ, S_TICK_TIME, S_XFER, S_X_HEAD,
-    S_X_NFREE, TT_REQ, TT_RES, TT_WIN, _G_PE_CPU, _G_PE_SSD, _G_PF_ALLOC, _G_PF_SSD, _G_PREALLOC,
+    S_X_NFREE, TT_REQ, TT_RES, _G_PE_CPU, _G_PE_SSD, _G_PF_ALLOC, _G_PF_SSD, _G_PREALLOC,
     _G_PRE_CPU, _G_PRE_SSD, _G_RS_ALLOC, _G_RS_SSD, _kernel, _kernel_page, _kernel_stage, _u,
 )
 from g10fast.engine.page.lru import (
@@ -26,79 +26,6 @@ from g10fast.engine.page.lru import (
 from g10fast.engine.page.release import _release_dropped
 from g10fast.engine.page.stages import _add_traffic, _count_in, _count_out, _lru_append
 from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
-
-
-@_kernel_page
-def _select_victim(deepum, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
-                   dum_end, tc_c):
-    """Victim selection of the general path (§8) for a page that needs a GPU frame when the
-    GPU is full (pf: a demand fetch, or a page of a required tensor). Returns the victim's
-    LRU slot (-1: none) and the cursor, scan position, DeepUM END flag and window lookup
-    cache after the search."""
-    slot = -1
-    if deepum and not pf:
-        # §8.2 non-PF: from the cursor, skip window tensors; END is sticky (O-15)
-        if dum_end == 0:
-            s = lru_cur
-            if s < hd:
-                s = hd
-            while s < lru_tail:
-                e = lru[_u(s & lm)]
-                if e >= 0:
-                    vp = e >> GEN_SHIFT
-                    vs = np.int64(pstate[_u(vp)])
-                    if _live(vs, e):
-                        tc_c = _tpos(srt, tc_c, vp)
-                        if not tt[srt[1, _u(tc_c)], TT_WIN]:
-                            slot = s
-                            break
-                s += 1
-            if slot >= 0:
-                lru_cur = slot + 1
-            else:
-                lru_cur = lru_tail
-                dum_end = 1
-        return slot, lru_cur, lru_scan, dum_end, tc_c
-    if not deepum:
-        # §8.1: first non-in-transfer page from the cursor, else from the head. Entries
-        # before the cursor are never eligible (they were in transfer when passed, and such
-        # pages only leave the list), so one scan from the cursor is the artifact's
-        # scan-then-rescan.
-        s = lru_cur
-        if s < hd:
-            s = hd
-        while s < lru_tail:
-            e = lru[_u(s & lm)]
-            if e >= 0:
-                vs = np.int64(pstate[_u(e >> GEN_SHIFT)])
-                if _eligible(vs, e):
-                    slot = s
-                    break
-            s += 1
-    if slot < 0:
-        # (DeepUM PF: the first non-in-transfer page from the head.) The scan starts past
-        # the entries an earlier one found ineligible: those can never become eligible
-        # (tombstones stay dead until a compaction, and a GPU page in transfer leaves the
-        # GPU before its flag clears), so this only saves rescanning a growing prefix
-        # (quadratic in DeepUM).
-        s = lru_scan
-        if s < hd:
-            s = hd
-        while s < lru_tail:
-            e = lru[_u(s & lm)]
-            if e >= 0:
-                vs = np.int64(pstate[_u(e >> GEN_SHIFT)])
-                if _eligible(vs, e):
-                    slot = s
-                    break
-            s += 1
-        lru_scan = s
-    if slot >= 0:
-        if not deepum:
-            lru_cur = slot + 1
-        elif lru_cur == slot:
-            lru_cur = slot + 1
-    return slot, lru_cur, lru_scan, dum_end, tc_c
 
 
 @_kernel_page
@@ -221,14 +148,15 @@ def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, p
 
 
 @_kernel_page
-def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev, counters,
+def _general_page(stage, q, t, it, k, trace, prm, rule, tt, srt, pstate, lru, qb, S, ev, counters,
                   gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
                   lru_scan, dum_end, tc_a, tc_b, tc_c):
     """General path of a batcher tick: the head page p of stage `stage`'s queue q, which the
     stage admits. A pre-eviction evicts p; an allocating stage gives p a GPU frame, after
     evicting a victim when the GPU is full (a prefetch page not where its queue says moves
     to the other prefetch queue instead; a stage without a victim is over). Returns the
-    stage the tick goes on with and the tick's state. (The tick's counters travel as one
+    stage the tick goes on with and the tick's state. `rule` is the eviction rule of the
+    ring (g10fast.engine.page.rules). (The tick's counters travel as one
     tuple, `counters`: c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
     c_fed; with them one by one, the call would have more than 30 arguments, which CPython
     passes as *args, and Numba cannot inline such a call.)"""
@@ -304,9 +232,10 @@ def _general_page(stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, e
                     if slot >= 0:
                         ev_v = lru[_u(slot * XW + X_LO)]
             else:
-                slot, lru_cur, lru_scan, dum_end, tc_c = _select_victim(
-                    deepum, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
-                    dum_end, tc_c)
+                # (the ring: the policy's eviction rule, g10fast.engine.page.rules)
+                slot, lru_cur, lru_scan, dum_end, tc_c = rule(
+                    pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan, dum_end,
+                    tc_c)
             if slot < 0:
                 if not (deepum and not pf):
                     S[S_ERROR] = E_NO_VICTIM

@@ -15,12 +15,13 @@ from __future__ import annotations
 import types as _types
 
 from g10fast.engine.page import (
-    batch, fetch, general, helpers, kernel_begin, layout, loop, lru, release, replay, stages,
+    batch, fetch, general, helpers, kernel_begin, layout, loop, lru, release, replay, rules,
+    stages,
 )
 
 #: the stage modules, in their order in the engine (each imports only from those before it)
-MODULES = (layout, helpers, lru, stages, release, batch, fetch, general, replay, kernel_begin,
-           loop)
+MODULES = (layout, helpers, lru, rules, stages, release, batch, fetch, general, replay,
+           kernel_begin, loop)
 
 
 def _names(modules) -> dict:

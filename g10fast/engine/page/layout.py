@@ -10,6 +10,7 @@ The engine's kernels are split by stage, one module each (all take plain arrays 
 * `stages`: helpers of a busy tick's stages and the pre-eviction fast path;
 * `batch`: a busy tick's parameters, a stage's admission, runs of page moves with victims;
 * `fetch`: the fetch fast path (`_fetch_fast`);
+* `rules`: the eviction rules (`arrival`, `deepum`), kernels the engine specialises on;
 * `general`: the general per-page path (victim selection, eviction, allocation), a tick's end;
 * `replay`: a busy tick replayed (P_REPLAY);
 * `release`: freed page states given back to the operating system;
@@ -239,7 +240,9 @@ S_RELEASED = 233   # bytes of page states given back (a statistic)
 S_X_CUR = 234      # DeepUM on extents: the record of the cursor's page (a hint: checked, and
                    # looked up again when stale); the cursor, S_LRU_CUR, is then a page or -1
 S_X_BUMP = 235     # the first extent record never used (those from it on are free, unlinked)
-NS = 236
+P_RULE = 236       # 1: the eviction rule is not a built-in one (g10fast.engine.page.rules): every
+                   # page takes the general path, and the bulk paths are off
+NS = 237
 STALE_BUCKETS = 1 << 16
 
 # run statuses
@@ -333,9 +336,9 @@ _kernel_ieee = jit(_nrt=False, error_model="numpy", internal=True)
 # The stages of a busy tick that run once per stage or tick (`_stage_admission`, the fetch
 # fast path `_fetch_fast` and its helpers, `_tick_end`, ...) are plain compiled calls, like the
 # small helpers above them: LLVM inlines the small ones, and `_fetch_fast` runs its own loop
-# with its state in registers. The general path, taken once per page (`_general_page`,
-# `_select_victim`, `_evict_page`, `_alloc_page`), is always inlined into `_busy_ticks` by
-# LLVM (`forceinline`), so that the tick's state stays in registers across it (compiled as
+# with its state in registers. The general path, taken once per page (`_general_page`, the
+# eviction rule (`rules`), `_evict_page`, `_alloc_page`), is always inlined into `_busy_ticks`
+# by LLVM (`forceinline`), so that the tick's state stays in registers across it (compiled as
 # calls, traced runs, a call per page, were 20% slower). Numba's IR inlining of it (until
 # 6bdc9bd) gave the same speed but cost a cold start about 4 s more (the IR inliner copies the
 # callee's scope block by block; benchmarks/results/page-engine-bulk-journal.md, "Ninth

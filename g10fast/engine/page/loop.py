@@ -8,7 +8,7 @@ calls it again)."""
 
 from __future__ import annotations
 
-import sys
+import importlib
 
 from g10fast.engine.page.batch import _fresh_counters, _stage_admission, _tick_params
 from g10fast.engine.page.fetch import _fetch_fast
@@ -17,7 +17,7 @@ from g10fast.engine.page.helpers import _emit, _no_faults_queued
 from g10fast.engine.page.kernel_begin import _kernel_begin
 from g10fast.engine.page.layout import (
     C_ALLOC, C_FED, C_FFS, C_IN, C_IN_CPU, C_IN_SSD, C_OUT, C_OUT_CPU, C_OUT_SSD, EV_TRANSFER,
-    E_NONE, NQ, P_II, P_NUM_ITER, P_REPLAY, P_TRACE, P_XMARGIN, ST_DONE, ST_ERROR, ST_PAUSE,
+    E_NONE, NQ, P_II, P_NUM_ITER, P_REPLAY, P_RULE, P_TRACE, P_XMARGIN, ST_DONE, ST_ERROR, ST_PAUSE,
     S_CUR_ITER, S_CUR_KERNEL, S_DEEPUM_END, S_DONE, S_ERROR, S_EV_PAUSE, S_GPU_USED, S_HOST_PEAK,
     S_HOST_USED, S_IN_OPEN, S_KB_KERNEL, S_KB_NEWITER, S_KB_PENDING, S_KB_SEQ, S_KB_TIME,
     S_LIVE_WARN, S_LRU_CUR, S_LRU_SCAN, S_LRU_TAIL, S_NBND, S_NEV, S_NSTAT, S_OUT_OPEN, S_QH, S_QT,
@@ -27,12 +27,12 @@ from g10fast.engine.page.layout import (
 )
 from g10fast.engine.page.replay import _rp_begin, _rp_end, _rp_host_ok, _rp_ticks
 from g10fast.engine.page.stages import _preevict_run
-from g10fast.jit import cache_depends_on
+from g10fast.jit import cache_depends_on, cache_kernel_arguments
 from g10fast.locations import NOT_KNOWN
 
 
 @_kernel
-def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
+def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule):
     """Busy batcher ticks from time t (§9.2, §9.3): ticks that find a queued page. Runs the
     stages of the tick, its end (transfer boundary, per-iteration traffic, the resume
     check of §9.6) and advances the tick clock as the event loop would; then, untraced,
@@ -62,7 +62,9 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
     tc_b = S[S_TC_B]
     tc_c = S[S_TC_C]
     half = qb.shape[1] // 2
-    fast = not trace
+    # (the fast paths know the built-in eviction rules only: P_RULE, another rule, takes
+    # every page by the general path, as a traced run does)
+    fast = not trace and S[P_RULE] == 0
     replay = fast and S[P_REPLAY] != 0
     while True:
         # ---- a busy tick at time t (§9.2) ----
@@ -123,7 +125,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev):
             (stage, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
                      c_fed), gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
              lru_scan, dum_end, tc_a, tc_b, tc_c) = _general_page(
-                stage, q, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev,
+                stage, q, t, it, k, trace, prm, rule, tt, srt, pstate, lru, qb, S, ev,
                 (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
                 gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan,
                 dum_end, tc_a, tc_b, tc_c)
@@ -192,10 +194,11 @@ def _quiet_tick(t, S, bnd, ev):
 
 @_kernel_py
 def run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd,
-               ev):
+               ev, rule):
     """Run until the simulation ends (ST_DONE), an error (ST_ERROR), or a pause (ST_PAUSE:
     the boundary or event buffer needs draining, a queue is half full, or S[S_STAT_PAUSE]
-    kernels have completed, for progress reports). Resumable."""
+    kernels have completed, for progress reports). Resumable. `rule`: the eviction rule
+    (g10fast.engine.page.rules), a kernel the engine is compiled for (one compile per rule)."""
     num_iter = S[P_NUM_ITER]
     half = qb.shape[1] // 2
     ii = S[P_II]
@@ -252,7 +255,7 @@ def run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd,
                 _quiet_tick(t, S, bnd, ev)
             else:
                 # busy ticks advance the clock themselves (possibly several ticks)
-                _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev)
+                _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule)
                 continue
             S[S_TICK_TIME] = t + m * ii
             S[S_TICK_SEQ] = S[S_SEQ] + m - 1
@@ -260,9 +263,12 @@ def run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd,
 
 
 # run_engine's on-disk cache holds the code of every kernel it calls: it goes stale when any
-# stage module changes, not only this one (g10fast.jit, `cache_depends_on`)
-cache_depends_on(run_engine, [sys.modules[m] for m in (
+# stage module changes, not only this one; and it is keyed on the eviction rule kernel by the
+# rule's name and file, not by the rule object of one process (g10fast.jit)
+cache_depends_on(run_engine, [importlib.import_module(m) for m in (
     "g10fast.locations", "g10fast.engine.page.layout", "g10fast.engine.page.helpers",
-    "g10fast.engine.page.lru", "g10fast.engine.page.stages", "g10fast.engine.page.release",
-    "g10fast.engine.page.batch", "g10fast.engine.page.fetch", "g10fast.engine.page.general",
-    "g10fast.engine.page.replay", "g10fast.engine.page.kernel_begin", __name__)])
+    "g10fast.engine.page.lru", "g10fast.engine.page.rules", "g10fast.engine.page.stages",
+    "g10fast.engine.page.release", "g10fast.engine.page.batch", "g10fast.engine.page.fetch",
+    "g10fast.engine.page.general", "g10fast.engine.page.replay",
+    "g10fast.engine.page.kernel_begin", __name__)])
+cache_kernel_arguments(run_engine)
