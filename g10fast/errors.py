@@ -23,6 +23,14 @@ class InputError(Exception):
         self.param = param
 
 
+def one_of(value, known, what: str, **where):
+    """`value` when it is one of `known`; else an InputError "unknown <what> <value> (known:
+    ...)" at `where` (param=, path=, line=)."""
+    if value not in known:
+        raise InputError(f"unknown {what} {value!r} (known: {', '.join(known)})", **where)
+    return value
+
+
 def read_toml(path, what: str, missing: str | None = None) -> dict:
     """A TOML file as a dict; a missing, unreadable or malformed file is an InputError naming
     it (`what`: "run file", "model file", ...; `missing`: the message when it does not exist)."""

@@ -553,3 +553,14 @@ def test_softmax_under_xla_and_stitch():
     # m, e and s (forward) and s (backward) cross XLA's kernels; d and p stay inside one
     assert x.num_tensors == w.num_tensors + 4
     assert x.ideal_cycles > s.ideal_cycles
+
+
+@pytest.mark.parametrize("field, value, needle", [
+    ("mode", "zz", "parameter 'fuse': unknown fusion mode 'zz' (known: none, xla, stitch)"),
+    ("time_model", "q", "parameter 'fuse.time_model': unknown time model 'q' (known: "
+                        "traffic_attributed, traffic_scaled, sum_minus_launch, roofline)"),
+    ("softmax", "x", "parameter 'fuse.softmax': unknown softmax form 'x' (known: ops, kernel)")])
+def test_unknown_fusion_choices_are_named(field, value, needle):
+    with pytest.raises(InputError) as e:
+        FusionOptions(**{field: value}).check()
+    assert str(e.value) == needle

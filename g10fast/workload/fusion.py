@@ -53,7 +53,7 @@ from itertools import chain
 
 import numpy as np
 
-from g10fast.errors import InputError
+from g10fast.errors import InputError, one_of
 from g10fast.workload.model import Workload, address_layout, csr_from_lists, page_round
 
 FUSE_MODES = ("none", "xla", "stitch")
@@ -96,15 +96,9 @@ class FusionOptions:
     softmax: str = "ops"
 
     def check(self) -> "FusionOptions":
-        if self.mode not in FUSE_MODES:
-            raise InputError(f"unknown fusion mode {self.mode!r} (known: "
-                             f"{', '.join(FUSE_MODES)})", param="fuse")
-        if self.time_model not in TIME_MODELS:
-            raise InputError(f"unknown time model {self.time_model!r} (known: "
-                             f"{', '.join(TIME_MODELS)})", param="fuse.time_model")
-        if self.softmax not in SOFTMAX_FORMS:
-            raise InputError(f"unknown softmax form {self.softmax!r} (known: "
-                             f"{', '.join(SOFTMAX_FORMS)})", param="fuse.softmax")
+        one_of(self.mode, FUSE_MODES, "fusion mode", param="fuse")
+        one_of(self.time_model, TIME_MODELS, "time model", param="fuse.time_model")
+        one_of(self.softmax, SOFTMAX_FORMS, "softmax form", param="fuse.softmax")
         if self.pooling not in ("M", "C"):
             raise InputError(f"must be M or C, got {self.pooling!r}", param="fuse.pooling")
         if not (isinstance(self.max_group, int) and self.max_group >= 0):
