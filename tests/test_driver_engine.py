@@ -389,12 +389,16 @@ def trace_totals(path, n_iter):
     return out, c
 
 
-@pytest.mark.parametrize("policy,compat", [("uvm", {}), ("uvm", {"skip_clean_writeback": True}),
-                                           ("g10_driver", {}), ("tbnp", {"evict": "lru4k"})])
-def test_event_trace_agrees_with_the_statistics(tmp_path, policy, compat):
+@pytest.mark.parametrize("policy,compat,whole", [
+    ("uvm", {}, False), ("uvm", {"skip_clean_writeback": True}, False),
+    ("g10_driver", {}, False), ("tbnp", {"evict": "lru4k"}, False), ("uvm", {}, True),
+    ("g10_driver", {}, True)])
+def test_event_trace_agrees_with_the_statistics(tmp_path, policy, compat, whole):
     """The driver engine's event trace (docs/trace-format.md schema) against its result:
     kernel rows, faults, pages fetched / zero-filled / evicted / dropped per tier, per
-    iteration; the engine's results are the same with and without the trace."""
+    iteration; the engine's results are the same with and without the trace (`whole`:
+    tensors of whole VA blocks, whose empty blocks a traced run settles batch by batch and
+    an untraced one, where no page is populated, at once)."""
     from g10fast.run import run
     from g10fast.spec import WorkloadSource, make_spec
     from g10fast.trace import EventKind as E, Location as L
@@ -403,8 +407,12 @@ def test_event_trace_agrees_with_the_statistics(tmp_path, policy, compat):
     assert (dk.LOC_NONE, dk.LOC_SSD, dk.LOC_HOST, dk.LOC_GPU) == (L.NOT_PRESENT, L.IN_SSD,
                                                                  L.IN_CPU, L.IN_GPU)
     w = small_workload(3)
-    spec = make_spec(WorkloadSource("builtin", "bert-base", 1),
-                     tiny_system(chunks=3, host_pages=150), policy,
+    system = tiny_system(chunks=3, host_pages=150)
+    if whole:
+        w = make_workload(300, n_kernels=6, n_tensors=10, max_pages=1600,
+                          max_kernel_pages=3300, p_workspace=0.2)
+        system = tiny_system(chunks=10, host_pages=1500)
+    spec = make_spec(WorkloadSource("builtin", "bert-base", 1), system, policy,
                      engine={"compat": compat} if compat else None)
     r0 = run(spec, workload=w)
     r = run(spec, workload=w, trace_path=tmp_path / "t.h5")

@@ -12,8 +12,10 @@ State (sized up front, no Python objects), per 2 MiB VA block as the driver keep
                    (the root-chunk list: head = next victim), prot int64 (batch stamp)
   per page (lru4k, tbn64k) pprev/pnext int32: the true-LRU page list
 A fault batch, a migration, an eviction and a kernel's scan of its pages work on the 8 words
-of a block at once (popcounts, runs of set bits), never page by page (except lru4k's list).
-Scalars live in S (int64): see the S_* indices.
+of a block at once (popcounts, runs of set bits), never page by page (except lru4k's list);
+a whole VA block with no page on the GPU that a kernel touches from an empty fault batch is
+settled a block at a time (_empty_block, where _aligned_template shows its batches migrate
+exactly their faults). Scalars live in S (int64): see the S_* indices.
 """
 
 from __future__ import annotations
