@@ -548,16 +548,26 @@ class FigureDisplay:
         fig.tight_layout(rect=(0, 0, 1, 0.96))
         return fig
 
-    def _plot_3(self, plt):
+    def _inactive_panels(self, plt, xlabel, ylabel):
+        """Figures 3 and 4: a 2x2 grid, a panel per workload of Figure 2; (the figure, the
+        (axes, data) of the workloads with inactive periods)."""
         fig, axes = plt.subplots(2, 2, figsize=(9, 6.5))
+        panels = []
         for ax, (m, b) in zip(axes.flat, FIG2_WORKLOADS):
             w = self.data.get((m, b))
             ax.set_title(_wl(m, b), fontsize=9)
-            ax.set_xlabel("Tensor inactive periods (%)")
-            ax.set_ylabel("Inactive time (µs)")
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(ylabel)
             if w is None or not len(w["sd_time"]):
                 self._missing(ax, m, b)
-                continue
+            else:
+                panels.append((ax, w))
+        return fig, panels
+
+    def _plot_3(self, plt):
+        fig, panels = self._inactive_panels(plt, "Tensor inactive periods (%)",
+                                            "Inactive time (µs)")
+        for ax, w in panels:
             s = np.sort(w["sd_time"])
             pct = 100 * np.arange(1, len(s) + 1) / len(s)
             self.artists.append(ax.plot(pct, np.maximum(s, 1e-3))[0])
@@ -567,15 +577,8 @@ class FigureDisplay:
         return fig
 
     def _plot_4(self, plt):
-        fig, axes = plt.subplots(2, 2, figsize=(9, 6.5))
-        for ax, (m, b) in zip(axes.flat, FIG2_WORKLOADS):
-            w = self.data.get((m, b))
-            ax.set_title(_wl(m, b), fontsize=9)
-            ax.set_xlabel("Inactive time (µs)")
-            ax.set_ylabel("Tensor size (bytes)")
-            if w is None or not len(w["sd_time"]):
-                self._missing(ax, m, b)
-                continue
+        fig, panels = self._inactive_panels(plt, "Inactive time (µs)", "Tensor size (bytes)")
+        for ax, w in panels:
             self.artists.append(ax.scatter(np.maximum(w["sd_time"], 1.0), np.maximum(w["sd_size"], 1),
                                            s=3, alpha=0.4))
             ax.set_xscale("log")
