@@ -273,13 +273,8 @@ def allocation_rows(w, n_iter: int, prefetch: bool, small_pages: int = 0):
     Tensors of at most small_pages pages are freed (counted) but neither discarded nor
     prefetched. Returns (issue, start_page, n_pages, kind, None, frees int64[K]: the tensors
     freed after kernel k)."""
-    K, T = w.num_kernels, w.num_tensors
-    first = np.full(T, K, np.int64)
-    last = np.full(T, -1, np.int64)
-    for ptr, idx in ((w.in_ptr, w.in_idx), (w.out_ptr, w.out_idx)):
-        kk = np.repeat(np.arange(K, dtype=np.int64), np.diff(ptr))
-        np.minimum.at(first, idx, kk)
-        np.maximum.at(last, idx, kk)
+    K = w.num_kernels
+    first, last = w.use_span()
     npg = w.n_pages.astype(np.int64)
     sp = w.start_page.astype(np.int64)
     ts = np.nonzero((last >= 0) & ~np.asarray(w.is_global, bool) & (npg > 0))[0]
