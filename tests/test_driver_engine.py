@@ -334,8 +334,10 @@ def test_uvmsmart_curve_anchor_values():
 def test_bad_options_are_input_errors():
     with pytest.raises(InputError):
         driver_options({"prefetcher": "bogus"})
-    with pytest.raises(InputError):
+    with pytest.raises(InputError) as e:
         driver_options({"no_such": 1})
+    assert str(e.value).startswith("parameter 'engine.compat.no_such': unknown driver-engine "
+                                   "option 'no_such' (known: big_page_kib, curve_halve_2mib, ")
     with pytest.raises(InputError):
         driver_options({"fault_batch": 0})
 

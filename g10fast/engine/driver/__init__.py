@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from g10fast.engine.driver import kernels as dk
-from g10fast.errors import InputError
+from g10fast.errors import InputError, one_of
 from g10fast.workload.model import PAGE_SIZE
 
 PREFETCHERS = {"none": dk.PF_NONE, "density": dk.PF_DENSITY, "tbn": dk.PF_TBN}
@@ -160,9 +160,7 @@ def driver_options(values: dict | tuple | None = None, base: dict | None = None)
     known = {f.name for f in dataclasses.fields(DriverOptions)}
     merged = dict(base or {})
     for k, v in dict(values or {}).items():
-        if k not in known:
-            raise InputError(f"unknown driver-engine option {k!r} (known: "
-                             f"{', '.join(sorted(known))})", param=f"engine.compat.{k}")
+        one_of(k, sorted(known), "driver-engine option", param=f"engine.compat.{k}")
         merged[k] = v
     for k in ("fault_latency_us", "transfer_overhead_us", "link_fraction", "managed_free_us"):
         if isinstance(merged.get(k), int) and not isinstance(merged.get(k), bool):
