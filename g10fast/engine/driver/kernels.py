@@ -897,12 +897,13 @@ def _simulate(K, n_iter, req_ptr, req_start, req_n, req_write, exec_cycles,
                     if need > 0:
                         S[S_STAMP] += 1
                         prot[b] = S[S_STAMP]
-                        cur += _make_room(b, need, BG, BH, BS, CH, CS, gcount, bprev, bnext,
-                                          pprev, pnext, prot, S, evict_mode, skip_clean,
-                                          gpu_pages, gpu_chunks, host_pages, d2h, ssd_w, cnt,
-                                          it, tmp, ev, tr, cur, k)
-                        if S[S_FAIL] != FAIL_NONE:
-                            return n_log
+                        if not chunk_mode or gcount[b] == 0:   # else it holds its chunk
+                            cur += _make_room(b, need, BG, BH, BS, CH, CS, gcount, bprev,
+                                              bnext, pprev, pnext, prot, S, evict_mode,
+                                              skip_clean, gpu_pages, gpu_chunks, host_pages,
+                                              d2h, ssd_w, cnt, it, tmp, ev, tr, cur, k)
+                            if S[S_FAIL] != FAIL_NONE:
+                                return n_log
                         x = _land(b, BG, BH, BS, CH, CS, gcount, bprev, bnext, pprev, pnext, S,
                                   evict_mode, skip_clean, h2d, ssd_r, cnt, it, tmp, ev, tr, cur,
                                   k, 0)
