@@ -42,6 +42,23 @@ from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
 # may alias for the compiler, so every S access would otherwise be a memory operation).
 # ----------------------------------------------------------------------------------------
 
+# A busy tick's arrays and its hot scalar state travel between its stages as two bundles
+# (`_fetch_fast`, `_general_page`). Numba's calling convention flattens a tuple argument into
+# its members, so a bundle costs nothing over the loose arguments: the same machine arguments,
+# the state still in registers (benchmarks/results/paired_timing.jsonl).
+# The arrays: the tensor table, the page -> tensor lookup, the page states, the LRU list (the
+# ring or the extents), the page-run queues, the scalar state S, the per-iteration traffic,
+# the transfer boundaries and the event rows.
+TickArrays = namedtuple("TickArrays", ["tt", "srt", "pstate", "lru", "qb", "S", "pcie", "bnd",
+                                       "ev"])
+# The hot scalar state (S's slots, as locals for a run of busy ticks): GPU frames and host
+# pages in use, the host peak, the wait-set size, "PF EVICTING LIVING PAGE" warnings, the LRU
+# tail, cursor and scan positions, DeepUM's END flag and the three page -> tensor lookup
+# caches.
+TickState = namedtuple("TickState", ["gpu_used", "host_used", "host_peak", "wait", "live_warn",
+                                     "lru_tail", "lru_cur", "lru_scan", "dum_end", "tc_a",
+                                     "tc_b", "tc_c"])
+
 # The parameters a busy tick reads, from S once per `_busy_ticks` call: GPU frames, host line
 # (pages), per-tick caps (pages: GPU link, CPU link, SSD link, allocations), DeepUM policy
 # (bool), LRU capacity and its mask, LRU head position (not moved during a tick), extent LRU

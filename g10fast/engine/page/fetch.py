@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from g10fast.engine.page.batch import (
-    _batch_limit, _batch_move, _batch_move_x, _batch_move_xd, _fast_victim, _fresh_counters,
-    _q_push_served, _streak_ticks, _victims_requeued,
+    TickState, _batch_limit, _batch_move, _batch_move_x, _batch_move_xd, _fast_victim,
+    _fresh_counters, _q_push_served, _streak_ticks, _victims_requeued,
 )
 from g10fast.engine.page.helpers import _admit, _is_alive, _tensor_at
 from g10fast.engine.page.layout import (
@@ -26,9 +26,7 @@ from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
 
 
 @_kernel_stage
-def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, bnd, counters,
-                gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan, dum_end,
-                tc_a, tc_b, tc_c):
+def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
     """Fetch fast path of a batcher tick (untraced): the allocating stage `stage`'s pages
     (queue q, head qh) in a tight loop, by runs (`_batch_limit`, `_batch_move`) or one by one.
     Each page goes exactly as in `_general_page` (admission test, victim from the cursor,
@@ -39,7 +37,11 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
     stage reaches a cap and the next tick would start the same way (`_tick_repeats`), the
     tick ends and the next one goes on here. Returns the stage, the tick time, whether the
     general path must take the next page (fast_block) and the tick's state. The tick's
-    counters travel as one tuple, as in `_general_page`."""
+    arrays (`TickArrays`), counters and scalar state (`TickState`) travel as three tuples, as
+    in `_general_page`."""
+    tt, srt, pstate, lru, qb, S, pcie, bnd, _ev = arrays
+    (gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan, dum_end,
+     tc_a, tc_b, tc_c) = state
     c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed = counters
     G = prm.G
     HOST = prm.HOST
@@ -395,6 +397,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, 
         qb[q, _u(qh & qm), 1] = rn
     return (stage, t, fast_block, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu,
                                    c_alloc, c_ffs, c_fed),
-            gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan, tc_a, tc_b, tc_c)
+            TickState(gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
+                      lru_scan, dum_end, tc_a, tc_b, tc_c))
 
 

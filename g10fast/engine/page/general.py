@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from g10fast.engine.page.batch import _next_stage_after_failure
+from g10fast.engine.page.batch import TickState, _next_stage_after_failure
 from g10fast.engine.page.helpers import (
     _emit, _emit_run, _is_alive, _no_faults_queued, _q_pop, _q_push, _tpos,
 )
@@ -148,18 +148,20 @@ def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, p
 
 
 @_kernel_page
-def _general_page(stage, q, t, it, k, trace, prm, rule, tt, srt, pstate, lru, qb, S, ev, counters,
-                  gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
-                  lru_scan, dum_end, tc_a, tc_b, tc_c):
+def _general_page(stage, q, t, it, k, trace, prm, rule, arrays, counters, state):
     """General path of a batcher tick: the head page p of stage `stage`'s queue q, which the
     stage admits. A pre-eviction evicts p; an allocating stage gives p a GPU frame, after
     evicting a victim when the GPU is full (a prefetch page not where its queue says moves
     to the other prefetch queue instead; a stage without a victim is over). Returns the
-    stage the tick goes on with and the tick's state. `rule` is the eviction rule of the
-    ring (g10fast.engine.page.rules). (The tick's counters travel as one
-    tuple, `counters`: c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
-    c_fed; with them one by one, the call would have more than 30 arguments, which CPython
-    passes as *args, and Numba cannot inline such a call.)"""
+    stage the tick goes on with, its counters and its state. `rule` is the eviction rule of
+    the ring (g10fast.engine.page.rules). The tick's arrays (`TickArrays`), counters and
+    scalar state (`TickState`) travel as three tuples; the counters: c_in, c_in_ssd,
+    c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed. (One by one, the call
+    would have more than 30 arguments, which CPython passes as *args, and Numba cannot
+    inline such a call.)"""
+    tt, srt, pstate, lru, qb, S, pcie, bnd, ev = arrays
+    (gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan, dum_end,
+     tc_a, tc_b, tc_c) = state
     c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed = counters
     G = prm.G
     deepum = prm.deepum
@@ -195,9 +197,10 @@ def _general_page(stage, q, t, it, k, trace, prm, rule, tt, srt, pstate, lru, qb
                 elif loc == IN_SSD and stage == _G_PRE_CPU:
                     _q_push(qb, S, Q_PREFETCH_SSD, p, 1)
                 _q_pop(qb, S, q)
-                return (stage, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu,
-                        c_alloc, c_ffs, c_fed), gpu_used, host_used, host_peak, wait,
-                        live_warn, lru_tail, lru_cur, lru_scan, dum_end, tc_a, tc_b, tc_c)
+                return (stage,
+                        (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
+                        TickState(gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
+                                  lru_scan, dum_end, tc_a, tc_b, tc_c))
             is_pf = False
             fetch_src = want
         elif stage == _G_PF_ALLOC or stage == _G_RS_ALLOC:
@@ -239,10 +242,10 @@ def _general_page(stage, q, t, it, k, trace, prm, rule, tt, srt, pstate, lru, qb
             if slot < 0:
                 if not (deepum and not pf):
                     S[S_ERROR] = E_NO_VICTIM
-                return (_next_stage_after_failure(stage), (c_in, c_in_ssd, c_in_cpu, c_out,
-                        c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed), gpu_used, host_used,
-                        host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan, dum_end,
-                        tc_a, tc_b, tc_c)
+                return (_next_stage_after_failure(stage),
+                        (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
+                        TickState(gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
+                                  lru_scan, dum_end, tc_a, tc_b, tc_c))
             if not prm.xl:
                 ev_v = lru[_u(slot & lm)] >> GEN_SHIFT
             ev_slot = slot
@@ -269,9 +272,10 @@ def _general_page(stage, q, t, it, k, trace, prm, rule, tt, srt, pstate, lru, qb
         elif S[S_ERROR] != E_NONE:
             stage = _next_stage_after_failure(stage)
         if stage <= _G_PE_CPU or S[S_ERROR] != E_NONE:
-            return (stage, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc,
-                    c_ffs, c_fed), gpu_used, host_used, host_peak, wait, live_warn, lru_tail,
-                    lru_cur, lru_scan, dum_end, tc_a, tc_b, tc_c)
+            return (stage,
+                    (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
+                    TickState(gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
+                              lru_scan, dum_end, tc_a, tc_b, tc_c))
 
     # ---- give page p a GPU frame (§9.3 alloc_page) ----
     c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan = _alloc_page(
@@ -289,9 +293,10 @@ def _general_page(stage, q, t, it, k, trace, prm, rule, tt, srt, pstate, lru, qb
     else:
         c_alloc += 1
         _q_pop(qb, S, q)
-    return (stage, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
-            c_fed), gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
-            lru_scan, dum_end, tc_a, tc_b, tc_c)
+    return (stage,
+            (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
+            TickState(gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
+                      lru_scan, dum_end, tc_a, tc_b, tc_c))
 
 
 @_kernel_stage

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import importlib
 
-from g10fast.engine.page.batch import _fresh_counters, _stage_admission, _tick_params
+from g10fast.engine.page.batch import (
+    TickArrays, TickState, _fresh_counters, _stage_admission, _tick_params,
+)
 from g10fast.engine.page.fetch import _fetch_fast
 from g10fast.engine.page.general import _general_page, _next_tick_busy, _resume, _tick_end
 from g10fast.engine.page.helpers import _emit, _no_faults_queued
@@ -45,6 +47,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule):
     lookup caches) is kept in local variables for the whole run of ticks, passed to and
     returned by the stage functions, and written back to S at the end."""
     prm = _tick_params(S)
+    arrays = TickArrays(tt, srt, pstate, lru, qb, S, pcie, bnd, ev)
     HOST = prm.HOST
     trace = S[P_TRACE] != 0
     it = S[S_CUR_ITER]
@@ -112,23 +115,25 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule):
                 # ---- fetch fast path (untraced) ----
                 (stage, t, fast_block, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd,
                                         c_out_cpu, c_alloc, c_ffs, c_fed),
-                 gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan, tc_a, tc_b,
-                 tc_c) = _fetch_fast(
-                    stage, q, qh, t, it, k, prm, tt, srt, pstate, lru, qb, S, pcie, bnd,
+                 (gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan,
+                  dum_end, tc_a, tc_b, tc_c)) = _fetch_fast(
+                    stage, q, qh, t, it, k, prm, arrays,
                     (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
-                     c_fed), gpu_used, host_used, host_peak, wait, lru_tail, lru_cur, lru_scan,
-                    dum_end, tc_a, tc_b, tc_c)
+                     c_fed),
+                    TickState(gpu_used, host_used, host_peak, wait, live_warn, lru_tail,
+                              lru_cur, lru_scan, dum_end, tc_a, tc_b, tc_c))
                 continue
             # ---- general path: one page ----
             fast_block = False
             n_gen += 1
             (stage, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
-                     c_fed), gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
-             lru_scan, dum_end, tc_a, tc_b, tc_c) = _general_page(
-                stage, q, t, it, k, trace, prm, rule, tt, srt, pstate, lru, qb, S, ev,
+                     c_fed),
+             (gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan,
+              dum_end, tc_a, tc_b, tc_c)) = _general_page(
+                stage, q, t, it, k, trace, prm, rule, arrays,
                 (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
-                gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan,
-                dum_end, tc_a, tc_b, tc_c)
+                TickState(gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
+                          lru_scan, dum_end, tc_a, tc_b, tc_c))
         if replay:
             _rp_end(S, qb, rp_mask, n_gen, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu,
                     c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed)
