@@ -502,12 +502,12 @@ class _Run:
         ok = (self.k_id >= 0) & (self.k_id < ex.size)
         kid = np.clip(self.k_id, 0, max(ex.size - 1, 0))
         if self.periods is not None and ok.all():
-            from g10fast.engine.page import kernels as pk
             from g10fast.engine.stats import kernel_breakdown
+            from g10fast.results import KERNEL_COLUMNS, KS_END, KS_KERNEL
 
-            kern = np.zeros((self.k_id.size, max(pk.KS_END, pk.KS_KERNEL) + 1), np.int64)
-            kern[:, pk.KS_KERNEL] = self.k_id
-            kern[:, pk.KS_END] = self.k_end
+            kern = np.zeros((self.k_id.size, len(KERNEL_COLUMNS)), np.int64)
+            kern[:, KS_KERNEL] = self.k_id
+            kern[:, KS_END] = self.k_end
             t, v = self.periods
             bnd = np.stack([np.zeros_like(t), t, v], axis=1)
             return kernel_breakdown(kern, bnd, ex)[:, 3]

@@ -16,9 +16,27 @@ import math
 import numpy as np
 
 from g10fast import __version__
-from g10fast.workload.model import kernel_pages
+from g10fast.workload.model import PAGE_SIZE, kernel_pages
 
 RESULT_SCHEMA_VERSION = 2
+
+#: the columns of a result's `kernels` table (int64, one row per kernel execution in
+#: completion order, every engine's; docs/results.md): the fields of the artifact's
+#: `sim_result.kernel` (simulator spec §14.1). An engine's kernels write its rows with these
+#: indices (the page engine's `layout.KS_*`, checked equal by tests/test_engine_registry.py).
+KERNEL_COLUMNS = ("iteration", "kernel", "start", "end", "in_transfer", "cpu_pf", "ssd_pf",
+                  "unalloc_pf", "host_pages", "gpu_pages")
+(KS_ITER, KS_KERNEL, KS_START, KS_END, KS_INTR, KS_CPU, KS_SSD, KS_NP, KS_HOST,
+ KS_GPU) = range(len(KERNEL_COLUMNS))
+
+
+def gpu_bytes_at_kernel_end(kernels: np.ndarray, iteration: int, num_kernels: int) -> np.ndarray:
+    """GPU bytes in use at the end of each kernel of one iteration of a result's `kernels`
+    table (0 where absent)."""
+    sim = np.zeros(num_kernels, dtype=np.int64)
+    m = kernels[:, KS_ITER] == iteration
+    sim[kernels[m, KS_KERNEL]] = kernels[m, KS_GPU] * PAGE_SIZE
+    return sim
 
 
 def workload_summary(w, frames: int) -> dict:

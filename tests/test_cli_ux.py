@@ -620,7 +620,7 @@ def test_the_cli_asks_the_engine_records(capsys, monkeypatch, tmp_path):
     _bad(capsys, base + ["--policy", "lru", "--kernel-order", order],
          "only the policies of the driver engine take a kernel order")
     monkeypatch.setitem(registry._ENGINES, "tensor",
-                        dataclasses.replace(registry.engine("tensor"), timeline=True))
+                        dataclasses.replace(registry.engine("tensor"), timeline="a:writer"))
     _bad(capsys, base + ["--policy", "lru", "--timeline", str(tmp_path / "t.json")],
          "only the policies of the tensor and ranks engines write a timeline")
     # a result's extra lines are its engine record's summary

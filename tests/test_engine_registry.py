@@ -87,6 +87,149 @@ def test_no_engine_named_outside_the_engines_and_the_registries():
     assert found == []
 
 
+#: engine packages (g10fast/engine/<name>/) that a module outside g10fast/engine/ and
+#: g10fast/policies/ may still import, with the reason
+ENGINE_IMPORTS_ALLOWED = {
+    # the validation rows of the driver and ranks engines' own mechanisms (the driver's fault
+    # batches and prefetch bits against a measured GPU, the CPU optimizer's time against
+    # DeepSpeed's): they measure engine internals that no record or result exposes, and are
+    # part of that engine's system as much as its tests are
+    "validate/claims_driver.py", "validate/claims_zero.py",
+}
+
+
+def engine_package_imports(source: str, module: str, is_package: bool, packages) -> list[int]:
+    """Lines of `source` (the module `module`, "g10fast.x.y") that import an engine's package
+    (g10fast.engine.<one of packages>, or a module in it), absolutely or relatively, or name
+    one as a module path in a string ("g10fast.engine.page.loop", "...:function": what
+    importlib would import)."""
+    import re
+    pkgs = set(packages)
+    path_re = re.compile(r"g10fast\.engine\.(\w+)(\.\w+)*(:\w+)?")
+    here = module.split(".") if is_package else module.split(".")[:-1]
+
+    def hits(mod: str) -> bool:
+        parts = mod.split(".")
+        return parts[:2] == ["g10fast", "engine"] and len(parts) > 2 and parts[2] in pkgs
+
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            mod = node.module or ""
+            if node.level:
+                mod = ".".join(here[: len(here) - (node.level - 1)] + ([mod] if mod else []))
+            if hits(mod) or any(hits(f"{mod}.{a.name}") for a in node.names):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Import):
+            if any(hits(a.name) for a in node.names):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            m = path_re.fullmatch(node.value.strip())
+            if m and m.group(1) in pkgs:
+                lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def _engine_packages() -> list[str]:
+    return sorted(d.name for d in (PKG / "engine").iterdir() if (d / "__init__.py").exists())
+
+
+def test_the_import_scan_finds_each_kind_of_import():
+    pk = ["page", "tensor", "ranks"]
+    bad = ("from g10fast.engine.page import system_params\n"
+           "import g10fast.engine.tensor.kernels as tk\n"
+           "from g10fast.engine import ranks\n"
+           "from ..engine.page.result import plan_summary\n"
+           "def f():\n    from ..engine.tensor import kernels\n"
+           "MODS = ('g10fast.engine.page.loop', 'g10fast.engine.ranks:timeline_json')\n")
+    assert engine_package_imports(bad, "g10fast.sweep.reuse", False, pk) == [1, 2, 3, 4, 6, 7]
+    good = ("from g10fast.engine.registry import engine\n"
+            "from g10fast.engine.stats import kernel_breakdown\n"
+            "from g10fast.engine import registry\n"
+            "from ..engine.bound_models import page_engine_model\n"
+            "'the page engine (g10fast.engine.page) says so'\n"
+            "x = 'g10fast.engine.driverless'\n")
+    assert engine_package_imports(good, "g10fast.sweep.reuse", False, pk) == []
+    # a relative import from a package's __init__ counts from the package itself
+    assert engine_package_imports("from .page import x\n", "g10fast.engine", True, pk) == [1]
+
+
+def _outside_engine_imports(read) -> list[str]:
+    """'g10fast/<file>:<line>' of every engine-package import outside g10fast/engine/ and
+    g10fast/policies/ (the allowed ones left out), `read(path relative to the repository)`
+    giving a file's text."""
+    pk = _engine_packages()
+    found = []
+    for f in sorted(PKG.rglob("*.py")):
+        rel = f.relative_to(PKG)
+        if rel.parts[0] in ("engine", "policies") or rel.as_posix() in ENGINE_IMPORTS_ALLOWED:
+            continue
+        text = read(f.relative_to(ROOT).as_posix())
+        if text is None:
+            continue
+        mod = ".".join(("g10fast",) + rel.with_suffix("").parts).removesuffix(".__init__")
+        for line in engine_package_imports(text, mod, f.name == "__init__.py", pk):
+            found.append(f"g10fast/{rel}:{line}")
+    return found
+
+
+def test_no_engine_package_imported_outside_the_engines_and_the_registries():
+    """Nothing outside g10fast/engine/ and g10fast/policies/ imports an engine's package: the
+    CLI, the pipeline, the sweeps and the figures ask the engine's record (its runner,
+    timeline writer, host-reuse module, kernel modules); the kernel table and the event kinds
+    are the result's and the trace's formats (g10fast.results, g10fast.trace)."""
+    assert {"page", "tensor", "driver", "swap", "ranks"} <= set(_engine_packages())
+    assert _outside_engine_imports(lambda p: (ROOT / p).read_text()) == []
+
+
+def test_the_import_scan_fails_on_the_code_before_it():
+    """The same scan over the tree of commit cddb586 (before the records named the timeline
+    writer, the host-reuse module and the kernel modules) finds the imports it removed."""
+    import subprocess
+
+    def at(path):
+        p = subprocess.run(["git", "show", f"cddb586:{path}"], cwd=ROOT, capture_output=True,
+                           text=True)
+        return p.stdout if p.returncode == 0 else None
+
+    if at("g10fast/cli/single.py") is None:
+        pytest.skip("no git history here")
+    found = {x.split(":")[0] for x in _outside_engine_imports(at)}
+    assert found == {"g10fast/cli/single.py", "g10fast/sweep/reuse.py",
+                     "g10fast/sweep/runner.py", "g10fast/figures/memory.py",
+                     "g10fast/perfetto.py", "g10fast/alloc/trace.py",
+                     "g10fast/alloc/kernels.py"}
+
+
+def test_the_formats_the_engines_write_are_the_results_and_the_traces():
+    """The page engine writes its kernel table with g10fast.results' columns and its events
+    with g10fast.trace's kinds (the readers outside the engine take them from there)."""
+    import numpy as np
+
+    from g10fast import results, trace
+    from g10fast.engine.page import kernels as pk
+    names = ("KS_ITER", "KS_KERNEL", "KS_START", "KS_END", "KS_INTR", "KS_CPU", "KS_SSD",
+             "KS_NP", "KS_HOST", "KS_GPU")
+    assert [getattr(results, n) for n in names] == list(range(10)) \
+        == [getattr(pk, n) for n in names]
+    assert len(results.KERNEL_COLUMNS) == pk.KS_COLS == 10
+    assert {k.name: int(k) for k in trace.EventKind} == {
+        n: getattr(pk, f"EV_{n}") for n in ("KERNEL", "FAULT", "FETCH", "ALLOC", "EVICT",
+                                            "HINT", "DEALLOC", "TRANSFER")}
+    assert len(trace.COLUMNS) == pk.EV_COLS
+    kt = np.array([[0, 1, 0, 5, 0, 0, 0, 0, 0, 7], [1, 0, 9, 12, 0, 0, 0, 0, 0, 3],
+                   [1, 2, 12, 20, 0, 0, 0, 0, 0, 4]], np.int64)
+    assert results.gpu_bytes_at_kernel_end(kt, 1, 4).tolist() == [3 * 4096, 0, 4 * 4096, 0]
+
+
+def test_the_sweep_asks_the_records_for_their_kernel_modules():
+    from g10fast.sweep.runner import kernel_modules
+    assert kernel_modules(["lru", "prefetch_lru", "lru"]) == (
+        "g10fast.planner.g10_kernels", "g10fast.engine.page.loop")
+    assert kernel_modules(["FlashNeuron", "singa_swap", "zero2"]) == (
+        "g10fast.planner.g10_kernels", "g10fast.engine.tensor.kernels", "g10fast.alloc.kernels")
+
+
 def test_engines_import_no_planner_nor_policy():
     """The planning is the policy's (ctx -> plan); an engine takes plain hints and its mode."""
     found = []
@@ -115,6 +258,20 @@ def test_every_engine_record_resolves():
     assert [e.name for e in registry.engines() if e.lp_bound] == ["page", "tensor"]
     assert [e.name for e in registry.engines() if e.host_reuse] == ["page"]
     assert [e.name for e in registry.engines() if e.timeline] == ["ranks"]
+    assert ranks.timeline == "g10fast.engine.ranks:timeline_json"
+    with pytest.raises(Exception, match=r"no timeline \(a ranks-engine run has one\)"):
+        ranks.write_timeline({}, "never-written.json")   # the ranks engine's writer, reached
+    with pytest.raises(Exception, match="the page engine writes no timeline"):
+        page.write_timeline({"timeline": {}}, "never-written.json")
+    assert page.host_reuse_module().__name__ == "g10fast.engine.page.reuse"
+    assert tensor.host_reuse_module() is None
+    import importlib
+    for e in registry.engines():
+        for m in e.kernels:              # each names a module with cached Numba kernels
+            mod = importlib.import_module(m)
+            assert any(type(getattr(v, "_cache", None)).__name__ == "FunctionCache"
+                       for v in vars(mod).values()), (e.name, m)
+    assert [e.name for e in registry.engines() if not e.kernels] == ["ranks"]
     assert page.summary_lines({}) == []
     lines = ranks.summary_lines({"ranks": 8, "system_preset": "dgx-a100-40"})
     assert lines and "8 data-parallel ranks of dgx-a100-40" in lines[0]

@@ -11,9 +11,9 @@ free piece] with return value 1.
 from __future__ import annotations
 
 import numpy as np
-from g10fast.jit import kernel
 
-from g10fast.engine.tensor import kernels as tk
+from g10fast.alloc import free_runs as fr
+from g10fast.jit import cache_depends_on, kernel
 
 _kernel = kernel
 
@@ -147,7 +147,7 @@ def cnmem(is_free, blk, bsize, gran, init, cap, release_on_oom, off, live, resv,
 
 @_kernel
 def bump(is_free, blk, bsize, right, gran, cap, off, live, resv, fail):
-    """FlashNeuron's allocator of the tensor engine (`tensor.kernels.alloc_left/alloc_right`):
+    """FlashNeuron's allocator of the tensor engine (`free_runs.alloc_left/alloc_right`):
     free runs of `gran`-byte units; first fit from the left, or from the right for blocks with
     `right[b]`; frees merge with neighbours. Reserved: the capacity less the free run that
     reaches the top (all-left), or less the largest free run (with right blocks)."""
@@ -156,10 +156,10 @@ def bump(is_free, blk, bsize, right, gran, cap, off, live, resv, fail):
     capu = cap // gran
     run_s = np.zeros(B + 4, np.int64)
     run_l = np.zeros(B + 4, np.int64)
-    cnt = np.zeros(tk.C_N, np.int64)
+    cnt = np.zeros(fr.C_NRUNS + 1, np.int64)
     run_s[0] = 0
     run_l[0] = capu
-    cnt[tk.C_NRUNS] = 1
+    cnt[fr.C_NRUNS] = 1
     any_right = False
     for b in range(B):
         if right[b]:
@@ -171,12 +171,12 @@ def bump(is_free, blk, bsize, right, gran, cap, off, live, resv, fail):
         if n < 1:
             n = 1
         if not is_free[e]:
-            s = tk.alloc_right(run_s, run_l, cnt, n) if right[b] else tk.alloc_left(
+            s = fr.alloc_right(run_s, run_l, cnt, n) if right[b] else fr.alloc_left(
                 run_s, run_l, cnt, n)
             if s < 0:
                 tot = 0
                 big = 0
-                for q in range(cnt[tk.C_NRUNS]):
+                for q in range(cnt[fr.C_NRUNS]):
                     tot += run_l[q]
                     if run_l[q] > big:
                         big = run_l[q]
@@ -184,19 +184,19 @@ def bump(is_free, blk, bsize, right, gran, cap, off, live, resv, fail):
                 fail[1] = b
                 fail[2] = n * gran
                 fail[3] = tot * gran
-                fail[4] = cnt[tk.C_NRUNS]
+                fail[4] = cnt[fr.C_NRUNS]
                 fail[5] = big * gran
                 return 1
             off[b] = s * gran
             cur += bsize[b]
         else:
-            if not tk.free_run(run_s, run_l, cnt, off[b] // gran, n):
+            if not fr.free_run(run_s, run_l, cnt, off[b] // gran, n):
                 fail[0] = e
                 fail[1] = b
                 return 2
             cur -= bsize[b]
         live[e] = cur
-        nr = cnt[tk.C_NRUNS]
+        nr = cnt[fr.C_NRUNS]
         if any_right:
             big = 0
             for q in range(nr):
@@ -318,3 +318,8 @@ def colour(order, r, d, size, ci, method_ff, int32_bug, ci_backup, off):
             if phase == 0 and y + s > off_ci:
                 off_ci = y + s
     return pool
+
+
+# bump's on-disk cache holds the free-run kernels' code: stale when their file changes too
+# (g10fast.jit)
+cache_depends_on(bump, [fr])

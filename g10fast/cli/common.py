@@ -70,7 +70,7 @@ def check_arg(args) -> bool | str:
 
 def kernel_times_warning(res: dict) -> None:
     """A run whose kernel times are for another GPU than its system's says so on stderr
-    (the result's "kernel_times_warning", g10fast.workload.times.kernel_times_fields)."""
+    (the result's "kernel_times_warning", g10fast.workload.provenance.kernel_times_fields)."""
     if res.get("kernel_times_warning"):
         print(f"warning: {res['kernel_times_warning']}", file=sys.stderr)
 

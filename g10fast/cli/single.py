@@ -73,8 +73,7 @@ def run_one(args, spec, note, run_file: dict | None = None) -> int:
         from g10fast.figures.memory import plot_memory
         plot_memory(res, args.figure)
     if getattr(args, "timeline", None) is not None:
-        from g10fast.engine.ranks import timeline_json
-        timeline_json(res, args.timeline)
+        policies.engine(rec.engine).write_timeline(res, args.timeline)
     if args.json:
         out = to_json_ready(res)
         if note:

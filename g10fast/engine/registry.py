@@ -10,10 +10,13 @@ An engine's record declares what it supports, so that the pipeline (g10fast.run)
 the sweeps ask the record instead of naming engines: a required kernel order
 (`kernel_order`), an offset-level allocator (`allocator`), the checkpoint LP bound
 (`lp_bound`), a finished run's points at other host sizes and a shared plan (`host_reuse`),
-a step timeline (`timeline`), extra summary lines (`summary`) and its own part of a run's
-memory estimate (`memory`). Each engine package has a light `record.py` (no Numba at import
-time) defining its `RECORD`; the built-in ones are the packages in `BUILTIN`. Runners,
-summaries and mode classes are named "module:attribute" and imported when first used.
+a step timeline (`timeline`), extra summary lines (`summary`), its own part of a run's
+memory estimate (`memory`) and the modules of its cached Numba kernels (`kernels`). Each
+engine package has a `record.py` that imports only this module and defines its `RECORD`
+(importing it still runs its package's `__init__`); the built-in ones are the packages in
+`BUILTIN`. Runners, summaries, timeline writers and mode classes are named
+"module:attribute" and imported when first used, so that nothing outside `g10fast.engine`
+names an engine's modules: it asks the record.
 """
 
 from __future__ import annotations
@@ -54,15 +57,23 @@ class EngineRecord:
     lp_model: str = ""
     #: a finished run gives the sweep points at other host sizes (its result carries
     #: `host_peak_pages` and `system.host_line`), and a plan made once may be handed to its
-    #: runner (`plan=`) for every point that shares it, with the same result
-    host_reuse: bool = False
-    #: writes a step timeline (`--timeline`)
-    timeline: bool = False
+    #: runner (`plan=`) for every point that shares it, with the same result: the name of
+    #: the module (g10fast.sweep.reuse asks it) with `system(cfg) -> dict` (the result's
+    #: `system` of a G10Config, `host_line` in pages) and `plan_parts(plan, reported) ->
+    #: (plan summary, planner arrays)` (a derived point's own plan), or "" (none)
+    host_reuse: str = ""
+    #: "module:function" writing its step timeline (`--timeline`): writer(result, path), or
+    #: "" (none)
+    timeline: str = ""
     #: "module:function" giving extra text lines for a result dict, or ""
     summary: str = ""
     #: "module:function": memory(spec, workload) -> {part: bytes} of a run on this engine
     #: beyond what every run needs (g10fast.resources), or ""
     memory: str = ""
+    #: the modules holding the cache=True Numba kernels a run of this engine calls from
+    #: Python (a sweep with a cold cache runs its first point alone, so that one process
+    #: writes the cache: g10fast.sweep.runner.numba_cache_warm)
+    kernels: tuple[str, ...] = ()
 
     def load(self) -> Callable:
         """The runner."""
@@ -75,6 +86,17 @@ class EngineRecord:
     def summary_lines(self, res: dict) -> list[str]:
         """The engine's extra text lines for a result ([] when it has none)."""
         return list(_resolve(self.summary)(res)) if self.summary else []
+
+    def write_timeline(self, res: dict, path) -> str:
+        """Write the step timeline of a result of this engine to `path` (the path)."""
+        if not self.timeline:
+            raise InputError(f"the {self.name} engine writes no timeline", param="--timeline")
+        return _resolve(self.timeline)(res, path)
+
+    def host_reuse_module(self):
+        """The module that derives a finished run's points at other host sizes (None: the
+        engine gives none)."""
+        return importlib.import_module(self.host_reuse) if self.host_reuse else None
 
     def lp_model_of(self, spec, rec, workload):
         """(the engine's BoundModel for the checkpoint LP or None, whether its unit is ms)."""

@@ -20,7 +20,7 @@ def plot_memory(result: dict, path) -> None:
     pl = result.get("planner") or {}
     sim = pl.get("simulated_gpu_bytes")
     if sim is None:
-        from g10fast.engine.page import gpu_bytes_at_kernel_end
+        from g10fast.results import gpu_bytes_at_kernel_end
         sim = gpu_bytes_at_kernel_end(result["kernels"], result["reported"],
                                       result["workload"]["kernels"])
     gib = 2.0 ** 30

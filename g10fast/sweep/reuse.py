@@ -29,6 +29,10 @@ it, and every point whose line is above the peak of a finished run of its group 
 instead of simulated. Points of a line at or below every known peak are simulated; their runs
 become sources in turn. Stored points (a resumed sweep) are sources too, when their result has
 `host_peak_pages` (and, for prefetch_lru, their store entry a plan digest).
+
+The engine's own parts (its system parameters of a configuration, a plan's summary and
+arrays) come from the module its record names (`EngineRecord.host_reuse`:
+g10fast.engine.page.reuse); this module names no engine.
 """
 
 from __future__ import annotations
@@ -63,11 +67,18 @@ def _policy_and_cfg(config: dict):
     return policy_of(cfg), cfg
 
 
+def _reuse_module(policy: str):
+    """The module of the policy's engine that derives points at other host sizes (its
+    record's `host_reuse`: `system(cfg)`, `plan_parts(plan, reported)`), or None."""
+    from .. import policies
+    return policies.engine(policies.get(policy).engine).host_reuse_module()
+
+
 def _host_reuse(policy: str) -> bool:
     """Whether the policy's engine gives points at other host sizes (its record's
     `host_reuse`)."""
     from .. import policies
-    return policies.engine(policies.get(policy).engine).host_reuse
+    return bool(policies.engine(policies.get(policy).engine).host_reuse)
 
 
 def _engine_reuses(name) -> bool:
@@ -94,10 +105,9 @@ def host_group(config: dict):
 
 def host_line_pages(config: dict) -> int | None:
     """The engine's host line (pages) of a configuration, None if it has none."""
-    from ..engine.page import system_params
-
     try:
-        return int(system_params(_policy_and_cfg(config)[1]).host_line)
+        policy, cfg = _policy_and_cfg(config)
+        return int(_reuse_module(policy).system(cfg)["host_line"])
     except Exception:
         return None
 
@@ -168,16 +178,15 @@ def derive_result(config: dict, source: dict, plan=None, *, t0: float | None = N
     """(result, arrays) of the configuration `config` from the run `source`, or (None, reason)
     when the reuse would not be exact. `plan`: the configuration's own plan (needed for the
     policies whose plan reads the host size)."""
-    from ..engine.page import system_params
-    from ..engine.page.result import plan_summary, planner_arrays
     from .store import to_jsonable
 
     t0 = time.perf_counter() if t0 is None else t0
     policy, cfg = _policy_and_cfg(config)
     src = source["result"]
-    if not _host_reuse(policy) or src.get("policy") != policy:
+    eng = _reuse_module(policy)
+    if eng is None or src.get("policy") != policy:
         return None, f"policy {policy} is not reused"
-    sys2 = system_params(cfg).as_dict()
+    sys2 = eng.system(cfg)
     sys1 = dict(src.get("system") or {})
     if (sorted(sys1) != sorted(sys2)
             or to_jsonable({k: v for k, v in sys1.items() if k != "host_line"})
@@ -194,9 +203,9 @@ def derive_result(config: dict, source: dict, plan=None, *, t0: float | None = N
             return None, "no plan to compare"
         if plan_digest(plan.hints) != source["plan_digest"]:
             return None, "the plan at this host line differs"
-        result["plan"] = plan_summary(plan)
+        result["plan"], parts = eng.plan_parts(plan, int(result["reported"]))
         # the simulated GPU use comes from the (same) run; the rest from this point's plan
-        for name, val in planner_arrays(plan, None, int(result["reported"])).items():
+        for name, val in parts.items():
             if isinstance(val, np.ndarray) and name != "simulated_gpu_bytes":
                 arrays[f"planner_{name}"] = val
     result["system"] = sys2

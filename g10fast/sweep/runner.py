@@ -237,7 +237,8 @@ def run_sweep(resolved, store_path, *, workers: int | None = None, dask=None,
                 record(execute(t))
         else:
             n = workers or os.cpu_count() or 1
-            _run_pool(sched, min(n, sched.pending()), record)
+            _run_pool(sched, min(n, sched.pending()), record,
+                      kernel_modules(t["point"]["policy"] for t in tasks))
     except KeyboardInterrupt:
         summary.interrupted = True
         raise
@@ -344,19 +345,34 @@ def _crash_record(task: dict, msg: str) -> dict:
             "error_type": "WorkerCrash", "result": None, "arrays": None, "analysis": None}
 
 
-#: the modules with cache=True Numba kernels
-_NUMBA_MODULES = ("g10fast.engine.page.loop", "g10fast.engine.tensor.kernels",
-                  "g10fast.planner.g10_kernels")
+#: the planner's module with cache=True Numba kernels (G10's), beside the engines' own
+_PLANNER_MODULES = ("g10fast.planner.g10_kernels",)
 
 
-def numba_cache_warm() -> bool:
-    """Whether every Numba kernel module has an on-disk cache index (a previous run compiled
-    it): then the workers load the kernels and none of them writes the cache."""
+def kernel_modules(policy_names) -> tuple[str, ...]:
+    """The modules with cache=True Numba kernels that points of these policies compile: the
+    planner's and those of the policies' engines (their records' `kernels`), in order, once."""
+    from g10fast import policies
+
+    out = dict.fromkeys(_PLANNER_MODULES)
+    for name in dict.fromkeys(policy_names):
+        out.update(dict.fromkeys(policies.engine(policies.get(name).engine).kernels))
+    return tuple(out)
+
+
+def numba_cache_warm(modules=None) -> bool:
+    """Whether every Numba kernel module of `modules` (default: those of every registered
+    engine and the planner) has an on-disk cache index (a previous run compiled it): then
+    the workers load the kernels and none of them writes the cache."""
     import importlib.util
     from pathlib import Path
 
+    from g10fast import policies
+
+    if modules is None:
+        modules = _PLANNER_MODULES + tuple(m for e in policies.engines() for m in e.kernels)
     root = os.environ.get("NUMBA_CACHE_DIR")
-    for name in _NUMBA_MODULES:
+    for name in modules:
         spec = importlib.util.find_spec(name)
         if spec is None or not spec.origin:
             return False
@@ -368,20 +384,21 @@ def numba_cache_warm() -> bool:
     return True
 
 
-def _run_pool(sched, n: int, record) -> None:
+def _run_pool(sched, n: int, record, modules=None) -> None:
     """Long-lived spawn-context worker processes, fed by the scheduler (`ReuseScheduler`:
     the tasks in order, host-memory variants held until their group's first run is done).
-    With a cold Numba cache the first task runs alone so that one process fills the cache
-    before the others load it (concurrent cache writes are fragile, numba#4807); with a warm
-    one all workers start at once. A worker that dies takes down the pool: it is rebuilt, and
-    a task that was running in `_MAX_POOL_CRASHES` crashed pools is recorded as an error."""
+    With a cold Numba cache (of `modules`: `kernel_modules`) the first task runs alone so that
+    one process fills the cache before the others load it (concurrent cache writes are
+    fragile, numba#4807); with a warm one all workers start at once. A worker that dies takes
+    down the pool: it is rebuilt, and a task that was running in `_MAX_POOL_CRASHES` crashed
+    pools is recorded as an error."""
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
     ctx = mp.get_context("spawn")
     crashes: dict[str, int] = {}
-    first = not numba_cache_warm()
+    first = not numba_cache_warm(modules)
     while sched.pending():
         ex = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_watch_parent,
                                  initargs=(os.getpid(),))

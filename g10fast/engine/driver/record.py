@@ -7,4 +7,4 @@ RECORD = EngineRecord(
     "the real nvidia-uvm driver: 2 MiB VA blocks, fault batches, density prefetch, 2 MiB "
     "root-chunk eviction",
     mode="g10fast.engine.driver.mode:DriverMode",
-    memory="g10fast.engine.driver.run:memory_parts")
+    memory="g10fast.engine.driver.run:memory_parts", kernels=("g10fast.engine.driver.kernels",))

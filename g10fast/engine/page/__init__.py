@@ -568,14 +568,6 @@ def _error_text(err: int, S, w: Workload) -> str:
 # ---------------------------------------------------------------------------------------------
 # Accessors of the engine's output columns (the only readers of KS_* outside the engine)
 
-def gpu_bytes_at_kernel_end(kernels: np.ndarray, iteration: int, num_kernels: int) -> np.ndarray:
-    """GPU bytes in use at the end of each kernel of one iteration (0 where absent)."""
-    sim = np.zeros(num_kernels, dtype=np.int64)
-    m = kernels[:, pk.KS_ITER] == iteration
-    sim[kernels[m, pk.KS_KERNEL]] = kernels[m, pk.KS_GPU] * PAGE_SIZE
-    return sim
-
-
 def empty_kernel_table() -> np.ndarray:
     """A kernel table with no rows (the shape `PageRun.kernels` has)."""
     return np.zeros((0, pk.KS_COLS), dtype=np.int64)

@@ -6,5 +6,5 @@ RECORD = EngineRecord(
     "page", "g10fast.engine.page.run:run_page_engine",
     "the G10 artifact's page-level UVM engine, bit-exact (quirks O-n)",
     mode="g10fast.engine.page:PageMode", kernel_order=True, lp_bound=True,
-    lp_model="g10fast.engine.page.run:lp_model", host_reuse=True,
-    memory="g10fast.engine.page.run:memory_parts")
+    lp_model="g10fast.engine.page.run:lp_model", host_reuse="g10fast.engine.page.reuse",
+    memory="g10fast.engine.page.run:memory_parts", kernels=("g10fast.engine.page.loop",))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from g10fast.engine.page import empty_kernel_table, gpu_bytes_at_kernel_end
-from g10fast.results import add_seconds, new_result, workload_summary
+from g10fast.engine.page import empty_kernel_table
+from g10fast.results import add_seconds, gpu_bytes_at_kernel_end, new_result, workload_summary
 
 ENGINE = "page"
 

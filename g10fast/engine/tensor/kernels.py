@@ -9,7 +9,8 @@ Allocator: GPU memory is `cap` pages of 4 KiB; the free space is kept as a sorte
 runs (`run_s`, `run_l`, count in cnt[C_NRUNS]) instead of G10's page bitmap. First fit from the
 left takes the start of the lowest run that is long enough; first fit from the right takes the
 top pages of the highest run that is long enough: the same placements as a bitmap scan, at
-O(runs) instead of O(pages) per call.
+O(runs) instead of O(pages) per call (`g10fast.alloc.free_runs`, shared with the offset-level
+allocators' `bump`).
 
 Tensor state `t_state`: NONE (no pages), RES (resident), FETCH (pages allocated, data in flight to
 the GPU), OFFL (resident, queued/in flight to SSD or host), GONE (offloaded: data on SSD/host,
@@ -27,6 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from g10fast.alloc import free_runs as _free_runs
+from g10fast.jit import cache_depends_on as _cache_depends_on
 from g10fast.jit import kernel as _kernel
 
 # tensor states
@@ -50,6 +53,11 @@ from g10fast.locations import IN_GPU as LOC_GPU  # noqa: E402
 from g10fast.locations import IN_SSD as LOC_SSD  # noqa: E402
 from g10fast.locations import NOT_KNOWN as LOC_NOT_KNOWN  # noqa: E402
 
+# the allocator over free runs (first fit from either end, merging frees): shared with the
+# offset-level allocators (g10fast.alloc.kernels' bump, FlashNeuron's allocator); the run count
+# lives in cnt[C_NRUNS]
+from g10fast.alloc.free_runs import C_NRUNS, alloc_left, alloc_right, free_run  # noqa: E402,F401
+
 # status codes
 ST_OK = 0
 ST_NO_SPACE = 1          # "No enough space": an allocation that no pending event can make room for
@@ -70,7 +78,7 @@ C_SSD_OUT = 1
 C_HOST_IN = 2
 C_HOST_OUT = 3
 C_NEV = 4
-C_NRUNS = 5
+# 5: C_NRUNS, the free-run count (g10fast.alloc.free_runs, imported above)
 C_EVOVF = 6
 C_KERNEL = 7      # current kernel (for events)
 C_QOVF = 8
@@ -120,84 +128,6 @@ def _log(ev, ev_t, cnt, t, kind, kernel, tensor, page, count, src, dst, value):
 # ---------------------------------------------------------------------------------------------
 # allocator over free runs
 # ---------------------------------------------------------------------------------------------
-
-@_kernel
-def alloc_left(run_s, run_l, cnt, n):
-    """First fit from page 0 upwards; returns the first page or -1."""
-    nr = cnt[C_NRUNS]
-    for r in range(nr):
-        if run_l[r] >= n:
-            s = run_s[r]
-            run_s[r] += n
-            run_l[r] -= n
-            if run_l[r] == 0:
-                for q in range(r, nr - 1):
-                    run_s[q] = run_s[q + 1]
-                    run_l[q] = run_l[q + 1]
-                cnt[C_NRUNS] = nr - 1
-            return s
-    return -1
-
-
-@_kernel
-def alloc_right(run_s, run_l, cnt, n):
-    """First fit from the top page downwards: the top n pages of the highest long-enough run."""
-    nr = cnt[C_NRUNS]
-    for r in range(nr - 1, -1, -1):
-        if run_l[r] >= n:
-            s = run_s[r] + run_l[r] - n
-            run_l[r] -= n
-            if run_l[r] == 0:
-                for q in range(r, nr - 1):
-                    run_s[q] = run_s[q + 1]
-                    run_l[q] = run_l[q + 1]
-                cnt[C_NRUNS] = nr - 1
-            return s
-    return -1
-
-
-@_kernel
-def free_run(run_s, run_l, cnt, s, n):
-    """Return pages [s, s+n) to the free list, merging with neighbours. False if it overlaps."""
-    if n <= 0:
-        return True
-    nr = cnt[C_NRUNS]
-    # first run starting after s
-    lo = 0
-    hi = nr
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if run_s[mid] < s:
-            lo = mid + 1
-        else:
-            hi = mid
-    r = lo
-    if r > 0 and run_s[r - 1] + run_l[r - 1] > s:
-        return False
-    if r < nr and s + n > run_s[r]:
-        return False
-    join_prev = r > 0 and run_s[r - 1] + run_l[r - 1] == s
-    join_next = r < nr and s + n == run_s[r]
-    if join_prev and join_next:
-        run_l[r - 1] += n + run_l[r]
-        for q in range(r, nr - 1):
-            run_s[q] = run_s[q + 1]
-            run_l[q] = run_l[q + 1]
-        cnt[C_NRUNS] = nr - 1
-    elif join_prev:
-        run_l[r - 1] += n
-    elif join_next:
-        run_s[r] = s
-        run_l[r] += n
-    else:
-        for q in range(nr, r, -1):
-            run_s[q] = run_s[q - 1]
-            run_l[q] = run_l[q - 1]
-        run_s[r] = s
-        run_l[r] = n
-        cnt[C_NRUNS] = nr + 1
-    return True
-
 
 @_kernel
 def largest_free(run_s, run_l, cnt, cap, opts):
@@ -670,3 +600,8 @@ def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr
         if cnt[C_EVOVF] != 0:
             return ST_EV_OVERFLOW
     return ST_OK
+
+
+# simulate's on-disk cache holds the free-run kernels' code: stale when their file changes too
+# (g10fast.jit)
+_cache_depends_on(simulate, [_free_runs])
