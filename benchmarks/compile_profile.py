@@ -14,7 +14,8 @@ to LLVM IR (`lower`, the CPython wrapper), LLVM's per-function and whole-module 
 (`_optimize_functions`, `_optimize_final_module`) and machine code (`_finalize_specific`).
 A kernel compiled more than once (one compile per argument *types*) shows its count. Prints
 per kernel (self time, nested compiles excluded), per kernel module, per step, the steps of the
-biggest kernels, and the argument types of every kernel compiled more than once. Measurement only: numbers on a shared machine vary by 10-30 % with its load.
+biggest kernels, and the argument types of every kernel compiled more than once.
+Measurement only: numbers on a shared machine vary by 10-30 % with its load.
 """
 
 from __future__ import annotations

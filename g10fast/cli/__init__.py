@@ -21,6 +21,7 @@
                   [--no-reuse]
     g10fast figures STORE.h5 --out DIR [--g10 ARTIFACT_DIR]
     g10fast reproduce --g10 ARTIFACT_DIR [--store FILE.h5] [--out DIR]
+    g10fast warm [POLICY ...] [--system PRESET]   (compile the kernels into Numba's cache)
 
 Bad input (missing file, malformed line, unknown key, impossible setting) prints one
 message naming the file and line or the parameter, and exits with status 2.
@@ -32,7 +33,7 @@ import argparse
 import os
 import sys
 
-from g10fast.cli import alloc, catalog, run, store, sweep, trace, workload
+from g10fast.cli import alloc, catalog, run, store, sweep, trace, warm, workload
 from g10fast.cli.common import (ENVIRONMENT_ERRNOS, EXIT_BAD_INPUT, EXIT_INVARIANT, one_line,
                                 os_error_text)
 from g10fast.cli.summary import failure_text, lp_bound_text, summary_text
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     store.add_parsers(sub)          # store verify, convert; results export
     workload.add_parsers(sub)       # workload export, inspect; capture
     sweep.add_parsers(sub)          # sweep, figures, reproduce
+    warm.add_parsers(sub)           # warm
     validate_parser(sub)
     return p
 

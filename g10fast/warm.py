@@ -1,0 +1,59 @@
+"""Compile the kernels of the policies' engines into Numba's on-disk cache ahead of the first
+real run: `g10fast warm [POLICY ...]` (default: every registered policy).
+
+Each policy runs once on the default comparison's workload and system (api.DEFAULT_RUN:
+bert-base at batch 64 on g10-artifact with 10 GB of GPU memory), so that every kernel its
+engine, its planner and the bound call is compiled and written to the cache that later runs
+read (the `__pycache__` folders next to the kernel modules, or NUMBA_CACHE_DIR). Meant for
+the step after installation that pays the compile once per machine image: a Dockerfile `RUN
+g10fast warm`, a CI step before the tests, a Dask worker's preload.
+
+What it buys, and what it cannot (benchmarks/results/cold-start-journal.md, "What a cache
+built elsewhere can and cannot carry"): Numba keys each cached kernel on the CPU (LLVM's host
+CPU name and feature string), the Python and Numba versions and the source files' contents,
+and NUMBA_CACHE_DIR's entries also on the install path. A cache warmed here serves runs on
+this machine (and on copies of this image run on the same CPU model); on another CPU model
+the kernels compile again on first use. A kernel is compiled per argument types, so a run
+whose arrays take other types than these runs' compiles its own variant on first use: the
+page engine's int32 LRU ring (runs that are not UVM or not on the bulk engine, DeepUM with
+planned pre-evictions), its int64 ring above 2**27 pages, an eviction rule of the user's, a
+traced run's or `--check` run's extra kernels.
+"""
+
+from __future__ import annotations
+
+import time
+
+__all__ = ["warm"]
+
+
+def warm(names=None, system=None, progress=None) -> list[dict]:
+    """Run each policy of `names` (registered names, aliases or display names; None: every
+    registered policy) once on api.DEFAULT_RUN's workload, on its system (`system`: another
+    preset's name, without DEFAULT_RUN's GPU memory override); -> one row per policy:
+    {"policy", "engine", "cpu_s", "wall_s"} (process CPU and wall seconds of its run, the
+    compile included), with "error" (the InputError's message) instead of the times for a
+    policy that cannot run on that system (the ranks engine needs a preset with a [node]
+    table: `system="dgx-a100-40"`). `progress(row)` is called after each. An unknown name
+    raises InputError before anything runs."""
+    from g10fast import policies
+    from g10fast.api import DEFAULT_RUN, run_spec
+    from g10fast.errors import InputError
+
+    recs = policies.records() if names is None else [policies.get(n) for n in names]
+    base = dict(DEFAULT_RUN) if system is None else dict(DEFAULT_RUN, system={"preset": system})
+    rows = []
+    for rec in {r.name: r for r in recs}.values():
+        row = {"policy": rec.name, "engine": rec.engine}
+        c0, w0 = time.process_time(), time.perf_counter()
+        try:
+            run_spec(dict(base, policy={"names": [rec.name]}))
+        except InputError as exc:
+            row["error"] = str(exc)
+        else:
+            row.update(cpu_s=round(time.process_time() - c0, 2),
+                       wall_s=round(time.perf_counter() - w0, 2))
+        rows.append(row)
+        if progress is not None:
+            progress(row)
+    return rows
