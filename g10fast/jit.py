@@ -46,15 +46,30 @@ a page fault and a zeroed page: 2-6 s of system CPU, depending on the caller's s
 The large frame (70,000 unused local slots) makes the interpreter map one 1 MiB chunk whose
 rest holds the compile's frames: 0.1 M faults and 0.2-0.3 s at every depth.
 
-A cached kernel's on-disk cache is stale when its own source file changes (Numba compares the
-file's time and size), not when a kernel it calls changes in another file, although the
-cache holds that kernel's code too: a kernel whose callees live in other modules declares
-them (`cache_depends_on`), and their files' times and sizes join its cache's stamp. A cached
+A cached kernel's on-disk cache is stale when its own source file changes (Numba 0.68 compares
+a SHA-256 of the file's contents), not when a kernel it calls changes in another file,
+although the cache holds that kernel's code too: a kernel whose callees live in other modules
+declares them (`cache_depends_on`), and their files' contents (SHA-256, as Numba's own stamp)
+join its cache's stamp. Contents, not file times: a fresh clone, a CI checkout beside a
+restored cache or a copy has new times and the same code (with times, a `touch` of one page
+engine file recompiled the whole engine: 0.69 -> 22.2 CPU s for BERT-128 lru,
+benchmarks/results/cold-start-journal.md). A cached
 kernel that takes another kernel as an argument (the page engine's eviction rule) is compiled
 once per argument kernel, each a type of its own; Numba keys such a type on the kernel object
 of one process, so its cache would never hit and would grow by an entry per process: the
 kernel's cache keys it by the argument kernel's module, name and file instead
 (`cache_kernel_arguments`).
+
+What the on-disk cache can carry to another machine (benchmarks/results/cold-start-journal.md,
+"What a cache built elsewhere can and cannot carry"): an entry hits only under the same Numba
+and Python versions, the same source contents and the same CPU (LLVM's host CPU name and
+feature string are part of every entry's key); under NUMBA_CACHE_DIR its folder is also named
+by a hash of the source folder's absolute path, and the in-tree `__pycache__` is used only
+where it is writable. So a cache shipped in a wheel would serve only the build machine's CPU
+model, and `pip install` has no step that could build one on the user's machine; what is
+sound is a compile on the machine that runs, once, into the cache its runs read:
+`g10fast warm` (g10fast/warm.py) in a Dockerfile or a CI step, and sweep and Dask workers on
+one machine read the cache its first run filled.
 
 Switch: G10FAST_NO_JIT=1 (any value but "" and "0") leaves every g10fast kernel a plain
 Python function, for a debugger, coverage or a print while chasing a bug (slow: hundreds of
@@ -66,6 +81,7 @@ G10FAST_NO_JIT only touches g10fast's kernels, and needs no knowledge of Numba's
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import sys
 
@@ -278,24 +294,34 @@ def cache_depends_on(disp, modules):
         return disp
     stamps = [cache_file._source_stamp]
     for m in modules:
-        st = os.stat(m.__file__)
-        stamps.append((m.__name__, st.st_mtime, st.st_size))
+        stamps.append((m.__name__, _file_digest(m.__file__)))
     cache_file._source_stamp = tuple(stamps)
     return disp
 
 
+def _file_digest(path):
+    """SHA-256 of the file's contents (Numba's own source stamp), read once per file time and
+    size; None for a file that cannot be read."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return _digest(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _digest(path, mtime_ns, size):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
 def _kernel_key(t):
     """A stable stand-in for the type `t` of a kernel passed as an argument (its module,
-    qualified name, and its file's time and size); any other type as it is."""
+    qualified name, and its file's contents: `_file_digest`); any other type as it is."""
     if not isinstance(t, types.Dispatcher):
         return t
     fn = t.dispatcher.py_func
-    try:
-        st = os.stat(fn.__code__.co_filename)
-        stamp = (st.st_mtime, st.st_size)
-    except OSError:
-        stamp = None
-    return ("kernel", fn.__module__, fn.__qualname__, stamp)
+    return ("kernel", fn.__module__, fn.__qualname__, _file_digest(fn.__code__.co_filename))
 
 
 def cache_kernel_arguments(disp):

@@ -158,8 +158,11 @@ def test_compiles_from_python_go_through_the_deep_stack(monkeypatch):
 
 
 def test_cache_depends_on_other_modules(tmp_path):
-    # a kernel's cache stamp takes in the files of the modules it declares: an edit of one of
-    # them (its size or time) gives another stamp, so Numba finds the cache stale
+    # a kernel's cache stamp takes in the files of the modules it declares, by their contents
+    # (SHA-256, as Numba's own stamp): an edit of one gives another stamp, so Numba finds the
+    # cache stale; a new file time with the same contents (a clone, a checkout, a copy) does not
+    import hashlib
+    import os
     import types as pytypes
 
     from g10fast.jit import cache_depends_on, jit
@@ -171,11 +174,14 @@ def test_cache_depends_on_other_modules(tmp_path):
     own = k1._cache._cache_file._source_stamp
     assert cache_depends_on(k1, [mod]) is k1
     s1 = k1._cache._cache_file._source_stamp
-    assert s1[0] == own and s1[1][0] == "dep_mod" and s1[1][2] == 6
+    assert s1 == (own, ("dep_mod", hashlib.sha256(b"X = 1\n").hexdigest()))
+    st = dep.stat()
+    os.utime(dep, ns=(st.st_atime_ns, st.st_mtime_ns + 10**10))
+    assert cache_depends_on(jit()(_push), [mod])._cache._cache_file._source_stamp == s1
     dep.write_text("X = 22\n")
     k2 = cache_depends_on(jit()(_push), [mod])
     s2 = k2._cache._cache_file._source_stamp
-    assert s2[0] == own and s2[1][2] == 7 and s2 != s1
+    assert s2 == (own, ("dep_mod", hashlib.sha256(b"X = 22\n").hexdigest()))
 
 
 def test_page_engine_cache_depends_on_every_stage_module():
@@ -223,8 +229,14 @@ def test_kernel_arguments_cached_across_processes(tmp_path):
 
     (tmp_path / "argk.py").write_text(_ARG_KERNELS)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
-    outs = [subprocess.run([sys.executable, str(tmp_path / "argk.py")], env=env, check=True,
-                           capture_output=True, text=True).stdout.split("]")[1].split()
-            for _ in range(2)]
+    src = tmp_path / "argk.py"
+
+    def run():
+        return subprocess.run([sys.executable, str(src)], env=env, check=True,
+                              capture_output=True, text=True).stdout.split("]")[1].split()
+    outs = [run(), run()]
     assert outs[0] == ["0", "2", "2"]           # compiled: 2 misses, 2 overloads
     assert outs[1] == ["2", "0", "2"]           # loaded: 2 hits, no miss, 2 overloads
+    st = src.stat()                             # a new time, the same code: still loaded
+    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns + 10**10))
+    assert run() == ["2", "0", "2"]
