@@ -29,16 +29,13 @@ from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
 
 
 @_kernel_page
-def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, arrays, out, state):
+def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev,
+                c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait,
+                live_warn, lru_tail, lru_cur, lru_scan, tc_b):
     """§9.3 evict: page v leaves the GPU for dest (NOT_PRESENT: dropped). ev_slot is its LRU
     slot when it is a victim (ev_pf), -1 for a pre-eviction (its entry is then left stale).
     A page of a required tensor is queued again as a fault. Errors (a live page dropped by
-    a pre-eviction, host overflow) go to S[S_ERROR]. `out`: the tick's counters c_out,
-    c_out_ssd, c_out_cpu, c_fed; returns them and the tick's state (`TickState`) after it."""
-    tt, srt, pstate, lru, qb, S, _pcie, _bnd, ev = arrays
-    c_out, c_out_ssd, c_out_cpu, c_fed = out
-    (gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan, dum_end,
-     tc_a, tc_b, tc_c) = state
+    a pre-eviction, host overflow) go to S[S_ERROR]. Returns the tick's state after it."""
     HOST = prm.HOST
     lm = prm.lm
     tc_b = _tpos(srt, tc_b, v)
@@ -108,20 +105,16 @@ def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, arrays, out, stat
             _release_dropped(pstate, v, v + 1, S)
         if (st0 & RES_MASK) == IN_GPU:
             tt[_u(T), TT_RES] -= 1
-    return ((c_out, c_out_ssd, c_out_cpu, c_fed),
-            TickState(gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
-                      lru_scan, dum_end, tc_a, tc_b, tc_c))
+    return (c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait,
+            live_warn, lru_tail, lru_cur, lru_scan, tc_b)
 
 
 @_kernel_page
-def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, arrays, c_fed,
-                state):
+def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, pstate, lru, S,
+                ev,
+                c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan):
     """§9.3 alloc_page: page p (at a_src, of tensor a_tensor) takes a free GPU frame, at the
-    LRU tail (the list compacted first when it is full). Returns c_fed and the tick's state
-    (`TickState`) after it."""
-    tt, _srt, pstate, lru, _qb, S, _pcie, _bnd, ev = arrays
-    (gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan, dum_end,
-     tc_a, tc_b, tc_c) = state
+    LRU tail (the list compacted first when it is full). Returns the tick's state after it."""
     lm = prm.lm
     if a_src == IN_CPU:
         host_used -= 1
@@ -151,8 +144,7 @@ def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, array
     if trace:
         _emit_run(ev, S, S_IN_OPEN, t, EV_FETCH if is_fetch else EV_ALLOC, it, k, a_tensor, p,
                   a_src, IN_GPU, 1 if is_pf else 0)
-    return c_fed, TickState(gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
-                            lru_scan, dum_end, tc_a, tc_b, tc_c)
+    return c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan
 
 
 @_kernel_page
@@ -268,13 +260,11 @@ def _general_page(stage, q, t, it, k, trace, prm, rule, arrays, counters, state)
 
     # ---- evict page ev_v to ev_dest (§9.3 evict) ----
     if ev_v >= 0:
-        ((c_out, c_out_ssd, c_out_cpu, c_fed),
-         (gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan, dum_end,
-          tc_a, tc_b, tc_c)) = _evict_page(
-            ev_v, ev_dest, ev_slot, ev_pf, t, it, k, trace, prm, arrays,
-            (c_out, c_out_ssd, c_out_cpu, c_fed),
-            TickState(gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
-                      lru_scan, dum_end, tc_a, tc_b, tc_c))
+        (c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait, live_warn,
+         lru_tail, lru_cur, lru_scan, tc_b) = _evict_page(
+            ev_v, ev_dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev,
+            c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait,
+            live_warn, lru_tail, lru_cur, lru_scan, tc_b)
         if stage <= _G_PE_CPU:
             _q_pop(qb, S, q)
             if S[S_ERROR] != E_NONE:
@@ -288,11 +278,9 @@ def _general_page(stage, q, t, it, k, trace, prm, rule, arrays, counters, state)
                               lru_scan, dum_end, tc_a, tc_b, tc_c))
 
     # ---- give page p a GPU frame (§9.3 alloc_page) ----
-    c_fed, (gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan,
-            dum_end, tc_a, tc_b, tc_c) = _alloc_page(
-        p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, arrays, c_fed,
-        TickState(gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan,
-                  dum_end, tc_a, tc_b, tc_c))
+    c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan = _alloc_page(
+        p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, pstate, lru, S, ev, c_fed,
+        gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan)
 
     # ---- stage bookkeeping ----
     if is_fetch:
