@@ -127,6 +127,27 @@ def test_ideal_mode_runs_at_ideal_speed(seed):
     assert all(s["cpu_pf"] + s["ssd_pf"] + s["unalloc_pf"] == 0 for s in stats)
 
 
+def test_ideal_mode_on_extents_equals_the_ring(monkeypatch):
+    # Ideal in the bulk engine takes the LRU policies' int64 extent records (one compile of
+    # the engine with them) and gives what the per-page engine's int32 ring gives, to the bit
+    from g10fast.engine.page import kernels as pk
+    real, dtypes = pk.run_engine, []
+
+    def spy(*args):
+        dtypes.append(args[6].dtype)
+        return real(*args)
+    monkeypatch.setattr(pk, "run_engine", spy)
+    w = _small(12, 60)
+    cfg = tiny_cfg(60, 100, "lru", is_UVM=0)
+    bulk = simulate_pages(w, cfg, keep_state=True)
+    ring = simulate_pages(w, cfg, keep_state=True, bulk=False)
+    assert dtypes[0] == np.int64 and dtypes[-1] == np.int32
+    assert bulk.kernels.tolist() == ring.kernels.tolist()
+    assert bulk.boundaries.tolist() == ring.boundaries.tolist()
+    assert bulk.pcie.tolist() == ring.pcie.tolist()
+    assert np.array_equal(bulk.pstate, ring.pstate)
+
+
 def test_trace_does_not_change_results():
     w = _small(21, 50)
     cfg = tiny_cfg(50, 20, "lru")
