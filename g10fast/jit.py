@@ -317,11 +317,15 @@ def _digest(path, mtime_ns, size):
 
 def _kernel_key(t):
     """A stable stand-in for the type `t` of a kernel passed as an argument (its module,
-    qualified name, and its file's contents: `_file_digest`); any other type as it is."""
+    qualified name, its file's contents, `_file_digest`, and its own bytecode and constants,
+    for a kernel defined where there is no file: an interactive session, `exec`); any other
+    type as it is."""
     if not isinstance(t, types.Dispatcher):
         return t
     fn = t.dispatcher.py_func
-    return ("kernel", fn.__module__, fn.__qualname__, _file_digest(fn.__code__.co_filename))
+    code = fn.__code__
+    own = hashlib.sha256(code.co_code + repr(code.co_consts).encode()).hexdigest()
+    return ("kernel", fn.__module__, fn.__qualname__, _file_digest(code.co_filename), own)
 
 
 def cache_kernel_arguments(disp):

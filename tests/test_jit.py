@@ -240,3 +240,20 @@ def test_kernel_arguments_cached_across_processes(tmp_path):
     st = src.stat()                             # a new time, the same code: still loaded
     os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns + 10**10))
     assert run() == ["2", "0", "2"]
+
+
+def test_kernel_argument_key_without_a_file():
+    # two kernels of one name defined where there is no file (exec, a notebook): their cache
+    # keys differ by their own code, so the second does not load the first's compiled engine
+    from numba.core import types as nbtypes
+
+    from g10fast.jit import _kernel_key, jit
+    keys = []
+    for body in ("return x + 1", "return x - 1"):
+        ns = {}
+        exec(f"def rule(x):\n    {body}\n", ns)
+        keys.append(_kernel_key(nbtypes.Dispatcher(jit(internal=True)(ns["rule"]))))
+    assert keys[0][0] == keys[1][0] == "kernel" and keys[0][2] == keys[1][2] == "rule"
+    assert keys[0][3] is None and keys[1][3] is None            # no file to read
+    assert keys[0][4] != keys[1][4]                             # their own code differs
+    assert _kernel_key(nbtypes.int64) is nbtypes.int64

@@ -184,7 +184,8 @@ def register_eviction(name: str, rule) -> None:
 
 def eviction_name(eviction) -> str:
     """The registered name of `eviction` (a name, or a rule kernel: registered under its
-    module and qualified name if it is not yet)."""
+    module and qualified name if it is not yet, in place of an earlier kernel of that name,
+    as a redefinition in an interactive session makes)."""
     if isinstance(eviction, str):
         if eviction not in EVICTION_RULES:
             raise InputError(f"unknown eviction rule {eviction!r} (registered: "
@@ -195,7 +196,9 @@ def eviction_name(eviction) -> str:
             return name
     fn = getattr(eviction, "py_func", eviction)
     name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
-    register_eviction(name, eviction)
+    if not callable(eviction):
+        raise InputError(f"eviction rule {eviction!r} is not a kernel", param="policy.eviction")
+    EVICTION_RULES[name] = eviction
     return name
 
 
