@@ -433,3 +433,27 @@ def test_worker_caches_drop_with_their_workload(tmp_path, monkeypatch):
     assert list(worker._WORKLOADS) == [("w", "b")]
     assert not worker._VITALITY and not worker._PLANS
     worker.clear_cache()
+
+
+def test_numba_cache_warm_asks_numba(tmp_path, monkeypatch):
+    """numba_cache_warm: a module of kernels is warm once one of them is in Numba's cache for
+    this CPU and these sources; not before, and not after an edit of the module (its index
+    is then stale, though the file is still there)."""
+    import importlib
+
+    from g10fast.sweep.runner import numba_cache_warm
+
+    src = tmp_path / "warm_probe_mod.py"
+    src.write_text("from g10fast.jit import kernel\n\n\n@kernel\ndef f(x):\n    return x + 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("warm_probe_mod")
+    try:
+        assert numba_cache_warm(("warm_probe_mod",)) is False      # nothing compiled yet
+        assert mod.f(1) == 2                                       # compiled and cached
+        assert numba_cache_warm(("warm_probe_mod",)) is True
+        src.write_text(src.read_text() + "\n\n@kernel\ndef g(x):\n    return x - 1\n")
+        importlib.reload(mod)
+        assert numba_cache_warm(("warm_probe_mod",)) is False      # stale index
+        assert numba_cache_warm(("no_such_module_here",)) is False
+    finally:
+        sys.modules.pop("warm_probe_mod", None)

@@ -362,24 +362,43 @@ def kernel_modules(policy_names) -> tuple[str, ...]:
 
 def numba_cache_warm(modules=None) -> bool:
     """Whether every Numba kernel module of `modules` (default: those of every registered
-    engine and the planner) has an on-disk cache index (a previous run compiled it): then
-    the workers load the kernels and none of them writes the cache."""
-    import importlib.util
-    from pathlib import Path
+    engine and the planner) has a fresh on-disk cache for this machine: then the workers load
+    the kernels and none of them writes the cache. Asked of Numba's own cache objects (the
+    module's cached kernels, imported, nothing compiled), each reading the index Numba would
+    read (in-tree `__pycache__`, NUMBA_CACHE_DIR's folder for this source path, or the
+    user-wide cache where the package is read-only): a module is warm when one of them holds
+    an entry for this CPU, of this Numba and of these sources (the index's stamp), and none
+    has an index left stale by a change of the sources (a kernel never compiled has none). A
+    cache of another tree, another source version or another CPU under the same
+    NUMBA_CACHE_DIR is not warm: the workers would all compile at once."""
+    import importlib
+
+    from numba.core.registry import cpu_target
 
     from g10fast import policies
 
     if modules is None:
         modules = _PLANNER_MODULES + tuple(m for e in policies.engines() for m in e.kernels)
-    root = os.environ.get("NUMBA_CACHE_DIR")
+    cpu = cpu_target.target_context.codegen().magic_tuple()
     for name in modules:
-        spec = importlib.util.find_spec(name)
-        if spec is None or not spec.origin:
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
             return False
-        stem = Path(spec.origin).stem
-        where = Path(root) if root else Path(spec.origin).parent / "__pycache__"
-        pattern = f"**/{stem}.*.nbi" if root else f"{stem}.*.nbi"
-        if not any(where.glob(pattern)):
+        files = [getattr(getattr(v, "_cache", None), "_cache_file", None)
+                 for v in vars(mod).values()
+                 if getattr(getattr(v, "py_func", None), "__module__", None) == name]
+        files = [f for f in files if f is not None and hasattr(f, "_load_index")]
+        fresh = False
+        for f in files:
+            try:
+                index = f._load_index()
+            except Exception:             # an unreadable or foreign index: not warm
+                return False
+            if not index and os.path.exists(f._index_path):
+                return False              # stale: its sources changed since
+            fresh = fresh or any(key[1] == cpu for key in index)
+        if not fresh:
             return False
     return True
 
