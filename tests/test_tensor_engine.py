@@ -385,3 +385,33 @@ def test_required_ordered_matches_its_definition():
             assert di[dp[k]:dp[k + 1]].tolist() == sorted(set(want), reverse=True)
         # in-place kernels (a tensor both read and written) appear once
         assert any(set(w.inputs(k)) & set(w.outputs(k)) for k in range(w.num_kernels))
+
+
+def test_max_kernel_pages_counts_each_required_tensor_once():
+    """The whole-array max_kernel_pages against its set definition, kernel by kernel (the
+    pages of inputs ∪ outputs, globals left out when asked): a hand-worked workload whose
+    kernels read and write one tensor, and random ones with in-place updates."""
+    from g10fast.workload.model import max_kernel_pages as mkp
+
+    def by_sets(w, non_global_only):
+        g = np.asarray(w.is_global, dtype=bool)
+        best = 0
+        for k in range(w.num_kernels):
+            r = set(w.inputs(k).tolist()) | set(w.outputs(k).tolist())
+            best = max(best, sum(int(w.n_pages[t]) for t in r
+                                 if not (non_global_only and g[t])))
+        return best
+
+    # pages 5, 7, 2; tensor 0 global. Kernel 0 reads 0, 1 and writes 1 (in place): {0, 1}
+    # = 12 pages, non-global 7; kernel 1 reads 1 and writes 2: 9 pages, non-global 9.
+    w = SimpleNamespace(num_kernels=2, num_tensors=3, n_pages=np.array([5, 7, 2]),
+                        is_global=np.array([True, False, False]),
+                        in_ptr=np.array([0, 2, 3]), in_idx=np.array([0, 1, 1]),
+                        out_ptr=np.array([0, 1, 2]), out_idx=np.array([1, 2]),
+                        inputs=lambda k: np.array([[0, 1], [1]][k]),
+                        outputs=lambda k: np.array([[1], [2]][k]))
+    assert (mkp(w), mkp(w, True)) == (12, 9)
+    for seed in range(20):
+        w = make_workload(seed, n_kernels=15, n_tensors=40)
+        for ng in (False, True):
+            assert mkp(w, ng) == by_sets(w, ng), (seed, ng)

@@ -267,15 +267,24 @@ def required_sets(workload: Workload):
 
 
 def max_kernel_pages(workload: Workload, non_global_only: bool = False) -> int:
-    """max over kernels of Σ pages of the required tensors (set form)."""
-    pages = workload.n_pages
-    g = np.asarray(workload.is_global, dtype=bool)
-    best = 0
-    for r in required_sets(workload):
-        if non_global_only:
-            r = r[~g[r]]
-        best = max(best, int(pages[r].sum()))
-    return best
+    """max over kernels of Σ pages of the required tensors (set form: a tensor a kernel both
+    reads and writes, or lists twice, counts once), over whole arrays: the (kernel, tensor)
+    pairs of the incidence made unique, their pages summed per kernel."""
+    K, T = workload.num_kernels, workload.num_tensors
+    if K == 0:
+        return 0
+    pages = np.asarray(workload.n_pages, dtype=np.int64)
+    kin = np.repeat(np.arange(K, dtype=np.int64), np.diff(workload.in_ptr))
+    kout = np.repeat(np.arange(K, dtype=np.int64), np.diff(workload.out_ptr))
+    pairs = np.unique(np.concatenate([kin * T + np.asarray(workload.in_idx, dtype=np.int64),
+                                      kout * T + np.asarray(workload.out_idx, dtype=np.int64)]))
+    pk, pt = pairs // T, pairs % T
+    if non_global_only:
+        keep = ~np.asarray(workload.is_global, dtype=bool)[pt]
+        pk, pt = pk[keep], pt[keep]
+    per = np.zeros(K, dtype=np.int64)
+    np.add.at(per, pk, pages[pt])
+    return max(0, int(per.max()))
 
 
 def kernel_pages(w: Workload, oo=None) -> np.ndarray:
