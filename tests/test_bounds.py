@@ -424,3 +424,34 @@ def test_ranks_runs_above_their_bound():
             assert r["bound"]["time_s"] == pytest.approx(
                 max(max(tot.values()) / 1e9, it["ideal_time_s"]), rel=1e-6), (name, gpus)
     assert {"gpu", "cpu"} <= seen
+
+
+def test_page_runner_shares_a_workloads_bound_between_runs():
+    """The page runner's bound memo (engine/page/run.py `_bound`): a second run of the same
+    workload object with the same model inputs gets an equal copy (mutating one leaves the
+    next unchanged); other caps, or another workload object with other kernel times, get
+    their own bound, equal to bound_summary's."""
+    from types import SimpleNamespace
+
+    from g10fast.analysis.bounds import bound_summary
+    from g10fast.engine.bound_models import page_engine_model
+    from g10fast.engine.page import run as page_run
+
+    def fresh(w, p):
+        return bound_summary(page_engine_model(w, p), w, float(w.exec_cycles.sum()))
+
+    w = make_workload(3, n_kernels=10, n_tensors=25)
+    p = SimpleNamespace(is_uvm=True, tick=1000, gpu_cap=4, cpu_cap=3, ssd_cap=1, frames=30,
+                        host_line=10**6)
+    page_run._BOUNDS.clear()
+    a = page_run._bound(w, p)
+    assert a == fresh(w, p)
+    a["time"] = -1.0
+    a["windows"].append("x")
+    b = page_run._bound(w, SimpleNamespace(**{**vars(p), "host_line": 5}))
+    assert b == fresh(w, p) and len(page_run._BOUNDS) == 1
+    q = SimpleNamespace(**{**vars(p), "ssd_cap": 2})
+    assert page_run._bound(w, q) == fresh(w, q) != fresh(w, p)
+    w2 = dataclasses.replace(w, exec_cycles=w.exec_cycles * 3)
+    assert page_run._bound(w2, p) == fresh(w2, p) != fresh(w, p)
+    assert len(page_run._BOUNDS) == 3

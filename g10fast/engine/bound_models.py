@@ -17,7 +17,8 @@ def page_engine_model(w, params) -> BoundModel | None:
     (`slack`). Every eviction copies (UVM: a page lives in one place). Host memory is left
     unlimited here (the SSD windows of `host_bytes` are not used): a sweep derives a run at
     another host size from a finished one (g10fast.sweep.reuse), so the result's bound must
-    not depend on the host line."""
+    not depend on the host line. (The page runner shares a bound between runs of one
+    workload with equal `is_uvm`, `tick`, caps and `frames`: engine/page/run.py `_bound`.)"""
     if not params.is_uvm:
         return None
     page = 4096.0
