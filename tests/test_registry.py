@@ -275,7 +275,7 @@ def test_import_order_follows_the_data_flow():
              "engine.ranks.run": 5.7, "engine.swap": 5.7, "engine.swap.record": 5,
              "resources": 6, "policies": 6, "spec": 7, "trace": 7, "perfetto": 7.5, "run": 8,
              "memory_source": 8.5, "capture": 8.5, "sweep": 9, "figures": 10, "api": 11,
-             "validate": 11.5, "cli": 12,
+             "validate": 11.5, "warm": 11.5, "cli": 12,
              "__main__": 12}
 
     def stage_of(name):
