@@ -1,4 +1,6 @@
-"""Page and tensor locations: G10's PageLocation enum, defined once for all of g10fast.
+"""Page and tensor locations: G10's PageLocation enum, defined once for all of g10fast; and the
+kinds of the event trace's rows (`trace.EventKind`), which the engines write and readers of
+their event rows (alloc.trace, perfetto) take from here.
 
 Plain int constants, so that Numba freezes them into the kernels as compile-time globals.
 The page engine (`page.kernels`), the tensor engine (`tensor.kernels`, as `LOC_*`), the
@@ -17,3 +19,13 @@ IN_CPU = 2          # in host (CPU) memory
 IN_GPU = 3          # in GPU memory
 NOT_KNOWN = 4       # a hint's "from": wherever the pages are
 IN_GPU_LEAST = 5    # G10's enum value for "in GPU, least recently used"; used only by traces
+
+# the event trace's row kinds (`trace.EventKind`, docs/trace-format.md)
+EV_KERNEL = 0       # a kernel execution
+EV_FAULT = 1        # pages queued by a kernel's fault scan
+EV_FETCH = 2        # pages moved to the GPU by the batcher
+EV_ALLOC = 3        # first touch / pre-allocation on the GPU
+EV_EVICT = 4        # pages leaving the GPU
+EV_HINT = 5         # a planner hint applied at kernel start
+EV_DEALLOC = 6      # pages freed by a pre-deallocation hint
+EV_TRANSFER = 7     # a batcher transfer boundary

@@ -104,14 +104,21 @@ _H5Z_FILTER_SHUFFLE = 2
 class EventKind(enum.IntEnum):
     """Value of the ``kind`` column."""
 
-    KERNEL = 0     # time = start, value = end cycle, count = pages faulted by its fault scan
-    FAULT = 1      # pages queued by a kernel's fault scan; src = where they are (0, 1, 2)
-    FETCH = 2      # pages moved to the GPU by the batcher; src 1/2; value 1 demand, 0 prefetch
-    ALLOC = 3      # first touch / pre-allocation on the GPU; src 0; value as FETCH
-    EVICT = 4      # pages leaving the GPU; dst 0 dropped, 1 SSD, 2 CPU; value 1 victim, 0 planned
-    HINT = 5       # planner hint applied at kernel start; src = from, dst = to, count = queued
-    DEALLOC = 6    # pages freed by a pre-deallocation hint; src = where they were
-    TRANSFER = 7   # batcher transfer boundary; value 1 begin, 0 end
+    KERNEL = locations.EV_KERNEL      # time = start, value = end cycle, count = pages faulted
+    #                                   by its fault scan
+    FAULT = locations.EV_FAULT        # pages queued by a kernel's fault scan; src = where they
+    #                                   are (0, 1, 2)
+    FETCH = locations.EV_FETCH        # pages moved to the GPU by the batcher; src 1/2; value 1
+    #                                   demand, 0 prefetch
+    ALLOC = locations.EV_ALLOC        # first touch / pre-allocation on the GPU; src 0; value as
+    #                                   FETCH
+    EVICT = locations.EV_EVICT        # pages leaving the GPU; dst 0 dropped, 1 SSD, 2 CPU;
+    #                                   value 1 victim, 0 planned
+    HINT = locations.EV_HINT          # planner hint applied at kernel start; src = from, dst =
+    #                                   to, count = queued
+    DEALLOC = locations.EV_DEALLOC    # pages freed by a pre-deallocation hint; src = where they
+    #                                   were
+    TRANSFER = locations.EV_TRANSFER  # batcher transfer boundary; value 1 begin, 0 end
 
 
 #: kinds whose rows carry no page count (``count`` is -1, docs/trace-format.md)

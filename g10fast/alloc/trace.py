@@ -413,9 +413,7 @@ def from_tensor_events(events, size_bytes, name: str = "tensor-engine",
     allocation and the eviction that ends it are left out (it is on the host when the
     iteration starts), and it is freed when kernel k − 1 ends (its swap-out for the next
     iteration; k = 0: not freed)."""
-    from g10fast.trace import EventKind
-    EV_ALLOC, EV_DEALLOC, EV_EVICT, EV_KERNEL = (int(EventKind.ALLOC), int(EventKind.DEALLOC),
-                                                 int(EventKind.EVICT), int(EventKind.KERNEL))
+    from g10fast.locations import EV_ALLOC, EV_DEALLOC, EV_EVICT, EV_KERNEL
     ev = np.asarray(events, np.int64).reshape(-1, 10)
     absent = {int(t): int(k) for t, k in (absent_at_start or {}).items()}
     keep = (ev[:, 1] == EV_ALLOC) | (ev[:, 1] == EV_DEALLOC) | (ev[:, 1] == EV_EVICT)
