@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+from g10fast.datadir import data_dir
 from g10fast.errors import InputError, read_toml, toml_key_line
 
 HARDWARE_FORMAT = "g10fast-hardware"
@@ -30,7 +31,6 @@ _SCHEMA = {
 
 
 def hardware_dir() -> Path:
-    from g10fast.workload.builtin import data_dir
     return data_dir() / "hardware"
 
 

@@ -22,7 +22,7 @@ def test_pyproject_lists_every_package_and_maps_data():
 
 
 def test_data_dir_in_checkout(monkeypatch):
-    from g10fast.workload.builtin import data_dir
+    from g10fast.datadir import data_dir
     monkeypatch.delenv("G10FAST_DATA", raising=False)
     assert data_dir() == ROOT / "data"
     monkeypatch.setenv("G10FAST_DATA", "/somewhere")

@@ -269,6 +269,7 @@ def test_import_order_follows_the_data_flow():
     engines' stage."""
     import ast
     stage = {"errors": 0, "atomic": 0, "progress": 0, "system": 0, "locations": 0, "jit": 0,
+             "datadir": 0,
              "config": 1, "hardware": 2, "workload": 2, "analysis": 3, "planner": 4,
              "results": 4.5, "alloc.free_runs": 4.8, "engine": 5, "trace_kernels": 5, "alloc": 5.5,
              "engine.page.run": 5.7, "engine.tensor.run": 5.7, "engine.driver.run": 5.7,

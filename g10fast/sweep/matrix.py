@@ -84,8 +84,8 @@ class ResolvedPoint:
 
 
 def matrix_dir() -> Path:
-    """data/matrices (g10fast.workload.builtin.data_dir)."""
-    from g10fast.workload.builtin import data_dir
+    """data/matrices (g10fast.datadir.data_dir)."""
+    from g10fast.datadir import data_dir
     return data_dir() / "matrices"
 
 

@@ -28,32 +28,18 @@ layer or op (keyed by the kernel_parent string), which the cost model uses.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from g10fast.datadir import data_dir
 from g10fast.errors import InputError, read_toml
 from g10fast.workload.model import Graph, csr_from_lists
 
 MODEL_FORMAT = "g10fast-model"
 MODEL_FORMAT_VERSION = 1
 B = "B"  # batch dimension in a shape (written as G10's placeholder 99 in operator records)
-
-
-def data_dir() -> Path:
-    """The data/ folder: $G10FAST_DATA, else the repository's data/ (a checkout or an editable
-    install), else the copy a wheel carries as the package g10fast._data (pyproject.toml
-    maps data/ onto it)."""
-    env = os.environ.get("G10FAST_DATA")
-    if env:
-        return Path(env)
-    here = Path(__file__).resolve().parents[1]
-    repo = here.parent / "data"
-    if (repo / "models").is_dir():
-        return repo
-    return here / "_data"
 
 
 def models_dir() -> Path:
@@ -983,5 +969,5 @@ def ceil_div(a, b):
 
 
 __all__ = ["ModelSpec", "read_model_file", "list_models", "find_model", "load_builtin_graph",
-           "with_precision", "footprint_bytes", "parameter_count", "models_dir", "data_dir",
+           "with_precision", "footprint_bytes", "parameter_count", "models_dir",
            "batch_for_footprint", "math"]

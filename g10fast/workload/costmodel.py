@@ -143,7 +143,7 @@ FAMILY_COLUMNS = ("a_time_s", "b_time_s", "a_input_pf_s", "b_input_pf_s", "a_pf_
 
 
 def params_path() -> Path:
-    from g10fast.workload.builtin import data_dir
+    from g10fast.datadir import data_dir
     return data_dir() / "costmodel" / "a100.toml"
 
 
