@@ -84,6 +84,7 @@ import functools
 import hashlib
 import os
 import sys
+from types import CodeType
 
 from numba import njit
 from numba.core import errors, types
@@ -315,17 +316,42 @@ def _digest(path, mtime_ns, size):
         return hashlib.sha256(f.read()).hexdigest()
 
 
+def _const_repr(c):
+    """A constant of a code object as text that is the same in every process: a nested code
+    object (a comprehension, a lambda, an inner function) by `_code_digest` (its repr holds
+    its memory address), a frozenset (`x in {"a", "b"}`) sorted (its order follows the
+    per-process string hash), tuples element by element, anything else by repr."""
+    if isinstance(c, CodeType):
+        return f"<code {_code_digest(c)}>"
+    if isinstance(c, tuple):
+        return "(" + ", ".join(_const_repr(x) for x in c) + ",)"
+    if isinstance(c, frozenset):
+        return "frozenset({" + ", ".join(sorted(_const_repr(x) for x in c)) + "})"
+    return repr(c)
+
+
+def _code_digest(code):
+    """SHA-256 of what a code object computes, the same in every process: its bytecode, its
+    constants (`_const_repr`: nested code objects by their own digest), the names it reads
+    (globals and attributes, locals, closure variables) and its argument count; not its line
+    numbers or file name."""
+    parts = [code.co_code.hex(), _const_repr(code.co_consts), repr(code.co_names),
+             repr(code.co_varnames), repr(code.co_freevars), repr(code.co_cellvars),
+             repr((code.co_argcount, code.co_kwonlyargcount))]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
 def _kernel_key(t):
     """A stable stand-in for the type `t` of a kernel passed as an argument (its module,
-    qualified name, its file's contents, `_file_digest`, and its own bytecode and constants,
+    qualified name, its file's contents, `_file_digest`, and its own code, `_code_digest`,
     for a kernel defined where there is no file: an interactive session, `exec`); any other
     type as it is."""
     if not isinstance(t, types.Dispatcher):
         return t
     fn = t.dispatcher.py_func
     code = fn.__code__
-    own = hashlib.sha256(code.co_code + repr(code.co_consts).encode()).hexdigest()
-    return ("kernel", fn.__module__, fn.__qualname__, _file_digest(code.co_filename), own)
+    return ("kernel", fn.__module__, fn.__qualname__, _file_digest(code.co_filename),
+            _code_digest(code))
 
 
 def cache_kernel_arguments(disp):

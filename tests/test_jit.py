@@ -257,3 +257,69 @@ def test_kernel_argument_key_without_a_file():
     assert keys[0][3] is None and keys[1][3] is None            # no file to read
     assert keys[0][4] != keys[1][4]                             # their own code differs
     assert _kernel_key(nbtypes.int64) is nbtypes.int64
+
+
+def test_kernel_argument_key_with_nested_code():
+    # a rule holding a nested code object (a comprehension, an inner function): its key is
+    # its code, not the nested object's address (59e702d hashed repr(co_consts), which holds
+    # it: two equal definitions had different keys, in one process and across processes)
+    from numba.core import types as nbtypes
+
+    from g10fast.jit import _code_digest, _kernel_key, jit
+    src = ("def rule(x):\n"
+           "    sq = lambda v: v * {k}\n"
+           "    return sum([sq(x[j]) for j in range(x.shape[0]) if x[j] in {{1, 2, 'a'}}])\n")
+    keys = []
+    for k in (2, 2, 3):
+        ns = {}
+        exec(src.format(k=k), ns)
+        assert any(not isinstance(c, (int, str, tuple, frozenset, type(None)))
+                   for c in ns["rule"].__code__.co_consts)      # a nested code object
+        keys.append(_kernel_key(nbtypes.Dispatcher(jit(internal=True)(ns["rule"]))))
+    assert keys[0] == keys[1]                   # two definitions of the same code
+    assert keys[0][4] != keys[2][4]             # the lambda's constant differs
+    assert _code_digest(test_kernel_argument_key_with_nested_code.__code__) != keys[0][4]
+
+
+_NESTED_RULE = '''
+import numpy as np
+from g10fast.jit import cache_kernel_arguments, kernel, kernel_internal
+
+@kernel_internal
+def squares(x, i):
+    return sum([x[j] * x[j] for j in range(i + 1)])
+
+@kernel
+def total(x, rule):
+    s = 0
+    for i in range(x.shape[0]):
+        s += rule(x, i)
+    return s
+
+cache_kernel_arguments(total)
+x = np.arange(4)
+out = [total(x, squares), total(x, squares)]
+print(out, sum(total.stats.cache_hits.values()), sum(total.stats.cache_misses.values()),
+      len(total.overloads))
+'''
+
+
+def test_kernel_argument_with_a_comprehension_cached_across_processes(tmp_path):
+    # a rule with a comprehension (a nested code object): compiled in the first process,
+    # loaded from the cache in the second, whose string hashes (PYTHONHASHSEED) and memory
+    # layout differ (with 59e702d's key, the second compiled again: 0 hits, 1 miss)
+    import os
+    import subprocess
+    import sys
+
+    src = tmp_path / "nested.py"
+    src.write_text(_NESTED_RULE)
+
+    def run(seed):
+        env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONHASHSEED=seed)
+        out = subprocess.run([sys.executable, str(src)], env=env, check=True,
+                             capture_output=True, text=True).stdout
+        values, counts = out.split("]")
+        return values + "]", counts.split()
+    assert run("1") == ("[20, 20]", ["0", "1", "1"])     # 0 + 1 + 5 + 14; compiled: 1 miss
+    assert run("2") == ("[20, 20]", ["1", "0", "1"])     # loaded: 1 hit, no miss
