@@ -4,7 +4,7 @@ under CUDA managed memory (kernels/h100-sxm5-measured/, docs/profile-format.md).
     python kernels/compare_driver.py [--out docs/driver-h100.md]
 
 Each kernel runs alone on the driver engine from the harness's start state (the layout of
-benchmarks/fit_driver_h100.py: the operands of the harness's recipe, the outputs its
+g10fast.engine.driver.fit: the operands of the harness's recipe, the outputs its
 operation returns, its temporaries; each its own allocation from a 2 MiB boundary): input
 faulting = operands resident, outputs and temporaries first-touched; all faulting =
 operands on the host. Predicted = measured ideal time + the engine's stall at the preset's
@@ -23,18 +23,16 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from g10fast.engine.driver import kernels as dk
+from g10fast.engine.driver import DriverOptions, system_params
+from g10fast.engine.driver.fit import MODES, kernel_layout, profile_model_options
+from g10fast.hardware import load_preset
+from g10fast.system import System
+from g10fast.workload.builtin import find_model, load_builtin_graph
+from g10fast.workload.profile import read_profile, workload_from_profile
+from g10fast.workload.recipes import recipes_for
 
-from benchmarks.fit_driver_h100 import (kernel_layout, profile_model_options,  # noqa: E402
-                                        MODES)
-from g10fast.engine.driver import kernels as dk  # noqa: E402
-from g10fast.engine.driver import DriverOptions, system_params  # noqa: E402
-from g10fast.hardware import load_preset  # noqa: E402
-from g10fast.system import System  # noqa: E402
-from g10fast.workload.builtin import find_model, load_builtin_graph  # noqa: E402
-from g10fast.workload.profile import read_profile, workload_from_profile  # noqa: E402
-from kernels.profile_torch import recipes_for  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 MEASURED = ROOT / "kernels" / "h100-sxm5-measured"
 FIT = ROOT / "benchmarks" / "results" / "driver_fit_h100.json"
@@ -140,8 +138,8 @@ def main(argv=None) -> int:
         f"{prm['link_gbps'] / 50:g} of the 50 GB/s PCIe Gen5 link), "
         f"{prm['managed_free_us']:g} us per managed cudaFree, fresh allocations of at most "
         f"{prm['small_alloc_pages'] * 4} KiB not faulted afresh.",
-        "* Layout per kernel (benchmarks/fit_driver_h100.py `kernel_layout`): the harness's "
-        "recipe (kernels/profile_torch.py) gives the operands (AdamW's master weight, "
+        "* Layout per kernel (g10fast.engine.driver.fit `kernel_layout`): the harness's "
+        "recipe (g10fast.workload.recipes) gives the operands (AdamW's master weight, "
         "gradient, two moments and bf16 copy, not the model's two tensors); the outputs are "
         "what the operation returns (one big tensor for BatchNorm forward and backward, not "
         "G10's two; an element-wise forward's broadcast shape; max-pool's int64 indices; "

@@ -1,20 +1,18 @@
 """The driver engine's validate rows (g10fast/validate/claims_driver.py) and the fit behind
-them (benchmarks/fit_driver_h100.py): hand-worked cases of the fit and the per-kernel layout,
+them (g10fast.engine.driver.fit): hand-worked cases of the fit and the per-kernel layout,
 then the quick rows' values and verdicts."""
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from g10fast.engine.driver import fit
+from g10fast.validate import AGREES, MISSES, evaluate
+from g10fast.validate.claims_driver import CLAIMS
+from g10fast.workload.recipes import Operand, Recipe
 
-from benchmarks import fit_driver_h100 as fit  # noqa: E402
-from g10fast.validate import AGREES, MISSES, evaluate  # noqa: E402
-from g10fast.validate.claims_driver import CLAIMS  # noqa: E402
-from kernels.profile_torch import Operand, Recipe  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 MEASURED = ROOT / "kernels" / "h100-sxm5-measured"
 

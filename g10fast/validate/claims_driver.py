@@ -4,7 +4,7 @@ H100 and against what naive UM costs a PyTorch training run.
 The faulting rows are held out by model with the model selection inside (nested): for each
 of the six measured models, the link curve form, its bandwidth and the cost terms are chosen
 by leave-one-model-out over the other five, fitted on them, and the model is predicted with
-that (benchmarks/fit_driver_h100.py). Only held-out figures are reported here; the
+that (g10fast.engine.driver.fit). Only held-out figures are reported here; the
 h100-sxm5 preset's defaults are the same procedure's fit on all six.
 
 The naive-UM rows run the `uvm` policy (a CUDAPluggableAllocator of cudaMallocManaged /
@@ -15,7 +15,6 @@ preset's defaults on a model that fits the GPU, against its ideal (native) time.
 from __future__ import annotations
 
 import functools
-import sys
 from pathlib import Path
 
 from g10fast.validate import Claim, Measured, Unavailable
@@ -24,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MEASURED = ROOT / "kernels" / "h100-sxm5-measured"
 IDEAL = ROOT / "benchmarks" / "results" / "h100-ideal"
 #: the quick setting's link grid and small-allocation candidates (the full ones:
-#: benchmarks/fit_driver_h100.py LINKS, SMALL_KIB)
+#: g10fast.engine.driver.fit LINKS, SMALL_KIB)
 #: (a doubling grid and the no-small-allocation case, each through the full setting's choice)
 QUICK_LINKS = (8.0, 16.0, 32.0)
 QUICK_SMALL_KIB = (0, 64)
@@ -34,13 +33,8 @@ QUICK_SMALL_KIB = (0, 64)
 def _fit(quick: bool) -> dict:
     if not MEASURED.is_dir() or not any(MEASURED.glob("*.prof.gz")):
         raise Unavailable(f"no measured H100 profiles at {MEASURED}")
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    try:
-        from benchmarks import fit_driver_h100 as fit
-    except ImportError as e:
-        raise Unavailable(f"benchmarks/fit_driver_h100.py not importable here: {e}") from None
-    ds = {sk: fit.features(None, verbose=False, small_kib=sk)
+    from g10fast.engine.driver import fit
+    ds = {sk: fit.features(MEASURED, small_kib=sk)
           for sk in (QUICK_SMALL_KIB if quick else fit.SMALL_KIB)}
     return fit.nested_fit(ds, QUICK_LINKS if quick else fit.LINKS)
 
