@@ -8,10 +8,11 @@ The built-in rules share one compile: a run on one of them passes `builtin` (a r
 never called) as the kernel argument, and the general path calls `select_builtin`, which
 picks `arrival` or `deepum` by the run's DeepUM flag (`P_DEEPUM`: each built-in rule goes with
 its own migration policy, `system_params`), the branch the engine had before the rules were
-kernels. Compiling the engine once per built-in rule cost a second whole compile (about 14
-CPU s) in the default comparison, which runs both (benchmarks/results/cold-start-journal.md);
-the flag is read once per victim search, and the paired timing shows no difference
-(benchmarks/results/page-engine-split.md). A rule of a policy's own is still a kernel
+kernels. Compiling the engine once per built-in rule recompiled the kernels typed by the rule
+(`run_engine`, `_busy_ticks`, `_general_page`: the whole tree's LLVM optimisation and machine
+code) for the default comparison, which runs both: 6.5 of its 43 CPU s cold
+(benchmarks/results/page-engine-split.md, step 4). The flag is read once per victim search on
+the ring; the paired timing shows no difference. A rule of a policy's own is still a kernel
 argument, one compile each.
 
 Built-in rules (`EVICTION_RULES`, named by `PageMode.eviction`):
