@@ -211,26 +211,3 @@ def test_rule_policies_run_under_check(rule_policies):
         # order moves other pages
         assert pages != lru
     assert base["system"]["eviction"] == "arrival"
-
-
-def test_builtin_rules_share_one_compile():
-    # arrival and deepum are chosen at run time (rules.select_builtin): runs of both pass
-    # rules.builtin as the engine's kernel argument, so the engine has one compile for both
-    # (81fa1ef compiled it once per built-in rule: about 14 CPU s more in the default
-    # comparison); the runs still differ by their rule
-    from numba.core import types as nbtypes
-
-    from g10fast.engine.page import rules
-    from g10fast.run import run
-    from g10fast.spec import builtin_spec
-    got = {}
-    for policy in ("lru", "deepUM"):
-        res = run(builtin_spec("vit", 1, "g10-artifact", policy,
-                               overrides={"gpu.memory_gb": 0.02}), check="full")
-        assert res["status"] == "ok" and res["invariant_checks"] > 0
-        got[res["system"]["eviction"]] = [it["pages"]["incoming"] for it in res["iterations"]]
-    assert sorted(got) == ["arrival", "deepum"] and got["arrival"] != got["deepum"]
-    rule_args = {sig[-1].dispatcher.py_func for sig in pk.run_engine.signatures
-                 if isinstance(sig[-1], nbtypes.Dispatcher)}
-    assert rules.builtin.py_func in rule_args
-    assert not rule_args & {rules.arrival.py_func, rules.deepum.py_func}

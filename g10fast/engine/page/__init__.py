@@ -359,11 +359,9 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
         tt[:, pk.TT_RES] = tnp            # every page resident from the start
     bulk = BULK_DEFAULT if bulk is None else bool(bulk)
     # the eviction rule: a kernel the engine is compiled for; one that is not built in runs
-    # on the general per-page path (the bulk and fast paths know the built-in rules only).
-    # The built-in rules share one compile: the engine chooses between them at run time
-    # (P_RULE 0, by P_DEEPUM) and takes `rules.builtin` as its kernel argument
+    # on the general per-page path (the bulk and fast paths know the built-in rules only)
+    rule = rules.eviction_kernel(sp.eviction)
     own_rule = sp.eviction not in rules.BUILTIN
-    rule = rules.eviction_kernel(sp.eviction) if own_rule else rules.builtin
     bulk = bulk and not own_rule
     S = np.zeros(pk.NS, dtype=np.int64)
     # The LRU list: for the LRU policies in the bulk engine, extents (page.lru, "The LRU

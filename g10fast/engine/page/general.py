@@ -11,9 +11,8 @@ from g10fast.engine.page.helpers import (
 )
 from g10fast.engine.page.layout import (
     EV_ALLOC, EV_EVICT, EV_FETCH, EV_TRANSFER, E_DEAD_LIVE_EVICT, E_HOST_OVERFLOW, E_NONE,
-    E_NO_VICTIM, F_TRANSFER, F_WAIT, GEN_SHIFT, LOC_MASK, NQ, P_II, P_RELEASE, P_RULE,
-    P_XMARGIN, Q_PF_ALLOC, Q_PF_CPU, Q_PF_SSD, Q_PREFETCH_CPU, Q_PREFETCH_SSD, RES_MASK,
-    S_CUR_KERNEL,
+    E_NO_VICTIM, F_TRANSFER, F_WAIT, GEN_SHIFT, LOC_MASK, NQ, P_II, P_RELEASE, P_XMARGIN,
+    Q_PF_ALLOC, Q_PF_CPU, Q_PF_SSD, Q_PREFETCH_CPU, Q_PREFETCH_SSD, RES_MASK, S_CUR_KERNEL,
     S_ERROR, S_ERR_A, S_EV_PAUSE, S_IN_OPEN, S_KB_KERNEL, S_KB_NEWITER, S_KB_PENDING, S_KB_SEQ,
     S_KB_TIME, S_LRU_CUR, S_LRU_SCAN, S_LRU_TAIL, S_NBND, S_NEV, S_NSTAT, S_OUT_OPEN, S_QH, S_QT,
     S_RESCHED, S_R_STARTED, S_SEQ, S_STAT_PAUSE, S_TICK_SEQ, S_TICK_TIME, S_XFER, S_X_HEAD,
@@ -25,7 +24,6 @@ from g10fast.engine.page.lru import (
     _xd_take, _xd_victim,
 )
 from g10fast.engine.page.release import _release_dropped
-from g10fast.engine.page.rules import select_builtin
 from g10fast.engine.page.stages import _add_traffic, _count_in, _count_out, _lru_append
 from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
 
@@ -237,16 +235,10 @@ def _general_page(stage, q, t, it, k, trace, prm, rule, arrays, counters, state)
                     if slot >= 0:
                         ev_v = lru[_u(slot * XW + X_LO)]
             else:
-                # (the ring: the policy's eviction rule, g10fast.engine.page.rules; a
-                # built-in one chosen at run time, so that both share one compile)
-                if S[P_RULE] != 0:
-                    slot, lru_cur, lru_scan, dum_end, tc_c = rule(
-                        pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
-                        dum_end, tc_c)
-                else:
-                    slot, lru_cur, lru_scan, dum_end, tc_c = select_builtin(
-                        deepum, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur,
-                        lru_scan, dum_end, tc_c)
+                # (the ring: the policy's eviction rule, g10fast.engine.page.rules)
+                slot, lru_cur, lru_scan, dum_end, tc_c = rule(
+                    pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan, dum_end,
+                    tc_c)
             if slot < 0:
                 if not (deepum and not pf):
                     S[S_ERROR] = E_NO_VICTIM

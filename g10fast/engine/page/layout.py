@@ -241,8 +241,7 @@ S_X_CUR = 234      # DeepUM on extents: the record of the cursor's page (a hint:
                    # looked up again when stale); the cursor, S_LRU_CUR, is then a page or -1
 S_X_BUMP = 235     # the first extent record never used (those from it on are free, unlinked)
 P_RULE = 236       # 1: the eviction rule is not a built-in one (g10fast.engine.page.rules): every
-                   # page takes the general path, and the bulk paths are off; 0: a built-in
-                   # rule, chosen at run time by P_DEEPUM (rules.select_builtin)
+                   # page takes the general path, and the bulk paths are off
 NS = 237
 STALE_BUCKETS = 1 << 16
 

@@ -203,8 +203,7 @@ def run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd,
     """Run until the simulation ends (ST_DONE), an error (ST_ERROR), or a pause (ST_PAUSE:
     the boundary or event buffer needs draining, a queue is half full, or S[S_STAT_PAUSE]
     kernels have completed, for progress reports). Resumable. `rule`: the eviction rule
-    (g10fast.engine.page.rules), a kernel the engine is compiled for (one compile per rule;
-    `rules.builtin` for both built-in rules, chosen at run time)."""
+    (g10fast.engine.page.rules), a kernel the engine is compiled for (one compile per rule)."""
     num_iter = S[P_NUM_ITER]
     half = qb.shape[1] // 2
     ii = S[P_II]

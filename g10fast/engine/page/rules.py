@@ -2,18 +2,12 @@
 GPU is full (simulator spec §8). A rule is a kernel the engine specialises on: `run_engine`
 takes it as an argument and passes it down to the general path (`_general_page`), and since
 each Numba function is a type of its own, the engine is compiled once per rule with the
-rule's code inlined, as if it were written there.
-
-The built-in rules share one compile: a run on one of them passes `builtin` (a rule that is
-never called) as the kernel argument, and the general path calls `select_builtin`, which
-picks `arrival` or `deepum` by the run's DeepUM flag (`P_DEEPUM`: each built-in rule goes with
-its own migration policy, `system_params`), the branch the engine had before the rules were
-kernels. Compiling the engine once per built-in rule recompiled the kernels typed by the rule
-(`run_engine`, `_busy_ticks`, `_general_page`: the whole tree's LLVM optimisation and machine
-code) for the default comparison, which runs both: 6.5 of its 43 CPU s cold
-(benchmarks/results/page-engine-split.md, step 4). The flag is read once per victim search on
-the ring; the paired timing shows no difference. A rule of a policy's own is still a kernel
-argument, one compile each.
+rule's code inlined, as if it were written there (nothing is slower for the built-in rules).
+The default comparison, which runs both built-in rules, therefore compiles the kernels typed by
+the rule (`run_engine`, `_busy_ticks`, `_general_page`) twice when cold; one compile for both
+(a run-time choice by the DeepUM flag, tried in f75e45b) saved 6.5 of its 43 CPU s cold but made
+warm ResNet152-1280 G10 runs 5-6 % slower in every paired run, and was reverted
+(benchmarks/results/page-engine-split.md, step 4).
 
 Built-in rules (`EVICTION_RULES`, named by `PageMode.eviction`):
 
@@ -167,26 +161,6 @@ def _first_eligible(lru, lm, pstate, hd, lru_tail, lru_scan):
                 break
         s += 1
     return slot, s
-
-
-@eviction_rule
-def builtin(pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan, dum_end, tc_c):
-    """The kernel argument of a run on a built-in rule: never called (the engine calls
-    `select_builtin` when `P_RULE` is 0), so that both built-in rules share one compile of the
-    engine. Finds no victim."""
-    return -1, lru_cur, lru_scan, dum_end, tc_c
-
-
-@_kernel_page
-def select_builtin(deepum_run, pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
-                   dum_end, tc_c):
-    """The built-in rule of the run, chosen at run time: `deepum` for a DeepUM run (its
-    migration policy and its ring go together), else `arrival`."""
-    if deepum_run:
-        return deepum(pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan, dum_end,
-                      tc_c)
-    return arrival(pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan, dum_end,
-                   tc_c)
 
 
 #: the built-in rules, by `PageMode.eviction` name (the engine's bulk paths know these)
