@@ -13,8 +13,12 @@ def git_commit(tree: Path | str = ROOT) -> str:
     """The short hash of a tree's checked-out commit (this checkout by default), recorded with
     every benchmark result."""
     try:
-        return subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (subprocess.CalledProcessError, OSError):
         return "?"
 

@@ -33,11 +33,15 @@ def summarise(rows):
         fin = [e for e in errs if math.isfinite(e)]
         n = len(errs)
         med = (errs[n // 2] if n % 2 else 0.5 * (errs[n // 2 - 1] + errs[n // 2])) if n else None
-        out[f] = {"rows": len(rs), "compared": n, "median": med,
-                  "max_finite": max(fin) if fin else None,
-                  "one_side_failed": sum(not math.isfinite(e) for e in errs),
-                  "over_2pct": sum(e > 0.02 for e in errs),
-                  "within_0_5pct": sum(e <= 0.005 for e in errs)}
+        out[f] = {
+            "rows": len(rs),
+            "compared": n,
+            "median": med,
+            "max_finite": max(fin) if fin else None,
+            "one_side_failed": sum(not math.isfinite(e) for e in errs),
+            "over_2pct": sum(e > 0.02 for e in errs),
+            "within_0_5pct": sum(e <= 0.005 for e in errs),
+        }
     return out
 
 
@@ -52,11 +56,25 @@ def main(argv=None) -> int:
     with open(args.csv, newline="") as fh:
         rows = list(csv.DictReader(fh))
     summ = summarise(rows)
-    over = [{"figure": r["figure"], "point": r["point"], "g10fast": r["g10fast"],
-             "artifact": r["artifact"], "relative_error": r["relative_error"]}
-            for r in rows if r["relative_error"] != "" and float(r["relative_error"]) > 0.02]
-    rec = {"benchmark": "agreement", "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
-           "label": args.label, "summary": summ, "over_2pct": over, "note": args.note}
+    over = [
+        {
+            "figure": r["figure"],
+            "point": r["point"],
+            "g10fast": r["g10fast"],
+            "artifact": r["artifact"],
+            "relative_error": r["relative_error"],
+        }
+        for r in rows
+        if r["relative_error"] != "" and float(r["relative_error"]) > 0.02
+    ]
+    rec = {
+        "benchmark": "agreement",
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "label": args.label,
+        "summary": summ,
+        "over_2pct": over,
+        "note": args.note,
+    }
     with open(args.out, "a") as fh:
         fh.write(json.dumps(rec) + "\n")
     if args.csv_out:
@@ -69,9 +87,11 @@ def main(argv=None) -> int:
     for f, s in summ.items():
         med = "-" if s["median"] is None else f"{100 * s['median']:.3f}%"
         mx = "-" if s["max_finite"] is None else f"{100 * s['max_finite']:.2f}%"
-        print(f"fig {f:>3}: {s['compared']:>4}/{s['rows']:<4} compared, median {med:>8}, "
-              f"max finite {mx:>9}, inf {s['one_side_failed']:>2}, >2% {s['over_2pct']:>3}, "
-              f"<=0.5% {s['within_0_5pct']:>4}")
+        print(
+            f"fig {f:>3}: {s['compared']:>4}/{s['rows']:<4} compared, median {med:>8}, "
+            f"max finite {mx:>9}, inf {s['one_side_failed']:>2}, >2% {s['over_2pct']:>3}, "
+            f"<=0.5% {s['within_0_5pct']:>4}"
+        )
     return 0
 
 

@@ -26,18 +26,19 @@ from _bench import git_commit
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT.parent / "shared" / "external" / "singa-traces"
-FILES = {"alex": ("memInfo_alex_20itr_100size.text", "blockInfo_Alex_315.text",
-                  "vec_run_5_alex.csv"),
-         "vgg": ("memInfo_vgg_20itr_100size.text", "blockInfo_VGG_315.text", "vec_run_5_vgg.csv"),
-         "resnet": ("memInfo_resnet_20itr_100size.text", "blockInfo_resnet_315.text",
-                    "vec_run_5_resnet.csv")}
+FILES = {
+    "alex": ("memInfo_alex_20itr_100size.text", "blockInfo_Alex_315.text", "vec_run_5_alex.csv"),
+    "vgg": ("memInfo_vgg_20itr_100size.text", "blockInfo_VGG_315.text", "vec_run_5_vgg.csv"),
+    "resnet": ("memInfo_resnet_20itr_100size.text", "blockInfo_resnet_315.text", "vec_run_5_resnet.csv"),
+}
 MiB = 1 << 20
 #: (label, allocator, options): every allocator at its defaults (`singa_colour`: SmartMemPool
 #: as the authors' code runs it), the offline colouring of the whole trace [ours], and cnmem as
 #: SINGA's CnMemPool configures it (256 MB reserved up front, core.proto)
 VARIANTS = [(a, a, {}) for a in ALLOCATORS] + [
     ("singa_colour_trace", "singa_colour", {"scope": "trace"}),
-    ("cnmem_singa", "cnmem", {"init_bytes": 256 * MiB})]
+    ("cnmem_singa", "cnmem", {"init_bytes": 256 * MiB}),
+]
 
 
 def main() -> int:
@@ -48,7 +49,7 @@ def main() -> int:
     out = ROOT / "benchmarks" / "results" / "alloc_traces.jsonl"
     commit = git_commit()
     machine = f"{platform.machine()} {os.cpu_count()} cpus {platform.python_version()}"
-    run_allocator(read_trace(TRACES / FILES["alex"][2]), "singa_colour")   # compile
+    run_allocator(read_trace(TRACES / FILES["alex"][2]), "singa_colour")  # compile
     worst = 0.0
     for model, files in FILES.items():
         for fname in files:
@@ -63,24 +64,39 @@ def main() -> int:
                 worst = max(worst, best)
                 res.allocator = a
                 results.append(res)
-                rec = {"model": model, "trace": fname, "ops": tr.num_ops,
-                       "blocks": tr.num_blocks, "allocator": a, "status": res.status,
-                       "peak_live_bytes": res.peak_live, "peak_reserved_bytes": res.peak_reserved,
-                       "frag_at_live_peak_bytes": res.frag_at_live_peak,
-                       "seconds": round(best, 4), "commit": commit, "machine": machine}
+                rec = {
+                    "model": model,
+                    "trace": fname,
+                    "ops": tr.num_ops,
+                    "blocks": tr.num_blocks,
+                    "allocator": a,
+                    "status": res.status,
+                    "peak_live_bytes": res.peak_live,
+                    "peak_reserved_bytes": res.peak_reserved,
+                    "frag_at_live_peak_bytes": res.frag_at_live_peak,
+                    "seconds": round(best, 4),
+                    "commit": commit,
+                    "machine": machine,
+                }
                 with open(out, "a") as f:
                     f.write(json.dumps(rec) + "\n")
             by = {r.allocator: r.peak_reserved for r in results}
-            print(f"{model:7s} {fname:34s} live {results[0].peak_live / MiB:7.1f} MiB  " +
-                  "  ".join(f"{a} {by[a] / MiB:7.1f}" for a, _, _ in VARIANTS) +
-                  f"  pool vs cnmem {100 * (1 - by['singa_colour'] / by['cnmem']):+.1f}%"
-                  f" vs cnmem_singa {100 * (1 - by['singa_colour'] / by['cnmem_singa']):+.1f}%"
-                  f" (offline colouring vs cnmem "
-                  f"{100 * (1 - by['singa_colour_trace'] / by['cnmem']):+.1f}%)",
-                  flush=True)
+            print(
+                f"{model:7s} {fname:34s} live {results[0].peak_live / MiB:7.1f} MiB  "
+                + "  ".join(f"{a} {by[a] / MiB:7.1f}" for a, _, _ in VARIANTS)
+                + f"  pool vs cnmem {100 * (1 - by['singa_colour'] / by['cnmem']):+.1f}%"
+                f" vs cnmem_singa {100 * (1 - by['singa_colour'] / by['cnmem_singa']):+.1f}%"
+                f" (offline colouring vs cnmem "
+                f"{100 * (1 - by['singa_colour_trace'] / by['cnmem']):+.1f}%)",
+                flush=True,
+            )
             if figures and fname.startswith("memInfo"):
-                memory_figure(tr, results, ROOT / "docs" / f"alloc-traces-{model}.png",
-                              f"SINGA {model} (CIFAR-10, batch 100), {fname}")
+                memory_figure(
+                    tr,
+                    results,
+                    ROOT / "docs" / f"alloc-traces-{model}.png",
+                    f"SINGA {model} (CIFAR-10, batch 100), {fname}",
+                )
     print(f"slowest allocator on one trace: {worst:.3f} s")
     return 0
 

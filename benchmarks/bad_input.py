@@ -22,29 +22,67 @@ import time
 from pathlib import Path
 
 CHECKS = [
-    ("extreme host memory", ["run", "--model", "bert-base", "--batch", "8", "--policy", "lru",
-                             "--host-mem-gb", "1e300"], "host.memory_gb"),
-    ("vanishing PCIe bandwidth", ["run", "--model", "bert-base", "--batch", "8", "--policy",
-                                  "lru", "--pcie-gbps", "1e-300"], "host.link_gbps"),
-    ("extreme SSD bandwidth", ["run", "--model", "bert-base", "--batch", "8", "--policy", "lru",
-                               "--ssd-gbps", "1e300"], "ssd.bandwidth_gbps"),
-    ("option beyond 64 bits", ["run", "--model", "bert-base", "--batch", "8", "--policy",
-                               "deepUM", "--option", "prefetch_degree=99999999999999999999"],
-     "policy.prefetch_degree"),
-    ("binary --plan-in", ["run", "--model", "bert-base", "--batch", "8", "--policy",
-                          "prefetch_lru", "--plan-in", "{bin}"], "not a plan file"),
-    ("--figure out.xyz", ["run", "--model", "bert-base", "--batch", "8", "--policy", "lru",
-                          "--figure", "out.xyz"], "cannot write a figure as .xyz"),
-    ("trace plot --out x.xyz", ["trace", "plot", "{empty}", "--out", "x.xyz"],
-     "cannot write a figure as .xyz"),
-    ("--port 99999999", ["trace", "export", "{empty}", "--perfetto", "o.pftrace", "--open",
-                         "--port", "99999999"], "'--port'"),
-    ("--samples 0", ["trace", "export", "{empty}", "--perfetto", "o.pftrace", "--samples", "0"],
-     "'--samples'"),
-    ("--max-points -1", ["sweep", "smoke", "--store", "s.g10db", "--max-points", "-1"],
-     "'--max-points'"),
-    ("a batch this machine cannot hold", ["run", "--model", "bert-base", "--batch", "10000000",
-                                          "--policy", "lru"], "this run needs about"),
+    (
+        "extreme host memory",
+        ["run", "--model", "bert-base", "--batch", "8", "--policy", "lru", "--host-mem-gb", "1e300"],
+        "host.memory_gb",
+    ),
+    (
+        "vanishing PCIe bandwidth",
+        ["run", "--model", "bert-base", "--batch", "8", "--policy", "lru", "--pcie-gbps", "1e-300"],
+        "host.link_gbps",
+    ),
+    (
+        "extreme SSD bandwidth",
+        ["run", "--model", "bert-base", "--batch", "8", "--policy", "lru", "--ssd-gbps", "1e300"],
+        "ssd.bandwidth_gbps",
+    ),
+    (
+        "option beyond 64 bits",
+        [
+            "run",
+            "--model",
+            "bert-base",
+            "--batch",
+            "8",
+            "--policy",
+            "deepUM",
+            "--option",
+            "prefetch_degree=99999999999999999999",
+        ],
+        "policy.prefetch_degree",
+    ),
+    (
+        "binary --plan-in",
+        ["run", "--model", "bert-base", "--batch", "8", "--policy", "prefetch_lru", "--plan-in", "{bin}"],
+        "not a plan file",
+    ),
+    (
+        "--figure out.xyz",
+        ["run", "--model", "bert-base", "--batch", "8", "--policy", "lru", "--figure", "out.xyz"],
+        "cannot write a figure as .xyz",
+    ),
+    (
+        "trace plot --out x.xyz",
+        ["trace", "plot", "{empty}", "--out", "x.xyz"],
+        "cannot write a figure as .xyz",
+    ),
+    (
+        "--port 99999999",
+        ["trace", "export", "{empty}", "--perfetto", "o.pftrace", "--open", "--port", "99999999"],
+        "'--port'",
+    ),
+    (
+        "--samples 0",
+        ["trace", "export", "{empty}", "--perfetto", "o.pftrace", "--samples", "0"],
+        "'--samples'",
+    ),
+    ("--max-points -1", ["sweep", "smoke", "--store", "s.g10db", "--max-points", "-1"], "'--max-points'"),
+    (
+        "a batch this machine cannot hold",
+        ["run", "--model", "bert-base", "--batch", "10000000", "--policy", "lru"],
+        "this run needs about",
+    ),
     ("unknown model", ["run", "--model", "bert-bas"], "did you mean 'bert-base'"),
     ("unknown preset", ["models", "--system", "h100-sxm"], "did you mean 'h100-sxm5'"),
 ]
@@ -64,8 +102,9 @@ def main(argv=None) -> int:
         root.mkdir(parents=True, exist_ok=True)
     clone = root / "clone"
     subprocess.run(["git", "clone", "-q", str(a.repo), str(clone)], check=True)
-    head = subprocess.run(["git", "-C", str(clone), "log", "-1", "--format=%h"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "-C", str(clone), "log", "-1", "--format=%h"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     work = root / "work"
     work.mkdir(exist_ok=True)
     (work / "bin.csv").write_bytes(os.urandom(3000))
@@ -80,16 +119,29 @@ def main(argv=None) -> int:
     for name, args, needle in CHECKS:
         args = [x.format(bin=work / "bin.csv", empty=work / "empty.h5") for x in args]
         t0 = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", "g10fast.cli", *args], cwd=work, env=env,
-                           capture_output=True, text=True, timeout=600)
+        r = subprocess.run(
+            [sys.executable, "-m", "g10fast.cli", *args],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         dt = time.perf_counter() - t0
         err = r.stderr
-        ok = (r.returncode == 2 and err.startswith("g10fast: error: ")
-              and err.count("\n") == 1 and "Traceback" not in err and needle in err)
+        ok = (
+            r.returncode == 2
+            and err.startswith("g10fast: error: ")
+            and err.count("\n") == 1
+            and "Traceback" not in err
+            and needle in err
+        )
         bad += not ok
         msg = err.strip().replace("g10fast: error: ", "")
-        print(f"{name:<34} {r.returncode:>4} {err.count(chr(10)):>5} {dt:>5.1f}  "
-              f"{'' if ok else 'FAIL '}{msg[:150]}")
+        print(
+            f"{name:<34} {r.returncode:>4} {err.count(chr(10)):>5} {dt:>5.1f}  "
+            f"{'' if ok else 'FAIL '}{msg[:150]}"
+        )
     print(f"{len(CHECKS) - bad} of {len(CHECKS)} checks pass")
     if tmp is not None:
         tmp.cleanup()

@@ -44,8 +44,13 @@ def cxx_cost(run_dir: Path) -> dict:
 def one_run(config: Path, env=None) -> dict:
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "g10fast.cli", "run", str(config), "--json",
-                          "--no-progress"], capture_output=True, text=True, env=env, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "g10fast.cli", "run", str(config), "--json", "--no-progress"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     res = json.loads(out.stdout)
@@ -65,53 +70,67 @@ def main() -> int:
     if not ref_root.is_dir() or not art.is_dir():
         print("../shared/reference or ../shared/g10-artifact not found: nothing to measure")
         return 0
-    names = args.runs or sorted(p.name for p in ref_root.iterdir()
-                                if p.is_dir() and p.name.split("-")[-1] in SUPPORTED)
+    names = args.runs or sorted(
+        p.name for p in ref_root.iterdir() if p.is_dir() and p.name.split("-")[-1] in SUPPORTED
+    )
     RESULTS.mkdir(parents=True, exist_ok=True)
-    common = {"machine": platform.node(), "cpu": platform.processor() or platform.machine(),
-              "nproc": os.cpu_count(), "commit": git_commit(),
-              "date": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    common = {
+        "machine": platform.node(),
+        "cpu": platform.processor() or platform.machine(),
+        "nproc": os.cpu_count(),
+        "commit": git_commit(),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
     if args.cold:
         with tempfile.TemporaryDirectory() as cache:
             env = dict(os.environ, NUMBA_CACHE_DIR=cache)
             model, batch, policy = names[0].split("-")
             cfg = art / "src" / "configs" / model / f"{batch}-sim_{policy}.config"
             t0 = time.perf_counter()
-            one_run(cfg, env)   # the cold run: compiles into the empty cache; only its wall time is kept
+            one_run(cfg, env)  # the cold run: compiles into the empty cache; only its wall time is kept
             cold_total = time.perf_counter() - t0
             warm = one_run(cfg, env)
-            rec = dict(common, kind="cold_compile", run=names[0],
-                       cold_process_seconds=cold_total,
-                       warm_process_seconds=warm["process_wall_seconds"],
-                       compile_seconds=cold_total - warm["process_wall_seconds"])
+            rec = dict(
+                common,
+                kind="cold_compile",
+                run=names[0],
+                cold_process_seconds=cold_total,
+                warm_process_seconds=warm["process_wall_seconds"],
+                compile_seconds=cold_total - warm["process_wall_seconds"],
+            )
             print(json.dumps(rec))
             with open(RESULTS / "reference.jsonl", "a") as f:
                 f.write(json.dumps(rec) + "\n")
     for name in names:
         model, batch, policy = name.split("-")
         cfg = art / "src" / "configs" / model / f"{batch}-sim_{policy}.config"
-        one_run(cfg)                       # warm-up: compile or load the cache
+        one_run(cfg)  # warm-up: compile or load the cache
         # the best of several warm runs (the machine may be shared); the median is kept too
         runs = [one_run(cfg) for _ in range(args.repeat)]
         res = min(runs, key=lambda r: r["process_wall_seconds"])
         cxx = cxx_cost(ref_root / name)
-        rec = dict(common, kind="reference_ratio", run=name,
-                   g10fast_sim_seconds=res["wall_seconds"],
-                   g10fast_process_seconds=res["process_wall_seconds"],
-                   g10fast_peak_rss_bytes=res["peak_rss_bytes"],
-                   g10fast_process_cpu_seconds=res["process_cpu_seconds"],
-                   g10fast_process_seconds_median=statistics.median(
-                       r["process_wall_seconds"] for r in runs),
-                   repeats=args.repeat, load_average=os.getloadavg(),
-                   cxx_cpu_seconds=cxx["cpu_seconds"], cxx_peak_rss_bytes=cxx["peak_rss_bytes"],
-                   speedup_end_to_end=cxx["cpu_seconds"] / res["process_wall_seconds"],
-                   # CPU seconds against CPU seconds: what reference/README.md asks to compare
-                   # (its wall times were taken on a shared machine), and robust to ours being
-                   # taken on one too
-                   speedup_end_to_end_cpu=cxx["cpu_seconds"] / res["process_cpu_seconds"],
-                   speedup_simulation=cxx["cpu_seconds"] / res["wall_seconds"],
-                   memory_fraction=res["peak_rss_bytes"] / cxx["peak_rss_bytes"],
-                   exe_time_cycles=[it["exe_time_cycles"] for it in res["iterations"]])
+        rec = dict(
+            common,
+            kind="reference_ratio",
+            run=name,
+            g10fast_sim_seconds=res["wall_seconds"],
+            g10fast_process_seconds=res["process_wall_seconds"],
+            g10fast_peak_rss_bytes=res["peak_rss_bytes"],
+            g10fast_process_cpu_seconds=res["process_cpu_seconds"],
+            g10fast_process_seconds_median=statistics.median(r["process_wall_seconds"] for r in runs),
+            repeats=args.repeat,
+            load_average=os.getloadavg(),
+            cxx_cpu_seconds=cxx["cpu_seconds"],
+            cxx_peak_rss_bytes=cxx["peak_rss_bytes"],
+            speedup_end_to_end=cxx["cpu_seconds"] / res["process_wall_seconds"],
+            # CPU seconds against CPU seconds: what reference/README.md asks to compare
+            # (its wall times were taken on a shared machine), and robust to ours being
+            # taken on one too
+            speedup_end_to_end_cpu=cxx["cpu_seconds"] / res["process_cpu_seconds"],
+            speedup_simulation=cxx["cpu_seconds"] / res["wall_seconds"],
+            memory_fraction=res["peak_rss_bytes"] / cxx["peak_rss_bytes"],
+            exe_time_cycles=[it["exe_time_cycles"] for it in res["iterations"]],
+        )
         print(json.dumps(rec))
         with open(RESULTS / "reference.jsonl", "a") as f:
             f.write(json.dumps(rec) + "\n")

@@ -28,11 +28,9 @@ OUT = ROOT / "benchmarks" / "results" / "bounds_driver_stress.jsonl"
 COMPATS = [
     {},
     {"transfer_curve": "flat", "fault_latency_us": 0.0},
-    {"evict": "lru4k", "transfer_curve": "flat", "fault_latency_us": 0.0,
-     "inflight_overlap": True},
+    {"evict": "lru4k", "transfer_curve": "flat", "fault_latency_us": 0.0, "inflight_overlap": True},
     {"prefetcher": "none", "fault_batch": 16, "fault_latency_us": 0.0},
-    {"evict": "access2m", "skip_clean_writeback": True, "fault_latency_us": 0.0,
-     "transfer_curve": "flat"},
+    {"evict": "access2m", "skip_clean_writeback": True, "fault_latency_us": 0.0, "transfer_curve": "flat"},
 ]
 
 
@@ -55,27 +53,39 @@ def main():
         for mul, link in [(1.0, 32.0), (1.2, 2.0), (1.5, 0.5)]:
             frames = int(kp * mul) + 520
             host = (2 if seed % 2 else 30) * frames * PAGE_SIZE / 2**30
-            system = System(gpu_memory_gb=frames * PAGE_SIZE / 2**30, gpu_frequency_ghz=1.2,
-                            host_memory_gb=host, host_link_gbps=link,
-                            ssd_bandwidth_gbps=link / 3, fault_latency_us=1, ssd_latency_us=1)
+            system = System(
+                gpu_memory_gb=frames * PAGE_SIZE / 2**30,
+                gpu_frequency_ghz=1.2,
+                host_memory_gb=host,
+                host_link_gbps=link,
+                ssd_bandwidth_gbps=link / 3,
+                fault_latency_us=1,
+                ssd_latency_us=1,
+            )
             for name in drv:
                 for c in COMPATS:
-                    r = run(make_spec(src, system, name,
-                                      engine={"compat": c, "num_iteration": 3}), workload=w)
+                    r = run(
+                        make_spec(src, system, name, engine={"compat": c, "num_iteration": 3}), workload=w
+                    )
                     if r["status"] != "ok":
                         continue
                     for it in r["iterations"]:
                         n += 1
-                        worst = min(worst, it["exe_time_cycles"]
-                                    / max(it["bound_time_cycles"], 1))
+                        worst = min(worst, it["exe_time_cycles"] / max(it["bound_time_cycles"], 1))
                         if it["exe_time_cycles"] < it["bound_time_cycles"]:
                             bad += 1
                             print("BELOW", seed, mul, name, c, it["iteration"], flush=True)
                     ideal = r["iterations"][-1]["ideal_exe_time_cycles"]
                     above += r["bound"]["time_cycles"] > ideal
-    rec = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
-           "commit": git_commit(), "nproc": os.cpu_count(), "iterations": n, "below": bad,
-           "runs_bound_above_ideal": above, "min_time_over_bound": worst}
+    rec = {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "commit": git_commit(),
+        "nproc": os.cpu_count(),
+        "iterations": n,
+        "below": bad,
+        "runs_bound_above_ideal": above,
+        "min_time_over_bound": worst,
+    }
     with open(OUT, "a") as f:
         f.write(json.dumps(rec) + "\n")
     print(json.dumps(rec))

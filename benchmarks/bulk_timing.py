@@ -52,9 +52,13 @@ print(json.dumps({"warmup_wall_s": t1 - t0, "wall_s": t2 - t1, "cpu_s": c2 - c1,
 def measure(art: Path, point: str, bulk: bool) -> dict:
     model, batch, policy = point.split(":")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.run([sys.executable, "-c", CHILD, str(art), model, batch, policy,
-                        "1" if bulk else "0"], capture_output=True, text=True, env=env,
-                       cwd=str(ROOT))
+    p = subprocess.run(
+        [sys.executable, "-c", CHILD, str(art), model, batch, policy, "1" if bulk else "0"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(ROOT),
+    )
     if p.returncode != 0:
         raise SystemExit(f"{point} bulk={bulk}: {p.stderr[-2000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -62,9 +66,18 @@ def measure(art: Path, point: str, bulk: bool) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--points", nargs="+", default=[
-        "SENet154:1024:prefetch_lru", "SENet154:1024:deepUM", "ResNet152:1280:lru",
-        "ResNet152:1280:deepUM", "ResNet152:1280:prefetch_lru", "Inceptionv3:1536:lru"])
+    ap.add_argument(
+        "--points",
+        nargs="+",
+        default=[
+            "SENet154:1024:prefetch_lru",
+            "SENet154:1024:deepUM",
+            "ResNet152:1280:lru",
+            "ResNet152:1280:deepUM",
+            "ResNet152:1280:prefetch_lru",
+            "Inceptionv3:1536:lru",
+        ],
+    )
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--g10", type=Path, default=ARTIFACT)
     ap.add_argument("--out", type=Path, default=HERE / "results" / "bulk_timing.jsonl")
@@ -80,8 +93,10 @@ def main(argv=None) -> int:
             for name in order:
                 r = measure(a.g10, point, name == "bulk")
                 out[point][name].append(r)
-                sys.stderr.write(f"{point} {name}: cpu {r['cpu_s']:.2f} s, wall {r['wall_s']:.2f}"
-                                 f" s, {r['peak_rss_mib']:.0f} MiB\n")
+                sys.stderr.write(
+                    f"{point} {name}: cpu {r['cpu_s']:.2f} s, wall {r['wall_s']:.2f}"
+                    f" s, {r['peak_rss_mib']:.0f} MiB\n"
+                )
     summary = {}
     for point, d in out.items():
         summary[point] = {
@@ -89,17 +104,26 @@ def main(argv=None) -> int:
             "bulk_cpu_s": [round(r["cpu_s"], 3) for r in d["bulk"]],
             "per_page_peak_rss_mib": round(max(r["peak_rss_mib"] for r in d["per-page"])),
             "bulk_peak_rss_mib": round(max(r["peak_rss_mib"] for r in d["bulk"])),
-            "min_ratio_bulk_over_per_page": round(min(r["cpu_s"] for r in d["bulk"])
-                                                  / min(r["cpu_s"] for r in d["per-page"]), 4),
+            "min_ratio_bulk_over_per_page": round(
+                min(r["cpu_s"] for r in d["bulk"]) / min(r["cpu_s"] for r in d["per-page"]), 4
+            ),
             "median_ratio_bulk_over_per_page": round(
                 statistics.median(r["cpu_s"] for r in d["bulk"])
-                / statistics.median(r["cpu_s"] for r in d["per-page"]), 4),
+                / statistics.median(r["cpu_s"] for r in d["per-page"]),
+                4,
+            ),
             "same_result": len({r["digest"] for r in d["per-page"] + d["bulk"]}) == 1,
         }
-    rec = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "commit": git_commit(ROOT),
-           "machine": os.uname().nodename, "cpus": os.cpu_count(),
-           "loadavg_start": load_start, "loadavg_end": os.getloadavg(),
-           "repeats": a.repeats, "points": summary}
+    rec = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "commit": git_commit(ROOT),
+        "machine": os.uname().nodename,
+        "cpus": os.cpu_count(),
+        "loadavg_start": load_start,
+        "loadavg_end": os.getloadavg(),
+        "repeats": a.repeats,
+        "points": summary,
+    }
     append_record(a.out, rec)
     return 0
 

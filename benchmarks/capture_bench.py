@@ -60,8 +60,13 @@ print(json.dumps({"model": name, "batch": batch, "seq_len": seq, "dtype": dtype,
 
 
 def record(d):
-    d = dict(date=datetime.datetime.now().isoformat(timespec="seconds"), commit=git_commit(),
-             nproc=os.cpu_count(), load_average=[round(x, 2) for x in os.getloadavg()], **d)
+    d = dict(
+        date=datetime.datetime.now().isoformat(timespec="seconds"),
+        commit=git_commit(),
+        nproc=os.cpu_count(),
+        load_average=[round(x, 2) for x in os.getloadavg()],
+        **d,
+    )
     print(json.dumps(d), flush=True)
     with open(OUT, "a") as f:
         f.write(json.dumps(d) + "\n")
@@ -71,8 +76,13 @@ def record(d):
 def capture_to(name, batch, seq, dtype, out):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-c", CHILD, name, str(batch), str(seq), dtype, out],
-                       capture_output=True, text=True, env=env, cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, "-c", CHILD, name, str(batch), str(seq), dtype, out],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     if p.returncode:
         raise RuntimeError(p.stderr[-2000:])
     d = json.loads(p.stdout.strip().splitlines()[-1])
@@ -84,6 +94,7 @@ def live_peak(w) -> int:
     """Peak of bytes live under G10's model: global tensors always, every other tensor from
     the first to the last kernel that touches it (page-rounded sizes)."""
     import numpy as np
+
     K = w.num_kernels
     kin = np.repeat(np.arange(K), np.diff(w.in_ptr))
     kout = np.repeat(np.arange(K), np.diff(w.out_ptr))
@@ -103,17 +114,23 @@ def live_peak(w) -> int:
 
 def summary(w, label):
     import numpy as np
+
     ph = w.meta.get("kernel_phase")
-    d = {"workload": label, "kernels": w.num_kernels, "tensors": w.num_tensors,
-         "global_tensors": int(w.is_global.sum()),
-         "footprint_gib": round(w.footprint_bytes / 2**30, 3),
-         "weights_and_state_gib": round(w.weights_bytes / 2**30, 3),
-         "peak_live_gib": round(live_peak(w) / 2**30, 3),
-         "ideal_ms_a100": round(w.ideal_cycles / 1.2e6, 1),
-         "workspace_gib": round(float(np.sum(w.workspace_bytes)) / 2**30, 3)}
+    d = {
+        "workload": label,
+        "kernels": w.num_kernels,
+        "tensors": w.num_tensors,
+        "global_tensors": int(w.is_global.sum()),
+        "footprint_gib": round(w.footprint_bytes / 2**30, 3),
+        "weights_and_state_gib": round(w.weights_bytes / 2**30, 3),
+        "peak_live_gib": round(live_peak(w) / 2**30, 3),
+        "ideal_ms_a100": round(w.ideal_cycles / 1.2e6, 1),
+        "workspace_gib": round(float(np.sum(w.workspace_bytes)) / 2**30, 3),
+    }
     if ph:
-        d.update(kernels_fwd=ph.count("forward"), kernels_bwd=ph.count("backward"),
-                 kernels_opt=ph.count("update"))
+        d.update(
+            kernels_fwd=ph.count("forward"), kernels_bwd=ph.count("backward"), kernels_opt=ph.count("update")
+        )
     return d
 
 
@@ -126,18 +143,27 @@ def part_capture(tmp):
 def part_compare(tmp):
     from g10fast.api import builtin_workload
     from g10fast.workload.h5trace import read_workload_h5
+
     b = builtin_workload("gpt2-xl", 8, "g10-artifact")
     record({"part": "compare", **summary(b, "built-in gpt2-xl (bf16-mixed, AdamW)")})
-    m = builtin_workload("gpt2-xl", 8, "g10-artifact", attention="materialized",
-                         pointwise="decomposed")
-    record({"part": "compare", **summary(m, "built-in gpt2-xl, G10's form (materialized "
-                                            "attention, decomposed point-wise)")})
+    m = builtin_workload("gpt2-xl", 8, "g10-artifact", attention="materialized", pointwise="decomposed")
+    record(
+        {
+            "part": "compare",
+            **summary(m, "built-in gpt2-xl, G10's form (materialized attention, decomposed point-wise)"),
+        }
+    )
     for dtype in ("bfloat16", "bf16-autocast"):
         p = str(Path(tmp) / f"gpt2-xl-{dtype}.h5")
         c = capture_to("gpt2-xl", 8, 1024, dtype, p)
         w = read_workload_h5(p)
-        record({"part": "compare", **summary(w, f"captured gpt2-xl ({dtype}, AdamW for-loop)"),
-                "peak_live_gib_recorded": c["peak_live_gib_recorded"]})
+        record(
+            {
+                "part": "compare",
+                **summary(w, f"captured gpt2-xl ({dtype}, AdamW for-loop)"),
+                "peak_live_gib_recorded": c["peak_live_gib_recorded"],
+            }
+        )
 
 
 def part_policies(tmp, system="h100-80-pcie5", batch=1, builtin=False):
@@ -145,20 +171,25 @@ def part_policies(tmp, system="h100-80-pcie5", batch=1, builtin=False):
     from g10fast.workload.h5trace import write_workload_h5
     from g10fast.capture import capture, resolve_model, to_workload
     from g10fast.hardware import load_preset
+
     preset = load_preset(system)
     cap = capture(resolve_model("llama-7b", batch=batch, seq_len=2048, dtype="bfloat16"))
     w = to_workload(cap, preset)
     p = str(Path(tmp) / "llama.h5")
-    write_workload_h5(p, w, {"source": "capture", "model": "llama-7b", "batch": batch},
-                      freq_hz=int(float(preset["gpu"].get("frequency_ghz", 1.2)) * 1e9),
-                      transformer=True)
+    write_workload_h5(
+        p,
+        w,
+        {"source": "capture", "model": "llama-7b", "batch": batch},
+        freq_hz=int(float(preset["gpu"].get("frequency_ghz", 1.2)) * 1e9),
+        transformer=True,
+    )
     runs = [("llama-7b (captured)", w, lambda pol: trace_spec(p, preset, pol))]
     if builtin:
         from g10fast.run import workload_of
         from g10fast.spec import builtin_spec
+
         bw = workload_of(builtin_spec("llama-7b", batch, preset, "lru"))
-        runs.append(("llama-7b (built-in)", bw,
-                     lambda pol: builtin_spec("llama-7b", batch, preset, pol)))
+        runs.append(("llama-7b (built-in)", bw, lambda pol: builtin_spec("llama-7b", batch, preset, pol)))
     for label, wl, make in runs:
         policy_runs(label, wl, make, batch, system)
 
@@ -166,13 +197,20 @@ def part_policies(tmp, system="h100-80-pcie5", batch=1, builtin=False):
 def policy_runs(label, w, make, batch, system):
     from g10fast import policies
     from g10fast.run import run
+
     ideal = None
     for pol in policies.DEFAULT_POLICIES:
         t0 = time.perf_counter()
-        d = {"part": "policies", "model": label, "batch": batch,
-             "system": system, "policy": pol, "kernels": w.num_kernels,
-             "footprint_gib": round(w.footprint_bytes / 2**30, 2),
-             "ideal_ms": round(w.ideal_cycles / 1.2e6, 1)}
+        d = {
+            "part": "policies",
+            "model": label,
+            "batch": batch,
+            "system": system,
+            "policy": pol,
+            "kernels": w.num_kernels,
+            "footprint_gib": round(w.footprint_bytes / 2**30, 2),
+            "ideal_ms": round(w.ideal_cycles / 1.2e6, 1),
+        }
         try:
             res = run(make(pol), workload=w)
             if res.get("status") != "ok" or res.get("reported") is None:
@@ -182,10 +220,12 @@ def policy_runs(label, w, make, batch, system):
                 exe = int(it["exe_time_cycles"])
                 if pol == "ideal":
                     ideal = exe
-                d.update(exe_time_cycles=exe,
-                         ideal_exe_time_cycles=int(it["ideal_exe_time_cycles"]),
-                         normalised=round((ideal or it["ideal_exe_time_cycles"]) / exe, 4),
-                         overcommitment=round(res["workload"]["overcommitment"], 3))
+                d.update(
+                    exe_time_cycles=exe,
+                    ideal_exe_time_cycles=int(it["ideal_exe_time_cycles"]),
+                    normalised=round((ideal or it["ideal_exe_time_cycles"]) / exe, 4),
+                    overcommitment=round(res["workload"]["overcommitment"], 3),
+                )
         except Exception as e:  # recorded, not hidden
             d["error"] = f"{type(e).__name__}: {e}"[:300]
         d["wall_s"] = round(time.perf_counter() - t0, 2)
@@ -200,24 +240,34 @@ def part_tables(tmp=None, commit_compare=None, commit_policies=None, system="h10
     def latest(part, cond=lambda r: True):
         rs = [r for r in rows if r.get("part") == part and cond(r)]
         return rs[-1]["commit"] if rs else None
+
     cc = commit_compare or latest("compare")
     cmp_ = [r for r in rows if r.get("part") == "compare" and r["commit"] == cc]
-    cols = [("kernels", lambda r: f"{r['kernels']:,}" + (
-                f" ({r['kernels_fwd']} / {r['kernels_bwd']} / {r['kernels_opt']})"
-                if "kernels_fwd" in r else "")),
-            ("tensors (global)", lambda r: f"{r['tensors']:,} ({r['global_tensors']:,})"),
-            ("footprint", lambda r: f"{r['footprint_gib']:.2f} GiB"),
-            ("weights + optimizer state", lambda r: f"{r['weights_and_state_gib']:.2f} GiB"),
-            ("peak live", lambda r: f"{r['peak_live_gib']:.2f} GiB"),
-            ("ideal time (A100 fit)", lambda r: f"{r['ideal_ms_a100'] / 1e3:.2f} s")]
+    cols = [
+        (
+            "kernels",
+            lambda r: (
+                f"{r['kernels']:,}"
+                + (
+                    f" ({r['kernels_fwd']} / {r['kernels_bwd']} / {r['kernels_opt']})"
+                    if "kernels_fwd" in r
+                    else ""
+                )
+            ),
+        ),
+        ("tensors (global)", lambda r: f"{r['tensors']:,} ({r['global_tensors']:,})"),
+        ("footprint", lambda r: f"{r['footprint_gib']:.2f} GiB"),
+        ("weights + optimizer state", lambda r: f"{r['weights_and_state_gib']:.2f} GiB"),
+        ("peak live", lambda r: f"{r['peak_live_gib']:.2f} GiB"),
+        ("ideal time (A100 fit)", lambda r: f"{r['ideal_ms_a100'] / 1e3:.2f} s"),
+    ]
     print(f"compare (commit {cc})")
     print("| | " + " | ".join(r["workload"] for r in cmp_) + " |")
     print("|---" * (len(cmp_) + 1) + "|")
     for name, f in cols:
         print(f"| {name} | " + " | ".join(f(r) for r in cmp_) + " |")
     cp = commit_policies or latest("policies", lambda r: r["system"] == system)
-    pol = [r for r in rows if r.get("part") == "policies" and r["commit"] == cp
-           and r["system"] == system]
+    pol = [r for r in rows if r.get("part") == "policies" and r["commit"] == cp and r["system"] == system]
     by = {}
     for r in pol:
         by.setdefault(r["model"], {})[r["policy"]] = r
@@ -228,6 +278,7 @@ def part_tables(tmp=None, commit_compare=None, commit_policies=None, system="h10
         if "exe_time_cycles" not in r:
             return f"failed ({r.get('status') or r.get('error', '?')})"
         return f"{r['exe_time_cycles'] / 1.2e6:,.1f} ms ({r['normalised']:.3f})"
+
     models = list(by)
     print(f"\npolicies on {system} (commit {cp})")
     print("| policy | " + " | ".join(f"{m}: time (normalised)" for m in models) + " |")
@@ -240,8 +291,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part", default="capture,compare,policies")
     ap.add_argument("--system", default="h100-80-pcie5", help="preset of the policies part")
-    ap.add_argument("--builtin", action="store_true",
-                    help="policies part: also the built-in llama-7b, side by side")
+    ap.add_argument(
+        "--builtin", action="store_true", help="policies part: also the built-in llama-7b, side by side"
+    )
     a = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         for part in a.part.split(","):

@@ -22,15 +22,21 @@ from _bench import append_record, git_commit
 
 HERE = Path(__file__).resolve().parent
 ARTIFACT = HERE.parents[1] / "shared" / "g10-artifact"
-POINTS = ("BERT:128:lru", "BERT:128:prefetch_lru", "BERT:128:deepUM", "ResNet152:256:lru",
-          "ResNet152:256:prefetch_lru", "ResNet152:256:deepUM")
+POINTS = (
+    "BERT:128:lru",
+    "BERT:128:prefetch_lru",
+    "BERT:128:deepUM",
+    "ResNet152:256:lru",
+    "ResNet152:256:prefetch_lru",
+    "ResNet152:256:deepUM",
+)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--points", nargs="+", default=list(POINTS), metavar="MODEL:BATCH:POLICY")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--no-full", action="store_true", help="skip check=\"full\" (slow)")
+    ap.add_argument("--no-full", action="store_true", help='skip check="full" (slow)')
     ap.add_argument("--out", type=Path, default=HERE / "results" / "check_times.jsonl")
     args = ap.parse_args()
 
@@ -41,11 +47,11 @@ def main() -> None:
         model, batch, policy = point.split(":")
         cfg = read_g10_config(ARTIFACT / "src" / "configs" / model / f"{batch}-sim_{policy}.config")
         levels = [False, True] + ([] if args.no_full else ["full"])
-        run(cfg, check=True)                                    # compile / load the cache
+        run(cfg, check=True)  # compile / load the cache
         best, res = {}, {}
         for rep in range(args.repeats):
             for lvl in levels:
-                if lvl == "full" and rep:                       # once: it is slow
+                if lvl == "full" and rep:  # once: it is slow
                     continue
                 t0 = time.perf_counter()
                 r = run(cfg, check=lvl)
@@ -54,16 +60,25 @@ def main() -> None:
                 res[lvl] = r
         for lvl in levels[1:]:
             assert res[lvl]["iterations"] == res[False]["iterations"], (point, lvl)
-        rec = {"commit": git_commit(), "point": point, "repeats": args.repeats,
-               "load_avg_1m": round(os.getloadavg()[0], 2),
-               "plain_s": round(best[False], 3), "check_s": round(best[True], 3),
-               "check_ratio": round(best[True] / best[False], 2),
-               "checks": res[True].get("invariant_checks"),
-               "page_table_scans": res[True].get("page_table_scans")}
+        rec = {
+            "commit": git_commit(),
+            "point": point,
+            "repeats": args.repeats,
+            "load_avg_1m": round(os.getloadavg()[0], 2),
+            "plain_s": round(best[False], 3),
+            "check_s": round(best[True], 3),
+            "check_ratio": round(best[True] / best[False], 2),
+            "checks": res[True].get("invariant_checks"),
+            "page_table_scans": res[True].get("page_table_scans"),
+        }
         if "full" in best:
-            rec.update({"check_full_s": round(best["full"], 3),
-                        "check_full_ratio": round(best["full"] / best[False], 1),
-                        "full_page_table_scans": res["full"].get("page_table_scans")})
+            rec.update(
+                {
+                    "check_full_s": round(best["full"], 3),
+                    "check_full_ratio": round(best["full"] / best[False], 1),
+                    "full_page_table_scans": res["full"].get("page_table_scans"),
+                }
+            )
         append_record(args.out, rec)
 
 

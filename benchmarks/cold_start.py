@@ -55,8 +55,11 @@ def cold_run(tree: Path, art: Path, depth: int = 0) -> dict:
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     args = [str(art), "BERT", "128", "lru", "0"]
-    cmd = ([sys.executable, "-c", CHILD, *args] if depth == 0 else
-           [sys.executable, "-c", DEEP_CHILD, *args, CHILD, str(depth)])
+    cmd = (
+        [sys.executable, "-c", CHILD, *args]
+        if depth == 0
+        else [sys.executable, "-c", DEEP_CHILD, *args, CHILD, str(depth)]
+    )
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(tree))
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -64,18 +67,28 @@ def cold_run(tree: Path, art: Path, depth: int = 0) -> dict:
         raise SystemExit(f"{tree}: {p.stderr[-2000:]}")
     child = json.loads(p.stdout.strip().splitlines()[-1])
     user, sys_ = r1.ru_utime - r0.ru_utime, r1.ru_stime - r0.ru_stime
-    return {"user_s": round(user, 2), "sys_s": round(sys_, 2), "cpu_s": round(user + sys_, 2),
-            "wall_s": round(wall, 2), "minflt": r1.ru_minflt - r0.ru_minflt,
-            "load1": round(load, 2), "depth": depth,
-            "exe_time_cycles": child["exe_time_cycles"]}
+    return {
+        "user_s": round(user, 2),
+        "sys_s": round(sys_, 2),
+        "cpu_s": round(user + sys_, 2),
+        "wall_s": round(wall, 2),
+        "minflt": r1.ru_minflt - r0.ru_minflt,
+        "load1": round(load, 2),
+        "depth": depth,
+        "exe_time_cycles": child["exe_time_cycles"],
+    }
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trees", type=Path, nargs="+", required=True)
-    ap.add_argument("--depths", type=int, nargs="+", default=[0, 5, 13, 29],
-                    help="one round per depth: extra Python frames below the run (default "
-                         "0 5 13 29)")
+    ap.add_argument(
+        "--depths",
+        type=int,
+        nargs="+",
+        default=[0, 5, 13, 29],
+        help="one round per depth: extra Python frames below the run (default 0 5 13 29)",
+    )
     ap.add_argument("--g10", type=Path, default=ARTIFACT)
     ap.add_argument("--out", type=Path, default=HERE / "results" / "cold_start.jsonl")
     a = ap.parse_args(argv)
@@ -93,24 +106,34 @@ def main(argv=None) -> int:
         for name, tree in order:
             res = cold_run(tree, a.g10, depth)
             runs[name].append(res)
-            sys.stderr.write(f"round {r + 1} {name}: cpu {res['cpu_s']:.1f} s (user "
-                             f"{res['user_s']:.1f}, sys {res['sys_s']:.1f}), wall "
-                             f"{res['wall_s']:.1f} s, {res['minflt']} minor faults, depth "
-                             f"{depth}, load "
-                             f"{res['load1']}\n")
+            sys.stderr.write(
+                f"round {r + 1} {name}: cpu {res['cpu_s']:.1f} s (user "
+                f"{res['user_s']:.1f}, sys {res['sys_s']:.1f}), wall "
+                f"{res['wall_s']:.1f} s, {res['minflt']} minor faults, depth "
+                f"{depth}, load "
+                f"{res['load1']}\n"
+            )
     summary = {}
     for name, rs in runs.items():
-        summary[name] = {k: [x[k] for x in rs] for k in
-                         ("cpu_s", "user_s", "sys_s", "wall_s", "minflt", "load1", "depth")}
+        summary[name] = {
+            k: [x[k] for x in rs] for k in ("cpu_s", "user_s", "sys_s", "wall_s", "minflt", "load1", "depth")
+        }
         summary[name]["median_cpu_s"] = round(statistics.median(x["cpu_s"] for x in rs), 2)
         summary[name]["min_cpu_s"] = min(x["cpu_s"] for x in rs)
         summary[name]["median_user_s"] = round(statistics.median(x["user_s"] for x in rs), 2)
         summary[name]["mean_cpu_s"] = round(statistics.mean(x["cpu_s"] for x in rs), 2)
     same = {x["exe_time_cycles"] for rs in runs.values() for x in rs}
-    rec = {"date": started, "what": "cold start: tree's Numba cache removed, BERT-128 lru in a "
-           "fresh process (compile included); CPU of the child (getrusage)",
-           "trees": names, "machine": os.uname().nodename, "cpus": os.cpu_count(),
-           "depths": a.depths, "runs": summary, "same_result": len(same) == 1}
+    rec = {
+        "date": started,
+        "what": "cold start: tree's Numba cache removed, BERT-128 lru in a "
+        "fresh process (compile included); CPU of the child (getrusage)",
+        "trees": names,
+        "machine": os.uname().nodename,
+        "cpus": os.cpu_count(),
+        "depths": a.depths,
+        "runs": summary,
+        "same_result": len(same) == 1,
+    }
     append_record(a.out, rec)
     return 0
 

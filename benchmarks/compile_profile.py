@@ -31,12 +31,14 @@ from numba.core import lowering as lw
 
 ARTIFACT = Path(__file__).resolve().parents[2] / "shared" / "g10-artifact"
 
+# fmt: off
 _stack = []                                  # [kind, step, t0, children, kernel]
 _self = collections.defaultdict(float)       # kernel -> self seconds
 _step = collections.defaultdict(float)       # (kind, step) -> seconds
 _kstep = collections.defaultdict(float)      # (kernel, kind, step) -> seconds
 _compiles = collections.Counter()            # kernel -> compiles
 _sigs = collections.defaultdict(list)        # kernel -> argument types of each compile
+# fmt: on
 
 
 def _kernel_now():
@@ -89,6 +91,7 @@ def _wrap(cls, name, kind):
             return f(self, *a, **k)
         finally:
             _pop()
+
     setattr(cls, name, timed)
 
 
@@ -97,11 +100,13 @@ def install():
     ev.register("numba:run_pass", _Listener("pass"))
     for cls, name in ((lw.BaseLower, "lower"), (lw.BaseLower, "create_cpython_wrapper")):
         _wrap(cls, name, "lowering")
-    for cls, name in ((cg.CPUCodeLibrary, "add_ir_module"),
-                      (cg.CPUCodeLibrary, "_optimize_functions"),
-                      (cg.CPUCodeLibrary, "_optimize_final_module"),
-                      (cg.JITCodeLibrary, "_finalize_specific"),
-                      (cg.CPUCodeLibrary, "serialize_using_object_code")):
+    for cls, name in (
+        (cg.CPUCodeLibrary, "add_ir_module"),
+        (cg.CPUCodeLibrary, "_optimize_functions"),
+        (cg.CPUCodeLibrary, "_optimize_final_module"),
+        (cg.JITCodeLibrary, "_finalize_specific"),
+        (cg.CPUCodeLibrary, "serialize_using_object_code"),
+    ):
         _wrap(cls, name, "llvm")
 
 
@@ -111,19 +116,23 @@ def main(argv=None) -> int:
     c0, w0 = time.process_time(), time.perf_counter()
     if argv[:1] == ["default"]:
         from g10fast.api import DEFAULT_RUN, run_spec
+
         what = "default comparison"
         run_spec(DEFAULT_RUN)
     else:
-        model, batch, policy = (argv + ["BERT", "128", "lru"][len(argv):])[:3]
+        model, batch, policy = (argv + ["BERT", "128", "lru"][len(argv) :])[:3]
         from g10fast.config import genconfig
         from g10fast.run import run
+
         what = f"{model}-{batch} {policy}"
         run(genconfig(str(ARTIFACT), model, int(batch), policy))
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     total = sum(_self.values())
-    print(f"{what}: run {cpu:.2f} s CPU ({wall:.2f} s wall), of which in "
-          f"compile events {total:.2f} s; {sum(_compiles.values())} compiles of "
-          f"{len(_compiles)} kernels")
+    print(
+        f"{what}: run {cpu:.2f} s CPU ({wall:.2f} s wall), of which in "
+        f"compile events {total:.2f} s; {sum(_compiles.values())} compiles of "
+        f"{len(_compiles)} kernels"
+    )
     print("\nper kernel (self CPU s, nested compiles excluded; xN: compiled N times):")
     for k, v in sorted(_self.items(), key=lambda kv: -kv[1]):
         if v >= 0.05:
@@ -142,8 +151,9 @@ def main(argv=None) -> int:
     by_kind = collections.defaultdict(float)
     for (kind, _), v in _step.items():
         by_kind[kind] += v
-    print("\nby kind: " + ", ".join(f"{k} {v:.2f} s" for k, v in
-                                    sorted(by_kind.items(), key=lambda kv: -kv[1])))
+    print(
+        "\nby kind: " + ", ".join(f"{k} {v:.2f} s" for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1]))
+    )
     print("by step:")
     for (kind, step), v in sorted(_step.items(), key=lambda kv: -kv[1]):
         if v >= 0.1:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE.parent))
 
 
 def _best(fn, repeat: int) -> float:
-    fn()                                           # warm-up: page faults, thread pool
+    fn()  # warm-up: page faults, thread pool
     ts = []
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -54,8 +54,9 @@ def main(argv=None):
     ap.add_argument("--elements", type=float, default=50e6)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--no-record", action="store_true",
-                    help="print the record only (g10fast validate runs it so)")
+    ap.add_argument(
+        "--no-record", action="store_true", help="print the record only (g10fast validate runs it so)"
+    )
     a = ap.parse_args(argv)
     n = int(a.elements)
 
@@ -81,11 +82,16 @@ def main(argv=None):
     pool = cm.CpuPool(a.threads, 2.0, 8, one_core, all_cores)
     model_s = cm.adam_ns(n, pool) / 1e9
     rec = {
-        "date": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), "commit": git_commit(),
-        "machine": platform.node(), "cpu": platform.processor() or platform.machine(),
-        "cpus": os.cpu_count(), "threads": a.threads, "elements": n,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+        "commit": git_commit(),
+        "machine": platform.node(),
+        "cpu": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "threads": a.threads,
+        "elements": n,
         "torch": torch.__version__,
-        "triad_gbps_one_core": round(one_core, 2), "triad_gbps": round(all_cores, 2),
+        "triad_gbps_one_core": round(one_core, 2),
+        "triad_gbps": round(all_cores, 2),
         "triad_gbps_median": round(all_med, 2),
         "adamw_fused_s": round(steps["fused"][0], 5),
         "adamw_fused_median_s": round(steps["fused"][1], 5),

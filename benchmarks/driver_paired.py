@@ -61,8 +61,13 @@ def measure(tree: Path, point: str) -> dict:
     model, batch, policy = f[:3]
     ratio = f[3] if len(f) > 3 else "0"
     env = dict(os.environ, PYTHONPATH=str(tree))
-    p = subprocess.run([sys.executable, "-c", CHILD, model, batch, policy, ratio],
-                       capture_output=True, text=True, env=env, cwd=str(tree))
+    p = subprocess.run(
+        [sys.executable, "-c", CHILD, model, batch, policy, ratio],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(tree),
+    )
     if p.returncode != 0:
         raise SystemExit(f"{tree} {point}: {p.stderr[-2000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -84,8 +89,10 @@ def main(argv=None) -> int:
             for name in order:
                 r = measure(trees[name], point)
                 out[point][name].append(r)
-                sys.stderr.write(f"{point} {name}: cpu {r['cpu_s']:.2f} s, wall {r['wall_s']:.2f}"
-                                 f" s, {r['peak_rss_mib']:.0f} MiB, {r['digest']}\n")
+                sys.stderr.write(
+                    f"{point} {name}: cpu {r['cpu_s']:.2f} s, wall {r['wall_s']:.2f}"
+                    f" s, {r['peak_rss_mib']:.0f} MiB, {r['digest']}\n"
+                )
     summary = {}
     for point, d in out.items():
         summary[point] = {
@@ -95,17 +102,26 @@ def main(argv=None) -> int:
             "new_wall_s": [round(r["wall_s"], 3) for r in d["new"]],
             "base_peak_rss_mib": max(r["peak_rss_mib"] for r in d["base"]),
             "new_peak_rss_mib": max(r["peak_rss_mib"] for r in d["new"]),
-            "min_cpu_ratio_new_over_base": round(min(r["cpu_s"] for r in d["new"])
-                                                 / min(r["cpu_s"] for r in d["base"]), 4),
+            "min_cpu_ratio_new_over_base": round(
+                min(r["cpu_s"] for r in d["new"]) / min(r["cpu_s"] for r in d["base"]), 4
+            ),
             "median_cpu_ratio_new_over_base": round(
                 statistics.median(r["cpu_s"] for r in d["new"])
-                / statistics.median(r["cpu_s"] for r in d["base"]), 4),
+                / statistics.median(r["cpu_s"] for r in d["base"]),
+                4,
+            ),
             "same_result": len({r["digest"] for r in d["base"] + d["new"]}) == 1,
         }
-    rec = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "base": git_commit(trees["base"]),
-           "new": git_commit(trees["new"]), "machine": os.uname().nodename,
-           "cpus": os.cpu_count(), "load_avg_1min": round(os.getloadavg()[0], 2),
-           "repeats": a.repeats, "points": summary}
+    rec = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "base": git_commit(trees["base"]),
+        "new": git_commit(trees["new"]),
+        "machine": os.uname().nodename,
+        "cpus": os.cpu_count(),
+        "load_avg_1min": round(os.getloadavg()[0], 2),
+        "repeats": a.repeats,
+        "points": summary,
+    }
     append_record(a.out, rec)
     return 0
 

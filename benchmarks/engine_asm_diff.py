@@ -39,8 +39,9 @@ with open(sys.argv[2], "w") as f:
 def dump(tree: Path, out: Path) -> None:
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, PYTHONPATH=str(tree), NUMBA_CACHE_DIR=cache)
-        subprocess.run([sys.executable, "-c", CHILD, str(ARTIFACT), str(out)], env=env,
-                       cwd=str(tree), check=True)
+        subprocess.run(
+            [sys.executable, "-c", CHILD, str(ARTIFACT), str(out)], env=env, cwd=str(tree), check=True
+        )
 
 
 def functions(path: Path) -> dict[str, list[str]]:
@@ -51,8 +52,9 @@ def functions(path: Path) -> dict[str, list[str]]:
         if re.match(r"^[_A-Za-z][\w.$]*:\s*$", line):
             name = line.strip()[:-1]
             m = re.search(r"page(?:.kernels\d*|\d+[a-z_]+?\d+)(\w+?)B", name)
-            cur = ("cpython." if "cpython" in name else "cfunc." if name.startswith("cfunc")
-                   else "") + (m.group(1) if m else name[:40])
+            cur = ("cpython." if "cpython" in name else "cfunc." if name.startswith("cfunc") else "") + (
+                m.group(1) if m else name[:40]
+            )
             if "Literal" in name:
                 cur += f" [Literal x{name.count('Literal')}]"
         elif cur and line.startswith("\t") and not line.startswith("\t."):

@@ -45,12 +45,24 @@ from synth import Collector  # noqa: E402  (the engine tests' trace sink)
 
 NOT_PRESENT, IN_SSD, IN_CPU, IN_GPU, NOT_KNOWN = 0, 1, 2, 3, 4
 
-BASE = dict(num_iteration=2, is_UVM=1, use_prefetch=0, eviction_policy="LRU",
-            migration_policy="OURS", prefetch_degree=-1, GPU_frequency_GHz=1.2,
-            GPU_memory_size_GB=40.0, CPU_memory_line_GB=128.0, GPU_PCIe_bandwidth_GBps=15.754,
-            CPU_PCIe_bandwidth_GBps=15.754, SSD_PCIe_bandwidth_GBps=3.2,
-            PCIe_batch_size_page=50, GPU_malloc_uspB=8.14e-7, system_latency_us=45,
-            SSD_latency_us=20)
+BASE = dict(
+    num_iteration=2,
+    is_UVM=1,
+    use_prefetch=0,
+    eviction_policy="LRU",
+    migration_policy="OURS",
+    prefetch_degree=-1,
+    GPU_frequency_GHz=1.2,
+    GPU_memory_size_GB=40.0,
+    CPU_memory_line_GB=128.0,
+    GPU_PCIe_bandwidth_GBps=15.754,
+    CPU_PCIe_bandwidth_GBps=15.754,
+    SSD_PCIe_bandwidth_GBps=3.2,
+    PCIe_batch_size_page=50,
+    GPU_malloc_uspB=8.14e-7,
+    system_latency_us=45,
+    SSD_latency_us=20,
+)
 
 
 def random_workload(rng, frames, long=False):
@@ -75,7 +87,7 @@ def random_workload(rng, frames, long=False):
             outs[p].add(t)
             later = np.arange(p + 1, K)
             n = min(len(later), int(rng.integers(0, 4)))
-            for k in (rng.choice(later, size=n, replace=False) if n else []):
+            for k in rng.choice(later, size=n, replace=False) if n else []:
                 ins[k].add(t)
                 if rng.random() < 0.15:
                     outs[k].add(t)
@@ -94,12 +106,21 @@ def random_workload(rng, frames, long=False):
             ws[k] = 0
     in_ptr, in_idx = csr_from_lists([sorted(s) for s in ins])
     out_ptr, out_idx = csr_from_lists([sorted(s) for s in outs])
-    g = Graph(name="eq", batch_size=1, raw_size=raw.astype(np.int64), is_global=is_global,
-              kernel_name=[f"K{k}" for k in range(K)], kernel_parent=[""] * K, in_ptr=in_ptr,
-              in_idx=in_idx, out_ptr=out_ptr, out_idx=out_idx)
+    g = Graph(
+        name="eq",
+        batch_size=1,
+        raw_size=raw.astype(np.int64),
+        is_global=is_global,
+        kernel_name=[f"K{k}" for k in range(K)],
+        kernel_parent=[""] * K,
+        in_ptr=in_ptr,
+        in_idx=in_idx,
+        out_ptr=out_ptr,
+        out_idx=out_idx,
+    )
     exe = rng.integers(1_000, 400_000, size=K)
     if rng.random() < 0.3:
-        exe[rng.integers(0, K)] = int(rng.integers(2_000_000, 30_000_000))   # long idle stretches
+        exe[rng.integers(0, K)] = int(rng.integers(2_000_000, 30_000_000))  # long idle stretches
     inpf = np.maximum(exe, (exe * rng.uniform(0.8, 4.0, size=K)).astype(np.int64))
     pf = np.maximum(inpf, (inpf * rng.uniform(0.8, 4.0, size=K)).astype(np.int64))
     wsb = np.where(ws > 0, ws * PAGE_SIZE - rng.integers(0, PAGE_SIZE, size=K), 0)
@@ -139,8 +160,8 @@ def make_cases(n_workloads=70, n_long=12, seed=12345):
         host = int(rng.integers(0, 301))
         w = random_workload(rng, frames, long=i >= n_workloads)
         base = dict(BASE)
-        base["GPU_memory_size_GB"] = frames * PAGE_SIZE / 2 ** 30
-        base["CPU_memory_line_GB"] = host * PAGE_SIZE / 2 ** 30
+        base["GPU_memory_size_GB"] = frames * PAGE_SIZE / 2**30
+        base["CPU_memory_line_GB"] = host * PAGE_SIZE / 2**30
         base["num_iteration"] = int(rng.integers(2, 4)) if i < n_workloads else 5
         if rng.random() < 0.25:
             base["PCIe_batch_size_page"] = int(rng.integers(5, 60))
@@ -151,8 +172,13 @@ def make_cases(n_workloads=70, n_long=12, seed=12345):
         cases.append((f"w{i}-lru", w, dict(base), None))
         cfg = dict(base, use_prefetch=1)
         cases.append((f"w{i}-prefetch", w, cfg, random_hints(rng, w)))
-        cfg = dict(base, use_prefetch=1, eviction_policy="DEEPUM", migration_policy="DEEPUM",
-                   prefetch_degree=int(rng.choice([0, 1, 2, 2, 3])))
+        cfg = dict(
+            base,
+            use_prefetch=1,
+            eviction_policy="DEEPUM",
+            migration_policy="DEEPUM",
+            prefetch_degree=int(rng.choice([0, 1, 2, 2, 3])),
+        )
         cases.append((f"w{i}-deepum", w, cfg, deepum_hints(w)))
         # DeepUM under pressure: a wide window, look-ahead prefetches plus random hints
         # (pre-evictions and pre-deallocations too)
@@ -171,20 +197,27 @@ def run_case(w, cfg, hints, traced, small):
     kw = {}
     calls = []
     if small:
-        kw = dict(queue_capacity=8, event_capacity=1 << 12,
-                  progress=lambda done, total: calls.append((done, total)))
+        kw = dict(
+            queue_capacity=8, event_capacity=1 << 12, progress=lambda done, total: calls.append((done, total))
+        )
     col = Collector() if traced else None
     try:
-        r = simulate_pages(w, SimpleNamespace(**cfg), hints=hints, trace=col, keep_state=True,
-                           **kw)
-    except Exception as e:          # errors are outcomes too
-        return {"error": f"{type(e).__name__}: {e}",
-                "events": col.events if traced else None}
-    return {"kernels": r.kernels, "pcie": r.pcie, "boundaries": r.boundaries,
-            "gpu_used": r.gpu_used, "host_used": r.host_used, "pstate": r.pstate,
-            "live": r.live_page_evictions, "amp": tuple(r.amplification),
-            "extra": dict(r.extra), "events": col.events if traced else None,
-            "progress": calls}
+        r = simulate_pages(w, SimpleNamespace(**cfg), hints=hints, trace=col, keep_state=True, **kw)
+    except Exception as e:  # errors are outcomes too
+        return {"error": f"{type(e).__name__}: {e}", "events": col.events if traced else None}
+    return {
+        "kernels": r.kernels,
+        "pcie": r.pcie,
+        "boundaries": r.boundaries,
+        "gpu_used": r.gpu_used,
+        "host_used": r.host_used,
+        "pstate": r.pstate,
+        "live": r.live_page_evictions,
+        "amp": tuple(r.amplification),
+        "extra": dict(r.extra),
+        "events": col.events if traced else None,
+        "progress": calls,
+    }
 
 
 def run_all(every=1):
@@ -213,13 +246,17 @@ def compare(ref, new, full_pstate=False):
             continue
         for key in a:
             if key not in b:
-                continue            # (pstate_full_md5 without --full-pstate)
+                continue  # (pstate_full_md5 without --full-pstate)
             x, y = a[key], b.get(key)
             if key == "pstate" and x is not None and y is not None and not full_pstate:
                 x, y = x & 15, y & 15
             if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
-                same = (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)
-                        and x.shape == y.shape and np.array_equal(x, y))
+                same = (
+                    isinstance(x, np.ndarray)
+                    and isinstance(y, np.ndarray)
+                    and x.shape == y.shape
+                    and np.array_equal(x, y)
+                )
             else:
                 same = x == y
             if not same:
@@ -230,35 +267,42 @@ def compare(ref, new, full_pstate=False):
 # ------------------------------------------------------------------ the artifact's models
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-LOCATIONS = {"Not_Known": NOT_KNOWN, "In_gpu": IN_GPU, "In_cpu": IN_CPU, "In_ssd": IN_SSD,
-             "Not_present": NOT_PRESENT}
+LOCATIONS = {
+    "Not_Known": NOT_KNOWN,
+    "In_gpu": IN_GPU,
+    "In_cpu": IN_CPU,
+    "In_ssd": IN_SSD,
+    "Not_present": NOT_PRESENT,
+}
 
 
 def _model_workload(model, batch):
     from g10fast.workload.times import load_workload
+
     art = SHARED / "g10-artifact"
     if model == "BERT":
         from g10fast.workload.transformer import parse_transformer
+
         g = parse_transformer(str(art / "frontend/Nets/BERT_Base.txt"), batch, 210)
         base = art / f"results/BERT_Base/cudnn{batch}"
     else:
         from g10fast.workload.cnn import parse_cnn
+
         g = parse_cnn(str(art / "frontend/Nets/ResNet152.txt"), batch, 224, 224, "resnet")
         base = art / f"results/ResNet152/cudnn{batch}"
-    return load_workload(g, f"{base}.txt", f"{base}InputPF.txt", f"{base}PF.txt",
-                         f"{base}Workspace.txt", 1.2)
+    return load_workload(g, f"{base}.txt", f"{base}InputPF.txt", f"{base}PF.txt", f"{base}Workspace.txt", 1.2)
 
 
 def _artifact_hints(ref_dir):
     import gzip
     import re
+
     hints = []
     with gzip.open(ref_dir / "statistics/prefetch_guide.config.gz", "rt") as f:
         for line in f:
             m = re.match(r"Issued Time: (\d+) Tensor: (\d+) G:\S+ From: (\w+), To: (\w+)", line)
             if m:
-                hints.append((int(m.group(1)), int(m.group(2)), LOCATIONS[m.group(3)],
-                              LOCATIONS[m.group(4)]))
+                hints.append((int(m.group(1)), int(m.group(2)), LOCATIONS[m.group(3)], LOCATIONS[m.group(4)]))
     return hints
 
 
@@ -267,6 +311,7 @@ class _Hasher:
 
     def __init__(self):
         import hashlib
+
         self.md5 = hashlib.md5()
         self.rows = 0
 
@@ -286,6 +331,7 @@ class _Hasher:
 
 def run_models():
     import hashlib
+
     out = {}
     if not (SHARED / "g10-artifact").is_dir():
         print(f"  (no {SHARED}: models skipped)")
@@ -298,27 +344,30 @@ def run_models():
             if (ref_dir / "statistics/prefetch_guide.config.gz").is_file():
                 cfg = dict(BASE, use_prefetch=1)
                 if pol == "deepUM":
-                    cfg.update(eviction_policy="DEEPUM", migration_policy="DEEPUM",
-                               prefetch_degree=8)
+                    cfg.update(eviction_policy="DEEPUM", migration_policy="DEEPUM", prefetch_degree=8)
                 runs.append((pol, cfg, _artifact_hints(ref_dir), False))
         for pol, cfg, hints, traced in runs:
             if traced and model != "BERT":
                 continue
             sink = _Hasher() if traced else None
             t0 = time.time()
-            r = simulate_pages(w, SimpleNamespace(**cfg), hints=hints, trace=sink,
-                               keep_state=True)
+            r = simulate_pages(w, SimpleNamespace(**cfg), hints=hints, trace=sink, keep_state=True)
             dt = time.time() - t0
             name = f"{model}-{batch}-{pol}"
             print(f"  {name}: {dt:.2f} s", flush=True)
             out[name] = {
-                "kernels": r.kernels, "pcie": r.pcie, "boundaries": r.boundaries,
-                "gpu_used": r.gpu_used, "host_used": r.host_used,
-                "live": r.live_page_evictions, "amp": tuple(r.amplification),
+                "kernels": r.kernels,
+                "pcie": r.pcie,
+                "boundaries": r.boundaries,
+                "gpu_used": r.gpu_used,
+                "host_used": r.host_used,
+                "live": r.live_page_evictions,
+                "amp": tuple(r.amplification),
                 "extra": dict(r.extra),
                 "pstate_md5": hashlib.md5((r.pstate & 15).tobytes()).hexdigest(),
                 "pstate_full_md5": hashlib.md5(r.pstate.tobytes()).hexdigest(),
-                "events": (sink.rows, sink.md5.hexdigest()) if traced else None}
+                "events": (sink.rows, sink.md5.hexdigest()) if traced else None,
+            }
     return out
 
 
@@ -329,13 +378,23 @@ def main(argv=None):
     ap.add_argument("--full-pstate", action="store_true")
     ap.add_argument("--models", action="store_true")
     ap.add_argument("--lru-int64", action="store_true")
-    ap.add_argument("--engine", choices=["default", "bulk", "per-page"], default="default",
-                    help="bulk: the bulk paths on; per-page: the reference engine; default: "
-                         "the engine's default (g10fast.engine.page.BULK_DEFAULT)")
-    ap.add_argument("--every", type=int, default=1, metavar="N",
-                    help="check: only every N-th synthetic case (a quick subset)")
+    ap.add_argument(
+        "--engine",
+        choices=["default", "bulk", "per-page"],
+        default="default",
+        help="bulk: the bulk paths on; per-page: the reference engine; default: "
+        "the engine's default (g10fast.engine.page.BULK_DEFAULT)",
+    )
+    ap.add_argument(
+        "--every",
+        type=int,
+        default=1,
+        metavar="N",
+        help="check: only every N-th synthetic case (a quick subset)",
+    )
     a = ap.parse_args(argv)
     import g10fast.engine.page as page
+
     if a.lru_int64:
         page.LRU_INT32_PAGES = 0
     if a.engine != "default":
@@ -366,8 +425,7 @@ def main(argv=None):
     elif not any(k.startswith(("BERT-", "RESNET-")) for k in ref):
         print("  (the reference holds no model runs: save it with --models)")
     bad = compare(ref, res, a.full_pstate)
-    print(f"compared {len(ref)} runs ({n_err} ending in an error) in {dt:.1f} s: "
-          f"{len(bad)} differences")
+    print(f"compared {len(ref)} runs ({n_err} ending in an error) in {dt:.1f} s: {len(bad)} differences")
     for name, key in bad[:40]:
         print("  DIFF", name, key)
     return 1 if bad else 0

@@ -28,8 +28,13 @@ SHARED = ROOT.parent / "shared"
 ART = SHARED / "g10-artifact"
 EX = ART / "example_results"
 RESULTS = ROOT / "benchmarks" / "results"
-WORKLOADS = [("BERT", 256, "BERT"), ("VIT", 1280, "ViT"), ("Inceptionv3", 1536, "Inceptionv3"),
-             ("ResNet152", 1280, "ResNet152"), ("SENet154", 1024, "SENet154")]
+WORKLOADS = [
+    ("BERT", 256, "BERT"),
+    ("VIT", 1280, "ViT"),
+    ("Inceptionv3", 1536, "Inceptionv3"),
+    ("ResNet152", 1280, "ResNet152"),
+    ("SENet154", 1024, "SENet154"),
+]
 POLICIES = ("lru", "deepUM", "prefetch_lru")
 
 
@@ -64,8 +69,9 @@ def _stat_file(d: Path, name: str):
 def _cxx_options(root: Path, model: str, batch: int, policy: str) -> list:
     """--kernel-order / --plan-in options from C++ statistics under root, where present."""
     out = []
-    dirs = [root / f"{model}-{batch}-{policy}"] + [root / f"{model}-{batch}-{p}"
-                                                   for p in POLICIES if p != policy]
+    dirs = [root / f"{model}-{batch}-{policy}"] + [
+        root / f"{model}-{batch}-{p}" for p in POLICIES if p != policy
+    ]
     for d in dirs:
         kc = _stat_file(d, "kernels.config")
         if kc is not None:
@@ -81,22 +87,29 @@ def _cxx_options(root: Path, model: str, batch: int, policy: str) -> list:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", nargs="*", help="run names like BERT-256-lru")
-    ap.add_argument("--cxx-stats", type=Path, help="folder of C++ statistics: "
-                    "<Model>-<batch>-<policy>/statistics/{kernels,prefetch_guide}.config "
-                    "(.gz allowed); where present, run with the C++'s tensor order "
-                    "(--kernel-order, any policy's kernels.config of that workload) and, for "
-                    "deepUM, its hints (--plan-in); docs/tensor-order.md")
+    ap.add_argument(
+        "--cxx-stats",
+        type=Path,
+        help="folder of C++ statistics: "
+        "<Model>-<batch>-<policy>/statistics/{kernels,prefetch_guide}.config "
+        "(.gz allowed); where present, run with the C++'s tensor order "
+        "(--kernel-order, any policy's kernels.config of that workload) and, for "
+        "deepUM, its hints (--plan-in); docs/tensor-order.md",
+    )
     args = ap.parse_args()
     if not ART.is_dir():
         print("../shared/g10-artifact not found: nothing to measure")
         return 0
     perf = read_table(EX / "overall_performance" / "all.base.txt")
-    brk = {k: read_table(EX / "overall_breakdown" / f"{k}.txt")
-           for k in ("stall", "overlap", "compute")}
+    brk = {k: read_table(EX / "overall_breakdown" / f"{k}.txt") for k in ("stall", "overlap", "compute")}
     traffic = read_table(EX / "overall_traffic" / "traffic.txt", 4)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    common = {"machine": platform.node(), "nproc": os.cpu_count(), "commit": git_commit(),
-              "date": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    common = {
+        "machine": platform.node(),
+        "nproc": os.cpu_count(),
+        "commit": git_commit(),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     for model, batch, label in WORKLOADS:
         for policy in POLICIES:
@@ -106,9 +119,12 @@ def main() -> int:
             cfg = ART / "src" / "configs" / model / f"{batch}-sim_{policy}.config"
             extra = _cxx_options(args.cxx_stats, model, batch, policy) if args.cxx_stats else []
             t0 = time.perf_counter()
-            out = subprocess.run([sys.executable, "-m", "g10fast.cli", "run", str(cfg), "--json",
-                                  "--no-progress"] + extra, capture_output=True, text=True,
-                                 env=env)
+            out = subprocess.run(
+                [sys.executable, "-m", "g10fast.cli", "run", str(cfg), "--json", "--no-progress"] + extra,
+                capture_output=True,
+                text=True,
+                env=env,
+            )
             wall = time.perf_counter() - t0
             if out.returncode != 0:
                 rec = dict(common, run=name, status="error", stderr=out.stderr[-2000:])
@@ -117,19 +133,28 @@ def main() -> int:
                 it = res["iterations"][res["reported"]]
                 exe = it["exe_time_cycles"]
                 want = perf[label][policy][0]
-                rec = dict(common, run=name, status="ok", process_wall_seconds=wall,
-                           cxx_order=extra,
-                           sim_seconds=res["wall_seconds"], peak_rss_bytes=res["peak_rss_bytes"],
-                           exe_time_cycles=exe, expected_exe_time_cycles=want,
-                           exe_rel_error=rel(exe, want),
-                           plan=res.get("plan"))
-                b = {"stall": it["stall_cycles"], "overlap": it["overlap_cycles"],
-                     "compute": it["compute_cycles"]}
+                rec = dict(
+                    common,
+                    run=name,
+                    status="ok",
+                    process_wall_seconds=wall,
+                    cxx_order=extra,
+                    sim_seconds=res["wall_seconds"],
+                    peak_rss_bytes=res["peak_rss_bytes"],
+                    exe_time_cycles=exe,
+                    expected_exe_time_cycles=want,
+                    exe_rel_error=rel(exe, want),
+                    plan=res.get("plan"),
+                )
+                b = {
+                    "stall": it["stall_cycles"],
+                    "overlap": it["overlap_cycles"],
+                    "compute": it["compute_cycles"],
+                }
                 if policy == "lru":
                     # the figure's data preparation (g10-workloads.md §5.2): for lru only,
                     # stall := stall - overlap and overlap := 0
-                    b = {"stall": b["stall"] - b["overlap"], "overlap": 0,
-                         "compute": b["compute"]}
+                    b = {"stall": b["stall"] - b["overlap"], "overlap": 0, "compute": b["compute"]}
                 rec["breakdown"] = b
                 rec["breakdown_rel_error"] = {k: rel(b[k], brk[k][label][policy][0]) for k in b}
                 pg = it["pages"]
@@ -137,8 +162,9 @@ def main() -> int:
                 theirs = traffic[label][policy]
                 rec["traffic_pages"] = mine
                 rec["traffic_rel_error"] = [rel(a, b_) for a, b_ in zip(mine, theirs)]
-                rec["within_targets"] = bool(wall < 60 and res["peak_rss_bytes"] < 2 * 2**30
-                                             and abs(rec["exe_rel_error"]) <= 0.01)
+                rec["within_targets"] = bool(
+                    wall < 60 and res["peak_rss_bytes"] < 2 * 2**30 and abs(rec["exe_rel_error"]) <= 0.01
+                )
             print(json.dumps(rec), flush=True)
             with open(RESULTS / "fig11_page.jsonl", "a") as f:
                 f.write(json.dumps(rec) + "\n")

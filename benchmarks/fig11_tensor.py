@@ -22,8 +22,13 @@ from pathlib import Path
 from _bench import git_commit  # noqa: E402  (benchmarks/, the script's folder)
 
 ROOT = Path(__file__).resolve().parents[1]
-FIG11 = [("BERT", 256, 0), ("VIT", 1280, 1), ("Inceptionv3", 1536, 2), ("ResNet152", 1280, 3),
-         ("SENet154", 1024, 4)]
+FIG11 = [
+    ("BERT", 256, 0),
+    ("VIT", 1280, 1),
+    ("Inceptionv3", 1536, 2),
+    ("ResNet152", 1280, 3),
+    ("SENet154", 1024, 4),
+]
 COLUMNS = ["lru", "FlashNeuron", "deepUM", "G10GDSSSD", "G10GDSFULL", "prefetch_lru", "ideal"]
 POLICIES = ["FlashNeuron", "G10GDSSSD", "G10GDSFULL"]
 REFS = [("BERT", 128), ("ResNet152", 256)]
@@ -74,8 +79,13 @@ def cpu_seconds(path: Path) -> float:
 def child(config: Path, env) -> dict:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-c", CHILD, str(config)], capture_output=True, text=True,
-                       env=env, cwd=tempfile.gettempdir())
+    p = subprocess.run(
+        [sys.executable, "-c", CHILD, str(config)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tempfile.gettempdir(),
+    )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
@@ -104,8 +114,14 @@ def main(argv=None) -> int:
             cfg = art / "src" / "configs" / model / f"{batch}-sim_{pol}.config"
             r = child(cfg, env)
             exp = base[row][COLUMNS.index(pol)]
-            rec = {"kind": "fig11", "model": model, "batch": batch, "policy": pol,
-                   "status": r.get("status"), "expected_cycles": exp}
+            rec = {
+                "kind": "fig11",
+                "model": model,
+                "batch": batch,
+                "policy": pol,
+                "status": r.get("status"),
+                "expected_cycles": exp,
+            }
             if r.get("status") == "ok":
                 got = r["iterations"][0]["exe_time_cycles"]
                 rec["exe_time_cycles"] = got
@@ -118,10 +134,15 @@ def main(argv=None) -> int:
             else:
                 rec["error"] = r.get("error")
                 rec["matches"] = None
-            records.append(rec | {"wall_seconds": r["bench_wall_seconds"],
-                                  "run_wall_seconds": r.get("wall_seconds"),
-                                  "cpu_seconds": r["bench_cpu_seconds"],
-                                  "peak_rss_bytes": r["bench_peak_rss_bytes"]})
+            records.append(
+                rec
+                | {
+                    "wall_seconds": r["bench_wall_seconds"],
+                    "run_wall_seconds": r.get("wall_seconds"),
+                    "cpu_seconds": r["bench_cpu_seconds"],
+                    "peak_rss_bytes": r["bench_peak_rss_bytes"],
+                }
+            )
             print(json.dumps(records[-1], default=str), flush=True)
     for model, batch in REFS:
         ref = args.shared / "reference" / f"{model}-{batch}-FlashNeuron"
@@ -129,14 +150,22 @@ def main(argv=None) -> int:
         exp = final(ref / "sim_result.final")
         cpp = cpu_seconds(ref / "time.txt")
         got = r["fn_native"]["total_exe_time"]
-        rec = {"kind": "reference", "model": model, "batch": batch, "policy": "FlashNeuron",
-               "status": r["status"], "total_exe_time_ms": got,
-               "expected_ms": exp["total_exe_time"],
-               "rel_error": float("%g" % got) / exp["total_exe_time"] - 1,
-               "bytes_match": r["fn_native"]["total_ssd2gpu_byte"] == exp["total_ssd2gpu_byte"],
-               "wall_seconds": r["bench_wall_seconds"], "cpu_seconds": r["bench_cpu_seconds"],
-               "peak_rss_bytes": r["bench_peak_rss_bytes"], "cpp_cpu_seconds": cpp,
-               "cpu_ratio_cpp_over_ours": cpp / r["bench_cpu_seconds"]}
+        rec = {
+            "kind": "reference",
+            "model": model,
+            "batch": batch,
+            "policy": "FlashNeuron",
+            "status": r["status"],
+            "total_exe_time_ms": got,
+            "expected_ms": exp["total_exe_time"],
+            "rel_error": float("%g" % got) / exp["total_exe_time"] - 1,
+            "bytes_match": r["fn_native"]["total_ssd2gpu_byte"] == exp["total_ssd2gpu_byte"],
+            "wall_seconds": r["bench_wall_seconds"],
+            "cpu_seconds": r["bench_cpu_seconds"],
+            "peak_rss_bytes": r["bench_peak_rss_bytes"],
+            "cpp_cpu_seconds": cpp,
+            "cpu_ratio_cpp_over_ours": cpp / r["bench_cpu_seconds"],
+        }
         records.append(rec)
         print(json.dumps(rec, default=str), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -146,8 +175,7 @@ def main(argv=None) -> int:
     with open(tmp, "w") as f:
         f.write(old)
         for rec in records:
-            f.write(json.dumps(dict(rec, commit=commit, date=stamp, note=args.note),
-                               default=str) + "\n")
+            f.write(json.dumps(dict(rec, commit=commit, date=stamp, note=args.note), default=str) + "\n")
     os.replace(tmp, args.out)
     return 0
 

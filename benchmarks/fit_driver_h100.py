@@ -27,21 +27,36 @@ MEASURED = ROOT / "kernels" / "h100-sxm5-measured"
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "driver_fit_h100.json"),
-                    help="the record (JSON): held-out errors, folds, final values")
-    ap.add_argument("--cache", default=str(ROOT / "build" / "driver_fit_features"),
-                    help="the engine-side features, PREFIX.<small_kib>.npz (recomputed when "
-                         "absent; '' for none)")
+    ap.add_argument(
+        "--out",
+        default=str(ROOT / "benchmarks" / "results" / "driver_fit_h100.json"),
+        help="the record (JSON): held-out errors, folds, final values",
+    )
+    ap.add_argument(
+        "--cache",
+        default=str(ROOT / "build" / "driver_fit_features"),
+        help="the engine-side features, PREFIX.<small_kib>.npz (recomputed when absent; '' for none)",
+    )
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
-    ds = {sk: fit.features(MEASURED, None if a.cache == "" else f"{a.cache}.{sk}.npz",
-                           small_kib=sk, log=lambda line: print(line, file=sys.stderr))
-          for sk in fit.SMALL_KIB}
+    ds = {
+        sk: fit.features(
+            MEASURED,
+            None if a.cache == "" else f"{a.cache}.{sk}.npz",
+            small_kib=sk,
+            log=lambda line: print(line, file=sys.stderr),
+        )
+        for sk in fit.SMALL_KIB
+    }
     rec = fit.nested_fit(ds)
-    rec = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                                    capture_output=True, text=True).stdout.strip(),
-           "seconds": round(time.perf_counter() - t0, 1), **rec}
+    rec = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "commit": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip(),
+        "seconds": round(time.perf_counter() - t0, 1),
+        **rec,
+    }
     Path(a.out).write_text(json.dumps(rec, indent=1) + "\n")
     print(json.dumps({k: rec[k] for k in ("held_out", "final")}, indent=1))
     return 0

@@ -32,8 +32,14 @@ def main() -> int:
             exe = [it["exe_time_cycles"] for it in res["iterations"]]
             ok = all(e == w.ideal_cycles for e in exe)
             bad += not ok
-            rec = {"model": model, "batch": batch, "ideal_cycles": w.ideal_cycles,
-                   "exe_time_cycles": exe, "equal": ok, "seconds": time.perf_counter() - t0}
+            rec = {
+                "model": model,
+                "batch": batch,
+                "ideal_cycles": w.ideal_cycles,
+                "exe_time_cycles": exe,
+                "equal": ok,
+                "seconds": time.perf_counter() - t0,
+            }
             print(json.dumps(rec), flush=True)
             with open(out, "a") as f:
                 f.write(json.dumps(rec) + "\n")

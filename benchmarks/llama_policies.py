@@ -48,10 +48,17 @@ def main(argv=None):
         load = os.getloadavg()
         t0 = time.perf_counter()
         c0 = time.process_time()
-        d = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "commit": commit,
-             "nproc": os.cpu_count(), "model": spec.name, "batch": a.batch, "system": a.system,
-             "policy": pol, "workload_build_s": round(t_build, 2),
-             "load_average_before": [round(x, 2) for x in load]}
+        d = {
+            "date": datetime.datetime.now().isoformat(timespec="seconds"),
+            "commit": commit,
+            "nproc": os.cpu_count(),
+            "model": spec.name,
+            "batch": a.batch,
+            "system": a.system,
+            "policy": pol,
+            "workload_build_s": round(t_build, 2),
+            "load_average_before": [round(x, 2) for x in load],
+        }
         try:
             res = api.simulate(spec, a.batch, preset, pol, workload=w)
             if res.get("status") != "ok" or res.get("reported") is None:
@@ -61,10 +68,13 @@ def main(argv=None):
             exe = int(it["exe_time_cycles"])
             if pol == "ideal":
                 ideal = exe
-            d.update(exe_time_cycles=exe, ideal_exe_time_cycles=int(it["ideal_exe_time_cycles"]),
-                     normalised=(ideal or it["ideal_exe_time_cycles"]) / exe,
-                     overcommitment=res["workload"].get("overcommitment"),
-                     footprint_bytes=res["workload"].get("footprint_bytes"))
+            d.update(
+                exe_time_cycles=exe,
+                ideal_exe_time_cycles=int(it["ideal_exe_time_cycles"]),
+                normalised=(ideal or it["ideal_exe_time_cycles"]) / exe,
+                overcommitment=res["workload"].get("overcommitment"),
+                footprint_bytes=res["workload"].get("footprint_bytes"),
+            )
         except StopIteration:
             pass
         except Exception as e:  # recorded, not hidden

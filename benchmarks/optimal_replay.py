@@ -46,9 +46,16 @@ def one(seed: int) -> dict:
 
     w = make_workload(seed, n_kernels=20, n_tensors=40, max_pages=30)
     kp = int(kernel_pages(w).max())
-    system = System(gpu_memory_gb=int(kp * 1.2) * PAGE_SIZE / 2**30, gpu_frequency_ghz=1.2,
-                    host_memory_gb=1.0, host_link_gbps=0.3, ssd_bandwidth_gbps=0.075,
-                    batch_pages=4, fault_latency_us=45, ssd_latency_us=20)
+    system = System(
+        gpu_memory_gb=int(kp * 1.2) * PAGE_SIZE / 2**30,
+        gpu_frequency_ghz=1.2,
+        host_memory_gb=1.0,
+        host_link_gbps=0.3,
+        ssd_bandwidth_gbps=0.075,
+        batch_pages=4,
+        fault_latency_us=45,
+        ssd_latency_us=20,
+    )
     params = page_params(system, PageMode(True, True, num_iteration=2))
     m = page_engine_model(w, params)
     m0 = dataclasses.replace(m, slack=0.0)
@@ -71,13 +78,26 @@ def one(seed: int) -> dict:
         if rec.engine == "page" and rec.name != "ideal":
             r = run(make_spec(src, system, rec.name), workload=w)
             pol[rec.name] = int(r["iterations"][r["reported"]]["exe_time_cycles"])
-    return {"seed": seed, "kernels": w.num_kernels, "tick": int(params.tick),
-            "ideal": float(m.c.sum()), "window": window_bound(m).time,
-            "traffic": traffic_bound(m).time, "lp": lp_bound(m).time,
-            "milp": opt.time, "milp_optimal": bool(opt.optimal), "milp_s": opt.seconds,
-            "milp0": opt0.time, "engine_milp": es.time, "engine_milp_optimal": bool(es.optimal),
-            "engine_milp_s": es.seconds, "replay": t_rep, "replay_stalled_kernels": stalled,
-            "replay_old_plan": t_old, "policies": pol}
+    return {
+        "seed": seed,
+        "kernels": w.num_kernels,
+        "tick": int(params.tick),
+        "ideal": float(m.c.sum()),
+        "window": window_bound(m).time,
+        "traffic": traffic_bound(m).time,
+        "lp": lp_bound(m).time,
+        "milp": opt.time,
+        "milp_optimal": bool(opt.optimal),
+        "milp_s": opt.seconds,
+        "milp0": opt0.time,
+        "engine_milp": es.time,
+        "engine_milp_optimal": bool(es.optimal),
+        "engine_milp_s": es.seconds,
+        "replay": t_rep,
+        "replay_stalled_kernels": stalled,
+        "replay_old_plan": t_old,
+        "policies": pol,
+    }
 
 
 def main(argv=None):
@@ -90,19 +110,22 @@ def main(argv=None):
     OUT.parent.mkdir(parents=True, exist_ok=True)
     for seed in seeds:
         d = one(seed)
-        d.update(date=datetime.datetime.now().isoformat(timespec="seconds"), commit=commit,
-                 nproc=os.cpu_count())
+        d.update(
+            date=datetime.datetime.now().isoformat(timespec="seconds"), commit=commit, nproc=os.cpu_count()
+        )
         with open(OUT, "a") as f:
             f.write(json.dumps(d) + "\n")
         t = d["tick"]
-        print(f"| {seed} | {d['ideal']:,.0f} | {d['window']:,.0f} | {d['lp']:,.0f} | "
-              f"{d['milp']:,.0f} | {d['milp0']:,.0f} | {d['engine_milp']:,.0f} | "
-              f"{d['replay']:,} | {100 * (d['replay'] / d['milp'] - 1):+.1f} % "
-              f"({(d['replay'] - d['milp']) / t:.1f} ticks) | "
-              f"{(d['replay'] - d['milp0']) / t:.1f} ticks | {d['replay_stalled_kernels']} | "
-              f"{d['replay_old_plan']:,} | {d['policies'].get('prefetch_lru', 0):,} | "
-              f"{d['policies'].get('lru', 0):,} | {d['policies'].get('deepUM', 0):,} |",
-              flush=True)
+        print(
+            f"| {seed} | {d['ideal']:,.0f} | {d['window']:,.0f} | {d['lp']:,.0f} | "
+            f"{d['milp']:,.0f} | {d['milp0']:,.0f} | {d['engine_milp']:,.0f} | "
+            f"{d['replay']:,} | {100 * (d['replay'] / d['milp'] - 1):+.1f} % "
+            f"({(d['replay'] - d['milp']) / t:.1f} ticks) | "
+            f"{(d['replay'] - d['milp0']) / t:.1f} ticks | {d['replay_stalled_kernels']} | "
+            f"{d['replay_old_plan']:,} | {d['policies'].get('prefetch_lru', 0):,} | "
+            f"{d['policies'].get('lru', 0):,} | {d['policies'].get('deepUM', 0):,} |",
+            flush=True,
+        )
     return 0
 
 

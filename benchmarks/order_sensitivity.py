@@ -37,9 +37,11 @@ sys.path.insert(0, str(ROOT))
 from g10fast.config import genconfig  # noqa: E402
 from g10fast.run import build_workload, policy_of, run  # noqa: E402
 
-LABEL = re.compile(r"^(?P<m>[^/]+)/(?P<b>\d+)/(?P<pol>\S+)"
-                   r"(?: host (?P<host>[\d.]+) GiB| ssd (?P<ssd>[\d.]+) GB/s"
-                   r"| var (?P<var>[\d.]+))? (?P<what>exe_time|ideal/exe)$")
+LABEL = re.compile(
+    r"^(?P<m>[^/]+)/(?P<b>\d+)/(?P<pol>\S+)"
+    r"(?: host (?P<host>[\d.]+) GiB| ssd (?P<ssd>[\d.]+) GB/s"
+    r"| var (?P<var>[\d.]+))? (?P<what>exe_time|ideal/exe)$"
+)
 
 
 def points_over(path, threshold):
@@ -56,10 +58,14 @@ def points_over(path, threshold):
             m = LABEL.match(r["point"])
             if not m or m["what"] != "exe_time" or m["pol"] == "ideal":
                 continue
-            key = (m["m"], int(m["b"]), m["pol"],
-                   None if m["host"] is None else float(m["host"]),
-                   None if m["ssd"] is None else float(m["ssd"]),
-                   None if m["var"] is None else float(m["var"]))
+            key = (
+                m["m"],
+                int(m["b"]),
+                m["pol"],
+                None if m["host"] is None else float(m["host"]),
+                None if m["ssd"] is None else float(m["ssd"]),
+                None if m["var"] is None else float(m["var"]),
+            )
             art = math.inf if r["artifact"] == "inf" else float(r["artifact"])
             out.setdefault(key, {"figures": [], "artifact": art, "g10fast": r["g10fast"]})
             out[key]["figures"].append(r["figure"])
@@ -102,8 +108,7 @@ def _perm_hints(plan, order):
         for i, t in enumerate(list(ins) + list(oo)):
             rank.setdefault((k, t), i)
     K = plan.num_kernels
-    keys = [(int(r[0]), rank.get((int(r[0]) % K, int(r[1])), 1 << 30), i)
-            for i, r in enumerate(h)]
+    keys = [(int(r[0]), rank.get((int(r[0]) % K, int(r[1])), 1 << 30), i) for i, r in enumerate(h)]
     idx = [i for _, _, i in sorted(keys)]
     return dataclasses.replace(plan, hints=h[idx])
 
@@ -117,12 +122,14 @@ def reported_exe(res):
 def runs(cfg, policy, n_orders):
     """[(order name, reported exe_time or inf)] for the default order and the others."""
     from g10fast.engine.tensor import TensorOptions
+
     out = []
     w = build_workload(cfg)
     out.append(("default", reported_exe(run(cfg, workload=w))))
     if policy in ("FlashNeuron", "G10GDSSSD", "G10GDSFULL"):
         import dataclasses
         from g10fast.spec import from_g10_config
+
         spec = from_g10_config(cfg)
         for name in ("ascending", "descending"):
             opts = dataclasses.asdict(TensorOptions(required_order=name, prefetch_order=name))
@@ -133,6 +140,7 @@ def runs(cfg, policy, n_orders):
     plan = None
     if cfg.use_prefetch:
         from g10fast.run import plan_of
+
         plan = plan_of(cfg, w)
     for i in range(n_orders):
         rng = None if i == 0 else np.random.default_rng(i)
@@ -152,8 +160,7 @@ def main(argv=None):
     ap.add_argument("--threshold", type=float, default=0.02)
     ap.add_argument("--orders", type=int, default=3)
     ap.add_argument("--only", help="comma-separated model/batch/policy to keep")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" /
-                                         "order_sensitivity.jsonl"))
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "order_sensitivity.jsonl"))
     a = ap.parse_args(argv)
     art = Path(a.g10)
     pts = points_over(a.agreement, a.threshold)
@@ -175,14 +182,22 @@ def main(argv=None):
             covered = any(math.isinf(v) for v in vals)
         else:
             covered = bool(fin) and lo * (1 - half) <= artv <= hi * (1 + half)
-        rec = {"benchmark": "order_sensitivity", "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
-               "model": key[0], "batch": key[1], "policy": key[2], "host_gb": key[3],
-               "ssd_gbps": key[4], "kernel_time_std_dev": key[5],
-               "figures": sorted(set(info["figures"])), "artifact": artv,
-               "exe_by_order": dict(res),
-               "spread": (hi - lo) / lo if fin and lo > 0 else None,
-               "artifact_within_spread": covered,
-               "seconds": round(time.perf_counter() - t0, 1)}
+        rec = {
+            "benchmark": "order_sensitivity",
+            "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "model": key[0],
+            "batch": key[1],
+            "policy": key[2],
+            "host_gb": key[3],
+            "ssd_gbps": key[4],
+            "kernel_time_std_dev": key[5],
+            "figures": sorted(set(info["figures"])),
+            "artifact": artv,
+            "exe_by_order": dict(res),
+            "spread": (hi - lo) / lo if fin and lo > 0 else None,
+            "artifact_within_spread": covered,
+            "seconds": round(time.perf_counter() - t0, 1),
+        }
         print(json.dumps(rec), file=sys.stderr)
         with open(a.out, "a") as fh:
             fh.write(json.dumps(rec) + "\n")

@@ -61,9 +61,13 @@ print(json.dumps({"warmup_wall_s": t1 - t0, "wall_s": t2 - t1, "cpu_s": c2 - c1,
 def measure(tree: Path, art: Path, point: str, warm: bool = True) -> dict:
     model, batch, policy = point.split(":")
     env = dict(os.environ, PYTHONPATH=str(tree))
-    p = subprocess.run([sys.executable, "-c", CHILD, str(art), model, batch, policy,
-                        "1" if warm else "0"], capture_output=True, text=True, env=env,
-                       cwd=str(tree))
+    p = subprocess.run(
+        [sys.executable, "-c", CHILD, str(art), model, batch, policy, "1" if warm else "0"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(tree),
+    )
     if p.returncode != 0:
         raise SystemExit(f"{tree} {point}: {p.stderr[-2000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -83,8 +87,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", type=Path, required=True)
     ap.add_argument("--new", type=Path, required=True)
-    ap.add_argument("--points", nargs="+", default=["BERT:128:lru", "ResNet152:1280:prefetch_lru",
-                                                    "SENet154:1024:deepUM"])
+    ap.add_argument(
+        "--points", nargs="+", default=["BERT:128:lru", "ResNet152:1280:prefetch_lru", "SENet154:1024:deepUM"]
+    )
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--compile", action="store_true", help="also time a cold start of each tree")
     ap.add_argument("--g10", type=Path, default=ARTIFACT)
@@ -110,8 +115,10 @@ def main(argv=None) -> int:
             for name in order:
                 r = measure(trees[name], a.g10, point)
                 out[point][name].append(r)
-                sys.stderr.write(f"{point} {name}: cpu {r['cpu_s']:.2f} s, wall {r['wall_s']:.2f}"
-                                 f" s, {r['peak_rss_mib']:.0f} MiB\n")
+                sys.stderr.write(
+                    f"{point} {name}: cpu {r['cpu_s']:.2f} s, wall {r['wall_s']:.2f}"
+                    f" s, {r['peak_rss_mib']:.0f} MiB\n"
+                )
     summary = {}
     for point, d in out.items():
         same = {r["exe_time_cycles"] for r in d["base"] + d["new"]}
@@ -122,14 +129,24 @@ def main(argv=None) -> int:
             "new_peak_rss_mib": max(r["peak_rss_mib"] for r in d["new"]),
             "median_ratio_new_over_base": round(
                 statistics.median(r["cpu_s"] for r in d["new"])
-                / statistics.median(r["cpu_s"] for r in d["base"]), 4),
-            "min_ratio_new_over_base": round(min(r["cpu_s"] for r in d["new"])
-                                             / min(r["cpu_s"] for r in d["base"]), 4),
+                / statistics.median(r["cpu_s"] for r in d["base"]),
+                4,
+            ),
+            "min_ratio_new_over_base": round(
+                min(r["cpu_s"] for r in d["new"]) / min(r["cpu_s"] for r in d["base"]), 4
+            ),
             "same_result": len(same) == 1,
         }
-    rec = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "base": git_commit(trees["base"]),
-           "new": git_commit(trees["new"]), "machine": os.uname().nodename,
-           "cpus": os.cpu_count(), "repeats": a.repeats, "points": summary, **rows}
+    rec = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "base": git_commit(trees["base"]),
+        "new": git_commit(trees["new"]),
+        "machine": os.uname().nodename,
+        "cpus": os.cpu_count(),
+        "repeats": a.repeats,
+        "points": summary,
+        **rows,
+    }
     append_record(a.out, rec)
     return 0
 

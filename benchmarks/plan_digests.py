@@ -34,8 +34,7 @@ def digest(plan) -> str:
         if f.name == "info":
             a = {k: v for k, v in a.items() if "second" not in k}
         h.update(f.name.encode())
-        h.update(np.ascontiguousarray(a).tobytes() if isinstance(a, np.ndarray)
-                 else repr(a).encode())
+        h.update(np.ascontiguousarray(a).tobytes() if isinstance(a, np.ndarray) else repr(a).encode())
     return h.hexdigest()
 
 

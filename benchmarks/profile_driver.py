@@ -44,9 +44,9 @@ def _spec(model: str, batch: int, policy: str):
     from g10fast import policies
     from g10fast.config import genconfig
     from g10fast.spec import from_g10_config
+
     rec = policies.get(policy)
-    return from_g10_config(genconfig(ARTIFACT, model, batch, rec.artifact or "lru"),
-                           policy=rec.name)
+    return from_g10_config(genconfig(ARTIFACT, model, batch, rec.artifact or "lru"), policy=rec.name)
 
 
 def child(point: str, out: str | None) -> dict:
@@ -59,7 +59,7 @@ def child(point: str, out: str | None) -> dict:
     from g10fast.run import run
 
     model, batch, policy = point.split(":")
-    run(_spec("BERT", 128, policy))                       # warm: the Numba cache loaded
+    run(_spec("BERT", 128, policy))  # warm: the Numba cache loaded
     acc = collections.Counter()
     orig_sim = dk.simulate
     rec = policies.get(policy)
@@ -91,16 +91,22 @@ def child(point: str, out: str | None) -> dict:
         object.__setattr__(rec, "planner", orig_plan)
     kern, cnt = outs[-1][0], outs[-1][1]
     c = cnt.sum(axis=0)
-    row = {"point": point, "cpu_s": round(cpu, 3),
-           "simulate_s": round(acc["simulate_s"], 3), "planner_s": round(acc["planner_s"], 3),
-           "rest_s": round(cpu - acc["simulate_s"] - acc["planner_s"], 3),
-           "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-           "kernels": int(kern.shape[0]), "faults": int(c[dk.C_FAULTS]),
-           "fault_batches": int(c[dk.C_BATCHES]),
-           "pages_in": int(c[dk.C_IN_CPU] + c[dk.C_IN_SSD] + c[dk.C_ALLOC]),
-           "pages_out": int(c[dk.C_OUT_CPU] + c[dk.C_OUT_SSD]),
-           "prefetched": int(c[dk.C_PREFETCHED]), "discarded": int(c[dk.C_DISCARD]),
-           "exe_time_cycles": res["iterations"][res["reported"]]["exe_time_cycles"]}
+    row = {
+        "point": point,
+        "cpu_s": round(cpu, 3),
+        "simulate_s": round(acc["simulate_s"], 3),
+        "planner_s": round(acc["planner_s"], 3),
+        "rest_s": round(cpu - acc["simulate_s"] - acc["planner_s"], 3),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "kernels": int(kern.shape[0]),
+        "faults": int(c[dk.C_FAULTS]),
+        "fault_batches": int(c[dk.C_BATCHES]),
+        "pages_in": int(c[dk.C_IN_CPU] + c[dk.C_IN_SSD] + c[dk.C_ALLOC]),
+        "pages_out": int(c[dk.C_OUT_CPU] + c[dk.C_OUT_SSD]),
+        "prefetched": int(c[dk.C_PREFETCHED]),
+        "discarded": int(c[dk.C_DISCARD]),
+        "exe_time_cycles": res["iterations"][res["reported"]]["exe_time_cycles"],
+    }
     if out:
         _sig, cres = list(orig_sim.overloads.items())[-1]
         name = cres.fndesc.llvm_func_name
@@ -111,7 +117,7 @@ def child(point: str, out: str | None) -> dict:
         for f in sorted(cache.rglob(f"kernels.simulate-{line}.*.nbc")):
             data = f.read_bytes()
             if name.encode() in data:
-                blob = data[data.find(b"\x7fELF"):]
+                blob = data[data.find(b"\x7fELF") :]
                 break
         if blob is None:
             raise SystemExit(f"profile_driver: no cached object of simulate in {cache}")
@@ -127,9 +133,12 @@ def short_name(mangled: str) -> str:
 
 def source_lines(obj: Path, offsets) -> dict:
     """{offset in .ltext: "line"} from the object's debug information (`addr2line`)."""
-    out = subprocess.run(["addr2line", "-a", "-e", str(obj), "-j", ".ltext"]
-                         + [hex(o) for o in offsets], capture_output=True, text=True,
-                         check=True).stdout.splitlines()
+    out = subprocess.run(
+        ["addr2line", "-a", "-e", str(obj), "-j", ".ltext"] + [hex(o) for o in offsets],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
     res = {}
     for i in range(0, len(out) - 1, 2):
         res[int(out[i], 16)] = out[i + 1].rsplit(":", 1)[-1].split()[0]
@@ -143,8 +152,11 @@ def main(argv=None) -> int:
     ap.add_argument("--freq", type=int, default=2000)
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--lines", action="store_true", help="with --perf: samples per source line")
-    ap.add_argument("--debug-cache", default="/tmp/g10fast-driver-debuginfo-cache",
-                    help="Numba cache folder of the --lines build")
+    ap.add_argument(
+        "--debug-cache",
+        default="/tmp/g10fast-driver-debuginfo-cache",
+        help="Numba cache folder of the --lines build",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -159,13 +171,24 @@ def main(argv=None) -> int:
         return 2
     import profile_engine
     from profile_engine import attribute, text_symbols
+
     profile_engine.short_name = short_name
     for point in a.points:
         with tempfile.TemporaryDirectory() as tmp:
             cmd = [sys.executable, __file__, point, "--child"] + (["--out", tmp] if a.perf else [])
             if a.perf:
-                cmd = ["perf", "record", "-q", "-e", "cpu-clock", "-F", str(a.freq), "-o",
-                       str(Path(tmp, "perf.data")), "--"] + cmd
+                cmd = [
+                    "perf",
+                    "record",
+                    "-q",
+                    "-e",
+                    "cpu-clock",
+                    "-F",
+                    str(a.freq),
+                    "-o",
+                    str(Path(tmp, "perf.data")),
+                    "--",
+                ] + cmd
             env = dict(os.environ)
             if a.lines:
                 env.update(NUMBA_DEBUGINFO="1", NUMBA_CACHE_DIR=a.debug_cache)
@@ -179,9 +202,12 @@ def main(argv=None) -> int:
                 info = json.loads(Path(tmp, "engine.json").read_text())
                 syms = text_symbols(Path(tmp, "engine.o"))
                 base = info["address"] - next(s[0] for s in syms if s[2] == info["symbol"])
-                ips = subprocess.run(["perf", "script", "-i", str(Path(tmp, "perf.data")),
-                                      "-F", "ip"], capture_output=True, text=True,
-                                     check=True).stdout
+                ips = subprocess.run(
+                    ["perf", "script", "-i", str(Path(tmp, "perf.data")), "-F", "ip"],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
                 ips = [int(x, 16) for x in ips.split()]
                 counts = attribute(ips, base, syms)
                 total = sum(counts.values())

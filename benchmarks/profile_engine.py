@@ -37,8 +37,7 @@ ARTIFACT = ROOT.parent / "shared" / "g10-artifact"
 
 def text_symbols(obj: Path) -> list[tuple[int, int, str]]:
     """(offset, size, name) of the functions in the object's large-code section, sorted."""
-    out = subprocess.run(["objdump", "-t", str(obj)], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(["objdump", "-t", str(obj)], capture_output=True, text=True, check=True).stdout
     syms = []
     for line in out.splitlines():
         f = line.split()
@@ -104,13 +103,14 @@ def child(args) -> None:
     for f in sorted(cache_dir.rglob(f"{stem}.run_engine-{line}.*.nbc")):
         data = f.read_bytes()
         if name.encode() in data:
-            blob = data[data.find(b"\x7fELF"):]
+            blob = data[data.find(b"\x7fELF") :]
             break
     if blob is None:
         raise SystemExit(f"profile_engine: no cached object of run_engine in {cache_dir}")
     Path(args.out, "engine.o").write_bytes(blob)
-    Path(args.out, "engine.json").write_text(json.dumps(
-        {"symbol": name, "address": addr, "seconds": seconds}))
+    Path(args.out, "engine.json").write_text(
+        json.dumps({"symbol": name, "address": addr, "seconds": seconds})
+    )
 
 
 def main(argv=None) -> int:
@@ -128,8 +128,7 @@ def main(argv=None) -> int:
         return 0
     for tool in ("perf", "objdump"):
         if shutil.which(tool) is None:
-            print(f"profile_engine: `{tool}` not found (Linux perf and binutils are needed)",
-                  file=sys.stderr)
+            print(f"profile_engine: `{tool}` not found (Linux perf and binutils are needed)", file=sys.stderr)
             return 2
     cfg = _config_path(args.model, args.batch, args.policy)
     if not cfg.is_file():
@@ -137,23 +136,25 @@ def main(argv=None) -> int:
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp, "perf.data")
-        cmd = [sys.executable, __file__, args.model, args.batch, args.policy, "--child",
-               "--out", tmp]
-        rc = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(args.freq),
-                             "-o", str(data), "--"] + cmd).returncode
+        cmd = [sys.executable, __file__, args.model, args.batch, args.policy, "--child", "--out", tmp]
+        rc = subprocess.run(
+            ["perf", "record", "-q", "-e", "cpu-clock", "-F", str(args.freq), "-o", str(data), "--"] + cmd
+        ).returncode
         if rc != 0:
-            print(f"profile_engine: the profiled run failed (exit status {rc})",
-                  file=sys.stderr)
+            print(f"profile_engine: the profiled run failed (exit status {rc})", file=sys.stderr)
             return 2
         info = json.loads(Path(tmp, "engine.json").read_text())
         syms = text_symbols(Path(tmp, "engine.o"))
         base = info["address"] - next(s[0] for s in syms if s[2] == info["symbol"])
-        out = subprocess.run(["perf", "script", "-i", str(data), "-F", "ip"],
-                             capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            ["perf", "script", "-i", str(data), "-F", "ip"], capture_output=True, text=True, check=True
+        ).stdout
         counts = attribute((int(x, 16) for x in out.split()), base, syms)
     total = sum(counts.values())
-    print(f"{args.model}-{args.batch} {args.policy}: engine {info['seconds']:.2f} s CPU; "
-          f"{total} samples of the whole process")
+    print(
+        f"{args.model}-{args.batch} {args.policy}: engine {info['seconds']:.2f} s CPU; "
+        f"{total} samples of the whole process"
+    )
     for fn, n in counts.most_common(args.top):
         print(f"  {100 * n / total:5.1f} %  {fn}")
     return 0

@@ -28,17 +28,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench import ROOT, git_commit  # noqa: E402
 
-PAPER = [("bert-base", 256), ("vit", 1280), ("inceptionv3", 1536), ("resnet152", 1280),
-         ("senet154", 1024)]
-CACHING = {"fresh_allocations": False}      # the framework's caching allocator (PUMP's setup)
-FRESH = {"fresh_allocations": True}         # cudaMallocManaged / cudaFree per tensor
+PAPER = [("bert-base", 256), ("vit", 1280), ("inceptionv3", 1536), ("resnet152", 1280), ("senet154", 1024)]
+CACHING = {"fresh_allocations": False}  # the framework's caching allocator (PUMP's setup)
+FRESH = {"fresh_allocations": True}  # cudaMallocManaged / cudaFree per tensor
 #: every transfer on the whole link at the curve's full rate (2 MiB not halved): the
 #: measured bulk rate (MSched: batched migration at 65-69 % of the link)
 BULK = {"link_fraction": 1.0, "curve_halve_2mib": False, "transfer_curve": "uvmsmart"}
 HOOKS = {"coverage": "framework_hooks"}
 #: label -> (PUMP options, driver options); naive UM runs under the same driver options
 VARIANTS = {
-    "before": ({"sync": "none", "launch_queue_depth": 0}, CACHING),   # the old defaults
+    "before": ({"sync": "none", "launch_queue_depth": 0}, CACHING),  # the old defaults
     "defaults": ({}, CACHING),
     "hooks": (HOOKS, CACHING),
     "defaults+bulk": ({}, {**CACHING, **BULK}),
@@ -54,10 +53,14 @@ def main(argv=None) -> int:
     ap.add_argument("--ratios", default="1.5,3")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--preset", default="g10-artifact")
-    ap.add_argument("--basis", choices=("footprint", "live"), default="footprint",
-                    help="GPU memory = footprint / R (every tensor its own pages, G10's) or "
-                         "peak live bytes / R (weights + the tensors between first and last "
-                         "use: what an allocator that frees needs)")
+    ap.add_argument(
+        "--basis",
+        choices=("footprint", "live"),
+        default="footprint",
+        help="GPU memory = footprint / R (every tensor its own pages, G10's) or "
+        "peak live bytes / R (weights + the tensors between first and last "
+        "use: what an allocator that frees needs)",
+    )
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "pump_paper.csv"))
     ap.add_argument("--summary", default="", help="print the summary of this CSV, run nothing")
     ap.add_argument("--plot", default="", help="draw docs/pump.png from this CSV, run nothing")
@@ -96,8 +99,14 @@ def main(argv=None) -> int:
                 todo = ([] if key in uvm else [("uvm", None)]) + [("pump", opts)]
                 for pol, o in todo:
                     t0 = time.perf_counter()
-                    spec = builtin_spec(model, batch, system, pol, options=o or None,
-                                        engine={"compat": dict(compat)} if compat else None)
+                    spec = builtin_spec(
+                        model,
+                        batch,
+                        system,
+                        pol,
+                        options=o or None,
+                        engine={"compat": dict(compat)} if compat else None,
+                    )
                     r = run(spec, workload=w)
                     it = r["iterations"][r["reported"]]
                     t = int(it["exe_time_cycles"])
@@ -105,22 +114,30 @@ def main(argv=None) -> int:
                         uvm[key] = t
                     pg = it["pages"]
                     from g10fast.engine.driver import driver_options, system_params
+
                     prm = system_params(system, driver_options(dict(compat)))
-                    row = {"model": model, "batch": batch, "ratio": ratio, "basis": a.basis,
-                           "gpu_gb": round(system.gpu_memory_gb, 3),
-                           "variant": label if pol == "pump" else "uvm",
-                           "driver_options": ";".join(f"{k}={v}" for k, v in key),
-                           "pump_options": ";".join(f"{k}={v}" for k, v in
-                                                    sorted((o or {}).items())),
-                           "time_s": round(t / system.f_hz, 4),
-                           "perf": round(it["ideal_exe_time_cycles"] / t, 4),
-                           "speedup_vs_uvm": round(uvm[key] / t, 4),
-                           "fault_batch_us": round(prm["fault_latency_us"], 2),
-                           "link_gbps": round(prm["link_gbps"], 3),
-                           "faults": it["faults"], "batches": it["fault_batches"],
-                           "pages_in": pg["incoming"],
-                           "pages_out": pg["outgoing"], "prefetched": pg["prefetched"],
-                           "wall_s": round(time.perf_counter() - t0, 2), "commit": commit}
+                    row = {
+                        "model": model,
+                        "batch": batch,
+                        "ratio": ratio,
+                        "basis": a.basis,
+                        "gpu_gb": round(system.gpu_memory_gb, 3),
+                        "variant": label if pol == "pump" else "uvm",
+                        "driver_options": ";".join(f"{k}={v}" for k, v in key),
+                        "pump_options": ";".join(f"{k}={v}" for k, v in sorted((o or {}).items())),
+                        "time_s": round(t / system.f_hz, 4),
+                        "perf": round(it["ideal_exe_time_cycles"] / t, 4),
+                        "speedup_vs_uvm": round(uvm[key] / t, 4),
+                        "fault_batch_us": round(prm["fault_latency_us"], 2),
+                        "link_gbps": round(prm["link_gbps"], 3),
+                        "faults": it["faults"],
+                        "batches": it["fault_batches"],
+                        "pages_in": pg["incoming"],
+                        "pages_out": pg["outgoing"],
+                        "prefetched": pg["prefetched"],
+                        "wall_s": round(time.perf_counter() - t0, 2),
+                        "commit": commit,
+                    }
                     rows.append(row)
                     print(",".join(str(v) for v in row.values()), flush=True)
                     write(a.out, rows)
@@ -128,46 +145,51 @@ def main(argv=None) -> int:
     return 0
 
 
-PLOT = [("before", "caching allocator: before (unbounded run-ahead)", "#c7c7c7"),
-        ("defaults", "caching allocator: defaults (launch queue 1000, loss.item() sync)",
-         "#e377c2"),
-        ("hooks", "+ every tensor covered (framework hooks)", "#9467bd"),
-        ("hooks+bulk", "+ every transfer at the measured bulk rate", "#1f77b4"),
-        ("fresh", "cudaMallocManaged / cudaFree per tensor (live set fits): defaults",
-         "#ff7f0e"),
-        ("fresh+hooks", "cudaMallocManaged / cudaFree per tensor (live set fits): hooks",
-         "#d62728")]
+PLOT = [
+    ("before", "caching allocator: before (unbounded run-ahead)", "#c7c7c7"),
+    ("defaults", "caching allocator: defaults (launch queue 1000, loss.item() sync)", "#e377c2"),
+    ("hooks", "+ every tensor covered (framework hooks)", "#9467bd"),
+    ("hooks+bulk", "+ every transfer at the measured bulk rate", "#1f77b4"),
+    ("fresh", "cudaMallocManaged / cudaFree per tensor (live set fits): defaults", "#ff7f0e"),
+    ("fresh+hooks", "cudaMallocManaged / cudaFree per tensor (live set fits): hooks", "#d62728"),
+]
 
 
 def plot(rows, path):
     """Per workload and ratio, PUMP's speed-up over naive UM under each variant, with the
     abstract's 1.5-3x band."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     pts = list(dict.fromkeys((r["model"], r["batch"], r["ratio"]) for r in rows))
     fig, ax = plt.subplots(figsize=(11, 5.4))
     wdt = 0.85 / len(PLOT)
-    ax.axhspan(1.5, 3.0, color="#2ca02c", alpha=0.12,
-               label="PUMP abstract: about 2x (band 1.5-3x)")
+    ax.axhspan(1.5, 3.0, color="#2ca02c", alpha=0.12, label="PUMP abstract: about 2x (band 1.5-3x)")
     ax.axhline(1.0, color="black", lw=0.8)
     for j, (v, lab, col) in enumerate(PLOT):
         ys = []
         for p in pts:
-            x = [float(r["speedup_vs_uvm"]) for r in rows
-                 if (r["model"], r["batch"], r["ratio"]) == p and r["variant"] == v]
+            x = [
+                float(r["speedup_vs_uvm"])
+                for r in rows
+                if (r["model"], r["batch"], r["ratio"]) == p and r["variant"] == v
+            ]
             ys.append(x[0] if x else 0.0)
         g = geomean([y for y in ys if y > 0]) if any(ys) else float("nan")
-        ax.bar([i + j * wdt for i in range(len(pts))], ys, wdt, color=col,
-               label=f"{lab}: geomean {g:.2f}x")
+        ax.bar([i + j * wdt for i in range(len(pts))], ys, wdt, color=col, label=f"{lab}: geomean {g:.2f}x")
     ax.set_xticks([i + 0.425 - wdt / 2 for i in range(len(pts))])
     ax.set_xticklabels([f"{m} {b}\n{float(r):g}x oversub." for m, b, r in pts], fontsize=7)
     ax.set_ylabel("time(naive UM) / time(PUMP)")
     ax.set_ylim(0, 4.0)
     fig.legend(*ax.get_legend_handles_labels(), fontsize=7, ncol=2, loc="lower center")
     us = rows[0].get("fault_batch_us", "?")
-    ax.set_title(f"PUMP against naive UM (the same allocator), driver engine, g10-artifact "
-                 f"preset ({us} us per fault batch), GPU memory = footprint / ratio", fontsize=9)
+    ax.set_title(
+        f"PUMP against naive UM (the same allocator), driver engine, g10-artifact "
+        f"preset ({us} us per fault batch), GPU memory = footprint / ratio",
+        fontsize=9,
+    )
     fig.tight_layout(rect=(0, 0.17, 1, 1))
     fig.savefig(path, dpi=130)
     plt.close(fig)
@@ -175,6 +197,7 @@ def plot(rows, path):
 
 def peak_live_bytes(w) -> int:
     from g10fast.validate.claims_pump import peak_live_bytes as plb
+
     return plb(w)
 
 
@@ -208,19 +231,28 @@ def lambda_star(rows, variant="hooks+bulk", target=2.0) -> str:
     so its time grows by (lambda - lat) per batch, while the variant (almost no faults)
     keeps its time: lambda* = lat + (target * t_variant - t_uvm) / batches_uvm, lat the
     runs' cost per batch (the variant's own few batches ignored)."""
-    out = [(f"| point | t uvm s | t {variant} s | uvm batches | fault-batch cost for "
-            f"{target:g}x, us |"), "|---|---|---|---|---|"]
+    out = [
+        (f"| point | t uvm s | t {variant} s | uvm batches | fault-batch cost for {target:g}x, us |"),
+        "|---|---|---|---|---|",
+    ]
     for r in rows:
         if r["variant"] != variant:
             continue
-        u = [x for x in rows if x["variant"] == "uvm" and x["model"] == r["model"]
-             and x["ratio"] == r["ratio"] and x["driver_options"] == r["driver_options"]]
+        u = [
+            x
+            for x in rows
+            if x["variant"] == "uvm"
+            and x["model"] == r["model"]
+            and x["ratio"] == r["ratio"]
+            and x["driver_options"] == r["driver_options"]
+        ]
         if not u or "batches" not in u[0]:
             continue
         tu, tv, b = float(u[0]["time_s"]), float(r["time_s"]), int(u[0]["batches"])
         lam = float(u[0]["fault_batch_us"]) + (target * tv - tu) / b * 1e6
-        out.append(f"| {r['model']} {r['batch']} {float(r['ratio']):g}x | {tu:.1f} | "
-                   f"{tv:.1f} | {b} | {lam:.0f} |")
+        out.append(
+            f"| {r['model']} {r['batch']} {float(r['ratio']):g}x | {tu:.1f} | {tv:.1f} | {b} | {lam:.0f} |"
+        )
     return "\n".join(out)
 
 

@@ -61,8 +61,7 @@ def sources(artifact, rows, sums, model, batch):
     est = C.predict(r, gpu, p, p.families)
     shipped = C.predict(r, gpu, params, params.families)
     traces = (r["t"], r["tin"], r["tpf"], r["ws"].astype(float))
-    return r, {"traces": traces, "est": est, "est-all": shipped,
-               "traces-mean": family_mean(r, traces)}
+    return r, {"traces": traces, "est": est, "est-all": shipped, "traces-mean": family_mean(r, traces)}
 
 
 def family_mean(r, traces):
@@ -75,11 +74,14 @@ def family_mean(r, traces):
     return (*mean, traces[3])
 
 
-COLOURS = {"traces": "tab:blue", "traces-mean": "tab:purple", "est": "tab:orange",
-           "est-all": "tab:green"}
+COLOURS = {"traces": "tab:blue", "traces-mean": "tab:purple", "est": "tab:orange", "est-all": "tab:green"}
 #: the kernel-time sources, as stored (`src`) and as printed
-SOURCES = {"traces": "A100 traces", "traces-mean": "A100 traces, family means",
-           "est": "estimated, batch held out", "est-all": "estimated, shipped model"}
+SOURCES = {
+    "traces": "A100 traces",
+    "traces-mean": "A100 traces, family means",
+    "est": "estimated, batch held out",
+    "est-all": "estimated, shipped model",
+}
 
 
 def rank(v, pols):
@@ -97,15 +99,19 @@ def summarise(store: Path) -> list:
         if 0 not in seeds:
             continue
         base = D[wl + (0, "traces")]
-        pols = [p for p in C.POLICY_ORDER
-                if base.get(p) is not None and D[wl + (0, "est")].get(p) is not None]
+        pols = [
+            p for p in C.POLICY_ORDER if base.get(p) is not None and D[wl + (0, "est")].get(p) is not None
+        ]
         r0 = rank(base, pols)
-        row = {"workload": f"{wl[0]}-{wl[1]}", "sigma": wl[2], "seeds": len(seeds) - 1,
-               "sources": [src for src in SOURCES if wl + (0, src) in D]}
+        row = {
+            "workload": f"{wl[0]}-{wl[1]}",
+            "sigma": wl[2],
+            "seeds": len(seeds) - 1,
+            "sources": [src for src in SOURCES if wl + (0, src) in D],
+        }
         for src in row["sources"]:
             row[f"ranking_{src}"] = " > ".join(C.DISPLAY[p] for p in rank(D[wl + (0, src)], pols))
-            done = [s for s in seeds if s > 0 and len(D.get(wl + (s, src), {})) ==
-                    len(C.POLICY_ORDER)]
+            done = [s for s in seeds if s > 0 and len(D.get(wl + (s, src), {})) == len(C.POLICY_ORDER)]
             rs = [rank(D[wl + (s, src)], pols) for s in done]
             row[f"keep_{src}"] = sum(r == r0 for r in rs)
             row[f"seeds_{src}"] = len(done)
@@ -120,8 +126,10 @@ def figure(rows, path: Path) -> None:
     """One panel per workload: each policy's normalised performance, unperturbed (marker) and
     its range under the noise (bar), A100 traces beside estimates."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, axes = plt.subplots(1, len(rows), figsize=(3.2 * len(rows), 3.6), sharey=True)
     axes = np.atleast_1d(axes)
     for ax, row in zip(axes, rows):
@@ -134,20 +142,22 @@ def figure(rows, path: Path) -> None:
                 col = COLOURS[src]
                 x = i + (j - (len(srcs) - 1) / 2) * 0.25
                 ax.plot([x, x], [v[1], v[2]], color=col, lw=4, alpha=0.5, solid_capstyle="butt")
-                ax.plot([x], [v[0]], "o", color=col, ms=4,
-                        label=SOURCES[src] if i == 0 else None)
+                ax.plot([x], [v[0]], "o", color=col, ms=4, label=SOURCES[src] if i == 0 else None)
         ax.set_xticks(range(len(C.POLICY_ORDER)))
-        ax.set_xticklabels([C.DISPLAY[p] for p in C.POLICY_ORDER], rotation=60, ha="right",
-                           fontsize=8)
-        kept = ", ".join(f"{s} {row['keep_' + s]}/{row['seeds_' + s]}" for s in row["sources"]
-                         if row["seeds_" + s])
+        ax.set_xticklabels([C.DISPLAY[p] for p in C.POLICY_ORDER], rotation=60, ha="right", fontsize=8)
+        kept = ", ".join(
+            f"{s} {row['keep_' + s]}/{row['seeds_' + s]}" for s in row["sources"] if row["seeds_" + s]
+        )
         ax.set_title(f"{row['workload']}\nranking kept under noise: {kept}", fontsize=7)
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("performance normalised to Ideal")
     axes[0].legend(fontsize=7, loc="lower right")
-    fig.suptitle(f"Figure-11 workloads under {rows[0]['sigma']:.0%} kernel-time noise: "
-                 "unperturbed (dot) and range (bar); kept: perturbed seeds keeping the "
-                 "traces' ranking, per source", fontsize=9)
+    fig.suptitle(
+        f"Figure-11 workloads under {rows[0]['sigma']:.0%} kernel-time noise: "
+        "unperturbed (dot) and range (bar); kept: perturbed seeds keeping the "
+        "traces' ranking, per source",
+        fontsize=9,
+    )
     fig.tight_layout()
     tmp = path.with_name(path.stem + ".tmp" + path.suffix)
     fig.savefig(tmp, dpi=110)
@@ -158,15 +168,20 @@ def figure(rows, path: Path) -> None:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--artifact")
-    ap.add_argument("--workload", action="append", help="e.g. VIT-1280 (default: the two "
-                    "whose ranking differs, BERT-256 and VIT-1280)")
+    ap.add_argument(
+        "--workload",
+        action="append",
+        help="e.g. VIT-1280 (default: the two whose ranking differs, BERT-256 and VIT-1280)",
+    )
     ap.add_argument("--sigma", type=float, default=0.01)
     ap.add_argument("--seeds", type=int, default=8, help="seeds 0..N-1; 0 is unperturbed")
-    ap.add_argument("--store", default=str(ROOT / "benchmarks" / "results" /
-                                           "ranking_sensitivity.jsonl"))
+    ap.add_argument("--store", default=str(ROOT / "benchmarks" / "results" / "ranking_sensitivity.jsonl"))
     ap.add_argument("--swap", help="policy: swap in the traces' times per kernel class")
-    ap.add_argument("--sources", default=",".join(SOURCES),
-                    help=f"kernel-time sources to run (default: {','.join(SOURCES)})")
+    ap.add_argument(
+        "--sources",
+        default=",".join(SOURCES),
+        help=f"kernel-time sources to run (default: {','.join(SOURCES)})",
+    )
     ap.add_argument("--figure", help="also draw the ranges to this PNG (from the store)")
     a = ap.parse_args(argv)
     artifact = C.find_artifact(a.artifact)
@@ -189,19 +204,22 @@ def main(argv=None):
             T, E = src["traces"], src["est"]
             names = np.array(r["feat"]["name"])
             base = performance(artifact, model, b, g, a.swap, *E)
-            print(f"{wl} {a.swap}: traces {performance(artifact, model, b, g, a.swap, *T):.4f} "
-                  f"estimated {base:.4f}")
+            print(
+                f"{wl} {a.swap}: traces {performance(artifact, model, b, g, a.swap, *T):.4f} "
+                f"estimated {base:.4f}"
+            )
             share = {n: T[0][names == n].sum() / T[0].sum() for n in set(names)}
             for n in sorted(share, key=lambda x: -share[x])[:8]:
                 m = names == n
                 H = [np.where(m, T[i], E[i]) for i in range(4)]
-                print(f"  traces for {n:28s} ({share[n]:.1%} of the time): "
-                      f"{performance(artifact, model, b, g, a.swap, *H):.4f}")
+                print(
+                    f"  traces for {n:28s} ({share[n]:.1%} of the time): "
+                    f"{performance(artifact, model, b, g, a.swap, *H):.4f}"
+                )
             continue
         K = g.num_kernels
         for seed in range(a.seeds):
-            fac = (np.ones(K) if seed == 0 else
-                   np.exp(np.random.default_rng(seed).normal(0.0, a.sigma, K)))
+            fac = np.ones(K) if seed == 0 else np.exp(np.random.default_rng(seed).normal(0.0, a.sigma, K))
             for name, Q in src.items():
                 if name not in a.sources.split(","):
                     continue
@@ -214,8 +232,20 @@ def main(argv=None):
                         continue
                     v = performance(artifact, model, b, g, pol, t, tin, tpf, Q[3])
                     with open(store, "a") as f:
-                        f.write(json.dumps(dict(model=model, batch=b, sigma=a.sigma, seed=seed,
-                                                src=name, policy=pol, perf=v)) + "\n")
+                        f.write(
+                            json.dumps(
+                                dict(
+                                    model=model,
+                                    batch=b,
+                                    sigma=a.sigma,
+                                    seed=seed,
+                                    src=name,
+                                    policy=pol,
+                                    perf=v,
+                                )
+                            )
+                            + "\n"
+                        )
             print(f"  {wl} seed {seed} done", file=sys.stderr, flush=True)
     if a.swap:
         return
@@ -234,8 +264,10 @@ def main(argv=None):
                     cells.append(f"{s} {v[0]:.4f} [{v[1]:.4f}, {v[2]:.4f}]")
             if cells:
                 print(f"  {C.DISPLAY[p]:11s} " + "   ".join(cells))
-        print("  perturbed seeds keeping the traces' unperturbed ranking: " + ", ".join(
-            f"{s} {row['keep_' + s]}/{row['seeds_' + s]}" for s in row["sources"]))
+        print(
+            "  perturbed seeds keeping the traces' unperturbed ranking: "
+            + ", ".join(f"{s} {row['keep_' + s]}/{row['seeds_' + s]}" for s in row["sources"])
+        )
 
 
 if __name__ == "__main__":

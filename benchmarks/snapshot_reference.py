@@ -33,24 +33,39 @@ def figure(path, out) -> str:
     """Reserved bytes over op index: the snapshot's (measured), the `pytorch` allocator's
     without a capacity and under its cache flushes' bound, and the live bytes."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     tr = read_snapshot(path)
     meas = tr.meta.get("reserved_of_op")
     fig, ax = plt.subplots(figsize=(9, 4.5))
     x = np.arange(tr.num_ops)
     ax.plot(x, tr.live_bytes() / MiB, color="0.6", lw=1.0, label="allocated (live)")
     if meas is not None:
-        ax.step(x, meas / MiB, where="post", color="black", ls="--", lw=1.2,
-                label=f"recorded reserved (peak {meas.max() / MiB:,.0f} MiB)")
+        ax.step(
+            x,
+            meas / MiB,
+            where="post",
+            color="black",
+            ls="--",
+            lw=1.2,
+            label=f"recorded reserved (peak {meas.max() / MiB:,.0f} MiB)",
+        )
     caps = [("no capacity", None)]
     if pytorch_capacity(tr) is not None:
-        caps.append((f"capacity < {(pytorch_capacity(tr) + 1) / MiB:,.0f} MiB (cache flushes)",
-                     pytorch_capacity(tr)))
+        caps.append(
+            (f"capacity < {(pytorch_capacity(tr) + 1) / MiB:,.0f} MiB (cache flushes)", pytorch_capacity(tr))
+        )
     for label, cap in caps:
         r = run_allocator(tr, "pytorch", capacity=cap, **pytorch_options(tr))
-        ax.step(r.op_index, r.reserved / MiB, where="post", lw=1.0,
-                label=f"pytorch here, {label} (peak {r.peak_reserved / MiB:,.0f} MiB)")
+        ax.step(
+            r.op_index,
+            r.reserved / MiB,
+            where="post",
+            lw=1.0,
+            label=f"pytorch here, {label} (peak {r.peak_reserved / MiB:,.0f} MiB)",
+        )
     ax.set_xlabel("op index (allocations and frees)")
     ax.set_ylabel("GPU memory (MiB)")
     ax.set_title(f"{Path(path).name}: the caching allocator recorded vs simulated")
@@ -67,27 +82,40 @@ def compare(path, source: str = "") -> dict:
     tr = read_snapshot(path)
     read_s = time.perf_counter() - t0
     info = tr.meta["snapshot"]
-    rec = {"snapshot": Path(path).name, "source": source, "entries": info["entries"],
-           "ops": tr.num_ops, "pre_trace_blocks": info["pre_trace_blocks"],
-           "streams": info["streams"], "cache_flushes": info.get("cache_flushes", 0),
-           "measured_peak_reserved_mib": None if info["peak_reserved_bytes"] is None
-           else info["peak_reserved_bytes"] / MiB,
-           "measured_peak_allocated_mib": info["peak_allocated_bytes"] / MiB,
-           "pytorch_options": pytorch_options(tr), "read_seconds": round(read_s, 3)}
+    rec = {
+        "snapshot": Path(path).name,
+        "source": source,
+        "entries": info["entries"],
+        "ops": tr.num_ops,
+        "pre_trace_blocks": info["pre_trace_blocks"],
+        "streams": info["streams"],
+        "cache_flushes": info.get("cache_flushes", 0),
+        "measured_peak_reserved_mib": None
+        if info["peak_reserved_bytes"] is None
+        else info["peak_reserved_bytes"] / MiB,
+        "measured_peak_allocated_mib": info["peak_allocated_bytes"] / MiB,
+        "pytorch_options": pytorch_options(tr),
+        "read_seconds": round(read_s, 3),
+    }
     meas = tr.meta.get("reserved_of_op")
     n = info["pre_trace_blocks"]
     for key, cap in (("unbounded", None), ("flush_bound", pytorch_capacity(tr))):
         if key == "flush_bound" and cap is None:
             continue
         r = run_allocator(tr, "pytorch", capacity=cap, **pytorch_options(tr))
-        row = {"capacity_mib": None if cap is None else round(cap / MiB, 3),
-               "status": r.status, "peak_reserved_mib": r.peak_reserved / MiB}
+        row = {
+            "capacity_mib": None if cap is None else round(cap / MiB, 3),
+            "status": r.status,
+            "peak_reserved_mib": r.peak_reserved / MiB,
+        }
         if meas is not None and r.status == "ok":
             d = r.reserved - meas[r.op_index]
             base = int(d[n - 1]) if n else 0
-            row.update(vs_measured=r.peak_reserved / info["peak_reserved_bytes"] - 1.0,
-                       offset_at_trace_start_mib=base / MiB,
-                       ops_at_start_offset=float((d[n:] == base).mean()) if len(d) > n else 1.0)
+            row.update(
+                vs_measured=r.peak_reserved / info["peak_reserved_bytes"] - 1.0,
+                offset_at_trace_start_mib=base / MiB,
+                ops_at_start_offset=float((d[n:] == base).mean()) if len(d) > n else 1.0,
+            )
         rec[key] = row
     return rec
 
@@ -107,8 +135,7 @@ def main() -> int:
         if a.no_record:
             continue
         rec = compare(p, a.source)
-        rec.update(commit=git_commit(), machine=machine,
-                   date=time.strftime("%Y-%m-%d", time.gmtime()))
+        rec.update(commit=git_commit(), machine=machine, date=time.strftime("%Y-%m-%d", time.gmtime()))
         append_record(out, rec)
     return 0
 

@@ -31,26 +31,60 @@ from _bench import git_commit  # noqa: E402
 
 def record(i: int) -> dict:
     rng = np.random.default_rng(i)
-    its = [{"iteration": j, "exe_time_cycles": int(rng.integers(1e9, 1e10)),
-            "ideal_exe_time_cycles": int(rng.integers(1e9, 1e10)), "slowdown": float(rng.random()),
-            "stall_cycles": 1, "overlap_cycles": 2, "compute_cycles": 3, "cpu_pf": 4, "ssd_pf": 5,
-            "unalloc_pf": 6, "in_transfer": 7,
-            "pages": {"cpu_to_gpu": 1, "ssd_to_gpu": 2, "gpu_to_cpu": 3, "gpu_to_ssd": 4}}
-           for j in range(2)]
-    rec = {"hash": f"{i:064x}", "label": f"BERT/256-lru-{i}", "status": "ok",
-           "config": {f"key{k}": k * 1.5 for k in range(60)},
-           "point": {"model": "BERT", "batch_size": 256, "policy": "lru", "host_mem_gb": 128.0,
-                     "ssd_gbps": 3.2, "pcie_gbps": 15.754, "kernel_time_std_dev": 0.0,
-                     "kernel_speedup": 1.0, "group": "bench"},
-           "result": {"status": "ok", "iterations": its, "reported": 1,
-                      "workload": {"kernels": 3000, "ideal_cycles": 123456789},
-                      "system": {f"c{k}": k for k in range(30)}},
-           "arrays": {"kernel_cycles": rng.integers(0, 2**31, (2, 3000)),
-                      "kernel_ideal_cycles": rng.integers(0, 2**31, 3000)},
-           "wall_seconds": 1.0, "cpu_seconds": 1.0}
+    its = [
+        {
+            "iteration": j,
+            "exe_time_cycles": int(rng.integers(1e9, 1e10)),
+            "ideal_exe_time_cycles": int(rng.integers(1e9, 1e10)),
+            "slowdown": float(rng.random()),
+            "stall_cycles": 1,
+            "overlap_cycles": 2,
+            "compute_cycles": 3,
+            "cpu_pf": 4,
+            "ssd_pf": 5,
+            "unalloc_pf": 6,
+            "in_transfer": 7,
+            "pages": {"cpu_to_gpu": 1, "ssd_to_gpu": 2, "gpu_to_cpu": 3, "gpu_to_ssd": 4},
+        }
+        for j in range(2)
+    ]
+    rec = {
+        "hash": f"{i:064x}",
+        "label": f"BERT/256-lru-{i}",
+        "status": "ok",
+        "config": {f"key{k}": k * 1.5 for k in range(60)},
+        "point": {
+            "model": "BERT",
+            "batch_size": 256,
+            "policy": "lru",
+            "host_mem_gb": 128.0,
+            "ssd_gbps": 3.2,
+            "pcie_gbps": 15.754,
+            "kernel_time_std_dev": 0.0,
+            "kernel_speedup": 1.0,
+            "group": "bench",
+        },
+        "result": {
+            "status": "ok",
+            "iterations": its,
+            "reported": 1,
+            "workload": {"kernels": 3000, "ideal_cycles": 123456789},
+            "system": {f"c{k}": k for k in range(30)},
+        },
+        "arrays": {
+            "kernel_cycles": rng.integers(0, 2**31, (2, 3000)),
+            "kernel_ideal_cycles": rng.integers(0, 2**31, 3000),
+        },
+        "wall_seconds": 1.0,
+        "cpu_seconds": 1.0,
+    }
     if i % 20 == 0:
-        rec["analysis"] = {"key": f"M-{i}", "total": rng.integers(0, 2**33, 3000),
-                           "active": rng.integers(0, 2**33, 3000), "kernels": 3000}
+        rec["analysis"] = {
+            "key": f"M-{i}",
+            "total": rng.integers(0, 2**33, 3000),
+            "active": rng.integers(0, 2**33, 3000),
+            "kernels": 3000,
+        }
     return rec
 
 
@@ -74,8 +108,14 @@ def bench(store_cls, path: str, n: int) -> dict:
     t_read = time.perf_counter() - t0
     assert len(st) == len(pts) == n
     size = sum(os.path.getsize(path + x) for x in ("", "-wal") if os.path.exists(path + x))
-    return {"points": n, "write_points_per_s": n / t_write, "write_ms_per_point": 1e3 * t_write / n,
-            "statuses_s": t_status, "read_points_per_s": n / t_read, "file_bytes": size}
+    return {
+        "points": n,
+        "write_points_per_s": n / t_write,
+        "write_ms_per_point": 1e3 * t_write / n,
+        "statuses_s": t_status,
+        "read_points_per_s": n / t_read,
+        "file_bytes": size,
+    }
 
 
 def main() -> None:
@@ -87,18 +127,31 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as td:
         from g10fast.sweep.store import STORE_VERSION, ResultStore
-        rows.append({"store": f"version {STORE_VERSION} (this checkout)",
-                     **bench(ResultStore, os.path.join(td, "new.g10db"), args.points)})
+
+        rows.append(
+            {
+                "store": f"version {STORE_VERSION} (this checkout)",
+                **bench(ResultStore, os.path.join(td, "new.g10db"), args.points),
+            }
+        )
         if args.legacy_root:
             for m in [m for m in sys.modules if m == "g10fast" or m.startswith("g10fast.")]:
                 del sys.modules[m]
             sys.path.insert(0, args.legacy_root)
             legacy = importlib.import_module("g10fast.sweep.store")
-            rows.append({"store": f"version {legacy.STORE_VERSION} ({args.legacy_root})",
-                         **bench(legacy.ResultStore, os.path.join(td, "old.h5"), args.points)})
+            rows.append(
+                {
+                    "store": f"version {legacy.STORE_VERSION} ({args.legacy_root})",
+                    **bench(legacy.ResultStore, os.path.join(td, "old.h5"), args.points),
+                }
+            )
     for r in rows:
-        r.update(commit=git_commit(), machine=platform.node(), cpus=os.cpu_count(),
-                 time=time.strftime("%Y-%m-%dT%H:%M:%S"))
+        r.update(
+            commit=git_commit(),
+            machine=platform.node(),
+            cpus=os.cpu_count(),
+            time=time.strftime("%Y-%m-%dT%H:%M:%S"),
+        )
         print(json.dumps(r))
         if args.out:
             with open(args.out, "a") as fh:

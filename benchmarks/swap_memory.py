@@ -53,8 +53,13 @@ from g10fast.spec import builtin_spec, from_g10_config, make_spec  # noqa: E402
 OUT = ROOT / "benchmarks" / "results" / "swap_memory.jsonl"
 FIG = ROOT / "docs" / "swap-memory.png"
 MAX_SLOWDOWN = 1.05
-SWAP_VARIANTS = [("singa_swap", "vote"), ("singa_swap", "doa"), ("singa_swap", "aoa"),
-                 ("singa_swap", "wdoa"), ("appobmem", "aoa")]
+SWAP_VARIANTS = [
+    ("singa_swap", "vote"),
+    ("singa_swap", "doa"),
+    ("singa_swap", "aoa"),
+    ("singa_swap", "wdoa"),
+    ("appobmem", "aoa"),
+]
 GPU_POLICIES = ["prefetch_lru", "FlashNeuron", "G10GDSFULL"]
 
 
@@ -63,15 +68,18 @@ def base_spec(model: str, shared: Path):
         return builtin_spec("llama-7b", 1, "h100-80-pcie5", "prefetch_lru")
     name, batch = model.split("-")
     from g10fast.config import read_g10_config
-    cfg = read_g10_config(shared / "g10-artifact" / "src" / "configs" / name /
-                          f"{batch}-sim_prefetch_lru.config")
+
+    cfg = read_g10_config(
+        shared / "g10-artifact" / "src" / "configs" / name / f"{batch}-sim_prefetch_lru.config"
+    )
     return from_g10_config(cfg)
 
 
 def spec_for(base, policy: str, gpu_gb: float, options=None, allocator: str = ""):
     sysm = dataclasses.replace(base.system, gpu_memory_gb=float(gpu_gb))
-    return make_spec(base.workload, sysm, policy, options or {},
-                     dataclasses.replace(base.engine, allocator=allocator))
+    return make_spec(
+        base.workload, sysm, policy, options or {}, dataclasses.replace(base.engine, allocator=allocator)
+    )
 
 
 def slowdown(res) -> float:
@@ -96,6 +104,7 @@ def bisect(fits, lo: float, hi: float, tol: float, n: int = 0):
 def kernel_floor_gb(w) -> float:
     """The largest kernel's tensors (GiB): no GPU smaller runs it."""
     import numpy as np
+
     best = 0
     for k in range(w.num_kernels):
         t = np.union1d(w.inputs(k), w.outputs(k))
@@ -136,9 +145,15 @@ def gpu_policy_row(base, w, policy, tol):
         g, n = bisect(fits, g0, footprint_gb * 1.05, tol, 2)
     else:
         g, n = None, 2
-    row = {"policy": policy, "score": None, "bisected": "gpu_memory", "runs": n,
-           "gpu_memory_gb": g, "slowdown": slowdown(memo[g]) if g else None,
-           "kernel_floor_gb": floor}
+    row = {
+        "policy": policy,
+        "score": None,
+        "bisected": "gpu_memory",
+        "runs": n,
+        "gpu_memory_gb": g,
+        "slowdown": slowdown(memo[g]) if g else None,
+        "kernel_floor_gb": floor,
+    }
     if g is not None and policy != "prefetch_lru":
         row["allocators"] = {}
         for a in ALLOCATORS:
@@ -148,8 +163,7 @@ def gpu_policy_row(base, w, policy, tol):
     return row
 
 
-GRID = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.42, 0.35, 0.3, 0.25, 0.2, 0.15, 0.1, 0.07, 0.05, 0.035,
-        0.025)
+GRID = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.42, 0.35, 0.3, 0.25, 0.2, 0.15, 0.1, 0.07, 0.05, 0.035, 0.025)
 
 
 def swap_row(base, w, policy, score, tol):
@@ -165,30 +179,40 @@ def swap_row(base, w, policy, score, tol):
     t0 = time.perf_counter()
     pts = []
     for frac in GRID:
-        r = run(spec_for(base, policy, big, dict(opts, limit_fraction=frac), "cuda_malloc"),
-                workload=w)
+        r = run(spec_for(base, policy, big, dict(opts, limit_fraction=frac), "cuda_malloc"), workload=w)
         pts.append((frac, slowdown(r), r["gpu_memory_needed_bytes"] / 2**30, r))
         if slowdown(r) > MAX_SLOWDOWN * 1.1:
-            break               # tighter limits only slow it more
+            break  # tighter limits only slow it more
     feas = sorted([p for p in pts if p[1] <= MAX_SLOWDOWN], key=lambda p: p[2])
-    row = {"policy": policy, "score": score, "searched": "limit grid", "runs": len(pts),
-           "grid": [[p[0], round(p[1], 4), round(p[2], 3)] for p in pts]}
+    row = {
+        "policy": policy,
+        "score": score,
+        "searched": "limit grid",
+        "runs": len(pts),
+        "grid": [[p[0], round(p[1], 4), round(p[2], 3)] for p in pts],
+    }
     if feas:
         frac, sd, need, r = feas[0]
         pl = r["plan"]
-        row.update(limit_fraction=frac, slowdown=sd, limit_gb=pl["limit_bytes"] / 2**30,
-                   load_peak_gb=pl["peak_bytes"] / 2**30,
-                   unswapped_peak_gb=pl["peak_before_bytes"] / 2**30, swaps=pl["swaps"],
-                   hinted_swaps=pl["hinted_swaps"], wrapping_swaps=pl["wrapping_swaps"],
-                   late_left_out=pl["late_left_out"], allocators={"cuda_malloc": need},
-                   allocator_limit_fraction={"cuda_malloc": frac})
+        row.update(
+            limit_fraction=frac,
+            slowdown=sd,
+            limit_gb=pl["limit_bytes"] / 2**30,
+            load_peak_gb=pl["peak_bytes"] / 2**30,
+            unswapped_peak_gb=pl["peak_before_bytes"] / 2**30,
+            swaps=pl["swaps"],
+            hinted_swaps=pl["hinted_swaps"],
+            wrapping_swaps=pl["wrapping_swaps"],
+            late_left_out=pl["late_left_out"],
+            allocators={"cuda_malloc": need},
+            allocator_limit_fraction={"cuda_malloc": frac},
+        )
         for a in ALLOCATORS:
             if a == "cuda_malloc":
                 continue
             best = None
             for frac2, _, _, _ in feas[:3]:
-                ra = run(spec_for(base, policy, big, dict(opts, limit_fraction=frac2), a),
-                         workload=w)
+                ra = run(spec_for(base, policy, big, dict(opts, limit_fraction=frac2), a), workload=w)
                 v = ra["gpu_memory_needed_bytes"] / 2**30
                 if best is None or v < best[0]:
                     best = (v, frac2)
@@ -209,8 +233,10 @@ def old_rows():
 
 def figure(rows, path):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     models = list(dict.fromkeys(r["model"] for r in rows))
     fig, axes = plt.subplots(len(models), 1, figsize=(11, 3.3 * len(models)), squeeze=False)
     colours = dict(zip(ALLOCATORS, ["#000000", "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd"]))
@@ -219,26 +245,34 @@ def figure(rows, path):
         labels = []
         x = 0
         for r in mr:
-            lab = {"prefetch_lru": "G10", "FlashNeuron": "FlashNeuron",
-                   "G10GDSFULL": "G10-Host"}.get(r["policy"],
-                                                 f"{r['policy']}\n{r['score']}")
+            lab = {"prefetch_lru": "G10", "FlashNeuron": "FlashNeuron", "G10GDSFULL": "G10-Host"}.get(
+                r["policy"], f"{r['policy']}\n{r['score']}"
+            )
             labels.append((x, lab))
             if r["policy"] == "prefetch_lru":
                 v = r.get("gpu_memory_gb")
-                ax.bar(x, v if v else 0, 0.7, color="#7f7f7f",
-                       label="G10 (GPU size)" if x == 0 else None)
+                ax.bar(x, v if v else 0, 0.7, color="#7f7f7f", label="G10 (GPU size)" if x == 0 else None)
                 if not v:
                     ax.text(x, 0, "no size\n≤ 5 %", ha="center", va="bottom", fontsize=7)
             else:
                 al = r.get("allocators") or {}
                 for j, a in enumerate(ALLOCATORS):
                     v = al.get(a)
-                    ax.bar(x - 0.35 + 0.14 * (j + 0.5), v if v else 0, 0.14,
-                           color=colours[a], label=a if m == models[0] and x == 3 else None)
+                    ax.bar(
+                        x - 0.35 + 0.14 * (j + 0.5),
+                        v if v else 0,
+                        0.14,
+                        color=colours[a],
+                        label=a if m == models[0] and x == 3 else None,
+                    )
                 if r["policy"] in ("FlashNeuron", "G10GDSFULL") and r.get("gpu_memory_gb"):
-                    ax.plot([x - 0.4, x + 0.4], [r["gpu_memory_gb"]] * 2, "k--", lw=1,
-                            label="GPU size of the run" if m == models[0] and x == 1
-                            else None)
+                    ax.plot(
+                        [x - 0.4, x + 0.4],
+                        [r["gpu_memory_gb"]] * 2,
+                        "k--",
+                        lw=1,
+                        label="GPU size of the run" if m == models[0] and x == 1 else None,
+                    )
                 if not al:
                     ax.text(x, 0, "none\n≤ 5 %", ha="center", va="bottom", fontsize=7)
             x += 1
@@ -260,9 +294,12 @@ def main(argv=None):
     ap.add_argument("--models", default="BERT-256,ResNet152-1280,Llama-7B")
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
     ap.add_argument("--rerun-g10", action="store_true")
-    ap.add_argument("--reuse", default="prefetch_lru",
-                    help="policies whose rows are reused from the results file when there "
-                         "(comma list; default G10's, prefetch_lru)")
+    ap.add_argument(
+        "--reuse",
+        default="prefetch_lru",
+        help="policies whose rows are reused from the results file when there "
+        "(comma list; default G10's, prefetch_lru)",
+    )
     ap.add_argument("--tolerance", type=float, default=0.05)
     ap.add_argument("--g10-tolerance", type=float, default=0.15)
     a = ap.parse_args(argv)
@@ -277,8 +314,7 @@ def main(argv=None):
             if reuse and (m, pol, None) in prev:
                 row = dict(prev[(m, pol, None)], reused=True)
             else:
-                row = gpu_policy_row(base, w, pol,
-                                     a.g10_tolerance if pol == "prefetch_lru" else a.tolerance)
+                row = gpu_policy_row(base, w, pol, a.g10_tolerance if pol == "prefetch_lru" else a.tolerance)
             row.update(model=m)
             new.append(row)
             print(json.dumps(row), flush=True)
@@ -287,8 +323,12 @@ def main(argv=None):
             row.update(model=m)
             new.append(row)
             print(json.dumps(row), flush=True)
-    stamp = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "commit": commit,
-             "nproc": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()]}
+    stamp = {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "commit": commit,
+        "nproc": os.cpu_count(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
     keep = [r for r in old_rows() if r["model"] not in a.models.split(",")]
     rows = keep + [dict(r, **({} if r.get("reused") else stamp)) for r in new]
     tmp = OUT.with_suffix(".tmp")

@@ -27,10 +27,11 @@ from g10fast.alloc.allocators import ALLOCATORS, run_allocator  # noqa: E402
 from g10fast.alloc.trace import read_trace  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "swap_speed.jsonl"
-TRACES = [f"{kind}_{m}" for m in ("alex", "vgg", "resnet")
-          for kind in ("memInfo", "blockInfo", "vec_run_5")]
-VARIANTS = [(a, {}) for a in ALLOCATORS] + [("singa_colour", {"scope": "trace"}),
-                                            ("singa_colour", {"scope": "pool_opt"})]
+TRACES = [f"{kind}_{m}" for m in ("alex", "vgg", "resnet") for kind in ("memInfo", "blockInfo", "vec_run_5")]
+VARIANTS = [(a, {}) for a in ALLOCATORS] + [
+    ("singa_colour", {"scope": "trace"}),
+    ("singa_colour", {"scope": "pool_opt"}),
+]
 
 
 def best_of(fn, repeat):
@@ -59,8 +60,11 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-traces", action="store_true")
     a = ap.parse_args(argv)
-    stamp = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
-             "commit": git_commit(), "nproc": os.cpu_count()}
+    stamp = {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "commit": git_commit(),
+        "nproc": os.cpu_count(),
+    }
     rows = []
     if not a.skip_traces:
         for name in TRACES:
@@ -73,11 +77,19 @@ def main(argv=None):
                 first, best = best_of(lambda: run_allocator(tr, alloc, **opts), a.repeat)
                 res = run_allocator(tr, alloc, **opts)
                 label = alloc + "".join(f" {k}={v}" for k, v in opts.items())
-                row = dict(stamp, what="allocator", trace=p.name, ops=tr.num_ops,
-                           blocks=tr.num_blocks, allocator=label, first_call_s=round(first, 4),
-                           best_s=round(best, 4), peak_live_mib=round(res.peak_live / 2**20, 1),
-                           peak_reserved_mib=round(res.peak_reserved / 2**20, 1),
-                           load_average=[round(x, 2) for x in os.getloadavg()])
+                row = dict(
+                    stamp,
+                    what="allocator",
+                    trace=p.name,
+                    ops=tr.num_ops,
+                    blocks=tr.num_blocks,
+                    allocator=label,
+                    first_call_s=round(first, 4),
+                    best_s=round(best, 4),
+                    peak_live_mib=round(res.peak_live / 2**20, 1),
+                    peak_reserved_mib=round(res.peak_reserved / 2**20, 1),
+                    load_average=[round(x, 2) for x in os.getloadavg()],
+                )
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     # Llama-7B: the derived trace, a plan, and a whole run (plan + tensor engine + allocator)
@@ -87,36 +99,68 @@ def main(argv=None):
     from g10fast.policies.trace_swap import absolute_kernels
     from g10fast.run import run
     from g10fast.spec import builtin_spec
+
     w = api.builtin_workload("llama-7b", 1, "h100-80-pcie5")
     first, best = best_of(lambda: from_workload(w, iterations=3), a.repeat)
     tr = from_workload(w, iterations=3)
-    rows.append(dict(stamp, what="llama-7b derived trace (3 iterations)", ops=tr.num_ops,
-                     first_call_s=round(first, 4), best_s=round(best, 4)))
+    rows.append(
+        dict(
+            stamp,
+            what="llama-7b derived trace (3 iterations)",
+            ops=tr.num_ops,
+            first_call_s=round(first, 4),
+            best_s=round(best, 4),
+        )
+    )
     print(json.dumps(rows[-1]), flush=True)
     peak = plan_swaps(tr, 1 << 62, "singa_swap").peak_before
     link = LinkCost.from_gbps(50.0)
     for policy in ("singa_swap", "appobmem"):
         for frac in (0.7, 0.5, 0.3):
+
             def plan():
-                return plan_swaps(tr, int(frac * peak), policy, link=link, periodic=True,
-                                  op_group=absolute_kernels(tr))
+                return plan_swaps(
+                    tr, int(frac * peak), policy, link=link, periodic=True, op_group=absolute_kernels(tr)
+                )
+
             first, best = best_of(plan, a.repeat)
             p = plan()
-            rows.append(dict(stamp, what="llama-7b swap plan", policy=policy,
-                             limit_fraction=frac, swaps=p.num_swaps,
-                             candidates=p.info["candidates"], first_call_s=round(first, 4),
-                             best_s=round(best, 4),
-                             load_average=[round(x, 2) for x in os.getloadavg()]))
+            rows.append(
+                dict(
+                    stamp,
+                    what="llama-7b swap plan",
+                    policy=policy,
+                    limit_fraction=frac,
+                    swaps=p.num_swaps,
+                    candidates=p.info["candidates"],
+                    first_call_s=round(first, 4),
+                    best_s=round(best, 4),
+                    load_average=[round(x, 2) for x in os.getloadavg()],
+                )
+            )
             print(json.dumps(rows[-1]), flush=True)
     for policy in ("singa_swap", "appobmem"):
-        spec = builtin_spec("llama-7b", 1, "h100-80-pcie5", policy,
-                            options={"limit_fraction": 0.5, "profile_policy": "none"}
-                            if policy == "appobmem" else {"limit_fraction": 0.5},
-                            engine={"allocator": "cnmem"})
+        spec = builtin_spec(
+            "llama-7b",
+            1,
+            "h100-80-pcie5",
+            policy,
+            options={"limit_fraction": 0.5, "profile_policy": "none"}
+            if policy == "appobmem"
+            else {"limit_fraction": 0.5},
+            engine={"allocator": "cnmem"},
+        )
         first, best = best_of(lambda: run(spec, workload=w), a.repeat)
-        rows.append(dict(stamp, what="llama-7b whole run (plan, tensor engine, cnmem)",
-                         policy=policy, first_call_s=round(first, 4), best_s=round(best, 4),
-                         load_average=[round(x, 2) for x in os.getloadavg()]))
+        rows.append(
+            dict(
+                stamp,
+                what="llama-7b whole run (plan, tensor engine, cnmem)",
+                policy=policy,
+                first_call_s=round(first, 4),
+                best_s=round(best, 4),
+                load_average=[round(x, 2) for x in os.getloadavg()],
+            )
+        )
         print(json.dumps(rows[-1]), flush=True)
     with open(OUT, "a") as f:
         for r in rows:

@@ -53,8 +53,12 @@ CLOCK_NS = {"vgg": SINGA_VGG_ITERATION_NS}
 #: the authors' VGG curve at two points (memInfoSwap plot_overhead.py): overhead at 280 MiB
 #: as % of 81.57 ms (AOA 13.93, DOA 12.09, WDOA 10.89, SubWDOA 12.09 ms) and the first limit
 #: from which SubWDOA and WDOA stay at zero (450 MiB)
-AUTHORS_MARKS = [(280, 100 * 13.93 / 81.571072), (280, 100 * 12.09 / 81.571072),
-                 (280, 100 * 10.89 / 81.571072), (450, 0.0)]
+AUTHORS_MARKS = [
+    (280, 100 * 13.93 / 81.571072),
+    (280, 100 * 12.09 / 81.571072),
+    (280, 100 * 10.89 / 81.571072),
+    (450, 0.0),
+]
 AUTHORS_LABEL = "the authors' values (memInfoSwap)"
 
 
@@ -72,8 +76,11 @@ def summarise(rows):
     best, zero_from, at280 = {}, {}, {}
     for sc in dict.fromkeys(r["score"] for r in rows):
         rr = [r for r in rows if r["score"] == sc]
-        z = [1 - r["peak_bytes"] / r["peak_before_bytes"] for r in rr
-             if r["status"] == "ok" and r["overhead_per_iteration_s"] == 0.0]
+        z = [
+            1 - r["peak_bytes"] / r["peak_before_bytes"]
+            for r in rr
+            if r["status"] == "ok" and r["overhead_per_iteration_s"] == 0.0
+        ]
         best[sc] = max(z) if z else 0.0
         lim = None
         for r in reversed(rr):
@@ -97,44 +104,105 @@ def real_clock(folder, out, commit, machine, figures):
     rows = sweep_limits(tr, limits, "singa_swap", SCORES, base_bytes=base)
     secs = time.perf_counter() - t0
     best, zero_from, at280 = summarise(rows)
-    rec = {"model": "vgg", "trace": tr.name, "policy": "singa_swap", "clock": "trace",
-           "shares": "real", "base_bytes": base, "peak_live_bytes": rows[0]["peak_before_bytes"],
-           "iteration_s": rows[0]["iteration_s"], "zero_overhead_reduction": best,
-           "zero_overhead_from_bytes": zero_from, "overhead_fraction_at_280mib": at280,
-           "curve": [{k: r[k] for k in ("score", "limit_bytes", "peak_bytes", "swaps",
-                                        "overhead_per_iteration_s", "overhead_fraction",
-                                        "status")} for r in rows],
-           "sweep_seconds": round(secs, 3), "commit": commit, "machine": machine}
+    rec = {
+        "model": "vgg",
+        "trace": tr.name,
+        "policy": "singa_swap",
+        "clock": "trace",
+        "shares": "real",
+        "base_bytes": base,
+        "peak_live_bytes": rows[0]["peak_before_bytes"],
+        "iteration_s": rows[0]["iteration_s"],
+        "zero_overhead_reduction": best,
+        "zero_overhead_from_bytes": zero_from,
+        "overhead_fraction_at_280mib": at280,
+        "curve": [
+            {
+                k: r[k]
+                for k in (
+                    "score",
+                    "limit_bytes",
+                    "peak_bytes",
+                    "swaps",
+                    "overhead_per_iteration_s",
+                    "overhead_fraction",
+                    "status",
+                )
+            }
+            for r in rows
+        ],
+        "sweep_seconds": round(secs, 3),
+        "commit": commit,
+        "machine": machine,
+    }
     with open(out, "a") as f:
         f.write(json.dumps(rec) + "\n")
-    print(f"vgg     singa_swap real      base {base / MiB:.1f} MiB, iteration "
-          f"{rows[0]['iteration_s'] * 1e3:.2f} ms; zero overhead: " +
-          ", ".join(f"{k} {100 * v:.1f}% (from {zero_from[k] // MiB if zero_from[k] else '-'}"
-                    " MiB)" for k, v in best.items()) +
-          "; at 280 MiB: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in at280.items()),
-          flush=True)
+    print(
+        f"vgg     singa_swap real      base {base / MiB:.1f} MiB, iteration "
+        f"{rows[0]['iteration_s'] * 1e3:.2f} ms; zero overhead: "
+        + ", ".join(
+            f"{k} {100 * v:.1f}% (from {zero_from[k] // MiB if zero_from[k] else '-'} MiB)"
+            for k, v in best.items()
+        )
+        + "; at 280 MiB: "
+        + ", ".join(f"{k} {100 * v:.1f}%" for k, v in at280.items()),
+        flush=True,
+    )
     # the authors' offline analysis, slips included, on the same recording and grid
-    off = sweep_limits(tr, limits, "singa_swap", ["aoa", "doa", "wdoa", "subwdoa"],
-                       base_bytes=base, offline_analysis=True)
+    off = sweep_limits(
+        tr, limits, "singa_swap", ["aoa", "doa", "wdoa", "subwdoa"], base_bytes=base, offline_analysis=True
+    )
     with open(out, "a") as f:
-        f.write(json.dumps(dict(rec, shares="real", offline_analysis=True, curve=[
-            {k: r[k] for k in ("score", "limit_bytes", "peak_bytes", "swaps",
-                               "overhead_per_iteration_s", "overhead_fraction", "status")}
-            for r in off])) + "\n")
-    at = {r["score"]: 1e3 * r["overhead_per_iteration_s"] for r in off
-          if r["limit_bytes"] == 280 * MiB}
-    print("vgg     offline analysis at 280 MiB: " +
-          ", ".join(f"{k} {v:.3f} ms" for k, v in at.items()), flush=True)
+        f.write(
+            json.dumps(
+                dict(
+                    rec,
+                    shares="real",
+                    offline_analysis=True,
+                    curve=[
+                        {
+                            k: r[k]
+                            for k in (
+                                "score",
+                                "limit_bytes",
+                                "peak_bytes",
+                                "swaps",
+                                "overhead_per_iteration_s",
+                                "overhead_fraction",
+                                "status",
+                            )
+                        }
+                        for r in off
+                    ],
+                )
+            )
+            + "\n"
+        )
+    at = {r["score"]: 1e3 * r["overhead_per_iteration_s"] for r in off if r["limit_bytes"] == 280 * MiB}
+    print(
+        "vgg     offline analysis at 280 MiB: " + ", ".join(f"{k} {v:.3f} ms" for k, v in at.items()),
+        flush=True,
+    )
     if figures:
-        swap_figure(rows, ROOT / "docs" / "swap-vgg-real-clock.png",
-                    "singa_swap, SINGA vgg: the authors' real-clock recording", percent=True,
-                    marks=AUTHORS_MARKS, marks_label=AUTHORS_LABEL)
+        swap_figure(
+            rows,
+            ROOT / "docs" / "swap-vgg-real-clock.png",
+            "singa_swap, SINGA vgg: the authors' real-clock recording",
+            percent=True,
+            marks=AUTHORS_MARKS,
+            marks_label=AUTHORS_LABEL,
+        )
         # the authors divide by their mean iteration, 81.57 ms: so do we here
         for r in off:
             r["overhead_fraction"] = r["overhead_per_iteration_s"] * 1e9 / SINGA_VGG_ITERATION_NS
-        swap_figure(off, ROOT / "docs" / "swap-vgg-offline-analysis.png",
-                    "offline_analysis on the real-clock recording (% of 81.57 ms)",
-                    percent=True, marks=AUTHORS_MARKS, marks_label=AUTHORS_LABEL)
+        swap_figure(
+            off,
+            ROOT / "docs" / "swap-vgg-offline-analysis.png",
+            "offline_analysis on the real-clock recording (% of 81.57 ms)",
+            percent=True,
+            marks=AUTHORS_MARKS,
+            marks_label=AUTHORS_LABEL,
+        )
 
 
 def main() -> int:
@@ -153,7 +221,7 @@ def main() -> int:
         for policy in ("singa_swap", "appobmem"):
             top = plan_swaps(tr, 1 << 62, policy, iteration_ns=clock)
             peak = top.peak_before
-            if model == "vgg":       # the authors' grid, then on to the peak
+            if model == "vgg":  # the authors' grid, then on to the peak
                 limits = list(range(280 * MiB, 680 * MiB, 10 * MiB))
                 limits = [x for x in limits if x < peak] + [int(peak)]
             else:
@@ -163,42 +231,72 @@ def main() -> int:
                 variants.append(("bytes", bytes_shares(tr, top.start, top.length, clock)))
             for shares, trx in variants:
                 t0 = time.perf_counter()
-                rows = sweep_limits(trx, limits, policy, SCORES,
-                                    iteration_ns=clock if shares == "recording" else None)
+                rows = sweep_limits(
+                    trx, limits, policy, SCORES, iteration_ns=clock if shares == "recording" else None
+                )
                 secs = time.perf_counter() - t0
                 for sc in SCORES:
                     check_plan(trx, plan_swaps(trx, int(0.7 * peak), policy, sc))
                 best, zero_from, at280 = summarise(rows)
-                rec = {"model": model, "trace": tr.name, "policy": policy,
-                       "clock": rows[0]["clock"], "shares": shares,
-                       "peak_live_bytes": int(peak), "iteration_s": rows[0]["iteration_s"],
-                       "recorded_iteration_s": rows[0]["recorded_iteration_s"],
-                       "zero_overhead_reduction": best, "zero_overhead_from_bytes": zero_from,
-                       "overhead_fraction_at_280mib": at280,
-                       "curve": [{k: r[k] for k in ("score", "limit_bytes", "peak_bytes",
-                                                    "swaps", "overhead_per_iteration_s",
-                                                    "overhead_fraction", "status")}
-                                 for r in rows],
-                       "sweep_seconds": round(secs, 3), "commit": commit, "machine": machine}
+                rec = {
+                    "model": model,
+                    "trace": tr.name,
+                    "policy": policy,
+                    "clock": rows[0]["clock"],
+                    "shares": shares,
+                    "peak_live_bytes": int(peak),
+                    "iteration_s": rows[0]["iteration_s"],
+                    "recorded_iteration_s": rows[0]["recorded_iteration_s"],
+                    "zero_overhead_reduction": best,
+                    "zero_overhead_from_bytes": zero_from,
+                    "overhead_fraction_at_280mib": at280,
+                    "curve": [
+                        {
+                            k: r[k]
+                            for k in (
+                                "score",
+                                "limit_bytes",
+                                "peak_bytes",
+                                "swaps",
+                                "overhead_per_iteration_s",
+                                "overhead_fraction",
+                                "status",
+                            )
+                        }
+                        for r in rows
+                    ],
+                    "sweep_seconds": round(secs, 3),
+                    "commit": commit,
+                    "machine": machine,
+                }
                 with open(out, "a") as f:
                     f.write(json.dumps(rec) + "\n")
-                print(f"{model:7s} {policy:10s} {shares:9s} peak {peak / MiB:7.1f} MiB, "
-                      f"iteration {rows[0]['iteration_s'] * 1e3:.2f} ms ({rows[0]['clock']}); "
-                      "zero overhead: " + ", ".join(
-                          f"{k} {100 * v:.1f}% (from {zero_from[k] // MiB if zero_from[k] else '-'}"
-                          " MiB)" for k, v in best.items()) +
-                      ("; at 280 MiB: " + ", ".join(f"{k} {100 * v:.1f}%"
-                                                    for k, v in at280.items()) if at280 else "") +
-                      f"  ({len(rows)} plans in {secs:.2f} s)", flush=True)
+                print(
+                    f"{model:7s} {policy:10s} {shares:9s} peak {peak / MiB:7.1f} MiB, "
+                    f"iteration {rows[0]['iteration_s'] * 1e3:.2f} ms ({rows[0]['clock']}); "
+                    "zero overhead: "
+                    + ", ".join(
+                        f"{k} {100 * v:.1f}% (from {zero_from[k] // MiB if zero_from[k] else '-'} MiB)"
+                        for k, v in best.items()
+                    )
+                    + (
+                        "; at 280 MiB: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in at280.items())
+                        if at280
+                        else ""
+                    )
+                    + f"  ({len(rows)} plans in {secs:.2f} s)",
+                    flush=True,
+                )
                 if figures and shares == "recording":
-                    what = ("the authors' 81.57 ms iteration" if clock else
-                            "recording's clock (not GPU time)")
-                    swap_figure(rows, ROOT / "docs" / f"swap-{model}-{policy}.png",
-                                f"{policy}, SINGA {model}: {what}",
-                                percent=True,
-                                marks=AUTHORS_MARKS if (model == "vgg" and
-                                                        policy == "singa_swap") else None,
-                                marks_label=AUTHORS_LABEL)
+                    what = "the authors' 81.57 ms iteration" if clock else "recording's clock (not GPU time)"
+                    swap_figure(
+                        rows,
+                        ROOT / "docs" / f"swap-{model}-{policy}.png",
+                        f"{policy}, SINGA {model}: {what}",
+                        percent=True,
+                        marks=AUTHORS_MARKS if (model == "vgg" and policy == "singa_swap") else None,
+                        marks_label=AUTHORS_LABEL,
+                    )
     return 0
 
 

@@ -56,8 +56,10 @@ DEFAULT = {"host_mem_gb": 128.0, "ssd_gbps": 3.2, "pcie_gbps": 15.754, "kernel_t
 def variation_kind(a) -> str:
     if float(a.get("kernel_time_std_dev", 0) or 0) > 0:
         return "ktv"
-    if (abs(float(a.get("ssd_gbps", 3.2)) - 3.2) > 1e-9
-            or abs(float(a.get("pcie_gbps", 15.754)) - 15.754) > 1e-6):
+    if (
+        abs(float(a.get("ssd_gbps", 3.2)) - 3.2) > 1e-9
+        or abs(float(a.get("pcie_gbps", 15.754)) - 15.754) > 1e-6
+    ):
         return "ssd"
     if abs(float(a.get("host_mem_gb", 128)) - 128) > 1e-9 and a.get("policy") != "G10GDSSSD":
         return "host"
@@ -79,22 +81,22 @@ def measured(stores):
 
 
 def fit(meas):
-    base = defaultdict(dict)                  # (model, policy) -> {batch: run cpu}
-    parse = defaultdict(dict)                 # model -> {batch: parse cpu}
-    var = defaultdict(list)                   # (model, batch, policy, kind) -> [run cpu]
+    base = defaultdict(dict)  # (model, policy) -> {batch: run cpu}
+    parse = defaultdict(dict)  # model -> {batch: parse cpu}
+    var = defaultdict(list)  # (model, batch, policy, kind) -> [run cpu]
     for a, cpu, wcpu in meas:
         if a.get("source_cpu_seconds"):
-            continue                          # derived from another host size: not a run
+            continue  # derived from another host size: not a run
         m, b, pol = a["model"], int(a["batch_size"]), a["policy"]
         run = max(cpu - wcpu, 0.0)
-        if wcpu > 0.2:                        # a parse, not a cache hit
+        if wcpu > 0.2:  # a parse, not a cache hit
             parse[m][b] = max(parse[m].get(b, 0.0), wcpu)
         kind = variation_kind(a)
         if kind == "base":
             base[(m, pol)][b] = run
         else:
             var[(m, b, pol, kind)].append(run)
-    factors = defaultdict(list)               # (policy, kind) -> [ratio]
+    factors = defaultdict(list)  # (policy, kind) -> [ratio]
     for (m, b, pol, kind), runs in var.items():
         b0 = base.get((m, pol), {}).get(b)
         if b0:
@@ -110,7 +112,7 @@ def interp(table: dict, b: int) -> float | None:
     if len(xs) == 1:
         return table[xs[0]] * b / xs[0]
     ys = [table[x] for x in xs]
-    if b < xs[0] or b > xs[-1]:       # linear through the two nearest
+    if b < xs[0] or b > xs[-1]:  # linear through the two nearest
         i = (0, 1) if b < xs[0] else (-2, -1)
         x0, x1 = xs[i[0]], xs[i[1]]
         y0, y1 = ys[i[0]], ys[i[1]]
@@ -137,6 +139,7 @@ def main(argv=None) -> int:
         measured_hash |= {h for h, st in ResultStore(path, create=False).statuses().items()}
     # the sweep's order, from an empty store
     import tempfile
+
     with tempfile.TemporaryDirectory() as td:
         tasks, _ = plan_sweep(resolved, ResultStore(os.path.join(td, "empty.h5")))
     by_hash = {rp.hash: rp for rp in resolved}
@@ -145,9 +148,14 @@ def main(argv=None) -> int:
     for t in tasks:
         rp = by_hash[t["hash"]]
         pt = rp.point
-        a = {"policy": pt.policy, "host_mem_gb": pt.host_mem_gb, "ssd_gbps": pt.ssd_gbps,
-             "pcie_gbps": pt.pcie_gbps, "kernel_time_std_dev": pt.kernel_time_std_dev}
-        if t["hash"] in meas_by_hash:     # measured: its own CPU (a derived point: its own)
+        a = {
+            "policy": pt.policy,
+            "host_mem_gb": pt.host_mem_gb,
+            "ssd_gbps": pt.ssd_gbps,
+            "pcie_gbps": pt.pcie_gbps,
+            "kernel_time_std_dev": pt.kernel_time_std_dev,
+        }
+        if t["hash"] in meas_by_hash:  # measured: its own CPU (a derived point: its own)
             _a, cpu, wcpu = meas_by_hash[t["hash"]]
             est[t["hash"]] = max(cpu - wcpu, 0.0)
             continue
@@ -194,47 +202,77 @@ def main(argv=None) -> int:
         by_group[rp.point.group] += est[rp.hash]
     peak_worker = max((int(a.get("worker_peak_rss_bytes", 0)) for a, _, _ in meas), default=0)
     rec = {
-        "benchmark": "sweep_extrapolation", "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "benchmark": "sweep_extrapolation",
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "g10fast_version": __version__,
-        "kind": (f"REPLAY of the measured CPU seconds of all {len(resolved)} points on "
-                 f"{args.workers} workers (not an end-to-end run)"
-                 if set(by_hash) <= set(meas_by_hash) else
-                 f"EXTRAPOLATION of the {len(resolved)}-point matrix from {len(meas)} measured "
-                 "points (CPU seconds per point; not a measured full sweep)"),
+        "kind": (
+            f"REPLAY of the measured CPU seconds of all {len(resolved)} points on "
+            f"{args.workers} workers (not an end-to-end run)"
+            if set(by_hash) <= set(meas_by_hash)
+            else f"EXTRAPOLATION of the {len(resolved)}-point matrix from {len(meas)} measured "
+            "points (CPU seconds per point; not a measured full sweep)"
+        ),
         "stores": [str(p) for p in args.stores],
-        "measured_points": len(meas), "matrix_points": len(resolved),
+        "measured_points": len(meas),
+        "matrix_points": len(resolved),
         "matrix_points_measured": len(measured_hash & set(by_hash)),
         "workers": args.workers,
         "estimated_wall_seconds": round(makespan, 1),
         "estimated_cpu_seconds_total": round(run_total + parse_total, 1),
         "estimated_parse_cpu_seconds": round(parse_total, 1),
         "per_point_estimated_seconds": {
-            "min": round(float(costs.min()), 3), "median": round(float(np.median(costs)), 3),
-            "p90": round(float(np.percentile(costs, 90)), 3), "max": round(float(costs.max()), 3)},
-        "histogram_seconds": {f"<{e}": int(n) for e, n in zip(
-            [1, 5, 15, 60, 180, 600, "inf"],
-            np.histogram(costs, [0, 1, 5, 15, 60, 180, 600, np.inf])[0])},
+            "min": round(float(costs.min()), 3),
+            "median": round(float(np.median(costs)), 3),
+            "p90": round(float(np.percentile(costs, 90)), 3),
+            "max": round(float(costs.max()), 3),
+        },
+        "histogram_seconds": {
+            f"<{e}": int(n)
+            for e, n in zip(
+                [1, 5, 15, 60, 180, 600, "inf"], np.histogram(costs, [0, 1, 5, 15, 60, 180, 600, np.inf])[0]
+            )
+        },
         "estimated_cpu_by_policy": {k: round(v, 1) for k, v in sorted(by_policy.items())},
         "estimated_cpu_by_group": {k: round(v, 1) for k, v in sorted(by_group.items())},
         "variation_factors": {f"{p}/{k}": round(v, 3) for (p, k), v in sorted(factor.items())},
-        "measured_run_cpu": {f"{m}/{p}": {str(b): round(v, 2) for b, v in sorted(t.items())}
-                             for (m, p), t in sorted(base.items())},
-        "measured_parse_cpu": {m: {str(b): round(v, 2) for b, v in sorted(t.items())}
-                               for m, t in sorted(parse.items())},
+        "measured_run_cpu": {
+            f"{m}/{p}": {str(b): round(v, 2) for b, v in sorted(t.items())}
+            for (m, p), t in sorted(base.items())
+        },
+        "measured_parse_cpu": {
+            m: {str(b): round(v, 2) for b, v in sorted(t.items())} for m, t in sorted(parse.items())
+        },
         "unmeasured_model_policy": sorted(f"{m}/{p}" for m, p in missing),
         "peak_worker_rss_bytes_measured": peak_worker,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "platform": platform.platform()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
         "note": args.note,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "a") as fh:
         fh.write(json.dumps(rec) + "\n")
-    print(json.dumps({k: rec[k] for k in ("kind", "estimated_wall_seconds",
-                                          "estimated_cpu_seconds_total", "per_point_estimated_seconds",
-                                          "histogram_seconds", "estimated_cpu_by_policy",
-                                          "estimated_cpu_by_group", "variation_factors",
-                                          "unmeasured_model_policy")}, indent=1))
+    print(
+        json.dumps(
+            {
+                k: rec[k]
+                for k in (
+                    "kind",
+                    "estimated_wall_seconds",
+                    "estimated_cpu_seconds_total",
+                    "per_point_estimated_seconds",
+                    "histogram_seconds",
+                    "estimated_cpu_by_policy",
+                    "estimated_cpu_by_group",
+                    "variation_factors",
+                    "unmeasured_model_policy",
+                )
+            },
+            indent=1,
+        )
+    )
     return 0
 
 

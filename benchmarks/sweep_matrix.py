@@ -117,30 +117,49 @@ def main(argv=None) -> int:
     sampler.join()
     pts = summary.point_seconds
     rec = {
-        "benchmark": "sweep_matrix", "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "g10fast_version": __version__, "matrix": str(path.name), "policies": args.policies,
-        "points": len(resolved), "ran": summary.ran, "skipped": summary.skipped,
-        "ok": summary.ok, "failed": summary.failed, "errors": summary.errors,
-        "reused": summary.reused, "reuse_saved_cpu_seconds": round(summary.reuse_saved_cpu_seconds, 1),
+        "benchmark": "sweep_matrix",
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "g10fast_version": __version__,
+        "matrix": str(path.name),
+        "policies": args.policies,
+        "points": len(resolved),
+        "ran": summary.ran,
+        "skipped": summary.skipped,
+        "ok": summary.ok,
+        "failed": summary.failed,
+        "errors": summary.errors,
+        "reused": summary.reused,
+        "reuse_saved_cpu_seconds": round(summary.reuse_saved_cpu_seconds, 1),
         "commit": git_commit(),
-        "workers": args.workers or os.cpu_count(), "wall_seconds": round(wall, 2),
-        "point_seconds": {"min": _pct(pts, 0), "median": _pct(pts, 50), "p90": _pct(pts, 90),
-                          "max": _pct(pts, 100), "sum": round(sum(pts), 2)},
+        "workers": args.workers or os.cpu_count(),
+        "wall_seconds": round(wall, 2),
+        "point_seconds": {
+            "min": _pct(pts, 0),
+            "median": _pct(pts, 50),
+            "p90": _pct(pts, 90),
+            "max": _pct(pts, 100),
+            "sum": round(sum(pts), 2),
+        },
         "point_seconds_all": [round(x, 3) for x in pts],
         "peak_rss_sum_bytes": sampler.peak,
         "peak_rss_largest_worker_bytes": int(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) * 1024,
         "peak_rss_parent_bytes": int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "platform": platform.platform()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
         "note": args.note,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "a") as fh:
         fh.write(json.dumps(rec) + "\n")
     print(summary.text())
-    print(f"wall {wall:.1f} s; per point median {rec['point_seconds']['median']} s, "
-          f"max {rec['point_seconds']['max']} s; peak RSS of all processes "
-          f"{sampler.peak / 2**30:.2f} GiB; recorded in {args.out}")
+    print(
+        f"wall {wall:.1f} s; per point median {rec['point_seconds']['median']} s, "
+        f"max {rec['point_seconds']['max']} s; peak RSS of all processes "
+        f"{sampler.peak / 2**30:.2f} GiB; recorded in {args.out}"
+    )
     if tmpdir:
         try:
             os.remove(store)

@@ -24,9 +24,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-STAGES = ("execute", "workload_of", "vitality", "plan_of", "main_loop", "run_engine",
-          "simulate_tensors", "bound_summary", "_compile_for_args", "write_point",
-          "kernel_arrays", "workload_analysis", "plan_digest")
+STAGES = (
+    "execute",
+    "workload_of",
+    "vitality",
+    "plan_of",
+    "main_loop",
+    "run_engine",
+    "simulate_tensors",
+    "bound_summary",
+    "_compile_for_args",
+    "write_point",
+    "kernel_arrays",
+    "workload_analysis",
+    "plan_digest",
+)
 
 
 def main(argv=None) -> int:
@@ -42,9 +54,11 @@ def main(argv=None) -> int:
     ap.add_argument("--g10", default=str(ROOT.parent / "shared" / "g10-artifact"))
     ap.add_argument("--stats", help="also write the pstats file here")
     args = ap.parse_args(argv)
-    res = [r for r in resolve_points(expand_matrix(named_matrix(args.matrix)), args.g10)
-           if _group_key(r) in set(args.groups)
-           and (not args.policies or r.point.policy in set(args.policies))]
+    res = [
+        r
+        for r in resolve_points(expand_matrix(named_matrix(args.matrix)), args.g10)
+        if _group_key(r) in set(args.groups) and (not args.policies or r.point.policy in set(args.policies))
+    ]
     with tempfile.TemporaryDirectory() as d:
         store = ResultStore(os.path.join(d, "profile.h5"))
         tasks, _ = plan_sweep(res, store)

@@ -28,27 +28,29 @@ RESULTS = ROOT / "benchmarks" / "results" / "trace_bench.jsonl"
 PY = sys.executable
 
 # (label, G10 artifact model folder, batch, policy)
-RUNS = [("ResNet152-1280 Base UVM", "ResNet152", 1280, "lru"),
-        ("ResNet152-1280 G10", "ResNet152", 1280, "prefetch_lru"),
-        ("SENet154-1024 DeepUM+", "SENet154", 1024, "deepUM")]
+RUNS = [
+    ("ResNet152-1280 Base UVM", "ResNet152", 1280, "lru"),
+    ("ResNet152-1280 G10", "ResNet152", 1280, "prefetch_lru"),
+    ("SENet154-1024 DeepUM+", "SENet154", 1024, "deepUM"),
+]
 
 
 def child(code: str) -> dict:
     """Run ``code`` in a fresh interpreter (this worktree first on the path); it prints one
     JSON line; -> that dict with the child's peak RSS."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    pre = ("import json, os, resource, time, sys\n"
-           "def _rss(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n")
+    pre = (
+        "import json, os, resource, time, sys\n"
+        "def _rss(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
+    )
     out = subprocess.run([PY, "-c", pre + code], env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"child failed ({out.returncode}):\n{out.stderr[-4000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-
-
 def one_run(cfg: str, trace_path: str | None) -> dict:
-    g10root = str(Path(cfg).parents[2])   # the artifact's src/: its paths are relative to it
+    g10root = str(Path(cfg).parents[2])  # the artifact's src/: its paths are relative to it
     code = f"""
 import g10fast.trace as T
 from g10fast.run import run
@@ -104,8 +106,13 @@ print(json.dumps({{"inspect_wall_s": time.perf_counter() - t0, "inspect_peak_rss
 
 
 def record(entry: dict) -> None:
-    entry = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "commit": git_commit(),
-             "cpus": len(os.sched_getaffinity(0)), "load_avg": os.getloadavg()[0], **entry}
+    entry = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "commit": git_commit(),
+        "cpus": len(os.sched_getaffinity(0)),
+        "load_avg": os.getloadavg()[0],
+        **entry,
+    }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     with open(RESULTS, "a") as fh:
         fh.write(json.dumps(entry) + "\n")
@@ -123,15 +130,18 @@ def cmd_runs(args) -> None:
         h5 = str(out / f"{model}{batch}_{policy}.h5")
         no = one_run(cfg, None)
         yes = one_run(cfg, h5)
-        entry = {"bench": "run", "label": label, "config": cfg,
-                 "without_trace": no, "with_trace": yes,
-                 "write_events_per_s": yes["events"] / yes["writer_s"] if yes["writer_s"] else None}
+        entry = {
+            "bench": "run",
+            "label": label,
+            "config": cfg,
+            "without_trace": no,
+            "with_trace": yes,
+            "write_events_per_s": yes["events"] / yes["writer_s"] if yes["writer_s"] else None,
+        }
         if not args.no_export:
             pf = str(out / f"{model}{batch}_{policy}.pftrace")
             entry["export"] = export_once(h5, pf)
         record(entry)
-
-
 
 
 def cmd_synthetic(args) -> None:
@@ -141,7 +151,7 @@ def cmd_synthetic(args) -> None:
     h5 = str(out / f"synthetic_{n}.h5")
     code = f"""
 import numpy as np
-sys.path.insert(0, {str(ROOT / 'tests')!r})
+sys.path.insert(0, {str(ROOT / "tests")!r})
 from synth_trace import engine_like_batch
 from g10fast.trace import EventTraceWriter
 N = {n}
@@ -186,7 +196,7 @@ print(json.dumps({{"write_wall_s": wall, "writer_s": spent, "write_events_per_s"
 
 
 def cmd_export(args) -> None:
-    extra = (f", pages={args.pages!r}, kernels={args.kernels!r}")
+    extra = f", pages={args.pages!r}, kernels={args.kernels!r}"
     for f in args.files:
         ext = ".json" if args.format == "json" else ".pftrace"
         pf = str(Path(args.out) / (Path(f).stem + ext))
@@ -205,11 +215,11 @@ with open_trace({args.file!r}) as tr:
 span = int(base[:, 0].max()) + 1
 B = {int(args.batch)}
 tw = time.perf_counter()          # warm-up: numba and the writer's kernels (from its cache)
-with EventTraceWriter({str(Path(args.out) / 'warm.h5')!r}, config={{}}) as w:
+with EventTraceWriter({str(Path(args.out) / "warm.h5")!r}, config={{}}) as w:
     w.append(base[:1000])
-os.unlink({str(Path(args.out) / 'warm.h5')!r})
+os.unlink({str(Path(args.out) / "warm.h5")!r})
 warm = time.perf_counter() - tw
-w = EventTraceWriter({str(Path(args.out) / 'writer_bench.h5')!r}, config={{}}, threads={args.threads!r},
+w = EventTraceWriter({str(Path(args.out) / "writer_bench.h5")!r}, config={{}}, threads={args.threads!r},
                      compression={args.compression!r})
 t0 = time.perf_counter(); c0 = time.process_time()
 done = 0
@@ -233,13 +243,21 @@ wall = time.perf_counter() - t0; cpu = time.process_time() - c0
 print(json.dumps({{"events": done, "warm_up_s": warm, "wall_s": wall, "cpu_s": cpu,
                   "events_per_s": done / wall, "writer_s": spent, "writer_events_per_s": done / spent,
                   "events_per_cpu_s": done / cpu, "peak_rss_bytes": _rss(),
-                  "file_bytes": os.path.getsize({str(Path(args.out) / 'writer_bench.h5')!r})}}))
+                  "file_bytes": os.path.getsize({str(Path(args.out) / "writer_bench.h5")!r})}}))
 """
     res = child(code)
     os.unlink(str(Path(args.out) / "writer_bench.h5"))
     res["file_bytes_per_event"] = res["file_bytes"] / res["events"]
-    record({"bench": "writer", "source": args.file, "batch": int(args.batch),
-            "threads": args.threads, "compression": args.compression, **res})
+    record(
+        {
+            "bench": "writer",
+            "source": args.file,
+            "batch": int(args.batch),
+            "threads": args.threads,
+            "compression": args.compression,
+            **res,
+        }
+    )
 
 
 def main() -> None:
@@ -268,8 +286,12 @@ def main() -> None:
     wr.add_argument("--events", default="20e6")
     wr.add_argument("--batch", default=65536)
     wr.add_argument("--threads", type=int, default=None)
-    wr.add_argument("--compression", default="deflate", choices=["deflate", "none"],
-                    help="the writer's compression (docs/trace-format.md, \"Compression\")")
+    wr.add_argument(
+        "--compression",
+        default="deflate",
+        choices=["deflate", "none"],
+        help='the writer\'s compression (docs/trace-format.md, "Compression")',
+    )
     wr.add_argument("--out", default=tempfile.gettempdir() + "/g10trace_bench")
     wr.set_defaults(func=cmd_writer)
     args = p.parse_args()

@@ -23,8 +23,16 @@ sys.path.insert(0, str(HERE.parent))
 
 SYSTEM = "dgx-h100"
 MODELS = {"llama-7b": 4, "gpt2-xl": 16}
-POLICIES = ("ideal", "prefetch_lru", "FlashNeuron", "deepUM", "uvm", "zero-offload",
-            "zero3-offload", "zero-infinity")
+POLICIES = (
+    "ideal",
+    "prefetch_lru",
+    "FlashNeuron",
+    "deepUM",
+    "uvm",
+    "zero-offload",
+    "zero3-offload",
+    "zero-infinity",
+)
 
 
 def run_one(model: str, batch: int, policy: str, quick: bool) -> dict:
@@ -36,11 +44,18 @@ def run_one(model: str, batch: int, policy: str, quick: bool) -> dict:
     t0 = time.process_time()
     r = run(s)
     it = r["iterations"][r["reported"]] if r.get("iterations") else {}
-    return {"model": model, "batch": batch, "policy": policy, "engine": r["engine"],
-            "status": r["status"], "time_s": it.get("exe_time_s"),
-            "ideal_s": it.get("ideal_time_s"), "cpu_s": round(time.process_time() - t0, 2),
-            "failure": (r.get("failure") or {}).get("reason"),
-            "footprint_gib": (r.get("workload") or {}).get("footprint_bytes", 0) / 2**30}
+    return {
+        "model": model,
+        "batch": batch,
+        "policy": policy,
+        "engine": r["engine"],
+        "status": r["status"],
+        "time_s": it.get("exe_time_s"),
+        "ideal_s": it.get("ideal_time_s"),
+        "cpu_s": round(time.process_time() - t0, 2),
+        "failure": (r.get("failure") or {}).get("reason"),
+        "footprint_gib": (r.get("workload") or {}).get("footprint_bytes", 0) / 2**30,
+    }
 
 
 def figure(rows: list, path) -> None:
@@ -68,8 +83,7 @@ def figure(rows: list, path) -> None:
         ax.bar(x, vals, color=cols)
         for i, v in enumerate(vals):
             if v == 0:
-                ax.text(i, 1.05, "does not\nrun", ha="center", va="bottom", fontsize=7,
-                        color="tab:red")
+                ax.text(i, 1.05, "does not\nrun", ha="center", va="bottom", fontsize=7, color="tab:red")
             else:
                 ax.text(i, v, f"{v:.2f}", ha="center", va="bottom", fontsize=7)
         ax.axhline(1.0, color="black", lw=0.8, ls="--", label="Ideal (unlimited GPU memory)")
@@ -78,8 +92,7 @@ def figure(rows: list, path) -> None:
         ax.set_yscale("log")
         ax.set_ylabel("iteration time / Ideal (log)")
         b = mine[0]["batch"]
-        ax.set_title(f"{m}, batch {b} ({mine[0]['footprint_gib']:.0f} GiB on an 80 GB H100)",
-                     fontsize=9)
+        ax.set_title(f"{m}, batch {b} ({mine[0]['footprint_gib']:.0f} GiB on an 80 GB H100)", fontsize=9)
         ax.legend(fontsize=7)
     fig.suptitle("One H100 with host memory and NVMe (dgx-h100, 1 GPU): who wins?")
     fig.tight_layout()
@@ -100,9 +113,15 @@ def main(argv=None):
         for p in POLICIES:
             r = run_one(m, b, p, a.quick)
             rows.append(r)
-            append_record(HERE / "results" / "zero_comparison.jsonl",
-                          dict(r, commit=git_commit(), quick=a.quick,
-                               date=time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())))
+            append_record(
+                HERE / "results" / "zero_comparison.jsonl",
+                dict(
+                    r,
+                    commit=git_commit(),
+                    quick=a.quick,
+                    date=time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+                ),
+            )
     figure(rows, a.out)
     print(a.out)
 

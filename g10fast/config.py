@@ -34,8 +34,16 @@ from g10fast.errors import InputError
 
 PAGE_SIZE = 4096
 
-EVICTION_POLICIES = ("RANDOM", "LRU", "TOLERANT", "GUIDED", "GUIDED_LRU", "PERFECT_GUIDED",
-                     "PERFECT_GUIDED_LRU", "DEEPUM")
+EVICTION_POLICIES = (
+    "RANDOM",
+    "LRU",
+    "TOLERANT",
+    "GUIDED",
+    "GUIDED_LRU",
+    "PERFECT_GUIDED",
+    "PERFECT_GUIDED_LRU",
+    "DEEPUM",
+)
 GUIDED_POLICIES = ("GUIDED", "GUIDED_LRU", "PERFECT_GUIDED", "PERFECT_GUIDED_LRU")
 MIGRATION_POLICIES = ("OURS", "DEEPUM", "FLASHNEURON", "G10GDSSSD", "G10GDSFULL")
 FN_MIGRATION_POLICIES = ("FLASHNEURON", "G10GDSSSD", "G10GDSFULL")
@@ -183,47 +191,101 @@ class G10Config:
 
 # Kind of each field; "uint" is unsigned in G10, "path" an input file, "outpath" the output folder.
 _FIELD_KIND: dict[str, str] = {
-    "output_folder": "outpath", "output_override": "bool", "is_simulation": "bool",
-    "is_individual": "bool", "is_compile": "bool", "compile_max_thread_num": "int", "is_run": "bool",
-    "is_cudnn": "bool", "is_input_pf_only": "bool", "is_resnet": "uint", "is_inception": "uint",
-    "is_senet": "uint", "is_transformer": "int", "trans_borden": "int", "batch_size": "int",
-    "input_H": "int", "input_W": "int", "num_iteration": "int", "num_threads": "int", "is_UVM": "bool",
-    "use_prefetch": "bool", "nn_model_input_file": "path", "orig_kernel_time_file": "path",
-    "pf_kernel_time_file": "path", "input_pf_kernel_time_file": "path", "workspace_size_file": "path",
-    "stat_output_file": "name", "migration_policy": "migr", "eviction_policy": "evict",
-    "num_candidate": "int", "prefetch_degree": "int", "delta_parameter": "float",
-    "system_latency_us": "float", "CPU_PCIe_bandwidth_GBps": "float", "CPU_memory_line_GB": "float",
-    "GPU_PCIe_bandwidth_GBps": "float", "GPU_memory_size_GB": "float", "GPU_frequency_GHz": "float",
-    "GPU_malloc_uspB": "float", "GPU_free_uspB": "float", "SSD_PCIe_bandwidth_GBps": "float",
-    "SSD_read_latency_us": "float", "SSD_write_latency_us": "float", "SSD_latency_us": "float",
-    "PCIe_latency_us": "float", "PCIe_batch_size_page": "int", "kernel_time_std_dev": "float",
-    "ran_seed": "uint", "kernel_speedup": "float",
+    "output_folder": "outpath",
+    "output_override": "bool",
+    "is_simulation": "bool",
+    "is_individual": "bool",
+    "is_compile": "bool",
+    "compile_max_thread_num": "int",
+    "is_run": "bool",
+    "is_cudnn": "bool",
+    "is_input_pf_only": "bool",
+    "is_resnet": "uint",
+    "is_inception": "uint",
+    "is_senet": "uint",
+    "is_transformer": "int",
+    "trans_borden": "int",
+    "batch_size": "int",
+    "input_H": "int",
+    "input_W": "int",
+    "num_iteration": "int",
+    "num_threads": "int",
+    "is_UVM": "bool",
+    "use_prefetch": "bool",
+    "nn_model_input_file": "path",
+    "orig_kernel_time_file": "path",
+    "pf_kernel_time_file": "path",
+    "input_pf_kernel_time_file": "path",
+    "workspace_size_file": "path",
+    "stat_output_file": "name",
+    "migration_policy": "migr",
+    "eviction_policy": "evict",
+    "num_candidate": "int",
+    "prefetch_degree": "int",
+    "delta_parameter": "float",
+    "system_latency_us": "float",
+    "CPU_PCIe_bandwidth_GBps": "float",
+    "CPU_memory_line_GB": "float",
+    "GPU_PCIe_bandwidth_GBps": "float",
+    "GPU_memory_size_GB": "float",
+    "GPU_frequency_GHz": "float",
+    "GPU_malloc_uspB": "float",
+    "GPU_free_uspB": "float",
+    "SSD_PCIe_bandwidth_GBps": "float",
+    "SSD_read_latency_us": "float",
+    "SSD_write_latency_us": "float",
+    "SSD_latency_us": "float",
+    "PCIe_latency_us": "float",
+    "PCIe_batch_size_page": "int",
+    "kernel_time_std_dev": "float",
+    "ran_seed": "uint",
+    "kernel_speedup": "float",
 }
 assert tuple(_FIELD_KIND) == tuple(f.name for f in dataclasses.fields(G10Config))
 
 #: Every key G10's main() accepts: the fields plus the alias `is_profiling`.
 CONFIG_KEYS = tuple(_FIELD_KIND) + ("is_profiling",)
 #: Input files, in the order they are resolved (the first one found fixes the base directory).
-INPUT_FILE_KEYS = ("nn_model_input_file", "orig_kernel_time_file", "pf_kernel_time_file",
-                   "input_pf_kernel_time_file", "workspace_size_file")
+INPUT_FILE_KEYS = (
+    "nn_model_input_file",
+    "orig_kernel_time_file",
+    "pf_kernel_time_file",
+    "input_pf_kernel_time_file",
+    "workspace_size_file",
+)
 #: Keys whose G10 default -1 means "must set" for a simulation (g10-workloads.md §1.4).
-REQUIRED_FOR_SIMULATION = ("num_iteration", "CPU_PCIe_bandwidth_GBps", "CPU_memory_line_GB",
-                           "GPU_PCIe_bandwidth_GBps", "GPU_memory_size_GB", "GPU_frequency_GHz",
-                           "GPU_malloc_uspB", "GPU_free_uspB", "SSD_PCIe_bandwidth_GBps",
-                           "PCIe_batch_size_page")
+REQUIRED_FOR_SIMULATION = (
+    "num_iteration",
+    "CPU_PCIe_bandwidth_GBps",
+    "CPU_memory_line_GB",
+    "GPU_PCIe_bandwidth_GBps",
+    "GPU_memory_size_GB",
+    "GPU_frequency_GHz",
+    "GPU_malloc_uspB",
+    "GPU_free_uspB",
+    "SSD_PCIe_bandwidth_GBps",
+    "PCIe_batch_size_page",
+)
 #: Keys where -1 means "not given" and G10 runs anyway; any other negative value is rejected.
-_OPTIONAL_MINUS_ONE = ("delta_parameter", "system_latency_us", "SSD_latency_us", "SSD_read_latency_us",
-                       "SSD_write_latency_us", "PCIe_latency_us")
+_OPTIONAL_MINUS_ONE = (
+    "delta_parameter",
+    "system_latency_us",
+    "SSD_latency_us",
+    "SSD_read_latency_us",
+    "SSD_write_latency_us",
+    "PCIe_latency_us",
+)
 
 _INT_RE = re.compile(r"[+-]?[0-9]+\Z")
 _FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
-_INT32 = (-(2 ** 31), 2 ** 31 - 1)
-_UINT32 = (0, 2 ** 32 - 1)
+_INT32 = (-(2**31), 2**31 - 1)
+_UINT32 = (0, 2**32 - 1)
 
 
 # ------------------------------------------------------------------------------------------------------
 # Reading
 # ------------------------------------------------------------------------------------------------------
+
 
 def parse_g10_config_lines(path) -> list[tuple[str, str, int]]:
     """(key, raw value, line number) for every non-empty, non-comment line, in file order.
@@ -284,8 +346,12 @@ def _parse_value(key: str, kind: str, text: str, p: str, lineno: int):
         allowed = EVICTION_POLICIES if kind == "evict" else MIGRATION_POLICIES
         if u not in allowed:
             fallback = "LRU" if kind == "evict" else "OURS"
-            raise InputError(f"unknown {key} {text!r} (known: {', '.join(allowed)}; the artifact would "
-                             f"silently fall back to {fallback})", path=p, line=lineno)
+            raise InputError(
+                f"unknown {key} {text!r} (known: {', '.join(allowed)}; the artifact would "
+                f"silently fall back to {fallback})",
+                path=p,
+                line=lineno,
+            )
         return u
     if "\x00" in text:
         raise bad("a path without NUL characters")
@@ -362,10 +428,13 @@ def read_g10_config(path, g10_root=None) -> G10Config:
             if g10_root is not None:
                 how = f"resolved against g10_root {d}"
             else:
-                how = (f"resolved against {d}; also tried the config file's folder and its "
-                       f"{len(candidates) - 1} ancestor directories")
-            raise InputError(f"{k}: file '{values[k]}' not found (tried {tried}, {how})",
-                             path=p, line=where[k])
+                how = (
+                    f"resolved against {d}; also tried the config file's folder and its "
+                    f"{len(candidates) - 1} ancestor directories"
+                )
+            raise InputError(
+                f"{k}: file '{values[k]}' not found (tried {tried}, {how})", path=p, line=where[k]
+            )
         for k in rel:
             values[k] = os.path.realpath(os.path.join(base, values[k]))
     if base is None:
@@ -399,8 +468,9 @@ def dump_g10_config(cfg: G10Config) -> str:
         if k in ("stat_output_file",) + INPUT_FILE_KEYS and not v:
             continue
         if isinstance(v, str) and (not v or len(v.split()) != 1 or v.split()[0] != v):
-            raise InputError(f"{v!r} cannot be written as one token (G10 splits values at whitespace)",
-                             param=k)
+            raise InputError(
+                f"{v!r} cannot be written as one token (G10 splits values at whitespace)", param=k
+            )
         if isinstance(v, bool):
             v = int(v)
         lines.append(f"{k:<{width}}{v!r}" if isinstance(v, float) else f"{k:<{width}}{v}")
@@ -410,6 +480,7 @@ def dump_g10_config(cfg: G10Config) -> str:
 # ------------------------------------------------------------------------------------------------------
 # Validation
 # ------------------------------------------------------------------------------------------------------
+
 
 def _c_round(x: float) -> int:
     """C `round` for x >= 0 (half away from zero), exact."""
@@ -422,18 +493,18 @@ def validate(cfg: G10Config) -> G10Config:
     divisions by zero / endless loops. Raises InputError(param=<key>); returns cfg when it passes."""
 
     def fail(param, msg):
-        src = getattr(cfg, "_g10_source", None)   # read_g10_config: (file, {key: line})
+        src = getattr(cfg, "_g10_source", None)  # read_g10_config: (file, {key: line})
         if src is not None:
-            raise InputError(f"'{param}' {msg}", path=src[0], line=src[1].get(param),
-                             param=param)
+            raise InputError(f"'{param}' {msg}", path=src[0], line=src[1].get(param), param=param)
         raise InputError(msg, param=param)
 
     if cfg.batch_size <= 0:
         fail("batch_size", f"must be > 0, got {cfg.batch_size} (0 means not set)")
     flags = [k for k in ("is_resnet", "is_inception", "is_senet") if getattr(cfg, k)]
     if len(flags) > 1:
-        fail(flags[1],
-             f"at most one of is_resnet / is_inception / is_senet may be set, got {', '.join(flags)}")
+        fail(
+            flags[1], f"at most one of is_resnet / is_inception / is_senet may be set, got {', '.join(flags)}"
+        )
     if cfg.kernel_speedup <= 0:
         fail("kernel_speedup", f"must be > 0, got {cfg.kernel_speedup}")
     for k in ("trans_borden", "num_threads"):
@@ -464,27 +535,41 @@ def validate(cfg: G10Config) -> G10Config:
             fail(k, f"must be >= 0 (or -1 for unset), got {v}")
     if cfg.num_iteration < 1:
         fail("num_iteration", f"must be >= 1 for a simulation, got {cfg.num_iteration}")
-    for k in ("GPU_memory_size_GB", "GPU_frequency_GHz", "PCIe_batch_size_page",
-              "CPU_PCIe_bandwidth_GBps", "GPU_PCIe_bandwidth_GBps", "SSD_PCIe_bandwidth_GBps"):
+    for k in (
+        "GPU_memory_size_GB",
+        "GPU_frequency_GHz",
+        "PCIe_batch_size_page",
+        "CPU_PCIe_bandwidth_GBps",
+        "GPU_PCIe_bandwidth_GBps",
+        "SSD_PCIe_bandwidth_GBps",
+    ):
         if getattr(cfg, k) <= 0:
             fail(k, f"must be > 0, got {getattr(cfg, k)}")
 
     ssd, cpu, gpu = cfg.SSD_PCIe_bandwidth_GBps, cfg.CPU_PCIe_bandwidth_GBps, cfg.GPU_PCIe_bandwidth_GBps
     if ssd > cpu:
-        fail("SSD_PCIe_bandwidth_GBps",
-             f"SSD bandwidth {ssd} exceeds CPU bandwidth {cpu} (need SSD <= CPU <= GPU <= SSD + CPU)")
+        fail(
+            "SSD_PCIe_bandwidth_GBps",
+            f"SSD bandwidth {ssd} exceeds CPU bandwidth {cpu} (need SSD <= CPU <= GPU <= SSD + CPU)",
+        )
     if cpu > gpu:
-        fail("CPU_PCIe_bandwidth_GBps",
-             f"CPU bandwidth {cpu} exceeds GPU bandwidth {gpu} (need SSD <= CPU <= GPU <= SSD + CPU)")
+        fail(
+            "CPU_PCIe_bandwidth_GBps",
+            f"CPU bandwidth {cpu} exceeds GPU bandwidth {gpu} (need SSD <= CPU <= GPU <= SSD + CPU)",
+        )
     if gpu > ssd + cpu:
-        fail("GPU_PCIe_bandwidth_GBps",
-             f"GPU bandwidth {gpu} exceeds SSD + CPU = {ssd + cpu} (need SSD <= CPU <= GPU <= SSD + CPU)")
+        fail(
+            "GPU_PCIe_bandwidth_GBps",
+            f"GPU bandwidth {gpu} exceeds SSD + CPU = {ssd + cpu} (need SSD <= CPU <= GPU <= SSD + CPU)",
+        )
 
     mig, ev = cfg.migration_policy, cfg.eviction_policy
     if (mig == "DEEPUM") != (ev == "DEEPUM"):
-        fail("eviction_policy" if mig == "DEEPUM" else "migration_policy",
-             f"DEEPUM migration and DEEPUM eviction go together (got migration_policy {mig}, "
-             f"eviction_policy {ev})")
+        fail(
+            "eviction_policy" if mig == "DEEPUM" else "migration_policy",
+            f"DEEPUM migration and DEEPUM eviction go together (got migration_policy {mig}, "
+            f"eviction_policy {ev})",
+        )
     if mig == "DEEPUM" and cfg.prefetch_degree < 0:
         fail("prefetch_degree", f"must be >= 0 with DEEPUM, got {cfg.prefetch_degree}")
     if mig != "DEEPUM" and cfg.prefetch_degree > 0:
@@ -499,39 +584,52 @@ def validate(cfg: G10Config) -> G10Config:
     if not math.isfinite(f_hz):
         fail("GPU_frequency_GHz", f"{cfg.GPU_frequency_GHz} is out of range")
     malloc_x = cfg.GPU_malloc_uspB * PAGE_SIZE * 1e-6 * f_hz
-    if not math.isfinite(malloc_x) or malloc_x >= 2 ** 62:
+    if not math.isfinite(malloc_x) or malloc_x >= 2**62:
         fail("GPU_malloc_uspB", f"{cfg.GPU_malloc_uspB} us/B is out of range")
     malloc_cpp = _c_round(malloc_x)
     if malloc_cpp == 0:  # O-30: alloc_cap = ii / malloc_cpp divides by zero in the artifact
-        fail("GPU_malloc_uspB", f"{cfg.GPU_malloc_uspB} us/B gives {malloc_x:.3g} cycles per page, which "
-             "rounds to 0 (the artifact divides by zero, O-30); use >= "
-             f"{0.5 / (PAGE_SIZE * 1e-6 * f_hz):.3g}")
+        fail(
+            "GPU_malloc_uspB",
+            f"{cfg.GPU_malloc_uspB} us/B gives {malloc_x:.3g} cycles per page, which "
+            "rounds to 0 (the artifact divides by zero, O-30); use >= "
+            f"{0.5 / (PAGE_SIZE * 1e-6 * f_hz):.3g}",
+        )
     gpu_bpc = gpu * 1e9 / f_hz
     if not math.isfinite(gpu_bpc) or gpu_bpc == 0.0:
         fail("GPU_PCIe_bandwidth_GBps", f"{gpu} GB/s at {cfg.GPU_frequency_GHz} GHz is out of range")
-    if cfg.CPU_memory_line_GB * 2 ** 30 / PAGE_SIZE >= 2 ** 31:
+    if cfg.CPU_memory_line_GB * 2**30 / PAGE_SIZE >= 2**31:
         fail("CPU_memory_line_GB", f"{cfg.CPU_memory_line_GB} GiB overflows G10's int32 host page count")
     if not cfg.uses_fn_simulator:
         b = cfg.PCIe_batch_size_page
         tick_x = b * PAGE_SIZE / gpu_bpc
-        if not tick_x < 2 ** 62:
+        if not tick_x < 2**62:
             fail("PCIe_batch_size_page", f"the batcher tick ({b} pages at {gpu} GB/s) is out of range")
         tick = math.floor(tick_x)
         if tick < 1:
-            fail("PCIe_batch_size_page",
-                 f"the batcher tick ({b} pages at {gpu} GB/s) is shorter than one cycle")
+            fail(
+                "PCIe_batch_size_page",
+                f"the batcher tick ({b} pages at {gpu} GB/s) is shorter than one cycle",
+            )
         if math.floor(b / gpu * ssd) < 1:
-            fail("SSD_PCIe_bandwidth_GBps", f"{ssd} GB/s moves 0 pages per tick of {b} pages at {gpu} GB/s "
-                 "(SSD transfers would never progress); raise it or PCIe_batch_size_page")
+            fail(
+                "SSD_PCIe_bandwidth_GBps",
+                f"{ssd} GB/s moves 0 pages per tick of {b} pages at {gpu} GB/s "
+                "(SSD transfers would never progress); raise it or PCIe_batch_size_page",
+            )
         if math.floor(b / gpu * cpu) < 1:
             fail("CPU_PCIe_bandwidth_GBps", f"{cpu} GB/s moves 0 pages per tick of {b} pages at {gpu} GB/s")
         if tick // malloc_cpp < 1:
-            fail("GPU_malloc_uspB", f"{malloc_cpp} cycles per page exceeds the {tick}-cycle tick: no page "
-                 "could ever be allocated")
+            fail(
+                "GPU_malloc_uspB",
+                f"{malloc_cpp} cycles per page exceeds the {tick}-cycle tick: no page "
+                "could ever be allocated",
+            )
     if mig == "G10GDSFULL" and cpu <= ssd:
-        fail("CPU_PCIe_bandwidth_GBps",
-             f"G10GDSFULL moves host data at CPU - SSD bandwidth = {cpu - ssd} GB/s; "
-             "CPU bandwidth must exceed SSD bandwidth")
+        fail(
+            "CPU_PCIe_bandwidth_GBps",
+            f"G10GDSFULL moves host data at CPU - SSD bandwidth = {cpu - ssd} GB/s; "
+            "CPU bandwidth must exceed SSD bandwidth",
+        )
     return cfg
 
 
@@ -539,24 +637,32 @@ def validate(cfg: G10Config) -> G10Config:
 # genconfigs.py
 # ------------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class _Model:
-    key: str          # genconfigs key and config folder name
-    net: str          # frontend/Nets/<net>.txt
-    resdir: str       # results/<resdir>/
-    flags: tuple      # (key, value) model-family keys
+    key: str  # genconfigs key and config folder name
+    net: str  # frontend/Nets/<net>.txt
+    resdir: str  # results/<resdir>/
+    flags: tuple  # (key, value) model-family keys
     input_hw: int
-    var_seed: int     # ran_seed written in kernel_time_varying() configs
+    var_seed: int  # ran_seed written in kernel_time_varying() configs
 
 
 MODELS = {
     "inceptionv3": _Model("Inceptionv3", "Inceptionv3", "Inceptionv3", (("is_inception", 1),), 299, 1),
     "resnet152": _Model("ResNet152", "ResNet152", "ResNet152", (("is_resnet", 1),), 224, 10),
     "senet154": _Model("SENet154", "SENet154", "SENet154", (("is_senet", 1),), 224, 25),
-    "vit": _Model("VIT", "VIT", "VIT",
-                  (("is_transformer", 1), ("trans_borden", 184), ("is_senet", 1)), 224, 1),
-    "bert": _Model("BERT", "BERT_Base", "BERT_Base",
-                   (("is_transformer", 1), ("trans_borden", 210), ("is_senet", 1)), 224, 15),
+    "vit": _Model(
+        "VIT", "VIT", "VIT", (("is_transformer", 1), ("trans_borden", 184), ("is_senet", 1)), 224, 1
+    ),
+    "bert": _Model(
+        "BERT",
+        "BERT_Base",
+        "BERT_Base",
+        (("is_transformer", 1), ("trans_borden", 210), ("is_senet", 1)),
+        224,
+        15,
+    ),
 }
 _MODEL_ALIASES = {"bert_base": "bert"}
 
@@ -571,16 +677,34 @@ _POLICY_KEYS = {
 }
 
 #: genconfigs.py defaults; a parameter equal to its default adds no suffix.
-GEN_DEFAULTS = {"host_mem_gb": 128.0, "ssd_gbps": 3.2, "pcie_gbps": 15.754, "kernel_time_std_dev": 0.0,
-                "kernel_speedup": 1.0}
+GEN_DEFAULTS = {
+    "host_mem_gb": 128.0,
+    "ssd_gbps": 3.2,
+    "pcie_gbps": 15.754,
+    "kernel_time_std_dev": 0.0,
+    "kernel_speedup": 1.0,
+}
 
 #: Keys genconfigs.py writes identically in every simulation config (workloads §4).
-_FIXED = dict(is_simulation=True, batch_size=0, num_iteration=2, num_threads=128,
-              stat_output_file="sim_result", is_UVM=True, system_latency_us=45.0,
-              GPU_memory_size_GB=40.0, GPU_frequency_GHz=1.2,
-              GPU_malloc_uspB=0.000000814, GPU_free_uspB=0.0, SSD_read_latency_us=12.0,
-              SSD_write_latency_us=16.0, SSD_latency_us=20.0, PCIe_latency_us=5.0, PCIe_batch_size_page=50,
-              delta_parameter=0.5)
+_FIXED = dict(
+    is_simulation=True,
+    batch_size=0,
+    num_iteration=2,
+    num_threads=128,
+    stat_output_file="sim_result",
+    is_UVM=True,
+    system_latency_us=45.0,
+    GPU_memory_size_GB=40.0,
+    GPU_frequency_GHz=1.2,
+    GPU_malloc_uspB=0.000000814,
+    GPU_free_uspB=0.0,
+    SSD_read_latency_us=12.0,
+    SSD_write_latency_us=16.0,
+    SSD_latency_us=20.0,
+    PCIe_latency_us=5.0,
+    PCIe_batch_size_page=50,
+    delta_parameter=0.5,
+)
 
 
 def resolve_model(model: str) -> _Model:
@@ -589,12 +713,15 @@ def resolve_model(model: str) -> _Model:
     m = _MODEL_ALIASES.get(m, m)
     if m not in MODELS:
         import difflib
+
         hint = difflib.get_close_matches(m, list(MODELS) + list(_MODEL_ALIASES), n=1)
         hint = [MODELS[_MODEL_ALIASES.get(h, h)].key for h in hint]
-        raise InputError(f"unknown model {model!r}"
-                         + (f" (did you mean {hint[0]!r}?)" if hint else "")
-                         + f"; known: {', '.join(x.key for x in MODELS.values())}",
-                         param="model")
+        raise InputError(
+            f"unknown model {model!r}"
+            + (f" (did you mean {hint[0]!r}?)" if hint else "")
+            + f"; known: {', '.join(x.key for x in MODELS.values())}",
+            param="model",
+        )
     return MODELS[m]
 
 
@@ -606,8 +733,11 @@ def resolve_policy(policy: str) -> str:
     q = p.lower()
     if q in by_lower:
         return by_lower[q]
-    raise InputError(f"unknown policy {policy!r} (the artifact's: {', '.join(POLICIES)}; "
-                     "`g10fast policies` lists every policy)", param="policy")
+    raise InputError(
+        f"unknown policy {policy!r} (the artifact's: {', '.join(POLICIES)}; "
+        "`g10fast policies` lists every policy)",
+        param="policy",
+    )
 
 
 def _num_str(x: float, min_decimals: int = 0) -> str:
@@ -640,10 +770,12 @@ def trace_paths(artifact_dir, model: str, batch_size: int) -> dict[str, str]:
     m = resolve_model(model)
     d = os.path.join(os.path.realpath(os.fspath(artifact_dir)), "results", m.resdir)
     b = int(batch_size)
-    return {"orig_kernel_time_file": os.path.join(d, f"cudnn{b}.txt"),
-            "pf_kernel_time_file": os.path.join(d, f"cudnn{b}PF.txt"),
-            "input_pf_kernel_time_file": os.path.join(d, f"cudnn{b}InputPF.txt"),
-            "workspace_size_file": os.path.join(d, f"cudnn{b}Workspace.txt")}
+    return {
+        "orig_kernel_time_file": os.path.join(d, f"cudnn{b}.txt"),
+        "pf_kernel_time_file": os.path.join(d, f"cudnn{b}PF.txt"),
+        "input_pf_kernel_time_file": os.path.join(d, f"cudnn{b}InputPF.txt"),
+        "workspace_size_file": os.path.join(d, f"cudnn{b}Workspace.txt"),
+    }
 
 
 def available_batch_sizes(artifact_dir, model: str) -> list[int]:
@@ -669,9 +801,19 @@ def _number_param(name, v, default, *, positive):
     return v
 
 
-def genconfig(artifact_dir, model: str, batch_size: int, policy: str, *, host_mem_gb=None,
-              ssd_gbps=None, pcie_gbps=None, kernel_time_std_dev=None, ran_seed=None,
-              kernel_speedup=None) -> G10Config:
+def genconfig(
+    artifact_dir,
+    model: str,
+    batch_size: int,
+    policy: str,
+    *,
+    host_mem_gb=None,
+    ssd_gbps=None,
+    pcie_gbps=None,
+    kernel_time_std_dev=None,
+    ran_seed=None,
+    kernel_speedup=None,
+) -> G10Config:
     """The simulation config genconfigs.py writes for one point (g10-workloads.md §4), validated.
 
     Paths are absolute, into `artifact_dir` (the artifact root holding frontend/, results/, src/);
@@ -692,20 +834,27 @@ def genconfig(artifact_dir, model: str, batch_size: int, policy: str, *, host_me
     missing = [p for p in traces.values() if not _isfile(p)]
     if missing:
         have = available_batch_sizes(root, m.key)
-        raise InputError(f"no kernel traces for {m.key} at batch size {batch_size} ({missing[0]} missing); "
-                         f"available: {', '.join(map(str, have)) or 'none'}", param="batch_size")
+        raise InputError(
+            f"no kernel traces for {m.key} at batch size {batch_size} ({missing[0]} missing); "
+            f"available: {', '.join(map(str, have)) or 'none'}",
+            param="batch_size",
+        )
     host = _number_param("host_mem_gb", host_mem_gb, GEN_DEFAULTS["host_mem_gb"], positive=False)
     ssd = _number_param("ssd_gbps", ssd_gbps, GEN_DEFAULTS["ssd_gbps"], positive=True)
     pcie = _number_param("pcie_gbps", pcie_gbps, GEN_DEFAULTS["pcie_gbps"], positive=True)
-    var = _number_param("kernel_time_std_dev", kernel_time_std_dev, GEN_DEFAULTS["kernel_time_std_dev"],
-                        positive=False)
+    var = _number_param(
+        "kernel_time_std_dev", kernel_time_std_dev, GEN_DEFAULTS["kernel_time_std_dev"], positive=False
+    )
     spd = _number_param("kernel_speedup", kernel_speedup, GEN_DEFAULTS["kernel_speedup"], positive=True)
     if pol == "G10GDSSSD" and host != GEN_DEFAULTS["host_mem_gb"]:
-        raise InputError("G10GDSSSD always runs with 0 GiB host memory (genconfigs forces "
-                         "CPU_memory_line_GB 0); leave host_mem_gb unset", param="host_mem_gb")
+        raise InputError(
+            "G10GDSSSD always runs with 0 GiB host memory (genconfigs forces "
+            "CPU_memory_line_GB 0); leave host_mem_gb unset",
+            param="host_mem_gb",
+        )
     if ran_seed is None:
         seed = m.var_seed if var != 0 else 1
-    elif isinstance(ran_seed, bool) or not isinstance(ran_seed, int) or not 0 <= ran_seed < 2 ** 32:
+    elif isinstance(ran_seed, bool) or not isinstance(ran_seed, int) or not 0 <= ran_seed < 2**32:
         raise InputError(f"must be an integer in [0, 2^32), got {ran_seed!r}", param="ran_seed")
     else:
         seed = ran_seed
@@ -714,12 +863,23 @@ def genconfig(artifact_dir, model: str, batch_size: int, policy: str, *, host_me
     values = dict(_FIXED)
     values.update(m.flags)
     values.update(
-        output_folder=os.path.join(root, "results", m.resdir,
-                                   f"{batch_size}-{pol}{_suffix(host, ssd, pcie, var, spd)}"),
-        batch_size=batch_size, input_H=m.input_hw, input_W=m.input_hw, nn_model_input_file=net,
-        use_prefetch=use_prefetch, eviction_policy=ev, migration_policy=mig,
-        CPU_PCIe_bandwidth_GBps=pcie, GPU_PCIe_bandwidth_GBps=pcie, CPU_memory_line_GB=host,
-        SSD_PCIe_bandwidth_GBps=ssd, kernel_time_std_dev=var, ran_seed=seed, kernel_speedup=spd,
+        output_folder=os.path.join(
+            root, "results", m.resdir, f"{batch_size}-{pol}{_suffix(host, ssd, pcie, var, spd)}"
+        ),
+        batch_size=batch_size,
+        input_H=m.input_hw,
+        input_W=m.input_hw,
+        nn_model_input_file=net,
+        use_prefetch=use_prefetch,
+        eviction_policy=ev,
+        migration_policy=mig,
+        CPU_PCIe_bandwidth_GBps=pcie,
+        GPU_PCIe_bandwidth_GBps=pcie,
+        CPU_memory_line_GB=host,
+        SSD_PCIe_bandwidth_GBps=ssd,
+        kernel_time_std_dev=var,
+        ran_seed=seed,
+        kernel_speedup=spd,
     )
     values.update(traces)
     values.update(extra)

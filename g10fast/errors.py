@@ -9,15 +9,16 @@ class InputError(Exception):
     The message must name the file and line, or the parameter, so that a person can fix it.
     """
 
-    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
-                 param: str | None = None):
+    def __init__(
+        self, message: str, *, path: str | None = None, line: int | None = None, param: str | None = None
+    ):
         where = ""
         if path is not None:
             where = f"{path}:{line}: " if line is not None else f"{path}: "
         elif param is not None:
             where = f"parameter '{param}': "
         super().__init__(where + message)
-        self.message = message      # without the file / parameter prefix
+        self.message = message  # without the file / parameter prefix
         self.path = path
         self.line = line
         self.param = param
@@ -62,10 +63,11 @@ def toml_key_line(path, dotted: str) -> int | None:
         return None
 
     def parts(text: str) -> list[str]:
-        return [x.strip().strip('"').strip("'") for x in
-                re.findall(r'"[^"]*"|\'[^\']*\'|[^.]+', text.strip())]
+        return [
+            x.strip().strip('"').strip("'") for x in re.findall(r'"[^"]*"|\'[^\']*\'|[^.]+', text.strip())
+        ]
 
-    found: dict[str, int] = {}       # dotted key (quoted parts joined as written) -> line
+    found: dict[str, int] = {}  # dotted key (quoted parts joined as written) -> line
     table: list[str] = []
     for n, raw in enumerate(lines, start=1):
         line = raw.strip()

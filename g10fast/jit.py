@@ -106,7 +106,7 @@ def _plain_calls(disp):
             return typed(disp, args, kws)
         try:
             return typed(disp, plain, plain_kws)
-        except errors.TypingError:       # the kernel needs a literal: Numba's own way
+        except errors.TypingError:  # the kernel needs a literal: Numba's own way
             return typed(disp, args, kws)
 
     disp.get_call_template = get_call_template
@@ -121,7 +121,7 @@ def _named_class(name, base, attrs):
     return cls
 
 
-_DEEP_SLOTS = 70_000     # unused local slots of `_deep_stack_call`'s frame (8 bytes each)
+_DEEP_SLOTS = 70_000  # unused local slots of `_deep_stack_call`'s frame (8 bytes each)
 
 
 def _deep_stack_call(fn, args, kws):
@@ -133,11 +133,12 @@ def _deep_stack_call(fn, args, kws):
 if sys.version_info >= (3, 11):
     _code = _deep_stack_call.__code__
     _deep_stack_call.__code__ = _code.replace(
-        co_varnames=_code.co_varnames + ("_",) * _DEEP_SLOTS,      # one name: 0.6 MiB
-        co_nlocals=_code.co_nlocals + _DEEP_SLOTS)
+        co_varnames=_code.co_varnames + ("_",) * _DEEP_SLOTS,  # one name: 0.6 MiB
+        co_nlocals=_code.co_nlocals + _DEEP_SLOTS,
+    )
     del _code
 
-_DEEP = {}         # dispatcher class -> its subclass compiling in `_deep_stack_call`
+_DEEP = {}  # dispatcher class -> its subclass compiling in `_deep_stack_call`
 
 
 def _deep_compiles(disp):
@@ -148,15 +149,18 @@ def _deep_compiles(disp):
         return disp
     cls = _DEEP.get(base)
     if cls is None:
+
         def _compile_for_args(self, *args, **kws):
             return _deep_stack_call(base._compile_for_args, (self,) + args, kws)
-        cls = _DEEP[base] = _named_class("Deep" + base.__name__, base,
-                                         {"_compile_for_args": _compile_for_args})
+
+        cls = _DEEP[base] = _named_class(
+            "Deep" + base.__name__, base, {"_compile_for_args": _compile_for_args}
+        )
     disp.__class__ = cls
     return disp
 
 
-_INTERNAL = {}     # dispatcher class -> its link-only subclass
+_INTERNAL = {}  # dispatcher class -> its link-only subclass
 
 
 def _link_only_dispatcher(disp, twin_options):
@@ -168,15 +172,17 @@ def _link_only_dispatcher(disp, twin_options):
     base = type(disp)
     cls = _INTERNAL.get(base)
     if cls is None:
+
         def __call__(self, *args, **kws):
             twin = self.__dict__.get("_g10fast_twin")
             if twin is None:
-                twin = _deep_compiles(_plain_calls(njit(
-                    cache=True, **self._g10fast_twin_options)(self.py_func)))
+                twin = _deep_compiles(
+                    _plain_calls(njit(cache=True, **self._g10fast_twin_options)(self.py_func))
+                )
                 self.__dict__["_g10fast_twin"] = twin
             return twin(*args, **kws)
-        cls = _INTERNAL[base] = _named_class("LinkOnly" + base.__name__, base,
-                                             {"__call__": __call__})
+
+        cls = _INTERNAL[base] = _named_class("LinkOnly" + base.__name__, base, {"__call__": __call__})
     disp.__class__ = cls
     disp._g10fast_twin_options = dict(twin_options)
     return disp
@@ -192,10 +198,11 @@ def _link_only_compiler():
         from numba.core import codegen as cg
         from numba.core import compiler, typed_passes
         from numba.core.compiler_machinery import register_pass
+
         base_library = cg.JITCodeLibrary
         lock = cg.require_global_compiler_lock
-        base_library._get_module_for_linking           # noqa: B018  (present, or unusable)
-        typed_passes.NativeLowering.run_pass           # noqa: B018
+        base_library._get_module_for_linking  # noqa: B018  (present, or unusable)
+        typed_passes.NativeLowering.run_pass  # noqa: B018
     except (ImportError, AttributeError):
         return None
 
@@ -231,8 +238,7 @@ def _link_only_compiler():
                 if library not in seen:
                     seen.add(library)
                     self._reload_init.update(library._reload_init)
-                    self._final_module.link_in(library._get_module_for_linking(),
-                                               preserve=True)
+                    self._final_module.link_in(library._get_module_for_linking(), preserve=True)
             self._final_module.verify()
             self._finalized = True
 
@@ -246,12 +252,12 @@ def _link_only_compiler():
     @register_pass(mutates_CFG=True, analysis_only=False)
     class LinkOnlyLowering(typed_passes.NativeLowering):
         """Numba's nopython lowering into a `LinkOnlyLibrary`."""
+
         _name = "g10fast_link_only_lowering"
 
         def run_pass(self, state):
             if state.library is None:
-                state.library = LinkOnlyLibrary(state.targetctx.codegen(),
-                                                state.func_id.func_qualname)
+                state.library = LinkOnlyLibrary(state.targetctx.codegen(), state.func_id.func_qualname)
             return super().run_pass(state)
 
     class LinkOnlyCompiler(compiler.CompilerBase):
@@ -277,8 +283,7 @@ def jit(*, internal: bool = False, **options):
         if pipeline is None:
             compile_ = njit(cache=True, no_cpython_wrapper=True, **options)
         else:
-            compile_ = njit(cache=False, no_cpython_wrapper=True, pipeline_class=pipeline,
-                            **options)
+            compile_ = njit(cache=False, no_cpython_wrapper=True, pipeline_class=pipeline, **options)
         return lambda fn: _link_only_dispatcher(_plain_calls(compile_(fn)), options)
     compile_ = njit(cache=True, **options)
     return lambda fn: _deep_compiles(_plain_calls(compile_(fn)))
@@ -335,9 +340,15 @@ def _code_digest(code):
     constants (`_const_repr`: nested code objects by their own digest), the names it reads
     (globals and attributes, locals, closure variables) and its argument count; not its line
     numbers or file name."""
-    parts = [code.co_code.hex(), _const_repr(code.co_consts), repr(code.co_names),
-             repr(code.co_varnames), repr(code.co_freevars), repr(code.co_cellvars),
-             repr((code.co_argcount, code.co_kwonlyargcount))]
+    parts = [
+        code.co_code.hex(),
+        _const_repr(code.co_consts),
+        repr(code.co_names),
+        repr(code.co_varnames),
+        repr(code.co_freevars),
+        repr(code.co_cellvars),
+        repr((code.co_argcount, code.co_kwonlyargcount)),
+    ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
@@ -350,8 +361,7 @@ def _kernel_key(t):
         return t
     fn = t.dispatcher.py_func
     code = fn.__code__
-    return ("kernel", fn.__module__, fn.__qualname__, _file_digest(code.co_filename),
-            _code_digest(code))
+    return ("kernel", fn.__module__, fn.__qualname__, _file_digest(code.co_filename), _code_digest(code))
 
 
 def cache_kernel_arguments(disp):

@@ -13,6 +13,7 @@ with these values keeps them after an edit here until its cache is cleared (dele
 not meant to change.
 """
 
+# fmt: off
 NOT_PRESENT = 0     # nowhere (never allocated, or dropped)
 IN_SSD = 1          # in SSD storage
 IN_CPU = 2          # in host (CPU) memory
@@ -29,3 +30,4 @@ EV_EVICT = 4        # pages leaving the GPU
 EV_HINT = 5         # a planner hint applied at kernel start
 EV_DEALLOC = 6      # pages freed by a pre-deallocation hint
 EV_TRANSFER = 7     # a batcher transfer boundary
+# fmt: on

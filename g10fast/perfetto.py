@@ -39,34 +39,44 @@ from .trace import EventKind, Location, open_trace
 
 PAGE_BYTES = 4096
 #: (src, dst, name) of every link and direction, in track order
-LINKS = ((Location.IN_SSD, Location.IN_GPU, "SSD→GPU"),
-         (Location.IN_CPU, Location.IN_GPU, "host→GPU"),
-         (Location.IN_GPU, Location.IN_SSD, "GPU→SSD"),
-         (Location.IN_GPU, Location.IN_CPU, "GPU→host"))
+LINKS = (
+    (Location.IN_SSD, Location.IN_GPU, "SSD→GPU"),
+    (Location.IN_CPU, Location.IN_GPU, "host→GPU"),
+    (Location.IN_GPU, Location.IN_SSD, "GPU→SSD"),
+    (Location.IN_GPU, Location.IN_CPU, "GPU→host"),
+)
 #: tiers whose resident bytes are counted: (location, name)
 TIERS = ((Location.IN_GPU, "GPU"), (Location.IN_CPU, "host"), (Location.IN_SSD, "SSD"))
 #: `trace plot`: a fixed colour per tier and per link (matplotlib's tab10; no colour in both
 #: panels), and per series in draw order a width and a dash
-PLOT_COLOURS = {"GPU": "tab:blue", "host": "tab:orange", "SSD": "tab:green",
-                "SSD→GPU": "tab:red", "host→GPU": "tab:purple", "GPU→SSD": "tab:brown",
-                "GPU→host": "tab:cyan"}
+PLOT_COLOURS = {
+    "GPU": "tab:blue",
+    "host": "tab:orange",
+    "SSD": "tab:green",
+    "SSD→GPU": "tab:red",
+    "host→GPU": "tab:purple",
+    "GPU→SSD": "tab:brown",
+    "GPU→host": "tab:cyan",
+}
 PLOT_WIDTHS = (2.4, 1.8, 1.3, 0.9)
 PLOT_DASHES = ("-", "--", "-.", ":")
-DEFAULT_SAMPLES = 100_000        # counter samples per counter, aggregated export
-PAGES_SAMPLES = 200_000          # with pages=True (scratch: ~150 bytes per interval)
-MIN_INTERVAL = 1000              # cycles: no counter interval is shorter (a page-engine tick
-                                 # is 15,599 cycles on the artifact's system)
+DEFAULT_SAMPLES = 100_000  # counter samples per counter, aggregated export
+PAGES_SAMPLES = 200_000  # with pages=True (scratch: ~150 bytes per interval)
+MIN_INTERVAL = 1000  # cycles: no counter interval is shorter (a page-engine tick
+# is 15,599 cycles on the artifact's system)
 CHUNK_ROWS = 1 << 18
-ENCODE_ROWS = 1 << 15            # packets encoded at once (scratch: ~100 bytes per row, x3)
+ENCODE_ROWS = 1 << 15  # packets encoded at once (scratch: ~100 bytes per row, x3)
 
 # track uuids
 U_ROOT, U_GPU, U_FAULTS = 1, 2, 3
+# fmt: off
 U_LINK = 10          # + link index
 U_TIER = 20          # + tier index
 U_INFLIGHT = 30      # + link index
 U_RATE = 40          # + link index
 U_FAULT_CTR = 50
 SEQ = 0x6710
+# fmt: on
 
 # TrackEvent.Type
 T_BEGIN, T_END, T_INSTANT, T_COUNTER = 1, 2, 3, 4
@@ -75,6 +85,7 @@ T_BEGIN, T_END, T_INSTANT, T_COUNTER = 1, 2, 3, 4
 # =============================================================================================
 # protobuf encoding with numpy
 # =============================================================================================
+
 
 def _varint_scalar(v: int) -> bytes:
     v &= (1 << 64) - 1
@@ -159,8 +170,9 @@ class _Rows:
         self.const(_tag(field, 1), present)
         mat = np.ascontiguousarray(np.asarray(v, "<u8")).view(np.uint8).reshape(self.n, 8)
         self.mats.append(mat)
-        self.masks.append(np.ones((self.n, 8), bool) if present is None
-                          else np.repeat(present[:, None], 8, axis=1))
+        self.masks.append(
+            np.ones((self.n, 8), bool) if present is None else np.repeat(present[:, None], 8, axis=1)
+        )
         return self
 
     def nested(self, field: int, inner: "_Rows", present=None) -> "_Rows":
@@ -184,8 +196,9 @@ class _Rows:
         return m[k].tobytes()
 
 
-def encode_track_events(ts, typ, track, name_iid=None, counter=None, args=(),
-                        args_mask=None, flow=None, terminating_flow=None) -> bytes:
+def encode_track_events(
+    ts, typ, track, name_iid=None, counter=None, args=(), args_mask=None, flow=None, terminating_flow=None
+) -> bytes:
     """``Trace.packet`` repeated: one TracePacket per row with timestamp ``ts`` (ns) and a
     TrackEvent {type, track_uuid, name_iid?, counter_value?, debug_annotations (name_iid,
     int_value) for each (iid, values) of ``args``, on the rows of ``args_mask`` (all by
@@ -195,16 +208,28 @@ def encode_track_events(ts, typ, track, name_iid=None, counter=None, args=(),
     n = ts.size
     if n == 0:
         return b""
-    if n > ENCODE_ROWS:     # bounded scratch memory: the byte matrices hold ENCODE_ROWS rows
+    if n > ENCODE_ROWS:  # bounded scratch memory: the byte matrices hold ENCODE_ROWS rows
+
         def part(x, lo):
             if x is None:
                 return None
             a = np.asarray(x)
-            return a if a.ndim == 0 else a[lo:lo + ENCODE_ROWS]
-        return b"".join(encode_track_events(
-            ts[lo:lo + ENCODE_ROWS], part(typ, lo), part(track, lo), part(name_iid, lo),
-            part(counter, lo), [(i, part(v, lo)) for i, v in args], part(args_mask, lo),
-            part(flow, lo), part(terminating_flow, lo)) for lo in range(0, n, ENCODE_ROWS))
+            return a if a.ndim == 0 else a[lo : lo + ENCODE_ROWS]
+
+        return b"".join(
+            encode_track_events(
+                ts[lo : lo + ENCODE_ROWS],
+                part(typ, lo),
+                part(track, lo),
+                part(name_iid, lo),
+                part(counter, lo),
+                [(i, part(v, lo)) for i, v in args],
+                part(args_mask, lo),
+                part(flow, lo),
+                part(terminating_flow, lo),
+            )
+            for lo in range(0, n, ENCODE_ROWS)
+        )
 
     def col(x):
         a = np.asarray(x)
@@ -220,8 +245,7 @@ def encode_track_events(ts, typ, track, name_iid=None, counter=None, args=(),
         te.const(_tag(30, 0)).varint(col(counter).astype(np.int64).view(np.uint64))
     for iid, values in args:
         v = col(values).astype(np.int64)
-        da = _Rows(n).const(_tag(1, 0) + _varint_scalar(iid)).const(_tag(4, 0)).varint(
-            v.view(np.uint64))
+        da = _Rows(n).const(_tag(1, 0) + _varint_scalar(iid)).const(_tag(4, 0)).varint(v.view(np.uint64))
         te.nested(4, da, present=args_mask)
     for field, f in ((47, flow), (48, terminating_flow)):
         if f is not None:
@@ -234,9 +258,15 @@ def encode_track_events(ts, typ, track, name_iid=None, counter=None, args=(),
     return _Rows(n).nested(1, pk).tobytes()
 
 
-def _track_descriptor(uuid: int, name: str, parent: int | None = None, counter_unit=None,
-                      rank: int | None = None, unit_name: str | None = None,
-                      ordering: int | None = None) -> bytes:
+def _track_descriptor(
+    uuid: int,
+    name: str,
+    parent: int | None = None,
+    counter_unit=None,
+    rank: int | None = None,
+    unit_name: str | None = None,
+    ordering: int | None = None,
+) -> bytes:
     counter = None
     if counter_unit is not None or unit_name is not None:
         counter = _pb([(3, counter_unit), (6, unit_name)])
@@ -256,10 +286,29 @@ def _interned_packet(event_names: list[str], arg_names: list[str]) -> bytes:
 # output sinks: Perfetto protobuf and Chrome JSON
 # =============================================================================================
 
-ARG_NAMES = ["kernel", "iteration", "faulted_pages", "wait_ns", "stall_ns", "pages", "moves",
-             "tensor", "first_page", "demand", "from", "to",
-             "from_SSD", "from_host", "not_present", "hints", "to_GPU", "to_host", "to_SSD",
-             "dealloc", "bytes"]
+ARG_NAMES = [
+    "kernel",
+    "iteration",
+    "faulted_pages",
+    "wait_ns",
+    "stall_ns",
+    "pages",
+    "moves",
+    "tensor",
+    "first_page",
+    "demand",
+    "from",
+    "to",
+    "from_SSD",
+    "from_host",
+    "not_present",
+    "hints",
+    "to_GPU",
+    "to_host",
+    "to_SSD",
+    "dealloc",
+    "bytes",
+]
 _ARG = {n: i + 1 for i, n in enumerate(ARG_NAMES)}
 
 
@@ -295,7 +344,7 @@ class _ProtoSink(_Sink):
         nid = np.zeros(2 * n, np.int64)
         nid[0::2] = name_iid
         a2 = []
-        for k, v in args:       # args on the begin packet only
+        for k, v in args:  # args on the begin packet only
             full = np.zeros(2 * n, np.int64)
             full[0::2] = v
             a2.append((k, full))
@@ -305,16 +354,21 @@ class _ProtoSink(_Sink):
         if terminating_flow is not None:
             tf = np.zeros(2 * n, np.int64)
             tf[0::2] = terminating_flow
-        self.fh.write(encode_track_events(ts, typ, track, nid,
-                                          args=[(_ARG[k], v) for k, v in a2], args_mask=mask,
-                                          terminating_flow=tf))
+        self.fh.write(
+            encode_track_events(
+                ts, typ, track, nid, args=[(_ARG[k], v) for k, v in a2], args_mask=mask, terminating_flow=tf
+            )
+        )
         self.packets += 2 * n
 
     def instants(self, track, ts, name_iid, args=(), flow=None):
         if len(ts) == 0:
             return
-        self.fh.write(encode_track_events(ts, T_INSTANT, track, name_iid,
-                                          args=[(_ARG[k], v) for k, v in args], flow=flow))
+        self.fh.write(
+            encode_track_events(
+                ts, T_INSTANT, track, name_iid, args=[(_ARG[k], v) for k, v in args], flow=flow
+            )
+        )
         self.packets += len(ts)
 
     def counter(self, track, ts, values):
@@ -334,8 +388,9 @@ class _JsonSink(_Sink):
         self.counter_name = {}
         fh.write('{"displayTimeUnit":"ns","traceEvents":[\n')
         root = next(t for t in tracks if t["uuid"] == U_ROOT)
-        self._emit([json.dumps({"ph": "M", "name": "process_name", "pid": 1,
-                                "args": {"name": root["name"]}})])
+        self._emit(
+            [json.dumps({"ph": "M", "name": "process_name", "pid": 1, "args": {"name": root["name"]}})]
+        )
         for t in tracks:
             if t["uuid"] == U_ROOT:
                 continue
@@ -344,10 +399,28 @@ class _JsonSink(_Sink):
             else:
                 tid = len(self.tid) + 1
                 self.tid[t["uuid"]] = tid
-                self._emit([json.dumps({"ph": "M", "name": "thread_name", "pid": 1, "tid": tid,
-                                        "args": {"name": t["name"]}}),
-                            json.dumps({"ph": "M", "name": "thread_sort_index", "pid": 1,
-                                        "tid": tid, "args": {"sort_index": tid}})])
+                self._emit(
+                    [
+                        json.dumps(
+                            {
+                                "ph": "M",
+                                "name": "thread_name",
+                                "pid": 1,
+                                "tid": tid,
+                                "args": {"name": t["name"]},
+                            }
+                        ),
+                        json.dumps(
+                            {
+                                "ph": "M",
+                                "name": "thread_sort_index",
+                                "pid": 1,
+                                "tid": tid,
+                                "args": {"sort_index": tid},
+                            }
+                        ),
+                    ]
+                )
 
     def _emit(self, lines):
         if not lines:
@@ -368,37 +441,59 @@ class _JsonSink(_Sink):
         if terminating_flow is not None:
             tf = np.asarray(terminating_flow)
             tb = self._us(begin)
-            self._emit([f'{{"ph":"f","bp":"e","id":{int(tf[i])},"name":"waited for",'
-                        f'"cat":"flow","pid":1,"tid":{tid},"ts":{tb[i]}}}'
-                        for i in range(len(tf)) if tf[i] > 0])
+            self._emit(
+                [
+                    f'{{"ph":"f","bp":"e","id":{int(tf[i])},"name":"waited for",'
+                    f'"cat":"flow","pid":1,"tid":{tid},"ts":{tb[i]}}}'
+                    for i in range(len(tf))
+                    if tf[i] > 0
+                ]
+            )
         nid = np.broadcast_to(np.asarray(name_iid), (len(begin),))
         args = [(k, np.broadcast_to(np.asarray(v), (len(begin),))) for k, v in args]
-        dur = (np.asarray(end) - np.asarray(begin))
+        dur = np.asarray(end) - np.asarray(begin)
         tsb, du = self._us(begin), self._us(dur)
-        self._emit([f'{{"ph":"X","pid":1,"tid":{tid},"ts":{tsb[i]},"dur":{du[i]},'
-                    f'"name":{json.dumps(self.names[nid[i] - 1])},"args":{{{self._args(args, i)}}}}}'
-                    for i in range(len(begin))])
+        self._emit(
+            [
+                f'{{"ph":"X","pid":1,"tid":{tid},"ts":{tsb[i]},"dur":{du[i]},'
+                f'"name":{json.dumps(self.names[nid[i] - 1])},"args":{{{self._args(args, i)}}}}}'
+                for i in range(len(begin))
+            ]
+        )
 
     def instants(self, track, ts, name_iid, args=(), flow=None):
         tid = self.tid[track]
         if flow is not None:
             fl = np.asarray(flow)
             tt = self._us(ts)
-            self._emit([f'{{"ph":"s","id":{int(fl[i])},"name":"waited for","cat":"flow",'
-                        f'"pid":1,"tid":{tid},"ts":{tt[i]}}}' for i in range(len(fl))])
+            self._emit(
+                [
+                    f'{{"ph":"s","id":{int(fl[i])},"name":"waited for","cat":"flow",'
+                    f'"pid":1,"tid":{tid},"ts":{tt[i]}}}'
+                    for i in range(len(fl))
+                ]
+            )
         nid = np.broadcast_to(np.asarray(name_iid), (len(ts),))
         args = [(k, np.broadcast_to(np.asarray(v), (len(ts),))) for k, v in args]
         t = self._us(ts)
-        self._emit([f'{{"ph":"i","s":"t","pid":1,"tid":{tid},"ts":{t[i]},'
-                    f'"name":{json.dumps(self.names[nid[i] - 1])},"args":{{{self._args(args, i)}}}}}'
-                    for i in range(len(ts))])
+        self._emit(
+            [
+                f'{{"ph":"i","s":"t","pid":1,"tid":{tid},"ts":{t[i]},'
+                f'"name":{json.dumps(self.names[nid[i] - 1])},"args":{{{self._args(args, i)}}}}}'
+                for i in range(len(ts))
+            ]
+        )
 
     def counter(self, track, ts, values):
         name = json.dumps(self.counter_name[track])
         t = self._us(ts)
         v = np.asarray(values).tolist()
-        self._emit([f'{{"ph":"C","pid":1,"ts":{t[i]},"name":{name},"args":{{"value":{v[i]}}}}}'
-                    for i in range(len(t))])
+        self._emit(
+            [
+                f'{{"ph":"C","pid":1,"ts":{t[i]},"name":{name},"args":{{"value":{v[i]}}}}}'
+                for i in range(len(t))
+            ]
+        )
 
     def close(self):
         self.fh.write("\n]}\n")
@@ -407,6 +502,7 @@ class _JsonSink(_Sink):
 # =============================================================================================
 # reading the trace
 # =============================================================================================
+
 
 class _Run:
     """What pass 1 learns: the clock, the links' bandwidths, every kernel execution."""
@@ -419,15 +515,20 @@ class _Run:
         f_hz = summ.get("f_hz") or (system.get("gpu_frequency_ghz") or 0) * 1e9
         self.f_hz = float(f_hz) if f_hz else 1e9
         f_ghz = self.f_hz / 1e9
-        ssd = float(system.get("ssd_bandwidth_gbps") or 0) / f_ghz    # bytes per cycle
+        ssd = float(system.get("ssd_bandwidth_gbps") or 0) / f_ghz  # bytes per cycle
         host = float(system.get("host_link_gbps") or 0) / f_ghz
         self.bpc = [ssd, host, ssd, host]
         meta = tr.meta or {}
         self.kernel_names = list(meta.get("kernel_names") or [])
         self.title = "g10fast: " + " ".join(
-            str(x) for x in (meta.get("model"), f"batch {meta.get('batch_size')}"
-                             if meta.get("batch_size") is not None else None,
-                             meta.get("policy")) if x)
+            str(x)
+            for x in (
+                meta.get("model"),
+                f"batch {meta.get('batch_size')}" if meta.get("batch_size") is not None else None,
+                meta.get("policy"),
+            )
+            if x
+        )
         self.exec_cycles = tr.kernel_exec_cycles() if hasattr(tr, "kernel_exec_cycles") else None
         self._scan()
 
@@ -439,8 +540,9 @@ class _Run:
         tmin, tmax = None, None
         ks, ke, kid, kit, kcnt = [], [], [], [], []
         bt, bv = [], []
-        for ch in tr.iter_chunks(rows=CHUNK_ROWS, columns=["time", "kind", "iteration",
-                                                            "kernel", "count", "src", "value"]):
+        for ch in tr.iter_chunks(
+            rows=CHUNK_ROWS, columns=["time", "kind", "iteration", "kernel", "count", "src", "value"]
+        ):
             t = ch["time"]
             if t.size == 0:
                 continue
@@ -464,15 +566,16 @@ class _Run:
         self.periods = (np.concatenate(bt), np.concatenate(bv)) if bt else None
         self.tmin = 0 if tmin is None else min(0, tmin)
         self.tmax = 0 if tmax is None else tmax
-        cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, np.int64))
+        cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, np.int64)
         start, end = cat(ks), cat(ke)
         order = np.argsort(start, kind="stable")
         self.k_start = start[order]
         self.k_end = np.maximum(end[order], self.k_start)
         self.k_id, self.k_iter, self.k_faulted = cat(kid)[order], cat(kit)[order], cat(kcnt)[order]
         n = self.k_start.size
-        self.k_prev_end = np.concatenate([[0], np.maximum.accumulate(self.k_end)[:-1]]) \
-            if n else np.zeros(0, np.int64)
+        self.k_prev_end = (
+            np.concatenate([[0], np.maximum.accumulate(self.k_end)[:-1]]) if n else np.zeros(0, np.int64)
+        )
         # execution index of (iteration, kernel): the first execution with that key
         keys = self.k_iter * (1 << 32) + self.k_id
         o = np.argsort(keys, kind="stable")
@@ -524,17 +627,21 @@ def parse_kernel_range(text: str | None, n_exec: int) -> tuple[int, int] | None:
         a = int(a_s) if a_s.strip() else 0
         b = int(b_s) if b_s.strip() else n_exec
     except ValueError:
-        raise InputError(f"kernel range {text!r} is not A:B (kernel executions A to B-1, "
-                         f"in time order)", param="--kernels") from None
+        raise InputError(
+            f"kernel range {text!r} is not A:B (kernel executions A to B-1, in time order)", param="--kernels"
+        ) from None
     if not (0 <= a < b <= n_exec):
-        raise InputError(f"kernel range {a}:{b} is out of bounds: the trace has {n_exec} "
-                         f"kernel executions (0:{n_exec})", param="--kernels")
+        raise InputError(
+            f"kernel range {a}:{b} is out of bounds: the trace has {n_exec} kernel executions (0:{n_exec})",
+            param="--kernels",
+        )
     return a, b
 
 
 # =============================================================================================
 # pass 2: counters, link slices, faults, hints
 # =============================================================================================
+
 
 def _window(run: "_Run", kernels: str | None) -> tuple[int, int, int, int]:
     """The kernel executions [a, b) of `--kernels A:B` (all without it) and the time window
@@ -580,8 +687,8 @@ class _Bins:
         self.w = max(1, int(min_interval), -(-span // max(1, samples)))
         self.nb = -(-span // self.w)
         nb = self.nb
-        self.tier = np.zeros((len(TIERS), nb + 2))   # index 0: before t0
-        self.A = np.zeros((2, len(LINKS), nb + 2))   # slope changes (in flight, rate)
+        self.tier = np.zeros((len(TIERS), nb + 2))  # index 0: before t0
+        self.A = np.zeros((2, len(LINKS), nb + 2))  # slope changes (in flight, rate)
         self.B = np.zeros((2, len(LINKS), nb + 2))
 
     def idx(self, t) -> np.ndarray:
@@ -594,7 +701,7 @@ class _Bins:
     def _acc(target, i, lo, hi, weights):
         """target[i] += weights, summed: a bincount over the chunk's index range [lo, hi]
         (rows are nearly in time order, so the range is short; at worst it is the bins)."""
-        target[lo:hi + 1] += np.bincount(i - lo, weights=weights, minlength=hi - lo + 1)
+        target[lo : hi + 1] += np.bincount(i - lo, weights=weights, minlength=hi - lo + 1)
 
     def add_tiers(self, t, src, dst, cnt):
         m = cnt > 0
@@ -629,7 +736,7 @@ class _Bins:
     def tier_values(self) -> np.ndarray:
         """[tiers, nb] pages resident at the end of each bin; SSD and host start at the level
         that keeps them non-negative (pages there before their first move are not events)."""
-        cum = np.cumsum(self.tier, axis=1)[:, 1:self.nb + 1]
+        cum = np.cumsum(self.tier, axis=1)[:, 1 : self.nb + 1]
         for j, (loc, _) in enumerate(TIERS):
             if loc != Location.IN_GPU and cum.shape[1]:
                 low = cum[j].min()
@@ -639,9 +746,9 @@ class _Bins:
 
     def link_values(self) -> tuple[np.ndarray, np.ndarray]:
         """([links, nb] mean bytes in flight, [links, nb] mean bytes per cycle) per bin."""
-        rel = (self.edges() - self.t0).astype(np.float64)       # nb + 1 edges
-        cA = np.cumsum(self.A, axis=2)[:, :, :self.nb + 1]
-        cB = np.cumsum(self.B, axis=2)[:, :, :self.nb + 1]
+        rel = (self.edges() - self.t0).astype(np.float64)  # nb + 1 edges
+        cA = np.cumsum(self.A, axis=2)[:, :, : self.nb + 1]
+        cB = np.cumsum(self.B, axis=2)[:, :, : self.nb + 1]
         F = rel[None, None, :] * cA - cB
         mean = np.diff(F, axis=2) / self.w
         return np.maximum(mean[0], 0), np.maximum(mean[1], 0)
@@ -653,7 +760,7 @@ class _LinkMerger:
 
     def __init__(self, gap: int):
         self.gap = int(gap)
-        self.open = None          # [s, e, pages, moves]
+        self.open = None  # [s, e, pages, moves]
         self.last_end = None
 
     def feed(self, s, e, pages) -> list[np.ndarray]:
@@ -664,7 +771,7 @@ class _LinkMerger:
             o = np.argsort(e, kind="stable")
             s, e, pages = s[o], e[o], pages[o]
         moves = np.ones(len(e), np.int64)
-        if self.open is not None:           # the slice still open from the previous chunk
+        if self.open is not None:  # the slice still open from the previous chunk
             s = np.concatenate([[self.open[0]], s])
             e = np.concatenate([[self.open[1]], e])
             pages = np.concatenate([[self.open[2]], pages])
@@ -697,44 +804,51 @@ class _LinkMerger:
             return [np.zeros(0, np.int64)] * 4
         o = self.open
         self.open = None
-        return self._clamp([np.array([o[0]]), np.array([o[1]]), np.array([o[2]]),
-                            np.array([o[3]])])
+        return self._clamp([np.array([o[0]]), np.array([o[1]]), np.array([o[2]]), np.array([o[3]])])
 
 
 # =============================================================================================
 # export
 # =============================================================================================
 
+
 def _tracks(run: _Run) -> list[dict]:
-    tr = [dict(uuid=U_ROOT, name=run.title or "g10fast", ordering=3),
-          dict(uuid=U_GPU, name="GPU compute", parent=U_ROOT, rank=0),
-          dict(uuid=U_FAULTS, name="page faults", parent=U_ROOT, rank=1)]
+    tr = [
+        dict(uuid=U_ROOT, name=run.title or "g10fast", ordering=3),
+        dict(uuid=U_GPU, name="GPU compute", parent=U_ROOT, rank=0),
+        dict(uuid=U_FAULTS, name="page faults", parent=U_ROOT, rank=1),
+    ]
     for L, (_, _, name) in enumerate(LINKS):
         tr.append(dict(uuid=U_LINK + L, name=name, parent=U_ROOT, rank=2 + L))
     r = 10
     for j, (_, name) in enumerate(TIERS):
-        tr.append(dict(uuid=U_TIER + j, name=f"{name}-resident bytes", parent=U_ROOT,
-                       counter_unit=3, rank=r))
+        tr.append(dict(uuid=U_TIER + j, name=f"{name}-resident bytes", parent=U_ROOT, counter_unit=3, rank=r))
         r += 1
     for L, (_, _, name) in enumerate(LINKS):
-        tr.append(dict(uuid=U_INFLIGHT + L, name=f"{name} bytes in flight", parent=U_ROOT,
-                       counter_unit=3, rank=r))
+        tr.append(
+            dict(uuid=U_INFLIGHT + L, name=f"{name} bytes in flight", parent=U_ROOT, counter_unit=3, rank=r)
+        )
         r += 1
     for L, (_, _, name) in enumerate(LINKS):
-        tr.append(dict(uuid=U_RATE + L, name=f"{name} throughput (bytes/s)", parent=U_ROOT,
-                       unit_name="B/s", rank=r))
+        tr.append(
+            dict(uuid=U_RATE + L, name=f"{name} throughput (bytes/s)", parent=U_ROOT, unit_name="B/s", rank=r)
+        )
         r += 1
-    tr.append(dict(uuid=U_FAULT_CTR, name="faulted pages per kernel", parent=U_ROOT,
-                   counter_unit=2, rank=r))
+    tr.append(dict(uuid=U_FAULT_CTR, name="faulted pages per kernel", parent=U_ROOT, counter_unit=2, rank=r))
     return tr
 
 
 def _names(run: _Run) -> list[str]:
     kn = [run.kernel_name(int(k)) for k in np.unique(run.k_id)] if run.k_id.size else []
     loc_names = {int(v): v.name for v in Location}
-    fixed = ["faults", "hints"] + [f"hint → {loc_names[v]}" for v in sorted(loc_names)] \
-        + [f"hint → {v}" for v in ("none",)] + [name for _, _, name in LINKS] \
-        + [f"{name} move" for _, _, name in LINKS] + ["fault", "arrived"]
+    fixed = (
+        ["faults", "hints"]
+        + [f"hint → {loc_names[v]}" for v in sorted(loc_names)]
+        + [f"hint → {v}" for v in ("none",)]
+        + [name for _, _, name in LINKS]
+        + [f"{name} move" for _, _, name in LINKS]
+        + ["fault", "arrived"]
+    )
     out, seen = [], set()
     for s in fixed + kn:
         if s not in seen:
@@ -743,9 +857,17 @@ def _names(run: _Run) -> list[str]:
     return out
 
 
-def export_trace(path, out, fmt: str = "perfetto", pages: bool = False,
-                 kernels: str | None = None, samples: int | None = None,
-                 merge_gap: int | None = None, flows: bool = False, progress=None) -> dict:
+def export_trace(
+    path,
+    out,
+    fmt: str = "perfetto",
+    pages: bool = False,
+    kernels: str | None = None,
+    samples: int | None = None,
+    merge_gap: int | None = None,
+    flows: bool = False,
+    progress=None,
+) -> dict:
     """Write the timeline of the event trace ``path`` to ``out`` (Perfetto protobuf, or Chrome
     JSON with ``fmt="json"``); -> a report dict. ``pages``: page-level detail (one instant per
     move, fault and hint); ``kernels``: "A:B", only kernel executions A..B-1 (time order);
@@ -765,40 +887,63 @@ def export_trace(path, out, fmt: str = "perfetto", pages: bool = False,
         gap = int(merge_gap) if merge_gap is not None else bins.w
         names = _names(run)
         tracks = _tracks(run)
-        with atomic_path(out) as tmp, open(
-                tmp, "wb" if fmt == "perfetto" else "w",
-                **({} if fmt == "perfetto" else {"encoding": "utf-8"})) as fh:
+        with (
+            atomic_path(out) as tmp,
+            open(
+                tmp,
+                "wb" if fmt == "perfetto" else "w",
+                **({} if fmt == "perfetto" else {"encoding": "utf-8"}),
+            ) as fh,
+        ):
             sink = (_ProtoSink if fmt == "perfetto" else _JsonSink)(fh, names, tracks)
             rep = _write(run, sink, bins, gap, pages, a, b, w0, w1, progress, flows)
             if fmt == "json":
                 sink.close()
     finally:
         tr.close()
-    rep.update({"output": out, "format": fmt, "bytes": os.path.getsize(out),
-                "packets": sink.packets, "events_read": tr.n_events,
-                "kernel_range": [a, b], "window_cycles": [w0, w1],
-                "counter_interval_cycles": bins.w, "counter_samples_max": bins.nb,
-                "merge_gap_cycles": gap, "f_hz": run.f_hz, "pages": bool(pages)})
+    rep.update(
+        {
+            "output": out,
+            "format": fmt,
+            "bytes": os.path.getsize(out),
+            "packets": sink.packets,
+            "events_read": tr.n_events,
+            "kernel_range": [a, b],
+            "window_cycles": [w0, w1],
+            "counter_interval_cycles": bins.w,
+            "counter_samples_max": bins.nb,
+            "merge_gap_cycles": gap,
+            "f_hz": run.f_hz,
+            "pages": bool(pages),
+        }
+    )
     return rep
 
 
-def _write(run: _Run, sink, bins: _Bins, gap, pages, a, b, w0, w1, progress,
-           flows=False) -> dict:
+def _write(run: _Run, sink, bins: _Bins, gap, pages, a, b, w0, w1, progress, flows=False) -> dict:
     ns = run.ns
-    rep = {"kernel_slices": 0, "link_slices": [0] * len(LINKS), "fault_slices": 0,
-           "hint_instants": 0, "move_instants": 0, "fault_instants": 0}
+    rep = {
+        "kernel_slices": 0,
+        "link_slices": [0] * len(LINKS),
+        "fault_slices": 0,
+        "hint_instants": 0,
+        "move_instants": 0,
+        "fault_instants": 0,
+    }
     # -- kernels (pass 1) -------------------------------------------------------------
     sel = slice(a, b)
     ks, ke = run.k_start[sel], run.k_end[sel]
     kid, kit, kf = run.k_id[sel], run.k_iter[sel], run.k_faulted[sel]
     wait = run.k_start[sel] - run.k_prev_end[sel]
     stall = run.stall()
-    args = [("kernel", kid), ("iteration", kit), ("faulted_pages", kf),
-            ("wait_ns", ns(np.maximum(wait, 0)))]
+    args = [("kernel", kid), ("iteration", kit), ("faulted_pages", kf), ("wait_ns", ns(np.maximum(wait, 0)))]
     if stall is not None:
         args.append(("stall_ns", ns(stall[sel])))
-    nid = np.array([sink.name_id(run.kernel_name(int(k))) for k in np.unique(kid)], np.int64) \
-        if kid.size else np.zeros(0, np.int64)
+    nid = (
+        np.array([sink.name_id(run.kernel_name(int(k))) for k in np.unique(kid)], np.int64)
+        if kid.size
+        else np.zeros(0, np.int64)
+    )
     uk = np.unique(kid)
     kname = nid[np.searchsorted(uk, kid)] if kid.size else kid
     # flows: the last page arrival on the GPU within a faulting kernel's [start, end]
@@ -816,7 +961,7 @@ def _write(run: _Run, sink, bins: _Bins, gap, pages, a, b, w0, w1, progress,
     done = 0
     move_name = [sink.name_id(f"{name} move") for _, _, name in LINKS]
     link_name = [sink.name_id(name) for _, _, name in LINKS]
-    in_win = (lambda t: (t >= w0) & (t <= w1))
+    in_win = lambda t: (t >= w0) & (t <= w1)
     for ch in tr.iter_chunks(rows=CHUNK_ROWS):
         t = ch["time"].astype(np.int64)
         kind = ch["kind"]
@@ -826,18 +971,17 @@ def _write(run: _Run, sink, bins: _Bins, gap, pages, a, b, w0, w1, progress,
         mv = np.flatnonzero((cnt > 0) & ((kind == EventKind.FETCH) | (kind == EventKind.EVICT)))
         code = src[mv] * 16 + dst[mv]
         for L, (ls, ld, _) in enumerate(LINKS):
-            m = mv[code == int(ls) * 16 + int(ld)]        # row indices of this link's moves
+            m = mv[code == int(ls) * 16 + int(ld)]  # row indices of this link's moves
             if m.size == 0:
                 continue
             e = t[m]
             c = cnt[m]
             nbytes = c * PAGE_BYTES
-            d = np.ceil(nbytes / run.bpc[L]).astype(np.int64) if run.bpc[L] > 0 \
-                else np.ones(c.size, np.int64)
+            d = np.ceil(nbytes / run.bpc[L]).astype(np.int64) if run.bpc[L] > 0 else np.ones(c.size, np.int64)
             s = e - np.maximum(d, 1)
             bins.add_link(L, s, e, nbytes)
             if flows and ld == Location.IN_GPU and ks.size:
-                x = np.searchsorted(ks, e, side="right") - 1      # execution started before e
+                x = np.searchsorted(ks, e, side="right") - 1  # execution started before e
                 ok = (x >= 0) & (kf[np.maximum(x, 0)] > 0)
                 ok &= e <= ke[np.maximum(x, 0)]
                 if ok.any():
@@ -852,9 +996,17 @@ def _write(run: _Run, sink, bins: _Bins, gap, pages, a, b, w0, w1, progress,
                 _link_slices(sink, run, L, link_name[L], gs, ge, gp, gm, rep)
             if pages:
                 wi = in_win(e)
-                sink.instants(U_LINK + L, ns(e[wi]), move_name[L],
-                              [("tensor", ch["tensor"][m][wi]), ("first_page", ch["page"][m][wi]),
-                               ("pages", c[wi]), ("demand", ch["value"][m][wi])])
+                sink.instants(
+                    U_LINK + L,
+                    ns(e[wi]),
+                    move_name[L],
+                    [
+                        ("tensor", ch["tensor"][m][wi]),
+                        ("first_page", ch["page"][m][wi]),
+                        ("pages", c[wi]),
+                        ("demand", ch["value"][m][wi]),
+                    ],
+                )
                 rep["move_instants"] += int(wi.sum())
         # faults and hints per execution
         fm = kind == EventKind.FAULT
@@ -871,9 +1023,17 @@ def _write(run: _Run, sink, bins: _Bins, gap, pages, a, b, w0, w1, progress,
                 if pages:
                     tt = t[fm]
                     w = in_win(tt)
-                    sink.instants(U_FAULTS, ns(tt[w]), sink.name_id("fault"),
-                                  [("tensor", ch["tensor"][fm][w]), ("first_page", ch["page"][fm][w]),
-                                   ("pages", ch["count"][fm][w]), ("from", ch["src"][fm][w])])
+                    sink.instants(
+                        U_FAULTS,
+                        ns(tt[w]),
+                        sink.name_id("fault"),
+                        [
+                            ("tensor", ch["tensor"][fm][w]),
+                            ("first_page", ch["page"][fm][w]),
+                            ("pages", ch["count"][fm][w]),
+                            ("from", ch["src"][fm][w]),
+                        ],
+                    )
                     rep["fault_instants"] += int(w.sum())
             if hm.any():
                 e_ = ex[hm]
@@ -887,11 +1047,18 @@ def _write(run: _Run, sink, bins: _Bins, gap, pages, a, b, w0, w1, progress,
                     w = in_win(tt)
                     dd = ch["dst"][hm][w].astype(np.int64)
                     locn = {int(v): v.name for v in Location}
-                    nm = np.array([sink.name_id(f"hint → {locn.get(int(x), 'none')}")
-                                   for x in dd], np.int64)
-                    sink.instants(U_GPU, ns(tt[w]), nm,
-                                  [("tensor", ch["tensor"][hm][w]), ("pages", ch["count"][hm][w]),
-                                   ("kernel", ch["kernel"][hm][w]), ("to", dd)])
+                    nm = np.array([sink.name_id(f"hint → {locn.get(int(x), 'none')}") for x in dd], np.int64)
+                    sink.instants(
+                        U_GPU,
+                        ns(tt[w]),
+                        nm,
+                        [
+                            ("tensor", ch["tensor"][hm][w]),
+                            ("pages", ch["count"][hm][w]),
+                            ("kernel", ch["kernel"][hm][w]),
+                            ("to", dd),
+                        ],
+                    )
                     rep["hint_instants"] += int(w.sum())
         done += t.size
         if progress is not None:
@@ -907,24 +1074,39 @@ def _write(run: _Run, sink, bins: _Bins, gap, pages, a, b, w0, w1, progress,
         for L in range(len(LINKS)):
             m = has & (last_link == L)
             if m.any():
-                sink.instants(U_LINK + L, ns(last_in[m]), sink.name_id("arrived"),
-                              [("kernel", kid[m])], flow=term[m])
+                sink.instants(
+                    U_LINK + L, ns(last_in[m]), sink.name_id("arrived"), [("kernel", kid[m])], flow=term[m]
+                )
         rep["flows"] = int(has.sum())
     for lo in range(0, ks.size, CHUNK_ROWS):
         hi = lo + CHUNK_ROWS
-        sink.slices(U_GPU, ns(ks[lo:hi]), ns(ke[lo:hi]), kname[lo:hi],
-                    [(k, v[lo:hi]) for k, v in args],
-                    terminating_flow=None if term is None else term[lo:hi])
+        sink.slices(
+            U_GPU,
+            ns(ks[lo:hi]),
+            ns(ke[lo:hi]),
+            kname[lo:hi],
+            [(k, v[lo:hi]) for k, v in args],
+            terminating_flow=None if term is None else term[lo:hi],
+        )
     rep["kernel_slices"] = int(ks.size)
     # faults: one slice per faulting execution in the range
     fs = fault_src[sel]
     fl = np.flatnonzero(kf > 0)
     if fl.size:
-        sink.slices(U_FAULTS, ns(ks[fl]), ns(ke[fl]), sink.name_id("faults"),
-                    [("faulted_pages", kf[fl]), ("from_SSD", fs[fl, Location.IN_SSD]),
-                     ("from_host", fs[fl, Location.IN_CPU]),
-                     ("not_present", fs[fl, Location.NOT_PRESENT]), ("kernel", kid[fl]),
-                     ("iteration", kit[fl])])
+        sink.slices(
+            U_FAULTS,
+            ns(ks[fl]),
+            ns(ke[fl]),
+            sink.name_id("faults"),
+            [
+                ("faulted_pages", kf[fl]),
+                ("from_SSD", fs[fl, Location.IN_SSD]),
+                ("from_host", fs[fl, Location.IN_CPU]),
+                ("not_present", fs[fl, Location.NOT_PRESENT]),
+                ("kernel", kid[fl]),
+                ("iteration", kit[fl]),
+            ],
+        )
     rep["fault_slices"] = int(fl.size)
     # fault counter: pages at the kernel's start, 0 at its end
     if ks.size:
@@ -938,11 +1120,20 @@ def _write(run: _Run, sink, bins: _Bins, gap, pages, a, b, w0, w1, progress,
         hd, hp = hint_dst[sel], hint_pages[sel]
         hx = np.flatnonzero(hd.sum(axis=1) > 0)
         if hx.size:
-            sink.instants(U_GPU, ns(ks[hx]), sink.name_id("hints"),
-                          [("hints", hd[hx].sum(axis=1)), ("to_GPU", hd[hx, Location.IN_GPU]),
-                           ("to_host", hd[hx, Location.IN_CPU]), ("to_SSD", hd[hx, Location.IN_SSD]),
-                           ("dealloc", hd[hx, Location.NOT_PRESENT]), ("pages", hp[hx]),
-                           ("kernel", kid[hx])])
+            sink.instants(
+                U_GPU,
+                ns(ks[hx]),
+                sink.name_id("hints"),
+                [
+                    ("hints", hd[hx].sum(axis=1)),
+                    ("to_GPU", hd[hx, Location.IN_GPU]),
+                    ("to_host", hd[hx, Location.IN_CPU]),
+                    ("to_SSD", hd[hx, Location.IN_SSD]),
+                    ("dealloc", hd[hx, Location.NOT_PRESENT]),
+                    ("pages", hp[hx]),
+                    ("kernel", kid[hx]),
+                ],
+            )
         rep["hint_instants"] = int(hx.size)
     # counters
     edges = bins.edges()
@@ -955,17 +1146,24 @@ def _write(run: _Run, sink, bins: _Bins, gap, pages, a, b, w0, w1, progress,
         rep["counter_samples"][f"{name}-resident bytes"] = n
     for L, (_, _, name) in enumerate(LINKS):
         rep["counter_samples"][f"{name} bytes in flight"] = _counter(
-            sink, U_INFLIGHT + L, tns, np.rint(inflight[L]).astype(np.int64))
+            sink, U_INFLIGHT + L, tns, np.rint(inflight[L]).astype(np.int64)
+        )
         rep["counter_samples"][f"{name} throughput"] = _counter(
-            sink, U_RATE + L, tns, np.rint(rate[L] * run.f_hz).astype(np.int64))
+            sink, U_RATE + L, tns, np.rint(rate[L] * run.f_hz).astype(np.int64)
+        )
     return rep
 
 
 def _link_slices(sink, run, L, name_iid, gs, ge, gp, gm, rep):
     if len(gs) == 0:
         return
-    sink.slices(U_LINK + L, run.ns(gs), run.ns(ge), name_iid,
-                [("pages", gp), ("moves", gm), ("bytes", gp * PAGE_BYTES)])
+    sink.slices(
+        U_LINK + L,
+        run.ns(gs),
+        run.ns(ge),
+        name_iid,
+        [("pages", gp), ("moves", gm), ("bytes", gp * PAGE_BYTES)],
+    )
     rep["link_slices"][L] += int(len(gs))
 
 
@@ -977,7 +1175,7 @@ def _counter(sink, track, tns, values) -> int:
     keep[1:] = values[1:] != values[:-1]
     idx = np.flatnonzero(keep)
     for lo in range(0, idx.size, CHUNK_ROWS):
-        part = idx[lo:lo + CHUNK_ROWS]
+        part = idx[lo : lo + CHUNK_ROWS]
         sink.counter(track, tns[part], values[part])
     return int(idx.size)
 
@@ -986,7 +1184,7 @@ def _counter(sink, track, tns, values) -> int:
 # serving once for ui.perfetto.dev
 # =============================================================================================
 
-PERFETTO_PORT = 9001     # the only port ui.perfetto.dev's content-security policy allows
+PERFETTO_PORT = 9001  # the only port ui.perfetto.dev's content-security policy allows
 
 
 def serve_once(path, port: int = PERFETTO_PORT, on_ready=None, timeout: float | None = None) -> str:
@@ -1021,7 +1219,7 @@ def serve_once(path, port: int = PERFETTO_PORT, on_ready=None, timeout: float | 
                     self.wfile.write(b)
             Handler.done = True
 
-        def do_POST(self):      # the UI probes for a trace_processor RPC server: not us
+        def do_POST(self):  # the UI probes for a trace_processor RPC server: not us
             self.send_error(404)
 
     try:
@@ -1033,6 +1231,7 @@ def serve_once(path, port: int = PERFETTO_PORT, on_ready=None, timeout: float | 
     if on_ready is not None:
         on_ready(url)
     import time as _time
+
     t0 = _time.monotonic()
     try:
         while not Handler.done:
@@ -1048,6 +1247,7 @@ def serve_once(path, port: int = PERFETTO_PORT, on_ready=None, timeout: float | 
 # inspect --json, diff
 # =============================================================================================
 
+
 def inspect_json(path, allow_incomplete: bool = False) -> dict:
     """Event counts per kind and in all (``events``), pages per kind, the time span, the
     run's configuration and provenance: a dict ready for JSON."""
@@ -1061,18 +1261,26 @@ def inspect_json(path, allow_incomplete: bool = False) -> dict:
         names = meta.pop("kernel_names", None)
         if names is not None:
             meta["kernel_names"] = len(names)
-        key = (lambda k: getattr(k, "name", str(k)))
+        key = lambda k: getattr(k, "name", str(k))
         return {
-            "file": os.fspath(path), "schema_version": tr.schema_version,
-            "complete": tr.complete, "events": tr.n_events, "compression": tr.compression,
+            "file": os.fspath(path),
+            "schema_version": tr.schema_version,
+            "complete": tr.complete,
+            "events": tr.n_events,
+            "compression": tr.compression,
             "events_by_kind": {key(k): int(v) for k, v in counts.items()},
             "pages_by_kind": {key(k): int(v) for k, v in pages.items()},
             "kernel_executions": int(run.k_start.size),
-            "time_span": {"first_cycles": int(run.tmin), "last_cycles": int(run.tmax),
-                          "cycles": int(run.tmax - run.tmin), "f_hz": run.f_hz,
-                          "seconds": (run.tmax - run.tmin) / run.f_hz},
+            "time_span": {
+                "first_cycles": int(run.tmin),
+                "last_cycles": int(run.tmax),
+                "cycles": int(run.tmax - run.tmin),
+                "f_hz": run.f_hz,
+                "seconds": (run.tmax - run.tmin) / run.f_hz,
+            },
             "has_kernel_times": run.exec_cycles is not None,
-            "config": tr.config, "meta": meta,
+            "config": tr.config,
+            "meta": meta,
         }
     finally:
         tr.close()
@@ -1092,11 +1300,12 @@ def diff_traces(path_a, path_b, top: int = 10) -> dict:
     ka = A.k_iter * (1 << 32) + A.k_id
     kb = B.k_iter * (1 << 32) + B.k_id
     ua, ub = np.unique(A.k_id), np.unique(B.k_id)
-    if not np.array_equal(ua, ub) or (A.kernel_names and B.kernel_names
-                                      and A.kernel_names != B.kernel_names):
-        raise InputError(f"not two runs of the same workload: {ua.size} kernels in "
-                         f"{path_a}, {ub.size} in {path_b} (or their names differ)",
-                         path=os.fspath(path_b))
+    if not np.array_equal(ua, ub) or (A.kernel_names and B.kernel_names and A.kernel_names != B.kernel_names):
+        raise InputError(
+            f"not two runs of the same workload: {ua.size} kernels in "
+            f"{path_a}, {ub.size} in {path_b} (or their names differ)",
+            path=os.fspath(path_b),
+        )
     common, ia, ib = np.intersect1d(ka, kb, assume_unique=False, return_indices=True)
     order = np.argsort(ia)
     ia, ib = ia[order], ib[order]
@@ -1109,42 +1318,61 @@ def diff_traces(path_a, path_b, top: int = 10) -> dict:
     nz = np.flatnonzero(ds != 0)
     if nz.size:
         i = int(nz[0])
-        first = {"execution": int(ia[i]), "iteration": int(A.k_iter[ia[i]]),
-                 "kernel": int(A.k_id[ia[i]]), "name": A.kernel_name(int(A.k_id[ia[i]])),
-                 "start_a_cycles": int(A.k_start[ia[i]]), "start_b_cycles": int(B.k_start[ib[i]]),
-                 "difference_cycles": int(ds[i])}
-    o = np.argsort(-np.abs(dstall), kind="stable")[:max(0, int(top))]
+        first = {
+            "execution": int(ia[i]),
+            "iteration": int(A.k_iter[ia[i]]),
+            "kernel": int(A.k_id[ia[i]]),
+            "name": A.kernel_name(int(A.k_id[ia[i]])),
+            "start_a_cycles": int(A.k_start[ia[i]]),
+            "start_b_cycles": int(B.k_start[ib[i]]),
+            "difference_cycles": int(ds[i]),
+        }
+    o = np.argsort(-np.abs(dstall), kind="stable")[: max(0, int(top))]
     sa, sb = A.stall(), B.stall()
     rows = []
     for i in o:
         if dstall[i] == 0:
             break
-        r = {"execution": int(ia[i]), "iteration": int(A.k_iter[ia[i]]),
-             "kernel": int(A.k_id[ia[i]]), "name": A.kernel_name(int(A.k_id[ia[i]])),
-             "time_a_cycles": int(tot_a[i]), "time_b_cycles": int(tot_b[i]),
-             "stall_difference_cycles": int(dstall[i])}
+        r = {
+            "execution": int(ia[i]),
+            "iteration": int(A.k_iter[ia[i]]),
+            "kernel": int(A.k_id[ia[i]]),
+            "name": A.kernel_name(int(A.k_id[ia[i]])),
+            "time_a_cycles": int(tot_a[i]),
+            "time_b_cycles": int(tot_b[i]),
+            "stall_difference_cycles": int(dstall[i]),
+        }
         if sa is not None and sb is not None:
             r["stall_a_cycles"], r["stall_b_cycles"] = int(sa[ia[i]]), int(sb[ib[i]])
         rows.append(r)
     end_a = int(A.k_end.max()) if A.k_end.size else 0
     end_b = int(B.k_end.max()) if B.k_end.size else 0
-    return {"a": os.fspath(path_a), "b": os.fspath(path_b), "f_hz": A.f_hz,
-            "executions_a": int(A.k_start.size), "executions_b": int(B.k_start.size),
-            "matched": int(common.size), "end_a_cycles": end_a, "end_b_cycles": end_b,
-            "first_start_difference": first,
-            "executions_with_different_stall": int((dstall != 0).sum()),
-            "total_stall_difference_cycles": int(dstall.sum()),
-            "top": rows}
+    return {
+        "a": os.fspath(path_a),
+        "b": os.fspath(path_b),
+        "f_hz": A.f_hz,
+        "executions_a": int(A.k_start.size),
+        "executions_b": int(B.k_start.size),
+        "matched": int(common.size),
+        "end_a_cycles": end_a,
+        "end_b_cycles": end_b,
+        "first_start_difference": first,
+        "executions_with_different_stall": int((dstall != 0).sum()),
+        "total_stall_difference_cycles": int(dstall.sum()),
+        "top": rows,
+    }
 
 
 # =============================================================================================
 # figure
 # =============================================================================================
 
+
 def plot_trace(path, out, kernels: str | None = None, samples: int = 2000) -> dict:
     """Residency per tier (GiB) and link throughput (GB/s) over time (ms), kernels shaded;
     written to ``out`` (any matplotlib format) via a temporary name."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -1154,18 +1382,24 @@ def plot_trace(path, out, kernels: str | None = None, samples: int = 2000) -> di
         run = _Run(tr)
         a, b, w0, w1 = _window(run, kernels)
         bins = _Bins(w0, max(w1, w0 + 1), samples)
-        for ch in tr.iter_chunks(rows=CHUNK_ROWS, columns=["time", "kind", "count", "src",
-                                                            "dst"]):
+        for ch in tr.iter_chunks(rows=CHUNK_ROWS, columns=["time", "kind", "count", "src", "dst"]):
             t = ch["time"].astype(np.int64)
             src, dst, cnt = _moves(ch)
             bins.add_tiers(t, src, dst, cnt)
             for L, (ls, ld, _) in enumerate(LINKS):
-                m = (src == ls) & (dst == ld) & (cnt > 0) & (
-                    (ch["kind"] == EventKind.FETCH) | (ch["kind"] == EventKind.EVICT))
+                m = (
+                    (src == ls)
+                    & (dst == ld)
+                    & (cnt > 0)
+                    & ((ch["kind"] == EventKind.FETCH) | (ch["kind"] == EventKind.EVICT))
+                )
                 if m.any():
                     nbytes = cnt[m] * PAGE_BYTES
-                    d = np.ceil(nbytes / run.bpc[L]).astype(np.int64) if run.bpc[L] > 0 \
+                    d = (
+                        np.ceil(nbytes / run.bpc[L]).astype(np.int64)
+                        if run.bpc[L] > 0
                         else np.ones(int(m.sum()), np.int64)
+                    )
                     bins.add_link(L, t[m] - np.maximum(d, 1), t[m], nbytes)
     finally:
         tr.close()
@@ -1179,12 +1413,10 @@ def plot_trace(path, out, kernels: str | None = None, samples: int = 2000) -> di
     # series a little thinner than the one drawn before it and in its own dash, so that a
     # series equal to an earlier one shows inside it instead of hiding it
     for j, (_, name) in enumerate(TIERS):
-        ax1.plot(ms, tiers[j], label=name, color=PLOT_COLOURS[name], lw=PLOT_WIDTHS[j],
-                 ls=PLOT_DASHES[j])
+        ax1.plot(ms, tiers[j], label=name, color=PLOT_COLOURS[name], lw=PLOT_WIDTHS[j], ls=PLOT_DASHES[j])
     for L, (_, _, name) in enumerate(LINKS):
         if rate[L].any():
-            ax2.plot(ms, rate[L], label=name, color=PLOT_COLOURS[name], lw=PLOT_WIDTHS[L],
-                     ls=PLOT_DASHES[L])
+            ax2.plot(ms, rate[L], label=name, color=PLOT_COLOURS[name], lw=PLOT_WIDTHS[L], ls=PLOT_DASHES[L])
     ks, ke = run.k_start[a:b], run.k_end[a:b]
     spans = [((s / run.f_hz * 1e3), ((e - s) / run.f_hz * 1e3)) for s, e in zip(ks, ke)]
     for ax in (ax1, ax2):
@@ -1200,8 +1432,7 @@ def plot_trace(path, out, kernels: str | None = None, samples: int = 2000) -> di
     ax2.set_xlabel("simulated time (ms)")
     iv = bins.w / run.f_hz
     iv_text = f"{iv * 1e3:.3g} ms" if iv >= 1e-3 else f"{iv * 1e6:.3g} µs"
-    ax1.set_title(f"{run.title or path}: kernels {a}..{b - 1} shaded "
-                  f"(means over {iv_text})", fontsize=9)
+    ax1.set_title(f"{run.title or path}: kernels {a}..{b - 1} shaded (means over {iv_text})", fontsize=9)
     fig.tight_layout()
     try:
         with atomic_path(out, os.path.splitext(out)[1] or ".png") as tmp:

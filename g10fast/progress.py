@@ -28,7 +28,7 @@ import time
 INTERVAL_ENV = "G10FAST_PROGRESS_INTERVAL"
 DEFAULT_INTERVAL = 5.0
 
-_open: list = []          # reporters with a live tqdm bar, closed by close_all()
+_open: list = []  # reporters with a live tqdm bar, closed by close_all()
 
 
 def line_interval(default: float = DEFAULT_INTERVAL) -> float:
@@ -56,8 +56,16 @@ def fmt_duration(s: float) -> str:
 class _Reporter:
     """A tqdm bar or plain lines on `stream` for one count that goes from 0 to `total`."""
 
-    def __init__(self, label: str, unit: str, *, enabled: bool = True, stream=None,
-                 bar: bool | None = None, interval: float | None = None):
+    def __init__(
+        self,
+        label: str,
+        unit: str,
+        *,
+        enabled: bool = True,
+        stream=None,
+        bar: bool | None = None,
+        interval: float | None = None,
+    ):
         self.label = label
         self.unit = unit
         self.enabled = enabled
@@ -99,8 +107,15 @@ class _Reporter:
         if self.bar is None:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, desc=self.label, unit=self.unit,
-                            file=self.stream, dynamic_ncols=True, mininterval=0.2, leave=True)
+            self.bar = tqdm(
+                total=total,
+                desc=self.label,
+                unit=self.unit,
+                file=self.stream,
+                dynamic_ncols=True,
+                mininterval=0.2,
+                leave=True,
+            )
             # elapsed counts from the reporter's start; the rate and the ETA from the first
             # report (tqdm's rate is (n - initial) / elapsed until its first smoothed step,
             # which is measured from last_print_t / last_print_n)
@@ -122,8 +137,10 @@ class _Reporter:
         left = (total - done) / rate if rate > 0 else (0.0 if done >= total else float("nan"))
         pct = 100.0 * done / total if total else 100.0
         r = f"{rate:,.1f}" if rate == rate else "?"
-        s = (f"{self.label}: {done:,}/{total:,} {self.unit}s ({pct:.1f}%), {r} {self.unit}s/s, "
-             f"{fmt_duration(el)} elapsed, ETA {fmt_duration(left)}")
+        s = (
+            f"{self.label}: {done:,}/{total:,} {self.unit}s ({pct:.1f}%), {r} {self.unit}s/s, "
+            f"{fmt_duration(el)} elapsed, ETA {fmt_duration(left)}"
+        )
         return s + (f"; {postfix}" if postfix else "")
 
     def close(self) -> None:
@@ -148,10 +165,18 @@ class RunProgress(_Reporter):
 class SweepProgress(_Reporter):
     """The sweep runner's reporter: `update(label, status, seconds)` once per point stored."""
 
-    def __init__(self, total: int, *, stream=None, enabled: bool = True, tty: bool | None = None,
-                 interval: float | None = None):
-        super().__init__("sweep", "point", enabled=enabled and total > 0, stream=stream, bar=tty,
-                         interval=interval)
+    def __init__(
+        self,
+        total: int,
+        *,
+        stream=None,
+        enabled: bool = True,
+        tty: bool | None = None,
+        interval: float | None = None,
+    ):
+        super().__init__(
+            "sweep", "point", enabled=enabled and total > 0, stream=stream, bar=tty, interval=interval
+        )
         self.total = total
         self.done = self.bad = 0
 

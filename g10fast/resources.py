@@ -66,9 +66,13 @@ def estimate_run_bytes(spec, workload) -> dict:
     record's `memory`)."""
     rec = spec.record
     T, K = int(workload.num_tensors), int(workload.num_kernels)
-    parts = {"this process now": _rss_now(), "engine code": ENGINE_LOAD_BYTES,
-             "per tensor and kernel": T * PER_TENSOR_BYTES + K * PER_KERNEL_BYTES}
+    parts = {
+        "this process now": _rss_now(),
+        "engine code": ENGINE_LOAD_BYTES,
+        "per tensor and kernel": T * PER_TENSOR_BYTES + K * PER_KERNEL_BYTES,
+    }
     from .engine.registry import engine
+
     parts.update(engine(rec.engine).memory_parts(spec, workload))
     return {"total": int(sum(parts.values())), "parts": parts}
 
@@ -125,5 +129,6 @@ def check_run_memory(spec, workload) -> dict:
             f"{workload.num_pages:,} pages of {workload.name} at batch "
             f"{workload.batch_size}) and this machine has {_gib(avail)} available: use a "
             f"smaller batch or a machine with more memory ({ENV}=0 skips this check)",
-            param="workload.batch")
+            param="workload.batch",
+        )
     return est

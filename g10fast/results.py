@@ -24,10 +24,21 @@ RESULT_SCHEMA_VERSION = 2
 #: completion order, every engine's; docs/results.md): the fields of the artifact's
 #: `sim_result.kernel` (simulator spec §14.1). An engine's kernels write its rows with these
 #: indices (the page engine's `layout.KS_*`, checked equal by tests/test_engine_registry.py).
-KERNEL_COLUMNS = ("iteration", "kernel", "start", "end", "in_transfer", "cpu_pf", "ssd_pf",
-                  "unalloc_pf", "host_pages", "gpu_pages")
-(KS_ITER, KS_KERNEL, KS_START, KS_END, KS_INTR, KS_CPU, KS_SSD, KS_NP, KS_HOST,
- KS_GPU) = range(len(KERNEL_COLUMNS))
+KERNEL_COLUMNS = (
+    "iteration",
+    "kernel",
+    "start",
+    "end",
+    "in_transfer",
+    "cpu_pf",
+    "ssd_pf",
+    "unalloc_pf",
+    "host_pages",
+    "gpu_pages",
+)
+(KS_ITER, KS_KERNEL, KS_START, KS_END, KS_INTR, KS_CPU, KS_SSD, KS_NP, KS_HOST, KS_GPU) = range(
+    len(KERNEL_COLUMNS)
+)
 
 
 def gpu_bytes_at_kernel_end(kernels: np.ndarray, iteration: int, num_kernels: int) -> np.ndarray:
@@ -41,11 +52,16 @@ def gpu_bytes_at_kernel_end(kernels: np.ndarray, iteration: int, num_kernels: in
 
 def workload_summary(w, frames: int) -> dict:
     kp = kernel_pages(w)
-    return {"kernels": w.num_kernels, "tensors": w.num_tensors, "pages": w.num_pages,
-            "footprint_bytes": w.footprint_bytes, "weights_bytes": int(w.weights_bytes),
-            "max_kernel_pages": int(kp.max()) if len(kp) else 0,
-            "overcommitment": w.num_pages / frames if frames else float("inf"),
-            "ideal_cycles": w.ideal_cycles}
+    return {
+        "kernels": w.num_kernels,
+        "tensors": w.num_tensors,
+        "pages": w.num_pages,
+        "footprint_bytes": w.footprint_bytes,
+        "weights_bytes": int(w.weights_bytes),
+        "max_kernel_pages": int(kp.max()) if len(kp) else 0,
+        "overcommitment": w.num_pages / frames if frames else float("inf"),
+        "ideal_cycles": w.ideal_cycles,
+    }
 
 
 def new_result(spec, engine: str, model: str) -> dict:
@@ -88,7 +104,7 @@ def add_bound(result: dict, summary: dict, f_hz: float, *, unit_ms: bool = False
         cyc = artifact_cycles(t, f_hz) if f_hz else 0
         sec = t / 1000.0
     else:
-        r = round(t)        # a float sum of integer cycles: its integer when within rounding
+        r = round(t)  # a float sum of integer cycles: its integer when within rounding
         cyc = int(r) if abs(t - r) <= 1e-9 * max(1.0, t) else int(math.floor(t))
         sec = t / f_hz if f_hz else float("nan")
     b["time_cycles"] = cyc
@@ -104,6 +120,7 @@ def add_bound(result: dict, summary: dict, f_hz: float, *, unit_ms: bool = False
 
 # ---------------------------------------------------------------------------------------------
 # The tensor engine's units (O-34), used by its result and its bound
+
 
 def printed(x: float) -> float:
     """A double as the C++ ostream prints it by default (6 significant digits)."""
@@ -121,8 +138,9 @@ def to_json_ready(result: dict) -> dict:
     dataclasses become dicts."""
     out = {k: v for k, v in result.items() if k not in ("kernels", "plan_object", "timeline")}
     if "planner" in out:
-        out["planner"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v)
-                          for k, v in out["planner"].items()}
+        out["planner"] = {
+            k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in out["planner"].items()
+        }
     for k, v in list(out.items()):
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
             out[k] = dataclasses.asdict(v)

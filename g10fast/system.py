@@ -53,7 +53,7 @@ class System:
     host_memory_gb: float
     host_link_gbps: float
     ssd_bandwidth_gbps: float
-    gpu_link_gbps: float | None = None        # None: the host link's bandwidth
+    gpu_link_gbps: float | None = None  # None: the host link's bandwidth
     gpu_malloc_us_per_byte: float = 8.14e-7
     gpu_free_us_per_byte: float = 0.0
     link_latency_us: float = 5.0
@@ -70,7 +70,7 @@ class System:
     #: the cost-model parameter file for this GPU's kernel times (the preset's
     #: `gpu.cost_params`, g10fast.workload.costmodel.Gpu.params); "" picks by gpu_model
     gpu_cost_params: str = ""
-    name: str = ""                  # the preset's name, "" for a G10 config
+    name: str = ""  # the preset's name, "" for a G10 config
     #: data-parallel ranks (GPUs of the preset's [node]; the ranks engine; `--gpus N`)
     gpus: int = 1
 
@@ -84,21 +84,33 @@ class System:
         if isinstance(self.gpus, bool) or not isinstance(self.gpus, int) or self.gpus < 1:
             raise InputError(f"must be an integer >= 1, got {self.gpus!r}", param="system.gpus")
         if int(self.batch_pages) != self.batch_pages:
-            raise InputError(f"must be an integer, got {self.batch_pages!r}",
-                             param=PARAM["batch_pages"])
+            raise InputError(f"must be an integer, got {self.batch_pages!r}", param=PARAM["batch_pages"])
 
     # -- what every engine needs ---------------------------------------------------------
     def check(self) -> "System":
         """The checks every engine needs (no engine divides by zero, no count overflows its
         64-bit integers: `LIMITS`); each engine adds its own. Raises InputError naming the
         preset parameter."""
-        for f in ("gpu_memory_gb", "gpu_frequency_ghz", "host_link_gbps", "gpu_link_gbps",
-                  "ssd_bandwidth_gbps", "batch_pages"):
+        for f in (
+            "gpu_memory_gb",
+            "gpu_frequency_ghz",
+            "host_link_gbps",
+            "gpu_link_gbps",
+            "ssd_bandwidth_gbps",
+            "batch_pages",
+        ):
             if not getattr(self, f) > 0:
                 raise InputError(f"must be > 0, got {getattr(self, f)!r}", param=PARAM[f])
-        for f in ("host_memory_gb", "gpu_malloc_us_per_byte", "gpu_free_us_per_byte",
-                  "link_latency_us", "ssd_read_latency_us", "ssd_write_latency_us",
-                  "ssd_latency_us", "fault_latency_us"):
+        for f in (
+            "host_memory_gb",
+            "gpu_malloc_us_per_byte",
+            "gpu_free_us_per_byte",
+            "link_latency_us",
+            "ssd_read_latency_us",
+            "ssd_write_latency_us",
+            "ssd_latency_us",
+            "fault_latency_us",
+        ):
             v = getattr(self, f)
             if v < 0 and not (v == -1 and G10_KEY[f] in _G10_UNSET_OK):
                 raise InputError(f"must be >= 0, got {v!r}", param=PARAM[f])
@@ -106,9 +118,11 @@ class System:
             v = getattr(self, f)
             if v > 0 and not lo <= v <= hi:
                 bound = f"at most {hi:.15g}" if v > hi else f"at least {lo:.15g}"
-                raise InputError(f"must be {bound}, got {v:g}: outside what the engines' "
-                                 f"64-bit counts can take (g10fast.system.LIMITS)",
-                                 param=PARAM[f])
+                raise InputError(
+                    f"must be {bound}, got {v:g}: outside what the engines' "
+                    f"64-bit counts can take (g10fast.system.LIMITS)",
+                    param=PARAM[f],
+                )
         return self
 
     @property
@@ -142,20 +156,28 @@ class System:
     def from_preset(cls, preset: dict) -> "System":
         """A preset dict of `g10fast.hardware.load_preset` (overrides already applied)."""
         g, h, s, u = preset["gpu"], preset["host"], preset["ssd"], preset["uvm"]
-        return cls(gpu_memory_gb=g["memory_gb"], gpu_frequency_ghz=g["frequency_ghz"],
-                   gpu_malloc_us_per_byte=g["malloc_us_per_byte"],
-                   gpu_free_us_per_byte=g["free_us_per_byte"], host_memory_gb=h["memory_gb"],
-                   host_link_gbps=h["link_gbps"], gpu_link_gbps=h.get("gpu_link_gbps"),
-                   link_latency_us=h["link_latency_us"], batch_pages=int(h["batch_pages"]),
-                   ssd_bandwidth_gbps=s["bandwidth_gbps"],
-                   ssd_read_latency_us=s["read_latency_us"],
-                   ssd_write_latency_us=s["write_latency_us"], ssd_latency_us=s["latency_us"],
-                   fault_latency_us=u["fault_latency_us"], gpu_hbm_gbps=g.get("hbm_gbps", 0.0),
-                   gpu_peak_tflops_fp32=g.get("peak_tflops_fp32", 0.0),
-                   gpu_peak_tflops_bf16=g.get("peak_tflops_bf16", 0.0),
-                   gpu_model=str(g.get("model", "")),
-                   gpu_cost_params=str(g.get("cost_params", "")),
-                   name=str(preset.get("name", "")))
+        return cls(
+            gpu_memory_gb=g["memory_gb"],
+            gpu_frequency_ghz=g["frequency_ghz"],
+            gpu_malloc_us_per_byte=g["malloc_us_per_byte"],
+            gpu_free_us_per_byte=g["free_us_per_byte"],
+            host_memory_gb=h["memory_gb"],
+            host_link_gbps=h["link_gbps"],
+            gpu_link_gbps=h.get("gpu_link_gbps"),
+            link_latency_us=h["link_latency_us"],
+            batch_pages=int(h["batch_pages"]),
+            ssd_bandwidth_gbps=s["bandwidth_gbps"],
+            ssd_read_latency_us=s["read_latency_us"],
+            ssd_write_latency_us=s["write_latency_us"],
+            ssd_latency_us=s["latency_us"],
+            fault_latency_us=u["fault_latency_us"],
+            gpu_hbm_gbps=g.get("hbm_gbps", 0.0),
+            gpu_peak_tflops_fp32=g.get("peak_tflops_fp32", 0.0),
+            gpu_peak_tflops_bf16=g.get("peak_tflops_bf16", 0.0),
+            gpu_model=str(g.get("model", "")),
+            gpu_cost_params=str(g.get("cost_params", "")),
+            name=str(preset.get("name", "")),
+        )
 
     @classmethod
     def from_g10(cls, cfg) -> "System":
@@ -176,8 +198,9 @@ class System:
 
     def g10_fields(self) -> dict:
         """The artifact's config keys of this system."""
-        return {k: (int(getattr(self, f)) if f == "batch_pages" else getattr(self, f))
-                for f, k in G10_KEY.items()}
+        return {
+            k: (int(getattr(self, f)) if f == "batch_pages" else getattr(self, f)) for f, k in G10_KEY.items()
+        }
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(System))
@@ -191,23 +214,41 @@ _FIELDS = tuple(f.name for f in dataclasses.fields(System))
 #: 1e14 cycles at 100 GHz); malloc/free costs up to 1 us per byte (a 4 KiB page: 4.1 ms);
 #: up to 2^20 pages per transfer batch.
 LIMITS = {
-    "gpu_memory_gb": (0.0, 2.0 ** 20), "host_memory_gb": (0.0, 2.0 ** 20),
+    "gpu_memory_gb": (0.0, 2.0**20),
+    "host_memory_gb": (0.0, 2.0**20),
     "gpu_frequency_ghz": (0.0, 100.0),
-    "host_link_gbps": (1e-3, 1e6), "gpu_link_gbps": (1e-3, 1e6),
+    "host_link_gbps": (1e-3, 1e6),
+    "gpu_link_gbps": (1e-3, 1e6),
     "ssd_bandwidth_gbps": (1e-3, 1e6),
-    "gpu_malloc_us_per_byte": (0.0, 1.0), "gpu_free_us_per_byte": (0.0, 1.0),
-    "link_latency_us": (0.0, 1e9), "ssd_read_latency_us": (0.0, 1e9),
-    "ssd_write_latency_us": (0.0, 1e9), "ssd_latency_us": (0.0, 1e9),
-    "fault_latency_us": (0.0, 1e9), "batch_pages": (1, 2 ** 20),
+    "gpu_malloc_us_per_byte": (0.0, 1.0),
+    "gpu_free_us_per_byte": (0.0, 1.0),
+    "link_latency_us": (0.0, 1e9),
+    "ssd_read_latency_us": (0.0, 1e9),
+    "ssd_write_latency_us": (0.0, 1e9),
+    "ssd_latency_us": (0.0, 1e9),
+    "fault_latency_us": (0.0, 1e9),
+    "batch_pages": (1, 2**20),
 }
 #: keys a test namespace may leave out, with the values the engines then use
-_G10_OPTIONAL = {"GPU_free_uspB": 0.0, "PCIe_latency_us": 5.0, "SSD_read_latency_us": 12.0,
-                 "SSD_write_latency_us": 16.0, "SSD_latency_us": 0.0, "system_latency_us": 0.0,
-                 "GPU_malloc_uspB": 8.14e-7, "PCIe_batch_size_page": 50,
-                 "CPU_memory_line_GB": 0.0}
+_G10_OPTIONAL = {
+    "GPU_free_uspB": 0.0,
+    "PCIe_latency_us": 5.0,
+    "SSD_read_latency_us": 12.0,
+    "SSD_write_latency_us": 16.0,
+    "SSD_latency_us": 0.0,
+    "system_latency_us": 0.0,
+    "GPU_malloc_uspB": 8.14e-7,
+    "PCIe_batch_size_page": 50,
+    "CPU_memory_line_GB": 0.0,
+}
 #: the artifact's optional keys where -1 means "not given"
-_G10_UNSET_OK = ("system_latency_us", "SSD_latency_us", "SSD_read_latency_us",
-                 "SSD_write_latency_us", "PCIe_latency_us")
+_G10_UNSET_OK = (
+    "system_latency_us",
+    "SSD_latency_us",
+    "SSD_read_latency_us",
+    "SSD_write_latency_us",
+    "PCIe_latency_us",
+)
 
 
 @dataclass(frozen=True)
@@ -238,27 +279,40 @@ class EngineOptions:
             object.__setattr__(self, "compat", tuple(sorted(self.compat.items())))
 
     def check(self) -> "EngineOptions":
-        if isinstance(self.num_iteration, bool) or int(self.num_iteration) != self.num_iteration \
-                or self.num_iteration < 1:
-            raise InputError(f"must be an integer >= 1, got {self.num_iteration!r}",
-                             param="engine.num_iteration")
-        if not (isinstance(self.kernel_time_std_dev, (int, float))
-                and math.isfinite(self.kernel_time_std_dev) and self.kernel_time_std_dev >= 0):
-            raise InputError(f"must be >= 0, got {self.kernel_time_std_dev!r}",
-                             param="engine.kernel_time_std_dev")
-        if isinstance(self.ran_seed, bool) or not isinstance(self.ran_seed, int) \
-                or not 0 <= self.ran_seed < 2 ** 32:
-            raise InputError(f"must be an integer in [0, 2^32), got {self.ran_seed!r}",
-                             param="engine.ran_seed")
+        if (
+            isinstance(self.num_iteration, bool)
+            or int(self.num_iteration) != self.num_iteration
+            or self.num_iteration < 1
+        ):
+            raise InputError(
+                f"must be an integer >= 1, got {self.num_iteration!r}", param="engine.num_iteration"
+            )
+        if not (
+            isinstance(self.kernel_time_std_dev, (int, float))
+            and math.isfinite(self.kernel_time_std_dev)
+            and self.kernel_time_std_dev >= 0
+        ):
+            raise InputError(
+                f"must be >= 0, got {self.kernel_time_std_dev!r}", param="engine.kernel_time_std_dev"
+            )
+        if (
+            isinstance(self.ran_seed, bool)
+            or not isinstance(self.ran_seed, int)
+            or not 0 <= self.ran_seed < 2**32
+        ):
+            raise InputError(
+                f"must be an integer in [0, 2^32), got {self.ran_seed!r}", param="engine.ran_seed"
+            )
         if not (isinstance(self.kernel_speedup, (int, float)) and self.kernel_speedup > 0):
-            raise InputError(f"must be > 0, got {float(self.kernel_speedup)!r}",
-                             param="engine.kernel_speedup")
+            raise InputError(
+                f"must be > 0, got {float(self.kernel_speedup)!r}", param="engine.kernel_speedup"
+            )
         if self.allocator is not None and not isinstance(self.allocator, str):
-            raise InputError(f"must be an allocator's name, got {self.allocator!r}",
-                             param="engine.allocator")
+            raise InputError(f"must be an allocator's name, got {self.allocator!r}", param="engine.allocator")
         if self.page_bulk is not None and not isinstance(self.page_bulk, bool):
-            raise InputError(f"must be true, false or absent, got {self.page_bulk!r}",
-                             param="engine.page_bulk")
+            raise InputError(
+                f"must be true, false or absent, got {self.page_bulk!r}", param="engine.page_bulk"
+            )
         return self
 
     def to_dict(self) -> dict:

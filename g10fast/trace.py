@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
-from isal import isal_zlib   # ISA-L's deflate: the same zlib streams, several times faster
+from isal import isal_zlib  # ISA-L's deflate: the same zlib streams, several times faster
 
 from . import locations
 from .atomic import temporary_name
@@ -50,14 +50,14 @@ SCHEMA_VERSION = 1
 FORMAT_NAME = "g10fast-event-trace"
 EVENTS_GROUP = "events"
 CHECKSUM_GROUP = "checksums"
-KERNELS_GROUP = "kernels"   # optional: per-kernel tables (``exec_cycles``), docs/trace-format.md
+KERNELS_GROUP = "kernels"  # optional: per-kernel tables (``exec_cycles``), docs/trace-format.md
 #: root attributes covered by ``header_sha256`` (written first) and, with ``n_events``,
 #: ``complete`` and ``summary``, by ``attrs_sha256`` (written at close)
-HEADER_ATTRS = ("format", "schema_version", "columns", "kind_names", "location_names", "config",
-                "meta")
+HEADER_ATTRS = ("format", "schema_version", "columns", "kind_names", "location_names", "config", "meta")
 CLOSE_ATTRS = HEADER_ATTRS + ("n_events", "complete", "summary")
 
 # Columns of the engine's event buffer, in order.
+# fmt: off
 COL_TIME = 0        # int64 cycles (KERNEL: start cycle)
 COL_KIND = 1        # EventKind
 COL_ITERATION = 2   # iteration number
@@ -69,6 +69,7 @@ COL_SRC = 7         # Location the pages come from, -1 none
 COL_DST = 8         # Location the pages go to, -1 none
 COL_VALUE = 9       # kind-specific int64
 N_COLS = 10
+# fmt: on
 
 COLUMNS = ("time", "kind", "iteration", "kernel", "tensor", "page", "count", "src", "dst", "value")
 
@@ -104,19 +105,19 @@ _H5Z_FILTER_SHUFFLE = 2
 class EventKind(enum.IntEnum):
     """Value of the ``kind`` column."""
 
-    KERNEL = locations.EV_KERNEL      # time = start, value = end cycle, count = pages faulted
+    KERNEL = locations.EV_KERNEL  # time = start, value = end cycle, count = pages faulted
     #                                   by its fault scan
-    FAULT = locations.EV_FAULT        # pages queued by a kernel's fault scan; src = where they
+    FAULT = locations.EV_FAULT  # pages queued by a kernel's fault scan; src = where they
     #                                   are (0, 1, 2)
-    FETCH = locations.EV_FETCH        # pages moved to the GPU by the batcher; src 1/2; value 1
+    FETCH = locations.EV_FETCH  # pages moved to the GPU by the batcher; src 1/2; value 1
     #                                   demand, 0 prefetch
-    ALLOC = locations.EV_ALLOC        # first touch / pre-allocation on the GPU; src 0; value as
+    ALLOC = locations.EV_ALLOC  # first touch / pre-allocation on the GPU; src 0; value as
     #                                   FETCH
-    EVICT = locations.EV_EVICT        # pages leaving the GPU; dst 0 dropped, 1 SSD, 2 CPU;
+    EVICT = locations.EV_EVICT  # pages leaving the GPU; dst 0 dropped, 1 SSD, 2 CPU;
     #                                   value 1 victim, 0 planned
-    HINT = locations.EV_HINT          # planner hint applied at kernel start; src = from, dst =
+    HINT = locations.EV_HINT  # planner hint applied at kernel start; src = from, dst =
     #                                   to, count = queued
-    DEALLOC = locations.EV_DEALLOC    # pages freed by a pre-deallocation hint; src = where they
+    DEALLOC = locations.EV_DEALLOC  # pages freed by a pre-deallocation hint; src = where they
     #                                   were
     TRANSFER = locations.EV_TRANSFER  # batcher transfer boundary; value 1 begin, 0 end
 
@@ -156,13 +157,10 @@ def _allowed_range(col: str) -> tuple[int, int] | None:
     return int(info.min), int(info.max)
 
 
-_CHECKED = [(c, col, _allowed_range(col)) for c, col in enumerate(COLUMNS)
-            if _allowed_range(col) is not None]
+_CHECKED = [(c, col, _allowed_range(col)) for c, col in enumerate(COLUMNS) if _allowed_range(col) is not None]
 # the same per column, for trace_kernels.split_checked (unchecked columns: the int64 range)
-_CHECK_LO = np.array([(_allowed_range(col) or (_I64.min, _I64.max))[0] for col in COLUMNS],
-                     dtype=np.int64)
-_CHECK_HI = np.array([(_allowed_range(col) or (_I64.min, _I64.max))[1] for col in COLUMNS],
-                     dtype=np.int64)
+_CHECK_LO = np.array([(_allowed_range(col) or (_I64.min, _I64.max))[0] for col in COLUMNS], dtype=np.int64)
+_CHECK_HI = np.array([(_allowed_range(col) or (_I64.min, _I64.max))[1] for col in COLUMNS], dtype=np.int64)
 
 
 def default_threads() -> int:
@@ -175,6 +173,7 @@ def default_threads() -> int:
 
 
 # -- JSON attributes -------------------------------------------------------------------------
+
 
 def _json_default(obj):
     if isinstance(obj, np.generic):
@@ -235,6 +234,7 @@ def _attr_json(attrs, name: str, path: str, default):
 
 # -- chunk codec (the HDF5 shuffle + deflate pipeline) ---------------------------------------
 
+
 def _encode(arr: np.ndarray, level: int) -> bytes:
     """HDF5 shuffle (byte planes) then deflate (zlib stream) of one whole chunk."""
     size = arr.dtype.itemsize
@@ -248,10 +248,12 @@ def _encode(arr: np.ndarray, level: int) -> bytes:
 def _shuffle(src: np.ndarray, planes: np.ndarray) -> None:
     """``planes[j, i] = src[i, j]`` (HDF5's shuffle; the Numba kernel releases the GIL)."""
     from .jit import NO_JIT
+
     if NO_JIT:
         planes[...] = src.T
     else:
         from .trace_kernels import shuffle
+
         shuffle(src, planes)
 
 
@@ -262,8 +264,7 @@ def _store_job(arr: np.ndarray, compression: str):
     return data, zlib.crc32(data)
 
 
-def _decode(data: bytes, filter_mask: int, dtype: np.dtype, rows: int,
-            codec: str = "deflate") -> np.ndarray:
+def _decode(data: bytes, filter_mask: int, dtype: np.dtype, rows: int, codec: str = "deflate") -> np.ndarray:
     """Inverse of ``_encode`` (codec "deflate"; ``filter_mask`` bit i set means filter i was
     skipped), or the stored bytes as they are (codec "none")."""
     if codec == "none":
@@ -329,7 +330,7 @@ def find_temporaries(path) -> list[tuple[str, int, bool]]:
     for e in entries:
         if not (e.startswith(f".{name}.") and e.endswith(".tmp")):
             continue
-        parts = e[len(name) + 2:-4].split(".")
+        parts = e[len(name) + 2 : -4].split(".")
         if len(parts) != 2 or not parts[0].isdigit():
             continue
         full = os.path.join(directory, e)
@@ -410,14 +411,22 @@ class EventTraceWriter:
     exception calls ``abort()`` (nothing is published, the temporary file is removed).
     """
 
-    def __init__(self, path, config: dict, meta: dict | None = None,
-                 chunk_rows: int = DEFAULT_CHUNK_ROWS, threads: int | None = None,
-                 compression: str = DEFAULT_COMPRESSION):
+    def __init__(
+        self,
+        path,
+        config: dict,
+        meta: dict | None = None,
+        chunk_rows: int = DEFAULT_CHUNK_ROWS,
+        threads: int | None = None,
+        compression: str = DEFAULT_COMPRESSION,
+    ):
         import h5py
 
         if compression not in COMPRESSIONS:
-            raise InputError(f"unknown trace compression {compression!r}; choose "
-                             f"{' or '.join(COMPRESSIONS)}", param="compression")
+            raise InputError(
+                f"unknown trace compression {compression!r}; choose {' or '.join(COMPRESSIONS)}",
+                param="compression",
+            )
 
         chunk_rows = int(chunk_rows)
         if chunk_rows < 1:
@@ -436,7 +445,7 @@ class EventTraceWriter:
             raise InputError("trace path is a directory", path=self.path)
         self._state = "opening"
         clean_temporaries(self.path)
-        self.tmp_path = temporary_name(self.path)   # what find_temporaries looks for
+        self.tmp_path = temporary_name(self.path)  # what find_temporaries looks for
         try:
             # v110 object headers hold attributes over 64 KiB (large configs and summaries).
             f = h5py.File(self.tmp_path, "w", libver=("v110", "v110"))
@@ -458,18 +467,26 @@ class EventTraceWriter:
             a["config"] = config_json
             a["meta"] = meta_json
             g = f.create_group(EVENTS_GROUP)
-            filters = (dict(compression="gzip", compression_opts=DEFLATE_LEVEL, shuffle=True)
-                       if compression == "deflate" else {})
+            filters = (
+                dict(compression="gzip", compression_opts=DEFLATE_LEVEL, shuffle=True)
+                if compression == "deflate"
+                else {}
+            )
             self._datasets = [
-                g.create_dataset(col, shape=(0,), maxshape=(None,), dtype=COLUMN_DTYPES[col],
-                                 chunks=(chunk_rows,), **filters)
+                g.create_dataset(
+                    col,
+                    shape=(0,),
+                    maxshape=(None,),
+                    dtype=COLUMN_DTYPES[col],
+                    chunks=(chunk_rows,),
+                    **filters,
+                )
                 for col in COLUMNS
             ]
             cg = f.create_group(CHECKSUM_GROUP)
             cg.attrs["algorithm"] = "crc32 of each stored (compressed) chunk, in chunk order"
             self._checksums = [
-                cg.create_dataset(col, shape=(0,), maxshape=(None,), dtype="<u4",
-                                  chunks=(1024,))
+                cg.create_dataset(col, shape=(0,), maxshape=(None,), dtype="<u4", chunks=(1024,))
                 for col in COLUMNS
             ]
             a["header_sha256"] = _attrs_digest(a, HEADER_ATTRS)
@@ -482,16 +499,16 @@ class EventTraceWriter:
         self.chunk_rows = chunk_rows
         self.threads = threads
         self.compression = compression
-        self._ds_rows = 0       # length of the /events datasets
-        self._cs_rows = 0       # length of the /checksums datasets
-        self._one = h5py.h5s.create_simple((1,))   # memory space of one checksum
+        self._ds_rows = 0  # length of the /events datasets
+        self._cs_rows = 0  # length of the /checksums datasets
+        self._one = h5py.h5s.create_simple((1,))  # memory space of one checksum
         self._max_pending = threads + 1 if threads else 0
         self._pending = collections.deque()  # (offset, rows after it, futures, buffers)
-        self._spare = []                      # buffer sets to reuse
+        self._spare = []  # buffer sets to reuse
         self._buffers = self._new_buffers()
-        self._fill = 0          # rows in self._buffers
-        self._queued = 0        # rows handed to chunks (pending or written)
-        self._written = 0       # rows stored in the datasets
+        self._fill = 0  # rows in self._buffers
+        self._queued = 0  # rows handed to chunks (pending or written)
+        self._written = 0  # rows stored in the datasets
         self._summary_json: str | None = None
         self._kernel_times: np.ndarray | None = None
         self._state = "open"
@@ -521,9 +538,12 @@ class EventTraceWriter:
             yield
         except OSError as exc:
             self.abort()
-            raise InputError(f"cannot write the event trace ({_one_line(exc)}): a full disk "
-                             f"or a failing device? nothing was published, the temporary "
-                             f"file is removed", path=self.path) from None
+            raise InputError(
+                f"cannot write the event trace ({_one_line(exc)}): a full disk "
+                f"or a failing device? nothing was published, the temporary "
+                f"file is removed",
+                path=self.path,
+            ) from None
         except BaseException:
             self.abort()
             raise
@@ -552,15 +572,16 @@ class EventTraceWriter:
         if buf.dtype.kind not in "iu":
             raise TypeError(f"event buffer must hold integers, got dtype {buf.dtype}")
         n = buf.shape[0]
-        split = None   # one pass over the rows: range check and column split
+        split = None  # one pass over the rows: range check and column split
         if buf.dtype == np.int64 and buf.flags.c_contiguous and n >= 256:
             from .jit import NO_JIT
+
             if not NO_JIT:
                 from .trace_kernels import split_checked as split
         if split is None:
             step = max(self.chunk_rows, 1 << 16)
             for pos in range(0, n, step):
-                self._check_ranges(buf[pos:pos + step], self.n_events + pos)
+                self._check_ranges(buf[pos : pos + step], self.n_events + pos)
         with self._writing():
             # The batch goes into the current buffer set and, when it fills, into further
             # ones; nothing is handed to the encoder until the whole batch has passed the
@@ -568,12 +589,12 @@ class EventTraceWriter:
             full, bufs, fill, pos, bad = [], self._buffers, self._fill, 0, False
             while pos < n:
                 take = min(n - pos, self.chunk_rows - fill)
-                piece = buf[pos:pos + take]
+                piece = buf[pos : pos + take]
                 if split is not None:
                     bad |= split(piece, fill, _CHECK_LO, _CHECK_HI, *bufs)
                 else:
                     for c in range(N_COLS):
-                        bufs[c][fill:fill + take] = piece[:, c]
+                        bufs[c][fill : fill + take] = piece[:, c]
                 fill += take
                 pos += take
                 if fill == self.chunk_rows:
@@ -585,7 +606,7 @@ class EventTraceWriter:
                 self._buffers, self._fill = bufs, fill
         if bad:
             self._spare.extend(b for b in full[1:] + [bufs] if b is not self._buffers)
-            self._check_ranges(buf, self.n_events)   # names the first bad value
+            self._check_ranges(buf, self.n_events)  # names the first bad value
             raise AssertionError("the range check and its kernel disagree")  # unreachable
 
     @staticmethod
@@ -595,8 +616,9 @@ class EventTraceWriter:
             v = piece[:, c]
             if v.min() < lo or v.max() > hi:
                 bad = int(np.flatnonzero((v < lo) | (v > hi))[0])
-                raise ValueError(f"event {first_row + bad}: column '{col}' = {int(v[bad])} "
-                                 f"is outside [{lo}, {hi}]")
+                raise ValueError(
+                    f"event {first_row + bad}: column '{col}' = {int(v[bad])} is outside [{lo}, {hi}]"
+                )
 
     def _flush(self) -> None:
         """Hand the buffered rows to the encoder as one chunk per column."""
@@ -622,21 +644,21 @@ class EventTraceWriter:
     def _store_oldest(self) -> None:
         offset, end, futures, bufs = self._pending.popleft()
         crcs = np.empty(N_COLS, dtype="<u4")
-        grow = self._ds_rows < end   # every column has the same length (h5py's .shape is slow)
+        grow = self._ds_rows < end  # every column has the same length (h5py's .shape is slow)
         for i, (ds, fut) in enumerate(zip(self._datasets, futures)):
             data, crcs[i] = fut.result()
             if grow:
-                ds.id.set_extent((end,))         # ds.resize without h5py's checks
+                ds.id.set_extent((end,))  # ds.resize without h5py's checks
             ds.id.write_direct_chunk((offset,), data, 0)
         self._ds_rows = max(self._ds_rows, end)
         k = offset // self.chunk_rows
         grow = self._cs_rows < k + 1
-        for i, cs in enumerate(self._checksums):   # after the data: a checksum vouches
+        for i, cs in enumerate(self._checksums):  # after the data: a checksum vouches
             if grow:
                 cs.id.set_extent((k + 1,))
-            space = cs.id.get_space()            # cs[k] = crc, without h5py's slicing cost
+            space = cs.id.get_space()  # cs[k] = crc, without h5py's slicing cost
             space.select_hyperslab((k,), (1,))
-            cs.id.write(self._one, space, crcs[i:i + 1])
+            cs.id.write(self._one, space, crcs[i : i + 1])
         self._cs_rows = max(self._cs_rows, k + 1)
         self._file.flush()
         self._written = end
@@ -662,7 +684,7 @@ class EventTraceWriter:
                 self._ds_rows, self._cs_rows = start, start // self.chunk_rows
                 self._queued = self._written = start
                 for b, k in zip(self._buffers, keep):
-                    b[:n - start] = k
+                    b[: n - start] = k
                 self._fill = n - start
             else:
                 self._fill = n - self._queued
@@ -698,13 +720,13 @@ class EventTraceWriter:
                 self._pool.shutdown(wait=True)
             # attributes cannot change in SWMR mode: reopened, finished, renamed
             import h5py
+
             with h5py.File(self.tmp_path, "r+", libver=("v110", "v110")) as f:
                 a = f.attrs
                 if self._summary_json is not None:
                     a["summary"] = self._summary_json
                 if self._kernel_times is not None:
-                    kd = f.create_group(KERNELS_GROUP).create_dataset(
-                        "exec_cycles", data=self._kernel_times)
+                    kd = f.create_group(KERNELS_GROUP).create_dataset("exec_cycles", data=self._kernel_times)
                     kd.attrs["crc32"] = np.uint32(zlib.crc32(self._kernel_times.tobytes()))
                 a["n_events"] = np.int64(self._written)
                 a["complete"] = True
@@ -727,8 +749,14 @@ class EventTraceWriter:
 class EventTrace:
     """An open event trace (see ``open_trace``); a context manager that closes the file."""
 
-    def __init__(self, path, h5file, allow_incomplete: bool = False, threads: int | None = None,
-                 check_attrs: bool = True):
+    def __init__(
+        self,
+        path,
+        h5file,
+        allow_incomplete: bool = False,
+        threads: int | None = None,
+        check_attrs: bool = True,
+    ):
         import h5py
 
         self.path = os.fspath(path)
@@ -737,44 +765,54 @@ class EventTrace:
         a = h5file.attrs
         fmt = _attr_str(a.get("format"))
         if fmt != FORMAT_NAME:
-            raise InputError(f"not a g10fast event trace (format attribute is {fmt!r}, "
-                             f"expected {FORMAT_NAME!r})", path=self.path)
+            raise InputError(
+                f"not a g10fast event trace (format attribute is {fmt!r}, expected {FORMAT_NAME!r})",
+                path=self.path,
+            )
         version = a.get("schema_version")
         try:
             version = int(version)
         except (TypeError, ValueError):
-            raise InputError(f"bad or missing schema_version attribute ({version!r})",
-                             path=self.path) from None
+            raise InputError(
+                f"bad or missing schema_version attribute ({version!r})", path=self.path
+            ) from None
         if version != SCHEMA_VERSION:
-            raise InputError(f"unsupported event trace schema_version {version} "
-                             f"(this g10fast reads version {SCHEMA_VERSION})", path=self.path)
+            raise InputError(
+                f"unsupported event trace schema_version {version} "
+                f"(this g10fast reads version {SCHEMA_VERSION})",
+                path=self.path,
+            )
         self.schema_version = version
         self.complete = bool(a.get("complete", False))
         for name, names in (("attrs_sha256", CLOSE_ATTRS), ("header_sha256", HEADER_ATTRS)):
             if name in a:
                 if _attr_str(a[name]) != _attrs_digest(a, names):
-                    self.attrs_damaged = (f"the root attributes are damaged ({name} does not "
-                                          f"match: config, meta, summary or n_events changed)")
+                    self.attrs_damaged = (
+                        f"the root attributes are damaged ({name} does not "
+                        f"match: config, meta, summary or n_events changed)"
+                    )
                     if check_attrs:
-                        raise InputError(f"event trace is damaged: {self.attrs_damaged}",
-                                         path=self.path)
+                        raise InputError(f"event trace is damaged: {self.attrs_damaged}", path=self.path)
                 break
         if not self.complete and not allow_incomplete:
-            raise InputError("incomplete event trace: the writer did not finish "
-                             "(open_trace(..., allow_incomplete=True) reads what it stored)",
-                             path=self.path)
+            raise InputError(
+                "incomplete event trace: the writer did not finish "
+                "(open_trace(..., allow_incomplete=True) reads what it stored)",
+                path=self.path,
+            )
         group = h5file.get(EVENTS_GROUP)
         if not isinstance(group, h5py.Group):
             raise InputError(f"missing group /{EVENTS_GROUP}", path=self.path)
         missing = [c for c in COLUMNS if not isinstance(group.get(c), h5py.Dataset)]
         if missing:
-            raise InputError(f"missing column(s) {', '.join(missing)} in /{EVENTS_GROUP}",
-                             path=self.path)
+            raise InputError(f"missing column(s) {', '.join(missing)} in /{EVENTS_GROUP}", path=self.path)
         self._ds = {c: group[c] for c in COLUMNS}
         for c, ds in self._ds.items():
             if ds.ndim != 1 or ds.dtype.kind not in "iu":
-                raise InputError(f"column '{c}' must be a 1-D integer dataset, "
-                                 f"got shape {ds.shape} dtype {ds.dtype}", path=self.path)
+                raise InputError(
+                    f"column '{c}' must be a 1-D integer dataset, got shape {ds.shape} dtype {ds.dtype}",
+                    path=self.path,
+                )
         lengths = sorted({ds.shape[0] for ds in self._ds.values()})
         chunks = self._ds["time"].chunks
         self.chunk_rows = int(chunks[0]) if chunks else DEFAULT_CHUNK_ROWS
@@ -784,23 +822,26 @@ class EventTrace:
         self.compression = codecs.pop() if len(codecs) == 1 and None not in codecs else "other"
         self._cks = None
         cg = h5file.get(CHECKSUM_GROUP)
-        if isinstance(cg, h5py.Group) and all(isinstance(cg.get(c), h5py.Dataset)
-                                              for c in COLUMNS):
+        if isinstance(cg, h5py.Group) and all(isinstance(cg.get(c), h5py.Dataset) for c in COLUMNS):
             self._cks = {c: np.asarray(cg[c][()], dtype=np.uint32) for c in COLUMNS}
         if self.complete:
             n = int(a.get("n_events", -1))
             if lengths != [n]:
-                raise InputError(f"event trace is damaged: column lengths {lengths} disagree "
-                                 f"with n_events = {n}", path=self.path)
+                raise InputError(
+                    f"event trace is damaged: column lengths {lengths} disagree with n_events = {n}",
+                    path=self.path,
+                )
             if self._cks is not None:
                 want = -(-n // self.chunk_rows)
                 short = sorted({len(v) for v in self._cks.values()} - {want})
                 if short:
-                    raise InputError(f"event trace is damaged: {short[0]} chunk checksums for "
-                                     f"{want} chunks", path=self.path)
+                    raise InputError(
+                        f"event trace is damaged: {short[0]} chunk checksums for {want} chunks",
+                        path=self.path,
+                    )
         else:
             n = lengths[0]
-            if self._cks is not None:   # the last complete chunk: all columns, checksum right
+            if self._cks is not None:  # the last complete chunk: all columns, checksum right
                 k = min(-(-n // self.chunk_rows), min(len(v) for v in self._cks.values()))
                 while k > 0 and not self._chunk_ok(k - 1):
                     k -= 1
@@ -826,12 +867,12 @@ class EventTrace:
         try:
             a = np.asarray(ds[()], dtype="<i8")
         except Exception as exc:  # noqa: BLE001 - HDF5 raises many types on damage
-            raise InputError(f"event trace is damaged: /kernels/exec_cycles unreadable ({exc})",
-                             path=self.path) from None
+            raise InputError(
+                f"event trace is damaged: /kernels/exec_cycles unreadable ({exc})", path=self.path
+            ) from None
         crc = ds.attrs.get("crc32")
         if crc is not None and zlib.crc32(a.tobytes()) != int(crc):
-            raise InputError("event trace is damaged: /kernels/exec_cycles checksum mismatch",
-                             path=self.path)
+            raise InputError("event trace is damaged: /kernels/exec_cycles checksum mismatch", path=self.path)
         return a
 
     # -- checksums -------------------------------------------------------------------------
@@ -848,10 +889,12 @@ class EventTrace:
 
     def _damaged(self, col: str, k: int, why: str) -> InputError:
         R = self.chunk_rows
-        return InputError(f"event trace is damaged: column '{col}' chunk {k} (events "
-                          f"{k * R}-{min(self.n_events, (k + 1) * R) - 1}): {why}; "
-                          f"`g10fast trace verify {self.path}` lists every damaged chunk",
-                          path=self.path)
+        return InputError(
+            f"event trace is damaged: column '{col}' chunk {k} (events "
+            f"{k * R}-{min(self.n_events, (k + 1) * R) - 1}): {why}; "
+            f"`g10fast trace verify {self.path}` lists every damaged chunk",
+            path=self.path,
+        )
 
     def verify(self, raise_on_damage: bool = False) -> list[str]:
         """Check every chunk of every column (its checksum; a trace without checksums: that it
@@ -874,16 +917,24 @@ class EventTrace:
                         mask, data = ds.id.read_direct_chunk((k * R,))
                         _decode(data, mask, ds.dtype, R, self._direct[c])
                     else:
-                        ds[k * R:min(self.n_events, (k + 1) * R)]
+                        ds[k * R : min(self.n_events, (k + 1) * R)]
                 except Exception as exc:  # noqa: BLE001 - HDF5/zlib raise many types on damage
-                    why = str(exc) if isinstance(exc, ValueError) else \
-                        f"unreadable ({type(exc).__name__}: {exc})"
-                    bad.append(f"column '{c}' chunk {k} (events {k * R}-"
-                               f"{min(self.n_events, (k + 1) * R) - 1}): {why}")
+                    why = (
+                        str(exc)
+                        if isinstance(exc, ValueError)
+                        else f"unreadable ({type(exc).__name__}: {exc})"
+                    )
+                    bad.append(
+                        f"column '{c}' chunk {k} (events {k * R}-"
+                        f"{min(self.n_events, (k + 1) * R) - 1}): {why}"
+                    )
         if bad and raise_on_damage:
-            raise InputError(f"event trace is damaged: {bad[0]}"
-                             f"{f' (and {len(bad) - 1} more)' if len(bad) > 1 else ''}; "
-                             f"`g10fast trace verify {self.path}` lists them", path=self.path)
+            raise InputError(
+                f"event trace is damaged: {bad[0]}"
+                f"{f' (and {len(bad) - 1} more)' if len(bad) > 1 else ''}; "
+                f"`g10fast trace verify {self.path}` lists them",
+                path=self.path,
+            )
         return bad
 
     @property
@@ -920,8 +971,9 @@ class EventTrace:
         cols = [columns] if isinstance(columns, str) else list(columns)
         unknown = [str(c) for c in cols if c not in self._ds]
         if unknown:
-            raise InputError(f"unknown column(s) {', '.join(unknown)}; "
-                             f"columns are {', '.join(COLUMNS)}", param="columns")
+            raise InputError(
+                f"unknown column(s) {', '.join(unknown)}; columns are {', '.join(COLUMNS)}", param="columns"
+            )
         return cols
 
     def _range(self, start, stop) -> tuple[int, int]:
@@ -954,7 +1006,7 @@ class EventTrace:
                 except (RuntimeError, OSError, KeyError, ValueError) as exc:
                     if verified:
                         raise self._damaged(c, k, f"chunk unreadable ({exc})") from None
-                    futures = None   # e.g. a chunk never written: let HDF5 fill it in below
+                    futures = None  # e.g. a chunk never written: let HDF5 fill it in below
                     break
                 if verified and zlib.crc32(data) != int(self._cks[c][k]):
                     raise self._damaged(c, k, "checksum mismatch")
@@ -974,7 +1026,7 @@ class EventTrace:
             for k, fut in zip(range(c0, c1), jobs[c]):
                 a, b = max(lo, k * R), min(hi, (k + 1) * R)
                 try:
-                    arr[a - lo:b - lo] = fut.result()[a - k * R:b - k * R]
+                    arr[a - lo : b - lo] = fut.result()[a - k * R : b - k * R]
                 except (zlib.error, isal_zlib.error, ValueError) as exc:
                     raise self._damaged(c, k, f"does not decode ({exc})") from None
             out[c] = arr
@@ -984,9 +1036,11 @@ class EventTrace:
         try:
             return self._ds[c][lo:hi]
         except Exception as exc:  # noqa: BLE001 - HDF5 raises OSError, RuntimeError, ...
-            raise InputError(f"event trace is damaged: column '{c}' events {lo}-{hi - 1} "
-                             f"unreadable ({type(exc).__name__}: {exc})",
-                             path=self.path) from None
+            raise InputError(
+                f"event trace is damaged: column '{c}' events {lo}-{hi - 1} "
+                f"unreadable ({type(exc).__name__}: {exc})",
+                path=self.path,
+            ) from None
 
     def read(self, columns=None, start: int = 0, stop: int | None = None) -> dict:
         """Rows ``[start, stop)`` of the given columns (all by default) as a dict of arrays."""
@@ -998,12 +1052,11 @@ class EventTrace:
             arr = np.empty(stop - start, dtype=self._ds[c].dtype)
             for lo in range(start, stop, step):
                 hi = min(lo + step, stop)
-                arr[lo - start:hi - start] = self._read_rows([c], lo, hi)[c]
+                arr[lo - start : hi - start] = self._read_rows([c], lo, hi)[c]
             out[c] = arr
         return out
 
-    def iter_chunks(self, rows: int | None = None, columns=None, start: int = 0,
-                    stop: int | None = None):
+    def iter_chunks(self, rows: int | None = None, columns=None, start: int = 0, stop: int | None = None):
         """Yield dicts of column arrays of at most ``rows`` rows each, in order (bounded memory).
 
         The default ``rows`` is ``READ_CHUNKS`` storage chunks (262,144 events by default,
@@ -1025,7 +1078,7 @@ class EventTrace:
         for lo in range(start, stop, step):
             ch = self._read_rows(list(COLUMNS), lo, min(lo + step, stop))
             for c, col in enumerate(COLUMNS):
-                out[lo - start:lo - start + len(ch[col]), c] = ch[col]
+                out[lo - start : lo - start + len(ch[col]), c] = ch[col]
         return out
 
     def _per_kind(self, weights: str | None) -> dict:
@@ -1073,24 +1126,28 @@ def _direct_codec(ds) -> str | None:
     return "none" if codes == [] else None
 
 
-
 def _missing_message(path: str) -> str:
     tmps = find_temporaries(path)
     if not tmps:
         return "no such event trace file"
     f, pid, alive = tmps[0]
     if alive:
-        return (f"no such event trace file yet: process {pid} is writing it ({f}; "
-                f"`g10fast trace inspect --allow-incomplete {f}` reads what it stored)")
+        return (
+            f"no such event trace file yet: process {pid} is writing it ({f}; "
+            f"`g10fast trace inspect --allow-incomplete {f}` reads what it stored)"
+        )
     more = f" and {len(tmps) - 1} older" if len(tmps) > 1 else ""
-    return (f"no such event trace file: the run writing it (process {pid}) did not finish; "
-            f"its incomplete trace is {f}{more} (`g10fast trace inspect --allow-incomplete "
-            f"{f}` reads it up to its last complete chunk; the next run writing {path} "
-            f"removes it)")
+    return (
+        f"no such event trace file: the run writing it (process {pid}) did not finish; "
+        f"its incomplete trace is {f}{more} (`g10fast trace inspect --allow-incomplete "
+        f"{f}` reads it up to its last complete chunk; the next run writing {path} "
+        f"removes it)"
+    )
 
 
-def open_trace(path, allow_incomplete: bool = False, threads: int | None = None,
-               check_attrs: bool = True) -> EventTrace:
+def open_trace(
+    path, allow_incomplete: bool = False, threads: int | None = None, check_attrs: bool = True
+) -> EventTrace:
     """Open an event trace for reading; raises InputError when it is not a usable trace.
 
     ``threads``: decoder threads (default: up to 4; 0 decodes in the calling thread).
@@ -1115,23 +1172,27 @@ def open_trace(path, allow_incomplete: bool = False, threads: int | None = None,
         f = h5py.File(path, "r")
     except OSError as exc:
         if "open for" not in str(exc) and "SWMR" not in str(exc):
-            raise InputError(f"cannot open event trace (damaged HDF5 file: {exc})",
-                             path=path) from None
-        try:     # written in SWMR mode by a writer that has not closed it (killed, or running)
+            raise InputError(f"cannot open event trace (damaged HDF5 file: {exc})", path=path) from None
+        try:  # written in SWMR mode by a writer that has not closed it (killed, or running)
             f = h5py.File(path, "r", swmr=True)
         except OSError:
-            raise InputError(f"cannot open event trace (open for writing by another program, "
-                             f"or a damaged HDF5 file: {exc})", path=path) from None
+            raise InputError(
+                f"cannot open event trace (open for writing by another program, "
+                f"or a damaged HDF5 file: {exc})",
+                path=path,
+            ) from None
     try:
-        return EventTrace(path, f, allow_incomplete=allow_incomplete, threads=threads,
-                          check_attrs=check_attrs)
+        return EventTrace(
+            path, f, allow_incomplete=allow_incomplete, threads=threads, check_attrs=check_attrs
+        )
     except InputError:
         f.close()
         raise
     except Exception as exc:  # noqa: BLE001 - a damaged HDF5 structure raises many types
         f.close()
-        raise InputError(f"cannot read event trace (damaged HDF5 structure: "
-                         f"{type(exc).__name__}: {exc})", path=path) from None
+        raise InputError(
+            f"cannot read event trace (damaged HDF5 structure: {type(exc).__name__}: {exc})", path=path
+        ) from None
     except BaseException:
         f.close()
         raise
@@ -1145,8 +1206,13 @@ def verify_trace(path) -> dict:
         bad = tr.verify()
         nchunks = -(-tr.n_events // tr.chunk_rows) * len(COLUMNS)
         lines = [f"{path}: damaged {b}" for b in bad]
-        return {"damaged": bad, "lines": lines, "chunks": nchunks,
-                "checksums": tr.has_checksums, "complete": tr.complete,
-                "n_events": tr.n_events}
+        return {
+            "damaged": bad,
+            "lines": lines,
+            "chunks": nchunks,
+            "checksums": tr.has_checksums,
+            "complete": tr.complete,
+            "n_events": tr.n_events,
+        }
     finally:
         tr.close()

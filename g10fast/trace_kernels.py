@@ -31,10 +31,28 @@ def split_checked(piece, at, lo, hi, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9):
         j = at + i
         v0, v1, v2, v3, v4 = piece[i, 0], piece[i, 1], piece[i, 2], piece[i, 3], piece[i, 4]
         v5, v6, v7, v8, v9 = piece[i, 5], piece[i, 6], piece[i, 7], piece[i, 8], piece[i, 9]
-        bad |= ((v0 < lo0) | (v0 > hi0) | (v1 < lo1) | (v1 > hi1) | (v2 < lo2) | (v2 > hi2)
-                | (v3 < lo3) | (v3 > hi3) | (v4 < lo4) | (v4 > hi4) | (v5 < lo5) | (v5 > hi5)
-                | (v6 < lo6) | (v6 > hi6) | (v7 < lo7) | (v7 > hi7) | (v8 < lo8) | (v8 > hi8)
-                | (v9 < lo9) | (v9 > hi9))
+        bad |= (
+            (v0 < lo0)
+            | (v0 > hi0)
+            | (v1 < lo1)
+            | (v1 > hi1)
+            | (v2 < lo2)
+            | (v2 > hi2)
+            | (v3 < lo3)
+            | (v3 > hi3)
+            | (v4 < lo4)
+            | (v4 > hi4)
+            | (v5 < lo5)
+            | (v5 > hi5)
+            | (v6 < lo6)
+            | (v6 > hi6)
+            | (v7 < lo7)
+            | (v7 > hi7)
+            | (v8 < lo8)
+            | (v8 > hi8)
+            | (v9 < lo9)
+            | (v9 > hi9)
+        )
         c0[j] = v0
         c1[j] = v1
         c2[j] = v2

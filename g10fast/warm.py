@@ -51,8 +51,7 @@ def warm(names=None, system=None, progress=None) -> list[dict]:
         except InputError as exc:
             row["error"] = str(exc)
         else:
-            row.update(cpu_s=round(time.process_time() - c0, 2),
-                       wall_s=round(time.perf_counter() - w0, 2))
+            row.update(cpu_s=round(time.process_time() - c0, 2), wall_s=round(time.perf_counter() - w0, 2))
         rows.append(row)
         if progress is not None:
             progress(row)

@@ -44,17 +44,46 @@ def kernel_time(w, k, recipe, el, prm, opts, inputs_on) -> float:
     init = np.zeros(P, np.int8)
     for s, n, i in zip(rs, rn, isin):
         if i:
-            init[s:s + n] = inputs_on
-        elif n <= prm["small_alloc_pages"]:       # a small allocation: already populated
-            init[s:s + n] = dk.LOC_GPU
+            init[s : s + n] = inputs_on
+        elif n <= prm["small_alloc_pages"]:  # a small allocation: already populated
+            init[s : s + n] = dk.LOC_GPU
     z = np.zeros(0, np.int64)
     kern, *_ = dk.simulate(
-        1, 1, np.asarray([0, len(rs)], np.int64), rs, rn, rw, np.zeros(1, np.int64),
-        np.zeros(2, np.int64), z, z, z, np.full(1, -1, np.int64), P, prm["gpu_pages"],
-        prm["gpu_chunks"], prm["host_pages"], opts.fault_batch, prm["fault_latency_cycles"],
-        prm["big_pages"], dk.PF_DENSITY, opts.density_threshold, dk.EV_ALLOC2M, False,
-        prm["h2d"], prm["d2h"], prm["ssd_r"], prm["ssd_w"], -1, 0, init, False, 1 << 62,
-        np.zeros((1, dk.EV_COLS), np.int64), False)
+        1,
+        1,
+        np.asarray([0, len(rs)], np.int64),
+        rs,
+        rn,
+        rw,
+        np.zeros(1, np.int64),
+        np.zeros(2, np.int64),
+        z,
+        z,
+        z,
+        np.full(1, -1, np.int64),
+        P,
+        prm["gpu_pages"],
+        prm["gpu_chunks"],
+        prm["host_pages"],
+        opts.fault_batch,
+        prm["fault_latency_cycles"],
+        prm["big_pages"],
+        dk.PF_DENSITY,
+        opts.density_threshold,
+        dk.EV_ALLOC2M,
+        False,
+        prm["h2d"],
+        prm["d2h"],
+        prm["ssd_r"],
+        prm["ssd_w"],
+        -1,
+        0,
+        init,
+        False,
+        1 << 62,
+        np.zeros((1, dk.EV_COLS), np.int64),
+        False,
+    )
     frees = int(w.workspace_bytes[k] > 0) + len(temps)
     return kern[0, dk.K_STALL] / prm["f_hz"] + frees * prm["managed_free_us"] * 1e-6
 
@@ -67,16 +96,23 @@ def predictions(files, system):
     for f in files:
         prof = read_profile(f)
         mo = profile_model_options(prof)
-        w = workload_from_profile(load_builtin_graph(find_model(prof.model), prof.batch, **mo),
-                                  prof)
+        w = workload_from_profile(load_builtin_graph(find_model(prof.model), prof.batch, **mo), prof)
         _, book, recipes = recipes_for(prof.model, prof.batch, **mo)
         for mode in MODES:
             meas = prof.input_faulting_us if mode == "input" else prof.all_faulting_us
             on = dk.LOC_GPU if mode == "input" else dk.LOC_HOST
             for k in range(w.num_kernels):
                 ideal = prof.time_us[k] * 1e-6
-                rows.append((prof.model, w.kernel_name[k], mode, ideal, meas[k] * 1e-6,
-                             ideal + kernel_time(w, k, recipes[k], book.el, prm, opts, on)))
+                rows.append(
+                    (
+                        prof.model,
+                        w.kernel_name[k],
+                        mode,
+                        ideal,
+                        meas[k] * 1e-6,
+                        ideal + kernel_time(w, k, recipes[k], book.el, prm, opts, on),
+                    )
+                )
         print(f"{prof.model}: {w.num_kernels} kernels", file=sys.stderr)
     return rows, prm
 
@@ -84,8 +120,10 @@ def predictions(files, system):
 def figure(rows, held, path) -> None:
     """Per model and mode: the held-out error and the defaults' error, with the 15 % band."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     models = list(held["per_model"])
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
     for ax, mode, title in zip(axes, MODES, ("input faulting", "all faulting")):
@@ -95,8 +133,7 @@ def figure(rows, held, path) -> None:
             meas = sum(rows[i][4] for i in ix)
             dflt.append(100 * (sum(rows[i][5] for i in ix) - meas) / meas)
         x = np.arange(len(models))
-        ax.bar(x - 0.2, [100 * held["per_model"][m][mode] for m in models], 0.4,
-               label="held out (nested)")
+        ax.bar(x - 0.2, [100 * held["per_model"][m][mode] for m in models], 0.4, label="held out (nested)")
         ax.bar(x + 0.2, dflt, 0.4, label="h100-sxm5 defaults")
         for y in (-15, 15):
             ax.axhline(y, color="grey", ls="--", lw=0.8)
@@ -122,7 +159,8 @@ def main(argv=None) -> int:
     pred = np.array([r[5] for r in rows])
     rel = np.abs(pred - meas) / meas
     lines = [
-        "# The driver engine against kernels measured on an H100 under managed memory", "",
+        "# The driver engine against kernels measured on an H100 under managed memory",
+        "",
         "Written by `python kernels/compare_driver.py` (the fit: `python "
         "benchmarks/fit_driver_h100.py`). Measured: kernels/h100-sxm5-measured/ (docs/"
         "measured-h100.md, docs/profile-format.md: input faulting = operands resident, "
@@ -130,8 +168,10 @@ def main(argv=None) -> int:
         "allocation a cudaMallocManaged, each free a synchronising cudaFree). Predicted: "
         "each kernel alone on the driver engine from that start state at the h100-sxm5 "
         "preset's defaults, + the measured ideal time. Sums over the kernels, seconds; err = "
-        "(predicted - measured) / measured.", "",
-        "## The defaults and how they were found", "",
+        "(predicted - measured) / measured.",
+        "",
+        "## The defaults and how they were found",
+        "",
         f"* h100-sxm5 `[driver]`: {prm['fault_latency_us']:g} us per 256-fault batch, "
         f"migrations on the {prm['transfer_curve']} curve at {prm['link_gbps']:g} GB/s "
         f"(link_fraction "
@@ -157,51 +197,67 @@ def main(argv=None) -> int:
         "costs a median 0.4-1.3 us over 1,710 input-faulting kernels, not a fault batch).",
         f"* Final selection on all six: {fit['final']['form']} curve, "
         f"{fit['final']['link_gbps']:g} GB/s, small allocations up to "
-        f"{fit['final']['small_kib']} KiB, terms {', '.join(fit['final']['terms'])}.", "",
-        "## Held out by model (nested)", "",
+        f"{fit['final']['small_kib']} KiB, terms {', '.join(fit['final']['terms'])}.",
+        "",
+        "## Held out by model (nested)",
+        "",
         "| model | input faulting err | all faulting err | the fold's choice |",
-        "|---|---|---|---|"]
+        "|---|---|---|---|",
+    ]
     for m, e in held["per_model"].items():
         f = held["folds"][m]
-        lines.append(f"| {m} | {e['input'] * 100:+.1f}% | {e['all'] * 100:+.1f}% | "
-                     f"{f['form']} {f['link_gbps']:g} GB/s, {f['fault_batch_us']:.1f} us/batch, "
-                     f"small {f['small_kib']} KiB, "
-                     f"{f['managed_free_us']:.0f} us/free"
-                     + (f", zero-fill {f['zero_fill_gbps']:.1f} GB/s" if f['zero_fill_gbps']
-                        else "") + " |")
-    lines += ["", f"Held-out per-kernel median absolute error: "
-              f"{held['per_kernel_median_abs'] * 100:.1f} %; largest per-model error "
-              f"{held['max_abs_model_err'] * 100:.1f} %.", "",
-              f"At the defaults (in sample): per-kernel median absolute error "
-              f"{np.median(rel) * 100:.1f} %.", "",
-              "## What still misses", "",
-              "* Closest to the 15 % bound, held out: ViT all faulting -14.1 % and GPT-2 XL "
-              "all faulting -13.1 % (their small tensors, and AdamW's five per weight, cost "
-              "more per byte than the per-batch and per-free terms carry: per operator type "
-              "below, Linear_Backward_Weight, Linear_Forward).",
-              "* The pass depends on the selection criterion: the root mean square of the "
-              "per-model errors (the fit's own loss) gives 14.1 %; the largest error as the "
-              "criterion gave 16.4 % (ViT), the mean absolute error 16.9 % (GPT-2 XL). Six "
-              "models are few for a nested selection.",
-              "* The fitted managed free (about 0.9 ms) is 13x the 70 us the harness measured "
-              "for a small free alone (docs/profile-format.md): it also carries what the "
-              "kernels with temporaries (composite gradients, convolutions with a cuDNN "
-              "workspace) cost beyond the engine's faults; a zero-fill rate was offered to "
-              "the selection and chosen by two folds only, a per-byte free cost (tried "
-              "outside the fit) did not help.",
-              "* Per kernel (median 22 %): a batch is one per 256 missing 4 KiB pages, so a "
-              "kernel with sub-MiB tensors pays a whole batch; the real fault buffer "
-              "coalesces several allocations' faults.",
-              "* Not modelled: the driver's VA blocks belong to one allocation, the engine's "
-              "arena lays tensors back to back, so with `fresh_allocations` the density "
-              "prefetch of one tensor can populate a neighbour's freed pages in a shared "
-              "2 MiB block; launch and allocation costs; link contention.", ""]
+        lines.append(
+            f"| {m} | {e['input'] * 100:+.1f}% | {e['all'] * 100:+.1f}% | "
+            f"{f['form']} {f['link_gbps']:g} GB/s, {f['fault_batch_us']:.1f} us/batch, "
+            f"small {f['small_kib']} KiB, "
+            f"{f['managed_free_us']:.0f} us/free"
+            + (f", zero-fill {f['zero_fill_gbps']:.1f} GB/s" if f["zero_fill_gbps"] else "")
+            + " |"
+        )
+    lines += [
+        "",
+        f"Held-out per-kernel median absolute error: "
+        f"{held['per_kernel_median_abs'] * 100:.1f} %; largest per-model error "
+        f"{held['max_abs_model_err'] * 100:.1f} %.",
+        "",
+        f"At the defaults (in sample): per-kernel median absolute error {np.median(rel) * 100:.1f} %.",
+        "",
+        "## What still misses",
+        "",
+        "* Closest to the 15 % bound, held out: ViT all faulting -14.1 % and GPT-2 XL "
+        "all faulting -13.1 % (their small tensors, and AdamW's five per weight, cost "
+        "more per byte than the per-batch and per-free terms carry: per operator type "
+        "below, Linear_Backward_Weight, Linear_Forward).",
+        "* The pass depends on the selection criterion: the root mean square of the "
+        "per-model errors (the fit's own loss) gives 14.1 %; the largest error as the "
+        "criterion gave 16.4 % (ViT), the mean absolute error 16.9 % (GPT-2 XL). Six "
+        "models are few for a nested selection.",
+        "* The fitted managed free (about 0.9 ms) is 13x the 70 us the harness measured "
+        "for a small free alone (docs/profile-format.md): it also carries what the "
+        "kernels with temporaries (composite gradients, convolutions with a cuDNN "
+        "workspace) cost beyond the engine's faults; a zero-fill rate was offered to "
+        "the selection and chosen by two folds only, a per-byte free cost (tried "
+        "outside the fit) did not help.",
+        "* Per kernel (median 22 %): a batch is one per 256 missing 4 KiB pages, so a "
+        "kernel with sub-MiB tensors pays a whole batch; the real fault buffer "
+        "coalesces several allocations' faults.",
+        "* Not modelled: the driver's VA blocks belong to one allocation, the engine's "
+        "arena lays tensors back to back, so with `fresh_allocations` the density "
+        "prefetch of one tensor can populate a neighbour's freed pages in a shared "
+        "2 MiB block; launch and allocation costs; link contention.",
+        "",
+    ]
 
     def table(key_of, title):
-        lines.extend([f"## {title} (the defaults)", "",
-                      "| group | kernels | measured input faulting | predicted | err | "
-                      "measured all faulting | predicted | err |",
-                      "|---|---|---|---|---|---|---|---|"])
+        lines.extend(
+            [
+                f"## {title} (the defaults)",
+                "",
+                "| group | kernels | measured input faulting | predicted | err | "
+                "measured all faulting | predicted | err |",
+                "|---|---|---|---|---|---|---|---|",
+            ]
+        )
         groups = defaultdict(lambda: defaultdict(list))
         for i, r in enumerate(rows):
             groups[key_of(r)][r[2]].append(i)
@@ -214,10 +270,10 @@ def main(argv=None) -> int:
                 cells += [f"{mm:.4f}", f"{pp:.4f}", f"{(pp - mm) / mm * 100:+.1f}%"]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
+
     fig = Path(a.out).with_name("driver-h100.png")
     figure(rows, held, fig)
-    lines += [f"![Per-model error of the faulting time, held out and at the defaults]"
-              f"({fig.name})", ""]
+    lines += [f"![Per-model error of the faulting time, held out and at the defaults]({fig.name})", ""]
     table(lambda r: r[0], "Per model")
     table(lambda r: r[1], "Per operator type")
     Path(a.out).write_text("\n".join(lines) + "\n")

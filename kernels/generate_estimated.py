@@ -38,11 +38,13 @@ def main(argv=None):
             b = a.batch or spec.default_batch
             g = load_builtin_graph(spec, b)
             gpu = gpu_from_preset(preset, int(g.meta.get("dtype_bytes", 4)))
-            meta = {"preset": pname, "tool": "g10fast cost model (data/costmodel/a100.toml)",
-                    "precision": g.meta.get("precision", "fp32")}
-            if spec.kind == "decoder":   # the graph's form (profile.graph_options reads it)
-                meta.update({f"model.{k}": spec.params.get(k, "fused")
-                             for k in ("attention", "pointwise")})
+            meta = {
+                "preset": pname,
+                "tool": "g10fast cost model (data/costmodel/a100.toml)",
+                "precision": g.meta.get("precision", "fp32"),
+            }
+            if spec.kind == "decoder":  # the graph's form (profile.graph_options reads it)
+                meta.update({f"model.{k}": spec.params.get(k, "fused") for k in ("attention", "pointwise")})
             prof = profile_from_estimate(g, gpu, spec.key, params, meta=meta)
             path = out / f"{spec.key}-b{b}.prof.gz"
             write_profile(path, prof)

@@ -52,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 from g10fast.workload.builtin import find_model  # noqa: E402
 from g10fast.workload.profile import Profile, write_profile  # noqa: E402
+
 # what each kernel computes, without PyTorch (so --dry-run and the tests need none)
 from g10fast.workload.recipes import Operand, Recipe, broadcasts_to, recipes_for  # noqa: E402
 
@@ -61,6 +62,7 @@ CONV_KERNELS = ("Conv2d_Forward", "Conv2d_Backward_Weight", "Conv2d_Backward_Inp
 
 # ---------------------------------------------------------------------------------------------
 # Running a recipe with PyTorch
+
 
 def run_op(torch, r: Recipe, t: list, act, dev="cuda"):
     """Launch the operation of recipe r on operands t; returns what it produced."""
@@ -72,32 +74,48 @@ def run_op(torch, r: Recipe, t: list, act, dev="cuda"):
     if op == "adamw":
         w, g, m, v, w16 = t
         step = torch.ones((), dtype=torch.float32, device=dev)
-        torch._fused_adamw_([w], [g], [m], [v], [], [step], lr=LR, beta1=0.9, beta2=0.999,
-                            weight_decay=0.01, eps=1e-8, amsgrad=False, maximize=False)
+        torch._fused_adamw_(
+            [w],
+            [g],
+            [m],
+            [v],
+            [],
+            [step],
+            lr=LR,
+            beta1=0.9,
+            beta2=0.999,
+            weight_decay=0.01,
+            eps=1e-8,
+            amsgrad=False,
+            maximize=False,
+        )
         return w16.copy_(w)
     if op == "conv_fwd":
         return F.conv2d(t[0], t[1], t[2] if len(t) > 2 else None, p["stride"], p["padding"])
     if op in ("conv_bwd_weight", "conv_bwd_input"):
         mask = [op == "conv_bwd_input", op == "conv_bwd_weight", False]
-        res = aten.convolution_backward(t[0], t[1], t[2], None, p["stride"], p["padding"],
-                                        [1, 1], False, [0, 0], 1, mask)
+        res = aten.convolution_backward(
+            t[0], t[1], t[2], None, p["stride"], p["padding"], [1, 1], False, [0, 0], 1, mask
+        )
         return res[0] if mask[0] else res[1]
     if op == "bn_fwd":
         return aten.native_batch_norm(t[0], t[1], t[2], t[3], t[4], True, p["momentum"], p["eps"])
     if op == "bn_bwd":
-        return aten.native_batch_norm_backward(t[0], t[1], t[2], t[3], t[4], t[5], t[6], True,
-                                               p["eps"], [True, True, True])
+        return aten.native_batch_norm_backward(
+            t[0], t[1], t[2], t[3], t[4], t[5], t[6], True, p["eps"], [True, True, True]
+        )
     if op == "relu":
         return torch.relu_(t[0]) if p.get("inplace") else torch.relu(t[0])
     if op == "relu_bwd":
         return aten.threshold_backward(t[0], t[1], 0)
     if op == "maxpool_fwd":
-        return aten.max_pool2d_with_indices(t[0], p["kernel_size"], p["stride"], p["padding"],
-                                            p["dilation"], p["ceil_mode"])
+        return aten.max_pool2d_with_indices(
+            t[0], p["kernel_size"], p["stride"], p["padding"], p["dilation"], p["ceil_mode"]
+        )
     if op == "maxpool_bwd":
-        return aten.max_pool2d_with_indices_backward(t[0], t[1], p["kernel_size"], p["stride"],
-                                                     p["padding"], p["dilation"], p["ceil_mode"],
-                                                     t[2])
+        return aten.max_pool2d_with_indices_backward(
+            t[0], t[1], p["kernel_size"], p["stride"], p["padding"], p["dilation"], p["ceil_mode"], t[2]
+        )
     if op == "avgpool_fwd":
         return aten._adaptive_avg_pool2d(t[0], p["size"])
     if op == "avgpool_bwd":
@@ -195,18 +213,19 @@ def run_op(torch, r: Recipe, t: list, act, dev="cuda"):
             d = g / t[1]
         elif op == "ew_grad_div_b":
             d = -g * t[1] / (t[2] * t[2])
-        else:                                             # ew_grad_pow, exponent 2
+        else:  # ew_grad_pow, exponent 2
             d = g * t[1] * 2
         s = tuple(p["shape"])
         return d.sum_to_size(s) if s != tuple(d.shape) and broadcasts_to(s, d.shape) else d
     if op.startswith("ew_"):
-        fn = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
-              "pow": torch.pow}.get(op[3:])
+        fn = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "pow": torch.pow}.get(
+            op[3:]
+        )
         if fn is not None:
             a, b = t[0], t[1] if len(t) > 1 else t[0]
             try:
                 return fn(a, b)
-            except RuntimeError:                         # not broadcastable: element by element
+            except RuntimeError:  # not broadcastable: element by element
                 n = min(a.numel(), b.numel())
                 return fn(a.reshape(-1)[:n], b.reshape(-1)[:n])
         return getattr(torch, op[3:])(t[0])
@@ -262,8 +281,10 @@ void g10fast_uvm_free(void* p, size_t size, int device, cudaStream_t stream) { c
 def build_uvm_allocator(folder: Path) -> Path:
     src, lib = folder / "uvm_alloc.cu", folder / "uvm_alloc.so"
     src.write_text(UVM_SOURCE)
-    subprocess.run(["nvcc", "-O2", "-shared", "-Xcompiler", "-fPIC", "--cudart", "shared",
-                    str(src), "-o", str(lib)], check=True)
+    subprocess.run(
+        ["nvcc", "-O2", "-shared", "-Xcompiler", "-fPIC", "--cudart", "shared", str(src), "-o", str(lib)],
+        check=True,
+    )
     return lib
 
 
@@ -272,12 +293,13 @@ class GPUTimer:
 
     def __init__(self, act_bytes: int):
         import torch
+
         if not torch.cuda.is_available():
             raise SystemExit("no CUDA GPU available (use --dry-run or --check without one)")
         self.torch = torch
         self.act = torch.bfloat16 if act_bytes == 2 else torch.float32
         self.name = torch.cuda.get_device_name(0)
-        self.spin = int(2e5)       # cycles of the spin kernel (~0.1 ms)
+        self.spin = int(2e5)  # cycles of the spin kernel (~0.1 ms)
 
     def _timed(self, r, ops):
         torch = self.torch
@@ -292,7 +314,7 @@ class GPUTimer:
     def ideal(self, r: Recipe, repeats: int, workspace: bool):
         torch = self.torch
         ops = make_operands(torch, r, self.act, "cuda")
-        res = run_op(torch, r, ops, self.act)           # warm-up: library set-up, caches
+        res = run_op(torch, r, ops, self.act)  # warm-up: library set-up, caches
         torch.cuda.synchronize()
         del res
         ws = 0
@@ -307,7 +329,7 @@ class GPUTimer:
             del res
         times = []
         for _ in range(repeats):
-            t, res = self._timed(r, ops)      # in-place updates repeat on the same operands
+            t, res = self._timed(r, ops)  # in-place updates repeat on the same operands
             del res
             times.append(t)
         return float(np.median(times)), ws
@@ -317,7 +339,7 @@ class GPUTimer:
         torch = self.torch
         times = []
         for _ in range(repeats):
-            ops = make_operands(torch, r, self.act, "cuda")      # written on the GPU
+            ops = make_operands(torch, r, self.act, "cuda")  # written on the GPU
             torch.cuda.synchronize()
             if host_inputs:
                 for t in ops:
@@ -335,6 +357,7 @@ def host_write(t):
     if n == 0:
         return
     import torch
+
     flat = t.reshape(-1).view(torch.uint8)
     pat = flat[: 1 << 20].cpu().numpy().tobytes()
     buf = ctypes.create_string_buffer(pat, len(pat))
@@ -348,17 +371,18 @@ def host_write(t):
 # ---------------------------------------------------------------------------------------------
 # Driver
 
+
 def _progress(done, total, t0, what):
     if done == total or done % 50 == 0:
         el = time.time() - t0
         eta = el / max(done, 1) * (total - done)
-        print(f"  {what}: {done}/{total} kernels, {el:.0f} s, ~{eta:.0f} s left",
-              file=sys.stderr, flush=True)
+        print(f"  {what}: {done}/{total} kernels, {el:.0f} s, ~{eta:.0f} s left", file=sys.stderr, flush=True)
 
 
 def uvm_child(args) -> None:
     """Entry point of the child process: install the managed allocator, time both modes."""
     import torch
+
     lib = args.uvm_child
     alloc = torch.cuda.memory.CUDAPluggableAllocator(lib, "g10fast_uvm_alloc", "g10fast_uvm_free")
     torch.cuda.memory.change_current_allocator(alloc)
@@ -383,10 +407,14 @@ def profile(args) -> Profile:
     opts = json.loads(args.model_opts)
     spec, book, recs = recipes_for(args.model, args.batch, **opts)
     g, K = book.g, len(recs)
-    meta = {"tool": "kernels/profile_torch.py", "repeats": args.repeats,
-            "fault_repeats": args.fault_repeats, "dtype_bytes": book.el}
+    meta = {
+        "tool": "kernels/profile_torch.py",
+        "repeats": args.repeats,
+        "fault_repeats": args.fault_repeats,
+        "dtype_bytes": book.el,
+    }
     meta.update({f"model.{k}": v for k, v in opts.items()})
-    if spec.kind == "decoder":      # the graph's form, which the profile's kernels follow
+    if spec.kind == "decoder":  # the graph's form, which the profile's kernels follow
         for k in ("attention", "pointwise"):
             meta[f"model.{k}"] = opts.get(k, spec.params.get(k, "fused"))
     if args.dry_run:
@@ -398,14 +426,29 @@ def profile(args) -> Profile:
             t[k, 1] = t[k, 0] + nb / 20e9
             t[k, 2] = t[k, 1] + nb / 20e9
         meta["dry_run"] = True
-        return Profile("measured", "dry-run (no GPU)", spec.key, args.batch, list(g.kernel_name),
-                       t[:, 0] * 1e6, t[:, 1] * 1e6, t[:, 2] * 1e6, ws, meta)
+        return Profile(
+            "measured",
+            "dry-run (no GPU)",
+            spec.key,
+            args.batch,
+            list(g.kernel_name),
+            t[:, 0] * 1e6,
+            t[:, 1] * 1e6,
+            t[:, 2] * 1e6,
+            ws,
+            meta,
+        )
     import torch
+
     timer = GPUTimer(book.el)
-    meta.update(torch=torch.__version__, cuda=torch.version.cuda,
-                cudnn=torch.backends.cudnn.version(),
-                tf32_conv=torch.backends.cudnn.allow_tf32,
-                tf32_matmul=torch.backends.cuda.matmul.allow_tf32, dry_run=False)
+    meta.update(
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        cudnn=torch.backends.cudnn.version(),
+        tf32_conv=torch.backends.cudnn.allow_tf32,
+        tf32_matmul=torch.backends.cuda.matmul.allow_tf32,
+        dry_run=False,
+    )
     t = np.zeros((K, 3))
     ws = np.zeros(K, np.int64)
     t0 = time.time()
@@ -420,23 +463,46 @@ def profile(args) -> Profile:
         with tempfile.TemporaryDirectory() as d:
             lib = build_uvm_allocator(Path(d))
             out = Path(d) / "uvm.npy"
-            cmd = [sys.executable, __file__, args.model, "--batch", str(args.batch),
-                   "--fault-repeats", str(args.fault_repeats), "--model-opts", args.model_opts,
-                   "--uvm-child", str(lib), "--uvm-out", str(out)]
+            cmd = [
+                sys.executable,
+                __file__,
+                args.model,
+                "--batch",
+                str(args.batch),
+                "--fault-repeats",
+                str(args.fault_repeats),
+                "--model-opts",
+                args.model_opts,
+                "--uvm-child",
+                str(lib),
+                "--uvm-out",
+                str(out),
+            ]
             subprocess.run(cmd, check=True)
             t[:, 1:] = np.load(out)
         meta["faulting"] = "CUDA managed memory (cudaMallocManaged), first-touch outputs"
     raw = t.copy()
-    t = np.maximum.accumulate(t, axis=1)      # ideal <= input faulting <= all faulting
+    t = np.maximum.accumulate(t, axis=1)  # ideal <= input faulting <= all faulting
     meta["clamped_kernels"] = int(np.sum(np.any(t != raw, axis=1)))
     meta["wall_s"] = round(time.time() - t0, 1)
-    return Profile("measured", timer.name, spec.key, args.batch, list(g.kernel_name),
-                   t[:, 0] * 1e6, t[:, 1] * 1e6, t[:, 2] * 1e6, ws, meta)
+    return Profile(
+        "measured",
+        timer.name,
+        spec.key,
+        args.batch,
+        list(g.kernel_name),
+        t[:, 0] * 1e6,
+        t[:, 1] * 1e6,
+        t[:, 2] * 1e6,
+        ws,
+        meta,
+    )
 
 
 def check(args) -> None:
     """Run every kernel's operation once on the CPU (shapes only, no timing)."""
     import torch
+
     spec, book, recs = recipes_for(args.model, args.batch, **json.loads(args.model_opts))
     act = torch.bfloat16 if book.el == 2 else torch.float32
     for k, r in enumerate(recs):
@@ -444,8 +510,10 @@ def check(args) -> None:
         try:
             run_op(torch, r, ops, act, "cpu")
         except Exception as e:  # noqa: BLE001 - report which kernel
-            raise SystemExit(f"kernel {k} {book.g.kernel_name[k]} ({book.g.kernel_parent[k]}): "
-                             f"{r.op} {[o.shape for o in r.inputs]}: {e}")
+            raise SystemExit(
+                f"kernel {k} {book.g.kernel_name[k]} ({book.g.kernel_parent[k]}): "
+                f"{r.op} {[o.shape for o in r.inputs]}: {e}"
+            )
     print(f"{spec.key} b{args.batch}: {len(recs)} kernels ran on the CPU")
 
 
@@ -455,11 +523,14 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--out")
     ap.add_argument("--repeats", type=int, default=3, help="timed calls per kernel, ideal mode")
-    ap.add_argument("--fault-repeats", type=int, default=1,
-                    help="timed calls per kernel in each faulting mode (the artifact: 1)")
+    ap.add_argument(
+        "--fault-repeats",
+        type=int,
+        default=1,
+        help="timed calls per kernel in each faulting mode (the artifact: 1)",
+    )
     ap.add_argument("--no-faulting", action="store_true")
-    ap.add_argument("--model-opts", default="{}", help="JSON of model parameters, e.g. "
-                    '\'{"seq_len": 512}\'')
+    ap.add_argument("--model-opts", default="{}", help="JSON of model parameters, e.g. '{\"seq_len\": 512}'")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--uvm-child", help=argparse.SUPPRESS)

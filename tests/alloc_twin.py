@@ -12,12 +12,14 @@ from g10fast.alloc.trace import FREE, MALLOC, AllocTrace
 MiB = 1 << 20
 
 
-def random_trace(rng, n_blocks=60, max_size=3 * MiB, small_frac=0.5, keep_frac=0.1,
-                 streams=1) -> AllocTrace:
+def random_trace(rng, n_blocks=60, max_size=3 * MiB, small_frac=0.5, keep_frac=0.1, streams=1) -> AllocTrace:
     """A random valid malloc/free sequence: each step mallocs or frees a random live block;
     `keep_frac` of the blocks are never freed."""
-    sizes = np.where(rng.random(n_blocks) < small_frac, rng.integers(1, 4096, n_blocks),
-                     rng.integers(1, max_size, n_blocks))
+    sizes = np.where(
+        rng.random(n_blocks) < small_frac,
+        rng.integers(1, 4096, n_blocks),
+        rng.integers(1, max_size, n_blocks),
+    )
     kinds, blocks = [], []
     live = []
     nxt = 0
@@ -36,8 +38,16 @@ def random_trace(rng, n_blocks=60, max_size=3 * MiB, small_frac=0.5, keep_frac=0
     kinds = np.asarray(kinds, np.int8)
     blocks = np.asarray(blocks, np.int64)
     stream = rng.integers(0, streams, len(kinds)).astype(np.int16)
-    return AllocTrace("random", kinds, blocks * 4096 + 0x1000, sizes[blocks].astype(np.int64),
-                      np.arange(len(kinds), dtype=np.int64), blocks, stream, {})
+    return AllocTrace(
+        "random",
+        kinds,
+        blocks * 4096 + 0x1000,
+        sizes[blocks].astype(np.int64),
+        np.arange(len(kinds), dtype=np.int64),
+        blocks,
+        stream,
+        {},
+    )
 
 
 def events(tr: AllocTrace):
@@ -47,8 +57,8 @@ def events(tr: AllocTrace):
 
 def cnmem_twin(tr, gran=512, init=0):
     is_free, blk, bsize = events(tr)
-    heads = []                       # [start, size]
-    free = []                        # [start, size, head], kept sorted by start
+    heads = []  # [start, size]
+    free = []  # [start, size, head], kept sorted by start
     top = 0
     if init:
         heads.append([0, init])
@@ -88,9 +98,9 @@ def cnmem_twin(tr, gran=512, init=0):
 def pytorch_twin(tr, max_split_mb=0.0, expandable=False):
     is_free, blk, bsize = events(tr)
     ms = max_split_mb * MiB if max_split_mb > 0 else float("inf")
-    segs = []                        # {"pool": 0|1, "blocks": [[addr, size, used]]}
+    segs = []  # {"pool": 0|1, "blocks": [[addr, size, used]]}
     top = 0
-    exp_seg = {}                     # pool -> its one expandable segment
+    exp_seg = {}  # pool -> its one expandable segment
     off, resv = {}, []
     for f, b in zip(is_free, blk):
         if not f:
@@ -138,8 +148,9 @@ def pytorch_twin(tr, max_split_mb=0.0, expandable=False):
                 _, _, si, bi = min(cands)
             x = segs[si]["blocks"][bi]
             rem = x[1] - r
-            if ((small or expandable) and rem >= 512) or (not small and not expandable
-                                                          and r < ms and rem > MiB):
+            if ((small or expandable) and rem >= 512) or (
+                not small and not expandable and r < ms and rem > MiB
+            ):
                 segs[si]["blocks"].insert(bi + 1, [x[0] + r, rem, False])
                 x[1] = r
             x[2] = True
@@ -177,15 +188,15 @@ def bump_twin(tr, gran=4096, cap=None, right_min=0):
             right = right_min > 0 and bsize[b] >= right_min
             starts = range(capu - n, -1, -1) if right else range(capu - n + 1)
             for s in starts:
-                if not any(used[s:s + n]):
+                if not any(used[s : s + n]):
                     break
             else:
                 return off, "oom"
-            used[s:s + n] = [True] * n
+            used[s : s + n] = [True] * n
             off[b] = s * gran
         else:
             s = off[b] // gran
-            used[s:s + n] = [False] * n
+            used[s : s + n] = [False] * n
     return off, "ok"
 
 
@@ -199,9 +210,11 @@ def colour_twin(r, d, size, ci, method="BF", ci_backup=True):
         for v in order:
             if bool(ci[v]) != (phase == 0):
                 continue
-            rng = sorted((off[u], off[u] + size[u] - 1) for u in range(V)
-                         if off[u] is not None and bool(ci[u]) == bool(ci[v])
-                  and max(r[u], r[v]) < min(d[u], d[v]))
+            rng = sorted(
+                (off[u], off[u] + size[u] - 1)
+                for u in range(V)
+                if off[u] is not None and bool(ci[u]) == bool(ci[v]) and max(r[u], r[v]) < min(d[u], d[v])
+            )
             merged = []
             for a, c in rng:
                 if merged and merged[-1][1] + 2 > a:
@@ -233,14 +246,14 @@ def check_placement(tr, res):
     """No two live blocks overlap; every free matches a malloc; reserved within capacity."""
     sizes = tr.block_sizes()
     live = {}
-    starts = []                     # sorted (start, end) of the live blocks
+    starts = []  # sorted (start, end) of the live blocks
     sel = tr.kind <= FREE
     for e, (k, b) in enumerate(zip(tr.kind[sel].tolist(), tr.block[sel].tolist())):
         if res.oom is not None and e >= res.oom["event"]:
             break
         if k == MALLOC:
             assert b not in live
-            if res.allocator == "cuda_malloc":      # no offsets: live bytes only
+            if res.allocator == "cuda_malloc":  # no offsets: live bytes only
                 live[b] = None
                 continue
             o = int(res.offset[b])
@@ -264,9 +277,23 @@ def check_placement(tr, res):
 # ---------------------------------------------------------------------------------------------
 # SINGA's stick-to-limit swap schedule (seed-policies §2.3, docs/allocators.md), plain Python
 
-def swap_schedule_twin(tr: AllocTrace, a, s, e, b, peak_op, swaps, t_out, t_in, limit,
-                       policy="singa_swap", data_buffer=4, mutable_data_buffer=6,
-                       iteration_ns=None):
+
+def swap_schedule_twin(
+    tr: AllocTrace,
+    a,
+    s,
+    e,
+    b,
+    peak_op,
+    swaps,
+    t_out,
+    t_in,
+    limit,
+    policy="singa_swap",
+    data_buffer=4,
+    mutable_data_buffer=6,
+    iteration_ns=None,
+):
     """The overhead (ns), each swap's swap-in end time (ns, relative to op s) and the load
     after scheduling, for the chosen swaps [(r, d, size)] (trace op indices) of the iteration
     [s, e) with context [a, b). Written from the rules, one op at a time:
@@ -302,7 +329,7 @@ def swap_schedule_twin(tr: AllocTrace, a, s, e, b, peak_op, swaps, t_out, t_in, 
         if a <= i < b:
             load[i] = live
     rows = []
-    for (r, d, size) in swaps:
+    for r, d, size in swaps:
         k = int(tr.kind[r])
         delay = 0
         if policy == "singa_swap":

@@ -8,12 +8,11 @@ from collections import OrderedDict
 
 VA = 512
 PAGE_MODES = ("lru4k", "tbn64k")
-BB = 16                                      # UVMSmart's 64 KiB basic block
+BB = 16  # UVMSmart's 64 KiB basic block
 GPU, HOST, SSD, NONE = 3, 2, 1, 0
 
 
-def marked_region(mark: list, exist: list, faulted: list, prefetcher: str, threshold: int,
-                  big: int) -> set:
+def marked_region(mark: list, exist: list, faulted: list, prefetcher: str, threshold: int, big: int) -> set:
     """Offsets a batch migrates in one VA block (before dropping resident ones)."""
     mark = list(mark)
     out = set()
@@ -29,8 +28,8 @@ def marked_region(mark: list, exist: list, faulted: list, prefetcher: str, thres
             size = 2
             while size <= VA:
                 lo = f - f % size
-                e = sum(exist[lo:lo + size])
-                c = sum(mark[lo:lo + size])
+                e = sum(exist[lo : lo + size])
+                c = sum(mark[lo : lo + size])
                 if e > 0 and c * 100 > e * threshold:
                     best = (lo, size)
                 size *= 2
@@ -40,8 +39,8 @@ def marked_region(mark: list, exist: list, faulted: list, prefetcher: str, thres
         size = big
         while size <= VA:
             for lo in range(0, VA, size):
-                e = sum(exist[lo:lo + size])
-                c = sum(mark[lo:lo + size])
+                e = sum(exist[lo : lo + size])
+                c = sum(mark[lo : lo + size])
                 if e > 0 and c < e and 2 * c > e:
                     for o in range(lo, lo + size):
                         if exist[o]:
@@ -74,8 +73,8 @@ class Twin:
         self.copy = [NONE] * P
         self.prm = prm
         self.o = opts
-        self.chunks = OrderedDict()          # block -> None, head = victim
-        self.pages = OrderedDict()           # page -> None (lru4k)
+        self.chunks = OrderedDict()  # block -> None, head = victim
+        self.pages = OrderedDict()  # page -> None (lru4k)
         self.host = 0
         self.gpu = 0
         self.barr = {}
@@ -128,8 +127,11 @@ class Twin:
                 while size <= VA:
                     for lo in range(0, VA, size):
                         e = sum(1 for q in range(lo, lo + size) if vb * VA + q < self.P)
-                        c = sum(1 for q in range(lo, lo + size) if vb * VA + q < self.P
-                                and self.loc[vb * VA + q] == GPU)
+                        c = sum(
+                            1
+                            for q in range(lo, lo + size)
+                            if vb * VA + q < self.P and self.loc[vb * VA + q] == GPU
+                        )
                         if e and 0 < c and 2 * c < e:
                             cost += self.evict(vb, lo, lo + size, cnt)
                     size *= 2
@@ -189,8 +191,7 @@ def twin_table(gbps, f_hz, curve, halve, overhead_us, latency_us=0.0):
             bw = 2.0 * (0.75 * gbps) / math.pi * math.atan(0.07292 * nbytes / 1024.0)
             if halve and nbytes >= 2 * 1024 * 1024:
                 bw = bw / 2.0
-        out.append(int(math.ceil(((overhead_us + latency_us) * 1e-6
-                                  + nbytes / (bw * 1e9)) * f_hz)))
+        out.append(int(math.ceil(((overhead_us + latency_us) * 1e-6 + nbytes / (bw * 1e9)) * f_hz)))
     return out
 
 
@@ -205,15 +206,17 @@ def twin_params(system, opts):
     lat = opts.fault_latency_us if opts.fault_latency_us >= 0 else system.fault_latency_us
     ov = opts.transfer_overhead_us
     curve, halve = (opts.transfer_curve or "uvmsmart"), opts.curve_halve_2mib
-    return {"f_hz": f_hz, "gpu_pages": gpu_pages, "gpu_chunks": gpu_pages // 512,
-            "host_pages": int(system.host_memory_gb * 2**30) // 4096,
-            "fault_latency_cycles": int(round(lat * 1e-6 * f_hz)),
-            "h2d": twin_table(link, f_hz, curve, halve, ov),
-            "d2h": twin_table(link, f_hz, curve, halve, ov),
-            "ssd_r": twin_table(system.ssd_bandwidth_gbps, f_hz, "flat", False, ov,
-                                system.ssd_read_latency_us),
-            "ssd_w": twin_table(system.ssd_bandwidth_gbps, f_hz, "flat", False, ov,
-                                system.ssd_write_latency_us)}
+    return {
+        "f_hz": f_hz,
+        "gpu_pages": gpu_pages,
+        "gpu_chunks": gpu_pages // 512,
+        "host_pages": int(system.host_memory_gb * 2**30) // 4096,
+        "fault_latency_cycles": int(round(lat * 1e-6 * f_hz)),
+        "h2d": twin_table(link, f_hz, curve, halve, ov),
+        "d2h": twin_table(link, f_hz, curve, halve, ov),
+        "ssd_r": twin_table(system.ssd_bandwidth_gbps, f_hz, "flat", False, ov, system.ssd_read_latency_us),
+        "ssd_w": twin_table(system.ssd_bandwidth_gbps, f_hz, "flat", False, ov, system.ssd_write_latency_us),
+    }
 
 
 def twin_runs(w):
@@ -221,8 +224,8 @@ def twin_runs(w):
     not inputs; empty tensors left out (written here, not by the product's required_runs)."""
     ptr, rs, rn, rw = [0], [], [], []
     for k in range(w.num_kernels):
-        ins = [int(t) for t in w.in_idx[w.in_ptr[k]:w.in_ptr[k + 1]]]
-        outs = [int(t) for t in w.out_idx[w.out_ptr[k]:w.out_ptr[k + 1]]]
+        ins = [int(t) for t in w.in_idx[w.in_ptr[k] : w.in_ptr[k + 1]]]
+        outs = [int(t) for t in w.out_idx[w.out_ptr[k] : w.out_ptr[k + 1]]]
         for t in ins + [t for t in outs if t not in ins]:
             if int(w.n_pages[t]) > 0:
                 rs.append(int(w.start_page[t]))
@@ -240,14 +243,31 @@ def twin_simulate(w, prm, opts, hints=None, n_iter=2, runs=None):
     T = Twin(P, prm, opts)
     big = opts.big_page_kib // 4
     lat = prm["fault_latency_cycles"]
-    hrows = [] if hints is None else list(zip(hints.issue.tolist(), hints.start_page.tolist(),
-                                               hints.n_pages.tolist(), hints.kind.tolist()))
+    hrows = (
+        []
+        if hints is None
+        else list(
+            zip(hints.issue.tolist(), hints.start_page.tolist(), hints.n_pages.tolist(), hints.kind.tolist())
+        )
+    )
     wait = None if hints is None or hints.wait is None else hints.wait.tolist()
     done = [0] * len(hrows)
     issued_at = [0] * len(hrows)
     hq = 0
-    keys = ("alloc", "in_cpu", "in_ssd", "out_cpu", "out_ssd", "clean", "discard", "prefetched",
-            "faults", "batches", "pf_cycles", "grown")
+    keys = (
+        "alloc",
+        "in_cpu",
+        "in_ssd",
+        "out_cpu",
+        "out_ssd",
+        "clean",
+        "discard",
+        "prefetched",
+        "faults",
+        "batches",
+        "pf_cycles",
+        "grown",
+    )
     counters = []
     kernels = []
     t = 0
@@ -279,8 +299,9 @@ def twin_simulate(w, prm, opts, hints=None, n_iter=2, runs=None):
                         cnt["prefetched"] += len(offs)
                         cnt["pf_cycles"] += x
                         T.barr[b] = max(T.barr.get(b, 0), cur)
-                elif kind == 1 or (kind == 3 and T.gpu > int(
-                        prm["gpu_pages"] * float(hints.preevict_fraction))):
+                elif kind == 1 or (
+                    kind == 3 and T.gpu > int(prm["gpu_pages"] * float(hints.preevict_fraction))
+                ):
                     cur += T.evict(b, lo, hi, cnt)
                 elif kind == 2:
                     for o in range(lo, hi):
@@ -310,8 +331,9 @@ def twin_simulate(w, prm, opts, hints=None, n_iter=2, runs=None):
         arr = 0
         in0 = cnt["in_cpu"] + cnt["in_ssd"]
         out0 = cnt["out_cpu"] + cnt["out_ssd"]
-        touches = [(int(rs[r]) + j, bool(rw[r])) for r in range(ptr[k], ptr[k + 1])
-                   for j in range(int(rn[r]))]
+        touches = [
+            (int(rs[r]) + j, bool(rw[r])) for r in range(ptr[k], ptr[k + 1]) for j in range(int(rn[r]))
+        ]
         faults = batches = 0
         i = 0
         last_b = -1
@@ -347,8 +369,7 @@ def twin_simulate(w, prm, opts, hints=None, n_iter=2, runs=None):
                 fl = [p - b * VA for p in pend if p // VA == b]
                 exist = [1 if b * VA + o < P else 0 for o in range(VA)]
                 mark = [1 if exist[o] and T.loc[b * VA + o] == GPU else 0 for o in range(VA)]
-                offs = marked_region(mark, exist, fl, opts.prefetcher, opts.density_threshold,
-                                     big)
+                offs = marked_region(mark, exist, fl, opts.prefetcher, opts.density_threshold, big)
                 offs = {o for o in offs if T.loc[b * VA + o] != GPU}
                 cnt["grown"] += len(offs) - len(fl)
                 cyc += T.make_room(b, len(offs), {b}, cnt)
@@ -365,9 +386,20 @@ def twin_simulate(w, prm, opts, hints=None, n_iter=2, runs=None):
                         T.copy[p] = NONE
         ex = int(w.exec_cycles[k])
         end = max(clock + ex, arr)
-        kernels.append((it, k, start, end, faults, batches, end - t - ex,
-                        cnt["in_cpu"] + cnt["in_ssd"] - in0,
-                        cnt["out_cpu"] + cnt["out_ssd"] - out0, T.gpu))
+        kernels.append(
+            (
+                it,
+                k,
+                start,
+                end,
+                faults,
+                batches,
+                end - t - ex,
+                cnt["in_cpu"] + cnt["in_ssd"] - in0,
+                cnt["out_cpu"] + cnt["out_ssd"] - out0,
+                T.gpu,
+            )
+        )
         cnt["faults"] += faults
         cnt["batches"] += batches
         t = end

@@ -18,11 +18,40 @@ from __future__ import annotations
 import bisect
 import pickletools
 
-JS_OPCODES = {"PROTO", "FRAME", "EMPTY_DICT", "EMPTY_LIST", "EMPTY_TUPLE", "MARK", "SETITEMS",
-              "SETITEM", "APPENDS", "APPEND", "LIST", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3",
-              "DICT", "MEMOIZE", "BINPUT", "LONG_BINPUT", "BINGET", "LONG_BINGET",
-              "SHORT_BINUNICODE", "BINUNICODE", "BININT", "BININT1", "BININT2", "LONG1",
-              "NEWTRUE", "NEWFALSE", "NONE", "BINFLOAT", "STOP"}
+JS_OPCODES = {
+    "PROTO",
+    "FRAME",
+    "EMPTY_DICT",
+    "EMPTY_LIST",
+    "EMPTY_TUPLE",
+    "MARK",
+    "SETITEMS",
+    "SETITEM",
+    "APPENDS",
+    "APPEND",
+    "LIST",
+    "TUPLE",
+    "TUPLE1",
+    "TUPLE2",
+    "TUPLE3",
+    "DICT",
+    "MEMOIZE",
+    "BINPUT",
+    "LONG_BINPUT",
+    "BINGET",
+    "LONG_BINGET",
+    "SHORT_BINUNICODE",
+    "BINUNICODE",
+    "BININT",
+    "BININT1",
+    "BININT2",
+    "LONG1",
+    "NEWTRUE",
+    "NEWFALSE",
+    "NONE",
+    "BINFLOAT",
+    "STOP",
+}
 
 
 def check_pickle_bytes(data: bytes) -> None:
@@ -38,8 +67,12 @@ def _annotate(trace):
     out = []
     for t in trace:
         t = dict(t)
-        if t["action"] == "free_completed" and out and out[-1]["action"] == "free_requested" \
-                and out[-1]["addr"] == t["addr"]:
+        if (
+            t["action"] == "free_completed"
+            and out
+            and out[-1]["action"] == "free_requested"
+            and out[-1]["addr"] == t["addr"]
+        ):
             out[-1]["action"] = "free"
             continue
         out.append(t)
@@ -67,8 +100,9 @@ def check_segment_view(snap: dict, device: int = 0, every: int = 1) -> int:
         starts = sorted(segs)
         for addr, size in blocks.items():
             j = bisect.bisect_right(starts, addr) - 1
-            assert j >= 0 and addr + size <= starts[j] + segs[starts[j]], \
+            assert j >= 0 and addr + size <= starts[j] + segs[starts[j]], (
                 f"before entry {i + 1}: block {addr:#x} ({size} B) is in no segment"
+            )
 
     check(len(events) - 1)
     n = 0

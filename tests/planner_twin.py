@@ -38,7 +38,7 @@ def twin_plan(size, is_global, birth, death, cycles, time_us, time_ext, ivs, p, 
         start = time_us[b] - size[t] * p.malloc_uspB
         j = 0
         if start >= 0:
-            j = max(bisect.bisect_right(time_us[:b + 1], start) - 1, 0)
+            j = max(bisect.bisect_right(time_us[: b + 1], start) - 1, 0)
             for k in range(j):
                 est[k] -= size[t]
         hints.append((j, t, NOT_KNOWN, IN_GPU))
@@ -49,8 +49,12 @@ def twin_plan(size, is_global, birth, death, cycles, time_us, time_ext, ivs, p, 
     est_prealloc = list(est)
 
     dur = [time_us[k + 1] - time_us[k] for k in range(K)]
-    cap = {"rs": [p.b_ssd * d for d in dur], "ws": [p.b_ssd * d for d in dur],
-           "rp": [p.b_cpu * d for d in dur], "wp": [p.b_cpu * d for d in dur]}
+    cap = {
+        "rs": [p.b_ssd * d for d in dur],
+        "ws": [p.b_ssd * d for d in dur],
+        "rp": [p.b_cpu * d for d in dur],
+        "wp": [p.b_cpu * d for d in dur],
+    }
     bw = {x: [0.0] * K for x in cap}
     full = {x: [False] * K for x in cap}
     cpu = [0] * K
@@ -134,8 +138,9 @@ def twin_plan(size, is_global, birth, death, cycles, time_us, time_ext, ivs, p, 
                     c -= sum(cycles)
                 c += sum(cycles[m - 1] for m in range(1, e) if on[m])
             else:
-                c = sum(cycles[k] for k in range(s, K) if on[k]) + \
-                    sum(cycles[k] for k in range(0, e) if on[k])
+                c = sum(cycles[k] for k in range(s, K) if on[k]) + sum(
+                    cycles[k] for k in range(0, e) if on[k]
+                )
             return S * c
         lo = fwd("ws", S // 2, s)
         hi = bwd("rs", S // 2, e)
@@ -163,16 +168,18 @@ def twin_plan(size, is_global, birth, death, cycles, time_us, time_ext, ivs, p, 
         if cxx:
             # O-10: G10's in-place std::sort of the list with the area comparator
             ka = [0 if processed[i] else area(i) for i in range(I)]
-            cxx_sort_ids(perm, lambda x, y: (tsz[x] > tsz[y]) if (ka[x] != 0 and ka[y] != 0
-                                                                   and ka[x] == ka[y])
-                         else ka[x] > ka[y])
+            cxx_sort_ids(
+                perm,
+                lambda x, y: (
+                    (tsz[x] > tsz[y]) if (ka[x] != 0 and ka[y] != 0 and ka[x] == ka[y]) else ka[x] > ka[y]
+                ),
+            )
             c = perm[0]
             a = ka[c]
             if processed[c]:
                 break
         else:
-            keyed = sorted(((0 if processed[i] else area(i), tsz[i], -i)
-                            for i in range(I)), reverse=True)
+            keyed = sorted(((0 if processed[i] else area(i), tsz[i], -i) for i in range(I)), reverse=True)
             a, _, mi = keyed[0]
             c = -mi
             if processed[c] or a == 0:
@@ -281,8 +288,9 @@ def twin_plan(size, is_global, birth, death, cycles, time_us, time_ext, ivs, p, 
             decision[c] = D_SHORT
             if o["o11_short_stalls"] and cxx:
                 # the next sort sees the same keys: a strict maximum stays first for good
-                if a != 0 and all(ka[c] > ka[x] or (ka[x] == ka[c] and tsz[c] > tsz[x])
-                                  for x in range(I) if x != c):
+                if a != 0 and all(
+                    ka[c] > ka[x] or (ka[x] == ka[c] and tsz[c] > tsz[x]) for x in range(I) if x != c
+                ):
                     break
                 continue
             if o["o11_short_stalls"]:
@@ -293,7 +301,7 @@ def twin_plan(size, is_global, birth, death, cycles, time_us, time_ext, ivs, p, 
     if o.get("o21_cxx_prefetch_order", True):
         offl = cxx_sort_ids(list(offl), lambda x, y: pfo[x] < pfo[y])
     else:
-        offl = sorted(offl, key=lambda c: pfo[c])       # stable: ties keep eviction order
+        offl = sorted(offl, key=lambda c: pfo[c])  # stable: ties keep eviction order
     for c in offl:
         i = pfo[c]
         S = size[ivs[c][0]]
@@ -304,6 +312,16 @@ def twin_plan(size, is_global, birth, death, cycles, time_us, time_ext, ivs, p, 
         pff[c] = i
         for k in range(i, pfo[c]):
             est[k] += S
-    return {"emitted": hints, "decision": decision, "evict_finish": ef, "prefetch_planned": pfo,
-            "prefetch": pff, "selected": selected, "est_prealloc": est_prealloc,
-            "est_main": est_main, "est_final": est, "cpu_est": cpu, "iterations": it}
+    return {
+        "emitted": hints,
+        "decision": decision,
+        "evict_finish": ef,
+        "prefetch_planned": pfo,
+        "prefetch": pff,
+        "selected": selected,
+        "est_prealloc": est_prealloc,
+        "est_main": est_main,
+        "est_final": est,
+        "cpu_est": cpu,
+        "iterations": it,
+    }

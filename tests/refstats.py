@@ -19,8 +19,10 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 REFERENCE = SHARED / "reference"
 ARTIFACT = SHARED / "g10-artifact"
 
-_TENSOR = re.compile(r"^tensor(\d+) Is weight \(global\)\?: ([01]), Size in byte: (\d+), "
-                     r"Range:(\d+)--(\d+)$")
+_TENSOR = re.compile(
+    r"^tensor(\d+) Is weight \(global\)\?: ([01]), Size in byte: (\d+), "
+    r"Range:(\d+)--(\d+)$"
+)
 
 
 def _lines(path):
@@ -30,10 +32,10 @@ def _lines(path):
 
 @dataclass
 class RefTensors:
-    size: np.ndarray       # int64, page-rounded bytes
+    size: np.ndarray  # int64, page-rounded bytes
     is_global: np.ndarray  # bool
-    offset: np.ndarray     # int64, per-space address offset (Range start)
-    end: np.ndarray        # int64, Range end
+    offset: np.ndarray  # int64, per-space address offset (Range start)
+    end: np.ndarray  # int64, Range end
 
 
 def parse_tensor_line(text: str) -> tuple[int, bool, int, int, int]:
@@ -48,10 +50,12 @@ def read_tensors(path) -> RefTensors:
     rows = [parse_tensor_line(t) for t in _lines(path) if t.strip()]
     ids = [r[0] for r in rows]
     assert ids == list(range(len(rows))), "tensors.config ids are not 0..T-1"
-    return RefTensors(size=np.array([r[2] for r in rows], np.int64),
-                      is_global=np.array([r[1] for r in rows], bool),
-                      offset=np.array([r[3] for r in rows], np.int64),
-                      end=np.array([r[4] for r in rows], np.int64))
+    return RefTensors(
+        size=np.array([r[2] for r in rows], np.int64),
+        is_global=np.array([r[1] for r in rows], bool),
+        offset=np.array([r[3] for r in rows], np.int64),
+        end=np.array([r[4] for r in rows], np.int64),
+    )
 
 
 @dataclass
@@ -59,7 +63,7 @@ class RefKernels:
     name: list
     parent: list
     exec_cycles: np.ndarray
-    inputs: list   # list of lists of tensor ids, file order
+    inputs: list  # list of lists of tensor ids, file order
     outputs: list
 
 
@@ -85,7 +89,7 @@ def read_kernels(path) -> RefKernels:
         elif text.startswith("tensor"):
             section[-1].append(parse_tensor_line(text)[0])
         else:
-            section = None      # shape line "(N,C,H,W)" or separator
+            section = None  # shape line "(N,C,H,W)" or separator
     return RefKernels(name, parent, np.array(cycles, np.int64), inputs, outputs)
 
 
@@ -102,22 +106,30 @@ def reference_graph(run: str, drop_workspaces: int = 0) -> Graph:
     outs = [[t for t in r if t < T] for r in kern.outputs]
     in_ptr, in_idx = csr_from_lists(ins)
     out_ptr, out_idx = csr_from_lists(outs)
-    return Graph(name=run, batch_size=0, raw_size=tens.size[:T].copy(),
-                 is_global=tens.is_global[:T].copy(), kernel_name=kern.name,
-                 kernel_parent=kern.parent, in_ptr=in_ptr, in_idx=in_idx,
-                 out_ptr=out_ptr, out_idx=out_idx)
+    return Graph(
+        name=run,
+        batch_size=0,
+        raw_size=tens.size[:T].copy(),
+        is_global=tens.is_global[:T].copy(),
+        kernel_name=kern.name,
+        kernel_parent=kern.parent,
+        in_ptr=in_ptr,
+        in_idx=in_idx,
+        out_ptr=out_ptr,
+        out_idx=out_idx,
+    )
 
 
 @dataclass
 class RefIntervals:
-    birth: np.ndarray    # int64[T], -1 for globals ("Global!")
-    death: np.ndarray    # int64[T]
+    birth: np.ndarray  # int64[T], -1 for globals ("Global!")
+    death: np.ndarray  # int64[T]
     is_global: np.ndarray
-    tensor: np.ndarray   # per interval
-    index: np.ndarray    # the "interval i" number within its tensor
+    tensor: np.ndarray  # per interval
+    index: np.ndarray  # the "interval i" number within its tensor
     start: np.ndarray
     end: np.ndarray
-    time_text: list      # the printed "Estimated Time" strings
+    time_text: list  # the printed "Estimated Time" strings
 
 
 def read_intervals(path) -> RefIntervals:
@@ -145,13 +157,20 @@ def read_intervals(path) -> RefIntervals:
             start.append(int(s))
             end.append(int(e))
         elif text.startswith("Estimated Time:"):
-            times.append(text[len("Estimated Time:"):])
+            times.append(text[len("Estimated Time:") :])
     assert len(times) == len(tensor)
-    return RefIntervals(np.array(birth), np.array(death), np.array(glob, bool),
-                        np.array(tensor), np.array(index), np.array(start), np.array(end), times)
+    return RefIntervals(
+        np.array(birth),
+        np.array(death),
+        np.array(glob, bool),
+        np.array(tensor),
+        np.array(index),
+        np.array(start),
+        np.array(end),
+        times,
+    )
 
 
 def read_interval_text(run: str) -> str:
-    with gzip.open(REFERENCE / run / "statistics" / "interval.config.gz", "rt",
-                   encoding="ascii") as f:
+    with gzip.open(REFERENCE / run / "statistics" / "interval.config.gz", "rt", encoding="ascii") as f:
         return f.read()

@@ -10,19 +10,29 @@ from g10fast.workload.model import PAGE_SIZE, Graph, build_workload, csr_from_li
 
 # G10 artifact defaults (simulator spec §2.5), for a system of a few dozen pages.
 ARTIFACT_DEFAULTS = dict(
-    num_iteration=2, is_UVM=1, use_prefetch=0, eviction_policy="LRU", migration_policy="OURS",
-    prefetch_degree=-1, GPU_frequency_GHz=1.2, GPU_memory_size_GB=40.0, CPU_memory_line_GB=128.0,
-    GPU_PCIe_bandwidth_GBps=15.754, CPU_PCIe_bandwidth_GBps=15.754, SSD_PCIe_bandwidth_GBps=3.2,
-    PCIe_batch_size_page=50, GPU_malloc_uspB=8.14e-7, system_latency_us=45, SSD_latency_us=20,
+    num_iteration=2,
+    is_UVM=1,
+    use_prefetch=0,
+    eviction_policy="LRU",
+    migration_policy="OURS",
+    prefetch_degree=-1,
+    GPU_frequency_GHz=1.2,
+    GPU_memory_size_GB=40.0,
+    CPU_memory_line_GB=128.0,
+    GPU_PCIe_bandwidth_GBps=15.754,
+    CPU_PCIe_bandwidth_GBps=15.754,
+    SSD_PCIe_bandwidth_GBps=3.2,
+    PCIe_batch_size_page=50,
+    GPU_malloc_uspB=8.14e-7,
+    system_latency_us=45,
+    SSD_latency_us=20,
 )
 
 # Artifact policy names -> config keys (simulator spec §11).
 POLICIES = {
     "lru": dict(use_prefetch=0, eviction_policy="LRU", migration_policy="OURS", prefetch_degree=-1),
-    "prefetch_lru": dict(use_prefetch=1, eviction_policy="LRU", migration_policy="OURS",
-                         prefetch_degree=-1),
-    "deepUM": dict(use_prefetch=1, eviction_policy="DEEPUM", migration_policy="DEEPUM",
-                   prefetch_degree=8),
+    "prefetch_lru": dict(use_prefetch=1, eviction_policy="LRU", migration_policy="OURS", prefetch_degree=-1),
+    "deepUM": dict(use_prefetch=1, eviction_policy="DEEPUM", migration_policy="DEEPUM", prefetch_degree=8),
 }
 
 
@@ -42,9 +52,16 @@ def tiny_cfg(gpu_frames: int, host_frames: int, policy: str | None = None, **kw)
     return SimpleNamespace(**d)
 
 
-def make_workload(seed: int, n_kernels: int = 12, n_tensors: int = 30, max_pages: int = 40,
-                  max_kernel_pages: int | None = None, p_global: float = 0.3,
-                  p_workspace: float = 0.3, long_pf_kernels: int = 0):
+def make_workload(
+    seed: int,
+    n_kernels: int = 12,
+    n_tensors: int = 30,
+    max_pages: int = 40,
+    max_kernel_pages: int | None = None,
+    p_global: float = 0.3,
+    p_workspace: float = 0.3,
+    long_pf_kernels: int = 0,
+):
     """A random valid Workload (built with build_workload).
 
     Tensors: globals (weights, read by 1-3 kernels, sometimes updated in place), activations
@@ -60,7 +77,7 @@ def make_workload(seed: int, n_kernels: int = 12, n_tensors: int = 30, max_pages
     if cap < max_pages:
         raise ValueError("max_kernel_pages must be >= max_pages")
     pages = rng.integers(1, max_pages + 1, size=T)
-    raw = pages * PAGE_SIZE - rng.integers(0, PAGE_SIZE, size=T)       # page_round restores
+    raw = pages * PAGE_SIZE - rng.integers(0, PAGE_SIZE, size=T)  # page_round restores
     kind = rng.choice(["global", "act", "input"], size=T, p=[p_global, 0.9 - p_global, 0.1])
     ins = [set() for _ in range(K)]
     outs = [set() for _ in range(K)]
@@ -69,7 +86,7 @@ def make_workload(seed: int, n_kernels: int = 12, n_tensors: int = 30, max_pages
             for k in rng.choice(K, size=min(K, rng.integers(1, 4)), replace=False):
                 ins[k].add(t)
                 if rng.random() < 0.3:
-                    outs[k].add(t)                                       # in-place update
+                    outs[k].add(t)  # in-place update
         elif kind[t] == "input":
             for k in rng.choice(K, size=min(K, rng.integers(1, 3)), replace=False):
                 ins[k].add(t)
@@ -81,7 +98,7 @@ def make_workload(seed: int, n_kernels: int = 12, n_tensors: int = 30, max_pages
             for k in rng.choice(later, size=n_read, replace=False) if n_read else []:
                 ins[k].add(t)
                 if rng.random() < 0.15:
-                    outs[k].add(t)                                       # in-place update
+                    outs[k].add(t)  # in-place update
     ws_pages = np.where(rng.random(K) < p_workspace, rng.integers(1, max(2, max_pages // 2), K), 0)
     for k in range(K):
         if not ins[k] and not outs[k]:
@@ -98,10 +115,19 @@ def make_workload(seed: int, n_kernels: int = 12, n_tensors: int = 30, max_pages
             ws_pages[k] = 0
     in_ptr, in_idx = csr_from_lists([sorted(s) for s in ins])
     out_ptr, out_idx = csr_from_lists([sorted(s) for s in outs])
-    graph = Graph(name=f"synth{seed}", batch_size=1, raw_size=raw.astype(np.int64),
-                  is_global=(kind == "global"), kernel_name=[f"K{k}" for k in range(K)],
-                  kernel_parent=[f"{k}:synth" for k in range(K)], in_ptr=in_ptr, in_idx=in_idx,
-                  out_ptr=out_ptr, out_idx=out_idx, meta={"seed": seed})
+    graph = Graph(
+        name=f"synth{seed}",
+        batch_size=1,
+        raw_size=raw.astype(np.int64),
+        is_global=(kind == "global"),
+        kernel_name=[f"K{k}" for k in range(K)],
+        kernel_parent=[f"{k}:synth" for k in range(K)],
+        in_ptr=in_ptr,
+        in_idx=in_idx,
+        out_ptr=out_ptr,
+        out_idx=out_idx,
+        meta={"seed": seed},
+    )
     exe = rng.integers(10_000, 1_000_000, size=K)
     input_pf = np.maximum(exe, (exe * rng.uniform(0.8, 4.0, size=K)).astype(np.int64))
     pf = np.maximum(input_pf, (input_pf * rng.uniform(0.8, 4.0, size=K)).astype(np.int64))
@@ -130,14 +156,17 @@ def random_hints(workload, seed: int, n_hints: int = 40) -> list:
     iteration). Only tensors used by some kernel are hinted; at least two kernels are hinted
     (O-29)."""
     from twin import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
+
     rng = np.random.default_rng(seed)
     K = workload.num_kernels
     used = sorted(set(workload.in_idx.tolist()) | set(workload.out_idx.tolist()))
     to_choices = [IN_GPU, IN_GPU, IN_SSD, IN_CPU, NOT_PRESENT]
     hints = []
     while True:
-        hints = [(int(rng.integers(0, K + 1)), int(rng.choice(used)), NOT_KNOWN,
-                  int(rng.choice(to_choices))) for _ in range(n_hints)]
+        hints = [
+            (int(rng.integers(0, K + 1)), int(rng.choice(used)), NOT_KNOWN, int(rng.choice(to_choices)))
+            for _ in range(n_hints)
+        ]
         if len({h[0] % K for h in hints}) >= 2:
             break
     return sorted(hints, key=lambda h: h[0])

@@ -18,14 +18,26 @@ def engine_like_batch(n: int, seed: int = 0, first: int = 0) -> np.ndarray:
     same whatever the batch boundaries, except for the random kinds (seeded per batch)."""
     r = np.random.default_rng([seed, first])
     row = first + np.arange(n, dtype=np.int64)
-    ex = row // ROWS_PER_KERNEL                    # kernel execution
+    ex = row // ROWS_PER_KERNEL  # kernel execution
     j = row % ROWS_PER_KERNEL
     buf = np.full((n, N_COLS), -1, dtype=np.int64)
     start = ex * KERNEL_CYCLES
     buf[:, 0] = start + j * (KERNEL_CYCLES // ROWS_PER_KERNEL)
-    kinds = np.array([EventKind.FAULT, EventKind.FETCH, EventKind.FETCH, EventKind.FETCH,
-                      EventKind.ALLOC, EventKind.EVICT, EventKind.EVICT, EventKind.HINT,
-                      EventKind.DEALLOC, EventKind.TRANSFER], np.int64)
+    kinds = np.array(
+        [
+            EventKind.FAULT,
+            EventKind.FETCH,
+            EventKind.FETCH,
+            EventKind.FETCH,
+            EventKind.ALLOC,
+            EventKind.EVICT,
+            EventKind.EVICT,
+            EventKind.HINT,
+            EventKind.DEALLOC,
+            EventKind.TRANSFER,
+        ],
+        np.int64,
+    )
     kind = kinds[r.integers(0, kinds.size, n)]
     kind[j == 0] = EventKind.KERNEL
     buf[:, 1] = kind
@@ -34,30 +46,51 @@ def engine_like_batch(n: int, seed: int = 0, first: int = 0) -> np.ndarray:
     tensor = r.integers(0, 5000, n)
     page = tensor * 1000 + r.integers(0, 900, n)
     count = r.integers(1, 51, n)
-    src = r.integers(1, 3, n)                      # SSD or host
+    src = r.integers(1, 3, n)  # SSD or host
     isk = kind == EventKind.KERNEL
     buf[isk, 0] = start[isk]
     buf[isk, 6] = r.integers(0, 2, int(isk.sum())) * r.integers(1, 5000, int(isk.sum()))
-    buf[isk, 9] = start[isk] + KERNEL_CYCLES - 10_000       # end
+    buf[isk, 9] = start[isk] + KERNEL_CYCLES - 10_000  # end
     m = kind == EventKind.FAULT
-    buf[m, 4], buf[m, 5], buf[m, 6], buf[m, 7], buf[m, 8], buf[m, 9] = \
-        tensor[m], page[m], count[m], r.integers(0, 3, int(m.sum())), 3, 0
+    buf[m, 4], buf[m, 5], buf[m, 6], buf[m, 7], buf[m, 8], buf[m, 9] = (
+        tensor[m],
+        page[m],
+        count[m],
+        r.integers(0, 3, int(m.sum())),
+        3,
+        0,
+    )
     m = kind == EventKind.FETCH
-    buf[m, 4], buf[m, 5], buf[m, 6], buf[m, 7], buf[m, 8], buf[m, 9] = \
-        tensor[m], page[m], count[m], src[m], 3, r.integers(0, 2, int(m.sum()))
+    buf[m, 4], buf[m, 5], buf[m, 6], buf[m, 7], buf[m, 8], buf[m, 9] = (
+        tensor[m],
+        page[m],
+        count[m],
+        src[m],
+        3,
+        r.integers(0, 2, int(m.sum())),
+    )
     m = kind == EventKind.ALLOC
-    buf[m, 4], buf[m, 5], buf[m, 6], buf[m, 7], buf[m, 8], buf[m, 9] = \
-        tensor[m], page[m], count[m], 0, 3, 1
+    buf[m, 4], buf[m, 5], buf[m, 6], buf[m, 7], buf[m, 8], buf[m, 9] = tensor[m], page[m], count[m], 0, 3, 1
     m = kind == EventKind.EVICT
-    buf[m, 4], buf[m, 5], buf[m, 6], buf[m, 7], buf[m, 8], buf[m, 9] = \
-        tensor[m], page[m], count[m], 3, r.integers(0, 3, int(m.sum())), 1
+    buf[m, 4], buf[m, 5], buf[m, 6], buf[m, 7], buf[m, 8], buf[m, 9] = (
+        tensor[m],
+        page[m],
+        count[m],
+        3,
+        r.integers(0, 3, int(m.sum())),
+        1,
+    )
     m = kind == EventKind.HINT
-    buf[m, 4], buf[m, 5], buf[m, 6], buf[m, 7], buf[m, 8] = \
-        tensor[m], page[m], count[m], 4, np.array([0, 1, 2, 3])[r.integers(0, 4, int(m.sum()))]
-    buf[m, 0] = start[m]                            # hints at the kernel's start
+    buf[m, 4], buf[m, 5], buf[m, 6], buf[m, 7], buf[m, 8] = (
+        tensor[m],
+        page[m],
+        count[m],
+        4,
+        np.array([0, 1, 2, 3])[r.integers(0, 4, int(m.sum()))],
+    )
+    buf[m, 0] = start[m]  # hints at the kernel's start
     m = kind == EventKind.DEALLOC
-    buf[m, 4], buf[m, 5], buf[m, 6], buf[m, 7], buf[m, 8], buf[m, 9] = \
-        tensor[m], page[m], count[m], 3, 0, 0
-    m = kind == EventKind.TRANSFER               # a tensor's transfer on a link (tensor engine)
+    buf[m, 4], buf[m, 5], buf[m, 6], buf[m, 7], buf[m, 8], buf[m, 9] = tensor[m], page[m], count[m], 3, 0, 0
+    m = kind == EventKind.TRANSFER  # a tensor's transfer on a link (tensor engine)
     buf[m, 4], buf[m, 7], buf[m, 8], buf[m, 9] = tensor[m], src[m], 3, r.integers(0, 2, int(m.sum()))
     return buf

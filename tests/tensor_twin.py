@@ -49,8 +49,7 @@ class Bitmap:
                 run = 0
             else:
                 run += 1
-                if not (miss_last1 and run == 1 and p == self.cap - 1
-                        and (p == 0 or self.used[p - 1])):
+                if not (miss_last1 and run == 1 and p == self.cap - 1 and (p == 0 or self.used[p - 1])):
                     best = max(best, run)
         return best
 
@@ -58,11 +57,30 @@ class Bitmap:
         return self.used.count(False)
 
 
-def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make_loss=None,
-                 offloads=None, chosen=(), fn_reserve=-1, fn_max=0, hints=None,
-                 gds_ready_on_alloc=True, gds_global_no_fetch=True, fetch_during_offload=True,
-                 offload_skip_dead=False, bytes_at_schedule=True, reoffload=True,
-                 demand_from_ssd=True):
+def twin_tensors(
+    w,
+    birth,
+    death,
+    mode,
+    cap,
+    exec_ms,
+    bw_ssd,
+    bw_host,
+    req,
+    make_loss=None,
+    offloads=None,
+    chosen=(),
+    fn_reserve=-1,
+    fn_max=0,
+    hints=None,
+    gds_ready_on_alloc=True,
+    gds_global_no_fetch=True,
+    fetch_during_offload=True,
+    offload_skip_dead=False,
+    bytes_at_schedule=True,
+    reoffload=True,
+    demand_from_ssd=True,
+):
     """mode 0 FN (offloads: {kernel: [tensors]}), 1/2 GDS (hints: {kernel: [(tensor, to)]}).
     req: per kernel the ordered required tensors. Returns totals and per-kernel times."""
     K, T = len(exec_ms), len(w.size)
@@ -75,7 +93,7 @@ def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make
     start = [-1] * T
     host = [False] * T
     qalloc = [False] * T
-    refetched = [False] * T       # O-40: re-allocated and fetched while its offload was pending
+    refetched = [False] * T  # O-40: re-allocated and fetched while its offload was pending
     chans = [dict(q=[], cur=None, ready=0.0) for _ in range(4)]
     waitq = []
     st = dict(now=0.0, xfer=0.0, kfin=None, bytes=[0, 0, 0, 0])
@@ -88,14 +106,14 @@ def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make
             if c in (1, 3) and state[t] != OFFL and offload_skip_dead and not refetched[t]:
                 if bytes_at_schedule:
                     st["bytes"][c] -= nbytes[t]
-                continue          # O-41 off: the offload of a dead tensor is dropped
+                continue  # O-41 off: the offload of a dead tensor is dropped
             ch["cur"] = t
             ch["ready"] = st["now"] + nbytes[t] / bw[c]
 
     def enqueue(c, t):
         chans[c]["q"].append(t)
         if bytes_at_schedule:
-            st["bytes"][c] += nbytes[t]     # O-42
+            st["bytes"][c] += nbytes[t]  # O-42
         start_next(c)
 
     def check_fetch():
@@ -104,7 +122,7 @@ def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make
             if state[t] == OFFL:
                 if not fetch_during_offload:
                     return
-                s = bm.alloc_right(pages[t])          # O-40
+                s = bm.alloc_right(pages[t])  # O-40
                 if s < 0:
                     return
                 waitq.pop(0)
@@ -146,7 +164,7 @@ def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make
             if state[t] == FETCH:
                 state[t] = RES
         elif refetched[t]:
-            refetched[t] = False        # O-40: the offload's end frees the new pages
+            refetched[t] = False  # O-40: the offload's end frees the new pages
             if state[t] in (RES, FETCH) and start[t] >= 0:
                 bm.free(start[t], pages[t])
                 start[t] = -1
@@ -189,7 +207,7 @@ def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make
         else:
             for t, to in hints.get(i, []):
                 if to in (SSD, CPU):
-                    if state[t] == RES or (state[t] == OFFL and reoffload):     # O-43
+                    if state[t] == RES or (state[t] == OFFL and reoffload):  # O-43
                         state[t] = OFFL
                         host[t] = to == CPU
                         enqueue(3 if to == CPU else 1, t)
@@ -229,8 +247,14 @@ def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make
                         state[t] = RES
                         start[t] = -1
                         break
-                    return dict(status="failed", tensor=t, kernel=i, free=bm.free_pages(),
-                                largest=bm.largest(), now=st["now"])
+                    return dict(
+                        status="failed",
+                        tensor=t,
+                        kernel=i,
+                        free=bm.free_pages(),
+                        largest=bm.largest(),
+                        now=st["now"],
+                    )
                 start[t] = s
                 fetch = s_ == GONE and (birth[t] != i or glob[t])
                 if fetch and glob[t] and gds_global_no_fetch:
@@ -239,7 +263,7 @@ def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make
                     state[t] = FETCH
                     qalloc[t] = False
                     refetched[t] = False
-                    enqueue(2 if (host[t] and not demand_from_ssd) else 0, t)     # O-44
+                    enqueue(2 if (host[t] and not demand_from_ssd) else 0, t)  # O-44
                     continue
                 state[t] = RES
                 break
@@ -280,5 +304,6 @@ def twin_tensors(w, birth, death, mode, cap, exec_ms, bw_ssd, bw_host, req, make
                         break
                 if stop:
                     break
-    return dict(status="ok", total=st["now"], xfer=st["xfer"], bytes=st["bytes"],
-                k_start=k_start, k_end=k_end)
+    return dict(
+        status="ok", total=st["now"], xfer=st["xfer"], bytes=st["bytes"], k_start=k_start, k_end=k_end
+    )

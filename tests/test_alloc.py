@@ -7,11 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from alloc_twin import (bump_twin, check_placement, cnmem_twin, colour_twin, pytorch_twin,
-                        random_trace)
+from alloc_twin import bump_twin, check_placement, cnmem_twin, colour_twin, pytorch_twin, random_trace
 from g10fast.alloc.allocators import ALLOCATORS, colour_intervals, run_allocator
-from g10fast.alloc.trace import (FREE, LAYER, MALLOC, READ, WRITE, from_workload, read_trace,
-                                 write_hdf5)
+from g10fast.alloc.trace import FREE, LAYER, MALLOC, READ, WRITE, from_workload, read_trace, write_hdf5
 from g10fast.errors import InputError
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "external" / "singa-traces"
@@ -62,10 +60,9 @@ def test_colour_matches_twin(seed):
     size = rng.integers(1, 1000, V)
     for method in ("BF", "FF"):
         off, pool = colour_intervals(r, d, size, ci, method=method)
-        assert off.tolist() == colour_twin(r.tolist(), d.tolist(), size.tolist(), ci.tolist(),
-                                           method)
+        assert off.tolist() == colour_twin(r.tolist(), d.tolist(), size.tolist(), ci.tolist(), method)
         assert pool == max(int((off + size).max()), 2 * int((off + size)[ci].max(initial=0)))
-        for u in range(V):          # conflicting intervals of one group get disjoint ranges
+        for u in range(V):  # conflicting intervals of one group get disjoint ranges
             for v in range(u):
                 if ci[u] == ci[v] and max(r[u], r[v]) < min(d[u], d[v]):
                     assert off[u] + size[u] <= off[v] or off[v] + size[v] <= off[u]
@@ -92,8 +89,7 @@ def test_colour_hand_worked():
     E = 100
     off, pool = colour_intervals([0, 5, 20], [E, E, 30], [100, 50, 30], ci=[1, 1, 0])
     assert off.tolist() == [0, 100, 300] and pool == 330
-    off, pool = colour_intervals([0, 5, 20], [E, E, 30], [100, 50, 30], ci=[1, 1, 0],
-                                 ci_backup=False)
+    off, pool = colour_intervals([0, 5, 20], [E, E, 30], [100, 50, 30], ci=[1, 1, 0], ci_backup=False)
     assert off.tolist() == [0, 100, 150] and pool == 180
 
 
@@ -145,16 +141,20 @@ def test_bad_options():
 # ---------------------------------------------------------------------------------------------
 # readers
 
-@pytest.mark.parametrize("text, where, what", [
-    ("Malloc 0x10 100 5\nFree 0x20 6\n", 2, "not live"),
-    ("Malloc 0x10 100 5\nMalloc 0x10 100 6\n", 2, "is live"),
-    ("Malloc 0x10 100 5\nRelease 0x10 6\n", 2, "unknown op"),
-    ("Malloc 0x10 abc 5\n", 1, "not an integer"),
-    ("Malloc 16 100 5\n", 1, "hexadecimal"),
-    ("Malloc 0x10 100 5\nFree 0x10\n", 2, "expected 'Free ADDRESS TIME'"),
-    ("0 Malloc 0x10 100 5\n1 Free 0x10 100\n", 2, "expected 'INDEX OP"),
-    ("0 Malloc 0x10 100 5\n1 Read 0x10 99 6\n", 2, "gives 99 bytes"),
-])
+
+@pytest.mark.parametrize(
+    "text, where, what",
+    [
+        ("Malloc 0x10 100 5\nFree 0x20 6\n", 2, "not live"),
+        ("Malloc 0x10 100 5\nMalloc 0x10 100 6\n", 2, "is live"),
+        ("Malloc 0x10 100 5\nRelease 0x10 6\n", 2, "unknown op"),
+        ("Malloc 0x10 abc 5\n", 1, "not an integer"),
+        ("Malloc 16 100 5\n", 1, "hexadecimal"),
+        ("Malloc 0x10 100 5\nFree 0x10\n", 2, "expected 'Free ADDRESS TIME'"),
+        ("0 Malloc 0x10 100 5\n1 Free 0x10 100\n", 2, "expected 'INDEX OP"),
+        ("0 Malloc 0x10 100 5\n1 Read 0x10 99 6\n", 2, "gives 99 bytes"),
+    ],
+)
 def test_reader_bad_input_names_file_and_line(tmp_path, text, where, what):
     p = tmp_path / "t.text"
     p.write_text(text)
@@ -173,15 +173,16 @@ def test_reader_missing_and_empty(tmp_path):
 
 def test_formats_and_hdf5_round_trip(tmp_path):
     (tmp_path / "memInfo_x.text").write_text(
-        "Malloc 0x10 100 5\nMalloc 0x20 50 6\nFree 0x10 7\nMalloc 0x10 30 8\nFree 0x20 9\n"
-        "Free 0x10 9\n")
+        "Malloc 0x10 100 5\nMalloc 0x20 50 6\nFree 0x10 7\nMalloc 0x10 30 8\nFree 0x20 9\nFree 0x10 9\n"
+    )
     tr = read_trace(tmp_path / "memInfo_x.text")
     assert tr.block.tolist() == [0, 1, 0, 2, 1, 2]
     assert tr.size.tolist() == [100, 50, 100, 30, 50, 30]
     assert tr.time_ns.tolist() == [0, 1_000_000, 2_000_000, 3_000_000, 4_000_000, 4_000_000]
     assert tr.live_bytes().tolist() == [100, 150, 50, 80, 30, 0]
     (tmp_path / "b.text").write_text(
-        "Malloc 0x10 100 5 (data_&size)\nMutable 0x10 6\nLayer 0x10 7\nRead 0x10 8\nFree 0x10 9\n")
+        "Malloc 0x10 100 5 (data_&size)\nMutable 0x10 6\nLayer 0x10 7\nRead 0x10 8\nFree 0x10 9\n"
+    )
     tb = read_trace(tmp_path / "b.text")
     assert tb.kind.tolist() == [MALLOC, WRITE, LAYER, READ, FREE]
     assert tb.time_ns.tolist() == [0, 1, 2, 3, 4]
@@ -190,6 +191,7 @@ def test_formats_and_hdf5_round_trip(tmp_path):
     for c in ("kind", "address", "size", "time_ns", "block", "stream"):
         assert getattr(back, c).tolist() == getattr(tr, c).tolist()
     import h5py
+
     with h5py.File(tmp_path / "t.h5", "a") as f:
         f["ops/kind"][2] = 9
     with pytest.raises(InputError, match="kind 9"):
@@ -198,6 +200,7 @@ def test_formats_and_hdf5_round_trip(tmp_path):
 
 def test_from_workload_e5():
     from synth import make_workload
+
     w = make_workload(3)
     tr = from_workload(w, iterations=2)
     kop = tr.meta["kernel_of_op"]
@@ -222,6 +225,7 @@ def test_from_workload_e5():
 # ---------------------------------------------------------------------------------------------
 # the real traces
 
+
 def _real(name):
     p = TRACES / name
     if not p.exists():
@@ -229,8 +233,9 @@ def _real(name):
     return read_trace(p)
 
 
-@pytest.mark.parametrize("name", ["memInfo_alex_20itr_100size.text", "vec_run_5_vgg.csv",
-                                  "blockInfo_resnet_315.text"])
+@pytest.mark.parametrize(
+    "name", ["memInfo_alex_20itr_100size.text", "vec_run_5_vgg.csv", "blockInfo_resnet_315.text"]
+)
 def test_real_traces_all_allocators(name):
     tr = _real(name)
     lb = int(tr.live_bytes().max())
@@ -247,6 +252,7 @@ def test_colour_runtime_scope():
     """SmartMemPool's runtime: cudaMalloc until the switch, then the coloured pool, hits for
     every repeated malloc of a clean periodic trace."""
     from test_alloc_period import synthetic
+
     tr, L, _ = synthetic(np.random.default_rng(0), iterations=12, layers=40)
     r = run_allocator(tr, "singa_colour", scope="iteration")
     x = r.extra
@@ -254,7 +260,7 @@ def test_colour_runtime_scope():
     assert x["pool_hits"] > 0 and x["fallbacks"] <= x["pool_hits"] // 10
     check_placement(tr, r)
     sw = x["switch_op"]
-    assert (r.reserved[:sw] == r.live[:sw]).all()            # cudaMalloc before the switch
+    assert (r.reserved[:sw] == r.live[:sw]).all()  # cudaMalloc before the switch
     assert (r.reserved[sw:] >= x["pool_bytes"]).all()
     assert r.peak_reserved >= r.peak_live
     # GetMemUsage from the placement: blocks above the pool are cudaMalloc'd; max(the largest
@@ -283,6 +289,7 @@ def test_colour_runtime_scope():
 
 def test_hdf5_bad_input(tmp_path):
     import h5py
+
     p = tmp_path / "x.h5"
     with h5py.File(p, "w") as f:
         f.attrs["format"] = "something-else"
@@ -318,6 +325,7 @@ def test_pool_opt_wrap_around_hand_worked():
     """SwapPool::PoolOpt [ours]: one iteration of L ops coloured from 0, a block alive past
     the iteration's end conflicting with the next iteration's early blocks."""
     from g10fast.alloc.allocators import colour_periodic
+
     # A [1, 5) outlives the iteration (L = 4): op 0 of the next one; B [0, 1) only overlaps
     # A's previous instance [-3, 1): a linear colouring shares offset 0, PoolOpt cannot
     off, pool = colour_periodic([1, 0], [5, 1], [100, 50], 4)
@@ -338,6 +346,7 @@ def test_pool_opt_on_a_periodic_trace():
     """scope = pool_opt on a model's derived trace: the coloured iteration's blocks never
     overlap in any iteration (the layout repeating every L ops), weights included."""
     from g10fast.memory_source import load_source
+
     tr = load_source("vit", batch=8, iterations=3)
     res = run_allocator(tr, "singa_colour", scope="pool_opt")
     e = res.extra
@@ -355,9 +364,10 @@ def test_pool_opt_on_a_periodic_trace():
     o, z = res.offset[v], tr.block_sizes()[v]
     assert (o >= 0).all() and res.peak_reserved == int((o + z).max())
     for k in (-L, 0, L):
-        t_ov = (np.maximum(rr[:, None], rr[None, :] + k) < np.minimum(dd[:, None], dd[None, :] + k))
-        a_ov = (np.maximum(o[:, None], o[None, :]) < np.minimum(o[:, None] + z[:, None],
-                                                                  o[None, :] + z[None, :]))
+        t_ov = np.maximum(rr[:, None], rr[None, :] + k) < np.minimum(dd[:, None], dd[None, :] + k)
+        a_ov = np.maximum(o[:, None], o[None, :]) < np.minimum(
+            o[:, None] + z[:, None], o[None, :] + z[None, :]
+        )
         both = t_ov & a_ov
         np.fill_diagonal(both, False)
         assert not both.any()
@@ -373,7 +383,7 @@ def test_smartmempool_reports_less_than_it_reserves_on_vgg():
     pool)."""
     tr = _real("memInfo_vgg_20itr_100size.text")
     r = run_allocator(tr, "singa_colour")
-    assert r.options["scope"] == "iteration"                 # the authors' pool by default
+    assert r.options["scope"] == "iteration"  # the authors' pool by default
     assert r.extra["pool_bytes"] / MiB == pytest.approx(450.3, abs=0.05)
     assert r.extra["mem_usage_bytes"] / MiB == pytest.approx(673.7, abs=0.05)
     assert r.peak_reserved / MiB == pytest.approx(730.9, abs=0.05)

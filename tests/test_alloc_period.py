@@ -44,8 +44,11 @@ def synthetic(rng, iterations=8, layers=40, resize=0.0, weights=10, one_per_iter
         starts.append(len(kinds))
         live = []
         for i in range(layers):
-            noisy = (i in ((7 * it) % layers, (7 * it + layers // 2) % layers)
-                     if one_per_iteration else rng.random() < resize)
+            noisy = (
+                i in ((7 * it) % layers, (7 * it + layers // 2) % layers)
+                if one_per_iteration
+                else rng.random() < resize
+            )
             s = rng.integers(1, 1 << 20) * 512 if noisy else act[i]
             live.append(malloc(s))
             if i % 3 == 0:
@@ -54,9 +57,16 @@ def synthetic(rng, iterations=8, layers=40, resize=0.0, weights=10, one_per_iter
             free(b)
     kinds = np.asarray(kinds, np.int8)
     blocks = np.asarray(blocks, np.int64)
-    tr = AllocTrace("synthetic", kinds, blocks, np.asarray(sizes, np.int64),
-                    np.arange(len(kinds), dtype=np.int64), blocks,
-                    np.zeros(len(kinds), np.int16), {})
+    tr = AllocTrace(
+        "synthetic",
+        kinds,
+        blocks,
+        np.asarray(sizes, np.int64),
+        np.arange(len(kinds), dtype=np.int64),
+        blocks,
+        np.zeros(len(kinds), np.int16),
+        {},
+    )
     return tr, starts[1] - starts[0], starts[1]
 
 
@@ -78,8 +88,7 @@ def test_match_is_robust_to_noise_singa_is_not(seed):
     assert p.found and p.length == L and p.score < 1.0
     # two resized ops in every iteration: no two adjacent iterations are equal, SINGA's exact
     # test finds no iteration-long repeat, the match still does
-    tr, L, _ = synthetic(np.random.default_rng(20 + seed), iterations=10,
-                         one_per_iteration=True)
+    tr, L, _ = synthetic(np.random.default_rng(20 + seed), iterations=10, one_per_iteration=True)
     p = detect_period(tr, "match", min_period=20)
     assert p.found and p.length == L and 0.9 < p.score < 1.0
     s = detect_period(tr, "singa")
@@ -111,13 +120,19 @@ def test_singa_encoding_and_bad_options():
         detect_period(tr, threshold=1.5)
 
 
-@pytest.mark.parametrize("name, L", [("memInfo_alex_20itr_100size.text", 188),
-                                     ("vec_run_5_vgg.csv", 1020),
-                                     ("blockInfo_resnet_315.text", 1268)])
+@pytest.mark.parametrize(
+    "name, L",
+    [
+        ("memInfo_alex_20itr_100size.text", 188),
+        ("vec_run_5_vgg.csv", 1020),
+        ("blockInfo_resnet_315.text", 1268),
+    ],
+)
 def test_real_traces(name, L):
     if not (TRACES / name).exists():
         pytest.skip("no ../shared/external/singa-traces")
     from g10fast.alloc.trace import read_trace
+
     tr = read_trace(TRACES / name)
     for m in ("singa", "match"):
         p = detect_period(tr, m)

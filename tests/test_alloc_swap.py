@@ -17,6 +17,7 @@ MiB = 1 << 20
 
 def _model_trace(iterations=3):
     from g10fast.memory_source import load_source
+
     return load_source("vit", batch=8, iterations=iterations)
 
 
@@ -34,26 +35,28 @@ def test_invariants_on_a_model(vit, policy):
         for score in ("vote", "doa", "aoa", "wdoa"):
             lim = int(frac * top.peak_before)
             p = plan_swaps(vit, lim, policy, score, link=LinkCost.from_gbps(16))
-            check_plan(vit, p)                       # never absent when touched
+            check_plan(vit, p)  # never absent when touched
             assert p.overhead_ns >= 0
             if p.overhead_ns == 0 and p.peak_after <= lim:
                 n_zero += 1
-                assert p.load.max() <= lim           # zero overhead: the load stays under
+                assert p.load.max() <= lim  # zero overhead: the load stays under
             # swaps come out after their last use and back by their next
             assert (p.r_idx <= p.out_end_idx).all() and (p.in_start_idx <= p.d_idx).all()
             assert p.peak_after <= max(lim, p.peak_before)
 
 
 def test_tighter_limits_swap_more(vit):
-    rows = sweep_limits(vit, [int(f * 1.2e9) for f in (1.0, 0.8, 0.6)], "singa_swap", ["aoa"],
-                        link=LinkCost.from_gbps(16))
+    rows = sweep_limits(
+        vit, [int(f * 1.2e9) for f in (1.0, 0.8, 0.6)], "singa_swap", ["aoa"], link=LinkCost.from_gbps(16)
+    )
     sw = [r["swapped_bytes"] for r in rows]
     assert sw == sorted(sw)
 
 
 def test_replay_and_misprediction(vit):
-    p = plan_swaps(vit, int(0.7 * plan_swaps(vit, 1 << 62).peak_before), "singa_swap",
-                   link=LinkCost.from_gbps(16))
+    p = plan_swaps(
+        vit, int(0.7 * plan_swaps(vit, 1 << 62).peak_before), "singa_swap", link=LinkCost.from_gbps(16)
+    )
     assert p.num_swaps > 0
     rep = replay(vit, p)
     assert rep["iterations"] and all(r["mismatches"] == 0 for r in rep["iterations"])
@@ -61,8 +64,7 @@ def test_replay_and_misprediction(vit):
     size = vit.size.copy()
     r_next = p.start + p.length + p.r_idx[0]
     size[vit.block == vit.block[r_next]] += 512
-    bad = AllocTrace(vit.name, vit.kind, vit.address, size, vit.time_ns, vit.block, vit.stream,
-                     vit.meta)
+    bad = AllocTrace(vit.name, vit.kind, vit.address, size, vit.time_ns, vit.block, vit.stream, vit.meta)
     rep = replay(bad, p)
     assert rep["iterations"][0]["mismatches"] >= 1
     assert rep["iterations"][0]["overhead_s"] > p.overhead_ns * 1e-9
@@ -117,6 +119,7 @@ def test_real_traces(name):
 def test_cli_memory_and_swap(tmp_path, capsys):
     from g10fast.alloc.trace import write_hdf5
     from g10fast.cli import main
+
     tr = _model_trace(3)
     f = tmp_path / "vit.h5"
     write_hdf5(tr, f)
@@ -124,39 +127,62 @@ def test_cli_memory_and_swap(tmp_path, capsys):
     d = json.loads(capsys.readouterr().out)
     assert d["status"] == "ok" and d["peak_reserved_bytes"] >= d["peak_live_bytes"] > 0
     assert d["period"]["found"] and d["period"]["length"] == tr.meta["period"][1]
-    assert main(["memory", str(f), "--capacity-mib", "1", "--allocator", "pytorch",
-                 "--json"]) == 0
+    assert main(["memory", str(f), "--capacity-mib", "1", "--allocator", "pytorch", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["status"] == "oom" and d["oom"]["bytes"] > 0
     assert main(["memory", "vit", "--batch", "8", "--figure", str(tmp_path / "m.png")]) == 0
     assert (tmp_path / "m.png").exists()
     assert "peak live" in capsys.readouterr().out
-    assert main(["swap", "vit", "--batch", "8", "--limit-mib", "300", "--json",
-                 "--link", "preset", "--allocator", "cnmem"]) == 0
+    assert (
+        main(
+            [
+                "swap",
+                "vit",
+                "--batch",
+                "8",
+                "--limit-mib",
+                "300",
+                "--json",
+                "--link",
+                "preset",
+                "--allocator",
+                "cnmem",
+            ]
+        )
+        == 0
+    )
     d = json.loads(capsys.readouterr().out)
     assert {"overhead_per_iteration_s", "iteration_s", "peak_bytes", "status"} <= set(d)
     assert d["gpu_memory_needed_bytes"] >= d["peak_bytes"] and d["swaps"] > 0
-    assert main(["swap", "vit", "--batch", "8", "--sweep-limits", "700:1100:200", "--score",
-                 "aoa", "--json"]) == 0
+    assert (
+        main(["swap", "vit", "--batch", "8", "--sweep-limits", "700:1100:200", "--score", "aoa", "--json"])
+        == 0
+    )
     d = json.loads(capsys.readouterr().out)
     assert len(d["rows"]) == 3
-    for bad in (["memory", str(f), "--allocator", "nope"], ["swap", "vit", "--batch", "8"],
-                ["swap", "vit", "--batch", "8", "--sweep-limits", "5:1:1"],
-                ["swap", "vit", "--batch", "8", "--limit-mib", "300", "--allocator", "x"],
-                ["memory", str(tmp_path / "none.h5")]):
+    for bad in (
+        ["memory", str(f), "--allocator", "nope"],
+        ["swap", "vit", "--batch", "8"],
+        ["swap", "vit", "--batch", "8", "--sweep-limits", "5:1:1"],
+        ["swap", "vit", "--batch", "8", "--limit-mib", "300", "--allocator", "x"],
+        ["memory", str(tmp_path / "none.h5")],
+    ):
         assert main(bad) == 2
 
 
 # ---------------------------------------------------------------------------------------------
 # the policies on the models (the swap engine)
 
+
 @pytest.mark.parametrize("policy", ["singa_swap", "appobmem"])
 def test_policy_on_a_model(policy):
     import g10fast.api as api
     from g10fast import policies
+
     assert policy not in policies.DEFAULT_POLICIES
-    res = api.simulate("vit", 8, "g10-artifact", policy,
-                       options={"limit_fraction": 0.6, "allocator": "cnmem"})
+    res = api.simulate(
+        "vit", 8, "g10-artifact", policy, options={"limit_fraction": 0.6, "allocator": "cnmem"}
+    )
     assert res["engine"] == "swap" and res["status"] == "ok"
     it = res["iterations"][0]
     # timed by the tensor engine: kernel time plus waits for the host link
@@ -170,23 +196,30 @@ def test_policy_on_a_model(policy):
     need = res["gpu_memory_needed_bytes"]
     assert need == res["allocator"]["peak_reserved_bytes"] >= res["allocator"]["peak_live_bytes"]
     # less memory than the unswapped iteration needs under the same allocator
-    full = api.simulate("vit", 8, "g10-artifact", policy,
-                        options={"limit_fraction": 1.0, "allocator": "cnmem"})
+    full = api.simulate(
+        "vit", 8, "g10-artifact", policy, options={"limit_fraction": 1.0, "allocator": "cnmem"}
+    )
     assert full["plan"]["swaps"] == 0 and full["gpu_memory_needed_bytes"] > need
     # a GPU smaller than the need: a failed run naming the need
-    small = api.simulate("vit", 8, "g10-artifact", policy, overrides={"gpu.memory_gb": 0.05},
-                         options={"limit_fraction": 0.6})
+    small = api.simulate(
+        "vit", 8, "g10-artifact", policy, overrides={"gpu.memory_gb": 0.05}, options={"limit_fraction": 0.6}
+    )
     assert small["status"] == "failed" and "GiB of GPU memory" in small["failure"]["reason"]
     with pytest.raises(InputError, match="allocator"):
         api.simulate("vit", 8, "g10-artifact", policy, options={"allocator": "tlsf"})
     if policy == "appobmem":
         # E6: the plan is made on the times of a Base-UVM profile run
         assert res["profile"]["policy"] == "lru" and res["profile"]["iteration_s"] > 0
-        tight = api.simulate("vit", 8, "g10-artifact", policy,
-                             overrides={"gpu.memory_gb": 0.3},
-                             options={"limit_fraction": 0.6, "allocator": "cnmem"})
+        tight = api.simulate(
+            "vit",
+            8,
+            "g10-artifact",
+            policy,
+            overrides={"gpu.memory_gb": 0.3},
+            options={"limit_fraction": 0.6, "allocator": "cnmem"},
+        )
         ideal_s = tight["iterations"][0]["ideal_exe_time_cycles"] / tight["f_hz"]
-        assert tight["profile"]["iteration_s"] > ideal_s      # faults distort the profile
+        assert tight["profile"]["iteration_s"] > ideal_s  # faults distort the profile
         assert tight["plan"]["swaps"] > 0
 
 
@@ -194,6 +227,7 @@ def test_swapped_iteration_places_without_overlap():
     from alloc_twin import check_placement
     from g10fast.alloc.allocators import run_allocator
     from g10fast.policies.trace_swap import swapped_iteration
+
     tr = _model_trace(3)
     p = plan_swaps(tr, int(0.6 * plan_swaps(tr, 1 << 62).peak_before), "singa_swap")
     sw = swapped_iteration(tr, p)
@@ -211,14 +245,16 @@ def test_swap_policies_sweep_into_the_store(tmp_path):
     from g10fast.figures.data import Results
     from g10fast.sweep.matrix import expand_matrix_dict, resolve_points
     from g10fast.sweep.runner import run_sweep
-    matrix = {"group": [{"name": "seed", "models": ["VIT"], "batch": [256],
-                         "policies": ["SINGA-Swap", "appobmem"]}]}
+
+    matrix = {
+        "group": [{"name": "seed", "models": ["VIT"], "batch": [256], "policies": ["SINGA-Swap", "appobmem"]}]
+    }
     pts = resolve_points(expand_matrix_dict(matrix), artifact)
     assert [p.point.policy for p in pts] == ["singa_swap", "appobmem"]
     summary = run_sweep(pts, str(tmp_path / "s.h5"), workers=0)
     assert "2 ok" in summary.text()
     st = Results(str(tmp_path / "s.h5")).get("VIT", 256, "singa_swap")
-    assert st["exe"] >= 0.9999 * st["ideal"] > 0     # tensor-engine ms, rounded to cycles
+    assert st["exe"] >= 0.9999 * st["ideal"] > 0  # tensor-engine ms, rounded to cycles
 
 
 def test_swap_plan_runs_on_the_tensor_engine():
@@ -238,16 +274,22 @@ def test_swap_plan_runs_on_the_tensor_engine():
     from g10fast.run import run
     from g10fast.spec import builtin_spec
 
-    spec = builtin_spec("vit", 8, "g10-artifact", "singa_swap",
-                        options={"limit_fraction": 0.6}, engine={"allocator": "cnmem"})
+    spec = builtin_spec(
+        "vit", 8, "g10-artifact", "singa_swap", options={"limit_fraction": 0.6}, engine={"allocator": "cnmem"}
+    )
     w = api.builtin_workload("vit", 8, "g10-artifact")
     res = run(spec, workload=w, check=True)
     assert res["status"] == "ok" and res["invariant_checks"] > 0
-    assert res["allocator"]["allocator"] == "cnmem"      # the run option beats the default
+    assert res["allocator"]["allocator"] == "cnmem"  # the run option beats the default
     tr = from_workload(w, freq_ghz=spec.system.gpu_frequency_ghz, iterations=3)
-    p = plan_swaps(tr, res["plan"]["limit_bytes"], "singa_swap", "vote",
-                   link=LinkCost.from_gbps(spec.system.host_link_gbps,
-                                           spec.system.link_latency_us), periodic=True)
+    p = plan_swaps(
+        tr,
+        res["plan"]["limit_bytes"],
+        "singa_swap",
+        "vote",
+        link=LinkCost.from_gbps(spec.system.host_link_gbps, spec.system.link_latency_us),
+        periodic=True,
+    )
     hints, info, absent = swap_hints(tr, p)
     assert info["hinted_swaps"] == res["plan"]["hinted_swaps"] == len(hints) // 2
     # each swap: out at a kernel after the last use, back at a kernel up to the next use
@@ -257,13 +299,17 @@ def test_swap_plan_runs_on_the_tensor_engine():
         o, i = np.sort(outs[outs[:, 1] == t, 0]), np.sort(ins[ins[:, 1] == t, 0])
         assert (o < i).all()
     ssd = spec.system.ssd_bandwidth_gbps
-    esys = dataclasses.replace(spec.system, gpu_memory_gb=float(w.size.sum()) / 2**30 + 1.0,
-                               host_link_gbps=spec.system.host_link_gbps + ssd)
+    esys = dataclasses.replace(
+        spec.system,
+        gpu_memory_gb=float(w.size.sum()) / 2**30 + 1.0,
+        host_link_gbps=spec.system.host_link_gbps + ssd,
+    )
     trun = simulate_tensors(w, esys, "gds_ssd_host", hints, options=TensorOptions(**ENGINE_OPTIONS))
     assert trun.total_ms == res["iterations"][0]["exe_time_ms"]
     assert trun.cpu_to_gpu_bytes == trun.gpu_to_cpu_bytes > 0
-    need = run_allocator(from_tensor_events(trun.events, w.raw_size, absent_at_start=absent),
-                         "cnmem").peak_reserved
+    need = run_allocator(
+        from_tensor_events(trun.events, w.raw_size, absent_at_start=absent), "cnmem"
+    ).peak_reserved
     assert need == res["gpu_memory_needed_bytes"]
     # the same allocator over a tensor-engine policy's run: its need, beside its result
     fn = api.simulate("vit", 8, "g10-artifact", "FlashNeuron", engine={"allocator": "cnmem"})
@@ -275,10 +321,19 @@ def test_swap_plan_runs_on_the_tensor_engine():
 def test_tensor_events_to_alloc_trace():
     from g10fast.alloc.trace import FREE, MALLOC, from_tensor_events
     from g10fast.engine.page.kernels import EV_ALLOC, EV_DEALLOC, EV_EVICT, EV_KERNEL
+
     ev = np.zeros((6, 10), np.int64)
     # tensor 3 at page 0, tensor 5 at page 10, kernel marker, 3 evicted, 3 back at 20, 5 freed
-    for i, (k, t, pg) in enumerate([(EV_ALLOC, 3, 0), (EV_ALLOC, 5, 10), (EV_KERNEL, -1, -1),
-                                    (EV_EVICT, 3, 0), (EV_ALLOC, 3, 20), (EV_DEALLOC, 5, 10)]):
+    for i, (k, t, pg) in enumerate(
+        [
+            (EV_ALLOC, 3, 0),
+            (EV_ALLOC, 5, 10),
+            (EV_KERNEL, -1, -1),
+            (EV_EVICT, 3, 0),
+            (EV_ALLOC, 3, 20),
+            (EV_DEALLOC, 5, 10),
+        ]
+    ):
         ev[i, 1], ev[i, 4], ev[i, 5], ev[i, 0] = k, t, pg, i
     sizes = np.arange(10) * 1000
     tr = from_tensor_events(ev, sizes)
@@ -294,10 +349,18 @@ def test_wrapping_swap_is_absent_at_start_for_the_allocator():
     the kernel before its swap-out."""
     from g10fast.alloc.trace import FREE, MALLOC, from_tensor_events
     from g10fast.engine.page.kernels import EV_ALLOC, EV_DEALLOC, EV_EVICT, EV_KERNEL
-    rows = [(EV_ALLOC, -1, 3, 0), (EV_ALLOC, -1, 4, 8),       # start-up: weights 3 and 4
-            (EV_EVICT, 0, 3, 0), (EV_KERNEL, 0, -1, -1),      # stand-in swap-out of 3
-            (EV_ALLOC, 1, 3, 16), (EV_KERNEL, 1, -1, -1),     # 3 swapped in for kernel 1
-            (EV_ALLOC, 2, 5, 24), (EV_KERNEL, 2, -1, -1), (EV_DEALLOC, 2, 5, 24)]
+
+    rows = [
+        (EV_ALLOC, -1, 3, 0),
+        (EV_ALLOC, -1, 4, 8),  # start-up: weights 3 and 4
+        (EV_EVICT, 0, 3, 0),
+        (EV_KERNEL, 0, -1, -1),  # stand-in swap-out of 3
+        (EV_ALLOC, 1, 3, 16),
+        (EV_KERNEL, 1, -1, -1),  # 3 swapped in for kernel 1
+        (EV_ALLOC, 2, 5, 24),
+        (EV_KERNEL, 2, -1, -1),
+        (EV_DEALLOC, 2, 5, 24),
+    ]
     ev = np.zeros((len(rows), 10), np.int64)
     for i, (k, kern, t, pg) in enumerate(rows):
         ev[i, 0], ev[i, 1], ev[i, 3], ev[i, 4], ev[i, 5] = i, k, kern, t, pg
@@ -315,6 +378,7 @@ def test_appobmem_alloc_free_only(vit):
     candidate when it lives across the peak (used at its malloc and before its free), and the
     accesses it did not see that fall while the block is away are counted."""
     from g10fast.alloc.trace import FREE
+
     limit = int(0.6 * plan_swaps(vit, 1 << 62, "appobmem").peak_before)
     full = plan_swaps(vit, limit, "appobmem")
     blind = plan_swaps(vit, limit, "appobmem", accesses="alloc_free_only")
@@ -328,9 +392,16 @@ def test_appobmem_alloc_free_only(vit):
         check_plan(vit, blind)
     assert full.info["accesses"] == "alloc_free_access" and "absent_accesses" not in full.info
     # a trace without accesses (SINGA's memInfo) now plans
-    no_acc = AllocTrace(vit.name, vit.kind[vit.kind <= FREE], vit.address[vit.kind <= FREE],
-                        vit.size[vit.kind <= FREE], vit.time_ns[vit.kind <= FREE],
-                        vit.block[vit.kind <= FREE], vit.stream[vit.kind <= FREE], {})
+    no_acc = AllocTrace(
+        vit.name,
+        vit.kind[vit.kind <= FREE],
+        vit.address[vit.kind <= FREE],
+        vit.size[vit.kind <= FREE],
+        vit.time_ns[vit.kind <= FREE],
+        vit.block[vit.kind <= FREE],
+        vit.stream[vit.kind <= FREE],
+        {},
+    )
     assert plan_swaps(no_acc, limit, "appobmem").num_swaps == 0
     p = plan_swaps(no_acc, limit, "appobmem", accesses="alloc_free_only")
     assert p.num_swaps > 0 and p.info["absent_accesses"] == 0
@@ -338,9 +409,14 @@ def test_appobmem_alloc_free_only(vit):
         plan_swaps(vit, limit, "appobmem", accesses="some")
     # on the model, through the tensor engine: it runs, the blind spots cost demand fetches
     import g10fast.api as api
-    res = api.simulate("vit", 8, "g10-artifact", "appobmem",
-                       options={"limit_fraction": 0.6, "trace": "alloc_free_only",
-                                "profile_policy": "none"})
+
+    res = api.simulate(
+        "vit",
+        8,
+        "g10-artifact",
+        "appobmem",
+        options={"limit_fraction": 0.6, "trace": "alloc_free_only", "profile_policy": "none"},
+    )
     assert res["status"] == "ok" and res["plan"]["absent_accesses"] > 0
 
 
@@ -349,6 +425,7 @@ def test_periodic_load_and_whole_kernel_gaps(vit):
     iterations too, so a limit takes no more swaps; op_group: every swap's gap holds a whole
     kernel."""
     from g10fast.policies.trace_swap import absolute_kernels
+
     peak = plan_swaps(vit, 1 << 62).peak_before
     ak = absolute_kernels(vit)
     for frac in (0.8, 0.6):
@@ -368,15 +445,14 @@ def test_fit_allocator_lowers_the_limit():
     """A need above the GPU's memory (the allocator's overhead over the load) lowers the
     planner's limit by the excess and plans again; without fit_allocator it is a failure."""
     import g10fast.api as api
+
     kw = dict(overrides={"gpu.memory_gb": 0.35}, engine={"allocator": "cnmem"})
     res = api.simulate("vit", 8, "g10-artifact", "singa_swap", **kw)
     gpu = int(0.35 * 2**30)
     rounds = res["fit_rounds"]
     assert len(rounds) >= 2 and rounds[0]["gpu_memory_needed_bytes"] > gpu
-    assert rounds[1]["limit_bytes"] == rounds[0]["limit_bytes"] - (
-        rounds[0]["gpu_memory_needed_bytes"] - gpu)
+    assert rounds[1]["limit_bytes"] == rounds[0]["limit_bytes"] - (rounds[0]["gpu_memory_needed_bytes"] - gpu)
     assert res["status"] == "ok" and res["gpu_memory_needed_bytes"] <= gpu
-    stiff = api.simulate("vit", 8, "g10-artifact", "singa_swap",
-                         options={"fit_allocator": False}, **kw)
+    stiff = api.simulate("vit", 8, "g10-artifact", "singa_swap", options={"fit_allocator": False}, **kw)
     assert stiff["status"] == "failed" and stiff["failure"]["stage"] == "allocator"
     assert len(stiff["fit_rounds"]) == 1

@@ -17,24 +17,37 @@ from g10fast.alloc.swap import (
 from g10fast.alloc.trace import FREE, LAYER, MALLOC, READ, AllocTrace
 from g10fast.errors import InputError
 
-ONE_NS_PER_BYTE = LinkCost(1.0, 0.0, 1.0, 0.0)     # T_out(s) = T_in(s) = s ns
+ONE_NS_PER_BYTE = LinkCost(1.0, 0.0, 1.0, 0.0)  # T_out(s) = T_in(s) = s ns
 
 
 def _trace(t_read_a=210):
     """One iteration: A (100 B) written by a layer at op 1 and read again at op 6; B (300 B)
     and C (50 B) make the peak (450 B at op 3)."""
-    ops = [(MALLOC, 0, 100, 0), (LAYER, 0, 100, 10), (MALLOC, 1, 300, 20),
-           (MALLOC, 2, 50, 30), (FREE, 2, 50, 40), (FREE, 1, 300, 200),
-           (READ, 0, 100, t_read_a), (FREE, 0, 100, 220)]
+    ops = [
+        (MALLOC, 0, 100, 0),
+        (LAYER, 0, 100, 10),
+        (MALLOC, 1, 300, 20),
+        (MALLOC, 2, 50, 30),
+        (FREE, 2, 50, 40),
+        (FREE, 1, 300, 200),
+        (READ, 0, 100, t_read_a),
+        (FREE, 0, 100, 220),
+    ]
     k, blk, size, t = (np.asarray(x) for x in zip(*ops))
-    return AllocTrace("hand", k.astype(np.int8), (blk * 4096 + 4096).astype(np.int64),
-                      size.astype(np.int64), t.astype(np.int64), blk.astype(np.int64),
-                      np.zeros(len(k), np.int16), {})
+    return AllocTrace(
+        "hand",
+        k.astype(np.int8),
+        (blk * 4096 + 4096).astype(np.int64),
+        size.astype(np.int64),
+        t.astype(np.int64),
+        blk.astype(np.int64),
+        np.zeros(len(k), np.int16),
+        {},
+    )
 
 
 def _plan(tr, limit, **kw):
-    return plan_swaps(tr, limit, "singa_swap", "vote", link=ONE_NS_PER_BYTE, period=(0, 6),
-                      min_block=1, **kw)
+    return plan_swaps(tr, limit, "singa_swap", "vote", link=ONE_NS_PER_BYTE, period=(0, 6), min_block=1, **kw)
 
 
 def test_swap_out_wait_by_hand():
@@ -61,7 +74,7 @@ def test_swap_in_lateness_by_hand():
     assert p.overhead_ns == 190.0
     assert p.out_end_idx.tolist() == [1] and p.in_start_idx.tolist() == [5]
     assert p.in_end_ns.tolist() == [300.0]
-    assert p.in_end_ns[0] - 210 == 90.0                 # the swap-in's lateness
+    assert p.in_end_ns[0] - 210 == 90.0  # the swap-in's lateness
     assert p.summary()["overhead_per_iteration_s"] == pytest.approx(190e-9)
 
 
@@ -86,10 +99,10 @@ def test_hand_trace_against_the_twin(limit):
     tr = _trace()
     for clock in (None, 440.0, 1e5):
         p = _plan(tr, limit, iteration_ns=clock)
-        swaps = list(zip((p.r_idx + p.start).tolist(), (p.d_idx + p.start).tolist(),
-                         p.size.tolist()))
-        ov, in_end, load = swap_schedule_twin(tr, 0, 0, 8, 8, 3, swaps, ONE_NS_PER_BYTE.t_out,
-                                              ONE_NS_PER_BYTE.t_in, limit, iteration_ns=clock)
+        swaps = list(zip((p.r_idx + p.start).tolist(), (p.d_idx + p.start).tolist(), p.size.tolist()))
+        ov, in_end, load = swap_schedule_twin(
+            tr, 0, 0, 8, 8, 3, swaps, ONE_NS_PER_BYTE.t_out, ONE_NS_PER_BYTE.t_in, limit, iteration_ns=clock
+        )
         assert p.overhead_ns == pytest.approx(ov)
         assert p.in_end_ns.tolist() == pytest.approx(in_end)
         assert p.load.tolist() == load
@@ -97,6 +110,7 @@ def test_hand_trace_against_the_twin(limit):
 
 def _vit():
     from g10fast.memory_source import load_source
+
     return load_source("vit", batch=8, iterations=3)
 
 
@@ -116,11 +130,19 @@ def test_model_trace_against_the_twin(vit):
         for score in SCORES:
             p = plan_swaps(vit, lim, "singa_swap", score, link=link)
             a, b = (p.start + x for x in p.info["context"])
-            swaps = list(zip((p.r_idx + p.start).tolist(), (p.d_idx + p.start).tolist(),
-                             p.size.tolist()))
+            swaps = list(zip((p.r_idx + p.start).tolist(), (p.d_idx + p.start).tolist(), p.size.tolist()))
             ov, in_end, load = swap_schedule_twin(
-                vit, a, p.start, p.start + p.length, b, p.start + p.info["peak_idx"], swaps,
-                link.t_out, link.t_in, lim)
+                vit,
+                a,
+                p.start,
+                p.start + p.length,
+                b,
+                p.start + p.info["peak_idx"],
+                swaps,
+                link.t_out,
+                link.t_in,
+                lim,
+            )
             assert p.overhead_ns == pytest.approx(ov, rel=1e-12, abs=1e-6), (frac, score)
             assert p.in_end_ns.tolist() == pytest.approx(in_end, rel=1e-12), (frac, score)
             assert p.load.tolist() == load
@@ -138,15 +160,33 @@ def test_every_score_has_its_names():
 def test_scores_order_by_hand():
     """Three candidates across the peak (op 6): X 200 B, Y 100 B, Z 50 B. With T_out = T_in
     = s ns, each score's first pick is the block it ranks first (hand-worked below)."""
-    ops = [(MALLOC, 0, 200, 0), (LAYER, 0, 200, 10), (MALLOC, 1, 100, 12),
-           (LAYER, 1, 100, 20), (MALLOC, 2, 50, 25), (LAYER, 2, 50, 30),
-           (MALLOC, 3, 1000, 40), (FREE, 3, 1000, 50), (READ, 0, 200, 100),
-           (READ, 2, 50, 250), (READ, 1, 100, 300), (FREE, 0, 200, 310),
-           (FREE, 1, 100, 320), (FREE, 2, 50, 330)]
+    ops = [
+        (MALLOC, 0, 200, 0),
+        (LAYER, 0, 200, 10),
+        (MALLOC, 1, 100, 12),
+        (LAYER, 1, 100, 20),
+        (MALLOC, 2, 50, 25),
+        (LAYER, 2, 50, 30),
+        (MALLOC, 3, 1000, 40),
+        (FREE, 3, 1000, 50),
+        (READ, 0, 200, 100),
+        (READ, 2, 50, 250),
+        (READ, 1, 100, 300),
+        (FREE, 0, 200, 310),
+        (FREE, 1, 100, 320),
+        (FREE, 2, 50, 330),
+    ]
     k, blk, size, t = (np.asarray(x) for x in zip(*ops))
-    tr = AllocTrace("scores", k.astype(np.int8), (blk * 4096 + 4096).astype(np.int64),
-                    size.astype(np.int64), t.astype(np.int64), blk.astype(np.int64),
-                    np.zeros(len(k), np.int16), {})
+    tr = AllocTrace(
+        "scores",
+        k.astype(np.int8),
+        (blk * 4096 + 4096).astype(np.int64),
+        size.astype(np.int64),
+        t.astype(np.int64),
+        blk.astype(np.int64),
+        np.zeros(len(k), np.int16),
+        {},
+    )
     # load after ops 0..: 200 200 300 300 350 350 1350 350 350 350 350 150 50 0; peak op 6.
     # gaps: X ops 1..8 (90 ns), Y 3..10 (280 ns), Z 5..9 (220 ns).
     # DOA origin: Y 280 > Z 220 > X 90.       pri = gap x size: Y 28000 > X 18000 > Z 11000.
@@ -155,26 +195,27 @@ def test_scores_order_by_hand():
     # vote = rank sums (DOA origin, AOA, WDOA): Y 3, Z 7, X 8.
     first = {}
     for score in SCORES:
-        p = plan_swaps(tr, 1349, "singa_swap", score, link=ONE_NS_PER_BYTE, period=(0, 8),
-                       min_block=1)
+        p = plan_swaps(tr, 1349, "singa_swap", score, link=ONE_NS_PER_BYTE, period=(0, 8), min_block=1)
         assert p.num_swaps == 1
         first[score] = int(p.block[0])
     assert first["doa_origin"] == 1 and first["pri"] == 1 and first["aoa"] == 1
-    assert first == {"vote": 1, "doa_origin": 1, "pri": 1, "doa": 2, "aoa": 1, "wdoa": 1,
-                     "subwdoa": 1}
+    assert first == {"vote": 1, "doa_origin": 1, "pri": 1, "doa": 2, "aoa": 1, "wdoa": 1, "subwdoa": 1}
 
 
 def test_vec_block_format_and_blocks_live_at_start(tmp_path):
     """SwapGPU's appended form (bytes on every op), cut from a longer run: a block first seen
     by a read or a free was live when the recording starts and gets a malloc there."""
     from g10fast.alloc.trace import read_trace
+
     p = tmp_path / "vec_block_cut.csv"
-    p.write_text("Read 0xa0 300 1000\n"            # 0xa0: live before the cut
-                 "Malloc 0xb0 100 1010\n"
-                 "Mutable 0xb0 100 1020\n"
-                 "Free 0xa0 300 1030\n"
-                 "Layer 0xc0 7 1040\n"              # a layer marker alone: not a block
-                 "Free 0xb0 100 1050\n")
+    p.write_text(
+        "Read 0xa0 300 1000\n"  # 0xa0: live before the cut
+        "Malloc 0xb0 100 1010\n"
+        "Mutable 0xb0 100 1020\n"
+        "Free 0xa0 300 1030\n"
+        "Layer 0xc0 7 1040\n"  # a layer marker alone: not a block
+        "Free 0xb0 100 1050\n"
+    )
     tr = read_trace(p)
     assert tr.meta["format"] == "singa-vec_block" and tr.meta["live_at_start"] == 1
     assert tr.kind.tolist() == [MALLOC, READ, MALLOC, 3, FREE, FREE]
@@ -204,13 +245,29 @@ def _three(t_iter=1000):
     k = np.tile(one.kind, 3)
     blk = np.concatenate([one.block + 3 * i for i in range(3)])
     t = np.concatenate([one.time_ns + t_iter * i for i in range(3)])
-    return AllocTrace("hand3", k, (blk * 4096 + 4096).astype(np.int64), np.tile(one.size, 3),
-                      t.astype(np.int64), blk.astype(np.int64), np.zeros(3 * n, np.int16), {})
+    return AllocTrace(
+        "hand3",
+        k,
+        (blk * 4096 + 4096).astype(np.int64),
+        np.tile(one.size, 3),
+        t.astype(np.int64),
+        blk.astype(np.int64),
+        np.zeros(3 * n, np.int16),
+        {},
+    )
 
 
 def _offline(tr, limit, score="aoa"):
-    return plan_swaps(tr, limit, "singa_swap", score, link=ONE_NS_PER_BYTE, period=(0, 6),
-                      min_block=1, offline_analysis=True)
+    return plan_swaps(
+        tr,
+        limit,
+        "singa_swap",
+        score,
+        link=ONE_NS_PER_BYTE,
+        period=(0, 6),
+        min_block=1,
+        offline_analysis=True,
+    )
 
 
 def test_offline_analysis_by_hand():
@@ -230,14 +287,21 @@ def test_offline_analysis_by_hand():
     # the swap-in, late by 90 ns under SwapGPU's schedule, costs nothing here
     q = _offline(tr, 350)
     assert q.overhead_ns == 100.0 and q.in_start_idx.tolist() == [6]
-    intended = plan_swaps(tr, 350, "singa_swap", "aoa", link=ONE_NS_PER_BYTE, period=(0, 6),
-                          min_block=1)
+    intended = plan_swaps(tr, 350, "singa_swap", "aoa", link=ONE_NS_PER_BYTE, period=(0, 6), min_block=1)
     assert intended.overhead_ns == 190.0
     with pytest.raises(InputError, match="offline_analysis"):
         _offline(tr, 350, "vote")
     with pytest.raises(InputError, match="three iterations"):
-        plan_swaps(_trace(), 350, "singa_swap", "aoa", link=ONE_NS_PER_BYTE, period=(0, 6),
-                   min_block=1, offline_analysis=True)
+        plan_swaps(
+            _trace(),
+            350,
+            "singa_swap",
+            "aoa",
+            link=ONE_NS_PER_BYTE,
+            period=(0, 6),
+            min_block=1,
+            offline_analysis=True,
+        )
 
 
 def test_cli_clock_offline_and_base(vit, capsys):
@@ -246,13 +310,16 @@ def test_cli_clock_offline_and_base(vit, capsys):
     import json
 
     from g10fast.cli import main
+
     peak = plan_swaps(vit, 1 << 62).peak_before
     lim = int(0.7 * peak)
     args = ["swap", "vit", "--batch", "8", "--limit-mib", str(lim / 2**20), "--score", "aoa"]
     ran = 0
-    for extra, kw in ((["--iteration-ms", "5"], {"iteration_ns": 5e6}),
-                      (["--base-mib", "3"], {"base_bytes": 3 * 2**20}),
-                      (["--offline-analysis"], {"offline_analysis": True})):
+    for extra, kw in (
+        (["--iteration-ms", "5"], {"iteration_ns": 5e6}),
+        (["--base-mib", "3"], {"base_bytes": 3 * 2**20}),
+        (["--offline-analysis"], {"offline_analysis": True}),
+    ):
         want = plan_swaps(vit, int(lim / 2**20 * 2**20), "singa_swap", "aoa", **kw)
         assert main(args + extra + ["--json"]) == 0
         out = json.loads(capsys.readouterr().out)

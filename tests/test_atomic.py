@@ -18,7 +18,7 @@ def test_written_file_is_renamed_over_the_target(tmp_path):
         assert not os.path.exists(tmp)
         with open(tmp, "w") as fh:
             fh.write("new")
-        assert out.read_text() == "old"          # not before the block ends
+        assert out.read_text() == "old"  # not before the block ends
     assert out.read_text() == "new" and os.listdir(tmp_path) == ["a.csv"]
 
 
@@ -34,7 +34,7 @@ def test_an_error_leaves_the_target_and_no_temporary(tmp_path):
     assert out.read_text() == "old" and os.listdir(tmp_path) == ["a.png"]
     with pytest.raises(KeyboardInterrupt):
         with atomic_path(tmp_path / "b.h5"):
-            raise KeyboardInterrupt          # nothing written yet: nothing to remove
+            raise KeyboardInterrupt  # nothing written yet: nothing to remove
     assert os.listdir(tmp_path) == ["a.png"]
 
 

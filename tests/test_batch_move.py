@@ -27,8 +27,28 @@ def _eligible(st, e):
     return (st & RES) == pk.IN_GPU and (st >> G) == (e & pk.GEN_MASK)
 
 
-def twin(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deepum, pstate, lru, lm,
-         hd, tail, cur, scan, wait, vt_d):
+def twin(
+    p,
+    nb,
+    a_src,
+    b_ev,
+    b_dnp,
+    b_dest,
+    b_lo,
+    b_hi,
+    b_win,
+    b_rq,
+    deepum,
+    pstate,
+    lru,
+    lm,
+    hd,
+    tail,
+    cur,
+    scan,
+    wait,
+    vt_d,
+):
     """The page loop's moves, one page at a time (the engine before runs were read in bulk);
     b_rq: the victims (of a required tensor) go in transfer and join the wait set, and the
     moves stop at a victim that does not follow the last one."""
@@ -80,9 +100,9 @@ def twin(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deepum, pst
         if deepum:
             # the artifact's cursor is a list iterator: on a live page, or at END (where an
             # appended page stays behind it)
-            while cur < tail and not (lru[cur & lm] >= 0
-                                      and _live(int(pstate[lru[cur & lm] >> G]),
-                                                int(lru[cur & lm]))):
+            while cur < tail and not (
+                lru[cur & lm] >= 0 and _live(int(pstate[lru[cur & lm] >> G]), int(lru[cur & lm]))
+            ):
                 cur += 1
         st = (st0 & ~LOC) | pk.IN_GPU
         lru[tail & lm] = (pp << G) | (st >> G)
@@ -99,10 +119,50 @@ def twin(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deepum, pst
 
 
 @njit
-def _call(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deepum, pstate, lru, lm,
-          hd, tail, cur, scan, wait, vt_d):
-    return pk._batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deepum,
-                          pstate, lru, lm, hd, tail, cur, scan, wait, vt_d)
+def _call(
+    p,
+    nb,
+    a_src,
+    b_ev,
+    b_dnp,
+    b_dest,
+    b_lo,
+    b_hi,
+    b_win,
+    b_rq,
+    deepum,
+    pstate,
+    lru,
+    lm,
+    hd,
+    tail,
+    cur,
+    scan,
+    wait,
+    vt_d,
+):
+    return pk._batch_move(
+        p,
+        nb,
+        a_src,
+        b_ev,
+        b_dnp,
+        b_dest,
+        b_lo,
+        b_hi,
+        b_win,
+        b_rq,
+        deepum,
+        pstate,
+        lru,
+        lm,
+        hd,
+        tail,
+        cur,
+        scan,
+        wait,
+        vt_d,
+    )
 
 
 def _case(rng):
@@ -116,7 +176,7 @@ def _case(rng):
     for q in range(V):
         pstate[q] = a_src | (int(rng.integers(16)) << G)
     hd = int(rng.integers(0, 4 * lcap))
-    clean = rng.random() < 0.5          # long runs: no damage, room for many arrivals
+    clean = rng.random() < 0.5  # long runs: no damage, room for many arrivals
     d = 0.0 if clean else 1.0
     fill = int(rng.integers(1, lcap // 2 if clean else lcap - 4))
     tail = hd + fill
@@ -125,17 +185,17 @@ def _case(rng):
     for pos in range(hd, tail):
         r = rng.random()
         if r < 0.08 * d:
-            continue                                       # a tombstone
+            continue  # a tombstone
         q = page if rng.random() >= 0.1 * d else int(rng.integers(b_lo, V))
         page += 1
         st = int(pstate[q]) if q >= b_hi else int(rng.integers(16)) << G
         st = (st & ~LOC) | pk.IN_GPU
         if rng.random() < 0.05 * d:
-            st |= TR                                       # in transfer
+            st |= TR  # in transfer
         if rng.random() < 0.3:
             st |= WAIT
         pstate[q] = st
-        gen = (st >> G) if rng.random() >= 0.05 * d else ((st >> G) + 1) & 15   # stale
+        gen = (st >> G) if rng.random() >= 0.05 * d else ((st >> G) + 1) & 15  # stale
         lru[pos & lm] = (q << G) | gen
     room = lcap - (tail - hd)
     nb = int(rng.integers(room // 2 if clean else 1, room + 1))
@@ -150,11 +210,28 @@ def _case(rng):
     b_dnp = deepum and bool(rng.random() < 0.5)
     cur = int(rng.integers(hd, tail + 1))
     scan = int(rng.integers(hd - 2, tail + 1))
-    return (p, nb, a_src, bool(rng.random() < 0.9), b_dnp,
-            int(rng.choice([pk.IN_CPU, pk.IN_SSD, pk.NOT_PRESENT])), b_lo, b_hi,
-            bool(rng.random() < 0.2), bool(rng.random() < 0.3), deepum, pstate, lru, lm, hd,
-            tail, cur, scan,
-            int(rng.integers(0, 50)), 0)
+    return (
+        p,
+        nb,
+        a_src,
+        bool(rng.random() < 0.9),
+        b_dnp,
+        int(rng.choice([pk.IN_CPU, pk.IN_SSD, pk.NOT_PRESENT])),
+        b_lo,
+        b_hi,
+        bool(rng.random() < 0.2),
+        bool(rng.random() < 0.3),
+        deepum,
+        pstate,
+        lru,
+        lm,
+        hd,
+        tail,
+        cur,
+        scan,
+        int(rng.integers(0, 50)),
+        0,
+    )
 
 
 @pytest.mark.skipif(NO_JIT, reason="G10FAST_NO_JIT: nothing is compiled")
@@ -178,8 +255,8 @@ def test_batch_move_matches_page_by_page(seed):
         assert np.array_equal(np.maximum(ring, -1), ring_twin)
         for x in np.flatnonzero(ring < -1):
             d = -int(ring[x])
-            assert x + d <= len(ring) and (ring_twin[x:x + d] == -1).all()
+            assert x + d <= len(ring) and (ring_twin[x : x + d] == -1).all()
         runs += got[0] >= 16
         rq_runs += args[9] and got[0] >= 16
-    assert runs > 20          # long runs (the chunked read) were exercised
-    assert rq_runs >= 2       # and with victims queued again
+    assert runs > 20  # long runs (the chunked read) were exercised
+    assert rq_runs >= 2  # and with victims queued again

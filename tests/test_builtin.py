@@ -6,13 +6,24 @@ import numpy as np
 import pytest
 
 from g10fast.errors import InputError
-from g10fast.workload.builtin import (find_model, footprint_bytes, list_models,
-                                      load_builtin_graph, parameter_count, read_model_file)
+from g10fast.workload.builtin import (
+    find_model,
+    footprint_bytes,
+    list_models,
+    load_builtin_graph,
+    parameter_count,
+    read_model_file,
+)
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 ART = SHARED / "g10-artifact"
-PAPER = [("resnet152", "ResNet152"), ("inceptionv3", "Inceptionv3"), ("senet154", "SENet154"),
-         ("bert-base", "BERT_Base"), ("vit", "VIT")]
+PAPER = [
+    ("resnet152", "ResNet152"),
+    ("inceptionv3", "Inceptionv3"),
+    ("senet154", "SENet154"),
+    ("bert-base", "BERT_Base"),
+    ("vit", "VIT"),
+]
 
 
 def same_graph(a, b):
@@ -29,8 +40,8 @@ def test_builtin_equals_artifact_front_end(key, stem, batch):
     if not ART.is_dir():
         pytest.skip("no ../shared/g10-artifact")
     from g10fast.workload.zoo import load_artifact_graph
-    same_graph(load_builtin_graph(key, batch),
-               load_artifact_graph(ART / "frontend" / "Nets", stem, batch))
+
+    same_graph(load_builtin_graph(key, batch), load_artifact_graph(ART / "frontend" / "Nets", stem, batch))
 
 
 def test_builtin_same_simulation_with_a100_traces():
@@ -39,20 +50,25 @@ def test_builtin_same_simulation_with_a100_traces():
     from g10fast.config import genconfig
     from g10fast.run import run
     from g10fast.workload.times import load_workload
+
     cfg = genconfig(ART, "BERT", 128, "lru")
     a = run(cfg)
-    w = load_workload(load_builtin_graph("bert-base", 128), cfg.orig_kernel_time_file,
-                      cfg.input_pf_kernel_time_file, cfg.pf_kernel_time_file,
-                      cfg.workspace_size_file, cfg.GPU_frequency_GHz)
+    w = load_workload(
+        load_builtin_graph("bert-base", 128),
+        cfg.orig_kernel_time_file,
+        cfg.input_pf_kernel_time_file,
+        cfg.pf_kernel_time_file,
+        cfg.workspace_size_file,
+        cfg.GPU_frequency_GHz,
+    )
     b = run(cfg, workload=w)
     assert a["iterations"] == b["iterations"]
-    assert a["iterations"][1]["exe_time_cycles"] == 13178010664   # reference/BERT-128-lru
+    assert a["iterations"][1]["exe_time_cycles"] == 13178010664  # reference/BERT-128-lru
 
 
 def test_kernel_counts_without_artifact():
     # kernels per iteration as in g10-workloads.md §1.1
-    want = {"resnet152": 1299, "inceptionv3": 929, "senet154": 2319, "bert-base": 1369,
-            "vit": 1489}
+    want = {"resnet152": 1299, "inceptionv3": 929, "senet154": 2319, "bert-base": 1369, "vit": 1489}
     for k, n in want.items():
         assert load_builtin_graph(k, 2).num_kernels == n
 
@@ -86,8 +102,7 @@ def test_list_and_find():
 
 def test_bad_model_files(tmp_path):
     p = tmp_path / "m.toml"
-    p.write_text('format = "g10fast-model"\nversion = 1\nname = "x"\nkind = "cnn"\n'
-                 'family = "vgg"\n')
+    p.write_text('format = "g10fast-model"\nversion = 1\nname = "x"\nkind = "cnn"\nfamily = "vgg"\n')
     with pytest.raises(InputError, match="family"):
         read_model_file(p)
     p.write_text("not toml [")
@@ -103,6 +118,7 @@ def test_bad_model_files(tmp_path):
 
 def test_kernel_layers_checks_its_batch_as_the_graph_does():
     from g10fast.workload.builtin import kernel_layers
+
     for bad in (0, -4, 2.5, True):
         with pytest.raises(InputError, match="positive") as e:
             kernel_layers("bert-base", bad)
@@ -114,8 +130,19 @@ def test_kernel_layers_checks_its_batch_as_the_graph_does():
 def _tiny_decoder(family, **kw):
     """One layer, hidden 64, 4 heads, sequence 32, vocabulary 100, fp32, SGD, batch 2."""
     key = "gpt2-xl" if family == "gpt2" else "llama-7b"
-    return load_builtin_graph(key, 2, layers=1, hidden=64, heads=4, ffn=256, seq_len=32,
-                              vocab=100, precision="fp32", optimizer="sgd", **kw)
+    return load_builtin_graph(
+        key,
+        2,
+        layers=1,
+        hidden=64,
+        heads=4,
+        ffn=256,
+        seq_len=32,
+        vocab=100,
+        precision="fp32",
+        optimizer="sgd",
+        **kw,
+    )
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama"])
@@ -124,6 +151,7 @@ def test_decoders_default_to_fused_attention(family):
     backward kernel, no S x S tensor; the artifact's form keeps the scores, the scaled and
     masked scores, the softmax and their gradients (B NH S S 4 = 32 KiB each)."""
     from g10fast.workload.costmodel import kernel_features
+
     B, NH, S, H = 2, 4, 32, 64
     scores = B * NH * S * S * 4
     g = _tiny_decoder(family)
@@ -131,8 +159,7 @@ def test_decoders_default_to_fused_attention(family):
     assert g.kernel_name.count("FlashAttention_Backward") == 1
     assert "BatchMatMul_Forward" not in g.kernel_name and "SoftmaxBasic_Forward" in g.kernel_name
     assert not np.any(g.raw_size == scores)
-    kf, kb = g.kernel_name.index("FlashAttention_Forward"), g.kernel_name.index(
-        "FlashAttention_Backward")
+    kf, kb = g.kernel_name.index("FlashAttention_Forward"), g.kernel_name.index("FlashAttention_Backward")
     ins = sorted(int(g.raw_size[t]) for t in g.inputs(kf))
     # GPT-2 reads its fused qkv (B S 3H), Llama rotated q, k and v (B S H each)
     assert ins == ([B * S * 3 * H * 4] if family == "gpt2" else [B * S * H * 4] * 3)
@@ -140,12 +167,12 @@ def test_decoders_default_to_fused_attention(family):
     # backward: inputs, the output and its gradient in; one gradient per input out
     assert len(g.inputs(kb)) == len(ins) + 2 and len(g.outputs(kb)) == len(ins)
     f = kernel_features(g)["flops"]
-    fwd = 2 * B * NH * S * S * (H // NH)         # causal: half of QK^T and PV's 4 B NH S^2 d
+    fwd = 2 * B * NH * S * S * (H // NH)  # causal: half of QK^T and PV's 4 B NH S^2 d
     assert f[kf] == fwd and f[kb] == 2 * fwd
     m = _tiny_decoder(family, attention="materialized")
     assert "FlashAttention_Forward" not in m.kernel_name
     assert m.kernel_name.count("BatchMatMul_Forward") == 2
-    assert np.sum(m.raw_size == scores) == 8     # 4 forward, their 4 gradients
+    assert np.sum(m.raw_size == scores) == 8  # 4 forward, their 4 gradients
     assert footprint_bytes(m) - footprint_bytes(g) > 7 * scores
 
 
@@ -154,11 +181,11 @@ def test_decoders_fused_pointwise_and_the_artifact_form():
     pointwise="decomposed" the element-wise chains of G10's model files (layer norm as 11
     ops, GELU via Erf) as before. Kernel counts per layer hand-counted."""
     g = _tiny_decoder("gpt2")
-    assert g.kernel_name.count("LayerNorm_Forward") == 3          # ln1, ln2, ln_f
+    assert g.kernel_name.count("LayerNorm_Forward") == 3  # ln1, ln2, ln_f
     assert g.kernel_name.count("LayerNorm_Backward") == 3
     assert g.kernel_name.count("Gelu_Forward") == 1 and "Erf_Forward" not in g.kernel_name
     k = g.kernel_name.index("LayerNorm_Backward")
-    assert len(g.outputs(k)) == 3                 # gradients of x, scale and shift
+    assert len(g.outputs(k)) == 3  # gradients of x, scale and shift
     ll = _tiny_decoder("llama")
     assert ll.kernel_name.count("Silu_Forward") == 1 and "Tanh_Forward" not in ll.kernel_name
     d = _tiny_decoder("gpt2", attention="materialized", pointwise="decomposed")
@@ -167,9 +194,9 @@ def test_decoders_fused_pointwise_and_the_artifact_form():
     # the old form's golden footprint: GPT-2 XL at micro-batch 8 (bf16-mixed, AdamW)
     full_old = load_builtin_graph("gpt2-xl", 8, attention="materialized", pointwise="decomposed")
     assert full_old.num_kernels == 5467
-    assert footprint_bytes(full_old) == 338510786560          # 315.3 GiB
+    assert footprint_bytes(full_old) == 338510786560  # 315.3 GiB
     full = load_builtin_graph("gpt2-xl", 8)
-    assert footprint_bytes(full) == 99053621248               # 92.3 GiB
+    assert footprint_bytes(full) == 99053621248  # 92.3 GiB
     with pytest.raises(InputError, match="attention"):
         load_builtin_graph("gpt2-xl", 1, attention="flash")
     with pytest.raises(InputError, match="pointwise"):
@@ -196,9 +223,17 @@ def test_parameter_counts_do_not_grow_with_the_batch():
     # ViT as G10's file has it (hidden 384, 6 heads, 12 layers, 32x32 patches, 50 tokens):
     # patch conv + bias, class token and positions, 12 layers, final norm, head; one tie
     H, F, C = 384, 1536, 1000
-    vit = (H * 3 * 32 * 32 + H + 50 * H + H
-           + 12 * (2 * H + 3 * H * H + 3 * H + H * H + H + 2 * H + H * F + F + F * H + H)
-           + 2 * H + C * H + C - H)
+    vit = (
+        H * 3 * 32 * 32
+        + H
+        + 50 * H
+        + H
+        + 12 * (2 * H + 3 * H * H + 3 * H + H * H + H + 2 * H + H * F + F + F * H + H)
+        + 2 * H
+        + C * H
+        + C
+        - H
+    )
     for b in (2, 256):
         assert parameter_count(load_builtin_graph("vit", b)) == vit == 22_878_568
     # CNNs: torchvision's counts (weights, biases, batch-norm scale and shift; not the
@@ -214,6 +249,7 @@ def test_models_footprint_is_the_runs(capsys):
     import json
     from g10fast.api import simulate
     from g10fast.cli import main
+
     assert main(["models", "--json", "--batch", "4"]) == 0
     rows = {r["key"]: r for r in json.loads(capsys.readouterr().out)}
     res = simulate("resnet152", 4, "g10-artifact", "ideal")
@@ -231,12 +267,14 @@ def test_kernel_times_of_another_gpu_are_flagged(tmp_path, capsys):
     are named apart (`g10fast presets`)."""
     import json
     from g10fast.cli import main
+
     p = tmp_path / "bert2.h5"
-    assert main(["workload", "export", "bert-base", "--batch", "2", "--system", "g10-artifact",
-                 "--out", str(p)]) == 0
+    assert (
+        main(["workload", "export", "bert-base", "--batch", "2", "--system", "g10-artifact", "--out", str(p)])
+        == 0
+    )
     capsys.readouterr()
-    base = ["run", "--workload", str(p), "--policy", "ideal", "--json", "--no-progress",
-            "--no-figure"]
+    base = ["run", "--workload", str(p), "--policy", "ideal", "--json", "--no-progress", "--no-figure"]
     assert main(base + ["--system", "h100-sxm5"]) == 0
     out = capsys.readouterr()
     res = json.loads(out.out)
@@ -257,15 +295,17 @@ def test_decoder_profiles_name_their_graph_form():
     """A decoder profile without `model.attention` / `model.pointwise` lines was measured on
     the form before fused attention; the committed estimated profiles name the fused form
     and apply to the default graph; a mismatch says which options to build with."""
-    from g10fast.workload.profile import (Profile, graph_options, read_profile,
-                                          workload_from_profile)
+    from g10fast.workload.profile import Profile, graph_options, read_profile, workload_from_profile
+
     spec = find_model("gpt2-xl")
-    old = load_builtin_graph("gpt2-xl", 1, layers=1, seq_len=64, attention="materialized",
-                             pointwise="decomposed")
+    old = load_builtin_graph(
+        "gpt2-xl", 1, layers=1, seq_len=64, attention="materialized", pointwise="decomposed"
+    )
     K = old.num_kernels
     ones = np.ones(K)
-    prof = Profile("measured", "x", "gpt2-xl", 1, list(old.kernel_name), ones, ones, ones,
-                   np.zeros(K, np.int64), {})
+    prof = Profile(
+        "measured", "x", "gpt2-xl", 1, list(old.kernel_name), ones, ones, ones, np.zeros(K, np.int64), {}
+    )
     assert graph_options(prof, spec) == {"attention": "materialized", "pointwise": "decomposed"}
     assert graph_options(prof, find_model("bert-base")) == {}
     new = load_builtin_graph("gpt2-xl", 1, layers=1, seq_len=64)

@@ -12,8 +12,9 @@ import pytest
 from g10fast.cli import EXIT_BAD_INPUT, main
 
 ARTIFACT = Path(__file__).resolve().parents[2] / "shared" / "g10-artifact"
-needs_artifact = pytest.mark.skipif(not (ARTIFACT / "frontend" / "Nets").is_dir(),
-                                    reason="../shared/g10-artifact not present")
+needs_artifact = pytest.mark.skipif(
+    not (ARTIFACT / "frontend" / "Nets").is_dir(), reason="../shared/g10-artifact not present"
+)
 SRC = ARTIFACT / "src"
 BERT_CFG = SRC / "configs" / "BERT" / "128-sim_lru.config"
 
@@ -74,18 +75,23 @@ def test_kernel_time_file_with_wrong_kernel_count(capsys, tmp_path):
 
 
 @needs_artifact
-@pytest.mark.parametrize("key,value", [("GPU_memory_size_GB", "-1"), ("num_iteration", "0"),
-                                       ("PCIe_batch_size_page", "0")])
+@pytest.mark.parametrize(
+    "key,value", [("GPU_memory_size_GB", "-1"), ("num_iteration", "0"), ("PCIe_batch_size_page", "0")]
+)
 def test_impossible_setting_names_the_parameter(capsys, tmp_path, key, value):
     _bad(capsys, ["run", str(_config(tmp_path, {key: value})), "--no-progress"], key)
 
 
 @needs_artifact
 def test_g10_point_errors(capsys):
-    _bad(capsys, ["run", "--g10", str(ARTIFACT), "--model", "BERT", "--batch", "7",
-                  "--policy", "lru"], "batch")
-    _bad(capsys, ["run", "--g10", str(ARTIFACT), "--model", "GPT5", "--batch", "128",
-                  "--policy", "lru"], "GPT5")
+    _bad(
+        capsys, ["run", "--g10", str(ARTIFACT), "--model", "BERT", "--batch", "7", "--policy", "lru"], "batch"
+    )
+    _bad(
+        capsys,
+        ["run", "--g10", str(ARTIFACT), "--model", "GPT5", "--batch", "128", "--policy", "lru"],
+        "GPT5",
+    )
 
 
 @needs_artifact
@@ -96,14 +102,22 @@ def test_json_schema_and_trace_inspect(capsys, tmp_path):
     cfg = _config(tmp_path, {"is_UVM": "0"})
     assert main(["run", str(cfg), "--json", "--no-progress", "--trace", str(trace)]) == 0
     res = json.loads(capsys.readouterr().out)
-    for key in ("model", "batch_size", "policy", "iterations", "reported", "wall_seconds",
-                "peak_rss_bytes"):
+    for key in ("model", "batch_size", "policy", "iterations", "reported", "wall_seconds", "peak_rss_bytes"):
         assert key in res, key
     assert res["policy"] == "ideal" and res["batch_size"] == 128 and res["model"] == "BERT_Base"
     assert len(res["iterations"]) == 2 and res["reported"] in (0, 1)
     for it in res["iterations"]:
-        for key in ("exe_time_cycles", "ideal_exe_time_cycles", "stall_cycles", "overlap_cycles",
-                    "compute_cycles", "cpu_pf", "ssd_pf", "unalloc_pf", "in_transfer"):
+        for key in (
+            "exe_time_cycles",
+            "ideal_exe_time_cycles",
+            "stall_cycles",
+            "overlap_cycles",
+            "compute_cycles",
+            "cpu_pf",
+            "ssd_pf",
+            "unalloc_pf",
+            "in_transfer",
+        ):
             assert isinstance(it[key], int), key
         assert set(it["pages"]) >= {"cpu_to_gpu", "gpu_to_cpu", "ssd_to_gpu", "gpu_to_ssd"}
         assert it["exe_time_cycles"] == it["ideal_exe_time_cycles"] == 7087159999
@@ -124,8 +138,7 @@ def test_plan_out_plan_in_and_figure(capsys, tmp_path):
     is one error naming the file and line."""
     cfg = SRC / "configs" / "BERT" / "128-sim_prefetch_lru.config"
     plan, fig = tmp_path / "plan.csv", tmp_path / "mem.png"
-    assert main(["run", str(cfg), "--json", "--no-progress", "--plan", str(plan),
-                 "--figure", str(fig)]) == 0
+    assert main(["run", str(cfg), "--json", "--no-progress", "--plan", str(plan), "--figure", str(fig)]) == 0
     res = json.loads(capsys.readouterr().out)
     assert [it["exe_time_cycles"] for it in res["iterations"]] == [11968945526, 7087296457]
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

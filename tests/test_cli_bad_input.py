@@ -24,11 +24,14 @@ def _bad(capsys, argv, *needles):
 RUN = ["run", "--model", "bert-base", "--batch", "8", "--no-progress"]
 
 
-@pytest.mark.parametrize("flag,value,param,text", [
-    ("--host-mem-gb", "1e300", "host.memory_gb", "must be at most 1048576, got 1e+300"),
-    ("--pcie-gbps", "1e-300", "host.link_gbps", "must be at least 0.001, got 1e-300"),
-    ("--ssd-gbps", "1e300", "ssd.bandwidth_gbps", "must be at most 1000000, got 1e+300"),
-])
+@pytest.mark.parametrize(
+    "flag,value,param,text",
+    [
+        ("--host-mem-gb", "1e300", "host.memory_gb", "must be at most 1048576, got 1e+300"),
+        ("--pcie-gbps", "1e-300", "host.link_gbps", "must be at least 0.001, got 1e-300"),
+        ("--ssd-gbps", "1e300", "ssd.bandwidth_gbps", "must be at most 1000000, got 1e+300"),
+    ],
+)
 def test_extreme_system_values(capsys, flag, value, param, text):
     _bad(capsys, RUN + ["--policy", "lru", flag, value], f"parameter '{param}'", text)
 
@@ -43,18 +46,22 @@ def test_system_limits_hold_every_preset():
 
 
 def test_option_beyond_64_bits(capsys):
-    _bad(capsys, RUN + ["--policy", "deepUM", "--option",
-                        "prefetch_degree=99999999999999999999"],
-         "parameter 'policy.prefetch_degree'", "64-bit", "99999999999999999999")
+    _bad(
+        capsys,
+        RUN + ["--policy", "deepUM", "--option", "prefetch_degree=99999999999999999999"],
+        "parameter 'policy.prefetch_degree'",
+        "64-bit",
+        "99999999999999999999",
+    )
 
 
-@pytest.mark.parametrize("name,data", [("plan.csv", bytes(range(256)) * 4),
-                                       ("plan.csv.gz", b"not gzip at all\n")])
+@pytest.mark.parametrize(
+    "name,data", [("plan.csv", bytes(range(256)) * 4), ("plan.csv.gz", b"not gzip at all\n")]
+)
 def test_plan_in_a_binary_file(capsys, tmp_path, name, data):
     p = tmp_path / name
     p.write_bytes(data)
-    _bad(capsys, RUN + ["--policy", "prefetch_lru", "--plan-in", str(p)],
-         f"{p}: not a plan file (a text CSV")
+    _bad(capsys, RUN + ["--policy", "prefetch_lru", "--plan-in", str(p)], f"{p}: not a plan file (a text CSV")
 
 
 def test_figure_format_refused_before_the_run(capsys, tmp_path, monkeypatch):
@@ -65,10 +72,16 @@ def test_figure_format_refused_before_the_run(capsys, tmp_path, monkeypatch):
 
     monkeypatch.setattr(g10fast.run, "run", never)
     out = tmp_path / "out.xyz"
-    _bad(capsys, RUN + ["--policy", "lru", "--figure", str(out)],
-         "cannot write a figure as .xyz; use one of", ".png", ".pdf")
-    _bad(capsys, RUN + ["--policy", "lru", "--figure", str(tmp_path / "noext")],
-         "a file without an extension")
+    _bad(
+        capsys,
+        RUN + ["--policy", "lru", "--figure", str(out)],
+        "cannot write a figure as .xyz; use one of",
+        ".png",
+        ".pdf",
+    )
+    _bad(
+        capsys, RUN + ["--policy", "lru", "--figure", str(tmp_path / "noext")], "a file without an extension"
+    )
 
 
 def test_trace_plot_format_refused_before_reading(capsys, tmp_path, monkeypatch):
@@ -78,40 +91,70 @@ def test_trace_plot_format_refused_before_reading(capsys, tmp_path, monkeypatch)
         raise AssertionError("the trace was read before the figure's name was checked")
 
     monkeypatch.setattr(g10fast.perfetto, "plot_trace", never)
-    _bad(capsys, ["trace", "plot", str(tmp_path / "t.h5"), "--out", str(tmp_path / "x.xyz")],
-         "cannot write a figure as .xyz")
+    _bad(
+        capsys,
+        ["trace", "plot", str(tmp_path / "t.h5"), "--out", str(tmp_path / "x.xyz")],
+        "cannot write a figure as .xyz",
+    )
 
 
-@pytest.mark.parametrize("extra,text", [
-    (["--open", "--port", "99999999"], "parameter '--port': must be a TCP port, 1 to 65535, "
-                                       "got 99999999"),
-    (["--port", "0", "--open"], "parameter '--port'"),
-    (["--samples", "0"], "parameter '--samples': must be at least 1 counter sample, got 0"),
-    (["--samples", "-5"], "got -5"),
-])
+@pytest.mark.parametrize(
+    "extra,text",
+    [
+        (
+            ["--open", "--port", "99999999"],
+            "parameter '--port': must be a TCP port, 1 to 65535, got 99999999",
+        ),
+        (["--port", "0", "--open"], "parameter '--port'"),
+        (["--samples", "0"], "parameter '--samples': must be at least 1 counter sample, got 0"),
+        (["--samples", "-5"], "got -5"),
+    ],
+)
 def test_trace_export_numbers(capsys, tmp_path, extra, text):
-    _bad(capsys, ["trace", "export", str(tmp_path / "t.h5"), "--perfetto",
-                  str(tmp_path / "o.pftrace"), "--no-progress"] + extra, text)
+    _bad(
+        capsys,
+        [
+            "trace",
+            "export",
+            str(tmp_path / "t.h5"),
+            "--perfetto",
+            str(tmp_path / "o.pftrace"),
+            "--no-progress",
+        ]
+        + extra,
+        text,
+    )
 
 
 def test_trace_diff_top(capsys, tmp_path):
-    _bad(capsys, ["trace", "diff", str(tmp_path / "a.h5"), str(tmp_path / "b.h5"), "--top", "-1"],
-         "parameter '--top': must be 0 or more kernels, got -1")
+    _bad(
+        capsys,
+        ["trace", "diff", str(tmp_path / "a.h5"), str(tmp_path / "b.h5"), "--top", "-1"],
+        "parameter '--top': must be 0 or more kernels, got -1",
+    )
 
 
 @pytest.mark.parametrize("value", ["-1", "0"])
 def test_sweep_max_points(capsys, tmp_path, value):
-    _bad(capsys, ["sweep", "smoke", "--store", str(tmp_path / "s.g10db"), "--max-points", value,
-                  "--no-progress"], "parameter '--max-points': must be at least 1 point")
+    _bad(
+        capsys,
+        ["sweep", "smoke", "--store", str(tmp_path / "s.g10db"), "--max-points", value, "--no-progress"],
+        "parameter '--max-points': must be at least 1 point",
+    )
     assert not (tmp_path / "s.g10db").exists()
 
 
-@pytest.mark.parametrize("argv,text", [
-    (["run", "--model", "bert-bas", "--no-progress"], "(did you mean 'bert-base'?)"),
-    (["run", "--model", "bert-base", "--system", "h100-sxm", "--no-progress"],
-     "(did you mean 'h100-sxm5'?)"),
-    (["models", "--system", "g10-artifac"], "(did you mean 'g10-artifact'?)"),
-])
+@pytest.mark.parametrize(
+    "argv,text",
+    [
+        (["run", "--model", "bert-bas", "--no-progress"], "(did you mean 'bert-base'?)"),
+        (
+            ["run", "--model", "bert-base", "--system", "h100-sxm", "--no-progress"],
+            "(did you mean 'h100-sxm5'?)",
+        ),
+        (["models", "--system", "g10-artifac"], "(did you mean 'g10-artifact'?)"),
+    ],
+)
 def test_did_you_mean(capsys, argv, text):
     _bad(capsys, argv, text)
 
@@ -132,8 +175,10 @@ def test_hdf5_message_is_one_line(capsys, monkeypatch):
     import g10fast.cli.catalog as cli
     from g10fast.errors import InputError
 
-    text = ("cannot write the event trace (Can't write data (file write failed: time = Sat Nov "
-            "28 16:06:05 2026\n, filename = 'x.h5', errno = 28))")
+    text = (
+        "cannot write the event trace (Can't write data (file write failed: time = Sat Nov "
+        "28 16:06:05 2026\n, filename = 'x.h5', errno = 28))"
+    )
 
     def fail(args):
         raise InputError(text, path="x.h5")
@@ -151,8 +196,7 @@ def test_trace_writer_message_is_one_line(tmp_path, monkeypatch):
     w = EventTraceWriter(tmp_path / "t.h5", config={})
 
     def full(*a, **k):
-        raise OSError(errno.ENOSPC, "Can't write data (time = Sat Nov 28 16:06:05 2026\n, "
-                                    "errno = 28)")
+        raise OSError(errno.ENOSPC, "Can't write data (time = Sat Nov 28 16:06:05 2026\n, errno = 28)")
 
     monkeypatch.setattr(w, "_flush", full)
     with pytest.raises(InputError) as e:
@@ -173,9 +217,12 @@ def test_figures_onto_a_full_disk(capsys, tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device", str(fname))
 
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", full)
-    err = _bad(capsys, ["figures", str(tmp_path / "s.g10db"), "--out", str(tmp_path / "f"),
-                        "--only", "11"], "cannot write: No space left on device",
-               "the disk is full")
+    err = _bad(
+        capsys,
+        ["figures", str(tmp_path / "s.g10db"), "--out", str(tmp_path / "f"), "--only", "11"],
+        "cannot write: No space left on device",
+        "the disk is full",
+    )
     assert str(tmp_path / "f") in err
     assert not [p for p in (tmp_path / "f").iterdir() if p.name.startswith("fig11")]
 
@@ -215,13 +262,13 @@ def test_memory_estimate_of_batch_100000():
     assert est["total"] == sum(est["parts"].values())
     assert est["parts"]["engine code"] == ENGINE_LOAD_BYTES
     from g10fast.spec import make_spec
+
     drv = estimate_run_bytes(make_spec(spec.workload, spec.system, "uvm"), w)
-    assert drv["parts"]["residency bitmaps"] == (w.num_pages * 5 + 7) // 8 \
-        + (w.num_pages + 511) // 512 * 64
+    assert drv["parts"]["residency bitmaps"] == (w.num_pages * 5 + 7) // 8 + (w.num_pages + 511) // 512 * 64
     ten = estimate_run_bytes(make_spec(spec.workload, spec.system, "FlashNeuron"), w)
     assert not any("page" in k or "bitmap" in k for k in ten["parts"])
     dum = estimate_run_bytes(make_spec(spec.workload, spec.system, "deepUM"), w)
-    assert dum["parts"]["LRU ring"] == (1 << 24) * 8      # 10.5 M frames -> 2^24 entries, int64
+    assert dum["parts"]["LRU ring"] == (1 << 24) * 8  # 10.5 M frames -> 2^24 entries, int64
 
 
 def test_a_run_that_cannot_fit_is_refused_before_it_starts(capsys, monkeypatch):
@@ -235,15 +282,19 @@ def test_a_run_that_cannot_fit_is_refused_before_it_starts(capsys, monkeypatch):
 
     monkeypatch.setattr(policies, "engine", never)
     spec, w = _bert(100000)
-    err = _bad(capsys, RUN[:3] + ["--batch", "100000", "--policy", "lru", "--no-progress"],
-               "parameter 'workload.batch': this run needs about ", "this machine has 8.0 GiB "
-               "available", f"{w.num_pages:,} pages of BERT_Base at batch 100000",
-               "G10FAST_MEMORY_CHECK=0")
+    err = _bad(
+        capsys,
+        RUN[:3] + ["--batch", "100000", "--policy", "lru", "--no-progress"],
+        "parameter 'workload.batch': this run needs about ",
+        "this machine has 8.0 GiB available",
+        f"{w.num_pages:,} pages of BERT_Base at batch 100000",
+        "G10FAST_MEMORY_CHECK=0",
+    )
     # the pages' part is the run's own; the total adds this (test) process, as large as the
     # tests before it made it
     assert "page states (1 byte a page) 14.0 GiB" in err
     monkeypatch.setenv("G10FAST_MEMORY_CHECK", "0")
-    assert res.check_run_memory(spec, w)["total"] > 8 * 2**30      # not refused
+    assert res.check_run_memory(spec, w)["total"] > 8 * 2**30  # not refused
 
 
 def test_available_bytes_is_this_machine():
@@ -257,10 +308,13 @@ def test_trace_export_onto_a_full_disk_names_the_output(capsys, tmp_path, monkey
     import g10fast.perfetto
 
     def full(*a, **k):
-        raise OSError(errno.ENOSPC, "No space left on device")       # a write(): no filename
+        raise OSError(errno.ENOSPC, "No space left on device")  # a write(): no filename
 
     monkeypatch.setattr(g10fast.perfetto, "export_trace", full)
     out = tmp_path / "o.pftrace"
-    _bad(capsys, ["trace", "export", str(tmp_path / "t.h5"), "--perfetto", str(out),
-                  "--no-progress"], f"{out}: cannot write: No space left on device",
-         "the disk is full")
+    _bad(
+        capsys,
+        ["trace", "export", str(tmp_path / "t.h5"), "--perfetto", str(out), "--no-progress"],
+        f"{out}: cannot write: No space left on device",
+        "the disk is full",
+    )

@@ -30,7 +30,7 @@ def test_eta_counts_from_the_first_report(monkeypatch):
     clock.t += 41.0
     p(1, 3000)
     clock.t += 1.0
-    p(101, 3000)                         # 100 kernels/s since the first report
+    p(101, 3000)  # 100 kernels/s since the first report
     lines = buf.getvalue().splitlines()
     assert lines[0].endswith("41s elapsed, ETA ?"), lines[0]
     assert "100.0 kernels/s, 42s elapsed, ETA 29s" in lines[1], lines[1]
@@ -51,12 +51,14 @@ def test_policies_columns_line_up(capsys):
     col = head.index("paper")
     rows = [x for x in lines[1:-1] if x and not x.startswith(" ")]
     assert len(rows) >= 10
-    for r in rows:                          # every paper column starts under its heading
+    for r in rows:  # every paper column starts under its heading
         assert r[col - 1] == " " and r[col] != " ", r
         assert r[:col].split()[0] and len(r[:col].split()) >= 3
     eng = head.index("engine")
-    assert all(r[eng - 1] == " " and r[eng:].split()[0] in
-               ("page", "tensor", "swap", "driver", "ranks") for r in rows), rows
+    assert all(
+        r[eng - 1] == " " and r[eng:].split()[0] in ("page", "tensor", "swap", "driver", "ranks")
+        for r in rows
+    ), rows
     assert all(len(x) <= 110 for x in lines if x.lstrip().startswith(("options", "o1")))
 
 

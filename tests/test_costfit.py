@@ -19,21 +19,37 @@ H100_PARAMS = ROOT / "data" / "costmodel" / "h100-sxm5.toml"
 # err (%) of the iteration's ideal time (and, for the batch-32 profiles, input- and
 # all-faulting times), each model held out of the fit: docs/costmodel-h100.md
 HELD_OUT = {
-    "name": {("bert-base", 32): (-2.7, -0.1, 10.2), ("bert-base", 256): (-2.4,),
-             ("gpt2-xl", 1): (-25.1, 10.1, -9.8), ("gpt2-xl", 8): (-23.3,),
-             ("inceptionv3", 32): (-45.3, -16.0, 5.4), ("inceptionv3", 512): (-46.9,),
-             ("llama-7b", 4): (-9.3,), ("resnet152", 32): (-5.5, 2.5, 18.9),
-             ("resnet152", 256): (-1.8,), ("senet154", 32): (12.7, -32.3, 10.3),
-             ("senet154", 256): (24.8,), ("vit", 32): (5.2, 56.2, 18.4), ("vit", 256): (-8.7,)},
-    "class": {("bert-base", 256): (-4.5,), ("gpt2-xl", 8): (-33.0,),
-              ("inceptionv3", 512): (-43.1,), ("llama-7b", 4): (-17.3,),
-              ("resnet152", 256): (-5.4,), ("senet154", 256): (11.6,), ("vit", 256): (-17.0,)},
+    "name": {
+        ("bert-base", 32): (-2.7, -0.1, 10.2),
+        ("bert-base", 256): (-2.4,),
+        ("gpt2-xl", 1): (-25.1, 10.1, -9.8),
+        ("gpt2-xl", 8): (-23.3,),
+        ("inceptionv3", 32): (-45.3, -16.0, 5.4),
+        ("inceptionv3", 512): (-46.9,),
+        ("llama-7b", 4): (-9.3,),
+        ("resnet152", 32): (-5.5, 2.5, 18.9),
+        ("resnet152", 256): (-1.8,),
+        ("senet154", 32): (12.7, -32.3, 10.3),
+        ("senet154", 256): (24.8,),
+        ("vit", 32): (5.2, 56.2, 18.4),
+        ("vit", 256): (-8.7,),
+    },
+    "class": {
+        ("bert-base", 256): (-4.5,),
+        ("gpt2-xl", 8): (-33.0,),
+        ("inceptionv3", 512): (-43.1,),
+        ("llama-7b", 4): (-17.3,),
+        ("resnet152", 256): (-5.4,),
+        ("senet154", 256): (11.6,),
+        ("vit", 256): (-17.0,),
+    },
 }
 
 
 def _h100():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import fit_costmodel_h100 as F
+
     return F
 
 
@@ -47,6 +63,7 @@ def _sets():
 def test_preset_resolves_to_h100_fit():
     from g10fast.run import _preset_view
     from g10fast.system import System
+
     pre = load_preset("h100-sxm5")
     assert pre["gpu"]["memory_gb"] == 80.0 and pre["gpu"]["hbm_gbps"] == 3350.0
     assert pre["host"]["link_gbps"] == 50.0
@@ -66,8 +83,7 @@ def test_preset_resolves_to_h100_fit():
     assert w.meta["cost_model_gpu"] == "NVIDIA H100 80GB HBM3 (SXM5)"
 
 
-@pytest.mark.parametrize("preset", ["g10-artifact", "a100-80-pcie4", "h100-80-pcie5",
-                                    "gh200-c2c"])
+@pytest.mark.parametrize("preset", ["g10-artifact", "a100-80-pcie4", "h100-80-pcie5", "gh200-c2c"])
 def test_other_presets_keep_the_a100_fit(preset):
     gpu = cm.gpu_from_preset(load_preset(preset), 4)
     p = cm.params_for(gpu)
@@ -79,16 +95,30 @@ def test_other_presets_keep_the_a100_fit(preset):
 
 
 def test_op_class_of():
-    cases = {"Conv2d_Backward_Weight": "conv", "Conv2d_Apply_Grad": "optimizer",
-             "Linear_Backward_Input": "matmul", "Linear_Backward_Bias": "reduction",
-             "Linear_Apply_Grad_Weight": "optimizer", "BatchMatMul_Backward": "matmul",
-             "BatchNorm2d_Forward": "norm", "SoftmaxBasic_Backward": "softmax",
-             "MaxPool2d_Forward": "pool", "Concat_Backward": "copy", "Erf_Backward": "elementwise",
-             "aten::addmm": "matmul", "aten::convolution_backward.default": "conv",
-             "aten::native_layer_norm_backward": "norm", "aten::_fused_adamw_": "optimizer",
-             "aten::_foreach_mul_": "optimizer", "aten::gelu": "elementwise",
-             "aten::_softmax": "softmax", "aten::embedding_dense_backward": "copy",
-             "aten::sum.dim_IntList": "reduction", "norm": "norm", "unheard_of": "elementwise"}
+    cases = {
+        "Conv2d_Backward_Weight": "conv",
+        "Conv2d_Apply_Grad": "optimizer",
+        "Linear_Backward_Input": "matmul",
+        "Linear_Backward_Bias": "reduction",
+        "Linear_Apply_Grad_Weight": "optimizer",
+        "BatchMatMul_Backward": "matmul",
+        "BatchNorm2d_Forward": "norm",
+        "SoftmaxBasic_Backward": "softmax",
+        "MaxPool2d_Forward": "pool",
+        "Concat_Backward": "copy",
+        "Erf_Backward": "elementwise",
+        "aten::addmm": "matmul",
+        "aten::convolution_backward.default": "conv",
+        "aten::native_layer_norm_backward": "norm",
+        "aten::_fused_adamw_": "optimizer",
+        "aten::_foreach_mul_": "optimizer",
+        "aten::gelu": "elementwise",
+        "aten::_softmax": "softmax",
+        "aten::embedding_dense_backward": "copy",
+        "aten::sum.dim_IntList": "reduction",
+        "norm": "norm",
+        "unheard_of": "elementwise",
+    }
     for n, c in cases.items():
         assert cm.op_class_of(n) == c, n
     assert set(cm.OP_CLASSES) >= set(cases.values())
@@ -109,7 +139,7 @@ def test_kernel_times_plain_python_twin():
         assert e["time_s"][k] == pytest.approx(t, rel=1e-12)
         w = math.floor(p.workspace(cls[k]) * D)
         assert e["workspace_bytes"][k] == w
-        if b_in[k] == 0 or b_out[k] == 0:        # nothing to fault
+        if b_in[k] == 0 or b_out[k] == 0:  # nothing to fault
             assert e["input_pf_s"][k] == e["pf_s"][k] == e["time_s"][k]
             continue
         (pi, oi), (pa, oa) = p.fault_in, p.fault_all
@@ -155,16 +185,21 @@ def test_held_out_errors_reproduced():
     sets = _sets()
     gpu_of, peak_of, ref, g4 = F.gpus()
     for by, want in HELD_OUT.items():
-        rows = cf.leave_one_model_out(sets, gpu_of, ref, g4.hbm_bytes_per_s,
-                                      g4.link_bytes_per_s, peak_of, by=by)
+        rows = cf.leave_one_model_out(
+            sets, gpu_of, ref, g4.hbm_bytes_per_s, g4.link_bytes_per_s, peak_of, by=by
+        )
         got = {(r["model"], r["batch"]): r for r in rows}
         for key, errs in want.items():
             r = got[key]
             for j, e in enumerate(errs):
-                assert 100 * cf.rel_err(r["estimated"][j], r["measured"][j]) == \
-                    pytest.approx(e, abs=0.5), (by, key, j)
-        paper = [abs(cf.rel_err(r["estimated"][0], r["measured"][0])) for r in rows
-                 if not r["faulting_measured"]]
+                assert 100 * cf.rel_err(r["estimated"][j], r["measured"][j]) == pytest.approx(e, abs=0.5), (
+                    by,
+                    key,
+                    j,
+                )
+        paper = [
+            abs(cf.rel_err(r["estimated"][0], r["measured"][0])) for r in rows if not r["faulting_measured"]
+        ]
         assert len(paper) == 7 and np.median(paper) < 0.25
 
 

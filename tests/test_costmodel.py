@@ -11,8 +11,7 @@ from g10fast.errors import InputError
 from g10fast.hardware import PRESETS, config_fields, load_preset
 from g10fast.workload import costmodel as cm
 from g10fast.workload.builtin import load_builtin_graph
-from g10fast.workload.profile import (profile_from_estimate, read_profile, workload_from_profile,
-                                      write_profile)
+from g10fast.workload.profile import profile_from_estimate, read_profile, workload_from_profile, write_profile
 
 
 def test_roofline_sanity():
@@ -39,7 +38,7 @@ def test_calibrated_params_load_and_scale():
     g = load_builtin_graph("bert-base", 64)
     t1 = cm.estimate(g, gpu, p, families=False)["time_s"].sum()
     t2 = cm.estimate(load_builtin_graph("bert-base", 128), gpu, p, families=False)["time_s"].sum()
-    assert 1.5 < t2 / t1 < 2.1        # the roofline is roughly linear in the batch
+    assert 1.5 < t2 / t1 < 2.1  # the roofline is roughly linear in the batch
     fast = cm.gpu_from_preset(load_preset("h100-80-pcie5"), 4)
     assert cm.estimate(g, fast, p)["time_s"].sum() < t1
     # families apply on the reference GPU only
@@ -59,17 +58,21 @@ def test_family_keys_batch_independent():
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "g10-artifact"
 
 
-@pytest.mark.parametrize("model,key,batch", [("ResNet152", "resnet152", 1280),
-                                             ("SENet154", "senet154", 1536)])
+@pytest.mark.parametrize(
+    "model,key,batch", [("ResNet152", "resnet152", 1280), ("SENet154", "senet154", 1536)]
+)
 def test_families_match_cnn_traces(model, key, batch):
     """The CNN traces' fixed ~0.6 s kernels are reproduced (the roofline alone is far off)."""
     if not SHARED.is_dir():
         pytest.skip("no G10 artifact")
     from g10fast.config import trace_paths
     from g10fast.workload.times import read_trace_file
+
     g = load_builtin_graph(key, batch)
-    t = read_trace_file(trace_paths(SHARED, model, batch)["orig_kernel_time_file"],
-                        g.num_kernels, "ms") * 1e-3
+    t = (
+        read_trace_file(trace_paths(SHARED, model, batch)["orig_kernel_time_file"], g.num_kernels, "ms")
+        * 1e-3
+    )
     gpu = cm.gpu_from_preset(load_preset("g10-artifact"), 4)
     e = cm.estimate(g, gpu)
     assert e["from_family"].all()
@@ -96,8 +99,7 @@ def test_profile_round_trip(tmp_path):
         workload_from_profile(load_builtin_graph("vit", 8), back)
     bad = tmp_path / "bad.prof.gz"
     with gzip.open(bad, "wt") as f:
-        f.write("# g10fast-profile 1\nsource = guessed\ngpu = x\nmodel = m\nbatch = 1\n"
-                "kernels = 0\n")
+        f.write("# g10fast-profile 1\nsource = guessed\ngpu = x\nmodel = m\nbatch = 1\nkernels = 0\n")
     with pytest.raises(InputError, match="source"):
         read_profile(bad)
 
@@ -137,9 +139,13 @@ def _toml(tmp_path, text):
 
 def test_toml_run_end_to_end(tmp_path):
     import g10fast.api as api
-    p = _toml(tmp_path, '[workload]\nmodel = "vit"\nbatch = 8\n[system]\npreset = "g10-artifact"\n'
-                        '[system.overrides]\n"gpu.memory_gb" = 0.1\n[policy]\nnames = ["ideal", '
-                        '"lru", "prefetch_lru"]\n[engine]\nnum_iteration = 2\n')
+
+    p = _toml(
+        tmp_path,
+        '[workload]\nmodel = "vit"\nbatch = 8\n[system]\npreset = "g10-artifact"\n'
+        '[system.overrides]\n"gpu.memory_gb" = 0.1\n[policy]\nnames = ["ideal", '
+        '"lru", "prefetch_lru"]\n[engine]\nnum_iteration = 2\n',
+    )
     res = api.run_toml(p)
     assert [r["policy"] for r in res] == ["ideal", "lru", "prefetch_lru"]
     ideal, lru = res[0], res[1]
@@ -159,17 +165,22 @@ def test_toml_run_end_to_end(tmp_path):
 
 def test_cli(tmp_path, capsys):
     from g10fast.cli import main
-    p = _toml(tmp_path, '[workload]\nmodel = "vit"\nbatch = 4\n[system]\npreset = "gh200-c2c"\n'
-                        '[policy]\nname = "lru"\n')
+
+    p = _toml(
+        tmp_path,
+        '[workload]\nmodel = "vit"\nbatch = 4\n[system]\npreset = "gh200-c2c"\n[policy]\nname = "lru"\n',
+    )
     assert main(["run", str(p), "--json", "--no-progress"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["policy"] == "lru" and d["system_preset"] == "gh200-c2c"
     assert main(["models", "--batch", "2", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)) >= 7
-    for text, msg in [('[workload]\nbatch = 4\n', "workload.model"),
-                      ('[workload]\nmodel = "vit"\n[policy]\nname = "fifo"\n', "unknown policy"),
-                      ('[wrkload]\n', "unknown section"),
-                      ('[workload]\nmodel = "vit"\n[system]\npreset = "nope"\n', "preset")]:
+    for text, msg in [
+        ("[workload]\nbatch = 4\n", "workload.model"),
+        ('[workload]\nmodel = "vit"\n[policy]\nname = "fifo"\n', "unknown policy"),
+        ("[wrkload]\n", "unknown section"),
+        ('[workload]\nmodel = "vit"\n[system]\npreset = "nope"\n', "preset"),
+    ]:
         q = _toml(tmp_path, text)
         assert main(["run", str(q), "--no-progress"]) == 2
         assert msg in capsys.readouterr().err

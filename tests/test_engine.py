@@ -21,8 +21,10 @@ from synth import Collector, kernel_pages, make_workload, tiny_cfg
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 ARTIFACT = SHARED / "g10-artifact"
 REFERENCE = SHARED / "reference"
-needs_shared = pytest.mark.skipif(not (ARTIFACT / "frontend").is_dir() or not REFERENCE.is_dir(),
-                                  reason="../shared (G10 artifact and reference runs) not present")
+needs_shared = pytest.mark.skipif(
+    not (ARTIFACT / "frontend").is_dir() or not REFERENCE.is_dir(),
+    reason="../shared (G10 artifact and reference runs) not present",
+)
 
 
 def check_invariants(w, cfg, run, events):
@@ -64,11 +66,19 @@ def check_invariants(w, cfg, run, events):
 
 # (seed, GPU frames, host frames, config overrides); the last two have SSD BW == PCIe BW
 # (the artifact's `ssd32-pcie32` configs), whose stall model divides by zero (O-11)
-SSD32 = {"SSD_PCIe_bandwidth_GBps": 32.0, "GPU_PCIe_bandwidth_GBps": 32.0,
-         "CPU_PCIe_bandwidth_GBps": 32.0}
-CASES = [(1, 60, 400, {}), (2, 45, 30, {}), (3, 80, 0, {}), (4, 50, 10, {}), (5, 120, 1000, {}),
-         (6, 55, 55, {}), (7, 70, 5, {}), (8, 40, 200, {}), (9, 50, 8, SSD32),
-         (10, 45, 20, SSD32)]
+SSD32 = {"SSD_PCIe_bandwidth_GBps": 32.0, "GPU_PCIe_bandwidth_GBps": 32.0, "CPU_PCIe_bandwidth_GBps": 32.0}
+CASES = [
+    (1, 60, 400, {}),
+    (2, 45, 30, {}),
+    (3, 80, 0, {}),
+    (4, 50, 10, {}),
+    (5, 120, 1000, {}),
+    (6, 55, 55, {}),
+    (7, 70, 5, {}),
+    (8, 40, 200, {}),
+    (9, 50, 8, SSD32),
+    (10, 45, 20, SSD32),
+]
 
 
 def _small(seed, gpu):
@@ -93,8 +103,7 @@ def test_engine_matches_twin_and_invariants(seed, gpu, host, kw):
     for it, _t, alloc, i, i_ssd, i_cpu, o, o_ssd, o_cpu in twin["pcie"]:
         tw_pcie[it] += [alloc, i, i_ssd, i_cpu, o, o_ssd, o_cpu]
     assert run.pcie.tolist() == tw_pcie.tolist()
-    assert np.array_equal(run.pstate & pk.LOC_MASK,
-                          np.asarray(twin["state"]["loc"], dtype=np.uint8))
+    assert np.array_equal(run.pstate & pk.LOC_MASK, np.asarray(twin["state"]["loc"], dtype=np.uint8))
     assert run.host_peak == twin["state"]["host_peak"]
     assert run.host_peak >= run.host_used and run.host_peak <= host
     check_invariants(w, cfg, run, col.events)
@@ -105,8 +114,7 @@ def test_engine_matches_twin_and_invariants(seed, gpu, host, kw):
     assert fast.boundaries.tolist() == run.boundaries.tolist()
     assert fast.pcie.tolist() == run.pcie.tolist()
     assert np.array_equal(fast.pstate, run.pstate)
-    assert (fast.gpu_used, fast.host_used, fast.host_peak) == \
-        (run.gpu_used, run.host_used, run.host_peak)
+    assert (fast.gpu_used, fast.host_used, fast.host_peak) == (run.gpu_used, run.host_used, run.host_peak)
     # the engine's statistics equal the twin's analysis of the same records
     stats = iteration_stats(run.kernels, run.pcie, run.boundaries, w.exec_cycles, w.pf_cycles, 2)
     fin = twin["final"]
@@ -131,11 +139,13 @@ def test_ideal_mode_on_extents_equals_the_ring(monkeypatch):
     # Ideal in the bulk engine takes the LRU policies' int64 extent records (one compile of
     # the engine with them) and gives what the per-page engine's int32 ring gives, to the bit
     from g10fast.engine.page import kernels as pk
+
     real, dtypes = pk.run_engine, []
 
     def spy(*args):
         dtypes.append(args[6].dtype)
         return real(*args)
+
     monkeypatch.setattr(pk, "run_engine", spy)
     w = _small(12, 60)
     cfg = tiny_cfg(60, 100, "lru", is_UVM=0)
@@ -162,15 +172,16 @@ def test_queue_overflow_rerun_keeps_one_copy_of_the_events(tmp_path, monkeypatch
     the events the first attempt wrote are dropped (rewind), not written twice."""
     from g10fast.trace import COLUMNS, EventTraceWriter, open_trace
 
-    w = _small(6, 45)        # its first overflow (ring of 4 runs) comes after events were written
+    w = _small(6, 45)  # its first overflow (ring of 4 runs) comes after events were written
     cfg = tiny_cfg(45, 30, "lru")
     ref = Collector()
     a = simulate_pages(w, cfg, trace=ref)
     path = tmp_path / "t.h5"
     rewinds = []
     real_rewind = EventTraceWriter.rewind
-    monkeypatch.setattr(EventTraceWriter, "rewind",
-                        lambda self, n: (rewinds.append((self.n_events, n)), real_rewind(self, n)))
+    monkeypatch.setattr(
+        EventTraceWriter, "rewind", lambda self, n: (rewinds.append((self.n_events, n)), real_rewind(self, n))
+    )
     with EventTraceWriter(path, config={}, chunk_rows=64, threads=0) as wr:
         b = simulate_pages(w, cfg, trace=wr, queue_capacity=4, progress=lambda done, total: None)
     assert rewinds and all(have > 0 and n == 0 for have, n in rewinds)
@@ -179,23 +190,49 @@ def test_queue_overflow_rerun_keeps_one_copy_of_the_events(tmp_path, monkeypatch
         cols = tr.read()
         got = np.stack([np.asarray(cols[c], dtype=np.int64) for c in COLUMNS], axis=1)
     want = ref.events
+
     # pause points (and so the splitting of runs into rows) depend on the ring size: compare
     # pages per (kind, iteration, kernel, tensor, src, dst, value)
     def pages(ev):
         out = {}
         for row in ev.tolist():
-            key = (row[1], row[2], row[3], row[4], row[7], row[8],
-                   row[9] if row[1] not in (pk.EV_KERNEL, pk.EV_TRANSFER) else 0)
+            key = (
+                row[1],
+                row[2],
+                row[3],
+                row[4],
+                row[7],
+                row[8],
+                row[9] if row[1] not in (pk.EV_KERNEL, pk.EV_TRANSFER) else 0,
+            )
             out[key] = out.get(key, 0) + (row[6] if row[1] != pk.EV_TRANSFER else 1)
         return out
+
     assert pages(got) == pages(want)
 
 
 def test_stall_model_bert_kernel0():
     """Simulator spec §7: 2 SSD pages among 18 input pages, 12,304 unallocated output pages."""
     f = 1_200_000_000
-    t = pk.page_fault_time(135168, 135168 * 10, 47334603, f, 15.754e9 / f, 3.2e9 / f, float(f),
-                           45, 20, 0, 2, 16, 0, 0, 12288, 18, 12288)
+    t = pk.page_fault_time(
+        135168,
+        135168 * 10,
+        47334603,
+        f,
+        15.754e9 / f,
+        3.2e9 / f,
+        float(f),
+        45,
+        20,
+        0,
+        2,
+        16,
+        0,
+        0,
+        12288,
+        18,
+        12288,
+    )
     assert t == 4952486
 
 
@@ -213,6 +250,7 @@ def test_stall_model_ssd_bw_equal_to_pcie_bw():
     assert pk.page_fault_time(*args, 16, 2, 0, 4, 0, 0, 18, 4) == 135168
     # the twin's independent evaluation agrees on both
     from twin import stall_model
+
     c = SimpleNamespace(f=f, GPU_Bpc=bpc, SSD_Bpc=bpc, l_sys=45, l_ssd=20)
     assert stall_model(135168, 1351680, 47334603, 18, 16, 2, 0, 0, 0, 0, 0, c) == 135168 + 307
     assert stall_model(135168, 1351680, 47334603, 18, 16, 2, 0, 4, 4, 0, 0, c) == 135168
@@ -221,6 +259,7 @@ def test_stall_model_ssd_bw_equal_to_pcie_bw():
 # ------------------------------------------------------------------------------------------
 # regression against the original binary
 # ------------------------------------------------------------------------------------------
+
 
 def _final(run_dir: Path) -> dict:
     out = {}
@@ -256,15 +295,21 @@ def _run_reference(name: str):
 def _compare_final(res, ref, exe_tol, count_tol):
     for it in res["iterations"]:
         i = it["iteration"]
-        pairs = [("exe_time_cycles", f"kernel_stat.iter{i}.exe_time", exe_tol),
-                 ("ideal_exe_time_cycles", f"kernel_stat.iter{i}.ideal_exe_time", 0),
-                 ("cpu_pf", f"kernel_stat.iter{i}.cpu_pf", count_tol),
-                 ("ssd_pf", f"kernel_stat.iter{i}.ssd_pf", count_tol),
-                 ("unalloc_pf", f"kernel_stat.iter{i}.unalloc_pf", count_tol)]
+        pairs = [
+            ("exe_time_cycles", f"kernel_stat.iter{i}.exe_time", exe_tol),
+            ("ideal_exe_time_cycles", f"kernel_stat.iter{i}.ideal_exe_time", 0),
+            ("cpu_pf", f"kernel_stat.iter{i}.cpu_pf", count_tol),
+            ("ssd_pf", f"kernel_stat.iter{i}.ssd_pf", count_tol),
+            ("unalloc_pf", f"kernel_stat.iter{i}.unalloc_pf", count_tol),
+        ]
         for mine, theirs, tol in pairs:
             assert it[mine] == pytest.approx(ref[theirs], rel=tol, abs=0.5), (i, mine)
-        for mine, theirs in [("cpu_to_gpu", "incoming_pg_cpu"), ("ssd_to_gpu", "incoming_pg_ssd"),
-                             ("gpu_to_cpu", "outgoing_pg_cpu"), ("gpu_to_ssd", "outgoing_pg_ssd")]:
+        for mine, theirs in [
+            ("cpu_to_gpu", "incoming_pg_cpu"),
+            ("ssd_to_gpu", "incoming_pg_ssd"),
+            ("gpu_to_cpu", "outgoing_pg_cpu"),
+            ("gpu_to_ssd", "outgoing_pg_ssd"),
+        ]:
             key = f"pcie_stat.iter{i}.{theirs}"
             assert it["pages"][mine] == pytest.approx(ref.get(key, 0.0), rel=count_tol, abs=0.5)
 
@@ -305,7 +350,7 @@ def test_bert128_lru_first_tick_and_tick_grid(tmp_path):
     assert t0[:, 6].sum() == 3899
     assert t0[t0[:, 1] == pk.EV_FETCH, 6].sum() == 2
     moves = ev[np.isin(ev[:, 1], [pk.EV_FETCH, pk.EV_ALLOC, pk.EV_EVICT])]
-    assert (moves[:, 0] % 15599 == 0).all()           # ticks at multiples of ii
+    assert (moves[:, 0] % 15599 == 0).all()  # ticks at multiples of ii
     assert res["iterations"][0]["exe_time_cycles"] == 16259680046
 
 
@@ -342,10 +387,12 @@ def test_lru_lockstep_generation_wrap_compacts_rarely_and_stays_exact():
             t = S[pk.S_LRU_TAIL]
             lru[t & (cap - 1)] = (p << pk.GEN_SHIFT) | (int(pstate[p]) >> pk.GEN_SHIFT)
             S[pk.S_LRU_TAIL] = t + 1
-        live = [int(lru[s & (cap - 1)]) >> pk.GEN_SHIFT
-                for s in range(S[pk.S_LRU_HEAD], S[pk.S_LRU_TAIL])
-                if pk._lru_live(lru, pstate, S, s)]
-        assert sorted(live) == list(range(n))      # exactly one live entry per page
+        live = [
+            int(lru[s & (cap - 1)]) >> pk.GEN_SHIFT
+            for s in range(S[pk.S_LRU_HEAD], S[pk.S_LRU_TAIL])
+            if pk._lru_live(lru, pstate, S, s)
+        ]
+        assert sorted(live) == list(range(n))  # exactly one live entry per page
     # the ring fills every ~3 rounds; generation wraps add about one compaction per 16 rounds
     assert compactions <= 40 // 3 + 40 // 16 + 2
 
@@ -361,8 +408,8 @@ def test_lru_generation_wrap_of_one_page_leaves_no_ghost():
     pstate = np.full(2, pk.IN_GPU, dtype=np.uint8)
     S = np.zeros(pk.NS, dtype=np.int64)
     S[pk.P_LCAP] = cap
-    lru[0] = 1 << pk.GEN_SHIFT          # page 1 is live at the head (holds the head)
-    lru[1] = 0 << pk.GEN_SHIFT          # page 0
+    lru[0] = 1 << pk.GEN_SHIFT  # page 1 is live at the head (holds the head)
+    lru[1] = 0 << pk.GEN_SHIFT  # page 0
     S[pk.S_LRU_TAIL] = 2
     gens = []
     for _round in range(40):
@@ -370,15 +417,17 @@ def test_lru_generation_wrap_of_one_page_leaves_no_ghost():
         g = int(pstate[0]) >> pk.GEN_SHIFT
         gens.append(g)
         t = S[pk.S_LRU_TAIL]
-        lru[t & (cap - 1)] = g              # page 0 comes back with its new generation
+        lru[t & (cap - 1)] = g  # page 0 comes back with its new generation
         S[pk.S_LRU_TAIL] = t + 1
-        live = [int(lru[s & (cap - 1)]) >> pk.GEN_SHIFT
-                for s in range(S[pk.S_LRU_HEAD], S[pk.S_LRU_TAIL])
-                if pk._lru_live(lru, pstate, S, s)]
+        live = [
+            int(lru[s & (cap - 1)]) >> pk.GEN_SHIFT
+            for s in range(S[pk.S_LRU_HEAD], S[pk.S_LRU_TAIL])
+            if pk._lru_live(lru, pstate, S, s)
+        ]
         assert sorted(live) == [0, 1], (_round, live)
     # generations 1..15, then the compaction, then around again
     assert gens[:15] == list(range(1, 16)) and gens[15] == 0
-    assert S[pk.S_LRU_TAIL] - S[pk.S_LRU_HEAD] < 40     # compacted on the way
+    assert S[pk.S_LRU_TAIL] - S[pk.S_LRU_HEAD] < 40  # compacted on the way
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -421,7 +470,7 @@ def test_dealloc_pages_equals_page_by_page_removal(seed):
     tt = np.zeros((1, pk.TT_COLS), dtype=np.int64)
     p0, n = 40, 200
     tt[0, pk.TT_START], tt[0, pk.TT_NP] = p0, n
-    tt[0, pk.TT_RES] = int(np.sum((pstate[p0:p0 + n] & pk.RES_MASK) == pk.IN_GPU))
+    tt[0, pk.TT_RES] = int(np.sum((pstate[p0 : p0 + n] & pk.RES_MASK) == pk.IN_GPU))
     ev = np.zeros((1, pk.EV_COLS), dtype=np.int64)
 
     a = (tt.copy(), pstate.copy(), lru.copy(), S.copy())
@@ -445,7 +494,7 @@ def test_dealloc_pages_equals_page_by_page_removal(seed):
             S_b[pk.S_HOST_USED] -= 1
         freed_b += loc != pk.NOT_PRESENT
         ps_b[p] = int(ps_b[p]) & ~pk.LOC_MASK
-    assert compactions_b > 0                  # the case is exercised
+    assert compactions_b > 0  # the case is exercised
     assert freed == freed_b
     assert np.array_equal(a[0], tt_b)
     assert np.array_equal(a[1], ps_b)

@@ -33,8 +33,12 @@ def engine_name_switches(source: str, names) -> list[int]:
     def is_engine(node) -> bool:
         if isinstance(node, ast.Attribute):
             return node.attr == "engine"
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr == "get" and node.args:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and node.args
+        ):
             a = node.args[0]
             return isinstance(a, ast.Constant) and a.value == "engine"
         if isinstance(node, ast.Subscript):
@@ -45,31 +49,33 @@ def engine_name_switches(source: str, names) -> list[int]:
     lines = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Compare):
-            if not all(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn))
-                       for op in node.ops):
+            if not all(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops):
                 continue
             sides = [node.left, *node.comparators]
             if any(named(s) for s in sides) or any(is_engine(s) for s in sides):
                 lines.append(node.lineno)
-        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Dict) \
-                and is_engine(node.slice):
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Dict) and is_engine(node.slice):
             lines.append(node.lineno)
     return sorted(set(lines))
 
 
 def test_the_scan_finds_each_kind_of_switch():
     names = [e.name for e in policies.engines()]
-    bad = ('if rec.engine == "page":\n    pass\n'
-           'if res.get("engine") != "ranks":\n    pass\n'
-           'x = s.record.engine in ("tensor", "swap")\n'
-           'y = "driver" == kind\n'
-           'z = {"page": 1}[rec.engine]\n'
-           'w = res["engine"] in ok\n')
+    bad = (
+        'if rec.engine == "page":\n    pass\n'
+        'if res.get("engine") != "ranks":\n    pass\n'
+        'x = s.record.engine in ("tensor", "swap")\n'
+        'y = "driver" == kind\n'
+        'z = {"page": 1}[rec.engine]\n'
+        'w = res["engine"] in ok\n'
+    )
     assert engine_name_switches(bad, names) == [1, 3, 5, 6, 7, 8]
-    good = ('if er.allocator:\n    pass\n'
-            'x = f.get("tensor") is not None\n'          # a result key, not a comparison
-            'y = kind == "pages"\n'
-            'names = ("page", "tensor")\n')               # named, not switched on
+    good = (
+        "if er.allocator:\n    pass\n"
+        'x = f.get("tensor") is not None\n'  # a result key, not a comparison
+        'y = kind == "pages"\n'
+        'names = ("page", "tensor")\n'
+    )  # named, not switched on
     assert engine_name_switches(good, names) == []
 
 
@@ -94,7 +100,8 @@ ENGINE_IMPORTS_ALLOWED = {
     # batches and prefetch bits against a measured GPU, the CPU optimizer's time against
     # DeepSpeed's): they measure engine internals that no record or result exposes, and are
     # part of that engine's system as much as its tests are
-    "validate/claims_driver.py", "validate/claims_zero.py",
+    "validate/claims_driver.py",
+    "validate/claims_zero.py",
 }
 
 
@@ -104,6 +111,7 @@ def engine_package_imports(source: str, module: str, is_package: bool, packages)
     one as a module path in a string ("g10fast.engine.page.loop", "...:function": what
     importlib would import)."""
     import re
+
     pkgs = set(packages)
     path_re = re.compile(r"g10fast\.engine\.(\w+)(\.\w+)*(:\w+)?")
     here = module.split(".") if is_package else module.split(".")[:-1]
@@ -136,19 +144,23 @@ def _engine_packages() -> list[str]:
 
 def test_the_import_scan_finds_each_kind_of_import():
     pk = ["page", "tensor", "ranks"]
-    bad = ("from g10fast.engine.page import system_params\n"
-           "import g10fast.engine.tensor.kernels as tk\n"
-           "from g10fast.engine import ranks\n"
-           "from ..engine.page.result import plan_summary\n"
-           "def f():\n    from ..engine.tensor import kernels\n"
-           "MODS = ('g10fast.engine.page.loop', 'g10fast.engine.ranks:timeline_json')\n")
+    bad = (
+        "from g10fast.engine.page import system_params\n"
+        "import g10fast.engine.tensor.kernels as tk\n"
+        "from g10fast.engine import ranks\n"
+        "from ..engine.page.result import plan_summary\n"
+        "def f():\n    from ..engine.tensor import kernels\n"
+        "MODS = ('g10fast.engine.page.loop', 'g10fast.engine.ranks:timeline_json')\n"
+    )
     assert engine_package_imports(bad, "g10fast.sweep.reuse", False, pk) == [1, 2, 3, 4, 6, 7]
-    good = ("from g10fast.engine.registry import engine\n"
-            "from g10fast.engine.stats import kernel_breakdown\n"
-            "from g10fast.engine import registry\n"
-            "from ..engine.bound_models import page_engine_model\n"
-            "'the page engine (g10fast.engine.page) says so'\n"
-            "x = 'g10fast.engine.driverless'\n")
+    good = (
+        "from g10fast.engine.registry import engine\n"
+        "from g10fast.engine.stats import kernel_breakdown\n"
+        "from g10fast.engine import registry\n"
+        "from ..engine.bound_models import page_engine_model\n"
+        "'the page engine (g10fast.engine.page) says so'\n"
+        "x = 'g10fast.engine.driverless'\n"
+    )
     assert engine_package_imports(good, "g10fast.sweep.reuse", False, pk) == []
     # a relative import from a package's __init__ counts from the package itself
     assert engine_package_imports("from .page import x\n", "g10fast.engine", True, pk) == [1]
@@ -188,17 +200,21 @@ def test_the_import_scan_fails_on_the_code_before_it():
     import subprocess
 
     def at(path):
-        p = subprocess.run(["git", "show", f"cddb586:{path}"], cwd=ROOT, capture_output=True,
-                           text=True)
+        p = subprocess.run(["git", "show", f"cddb586:{path}"], cwd=ROOT, capture_output=True, text=True)
         return p.stdout if p.returncode == 0 else None
 
     if at("g10fast/cli/single.py") is None:
         pytest.skip("no git history here")
     found = {x.split(":")[0] for x in _outside_engine_imports(at)}
-    assert found == {"g10fast/cli/single.py", "g10fast/sweep/reuse.py",
-                     "g10fast/sweep/runner.py", "g10fast/figures/memory.py",
-                     "g10fast/perfetto.py", "g10fast/alloc/trace.py",
-                     "g10fast/alloc/kernels.py"}
+    assert found == {
+        "g10fast/cli/single.py",
+        "g10fast/sweep/reuse.py",
+        "g10fast/sweep/runner.py",
+        "g10fast/figures/memory.py",
+        "g10fast/perfetto.py",
+        "g10fast/alloc/trace.py",
+        "g10fast/alloc/kernels.py",
+    }
 
 
 def test_the_formats_the_engines_write_are_the_results_and_the_traces():
@@ -208,26 +224,45 @@ def test_the_formats_the_engines_write_are_the_results_and_the_traces():
 
     from g10fast import results, trace
     from g10fast.engine.page import kernels as pk
-    names = ("KS_ITER", "KS_KERNEL", "KS_START", "KS_END", "KS_INTR", "KS_CPU", "KS_SSD",
-             "KS_NP", "KS_HOST", "KS_GPU")
-    assert [getattr(results, n) for n in names] == list(range(10)) \
-        == [getattr(pk, n) for n in names]
+
+    names = (
+        "KS_ITER",
+        "KS_KERNEL",
+        "KS_START",
+        "KS_END",
+        "KS_INTR",
+        "KS_CPU",
+        "KS_SSD",
+        "KS_NP",
+        "KS_HOST",
+        "KS_GPU",
+    )
+    assert [getattr(results, n) for n in names] == list(range(10)) == [getattr(pk, n) for n in names]
     assert len(results.KERNEL_COLUMNS) == pk.KS_COLS == 10
     assert {k.name: int(k) for k in trace.EventKind} == {
-        n: getattr(pk, f"EV_{n}") for n in ("KERNEL", "FAULT", "FETCH", "ALLOC", "EVICT",
-                                            "HINT", "DEALLOC", "TRANSFER")}
+        n: getattr(pk, f"EV_{n}")
+        for n in ("KERNEL", "FAULT", "FETCH", "ALLOC", "EVICT", "HINT", "DEALLOC", "TRANSFER")
+    }
     assert len(trace.COLUMNS) == pk.EV_COLS
-    kt = np.array([[0, 1, 0, 5, 0, 0, 0, 0, 0, 7], [1, 0, 9, 12, 0, 0, 0, 0, 0, 3],
-                   [1, 2, 12, 20, 0, 0, 0, 0, 0, 4]], np.int64)
+    kt = np.array(
+        [[0, 1, 0, 5, 0, 0, 0, 0, 0, 7], [1, 0, 9, 12, 0, 0, 0, 0, 0, 3], [1, 2, 12, 20, 0, 0, 0, 0, 0, 4]],
+        np.int64,
+    )
     assert results.gpu_bytes_at_kernel_end(kt, 1, 4).tolist() == [3 * 4096, 0, 4 * 4096, 0]
 
 
 def test_the_sweep_asks_the_records_for_their_kernel_modules():
     from g10fast.sweep.runner import kernel_modules
+
     assert kernel_modules(["lru", "prefetch_lru", "lru"]) == (
-        "g10fast.planner.g10_kernels", "g10fast.engine.page.loop")
+        "g10fast.planner.g10_kernels",
+        "g10fast.engine.page.loop",
+    )
     assert kernel_modules(["FlashNeuron", "singa_swap", "zero2"]) == (
-        "g10fast.planner.g10_kernels", "g10fast.engine.tensor.kernels", "g10fast.alloc.kernels")
+        "g10fast.planner.g10_kernels",
+        "g10fast.engine.tensor.kernels",
+        "g10fast.alloc.kernels",
+    )
 
 
 def test_engines_import_no_planner_nor_policy():
@@ -240,8 +275,11 @@ def test_engines_import_no_planner_nor_policy():
                 mods = [node.module or ""]
             elif isinstance(node, ast.Import):
                 mods = [a.name for a in node.names]
-            found += [f"{f.relative_to(PKG)} imports {m}" for m in mods
-                      if m.split(".")[:2] in (["g10fast", "planner"], ["g10fast", "policies"])]
+            found += [
+                f"{f.relative_to(PKG)} imports {m}"
+                for m in mods
+                if m.split(".")[:2] in (["g10fast", "planner"], ["g10fast", "policies"])
+            ]
     assert found == []
 
 
@@ -260,17 +298,19 @@ def test_every_engine_record_resolves():
     assert [e.name for e in registry.engines() if e.timeline] == ["ranks"]
     assert ranks.timeline == "g10fast.engine.ranks:timeline_json"
     with pytest.raises(Exception, match=r"no timeline \(a ranks-engine run has one\)"):
-        ranks.write_timeline({}, "never-written.json")   # the ranks engine's writer, reached
+        ranks.write_timeline({}, "never-written.json")  # the ranks engine's writer, reached
     with pytest.raises(Exception, match="the page engine writes no timeline"):
         page.write_timeline({"timeline": {}}, "never-written.json")
     assert page.host_reuse_module().__name__ == "g10fast.engine.page.reuse"
     assert tensor.host_reuse_module() is None
     import importlib
+
     for e in registry.engines():
-        for m in e.kernels:              # each names a module with cached Numba kernels
+        for m in e.kernels:  # each names a module with cached Numba kernels
             mod = importlib.import_module(m)
-            assert any(type(getattr(v, "_cache", None)).__name__ == "FunctionCache"
-                       for v in vars(mod).values()), (e.name, m)
+            assert any(
+                type(getattr(v, "_cache", None)).__name__ == "FunctionCache" for v in vars(mod).values()
+            ), (e.name, m)
     assert [e.name for e in registry.engines() if not e.kernels] == ["ranks"]
     assert page.summary_lines({}) == []
     lines = ranks.summary_lines({"ranks": 8, "system_preset": "dgx-a100-40"})
@@ -287,10 +327,12 @@ def test_an_engine_module_imports_first(module):
     loads the built-in records at its first look-up, not while a record imports it."""
     import subprocess
     import sys
-    code = (f"import {module}\nfrom g10fast.engine.registry import engines\n"
-            "print(','.join(e.name for e in engines()))")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       cwd=ROOT, timeout=120)
+
+    code = (
+        f"import {module}\nfrom g10fast.engine.registry import engines\n"
+        "print(','.join(e.name for e in engines()))"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == [",".join(registry.BUILTIN)]
 
@@ -299,6 +341,7 @@ def test_every_policy_hands_its_engine_the_engines_mode():
     """A policy's record gives its engine an instance of the engine's mode class (no untyped
     extras): for every registered policy, at its default options."""
     from g10fast.spec import EngineOptions
+
     for rec in policies.records():
         cls = policies.engine(rec.engine).mode_class()
         assert rec.engine_mode is not None, rec.name
@@ -308,11 +351,15 @@ def test_every_policy_hands_its_engine_the_engines_mode():
     tbnp = policies.get("tbnp")
     o = tbnp.make_options({"pre_evict": True})
     assert dict(tbnp.engine_mode(o, EngineOptions()).overrides) == {
-        "prefetcher": "tbn", "big_page_kib": 64, "evict": "tbn64k"}
+        "prefetcher": "tbn",
+        "big_page_kib": 64,
+        "evict": "tbn64k",
+    }
     assert policies.get("FlashNeuron").engine_mode(None, None).mechanism == "offload_set"
     assert policies.get("G10-Host").engine_mode(None, None).mechanism == "gds_ssd_host"
-    assert policies.get("appobmem").engine_mode(
-        policies.get("appobmem").options(), None).planner == "appobmem"
+    assert (
+        policies.get("appobmem").engine_mode(policies.get("appobmem").options(), None).planner == "appobmem"
+    )
 
 
 def _doc_examples():
@@ -321,13 +368,14 @@ def _doc_examples():
     import re
     import sys
     import types
+
     text = (ROOT / "docs" / "adding-a-policy.md").read_text()
     out = []
     for i, block in enumerate(re.findall(r"```python\n(.*?)```", text, re.S)):
         if "\nRECORD = PolicyRecord(" not in block:
             continue
         mod = types.ModuleType(f"doc_example_{i}")
-        sys.modules[mod.__name__] = mod          # dataclasses look their module up
+        sys.modules[mod.__name__] = mod  # dataclasses look their module up
         try:
             exec(compile(block, f"docs/adding-a-policy.md#block{i}", "exec"), mod.__dict__)
         finally:
@@ -354,13 +402,14 @@ def test_adding_a_policy_examples_run_as_written():
     try:
         w = workload_of(builtin_spec("vit", 8, "g10-artifact", "lru", overrides=over))
         inputs = int(np.diff(w.in_ptr).sum())
-        res = api.simulate("vit", 8, "g10-artifact", "ahead", overrides=over,
-                           options={"ahead": 3})
+        res = api.simulate("vit", 8, "g10-artifact", "ahead", overrides=over, options={"ahead": 3})
         assert res["status"] == "ok" and res["engine"] == "page"
         assert res["plan"]["hints"] == inputs and res["plan"]["ahead"] == 3
         lru = api.simulate("vit", 8, "g10-artifact", "lru", overrides=over)
-        assert res["iterations"][res["reported"]]["exe_time_cycles"] != \
-            lru["iterations"][lru["reported"]]["exe_time_cycles"]
+        assert (
+            res["iterations"][res["reported"]]["exe_time_cycles"]
+            != lru["iterations"][lru["reported"]]["exe_time_cycles"]
+        )
         d = api.simulate("vit", 8, "g10-artifact", "ahead_driver", overrides=over)
         assert d["status"] == "ok" and d["engine"] == "driver"
         n_iter = len(d["iterations"])

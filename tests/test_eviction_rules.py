@@ -21,7 +21,13 @@ import pytest
 
 from g10fast.engine.page import PageMode, kernels as pk, simulate_pages, system_params
 from g10fast.engine.page.rules import (
-    EVICTION_RULES, GEN_SHIFT, TT_REQ, eligible, eviction_name, eviction_rule, tensor_pos,
+    EVICTION_RULES,
+    GEN_SHIFT,
+    TT_REQ,
+    eligible,
+    eviction_name,
+    eviction_rule,
+    tensor_pos,
 )
 from g10fast.errors import InputError
 from g10fast.workload.model import PAGE_SIZE, Graph, build_workload, csr_from_lists
@@ -88,18 +94,25 @@ def _cyclic(n_tensors=4, reads_per_iter=None):
     K = reads_per_iter or n_tensors
     in_ptr, in_idx = csr_from_lists([[k % n_tensors] for k in range(K)])
     out_ptr, out_idx = csr_from_lists([[] for _ in range(K)])
-    g = Graph(name="cyclic", batch_size=1, raw_size=np.full(n_tensors, PAGE_SIZE, np.int64),
-              is_global=np.ones(n_tensors, bool), kernel_name=[f"K{k}" for k in range(K)],
-              kernel_parent=[f"{k}:read" for k in range(K)], in_ptr=in_ptr, in_idx=in_idx,
-              out_ptr=out_ptr, out_idx=out_idx)
+    g = Graph(
+        name="cyclic",
+        batch_size=1,
+        raw_size=np.full(n_tensors, PAGE_SIZE, np.int64),
+        is_global=np.ones(n_tensors, bool),
+        kernel_name=[f"K{k}" for k in range(K)],
+        kernel_parent=[f"{k}:read" for k in range(K)],
+        in_ptr=in_ptr,
+        in_idx=in_idx,
+        out_ptr=out_ptr,
+        out_idx=out_idx,
+    )
     exe = np.full(K, 100_000, np.int64)
     return build_workload(g, exe, 2 * exe, 2 * exe, np.zeros(K, np.int64))
 
 
 def _fetched(eviction, frames=3, check="full"):
     """Pages fetched into the GPU per iteration of the cyclic case under `eviction`."""
-    sp = dataclasses.replace(system_params(tiny_cfg(frames, 1000, "lru")),
-                             eviction=eviction_name(eviction))
+    sp = dataclasses.replace(system_params(tiny_cfg(frames, 1000, "lru")), eviction=eviction_name(eviction))
     run = simulate_pages(_cyclic(), sp, check=check)
     assert run.extra["invariant_checks"] > 0
     return run.pcie[:, pk.PC_IN].tolist(), run
@@ -133,8 +146,8 @@ def _random_twin(pos, tail):
 
 def test_twin_hand_worked():
     # the twin itself, on the hand-worked numbers of the module's docstring
-    assert _twin(lambda pos, tail: min(pos, key=pos.get)) == [4, 4]      # FIFO by arrival
-    assert _twin(lambda pos, tail: max(pos, key=pos.get)) == [4, 2]      # MRU
+    assert _twin(lambda pos, tail: min(pos, key=pos.get)) == [4, 4]  # FIFO by arrival
+    assert _twin(lambda pos, tail: max(pos, key=pos.get)) == [4, 2]  # MRU
 
 
 def test_arrival_thrashes_mru_does_not():
@@ -148,11 +161,11 @@ def test_arrival_thrashes_mru_does_not():
 def test_random_rule_matches_its_twin():
     got, _ = _fetched(random_rule)
     assert got == _twin(_random_twin)
-    assert got[0] == 4 and got != [4, 4]         # (the draw keeps a page the FIFO evicts)
+    assert got[0] == 4 and got != [4, 4]  # (the draw keeps a page the FIFO evicts)
 
 
 def test_rules_by_name_and_errors():
-    name = eviction_name(mru)                   # registered on first use, by its qualified name
+    name = eviction_name(mru)  # registered on first use, by its qualified name
     assert name == f"{__name__}.mru"
     assert EVICTION_RULES[name] is mru and eviction_name(name) == name
     with pytest.raises(InputError, match="unknown eviction rule 'nope'"):
@@ -166,15 +179,17 @@ def test_rules_by_name_and_errors():
 def system_params_with(mode):
     from g10fast.engine.page import page_params
     from g10fast.spec import builtin_spec
+
     return page_params(builtin_spec("vit", 8, "g10-artifact", "lru").system, mode)
 
 
 # ---- the same rules as policies of the test's own, through g10fast.run.run ----
 
+
 def _mode_of(rule):
     def engine_mode(options, engine):
-        return PageMode(is_uvm=True, use_prefetch=False, num_iteration=engine.num_iteration,
-                        eviction=rule)
+        return PageMode(is_uvm=True, use_prefetch=False, num_iteration=engine.num_iteration, eviction=rule)
+
     return engine_mode
 
 
@@ -182,10 +197,18 @@ def _mode_of(rule):
 def rule_policies():
     from g10fast import policies
     from g10fast.policies.registry import PolicyRecord
-    recs = [PolicyRecord(name=name, display=name.upper(), engine="page",
-                         plan_depends_on_host=False, engine_mode=_mode_of(rule),
-                         description=f"demand paging, {name} eviction (a test's rule kernel)")
-            for name, rule in (("mru_test", mru), ("random_test", random_rule))]
+
+    recs = [
+        PolicyRecord(
+            name=name,
+            display=name.upper(),
+            engine="page",
+            plan_depends_on_host=False,
+            engine_mode=_mode_of(rule),
+            description=f"demand paging, {name} eviction (a test's rule kernel)",
+        )
+        for name, rule in (("mru_test", mru), ("random_test", random_rule))
+    ]
     for rec in recs:
         policies.register(rec)
     yield [r.name for r in recs]
@@ -198,8 +221,9 @@ def test_rule_policies_run_under_check(rule_policies):
     from g10fast.spec import builtin_spec
 
     def fetched(policy):
-        res = run(builtin_spec("vit", 1, "g10-artifact", policy,
-                               overrides={"gpu.memory_gb": 0.02}), check="full")
+        res = run(
+            builtin_spec("vit", 1, "g10-artifact", policy, overrides={"gpu.memory_gb": 0.02}), check="full"
+        )
         assert res["status"] == "ok" and res["invariant_checks"] > 0
         return res, [it["pages"]["incoming"] for it in res["iterations"]]
 

@@ -97,7 +97,7 @@ def test_extent_check_finds_broken_states():
     tt, S, lru, pstate = _state([10, 10], 16)
     pk._x_arrive(lru, S, tt, pstate, 0, 2, 5, 0)
     pk._x_arrive(lru, S, tt, pstate, 1, 10, 4, 0)
-    pk._x_arrive(lru, S, tt, pstate, 0, 7, 2, 0)      # continues tensor 0's run? no: tail is 1
+    pk._x_arrive(lru, S, tt, pstate, 0, 7, 2, 0)  # continues tensor 0's run? no: tail is 1
     tt[0, pk.TT_RES], tt[1, pk.TT_RES] = 7, 4
     assert extent_lru_problem(lru, S, tt, pstate) is None
     assert _listed(lru, S) == [2, 3, 4, 5, 6, 10, 11, 12, 13, 7, 8]
@@ -156,19 +156,27 @@ def test_extent_records_grow_keeping_the_list():
     assert extent_lru_problem(lru2, S, tt, pstate) is None
 
 
-@pytest.mark.parametrize("seed,policy", [(s, p) for s in range(6)
-                                         for p in ("lru", "prefetch_lru")])
+@pytest.mark.parametrize("seed,policy", [(s, p) for s in range(6) for p in ("lru", "prefetch_lru")])
 def test_checked_runs_keep_the_extent_invariants(seed, policy):
     """Engine runs under check=True (the extent list is checked at every kernel boundary) on
     random workloads with hints; their results equal the per-page reference's."""
     rng = np.random.default_rng(2000 + seed)
-    w = make_workload(seed, n_kernels=int(rng.integers(6, 16)),
-                      n_tensors=int(rng.integers(10, 30)), max_pages=int(rng.integers(4, 40)))
+    w = make_workload(
+        seed,
+        n_kernels=int(rng.integers(6, 16)),
+        n_tensors=int(rng.integers(10, 30)),
+        max_pages=int(rng.integers(4, 40)),
+    )
     frames = int(kernel_pages(w).max() * rng.uniform(1.0, 1.6)) + 1
     # a batch of at least 10 pages: below that, some of these systems' SSD moves 0 pages a
     # tick and the run is refused (InputError), which would check nothing here
-    cfg = tiny_cfg(frames, int(rng.choice([0, frames // 2, 4 * frames])), policy,
-                   num_iteration=3, PCIe_batch_size_page=int(rng.integers(10, 20)))
+    cfg = tiny_cfg(
+        frames,
+        int(rng.choice([0, frames // 2, 4 * frames])),
+        policy,
+        num_iteration=3,
+        PCIe_batch_size_page=int(rng.integers(10, 20)),
+    )
     hints = random_hints(w, seed, n_hints=40) if policy != "lru" else None
     checked = simulate_pages(w, cfg, hints=hints, check=True, bulk=True)
     assert checked.extra["invariant_checks"] > 0
@@ -177,8 +185,7 @@ def test_checked_runs_keep_the_extent_invariants(seed, policy):
     assert np.array_equal(checked.pcie, ref.pcie)
 
 
-@pytest.mark.parametrize("seed,policy", [(s, p) for s in range(4)
-                                         for p in ("lru", "prefetch_lru", "deepUM")])
+@pytest.mark.parametrize("seed,policy", [(s, p) for s in range(4) for p in ("lru", "prefetch_lru", "deepUM")])
 def test_runs_growing_the_records_equal_the_reference(seed, policy, monkeypatch):
     """The record array starting just above what makes the wrapper grow it (2 * P_XMARGIN
     records) and grown 16 records at a time, so that the engine pauses and the wrapper grows
@@ -186,6 +193,7 @@ def test_runs_growing_the_records_equal_the_reference(seed, policy, monkeypatch)
     stays whole (check=True: a pause at every kernel) and the results equal the per-page
     reference's."""
     import g10fast.engine.page as page
+
     grown = []
     real = page._extent_records
 
@@ -193,16 +201,24 @@ def test_runs_growing_the_records_equal_the_reference(seed, policy, monkeypatch)
         grown.append(old is not None)
         m = int(S[pk.P_XMARGIN])
         return real(2 * m + 8 if old is None else len(old) // pk.XW + 16, S, old)
+
     monkeypatch.setattr(page, "_extent_records", small)
     rng = np.random.default_rng(3000 + seed)
-    w = make_workload(seed + 7, n_kernels=int(rng.integers(10, 16)),
-                      n_tensors=int(rng.integers(30, 40)), max_pages=int(rng.integers(100, 200)))
+    w = make_workload(
+        seed + 7,
+        n_kernels=int(rng.integers(10, 16)),
+        n_tensors=int(rng.integers(30, 40)),
+        max_pages=int(rng.integers(100, 200)),
+    )
     frames = int(kernel_pages(w).max() * rng.uniform(1.0, 1.3)) + 1
     cfg = tiny_cfg(frames, 4 * frames, policy, num_iteration=4, PCIe_batch_size_page=8)
     hints = None
     if policy != "lru":
-        hints = [h for h in random_hints(w, seed, n_hints=60)
-                 if policy != "deepUM" or h[3] not in (pk.IN_SSD, pk.IN_CPU)]
+        hints = [
+            h
+            for h in random_hints(w, seed, n_hints=60)
+            if policy != "deepUM" or h[3] not in (pk.IN_SSD, pk.IN_CPU)
+        ]
     checked = simulate_pages(w, cfg, hints=hints, check=True, bulk=True)
     assert sum(grown) >= 2
     ref = simulate_pages(w, cfg, hints=hints, bulk=False)

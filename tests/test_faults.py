@@ -43,21 +43,41 @@ def report(case: str, **figures) -> None:
 
 # -- what the children write: deterministic, so the parent knows what each point must hold ----
 
+
 def point_record(i: int) -> dict:
     rng = np.random.default_rng(i)
     exe = int(rng.integers(10**9, 10**10))
-    return {"hash": f"p{i:05d}", "label": f"BERT/128-p{i}", "status": "ok",
-            "config": {"batch_size": 128, "GPU_frequency_GHz": 1.2, "i": i},
-            "point": {"model": "BERT", "batch_size": 128, "policy": "lru",
-                      "host_mem_gb": float(i), "ssd_gbps": 3.2, "pcie_gbps": 15.754,
-                      "kernel_time_std_dev": 0.0, "kernel_speedup": 1.0, "group": "f"},
-            "result": {"status": "ok", "reported": 0, "third": i / 3,
-                       "iterations": [{"exe_time_cycles": exe, "ideal_exe_time_cycles": exe // 2,
-                                       "pages": {"cpu_to_gpu": i}}]},
-            "arrays": {"kernel_cycles": rng.integers(0, 2**40, (2, 3000)),
-                       "kernel_ideal_cycles": rng.integers(0, 2**30, 3000)},
-            "analysis": {"key": f"W-{i % 3}", "total": np.arange(500) * (i % 3)},
-            "wall_seconds": 0.25}
+    return {
+        "hash": f"p{i:05d}",
+        "label": f"BERT/128-p{i}",
+        "status": "ok",
+        "config": {"batch_size": 128, "GPU_frequency_GHz": 1.2, "i": i},
+        "point": {
+            "model": "BERT",
+            "batch_size": 128,
+            "policy": "lru",
+            "host_mem_gb": float(i),
+            "ssd_gbps": 3.2,
+            "pcie_gbps": 15.754,
+            "kernel_time_std_dev": 0.0,
+            "kernel_speedup": 1.0,
+            "group": "f",
+        },
+        "result": {
+            "status": "ok",
+            "reported": 0,
+            "third": i / 3,
+            "iterations": [
+                {"exe_time_cycles": exe, "ideal_exe_time_cycles": exe // 2, "pages": {"cpu_to_gpu": i}}
+            ],
+        },
+        "arrays": {
+            "kernel_cycles": rng.integers(0, 2**40, (2, 3000)),
+            "kernel_ideal_cycles": rng.integers(0, 2**30, 3000),
+        },
+        "analysis": {"key": f"W-{i % 3}", "total": np.arange(500) * (i % 3)},
+        "wall_seconds": 0.25,
+    }
 
 
 def expected_point(i: int):
@@ -102,7 +122,8 @@ def _check_store(path, committed: set, allowed: set, checked: set) -> tuple[int,
         want = expected_point(i)
         arr = s.arrays(p.hash)
         if (p.status, p.result, p.config) != want[:3] or any(
-                not np.array_equal(arr[k], v) for k, v in want[3].items()):
+            not np.array_equal(arr[k], v) for k, v in want[3].items()
+        ):
             damaged += 1
         checked.add(i)
     s.close()
@@ -125,8 +146,12 @@ def test_store_survives_kills_at_random_instants(tmp_path):
             committed: set = set()
             allowed: set = set()
             checked: set = set()
-        proc = subprocess.Popen([sys.executable, "-c", CHILD_STORE, str(path), str(nxt),
-                                 str(ROOT)], stdout=subprocess.PIPE, env=ENV, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CHILD_STORE, str(path), str(nxt), str(ROOT)],
+            stdout=subprocess.PIPE,
+            env=ENV,
+            text=True,
+        )
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(rnd.uniform(0.0, 0.25))
         proc.send_signal(signal.SIGKILL)
@@ -134,7 +159,7 @@ def test_store_survives_kills_at_random_instants(tmp_path):
         done = [int(x) for x in out.split()]
         committed.update(done)
         n_committed += len(done)
-        allowed |= set(range(nxt, nxt + len(done) + 1))   # + the one committed, not printed
+        allowed |= set(range(nxt, nxt + len(done) + 1))  # + the one committed, not printed
         u, lo, d = _check_store(path, committed, allowed, checked)
         unreadable += u
         lost += lo
@@ -142,10 +167,17 @@ def test_store_survives_kills_at_random_instants(tmp_path):
         nxt += len(done) + 1
         if j % KILLS_PER_STORE == KILLS_PER_STORE - 1 or j == kills - 1:
             n_stored += len(ResultStore(path, create=False).statuses())
-    report("store-kill", kills=kills, committed=n_committed, stored=n_stored,
-           unreadable=unreadable, lost=lost, damaged=damaged)
+    report(
+        "store-kill",
+        kills=kills,
+        committed=n_committed,
+        stored=n_stored,
+        unreadable=unreadable,
+        lost=lost,
+        damaged=damaged,
+    )
     assert (unreadable, lost, damaged) == (0, 0, 0)
-    assert n_committed >= kills // 2        # the kills did land among writes
+    assert n_committed >= kills // 2  # the kills did land among writes
 
 
 CHILD_TRACE = r"""
@@ -189,14 +221,18 @@ def test_trace_of_a_killed_run_reads_up_to_its_last_complete_chunk(tmp_path, cap
     rows = []
     target = tmp_path / "run.h5"
     for k in range(kills):
-        proc = subprocess.Popen([sys.executable, "-c", CHILD_TRACE, str(target), str(ROOT),
-                                 str(k % 3)], stdout=subprocess.PIPE, env=ENV, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CHILD_TRACE, str(target), str(ROOT), str(k % 3)],
+            stdout=subprocess.PIPE,
+            env=ENV,
+            text=True,
+        )
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(rnd.uniform(0.0, 0.6))
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
         tmps = find_temporaries(target)
-        assert len(tmps) == 1 and not tmps[0][2]       # the previous ones were cleaned
+        assert len(tmps) == 1 and not tmps[0][2]  # the previous ones were cleaned
         tmp = tmps[0][0]
         try:
             with open_trace(tmp, allow_incomplete=True) as tr:
@@ -224,8 +260,14 @@ def test_trace_of_a_killed_run_reads_up_to_its_last_complete_chunk(tmp_path, cap
     with EventTraceWriter(target, {}, {}) as w:
         w.append(trace_batch(0))
     assert find_temporaries(target) == []
-    report("trace-kill", kills=kills, unreadable=unreadable, wrong=wrong,
-           events_min=min(rows, default=0), events_max=max(rows, default=0))
+    report(
+        "trace-kill",
+        kills=kills,
+        unreadable=unreadable,
+        wrong=wrong,
+        events_min=min(rows, default=0),
+        events_max=max(rows, default=0),
+    )
     assert unreadable == 0 and wrong == 0
     assert max(rows) > 0
 
@@ -251,12 +293,17 @@ except InputError as e:
 
 def test_full_disk_during_a_trace(tmp_path):
     target = tmp_path / "t.h5"
-    out = subprocess.run([sys.executable, "-c", CHILD_TRACE_FULL, str(target), str(ROOT)],
-                         capture_output=True, text=True, timeout=120, env=ENV)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD_TRACE_FULL, str(target), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=ENV,
+    )
     assert out.returncode == 0, out.stderr
     assert "cannot write the event trace" in out.stdout and "nothing was published" in out.stdout
     assert "Traceback" not in out.stderr
-    assert list(tmp_path.iterdir()) == []          # no target, no temporary file
+    assert list(tmp_path.iterdir()) == []  # no target, no temporary file
 
 
 def test_full_disk_during_a_sweep(tmp_path, monkeypatch):
@@ -292,7 +339,7 @@ def test_full_disk_during_a_sweep(tmp_path, monkeypatch):
     monkeypatch.setattr(ResultStore, "write_point", orig)
     st = ResultStore(path).statuses()
     assert sorted(st) == sorted(calls[:3]) and set(st.values()) == {"ok"}
-    assert ResultStore(path).claims() == []        # released by the stopped sweep
+    assert ResultStore(path).claims() == []  # released by the stopped sweep
     again = run_sweep(pts, path, workers=0, progress=False, reuse=False)
     assert (again.skipped, again.ran) == (3, 3)
     worker.clear_cache()
@@ -300,16 +347,21 @@ def test_full_disk_during_a_sweep(tmp_path, monkeypatch):
 
 # -- bit flips ------------------------------------------------------------------------------------
 
+
 def _store_snapshot(s) -> dict:
     snap = {}
     for p in s.points():
         arr = s.arrays(p.hash)
-        snap[p.hash] = (p.status, p.attrs, p.config, p.result,
-                        {k: (v.dtype.str, v.shape, v.tobytes()) for k, v in arr.items()})
+        snap[p.hash] = (
+            p.status,
+            p.attrs,
+            p.config,
+            p.result,
+            {k: (v.dtype.str, v.shape, v.tobytes()) for k, v in arr.items()},
+        )
     for k in s.workload_keys():
         w = s.workload(k)
-        snap["w:" + k] = {a: (v.tobytes() if isinstance(v, np.ndarray) else v)
-                          for a, v in (w or {}).items()}
+        snap["w:" + k] = {a: (v.tobytes() if isinstance(v, np.ndarray) else v) for a, v in (w or {}).items()}
     return snap
 
 
@@ -350,8 +402,14 @@ def test_bit_flips_in_a_store_are_detected_or_harmless(tmp_path):
             harmless += 1
         else:
             undetected += 1
-    report("store-flip", flips=flips, detected=detected, harmless=harmless,
-           undetected=undetected, file_bytes=len(data))
+    report(
+        "store-flip",
+        flips=flips,
+        detected=detected,
+        harmless=harmless,
+        undetected=undetected,
+        file_bytes=len(data),
+    )
     assert undetected == 0
     assert detected > flips // 4
 
@@ -402,9 +460,23 @@ def test_bit_flips_in_a_trace_are_detected_or_harmless(tmp_path):
     t = 0
     crashes = []
     while t < flips:
-        out = subprocess.run([sys.executable, "-c", CHILD_TRACE_FLIPS, str(ROOT), str(src),
-                              str(tmp_path / "b.h5"), str(SEED), str(t), str(flips)],
-                             capture_output=True, text=True, env=ENV, timeout=600)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                CHILD_TRACE_FLIPS,
+                str(ROOT),
+                str(src),
+                str(tmp_path / "b.h5"),
+                str(SEED),
+                str(t),
+                str(flips),
+            ],
+            capture_output=True,
+            text=True,
+            env=ENV,
+            timeout=600,
+        )
         last = t
         for line in out.stdout.splitlines():
             r = json.loads(line)
@@ -413,7 +485,7 @@ def test_bit_flips_in_a_trace_are_detected_or_harmless(tmp_path):
                 continue
             outcomes[r["t"]] = r
             last = r["t"] + 1
-        if out.returncode != 0:           # the process died on this flip (HDF5 crashed)
+        if out.returncode != 0:  # the process died on this flip (HDF5 crashed)
             crashes.append(last)
             outcomes[last] = {"t": last, "outcome": f"crash rc={out.returncode}"}
             last += 1
@@ -421,9 +493,15 @@ def test_bit_flips_in_a_trace_are_detected_or_harmless(tmp_path):
     kinds = [r["outcome"] for r in outcomes.values()]
     detected, harmless = kinds.count("detected"), kinds.count("harmless")
     bad = [r for r in outcomes.values() if r["outcome"] not in ("detected", "harmless")]
-    report("trace-flip", flips=flips, detected=detected, harmless=harmless,
-           undetected=len(bad), file_bytes=src.stat().st_size,
-           bad=[(r["off"] if "off" in r else None, r["outcome"]) for r in bad][:20])
+    report(
+        "trace-flip",
+        flips=flips,
+        detected=detected,
+        harmless=harmless,
+        undetected=len(bad),
+        file_bytes=src.stat().st_size,
+        bad=[(r["off"] if "off" in r else None, r["outcome"]) for r in bad][:20],
+    )
     assert bad == []
     assert detected > flips // 10
 
@@ -455,13 +533,20 @@ def test_two_sweeps_and_a_reader_on_one_store(tmp_path):
     from g10fast.sweep.export import export_rows
 
     path = tmp_path / "s.g10db"
-    procs = [subprocess.Popen([sys.executable, "-c", CHILD_SWEEP, str(path), str(ROOT)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV,
-                              text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD_SWEEP, str(path), str(ROOT)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=ENV,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     reads, seen = 0, []
     while any(p.poll() is None for p in procs):
         if path.exists():
-            s = ResultStore(path, create=False)     # never an error while they write
+            s = ResultStore(path, create=False)  # never an error while they write
             rows, damaged = export_rows(s)
             assert damaged == 0 and all(r["status"] == "ok" for r in rows)
             seen.append(len(rows))
@@ -475,12 +560,11 @@ def test_two_sweeps_and_a_reader_on_one_store(tmp_path):
         outs.append(json.loads(out.strip().splitlines()[-1]))
     a, b = (set(o["ran"]) for o in outs)
     st = ResultStore(path).statuses()
-    report("two-sweeps", points=len(st), ran_a=len(a), ran_b=len(b), both=len(a & b),
-           reads=reads)
-    assert a.isdisjoint(b)                           # no point run twice
+    report("two-sweeps", points=len(st), ran_a=len(a), ran_b=len(b), both=len(a & b), reads=reads)
+    assert a.isdisjoint(b)  # no point run twice
     assert len(a | b) == len(st) == 15 and set(st.values()) == {"ok"}
-    assert len(a) > 0 and len(b) > 0                 # both did work
-    assert reads >= 3 and seen == sorted(seen)       # the reader saw the store grow
+    assert len(a) > 0 and len(b) > 0  # both did work
+    assert reads >= 3 and seen == sorted(seen)  # the reader saw the store grow
     assert ResultStore(path).claims() == []
 
 
@@ -503,10 +587,10 @@ def test_a_resumed_sweep_runs_damaged_points_again(tmp_path, monkeypatch):
     assert first.ran == 4
     before = {p.hash: p for p in ResultStore(path).points()}
     victim = pts[2].hash
-    con = sqlite3.connect(path)           # one changed digit in a stored result
+    con = sqlite3.connect(path)  # one changed digit in a stored result
     (r,) = con.execute("SELECT result FROM points WHERE hash = ?", (victim,)).fetchone()
     i = r.index('"exe_time_cycles": ') + len('"exe_time_cycles": ')
-    r = r[:i] + str((int(r[i]) + 1) % 10) + r[i + 1:]
+    r = r[:i] + str((int(r[i]) + 1) % 10) + r[i + 1 :]
     con.execute("UPDATE points SET result = ? WHERE hash = ?", (r, victim))
     con.commit()
     con.close()
@@ -546,8 +630,7 @@ TIMING_KEYS = ("wall_seconds", "peak_rss_bytes")
 def _untimed(x):
     """A result without its timings (wall, memory, planner seconds)."""
     if isinstance(x, dict):
-        return {k: _untimed(v) for k, v in x.items()
-                if k not in TIMING_KEYS and not k.endswith("_seconds")}
+        return {k: _untimed(v) for k, v in x.items() if k not in TIMING_KEYS and not k.endswith("_seconds")}
     if isinstance(x, list):
         return [_untimed(v) for v in x]
     return x
@@ -563,9 +646,13 @@ def test_sweeps_killed_at_random_instants_resume_to_the_same_store(tmp_path, mon
     killed = runs = 0
     while True:
         runs += 1
-        proc = subprocess.Popen([sys.executable, "-c", CHILD_SWEEP_KILLED, str(path), str(ROOT)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV,
-                                text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CHILD_SWEEP_KILLED, str(path), str(ROOT)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=ENV,
+            text=True,
+        )
         assert proc.stdout.readline().strip() == "ready"
         if killed < kills:
             time.sleep(rnd.uniform(0.0, 1.5))
@@ -582,7 +669,7 @@ def test_sweeps_killed_at_random_instants_resume_to_the_same_store(tmp_path, mon
             s.close()
         if proc.returncode == 0:
             break
-    ref = tmp_path / "ref.g10db"           # the same sweep, never killed (in this process)
+    ref = tmp_path / "ref.g10db"  # the same sweep, never killed (in this process)
     sys.path.insert(0, str(ROOT / "tests"))
     from test_sweep_reuse import synth_points, synth_workload
 
@@ -601,7 +688,8 @@ def test_sweeps_killed_at_random_instants_resume_to_the_same_store(tmp_path, mon
     for h in a:
         assert a[h].status == b[h].status == "ok"
         assert _untimed(a[h].result) == _untimed(b[h].result)
-        assert all(np.array_equal(v, ResultStore(ref).arrays(h)[k])
-                   for k, v in ResultStore(path).arrays(h).items())
+        assert all(
+            np.array_equal(v, ResultStore(ref).arrays(h)[k]) for k, v in ResultStore(path).arrays(h).items()
+        )
     assert ResultStore(path).claims() == []
     report("sweep-kill", kills=killed, runs=runs, points=len(a), unreadable=0, lost=0)

@@ -19,25 +19,74 @@ ARTIFACT = Path(__file__).resolve().parents[2] / "shared" / "g10-artifact"
 
 
 def fake_result(exe, ideal, policy, *, stall=0, overlap=0, pages=(0, 0, 0, 0), reported=1):
-    it = {"iteration": 0, "exe_time_cycles": exe * 2, "ideal_exe_time_cycles": ideal,
-          "stall_cycles": 1, "overlap_cycles": 1, "compute_cycles": 1, "pages": {}}
-    it1 = {"iteration": 1, "exe_time_cycles": exe, "ideal_exe_time_cycles": ideal,
-           "stall_cycles": stall, "overlap_cycles": overlap,
-           "compute_cycles": exe - stall - overlap,
-           "pages": dict(zip(("ssd_to_gpu", "gpu_to_ssd", "cpu_to_gpu", "gpu_to_cpu"), pages))}
-    return {"status": "ok", "policy": policy, "iterations": [it, it1], "reported": reported,
-            "workload": {"ideal_cycles": ideal}}
+    it = {
+        "iteration": 0,
+        "exe_time_cycles": exe * 2,
+        "ideal_exe_time_cycles": ideal,
+        "stall_cycles": 1,
+        "overlap_cycles": 1,
+        "compute_cycles": 1,
+        "pages": {},
+    }
+    it1 = {
+        "iteration": 1,
+        "exe_time_cycles": exe,
+        "ideal_exe_time_cycles": ideal,
+        "stall_cycles": stall,
+        "overlap_cycles": overlap,
+        "compute_cycles": exe - stall - overlap,
+        "pages": dict(zip(("ssd_to_gpu", "gpu_to_ssd", "cpu_to_gpu", "gpu_to_cpu"), pages)),
+    }
+    return {
+        "status": "ok",
+        "policy": policy,
+        "iterations": [it, it1],
+        "reported": reported,
+        "workload": {"ideal_cycles": ideal},
+    }
 
 
-def put(store, h, model, batch, policy, result, *, status="ok", host=128.0, ssd=3.2,
-        pcie=15.754, var=0.0, arrays=None, analysis=None, error=""):
-    store.write_point({
-        "hash": h, "label": f"{model}/{batch}-{policy}", "status": status, "error": error,
-        "point": {"model": model, "batch_size": batch, "policy": policy, "host_mem_gb": host,
-                  "ssd_gbps": ssd, "pcie_gbps": pcie, "kernel_time_std_dev": var,
-                  "kernel_speedup": 1.0, "group": "t"},
-        "config": {"batch_size": batch}, "result": result, "arrays": arrays,
-        "analysis": analysis, "wall_seconds": 0.5})
+def put(
+    store,
+    h,
+    model,
+    batch,
+    policy,
+    result,
+    *,
+    status="ok",
+    host=128.0,
+    ssd=3.2,
+    pcie=15.754,
+    var=0.0,
+    arrays=None,
+    analysis=None,
+    error="",
+):
+    store.write_point(
+        {
+            "hash": h,
+            "label": f"{model}/{batch}-{policy}",
+            "status": status,
+            "error": error,
+            "point": {
+                "model": model,
+                "batch_size": batch,
+                "policy": policy,
+                "host_mem_gb": host,
+                "ssd_gbps": ssd,
+                "pcie_gbps": pcie,
+                "kernel_time_std_dev": var,
+                "kernel_speedup": 1.0,
+                "group": "t",
+            },
+            "config": {"batch_size": batch},
+            "result": result,
+            "arrays": arrays,
+            "analysis": analysis,
+            "wall_seconds": 0.5,
+        }
+    )
 
 
 def small_store(path) -> ResultStore:
@@ -48,24 +97,38 @@ def small_store(path) -> ResultStore:
             n += 1
             K = 5
             kc = np.array([[10, 20, 30, 40, 50], [10, 20, 30, 40, 500]], dtype=np.int64)
-            put(s, f"h{n:03d}", m, b, pol,
+            put(
+                s,
+                f"h{n:03d}",
+                m,
+                b,
+                pol,
                 fake_result(1000 * (4 - i), 900, pol, stall=100, overlap=50, pages=(1, 2, 3, 4)),
-                arrays={"kernel_cycles": kc, "kernel_ideal_cycles": np.full(K, 10, np.int64)})
+                arrays={"kernel_cycles": kc, "kernel_ideal_cycles": np.full(K, 10, np.int64)},
+            )
         n += 1
         put(s, f"h{n:03d}", m, b, "FlashNeuron", None, status="failed", error="does not fit")
     # a point of Fig. 15 and a host-memory point of Fig. 16; one errored point
     put(s, "x1", "BERT", 128, "lru", fake_result(13178010664, 7087159999, "lru"))
-    put(s, "x2", "BERT", 256, "prefetch_lru", fake_result(12341928800, 8742558777, "prefetch_lru"),
-        host=0.0)
+    put(s, "x2", "BERT", 256, "prefetch_lru", fake_result(12341928800, 8742558777, "prefetch_lru"), host=0.0)
     put(s, "x3", "VIT", 256, "deepUM", None, status="error", error="InputError: not implemented")
     for v in (0.05, 0.1):
         put(s, f"v{v}", "BERT", 256, "prefetch_lru", fake_result(1000, 990, "prefetch_lru"), var=v)
-    an = {"key": "BERT-128", "active": np.array([5, 6, 7], np.int64),
-          "active_input": np.array([1, 1, 1], np.int64), "active_weight": np.array([2, 2, 2], np.int64),
-          "active_intermediate": np.array([2, 3, 4], np.int64), "total": np.array([10, 12, 11], np.int64),
-          "sd_size": np.array([4096, 8192], np.int64), "sd_time": np.array([12.5, 3000.0]),
-          "sd_start": np.array([0, 1], np.int32), "global_weight": 4, "input_size": 1,
-          "kernels": 3, "ideal_cycles": 30}
+    an = {
+        "key": "BERT-128",
+        "active": np.array([5, 6, 7], np.int64),
+        "active_input": np.array([1, 1, 1], np.int64),
+        "active_weight": np.array([2, 2, 2], np.int64),
+        "active_intermediate": np.array([2, 3, 4], np.int64),
+        "total": np.array([10, 12, 11], np.int64),
+        "sd_size": np.array([4096, 8192], np.int64),
+        "sd_time": np.array([12.5, 3000.0]),
+        "sd_start": np.array([0, 1], np.int32),
+        "global_weight": 4,
+        "input_size": 1,
+        "kernels": 3,
+        "ideal_cycles": 30,
+    }
     put(s, "x4", "BERT", 128, "ideal", fake_result(7087159999, 7087159999, "ideal"), analysis=an)
     return s
 
@@ -77,8 +140,8 @@ def test_results_lookup(tmp_path):
     # reported iteration 1; lru: stall := stall - overlap, overlap := 0 (spec §5.2)
     assert st["exe"] == 4000 and st["stall"] == 50 and st["overlap"] == 0
     assert r.get("BERT", 256, "deepUM")["overlap"] == 50
-    assert r.get("BERT", 256, "FlashNeuron")["exe"] == math.inf     # failed run = artifact inf
-    assert r.get("VIT", 256, "deepUM") is None                      # error = missing
+    assert r.get("BERT", 256, "FlashNeuron")["exe"] == math.inf  # failed run = artifact inf
+    assert r.get("VIT", 256, "deepUM") is None  # error = missing
     assert r.get("BERT", 512, "lru") is None
     assert r.ideal("BERT", 256) == 900
     assert r.get("BERT", 256, "prefetch_lru", host=0)["exe"] == 12341928800
@@ -165,12 +228,14 @@ def test_one_side_failed_is_said_not_max_inf(tmp_path):
     from g10fast.figures import FigureReport
 
     rep = FigureReport(tmp_path)
-    rep.rows = [(12, "Inceptionv3/1536/FlashNeuron overlap", 2.0, math.inf, math.inf),
-                (12, "Inceptionv3/1536/FlashNeuron stall", 1.0, math.inf, math.inf),
-                (12, "BERT/256/lru stall", 1.01, 1.0, relative_error(1.01, 1.0)),
-                (12, "VIT/1280/FlashNeuron stall", math.inf, math.inf, 0.0),
-                (11, "VIT/256/lru exe_time", math.inf, 5.0, math.inf),
-                (11, "BERT/256/G10GDSSSD exe_time", None, 5.0, None)]
+    rep.rows = [
+        (12, "Inceptionv3/1536/FlashNeuron overlap", 2.0, math.inf, math.inf),
+        (12, "Inceptionv3/1536/FlashNeuron stall", 1.0, math.inf, math.inf),
+        (12, "BERT/256/lru stall", 1.01, 1.0, relative_error(1.01, 1.0)),
+        (12, "VIT/1280/FlashNeuron stall", math.inf, math.inf, 0.0),
+        (11, "VIT/256/lru exe_time", math.inf, 5.0, math.inf),
+        (11, "BERT/256/G10GDSSSD exe_time", None, 5.0, None),
+    ]
     s = {x["figure"]: x for x in rep.summary()}
     assert s[12]["max"] == pytest.approx(0.01) and s[12]["compared"] == 2
     assert (s[12]["artifact_failed"], s[12]["g10fast_failed"]) == (2, 0)
@@ -188,6 +253,7 @@ def test_figure_12_labels_do_not_overlap(tmp_path):
     """The rotated policy names under the bars and the workload names under them: no two
     label boxes overlap (figure 12's workload names used to cross FlashNeuron)."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -203,6 +269,6 @@ def test_figure_12_labels_do_not_overlap(tmp_path):
     major = [t.get_window_extent(r) for t in ax.get_xticklabels() if t.get_text()]
     assert len(minor) == 20 and len(major) == 5
     lowest = min(b.y0 for b in minor)
-    assert all(b.y1 < lowest for b in major)                  # every workload name below
-    assert all(b.y0 >= 0 for b in major)                      # and inside the figure
+    assert all(b.y1 < lowest for b in major)  # every workload name below
+    assert all(b.y0 >= 0 for b in major)  # and inside the figure
     plt.close(fig)

@@ -23,9 +23,19 @@ REF = SHARED / "reference" / "ResNet152-256-lru" / "statistics"
 
 needs_nets = pytest.mark.skipif(not NETS.is_dir(), reason="G10 artifact not available")
 
-CNN_COUNTS = {"AlexNet": 66, "ResNet18": 186, "ResNet34": 330, "ResNet50": 449,
-              "WResNet50_2": 449, "ResNeXt101_32x8d": 874, "WResNet101_2": 874,
-              "ResNet152": 1299, "Inceptionv3": 929, "SENet16": 249, "SENet154": 2319}
+CNN_COUNTS = {
+    "AlexNet": 66,
+    "ResNet18": 186,
+    "ResNet34": 330,
+    "ResNet50": 449,
+    "WResNet50_2": 449,
+    "ResNeXt101_32x8d": 874,
+    "WResNet101_2": 874,
+    "ResNet152": 1299,
+    "Inceptionv3": 929,
+    "SENet16": 249,
+    "SENet154": 2319,
+}
 
 BN = "eps=1e-05, momentum=0.1, affine=True, track_running_stats=False"
 MINI_RESNET = f"""ResNet(
@@ -56,8 +66,7 @@ def _mini(family="resnet", text=MINI_RESNET):
 
 
 def _kernel(g: Graph, k: int):
-    return (g.kernel_name[k], g.kernel_parent[k], set(g.inputs(k).tolist()),
-            set(g.outputs(k).tolist()))
+    return (g.kernel_name[k], g.kernel_parent[k], set(g.inputs(k).tolist()), set(g.outputs(k).tolist()))
 
 
 # ------------------------------------------------------------------------------------------
@@ -68,11 +77,19 @@ def test_mini_resnet_tensors():
     g = _mini()
     bn4 = [2048, 2048, 32, 32, 16, 16, 2048, 16, 16, 16, 2048, 16]
     bn8 = [1024, 1024, 64, 64, 32, 32, 1024, 32, 32, 32, 1024, 32]
-    expect = ([1536, 2048, 432, 432, 1536] + bn4 + [2048]          # conv0 (+A0), bn, relu
-              + [2048, 576, 576, 2048] + bn4 + [2048]              # block conv1, bn1, relu
-              + [1024, 1152, 1152, 2048] + bn8                     # conv2, bn2
-              + [1024, 128, 128, 2048] + bn8                       # ds conv, ds bn
-              + [1024, 64, 1024, 320, 80, 64, 320, 80])            # Add, avgpool, fc, loss grad
+    expect = (
+        [1536, 2048, 432, 432, 1536]
+        + bn4
+        + [2048]  # conv0 (+A0), bn, relu
+        + [2048, 576, 576, 2048]
+        + bn4
+        + [2048]  # block conv1, bn1, relu
+        + [1024, 1152, 1152, 2048]
+        + bn8  # conv2, bn2
+        + [1024, 128, 128, 2048]
+        + bn8  # ds conv, ds bn
+        + [1024, 64, 1024, 320, 80, 64, 320, 80]
+    )  # Add, avgpool, fc, loss grad
     assert g.raw_size.tolist() == expect
     assert np.flatnonzero(g.is_global).tolist() == [2, 7, 19, 24, 36, 41, 52, 57, 70]
     assert g.meta == {"format": "cnn", "path": "mini.txt", "family": "resnet"}
@@ -91,7 +108,7 @@ def test_mini_resnet_kernels():
         ("ReLU_Forward", f"5:{R}", {22}, {22}),
         ("Conv2d_Forward", f"6:{C}", {22, 36}, {35}),
         ("BatchNorm2d_Forward", f"7:{B}", {35, 41}, {39, 43, 44, 45, 46}),
-        ("Conv2d_Forward", f"8:{C}", {5, 52}, {51}),            # downsample reads the block input
+        ("Conv2d_Forward", f"8:{C}", {5, 52}, {51}),  # downsample reads the block input
         ("BatchNorm2d_Forward", f"9:{B}", {51, 57}, {55, 59, 60, 61, 62}),
         ("Add_Forward", "10:Add", {39, 55}, {67}),
         ("AdaptiveAvgPool2d_Forward", "11:AdaptiveAvgPool2d", {67}, {68}),
@@ -117,7 +134,7 @@ def test_mini_resnet_kernels():
         ("Conv2d_Backward_Weight", f"3:{C}", {23, 5}, {20}),
         ("Conv2d_Backward_Input", f"3:{C}", {23, 19}, {21}),
         ("Conv2d_Apply_Grad", f"3:{C}", {20, 19}, {19}),
-        ("Add_MultiGredient", f"2:{R}", {21, 54}, {21}),      # block input: main + downsample
+        ("Add_MultiGredient", f"2:{R}", {21, 54}, {21}),  # block input: main + downsample
         ("ReLU_Backward", f"2:{R}", {5, 21}, {17}),
         ("BatchNorm2d_Backward", f"1:{B}", {17, 11, 12, 7}, {6, 8, 13, 14, 15, 16}),
         ("BatchNorm2d_Apply_Grad", f"1:{B}", {8, 7}, {7}),
@@ -128,14 +145,17 @@ def test_mini_resnet_kernels():
     assert [_kernel(g, k) for k in range(g.num_kernels)] == expect
     for ptr, idx in ((g.in_ptr, g.in_idx), (g.out_ptr, g.out_idx)):
         for k in range(g.num_kernels):
-            row = idx[ptr[k]:ptr[k + 1]]
+            row = idx[ptr[k] : ptr[k + 1]]
             assert np.all(np.diff(row) > 0)
 
 
 def test_mini_without_family_is_a_plain_chain():
     # without is_resnet the downsample conv is chained after bn2 (8 channels, not 4)
-    with pytest.raises(InputError, match=r"mini.txt:13:14: channel mismatch: Conv2d expects 4 "
-                       "input channels, its input layer gives 8"):
+    with pytest.raises(
+        InputError,
+        match=r"mini.txt:13:14: channel mismatch: Conv2d expects 4 "
+        "input channels, its input layer gives 8",
+    ):
         _mini(family=None)
     text = MINI_RESNET.replace("(0): Conv2d(4, 8", "(0): Conv2d(8, 8")
     g = _mini(family=None, text=text)
@@ -172,7 +192,7 @@ def _read_reference():
             elif line == "Output Tensors:":
                 mode = "out"
             elif line.startswith("tensor"):
-                cur[mode].add(int(line.split()[0][len("tensor"):]))
+                cur[mode].add(int(line.split()[0][len("tensor") :]))
     return tensors, kernels
 
 
@@ -185,17 +205,15 @@ def test_resnet152_matches_cpp_reference():
     assert T == 2903 and int(g.is_global.sum()) == 622
     ref_size = np.array([s for s, _ in tensors], dtype=np.int64)
     ref_glob = np.array([gl for _, gl in tensors], dtype=bool)
-    assert len(tensors) == 2903 + 463                     # + ResNet152-256 workspaces
+    assert len(tensors) == 2903 + 463  # + ResNet152-256 workspaces
     assert np.array_equal(page_round(g.raw_size), ref_size[:T])
     assert np.array_equal(g.is_global, ref_glob[:T])
     assert not ref_glob[T:].any()
     assert len(kernels) == g.num_kernels == 1299
     mismatches = []
     for k, r in enumerate(kernels):
-        mine = (g.kernel_name[k], g.kernel_parent[k], set(g.inputs(k).tolist()),
-                set(g.outputs(k).tolist()))
-        ref = (r["name"], r["parent"], {t for t in r["in"] if t < T},
-               {t for t in r["out"] if t < T})
+        mine = (g.kernel_name[k], g.kernel_parent[k], set(g.inputs(k).tolist()), set(g.outputs(k).tolist()))
+        ref = (r["name"], r["parent"], {t for t in r["in"] if t < T}, {t for t in r["out"] if t < T})
         if mine != ref:
             mismatches.append((k, mine, ref))
     assert mismatches == []
@@ -227,10 +245,12 @@ def test_counts_match_trace_lengths(stem):
 
 # (model, batch): footprint with workspaces, global bytes, largest per-kernel working set, in
 # GiB to 3 decimals, from G10's own console output (workloads spec §2 table).
-FOOTPRINTS = [("Inceptionv3", 512, 264.218, 0.090, 10.551),
-              ("Inceptionv3", 1792, 918.677, 0.090, 36.929),
-              ("SENet154", 256, 463.903, 1.298, 6.125),
-              ("ResNet152", 256, 229.904, 0.226, 3.063)]
+FOOTPRINTS = [
+    ("Inceptionv3", 512, 264.218, 0.090, 10.551),
+    ("Inceptionv3", 1792, 918.677, 0.090, 36.929),
+    ("SENet154", 256, 463.903, 1.298, 6.125),
+    ("ResNet152", 256, 229.904, 0.226, 3.063),
+]
 
 
 @needs_nets
@@ -241,15 +261,19 @@ def test_memory_matches_g10(stem, batch, total, glob, peak):
     ws = np.array([int(line.split()[1]) for line in ws_file.read_text().splitlines()])
     assert len(ws) == g.num_kernels
     size, wsr = page_round(g.raw_size), page_round(ws)
-    gib = 2.0 ** 30
+    gib = 2.0**30
     assert round((size.sum() + wsr.sum()) / gib, 3) == total
     assert round(size[g.is_global].sum() / gib, 3) == glob
-    work = max(size[np.union1d(g.inputs(k), g.outputs(k))].sum() + wsr[k]
-               for k in range(g.num_kernels))
+    work = max(size[np.union1d(g.inputs(k), g.outputs(k))].sum() + wsr[k] for k in range(g.num_kernels))
     assert round(work / gib, 3) == peak
     # a workspace only ever belongs to a convolution or dropout kernel (kernel order check)
-    allowed = {"Conv2d_Forward", "Conv2d_Backward_Weight", "Conv2d_Backward_Input",
-               "Dropout_Forward", "Dropout_Backward"}
+    allowed = {
+        "Conv2d_Forward",
+        "Conv2d_Backward_Weight",
+        "Conv2d_Backward_Input",
+        "Dropout_Forward",
+        "Dropout_Backward",
+    }
     assert {g.kernel_name[k] for k in np.flatnonzero(ws)} <= allowed
 
 
@@ -265,9 +289,9 @@ def test_inception_concats():
     bwd = [k for k, n in enumerate(g.kernel_name) if n == "Concat_Backward"]
     assert len(fwd) == len(bwd) == 15
     assert g.kernel_name.count("MaxPool2d_Forward") == 13
-    assert _channels(g, fwd[0], "in", 35 * 35) == [32, 64, 64, 96]      # Mixed_5b
+    assert _channels(g, fwd[0], "in", 35 * 35) == [32, 64, 64, 96]  # Mixed_5b
     assert _channels(g, fwd[0], "out", 35 * 35) == [256]
-    assert _channels(g, fwd[3], "in", 17 * 17) == [96, 288, 384]        # Mixed_6a (pool 288)
+    assert _channels(g, fwd[3], "in", 17 * 17) == [96, 288, 384]  # Mixed_6a (pool 288)
     # Mixed_7b: inner concats c0, c1 of two 384-channel branches, then 320+768+768+192
     assert _channels(g, fwd[9], "in", 8 * 8) == [384, 384]
     assert _channels(g, fwd[10], "in", 8 * 8) == [384, 384]
@@ -282,7 +306,7 @@ def test_senet_scale_and_add():
     g = parse_cnn(NETS / "SENet16.txt", 2, 224, 224, "senet")
     scale = [k for k, n in enumerate(g.kernel_name) if n == "Scale_Forward"]
     assert len(scale) == 4
-    k = scale[0]    # stage1: 256 channels at 56x56, the gate is 1x1
+    k = scale[0]  # stage1: 256 channels at 56x56, the gate is 1x1
     assert [int(g.raw_size[t]) for t in g.inputs(k)] == [2 * 256 * 4]
     assert [int(g.raw_size[t]) for t in g.outputs(k)] == [2 * 256 * 56 * 56 * 4]
     add = g.kernel_name.index("Add_Forward")
@@ -317,8 +341,7 @@ def test_syntax_error_names_line_col_and_expectation(tmp_path):
 
 
 def test_unknown_operator():
-    text = MINI_RESNET.replace("(relu): ReLU(inplace=True)\n  (layer1)",
-                               "(relu): Sigmoid()\n  (layer1)")
+    text = MINI_RESNET.replace("(relu): ReLU(inplace=True)\n  (layer1)", "(relu): Sigmoid()\n  (layer1)")
     with pytest.raises(InputError, match=r"mini.txt:4:\d+: unknown operator 'Sigmoid'"):
         _mini(text=text)
 
@@ -360,6 +383,7 @@ def test_load_artifact_graph_unknown_model(tmp_path):
 
 def test_load_artifact_graph_dispatches_transformers(monkeypatch, tmp_path):
     import g10fast.workload.transformer as tr
+
     calls = []
     monkeypatch.setattr(tr, "parse_transformer", lambda *a, **k: calls.append((a, k)) or "G")
     assert load_artifact_graph(tmp_path, "VIT", 16) == "G"
@@ -377,7 +401,12 @@ def test_load_artifact_transformer_counts(stem):
 def test_registry():
     assert len(ARTIFACT_MODELS) == 15
     assert {s for s, m in ARTIFACT_MODELS.items() if m.results} == {
-        "BERT_Base", "VIT", "Inceptionv3", "ResNet152", "SENet154"}
+        "BERT_Base",
+        "VIT",
+        "Inceptionv3",
+        "ResNet152",
+        "SENet154",
+    }
     assert ARTIFACT_MODELS["Inceptionv3"].input_h == 299
     assert ARTIFACT_MODELS["ResNet50"].input_w == 224
     assert [ARTIFACT_MODELS[s].borden for s in ("BERT_Base", "VIT", "NeRF")] == [210, 184, 7]
@@ -388,11 +417,33 @@ def test_registry():
 # ------------------------------------------------------------------------------------------
 # Fuzz: any mutation of a valid printout gives a Graph or an InputError, nothing else
 
-_SNIPPETS = ["(", ")", ",", "=", ":", "0", "7", "99999999999999999999", "1.5", "1e-05", "True",
-             "x", "-", "\n", " ", "Conv2d", "Sequential(", "BasicBlock(", "(a): ",
-             "ReLU(inplace=False)", "MaxPool2d(kernel_size=3, stride=0, padding=9, dilation=1, "
-             "ceil_mode=False)", "Linear(in_features=0, out_features=3, bias=True)",
-             "Dropout(p=0.5, inplace=True)", "stride=(0, 0)", "\u00e9"]
+_SNIPPETS = [
+    "(",
+    ")",
+    ",",
+    "=",
+    ":",
+    "0",
+    "7",
+    "99999999999999999999",
+    "1.5",
+    "1e-05",
+    "True",
+    "x",
+    "-",
+    "\n",
+    " ",
+    "Conv2d",
+    "Sequential(",
+    "BasicBlock(",
+    "(a): ",
+    "ReLU(inplace=False)",
+    "MaxPool2d(kernel_size=3, stride=0, padding=9, dilation=1, ceil_mode=False)",
+    "Linear(in_features=0, out_features=3, bias=True)",
+    "Dropout(p=0.5, inplace=True)",
+    "stride=(0, 0)",
+    "\u00e9",
+]
 
 
 MINI_CHAIN = """Net(
@@ -406,12 +457,15 @@ MINI_CHAIN = """Net(
   (fc): Linear(in_features=16, out_features=3, bias=True)
 )
 """
-_LAYER_LINES = ["(x): ReLU(inplace=False)", "(x): Dropout(p=0.5, inplace=True)",
-                "(x): MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)",
-                "(x): AdaptiveAvgPool2d(output_size=(2, 2))",
-                f"(x): BatchNorm2d(4, {BN.replace('False', 'True')})",
-                "(x): Conv2d(4, 4, kernel_size=(1, 1), stride=(1, 1), bias=True)",
-                "(x): Linear(in_features=8, out_features=4, bias=True)"]
+_LAYER_LINES = [
+    "(x): ReLU(inplace=False)",
+    "(x): Dropout(p=0.5, inplace=True)",
+    "(x): MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)",
+    "(x): AdaptiveAvgPool2d(output_size=(2, 2))",
+    f"(x): BatchNorm2d(4, {BN.replace('False', 'True')})",
+    "(x): Conv2d(4, 4, kernel_size=(1, 1), stride=(1, 1), bias=True)",
+    "(x): Linear(in_features=8, out_features=4, bias=True)",
+]
 _NUMBERS = [0, 1, 2, 3, 4, 8, 16, 99999999999999999999]
 
 
@@ -422,12 +476,26 @@ def _mutated(draw):
     for _ in range(draw(st.integers(1, 4))):
         n = len(text)
         i = draw(st.integers(0, n))
-        kind = draw(st.sampled_from(["delete", "insert", "truncate", "dup_line", "number",
-                                     "number", "number", "del_line", "add_layer", "add_layer"]))
+        kind = draw(
+            st.sampled_from(
+                [
+                    "delete",
+                    "insert",
+                    "truncate",
+                    "dup_line",
+                    "number",
+                    "number",
+                    "number",
+                    "del_line",
+                    "add_layer",
+                    "add_layer",
+                ]
+            )
+        )
         lines = text.split("\n")
         j = draw(st.integers(0, len(lines) - 1))
         if kind == "delete":
-            text = text[:i] + text[min(n, i + draw(st.integers(1, 40))):]
+            text = text[:i] + text[min(n, i + draw(st.integers(1, 40))) :]
         elif kind == "insert":
             text = text[:i] + draw(st.sampled_from(_SNIPPETS)) + text[i:]
         elif kind == "truncate":
@@ -436,7 +504,7 @@ def _mutated(draw):
             nums = list(re.finditer(r"(?<![.\w])\d+(?![.\w])", text))
             if nums:
                 m = nums[draw(st.integers(0, len(nums) - 1))]
-                text = text[:m.start()] + str(draw(st.sampled_from(_NUMBERS))) + text[m.end():]
+                text = text[: m.start()] + str(draw(st.sampled_from(_NUMBERS))) + text[m.end() :]
         elif kind == "del_line":
             del lines[j]
             text = "\n".join(lines)
@@ -450,9 +518,11 @@ def _mutated(draw):
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=_mutated(), family=st.sampled_from([None, None, "resnet", "resnet", "inception",
-                                                "senet"]),
-       batch=st.integers(1, 64))
+@given(
+    text=_mutated(),
+    family=st.sampled_from([None, None, "resnet", "resnet", "inception", "senet"]),
+    batch=st.integers(1, 64),
+)
 def test_fuzz_graph_or_input_error(text, family, batch):
     try:
         g = graph_from_text(text, batch, 8, 8, family, path="fuzz.txt")

@@ -20,8 +20,10 @@ NETS = SHARED / "g10-artifact" / "frontend" / "Nets"
 RESULTS = SHARED / "g10-artifact" / "results"
 REF = SHARED / "reference" / "BERT-128-lru" / "statistics"
 
-_TENSOR = re.compile(r"tensor(\d+) Is weight \(global\)\?: ([01]), Size in byte: (\d+), "
-                     r"Range:(\d+)--(\d+)$")
+_TENSOR = re.compile(
+    r"tensor(\d+) Is weight \(global\)\?: ([01]), Size in byte: (\d+), "
+    r"Range:(\d+)--(\d+)$"
+)
 
 
 def _need(*paths):
@@ -32,10 +34,10 @@ def _need(*paths):
 
 # ------------------------------------------------------------------ G10 reference (BERT-128)
 
+
 def _read_ref_tensors():
     with gzip.open(REF / "tensors.config.gz", "rt") as f:
-        rows = [tuple(int(x) for x in _TENSOR.match(t).groups()) for t in f.read().splitlines()
-                if t.strip()]
+        rows = [tuple(int(x) for x in _TENSOR.match(t).groups()) for t in f.read().splitlines() if t.strip()]
     return np.array(rows, dtype=np.int64)
 
 
@@ -93,11 +95,10 @@ def test_bert_kernels_match_g10(bert128):
     # rows are sorted ascending without duplicates
     for ptr, idx in ((bert128.in_ptr, bert128.in_idx), (bert128.out_ptr, bert128.out_idx)):
         for k in range(bert128.num_kernels):
-            row = idx[ptr[k]:ptr[k + 1]]
+            row = idx[ptr[k] : ptr[k + 1]]
             assert np.all(np.diff(row) > 0)
     assert bert128.kernel_name.index("makeLoss") == 477
-    assert bert128.meta == {"format": "transformer", "path": str(NETS / "BERT_Base.txt"),
-                            "borden": 210}
+    assert bert128.meta == {"format": "transformer", "path": str(NETS / "BERT_Base.txt"), "borden": 210}
     assert bert128.name == "BERT_Base" and bert128.batch_size == 128
 
 
@@ -113,11 +114,15 @@ def test_bert_batch_placeholder():
 
 # ------------------------------------------------------------------ artifact kernel counts
 
-@pytest.mark.parametrize("model,borden,kernels,results_dir", [
-    ("VIT", 184, 1489, "VIT"),
-    ("BERT_Base", 210, 1369, "BERT_Base"),
-    ("NeRF", 7, 40, None),
-])
+
+@pytest.mark.parametrize(
+    "model,borden,kernels,results_dir",
+    [
+        ("VIT", 184, 1489, "VIT"),
+        ("BERT_Base", 210, 1369, "BERT_Base"),
+        ("NeRF", 7, 40, None),
+    ],
+)
 def test_kernel_counts_equal_trace_lines(model, borden, kernels, results_dir):
     _need(NETS / f"{model}.txt")
     g1 = parse_transformer(NETS / f"{model}.txt", 256, borden)
@@ -149,18 +154,24 @@ def test_vit_details():
 
 # ------------------------------------------------------------------ hand-derived mini model
 
-MINI = "\n".join(line + " " + SEPARATOR for line in [
-    "20 GatherV2 2 0 11  2 5 3  1 99",
-    "21 Dot 2 20 1  2 99 3  2 3 3",
-    "22 SoftmaxBasic 1 21  2 99 3",
-    "23 SoftmaxBasic 2 21 22  2 99 3  1 99",
-    "24 SoftmaxBasic 1 23  2 99 3",
-    "25 SoftmaxBasic 2 23 24  2 99 3  1 99",
-    "26 Add 2 25 20  2 99 3  2 99 3",
-    "27 Divide 2 26 2  2 99 3  1 1",
-    "28 Power 2 27 3  2 99 3  1 1",
-    "29 Relu 1 28  2 99 3",
-]) + "\n"
+MINI = (
+    "\n".join(
+        line + " " + SEPARATOR
+        for line in [
+            "20 GatherV2 2 0 11  2 5 3  1 99",
+            "21 Dot 2 20 1  2 99 3  2 3 3",
+            "22 SoftmaxBasic 1 21  2 99 3",
+            "23 SoftmaxBasic 2 21 22  2 99 3  1 99",
+            "24 SoftmaxBasic 1 23  2 99 3",
+            "25 SoftmaxBasic 2 23 24  2 99 3  1 99",
+            "26 Add 2 25 20  2 99 3  2 99 3",
+            "27 Divide 2 26 2  2 99 3  1 1",
+            "28 Power 2 27 3  2 99 3  1 1",
+            "29 Relu 1 28  2 99 3",
+        ]
+    )
+    + "\n"
+)
 
 
 def _write(tmp_path, text, name="model.txt"):
@@ -171,8 +182,31 @@ def _write(tmp_path, text, name="model.txt"):
 
 def test_mini_model_by_hand(tmp_path):
     g = parse_transformer(_write(tmp_path, MINI), 2, 10)
-    assert g.raw_size.tolist() == [24, 60, 8, 60, 24, 36, 24, 36, 24, 24, 24, 24, 24, 24, 4, 24,
-                                   4, 24, 4, 24, 24, 24, 24]
+    assert g.raw_size.tolist() == [
+        24,
+        60,
+        8,
+        60,
+        24,
+        36,
+        24,
+        36,
+        24,
+        24,
+        24,
+        24,
+        24,
+        24,
+        4,
+        24,
+        4,
+        24,
+        4,
+        24,
+        24,
+        24,
+        24,
+    ]
     assert np.nonzero(g.is_global)[0].tolist() == [1, 5, 14, 18]
     expected = [
         ("GatherV2_Forward", "20:GatherV2", [1, 2], [0]),
@@ -197,8 +231,10 @@ def test_mini_model_by_hand(tmp_path):
         ("GatherV2_Backward", "20:GatherV2", [2, 6], [3]),
         ("Apply_Grad", "20:GatherV2", [1, 3], [1]),
     ]
-    got = [(g.kernel_name[k], g.kernel_parent[k], g.inputs(k).tolist(), g.outputs(k).tolist())
-           for k in range(g.num_kernels)]
+    got = [
+        (g.kernel_name[k], g.kernel_parent[k], g.inputs(k).tolist(), g.outputs(k).tolist())
+        for k in range(g.num_kernels)
+    ]
     assert got == expected
     # borden decides globality: with borden 0 nothing is global, so the Dot has no weight
     with pytest.raises(InputError, match="no global"):
@@ -207,6 +243,7 @@ def test_mini_model_by_hand(tmp_path):
 
 # ------------------------------------------------------------------ bad input
 
+
 def _edit(line_no, old, new):
     lines = MINI.split("\n")
     assert old in lines[line_no - 1]
@@ -214,21 +251,24 @@ def _edit(line_no, old, new):
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("text,line,pattern", [
-    (_edit(3, "99", "9x"), 3, "non-negative integer"),
-    (_edit(2, "2 20 1", "-2 20 1"), 2, "non-negative integer"),
-    (_edit(2, "Dot", "Dott"), 2, "unknown op type 'Dott'"),
-    (_edit(5, SEPARATOR, "---"), 5, "separator"),
-    (_edit(4, " 3 ", " 0 "), 4, "dimension .* is 0"),
-    (MINI.rstrip("\n").rsplit(" ", 3)[0], 10, "truncated"),           # last record cut short
-    ("\n".join(MINI.split("\n")[:3]) + "\n", 3, "followed by 3"),     # softmax missing pieces
-    (_edit(2, "21 Dot 2 20 1", "21 Dot 2 20 12"), 2, "no global"),    # Dot without a weight
-    (_edit(9, "28 Power 2 27 3", "28 Power 2 4 3"), 9, "no gradient"),  # base is a constant
-    (_edit(8, "27 Divide", "20 Divide"), 8, "duplicate op id 20"),
-    # op 30's output is never consumed, and it is not the last op: no output gradient (O-22)
-    (MINI.replace("\n", "\n30 Relu 1 20 2 99 3 " + SEPARATOR + "\n", 1), 2, "never consumed"),
-    ("", 1, "no operator records"),
-])
+@pytest.mark.parametrize(
+    "text,line,pattern",
+    [
+        (_edit(3, "99", "9x"), 3, "non-negative integer"),
+        (_edit(2, "2 20 1", "-2 20 1"), 2, "non-negative integer"),
+        (_edit(2, "Dot", "Dott"), 2, "unknown op type 'Dott'"),
+        (_edit(5, SEPARATOR, "---"), 5, "separator"),
+        (_edit(4, " 3 ", " 0 "), 4, "dimension .* is 0"),
+        (MINI.rstrip("\n").rsplit(" ", 3)[0], 10, "truncated"),  # last record cut short
+        ("\n".join(MINI.split("\n")[:3]) + "\n", 3, "followed by 3"),  # softmax missing pieces
+        (_edit(2, "21 Dot 2 20 1", "21 Dot 2 20 12"), 2, "no global"),  # Dot without a weight
+        (_edit(9, "28 Power 2 27 3", "28 Power 2 4 3"), 9, "no gradient"),  # base is a constant
+        (_edit(8, "27 Divide", "20 Divide"), 8, "duplicate op id 20"),
+        # op 30's output is never consumed, and it is not the last op: no output gradient (O-22)
+        (MINI.replace("\n", "\n30 Relu 1 20 2 99 3 " + SEPARATOR + "\n", 1), 2, "never consumed"),
+        ("", 1, "no operator records"),
+    ],
+)
 def test_bad_input_names_file_and_line(tmp_path, text, line, pattern):
     p = _write(tmp_path, text)
     with pytest.raises(InputError, match=pattern) as e:
@@ -257,9 +297,37 @@ def test_missing_file_and_bad_parameters(tmp_path):
 
 # ------------------------------------------------------------------ fuzz
 
-_POOL = ["0", "1", "2", "3", "7", "8", "20", "21", "25", "29", "99", "-1", "x", "1e3", "",
-         "99999999999", "4294967296", SEPARATOR, "Dot", "Relu", "SoftmaxBasic", "Power",
-         "Divide", "Multiply", "Add", "GatherV2", "Convolution", "MaxPool5", "٣"]
+_POOL = [
+    "0",
+    "1",
+    "2",
+    "3",
+    "7",
+    "8",
+    "20",
+    "21",
+    "25",
+    "29",
+    "99",
+    "-1",
+    "x",
+    "1e3",
+    "",
+    "99999999999",
+    "4294967296",
+    SEPARATOR,
+    "Dot",
+    "Relu",
+    "SoftmaxBasic",
+    "Power",
+    "Divide",
+    "Multiply",
+    "Add",
+    "GatherV2",
+    "Convolution",
+    "MaxPool5",
+    "٣",
+]
 
 
 def _seeds():
@@ -277,14 +345,21 @@ def fuzz_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("fuzz")
 
 
-_mutation = st.tuples(st.sampled_from(["replace", "delete", "insert", "truncate", "swap"]),
-                      st.integers(0, 10_000), st.sampled_from(_POOL))
+_mutation = st.tuples(
+    st.sampled_from(["replace", "delete", "insert", "truncate", "swap"]),
+    st.integers(0, 10_000),
+    st.sampled_from(_POOL),
+)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, len(_SEEDS) - 1), mutations=st.lists(_mutation, max_size=4),
-       batch=st.sampled_from([1, 2, 99, 256]), borden=st.integers(0, 30),
-       per_line=st.integers(1, 12))
+@given(
+    seed=st.integers(0, len(_SEEDS) - 1),
+    mutations=st.lists(_mutation, max_size=4),
+    batch=st.sampled_from([1, 2, 99, 256]),
+    borden=st.integers(0, 30),
+    per_line=st.integers(1, 12),
+)
 def test_fuzz_graph_or_input_error(fuzz_dir, seed, mutations, batch, borden, per_line):
     toks = list(_SEEDS[seed])
     for kind, pos, tok in mutations:
@@ -299,7 +374,7 @@ def test_fuzz_graph_or_input_error(fuzz_dir, seed, mutations, batch, borden, per
             toks = toks[:i]
         elif kind == "swap" and i + 1 < len(toks):
             toks[i], toks[i + 1] = toks[i + 1], toks[i]
-    text = "\n".join(" ".join(toks[j:j + per_line]) for j in range(0, len(toks), per_line))
+    text = "\n".join(" ".join(toks[j : j + per_line]) for j in range(0, len(toks), per_line))
     p = fuzz_dir / "fuzz.txt"
     p.write_text(text)
     try:
@@ -318,9 +393,20 @@ def test_use_span_hand_worked():
     """Graph.use_span: kernel 0 reads t0 and writes t1, kernel 1 reads t1 and t0 and writes t2,
     kernel 2 reads t2; t3 is never touched."""
     from g10fast.workload.model import Graph, csr_from_lists
+
     in_ptr, in_idx = csr_from_lists([[0], [0, 1], [2]])
     out_ptr, out_idx = csr_from_lists([[1], [2], []])
-    g = Graph("toy", 1, np.full(4, 4096, np.int64), np.zeros(4, bool), ["a", "b", "c"],
-              ["0:a", "1:b", "2:c"], in_ptr, in_idx, out_ptr, out_idx)
+    g = Graph(
+        "toy",
+        1,
+        np.full(4, 4096, np.int64),
+        np.zeros(4, bool),
+        ["a", "b", "c"],
+        ["0:a", "1:b", "2:c"],
+        in_ptr,
+        in_idx,
+        out_ptr,
+        out_idx,
+    )
     first, last = g.use_span()
     assert first.tolist() == [0, 0, 1, 3] and last.tolist() == [1, 1, 2, -1]

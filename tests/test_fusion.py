@@ -10,8 +10,16 @@ import numpy as np
 import pytest
 
 from g10fast.errors import InputError
-from g10fast.workload.fusion import (FusionOptions, fuse, kernel_classes, kernel_flops,
-                                     lower_softmax, op_class, plan_groups, summary)
+from g10fast.workload.fusion import (
+    FusionOptions,
+    fuse,
+    kernel_classes,
+    kernel_flops,
+    lower_softmax,
+    op_class,
+    plan_groups,
+    summary,
+)
 from g10fast.workload.model import Graph, address_layout, build_workload, csr_from_lists
 
 ART = Path(__file__).resolve().parents[2] / "shared" / "g10-artifact"
@@ -23,9 +31,19 @@ def _workload(tensors, kernels, times, name="hand"):
     glob = np.array([t[1] for t in tensors], bool)
     in_ptr, in_idx = csr_from_lists([k[1] for k in kernels])
     out_ptr, out_idx = csr_from_lists([k[2] for k in kernels])
-    g = Graph(name, 1, raw, glob, [k[0] for k in kernels], [f"{i}:{k[0]}" for i, k in
-                                                              enumerate(kernels)],
-              in_ptr, in_idx, out_ptr, out_idx, {})
+    g = Graph(
+        name,
+        1,
+        raw,
+        glob,
+        [k[0] for k in kernels],
+        [f"{i}:{k[0]}" for i, k in enumerate(kernels)],
+        in_ptr,
+        in_idx,
+        out_ptr,
+        out_idx,
+        {},
+    )
     e, i, p = (np.array([t[j] for t in times], np.int64) for j in range(3))
     return build_workload(g, e, i, p, np.zeros(len(kernels), np.int64))
 
@@ -33,17 +51,40 @@ def _workload(tensors, kernels, times, name="hand"):
 # A forward chain: Linear, bias Add, a row Sum (64 rows of 1024), its mean, the centring
 # Subtract, the next Linear, the loss.
 A, B, C, S, N, M, D = 262144, 4096, 262144, 256, 256, 256, 262144
-FWD_TENSORS = [(A, False), (4096, True), (A, False), (B, True), (C, False), (S, False),
-               (N, False), (M, False), (D, False), (4096, True), (D, False), (D, False)]
+FWD_TENSORS = [
+    (A, False),
+    (4096, True),
+    (A, False),
+    (B, True),
+    (C, False),
+    (S, False),
+    (N, False),
+    (M, False),
+    (D, False),
+    (4096, True),
+    (D, False),
+    (D, False),
+]
 #               0 x        1 W           2 a         3 b        4 c         5 s
 #               6 n        7 m           8 d         9 W2        10 y        11 dy
-FWD_KERNELS = [("Linear_Forward", [0, 1], [2]), ("Add_Forward", [2, 3], [4]),
-               ("Sum_Forward", [4], [5]), ("Divide_Forward", [5, 6], [7]),
-               ("Subtract_Forward", [4, 7], [8]), ("Linear_Forward", [8, 9], [10]),
-               ("makeLoss", [10], [11])]
-FWD_TIMES = [(50000, 51000, 53000), (10000, 11000, 13000), (20000, 21000, 23000),
-             (8000, 9000, 11000), (12000, 13000, 15000), (50000, 51000, 53000),
-             (7000, 7000, 7000)]
+FWD_KERNELS = [
+    ("Linear_Forward", [0, 1], [2]),
+    ("Add_Forward", [2, 3], [4]),
+    ("Sum_Forward", [4], [5]),
+    ("Divide_Forward", [5, 6], [7]),
+    ("Subtract_Forward", [4, 7], [8]),
+    ("Linear_Forward", [8, 9], [10]),
+    ("makeLoss", [10], [11]),
+]
+FWD_TIMES = [
+    (50000, 51000, 53000),
+    (10000, 11000, 13000),
+    (20000, 21000, 23000),
+    (8000, 9000, 11000),
+    (12000, 13000, 15000),
+    (50000, 51000, 53000),
+    (7000, 7000, 7000),
+]
 
 
 def fwd():
@@ -56,8 +97,13 @@ def test_hand_graph_xla_splits_after_the_reduction():
     assert groups == [[0], [1, 2], [3, 4], [5], [6]]
     f = fuse(w, "xla")
     assert f.num_kernels == 5
-    assert f.kernel_name == ["Linear_Forward", "FusedXla_Forward", "FusedXla_Forward",
-                             "Linear_Forward", "makeLoss"]
+    assert f.kernel_name == [
+        "Linear_Forward",
+        "FusedXla_Forward",
+        "FusedXla_Forward",
+        "Linear_Forward",
+        "makeLoss",
+    ]
     # only m (7: written by Divide, read by Subtract, both in one group) goes
     assert list(f.meta["fusion"]["tensor_map"]) == [0, 1, 2, 3, 4, 5, 6, -1, 7, 8, 9, 10]
     assert f.num_tensors == 11
@@ -73,7 +119,7 @@ def test_hand_graph_stitch_fuses_through_the_row_reduction():
     assert f.num_kernels == 4
     # c, s and m are used only inside the group: deleted
     assert list(f.meta["fusion"]["tensor_map"]) == [0, 1, 2, 3, -1, -1, 4, -1, 5, 6, 7, 8]
-    assert list(f.inputs(1)) == [2, 3, 4] and list(f.outputs(1)) == [5]   # a, b, n -> d
+    assert list(f.inputs(1)) == [2, 3, 4] and list(f.outputs(1)) == [5]  # a, b, n -> d
     # the time formula by hand (docs/fusion.md): L = 5 µs at 1.2 GHz = 6000 cycles,
     # bodies 4000 + 14000 + 2000 + 6000, io 1316096 B, external 266496 + 262144 B
     io = (A + B + C) + (C + S) + (S + N + M) + (C + M + D)
@@ -106,10 +152,10 @@ def test_hand_graph_stitch_fuses_through_the_row_reduction():
 def test_stitch_stops_at_a_grid_wide_reduction():
     w = fwd()
     # the Sum reduces 1024 elements per result; a block holding only 512 cannot stitch it
-    assert plan_groups(w, FusionOptions(mode="stitch", stitch_max_reduce=512)) == \
-        plan_groups(w, FusionOptions(mode="xla"))
-    assert plan_groups(w, FusionOptions(mode="stitch", max_group=2)) == \
-        [[0], [1, 2], [3, 4], [5], [6]]
+    assert plan_groups(w, FusionOptions(mode="stitch", stitch_max_reduce=512)) == plan_groups(
+        w, FusionOptions(mode="xla")
+    )
+    assert plan_groups(w, FusionOptions(mode="stitch", max_group=2)) == [[0], [1, 2], [3, 4], [5], [6]]
 
 
 def test_time_models():
@@ -129,13 +175,27 @@ def test_time_models():
 
 # Backward: Multiply's two gradients (siblings reading g), the weight update between them
 # and the next element-wise kernel.
-BWD_TENSORS = [(A, False), (4096, True), (A, False), (A, False), (4096, False), (S, False),
-               (A, False), (4096, True), (A, False)]
+BWD_TENSORS = [
+    (A, False),
+    (4096, True),
+    (A, False),
+    (A, False),
+    (4096, False),
+    (S, False),
+    (A, False),
+    (4096, True),
+    (A, False),
+]
 #               0 g        1 gamma       2 n         3 dn        4 dgamma      5 r
 #               6 dx       7 W           8 dW
-BWD_KERNELS = [("Linear_Backward_Input", [7, 0], [0]), ("Multiply_Backward", [0, 1], [3]),
-               ("Multiply_Backward", [0, 2], [4]), ("Apply_Grad", [1, 4], [1]),
-               ("Divide_Backward_A", [3, 5], [6]), ("Linear_Backward_Weight", [6, 2], [8])]
+BWD_KERNELS = [
+    ("Linear_Backward_Input", [7, 0], [0]),
+    ("Multiply_Backward", [0, 1], [3]),
+    ("Multiply_Backward", [0, 2], [4]),
+    ("Apply_Grad", [1, 4], [1]),
+    ("Divide_Backward_A", [3, 5], [6]),
+    ("Linear_Backward_Weight", [6, 2], [8]),
+]
 BWD_TIMES = [(40000, 41000, 42000)] + [(9000, 9500, 10000)] * 4 + [(40000, 41000, 42000)]
 
 
@@ -148,26 +208,50 @@ def test_update_kernels_wait_for_the_open_group():
         assert f.kernel_name[1].endswith("_Backward") and f.kernel_name[2] == "Apply_Grad"
         # dn goes (inside the group only); dgamma stays (the update reads it)
         assert list(f.meta["fusion"]["tensor_map"]) == [0, 1, 2, -1, 3, 4, 5, 6, 7]
-    assert plan_groups(w, FusionOptions(mode="stitch", defer_update=False)) == \
-        [[0], [1, 2], [3], [4], [5]]
+    assert plan_groups(w, FusionOptions(mode="stitch", defer_update=False)) == [[0], [1, 2], [3], [4], [5]]
 
 
 def test_op_classes():
-    assert [op_class(n) for n in ("Conv2d_Forward", "Linear_Backward_Weight",
-                                  "BatchMatMul_Backward", "GatherV2_Forward", "makeLoss",
-                                  "LoadData_A0")] == ["C"] * 6
-    assert [op_class(n) for n in ("ReLU_Forward", "Add_MultiGredient", "Conv2d_Apply_Grad",
-                                  "MaxPool2d_Forward", "Erf_Backward", "Sum_Backward")] == \
-        ["E"] * 6
-    assert [op_class(n) for n in ("Sum_Forward", "SoftmaxBasic_Backward",
-                                  "BatchNorm2d_Forward", "Linear_Backward_Bias",
-                                  "AdaptiveAvgPool2d_Forward")] == ["R"] * 5
+    assert [
+        op_class(n)
+        for n in (
+            "Conv2d_Forward",
+            "Linear_Backward_Weight",
+            "BatchMatMul_Backward",
+            "GatherV2_Forward",
+            "makeLoss",
+            "LoadData_A0",
+        )
+    ] == ["C"] * 6
+    assert [
+        op_class(n)
+        for n in (
+            "ReLU_Forward",
+            "Add_MultiGredient",
+            "Conv2d_Apply_Grad",
+            "MaxPool2d_Forward",
+            "Erf_Backward",
+            "Sum_Backward",
+        )
+    ] == ["E"] * 6
+    assert [
+        op_class(n)
+        for n in (
+            "Sum_Forward",
+            "SoftmaxBasic_Backward",
+            "BatchNorm2d_Forward",
+            "Linear_Backward_Bias",
+            "AdaptiveAvgPool2d_Forward",
+        )
+    ] == ["R"] * 5
     assert op_class("MaxPool2d_Forward", pooling="C") == "C"
-    assert [op_class(n) for n in ("aten::addmm", "aten::convolution_backward",
-                                  "aten::native_layer_norm", "aten::gelu")] == \
-        ["C", "C", "R", "B"]
+    assert [
+        op_class(n)
+        for n in ("aten::addmm", "aten::convolution_backward", "aten::native_layer_norm", "aten::gelu")
+    ] == ["C", "C", "R", "B"]
     w = fwd()
     import dataclasses
+
     w2 = dataclasses.replace(w, meta={"op_class": ["compute", "E", "E", "E", "E", "C", "C"]})
     assert kernel_classes(w2) == ["C", "E", "E", "E", "E", "C", "C"]
     # as element-wise kernels, the Sum's result is no reduction edge: xla fuses all four
@@ -179,6 +263,7 @@ def test_op_classes():
 # ---------------------------------------------------------------------------------------------
 # invariants on real workloads
 
+
 def check_invariants(w, f):
     K = w.num_kernels
     fm = f.meta["fusion"]
@@ -189,7 +274,7 @@ def check_invariants(w, f):
     assert sorted(k for m in members for k in m) == list(range(K))
     cls = kernel_classes(w)
     for m in members:
-        if len(m) > 1:       # never a GEMM / convolution inside a fused kernel
+        if len(m) > 1:  # never a GEMM / convolution inside a fused kernel
             assert all(cls[k] != "C" for k in m)
     # bytes: weights untouched, deleted tensors non-global and used inside one group only
     keep = tmap >= 0
@@ -205,6 +290,7 @@ def check_invariants(w, f):
             groups_of.setdefault(int(t), set()).add(int(grp[k]))
     for t in np.nonzero(~keep)[0]:
         assert len(groups_of[int(t)]) == 1
+
     # every tensor still produced before use: the non-global tensors read before any
     # kernel writes them are the same ones
     def read_first(x):
@@ -216,16 +302,19 @@ def check_invariants(w, f):
             for t in x.inputs(k):
                 first_r[t] = min(first_r[t], k)
         # read at or before the first write (a kernel that reads and writes it reads first)
-        return set(np.nonzero((first_r <= first_w) & (first_r < 1 << 60)
-                              & ~x.is_global)[0].tolist())
+        return set(np.nonzero((first_r <= first_w) & (first_r < 1 << 60) & ~x.is_global)[0].tolist())
+
     before = {int(tmap[t]) for t in read_first(w) if tmap[t] >= 0}
     assert read_first(f) == before
     # FLOPs conserved; traffic never grows; times ordered, no fused kernel slower than its
     # members in a row
     assert kernel_flops(f).sum() == pytest.approx(kernel_flops(w).sum())
+
     def traffic(x):
-        return sum(int(x.raw_size[x.inputs(k)].sum() + x.raw_size[x.outputs(k)].sum())
-                   for k in range(x.num_kernels))
+        return sum(
+            int(x.raw_size[x.inputs(k)].sum() + x.raw_size[x.outputs(k)].sum()) for k in range(x.num_kernels)
+        )
+
     assert traffic(f) <= traffic(w)
     assert np.all(f.exec_cycles >= 1)
     assert np.all(f.exec_cycles <= f.input_pf_cycles) and np.all(f.input_pf_cycles <= f.pf_cycles)
@@ -239,6 +328,7 @@ def check_invariants(w, f):
 @pytest.fixture(scope="module")
 def bert():
     from g10fast.api import builtin_workload
+
     return builtin_workload("bert-base", 2, "g10-artifact")
 
 
@@ -246,8 +336,12 @@ def bert():
 @pytest.mark.parametrize("model,batch", [("vit", 2), ("resnet152", 2), ("gpt2-xl", 1)])
 def test_invariants_builtin(model, batch, mode):
     from g10fast.api import builtin_workload
-    w = builtin_workload(model, batch, "g10-artifact", seq_len=64) if model == "gpt2-xl" \
+
+    w = (
+        builtin_workload(model, batch, "g10-artifact", seq_len=64)
+        if model == "gpt2-xl"
         else builtin_workload(model, batch, "g10-artifact")
+    )
     f = fuse(w, mode, hbm_gbps=1555)
     assert f.num_kernels < w.num_kernels
     check_invariants(lower_softmax(w), f)
@@ -273,31 +367,41 @@ def test_invariants_artifact(model, batch):
     from g10fast.config import genconfig
     from g10fast.run import workload_of
     from g10fast.spec import from_g10_config, with_fuse
+
     spec = from_g10_config(genconfig(ART, model, batch, "lru"))
     w = workload_of(spec)
     lw = lower_softmax(w, spec.system.gpu_frequency_ghz)
-    assert (lw.meta.get("lowering") or {}).get("softmax_kernels", 0) == \
-        (24 if model == "BERT" else 0)
+    assert (lw.meta.get("lowering") or {}).get("softmax_kernels", 0) == (24 if model == "BERT" else 0)
     for mode in ("xla", "stitch"):
         f = workload_of(with_fuse(spec, mode))
         check_invariants(lw, f)
         assert f.num_kernels < w.num_kernels
 
 
-LN = ["Sum_Forward", "Divide_Forward", "Subtract_Forward", "Power_Forward", "Sum_Forward",
-      "Divide_Forward", "Add_Forward", "Sqrt_Forward", "Divide_Forward", "Multiply_Forward",
-      "Add_Forward"]
+LN = [
+    "Sum_Forward",
+    "Divide_Forward",
+    "Subtract_Forward",
+    "Power_Forward",
+    "Sum_Forward",
+    "Divide_Forward",
+    "Add_Forward",
+    "Sqrt_Forward",
+    "Divide_Forward",
+    "Multiply_Forward",
+    "Add_Forward",
+]
 
 
 def _layer_norms(w):
     """Start kernels of every forward LayerNorm (G10's 11-op expansion)."""
     n = w.kernel_name
-    return [k for k in range(len(n) - 10) if n[k:k + 11] == LN]
+    return [k for k in range(len(n) - 10) if n[k : k + 11] == LN]
 
 
 def test_layer_norm_forward_is_one_kernel_under_stitch(bert):
     starts = _layer_norms(bert)
-    assert len(starts) == 25          # embeddings + 2 per layer x 12
+    assert len(starts) == 25  # embeddings + 2 per layer x 12
     for mode, per_ln in (("stitch", 1), ("xla", 3)):
         groups = plan_groups(bert, FusionOptions(mode=mode))
         where = {k: g for g, m in enumerate(groups) for k in m}
@@ -318,8 +422,10 @@ def test_summary_counts(bert):
 # ---------------------------------------------------------------------------------------------
 # fuse = none changes nothing; the option travels through the spec
 
+
 def test_none_is_identity_and_spec_hash_unchanged(bert):
     from g10fast.spec import RunSpec, builtin_spec, with_fuse
+
     assert fuse(bert, "none") is bert
     spec = builtin_spec("bert-base", 2, "g10-artifact", "lru")
     assert "fuse" not in spec.to_dict()["workload"]
@@ -333,8 +439,8 @@ def test_none_is_identity_and_spec_hash_unchanged(bert):
 
 def test_run_file_key():
     from g10fast.spec import run_file_specs
-    d = {"workload": {"model": "bert-base", "batch": 2, "fuse": "xla"},
-         "policy": {"names": ["lru", "ideal"]}}
+
+    d = {"workload": {"model": "bert-base", "batch": 2, "fuse": "xla"}, "policy": {"names": ["lru", "ideal"]}}
     specs = run_file_specs(d)
     assert [s.workload.fuse for s in specs] == ["xla", "xla"]
     with pytest.raises(InputError, match="fusion mode"):
@@ -344,6 +450,7 @@ def test_run_file_key():
 def test_run_results_none_identical_and_fused_runs():
     from g10fast.run import run, workload_of
     from g10fast.spec import builtin_spec, with_fuse
+
     spec = builtin_spec("vit", 1, "g10-artifact", "lru", overrides={"gpu.memory_gb": 0.05})
     a = run(spec)
     b = run(with_fuse(spec, "none"))
@@ -362,8 +469,25 @@ def test_run_results_none_identical_and_fused_runs():
 def test_cli_fuse(capsys):
     import json
     from g10fast.cli import main
-    assert main(["run", "--model", "vit", "--batch", "1", "--policy", "ideal", "--fuse", "xla",
-                 "--json", "--no-progress"]) == 0
+
+    assert (
+        main(
+            [
+                "run",
+                "--model",
+                "vit",
+                "--batch",
+                "1",
+                "--policy",
+                "ideal",
+                "--fuse",
+                "xla",
+                "--json",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["status"] == "ok" and out["fusion"]["mode"] == "xla"
     assert out["fusion"]["kernels_after"] < out["fusion"]["kernels_before"]
@@ -375,6 +499,7 @@ def test_cli_fuse(capsys):
 def test_live_bytes_matches_the_vitality_analysis(bert):
     from g10fast.analysis.vitality import is_alive, vitality
     from g10fast.workload.fusion import live_bytes
+
     for w in (bert, fuse(bert, "stitch")):
         v = vitality(w, 1.2)
         ref = [int(w.size[is_alive(v, w, k)].sum()) for k in range(w.num_kernels)]
@@ -387,6 +512,7 @@ def test_invariants_random_graphs(seed):
     and phases: the invariants hold in both modes, and fusion never fuses across a C kernel."""
     import dataclasses
     from synth import make_workload
+
     w = make_workload(seed, n_kernels=30, n_tensors=70)
     rng = np.random.default_rng(seed)
     cls = rng.choice(list("CEBR"), size=w.num_kernels, p=[0.25, 0.35, 0.2, 0.2]).tolist()
@@ -402,12 +528,14 @@ def test_invariants_random_graphs(seed):
 # ---------------------------------------------------------------------------------------------
 # Fixed costs, the host in the loop, and what a gain is made of
 
+
 def test_default_launch_is_each_kernels_cost_model_overhead():
     """launch_us unset: each member's fixed cost is its class's overhead_us in a100.toml
     (Add_Forward 12, Sum_Forward 40, Divide_Forward 16, Subtract_Forward 8 µs), the fused
     kernel pays the largest (40 µs = 48,000 cycles) and the members' bodies beyond their own
     costs (only Subtract's 12,000 - 9,600 = 2,400 cycles) scale with the traffic left."""
     from g10fast.workload.fusion import kernel_overheads
+
     w = fwd()
     ov = kernel_overheads(w, 1.2)
     assert list(ov[1:5]) == [14400.0, 48000.0, 19200.0, 9600.0]
@@ -435,6 +563,7 @@ def _host_twin(t, h):
 
 def test_host_timeline():
     from g10fast.workload.fusion import host_timeline
+
     # issue at 5, 10, 15, 20: the GPU waits 5 for the first launch and 1 for the last
     assert list(host_timeline([10, 2, 2, 10], 5)) == [15.0, 17.0, 19.0, 30.0]
     assert list(host_timeline([10, 2, 2, 10], 0)) == [10.0, 12.0, 14.0, 24.0]
@@ -449,6 +578,7 @@ def test_host_timeline():
 
 def test_gain_breakdown_parts_sum_to_the_time_saved():
     from g10fast.workload.fusion import gain_breakdown, time_breakdown
+
     w = fwd()
     kw = {"launch_us": 5.0, "time_model": "traffic_scaled"}
     a = time_breakdown(fuse(w, "xla", **kw), 1.2, host_launch_us=40.0)
@@ -473,9 +603,12 @@ def test_gain_breakdown_parts_sum_to_the_time_saved():
 
 def test_forward_only():
     from g10fast.workload.inference import forward_only
-    w = _workload(BWD_TENSORS[:1] + FWD_TENSORS[1:], FWD_KERNELS + [
-        ("Linear_Backward_Input", [11, 9], [8]), ("Apply_Grad", [9, 10], [9])],
-        FWD_TIMES + [(1, 1, 1), (2, 2, 2)])
+
+    w = _workload(
+        BWD_TENSORS[:1] + FWD_TENSORS[1:],
+        FWD_KERNELS + [("Linear_Backward_Input", [11, 9], [8]), ("Apply_Grad", [9, 10], [9])],
+        FWD_TIMES + [(1, 1, 1), (2, 2, 2)],
+    )
     f = forward_only(w)
     # the loss, the backward and the update go; so does dy (11), touched by them only
     assert f.kernel_name == [k[0] for k in FWD_KERNELS[:-1]]
@@ -486,20 +619,41 @@ def test_forward_only():
 # ---------------------------------------------------------------------------------------------
 # Softmax as TensorFlow lowers it to XLA
 
-V = A // 64          # a row vector: one element per row of 64
-SM_TENSORS = [(4096, True), (A, False), (A, False), (A, False), (4096, True), (A, False),
-              (A, False), (A, False), (A, False)]
+V = A // 64  # a row vector: one element per row of 64
+SM_TENSORS = [
+    (4096, True),
+    (A, False),
+    (A, False),
+    (A, False),
+    (4096, True),
+    (A, False),
+    (A, False),
+    (A, False),
+    (A, False),
+]
 #              0 W           1 in        2 x         3 y         4 W2          5 z
 #              6 dy        7 dx        8 din
-SM_KERNELS = [("Linear_Forward", [0, 1], [2]), ("SoftmaxBasic_Forward", [2], [3]),
-              ("Linear_Forward", [3, 4], [5]), ("Linear_Backward_Input", [5, 4], [6]),
-              ("SoftmaxBasic_Backward", [3, 6], [7]), ("Linear_Backward_Input", [7, 0], [8])]
-SM_TIMES = [(50000, 51000, 52000), (20000, 22000, 26000), (50000, 51000, 52000),
-            (50000, 51000, 52000), (30000, 33000, 39000), (50000, 51000, 52000)]
+SM_KERNELS = [
+    ("Linear_Forward", [0, 1], [2]),
+    ("SoftmaxBasic_Forward", [2], [3]),
+    ("Linear_Forward", [3, 4], [5]),
+    ("Linear_Backward_Input", [5, 4], [6]),
+    ("SoftmaxBasic_Backward", [3, 6], [7]),
+    ("Linear_Backward_Input", [7, 0], [8]),
+]
+SM_TIMES = [
+    (50000, 51000, 52000),
+    (20000, 22000, 26000),
+    (50000, 51000, 52000),
+    (50000, 51000, 52000),
+    (30000, 33000, 39000),
+    (50000, 51000, 52000),
+]
 
 
 def softmax_graph():
     import dataclasses
+
     w = _workload(SM_TENSORS, SM_KERNELS, SM_TIMES)
     return dataclasses.replace(w, meta=dict(w.meta, softmax_row=64))
 
@@ -508,10 +662,20 @@ def test_lower_softmax_by_hand():
     w = softmax_graph()
     lw = lower_softmax(w, 1.2, launch_us=5.0)
     assert lw.kernel_name == [
-        "Linear_Forward", "SoftmaxMax_Forward", "SoftmaxSub_Forward", "SoftmaxExp_Forward",
-        "SoftmaxSum_Forward", "SoftmaxDiv_Forward", "Linear_Forward", "Linear_Backward_Input",
-        "SoftmaxMul_Backward", "SoftmaxSum_Backward", "SoftmaxSub_Backward",
-        "SoftmaxScale_Backward", "Linear_Backward_Input"]
+        "Linear_Forward",
+        "SoftmaxMax_Forward",
+        "SoftmaxSub_Forward",
+        "SoftmaxExp_Forward",
+        "SoftmaxSum_Forward",
+        "SoftmaxDiv_Forward",
+        "Linear_Forward",
+        "Linear_Backward_Input",
+        "SoftmaxMul_Backward",
+        "SoftmaxSum_Backward",
+        "SoftmaxSub_Backward",
+        "SoftmaxScale_Backward",
+        "Linear_Backward_Input",
+    ]
     # new tensors after the old ones: forward m, d, e, s; backward p, s, d
     assert list(lw.raw_size[9:]) == [V, A, A, V, A, V, A]
     tmap = lw.meta["lowering"]["tensor_map"]
@@ -519,8 +683,9 @@ def test_lower_softmax_by_hand():
     assert list(lw.meta["lowering"]["kernel_of"]) == [0, 1, 1, 1, 1, 1, 2, 3, 4, 4, 4, 4, 5]
     # each op: the fixed cost (6,000) + the softmax's rate (14,000 cycles per 2A bytes
     # forward, 24,000 per 3A backward) times its own bytes
-    assert list(lw.exec_cycles[1:6]) == [round(6000 + 14000 * b / (2 * A)) for b in
-                                         (A + V, 2 * A + V, 2 * A, A + V, 2 * A + V)]
+    assert list(lw.exec_cycles[1:6]) == [
+        round(6000 + 14000 * b / (2 * A)) for b in (A + V, 2 * A + V, 2 * A, A + V, 2 * A + V)
+    ]
     assert list(lw.exec_cycles[1:6]) == [13109, 20109, 20000, 13109, 20109]
     assert list(lw.exec_cycles[8:12]) == [30000, 14125, 22125, 30000]
     assert list(lw.inputs(2)) == [2, 9] and list(lw.outputs(5)) == [3]
@@ -537,9 +702,17 @@ def test_softmax_under_xla_and_stitch():
     s = fuse(w, "stitch", **kw)
     k = fuse(w, "stitch", softmax="kernel", **kw)
     # XLA stops after each row reduction: max | sub exp sum | div, and mul sum | sub scale
-    assert x.kernel_name == ["Linear_Forward", "SoftmaxMax_Forward", "FusedXla_Forward",
-                             "SoftmaxDiv_Forward", "Linear_Forward", "Linear_Backward_Input",
-                             "FusedXla_Backward", "FusedXla_Backward", "Linear_Backward_Input"]
+    assert x.kernel_name == [
+        "Linear_Forward",
+        "SoftmaxMax_Forward",
+        "FusedXla_Forward",
+        "SoftmaxDiv_Forward",
+        "Linear_Forward",
+        "Linear_Backward_Input",
+        "FusedXla_Backward",
+        "FusedXla_Backward",
+        "Linear_Backward_Input",
+    ]
     # stitching fuses each softmax back into one kernel, in the softmax kernel's time
     assert s.num_kernels == k.num_kernels == w.num_kernels == 6
     fwd_work = 7109 * A / (A + V) + 14109 * A / (2 * A + V)
@@ -555,11 +728,19 @@ def test_softmax_under_xla_and_stitch():
     assert x.ideal_cycles > s.ideal_cycles
 
 
-@pytest.mark.parametrize("field, value, needle", [
-    ("mode", "zz", "parameter 'fuse': unknown fusion mode 'zz' (known: none, xla, stitch)"),
-    ("time_model", "q", "parameter 'fuse.time_model': unknown time model 'q' (known: "
-                        "traffic_attributed, traffic_scaled, sum_minus_launch, roofline)"),
-    ("softmax", "x", "parameter 'fuse.softmax': unknown softmax form 'x' (known: ops, kernel)")])
+@pytest.mark.parametrize(
+    "field, value, needle",
+    [
+        ("mode", "zz", "parameter 'fuse': unknown fusion mode 'zz' (known: none, xla, stitch)"),
+        (
+            "time_model",
+            "q",
+            "parameter 'fuse.time_model': unknown time model 'q' (known: "
+            "traffic_attributed, traffic_scaled, sum_minus_launch, roofline)",
+        ),
+        ("softmax", "x", "parameter 'fuse.softmax': unknown softmax form 'x' (known: ops, kernel)"),
+    ],
+)
 def test_unknown_fusion_choices_are_named(field, value, needle):
     with pytest.raises(InputError) as e:
         FusionOptions(**{field: value}).check()

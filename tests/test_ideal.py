@@ -12,9 +12,13 @@ import pytest
 ARTIFACT = Path(__file__).resolve().parents[2] / "shared" / "g10-artifact"
 
 # ideal cycles per (model, batch), workloads spec §2 table
-IDEAL = {("BERT", 128): 7087159999, ("VIT", 256): 2549893347,
-         ("Inceptionv3", 512): 64334907021, ("ResNet152", 256): 127328819564,
-         ("SENet154", 256): 155317502505}
+IDEAL = {
+    ("BERT", 128): 7087159999,
+    ("VIT", 256): 2549893347,
+    ("Inceptionv3", 512): 64334907021,
+    ("ResNet152", 256): 127328819564,
+    ("SENet154", 256): 155317502505,
+}
 
 
 @pytest.mark.skipif(not (ARTIFACT / "results").is_dir(), reason="../shared/g10-artifact absent")

@@ -21,18 +21,20 @@ def _push(q, a, n):
 def _callers(callee):
     @njit
     def caller(q, x, flag):
-        s = callee(q, 0, 1)            # Literal[int](0), Literal[int](1)
-        s += callee(q, 1, 1)           # Literal[int](1), Literal[int](1)
-        s += callee(q, 2, x)           # Literal[int](2), int64
-        s += callee(q, x, 3)           # int64, Literal[int](3)
+        s = callee(q, 0, 1)  # Literal[int](0), Literal[int](1)
+        s += callee(q, 1, 1)  # Literal[int](1), Literal[int](1)
+        s += callee(q, 2, x)  # Literal[int](2), int64
+        s += callee(q, x, 3)  # int64, Literal[int](3)
         if flag:
             s += callee(q, x, x)
         return s
+
     return caller
 
 
 def test_one_compile_per_argument_types():
     import numpy as np
+
     plain = _plain_calls(njit(_push))
     q = np.zeros(4, np.int64)
     assert _callers(plain)(q, 3, True) == 1 + 1 + 3 + 3 + 6
@@ -45,6 +47,7 @@ def test_one_compile_per_argument_types():
 def test_numba_default_compiles_per_constant():
     # the behaviour _plain_calls avoids: without it every literal combination is a compile
     import numpy as np
+
     literal = njit(_push)
     q = np.zeros(4, np.int64)
     _callers(literal)(q, 3, True)
@@ -53,10 +56,10 @@ def test_numba_default_compiles_per_constant():
 
 def test_same_results_as_numba_default():
     import numpy as np
+
     q1, q2 = np.zeros(4, np.int64), np.zeros(4, np.int64)
     for x, flag in ((3, True), (0, False), (2, True)):
-        assert _callers(_plain_calls(njit(_push)))(q1, x, flag) == \
-            _callers(njit(_push))(q2, x, flag)
+        assert _callers(_plain_calls(njit(_push)))(q1, x, flag) == _callers(njit(_push))(q2, x, flag)
     assert list(q1) == list(q2)
 
 
@@ -77,15 +80,16 @@ def test_literal_needed_falls_back():
 def _link_only(fn):
     # a link-only kernel as jit(internal=True) builds it, uncached (each test compiles anew)
     from g10fast.jit import _link_only_dispatcher, _link_only_compiler
+
     pipeline = _link_only_compiler()
     assert pipeline is not None, "this Numba lacks what link-only kernels need"
-    return _link_only_dispatcher(_plain_calls(njit(fn, no_cpython_wrapper=True,
-                                           pipeline_class=pipeline)), {})
+    return _link_only_dispatcher(_plain_calls(njit(fn, no_cpython_wrapper=True, pipeline_class=pipeline)), {})
 
 
 def test_link_only_kernel_runs_inside_its_caller():
     # another kernel links it in and runs it; it has no machine code of its own
     import numpy as np
+
     inner = _link_only(_push)
     outer = _callers(inner)
     q = np.zeros(4, np.int64)
@@ -104,6 +108,7 @@ def test_link_only_kernel_runs_inside_its_caller():
 def test_link_only_kernel_called_from_python_runs_a_twin():
     # a call from Python compiles a full twin once and runs it, with the same results
     import numpy as np
+
     inner = _link_only(_push)
     q = np.zeros(4, np.int64)
     assert inner(q, 2, 5) == 5
@@ -118,6 +123,7 @@ def test_page_engine_kernels_link_only():
     import numpy as np
 
     from g10fast.engine.page import kernels as pk
+
     assert type(pk._batch_move_x).__name__.startswith("LinkOnly")
     assert type(pk._uniform_state).__name__.startswith("LinkOnly")
     assert not type(pk.run_engine).__name__.startswith("LinkOnly")
@@ -130,6 +136,7 @@ def test_deep_stack_call():
     import sys
 
     from g10fast.jit import _DEEP_SLOTS, _deep_stack_call
+
     assert _deep_stack_call(lambda a, b=0: (a, b), (1,), {"b": 2}) == (1, 2)
     with pytest.raises(ZeroDivisionError):
         _deep_stack_call(lambda: 1 // 0, (), {})
@@ -142,6 +149,7 @@ def test_compiles_from_python_go_through_the_deep_stack(monkeypatch):
     import numpy as np
 
     import g10fast.jit as j
+
     calls = []
     real = j._deep_stack_call
 
@@ -153,7 +161,7 @@ def test_compiles_from_python_go_through_the_deep_stack(monkeypatch):
     k = j._deep_compiles(_plain_calls(njit(_push)))
     q = np.zeros(3, np.int64)
     assert k(q, 1, 4) == 4 and k(q, 1, 1) == 5
-    assert calls == ["_compile_for_args"]          # the first call compiled, once
+    assert calls == ["_compile_for_args"]  # the first call compiled, once
     assert type(k).__name__ == "DeepCPUDispatcher"
 
 
@@ -166,6 +174,7 @@ def test_cache_depends_on_other_modules(tmp_path):
     import types as pytypes
 
     from g10fast.jit import cache_depends_on, jit
+
     dep = tmp_path / "dep_mod.py"
     dep.write_text("X = 1\n")
     mod = pytypes.ModuleType("dep_mod")
@@ -187,11 +196,12 @@ def test_cache_depends_on_other_modules(tmp_path):
 def test_page_engine_cache_depends_on_every_stage_module():
     # run_engine's cache holds the whole engine: every stage module's file is in its stamp
     from g10fast.engine.page import kernels as pk
+
     stamp = pk.run_engine._cache._cache_file._source_stamp
     assert {s[0] for s in stamp[1:]} >= {m.__name__ for m in pk.MODULES}
 
 
-_ARG_KERNELS = '''
+_ARG_KERNELS = """
 import sys
 import numpy as np
 from g10fast.jit import cache_kernel_arguments, kernel_nonrt, kernel_nonrt_internal
@@ -216,7 +226,7 @@ x = np.arange(4)
 out = [total(x, plus_one), total(x, minus), total(x, plus_one), total(x, minus)]
 print(out, sum(total.stats.cache_hits.values()), sum(total.stats.cache_misses.values()),
       len(total.overloads))
-'''
+"""
 
 
 def test_kernel_arguments_cached_across_processes(tmp_path):
@@ -232,12 +242,16 @@ def test_kernel_arguments_cached_across_processes(tmp_path):
     src = tmp_path / "argk.py"
 
     def run():
-        return subprocess.run([sys.executable, str(src)], env=env, check=True,
-                              capture_output=True, text=True).stdout.split("]")[1].split()
+        return (
+            subprocess.run([sys.executable, str(src)], env=env, check=True, capture_output=True, text=True)
+            .stdout.split("]")[1]
+            .split()
+        )
+
     outs = [run(), run()]
-    assert outs[0] == ["0", "2", "2"]           # compiled: 2 misses, 2 overloads
-    assert outs[1] == ["2", "0", "2"]           # loaded: 2 hits, no miss, 2 overloads
-    st = src.stat()                             # a new time, the same code: still loaded
+    assert outs[0] == ["0", "2", "2"]  # compiled: 2 misses, 2 overloads
+    assert outs[1] == ["2", "0", "2"]  # loaded: 2 hits, no miss, 2 overloads
+    st = src.stat()  # a new time, the same code: still loaded
     os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns + 10**10))
     assert run() == ["2", "0", "2"]
 
@@ -248,14 +262,15 @@ def test_kernel_argument_key_without_a_file():
     from numba.core import types as nbtypes
 
     from g10fast.jit import _kernel_key, jit
+
     keys = []
     for body in ("return x + 1", "return x - 1"):
         ns = {}
         exec(f"def rule(x):\n    {body}\n", ns)
         keys.append(_kernel_key(nbtypes.Dispatcher(jit(internal=True)(ns["rule"]))))
     assert keys[0][0] == keys[1][0] == "kernel" and keys[0][2] == keys[1][2] == "rule"
-    assert keys[0][3] is None and keys[1][3] is None            # no file to read
-    assert keys[0][4] != keys[1][4]                             # their own code differs
+    assert keys[0][3] is None and keys[1][3] is None  # no file to read
+    assert keys[0][4] != keys[1][4]  # their own code differs
     assert _kernel_key(nbtypes.int64) is nbtypes.int64
 
 
@@ -266,22 +281,26 @@ def test_kernel_argument_key_with_nested_code():
     from numba.core import types as nbtypes
 
     from g10fast.jit import _code_digest, _kernel_key, jit
-    src = ("def rule(x):\n"
-           "    sq = lambda v: v * {k}\n"
-           "    return sum([sq(x[j]) for j in range(x.shape[0]) if x[j] in {{1, 2, 'a'}}])\n")
+
+    src = (
+        "def rule(x):\n"
+        "    sq = lambda v: v * {k}\n"
+        "    return sum([sq(x[j]) for j in range(x.shape[0]) if x[j] in {{1, 2, 'a'}}])\n"
+    )
     keys = []
     for k in (2, 2, 3):
         ns = {}
         exec(src.format(k=k), ns)
-        assert any(not isinstance(c, (int, str, tuple, frozenset, type(None)))
-                   for c in ns["rule"].__code__.co_consts)      # a nested code object
+        assert any(
+            not isinstance(c, (int, str, tuple, frozenset, type(None))) for c in ns["rule"].__code__.co_consts
+        )  # a nested code object
         keys.append(_kernel_key(nbtypes.Dispatcher(jit(internal=True)(ns["rule"]))))
-    assert keys[0] == keys[1]                   # two definitions of the same code
-    assert keys[0][4] != keys[2][4]             # the lambda's constant differs
+    assert keys[0] == keys[1]  # two definitions of the same code
+    assert keys[0][4] != keys[2][4]  # the lambda's constant differs
     assert _code_digest(test_kernel_argument_key_with_nested_code.__code__) != keys[0][4]
 
 
-_NESTED_RULE = '''
+_NESTED_RULE = """
 import numpy as np
 from g10fast.jit import cache_kernel_arguments, kernel, kernel_internal
 
@@ -301,7 +320,7 @@ x = np.arange(4)
 out = [total(x, squares), total(x, squares)]
 print(out, sum(total.stats.cache_hits.values()), sum(total.stats.cache_misses.values()),
       len(total.overloads))
-'''
+"""
 
 
 def test_kernel_argument_with_a_comprehension_cached_across_processes(tmp_path):
@@ -317,9 +336,11 @@ def test_kernel_argument_with_a_comprehension_cached_across_processes(tmp_path):
 
     def run(seed):
         env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONHASHSEED=seed)
-        out = subprocess.run([sys.executable, str(src)], env=env, check=True,
-                             capture_output=True, text=True).stdout
+        out = subprocess.run(
+            [sys.executable, str(src)], env=env, check=True, capture_output=True, text=True
+        ).stdout
         values, counts = out.split("]")
         return values + "]", counts.split()
-    assert run("1") == ("[20, 20]", ["0", "1", "1"])     # 0 + 1 + 5 + 14; compiled: 1 miss
-    assert run("2") == ("[20, 20]", ["1", "0", "1"])     # loaded: 1 hit, no miss
+
+    assert run("1") == ("[20, 20]", ["0", "1", "1"])  # 0 + 1 + 5 + 14; compiled: 1 miss
+    assert run("2") == ("[20, 20]", ["1", "0", "1"])  # loaded: 1 hit, no miss

@@ -23,14 +23,17 @@ from synth import kernel_pages, make_workload, tiny_cfg
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 ARTIFACT = SHARED / "g10-artifact"
 REFERENCE = SHARED / "reference"
-needs_shared = pytest.mark.skipif(not (ARTIFACT / "frontend").is_dir() or not REFERENCE.is_dir(),
-                                  reason="../shared (G10 artifact and reference runs) not present")
+needs_shared = pytest.mark.skipif(
+    not (ARTIFACT / "frontend").is_dir() or not REFERENCE.is_dir(),
+    reason="../shared (G10 artifact and reference runs) not present",
+)
 
 
 def _ascending(w):
-    return [(sorted(set(w.inputs(k).tolist())),
-             sorted(set(w.outputs(k).tolist()) - set(w.inputs(k).tolist())))
-            for k in range(w.num_kernels)]
+    return [
+        (sorted(set(w.inputs(k).tolist())), sorted(set(w.outputs(k).tolist()) - set(w.inputs(k).tolist())))
+        for k in range(w.num_kernels)
+    ]
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
@@ -69,15 +72,17 @@ def test_required_order_must_list_the_same_sets():
     asc = _ascending(w)
     k = next(i for i, (a, b) in enumerate(asc) if a and b)
     bad = list(asc)
-    bad[k] = (asc[k][1], asc[k][0])           # inputs and outputs swapped
+    bad[k] = (asc[k][1], asc[k][0])  # inputs and outputs swapped
     with pytest.raises(InputError, match="required order"):
         simulate_pages(w, cfg, required_order=bad)
     with pytest.raises(InputError, match="kernels"):
         simulate_pages(w, cfg, required_order=asc[:-1])
     # outputs may repeat inputs (in-place tensors), as kernels.config lists them
     again = [(a, list(a) + list(b)) for a, b in asc]
-    assert simulate_pages(w, cfg, required_order=again).kernels.tolist() == \
-        simulate_pages(w, cfg).kernels.tolist()
+    assert (
+        simulate_pages(w, cfg, required_order=again).kernels.tolist()
+        == simulate_pages(w, cfg).kernels.tolist()
+    )
 
 
 _KC = """Kernel ID: 0, Name: Conv2d_Forward
@@ -124,10 +129,12 @@ def test_read_kernel_order(tmp_path):
 
 def test_read_plan_accepts_g10_prefetch_guide(tmp_path):
     p = tmp_path / "prefetch_guide.config"
-    p.write_text("Issued Time: 0 Tensor: 48 G:x From: Not_Known, To: In_gpu\n"
-                 "Issued Time: 0 Tensor: 40 G:o From: Not_Known, To: In_gpu\n"
-                 "Issued Time: 2 Tensor: 7 G:x From: In_gpu, To: In_ssd\n"
-                 "Issued Time: 1 Tensor: 9 G:x From: Not_Known, To: Not_present\n")
+    p.write_text(
+        "Issued Time: 0 Tensor: 48 G:x From: Not_Known, To: In_gpu\n"
+        "Issued Time: 0 Tensor: 40 G:o From: Not_Known, To: In_gpu\n"
+        "Issued Time: 2 Tensor: 7 G:x From: In_gpu, To: In_ssd\n"
+        "Issued Time: 1 Tensor: 9 G:x From: Not_Known, To: Not_present\n"
+    )
     plan = read_plan(p, num_kernels=4, num_tensors=50)
     assert plan.policy == "g10-guide"
     # sorted by kernel, the file order kept within a kernel
@@ -136,8 +143,10 @@ def test_read_plan_accepts_g10_prefetch_guide(tmp_path):
 
 def _kernel_lines(run_dir: Path) -> np.ndarray:
     rows = []
-    pat = re.compile(r"(\d+)\+(\d+):\[(\d+),(\d+)\]\((\d+),(\d+)\)<(\d+),(\d+),(\d+),(\d+)>"
-                     r"\((\d+),(\d+)\)")
+    pat = re.compile(
+        r"(\d+)\+(\d+):\[(\d+),(\d+)\]\((\d+),(\d+)\)<(\d+),(\d+),(\d+),(\d+)>"
+        r"\((\d+),(\d+)\)"
+    )
     with gzip.open(run_dir / "sim_result.kernel.gz", "rt") as f:
         for line in f:
             m = pat.match(line)
@@ -178,9 +187,21 @@ def test_cli_bert128_deepum_with_the_cxx_plan_and_order(capsys):
     ref_dir = REFERENCE / "BERT-128-deepUM"
     st = ref_dir / "statistics"
     cfg = ARTIFACT / "src" / "configs" / "BERT" / "128-sim_deepUM.config"
-    assert main(["run", str(cfg), "--json", "--no-progress",
-                 "--kernel-order", str(st / "kernels.config.gz"),
-                 "--plan-in", str(st / "prefetch_guide.config.gz")]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(cfg),
+                "--json",
+                "--no-progress",
+                "--kernel-order",
+                str(st / "kernels.config.gz"),
+                "--plan-in",
+                str(st / "prefetch_guide.config.gz"),
+            ]
+        )
+        == 0
+    )
     res = json.loads(capsys.readouterr().out)
     assert res["tensor_order"] == "given" and res["plan"]["policy"] == "g10-guide"
     final = {}

@@ -20,8 +20,7 @@ def twin(K, n_iter, depth, sync_k):
         j = prev
         while True:
             ok_q = depth == 0 or j >= g - depth + 1
-            syncs = [i * K + s for i in range(n_iter) for s in sync_ks if s >= 0
-                     and i * K + s < g]
+            syncs = [i * K + s for i in range(n_iter) for s in sync_ks if s >= 0 and i * K + s < g]
             ok_s = all(s < j for s in syncs)
             if ok_q and ok_s:
                 break
@@ -48,16 +47,22 @@ def test_hand_worked():
     assert launched_by(3, 2, LaunchOptions(0, "none"), -1).tolist() == [0] * 6
 
 
-@pytest.mark.parametrize("K,n_iter,depth,sync_k", [
-    (K, n, d, s) for K, n, d in itertools.product((1, 3, 7), (1, 3), (0, 1, 2, 5, 50))
-    for s in (-1, 0, K - 1, K // 2)])
+@pytest.mark.parametrize(
+    "K,n_iter,depth,sync_k",
+    [
+        (K, n, d, s)
+        for K, n, d in itertools.product((1, 3, 7), (1, 3), (0, 1, 2, 5, 50))
+        for s in (-1, 0, K - 1, K // 2)
+    ],
+)
 def test_against_twin(K, n_iter, depth, sync_k):
     got = launched_by(K, n_iter, LaunchOptions(queue_depth=depth), sync_k).tolist()
     assert got == twin(K, n_iter, depth, sync_k)
 
 
-@pytest.mark.parametrize("K,n_iter,depth,syncs", [
-    (5, 3, 0, [0, 2]), (5, 3, 2, [1, 3, 4]), (6, 2, 3, [5, 0]), (4, 2, 0, [])])
+@pytest.mark.parametrize(
+    "K,n_iter,depth,syncs", [(5, 3, 0, [0, 2]), (5, 3, 2, [1, 3, 4]), (6, 2, 3, [5, 0]), (4, 2, 0, [])]
+)
 def test_several_syncs_against_twin(K, n_iter, depth, syncs):
     got = launched_by(K, n_iter, LaunchOptions(queue_depth=depth), np.array(syncs)).tolist()
     assert got == twin(K, n_iter, depth, syncs)
@@ -74,7 +79,7 @@ def test_sync_kernel():
     assert sync_kernel(names, "loss") == 1
     assert sync_kernel(names, "iteration") == 3
     assert sync_kernel(names, "none") == -1
-    assert sync_kernel(["a", "b"], "loss") == 1          # no loss kernel: the last one
+    assert sync_kernel(["a", "b"], "loss") == 1  # no loss kernel: the last one
 
 
 def test_bad_options():
@@ -90,6 +95,7 @@ def test_paper_workload_sync_is_the_loss():
     """On a built-in model the loss kernel lies inside the iteration (forward, then backward):
     the host can run ahead from the loss through the backward pass into the next forward."""
     from g10fast import api
+
     w = api.builtin_workload("bert-base", 8, "g10-artifact")
     s = sync_kernel(w.kernel_name, "loss")
     assert 0 < s < w.num_kernels - 1 and w.kernel_name[s] == "makeLoss"
@@ -99,5 +105,6 @@ def test_paper_workload_sync_is_the_loss():
 
 def test_host_bound_kernels():
     from g10fast.engine.driver.launch import host_bound_kernels
+
     assert host_bound_kernels(np.array([1e-6, 4.9e-6, 5e-6, 1e-3])) == 2
     assert host_bound_kernels(np.array([1e-6, 4.9e-6, 5e-6, 1e-3]), launch_us=10.0) == 3

@@ -17,12 +17,21 @@ def _outcome(w, cfg, hints, bulk, traced):
     ev = Collector() if traced else None
     try:
         r = simulate_pages(w, cfg, hints=hints, trace=ev, keep_state=True, bulk=bulk)
-    except Exception as e:                     # an error is an outcome too
+    except Exception as e:  # an error is an outcome too
         return {"error": f"{type(e).__name__}: {e}"}
-    return {"kernels": r.kernels, "pcie": r.pcie, "boundaries": r.boundaries,
-            "gpu_used": r.gpu_used, "host_used": r.host_used, "host_peak": r.host_peak,
-            "pstate": r.pstate & 15, "live": r.live_page_evictions, "amp": r.amplification,
-            "extra": r.extra, "events": ev.events if traced else None}
+    return {
+        "kernels": r.kernels,
+        "pcie": r.pcie,
+        "boundaries": r.boundaries,
+        "gpu_used": r.gpu_used,
+        "host_used": r.host_used,
+        "host_peak": r.host_peak,
+        "pstate": r.pstate & 15,
+        "live": r.live_page_evictions,
+        "amp": r.amplification,
+        "extra": r.extra,
+        "events": ev.events if traced else None,
+    }
 
 
 def _assert_same(a, b, what):
@@ -60,12 +69,14 @@ def _cases():
 def test_bulk_equals_per_page_engine(seed, policy, traced):
     rng = np.random.default_rng(1000 + seed)
     big = policy in ("deepUM-s", "lru-r", "prefetch_lru-r")
-    w = make_workload(seed, n_kernels=int(rng.integers(6, 20)),
-                      n_tensors=int(rng.integers(10, 40)),
-                      max_pages=int(rng.integers(100, 300) if big else rng.integers(4, 60)))
+    w = make_workload(
+        seed,
+        n_kernels=int(rng.integers(6, 20)),
+        n_tensors=int(rng.integers(10, 40)),
+        max_pages=int(rng.integers(100, 300) if big else rng.integers(4, 60)),
+    )
     need = int(kernel_pages(w).max())
-    frames = int(need * (rng.uniform(1.0, 1.1) if policy.endswith("-r") else
-                         rng.uniform(1.0, 2.0))) + 1
+    frames = int(need * (rng.uniform(1.0, 1.1) if policy.endswith("-r") else rng.uniform(1.0, 2.0))) + 1
     host = int(rng.choice([0, frames // 3, frames, 10 * frames]))
     kw = {"num_iteration": int(rng.integers(2, 5))}
     if policy == "deepUM-s":
@@ -96,18 +107,28 @@ def test_bulk_deepum_requeued_victims(seed):
     10, 51 and 58 are the three of 60 where those runs change the outcome when their victims
     are not flagged (each fails then); 0 and 1 are plain ones."""
     rng = np.random.default_rng(5000 + seed)
-    w = make_workload(seed + 300, n_kernels=int(rng.integers(6, 20)),
-                      n_tensors=int(rng.integers(10, 40)),
-                      max_pages=int(rng.integers(100, 300)))
+    w = make_workload(
+        seed + 300,
+        n_kernels=int(rng.integers(6, 20)),
+        n_tensors=int(rng.integers(10, 40)),
+        max_pages=int(rng.integers(100, 300)),
+    )
     frames = int(kernel_pages(w).max() * rng.uniform(1.0, 1.1)) + 1
     host = int(rng.choice([0, frames // 3, frames, 10 * frames]))
-    cfg = tiny_cfg(frames, host, "deepUM", num_iteration=3,
-                   PCIe_batch_size_page=int(rng.integers(8, 64)),
-                   prefetch_degree=int(rng.integers(0, 5)))
-    hints = [h for h in random_hints(w, seed, n_hints=int(rng.integers(20, 80)))
-             if h[3] not in (pk.IN_SSD, pk.IN_CPU)]
-    _assert_same(_outcome(w, cfg, hints, False, False), _outcome(w, cfg, hints, True, False),
-                 seed)
+    cfg = tiny_cfg(
+        frames,
+        host,
+        "deepUM",
+        num_iteration=3,
+        PCIe_batch_size_page=int(rng.integers(8, 64)),
+        prefetch_degree=int(rng.integers(0, 5)),
+    )
+    hints = [
+        h
+        for h in random_hints(w, seed, n_hints=int(rng.integers(20, 80)))
+        if h[3] not in (pk.IN_SSD, pk.IN_CPU)
+    ]
+    _assert_same(_outcome(w, cfg, hints, False, False), _outcome(w, cfg, hints, True, False), seed)
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -125,7 +146,7 @@ def test_dealloc_bulk_equals_dealloc_pages(seed):
     pstate = np.zeros(n_pages, dtype=np.uint8)
     S = np.zeros(pk.NS, dtype=np.int64)
     S[pk.P_LCAP] = cap
-    kind = seed % 3             # 0: the range all in the GPU, 1: all on the host, 2: mixed
+    kind = seed % 3  # 0: the range all in the GPU, 1: all on the host, 2: mixed
     tail = 0
     for p in rng.permutation(n_pages):
         inside = p0 <= p < p0 + n
@@ -158,11 +179,11 @@ def test_dealloc_bulk_equals_dealloc_pages(seed):
     for p in rng.choice(n_pages, 30, replace=False):
         lru[cap + p] = 0xFFFF & ~(1 << (int(pstate[p]) >> pk.GEN_SHIFT))
         S[pk.S_LRU_STALE] += 1
-    for p in rng.choice(n_pages, 60, replace=False):      # a few generations taken
+    for p in rng.choice(n_pages, 60, replace=False):  # a few generations taken
         lru[cap + p] |= int(rng.integers(0, 1 << 16)) & ~(1 << (int(pstate[p]) >> pk.GEN_SHIFT))
     tt = np.zeros((1, pk.TT_COLS), dtype=np.int64)
     tt[0, pk.TT_START], tt[0, pk.TT_NP] = p0, n
-    tt[0, pk.TT_RES] = int(np.sum((pstate[p0:p0 + n] & pk.RES_MASK) == pk.IN_GPU))
+    tt[0, pk.TT_RES] = int(np.sum((pstate[p0 : p0 + n] & pk.RES_MASK) == pk.IN_GPU))
     ev = np.zeros((1, pk.EV_COLS), dtype=np.int64)
 
     a = (tt.copy(), pstate.copy(), lru.copy(), S.copy())
@@ -173,14 +194,14 @@ def test_dealloc_bulk_equals_dealloc_pages(seed):
     for x, y, name in zip(a, b, ("tt", "pstate", "lru", "S")):
         assert np.array_equal(x, y), name
     if kind == 0:
-        assert freed_b == n and a[3][pk.S_LRU_STALE] < S[pk.S_LRU_STALE] + n   # compacted
+        assert freed_b == n and a[3][pk.S_LRU_STALE] < S[pk.S_LRU_STALE] + n  # compacted
     if kind == 1:
         assert freed_b == n and b[3][pk.S_HOST_USED] == S[pk.S_HOST_USED] - n
 
 
 def test_uniform_state():
     ps = np.full(10_000, pk.IN_SSD | (5 << pk.GEN_SHIFT), dtype=np.uint8)
-    assert pk._uniform_state(ps, 0, 10_000) == pk.IN_SSD      # generations do not count
+    assert pk._uniform_state(ps, 0, 10_000) == pk.IN_SSD  # generations do not count
     ps[9_999] |= pk.F_TRANSFER
     assert pk._uniform_state(ps, 0, 10_000) == -1
     assert pk._uniform_state(ps, 0, 9_999) == pk.IN_SSD
@@ -212,21 +233,27 @@ def test_fault_scan_uniform_equals_page_loop(seed):
     wait-set flag; one case in four is mixed (the page loop in both)."""
     rng = np.random.default_rng(100 + seed)
     n_pages, p0, n = 300, 40, 200
-    kinds = [pk.NOT_PRESENT, pk.IN_SSD, pk.IN_CPU, pk.IN_GPU | pk.F_TRANSFER,
-             pk.IN_SSD | pk.F_TRANSFER, pk.IN_CPU | pk.F_TRANSFER]
+    kinds = [
+        pk.NOT_PRESENT,
+        pk.IN_SSD,
+        pk.IN_CPU,
+        pk.IN_GPU | pk.F_TRANSFER,
+        pk.IN_SSD | pk.F_TRANSFER,
+        pk.IN_CPU | pk.F_TRANSFER,
+    ]
     u = kinds[seed % len(kinds)]
     pstate = ((rng.integers(0, 16, n_pages) << pk.GEN_SHIFT) | u).astype(np.uint8)
     if u & pk.F_TRANSFER:
         pstate[rng.random(n_pages) < 0.3] |= pk.F_WAIT
     if seed % 4 == 3:
-        pstate[p0 + n // 2] = pk.IN_GPU               # mixed: the page loop
+        pstate[p0 + n // 2] = pk.IN_GPU  # mixed: the page loop
     tt = np.zeros((1, pk.TT_COLS), dtype=np.int64)
     tt[0, pk.TT_START], tt[0, pk.TT_NP] = p0, n
     qb = np.zeros((pk.NQ, 64, 2), dtype=np.int64)
     S = np.zeros(pk.NS, dtype=np.int64)
     S[pk.P_TRACE] = seed % 2
     S[pk.S_WAIT] = 7
-    if seed % 3 == 0:                                 # a queued run ending at p0 on each queue
+    if seed % 3 == 0:  # a queued run ending at p0 on each queue
         for q in (pk.Q_PF_CPU, pk.Q_PF_SSD, pk.Q_PF_ALLOC):
             pk._q_push(qb, S, q, p0 - 10, 10)
     ev = np.zeros((8, pk.EV_COLS), dtype=np.int64)
@@ -234,8 +261,7 @@ def test_fault_scan_uniform_equals_page_loop(seed):
     for bulk in (0, 1):
         st = (pstate.copy(), qb.copy(), S.copy(), ev.copy())
         st[2][pk.P_BULK] = bulk
-        r = pk._fault_scan(0, seed % 2 == 0, 123, tt, st[0], st[1], st[2], st[3],
-                           seed % 2 == 1, 5, 2)
+        r = pk._fault_scan(0, seed % 2 == 0, 123, tt, st[0], st[1], st[2], st[3], seed % 2 == 1, 5, 2)
         out.append((r,) + st)
     a, b = out
     assert a[0] == b[0]
@@ -245,5 +271,5 @@ def test_fault_scan_uniform_equals_page_loop(seed):
             y[pk.P_BULK] = 0
         assert np.array_equal(x, y), name
     if seed % 4 != 3 and not u & pk.F_TRANSFER:
-        assert np.all(b[1][p0:p0 + n] & pk.F_TRANSFER)
+        assert np.all(b[1][p0 : p0 + n] & pk.F_TRANSFER)
         assert b[3][pk.S_WAIT] == 7 + n

@@ -25,37 +25,66 @@ from g10fast.planner.plan import cxx_sort_ids, cxx_sort_order, sort_hints  # noq
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 REFERENCE = SHARED / "reference"
 ARTIFACT = SHARED / "g10-artifact"
-needs_shared = pytest.mark.skipif(not (REFERENCE / "BERT-128-prefetch_lru").is_dir(),
-                                  reason="../shared/reference not available")
+needs_shared = pytest.mark.skipif(
+    not (REFERENCE / "BERT-128-prefetch_lru").is_dir(), reason="../shared/reference not available"
+)
 LOC = {"Not_present": 0, "In_ssd": 1, "In_cpu": 2, "In_gpu": 3, "Not_Known": 4}
 
-COMPAT = {k: True for k in ("o3_early_exit", "o5_looped_area", "o8_double_count_input",
-                            "o10_cxx_sort_order", "o10_break_on_zero_area",
-                            "o21_cxx_prefetch_order", "o11_short_stalls",
-                            "o12_empty_window_crowded", "o13_cumulative_spill",
-                            "o14_reserve_without_eviction", "o16_hoist_overshoot")}
-FIXED = dict(COMPAT, o3_early_exit=False, o5_looped_area=False, o11_short_stalls=False,
-             o10_cxx_sort_order=False, o21_cxx_prefetch_order=False,
-             o12_empty_window_crowded=False, o13_cumulative_spill=False,
-             o14_reserve_without_eviction=False, o16_hoist_overshoot=False)
+COMPAT = {
+    k: True
+    for k in (
+        "o3_early_exit",
+        "o5_looped_area",
+        "o8_double_count_input",
+        "o10_cxx_sort_order",
+        "o10_break_on_zero_area",
+        "o21_cxx_prefetch_order",
+        "o11_short_stalls",
+        "o12_empty_window_crowded",
+        "o13_cumulative_spill",
+        "o14_reserve_without_eviction",
+        "o16_hoist_overshoot",
+    )
+}
+FIXED = dict(
+    COMPAT,
+    o3_early_exit=False,
+    o5_looped_area=False,
+    o11_short_stalls=False,
+    o10_cxx_sort_order=False,
+    o21_cxx_prefetch_order=False,
+    o12_empty_window_crowded=False,
+    o13_cumulative_spill=False,
+    o14_reserve_without_eviction=False,
+    o16_hoist_overshoot=False,
+)
 
 
 # ---------------------------------------------------------------------------------------------
 # small synthetic cases
 
+
 def _case(seed):
     """A random workload and a config whose GPU holds 30-90 % of it, with slow lanes so that
     the SSD/host choice, the crowded lanes and the host memory limit all come into play."""
     rng = np.random.default_rng(1000 + seed)
-    w = make_workload(seed, n_kernels=int(rng.integers(14, 40)), n_tensors=int(rng.integers(25, 70)),
-                      max_pages=int(rng.integers(8, 60)))
+    w = make_workload(
+        seed,
+        n_kernels=int(rng.integers(14, 40)),
+        n_tensors=int(rng.integers(25, 70)),
+        max_pages=int(rng.integers(8, 60)),
+    )
     frames = max(int(w.num_pages * rng.uniform(0.3, 0.9)), 1)
     host = int(w.num_pages * rng.choice([0.0, 0.1, 0.5, 2.0]))
-    cfg = tiny_cfg(frames, host, "prefetch_lru",
-                   SSD_PCIe_bandwidth_GBps=float(rng.choice([0.2, 0.5, 1.0, 3.2])),
-                   CPU_PCIe_bandwidth_GBps=float(rng.choice([0.8, 2.0, 15.754])),
-                   SSD_latency_us=float(rng.choice([2, 20])),
-                   system_latency_us=float(rng.choice([5, 45])))
+    cfg = tiny_cfg(
+        frames,
+        host,
+        "prefetch_lru",
+        SSD_PCIe_bandwidth_GBps=float(rng.choice([0.2, 0.5, 1.0, 3.2])),
+        CPU_PCIe_bandwidth_GBps=float(rng.choice([0.8, 2.0, 15.754])),
+        SSD_latency_us=float(rng.choice([2, 20])),
+        system_latency_us=float(rng.choice([5, 45])),
+    )
     cfg.delta_parameter = 0.5
     cfg.is_transformer = 0
     cfg.batch_size = 1
@@ -64,11 +93,27 @@ def _case(seed):
 
 def _twin(w, v, cfg, opts):
     p = planner_params(cfg, **opts)
-    ivs = list(zip(v.iv_tensor.tolist(), v.iv_start.tolist(), v.iv_end.tolist(),
-                   v.iv_looped.tolist(), v.iv_time_us.tolist()))
-    return twin_plan(w.size.tolist(), w.is_global.tolist(), v.birth.tolist(), v.death.tolist(),
-                     w.exec_cycles.tolist(), v.time_us.tolist(), v.time_ext_us.tolist(), ivs,
-                     p, p.options)
+    ivs = list(
+        zip(
+            v.iv_tensor.tolist(),
+            v.iv_start.tolist(),
+            v.iv_end.tolist(),
+            v.iv_looped.tolist(),
+            v.iv_time_us.tolist(),
+        )
+    )
+    return twin_plan(
+        w.size.tolist(),
+        w.is_global.tolist(),
+        v.birth.tolist(),
+        v.death.tolist(),
+        w.exec_cycles.tolist(),
+        v.time_us.tolist(),
+        v.time_ext_us.tolist(),
+        ivs,
+        p,
+        p.options,
+    )
 
 
 @pytest.mark.parametrize("opts", [COMPAT, FIXED], ids=["compat", "fixed"])
@@ -88,7 +133,7 @@ def test_priority_loop_matches_sort_every_step_twin(opts):
         assert plan.cpu_est.tolist() == tw["cpu_est"], seed
         assert plan.info["main_loop_iterations"] == tw["iterations"]
         migrations += int(np.isin(plan.iv_decision, (gk.D_SSD, gk.D_HOST)).sum())
-    assert migrations > 40      # the cases do exercise the main loop
+    assert migrations > 40  # the cases do exercise the main loop
 
 
 def test_branches_are_exercised():
@@ -131,8 +176,9 @@ def test_plan_invariants(opts):
             for j in range(s, s + back):
                 assert not used[j % K, t], (seed, c, j)
             # the eviction is issued at s and the prefetch hint exists
-            assert [s, t, gk.NOT_KNOWN] + [gk.IN_SSD if plan.iv_decision[c] == gk.D_SSD
-                                            else gk.IN_CPU] in plan.hints.tolist()
+            assert [s, t, gk.NOT_KNOWN] + [
+                gk.IN_SSD if plan.iv_decision[c] == gk.D_SSD else gk.IN_CPU
+            ] in plan.hints.tolist()
             assert [p, t, gk.NOT_KNOWN, gk.IN_GPU] in plan.hints.tolist()
         # pre-alloc before birth; pre-dealloc after the last read (G10's death ignores
         # writes after the last read, §4.1)
@@ -143,8 +189,7 @@ def test_plan_invariants(opts):
             if to == gk.NOT_PRESENT:
                 assert not read[k_:, t].any(), (seed, t)
                 assert not w.is_global[t]
-            if to == gk.IN_GPU and not w.is_global[t] and not np.isin(
-                    t, plan.iv_tensor[ev]).any():
+            if to == gk.IN_GPU and not w.is_global[t] and not np.isin(t, plan.iv_tensor[ev]).any():
                 assert k_ <= v.birth[t]
         # planned bandwidth within every budget (a lane over budget is marked saturated)
         cap, bw, full = plan.lane_capacity, plan.lane_planned, plan.lane_full
@@ -161,8 +206,12 @@ def test_o_options_change_behaviour_where_they_apply():
         w, cfg = _case(seed)
         v = vitality(w, cfg.GPU_frequency_GHz)
         base = plan_g10(w, v, cfg)
-        for name in ("o13_cumulative_spill", "o14_reserve_without_eviction",
-                     "o16_hoist_overshoot", "o3_early_exit"):
+        for name in (
+            "o13_cumulative_spill",
+            "o14_reserve_without_eviction",
+            "o16_hoist_overshoot",
+            "o3_early_exit",
+        ):
             other = plan_g10(w, v, cfg, **{name: False})
             changed[name] += int(other.emitted.tolist() != base.emitted.tolist())
     assert changed["o3_early_exit"] > 0
@@ -189,11 +238,13 @@ def test_cxx_sort_order_matches_the_plain_twin():
     organ-pipe inputs (which drive the quicksort deep, into the heap sort), and keys past
     2**53 (the plain path)."""
     rng = np.random.default_rng(8)
-    cases = [rng.integers(0, max(n // d, 1), size=n) for n in (2, 16, 17, 33, 500, 4000)
-             for d in (1, 4, 50)]
-    cases += [np.arange(300), np.arange(300)[::-1],
-              np.concatenate([np.arange(200), np.arange(200)[::-1]]),
-              np.array([2**60, 1, 2**60 - 1, 5] * 9)]
+    cases = [rng.integers(0, max(n // d, 1), size=n) for n in (2, 16, 17, 33, 500, 4000) for d in (1, 4, 50)]
+    cases += [
+        np.arange(300),
+        np.arange(300)[::-1],
+        np.concatenate([np.arange(200), np.arange(200)[::-1]]),
+        np.array([2**60, 1, 2**60 - 1, 5] * 9),
+    ]
     for keys in cases:
         a = keys.tolist()
         want = cxx_sort_ids(list(range(len(a))), lambda x, y: a[x] < a[y])
@@ -214,6 +265,7 @@ def test_deepum_hints_rule():
 
 def test_deepum_hints_match_twin():
     from twin import deepum_hints as twin_deepum
+
     for seed in range(5):
         w = make_workload(seed)
         assert deepum_hints(w, 8).tolist() == [list(x) for x in twin_deepum(w, 8)]
@@ -221,6 +273,7 @@ def test_deepum_hints_match_twin():
 
 # ---------------------------------------------------------------------------------------------
 # the C++ reference plans
+
 
 def _ref_hints(run):
     out = []
@@ -236,7 +289,7 @@ def _ref_est(run, header):
         lines = f.read().splitlines()
     i = lines.index(header)
     vals = []
-    for line in lines[i + 1:]:
+    for line in lines[i + 1 :]:
         if not line.startswith("Kernel "):
             break
         vals.append(int(line.split(":")[1]))
@@ -265,8 +318,7 @@ def test_bert128_plan_is_the_reference_plan():
     # identical, including the order std::sort gives same-kernel hints (O-21)
     assert [tuple(h) for h in plan.hints.tolist()] == ref
     assert plan.counts() == {"to_gpu": 899, "to_ssd": 0, "to_host": 0, "dealloc": 899}
-    assert np.array_equal(plan.est_prealloc,
-                          _ref_est("BERT-128-prefetch_lru", "After pre-deallocation"))
+    assert np.array_equal(plan.est_prealloc, _ref_est("BERT-128-prefetch_lru", "After pre-deallocation"))
 
 
 @needs_shared
@@ -283,8 +335,11 @@ def test_resnet152_256_plan_is_the_reference_plan():
     # the selection order of the main loop is G10's, all 32 picks
     with gzip.open(REFERENCE / run / "statistics" / "pre_dealloc.config.gz", "rt") as f:
         lines = f.read().splitlines()
-    picks = [tuple(int(x) for x in ln[len("interval : "):].split("--------"))
-             for ln in lines if ln.startswith("interval : ")]
+    picks = [
+        tuple(int(x) for x in ln[len("interval : ") :].split("--------"))
+        for ln in lines
+        if ln.startswith("interval : ")
+    ]
     sel = np.argsort(np.where(plan.iv_selected < 0, 1 << 40, plan.iv_selected))
     n = int((plan.iv_selected >= 0).sum())
     assert n == len(picks) == 32
@@ -300,8 +355,10 @@ def test_bert256_gds_plan_counts_are_the_artifacts():
     from g10fast.config import read_g10_config
     from g10fast.run import build_workload
 
-    for policy, gds, want in (("G10GDSSSD", "ssd", {"to_gpu": 100, "to_ssd": 125, "to_host": 0}),
-                              ("G10GDSFULL", "full", {"to_gpu": 18, "to_ssd": 21, "to_host": 14})):
+    for policy, gds, want in (
+        ("G10GDSSSD", "ssd", {"to_gpu": 100, "to_ssd": 125, "to_host": 0}),
+        ("G10GDSFULL", "full", {"to_gpu": 18, "to_ssd": 21, "to_host": 14}),
+    ):
         cfg = read_g10_config(ARTIFACT / "src" / "configs" / "BERT" / f"256-sim_{policy}.config")
         w = build_workload(cfg)
         plan = plan_g10(w, vitality(w, cfg.GPU_frequency_GHz), cfg, gds=gds)
@@ -324,7 +381,7 @@ def test_resnet152_1280_plans_fast():
     cfg = read_g10_config(ARTIFACT / "src" / "configs" / "ResNet152" / "1280-sim_prefetch_lru.config")
     w = build_workload(cfg)
     v = vitality(w, cfg.GPU_frequency_GHz)
-    plan_g10(w, v, cfg)                     # compile
+    plan_g10(w, v, cfg)  # compile
     t0 = time.perf_counter()
     plan = plan_g10(w, v, cfg)
     dt = time.perf_counter() - t0
@@ -340,8 +397,10 @@ def test_resnet152_1280_plans_fast():
 # ---------------------------------------------------------------------------------------------
 # end to end against the C++ runs
 
+
 def _final(run_dir):
     import re
+
     out = {}
     for line in (run_dir / "sim_result.final").read_text().splitlines():
         m = re.match(r"(\S+) = (\S+)", line)
@@ -360,21 +419,32 @@ def _run(model, batch, policy):
 def _check_final(res, ref, tol):
     for it in res["iterations"]:
         i = it["iteration"]
-        for mine, theirs in [("exe_time_cycles", "exe_time"), ("cpu_pf", "cpu_pf"),
-                             ("ssd_pf", "ssd_pf"), ("unalloc_pf", "unalloc_pf")]:
-            assert it[mine] == pytest.approx(ref[f"kernel_stat.iter{i}.{theirs}"], rel=tol,
-                                             abs=0.5), (i, mine)
-        for mine, theirs in [("cpu_to_gpu", "incoming_pg_cpu"), ("ssd_to_gpu", "incoming_pg_ssd"),
-                             ("gpu_to_cpu", "outgoing_pg_cpu"), ("gpu_to_ssd", "outgoing_pg_ssd")]:
+        for mine, theirs in [
+            ("exe_time_cycles", "exe_time"),
+            ("cpu_pf", "cpu_pf"),
+            ("ssd_pf", "ssd_pf"),
+            ("unalloc_pf", "unalloc_pf"),
+        ]:
+            assert it[mine] == pytest.approx(ref[f"kernel_stat.iter{i}.{theirs}"], rel=tol, abs=0.5), (
+                i,
+                mine,
+            )
+        for mine, theirs in [
+            ("cpu_to_gpu", "incoming_pg_cpu"),
+            ("ssd_to_gpu", "incoming_pg_ssd"),
+            ("gpu_to_cpu", "outgoing_pg_cpu"),
+            ("gpu_to_ssd", "outgoing_pg_ssd"),
+        ]:
             assert it["pages"][mine] == pytest.approx(
-                ref.get(f"pcie_stat.iter{i}.{theirs}", 0.0), rel=tol, abs=0.5), (i, mine)
+                ref.get(f"pcie_stat.iter{i}.{theirs}", 0.0), rel=tol, abs=0.5
+            ), (i, mine)
 
 
 @needs_shared
 def test_bert128_prefetch_lru_end_to_end():
     res = _run("BERT", 128, "prefetch_lru")
     ref = _final(REFERENCE / "BERT-128-prefetch_lru")
-    _check_final(res, ref, 0.0)                       # exact
+    _check_final(res, ref, 0.0)  # exact
     assert res["iterations"][1]["exe_time_cycles"] == 7087296457
     assert res["plan"]["hints"] == 1798
     pl = res["planner"]

@@ -36,10 +36,14 @@ def test_timeline_equals_twin(seed):
     rng = np.random.default_rng(seed)
     ops = []
     for i in range(300):
-        deps = tuple(int(d) for d in rng.choice(i, size=min(i, int(rng.integers(0, 4))),
-                                                 replace=False)) if i else ()
-        ops.append((["gpu", "h2d", "cpu", "host"][int(rng.integers(0, 4))],
-                    float(rng.uniform(0, 1000)), deps))
+        deps = (
+            tuple(int(d) for d in rng.choice(i, size=min(i, int(rng.integers(0, 4))), replace=False))
+            if i
+            else ()
+        )
+        ops.append(
+            (["gpu", "h2d", "cpu", "host"][int(rng.integers(0, 4))], float(rng.uniform(0, 1000)), deps)
+        )
     tl = Timeline()
     for r, d, deps in ops:
         tl.add(r, d, deps)
@@ -51,19 +55,18 @@ def test_timeline_equals_twin(seed):
 def test_collectives_by_hand():
     # all-reduce of 1 GB over 2 ranks at 230 GB/s: NCCL ring/Simple latency 8.4 + 2 x 3.4 us,
     # 2 (n-1)/n x 1e9 / 230e9 s
-    assert collective_ns("all_reduce", 1e9, 2, 230.0) == pytest.approx(
-        (15.2e-6 + 1e9 / 230e9) * 1e9, abs=1)
+    assert collective_ns("all_reduce", 1e9, 2, 230.0) == pytest.approx((15.2e-6 + 1e9 / 230e9) * 1e9, abs=1)
     # all-gather of 8 GB over 8 ranks: 7 steps, (7/8) x 8e9 / 370e9
     assert collective_ns("all_gather", 8e9, 8, 370.0) == pytest.approx(
-        ((8.4 + 7 * 3.4) * 1e-6 + 7e9 / 370e9) * 1e9, abs=1)
+        ((8.4 + 7 * 3.4) * 1e-6 + 7e9 / 370e9) * 1e9, abs=1
+    )
     assert collective_ns("reduce_scatter", 1e9, 1, 230.0) == 0
     with pytest.raises(InputError, match="tree"):
         collective_ns("all_gather", 1e9, 4, 230.0, algorithm="tree")
 
 
 def test_cpu_adam_by_hand():
-    pool = cm.CpuPool(cores=64, ghz=2.25, simd_lanes=8, per_core_gbps=20.0,
-                      bandwidth_gbps=160.0)
+    pool = cm.CpuPool(cores=64, ghz=2.25, simd_lanes=8, per_core_gbps=20.0, bandwidth_gbps=160.0)
     # 1e9 elements x 28 B at 160 GB/s (memory-bound: compute is 1e9 / 8 x 12 cycles over
     # 64 x 2.25 GHz = 10.4 ms), plus 8 tiles' fork/join of 5 us
     assert cm.adam_ns(1e9, pool) == pytest.approx((28e9 / 160e9 + 8 * 5e-6) * 1e9, abs=1)
@@ -89,18 +92,18 @@ def test_node_shares():
     # 8 ranks of 16 cores: each in one node, memory bound there (numactl -m): the pool's own
     assert node.cpu_pool(8, True).pinned == node.cpu_pool(8, True).gbps == 40.0
     # Adam over 1e9 elements: 12 B pinned at 40 GB/s bind it (0.3 s), not 28 B at 160
-    assert cm.adam_ns(1e9, node.cpu_pool(2, True)) == pytest.approx(
-        (12e9 / 40e9 + 8 * 5e-6) * 1e9, abs=1)
+    assert cm.adam_ns(1e9, node.cpu_pool(2, True)) == pytest.approx((12e9 / 40e9 + 8 * 5e-6) * 1e9, abs=1)
     with pytest.raises(InputError, match=r"\[node\]"):
         node_of(load_preset("h100-sxm5"))
 
 
-def _run(model, policy, gpus=2, system="dgx-a100-40", batch=1, recompute="none",
-         model_options=None, **options):
-    s = builtin_spec(model, batch, system, policy, options=options or None,
-                     model_options=model_options)
-    s = s.replace(system=s.system.replace(gpus=gpus),
-                  workload=dataclasses.replace(s.workload, recompute=recompute))
+def _run(
+    model, policy, gpus=2, system="dgx-a100-40", batch=1, recompute="none", model_options=None, **options
+):
+    s = builtin_spec(model, batch, system, policy, options=options or None, model_options=model_options)
+    s = s.replace(
+        system=s.system.replace(gpus=gpus), workload=dataclasses.replace(s.workload, recompute=recompute)
+    )
     return run(s)
 
 
@@ -120,7 +123,8 @@ def test_zero_offload_moves_what_deepspeed_moves():
     node = node_of(load_preset("dgx-a100-40"))
     pool = node.cpu_pool(2, False)
     assert b["cpu_step_s"] == pytest.approx(
-        (cm.unscale_ns(Np, pool) + cm.adam_ns(Np, pool) + cm.cast_ns(Np, pool)) / 1e9)
+        (cm.unscale_ns(Np, pool) + cm.adam_ns(Np, pool) + cm.cast_ns(Np, pool)) / 1e9
+    )
     # one inf/nan host sync per owned parameter (and as many norm .item()s) and 3 more
     assert b["host_syncs"] >= 2 * 1
     its = r["iterations"][0]
@@ -136,8 +140,7 @@ def test_stage3_fetches_partitions_and_blocking_costs():
     assert r["status"] == "ok" and b["fetches"] > 0 and b["h2d_bytes"] > 0
     # every fetch copies this rank's partition (1/4, rounded up) of a parameter
     assert b["h2d_bytes"] % 2 == 0
-    quiet = _run("qwen2.5-1.5b", "zero3-offload", gpus=4, model_options=SMALL,
-                 h2d_fetch_blocking=False)
+    quiet = _run("qwen2.5-1.5b", "zero3-offload", gpus=4, model_options=SMALL, h2d_fetch_blocking=False)
     assert quiet["breakdown"]["step_s"] <= b["step_s"]
     assert quiet["breakdown"]["host_syncs"] < b["host_syncs"]
 
@@ -164,10 +167,11 @@ def test_recompute_full_drops_activations_and_repeats_the_forward():
 
     spec = builtin_spec("qwen2.5-1.5b", 2, "dgx-a100-40", "zero2", model_options=SMALL)
     from g10fast.run import workload_of
+
     w = workload_of(spec)
     r = recompute(w, "full")
     info = r.meta["recompute"]
-    assert info["segments"] == 4                   # the four layers; not the embedding or head
+    assert info["segments"] == 4  # the four layers; not the embedding or head
     assert r.num_kernels == w.num_kernels + info["kernels_added"]
     assert int(r.exec_cycles.sum()) == int(w.exec_cycles.sum()) + info["recomputed_cycles"]
     v0, v1 = zero_view(w, 1.2e9), zero_view(r, 1.2e9)
@@ -177,7 +181,7 @@ def test_recompute_full_drops_activations_and_repeats_the_forward():
     seen = set(np.flatnonzero(np.asarray(r.is_global)).tolist())
     for k in range(r.num_kernels):
         consts = [t for t in r.inputs(k) if t not in seen]
-        for t in consts:     # graph inputs (data, constants) are never written: first use
+        for t in consts:  # graph inputs (data, constants) are never written: first use
             assert not any(t in set(r.outputs(j).tolist()) for j in range(k, r.num_kernels))
         seen.update(r.outputs(k).tolist())
         seen.update(r.inputs(k).tolist())
@@ -191,27 +195,51 @@ def test_timeline_json(tmp_path):
     import json
 
     from g10fast.engine.ranks import timeline_json
+
     r = _run("qwen2.5-1.5b", "zero-offload", model_options=SMALL)
     path = timeline_json(r, tmp_path / "t.json")
     ev = json.loads(open(path).read())["traceEvents"]
     tracks = {e["args"]["name"] for e in ev if e.get("name") == "thread_name"}
-    assert {"CPU: optimizer cores", "PCIe: host -> GPU", "PCIe: GPU -> host",
-            "NVLink: collectives stream", "GPU: compute stream"} <= tracks
+    assert {
+        "CPU: optimizer cores",
+        "PCIe: host -> GPU",
+        "PCIe: GPU -> host",
+        "NVLink: collectives stream",
+        "GPU: compute stream",
+    } <= tracks
     slices = [e for e in ev if e["ph"] == "X"]
     cpu = [e for e in slices if e["cat"] == "cpu"]
     assert {e["name"] for e in cpu} == {"unscale and clip", "CPU Adam", "fp32 -> 16-bit cast"}
-    assert sum(e["args"].get("bytes", 0) for e in slices if e["cat"] == "d2h") == \
-        r["breakdown"]["d2h_bytes"]
+    assert sum(e["args"].get("bytes", 0) for e in slices if e["cat"] == "d2h") == r["breakdown"]["d2h_bytes"]
 
 
 def test_cli_gpus_recompute_timeline_and_run_file(tmp_path, capsys):
     import json
 
     from g10fast.cli import main
+
     out = tmp_path / "t.json"
-    argv = ["run", "--model", "qwen2.5-1.5b", "--batch", "2", "--gpus", "2", "--system",
-            "dgx-a100-40", "--policy", "zero-offload", "--recompute", "full", "--timeline",
-            str(out), "--json", "--no-progress", "--option", "layers=2"]
+    argv = [
+        "run",
+        "--model",
+        "qwen2.5-1.5b",
+        "--batch",
+        "2",
+        "--gpus",
+        "2",
+        "--system",
+        "dgx-a100-40",
+        "--policy",
+        "zero-offload",
+        "--recompute",
+        "full",
+        "--timeline",
+        str(out),
+        "--json",
+        "--no-progress",
+        "--option",
+        "layers=2",
+    ]
     # layers is a model option, not a policy's: refused with one message
     assert main(argv) == 2
     assert "unknown option 'layers'" in capsys.readouterr().err
@@ -222,15 +250,32 @@ def test_cli_gpus_recompute_timeline_and_run_file(tmp_path, capsys):
     assert res["breakdown"]["cpu_step_s"] > 0 and res["breakdown"]["d2h_bytes"] > 0
     assert json.loads(out.read_text())["traceEvents"]
     # --timeline is the ranks engine's; --gpus beyond the node; a preset without a node
-    assert main(["run", "--model", "bert-base", "--batch", "8", "--policy", "lru",
-                 "--timeline", str(out), "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--model",
+                "bert-base",
+                "--batch",
+                "8",
+                "--policy",
+                "lru",
+                "--timeline",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     assert main(argv[:5] + ["--gpus", "9"] + argv[7:]) == 2
     assert "ranks on a node of 8" in capsys.readouterr().err
     # a run file: [system] gpus and [workload] recompute
     f = tmp_path / "z.toml"
-    f.write_text('[workload]\nmodel = "qwen2.5-1.5b"\nbatch = 2\nrecompute = "full"\nlayers = 2\n'
-                 '[system]\npreset = "dgx-a100-40"\ngpus = 2\n'
-                 '[policy]\nnames = ["zero2", "zero-offload"]\n')
+    f.write_text(
+        '[workload]\nmodel = "qwen2.5-1.5b"\nbatch = 2\nrecompute = "full"\nlayers = 2\n'
+        '[system]\npreset = "dgx-a100-40"\ngpus = 2\n'
+        '[policy]\nnames = ["zero2", "zero-offload"]\n'
+    )
     assert main(["run", str(f), "--json", "--no-progress", "--no-figure"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["ranks"] for r in rows] == [2, 2]

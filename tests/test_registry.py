@@ -27,32 +27,44 @@ ARTIFACT = ROOT.parent / "shared" / "g10-artifact"
 # ---------------------------------------------------------------------------------------------
 # a policy of our own: one planner function, one options class, one record
 
+
 @dataclasses.dataclass(frozen=True)
 class AheadOptions:
-    ahead: int = 2          # kernels of look-ahead
+    ahead: int = 2  # kernels of look-ahead
 
 
 def ahead_planner(ctx):
     from g10fast.planner.plan import MigrationPlan
+
     w = ctx.workload
     K = w.num_kernels
     rows = []
     for k in range(K):
         target = (k + ctx.options.ahead) % K
         for t in w.inputs(target).tolist():
-            rows.append((k, t, 4, 3))          # NOT_KNOWN -> IN_GPU
+            rows.append((k, t, 4, 3))  # NOT_KNOWN -> IN_GPU
     h = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
-    return MigrationPlan(policy="ahead2", num_kernels=K, hints=h, emitted=h,
-                         info={"ahead": ctx.options.ahead})
+    return MigrationPlan(
+        policy="ahead2", num_kernels=K, hints=h, emitted=h, info={"ahead": ctx.options.ahead}
+    )
 
 
 def ahead_mode(options, engine):
     return PageMode(is_uvm=True, use_prefetch=True, num_iteration=engine.num_iteration)
 
 
-AHEAD = PolicyRecord(name="ahead2", display="Ahead-2", engine="page",
-                     plan_depends_on_host=False, planner=ahead_planner, engine_mode=ahead_mode,
-                     options=AheadOptions, paper="a test policy", order=70, colour="#000000")
+AHEAD = PolicyRecord(
+    name="ahead2",
+    display="Ahead-2",
+    engine="page",
+    plan_depends_on_host=False,
+    planner=ahead_planner,
+    engine_mode=ahead_mode,
+    options=AheadOptions,
+    paper="a test policy",
+    order=70,
+    colour="#000000",
+)
 
 
 @pytest.fixture
@@ -64,8 +76,8 @@ def ahead():
 
 def _small(policy, **kw):
     import g10fast.api as api
-    return api.simulate("vit", 8, "g10-artifact", policy,
-                        overrides={"gpu.memory_gb": 0.1}, **kw)
+
+    return api.simulate("vit", 8, "g10-artifact", policy, overrides={"gpu.memory_gb": 0.1}, **kw)
 
 
 def test_registry_lookups():
@@ -74,14 +86,21 @@ def test_registry_lookups():
     assert policies.get("G10-Host").name == "G10GDSFULL"
     assert policies.get("deepum+").name == "deepUM"
     assert policies.display("G10GDSSSD") == "G10-GDS"
-    assert set(policies.DEFAULT_POLICIES) == {"ideal", "lru", "FlashNeuron", "deepUM",
-                                              "G10GDSSSD", "G10GDSFULL", "prefetch_lru"}
+    assert set(policies.DEFAULT_POLICIES) == {
+        "ideal",
+        "lru",
+        "FlashNeuron",
+        "deepUM",
+        "G10GDSSSD",
+        "G10GDSFULL",
+        "prefetch_lru",
+    }
     with pytest.raises(InputError) as e:
         policies.get("nosuch")
     assert "ideal" in str(e.value) and "prefetch_lru" in str(e.value)
     # every record says whether its plan depends on host memory (no default)
     with pytest.raises(TypeError):
-        PolicyRecord(name="x", display="X", engine="page")           # noqa
+        PolicyRecord(name="x", display="X", engine="page")  # noqa
     assert policies.get("prefetch_lru").plan_depends_on_host is True
     assert policies.get("deepUM").plan_depends_on_host is False
 
@@ -113,8 +132,8 @@ def test_new_policy_runs_like_any_other(ahead):
     import g10fast.api as api
     from g10fast.spec import builtin_spec
     from g10fast.run import workload_of
-    w = workload_of(builtin_spec("vit", 8, "g10-artifact", "lru",
-                                 overrides={"gpu.memory_gb": 0.1}))
+
+    w = workload_of(builtin_spec("vit", 8, "g10-artifact", "lru", overrides={"gpu.memory_gb": 0.1}))
     assert res["plan"]["hints"] == int(np.diff(w.in_ptr).sum())
     # options reach the planner
     res3 = _small("ahead2", options={"ahead": 3})
@@ -130,8 +149,7 @@ def test_new_policy_through_sweep_store_and_figure(ahead, tmp_path):
     from g10fast.sweep.matrix import expand_matrix_dict, resolve_points
     from g10fast.sweep.runner import run_sweep
 
-    matrix = {"group": [{"name": "mine", "models": ["BERT"], "batch": [256],
-                         "policies": ["Ahead-2"]}]}
+    matrix = {"group": [{"name": "mine", "models": ["BERT"], "batch": [256], "policies": ["Ahead-2"]}]}
     pts = resolve_points(expand_matrix_dict(matrix), ARTIFACT)
     assert [p.point.policy for p in pts] == ["ahead2"] and pts[0].config is None
     assert pts[0].label == "BERT/256-ahead2"
@@ -157,6 +175,7 @@ def test_new_policy_through_sweep_store_and_figure(ahead, tmp_path):
 
 def test_runspec_round_trip_and_hash():
     from g10fast.spec import RunSpec, builtin_spec
+
     s = builtin_spec("bert-base", 8, "h100-80-pcie5", "deepUM", options={"prefetch_degree": 4})
     d = json.loads(json.dumps(s.to_dict()))
     t = RunSpec.from_dict(d)
@@ -173,6 +192,7 @@ def test_a100_preset_runs_on_the_page_engine():
     """The artifact's start-up check SSD <= CPU is the artifact's, not the engine's: the
     bundled a100-80-pcie4 preset (SSD 26 GB/s beside a 25 GB/s host link) runs."""
     import g10fast.api as api
+
     res = api.simulate("vit", 8, "a100-80-pcie4", "lru", overrides={"gpu.memory_gb": 0.1})
     assert res["status"] == "ok"
     assert res["system"]["ssd_cap"] > res["system"]["cpu_cap"]
@@ -183,21 +203,35 @@ def test_g10_config_and_spec_give_the_same_result():
     from g10fast.config import genconfig
     from g10fast.run import run
     from g10fast.spec import from_g10_config, to_g10_config
+
     cfg = genconfig(ARTIFACT, "BERT", 128, "deepUM")
     spec = from_g10_config(cfg)
     assert spec.policy.name == "deepUM" and spec.policy.options.prefetch_degree == 8
     back = to_g10_config(spec)
-    for k in ("prefetch_degree", "migration_policy", "eviction_policy", "use_prefetch",
-              "GPU_PCIe_bandwidth_GBps", "CPU_memory_line_GB", "num_iteration",
-              "nn_model_input_file", "orig_kernel_time_file"):
+    for k in (
+        "prefetch_degree",
+        "migration_policy",
+        "eviction_policy",
+        "use_prefetch",
+        "GPU_PCIe_bandwidth_GBps",
+        "CPU_memory_line_GB",
+        "num_iteration",
+        "nn_model_input_file",
+        "orig_kernel_time_file",
+    ):
         assert getattr(back, k) == getattr(cfg, k), k
     a, b = run(cfg), run(spec)
     assert a["iterations"] == b["iterations"]
 
 
 def _cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "g10fast.cli", *args], capture_output=True,
-                          text=True, cwd=cwd or ROOT, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "g10fast.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        timeout=600,
+    )
 
 
 def test_cli_policies_presets_json():
@@ -209,13 +243,29 @@ def test_cli_policies_presets_json():
     assert rows["G10GDSSSD"]["engine"] == "tensor"
     p = _cli("presets", "--json")
     assert p.returncode == 0, p.stderr
-    assert {r["name"] for r in json.loads(p.stdout)} >= {"g10-artifact", "a100-80-pcie4",
-                                                         "h100-80-pcie5", "gh200-c2c"}
+    assert {r["name"] for r in json.loads(p.stdout)} >= {
+        "g10-artifact",
+        "a100-80-pcie4",
+        "h100-80-pcie5",
+        "gh200-c2c",
+    }
 
 
 def test_cli_builtin_run_without_toml():
-    p = _cli("run", "--model", "vit", "--batch", "8", "--system", "g10-artifact", "--policy",
-             "deepUM", "--option", "prefetch_degree=2", "--json")
+    p = _cli(
+        "run",
+        "--model",
+        "vit",
+        "--batch",
+        "8",
+        "--system",
+        "g10-artifact",
+        "--policy",
+        "deepUM",
+        "--option",
+        "prefetch_degree=2",
+        "--json",
+    )
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
     assert r["policy"] == "deepUM" and r["policy_options"] == {"prefetch_degree": 2}
@@ -252,8 +302,10 @@ def test_toml_typo_names_the_key(tmp_path):
 
 def test_run_file_negative_value_names_the_file(tmp_path):
     f = tmp_path / "run.toml"
-    f.write_text('[workload]\nmodel = "vit"\nbatch = 8\n[system]\npreset = "g10-artifact"\n'
-                 '[system.overrides]\n"host.link_gbps" = -3.0\n')
+    f.write_text(
+        '[workload]\nmodel = "vit"\nbatch = 8\n[system]\npreset = "g10-artifact"\n'
+        '[system.overrides]\n"host.link_gbps" = -3.0\n'
+    )
     p = _cli("run", str(f))
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "host.link_gbps" in p.stderr
@@ -268,16 +320,47 @@ def test_import_order_follows_the_data_flow():
     offset-level allocators, sit above alloc; the engine registry and every record.py at the
     engines' stage."""
     import ast
-    stage = {"errors": 0, "atomic": 0, "progress": 0, "system": 0, "locations": 0, "jit": 0,
-             "datadir": 0,
-             "config": 1, "hardware": 2, "workload": 2, "analysis": 3, "planner": 4,
-             "results": 4.5, "alloc.free_runs": 4.8, "engine": 5, "trace_kernels": 5, "alloc": 5.5,
-             "engine.page.run": 5.7, "engine.tensor.run": 5.7, "engine.driver.run": 5.7,
-             "engine.ranks.run": 5.7, "engine.swap": 5.7, "engine.swap.record": 5,
-             "resources": 6, "policies": 6, "spec": 7, "trace": 7, "perfetto": 7.5, "run": 8,
-             "memory_source": 8.5, "capture": 8.5, "sweep": 9, "figures": 10, "api": 11,
-             "validate": 11.5, "warm": 11.5, "cli": 12,
-             "__main__": 12}
+
+    stage = {
+        "errors": 0,
+        "atomic": 0,
+        "progress": 0,
+        "system": 0,
+        "locations": 0,
+        "jit": 0,
+        "datadir": 0,
+        "config": 1,
+        "hardware": 2,
+        "workload": 2,
+        "analysis": 3,
+        "planner": 4,
+        "results": 4.5,
+        "alloc.free_runs": 4.8,
+        "engine": 5,
+        "trace_kernels": 5,
+        "alloc": 5.5,
+        "engine.page.run": 5.7,
+        "engine.tensor.run": 5.7,
+        "engine.driver.run": 5.7,
+        "engine.ranks.run": 5.7,
+        "engine.swap": 5.7,
+        "engine.swap.record": 5,
+        "resources": 6,
+        "policies": 6,
+        "spec": 7,
+        "trace": 7,
+        "perfetto": 7.5,
+        "run": 8,
+        "memory_source": 8.5,
+        "capture": 8.5,
+        "sweep": 9,
+        "figures": 10,
+        "api": 11,
+        "validate": 11.5,
+        "warm": 11.5,
+        "cli": 12,
+        "__main__": 12,
+    }
 
     def stage_of(name):
         parts = name.split(".")
@@ -298,7 +381,7 @@ def test_import_order_follows_the_data_flow():
         for node in ast.walk(ast.parse(f.read_text())):
             mods = []
             if isinstance(node, ast.ImportFrom):
-                if node.level:          # relative: resolve against the package
+                if node.level:  # relative: resolve against the package
                     base = list(rel.parts[:-1])[: len(rel.parts) - node.level]
                     m = ".".join(["g10fast", *base] + ([node.module] if node.module else []))
                 else:
@@ -324,17 +407,29 @@ def test_default_comparison_is_what_the_records_say(capsys):
     import json
 
     from g10fast.cli import main
-    assert policies.DEFAULT_POLICIES == ("ideal", "lru", "FlashNeuron", "deepUM", "G10GDSSSD",
-                                         "G10GDSFULL", "prefetch_lru")
+
+    assert policies.DEFAULT_POLICIES == (
+        "ideal",
+        "lru",
+        "FlashNeuron",
+        "deepUM",
+        "G10GDSSSD",
+        "G10GDSFULL",
+        "prefetch_lru",
+    )
     base = policies.get("lru")
     import dataclasses
+
     mine = dataclasses.replace(base, name="my_lru", display="My LRU", aliases=(), artifact=None)
-    assert mine.in_default_comparison is True          # copied from lru: stays as given
-    fresh = policies.PolicyRecord(name="my_page", display="Mine", engine="page",
-                                  plan_depends_on_host=False,
-                                  engine_mode=base.engine_mode)
+    assert mine.in_default_comparison is True  # copied from lru: stays as given
+    fresh = policies.PolicyRecord(
+        name="my_page",
+        display="Mine",
+        engine="page",
+        plan_depends_on_host=False,
+        engine_mode=base.engine_mode,
+    )
     assert fresh.in_default_comparison is False
     assert main(["policies", "--json"]) == 0
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
-    assert {n for n, r in rows.items() if r["in_default_comparison"]} == \
-        set(policies.DEFAULT_POLICIES)
+    assert {n for n, r in rows.items() if r["in_default_comparison"]} == set(policies.DEFAULT_POLICIES)

@@ -19,11 +19,13 @@ from g10fast.engine.page import kernels as pk
 from g10fast.engine.page import simulate_pages
 from g10fast.jit import NO_JIT
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="madvise(MADV_DONTNEED) semantics are Linux's")
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="madvise(MADV_DONTNEED) semantics are Linux's"
+)
 PS = mmap.PAGESIZE
 
 if NO_JIT:
+
     def _call(pstate, p0, n, S):
         pk._release_free(pstate, p0, n, S)
 
@@ -33,8 +35,9 @@ if NO_JIT:
     def _call_dropped(pstate, lo, hi, S):
         pk._release_dropped(pstate, lo, hi, S)
 else:
+
     @njit
-    def _call(pstate, p0, n, S):                  # (the kernels have no CPython wrapper)
+    def _call(pstate, p0, n, S):  # (the kernels have no CPython wrapper)
         pk._release_free(pstate, p0, n, S)
 
     @njit
@@ -51,7 +54,7 @@ def _twin(pstate, base, p0, n):
     memory pages wholly inside [p0, p0 + n) when every state in them is zero."""
     a = -(-(base + p0) // PS) * PS
     b = (base + p0 + n) // PS * PS
-    if b <= a or pstate[a - base:b - base].any():
+    if b <= a or pstate[a - base : b - base].any():
         return 0
     return b - a
 
@@ -63,7 +66,7 @@ def _twin_dropped(pstate, base, lo, hi):
     a = (base + lo) // PS * PS
     got = 0
     while a < base + hi:
-        if a >= base and a + PS <= end and not pstate[a - base:a + PS - base].any():
+        if a >= base and a + PS <= end and not pstate[a - base : a + PS - base].any():
             got += PS
         a += PS
     return got
@@ -146,8 +149,13 @@ def _big_case(seed):
     rng = np.random.default_rng(900 + seed)
     w = make_workload(seed + 40, n_kernels=8, n_tensors=10, max_pages=5 * PS)
     frames = int(kernel_pages(w).max() * rng.uniform(1.0, 1.4)) + 1
-    cfg = tiny_cfg(frames, int(rng.choice([0, frames, 8 * int(w.num_pages)])), "prefetch_lru",
-                   num_iteration=3, PCIe_batch_size_page=int(rng.integers(500, 4000)))
+    cfg = tiny_cfg(
+        frames,
+        int(rng.choice([0, frames, 8 * int(w.num_pages)])),
+        "prefetch_lru",
+        num_iteration=3,
+        PCIe_batch_size_page=int(rng.integers(500, 4000)),
+    )
     return w, cfg, random_hints(w, seed, n_hints=40)
 
 
@@ -161,6 +169,7 @@ def _run(monkeypatch, w, cfg, hints, release, released=None):
             released[0] += int(a[8][pk.S_RELEASED])
             a[8][pk.S_RELEASED] = 0
         return status
+
     monkeypatch.setattr(pk, "run_engine", counting)
     try:
         return simulate_pages(w, cfg, hints=hints, keep_state=True)
@@ -175,16 +184,21 @@ def _deepum_case(seed):
     rng = np.random.default_rng(700 + seed)
     w = make_workload(seed + 60, n_kernels=10, n_tensors=12, max_pages=4 * PS)
     frames = int(kernel_pages(w).max() * rng.uniform(1.0, 1.3)) + 1
-    cfg = tiny_cfg(frames, int(rng.choice([0, frames, 8 * int(w.num_pages)])), "deepUM",
-                   num_iteration=3, PCIe_batch_size_page=int(rng.integers(500, 4000)),
-                   prefetch_degree=int(rng.integers(0, 3)))
-    hints = [h for h in random_hints(w, seed, n_hints=30)
-             if h[3] not in (pk.IN_SSD, pk.IN_CPU, pk.NOT_PRESENT)]   # (DeepUM's own: prefetches)
+    cfg = tiny_cfg(
+        frames,
+        int(rng.choice([0, frames, 8 * int(w.num_pages)])),
+        "deepUM",
+        num_iteration=3,
+        PCIe_batch_size_page=int(rng.integers(500, 4000)),
+        prefetch_degree=int(rng.integers(0, 3)),
+    )
+    hints = [
+        h for h in random_hints(w, seed, n_hints=30) if h[3] not in (pk.IN_SSD, pk.IN_CPU, pk.NOT_PRESENT)
+    ]  # (DeepUM's own: prefetches)
     return w, cfg, hints
 
 
-@pytest.mark.parametrize("make_case", [_big_case, _deepum_case],
-                         ids=["g10-predeallocations", "deepum-drops"])
+@pytest.mark.parametrize("make_case", [_big_case, _deepum_case], ids=["g10-predeallocations", "deepum-drops"])
 def test_release_changes_nothing(monkeypatch, make_case):
     """Six random runs of each kind (G10 with pre-deallocations, `_release_free`; DeepUM
     dropping dead tensors' pages with no pre-deallocation, `_release_dropped`): with the

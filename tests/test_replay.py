@@ -18,16 +18,25 @@ from g10fast.engine.page import simulate_pages
 
 def _case(seed):
     rng = np.random.default_rng(7000 + seed)
-    w = make_workload(seed + 300, n_kernels=int(rng.integers(6, 14)),
-                      n_tensors=int(rng.integers(8, 20)), max_pages=int(rng.integers(60, 240)))
+    w = make_workload(
+        seed + 300,
+        n_kernels=int(rng.integers(6, 14)),
+        n_tensors=int(rng.integers(8, 20)),
+        max_pages=int(rng.integers(60, 240)),
+    )
     frames = int(kernel_pages(w).max() * rng.uniform(1.0, 1.5)) + 1
     footprint = int(w.num_pages)
     host = int(rng.choice([0, frames // 4, frames, 4 * footprint]))
     policy = "prefetch_lru" if seed % 2 else "lru"
-    cfg = tiny_cfg(frames, host, policy, num_iteration=3,
-                   PCIe_batch_size_page=int(rng.integers(8, 20)),
-                   SSD_PCIe_bandwidth_GBps=float(rng.choice([3.2, 6.4, 15.754])),
-                   GPU_malloc_uspB=8.14e-7 * float(rng.choice([1, 20, 200])))
+    cfg = tiny_cfg(
+        frames,
+        host,
+        policy,
+        num_iteration=3,
+        PCIe_batch_size_page=int(rng.integers(8, 20)),
+        SSD_PCIe_bandwidth_GBps=float(rng.choice([3.2, 6.4, 15.754])),
+        GPU_malloc_uspB=8.14e-7 * float(rng.choice([1, 20, 200])),
+    )
     hints = random_hints(w, seed, n_hints=int(rng.integers(20, 60))) if seed % 2 else None
     return w, cfg, hints
 
@@ -41,6 +50,7 @@ def _counting(monkeypatch, counter):
         counter[0] += int(a[8][pk.S_RP_COUNT])
         a[8][pk.S_RP_COUNT] = 0
         return status
+
     monkeypatch.setattr(pk, "run_engine", counting)
     return engine
 
@@ -75,7 +85,7 @@ def test_replayed_ticks_change_nothing(monkeypatch):
         count = [0]
         try:
             fast = _run(monkeypatch, w, cfg, hints, True, count, keep_state=True)
-        except Exception as e:                     # an engine error must be the reference's too
+        except Exception as e:  # an engine error must be the reference's too
             with pytest.raises(type(e)):
                 _run(monkeypatch, w, cfg, hints, False, keep_state=True)
             continue

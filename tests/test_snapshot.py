@@ -42,15 +42,32 @@ A0, A1, A2 = 0x7F3A00000000, 0x7F3A02000000, 0x7F3A04000000
 
 
 def _e(action, addr, size, t, stream=0):
-    return {"action": action, "addr": addr, "size": size, "stream": stream, "time_us": t,
-            "frames": [{"filename": "train.py", "line": t, "name": "step"}]}
+    return {
+        "action": action,
+        "addr": addr,
+        "size": size,
+        "stream": stream,
+        "time_us": t,
+        "frames": [{"filename": "train.py", "line": t, "name": "step"}],
+    }
 
 
 def _seg(addr, total, blocks, kind="large"):
     alloc = sum(b["size"] for b in blocks if b["state"] != "inactive")
-    return {"device": 0, "address": addr, "total_size": total, "allocated_size": alloc,
-            "active_size": alloc, "requested_size": alloc, "stream": 0, "segment_type": kind,
-            "segment_pool_id": (0, 0), "is_expandable": False, "frames": [], "blocks": blocks}
+    return {
+        "device": 0,
+        "address": addr,
+        "total_size": total,
+        "allocated_size": alloc,
+        "active_size": alloc,
+        "requested_size": alloc,
+        "stream": 0,
+        "segment_type": kind,
+        "segment_pool_id": (0, 0),
+        "is_expandable": False,
+        "frames": [],
+        "blocks": blocks,
+    }
 
 
 def hand_snapshot() -> dict:
@@ -62,28 +79,76 @@ def hand_snapshot() -> dict:
     At the end: A0 with p, A1 with e pending. Reserved: 2 MiB at the start, 22 + 18 = 40 MiB
     at the peak, 22 at the end. Allocated (requested bytes): at most 512 + 3 MiB + 18 MiB (b
     and c live; w is freed first, a before c)."""
-    tr = [_e("free_requested", A0 + 1536, 4096, 10), _e("free_completed", A0 + 1536, 4096, 10),
-          _e("alloc", A0 + 512, 1000, 20),
-          _e("segment_alloc", A1, 20 * MiB, 30), _e("alloc", A1, 3 * MiB, 30),
-          _e("free_requested", A0 + 512, 1000, 40), _e("free_completed", A0 + 512, 1000, 40),
-          _e("segment_alloc", A2, 18 * MiB, 50), _e("alloc", A2, 18 * MiB, 50),
-          _e("free_requested", A1, 3 * MiB, 60), _e("free_completed", A1, 3 * MiB, 60),
-          _e("free_requested", A2, 18 * MiB, 70), _e("free_completed", A2, 18 * MiB, 70),
-          _e("segment_free", A2, 18 * MiB, 80),
-          _e("alloc", A1, 2 * MiB, 90), _e("free_requested", A1, 2 * MiB, 95)]
-    segs = [_seg(A0, 2 * MiB, [
-                {"address": A0, "size": 512, "requested_size": 512, "state": "active_allocated",
-                 "frames": []},
-                {"address": A0 + 512, "size": 2 * MiB - 512, "requested_size": 0,
-                 "state": "inactive", "frames": []}], "small"),
-            _seg(A1, 20 * MiB, [
-                {"address": A1, "size": 2 * MiB, "requested_size": 2 * MiB,
-                 "state": "active_pending_free", "frames": []},
-                {"address": A1 + 2 * MiB, "size": 18 * MiB, "requested_size": 0,
-                 "state": "inactive", "frames": []}])]
-    return {"segments": segs, "device_traces": [tr],
-            "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": "", "max_split_size": -1,
-                                   "expandable_segments": False}}
+    tr = [
+        _e("free_requested", A0 + 1536, 4096, 10),
+        _e("free_completed", A0 + 1536, 4096, 10),
+        _e("alloc", A0 + 512, 1000, 20),
+        _e("segment_alloc", A1, 20 * MiB, 30),
+        _e("alloc", A1, 3 * MiB, 30),
+        _e("free_requested", A0 + 512, 1000, 40),
+        _e("free_completed", A0 + 512, 1000, 40),
+        _e("segment_alloc", A2, 18 * MiB, 50),
+        _e("alloc", A2, 18 * MiB, 50),
+        _e("free_requested", A1, 3 * MiB, 60),
+        _e("free_completed", A1, 3 * MiB, 60),
+        _e("free_requested", A2, 18 * MiB, 70),
+        _e("free_completed", A2, 18 * MiB, 70),
+        _e("segment_free", A2, 18 * MiB, 80),
+        _e("alloc", A1, 2 * MiB, 90),
+        _e("free_requested", A1, 2 * MiB, 95),
+    ]
+    segs = [
+        _seg(
+            A0,
+            2 * MiB,
+            [
+                {
+                    "address": A0,
+                    "size": 512,
+                    "requested_size": 512,
+                    "state": "active_allocated",
+                    "frames": [],
+                },
+                {
+                    "address": A0 + 512,
+                    "size": 2 * MiB - 512,
+                    "requested_size": 0,
+                    "state": "inactive",
+                    "frames": [],
+                },
+            ],
+            "small",
+        ),
+        _seg(
+            A1,
+            20 * MiB,
+            [
+                {
+                    "address": A1,
+                    "size": 2 * MiB,
+                    "requested_size": 2 * MiB,
+                    "state": "active_pending_free",
+                    "frames": [],
+                },
+                {
+                    "address": A1 + 2 * MiB,
+                    "size": 18 * MiB,
+                    "requested_size": 0,
+                    "state": "inactive",
+                    "frames": [],
+                },
+            ],
+        ),
+    ]
+    return {
+        "segments": segs,
+        "device_traces": [tr],
+        "allocator_settings": {
+            "PYTORCH_CUDA_ALLOC_CONF": "",
+            "max_split_size": -1,
+            "expandable_segments": False,
+        },
+    }
 
 
 def _dump(tmp_path, snap, name="s.pickle"):
@@ -95,36 +160,43 @@ def _dump(tmp_path, snap, name="s.pickle"):
 # ---------------------------------------------------------------------------------------------
 # reading
 
+
 def test_hand_snapshot_as_trace(tmp_path):
     tr = read_snapshot(_dump(tmp_path, hand_snapshot()))
     # w (its free opens the trace) and p (allocated at the end, never seen) come first
-    assert tr.kind.tolist() == [MALLOC, MALLOC, FREE, MALLOC, MALLOC, FREE, MALLOC, FREE, FREE,
-                                MALLOC]
+    assert tr.kind.tolist() == [MALLOC, MALLOC, FREE, MALLOC, MALLOC, FREE, MALLOC, FREE, FREE, MALLOC]
     assert tr.block_sizes().tolist() == [4096, 512, 1000, 3 * MiB, 18 * MiB, 2 * MiB]
     assert tr.address[:2].tolist() == [A0 + 1536, A0]
-    assert tr.time_ns.tolist() == [0, 0, 0, 10_000, 20_000, 30_000, 40_000, 50_000, 60_000,
-                                   80_000]
+    assert tr.time_ns.tolist() == [0, 0, 0, 10_000, 20_000, 30_000, 40_000, 50_000, 60_000, 80_000]
     info = tr.meta["snapshot"]
     assert info["pre_trace_blocks"] == 2 and info["pending_frees"] == 1
     assert info["peak_reserved_bytes"] == 40 * MiB
     assert info["reserved_at_start_bytes"] == 2 * MiB
     assert info["reserved_at_end_bytes"] == 22 * MiB
     assert info["peak_allocated_bytes"] == 512 + 3 * MiB + 18 * MiB
-    assert tr.meta["reserved_of_op"].tolist() == [2 * MiB, 2 * MiB, 2 * MiB, 2 * MiB, 22 * MiB,
-                                                  22 * MiB, 40 * MiB, 40 * MiB, 40 * MiB,
-                                                  22 * MiB]
+    assert tr.meta["reserved_of_op"].tolist() == [
+        2 * MiB,
+        2 * MiB,
+        2 * MiB,
+        2 * MiB,
+        22 * MiB,
+        22 * MiB,
+        40 * MiB,
+        40 * MiB,
+        40 * MiB,
+        22 * MiB,
+    ]
     assert tr.meta["frames_of_op"][3] == [{"filename": "train.py", "line": 20, "name": "step"}]
     # the caching allocator's rules on this trace give the snapshot's peak: 2 + 20 + 18 MiB
     # (it keeps A2 cached to the end: no empty_cache in the model)
     assert pytorch_options(tr) == {}
-    assert run_allocator(tr, "pytorch").reserved.tolist() == [2 * MiB] * 4 + [22 * MiB] * 2 + [
-        40 * MiB] * 4
+    assert run_allocator(tr, "pytorch").reserved.tolist() == [2 * MiB] * 4 + [22 * MiB] * 2 + [40 * MiB] * 4
 
 
 def test_hand_snapshot_memory_command(tmp_path, capsys):
     src = _dump(tmp_path, hand_snapshot())
     fig = tmp_path / "mem.png"
-    assert main(["memory", src, "--figure", str(fig)]) == 0     # + the measured line
+    assert main(["memory", src, "--figure", str(fig)]) == 0  # + the measured line
     assert fig.stat().st_size > 0
     out = capsys.readouterr().out
     assert "measured (the snapshot's segments): peak reserved 40.0 MiB" in out
@@ -142,15 +214,28 @@ def test_cache_flush_bounds_the_capacity(tmp_path, capsys):
     after cudaMalloc failed, so the GPU held less than 20 + 30 = 50 MiB. Reserved: 20, 0, 30
     MiB (peak 30). The pytorch allocator without a capacity keeps the 20 MiB cached (peak
     50 MiB); with the bound it frees it as the recorded one did (peak 30 MiB)."""
-    tr = [{"action": "segment_alloc", "addr": A0, "size": 20 * MiB},
-          {"action": "alloc", "addr": A0, "size": 5 * MiB},
-          {"action": "free_requested", "addr": A0, "size": 5 * MiB},
-          {"action": "free_completed", "addr": A0, "size": 5 * MiB},
-          {"action": "segment_free", "addr": A0, "size": 20 * MiB},
-          {"action": "segment_alloc", "addr": A1, "size": 30 * MiB},
-          {"action": "alloc", "addr": A1, "size": 30 * MiB}]
-    seg = _seg(A1, 30 * MiB, [{"address": A1, "size": 30 * MiB, "requested_size": 30 * MiB,
-                               "state": "active_allocated", "frames": []}])
+    tr = [
+        {"action": "segment_alloc", "addr": A0, "size": 20 * MiB},
+        {"action": "alloc", "addr": A0, "size": 5 * MiB},
+        {"action": "free_requested", "addr": A0, "size": 5 * MiB},
+        {"action": "free_completed", "addr": A0, "size": 5 * MiB},
+        {"action": "segment_free", "addr": A0, "size": 20 * MiB},
+        {"action": "segment_alloc", "addr": A1, "size": 30 * MiB},
+        {"action": "alloc", "addr": A1, "size": 30 * MiB},
+    ]
+    seg = _seg(
+        A1,
+        30 * MiB,
+        [
+            {
+                "address": A1,
+                "size": 30 * MiB,
+                "requested_size": 30 * MiB,
+                "state": "active_allocated",
+                "frames": [],
+            }
+        ],
+    )
     src = _dump(tmp_path, {"segments": [seg], "device_traces": [tr]})
     t = read_snapshot(src)
     info = t.meta["snapshot"]
@@ -175,14 +260,14 @@ def test_no_trace_entries_no_reference(tmp_path):
 
 
 def test_streams_and_settings_set_the_pytorch_allocator(tmp_path):
-    snap = {"segments": [], "allocator_settings": {"expandable_segments": True,
-                                                    "max_split_size": 64 * MiB},
-            "device_traces": [[_e("alloc", A0, 4096, 1, stream=0),
-                               _e("alloc", A1, 4096, 2, stream=0x5A5A0000)]]}
+    snap = {
+        "segments": [],
+        "allocator_settings": {"expandable_segments": True, "max_split_size": 64 * MiB},
+        "device_traces": [[_e("alloc", A0, 4096, 1, stream=0), _e("alloc", A1, 4096, 2, stream=0x5A5A0000)]],
+    }
     tr = read_snapshot(_dump(tmp_path, snap))
     assert tr.stream.tolist() == [0, 1]
-    assert pytorch_options(tr) == {"per_stream": True, "expandable_segments": True,
-                                   "max_split_size_mb": 64.0}
+    assert pytorch_options(tr) == {"per_stream": True, "expandable_segments": True, "max_split_size_mb": 64.0}
 
 
 def test_devices(tmp_path):
@@ -219,8 +304,10 @@ def test_swap_needs_times(capsys):
 def test_cpu_profiler_snapshot_recorded_live(tmp_path):
     pytest.importorskip("torch")
     import importlib.util
+
     spec = importlib.util.spec_from_file_location(
-        "record_cpu_profile", ROOT / "data" / "snapshots" / "record_cpu_profile.py")
+        "record_cpu_profile", ROOT / "data" / "snapshots" / "record_cpu_profile.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     out = mod.main(tmp_path / "live.pickle")
@@ -233,27 +320,62 @@ def test_cpu_profiler_snapshot_recorded_live(tmp_path):
     assert tr.meta["snapshot"]["peak_allocated_bytes"] == 101_720
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"Malloc 0x10 4 1\n", "not a memory snapshot"),
-    (pickle.dumps({"segments": []}, protocol=4)[:-5], "damaged memory snapshot"),
-    (pickle.dumps(np.zeros(2), protocol=4), "names the Python object numpy"),
-    (pickle.dumps([1, 2], protocol=4), "segments\\[0\\] is a int, expected a dict"),
-    (pickle.dumps({"segments": []}, protocol=4), "no 'device_traces'"),
-    (pickle.dumps({"segments": [], "device_traces": [[{"action": "malloc", "addr": 1}]]},
-                  protocol=4), "device_traces\\[0\\]\\[0\\]: unknown action 'malloc'"),
-    (pickle.dumps({"segments": [], "device_traces": [[{"action": "alloc", "addr": 1}]]},
-                  protocol=4), "device_traces\\[0\\]\\[0\\] has no integer 'size'"),
-    (pickle.dumps({"segments": [], "device_traces": [[
-        {"action": "alloc", "addr": 16, "size": 4}, {"action": "alloc", "addr": 16, "size": 4}]]},
-        protocol=4), r"alloc of address 0x10, which is live \(allocated at device_traces\[0\]"),
-    (pickle.dumps({"segments": [], "device_traces": [[
-        {"action": "alloc", "addr": 16, "size": 4},
-        {"action": "free_completed", "addr": 16, "size": 4},
-        {"action": "free_completed", "addr": 16, "size": 4}]]}, protocol=4), "freed twice"),
-    (pickle.dumps({"segments": [], "device_traces": [[
-        {"action": "segment_alloc", "addr": 16, "size": 4}]]}, protocol=4),
-     "segment actions do not fit the segments at the end"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"Malloc 0x10 4 1\n", "not a memory snapshot"),
+        (pickle.dumps({"segments": []}, protocol=4)[:-5], "damaged memory snapshot"),
+        (pickle.dumps(np.zeros(2), protocol=4), "names the Python object numpy"),
+        (pickle.dumps([1, 2], protocol=4), "segments\\[0\\] is a int, expected a dict"),
+        (pickle.dumps({"segments": []}, protocol=4), "no 'device_traces'"),
+        (
+            pickle.dumps({"segments": [], "device_traces": [[{"action": "malloc", "addr": 1}]]}, protocol=4),
+            "device_traces\\[0\\]\\[0\\]: unknown action 'malloc'",
+        ),
+        (
+            pickle.dumps({"segments": [], "device_traces": [[{"action": "alloc", "addr": 1}]]}, protocol=4),
+            "device_traces\\[0\\]\\[0\\] has no integer 'size'",
+        ),
+        (
+            pickle.dumps(
+                {
+                    "segments": [],
+                    "device_traces": [
+                        [
+                            {"action": "alloc", "addr": 16, "size": 4},
+                            {"action": "alloc", "addr": 16, "size": 4},
+                        ]
+                    ],
+                },
+                protocol=4,
+            ),
+            r"alloc of address 0x10, which is live \(allocated at device_traces\[0\]",
+        ),
+        (
+            pickle.dumps(
+                {
+                    "segments": [],
+                    "device_traces": [
+                        [
+                            {"action": "alloc", "addr": 16, "size": 4},
+                            {"action": "free_completed", "addr": 16, "size": 4},
+                            {"action": "free_completed", "addr": 16, "size": 4},
+                        ]
+                    ],
+                },
+                protocol=4,
+            ),
+            "freed twice",
+        ),
+        (
+            pickle.dumps(
+                {"segments": [], "device_traces": [[{"action": "segment_alloc", "addr": 16, "size": 4}]]},
+                protocol=4,
+            ),
+            "segment actions do not fit the segments at the end",
+        ),
+    ],
+)
 def test_bad_snapshots_exit_2(tmp_path, capsys, content, message):
     p = tmp_path / "bad.pickle"
     p.write_bytes(content)
@@ -279,11 +401,13 @@ def test_snapshot_cli_errors(tmp_path, capsys):
 # ---------------------------------------------------------------------------------------------
 # writing
 
+
 @cache
 def _bert():
     from g10fast.alloc.trace import from_workload
     from g10fast.run import workload_of
     from g10fast.spec import builtin_spec
+
     w = workload_of(builtin_spec("bert-base", 2, "g10-artifact", "lru"))
     tr = from_workload(w, freq_ghz=1.2)
     return w, tr
@@ -297,6 +421,7 @@ def _written(tr, res, frames=None):
 @pytest.mark.parametrize("name", ALLOCATORS)
 def test_written_snapshot_opens_in_torch_and_memory_viz(name, tmp_path):
     from torch.cuda import _memory_viz as mv  # torch's own reader (the test extra)
+
     w, tr = _bert()
     res = run_allocator(tr, name)
     frames = workload_frames(w, tr)
@@ -305,7 +430,7 @@ def test_written_snapshot_opens_in_torch_and_memory_viz(name, tmp_path):
     check_pickle_bytes(raw)
     with open(p, "rb") as f:
         d = pickle.load(f)
-    stats = mv.segsum(d)          # asserts its own accounting: allocated + free = reserved
+    stats = mv.segsum(d)  # asserts its own accounting: allocated + free = reserved
     assert "total_reserved" in stats
     assert mv.trace(d).count("\n") > tr.num_blocks
     assert len(mv.memory(d, format_flamegraph=lambda s: s)) > 0
@@ -313,10 +438,16 @@ def test_written_snapshot_opens_in_torch_and_memory_viz(name, tmp_path):
         assert "snapshot.pickle" in html
     assert check_segment_view(d, every=25) > 0
     colour = "pool + cudaMalloc" if res.options.get("scope") == "iteration" else "arena"
-    assert d["g10fast"]["segment_model"] == {"cuda_malloc": "per-block cudaMalloc",
-                                             "cnmem": "grown segments",
-                                             "pytorch": "grown segments",
-                                             "singa_colour": colour, "bump": "arena"}[name]
+    assert (
+        d["g10fast"]["segment_model"]
+        == {
+            "cuda_malloc": "per-block cudaMalloc",
+            "cnmem": "grown segments",
+            "pytorch": "grown segments",
+            "singa_colour": colour,
+            "bump": "arena",
+        }[name]
+    )
     if d["g10fast"]["stacked_blocks"]:
         # SmartMemPool's runtime on one iteration: planned slots reused while still held
         assert name == "singa_colour" and colour != "arena"
@@ -330,19 +461,26 @@ def test_written_snapshot_opens_in_torch_and_memory_viz(name, tmp_path):
     assert back.meta["snapshot"]["peak_allocated_bytes"] == res.peak_live
     # reserved after each op's entry (a cudaMalloc'd block's segment_free follows its free)
     same = back.meta["reserved_of_op"] == res.reserved[nonzero]
-    if name != "bump":      # bump: one arena as large as its peak
+    if name != "bump":  # bump: one arena as large as its peak
         assert same[~is_free[nonzero]].all()
         assert same.all() == (name != "cuda_malloc")
     # the frames name the kernels
-    first = next(e for e in d["device_traces"][0] if e["action"] == "alloc" and
-                 e["frames"][0]["line"] > 0)
+    first = next(e for e in d["device_traces"][0] if e["action"] == "alloc" and e["frames"][0]["line"] > 0)
     assert first["frames"][0]["name"] == w.kernel_name[first["frames"][0]["line"]]
 
 
 def _ops(seq):
     """[(kind, block, size)] -> an AllocTrace (addresses = block ids)."""
-    return _make("t", [k for k, _, _ in seq], [b for _, b, _ in seq], [s for _, _, s in seq],
-                 list(range(len(seq))), [b for _, b, _ in seq], [0] * len(seq), {})
+    return _make(
+        "t",
+        [k for k, _, _ in seq],
+        [b for _, b, _ in seq],
+        [s for _, _, s in seq],
+        list(range(len(seq))),
+        [b for _, b, _ in seq],
+        [0] * len(seq),
+        {},
+    )
 
 
 def test_pytorch_release_under_capacity_is_written():
@@ -354,10 +492,15 @@ def test_pytorch_release_under_capacity_is_written():
     assert res.reserved.tolist() == [16 * MiB, 16 * MiB, 30 * MiB]
     _, d = _written(tr, res)
     acts = [(e["action"], e["size"]) for e in d["device_traces"][0]]
-    assert acts == [("segment_alloc", 16 * MiB), ("alloc", 15 * MiB),
-                    ("free_requested", 15 * MiB), ("free_completed", 15 * MiB),
-                    ("segment_free", 16 * MiB), ("segment_alloc", 30 * MiB),
-                    ("alloc", 30 * MiB)]
+    assert acts == [
+        ("segment_alloc", 16 * MiB),
+        ("alloc", 15 * MiB),
+        ("free_requested", 15 * MiB),
+        ("free_completed", 15 * MiB),
+        ("segment_free", 16 * MiB),
+        ("segment_alloc", 30 * MiB),
+        ("alloc", 30 * MiB),
+    ]
     assert d["g10fast"]["segment_model"] == "grown segments"
     assert [s["total_size"] for s in d["segments"]] == [30 * MiB]
     check_segment_view(d)
@@ -365,7 +508,7 @@ def test_pytorch_release_under_capacity_is_written():
 
 def test_oom_and_expandable_and_cnmem_init():
     tr = _ops([(MALLOC, 0, 3 * MiB), (MALLOC, 1, 5 * MiB), (MALLOC, 2, 30 * MiB)])
-    res = run_allocator(tr, "pytorch", capacity=40 * MiB)     # 20 MiB segment + 30 > 40
+    res = run_allocator(tr, "pytorch", capacity=40 * MiB)  # 20 MiB segment + 30 > 40
     _, d = _written(tr, res)
     assert d["device_traces"][0][-1]["action"] == "oom"
     assert d["device_traces"][0][-1]["size"] == 30 * MiB
@@ -387,8 +530,7 @@ def test_oom_and_expandable_and_cnmem_init():
 
 def test_snapshot_paths():
     assert snapshot_paths("out/x.pickle", ["pytorch"]) == ["out/x.pickle"]
-    assert snapshot_paths("out/x.pickle", ["cnmem", "bump"]) == ["out/x.cnmem.pickle",
-                                                                  "out/x.bump.pickle"]
+    assert snapshot_paths("out/x.pickle", ["cnmem", "bump"]) == ["out/x.cnmem.pickle", "out/x.bump.pickle"]
 
 
 def test_memory_of_a_snapshot_writes_snapshots_and_round_trips(tmp_path, capsys):
@@ -399,20 +541,55 @@ def test_memory_of_a_snapshot_writes_snapshots_and_round_trips(tmp_path, capsys)
     assert written == sorted(f"sim.{a}.pickle" for a in ALLOCATORS)
     d = load_snapshot(tmp_path / "sim.pytorch.pickle")
     # the hand snapshot's own frames travel with its allocations
-    assert any(e.get("frames") == [{"filename": "train.py", "line": 20, "name": "step"}]
-               for e in d["device_traces"][0])
+    assert any(
+        e.get("frames") == [{"filename": "train.py", "line": 20, "name": "step"}]
+        for e in d["device_traces"][0]
+    )
     back = trace_of_snapshot(d, path="sim.pytorch")
     assert back.meta["snapshot"]["peak_reserved_bytes"] == 40 * MiB
 
 
 def test_run_and_swap_on_snapshots(tmp_path, capsys):
     out = tmp_path / "run.pickle"
-    assert main(["run", "--model", "bert-base", "--batch", "2", "--policy", "ideal",
-                 "--allocator", "pytorch", "--memory-snapshot", str(out), "--no-progress"]) == 2
-    capsys.readouterr()     # --allocator is for tensor-engine policies: refused before writing
+    assert (
+        main(
+            [
+                "run",
+                "--model",
+                "bert-base",
+                "--batch",
+                "2",
+                "--policy",
+                "ideal",
+                "--allocator",
+                "pytorch",
+                "--memory-snapshot",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
+    capsys.readouterr()  # --allocator is for tensor-engine policies: refused before writing
     assert not out.exists()
-    assert main(["run", "--model", "bert-base", "--batch", "2", "--policy", "ideal",
-                 "--memory-snapshot", str(out), "--no-progress", "--json"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--model",
+                "bert-base",
+                "--batch",
+                "2",
+                "--policy",
+                "ideal",
+                "--memory-snapshot",
+                str(out),
+                "--no-progress",
+                "--json",
+            ]
+        )
+        == 0
+    )
     cap = capsys.readouterr()
     json.loads(cap.out)
     assert cap.err.count("memory snapshot written to") == len(ALLOCATORS)
@@ -421,11 +598,40 @@ def test_run_and_swap_on_snapshots(tmp_path, capsys):
     assert d["g10fast"]["peak_reserved_bytes"] == run_allocator(tr, "pytorch").peak_reserved
     # a three-iteration snapshot planned by AppObMem from its allocs and frees alone
     s3 = tmp_path / "three.pickle"
-    assert main(["memory", "bert-base", "--batch", "2", "--iterations", "3", "--allocator",
-                 "pytorch", "--memory-snapshot", str(s3)]) == 0
+    assert (
+        main(
+            [
+                "memory",
+                "bert-base",
+                "--batch",
+                "2",
+                "--iterations",
+                "3",
+                "--allocator",
+                "pytorch",
+                "--memory-snapshot",
+                str(s3),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
-    assert main(["swap", str(s3), "--policy", "appobmem", "--accesses", "alloc_free_only",
-                 "--limit-mib", "700", "--json"]) == 0
+    assert (
+        main(
+            [
+                "swap",
+                str(s3),
+                "--policy",
+                "appobmem",
+                "--accesses",
+                "alloc_free_only",
+                "--limit-mib",
+                "700",
+                "--json",
+            ]
+        )
+        == 0
+    )
     js = json.loads(capsys.readouterr().out)
     assert js["status"] == "ok" and js["swaps"] > 0
     assert js["peak_bytes"] <= 700 * MiB < js["peak_before_bytes"]
@@ -434,13 +640,14 @@ def test_run_and_swap_on_snapshots(tmp_path, capsys):
 def test_capture_writes_snapshots(tmp_path, capsys):
     pytest.importorskip("torch")
     out = tmp_path / "cap.pickle"
-    assert main(["capture", "mlp", "--out", str(tmp_path / "mlp.h5"),
-                 "--memory-snapshot", str(out)]) == 0
+    assert main(["capture", "mlp", "--out", str(tmp_path / "mlp.h5"), "--memory-snapshot", str(out)]) == 0
     assert capsys.readouterr().out.count("memory snapshot written to") == len(ALLOCATORS)
     d = load_snapshot(tmp_path / "cap.pytorch.pickle")
     check_segment_view(d)
-    assert read_snapshot(tmp_path / "cap.pytorch.pickle").meta["snapshot"][
-        "peak_reserved_bytes"] == d["g10fast"]["peak_reserved_bytes"]
+    assert (
+        read_snapshot(tmp_path / "cap.pytorch.pickle").meta["snapshot"]["peak_reserved_bytes"]
+        == d["g10fast"]["peak_reserved_bytes"]
+    )
 
 
 def test_segments_only_list(tmp_path):
@@ -456,7 +663,7 @@ def test_the_viewer_twin_refuses_a_block_outside_its_segment():
     tr = _ops([(MALLOC, 0, 15 * MiB), (MALLOC, 1, 30 * MiB)])
     _, d = _written(tr, run_allocator(tr, "pytorch"))
     check_segment_view(d)
-    d["segments"][-1]["total_size"] -= 2 * MiB      # the last block now ends past its segment
+    d["segments"][-1]["total_size"] -= 2 * MiB  # the last block now ends past its segment
     with pytest.raises(AssertionError, match="is in no segment"):
         check_segment_view(d)
     with pytest.raises(AssertionError, match="PROTO|protocol 5"):
@@ -467,11 +674,13 @@ def test_reading_needs_no_torch(tmp_path):
     """torch made unimportable: a snapshot is still read and compared (memory command)."""
     import subprocess
     import sys
+
     src = _dump(tmp_path, hand_snapshot())
-    code = ("import sys; sys.modules['torch'] = None\n"
-            "from g10fast.cli import main\n"
-            f"raise SystemExit(main(['memory', {src!r}, '--allocator', 'pytorch']))")
-    p = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True,
-                       text=True, timeout=300)
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "from g10fast.cli import main\n"
+        f"raise SystemExit(main(['memory', {src!r}, '--allocator', 'pytorch']))"
+    )
+    p = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "+0.00% against the snapshot's" in p.stdout

@@ -18,32 +18,72 @@ import pytest
 from g10fast.cli import main
 from g10fast.errors import InputError
 from g10fast.sweep.export import EXPORT_COLUMNS, export_points
-from g10fast.sweep.store import (STORE_VERSION, ResultStore, convert_store, pack_arrays,
-                                 unpack_arrays)
+from g10fast.sweep.store import STORE_VERSION, ResultStore, convert_store, pack_arrays, unpack_arrays
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def rec(h, status="ok", exe=1000, **kw):
-    it = {"iteration": 0, "exe_time_cycles": exe * 2, "ideal_exe_time_cycles": 600,
-          "slowdown": exe * 2 / 600, "stall_cycles": 7, "overlap_cycles": 0,
-          "compute_cycles": 5, "cpu_pf": 1, "ssd_pf": 2, "unalloc_pf": 3, "in_transfer": 0,
-          "pages": {"cpu_to_gpu": 11, "ssd_to_gpu": 12, "gpu_to_cpu": 13, "gpu_to_ssd": 14}}
-    it1 = dict(it, iteration=1, exe_time_cycles=exe, slowdown=exe / 600,
-               bound_time_cycles=650, bound_forced_cycles=50, bound_gap_cycles=exe - 650,
-               bound_time_s=650 / 1.2e9)
-    r = {"hash": h, "label": f"BERT/128-{h}", "status": status,
-         "config": {"batch_size": 128, "GPU_frequency_GHz": 1.2},
-         "point": {"model": "BERT", "batch_size": 128, "policy": "lru", "host_mem_gb": 128.0,
-                   "ssd_gbps": 3.2, "pcie_gbps": 15.754, "kernel_time_std_dev": 0.0,
-                   "kernel_speedup": 1.0, "group": "g"},
-         "result": {"status": status, "iterations": [it, it1], "reported": 1,
-                    "x": np.int64(3), "f": float("inf"), "third": 1 / 3, "tiny": 5e-324,
-                    "big": 1.7976931348623157e308, "neg": -0.0, "arr": np.array([0.1, 2.5])},
-         "arrays": {"kernel_cycles": np.arange(12, dtype=np.int64).reshape(2, 6),
-                    "kernel_ideal_cycles": np.arange(6, dtype=np.int64) * 7,
-                    "kernel_stall": np.array([0.1, 1e-300, np.inf, -2.5])},
-         "wall_seconds": 1.5, "cpu_seconds": 1.25}
+    it = {
+        "iteration": 0,
+        "exe_time_cycles": exe * 2,
+        "ideal_exe_time_cycles": 600,
+        "slowdown": exe * 2 / 600,
+        "stall_cycles": 7,
+        "overlap_cycles": 0,
+        "compute_cycles": 5,
+        "cpu_pf": 1,
+        "ssd_pf": 2,
+        "unalloc_pf": 3,
+        "in_transfer": 0,
+        "pages": {"cpu_to_gpu": 11, "ssd_to_gpu": 12, "gpu_to_cpu": 13, "gpu_to_ssd": 14},
+    }
+    it1 = dict(
+        it,
+        iteration=1,
+        exe_time_cycles=exe,
+        slowdown=exe / 600,
+        bound_time_cycles=650,
+        bound_forced_cycles=50,
+        bound_gap_cycles=exe - 650,
+        bound_time_s=650 / 1.2e9,
+    )
+    r = {
+        "hash": h,
+        "label": f"BERT/128-{h}",
+        "status": status,
+        "config": {"batch_size": 128, "GPU_frequency_GHz": 1.2},
+        "point": {
+            "model": "BERT",
+            "batch_size": 128,
+            "policy": "lru",
+            "host_mem_gb": 128.0,
+            "ssd_gbps": 3.2,
+            "pcie_gbps": 15.754,
+            "kernel_time_std_dev": 0.0,
+            "kernel_speedup": 1.0,
+            "group": "g",
+        },
+        "result": {
+            "status": status,
+            "iterations": [it, it1],
+            "reported": 1,
+            "x": np.int64(3),
+            "f": float("inf"),
+            "third": 1 / 3,
+            "tiny": 5e-324,
+            "big": 1.7976931348623157e308,
+            "neg": -0.0,
+            "arr": np.array([0.1, 2.5]),
+        },
+        "arrays": {
+            "kernel_cycles": np.arange(12, dtype=np.int64).reshape(2, 6),
+            "kernel_ideal_cycles": np.arange(6, dtype=np.int64) * 7,
+            "kernel_stall": np.array([0.1, 1e-300, np.inf, -2.5]),
+        },
+        "wall_seconds": 1.5,
+        "cpu_seconds": 1.25,
+    }
     r.update(kw)
     return r
 
@@ -51,9 +91,18 @@ def rec(h, status="ok", exe=1000, **kw):
 def test_round_trip_is_exact(tmp_path):
     s = ResultStore(tmp_path / "s.g10db")
     assert s.version == STORE_VERSION == 2
-    s.write_point(rec("a", analysis={"key": "BERT-128", "total": np.arange(300, dtype=np.int64),
-                                     "sd_time": np.array([0.1, 0.2]), "global_weight": 7,
-                                     "ideal_cycles": 123456789012}))
+    s.write_point(
+        rec(
+            "a",
+            analysis={
+                "key": "BERT-128",
+                "total": np.arange(300, dtype=np.int64),
+                "sd_time": np.array([0.1, 0.2]),
+                "global_weight": 7,
+                "ideal_cycles": 123456789012,
+            },
+        )
+    )
     s.write_point(rec("b", status="error", error="boom", result=None, arrays=None))
     s.close()
     t = ResultStore(tmp_path / "s.g10db", create=False)
@@ -76,8 +125,12 @@ def test_round_trip_is_exact(tmp_path):
 
 
 def test_pack_arrays_round_trip():
-    arrays = {"a": np.zeros((0, 3), np.int32), "b": np.array([True, False]),
-              "c": np.arange(5, dtype=">i8"), "d": np.array(3.5)}
+    arrays = {
+        "a": np.zeros((0, 3), np.int32),
+        "b": np.array([True, False]),
+        "c": np.arange(5, dtype=">i8"),
+        "d": np.array(3.5),
+    }
     back = unpack_arrays(pack_arrays(arrays))
     for k, v in arrays.items():
         assert back[k].dtype == v.dtype and back[k].shape == v.shape
@@ -98,8 +151,7 @@ def test_one_changed_digit_is_detected(tmp_path, capsys):
     with ResultStore(p) as s:
         for h in ("a", "b", "c"):
             s.write_point(rec(h))
-    _tamper(p, "b", "result", lambda v: v.replace('"exe_time_cycles": 1000',
-                                                  '"exe_time_cycles": 1001'))
+    _tamper(p, "b", "result", lambda v: v.replace('"exe_time_cycles": 1000', '"exe_time_cycles": 1001'))
     s = ResultStore(p)
     assert s.statuses() == {"a": "ok", "b": "damaged", "c": "ok"}
     with pytest.raises(InputError, match=r"1 damaged point\(s\) \(b\)"):
@@ -107,14 +159,18 @@ def test_one_changed_digit_is_detected(tmp_path, capsys):
     assert [x.hash for x in s.points(damaged="skip")] == ["a", "c"]
     rep = s.verify()
     assert rep["points"] == 2 and [d[:3] for d in rep["damaged"]] == [
-        ("b", "BERT/128-b", "checksum mismatch")]
+        ("b", "BERT/128-b", "checksum mismatch")
+    ]
     assert main(["store", "verify", str(p)]) == 2
     out = capsys.readouterr().out
     assert "damaged point b (BERT/128-b): checksum mismatch" in out
     assert main(["store", "verify", "--json", str(p)]) == 2
     js = __import__("json").loads(capsys.readouterr().out)
-    assert js["points"] == 2 and js["version"] == 2 and js["damaged"] == [
-        {"hash": "b", "label": "BERT/128-b", "why": "checksum mismatch"}]
+    assert (
+        js["points"] == 2
+        and js["version"] == 2
+        and js["damaged"] == [{"hash": "b", "label": "BERT/128-b", "why": "checksum mismatch"}]
+    )
     assert main(["figures", str(p), "--out", str(tmp_path / "f")]) == 2
     assert "damaged point" in capsys.readouterr().err
     # an array blob changed
@@ -131,8 +187,11 @@ def test_one_changed_digit_is_detected(tmp_path, capsys):
 
 
 def test_damaged_and_foreign_files_are_one_message(tmp_path, capsys):
-    cases = {"empty.g10db": b"", "text.g10db": b"hello world\n" * 10,
-             "half.g10db": b"SQLite format 3\x00" + b"\x00" * 50}
+    cases = {
+        "empty.g10db": b"",
+        "text.g10db": b"hello world\n" * 10,
+        "half.g10db": b"SQLite format 3\x00" + b"\x00" * 50,
+    }
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
     other = tmp_path / "other.sqlite"
@@ -140,16 +199,23 @@ def test_damaged_and_foreign_files_are_one_message(tmp_path, capsys):
     con.execute("CREATE TABLE t(x)")
     con.commit()
     con.close()
-    expect = {"empty.g10db": "not a g10fast results store \\(an empty file\\)",
-              "text.g10db": "neither an SQLite nor an HDF5 file",
-              "half.g10db": "damaged|not a g10fast",
-              "other.sqlite": "SQLite database without its meta table"}
+    expect = {
+        "empty.g10db": "not a g10fast results store \\(an empty file\\)",
+        "text.g10db": "neither an SQLite nor an HDF5 file",
+        "half.g10db": "damaged|not a g10fast",
+        "other.sqlite": "SQLite database without its meta table",
+    }
     for name, msg in expect.items():
         with pytest.raises(InputError, match=msg):
             ResultStore(tmp_path / name, create=False)
         for argv in (["store", "verify"], ["results", "export"], ["figures"]):
-            extra = (["--out", str(tmp_path / "x.csv")] if argv[0] == "results" else
-                     ["--out", str(tmp_path / "f")] if argv[0] == "figures" else [])
+            extra = (
+                ["--out", str(tmp_path / "x.csv")]
+                if argv[0] == "results"
+                else ["--out", str(tmp_path / "f")]
+                if argv[0] == "figures"
+                else []
+            )
             assert main(argv + [str(tmp_path / name)] + extra) == 2
             err = capsys.readouterr().err
             assert err.startswith("g10fast: error: ") and err.count("\n") == 1, err
@@ -166,35 +232,38 @@ def test_damaged_and_foreign_files_are_one_message(tmp_path, capsys):
     con.execute("UPDATE meta SET value = 'x' WHERE key = 'format'")
     con.commit()
     con.close()
-    with pytest.raises(InputError, match="not a g10fast results store \\(format 'x', expected "
-                                         "'g10fast-results-store'\\)"):
+    with pytest.raises(
+        InputError, match="not a g10fast results store \\(format 'x', expected 'g10fast-results-store'\\)"
+    ):
         ResultStore(p)
 
 
 def test_claims_between_two_sweeps(tmp_path):
     p = tmp_path / "s.g10db"
     a, b = ResultStore(p), ResultStore(p)
-    assert a.try_claim("x") and not b.try_claim("x")       # a live sweep holds it
-    assert a.try_claim("x")                                 # its own claim
-    a.write_point(rec("x"))                                 # stored: the claim is gone
-    assert not b.try_claim("x")                             # finished: not run again
+    assert a.try_claim("x") and not b.try_claim("x")  # a live sweep holds it
+    assert a.try_claim("x")  # its own claim
+    a.write_point(rec("x"))  # stored: the claim is gone
+    assert not b.try_claim("x")  # finished: not run again
     assert b.try_claim("y") and [c[0] for c in a.claims()] == ["y"]
     b.release_claims()
     assert a.claims() == []
     # a claim of a dead process (same host) is taken over
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
     con = sqlite3.connect(p)
     con.execute("INSERT INTO claims VALUES ('z', 'gone', ?, ?, 0)", (a.host, int(dead)))
-    con.execute("INSERT INTO claims VALUES ('w', 'far', 'another-host', 1, ?)",
-                (__import__("time").time(),))
+    con.execute("INSERT INTO claims VALUES ('w', 'far', 'another-host', 1, ?)", (__import__("time").time(),))
     con.commit()
     con.close()
     assert a.try_claim("z")
-    assert not a.try_claim("w")          # another host, fresh: its lease holds
-    con = sqlite3.connect(p)                # a live process id, but a claim past its lease
-    con.execute("INSERT INTO claims VALUES ('v', 'old', ?, ?, ?)",
-                (a.host, os.getppid(), __import__("time").time() - 7 * 3600))
+    assert not a.try_claim("w")  # another host, fresh: its lease holds
+    con = sqlite3.connect(p)  # a live process id, but a claim past its lease
+    con.execute(
+        "INSERT INTO claims VALUES ('v', 'old', ?, ?, ?)",
+        (a.host, os.getppid(), __import__("time").time() - 7 * 3600),
+    )
     con.commit()
     con.close()
     assert a.try_claim("v")
@@ -253,9 +322,13 @@ def test_full_disk_through_the_file_size_limit(tmp_path):
     """A real write failure from the OS (RLIMIT_FSIZE: writes past the limit fail with EFBIG,
     as on a full file system): one message, the earlier points intact."""
     p = tmp_path / "s.g10db"
-    out = subprocess.run([sys.executable, "-c", CHILD_FULL, str(p), str(1 << 20), str(ROOT)],
-                         capture_output=True, text=True, timeout=120,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD_FULL, str(p), str(1 << 20), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     assert out.returncode == 0, out.stderr
     n, msg = out.stdout.split(" ", 1)
     assert "every point stored before is safe" in msg
@@ -269,8 +342,9 @@ def test_export_csv_and_parquet(tmp_path, capsys):
     p = tmp_path / "s.g10db"
     with ResultStore(p) as s:
         s.write_point(rec("a", exe=2400))
-        s.write_point(rec("f", status="failed", result={"status": "failed", "iterations": [],
-                                                         "reported": None}))
+        s.write_point(
+            rec("f", status="failed", result={"status": "failed", "iterations": [], "reported": None})
+        )
         s.write_point(rec("d"))
     _tamper(p, "d", "attrs", lambda v: v.replace("BERT", "BERX"))
     assert main(["results", "export", str(p), "--out", str(tmp_path / "p.csv")]) == 0
@@ -282,8 +356,7 @@ def test_export_csv_and_parquet(tmp_path, capsys):
     assert a["exe_time_cycles"] == "2400" and a["ideal_exe_time_cycles"] == "600"
     assert float(a["exe_time_s"]) == 2400 / 1.2e9 and float(a["ideal_time_s"]) == 600 / 1.2e9
     assert a["pages_ssd_to_gpu"] == "12" and a["status"] == "ok"
-    assert (a["bound_time_cycles"], a["bound_forced_cycles"], a["bound_gap_cycles"]) == \
-        ("650", "50", "1750")
+    assert (a["bound_time_cycles"], a["bound_forced_cycles"], a["bound_gap_cycles"]) == ("650", "50", "1750")
     f = {r["hash"]: r for r in rows}["f"]
     assert f["status"] == "failed" and f["exe_time_cycles"] == ""
     pq = pytest.importorskip("pyarrow.parquet")
@@ -302,8 +375,7 @@ def test_export_without_pyarrow_is_a_clear_message(tmp_path, monkeypatch, capsys
     ResultStore(p).write_point(rec("a"))
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     assert main(["results", "export", str(p), "--out", str(tmp_path / "p.parquet")]) == 2
-    assert "needs pyarrow, which is not installed (pip install 'g10fast[parquet]')" in \
-        capsys.readouterr().err
+    assert "needs pyarrow, which is not installed (pip install 'g10fast[parquet]')" in capsys.readouterr().err
 
 
 def test_convert_a_version_1_store(tmp_path):
@@ -317,8 +389,7 @@ def test_convert_a_version_1_store(tmp_path):
     assert new.version == 2 and new.statuses() == {"a": "ok", "b": "failed"}
     assert new.arrays("a")["kernel_cycles"].tolist() == [[0, 1, 2], [3, 4, 5]]
     assert new.workload("BERT-128")["kernels"] == 4
-    assert {p.hash: p.result for p in new.points()} == \
-        {p.hash: p.result for p in ResultStore(old).points()}
+    assert {p.hash: p.result for p in new.points()} == {p.hash: p.result for p in ResultStore(old).points()}
     assert main(["store", "verify", str(old)]) == 0
 
 
@@ -329,14 +400,14 @@ def test_lock_and_missing_table_messages(tmp_path, monkeypatch):
     ResultStore(p).write_point(rec("a"))
     monkeypatch.setattr(store_mod, "BUSY_TIMEOUT_MS", 200)
     holder = sqlite3.connect(p, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")                 # another writer holds the lock
+    holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock
     s = ResultStore(p)
-    assert s.statuses() == {"a": "ok"}                # readers are not blocked (WAL)
+    assert s.statuses() == {"a": "ok"}  # readers are not blocked (WAL)
     with pytest.raises(InputError, match="locked by another process for over 0 s"):
         s.write_point(rec("b"))
     holder.execute("ROLLBACK")
     holder.close()
-    s.write_point(rec("b"))                           # the lock is gone: it writes
+    s.write_point(rec("b"))  # the lock is gone: it writes
     s.close()
     con = sqlite3.connect(p)
     con.execute("DROP TABLE claims")
@@ -352,6 +423,7 @@ def test_damaged_version_1_stores(tmp_path):
     p = tmp_path / "old.h5"
     legacy_store(p, [("a", "ok"), ("b", "ok")])
     import h5py
+
     with h5py.File(p, "r+") as f:
         del f["points/b/result"]
         f["points/b"].create_dataset("result", data="{not json")
@@ -362,9 +434,8 @@ def test_damaged_version_1_stores(tmp_path):
     rep = s.verify()
     assert rep["points"] == 1 and rep["damaged"][0][0] == "b"
     data = p.read_bytes()
-    p.write_bytes(data[:len(data) // 2])
-    with pytest.raises(InputError, match="old.h5: cannot open the results store \\(damaged HDF5 "
-                                         "file"):
+    p.write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputError, match="old.h5: cannot open the results store \\(damaged HDF5 file"):
         ResultStore(p).statuses()
 
 
@@ -393,16 +464,17 @@ def test_a_column_that_is_not_utf8_is_one_damaged_point(tmp_path, capsys):
         for h in ("a", "b", "c"):
             s.write_point(rec(h))
     con = sqlite3.connect(p)
-    con.execute("UPDATE points SET result = CAST(? AS TEXT) WHERE hash = 'b'",
-                (b'\xff\xfe{"disk full": 1}',))
+    con.execute("UPDATE points SET result = CAST(? AS TEXT) WHERE hash = 'b'", (b'\xff\xfe{"disk full": 1}',))
     con.commit()
     con.close()
     s = ResultStore(p)
     assert s.statuses() == {"a": "ok", "b": "damaged", "c": "ok"}
     assert [x.hash for x in s.points(damaged="skip")] == ["a", "c"]
     assert main(["results", "export", str(p), "--out", str(tmp_path / "x.csv")]) == 0
-    assert "2 points written" in capsys.readouterr().out and "1 damaged" in \
-        (tmp_path / "x.csv").read_text() + "1 damaged"
+    assert (
+        "2 points written" in capsys.readouterr().out
+        and "1 damaged" in (tmp_path / "x.csv").read_text() + "1 damaged"
+    )
     assert main(["store", "verify", str(p)]) == 2
     assert "damaged point b (BERT/128-b): checksum mismatch" in capsys.readouterr().out
     # the message follows the result code, not the words
@@ -418,6 +490,7 @@ def test_a_column_that_is_not_utf8_is_one_damaged_point(tmp_path, capsys):
 
 def _points(*hashes):
     from types import SimpleNamespace
+
     return [SimpleNamespace(hash=h, label=f"BERT/128-{h}") for h in hashes]
 
 
@@ -432,19 +505,20 @@ def test_a_changed_key_is_repaired_by_a_sweep_of_its_matrix(tmp_path, capsys):
         for h in ("a", "b", "c", "d"):
             s.write_point(rec(h))
     con = sqlite3.connect(p)
-    con.execute("UPDATE points SET hash = 'bX' WHERE hash = 'b'")       # the key changed
-    con.execute("UPDATE points SET hash = 'cX' WHERE hash = 'c'")       # key and content
+    con.execute("UPDATE points SET hash = 'bX' WHERE hash = 'b'")  # the key changed
+    con.execute("UPDATE points SET hash = 'cX' WHERE hash = 'c'")  # key and content
     con.execute("UPDATE points SET result = replace(result, '1000', '1001') WHERE hash = 'cX'")
     con.commit()
     con.close()
     s = ResultStore(p)
     assert s.statuses() == {"a": "ok", "bX": "damaged", "cX": "damaged", "d": "ok"}
-    assert repair_keys(s, _points("x")) == 0              # another matrix: nothing touched
+    assert repair_keys(s, _points("x")) == 0  # another matrix: nothing touched
     assert len(s.damaged_rows()) == 2
     assert repair_keys(s, _points("a", "b", "c", "d")) == 2
-    assert s.statuses() == {"a": "ok", "b": "ok", "d": "ok"}       # c: run again by the sweep
-    assert [x.result for x in s.points() if x.hash == "b"] == [rec("b")["result"] | {
-        "x": 3, "f": "inf", "arr": [0.1, 2.5]}]
+    assert s.statuses() == {"a": "ok", "b": "ok", "d": "ok"}  # c: run again by the sweep
+    assert [x.result for x in s.points() if x.hash == "b"] == [
+        rec("b")["result"] | {"x": 3, "f": "inf", "arr": [0.1, 2.5]}
+    ]
     s.close()
     assert main(["store", "verify", str(p)]) == 0
     capsys.readouterr()
@@ -461,8 +535,7 @@ def test_a_damaged_workload_analysis_is_computed_again(tmp_path):
     from g10fast.sweep.runner import run_sweep
 
     m = tmp_path / "m.toml"
-    m.write_text('name = "one"\n[[group]]\nmodels = ["BERT"]\npolicies = ["ideal"]\n'
-                 'batch = [128]\n')
+    m.write_text('name = "one"\n[[group]]\nmodels = ["BERT"]\npolicies = ["ideal"]\nbatch = [128]\n')
     resolved = resolve_points(expand_matrix(m), ARTIFACT)
     p = tmp_path / "s.g10db"
     run_sweep(resolved, p, workers=0, progress=False)
@@ -507,13 +580,16 @@ def test_sweep_on_a_full_disk_with_one_worker_leaks_nothing(tmp_path):
 
     need_artifact()
     m = tmp_path / "m.toml"
-    m.write_text('name = "one"\n[[group]]\nmodels = ["BERT"]\npolicies = ["ideal", "lru"]\n'
-                 'batch = [128]\n')
+    m.write_text('name = "one"\n[[group]]\nmodels = ["BERT"]\npolicies = ["ideal", "lru"]\nbatch = [128]\n')
     script = tmp_path / "child.py"
     script.write_text(SWEEP_FULL)
-    out = subprocess.run([sys.executable, str(script), str(m), str(tmp_path / "s.g10db"),
-                          str(ARTIFACT)], capture_output=True, text=True, timeout=300,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    out = subprocess.run(
+        [sys.executable, str(script), str(m), str(tmp_path / "s.g10db"), str(ARTIFACT)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     assert out.returncode == 2, out.stderr
     assert out.stderr.startswith("g10fast: error: ") and "the disk is full (test)" in out.stderr
     assert "leaked" not in out.stderr and "Traceback" not in out.stderr, out.stderr
@@ -533,5 +609,5 @@ def test_a_key_whose_bytes_are_not_utf8_is_moved_back(tmp_path):
     con.close()
     s = ResultStore(p)
     assert sorted(s.statuses().values()) == ["damaged", "ok"]
-    assert repair_keys(s, _points("a", "b")) == 1          # its checksum holds under b
+    assert repair_keys(s, _points("a", "b")) == 1  # its checksum holds under b
     assert s.statuses() == {"a": "ok", "b": "ok"} and s.verify()["damaged"] == []

@@ -15,8 +15,7 @@ import pytest
 from g10fast.cli import main
 from g10fast.config import config_hash, read_g10_config
 from g10fast.errors import InputError
-from g10fast.sweep.matrix import (Point, expand_matrix, expand_matrix_dict, matrix_dir,
-                                  resolve_points)
+from g10fast.sweep.matrix import Point, expand_matrix, expand_matrix_dict, matrix_dir, resolve_points
 from g10fast.sweep.runner import SweepProgress, run_sweep
 from g10fast.sweep.store import ResultStore
 
@@ -38,7 +37,7 @@ def test_artifact_matrix_is_the_artifacts_1410_configs():
     by_hash = {config_hash(read_g10_config(f)): f for f in files}
     assert len(by_hash) == 1410
     assert {r.hash for r in resolved} == set(by_hash)
-    for r in resolved:   # labels name the artifact's files; configs are equal field for field
+    for r in resolved:  # labels name the artifact's files; configs are equal field for field
         f = by_hash[r.hash]
         assert r.label == f"{f.parent.name}/{f.stem.replace('-sim_', '-')}"
     for r in resolved[::97]:
@@ -53,16 +52,38 @@ def test_figure_matrices_are_subsets_of_the_artifacts():
         rs = resolve_points(expand_matrix(matrix_dir() / f"fig{n}.toml"), ARTIFACT)
         assert {r.hash for r in rs} <= full, n
         sizes[n] = len(rs)
-    assert sizes == {2: 4, 3: 4, 4: 4, 11: 30, 12: 20, 13: 20, 14: 20, 15: 100, 16: 128, 17: 26,
-                     18: 100, 19: 30}
+    assert sizes == {
+        2: 4,
+        3: 4,
+        4: 4,
+        11: 30,
+        12: 20,
+        13: 20,
+        14: 20,
+        15: 100,
+        16: 128,
+        17: 26,
+        18: 100,
+        19: 30,
+    }
 
 
 def test_expansion_product_zip_and_model_tables():
-    pts = expand_matrix_dict({"group": [{
-        "models": ["BERT", "ResNet152"], "policies": ["lru", "G10"],
-        "batch": {"BERT": [128, 256], "default": [512]},
-        "host_mem_gb": {"ResNet152": [0, 192]},
-        "ssd_gbps": [6.4, 32], "pcie_gbps": [32, 64], "zip": [["ssd_gbps", "pcie_gbps"]]}]})
+    pts = expand_matrix_dict(
+        {
+            "group": [
+                {
+                    "models": ["BERT", "ResNet152"],
+                    "policies": ["lru", "G10"],
+                    "batch": {"BERT": [128, 256], "default": [512]},
+                    "host_mem_gb": {"ResNet152": [0, 192]},
+                    "ssd_gbps": [6.4, 32],
+                    "pcie_gbps": [32, 64],
+                    "zip": [["ssd_gbps", "pcie_gbps"]],
+                }
+            ]
+        }
+    )
     # BERT: 2 batches x 2 policies x 1 host x 2 (zipped ssd/pcie) = 8; ResNet: 1 x 2 x 2 x 2 = 8
     assert len(pts) == 16
     assert pts[0] == Point("BERT", 128, "lru", 128.0, 6.4, 32.0, 0.0, None, 1.0, "group1")
@@ -72,19 +93,37 @@ def test_expansion_product_zip_and_model_tables():
     assert {p.batch for p in pts if p.model == "ResNet152"} == {512}
 
 
-@pytest.mark.parametrize("doc, text", [
-    ({}, "at least one [[group]]"),
-    ({"group": [{"models": ["BERT"], "policies": ["lru"]}]}, "missing axis 'batch'"),
-    ({"group": [{"models": ["BERT"], "policies": ["lru"], "batch": 1, "sd": 2}]}, "unknown axis 'sd'"),
-    ({"group": [{"models": ["GPT"], "policies": ["lru"], "batch": 1}]}, "unknown model"),
-    ({"group": [{"models": ["BERT"], "policies": ["foo"], "batch": 1}]}, "unknown policy"),
-    ({"group": [{"models": ["BERT"], "policies": ["lru"], "batch": {"VIT": [1]}}]},
-     "no value for model BERT"),
-    ({"group": [{"models": ["BERT"], "policies": ["lru"], "batch": 1, "ssd_gbps": [1, 2],
-                 "pcie_gbps": [3], "zip": [["ssd_gbps", "pcie_gbps"]]}]}, "different lengths"),
-    ({"group": [{"models": ["BERT"], "policies": ["lru"], "batch": -1}]}, "positive integer"),
-    ({"x": 1, "group": []}, "unknown top-level key"),
-])
+@pytest.mark.parametrize(
+    "doc, text",
+    [
+        ({}, "at least one [[group]]"),
+        ({"group": [{"models": ["BERT"], "policies": ["lru"]}]}, "missing axis 'batch'"),
+        ({"group": [{"models": ["BERT"], "policies": ["lru"], "batch": 1, "sd": 2}]}, "unknown axis 'sd'"),
+        ({"group": [{"models": ["GPT"], "policies": ["lru"], "batch": 1}]}, "unknown model"),
+        ({"group": [{"models": ["BERT"], "policies": ["foo"], "batch": 1}]}, "unknown policy"),
+        (
+            {"group": [{"models": ["BERT"], "policies": ["lru"], "batch": {"VIT": [1]}}]},
+            "no value for model BERT",
+        ),
+        (
+            {
+                "group": [
+                    {
+                        "models": ["BERT"],
+                        "policies": ["lru"],
+                        "batch": 1,
+                        "ssd_gbps": [1, 2],
+                        "pcie_gbps": [3],
+                        "zip": [["ssd_gbps", "pcie_gbps"]],
+                    }
+                ]
+            },
+            "different lengths",
+        ),
+        ({"group": [{"models": ["BERT"], "policies": ["lru"], "batch": -1}]}, "positive integer"),
+        ({"x": 1, "group": []}, "unknown top-level key"),
+    ],
+)
 def test_matrix_errors(doc, text):
     with pytest.raises(InputError, match=text.replace("[", r"\[").replace("]", r"\]")):
         expand_matrix_dict(doc, source="m.toml")
@@ -101,12 +140,29 @@ def test_matrix_file_errors(tmp_path):
 
 # ------------------------------------------------------------------------------ store
 def rec(h, status="ok", **kw):
-    r = {"hash": h, "label": f"M/{h}", "status": status, "config": {"batch_size": 1},
-         "point": {"model": "BERT", "batch_size": 128, "policy": "lru", "host_mem_gb": 128.0,
-                   "ssd_gbps": 3.2, "pcie_gbps": 15.754, "kernel_time_std_dev": 0.0,
-                   "kernel_speedup": 1.0, "group": "g"},
-         "result": {"status": status, "iterations": [{"exe_time_cycles": 5}], "x": np.int64(3),
-                    "f": float("inf")}}
+    r = {
+        "hash": h,
+        "label": f"M/{h}",
+        "status": status,
+        "config": {"batch_size": 1},
+        "point": {
+            "model": "BERT",
+            "batch_size": 128,
+            "policy": "lru",
+            "host_mem_gb": 128.0,
+            "ssd_gbps": 3.2,
+            "pcie_gbps": 15.754,
+            "kernel_time_std_dev": 0.0,
+            "kernel_speedup": 1.0,
+            "group": "g",
+        },
+        "result": {
+            "status": status,
+            "iterations": [{"exe_time_cycles": 5}],
+            "x": np.int64(3),
+            "f": float("inf"),
+        },
+    }
     r.update(kw)
     return r
 
@@ -115,10 +171,16 @@ def test_store_round_trip(tmp_path):
     p = tmp_path / "s.h5"
     s = ResultStore(p)
     kc = np.arange(10, dtype=np.int64).reshape(2, 5)
-    s.write_point(rec("a", arrays={"kernel_cycles": kc}, wall_seconds=1.5,
-                      analysis={"key": "BERT-128", "total": np.arange(3), "global_weight": 7}))
+    s.write_point(
+        rec(
+            "a",
+            arrays={"kernel_cycles": kc},
+            wall_seconds=1.5,
+            analysis={"key": "BERT-128", "total": np.arange(3), "global_weight": 7},
+        )
+    )
     s.write_point(rec("b", status="error", error="boom", result=None))
-    s.write_point(rec("b", status="ok"))       # overwritten by a rerun
+    s.write_point(rec("b", status="ok"))  # overwritten by a rerun
     s2 = ResultStore(p, create=False)
     assert s2.statuses() == {"a": "ok", "b": "ok"}
     pts = {x.hash: x for x in s2.points()}
@@ -151,13 +213,15 @@ def test_store_errors(tmp_path):
             s.write_point(rec(f"a{i}", arrays={"kernel_cycles": np.arange(3000)}))
     data = good.read_bytes()
     good.write_bytes(data[: len(data) // 3])
-    with pytest.raises(InputError, match=r"t.h5: results store is damaged \(database disk image "
-                                         r"is malformed\); `g10fast store verify"):
+    with pytest.raises(
+        InputError,
+        match=r"t.h5: results store is damaged \(database disk image "
+        r"is malformed\); `g10fast store verify",
+    ):
         ResultStore(good).statuses()
     # CLI: exit status 2 and the file named
     assert main(["figures", str(bad), "--out", str(tmp_path / "o")]) == 2
-    assert main(["sweep", "smoke", "--store", str(bad), "--g10", str(ARTIFACT)]) == 2 \
-        or not ARTIFACT.is_dir()
+    assert main(["sweep", "smoke", "--store", str(bad), "--g10", str(ARTIFACT)]) == 2 or not ARTIFACT.is_dir()
 
 
 def legacy_store(path, points=(("a", "ok"),)):
@@ -175,8 +239,7 @@ def legacy_store(path, points=(("a", "ok"),)):
             g.attrs["batch_size"] = 128
             g.create_dataset("config", data=json.dumps({"batch_size": 128}))
             g.create_dataset("result", data=json.dumps({"status": st, "x": 1.25}))
-            g.create_group("arrays").create_dataset("kernel_cycles",
-                                                    data=np.arange(6).reshape(2, 3))
+            g.create_group("arrays").create_dataset("kernel_cycles", data=np.arange(6).reshape(2, 3))
         w = wl.create_group("BERT-128")
         w.create_dataset("total", data=np.arange(4))
         w.attrs["kernels"] = 4
@@ -185,7 +248,7 @@ def legacy_store(path, points=(("a", "ok"),)):
 def test_legacy_hdf5_store_is_read_and_refuses_writes(tmp_path):
     p = tmp_path / "old.h5"
     legacy_store(p, [("a", "ok"), ("b", "failed")])
-    with h5py.File(p, "r+") as f:           # what a writer killed mid-point left behind
+    with h5py.File(p, "r+") as f:  # what a writer killed mid-point left behind
         f["points"].create_group(".tmp-zzz")
     s = ResultStore(p)
     assert s.version == 1 and s.statuses() == {"a": "ok", "b": "failed"}
@@ -196,8 +259,11 @@ def test_legacy_hdf5_store_is_read_and_refuses_writes(tmp_path):
     assert s.verify()["points"] == 2 and s.verify()["damaged"] == []
     with pytest.raises(InputError, match="version-1 .* read-only"):
         s.write_point(rec("c"))
+
+
 def test_progress_line():
     import io
+
     buf = io.StringIO()
     pr = SweepProgress(3, stream=buf, tty=False, interval=0)
     pr.update("BERT/128-lru", "ok", 1.0)
@@ -240,7 +306,7 @@ def test_tiny_sweep_resume_and_failures(tmp_path):
     # the point from the first session was not redone
     assert pts[first[0].attrs["policy"]].attrs["finished_at"] == first[0].attrs["finished_at"]
     assert pts["lru"].status == "ok" and pts["ideal"].status == "ok"
-    for pol in ("lru", "ideal"):   # ViT-256 fits in GPU memory: everything equals Ideal (spec §6)
+    for pol in ("lru", "ideal"):  # ViT-256 fits in GPU memory: everything equals Ideal (spec §6)
         r = pts[pol].result
         assert r["iterations"][r["reported"]]["exe_time_cycles"] == 2549893347
     p = pts["prefetch_lru"]
@@ -283,10 +349,23 @@ def test_sweep_cli_in_worker_processes_and_killed_sweep(tmp_path):
     resolved, m = _tiny(tmp_path)
     store = tmp_path / "r.h5"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, "-m", "g10fast.cli", "sweep", str(m), "--store", str(store),
-           "--g10", str(ARTIFACT), "--workers", "1", "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "g10fast.cli",
+        "sweep",
+        str(m),
+        "--store",
+        str(store),
+        "--g10",
+        str(ARTIFACT),
+        "--workers",
+        "1",
+        "--no-progress",
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     import time
+
     t0 = time.time()
     while time.time() - t0 < 240:
         if proc.poll() is not None:
@@ -295,7 +374,7 @@ def test_sweep_cli_in_worker_processes_and_killed_sweep(tmp_path):
             if store.exists() and len(ResultStore(store, create=False).statuses()) >= 1:
                 break
         except InputError:
-            pass   # caught mid-creation
+            pass  # caught mid-creation
         time.sleep(0.2)
     killed = proc.poll() is None
     children = _children(proc.pid)
@@ -322,9 +401,12 @@ def test_dask_local_cluster_gives_the_same_store(tmp_path):
     resolved, _ = _tiny(tmp_path)
     resolved = [r for r in resolved if r.point.policy in ("lru", "ideal")]
     local = run_sweep(resolved, tmp_path / "local.h5", workers=0, progress=False)
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         remote = run_sweep(resolved, tmp_path / "dask.h5", dask=client, progress=False)
     assert local.ok == remote.ok == 2
     a = {p.hash: p.result for p in ResultStore(tmp_path / "local.h5").points()}
@@ -338,6 +420,7 @@ def test_dask_local_cluster_gives_the_same_store(tmp_path):
 def test_dask_missing_gives_clear_error(tmp_path, monkeypatch):
     resolved, _ = _tiny(tmp_path)
     import builtins
+
     real = builtins.__import__
 
     def fake(name, *a, **kw):
@@ -352,6 +435,7 @@ def test_dask_missing_gives_clear_error(tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------------------ shared work
 
+
 def test_plan_shared_with_kernel_time_variation_points(tmp_path):
     """A Fig. 19 point (kernel_time_std_dev > 0) reuses its base point's G10
     plan (variation is applied after planning, planner spec §3.4) and gives the same result
@@ -362,10 +446,12 @@ def test_plan_shared_with_kernel_time_variation_points(tmp_path):
     from g10fast.sweep.worker import execute, plan_key, task_for
 
     m = tmp_path / "var.toml"
-    m.write_text('[[group]]\nmodels = ["VIT"]\npolicies = ["prefetch_lru"]\nbatch = [256]\n'
-                 'kernel_time_std_dev = [0, 0.1]\n'
-                 '[[group]]\nmodels = ["VIT"]\npolicies = ["prefetch_lru"]\nbatch = [256]\n'
-                 'ssd_gbps = 6.4\n')
+    m.write_text(
+        '[[group]]\nmodels = ["VIT"]\npolicies = ["prefetch_lru"]\nbatch = [256]\n'
+        "kernel_time_std_dev = [0, 0.1]\n"
+        '[[group]]\nmodels = ["VIT"]\npolicies = ["prefetch_lru"]\nbatch = [256]\n'
+        "ssd_gbps = 6.4\n"
+    )
     base, var, ssd = resolve_points(expand_matrix(m), ARTIFACT)
     assert var.config.kernel_time_std_dev == 0.1
     assert plan_key(base.config) == plan_key(var.config) != plan_key(ssd.config)
@@ -373,13 +459,14 @@ def test_plan_shared_with_kernel_time_variation_points(tmp_path):
     r0, r1, r2 = (execute(task_for(rp)) for rp in (base, var, ssd))
     assert [r["status"] for r in (r0, r1, r2)] == ["ok"] * 3, r0["error"]
     assert (r0["cache"], r1["cache"], r2["cache"]) == (
-        {"workload": False, "plan": False}, {"workload": True, "plan": True},
-        {"workload": True, "plan": False})
+        {"workload": False, "plan": False},
+        {"workload": True, "plan": True},
+        {"workload": True, "plan": False},
+    )
     fresh = run(var.config)
     assert r1["result"]["reported"] == fresh["reported"]
     it = r1["result"]["reported"]
-    assert (r1["result"]["iterations"][it]["exe_time_cycles"]
-            == fresh["iterations"][it]["exe_time_cycles"])
+    assert r1["result"]["iterations"][it]["exe_time_cycles"] == fresh["iterations"][it]["exe_time_cycles"]
     assert r1["result"]["plan"]["hints"] == fresh["plan"]["hints"]
     assert r1["cpu_seconds"] > 0
     worker.clear_cache()
@@ -392,9 +479,11 @@ def test_longest_first_schedule(tmp_path):
     from g10fast.sweep.runner import estimate_cost, plan_sweep
 
     m = tmp_path / "s.toml"
-    m.write_text('[[group]]\nmodels = ["VIT", "SENet154"]\n'
-                 'policies = ["FlashNeuron", "lru", "prefetch_lru"]\n'
-                 '[group.batch]\nVIT = [256, 1280]\nSENet154 = [1024]\n')
+    m.write_text(
+        '[[group]]\nmodels = ["VIT", "SENet154"]\n'
+        'policies = ["FlashNeuron", "lru", "prefetch_lru"]\n'
+        "[group.batch]\nVIT = [256, 1280]\nSENet154 = [1024]\n"
+    )
     resolved = resolve_points(expand_matrix(m), ARTIFACT)
     tasks, skipped = plan_sweep(resolved, ResultStore(tmp_path / "r.h5"))
     assert skipped == 0 and len(tasks) == 9
@@ -403,8 +492,7 @@ def test_longest_first_schedule(tmp_path):
     assert labels[2].endswith("FlashNeuron")
     costs = [t["cost"] for t in tasks]
     assert costs[0] >= costs[1] >= costs[2]
-    vit = {rp.point.batch: rp for rp in resolved if rp.point.model == "VIT"
-           and rp.point.policy == "lru"}
+    vit = {rp.point.batch: rp for rp in resolved if rp.point.model == "VIT" and rp.point.policy == "lru"}
     assert estimate_cost(vit[256]) < 0.2 * estimate_cost(vit[1280])
     # the analyses are computed by the first task of each group
     assert sum(t["analyze"] is not None for t in tasks) == 3
@@ -424,12 +512,13 @@ def test_worker_caches_drop_with_their_workload(tmp_path, monkeypatch):
     keys = {}
     monkeypatch.setattr(worker, "_workload_key", lambda cfg: ("w", cfg.name))
     import g10fast.run as run_mod
+
     monkeypatch.setattr(run_mod, "workload_of", lambda cfg: keys.setdefault(cfg.name, object()))
     a, b = Cfg("a"), Cfg("b")
     worker._workload(a)
     worker._VITALITY[(("w", "a"), 1.2)] = "va"
     worker._PLANS[(("w", "a"), ("G10",))] = "pa"
-    worker._workload(b)     # evicts a, with its vitality and plan
+    worker._workload(b)  # evicts a, with its vitality and plan
     assert list(worker._WORKLOADS) == [("w", "b")]
     assert not worker._VITALITY and not worker._PLANS
     worker.clear_cache()
@@ -448,12 +537,12 @@ def test_numba_cache_warm_asks_numba(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     mod = importlib.import_module("warm_probe_mod")
     try:
-        assert numba_cache_warm(("warm_probe_mod",)) is False      # nothing compiled yet
-        assert mod.f(1) == 2                                       # compiled and cached
+        assert numba_cache_warm(("warm_probe_mod",)) is False  # nothing compiled yet
+        assert mod.f(1) == 2  # compiled and cached
         assert numba_cache_warm(("warm_probe_mod",)) is True
         src.write_text(src.read_text() + "\n\n@kernel\ndef g(x):\n    return x - 1\n")
         importlib.reload(mod)
-        assert numba_cache_warm(("warm_probe_mod",)) is False      # stale index
+        assert numba_cache_warm(("warm_probe_mod",)) is False  # stale index
         assert numba_cache_warm(("no_such_module_here",)) is False
     finally:
         sys.modules.pop("warm_probe_mod", None)

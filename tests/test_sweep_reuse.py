@@ -25,7 +25,7 @@ from g10fast.workload.model import PAGE_SIZE  # noqa: E402
 
 ARTIFACT = Path(__file__).resolve().parents[2] / "shared" / "g10-artifact"
 GPU_PAGES = 150
-BIG = 100_000          # host pages: far above any peak of the synthetic workload
+BIG = 100_000  # host pages: far above any peak of the synthetic workload
 #: peak host pages of the synthetic workload (seed 3) at BIG pages of host memory
 PEAK = {"lru": 2058, "deepUM": 856, "prefetch_lru": 798}
 #: timing fields: the only ones a derived point may differ in
@@ -39,12 +39,22 @@ def synth_workload():
 def synth_cfg(policy: str, host_pages: int) -> G10Config:
     d = dict(ARTIFACT_DEFAULTS)
     d.update(POLICIES[policy])
-    d.update(GPU_memory_size_GB=GPU_PAGES * PAGE_SIZE / 2**30,
-             CPU_memory_line_GB=host_pages * PAGE_SIZE / 2**30, batch_size=1, is_transformer=1,
-             GPU_free_uspB=0.0, delta_parameter=0.5)
-    for k in ("nn_model_input_file", "orig_kernel_time_file", "pf_kernel_time_file",
-              "input_pf_kernel_time_file", "workspace_size_file"):
-        d[k] = f"/synthetic/{k}"          # never read: the workload is given
+    d.update(
+        GPU_memory_size_GB=GPU_PAGES * PAGE_SIZE / 2**30,
+        CPU_memory_line_GB=host_pages * PAGE_SIZE / 2**30,
+        batch_size=1,
+        is_transformer=1,
+        GPU_free_uspB=0.0,
+        delta_parameter=0.5,
+    )
+    for k in (
+        "nn_model_input_file",
+        "orig_kernel_time_file",
+        "pf_kernel_time_file",
+        "input_pf_kernel_time_file",
+        "workspace_size_file",
+    ):
+        d[k] = f"/synthetic/{k}"  # never read: the workload is given
     return G10Config(**d)
 
 
@@ -79,15 +89,20 @@ def test_runs_above_the_peak_are_the_same_run(policy):
     rb = simulate_pages(w, synth_cfg(policy, peak + 1), hints=hints, keep_state=True)
     for f in ("kernels", "pcie", "boundaries", "pstate"):
         assert np.array_equal(getattr(ra, f), getattr(rb, f)), f
-    assert (ra.gpu_used, ra.host_used, ra.host_peak, ra.live_page_evictions) == \
-        (rb.gpu_used, rb.host_used, rb.host_peak, rb.live_page_evictions)
+    assert (ra.gpu_used, ra.host_used, ra.host_peak, ra.live_page_evictions) == (
+        rb.gpu_used,
+        rb.host_used,
+        rb.host_peak,
+        rb.live_page_evictions,
+    )
     assert np.array_equal(ra.kernels, big["kernels"])
     # below the peak the host line comes into play: another run
     low = run(synth_cfg(policy, peak // 2), workload=w)
     assert low["host_peak_pages"] == peak // 2
     assert low["iterations"] != big["iterations"]
-    assert ([it["exe_time_cycles"] for it in low["iterations"]]
-            > [it["exe_time_cycles"] for it in big["iterations"]])
+    assert [it["exe_time_cycles"] for it in low["iterations"]] > [
+        it["exe_time_cycles"] for it in big["iterations"]
+    ]
 
 
 # ------------------------------------------------------------------------------ sweeps
@@ -147,16 +162,14 @@ def _assert_same_stores(a_path, b_path):
 
 def test_sweep_with_and_without_reuse_gives_the_same_store(tmp_path, synthetic_builds):
     pts = synth_points()
-    by = {(rp.point.policy, round(rp.config.CPU_memory_line_GB * 2**30 / PAGE_SIZE)): rp
-          for rp in pts}
+    by = {(rp.point.policy, round(rp.config.CPU_memory_line_GB * 2**30 / PAGE_SIZE)): rp for rp in pts}
     off = run_sweep(pts, tmp_path / "plain.h5", workers=0, progress=False, reuse=False)
     on = run_sweep(pts, tmp_path / "reuse.h5", workers=0, progress=False)
     assert off.ok == on.ok == len(pts) == 15
     assert off.reused == 0
     # derived: every line above the policy's peak at BIG pages (lru 2058: 3000; deepUM 856
     # and prefetch_lru 798: 1000, 3000 — the G10 plan is the same at those lines)
-    want = {("lru", 3000), ("deepUM", 1000), ("deepUM", 3000), ("prefetch_lru", 1000),
-            ("prefetch_lru", 3000)}
+    want = {("lru", 3000), ("deepUM", 1000), ("deepUM", 3000), ("prefetch_lru", 1000), ("prefetch_lru", 3000)}
     assert on.reused == len(want) and on.reuse_saved_cpu_seconds >= 0
     plain, reuse = _assert_same_stores(tmp_path / "plain.h5", tmp_path / "reuse.h5")
     for (policy, pages), rp in by.items():
@@ -194,31 +207,34 @@ def test_resumed_sweep_reuses_stored_runs(tmp_path, synthetic_builds):
     import sqlite3
 
     from g10fast.sweep.store import point_checksum
+
     con = sqlite3.connect(old)
-    for row in con.execute("SELECT hash, status, attrs, config, result, arrays FROM points")\
-            .fetchall():
+    for row in con.execute("SELECT hash, status, attrs, config, result, arrays FROM points").fetchall():
         r = json.loads(row[4])
         r.pop("host_peak_pages")
         row = row[:4] + (json.dumps(r), row[5])
-        con.execute("UPDATE points SET result = ?, checksum = ? WHERE hash = ?",
-                    (row[4], point_checksum(*row), row[0]))
+        con.execute(
+            "UPDATE points SET result = ?, checksum = ? WHERE hash = ?",
+            (row[4], point_checksum(*row), row[0]),
+        )
     con.commit()
     con.close()
     third = run_sweep(pts, old, workers=0, progress=False)
     # ... the largest line left (3000 pages) runs first and is the source of 1000 for the
     # policies whose peak is below 1000 pages
     assert third.reused == 2
-    by = {(rp.point.policy, round(rp.config.CPU_memory_line_GB * 2**30 / PAGE_SIZE)): rp.hash
-          for rp in pts}
+    by = {(rp.point.policy, round(rp.config.CPU_memory_line_GB * 2**30 / PAGE_SIZE)): rp.hash for rp in pts}
     got = {p.hash: p.attrs.get("derived_from") for p in ResultStore(old).points()}
     assert {h: s for h, s in got.items() if s} == {
         by[("deepUM", 1000)]: by[("deepUM", 3000)],
-        by[("prefetch_lru", 1000)]: by[("prefetch_lru", 3000)]}
+        by[("prefetch_lru", 1000)]: by[("prefetch_lru", 3000)],
+    }
 
 
 def test_scheduler_runs_the_largest_line_first_and_holds_the_rest():
     pts = synth_points()
     from g10fast.sweep.worker import task_for
+
     tasks = [task_for(rp) for rp in pts]
     s = ReuseScheduler([dict(t) for t in tasks], None, reuse=True)
     out = []
@@ -228,17 +244,26 @@ def test_scheduler_runs_the_largest_line_first_and_holds_the_rest():
             break
         out.append(t["label"])
     # per policy: the BIG line first, then the line 0 (never derivable); the rest wait
-    assert out == [f"SYN/1-{p}-host{n}" for p in ("lru", "deepUM", "prefetch_lru")
-                   for n in (BIG, 0)]
+    assert out == [f"SYN/1-{p}-host{n}" for p in ("lru", "deepUM", "prefetch_lru") for n in (BIG, 0)]
     assert s.pending() == 9 and s.next() is None
     # the BIG run of deepUM ends with a peak of 900 pages: 1000 and 3000 are derived (by
     # the parent: no plan to compare), 500 is released
     big = next(t for t in tasks if t["label"] == f"SYN/1-deepUM-host{BIG}")
-    s.completed({"hash": big["hash"], "status": "ok", "result": {
-        "engine": "page", "policy": "deepUM", "host_peak_pages": 900,
-        "system": {"host_line": BIG}}, "arrays": {}, "cpu_seconds": 1.0})
-    assert sorted(t["label"] for t in s.take_local()) == ["SYN/1-deepUM-host1000",
-                                                         "SYN/1-deepUM-host3000"]
+    s.completed(
+        {
+            "hash": big["hash"],
+            "status": "ok",
+            "result": {
+                "engine": "page",
+                "policy": "deepUM",
+                "host_peak_pages": 900,
+                "system": {"host_line": BIG},
+            },
+            "arrays": {},
+            "cpu_seconds": 1.0,
+        }
+    )
+    assert sorted(t["label"] for t in s.take_local()) == ["SYN/1-deepUM-host1000", "SYN/1-deepUM-host3000"]
     assert s.next()["label"] == "SYN/1-deepUM-host500" and s.next() is None
     # without reuse: matrix order, nothing held
     s = ReuseScheduler([dict(t) for t in tasks], None, reuse=False)
@@ -259,8 +284,10 @@ def test_vit1024_host_variants_reused_in_a_worker_process(tmp_path):
     if not (ARTIFACT / "frontend" / "Nets").is_dir():
         pytest.skip("G10 artifact not available")
     m = tmp_path / "vit.toml"
-    m.write_text('[[group]]\nmodels = ["VIT"]\npolicies = ["deepUM", "prefetch_lru"]\n'
-                 'batch = [1024]\nhost_mem_gb = [64, 128, 256]\n')
+    m.write_text(
+        '[[group]]\nmodels = ["VIT"]\npolicies = ["deepUM", "prefetch_lru"]\n'
+        "batch = [1024]\nhost_mem_gb = [64, 128, 256]\n"
+    )
     resolved = resolve_points(expand_matrix(m), ARTIFACT)
     s = run_sweep(resolved, tmp_path / "r.h5", workers=1, progress=False)
     assert s.ok == 6 and s.reused == 4
@@ -279,8 +306,10 @@ def test_vit1024_host_variants_reused_in_a_worker_process(tmp_path):
             assert r["host_peak_pages"] < r["system"]["host_line"]
 
 
-SMALL = ('[[group]]\nmodels = ["VIT"]\npolicies = ["lru", "prefetch_lru"]\nbatch = [256]\n'
-         'host_mem_gb = [64, 256]\n')
+SMALL = (
+    '[[group]]\nmodels = ["VIT"]\npolicies = ["lru", "prefetch_lru"]\nbatch = [256]\n'
+    "host_mem_gb = [64, 256]\n"
+)
 
 
 def test_cli_no_reuse_and_default(tmp_path, capsys):
@@ -289,6 +318,7 @@ def test_cli_no_reuse_and_default(tmp_path, capsys):
     if not (ARTIFACT / "frontend" / "Nets").is_dir():
         pytest.skip("G10 artifact not available")
     from g10fast.cli import main
+
     m = tmp_path / "small.toml"
     m.write_text(SMALL)
     args = ["sweep", str(m), "--g10", str(ARTIFACT), "--workers", "0", "--no-progress"]
@@ -300,8 +330,9 @@ def test_cli_no_reuse_and_default(tmp_path, capsys):
     assert "4 run (4 ok" in out and "2 of them reused a run at another host memory size" in out
     _assert_same_stores(tmp_path / "a.h5", tmp_path / "b.h5")
     pts, _ = _stored(tmp_path / "b.h5")
-    assert sorted((p.attrs["policy"], p.attrs["host_mem_gb"]) for p in pts.values()
-                  if p.attrs.get("derived_from")) == [("lru", 64.0), ("prefetch_lru", 64.0)]
+    assert sorted(
+        (p.attrs["policy"], p.attrs["host_mem_gb"]) for p in pts.values() if p.attrs.get("derived_from")
+    ) == [("lru", 64.0), ("prefetch_lru", 64.0)]
     assert all(p.result["host_peak_pages"] == 0 for p in pts.values())
 
 
@@ -312,9 +343,12 @@ def test_dask_sweep_reuses(tmp_path):
     m = tmp_path / "small.toml"
     m.write_text(SMALL)
     resolved = resolve_points(expand_matrix(m), ARTIFACT)
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         s = run_sweep(resolved, tmp_path / "dask.h5", dask=client, progress=False)
     assert s.ok == 4 and s.reused == 2
     run_sweep(resolved, tmp_path / "plain.h5", workers=0, progress=False, reuse=False)

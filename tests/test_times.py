@@ -9,35 +9,60 @@ import numpy as np
 import pytest
 
 from g10fast.errors import InputError
-from g10fast.workload.times import (kernel_cycles, libstdcxx_canonical, load_workload,
-                                    mt19937_raw, perturb_kernel_times, read_trace_file)
+from g10fast.workload.times import (
+    kernel_cycles,
+    libstdcxx_canonical,
+    load_workload,
+    mt19937_raw,
+    perturb_kernel_times,
+    read_trace_file,
+)
 from refstats import ARTIFACT, REFERENCE, read_kernels, read_tensors, reference_graph
 
 RESULTS = ARTIFACT / "results"
 
 # g10-workloads.md §2: every (model, batch) with cudnn traces, #kernels, ideal cycles @ 1.2 GHz
 IDEAL_TABLE = [
-    ("BERT_Base", 128, 1369, 7087159999), ("BERT_Base", 256, 1369, 8742558777),
-    ("BERT_Base", 384, 1369, 10270977703), ("BERT_Base", 512, 1369, 11799396628),
-    ("BERT_Base", 640, 1369, 14373809452), ("BERT_Base", 768, 1369, 16948222288),
-    ("BERT_Base", 1024, 1369, 20928839947), ("BERT_Base", 1280, 1369, 24909457594),
+    ("BERT_Base", 128, 1369, 7087159999),
+    ("BERT_Base", 256, 1369, 8742558777),
+    ("BERT_Base", 384, 1369, 10270977703),
+    ("BERT_Base", 512, 1369, 11799396628),
+    ("BERT_Base", 640, 1369, 14373809452),
+    ("BERT_Base", 768, 1369, 16948222288),
+    ("BERT_Base", 1024, 1369, 20928839947),
+    ("BERT_Base", 1280, 1369, 24909457594),
     ("BERT_Base", 1536, 1369, 30058356996),
-    ("VIT", 256, 1489, 2549893347), ("VIT", 512, 1489, 3046779498),
-    ("VIT", 768, 1489, 3483077226), ("VIT", 1024, 1489, 3919374961),
-    ("VIT", 1280, 1489, 4459141336), ("VIT", 1536, 1489, 4998907706),
-    ("VIT", 1792, 1489, 5538674067), ("VIT", 2048, 1489, 6078440456),
-    ("Inceptionv3", 512, 929, 64334907021), ("Inceptionv3", 768, 929, 67755018354),
-    ("Inceptionv3", 1024, 929, 71175129706), ("Inceptionv3", 1152, 929, 71557227747),
-    ("Inceptionv3", 1280, 929, 71939325757), ("Inceptionv3", 1408, 929, 71786283629),
-    ("Inceptionv3", 1536, 929, 71633241480), ("Inceptionv3", 1664, 929, 71480199364),
+    ("VIT", 256, 1489, 2549893347),
+    ("VIT", 512, 1489, 3046779498),
+    ("VIT", 768, 1489, 3483077226),
+    ("VIT", 1024, 1489, 3919374961),
+    ("VIT", 1280, 1489, 4459141336),
+    ("VIT", 1536, 1489, 4998907706),
+    ("VIT", 1792, 1489, 5538674067),
+    ("VIT", 2048, 1489, 6078440456),
+    ("Inceptionv3", 512, 929, 64334907021),
+    ("Inceptionv3", 768, 929, 67755018354),
+    ("Inceptionv3", 1024, 929, 71175129706),
+    ("Inceptionv3", 1152, 929, 71557227747),
+    ("Inceptionv3", 1280, 929, 71939325757),
+    ("Inceptionv3", 1408, 929, 71786283629),
+    ("Inceptionv3", 1536, 929, 71633241480),
+    ("Inceptionv3", 1664, 929, 71480199364),
     ("Inceptionv3", 1792, 929, 71327218061),
-    ("ResNet152", 256, 1299, 127328819564), ("ResNet152", 512, 1299, 130102121477),
-    ("ResNet152", 768, 1299, 131772813229), ("ResNet152", 1024, 1299, 133443504983),
-    ("ResNet152", 1280, 1299, 135107260924), ("ResNet152", 1536, 1299, 136771016900),
-    ("ResNet152", 1792, 1299, 138434772865), ("ResNet152", 2048, 1299, 136449844944),
-    ("SENet154", 256, 2319, 155317502505), ("SENet154", 512, 2319, 157510221863),
-    ("SENet154", 768, 2319, 159702941130), ("SENet154", 1024, 2319, 159444570406),
-    ("SENet154", 1280, 2319, 161035270159), ("SENet154", 1536, 2319, 182702522056),
+    ("ResNet152", 256, 1299, 127328819564),
+    ("ResNet152", 512, 1299, 130102121477),
+    ("ResNet152", 768, 1299, 131772813229),
+    ("ResNet152", 1024, 1299, 133443504983),
+    ("ResNet152", 1280, 1299, 135107260924),
+    ("ResNet152", 1536, 1299, 136771016900),
+    ("ResNet152", 1792, 1299, 138434772865),
+    ("ResNet152", 2048, 1299, 136449844944),
+    ("SENet154", 256, 2319, 155317502505),
+    ("SENet154", 512, 2319, 157510221863),
+    ("SENet154", 768, 2319, 159702941130),
+    ("SENet154", 1024, 2319, 159444570406),
+    ("SENet154", 1280, 2319, 161035270159),
+    ("SENet154", 1536, 2319, 182702522056),
 ]
 
 
@@ -55,6 +80,7 @@ def write(tmp_path, text, name="t.txt"):
 
 # ---------------------------------------------------------------- read_trace_file
 
+
 def test_read_trace_ok_with_trailing_blank_lines(tmp_path):
     p = write(tmp_path, "0000 0.112640 ms\n0001 1.5 ms\n0002 2e-3 ms\n\n  \n")
     v = read_trace_file(p, 3, "ms")
@@ -67,18 +93,21 @@ def test_read_workspace_ok(tmp_path):
     assert read_trace_file(p, 2, "B").tolist() == [0.0, 114048.0]
 
 
-@pytest.mark.parametrize("text, line, fragment", [
-    ("0000 0.1 ms\n0001 0.2 B\n", 2, "expected unit 'ms', got 'B'"),
-    ("0000 0.1 ms\n0001 fast ms\n", 2, "'fast' is not a number"),
-    ("0000 0.1 ms extra\n0001 0.2 ms\n", 1, "expected '<kernel id>"),
-    ("0000 0.1\n0001 0.2 ms\n", 1, "expected '<kernel id>"),
-    ("0000 0.1 ms\n0002 0.2 ms\n", 2, "kernel id 2 found where 1 was expected"),
-    ("0001 0.1 ms\n0002 0.2 ms\n", 1, "kernel id 1 found where 0 was expected"),
-    ("0000 0.1 ms\n\n0001 0.2 ms\n", 2, "expected '<kernel id>"),
-    ("0000 0.1 ms\n-001 0.2 ms\n", 2, "not a non-negative integer"),
-    ("0000 0.1 ms\n0001 nan ms\n", 2, "must be finite and >= 0"),
-    ("0000 0.1 ms\n0001 -0.2 ms\n", 2, "must be finite and >= 0"),
-])
+@pytest.mark.parametrize(
+    "text, line, fragment",
+    [
+        ("0000 0.1 ms\n0001 0.2 B\n", 2, "expected unit 'ms', got 'B'"),
+        ("0000 0.1 ms\n0001 fast ms\n", 2, "'fast' is not a number"),
+        ("0000 0.1 ms extra\n0001 0.2 ms\n", 1, "expected '<kernel id>"),
+        ("0000 0.1\n0001 0.2 ms\n", 1, "expected '<kernel id>"),
+        ("0000 0.1 ms\n0002 0.2 ms\n", 2, "kernel id 2 found where 1 was expected"),
+        ("0001 0.1 ms\n0002 0.2 ms\n", 1, "kernel id 1 found where 0 was expected"),
+        ("0000 0.1 ms\n\n0001 0.2 ms\n", 2, "expected '<kernel id>"),
+        ("0000 0.1 ms\n-001 0.2 ms\n", 2, "not a non-negative integer"),
+        ("0000 0.1 ms\n0001 nan ms\n", 2, "must be finite and >= 0"),
+        ("0000 0.1 ms\n0001 -0.2 ms\n", 2, "must be finite and >= 0"),
+    ],
+)
 def test_read_trace_bad_line(tmp_path, text, line, fragment):
     p = write(tmp_path, text)
     with pytest.raises(InputError) as e:
@@ -111,13 +140,14 @@ def test_read_trace_missing_file(tmp_path):
 
 # ---------------------------------------------------------------- kernel_cycles
 
+
 def test_kernel_cycles_truncation_and_clamps():
     # 0.11264 ms -> 135168 cycles (BERT-128 kernel 0 in the C++ kernels.config)
     ex, ip, pf = kernel_cycles([0.11264, 1.0, 2.0], [0.2, 0.5, 3.0], [0.1, 0.7, 2.5], 1.2)
     assert ex.dtype == np.int64
     assert ex.tolist() == [135168, 1200000, 2400000]
-    assert ip.tolist() == [240000, 1200000, 3600000]      # 0.5 ms < exec -> clamped to exec
-    assert pf.tolist() == [240000, 1200000, 3600000]      # clamped to input_pf
+    assert ip.tolist() == [240000, 1200000, 3600000]  # 0.5 ms < exec -> clamped to exec
+    assert pf.tolist() == [240000, 1200000, 3600000]  # clamped to input_pf
 
 
 def test_kernel_cycles_order_of_operations():
@@ -143,8 +173,9 @@ def test_kernel_cycles_bad_params():
         kernel_cycles([1.0], [1.0], [1.0], 1.2, kernel_speedup=-1.0)
 
 
-@pytest.mark.parametrize("model, batch, n_kernels, ideal", IDEAL_TABLE,
-                         ids=[f"{m}-{b}" for m, b, _, _ in IDEAL_TABLE])
+@pytest.mark.parametrize(
+    "model, batch, n_kernels, ideal", IDEAL_TABLE, ids=[f"{m}-{b}" for m, b, _, _ in IDEAL_TABLE]
+)
 def test_ideal_cycles_match_artifact(model, batch, n_kernels, ideal):
     ms = read_trace_file(need(RESULTS / model / f"cudnn{batch}.txt"), n_kernels, "ms")
     ex, _, _ = kernel_cycles(ms, ms, ms, 1.2)
@@ -156,8 +187,13 @@ def test_ideal_cycles_match_example_results():
     lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
     header = [c.strip() for c in lines[0].split("|")]
     col = header.index("ideal")
-    names = {"BERT": "BERT_Base", "ViT": "VIT", "Inceptionv3": "Inceptionv3",
-             "ResNet152": "ResNet152", "SENet154": "SENet154"}
+    names = {
+        "BERT": "BERT_Base",
+        "ViT": "VIT",
+        "Inceptionv3": "Inceptionv3",
+        "ResNet152": "ResNet152",
+        "SENet154": "SENet154",
+    }
     kernels = {m: k for m, _, k, _ in IDEAL_TABLE}
     checked = 0
     for title, values in zip(lines[1::2], lines[2::2]):
@@ -170,8 +206,9 @@ def test_ideal_cycles_match_example_results():
     assert checked == 5
 
 
-@pytest.mark.parametrize("run, model, batch", [("BERT-128-lru", "BERT_Base", 128),
-                                               ("ResNet152-256-lru", "ResNet152", 256)])
+@pytest.mark.parametrize(
+    "run, model, batch", [("BERT-128-lru", "BERT_Base", 128), ("ResNet152-256-lru", "ResNet152", 256)]
+)
 def test_per_kernel_cycles_and_workspaces_match_reference(run, model, batch):
     """Every kernel's cycles equal kernels.config; load_workload re-creates the workspaces."""
     stats = need(REFERENCE / run / "statistics")
@@ -183,8 +220,9 @@ def test_per_kernel_cycles_and_workspaces_match_reference(run, model, batch):
     assert n_ws == {"BERT-128-lru": 0, "ResNet152-256-lru": 463}[run]
     full = reference_graph(run)
     graph = reference_graph(run, drop_workspaces=n_ws)
-    w = load_workload(graph, f"{base}.txt", f"{base}InputPF.txt", f"{base}PF.txt",
-                      f"{base}Workspace.txt", 1.2)
+    w = load_workload(
+        graph, f"{base}.txt", f"{base}InputPF.txt", f"{base}PF.txt", f"{base}Workspace.txt", 1.2
+    )
     assert np.array_equal(w.exec_cycles, kern.exec_cycles)
     assert np.all(w.exec_cycles <= w.input_pf_cycles) and np.all(w.input_pf_cycles <= w.pf_cycles)
     assert w.num_tensors == ref.size.shape[0]
@@ -198,17 +236,23 @@ def test_per_kernel_cycles_and_workspaces_match_reference(run, model, batch):
 
 # ---------------------------------------------------------------- mt19937 and perturbation
 
+
 def test_mt19937_standard_check_value():
     # C++ standard [rand.predef]: the 10000th output of a default-constructed std::mt19937
     raw = mt19937_raw(5489, 10000)
     assert int(raw[-1]) == 4123659995
     assert raw[:3].tolist() == [3499211612, 581869302, 3890346734]
-    assert int(mt19937_raw(5489 + (1 << 32), 10000)[-1]) == 4123659995   # seed mod 2^32
+    assert int(mt19937_raw(5489 + (1 << 32), 10000)[-1]) == 4123659995  # seed mod 2^32
 
 
 # std::uniform_real_distribution<double>(1-σ, 1+σ) from libstdc++ (g++ 12), printed with %a
-CXX_SEED15_SIGMA01 = ["0x1.100e29645ea8ep+0", "0x1.04ad68810928ep+0", "0x1.d82a3d666bf78p-1",
-                      "0x1.10501bb8ac1c6p+0", "0x1.15d817c2414cfp+0"]
+CXX_SEED15_SIGMA01 = [
+    "0x1.100e29645ea8ep+0",
+    "0x1.04ad68810928ep+0",
+    "0x1.d82a3d666bf78p-1",
+    "0x1.10501bb8ac1c6p+0",
+    "0x1.15d817c2414cfp+0",
+]
 CXX_DEFAULT_SIGMA025 = ["0x1.a2ae9ef6d091cp-1", "0x1.2ae18fbcf3f1p+0", "0x1.3c03dbef90412p+0"]
 
 
@@ -218,9 +262,9 @@ def test_perturbation_matches_libstdcxx_values():
     ratio = np.array([float.fromhex(h) for h in CXX_SEED15_SIGMA01])
     assert ex.tolist() == np.trunc(1e12 * ratio).astype(np.int64).tolist()
     assert pf.tolist() == np.trunc(3e12 * ratio).astype(np.int64).tolist()
-    assert ex[0] == 1062716090206          # 1e12 * 1.0627160902064...
+    assert ex[0] == 1062716090206  # 1e12 * 1.0627160902064...
     small = np.array([1000, 1000, 1000])
-    ex, _, _ = perturb_kernel_times(small, small, small, 0.25, 1)    # ran_seed 1 = default 5489
+    ex, _, _ = perturb_kernel_times(small, small, small, 0.25, 1)  # ran_seed 1 = default 5489
     ratio = np.array([float.fromhex(h) for h in CXX_DEFAULT_SIGMA025])
     assert ex.tolist() == np.trunc(1000 * ratio).astype(np.int64).tolist() == [817, 1167, 1234]
 
@@ -231,7 +275,7 @@ def test_perturbation_clamps_and_identity():
     ex, ip, pf = perturb_kernel_times(x, x, x, 1.5, 10)
     u = libstdcxx_canonical(mt19937_raw(10, 2 * n))
     raw_ratio = u * 3.0 - 0.5
-    assert ex.min() == 100000000 and ex.max() == 1900000000    # clamped to [0.1, 1.9]
+    assert ex.min() == 100000000 and ex.max() == 1900000000  # clamped to [0.1, 1.9]
     assert np.sum(raw_ratio < 0.1) > 100 and np.sum(raw_ratio > 1.9) > 100
     inside = (raw_ratio > 0.1) & (raw_ratio < 1.9)
     assert np.array_equal(ex[inside], np.trunc(1e9 * raw_ratio[inside]).astype(np.int64))
@@ -250,13 +294,15 @@ def test_perturbation_bit_exact_against_compiled_libstdcxx(tmp_path):
         "int main(int c, char** v) { unsigned long s = strtoul(v[1], 0, 10);"
         " double sg = atof(v[2]); int n = atoi(v[3]); std::mt19937 g; if (s != 1) g.seed(s);"
         " std::uniform_real_distribution<double> d(1.0 - sg, 1.0 + sg);"
-        " for (int i = 0; i < n; i++) printf(\"%a\\n\", d(g)); }\n")
+        ' for (int i = 0; i < n; i++) printf("%a\\n", d(g)); }\n'
+    )
     exe = tmp_path / "u"
     if subprocess.run(["g++", "-O1", "-o", str(exe), str(src)], capture_output=True).returncode:
         pytest.skip("g++ cannot build a test program here")
     for seed, sigma in [(15, 0.1), (1, 0.25), (25, 0.9)]:
-        out = subprocess.run([str(exe), str(seed), repr(sigma), "5000"], capture_output=True,
-                             text=True, check=True).stdout.split()
+        out = subprocess.run(
+            [str(exe), str(seed), repr(sigma), "5000"], capture_output=True, text=True, check=True
+        ).stdout.split()
         expected = np.array([float.fromhex(h) for h in out])
         u = libstdcxx_canonical(mt19937_raw(5489 if seed == 1 else seed, 10000))
         assert np.array_equal(u * ((1 + sigma) - (1 - sigma)) + (1 - sigma), expected)

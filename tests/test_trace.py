@@ -14,9 +14,24 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from g10fast.errors import InputError
-from g10fast.trace import (COL_COUNT, COL_KIND, COL_PAGE, COL_SRC, COL_TIME, COLUMN_DTYPES,
-                           COLUMNS, FORMAT_NAME, KIND_NAMES, LOCATION_NAMES, N_COLS,
-                           SCHEMA_VERSION, EventKind, EventTraceWriter, Location, open_trace)
+from g10fast.trace import (
+    COL_COUNT,
+    COL_KIND,
+    COL_PAGE,
+    COL_SRC,
+    COL_TIME,
+    COLUMN_DTYPES,
+    COLUMNS,
+    FORMAT_NAME,
+    KIND_NAMES,
+    LOCATION_NAMES,
+    N_COLS,
+    SCHEMA_VERSION,
+    EventKind,
+    EventTraceWriter,
+    Location,
+    open_trace,
+)
 
 
 def random_events(n: int, seed: int = 0, t0: int = 0) -> np.ndarray:
@@ -26,14 +41,14 @@ def random_events(n: int, seed: int = 0, t0: int = 0) -> np.ndarray:
     kind = r.integers(0, len(EventKind), n)
     buf[:, COL_TIME] = t0 + np.cumsum(r.integers(0, 1000, n))
     buf[:, COL_KIND] = kind
-    buf[:, 2] = r.integers(-1, 32767, n, endpoint=True)             # iteration (int16)
-    buf[:, 3] = r.integers(-1, 2**31 - 1, n, endpoint=True)         # kernel (int32)
-    buf[:, 4] = r.integers(-1, 2**31 - 1, n, endpoint=True)         # tensor (int32)
-    buf[:, COL_PAGE] = r.integers(-1, 2**62, n)                     # page (int64)
+    buf[:, 2] = r.integers(-1, 32767, n, endpoint=True)  # iteration (int16)
+    buf[:, 3] = r.integers(-1, 2**31 - 1, n, endpoint=True)  # kernel (int32)
+    buf[:, 4] = r.integers(-1, 2**31 - 1, n, endpoint=True)  # tensor (int32)
+    buf[:, COL_PAGE] = r.integers(-1, 2**62, n)  # page (int64)
     buf[:, COL_COUNT] = r.integers(0, 2**31 - 1, n, endpoint=True)  # count (int32)
     buf[:, COL_SRC] = r.integers(-1, len(Location), n)
-    buf[:, 8] = r.integers(-1, len(Location), n)                    # dst
-    buf[:, 9] = r.integers(-2**63, 2**63 - 1, n, endpoint=True)     # value (int64)
+    buf[:, 8] = r.integers(-1, len(Location), n)  # dst
+    buf[:, 9] = r.integers(-(2**63), 2**63 - 1, n, endpoint=True)  # value (int64)
     return buf
 
 
@@ -49,16 +64,16 @@ def no_temp_files(directory) -> bool:
 
 # -- round trip ------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("threads", [0, 2])
 def test_round_trip_with_empty_and_oversized_appends(tmp_path, threads):
     path = tmp_path / "t.h5"
     sizes = [0, 5, 0, 2500, 999, 1, 0, 10_000, 3]  # chunk_rows = 1000
     buf = random_events(sum(sizes), seed=1)
-    with EventTraceWriter(path, {"model": "BERT"}, {"run": 1}, chunk_rows=1000,
-                          threads=threads) as w:
+    with EventTraceWriter(path, {"model": "BERT"}, {"run": 1}, chunk_rows=1000, threads=threads) as w:
         pos = 0
         for s in sizes:
-            w.append(buf[pos:pos + s])
+            w.append(buf[pos : pos + s])
             pos += s
             assert w.n_events == pos
     assert path.exists() and no_temp_files(tmp_path)
@@ -77,8 +92,7 @@ def test_round_trip_with_empty_and_oversized_appends(tmp_path, threads):
         assert_same({c: np.concatenate([ch[c] for ch in chunks]) for c in COLUMNS}, buf)
         sub = list(tr.iter_chunks(rows=3000, columns=["count"], start=100, stop=7100))
         assert [list(ch) for ch in sub] == [["count"]] * 3
-        np.testing.assert_array_equal(np.concatenate([ch["count"] for ch in sub]),
-                                      buf[100:7100, COL_COUNT])
+        np.testing.assert_array_equal(np.concatenate([ch["count"] for ch in sub]), buf[100:7100, COL_COUNT])
 
         counts = tr.count_by_kind()
         assert list(counts) == list(EventKind)
@@ -115,15 +129,19 @@ def test_exact_chunk_multiple_and_empty_trace(tmp_path):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(sizes=st.lists(st.integers(0, 300), max_size=8), chunk_rows=st.integers(8, 128),
-       threads=st.sampled_from([0, 1, 3]), rows=st.integers(1, 500))
+@given(
+    sizes=st.lists(st.integers(0, 300), max_size=8),
+    chunk_rows=st.integers(8, 128),
+    threads=st.sampled_from([0, 1, 3]),
+    rows=st.integers(1, 500),
+)
 def test_round_trip_any_split(tmp_path, sizes, chunk_rows, threads, rows):
     path = tmp_path / "h.h5"
     buf = random_events(sum(sizes), seed=sum(sizes))
     with EventTraceWriter(path, {}, {}, chunk_rows=chunk_rows, threads=threads) as w:
         pos = 0
         for s in sizes:
-            w.append(buf[pos:pos + s])
+            w.append(buf[pos : pos + s])
             pos += s
     with open_trace(path, threads=threads) as tr:
         got = list(tr.iter_chunks(rows=rows))
@@ -146,17 +164,26 @@ def test_other_integer_dtypes_are_accepted(tmp_path):
 def test_files_from_other_writers_are_read(tmp_path):
     """Chunks HDF5 encoded itself (shuffle+deflate, decoded in parallel) and other filters (lzf)."""
     buf = random_events(5000, seed=4)
-    for name, kw in [("gz.h5", dict(compression="gzip", shuffle=True)),
-                     ("lzf.h5", dict(compression="lzf")),
-                     ("plain.h5", dict())]:
+    for name, kw in [
+        ("gz.h5", dict(compression="gzip", shuffle=True)),
+        ("lzf.h5", dict(compression="lzf")),
+        ("plain.h5", dict()),
+    ]:
         path = tmp_path / name
         with h5py.File(path, "w") as f:
-            f.attrs.update(format=FORMAT_NAME, schema_version=SCHEMA_VERSION, complete=True,
-                           n_events=len(buf), config="{}", meta="{}")
+            f.attrs.update(
+                format=FORMAT_NAME,
+                schema_version=SCHEMA_VERSION,
+                complete=True,
+                n_events=len(buf),
+                config="{}",
+                meta="{}",
+            )
             g = f.create_group("events")
             for c, col in enumerate(COLUMNS):
-                g.create_dataset(col, data=buf[:, c].astype(COLUMN_DTYPES[col]), chunks=(700,),
-                                 maxshape=(None,), **kw)
+                g.create_dataset(
+                    col, data=buf[:, c].astype(COLUMN_DTYPES[col]), chunks=(700,), maxshape=(None,), **kw
+                )
         with open_trace(path, threads=2) as tr:
             assert tr.chunk_rows == 700
             assert_same(tr.read(), buf)
@@ -166,10 +193,17 @@ def test_files_from_other_writers_are_read(tmp_path):
 
 # -- attributes ------------------------------------------------------------------------------
 
+
 def test_attributes(tmp_path):
     path = tmp_path / "t.h5"
-    config = {"policy": "G10", "gpu_mem_gb": np.float64(16.0), "n": np.int64(3),
-              "sizes": np.arange(3), "out": tmp_path / "x", "big": "x" * 100_000}
+    config = {
+        "policy": "G10",
+        "gpu_mem_gb": np.float64(16.0),
+        "n": np.int64(3),
+        "sizes": np.arange(3),
+        "out": tmp_path / "x",
+        "big": "x" * 100_000,
+    }
     meta = {"version": "0.1.0", "wall_s": 1.5}
     summary = {"iterations": [{"exec_cycles": 123, "faults": 4}, {"exec_cycles": 120, "faults": 0}]}
     with EventTraceWriter(path, config, meta, chunk_rows=64) as w:
@@ -180,14 +214,34 @@ def test_attributes(tmp_path):
         assert a["format"] == "g10fast-event-trace"
         assert int(a["schema_version"]) == 1 and a["schema_version"].dtype.kind == "i"
         assert bool(a["complete"]) is True and int(a["n_events"]) == 100
-        assert json.loads(a["kind_names"]) == ["KERNEL", "FAULT", "FETCH", "ALLOC", "EVICT",
-                                               "HINT", "DEALLOC", "TRANSFER"]
-        assert json.loads(a["location_names"]) == ["NOT_PRESENT", "IN_SSD", "IN_CPU", "IN_GPU",
-                                                   "NOT_KNOWN", "IN_GPU_LEAST"]
+        assert json.loads(a["kind_names"]) == [
+            "KERNEL",
+            "FAULT",
+            "FETCH",
+            "ALLOC",
+            "EVICT",
+            "HINT",
+            "DEALLOC",
+            "TRANSFER",
+        ]
+        assert json.loads(a["location_names"]) == [
+            "NOT_PRESENT",
+            "IN_SSD",
+            "IN_CPU",
+            "IN_GPU",
+            "NOT_KNOWN",
+            "IN_GPU_LEAST",
+        ]
         assert json.loads(a["columns"]) == list(COLUMNS)
         assert json.loads(a["summary"]) == summary
-    expected_config = {"policy": "G10", "gpu_mem_gb": 16.0, "n": 3, "sizes": [0, 1, 2],
-                       "out": str(tmp_path / "x"), "big": "x" * 100_000}
+    expected_config = {
+        "policy": "G10",
+        "gpu_mem_gb": 16.0,
+        "n": 3,
+        "sizes": [0, 1, 2],
+        "out": str(tmp_path / "x"),
+        "big": "x" * 100_000,
+    }
     with open_trace(path) as tr:
         assert tr.schema_version == 1
         assert tr.config == expected_config
@@ -216,6 +270,7 @@ def test_enums_and_column_constants():
 
 
 # -- atomic publication ----------------------------------------------------------------------
+
 
 def test_exception_inside_with_leaves_nothing(tmp_path):
     path = tmp_path / "t.h5"
@@ -273,6 +328,7 @@ def test_closed_writer_rejects_appends(tmp_path):
 
 
 # -- bad input -------------------------------------------------------------------------------
+
 
 def test_append_rejects_bad_batches_without_side_effects(tmp_path):
     path = tmp_path / "t.h5"
@@ -348,14 +404,18 @@ def test_open_errors(tmp_path):
         path = _valid_trace(tmp_path / name)
         with h5py.File(path, "a") as f:
             edit(f)
-            if not keep_digest:     # as a writer without attribute checksums leaves it
+            if not keep_digest:  # as a writer without attribute checksums leaves it
                 for k in ("attrs_sha256", "header_sha256"):
                     if k in f.attrs:
                         del f.attrs[k]
         return path
 
-    for attr, value in (("complete", False), ("n_events", 19), ("config", '{"a": 2}'),
-                        ("summary", '{"x": 1}')):
+    for attr, value in (
+        ("complete", False),
+        ("n_events", 19),
+        ("config", '{"a": 2}'),
+        ("summary", '{"x": 1}'),
+    ):
         changed = edited(f"d-{attr}.h5", lambda f: f.attrs.__setitem__(attr, value), True)
         with pytest.raises(InputError, match="root attributes are damaged"):
             open_trace(changed, allow_incomplete=True)
@@ -367,8 +427,7 @@ def test_open_errors(tmp_path):
     with pytest.raises(InputError, match="schema_version"):
         open_trace(no_version)
 
-    missing = edited("m.h5", lambda f: (f["events"].__delitem__("page"),
-                                        f["events"].__delitem__("dst")))
+    missing = edited("m.h5", lambda f: (f["events"].__delitem__("page"), f["events"].__delitem__("dst")))
     with pytest.raises(InputError, match=r"missing column\(s\) page, dst"):
         open_trace(missing)
     no_group = edited("g.h5", lambda f: f.__delitem__("events"))
@@ -409,6 +468,7 @@ def test_crashed_writer_temp_file_reads_as_incomplete(tmp_path):
 
 
 # -- bounded memory --------------------------------------------------------------------------
+
 
 def test_five_million_events_in_bounded_memory(tmp_path):
     """Write 5 M events (400 MB as int64 batches) and read them back with < 24 MB of allocations."""
@@ -479,6 +539,7 @@ def test_rewind_drops_the_tail(tmp_path, keep):
 
 # -- damage: checksums, verify, messages (docs/damaged-files.md) ------------------------------
 
+
 def _chunk_offset(path, col: str, k: int) -> tuple[int, int]:
     """(file offset, size) of chunk k of a column."""
     with h5py.File(path, "r") as f:
@@ -513,13 +574,16 @@ def test_a_damaged_chunk_is_named_by_verify_inspect_and_reads(tmp_path, capsys, 
     assert js["damaged"] == ["column 'time' chunk 3 (events 3000-3999): checksum mismatch"]
     assert js["checksums"] and js["complete"] and js["n_events"] == 5500
     assert "damaged column 'time' chunk 3 (events 3000-3999): checksum mismatch" in out
-    assert main(["trace", "inspect", str(path)]) == 2       # inspect reads kind/count only
+    assert main(["trace", "inspect", str(path)]) == 2  # inspect reads kind/count only
     err = capsys.readouterr().err
     assert "event trace is damaged: column 'time' chunk 3" in err and err.count("\n") == 1
     with open_trace(path, threads=threads) as tr:
-        assert tr.read(["time"], 0, 3000)["time"].shape == (3000,)   # chunks before it
-        with pytest.raises(InputError, match=r"column 'time' chunk 3 \(events 3000-3999\): "
-                                             r"checksum mismatch"):
+        assert tr.read(["time"], 0, 3000)["time"].shape == (3000,)  # chunks before it
+        with pytest.raises(
+            InputError,
+            match=r"column 'time' chunk 3 \(events 3000-3999\): "
+            r"checksum mismatch",
+        ):
             tr.read(["time"])
         with pytest.raises(InputError, match="checksum mismatch"):
             list(tr.iter_chunks(rows=500))
@@ -539,7 +603,7 @@ def test_a_damaged_chunk_of_a_trace_without_checksums_is_an_input_error(tmp_path
             del f.attrs[k]
     off, size = _chunk_offset(path, "page", 1)
     data = bytearray(open(path, "rb").read())
-    data[off:off + size] = bytes(size)            # the chunk's bytes zeroed
+    data[off : off + size] = bytes(size)  # the chunk's bytes zeroed
     open(path, "wb").write(bytes(data))
     rep = verify_trace(path)
     assert not rep["checksums"] and len(rep["damaged"]) == 1
@@ -552,13 +616,13 @@ def test_a_damaged_chunk_of_a_trace_without_checksums_is_an_input_error(tmp_path
 
 def test_damaged_trace_structure_messages(tmp_path):
     path = _valid_trace(tmp_path / "t.h5", n=3000)
-    with h5py.File(path, "a") as f:                # a checksum table cut short
+    with h5py.File(path, "a") as f:  # a checksum table cut short
         f["checksums"]["kind"].resize((0,))
     with pytest.raises(InputError, match="event trace is damaged: 0 chunk checksums for 1 chunks"):
         open_trace(path)
     trunc = _valid_trace(tmp_path / "u.h5", n=3000)
     data = open(trunc, "rb").read()
-    open(trunc, "wb").write(data[:len(data) // 2])
+    open(trunc, "wb").write(data[: len(data) // 2])
     with pytest.raises(InputError, match="u.h5: cannot open event trace \\(damaged HDF5 file"):
         open_trace(trunc)
 
@@ -566,10 +630,11 @@ def test_damaged_trace_structure_messages(tmp_path):
 def test_a_trace_being_written_is_named(tmp_path):
     w = EventTraceWriter(tmp_path / "t.h5", {}, {}, chunk_rows=100, threads=0)
     w.append(random_events(250))
-    with pytest.raises(InputError, match=f"no such event trace file yet: process {os.getpid()} "
-                                         f"is writing it"):
+    with pytest.raises(
+        InputError, match=f"no such event trace file yet: process {os.getpid()} is writing it"
+    ):
         open_trace(tmp_path / "t.h5")
-    with open_trace(w.tmp_path, allow_incomplete=True) as tr:     # read while it writes
+    with open_trace(w.tmp_path, allow_incomplete=True) as tr:  # read while it writes
         assert tr.n_events == 200
     w.close()
     with open_trace(tmp_path / "t.h5") as tr:
@@ -584,17 +649,20 @@ def test_a_file_left_open_for_writing_by_another_program(tmp_path):
     import sys
 
     path = tmp_path / "other.h5"
-    child = ("import h5py, sys, time\n"
-             "f = h5py.File(sys.argv[1], 'w', libver=('v110', 'v110'))\n"
-             "f.attrs['format'] = 'g10fast-event-trace'\n"
-             "f.flush()\nprint('ready', flush=True)\ntime.sleep(60)\n")
-    p = subprocess.Popen([sys.executable, "-c", child, str(path)], stdout=subprocess.PIPE,
-                         text=True)
+    child = (
+        "import h5py, sys, time\n"
+        "f = h5py.File(sys.argv[1], 'w', libver=('v110', 'v110'))\n"
+        "f.attrs['format'] = 'g10fast-event-trace'\n"
+        "f.flush()\nprint('ready', flush=True)\ntime.sleep(60)\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", child, str(path)], stdout=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "ready"
     p.send_signal(signal.SIGKILL)
     p.wait()
-    with pytest.raises(InputError, match="cannot open event trace \\(open for writing by "
-                                         "another program, or a damaged HDF5 file"):
+    with pytest.raises(
+        InputError,
+        match="cannot open event trace \\(open for writing by another program, or a damaged HDF5 file",
+    ):
         open_trace(path, allow_incomplete=True)
 
 
@@ -606,12 +674,11 @@ def test_two_runs_write_byte_identical_traces(tmp_path):
     from g10fast.spec import builtin_spec
     from g10fast.trace import TIMING_KEYS, open_trace, without_timings
 
-    spec = builtin_spec("bert-base", 8, "g10-artifact", "prefetch_lru",
-                        overrides={"gpu.memory_gb": 3.0})
+    spec = builtin_spec("bert-base", 8, "g10-artifact", "prefetch_lru", overrides={"gpu.memory_gb": 3.0})
     paths = [tmp_path / f"t{i}.h5" for i in range(2)]
     results = [run(spec, trace_path=str(p)) for p in paths]
-    assert all(r["plan"]["hints"] > 0 for r in results)           # a real plan was made
-    assert "plan_seconds" in results[0]["plan"]                   # still in the result
+    assert all(r["plan"]["hints"] > 0 for r in results)  # a real plan was made
+    assert "plan_seconds" in results[0]["plan"]  # still in the result
     assert paths[0].read_bytes() == paths[1].read_bytes()
     tr = open_trace(paths[0])
     try:
@@ -619,7 +686,11 @@ def test_two_runs_write_byte_identical_traces(tmp_path):
         assert tr.summary["plan"]["hints"] == results[0]["plan"]["hints"]
     finally:
         tr.close()
-    assert without_timings({"a": [{"plan_seconds": 1, "b": 2}], "wall_seconds": 3,
-                            "c": {"cpu_seconds": 4, "peak_rss_bytes": 5, "d": 6}}) == \
-        {"a": [{"b": 2}], "c": {"d": 6}}
+    assert without_timings(
+        {
+            "a": [{"plan_seconds": 1, "b": 2}],
+            "wall_seconds": 3,
+            "c": {"cpu_seconds": 4, "peak_rss_bytes": 5, "d": 6},
+        }
+    ) == {"a": [{"b": 2}], "c": {"d": 6}}
     assert TIMING_KEYS == {"plan_seconds", "wall_seconds", "cpu_seconds", "peak_rss_bytes"}

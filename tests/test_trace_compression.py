@@ -18,7 +18,7 @@ from test_trace import _chunk_offset, _flip, assert_same, no_temp_files, random_
 from g10fast.cli import main
 from g10fast.errors import InputError
 from g10fast.perfetto import export_trace, inspect_json
-from g10fast.trace import (COLUMN_DTYPES, COLUMNS, EventTraceWriter, open_trace, verify_trace)
+from g10fast.trace import COLUMN_DTYPES, COLUMNS, EventTraceWriter, open_trace, verify_trace
 
 H5Z_SHUFFLE, H5Z_DEFLATE = 2, 1
 
@@ -29,23 +29,24 @@ def _filters(ds) -> list:
 
 
 def _write(path, buf, compression, chunk_rows=1000, threads=2, sizes=None):
-    with EventTraceWriter(path, {"model": "BERT"}, {"run": 1}, chunk_rows=chunk_rows,
-                          threads=threads, compression=compression) as w:
+    with EventTraceWriter(
+        path, {"model": "BERT"}, {"run": 1}, chunk_rows=chunk_rows, threads=threads, compression=compression
+    ) as w:
         w.set_kernel_times(np.arange(50) * 7)
         pos = 0
         for s in sizes or [len(buf)]:
-            w.append(buf[pos:pos + s])
+            w.append(buf[pos : pos + s])
             pos += s
     return path
 
 
 @pytest.mark.parametrize("threads", [0, 2])
 def test_uncompressed_round_trip(tmp_path, threads):
-    sizes = [0, 5, 2500, 999, 1, 0, 10_000, 3]          # partial chunks, a partial last chunk
+    sizes = [0, 5, 2500, 999, 1, 0, 10_000, 3]  # partial chunks, a partial last chunk
     buf = random_events(sum(sizes), seed=11)
     path = _write(tmp_path / "n.h5", buf, "none", threads=threads, sizes=sizes)
     assert no_temp_files(tmp_path)
-    with h5py.File(path, "r") as f:                      # plain HDF5: no filters, same values
+    with h5py.File(path, "r") as f:  # plain HDF5: no filters, same values
         for c, col in enumerate(COLUMNS):
             ds = f["events"][col]
             assert _filters(ds) == [] and ds.compression is None and ds.chunks == (1000,)
@@ -74,8 +75,7 @@ def test_default_is_deflate_and_unchanged(tmp_path):
     stream (ISA-L's) that plain zlib, and so HDF5's own deflate filter, inflates to the
     chunk's byte planes; "deflate" named explicitly writes the same file."""
     buf = random_events(3500, seed=12)
-    with EventTraceWriter(tmp_path / "d.h5", {"model": "BERT"}, {"run": 1}, chunk_rows=1000,
-                          threads=2) as w:
+    with EventTraceWriter(tmp_path / "d.h5", {"model": "BERT"}, {"run": 1}, chunk_rows=1000, threads=2) as w:
         w.set_kernel_times(np.arange(50) * 7)
         w.append(buf)
     _write(tmp_path / "e.h5", buf, "deflate")
@@ -86,15 +86,16 @@ def test_default_is_deflate_and_unchanged(tmp_path):
         _, data = ds.id.read_direct_chunk((1000,))
         planes = buf[1000:2000, 5].astype("<i8").view(np.uint8).reshape(-1, 8).T.copy()
         assert zlib.decompress(data) == planes.tobytes()
-        np.testing.assert_array_equal(ds[1000:2000], buf[1000:2000, 5])   # HDF5's filters
+        np.testing.assert_array_equal(ds[1000:2000], buf[1000:2000, 5])  # HDF5's filters
     with open_trace(tmp_path / "d.h5") as tr:
         assert tr.compression == "deflate"
         assert_same(tr.read(), buf)
 
 
 def test_unknown_compression_is_refused(tmp_path):
-    with pytest.raises(InputError, match="parameter 'compression': unknown trace compression "
-                                         "'lzf'; choose deflate or none"):
+    with pytest.raises(
+        InputError, match="parameter 'compression': unknown trace compression 'lzf'; choose deflate or none"
+    ):
         EventTraceWriter(tmp_path / "x.h5", {}, compression="lzf")
     assert list(tmp_path.iterdir()) == []
 
@@ -105,7 +106,7 @@ def test_verify_catches_a_flipped_byte(tmp_path, capsys, threads):
     assert main(["trace", "verify", str(path)]) == 0
     assert "ok, 60 chunks checked" in capsys.readouterr().out
     off, size = _chunk_offset(path, "value", 2)
-    assert size == 8000                                   # stored as is: 1000 int64
+    assert size == 8000  # stored as is: 1000 int64
     _flip(path, off + 4321)
     want = "column 'value' chunk 2 (events 2000-2999): checksum mismatch"
     assert verify_trace(path)["damaged"] == [want]
@@ -122,8 +123,7 @@ def test_verify_catches_a_flipped_byte(tmp_path, capsys, threads):
 
 
 def test_incomplete_uncompressed_trace_reads_up_to_its_last_chunk(tmp_path):
-    w = EventTraceWriter(tmp_path / "t.h5", {}, {}, chunk_rows=100, threads=0,
-                         compression="none")
+    w = EventTraceWriter(tmp_path / "t.h5", {}, {}, chunk_rows=100, threads=0, compression="none")
     buf = random_events(250)
     w.append(buf)  # two chunks stored, 50 rows buffered
     w._file.flush()
@@ -136,8 +136,7 @@ def test_incomplete_uncompressed_trace_reads_up_to_its_last_chunk(tmp_path):
 
 def test_rewind_of_an_uncompressed_trace(tmp_path):
     buf, extra = random_events(150, seed=3), random_events(40, seed=4, t0=10**9)
-    with EventTraceWriter(tmp_path / "r.h5", {}, chunk_rows=32, threads=1,
-                          compression="none") as w:
+    with EventTraceWriter(tmp_path / "r.h5", {}, chunk_rows=32, threads=1, compression="none") as w:
         w.append(buf)
         w.rewind(70)
         w.append(extra)
@@ -149,10 +148,16 @@ def test_export_and_inspect_are_the_same_as_for_deflate(tmp_path, capsys):
     """`trace export` (perfetto and json) and `trace inspect --json` of an uncompressed trace
     give byte for byte what they give for the same events compressed."""
     buf = engine_like_batch(12_345, seed=3)
-    meta = {"model": "Synth", "batch_size": 8, "policy": "lru",
-            "kernel_names": [f"kern_{i}" for i in range(1000)]}
-    cfg = {"system": {"gpu_frequency_ghz": 1.2, "ssd_bandwidth_gbps": 3.2,
-                      "host_link_gbps": 15.754}, "policy": {"name": "x"}}
+    meta = {
+        "model": "Synth",
+        "batch_size": 8,
+        "policy": "lru",
+        "kernel_names": [f"kern_{i}" for i in range(1000)],
+    }
+    cfg = {
+        "system": {"gpu_frequency_ghz": 1.2, "ssd_bandwidth_gbps": 3.2, "host_link_gbps": 15.754},
+        "policy": {"name": "x"},
+    }
     paths = {}
     for comp in ("deflate", "none"):
         p = tmp_path / f"{comp}.h5"
@@ -165,12 +170,28 @@ def test_export_and_inspect_are_the_same_as_for_deflate(tmp_path, capsys):
     for comp, p in paths.items():
         rep = export_trace(p, tmp_path / f"{comp}.pftrace", merge_gap=0)
         assert rep["packets"] > 13
-        assert main(["trace", "export", str(p), "--perfetto", str(tmp_path / f"{comp}.json"),
-                     "--format", "json", "--no-progress"]) == 0
+        assert (
+            main(
+                [
+                    "trace",
+                    "export",
+                    str(p),
+                    "--perfetto",
+                    str(tmp_path / f"{comp}.json"),
+                    "--format",
+                    "json",
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
         js = inspect_json(p)
         js.pop("file")
-        outs[comp] = ((tmp_path / f"{comp}.pftrace").read_bytes(),
-                      json.loads((tmp_path / f"{comp}.json").read_text()), js)
+        outs[comp] = (
+            (tmp_path / f"{comp}.pftrace").read_bytes(),
+            json.loads((tmp_path / f"{comp}.json").read_text()),
+            js,
+        )
     capsys.readouterr()
     assert outs["none"][0] == outs["deflate"][0]
     assert outs["none"][1] == outs["deflate"][1] and len(outs["none"][1]["traceEvents"]) > 13
@@ -182,8 +203,9 @@ def test_export_and_inspect_are_the_same_as_for_deflate(tmp_path, capsys):
 ARTIFACT = Path(__file__).resolve().parents[2] / "shared" / "g10-artifact"
 
 
-@pytest.mark.skipif(not (ARTIFACT / "frontend" / "Nets").is_dir(),
-                    reason="../shared/g10-artifact not present")
+@pytest.mark.skipif(
+    not (ARTIFACT / "frontend" / "Nets").is_dir(), reason="../shared/g10-artifact not present"
+)
 def test_cli_run_writes_an_uncompressed_trace(tmp_path, capsys):
     from test_cli import _config
 
@@ -198,13 +220,14 @@ def test_cli_run_writes_an_uncompressed_trace(tmp_path, capsys):
         ra, rb = a.read(), b.read()
         for col in COLUMNS:
             np.testing.assert_array_equal(ra[col], rb[col], err_msg=col)
-    with pytest.raises(SystemExit) as e:            # argparse: one usage line, status 2
+    with pytest.raises(SystemExit) as e:  # argparse: one usage line, status 2
         main(["run", str(cfg), "--trace", str(tmp_path / "x.h5"), "--trace-compression", "lzf"])
     assert e.value.code == 2
     assert "lzf" in capsys.readouterr().err
 
 
 # -- the writer's Numba kernels against plain numpy (g10fast/trace_kernels.py) ----------------
+
 
 def test_split_checked_kernel_matches_numpy():
     """The writer's one-pass kernel: every column split exactly, and a value just outside a
@@ -245,7 +268,7 @@ def test_shuffle_kernel_is_hdf5s_shuffle():
         for j in range(size):
             np.testing.assert_array_equal(planes[j], src[:, j])
         dt = np.dtype(f"<i{size}")
-        back = _decode(planes.tobytes(), 2, dt, 1001)        # filter mask 2: not deflated
+        back = _decode(planes.tobytes(), 2, dt, 1001)  # filter mask 2: not deflated
         np.testing.assert_array_equal(back, src.reshape(-1).view(dt))
 
 
@@ -254,7 +277,7 @@ def test_bad_batch_over_several_chunks_leaves_the_trace_unchanged(tmp_path):
     trace holds exactly the rows appended before it; the writer goes on."""
     buf = random_events(5000, seed=24)
     bad = random_events(3500, seed=25)
-    bad[3400, 1] = 99                                   # kind out of range, in the 4th chunk
+    bad[3400, 1] = 99  # kind out of range, in the 4th chunk
     path = tmp_path / "b.h5"
     with EventTraceWriter(path, {"model": "BERT"}, chunk_rows=1000, threads=2) as w:
         w.append(buf[:1700])

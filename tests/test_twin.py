@@ -14,18 +14,37 @@ import pytest
 
 from g10fast.workload.model import Graph, build_workload, csr_from_lists
 from synth import kernel_pages, make_workload, random_hints, tiny_cfg
-from twin import (IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT, LRUList, check_invariants,
-                  deepum_hints, derived_constants, run_twin, stall_model)
+from twin import (
+    IN_CPU,
+    IN_GPU,
+    IN_SSD,
+    NOT_KNOWN,
+    NOT_PRESENT,
+    LRUList,
+    check_invariants,
+    deepum_hints,
+    derived_constants,
+    run_twin,
+    stall_model,
+)
 
 
 def _graph(sizes, is_global, ins, outs, name="hand"):
     K = len(ins)
     in_ptr, in_idx = csr_from_lists(ins)
     out_ptr, out_idx = csr_from_lists(outs)
-    return Graph(name=name, batch_size=1, raw_size=np.asarray(sizes, np.int64),
-                 is_global=np.asarray(is_global, bool), kernel_name=[f"K{k}" for k in range(K)],
-                 kernel_parent=[""] * K, in_ptr=in_ptr, in_idx=in_idx, out_ptr=out_ptr,
-                 out_idx=out_idx)
+    return Graph(
+        name=name,
+        batch_size=1,
+        raw_size=np.asarray(sizes, np.int64),
+        is_global=np.asarray(is_global, bool),
+        kernel_name=[f"K{k}" for k in range(K)],
+        kernel_parent=[""] * K,
+        in_ptr=in_ptr,
+        in_idx=in_idx,
+        out_ptr=out_ptr,
+        out_idx=out_idx,
+    )
 
 
 def _constants(**kw):
@@ -35,17 +54,23 @@ def _constants(**kw):
 
 # ------------------------------------------------------------------------------------- §3
 
+
 def test_derived_constants_artifact_defaults():
     c = _constants()
-    assert (c.f, c.G, c.ii, c.GPU_cap, c.CPU_cap, c.SSD_cap) == (1_200_000_000, 10_485_760,
-                                                                  15_599, 50, 50, 10)
+    assert (c.f, c.G, c.ii, c.GPU_cap, c.CPU_cap, c.SSD_cap) == (
+        1_200_000_000,
+        10_485_760,
+        15_599,
+        50,
+        50,
+        10,
+    )
     assert (c.malloc_cpp, c.alloc_cap, c.host_line) == (4, 3_899, 33_554_432)
 
 
 @pytest.mark.parametrize("ssd,cap", [(6.4, 10), (12.8, 20), (19.2, 30), (25.6, 40), (32, 50)])
 def test_derived_constants_ssd_sensitivity(ssd, cap):
-    c = _constants(GPU_PCIe_bandwidth_GBps=32, CPU_PCIe_bandwidth_GBps=32,
-                   SSD_PCIe_bandwidth_GBps=ssd)
+    c = _constants(GPU_PCIe_bandwidth_GBps=32, CPU_PCIe_bandwidth_GBps=32, SSD_PCIe_bandwidth_GBps=ssd)
     assert (c.ii, c.alloc_cap, c.SSD_cap, c.CPU_cap) == (7_680, 1_920, cap, 50)
 
 
@@ -56,22 +81,23 @@ def test_tiny_cfg_frame_counts():
 
 # ------------------------------------------------------------------------------------- §7
 
+
 def test_stall_model_bert_kernel0():
     c = _constants()
     # BERT-128 kernel 0: inputs 16 unallocated + 2 SSD pages, output 12,288 unallocated pages
-    assert stall_model(135_168, 47_334_603, 47_334_603, 18, 0, 2, 16, 12_288, 0, 0, 12_288,
-                       c) == 4_952_486
+    assert stall_model(135_168, 47_334_603, 47_334_603, 18, 0, 2, 16, 12_288, 0, 0, 12_288, c) == 4_952_486
     # the spec's wording: 2 SSD faults among 18 input pages, 12,304 unallocated output pages
-    assert stall_model(135_168, 47_334_603, 47_334_603, 18, 0, 2, 0, 12_304, 0, 0, 12_304,
-                       c) == 4_952_486
+    assert stall_model(135_168, 47_334_603, 47_334_603, 18, 0, 2, 0, 12_304, 0, 0, 12_304, c) == 4_952_486
 
 
 def test_stall_model_bert_kernel1():
     c = _constants()
     # 16 unallocated + 22,892 SSD input pages, 12,288 unallocated output pages: SSD-bound,
     # 93,765,632 B / 3,200,000 B/ms = 29.30176 ms = 35,162,112 cycles (+ exec 122,880)
-    assert stall_model(122_880, 40_084_684, 40_084_684, 22_908, 0, 22_892, 16, 12_288, 0, 0,
-                       12_288, c) == 35_284_992
+    assert (
+        stall_model(122_880, 40_084_684, 40_084_684, 22_908, 0, 22_892, 16, 12_288, 0, 0, 12_288, c)
+        == 35_284_992
+    )
 
 
 def test_stall_model_no_faults_is_exec():
@@ -95,6 +121,7 @@ def test_stall_model_o1_integer_seconds():
 
 # ----------------------------------------------------------------------- §16 spot checks
 
+
 def _bert_first_three_kernels():
     """BERT-128 kernels 0-2 with the reference run's tensors (statistics/kernels.config)."""
     P = 4096
@@ -104,8 +131,13 @@ def _bert_first_three_kernels():
     ins = [[2, 1], [5, 4], [7, 3]]
     outs = [[0], [3], [6]]
     g = _graph(sizes, glob, ins, outs, "bert3")
-    return build_workload(g, [135_168, 122_880, 271_564], [47_334_603, 40_084_684, 108_225_330],
-                          [47_334_603, 40_084_684, 108_225_330], [0, 0, 0])
+    return build_workload(
+        g,
+        [135_168, 122_880, 271_564],
+        [47_334_603, 40_084_684, 108_225_330],
+        [47_334_603, 40_084_684, 108_225_330],
+        [0, 0, 0],
+    )
 
 
 def test_bert_spot_checks():
@@ -117,7 +149,7 @@ def test_bert_spot_checks():
         (0, 1, 4_952_486, 40_666_593, 0, 0, 22_892, 12_304, 0, 47_502),
         (0, 2, 40_666_593, 59_837_764, 0, 0, 12_288, 12_288, 0, 72_078),
     ]
-    assert res["pcie"][0] == (0, 0, 3_899, 2, 2, 0, 0, 0, 0)         # 0[0]3899(2=2+0)(0=0+0)
+    assert res["pcie"][0] == (0, 0, 3_899, 2, 2, 0, 0, 0, 0)  # 0[0]3899(2=2+0)(0=0+0)
     assert all(r[1] % 15_599 == 0 for r in res["pcie"])
     # kernel 1 transfers start at tick 318 and its last SSD page lands at tick 2,607
     k1 = [r for r in res["pcie"] if 4_952_486 <= r[1] <= 40_666_593]
@@ -140,6 +172,7 @@ def test_bert_spot_checks():
 
 # ------------------------------------------------------------------------------- §11.7
 
+
 @pytest.mark.parametrize("seed", range(3))
 def test_ideal_mode_runs_at_exec_time(seed):
     wl = make_workload(seed)
@@ -158,20 +191,22 @@ def test_ideal_mode_runs_at_exec_time(seed):
 
 # ---------------------------------------------------------------------------------- §2.3
 
+
 def _two_kernel_workload():
     P = 4096
     # 0: weight (3 pages, input of k0); 1: activation k0 -> k1; 2: output of k1
     g = _graph([3 * P, 2 * P, 2 * P], [1, 0, 0], [[0], [1]], [[1], [2]], "two")
-    return build_workload(g, [1_000_000, 1_000_000], [1_000_000, 1_000_000],
-                          [2_000_000, 2_000_000], [0, 0])
+    return build_workload(g, [1_000_000, 1_000_000], [1_000_000, 1_000_000], [2_000_000, 2_000_000], [0, 0])
 
 
 def test_hints_at_K_fire_next_iteration_before_time_0_hints():
     wl = _two_kernel_workload()
     cfg = tiny_cfg(64, 64, policy="prefetch_lru")
-    hints = [(0, 0, NOT_KNOWN, IN_GPU),        # prefetch the weight for kernel 0
-             (1, 0, NOT_KNOWN, IN_SSD),        # pre-evict it to the SSD during kernel 1
-             (2, 0, NOT_KNOWN, NOT_PRESENT)]   # issued at K: deallocate it, next iteration only
+    hints = [
+        (0, 0, NOT_KNOWN, IN_GPU),  # prefetch the weight for kernel 0
+        (1, 0, NOT_KNOWN, IN_SSD),  # pre-evict it to the SSD during kernel 1
+        (2, 0, NOT_KNOWN, NOT_PRESENT),
+    ]  # issued at K: deallocate it, next iteration only
     res = run_twin(wl, cfg, hints)
     k = res["kernels"]
     # iteration 0, kernel 0: the weight is in flight (prefetched), the activation is allocated
@@ -183,7 +218,7 @@ def test_hints_at_K_fire_next_iteration_before_time_0_hints():
     assert f["pcie_stat.iter0.incoming_pg_ssd"] == 3 and f["pcie_stat.iter0.outgoing_pg_ssd"] == 3
     assert f["pcie_stat.iter1.incoming_pg"] == 0 and f["pcie_stat.iter1.outgoing_pg_ssd"] == 3
     assert res["state"]["counters"]["dealloc_ssd"] == 3
-    assert res["state"]["hint_cursor"] == 2          # waiting on the K hint again
+    assert res["state"]["hint_cursor"] == 2  # waiting on the K hint again
     check_invariants(res, wl, cfg)
 
 
@@ -211,6 +246,7 @@ def test_deepum_hints_rule():
 
 # ---------------------------------------------------------------------------------- §4.2
 
+
 def test_lru_list_cursor_reset_on_removal():
     lru = LRUList()
     for p in (5, 7, 9, 11):
@@ -218,7 +254,7 @@ def test_lru_list_cursor_reset_on_removal():
     lru.cursor = 9
     lru.remove(7)
     assert list(lru) == [5, 9, 11] and lru.cursor == 9
-    lru.remove(9)                               # removing the cursor page resets it to the head
+    lru.remove(9)  # removing the cursor page resets it to the head
     assert list(lru) == [5, 11] and lru.cursor == 5
     lru.move_to_head(11)
     assert list(lru) == [11, 5] and lru.head == 11 and lru.tail == 5
@@ -228,6 +264,7 @@ def test_lru_list_cursor_reset_on_removal():
 
 
 # ------------------------------------------------------------------------ invariants, all
+
 
 def _cases():
     for policy in ("lru", "prefetch_lru", "deepUM"):
@@ -263,9 +300,17 @@ def test_branches_are_exercised():
         res = run_twin(wl, cfg, hints)
         seen.update({f"{policy}:{k}": v for k, v in res["state"]["counters"].items()})
         seen[f"{policy}:pcie_ssd_out"] += res["final"]["pcie_stat.total.outgoing_pg_ssd"]
-    for key in ("lru:pcie_ssd_out", "lru:refault", "prefetch_lru:preevict",
-                "prefetch_lru:dealloc_gpu", "prefetch_lru:dealloc_cpu", "deepUM:drop",
-                "deepUM:nonpf_stall", "deepUM:sticky_end", "deepUM:rescue"):
+    for key in (
+        "lru:pcie_ssd_out",
+        "lru:refault",
+        "prefetch_lru:preevict",
+        "prefetch_lru:dealloc_gpu",
+        "prefetch_lru:dealloc_cpu",
+        "deepUM:drop",
+        "deepUM:nonpf_stall",
+        "deepUM:sticky_end",
+        "deepUM:rescue",
+    ):
         assert seen[key] > 0, key
     assert seen["lru:drop"] == 0 and seen["lru:preevict"] == 0
 
@@ -279,8 +324,13 @@ def test_ideal_mode_rejects_oversized_kernel():
 # ------------------------------------------- prefix of the reference runs (original binary)
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
-_LOCN = {"Not_Known": NOT_KNOWN, "Not_present": NOT_PRESENT, "In_ssd": IN_SSD, "In_cpu": IN_CPU,
-         "In_gpu": IN_GPU}
+_LOCN = {
+    "Not_Known": NOT_KNOWN,
+    "Not_present": NOT_PRESENT,
+    "In_ssd": IN_SSD,
+    "In_cpu": IN_CPU,
+    "In_gpu": IN_GPU,
+}
 
 
 def _reference_prefix(run, n_kernels):
@@ -302,14 +352,17 @@ def _reference_prefix(run, n_kernels):
         elif line.startswith(("Input Tensors", "Output Tensors")):
             mode = "ins" if line.startswith("Input") else "outs"
         elif line.startswith("tensor"):
-            ks[-1][mode].append(int(line[6:line.index(" ")]))
+            ks[-1][mode].append(int(line[6 : line.index(" ")]))
     for line in gzip.open(d / "statistics" / "tensors.config.gz", "rt"):
         m = re.match(r"tensor(\d+) Is weight \(global\)\?: (\d), Size in byte: (\d+)", line)
         sizes[int(m.group(1))] = (int(m.group(3)), int(m.group(2)))
     ref = []
     for line in gzip.open(d / "sim_result.kernel.gz", "rt"):
-        m = re.match(r"(\d+)\+(\d+):\[(\d+),(\d+)\]\((\d+),(\d+)\)<(\d+),(\d+),(\d+),(\d+)>"
-                     r"\((\d+),(\d+)\)", line)
+        m = re.match(
+            r"(\d+)\+(\d+):\[(\d+),(\d+)\]\((\d+),(\d+)\)<(\d+),(\d+),(\d+),(\d+)>"
+            r"\((\d+),(\d+)\)",
+            line,
+        )
         if m and len(ref) < n_kernels:
             ref.append(tuple(int(x) for x in m.groups()))
     hints = []
@@ -319,12 +372,16 @@ def _reference_prefix(run, n_kernels):
             hints.append((int(m.group(1)), int(m.group(2)), _LOCN[m.group(3)], _LOCN[m.group(4)]))
     used = sorted(set(t for k in ks for t in k["ins"] + k["outs"]) | {h[1] for h in hints})
     new = {t: i for i, t in enumerate(used)}
-    g = _graph([sizes[t][0] for t in used], [sizes[t][1] for t in used],
-               [[new[t] for t in k["ins"]] for k in ks], [[new[t] for t in k["outs"]] for k in ks],
-               run)
+    g = _graph(
+        [sizes[t][0] for t in used],
+        [sizes[t][1] for t in used],
+        [[new[t] for t in k["ins"]] for k in ks],
+        [[new[t] for t in k["outs"]] for k in ks],
+        run,
+    )
     ex = [k["exec"] for k in ks]
     pf = [max(r[5], e) for r, e in zip(ref, ex)]
-    assert max(pf) < 1_200_000_000            # so input_pf (not in these files) does not matter
+    assert max(pf) < 1_200_000_000  # so input_pf (not in these files) does not matter
     wl = build_workload(g, ex, pf, pf, [0] * len(ks))
     return wl, [(h[0], new[h[1]], h[2], h[3]) for h in hints], ref
 
@@ -335,8 +392,7 @@ def test_reference_prefix_bert128(policy):
     O-18's hash-set order cannot matter), with the C++'s own hint order: exact kernel lines."""
     n = 40
     wl, hints, ref = _reference_prefix(f"BERT-128-{policy}", n)
-    cfg = tiny_cfg(1, 1, policy=policy, GPU_memory_size_GB=40.0, CPU_memory_line_GB=128.0,
-                   num_iteration=1)
+    cfg = tiny_cfg(1, 1, policy=policy, GPU_memory_size_GB=40.0, CPU_memory_line_GB=128.0, num_iteration=1)
     res = run_twin(wl, cfg, hints)
     want = [(r[0], r[1], r[2], r[3], r[6], r[7], r[8], r[9], r[10], r[11]) for r in ref]
     assert res["kernels"] == want
@@ -356,7 +412,7 @@ def test_deepum_hints_match_reference_bert128():
         elif line.startswith(("Input Tensors", "Output Tensors")):
             mode = ins if line.startswith("Input") else outs
         elif line.startswith("tensor"):
-            mode[-1].append(int(line[6:line.index(" ")]))
+            mode[-1].append(int(line[6 : line.index(" ")]))
     T = 1 + max(max(r) for r in ins + outs if r)
     g = _graph([4096] * T, [0] * T, ins, outs, "bert128")
     K = len(ins)
@@ -374,9 +430,10 @@ def test_order_option():
     wl = make_workload(2)
     cfg = tiny_cfg(int(kernel_pages(wl).max()), 60)
     base = run_twin(wl, cfg)
-    asc = [(sorted(set(wl.inputs(k).tolist())),
-            sorted(set(wl.outputs(k).tolist()) - set(wl.inputs(k).tolist())))
-           for k in range(wl.num_kernels)]
+    asc = [
+        (sorted(set(wl.inputs(k).tolist())), sorted(set(wl.outputs(k).tolist()) - set(wl.inputs(k).tolist())))
+        for k in range(wl.num_kernels)
+    ]
     assert run_twin(wl, cfg, order=asc)["kernels"] == base["kernels"]
     rev = [(a[::-1], b[::-1]) for a, b in asc]
     res = run_twin(wl, cfg, order=rev)

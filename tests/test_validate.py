@@ -13,16 +13,32 @@ from refstats import ARTIFACT, REFERENCE
 
 
 def _claim(band, value, **kw):
-    d = dict(id="toy.one", system="Toy", claim="c", source="s", published="p", setting="set",
-             unit="x", band=band, measure=lambda quick: val.Measured(value, "d"))
+    d = dict(
+        id="toy.one",
+        system="Toy",
+        claim="c",
+        source="s",
+        published="p",
+        setting="set",
+        unit="x",
+        band=band,
+        measure=lambda quick: val.Measured(value, "d"),
+    )
     d.update(kw)
     return val.Claim(**d)
 
 
-@pytest.mark.parametrize("band,value,verdict", [
-    ((1.5, 3.0), 1.5, val.AGREES), ((1.5, 3.0), 3.0, val.AGREES),
-    ((1.5, 3.0), 1.4999, val.MISSES), ((1.5, 3.0), 3.0001, val.MISSES),
-    ((0.0, math.inf), 1e9, val.AGREES), ((0.0, 1.0), math.nan, val.MISSES)])
+@pytest.mark.parametrize(
+    "band,value,verdict",
+    [
+        ((1.5, 3.0), 1.5, val.AGREES),
+        ((1.5, 3.0), 3.0, val.AGREES),
+        ((1.5, 3.0), 1.4999, val.MISSES),
+        ((1.5, 3.0), 3.0001, val.MISSES),
+        ((0.0, math.inf), 1e9, val.AGREES),
+        ((0.0, 1.0), math.nan, val.MISSES),
+    ],
+)
 def test_verdict_is_the_band_inclusive(band, value, verdict):
     assert val.evaluate(_claim(band, value), quick=True).verdict == verdict
 
@@ -78,18 +94,23 @@ def test_cli_refuses_bad_outputs_and_unknown_rows(tmp_path, capsys):
     assert "no row matches" in capsys.readouterr().err
 
 
-needs_shared = pytest.mark.skipif(not (ARTIFACT / "frontend").is_dir() or not REFERENCE.is_dir(),
-                                  reason="../shared (the G10 artifact and reference) absent")
+needs_shared = pytest.mark.skipif(
+    not (ARTIFACT / "frontend").is_dir() or not REFERENCE.is_dir(),
+    reason="../shared (the G10 artifact and reference) absent",
+)
 
 
 @needs_shared
 def test_g10_quick_rows_against_the_binary(tmp_path, capsys):
     """The G10-family rows: g10fast equals the C++ binary on BERT-128 (all four policies)."""
     md, fig = tmp_path / "v.md", tmp_path / "v.png"
-    ids = ["g10.reference-binary", "base-uvm.reference-binary", "deepum.reference-binary",
-           "flashneuron.reference-binary"]
-    argv = ["validate", "--quick", "--json", "--no-progress", "--markdown", str(md),
-            "--figure", str(fig)]
+    ids = [
+        "g10.reference-binary",
+        "base-uvm.reference-binary",
+        "deepum.reference-binary",
+        "flashneuron.reference-binary",
+    ]
+    argv = ["validate", "--quick", "--json", "--no-progress", "--markdown", str(md), "--figure", str(fig)]
     for i in ids:
         argv += ["--only", i]
     assert main(argv) == 0
@@ -125,9 +146,21 @@ def test_rows_cover_every_system():
     FlashNeuron, PUMP, TBNp, the SINGA pool and swap, AppObMem, FusionStitching, the kernel
     cost model and the driver engine against the measured H100 (issue 40: the ZeRO family)."""
     systems = {c.system for c in val.all_claims()}
-    need = {"G10", "DeepUM+", "FlashNeuron", "PUMP", "TBNp", "SINGA pool", "SINGA swap",
-            "AppObMem", "FusionStitching", "kernel cost model", "driver engine",
-            "ZeRO-Offload", "ZeRO-Infinity"}
+    need = {
+        "G10",
+        "DeepUM+",
+        "FlashNeuron",
+        "PUMP",
+        "TBNp",
+        "SINGA pool",
+        "SINGA swap",
+        "AppObMem",
+        "FusionStitching",
+        "kernel cost model",
+        "driver engine",
+        "ZeRO-Offload",
+        "ZeRO-Infinity",
+    }
     assert need <= systems, need - systems
     assert len(val.all_claims()) >= 12
     assert len(val.select(val.all_claims(), quick=True)) >= 12

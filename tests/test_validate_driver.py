@@ -22,8 +22,7 @@ def _synthetic(coef_batch=80e-6, coef_free=900e-6, link=20.0):
     ideal + migrations on UVMSmart's curve at `link` + batches * coef_batch + frees *
     coef_free."""
     rng = np.random.default_rng(7)
-    rows = {k: [] for k in ("model", "name", "mode", "ideal", "batches", "zero_pages", "free",
-                            "free_pages")}
+    rows = {k: [] for k in ("model", "name", "mode", "ideal", "batches", "zero_pages", "free", "free_pages")}
     run_row, run_n = [], []
     for m in ("a", "b", "c"):
         for mode in fit.MODES:
@@ -82,8 +81,7 @@ def test_op_temporaries_hand_worked():
     divisor allocates -g, -g * a, b * b and the unreduced quotient; an in-place SGD none."""
     r = Recipe("erf_bwd", [Operand((8, 1024)), Operand((8, 1024))])
     assert fit.op_temporaries(r, 2) == ([8 * 1024 * 2] * 4, [])
-    r = Recipe("ew_grad_div_b", [Operand((4, 256)), Operand((4, 256)), Operand((4, 1))],
-               {"shape": [4, 1]})
+    r = Recipe("ew_grad_div_b", [Operand((4, 256)), Operand((4, 256)), Operand((4, 1))], {"shape": [4, 1]})
     assert fit.op_temporaries(r, 4) == ([4096, 4096, 16, 4096], [])
     assert fit.op_temporaries(Recipe("sgd", [Operand((10,)), Operand((10,))]), 4) == ([], [])
     assert fit.op_temporaries(Recipe("dropout_fwd", [Operand((3, 5))]), 4) == ([], [15])
@@ -96,20 +94,23 @@ def rows():
     return {c.id: evaluate(c, True) for c in CLAIMS}
 
 
-@pytest.mark.parametrize("cid,lo,hi,verdict", [
-    # measured 14.1 % (ViT all faulting); the model's tensors instead of the harness's
-    # recipes (no temporaries, G10's BatchNorm): 59-74 % (docs/driver-h100.md before)
-    ("driver.h100-faulting-per-model", 13.0, 15.0, AGREES),
-    # measured 22.5 % (24.4 % without the small-allocation candidates)
-    ("driver.h100-faulting-per-kernel", 21.0, 24.0, MISSES),
-    # 25.4x: without fresh allocations (a caching allocator) it would be 1.0x
-    ("driver.naive-um-no-prefetch", 22.0, 29.0, AGREES),
-    ("driver.naive-um-prefetch", 3.0, 3.8, AGREES),
-    ("driver.naive-um-mode-ratio", 7.0, 8.2, MISSES),
-    # 1.30x and 1.59x: evictions add traffic in proportion, no cliff (E2: 1.45x, 6.06x)
-    ("driver.naive-um-oversub-1.43", 1.15, 1.45, AGREES),
-    ("driver.naive-um-oversub-2.17", 1.40, 1.80, MISSES),
-])
+@pytest.mark.parametrize(
+    "cid,lo,hi,verdict",
+    [
+        # measured 14.1 % (ViT all faulting); the model's tensors instead of the harness's
+        # recipes (no temporaries, G10's BatchNorm): 59-74 % (docs/driver-h100.md before)
+        ("driver.h100-faulting-per-model", 13.0, 15.0, AGREES),
+        # measured 22.5 % (24.4 % without the small-allocation candidates)
+        ("driver.h100-faulting-per-kernel", 21.0, 24.0, MISSES),
+        # 25.4x: without fresh allocations (a caching allocator) it would be 1.0x
+        ("driver.naive-um-no-prefetch", 22.0, 29.0, AGREES),
+        ("driver.naive-um-prefetch", 3.0, 3.8, AGREES),
+        ("driver.naive-um-mode-ratio", 7.0, 8.2, MISSES),
+        # 1.30x and 1.59x: evictions add traffic in proportion, no cliff (E2: 1.45x, 6.06x)
+        ("driver.naive-um-oversub-1.43", 1.15, 1.45, AGREES),
+        ("driver.naive-um-oversub-2.17", 1.40, 1.80, MISSES),
+    ],
+)
 def test_quick_rows(rows, cid, lo, hi, verdict):
     r = rows[cid]
     assert r.verdict == verdict, r.detail

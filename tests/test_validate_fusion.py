@@ -26,8 +26,7 @@ def test_every_row_is_quick():
 
 
 def test_speedups_miss_with_their_reason(rows):
-    mean, top = rows["fusionstitching.mean-speedup-vs-xla"], \
-        rows["fusionstitching.max-speedup-vs-xla"]
+    mean, top = rows["fusionstitching.mean-speedup-vs-xla"], rows["fusionstitching.max-speedup-vs-xla"]
     assert mean.verdict == top.verdict == MISSES
     # measured: 1.032 (BERT training b32), 1.187 (BERT inference b1), 1.221 (Transformer b1)
     assert 1.12 <= mean.value <= 1.17
@@ -57,22 +56,23 @@ def test_breakdown_of_the_gain():
     traffic; the host never holds the fused GPU back at 4.5 µs per launch; every softmax
     is lowered (BERT-base's 12 and Transformer-base's 6 each way)."""
     from g10fast.workload.fusion import gain_breakdown
+
     b = breakdowns()
     for label, v in b.items():
         g = gain_breakdown(v["xla"], v["stitch"])
-        assert g["saved_s"] == pytest.approx(g["launches_s"] + g["traffic_s"]
-                                             + g["switches_s"])
+        assert g["saved_s"] == pytest.approx(g["launches_s"] + g["traffic_s"] + g["switches_s"])
         assert g["traffic_bytes"][1] < g["traffic_bytes"][0]
         assert v["stitch"]["idle_s"] < 2e-5 and v["xla"]["idle_s"] < 2e-5
         share = g["share"]
         if "inference" in label:
             assert share["launches_s"] > 0.85
-        else:     # training at batch 32: 21 % launches, 79 % traffic
+        else:  # training at batch 32: 21 % launches, 79 % traffic
             assert 0.1 < share["launches_s"] < 0.3 and 0.7 < share["traffic_s"] < 0.9
         # fusion removes launches: none > xla > stitch
         assert v["none"]["kernels"] > v["xla"]["kernels"] > v["stitch"]["kernels"]
     from g10fast.validate.claims_fusion import paper_workload
     from g10fast.workload.fusion import lower_softmax
+
     for label, n in (("BERT-base training b32", 24), ("Transformer-base inference b1", 6)):
         lw = lower_softmax(paper_workload(label)[0])
         assert lw.meta["lowering"]["softmax_kernels"] == n

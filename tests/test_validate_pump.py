@@ -22,8 +22,8 @@ def test_defaults_row():
     assert row.verdict == val.MISSES
     assert 1.15 <= row.value <= 1.28
     per = _points(row)
-    assert 1.40 <= per["inceptionv3 128 1.5x"] <= 1.58     # cuDNN blocks prefetched
-    assert 0.98 <= per["bert-base 32 1.5x"] <= 1.10        # a quarter of GEMM operands
+    assert 1.40 <= per["inceptionv3 128 1.5x"] <= 1.58  # cuDNN blocks prefetched
+    assert 0.98 <= per["bert-base 32 1.5x"] <= 1.10  # a quarter of GEMM operands
 
 
 def test_launch_model_is_what_lets_pump_gain():
@@ -31,8 +31,9 @@ def test_launch_model_is_what_lets_pump_gain():
     stream runs a whole window ahead and thrashes: much less gain on the CNN point."""
     t_uvm = cp._time("inceptionv3", 128, 1.5, "uvm", (), cp.CACHING)
     t_new = cp._time("inceptionv3", 128, 1.5, "pump", (), cp.CACHING)
-    t_old = cp._time("inceptionv3", 128, 1.5, "pump",
-                     (("launch_queue_depth", 0), ("sync", "none")), cp.CACHING)
+    t_old = cp._time(
+        "inceptionv3", 128, 1.5, "pump", (("launch_queue_depth", 0), ("sync", "none")), cp.CACHING
+    )
     assert t_uvm / t_new > 1.4
     assert t_uvm / t_old < t_uvm / t_new - 0.1
 
@@ -57,6 +58,7 @@ def test_fresh_allocations_beyond_live_set_row():
 def test_peak_live_bytes_hand_worked():
     """Weights held throughout, others from first to last use: a plain walk over kernels."""
     import numpy as np
+
     w = cp._workload("bert-base", 32)
     K = w.num_kernels
     live = np.zeros(K, np.int64)
@@ -65,7 +67,7 @@ def test_peak_live_bytes_hand_worked():
         if not ks:
             continue
         lo, hi = (0, K - 1) if w.is_global[t] else (min(ks), max(ks))
-        live[lo:hi + 1] += int(w.n_pages[t]) * 4096
+        live[lo : hi + 1] += int(w.n_pages[t]) * 4096
     assert cp.peak_live_bytes(w) == int(live.max())
     assert cp.peak_live_bytes(w) < 0.5 * w.footprint_bytes
 
@@ -78,13 +80,12 @@ def test_fresh_allocations_fit_at_these_ratios():
     from g10fast.run import run
     from g10fast.spec import builtin_spec
     from g10fast.system import System
+
     w = cp._workload("bert-base", 32)
-    system = System.from_preset(load_preset(cp.PRESET)).replace(
-        gpu_memory_gb=w.footprint_bytes / 1.5 / 2**30)
+    system = System.from_preset(load_preset(cp.PRESET)).replace(gpu_memory_gb=w.footprint_bytes / 1.5 / 2**30)
     pages_in = {}
     for name, compat in (("fresh", cp.FRESH), ("caching", cp.CACHING)):
-        r = run(builtin_spec("bert-base", 32, system, "uvm",
-                             engine={"compat": dict(compat)}), workload=w)
+        r = run(builtin_spec("bert-base", 32, system, "uvm", engine={"compat": dict(compat)}), workload=w)
         pages_in[name] = r["iterations"][r["reported"]]["pages"]["incoming"]
     assert pages_in["fresh"] == 0
     assert pages_in["caching"] > 0.9 * w.num_pages

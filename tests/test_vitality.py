@@ -11,8 +11,7 @@ from g10fast.analysis import interval_config_text, is_alive, vitality, write_int
 from g10fast.errors import InputError
 from g10fast.workload.model import Graph, build_workload, csr_from_lists
 from g10fast.workload.times import kernel_cycles, read_trace_file
-from refstats import (ARTIFACT, REFERENCE, read_interval_text, read_intervals,
-                      reference_graph)
+from refstats import ARTIFACT, REFERENCE, read_interval_text, read_intervals, reference_graph
 
 RUNS = {  # run -> (results folder, batch, #kernels, #tensors, #intervals)
     "BERT-128-lru": ("BERT_Base", 128, 1369, 1463, 1269),
@@ -26,7 +25,7 @@ def reference_workload(run):
         pytest.skip(f"reference run {run} not available")
     base = ARTIFACT / "results" / model / f"cudnn{batch}"
     ms = [read_trace_file(f"{base}{s}.txt", K, "ms") for s in ("", "InputPF", "PF")]
-    graph = reference_graph(run)         # already holds the workspace tensors
+    graph = reference_graph(run)  # already holds the workspace tensors
     return build_workload(graph, *kernel_cycles(*ms, 1.2), np.zeros(K, np.int64))
 
 
@@ -57,7 +56,7 @@ def test_liveness_matches_reference(ref_case):
     run, w, v = ref_case
     ref = read_intervals(REFERENCE / run / "statistics" / "interval.config.gz")
     assert np.array_equal(ref.is_global, w.is_global)
-    assert np.array_equal(v.birth, ref.birth)       # globals: -1 on both sides
+    assert np.array_equal(v.birth, ref.birth)  # globals: -1 on both sides
     assert np.array_equal(v.death, ref.death)
     # workspaces (the last tensors) are born at their kernel and never read
     ws = w.num_tensors - np.arange(1, 1 + {"BERT-128-lru": 0, "ResNet152-256-lru": 463}[run])
@@ -87,7 +86,7 @@ def test_bert_known_values():
     run, w, v = case("BERT-128-lru")
     K = w.num_kernels
     assert v.time_us[-1] * 1200 == pytest.approx(7087159999, rel=1e-12)
-    assert v.time_us[1] == 135168 / 1200                     # kernel 0: 135168 cycles
+    assert v.time_us[1] == 135168 / 1200  # kernel 0: 135168 cycles
     # tensor 5 (a weight): [2, 1366) then looped [1367, 1), 234.496 µs
     sel = v.iv_tensor == 5
     assert v.iv_start[sel].tolist() == [2, 1367] and v.iv_end[sel].tolist() == [1366, 1]
@@ -126,14 +125,23 @@ def test_vitality_is_fast(ref_case):
 
 # ---------------------------------------------------------------- synthetic cases
 
+
 def small_workload(K, inputs, outputs, is_global, cycles=None):
     T = len(is_global)
     in_ptr, in_idx = csr_from_lists(inputs)
     out_ptr, out_idx = csr_from_lists(outputs)
-    g = Graph(name="toy", batch_size=1, raw_size=np.full(T, 4096, np.int64),
-              is_global=np.array(is_global, bool), kernel_name=["k"] * K,
-              kernel_parent=["p"] * K, in_ptr=in_ptr, in_idx=in_idx,
-              out_ptr=out_ptr, out_idx=out_idx)
+    g = Graph(
+        name="toy",
+        batch_size=1,
+        raw_size=np.full(T, 4096, np.int64),
+        is_global=np.array(is_global, bool),
+        kernel_name=["k"] * K,
+        kernel_parent=["p"] * K,
+        in_ptr=in_ptr,
+        in_idx=in_idx,
+        out_ptr=out_ptr,
+        out_idx=out_idx,
+    )
     c = np.array(cycles if cycles is not None else [1200 * (k + 1) for k in range(K)], np.int64)
     return build_workload(g, c, c, c, np.zeros(K, np.int64))
 
@@ -158,10 +166,17 @@ def test_synthetic_rules():
     assert v.time_ext_us.tolist() == [0, 1, 3, 6, 10, 15, 21, 22, 24, 27, 31, 36, 42]
     assert v.birth.tolist() == [-1, 0, 1, -1, -1, -1, -1, 5]
     assert v.death.tolist() == [-1, 3, 4, -1, -1, -1, -1, -1]
-    got = list(zip(v.iv_tensor.tolist(), v.iv_start.tolist(), v.iv_end.tolist(),
-                   v.iv_looped.tolist(), v.iv_time_us.tolist()))
+    got = list(
+        zip(
+            v.iv_tensor.tolist(),
+            v.iv_start.tolist(),
+            v.iv_end.tolist(),
+            v.iv_looped.tolist(),
+            v.iv_time_us.tolist(),
+        )
+    )
     assert got == [
-        (0, 1, 0, True, 20.0),        # T[6] - T[1] + T[0]
+        (0, 1, 0, True, 20.0),  # T[6] - T[1] + T[0]
         (3, 4, 5, False, 5.0),
         (3, 0, 3, False, 6.0),
         (4, 3, 2, True, 21 - 6 + 3),
@@ -215,8 +230,7 @@ def test_unused_tensor_and_is_alive():
 
 def test_interval_config_text_format():
     K = 3
-    w = small_workload(K, [[0], [], [0, 1]], [[1], [], []], [True, False],
-                       cycles=[1, 7087159999, 394445])
+    w = small_workload(K, [[0], [], [0, 1]], [[1], [], []], [True, False], cycles=[1, 7087159999, 394445])
     v = vitality(w, 1.2)
     text = interval_config_text(v, w)
     assert text.splitlines() == [

@@ -31,7 +31,7 @@ def test_warm_reports_a_policy_the_system_cannot_run(capsys):
     says why (and nothing is raised); an unknown policy or preset exits 2 before any run."""
     from g10fast.cli import main
 
-    row, = warm(["zero2"])
+    (row,) = warm(["zero2"])
     assert row["policy"] == "zero2" and "[node]" in row["error"] and "cpu_s" not in row
     assert main(["warm", "no-such-policy"]) == 2
     err = capsys.readouterr()

@@ -45,12 +45,21 @@ NOT_PRESENT, IN_SSD, IN_CPU, IN_GPU, NOT_KNOWN, IN_GPU_LEAST = range(6)
 # The artifact's "no measurable PF slowdown" bandwidth, bytes/ms (O-2).
 NO_SLOWDOWN_BW = 1063004400
 
-QUEUE_NAMES = ("pf_CPU", "pf_SSD", "pf_alloc", "prefetch_SSD", "prefetch_CPU", "prealloc",
-               "preevict_SSD", "preevict_CPU")
+QUEUE_NAMES = (
+    "pf_CPU",
+    "pf_SSD",
+    "pf_alloc",
+    "prefetch_SSD",
+    "prefetch_CPU",
+    "prealloc",
+    "preevict_SSD",
+    "preevict_CPU",
+)
 
 
 # ---------------------------------------------------------------------------------------------
 # §3 derived constants
+
 
 def _c_round(x: float) -> int:
     """C's round(): half away from zero (Python's round() is half-to-even)."""
@@ -59,7 +68,7 @@ def _c_round(x: float) -> int:
 
 def derived_constants(cfg) -> SimpleNamespace:
     """The System constructor's constants (§3), with C++ truncations."""
-    f = int(cfg.GPU_frequency_GHz * 1e9)                       # uint64 Hz
+    f = int(cfg.GPU_frequency_GHz * 1e9)  # uint64 Hz
     B = int(cfg.PCIe_batch_size_page)
     gpu_bpc = cfg.GPU_PCIe_bandwidth_GBps * 1e9 / f
     cpu_bpc = cfg.CPU_PCIe_bandwidth_GBps * 1e9 / f
@@ -71,7 +80,9 @@ def derived_constants(cfg) -> SimpleNamespace:
     return SimpleNamespace(
         f=f,
         G=_c_round(cfg.GPU_memory_size_GB * 2**30 / PAGE_SIZE),
-        GPU_Bpc=gpu_bpc, CPU_Bpc=cpu_bpc, SSD_Bpc=ssd_bpc,
+        GPU_Bpc=gpu_bpc,
+        CPU_Bpc=cpu_bpc,
+        SSD_Bpc=ssd_bpc,
         ii=ii,
         GPU_cap=B,
         CPU_cap=int(B / cfg.GPU_PCIe_bandwidth_GBps * cfg.CPU_PCIe_bandwidth_GBps),
@@ -87,8 +98,21 @@ def derived_constants(cfg) -> SimpleNamespace:
 # ---------------------------------------------------------------------------------------------
 # §7 stall model
 
-def stall_model(exec_cycles, input_pf_cycles, pf_cycles, total_in, cpu_in, ssd_in, np_in,
-                total_out, cpu_out, ssd_out, np_out, c) -> int:
+
+def stall_model(
+    exec_cycles,
+    input_pf_cycles,
+    pf_cycles,
+    total_in,
+    cpu_in,
+    ssd_in,
+    np_in,
+    total_out,
+    cpu_out,
+    ssd_out,
+    np_out,
+    c,
+) -> int:
     """page_fault_time(k, info) = exec_cycles + ΔPF_cycles, evaluated in IEEE double exactly
     in the order of §7 (numpy float64 so that x/0 gives inf/nan as in C++, not an exception).
 
@@ -120,7 +144,7 @@ def stall_model(exec_cycles, input_pf_cycles, pf_cycles, total_in, cpu_in, ssd_i
             t10 = t11
         if t10 > t00:
             t10 = t00
-        BW_cpu_in = d(NO_SLOWDOWN_BW) if t00 == t10 else s_in / (t00 - t10)     # O-4 pairing
+        BW_cpu_in = d(NO_SLOWDOWN_BW) if t00 == t10 else s_in / (t00 - t10)  # O-4 pairing
         BW_cpu_out = d(NO_SLOWDOWN_BW) if t10 == t11 else s_out / (t10 - t11)
         BW_ssd_in = BW_cpu_in * l_sys / (l_sys + l_ssd)
         if BW_ssd_in > BW_ssd:
@@ -139,10 +163,9 @@ def stall_model(exec_cycles, input_pf_cycles, pf_cycles, total_in, cpu_in, ssd_i
             BW_cpu_out = cap
         T_ssd_in = d(0.0) if r_in_ssd == 0 else r_in * r_in_ssd * s_in / BW_ssd_in
         T_ssd_out = d(0.0) if r_out_ssd == 0 else r_out * r_out_ssd * s_out / BW_ssd_out
-        T_cpu = (r_in * (d(1) - r_in_ssd) * s_in / BW_cpu_in
-                 + r_out * (d(1) - r_out_ssd) * s_out / BW_cpu_out)
+        T_cpu = r_in * (d(1) - r_in_ssd) * s_in / BW_cpu_in + r_out * (d(1) - r_out_ssd) * s_out / BW_cpu_out
         T_ssd = T_ssd_in + T_ssd_out
-        dT_ms = T_cpu if T_ssd < T_cpu else T_ssd          # std::max(a, b) with NaN semantics
+        dT_ms = T_cpu if T_ssd < T_cpu else T_ssd  # std::max(a, b) with NaN semantics
         cycles = dT_ms / d(1000) * f
     return int(exec_cycles) + _gcc_double_to_uint64(cycles)
 
@@ -152,7 +175,7 @@ def _gcc_double_to_uint64(x) -> int:
     2^63 go through a signed truncation; others have 2^63 subtracted first and the top bit
     flipped back, and the signed truncation of anything out of range (inf, NaN, >= 2^63) is
     the "integer indefinite" 0x8000000000000000."""
-    two63 = 2.0 ** 63
+    two63 = 2.0**63
     indefinite = 1 << 63
 
     def cvttsd2si(v):
@@ -160,13 +183,14 @@ def _gcc_double_to_uint64(x) -> int:
             return indefinite
         return int(v) & ((1 << 64) - 1)
 
-    if np.isnan(x) or x < two63:          # comisd unordered/below: the direct path
+    if np.isnan(x) or x < two63:  # comisd unordered/below: the direct path
         return cvttsd2si(x)
     return cvttsd2si(x - two63) ^ indefinite
 
 
 # ---------------------------------------------------------------------------------------------
 # Workload helpers
+
 
 def kernel_required(workload) -> list:
     """Per kernel: (inputs ascending, outputs-not-inputs ascending) as lists of tensor ids."""
@@ -187,7 +211,7 @@ def liveness(workload) -> tuple[list, list]:
             if birth[t] == -1:
                 birth[t] = k
         for t in workload.inputs(k):
-            death[t] = k + 1                      # 1 + last kernel that reads it
+            death[t] = k + 1  # 1 + last kernel that reads it
     return birth, death
 
 
@@ -206,6 +230,7 @@ def deepum_hints(workload, degree: int) -> list:
 
 # ---------------------------------------------------------------------------------------------
 # §4.2 LRU list with its cursor ("suggested LRU base")
+
 
 class LRUList:
     """Doubly linked list of resident pages, head = least recently allocated (O-6: FIFO).
@@ -284,16 +309,26 @@ class LRUList:
 # ---------------------------------------------------------------------------------------------
 # The simulator
 
+
 def _validate(cfg, c, workload, eviction, migration, degree):
     """Start-up sanity checks (§2.5) and the front end's working-set check (§1 step 4)."""
-    names = ("num_iteration", "GPU_frequency_GHz", "GPU_memory_size_GB", "CPU_memory_line_GB",
-             "GPU_PCIe_bandwidth_GBps", "CPU_PCIe_bandwidth_GBps", "SSD_PCIe_bandwidth_GBps",
-             "PCIe_batch_size_page", "GPU_malloc_uspB", "system_latency_us", "SSD_latency_us")
+    names = (
+        "num_iteration",
+        "GPU_frequency_GHz",
+        "GPU_memory_size_GB",
+        "CPU_memory_line_GB",
+        "GPU_PCIe_bandwidth_GBps",
+        "CPU_PCIe_bandwidth_GBps",
+        "SSD_PCIe_bandwidth_GBps",
+        "PCIe_batch_size_page",
+        "GPU_malloc_uspB",
+        "system_latency_us",
+        "SSD_latency_us",
+    )
     for n in names:
         if getattr(cfg, n) < 0:
             raise ValueError(f"config {n} must be >= 0")
-    g, cp, s = (cfg.GPU_PCIe_bandwidth_GBps, cfg.CPU_PCIe_bandwidth_GBps,
-                cfg.SSD_PCIe_bandwidth_GBps)
+    g, cp, s = (cfg.GPU_PCIe_bandwidth_GBps, cfg.CPU_PCIe_bandwidth_GBps, cfg.SSD_PCIe_bandwidth_GBps)
     if not (s <= g and cp <= g and s <= cp and g <= s + cp):
         raise ValueError("bandwidths must satisfy SSD <= CPU <= GPU <= SSD + CPU")
     if (migration == "DEEPUM") != (eviction == "DEEPUM"):
@@ -324,9 +359,16 @@ class _Sim:
         eviction = str(cfg.eviction_policy).upper()
         if eviction == "TOLERANT":
             eviction = "LRU"
-        if eviction not in ("RANDOM", "LRU", "GUIDED", "GUIDED_LRU", "PERFECT_GUIDED",
-                            "PERFECT_GUIDED_LRU", "DEEPUM"):
-            eviction = "LRU"                        # anything else -> LRU (§2.5)
+        if eviction not in (
+            "RANDOM",
+            "LRU",
+            "GUIDED",
+            "GUIDED_LRU",
+            "PERFECT_GUIDED",
+            "PERFECT_GUIDED_LRU",
+            "DEEPUM",
+        ):
+            eviction = "LRU"  # anything else -> LRU (§2.5)
         migration = str(getattr(cfg, "migration_policy", "OURS") or "OURS").upper()
         self.degree = int(getattr(cfg, "prefetch_degree", -1))
         _validate(cfg, c, workload, eviction, migration, self.degree)
@@ -341,7 +383,7 @@ class _Sim:
         self.input_pf = [int(x) for x in workload.input_pf_cycles]
         self.pf = [int(x) for x in workload.pf_cycles]
         self.req = kernel_required(workload)
-        if order is not None:                       # another fixed order (O-18), same sets
+        if order is not None:  # another fixed order (O-18), same sets
             order = [(list(map(int, a)), list(map(int, b))) for a, b in order]
             if [(sorted(a), sorted(b)) for a, b in order] != self.req:
                 raise ValueError("order must list each kernel's inputs and outputs-not-inputs")
@@ -365,8 +407,7 @@ class _Sim:
 
         # §4.1 per-page state. is_UVM 0: everything IN_GPU without a frame (§11.7).
         if self.is_uvm:
-            self.loc = [IN_SSD if self.is_global[self.tensor_of[p]] else NOT_PRESENT
-                        for p in range(V)]
+            self.loc = [IN_SSD if self.is_global[self.tensor_of[p]] else NOT_PRESENT for p in range(V)]
         else:
             self.loc = [IN_GPU] * V
         self.in_transfer = [False] * V
@@ -388,7 +429,7 @@ class _Sim:
 
         # events (§5 / §17.3): at most one kernel event and one batcher event
         self.seq = 0
-        self.kb = None                   # (time, seq, kernel)
+        self.kb = None  # (time, seq, kernel)
         self.tick_time = 0
         self.tick_seq = 0
 
@@ -396,12 +437,29 @@ class _Sim:
         self.kernel_rec = []
         self.pcie_rec = []
         self.boundary_rec = []
-        self.counters = dict(fetch_ssd=0, fetch_cpu=0, alloc_new=0, evict_ssd=0, evict_cpu=0,
-                             drop=0, dealloc_gpu=0, dealloc_cpu=0, dealloc_ssd=0,
-                             gpu_in=0, gpu_out=0, host_in=0, host_out=0, ticks=0,
-                             # branch diagnostics, for coverage assertions in tests
-                             rescue=0, nonpf_stall=0, refault=0, preevict=0,
-                             zero_fault_waits=0, sticky_end=0)
+        self.counters = dict(
+            fetch_ssd=0,
+            fetch_cpu=0,
+            alloc_new=0,
+            evict_ssd=0,
+            evict_cpu=0,
+            drop=0,
+            dealloc_gpu=0,
+            dealloc_cpu=0,
+            dealloc_ssd=0,
+            gpu_in=0,
+            gpu_out=0,
+            host_in=0,
+            host_out=0,
+            ticks=0,
+            # branch diagnostics, for coverage assertions in tests
+            rescue=0,
+            nonpf_stall=0,
+            refault=0,
+            preevict=0,
+            zero_fault_waits=0,
+            sticky_end=0,
+        )
 
     # --- small predicates -------------------------------------------------------------------
     def pages(self, t):
@@ -473,8 +531,17 @@ class _Sim:
             self.apply_hints(k)
         # 6.3 residency check
         if not self.all_required_pages_resident(required_list):
-            info = dict(total_in=0, total_out=0, cpu_in=0, ssd_in=0, np_in=0,
-                        cpu_out=0, ssd_out=0, np_out=0, in_transfer=0)
+            info = dict(
+                total_in=0,
+                total_out=0,
+                cpu_in=0,
+                ssd_in=0,
+                np_in=0,
+                cpu_out=0,
+                ssd_out=0,
+                np_out=0,
+                in_transfer=0,
+            )
             for t in ins:
                 self.fault_scan(t, True, info)
             for t in outs:
@@ -483,13 +550,28 @@ class _Sim:
                 for p in self.pages(t):
                     if self.in_transfer[p]:
                         self.wait_set.add(p)
-            pf_time = stall_model(self.exec[k], self.input_pf[k], self.pf[k],
-                                  info["total_in"], info["cpu_in"], info["ssd_in"],
-                                  info["np_in"], info["total_out"], info["cpu_out"],
-                                  info["ssd_out"], info["np_out"], self.c)
-            if sum(info[x] for x in ("cpu_in", "ssd_in", "np_in", "cpu_out", "ssd_out",
-                                     "np_out", "in_transfer")) == 0:
-                self.counters["zero_fault_waits"] += 1            # O-12
+            pf_time = stall_model(
+                self.exec[k],
+                self.input_pf[k],
+                self.pf[k],
+                info["total_in"],
+                info["cpu_in"],
+                info["ssd_in"],
+                info["np_in"],
+                info["total_out"],
+                info["cpu_out"],
+                info["ssd_out"],
+                info["np_out"],
+                self.c,
+            )
+            if (
+                sum(
+                    info[x]
+                    for x in ("cpu_in", "ssd_in", "np_in", "cpu_out", "ssd_out", "np_out", "in_transfer")
+                )
+                == 0
+            ):
+                self.counters["zero_fault_waits"] += 1  # O-12
             if self.resched is None:
                 self.resched = dict(first=now, pf_time=pf_time, started=False, infos=[])
             assert not self.resched["started"], "resumed kernel found missing pages (O-14)"
@@ -497,10 +579,10 @@ class _Sim:
             # no event: the batcher resumes this kernel (§9.6)
         else:
             # 6.4 completion
-            counts = [0, 0, 0, 0]         # in_transfer, cpu_pf, ssd_pf, unalloc_pf
+            counts = [0, 0, 0, 0]  # in_transfer, cpu_pf, ssd_pf, unalloc_pf
             if self.resched is not None:
                 start = self.resched["first"]
-                end = max(start + self.resched["pf_time"], now)      # O-13
+                end = max(start + self.resched["pf_time"], now)  # O-13
                 for i in self.resched["infos"]:
                     counts[0] += i["in_transfer"]
                     counts[1] += i["cpu_in"] + i["cpu_out"]
@@ -510,8 +592,9 @@ class _Sim:
             else:
                 start = now
                 end = now + self.exec[k]
-            self.kernel_rec.append((self.current_iteration, k, start, end, *counts,
-                                    self.host_used, self.gpu_used))
+            self.kernel_rec.append(
+                (self.current_iteration, k, start, end, *counts, self.host_used, self.gpu_used)
+            )
             self.kb = (end, self.next_seq(), (k + 1) % self.K)
             self.wait_set.clear()
 
@@ -529,7 +612,7 @@ class _Sim:
         info["total_" + sfx] += self.t_pages[t]
         for p in self.pages(t):
             if self.in_transfer[p]:
-                info["in_transfer"] += 1           # not a fault, not in the stall model
+                info["in_transfer"] += 1  # not a fault, not in the stall model
                 continue
             loc = self.loc[p]
             if loc == NOT_PRESENT:
@@ -542,7 +625,7 @@ class _Sim:
                 info["cpu_" + sfx] += 1
                 self.q["pf_CPU"].append(p)
             else:
-                continue                            # IN_GPU: resident
+                continue  # IN_GPU: resident
             self.in_transfer[p] = True
 
     # --- §2.3 hints -------------------------------------------------------------------------
@@ -562,15 +645,15 @@ class _Sim:
         _, t, frm, to = hint
         for p in self.pages(t):
             if self.in_transfer[p]:
-                continue                             # O-23 for pre-dealloc
+                continue  # O-23 for pre-dealloc
             loc = self.loc[p]
-            if to == IN_GPU_LEAST:                   # "Pin": to the LRU head (O-16)
+            if to == IN_GPU_LEAST:  # "Pin": to the LRU head (O-16)
                 if p in self.lru:
                     self.lru.move_to_head(p)
-            elif frm == IN_GPU_LEAST and to == IN_GPU:   # "Unpin": to the MRU tail
+            elif frm == IN_GPU_LEAST and to == IN_GPU:  # "Unpin": to the MRU tail
                 if p in self.lru:
                     self.lru.move_to_tail(p)
-            elif to == IN_GPU:                       # prealloc / prefetch
+            elif to == IN_GPU:  # prealloc / prefetch
                 if loc == NOT_PRESENT:
                     self.q["prealloc"].append(p)
                 elif loc == IN_SSD:
@@ -580,11 +663,11 @@ class _Sim:
                 else:
                     continue
                 self.in_transfer[p] = True
-            elif to == IN_SSD or to == IN_CPU:       # pre-evict
+            elif to == IN_SSD or to == IN_CPU:  # pre-evict
                 if loc == IN_GPU:
                     self.q["preevict_SSD" if to == IN_SSD else "preevict_CPU"].append(p)
                     self.in_transfer[p] = True
-            elif to == NOT_PRESENT:                  # pre-dealloc: immediate, no traffic
+            elif to == NOT_PRESENT:  # pre-dealloc: immediate, no traffic
                 if loc == IN_GPU:
                     if self.has_frame[p]:
                         self.counters["dealloc_gpu"] += 1
@@ -618,8 +701,13 @@ class _Sim:
             self.stage_alloc(q["pf_alloc"], True)
             self.stage_prefetch()
             self.stage_alloc(q["prealloc"], False)
-            if (self.deepum and self.resched is not None and not self.resched["started"]
-                    and self.wait_set and self.n_in + self.n_out == 0):
+            if (
+                self.deepum
+                and self.resched is not None
+                and not self.resched["started"]
+                and self.wait_set
+                and self.n_in + self.n_out == 0
+            ):
                 # DeepUM "lock-up" rescue: prefetches treated as faults
                 self.counters["rescue"] += 1
                 self.stage_pf_fetch(q["prefetch_SSD"], IN_SSD)
@@ -631,13 +719,28 @@ class _Sim:
         elif self.data_transferring:
             self.boundary_rec.append((self.current_iteration, t, 0))
             self.data_transferring = False
-        if self.n_in > 0 or self.n_out > 0:          # O-21: allocation-only ticks not written
-            self.pcie_rec.append((self.current_iteration, t, self.n_alloc, self.n_in,
-                                  self.n_in_ssd, self.n_in_cpu, self.n_out, self.n_out_ssd,
-                                  self.n_out_cpu))
+        if self.n_in > 0 or self.n_out > 0:  # O-21: allocation-only ticks not written
+            self.pcie_rec.append(
+                (
+                    self.current_iteration,
+                    t,
+                    self.n_alloc,
+                    self.n_in,
+                    self.n_in_ssd,
+                    self.n_in_cpu,
+                    self.n_out,
+                    self.n_out_ssd,
+                    self.n_out_cpu,
+                )
+            )
         # 9.6 resume the waiting kernel
-        if (self.resched is not None and not q["pf_alloc"] and not q["pf_CPU"]
-                and not q["pf_SSD"] and not self.wait_set):
+        if (
+            self.resched is not None
+            and not q["pf_alloc"]
+            and not q["pf_CPU"]
+            and not q["pf_SSD"]
+            and not self.wait_set
+        ):
             assert self.kb is None
             self.kb = (t, self.next_seq(), self.current_kernel)
             self.resched["started"] = True
@@ -647,7 +750,8 @@ class _Sim:
     def evict_ok(self):
         c = self.c
         return (not self.gpu_full()) or (
-            self.n_out < c.GPU_cap and (not self.host_full() or self.n_out_ssd < c.SSD_cap))
+            self.n_out < c.GPU_cap and (not self.host_full() or self.n_out_ssd < c.SSD_cap)
+        )
 
     def stage_preevict(self):
         c = self.c
@@ -658,9 +762,14 @@ class _Sim:
             self.evict(p, dest, False)
             qs.popleft()
         qc = self.q["preevict_CPU"]
-        while (((self.host_full() and self.n_out_ssd < c.SSD_cap)
-                or (not self.host_full() and self.n_out_cpu < c.CPU_cap))
-               and self.n_out < c.GPU_cap and qc):
+        while (
+            (
+                (self.host_full() and self.n_out_ssd < c.SSD_cap)
+                or (not self.host_full() and self.n_out_cpu < c.CPU_cap)
+            )
+            and self.n_out < c.GPU_cap
+            and qc
+        ):
             p = qc[0]
             dest = self.forced_evc_dest if self.forced_evc_dest != NOT_KNOWN else IN_CPU
             self.evict(p, dest, False)
@@ -672,7 +781,7 @@ class _Sim:
             p = queue.popleft()
             assert self.loc[p] != IN_GPU
             r = self.fetch(p, src, True)
-            assert r >= 0                               # a PF allocation always finds a victim
+            assert r >= 0  # a PF allocation always finds a victim
             if self.forced_fetch_src not in (NOT_KNOWN, src):
                 break
 
@@ -681,7 +790,7 @@ class _Sim:
         while self.evict_ok() and self.n_alloc < c.alloc_cap and queue:
             r = self.alloc_page(queue[0], is_pf)
             if r < 0:
-                break                                   # DeepUM: no non-window victim
+                break  # DeepUM: no non-window victim
             self.counters["alloc_new"] += 1
             self.n_alloc += 1
             queue.popleft()
@@ -693,7 +802,7 @@ class _Sim:
             p = qs[0]
             if self.loc[p] == IN_SSD:
                 if self.fetch(p, IN_SSD, False) < 0:
-                    return                              # the whole prefetch stage, no pop
+                    return  # the whole prefetch stage, no pop
             elif self.loc[p] == IN_CPU:
                 qc.append(p)
             qs.popleft()
@@ -766,7 +875,7 @@ class _Sim:
         self.record_evict(dest, n)
         if not is_pf:
             self.counters["preevict"] += 1
-        if t in self.required_set:                     # fault it straight back
+        if t in self.required_set:  # fault it straight back
             self.counters["refault"] += 1
             name = {IN_CPU: "pf_CPU", IN_SSD: "pf_SSD", NOT_PRESENT: "pf_alloc"}[dest]
             self.q[name].append(v)
@@ -814,11 +923,11 @@ class _Sim:
         """(victim page, destination) or (None, None) when DeepUM finds no non-window page."""
         lru = self.lru
         nxt = lru.next
-        if not self.deepum:                             # §8.1 LRU
+        if not self.deepum:  # §8.1 LRU
             p = lru.cursor
             while p is not None and self.in_transfer[p]:
                 p = nxt[p]
-            if p is None:                               # END: restart from the head
+            if p is None:  # END: restart from the head
                 p = lru.head
                 while p is not None and self.in_transfer[p]:
                     p = nxt[p]
@@ -834,7 +943,7 @@ class _Sim:
             if p is None:
                 if lru.cursor is None:
                     self.counters["sticky_end"] += 1
-                lru.cursor = None                        # sticky END until next kernel (O-15)
+                lru.cursor = None  # sticky END until next kernel (O-15)
                 self.counters["nonpf_stall"] += 1
                 return None, None
             lru.cursor = nxt[p]
@@ -859,12 +968,12 @@ class _Sim:
             kb = self.kb
             if kb is not None and (kb[0], kb[1]) < (self.tick_time, self.tick_seq):
                 time, _, k = kb
-                if k != self.current_kernel:              # shouldExecute(): a new kernel
+                if k != self.current_kernel:  # shouldExecute(): a new kernel
                     if k == 0:
                         self.current_iteration += 1
                     self.current_kernel = k
                 if self.current_iteration >= self.num_iteration:
-                    break                                 # event and pending tick discarded
+                    break  # event and pending tick discarded
                 self.kb = None
                 self.kernel_begin(k, time)
             else:
@@ -878,6 +987,7 @@ class _Sim:
 # ---------------------------------------------------------------------------------------------
 # §14.5 / §14.6 analysis
 
+
 def final_stats(kernels, pcie, boundaries, exec_cycles, pf_cycles) -> tuple[dict, list]:
     """The analysis pass: (final dict keyed like sim_result.final, per-kernel breakdown list).
 
@@ -888,8 +998,10 @@ def final_stats(kernels, pcie, boundaries, exec_cycles, pf_cycles) -> tuple[dict
     d = np.float64
     # kernel_stat
     iters = sorted({r[0] for r in kernels})
-    per = {n: dict(in_transfer=0, cpu_pf=0, ssd_pf=0, unalloc_pf=0, exe_time=0,
-                   ideal_exe_time=0, pf_exe_time=0) for n in iters}
+    per = {
+        n: dict(in_transfer=0, cpu_pf=0, ssd_pf=0, unalloc_pf=0, exe_time=0, ideal_exe_time=0, pf_exe_time=0)
+        for n in iters
+    }
     prev_end = 0
     for r in kernels:
         s = per[r[0]]
@@ -901,19 +1013,42 @@ def final_stats(kernels, pcie, boundaries, exec_cycles, pf_cycles) -> tuple[dict
         s["ideal_exe_time"] += int(exec_cycles[r[1]])
         s["pf_exe_time"] += int(pf_cycles[r[1]])
         prev_end = r[3]
-    tot = {key: sum(per[n][key] for n in iters) for key in
-           ("in_transfer", "cpu_pf", "ssd_pf", "unalloc_pf", "exe_time", "ideal_exe_time",
-            "pf_exe_time")}
+    tot = {
+        key: sum(per[n][key] for n in iters)
+        for key in (
+            "in_transfer",
+            "cpu_pf",
+            "ssd_pf",
+            "unalloc_pf",
+            "exe_time",
+            "ideal_exe_time",
+            "pf_exe_time",
+        )
+    }
     with np.errstate(all="ignore"):
         for name, s in [(f"iter{n}", per[n]) for n in iters] + [("total", tot)]:
-            for key in ("in_transfer", "cpu_pf", "ssd_pf", "unalloc_pf", "exe_time",
-                        "ideal_exe_time", "pf_exe_time"):
+            for key in (
+                "in_transfer",
+                "cpu_pf",
+                "ssd_pf",
+                "unalloc_pf",
+                "exe_time",
+                "ideal_exe_time",
+                "pf_exe_time",
+            ):
                 final[f"kernel_stat.{name}.{key}"] = s[key]
             final[f"kernel_stat.{name}.slowdown"] = float(d(s["exe_time"]) / d(s["ideal_exe_time"]))
             final[f"kernel_stat.{name}.speedup"] = float(d(s["pf_exe_time"]) / d(s["exe_time"]))
     # pcie_stat: only iterations with records (O-21); total always
-    keys = ("alloc", "incoming_pg", "incoming_pg_ssd", "incoming_pg_cpu", "outgoing_pg",
-            "outgoing_pg_ssd", "outgoing_pg_cpu")
+    keys = (
+        "alloc",
+        "incoming_pg",
+        "incoming_pg_ssd",
+        "incoming_pg_cpu",
+        "outgoing_pg",
+        "outgoing_pg_ssd",
+        "outgoing_pg_cpu",
+    )
     piters = sorted({r[0] for r in pcie})
     pper = {n: dict.fromkeys(keys, 0) for n in piters}
     for r in pcie:
@@ -921,8 +1056,15 @@ def final_stats(kernels, pcie, boundaries, exec_cycles, pf_cycles) -> tuple[dict
             pper[r[0]][key] += v
     ptot = {key: sum(pper[n][key] for n in piters) for key in keys}
     for name, s in [(f"iter{n}", pper[n]) for n in piters] + [("total", ptot)]:
-        for key in ("alloc", "incoming_pg", "incoming_pg_cpu", "incoming_pg_ssd", "outgoing_pg",
-                    "outgoing_pg_cpu", "outgoing_pg_ssd"):
+        for key in (
+            "alloc",
+            "incoming_pg",
+            "incoming_pg_cpu",
+            "incoming_pg_ssd",
+            "outgoing_pg",
+            "outgoing_pg_cpu",
+            "outgoing_pg_ssd",
+        ):
             final[f"pcie_stat.{name}.{key}"] = s[key]
     # §14.6 breakdown. Transfer intervals [begin, end]; one left open closes at the last end.
     intervals = []
@@ -939,7 +1081,7 @@ def final_stats(kernels, pcie, boundaries, exec_cycles, pf_cycles) -> tuple[dict
     if begin is not None:
         intervals.append((begin, last_end))
     ideal_of = {}
-    for r in kernels:                                   # ideal = exec from the iteration-0 line
+    for r in kernels:  # ideal = exec from the iteration-0 line
         if r[0] == 0:
             ideal_of[r[1]] = int(exec_cycles[r[1]])
     rows = []
@@ -953,11 +1095,11 @@ def final_stats(kernels, pcie, boundaries, exec_cycles, pf_cycles) -> tuple[dict
         compute = total - tx
         overlap = tx + ideal - total
         stall = total - ideal
-        if overlap < 0:                                 # O-37
+        if overlap < 0:  # O-37
             stall -= overlap
             overlap = 0
         rows.append((n, kid, total, compute, overlap, stall))
-        if n < 2:                                       # O-38: two iterations only
+        if n < 2:  # O-38: two iterations only
             acc = sums.setdefault(n, [0, 0, 0])
             acc[0] += stall
             acc[1] += overlap
@@ -966,12 +1108,13 @@ def final_stats(kernels, pcie, boundaries, exec_cycles, pf_cycles) -> tuple[dict
     for n in sorted(sums):
         final[f"total_time_breakdown_stall.iter{n}"] = sums[n][0]
         final[f"total_time_breakdown_overlap.iter{n}"] = sums[n][1]
-        final[f"total_time_breakdown_executiuonOnly.iter{n}"] = sums[n][2]   # (sic)
+        final[f"total_time_breakdown_executiuonOnly.iter{n}"] = sums[n][2]  # (sic)
     return final, rows
 
 
 # ---------------------------------------------------------------------------------------------
 # Public entry point
+
 
 def run_twin(workload, cfg, hints=None, max_ticks=None, order=None) -> dict:
     """Simulate `workload` under `cfg` (attributes named like G10's config keys).
@@ -988,8 +1131,9 @@ def run_twin(workload, cfg, hints=None, max_ticks=None, order=None) -> dict:
     state, occupancy, queues, LRU order and conservation counters)."""
     sim = _Sim(workload, cfg, hints, max_ticks, order)
     sim.run()
-    final, rows = final_stats(sim.kernel_rec, sim.pcie_rec, sim.boundary_rec,
-                              workload.exec_cycles, workload.pf_cycles)
+    final, rows = final_stats(
+        sim.kernel_rec, sim.pcie_rec, sim.boundary_rec, workload.exec_cycles, workload.pf_cycles
+    )
     state = dict(
         loc=np.array(sim.loc, dtype=np.int8),
         in_transfer=np.array(sim.in_transfer, dtype=bool),
@@ -1006,8 +1150,15 @@ def run_twin(workload, cfg, hints=None, max_ticks=None, order=None) -> dict:
         hint_cursor=sim.hint_cursor,
         counters=dict(sim.counters),
     )
-    return dict(kernels=sim.kernel_rec, pcie=sim.pcie_rec, boundaries=sim.boundary_rec,
-                final=final, kernel_breakdown=rows, constants=vars(sim.c).copy(), state=state)
+    return dict(
+        kernels=sim.kernel_rec,
+        pcie=sim.pcie_rec,
+        boundaries=sim.boundary_rec,
+        final=final,
+        kernel_breakdown=rows,
+        constants=vars(sim.c).copy(),
+        state=state,
+    )
 
 
 def check_invariants(res, workload, cfg) -> None:
@@ -1018,7 +1169,7 @@ def check_invariants(res, workload, cfg) -> None:
     V = workload.num_pages
     assert len(loc) == V and set(np.unique(loc)) <= {NOT_PRESENT, IN_SSD, IN_CPU, IN_GPU}
     counts = np.bincount(loc, minlength=4)
-    assert counts.sum() == V                                    # every page in one place
+    assert counts.sum() == V  # every page in one place
     # GPU: frames <-> LRU list <-> counter, within capacity
     assert 0 <= st["gpu_used"] <= c.G
     assert st["gpu_used"] == int(has_frame.sum()) == len(st["lru"]) == len(set(st["lru"]))
@@ -1033,15 +1184,22 @@ def check_invariants(res, workload, cfg) -> None:
     queued = [p for n in QUEUE_NAMES for p in st["queues"][n]]
     assert len(queued) == len(set(queued))
     assert set(queued) == set(np.nonzero(in_tr)[0].tolist())
-    want = dict(pf_CPU=IN_CPU, prefetch_CPU=IN_CPU, pf_SSD=IN_SSD, prefetch_SSD=IN_SSD,
-                pf_alloc=NOT_PRESENT, prealloc=NOT_PRESENT, preevict_SSD=IN_GPU,
-                preevict_CPU=IN_GPU)
+    want = dict(
+        pf_CPU=IN_CPU,
+        prefetch_CPU=IN_CPU,
+        pf_SSD=IN_SSD,
+        prefetch_SSD=IN_SSD,
+        pf_alloc=NOT_PRESENT,
+        prealloc=NOT_PRESENT,
+        preevict_SSD=IN_GPU,
+        preevict_CPU=IN_GPU,
+    )
     for n, ps in st["queues"].items():
         assert all(loc[p] == want[n] for p in ps), n
     assert set(st["wait_set"]) <= set(queued)
     # traffic: per-tick budgets and pages moved == pages recorded
     cnt = st["counters"]
-    for (_, _, alloc, i, i_s, i_c, o, o_s, o_c) in res["pcie"]:
+    for _, _, alloc, i, i_s, i_c, o, o_s, o_c in res["pcie"]:
         assert i == i_s + i_c and o == o_s + o_c and (i > 0 or o > 0)
         assert i <= c.GPU_cap and i_s <= c.SSD_cap and i_c <= c.CPU_cap
         assert o <= c.GPU_cap and o_s <= c.SSD_cap

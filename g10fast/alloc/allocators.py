@@ -28,13 +28,13 @@ MiB = 1 << 20
 class AllocResult:
     allocator: str
     options: dict
-    status: str                     # "ok" | "oom"
-    offset: np.ndarray              # int64[B] block offsets (-1: not placed / not modelled)
-    op_index: np.ndarray            # int64[E] trace op index of each malloc/free event
-    live: np.ndarray                # int64[E] live bytes after each event
-    reserved: np.ndarray            # int64[E] reserved bytes after each event
+    status: str  # "ok" | "oom"
+    offset: np.ndarray  # int64[B] block offsets (-1: not placed / not modelled)
+    op_index: np.ndarray  # int64[E] trace op index of each malloc/free event
+    live: np.ndarray  # int64[E] live bytes after each event
+    reserved: np.ndarray  # int64[E] reserved bytes after each event
     capacity: int | None = None
-    oom: dict | None = None         # event, op, block, bytes, free_bytes, free_pieces, largest
+    oom: dict | None = None  # event, op, block, bytes, free_bytes, free_pieces, largest
     extra: dict = field(default_factory=dict)
 
     @property
@@ -60,15 +60,23 @@ class AllocResult:
 
     def summary(self) -> dict:
         pl, pr = self.peak_live, self.peak_reserved
-        return {"allocator": self.allocator, "options": dict(self.options), "status": self.status,
-                "peak_live_bytes": pl, "peak_reserved_bytes": pr,
-                "overhead": (pr / pl - 1.0) if pl else 0.0,
-                "fragmentation_at_live_peak_bytes": self.frag_at_live_peak,
-                "capacity_bytes": self.capacity, "oom": self.oom, **self.extra}
+        return {
+            "allocator": self.allocator,
+            "options": dict(self.options),
+            "status": self.status,
+            "peak_live_bytes": pl,
+            "peak_reserved_bytes": pr,
+            "overhead": (pr / pl - 1.0) if pl else 0.0,
+            "fragmentation_at_live_peak_bytes": self.frag_at_live_peak,
+            "capacity_bytes": self.capacity,
+            "oom": self.oom,
+            **self.extra,
+        }
 
 
 # ---------------------------------------------------------------------------------------------
 # options
+
 
 @dataclass(frozen=True)
 class CudaMallocOptions:
@@ -77,29 +85,29 @@ class CudaMallocOptions:
 
 @dataclass(frozen=True)
 class CnmemOptions:
-    granularity: int = 512           # CNMEM_GRANULARITY
+    granularity: int = 512  # CNMEM_GRANULARITY
     #: [ours] 0: no up-front reservation, growth by the request (the baseline on any trace).
     #: SINGA's CnMemPool reserves MemPoolConf.init_size = 256 MB (core.proto; cnmemInit ->
     #: cnmem.cpp Manager::reserve, one head block): init_bytes = 268435456, as the
     #: singa-pool.less-than-cnmem row runs it; NVIDIA's cnmemInit with size 0 reserves half
     #: the GPU's memory
     init_bytes: int = 0
-    release_on_oom: bool = True      # free wholly free heads before failing to grow
+    release_on_oom: bool = True  # free wholly free heads before failing to grow
 
 
 @dataclass(frozen=True)
 class PytorchOptions:
-    per_stream: bool = False         # separate pools per stream (the trace's stream column)
+    per_stream: bool = False  # separate pools per stream (the trace's stream column)
     expandable_segments: bool = False
-    max_split_size_mb: float = 0.0   # 0 = unlimited (PyTorch's default)
+    max_split_size_mb: float = 0.0  # 0 = unlimited (PyTorch's default)
 
 
 @dataclass(frozen=True)
 class ColourOptions:
-    method: str = "BF"               # "BF" (SINGA's default) | "FF"
-    ci_backup: bool = True           # the 2x region for cross-iteration blocks (faithful)
-    int32_merge_bug: bool = False    # pair<int,int> truncation of merged ranges (faithful: True)
-    scope: str = "iteration"         # SmartMemPool as the authors' code runs it (apache/singa
+    method: str = "BF"  # "BF" (SINGA's default) | "FF"
+    ci_backup: bool = True  # the 2x region for cross-iteration blocks (faithful)
+    int32_merge_bug: bool = False  # pair<int,int> truncation of merged ranges (faithful: True)
+    scope: str = "iteration"  # SmartMemPool as the authors' code runs it (apache/singa
     #                                  memory.cc Malloc/Detection/Plan: detect, colour one
     #                                  iteration, switch, fall back to cudaMalloc);
     #                                  "trace" [ours]: colour the whole trace's blocks at once;
@@ -109,26 +117,32 @@ class ColourOptions:
 
 @dataclass(frozen=True)
 class BumpOptions:
-    granularity: int = 4096          # G10's page
-    right_min_bytes: int = 0         # blocks of at least this size go right (0 = none)
+    granularity: int = 4096  # G10's page
+    right_min_bytes: int = 0  # blocks of at least this size go right (0 = none)
 
 
-OPTIONS = {"cuda_malloc": CudaMallocOptions, "cnmem": CnmemOptions, "pytorch": PytorchOptions,
-           "singa_colour": ColourOptions, "bump": BumpOptions}
+OPTIONS = {
+    "cuda_malloc": CudaMallocOptions,
+    "cnmem": CnmemOptions,
+    "pytorch": PytorchOptions,
+    "singa_colour": ColourOptions,
+    "bump": BumpOptions,
+}
 ALLOCATORS = tuple(OPTIONS)
 
 
 def make_options(name: str, options: dict | None):
     if name not in OPTIONS:
-        raise InputError(f"unknown allocator {name!r} (one of {', '.join(ALLOCATORS)})",
-                         param="--allocator")
+        raise InputError(f"unknown allocator {name!r} (one of {', '.join(ALLOCATORS)})", param="--allocator")
     cls = OPTIONS[name]
     known = {f.name: f for f in fields(cls)}
     kw = {}
     for k, v in (options or {}).items():
         if k not in known:
-            raise InputError(f"allocator {name} has no option {k!r} (options: "
-                             f"{', '.join(known) or 'none'})", param=f"{name}.{k}")
+            raise InputError(
+                f"allocator {name} has no option {k!r} (options: {', '.join(known) or 'none'})",
+                param=f"{name}.{k}",
+            )
         want = type(known[k].default)
         if want is float and isinstance(v, int) and not isinstance(v, bool):
             v = float(v)
@@ -142,18 +156,19 @@ def make_options(name: str, options: dict | None):
         raise InputError("granularity must be >= 1, right_min_bytes >= 0", param="bump")
     if name == "singa_colour":
         if o.method not in ("BF", "FF"):
-            raise InputError(f"method must be BF or FF, got {o.method!r}",
-                             param="singa_colour.method")
+            raise InputError(f"method must be BF or FF, got {o.method!r}", param="singa_colour.method")
         if o.scope not in ("trace", "iteration", "pool_opt"):
-            raise InputError(f"scope must be 'trace', 'iteration' or 'pool_opt', got "
-                             f"{o.scope!r}",
-                             param="singa_colour.scope")
+            raise InputError(
+                f"scope must be 'trace', 'iteration' or 'pool_opt', got {o.scope!r}",
+                param="singa_colour.scope",
+            )
     if name == "pytorch" and o.max_split_size_mb < 0:
         raise InputError("must be >= 0", param="pytorch.max_split_size_mb")
     return o
 
 
 # ---------------------------------------------------------------------------------------------
+
 
 def _events(trace: AllocTrace):
     if not isinstance(trace, AllocTrace):
@@ -174,20 +189,19 @@ def _events(trace: AllocTrace):
     if len(fr):
         fb = blk[fr]
         if len(np.unique(fb)) != len(fb) or (first[fb] < 0).any() or (first[fb] > fr).any():
-            raise InputError("a free does not follow its block's malloc (or is repeated)",
-                             param="trace")
+            raise InputError("a free does not follow its block's malloc (or is repeated)", param="trace")
     del state
     return op, is_free, blk.astype(np.int64), bsize
 
 
-def run_allocator(trace: AllocTrace, name: str = "cnmem", capacity: int | None = None,
-                  **options) -> AllocResult:
+def run_allocator(
+    trace: AllocTrace, name: str = "cnmem", capacity: int | None = None, **options
+) -> AllocResult:
     """Replay the trace's mallocs and frees through one allocator (`capacity`: bytes of GPU
     memory, None = unlimited)."""
     o = make_options(name, options)
     if capacity is not None and (not isinstance(capacity, (int, np.integer)) or capacity < 0):
-        raise InputError(f"capacity must be a byte count >= 0, got {capacity!r}",
-                         param="capacity")
+        raise InputError(f"capacity must be a byte count >= 0, got {capacity!r}", param="capacity")
     op, is_free, blk, bsize = _events(trace)
     E, B = len(blk), len(bsize)
     off = np.full(B, -1, np.int64)
@@ -207,12 +221,12 @@ def run_allocator(trace: AllocTrace, name: str = "cnmem", capacity: int | None =
             fail[:] = (e, b, bsize[b], cap - live[e] + bsize[b], 1, cap - live[e] + bsize[b])
             st = 1
     elif name == "cnmem":
-        st = K.cnmem(is_free, blk, bsize, o.granularity, o.init_bytes, cap, o.release_on_oom,
-                     off, live, resv, fail)
+        st = K.cnmem(
+            is_free, blk, bsize, o.granularity, o.init_bytes, cap, o.release_on_oom, off, live, resv, fail
+        )
     elif name == "bump":
-        if cap < 0:     # no capacity: the whole footprint, rounded up, is the address space
-            cap = int((((bsize + o.granularity - 1) // o.granularity).clip(1)).sum()
-                      * o.granularity)
+        if cap < 0:  # no capacity: the whole footprint, rounded up, is the address space
+            cap = int((((bsize + o.granularity - 1) // o.granularity).clip(1)).sum() * o.granularity)
             capacity_shown = None
         else:
             capacity_shown = cap
@@ -225,8 +239,7 @@ def run_allocator(trace: AllocTrace, name: str = "cnmem", capacity: int | None =
         if o.scope == "iteration":
             st, extra = _colour_runtime(is_free, blk, bsize, o, cap, off, live, resv, fail)
         elif o.scope == "pool_opt":
-            st, extra = _colour_pool_opt(trace, is_free, blk, bsize, o, cap, off, live, resv,
-                                         fail)
+            st, extra = _colour_pool_opt(trace, is_free, blk, bsize, o, cap, off, live, resv, fail)
         else:
             st, extra = _colour_trace(is_free, blk, bsize, o, cap, off, live, resv, fail)
     else:
@@ -234,15 +247,30 @@ def run_allocator(trace: AllocTrace, name: str = "cnmem", capacity: int | None =
     oom = None
     if st == 1:
         e = int(fail[0])
-        oom = {"event": e, "op": int(op[e]), "block": int(fail[1]), "bytes": int(fail[2]),
-               "free_bytes": int(fail[3]), "free_pieces": int(fail[4]),
-               "largest_free_bytes": int(fail[5])}
+        oom = {
+            "event": e,
+            "op": int(op[e]),
+            "block": int(fail[1]),
+            "bytes": int(fail[2]),
+            "free_bytes": int(fail[3]),
+            "free_pieces": int(fail[4]),
+            "largest_free_bytes": int(fail[5]),
+        }
         live, resv, op_out = live[:e], resv[:e], op[:e]
     else:
         op_out = op
-    return AllocResult(name, {f.name: getattr(o, f.name) for f in fields(o)},
-                       "oom" if st == 1 else "ok", off, op_out, live, resv,
-                       None if cap < 0 else cap, oom, extra)
+    return AllocResult(
+        name,
+        {f.name: getattr(o, f.name) for f in fields(o)},
+        "oom" if st == 1 else "ok",
+        off,
+        op_out,
+        live,
+        resv,
+        None if cap < 0 else cap,
+        oom,
+        extra,
+    )
 
 
 def colour_intervals(r, d, size, ci=None, method="BF", ci_backup=True, int32_merge_bug=False):
@@ -273,7 +301,7 @@ def colour_periodic(r, d, size, L: int, method: str = "BF"):
     [r_j + kL, d_j + kL) for k in −1, 0, 1 (the wrap-around rule of PoolOpt, whose source
     form `min(d)<0 && min(d)+2L < max(r)` we could not place). Returns (offsets, pool)."""
     r = np.asarray(r, np.int64)
-    d = np.minimum(np.asarray(d, np.int64), r + L)      # live for good: the whole period
+    d = np.minimum(np.asarray(d, np.int64), r + L)  # live for good: the whole period
     size = np.asarray(size, np.int64)
     V = len(r)
     order = np.lexsort((r, -size))
@@ -283,7 +311,7 @@ def colour_periodic(r, d, size, L: int, method: str = "BF"):
     for v in order.tolist():
         c = np.zeros(V, bool)
         for k in (-L, 0, L):
-            c |= (np.maximum(r[v], r + k) < np.minimum(d[v], d + k))
+            c |= np.maximum(r[v], r + k) < np.minimum(d[v], d + k)
         c &= done
         s = int(size[v])
         if not c.any():
@@ -303,13 +331,13 @@ def colour_periodic(r, d, size, L: int, method: str = "BF"):
             if len(mf) == 1 or method == "FF":
                 y = 0 if s < mf[0] + 1 else None
                 if y is None and method == "FF":
-                    y = next((ms[q] + 1 for q in range(len(mf) - 1)
-                              if mf[q + 1] - ms[q] - 1 >= s), ms[-1] + 1)
+                    y = next(
+                        (ms[q] + 1 for q in range(len(mf) - 1) if mf[q + 1] - ms[q] - 1 >= s), ms[-1] + 1
+                    )
                 elif y is None:
                     y = ms[0] + 1
             else:
-                gaps = [(mf[q + 1] - ms[q] - 1, q) for q in range(len(mf) - 1)
-                        if mf[q + 1] - ms[q] - 1 >= s]
+                gaps = [(mf[q + 1] - ms[q] - 1, q) for q in range(len(mf) - 1) if mf[q + 1] - ms[q] - 1 >= s]
                 y = ms[min(gaps)[1]] + 1 if gaps else ms[-1] + 1
         off[v] = y
         done[v] = True
@@ -327,16 +355,17 @@ def _colour_pool_opt(trace, is_free, blk, bsize, o, cap, off, live, resv, fail):
     per = trace.meta.get("period")
     if not per:
         from g10fast.alloc.period import detect_period
+
         p = detect_period(trace, "match")
         if not p.found:
-            raise InputError("scope pool_opt needs an iteration: none found in the trace",
-                             param="singa_colour.scope")
+            raise InputError(
+                "scope pool_opt needs an iteration: none found in the trace", param="singa_colour.scope"
+            )
         per = (p.start, p.length)
     start, L = int(per[0]), int(per[1])
     n_it = (E - start) // L
     if n_it < 1:
-        raise InputError("scope pool_opt: the trace holds no whole iteration",
-                         param="singa_colour.scope")
+        raise InputError("scope pool_opt: the trace holds no whole iteration", param="singa_colour.scope")
     s = start + (L if n_it >= 3 else 0)
     r = np.full(B, E, np.int64)
     d = np.full(B, 1 << 40, np.int64)
@@ -363,8 +392,13 @@ def _colour_pool_opt(trace, is_free, blk, bsize, o, cap, off, live, resv, fail):
         off[rest[ok]] = off[place[pos[ok]]]
     live[:] = np.cumsum(np.where(is_free, -bsize[blk], bsize[blk]))
     resv[:] = pool
-    extra = {"pool_bytes": pool, "period": [start, L], "coloured_iteration_start": int(s),
-             "coloured_blocks": int(len(mid)), "persistent_blocks": int(len(pers))}
+    extra = {
+        "pool_bytes": pool,
+        "period": [start, L],
+        "coloured_iteration_start": int(s),
+        "coloured_blocks": int(len(mid)),
+        "persistent_blocks": int(len(pers)),
+    }
     if cap >= 0 and pool > cap:
         fail[:] = (0, blk[0] if E else -1, pool, cap, 1, cap)
         return 1, extra
@@ -378,8 +412,7 @@ def _colour_trace(is_free, blk, bsize, o, cap, off, live, resv, fail):
     r[blk[~is_free]] = np.nonzero(~is_free)[0]
     d[blk[is_free]] = np.nonzero(is_free)[0]
     ci = (d == E) & (r < E)
-    o_, pool = colour_intervals(r, d, bsize, ci.astype(np.int8), o.method, o.ci_backup,
-                                o.int32_merge_bug)
+    o_, pool = colour_intervals(r, d, bsize, ci.astype(np.int8), o.method, o.ci_backup, o.int32_merge_bug)
     off[:] = o_
     live[:] = np.cumsum(np.where(is_free, -bsize[blk], bsize[blk]))
     resv[:] = pool
@@ -400,12 +433,13 @@ def _colour_runtime(is_free, blk, bsize, o, cap, off, live, resv, fail):
     switch on) + the bytes held by cudaMalloc. Offsets: the pool at 0, cudaMalloc blocks at
     fresh addresses above it."""
     from g10fast.alloc.period import _singa
+
     E = len(blk)
     per = _singa(is_free, blk, bsize)
     cur_cuda = 0
     cur_live = 0
     extra = {"switch_op": None, "pool_bytes": 0}
-    if not per.found:                 # no iteration: every block on cudaMalloc
+    if not per.found:  # no iteration: every block on cudaMalloc
         live[:] = np.cumsum(np.where(is_free, -bsize[blk], bsize[blk]))
         resv[:] = live
         stop = int(np.argmax(live > cap)) if cap >= 0 and E and live.max() > cap else E
@@ -423,7 +457,7 @@ def _colour_runtime(is_free, blk, bsize, o, cap, off, live, resv, fail):
     L, loc, n = per.length, per.start, per.checked_ops
     switch = n + L - (n - loc) % L
     # colour the iteration [loc, loc + L)
-    w_free, w_blk = is_free[loc:loc + L], blk[loc:loc + L]
+    w_free, w_blk = is_free[loc : loc + L], blk[loc : loc + L]
     r, d, sz, ci, vb = [], [], [], [], {}
     for j in range(L):
         b = int(w_blk[j])
@@ -439,11 +473,11 @@ def _colour_runtime(is_free, blk, bsize, o, cap, off, live, resv, fail):
     v_off, pool = colour_intervals(r, d, sz, ci, o.method, o.ci_backup, o.int32_merge_bug)
     off_ci = max([v_off[v] + sz[v] for v in range(len(r)) if ci[v]], default=0)
     vert_at = {r[v]: v for v in range(len(r))}
-    held = np.zeros((len(r), 2), bool)            # primary / backup slot in use
-    where = {}                                    # block -> (vertex, slot) or None (cudaMalloc)
+    held = np.zeros((len(r), 2), bool)  # primary / backup slot in use
+    where = {}  # block -> (vertex, slot) or None (cudaMalloc)
     top = int(pool) + (1 << 20)
     hits = falls = 0
-    cur_col = 0                                   # bytes held in pool slots (colour load)
+    cur_col = 0  # bytes held in pool slots (colour load)
     max_cuda = max_col = cuda_at_max_col = 0
     for e in range(E):
         b = int(blk[e])
@@ -464,8 +498,14 @@ def _colour_runtime(is_free, blk, bsize, o, cap, off, live, resv, fail):
                     hits += 1
             if got is None:
                 if cap >= 0 and (pool if e >= switch else 0) + cur_cuda + s > cap:
-                    fail[:] = (e, b, s, max(cap - cur_cuda - (pool if e >= switch else 0), 0),
-                               1, max(cap - cur_cuda - (pool if e >= switch else 0), 0))
+                    fail[:] = (
+                        e,
+                        b,
+                        s,
+                        max(cap - cur_cuda - (pool if e >= switch else 0), 0),
+                        1,
+                        max(cap - cur_cuda - (pool if e >= switch else 0), 0),
+                    )
                     return 1, dict(extra, switch_op=int(switch), pool_bytes=int(pool))
                 off[b] = top
                 top += s
@@ -487,7 +527,7 @@ def _colour_runtime(is_free, blk, bsize, o, cap, off, live, resv, fail):
                 cur_col -= s
             cur_live -= s
         max_cuda = max(max_cuda, cur_cuda)
-        if cur_col > max_col:                     # max_element: the first peak
+        if cur_col > max_col:  # max_element: the first peak
             max_col, cuda_at_max_col = cur_col, cur_cuda
         live[e] = cur_live
         resv[e] = cur_cuda + (pool if e >= switch else 0)
@@ -498,9 +538,15 @@ def _colour_runtime(is_free, blk, bsize, o, cap, off, live, resv, fail):
     # reports, max(the largest cudaMalloc load, the pool + the cudaMalloc load where the
     # pool's own load peaks) — below the peak reserved bytes when the cudaMalloc'd blocks'
     # peak and the pool's fall at different ops
-    return 0, {"detected": True, "switch_op": int(switch), "iteration_ops": int(L),
-               "pool_bytes": int(pool), "pool_hits": hits, "fallbacks": falls,
-               "mem_usage_bytes": int(max(max_cuda, int(pool) + cuda_at_max_col))}
+    return 0, {
+        "detected": True,
+        "switch_op": int(switch),
+        "iteration_ops": int(L),
+        "pool_bytes": int(pool),
+        "pool_hits": hits,
+        "fallbacks": falls,
+        "mem_usage_bytes": int(max(max_cuda, int(pool) + cuda_at_max_col)),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -533,13 +579,13 @@ def _pytorch(trace, op, is_free, blk, bsize, o, cap, off, live, resv, fail) -> i
     streams = trace.stream[op] if o.per_stream else np.zeros(len(op), np.int16)
     b_addr, b_size, b_used, b_prev, b_next, b_pool, b_seg = [], [], [], [], [], [], []
     pools: dict = {}
-    seg_size: list = []             # per segment (0 once released)
+    seg_size: list = []  # per segment (0 once released)
     seg_pool: list = []
-    expand: dict = {}               # pool key -> segment id (expandable_segments)
+    expand: dict = {}  # pool key -> segment id (expandable_segments)
     top = 0
     reserved = 0
     cur = 0
-    where = {}                      # trace block -> pt block id
+    where = {}  # trace block -> pt block id
 
     def new_block(addr, size, pool, seg, prev=-1, nxt=-1):
         b_addr.append(addr)
@@ -575,7 +621,7 @@ def _pytorch(trace, op, is_free, blk, bsize, o, cap, off, live, resv, fail) -> i
         """Free wholly free (unsplit) segments; expandable: unmap the free tail pages."""
         nonlocal reserved
         for key, lst in list(pools.items()):
-            for (s, a, i) in list(lst):
+            for s, a, i in list(lst):
                 if b_prev[i] != -1 or b_next[i] != -1 or b_seg[i] < 0:
                     continue
                 if only_oversize_min is not None and (s < max_split or s < only_oversize_min):
@@ -640,7 +686,7 @@ def _pytorch(trace, op, is_free, blk, bsize, o, cap, off, live, resv, fail) -> i
                 else:
                     tot, big, pieces = 0, 0, 0
                     for lst in pools.values():
-                        for (s, a, j) in lst:
+                        for s, a, j in lst:
                             if b_seg[j] >= 0:
                                 tot += s
                                 big = max(big, s)
@@ -666,8 +712,7 @@ def _pytorch(trace, op, is_free, blk, bsize, o, cap, off, live, resv, fail) -> i
                             seg_last[sg] = i
                         last = seg_last[sg]
                         if b_used[last]:
-                            j = new_block(b_addr[last] + b_size[last], grow, key, sg,
-                                          prev=last)
+                            j = new_block(b_addr[last] + b_size[last], grow, key, sg, prev=last)
                             b_next[last] = j
                             seg_last[sg] = j
                         else:
@@ -688,17 +733,16 @@ def _pytorch(trace, op, is_free, blk, bsize, o, cap, off, live, resv, fail) -> i
                         reserved += grow
                         insert(i)
                         i = find(key, size)
-                        if i < 0:       # max_split rules refuse a fresh segment: take it anyway
+                        if i < 0:  # max_split rules refuse a fresh segment: take it anyway
                             i = len(b_addr) - 1
             remove(i)
             rem = b_size[i] - size
-            if small or o.expandable_segments:      # should_split
+            if small or o.expandable_segments:  # should_split
                 split = rem >= K_MIN_BLOCK
             else:
                 split = size < max_split and rem > K_SMALL_SIZE
             if split:
-                j = new_block(b_addr[i] + size, rem, b_pool[i], b_seg[i], prev=i,
-                              nxt=b_next[i])
+                j = new_block(b_addr[i] + size, rem, b_pool[i], b_seg[i], prev=i, nxt=b_next[i])
                 if b_next[i] != -1:
                     b_prev[b_next[i]] = j
                 elif b_seg[i] in seg_last and seg_last[b_seg[i]] == i:

@@ -118,7 +118,7 @@ def cnmem(is_free, blk, bsize, gran, init, cap, release_on_oom, off, live, resv,
         else:
             s = off[b]
             h = head[b]
-            pos = np.searchsorted(fs[:nf], s)   # insertion point: first free block after s
+            pos = np.searchsorted(fs[:nf], s)  # insertion point: first free block after s
             merged = False
             if pos > 0 and fh[pos - 1] == h and fs[pos - 1] + fl[pos - 1] == s:
                 fl[pos - 1] += r
@@ -171,8 +171,7 @@ def bump(is_free, blk, bsize, right, gran, cap, off, live, resv, fail):
         if n < 1:
             n = 1
         if not is_free[e]:
-            s = fr.alloc_right(run_s, run_l, cnt, n) if right[b] else fr.alloc_left(
-                run_s, run_l, cnt, n)
+            s = fr.alloc_right(run_s, run_l, cnt, n) if right[b] else fr.alloc_left(run_s, run_l, cnt, n)
             if s < 0:
                 tot = 0
                 big = 0
@@ -239,7 +238,7 @@ def colour(order, r, d, size, ci, method_ff, int32_bug, ci_backup, off):
     off_ci = 0
     local = 0
     for phase in range(2):
-        if phase == 1:          # each group sees only its own ranges
+        if phase == 1:  # each group sees only its own ranges
             for q in range(V):
                 sdone[q] = False
             local = 2 * off_ci if ci_backup else off_ci

@@ -35,9 +35,9 @@ METHODS = ("singa", "match")
 class Period:
     method: str
     found: bool
-    length: int          # ops (malloc/free) per iteration
-    start: int           # malloc/free op index where a full iteration starts
-    score: float = 1.0   # match: fraction of ops equal one period later
+    length: int  # ops (malloc/free) per iteration
+    start: int  # malloc/free op index where a full iteration starts
+    score: float = 1.0  # match: fraction of ops equal one period later
     checked_ops: int = 0
 
     def to_dict(self) -> dict:
@@ -82,8 +82,7 @@ def _repeat_test(rep, n, off_by_one):
     return best_len, best_i
 
 
-def _singa(is_free, blk, bsize, off_by_one=True, cadence=300, accept=100, verify=50,
-           max_ops=None) -> Period:
+def _singa(is_free, blk, bsize, off_by_one=True, cadence=300, accept=100, verify=50, max_ops=None) -> Period:
     E = len(blk)
     limit = E if max_ops is None else min(E, max_ops)
     n = min(cadence, limit)
@@ -91,7 +90,7 @@ def _singa(is_free, blk, bsize, off_by_one=True, cadence=300, accept=100, verify
         rep = singa_encoding(is_free[:n], blk[:n], bsize)
         L, loc = _repeat_test(rep, len(rep), off_by_one)
         if L > 0:
-            sub = rep[loc:loc + L]
+            sub = rep[loc : loc + L]
             L2, loc2 = _repeat_test(sub, len(sub), off_by_one)
             if L2 > verify:
                 L, loc = L2, loc + loc2
@@ -155,19 +154,29 @@ def _match_period(trace, is_free, blk, bsize, op, min_period=50, threshold=0.9) 
     # the first full iteration starts right after the load's lowest point in [0, P) of the
     # second period (the first may hold warm-up allocations)
     a = min(p, E - p)
-    seg = live[a:a + p] if a + p <= E else live[:p]
+    seg = live[a : a + p] if a + p <= E else live[:p]
     start = (a if a + p <= E else 0) + int(np.argmin(seg)) + 1
     start = start % p if start >= p else start
     return Period("match", True, int(p), int(start), float(s), E)
 
 
-def detect_period(trace: AllocTrace, method: str = "match", *, min_period: int = 50,
-                  threshold: float = 0.9, singa_off_by_one: bool = True, cadence: int = 300,
-                  accept: int = 100, verify: int = 50, max_ops: int | None = None) -> Period:
+def detect_period(
+    trace: AllocTrace,
+    method: str = "match",
+    *,
+    min_period: int = 50,
+    threshold: float = 0.9,
+    singa_off_by_one: bool = True,
+    cadence: int = 300,
+    accept: int = 100,
+    verify: int = 50,
+    max_ops: int | None = None,
+) -> Period:
     """The iteration length and start of a trace, in malloc/free op indices."""
     if method not in METHODS:
-        raise InputError(f"unknown period method {method!r} (one of {', '.join(METHODS)})",
-                         param="period.method")
+        raise InputError(
+            f"unknown period method {method!r} (one of {', '.join(METHODS)})", param="period.method"
+        )
     if not 0 < threshold <= 1:
         raise InputError(f"must be in (0, 1], got {threshold}", param="period.threshold")
     if min_period < 1 or cadence < 2:

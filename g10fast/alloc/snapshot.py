@@ -43,11 +43,20 @@ from g10fast.atomic import checked_target
 from g10fast.errors import InputError
 
 MiB = 1 << 20
-ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free",
-           "segment_map", "segment_unmap", "snapshot", "oom")
+ACTIONS = (
+    "alloc",
+    "free_requested",
+    "free_completed",
+    "segment_alloc",
+    "segment_free",
+    "segment_map",
+    "segment_unmap",
+    "snapshot",
+    "oom",
+)
 ACTIVE_STATES = ("active_allocated", "active_pending_free", "active_awaiting_free")
-PICKLE_PROTOCOL = 4         # MemoryViz.js's unpickler: "Unhandled version" above 4
-ADDRESS_BASE = 0x7F0000000000   # written snapshots: offset 0 of an allocator at this address
+PICKLE_PROTOCOL = 4  # MemoryViz.js's unpickler: "Unhandled version" above 4
+ADDRESS_BASE = 0x7F0000000000  # written snapshots: offset 0 of an allocator at this address
 
 
 class _Refused(pickle.UnpicklingError):
@@ -58,7 +67,8 @@ class _BuiltinsOnly(pickle.Unpickler):
     def find_class(self, module, name):
         raise _Refused(
             f"it names the Python object {module}.{name}; a memory snapshot holds only "
-            "dicts, lists, strings and numbers, and g10fast does not load objects")
+            "dicts, lists, strings and numbers, and g10fast does not load objects"
+        )
 
 
 def is_snapshot_file(path) -> bool:
@@ -79,9 +89,12 @@ def load_snapshot(path) -> dict:
         with open(p, "rb") as f:
             head = f.read(2)
             if not (len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5):
-                raise InputError(f"not a memory snapshot: not a pickle of protocol 2 or later "
-                                 f"(it starts {head!r}; torch.cuda.memory._dump_snapshot "
-                                 "writes one)", path=p)
+                raise InputError(
+                    f"not a memory snapshot: not a pickle of protocol 2 or later "
+                    f"(it starts {head!r}; torch.cuda.memory._dump_snapshot "
+                    "writes one)",
+                    path=p,
+                )
             f.seek(0)
             data = _BuiltinsOnly(f).load()
     except FileNotFoundError:
@@ -90,26 +103,38 @@ def load_snapshot(path) -> dict:
         raise InputError(f"cannot read memory snapshot: {e.strerror or e}", path=p) from None
     except _Refused as e:
         raise InputError(f"not a memory snapshot: {e}", path=p) from None
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError,
-            AttributeError, UnicodeDecodeError, MemoryError) as e:
-        raise InputError(f"damaged memory snapshot (the pickle does not load: "
-                         f"{type(e).__name__}: {e})", path=p) from None
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        IndexError,
+        KeyError,
+        AttributeError,
+        UnicodeDecodeError,
+        MemoryError,
+    ) as e:
+        raise InputError(
+            f"damaged memory snapshot (the pickle does not load: {type(e).__name__}: {e})", path=p
+        ) from None
     if isinstance(data, list):
         data = {"segments": data, "device_traces": []}
     if not isinstance(data, dict):
-        raise InputError(f"not a memory snapshot: the pickle holds a {type(data).__name__}, "
-                         "expected a dict with 'segments' and 'device_traces'", path=p)
+        raise InputError(
+            f"not a memory snapshot: the pickle holds a {type(data).__name__}, "
+            "expected a dict with 'segments' and 'device_traces'",
+            path=p,
+        )
     for key in ("segments", "device_traces"):
         if key not in data:
-            raise InputError(f"not a memory snapshot: no '{key}' (keys: "
-                             f"{', '.join(map(str, data)) or 'none'})", path=p)
+            raise InputError(
+                f"not a memory snapshot: no '{key}' (keys: {', '.join(map(str, data)) or 'none'})", path=p
+            )
         if not isinstance(data[key], list):
-            raise InputError(f"'{key}' is a {type(data[key]).__name__}, expected a list",
-                             path=p)
+            raise InputError(f"'{key}' is a {type(data[key]).__name__}, expected a list", path=p)
     for d, tr in enumerate(data["device_traces"]):
         if not isinstance(tr, list):
-            raise InputError(f"device_traces[{d}] is a {type(tr).__name__}, expected a list",
-                             path=p)
+            raise InputError(f"device_traces[{d}] is a {type(tr).__name__}, expected a list", path=p)
     return data
 
 
@@ -152,8 +177,7 @@ def _blocks(seg, where, path):
         out.append((addr, size, state, req, b.get("frames", [])))
         a = addr + size
     if blocks and a > _int(seg, "address", where, path) + total:
-        raise InputError(f"{where}: its blocks add up to more than total_size {total}",
-                         path=path)
+        raise InputError(f"{where}: its blocks add up to more than total_size {total}", path=path)
     return out
 
 
@@ -170,24 +194,31 @@ def read_snapshot(path, device: int | None = None) -> AllocTrace:
     return trace_of_snapshot(load_snapshot(path), device, str(path))
 
 
-def trace_of_snapshot(snap: dict, device: int | None = None, path: str = "snapshot"
-                      ) -> AllocTrace:
+def trace_of_snapshot(snap: dict, device: int | None = None, path: str = "snapshot") -> AllocTrace:
     devs = snapshot_devices(snap, path)
     if device is None:
         if not devs:
-            raise InputError("the snapshot is empty: no segments and no trace entries "
-                             "(was it dumped from the process that allocated?)", path=path)
+            raise InputError(
+                "the snapshot is empty: no segments and no trace entries "
+                "(was it dumped from the process that allocated?)",
+                path=path,
+            )
         if len(devs) > 1:
-            raise InputError(f"the snapshot holds devices {', '.join(map(str, devs))}: choose "
-                             "one with --device", path=path)
+            raise InputError(
+                f"the snapshot holds devices {', '.join(map(str, devs))}: choose one with --device", path=path
+            )
         device = devs[0]
     elif device not in devs:
-        raise InputError(f"device {device} has no segments and no trace entries (devices: "
-                         f"{', '.join(map(str, devs)) or 'none'})", param="--device")
+        raise InputError(
+            f"device {device} has no segments and no trace entries (devices: "
+            f"{', '.join(map(str, devs)) or 'none'})",
+            param="--device",
+        )
     traces = snap["device_traces"]
     entries = traces[device] if device < len(traces) else []
-    segs = [(i, s) for i, s in enumerate(snap["segments"])
-            if _seg_device(s, f"segments[{i}]", path) == device]
+    segs = [
+        (i, s) for i, s in enumerate(snap["segments"]) if _seg_device(s, f"segments[{i}]", path) == device
+    ]
 
     streams = {0: 0}
 
@@ -199,23 +230,22 @@ def trace_of_snapshot(snap: dict, device: int | None = None, path: str = "snapsh
             streams[s] = len(streams)
         return streams[s]
 
-    ops = []                 # (kind, addr, size, time_us, stream, entry, frames)
-    pre = []                 # blocks live when the trace starts: (addr, size, stream, frames)
-    live: dict[int, int] = {}          # addr -> entry of its alloc (-1: before the trace)
-    seg_delta = np.zeros(len(entries) + 1, np.int64)   # reserved change at each entry
+    ops = []  # (kind, addr, size, time_us, stream, entry, frames)
+    pre = []  # blocks live when the trace starts: (addr, size, stream, frames)
+    live: dict[int, int] = {}  # addr -> entry of its alloc (-1: before the trace)
+    seg_delta = np.zeros(len(entries) + 1, np.int64)  # reserved change at each entry
     have_times = bool(entries)
     requested = set()
     ooms = []
     seg_actions = 0
-    seen: set = set()        # addresses allocated (or live before the trace) so far
+    seen: set = set()  # addresses allocated (or live before the trace) so far
     for i, e in enumerate(entries):
         w = f"device_traces[{device}][{i}]"
         if not isinstance(e, dict):
             raise InputError(f"{w} is a {type(e).__name__}, expected a dict", path=path)
         act = e.get("action")
         if act not in ACTIONS:
-            raise InputError(f"{w}: unknown action {act!r} (expected one of "
-                             f"{', '.join(ACTIONS)})", path=path)
+            raise InputError(f"{w}: unknown action {act!r} (expected one of {', '.join(ACTIONS)})", path=path)
         t = e.get("time_us")
         if isinstance(t, bool) or not isinstance(t, int):
             have_times = False
@@ -238,22 +268,26 @@ def trace_of_snapshot(snap: dict, device: int | None = None, path: str = "snapsh
         if act == "alloc":
             if addr in live:
                 j = live[addr]
-                raise InputError(f"{w}: alloc of address {addr:#x}, which is live (allocated "
-                                 + ("before the trace" if j < 0 else
-                                    f"at device_traces[{device}][{j}]") + " and not freed)",
-                                 path=path)
+                raise InputError(
+                    f"{w}: alloc of address {addr:#x}, which is live (allocated "
+                    + ("before the trace" if j < 0 else f"at device_traces[{device}][{j}]")
+                    + " and not freed)",
+                    path=path,
+                )
             live[addr] = i
             seen.add(addr)
             requested.discard(addr)
             ops.append((MALLOC, addr, size, t, st, i, frames))
         elif act == "free_requested":
             requested.add(addr)
-        else:   # free_completed
+        else:  # free_completed
             if addr not in live:
                 if addr in seen:
-                    raise InputError(f"{w}: free_completed of address {addr:#x}, which is not "
-                                     "live (freed twice)", path=path)
-                pre.append((addr, size, st, frames))     # allocated before the trace began
+                    raise InputError(
+                        f"{w}: free_completed of address {addr:#x}, which is not live (freed twice)",
+                        path=path,
+                    )
+                pre.append((addr, size, st, frames))  # allocated before the trace began
                 seen.add(addr)
             else:
                 del live[addr]
@@ -262,7 +296,7 @@ def trace_of_snapshot(snap: dict, device: int | None = None, path: str = "snapsh
     # blocks allocated at the end that the trace never saw allocated
     end_blocks = 0
     for i, s in segs:
-        for (a, size, state, req, frames) in _blocks(s, f"segments[{i}]", path):
+        for a, size, state, req, frames in _blocks(s, f"segments[{i}]", path):
             if state in ACTIVE_STATES:
                 end_blocks += 1
                 if a not in live:
@@ -279,32 +313,52 @@ def trace_of_snapshot(snap: dict, device: int | None = None, path: str = "snapsh
     frames = [p[3] for p in pre] + [o[6] for o in ops]
 
     # the measured reserved bytes: the segments at the end, walked back through the trace
-    allocator_fields = seg_actions > 0 or any(
-        ("segment_type" in s or "allocated_size" in s) for _, s in segs)
+    allocator_fields = seg_actions > 0 or any(("segment_type" in s or "allocated_size" in s) for _, s in segs)
     reserved_end = int(sum(_int(s, "total_size", f"segments[{i}]", path) for i, s in segs))
-    after = reserved_end - (np.cumsum(seg_delta[::-1])[::-1] - seg_delta) if len(entries) \
+    after = (
+        reserved_end - (np.cumsum(seg_delta[::-1])[::-1] - seg_delta)
+        if len(entries)
         else np.zeros(0, np.int64)
+    )
     start = reserved_end - int(seg_delta.sum())
-    if allocator_fields and (start < 0 or (len(after) and after[:len(entries)].min() < 0)):
-        raise InputError(f"device {device}: the trace's segment actions do not fit the "
-                         "segments at the end (walked back from them, reserved bytes go below "
-                         "zero)", path=path)
-    info = {"device": int(device), "entries": len(entries), "segments_at_end": len(segs),
-            "blocks_at_end": end_blocks, "pre_trace_blocks": n_pre,
-            "pending_frees": len(requested & set(live)), "streams": len(streams),
-            "ooms": ooms, "times": "time_us" if have_times else "absent",
-            "allocator_settings": snap.get("allocator_settings") if isinstance(
-                snap.get("allocator_settings"), dict) else None}
+    if allocator_fields and (start < 0 or (len(after) and after[: len(entries)].min() < 0)):
+        raise InputError(
+            f"device {device}: the trace's segment actions do not fit the "
+            "segments at the end (walked back from them, reserved bytes go below "
+            "zero)",
+            path=path,
+        )
+    info = {
+        "device": int(device),
+        "entries": len(entries),
+        "segments_at_end": len(segs),
+        "blocks_at_end": end_blocks,
+        "pre_trace_blocks": n_pre,
+        "pending_frees": len(requested & set(live)),
+        "streams": len(streams),
+        "ooms": ooms,
+        "times": "time_us" if have_times else "absent",
+        "allocator_settings": snap.get("allocator_settings")
+        if isinstance(snap.get("allocator_settings"), dict)
+        else None,
+    }
     if allocator_fields and not entries:
-        info.update(reference=None, peak_reserved_bytes=None, reserved_at_end_bytes=reserved_end,
-                    why_no_reference="it has no trace entries (recorded without "
-                    "_record_memory_history, or an empty ring buffer): its segments hold memory "
-                    "cached for allocations it does not show")
+        info.update(
+            reference=None,
+            peak_reserved_bytes=None,
+            reserved_at_end_bytes=reserved_end,
+            why_no_reference="it has no trace entries (recorded without "
+            "_record_memory_history, or an empty ring buffer): its segments hold memory "
+            "cached for allocations it does not show",
+        )
     elif allocator_fields:
-        peak = max([start] + [int(x) for x in after[:len(entries)]])
-        info.update(reference="the snapshot's cudaMalloc'd segments",
-                    peak_reserved_bytes=int(peak), reserved_at_end_bytes=reserved_end,
-                    reserved_at_start_bytes=int(start))
+        peak = max([start] + [int(x) for x in after[: len(entries)]])
+        info.update(
+            reference="the snapshot's cudaMalloc'd segments",
+            peak_reserved_bytes=int(peak),
+            reserved_at_end_bytes=reserved_end,
+            reserved_at_start_bytes=int(start),
+        )
         # cudaMalloc failing: the caching allocator frees its cached segments (a run of
         # segment_free) and retries (the segment_alloc right after); the GPU then held less
         # than the reserved bytes before the run plus that segment
@@ -324,19 +378,29 @@ def trace_of_snapshot(snap: dict, device: int | None = None, path: str = "snapsh
             i = j
         info.update(cache_flushes=flushes, capacity_below_bytes=below)
     else:
-        info.update(reference=None, peak_reserved_bytes=None,
-                    why_no_reference="its segments carry no allocator fields and it has no "
-                    "segment actions (a snapshot made from a torch.profiler run by "
-                    "torch.cuda._memory_viz._profile_to_snapshot: segments are address "
-                    "spans, not reserved memory)")
+        info.update(
+            reference=None,
+            peak_reserved_bytes=None,
+            why_no_reference="its segments carry no allocator fields and it has no "
+            "segment actions (a snapshot made from a torch.profiler run by "
+            "torch.cuda._memory_viz._profile_to_snapshot: segments are address "
+            "spans, not reserved memory)",
+        )
     name = Path(path).name + (f"-device{device}" if len(devs) > 1 else "")
-    tr = _resolve(path, name, kinds, addrs, sizes, times, lines,
-                  {"source": path, "format": "pytorch-memory-snapshot", "snapshot": info})
+    tr = _resolve(
+        path,
+        name,
+        kinds,
+        addrs,
+        sizes,
+        times,
+        lines,
+        {"source": path, "format": "pytorch-memory-snapshot", "snapshot": info},
+    )
     meta = dict(tr.meta, frames_of_op=frames)
     if info["peak_reserved_bytes"] is not None:
         ent = np.asarray(lines, np.int64)
-        r = np.where(np.arange(len(kinds)) < n_pre, start,
-                     after[ent] if len(entries) else start)
+        r = np.where(np.arange(len(kinds)) < n_pre, start, after[ent] if len(entries) else start)
         meta["reserved_of_op"] = np.asarray(r, np.int64)
     tr = AllocTrace(tr.name, tr.kind, tr.address, tr.size, tr.time_ns, tr.block, stream, meta)
     info["peak_allocated_bytes"] = int(tr.live_bytes().max()) if tr.num_ops else 0
@@ -374,10 +438,12 @@ def pytorch_options(trace: AllocTrace) -> dict:
 # ---------------------------------------------------------------------------------------------
 # writing
 
+
 def _round(name: str, options: dict, size: int) -> int:
     """The block an allocator gives a request (the snapshot's block `size`)."""
     if name == "pytorch":
         from g10fast.alloc.allocators import pt_round_size
+
         return pt_round_size(size)
     g = int(options.get("granularity", 1) or 1)
     return max(g, -(-size // g) * g) if name in ("cnmem", "bump") else size
@@ -457,7 +523,8 @@ def _per_block(S, e, free, offset, size):
 
 def _grown(S, name, o, is_free, blk, bsize, off, resv) -> bool:
     from g10fast.alloc.allocators import pt_allocation_size, pt_round_size
-    alive = {}              # segment offset -> [size, live blocks]
+
+    alive = {}  # segment offset -> [size, live blocks]
     starts = []
     top = 0
     prev = 0
@@ -550,7 +617,7 @@ def snapshot_of_run(trace: AllocTrace, res, frames=None, device: int = 0) -> dic
     bsize = trace.block_sizes()
     off = np.asarray(res.offset, np.int64).copy()
     name, o = res.allocator, dict(res.options)
-    if name == "cuda_malloc":      # no offsets: each block at the next free address, never reused
+    if name == "cuda_malloc":  # no offsets: each block at the next free address, never reused
         sizes = np.where(off < 0, bsize, 0)
         off = np.concatenate([[0], np.cumsum(sizes)[:-1]]) if len(sizes) else off
     res_view = _with_offsets(res, off)
@@ -561,8 +628,8 @@ def snapshot_of_run(trace: AllocTrace, res, frames=None, device: int = 0) -> dic
     tns = trace.time_ns
     base = ADDRESS_BASE
     out = []
-    live = {}                # block -> (offset, requested, frames)
-    at: set = set()          # offsets of the live blocks
+    live = {}  # block -> (offset, requested, frames)
+    at: set = set()  # offsets of the live blocks
     unplaced = stacked = 0
     for e in range(E):
         i = int(op[e])
@@ -571,33 +638,57 @@ def snapshot_of_run(trace: AllocTrace, res, frames=None, device: int = 0) -> dic
         fr = frames[i] if frames is not None else empty
         st = int(trace.stream[i])
         for act, a, size in segs.before[e]:
-            out.append({"action": act, "addr": base + a, "size": size, "stream": 0,
-                        "frames": empty, "time_us": t})
+            out.append(
+                {"action": act, "addr": base + a, "size": size, "stream": 0, "frames": empty, "time_us": t}
+            )
         if off[b] < 0 or bsize[b] == 0:
             unplaced += 1 if (not is_free[e] and off[b] < 0) else 0
         elif not is_free[e]:
-            if int(off[b]) in at:          # a live block holds this address already
+            if int(off[b]) in at:  # a live block holds this address already
                 stacked += 1
                 continue
-            out.append({"action": "alloc", "addr": base + int(off[b]), "size": int(bsize[b]),
-                        "stream": st, "frames": fr, "time_us": t})
+            out.append(
+                {
+                    "action": "alloc",
+                    "addr": base + int(off[b]),
+                    "size": int(bsize[b]),
+                    "stream": st,
+                    "frames": fr,
+                    "time_us": t,
+                }
+            )
             live[b] = (int(off[b]), int(bsize[b]), fr)
             at.add(int(off[b]))
         elif b in live:
             at.discard(live[b][0])
             for act in ("free_requested", "free_completed"):
-                out.append({"action": act, "addr": base + int(off[b]), "size": int(bsize[b]),
-                            "stream": st, "frames": fr, "time_us": t})
+                out.append(
+                    {
+                        "action": act,
+                        "addr": base + int(off[b]),
+                        "size": int(bsize[b]),
+                        "stream": st,
+                        "frames": fr,
+                        "time_us": t,
+                    }
+                )
             del live[b]
         for act, a, size in segs.after[e]:
-            out.append({"action": act, "addr": base + a, "size": size, "stream": 0,
-                        "frames": empty, "time_us": t})
+            out.append(
+                {"action": act, "addr": base + a, "size": size, "stream": 0, "frames": empty, "time_us": t}
+            )
     if res.oom:
         i = int(res.oom["op"])
-        out.append({"action": "oom", "device_free": int(res.oom["free_bytes"]),
-                    "size": int(res.oom["bytes"]), "stream": 0,
-                    "frames": frames[i] if frames is not None else empty,
-                    "time_us": int(tns[i]) // 1000})
+        out.append(
+            {
+                "action": "oom",
+                "device_free": int(res.oom["free_bytes"]),
+                "size": int(res.oom["bytes"]),
+                "stream": 0,
+                "frames": frames[i] if frames is not None else empty,
+                "time_us": int(tns[i]) // 1000,
+            }
+        )
     # the segments alive at the end, with their blocks
     alive = dict(segs.initial)
     for e in range(E):
@@ -622,37 +713,76 @@ def snapshot_of_run(trace: AllocTrace, res, frames=None, device: int = 0) -> dic
             nxt = blocks[bi + 1][0] if bi + 1 < len(blocks) else s + size
             bsz = max(min(_round(name, o, req), min(nxt, s + size) - a), req)
             if a > cur:
-                bl.append({"address": base + cur, "size": a - cur, "requested_size": 0,
-                           "state": "inactive", "frames": empty})
-            bl.append({"address": base + a, "size": bsz, "requested_size": req,
-                       "state": "active_allocated", "frames": fr})
+                bl.append(
+                    {
+                        "address": base + cur,
+                        "size": a - cur,
+                        "requested_size": 0,
+                        "state": "inactive",
+                        "frames": empty,
+                    }
+                )
+            bl.append(
+                {
+                    "address": base + a,
+                    "size": bsz,
+                    "requested_size": req,
+                    "state": "active_allocated",
+                    "frames": fr,
+                }
+            )
             alloc_b += bsz
             req_b += req
             cur = a + bsz
             bi += 1
         if cur < s + size:
-            bl.append({"address": base + cur, "size": s + size - cur, "requested_size": 0,
-                       "state": "inactive", "frames": empty})
-        seg_list.append({"device": device, "address": base + s, "total_size": size,
-                         "allocated_size": alloc_b, "active_size": alloc_b,
-                         "requested_size": req_b, "stream": 0,
-                         "segment_type": "small" if (name == "pytorch" and size <= 2 * MiB)
-                         else "large", "segment_pool_id": (0, 0),
-                         "is_expandable": bool(expandable), "frames": empty, "blocks": bl})
-    snap = {"segments": seg_list,
-            "device_traces": [[] for _ in range(device)] + [out],
-            "g10fast": {"allocator": name, "options": {k: v for k, v in o.items()
-                                                       if isinstance(v, (int, float, str, bool))},
-                        "trace": trace.name, "segment_model": segs.model,
-                        "peak_reserved_bytes": int(res.peak_reserved),
-                        "peak_live_bytes": int(res.peak_live), "status": res.status,
-                        "unplaced_blocks": unplaced, "stacked_blocks": stacked}}
+            bl.append(
+                {
+                    "address": base + cur,
+                    "size": s + size - cur,
+                    "requested_size": 0,
+                    "state": "inactive",
+                    "frames": empty,
+                }
+            )
+        seg_list.append(
+            {
+                "device": device,
+                "address": base + s,
+                "total_size": size,
+                "allocated_size": alloc_b,
+                "active_size": alloc_b,
+                "requested_size": req_b,
+                "stream": 0,
+                "segment_type": "small" if (name == "pytorch" and size <= 2 * MiB) else "large",
+                "segment_pool_id": (0, 0),
+                "is_expandable": bool(expandable),
+                "frames": empty,
+                "blocks": bl,
+            }
+        )
+    snap = {
+        "segments": seg_list,
+        "device_traces": [[] for _ in range(device)] + [out],
+        "g10fast": {
+            "allocator": name,
+            "options": {k: v for k, v in o.items() if isinstance(v, (int, float, str, bool))},
+            "trace": trace.name,
+            "segment_model": segs.model,
+            "peak_reserved_bytes": int(res.peak_reserved),
+            "peak_live_bytes": int(res.peak_live),
+            "status": res.status,
+            "unplaced_blocks": unplaced,
+            "stacked_blocks": stacked,
+        },
+    }
     if name == "pytorch":
         ms = o.get("max_split_size_mb", 0.0)
         snap["allocator_settings"] = {
-            "PYTORCH_CUDA_ALLOC_CONF": "", "expandable_segments": bool(o.get(
-                "expandable_segments", False)),
-            "max_split_size": int(ms * MiB) if ms else -1}
+            "PYTORCH_CUDA_ALLOC_CONF": "",
+            "expandable_segments": bool(o.get("expandable_segments", False)),
+            "max_split_size": int(ms * MiB) if ms else -1,
+        }
     return snap
 
 
@@ -700,10 +830,8 @@ def workload_frames(w, trace: AllocTrace) -> list:
     if kops is None:
         return None
     wname = f"{w.name} (batch {w.batch_size})"
-    per_k = [[{"filename": wname, "line": k, "name": str(w.kernel_name[k])}]
-             for k in range(w.num_kernels)]
-    weights = [{"filename": wname, "line": 0, "name": "weights and state, before the "
-                                                     "iteration"}]
+    per_k = [[{"filename": wname, "line": k, "name": str(w.kernel_name[k])}] for k in range(w.num_kernels)]
+    weights = [{"filename": wname, "line": 0, "name": "weights and state, before the iteration"}]
     return [per_k[int(k)] if k >= 0 else weights for k in np.asarray(kops).tolist()]
 
 
@@ -712,6 +840,7 @@ def write_workload_snapshots(w, path, allocators=None, freq_ghz: float = 1.2) ->
     each allocator (default all), each run written as a snapshot (snapshot_paths)."""
     from g10fast.alloc.allocators import ALLOCATORS, run_allocator
     from g10fast.alloc.trace import from_workload
+
     tr = from_workload(w, freq_ghz=freq_ghz)
     names = list(allocators or ALLOCATORS)
     results = [run_allocator(tr, n) for n in names]
@@ -721,13 +850,25 @@ def write_workload_snapshots(w, path, allocators=None, freq_ghz: float = 1.2) ->
 # ---------------------------------------------------------------------------------------------
 # the snapshot as the measured reference
 
+
 def snapshot_comparison(trace: AllocTrace, results) -> dict:
     """What the snapshot measured beside what the allocators here give on its trace: its peak
     reserved (the caching allocator's segments) against the `pytorch` allocator's, its peak
     allocated against the trace's live peak."""
     info = dict(trace.meta.get("snapshot") or {})
-    out = {k: info.get(k) for k in ("device", "entries", "segments_at_end", "pre_trace_blocks",
-                                    "pending_frees", "streams", "times", "reference")}
+    out = {
+        k: info.get(k)
+        for k in (
+            "device",
+            "entries",
+            "segments_at_end",
+            "pre_trace_blocks",
+            "pending_frees",
+            "streams",
+            "times",
+            "reference",
+        )
+    }
     out["ooms"] = len(info.get("ooms") or [])
     out["measured_peak_reserved_bytes"] = info.get("peak_reserved_bytes")
     out["measured_peak_allocated_bytes"] = info.get("peak_allocated_bytes")
@@ -747,30 +888,41 @@ def snapshot_comparison(trace: AllocTrace, results) -> dict:
 
 def snapshot_text(trace: AllocTrace, results) -> str:
     c = snapshot_comparison(trace, results)
-    lines = [f"memory snapshot, device {c['device']}: {c['entries']:,} trace entries, "
-             f"{c['pre_trace_blocks']:,} blocks allocated before the trace, "
-             f"{c['segments_at_end']:,} segments at the end"
-             + (f", {c['ooms']} OOM" if c["ooms"] else "")]
+    lines = [
+        f"memory snapshot, device {c['device']}: {c['entries']:,} trace entries, "
+        f"{c['pre_trace_blocks']:,} blocks allocated before the trace, "
+        f"{c['segments_at_end']:,} segments at the end" + (f", {c['ooms']} OOM" if c["ooms"] else "")
+    ]
     m = c["measured_peak_reserved_bytes"]
     if m is None:
         lines.append(f"no measured reserved memory: {c['why_no_reference']}")
         return "\n".join(lines)
-    lines.append(f"measured (the snapshot's segments): peak reserved {m / MiB:,.1f} MiB, peak "
-                 f"allocated {c['measured_peak_allocated_bytes'] / MiB:,.1f} MiB")
+    lines.append(
+        f"measured (the snapshot's segments): peak reserved {m / MiB:,.1f} MiB, peak "
+        f"allocated {c['measured_peak_allocated_bytes'] / MiB:,.1f} MiB"
+    )
     if c["cache_flushes"]:
-        lines.append(f"the recorded allocator emptied its cache {c['cache_flushes']} times to "
-                     "retry a segment (cudaMalloc failed): its GPU held less than "
-                     f"{c['capacity_below_bytes'] / MiB:,.1f} MiB")
+        lines.append(
+            f"the recorded allocator emptied its cache {c['cache_flushes']} times to "
+            "retry a segment (cudaMalloc failed): its GPU held less than "
+            f"{c['capacity_below_bytes'] / MiB:,.1f} MiB"
+        )
     if "pytorch_peak_reserved_bytes" in c:
-        opts = {k: v for k, v in c["pytorch_options"].items()
-                if v != {"per_stream": False, "expandable_segments": False,
-                         "max_split_size_mb": 0.0}.get(k)}
+        opts = {
+            k: v
+            for k, v in c["pytorch_options"].items()
+            if v != {"per_stream": False, "expandable_segments": False, "max_split_size_mb": 0.0}.get(k)
+        }
         if c["pytorch_capacity_bytes"] is not None:
-            opts["capacity"] = (f"{c['pytorch_capacity_bytes'] / MiB:,.1f} MiB" if
-                                c["pytorch_capacity_bytes"] + 1 != c["capacity_below_bytes"]
-                                else f"just under {c['capacity_below_bytes'] / MiB:,.1f} MiB")
-        lines.append("pytorch allocator here"
-                     + (f" ({', '.join(f'{k}={v}' for k, v in opts.items())})" if opts else "")
-                     + f": peak reserved {c['pytorch_peak_reserved_bytes'] / MiB:,.1f} MiB, "
-                     f"{100 * c['pytorch_vs_measured']:+.2f}% against the snapshot's")
+            opts["capacity"] = (
+                f"{c['pytorch_capacity_bytes'] / MiB:,.1f} MiB"
+                if c["pytorch_capacity_bytes"] + 1 != c["capacity_below_bytes"]
+                else f"just under {c['capacity_below_bytes'] / MiB:,.1f} MiB"
+            )
+        lines.append(
+            "pytorch allocator here"
+            + (f" ({', '.join(f'{k}={v}' for k, v in opts.items())})" if opts else "")
+            + f": peak reserved {c['pytorch_peak_reserved_bytes'] / MiB:,.1f} MiB, "
+            f"{100 * c['pytorch_vs_measured']:+.2f}% against the snapshot's"
+        )
     return "\n".join(lines)

@@ -74,19 +74,34 @@ class AllocTrace:
         first = b[m].min() if m.any() else 0
         keep = b >= first if m.any() else np.zeros(len(k), bool)
         idx = np.nonzero(keep)[0] + start
-        return _make(self.name, self.kind[idx], self.address[idx], self.size[idx],
-                     self.time_ns[idx] - (self.time_ns[idx[0]] if len(idx) else 0),
-                     self.block[idx] - first, self.stream[idx], dict(self.meta))
+        return _make(
+            self.name,
+            self.kind[idx],
+            self.address[idx],
+            self.size[idx],
+            self.time_ns[idx] - (self.time_ns[idx[0]] if len(idx) else 0),
+            self.block[idx] - first,
+            self.stream[idx],
+            dict(self.meta),
+        )
 
 
 def _make(name, kind, address, size, time_ns, block, stream, meta) -> AllocTrace:
-    return AllocTrace(name, np.asarray(kind, np.int8), np.asarray(address, np.int64),
-                      np.asarray(size, np.int64), np.asarray(time_ns, np.int64),
-                      np.asarray(block, np.int64), np.asarray(stream, np.int16), meta)
+    return AllocTrace(
+        name,
+        np.asarray(kind, np.int8),
+        np.asarray(address, np.int64),
+        np.asarray(size, np.int64),
+        np.asarray(time_ns, np.int64),
+        np.asarray(block, np.int64),
+        np.asarray(stream, np.int16),
+        meta,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # building a trace from ops, with block resolution and checks
+
 
 def _resolve(path, name, kinds, addrs, sizes, times, lines, meta, strict_free=True) -> AllocTrace:
     """Turn (kind, address, size or -1, time) rows into a trace: blocks from addresses, sizes of
@@ -103,8 +118,12 @@ def _resolve(path, name, kinds, addrs, sizes, times, lines, meta, strict_free=Tr
             if sizes[i] < 0:
                 raise InputError("malloc with a negative size", path=path, line=lines[i])
             if a in live:
-                raise InputError(f"malloc of address {a:#x}, which is live (malloc'd at line "
-                                 f"{lines[live[a][2]]} and not freed)", path=path, line=lines[i])
+                raise InputError(
+                    f"malloc of address {a:#x}, which is live (malloc'd at line "
+                    f"{lines[live[a][2]]} and not freed)",
+                    path=path,
+                    line=lines[i],
+                )
             live[a] = (nb, int(sizes[i]), i)
             block[i] = nb
             size[i] = sizes[i]
@@ -113,13 +132,19 @@ def _resolve(path, name, kinds, addrs, sizes, times, lines, meta, strict_free=Tr
         b = live.get(a)
         if b is None:
             if k == FREE and strict_free:
-                raise InputError(f"free of address {a:#x}, which is not live (no malloc before "
-                                 "it, or freed twice)", path=path, line=lines[i])
-            keep[i] = False          # an access to a block the trace did not see allocated
+                raise InputError(
+                    f"free of address {a:#x}, which is not live (no malloc before it, or freed twice)",
+                    path=path,
+                    line=lines[i],
+                )
+            keep[i] = False  # an access to a block the trace did not see allocated
             continue
         if sizes[i] >= 0 and sizes[i] != b[1] and k != LAYER:
-            raise InputError(f"{KIND_NAMES[k]} of address {a:#x} gives {sizes[i]} bytes, its "
-                             f"malloc {b[1]}", path=path, line=lines[i])
+            raise InputError(
+                f"{KIND_NAMES[k]} of address {a:#x} gives {sizes[i]} bytes, its malloc {b[1]}",
+                path=path,
+                line=lines[i],
+            )
         block[i] = b[0]
         size[i] = b[1]
         if k == FREE:
@@ -128,8 +153,16 @@ def _resolve(path, name, kinds, addrs, sizes, times, lines, meta, strict_free=Tr
     if n:
         t = t - t[0]
     meta = dict(meta, dropped_ops=int((~keep).sum()))
-    return _make(name, np.asarray(kinds, np.int8)[keep], np.asarray(addrs, np.int64)[keep],
-                 size[keep], t[keep], block[keep], np.zeros(int(keep.sum()), np.int16), meta)
+    return _make(
+        name,
+        np.asarray(kinds, np.int8)[keep],
+        np.asarray(addrs, np.int64)[keep],
+        size[keep],
+        t[keep],
+        block[keep],
+        np.zeros(int(keep.sum()), np.int16),
+        meta,
+    )
 
 
 def _int(tok: str, path, line, what) -> int:
@@ -139,8 +172,7 @@ def _int(tok: str, path, line, what) -> int:
         raise InputError(f"{what} {tok!r} is not an integer", path=path, line=line) from None
 
 
-_OPS = {"malloc": MALLOC, "free": FREE, "read": READ, "mutable": WRITE, "write": WRITE,
-        "layer": LAYER}
+_OPS = {"malloc": MALLOC, "free": FREE, "read": READ, "mutable": WRITE, "write": WRITE, "layer": LAYER}
 
 
 def read_singa(path) -> AllocTrace:
@@ -158,7 +190,7 @@ def read_singa(path) -> AllocTrace:
         raise InputError(f"cannot read allocation trace: {e}", path=p) from None
     kinds, addrs, sizes, times, lines = [], [], [], [], []
     fmt = None
-    sized = False                       # blockInfo lines with the bytes on every op
+    sized = False  # blockInfo lines with the bytes on every op
     for ln, raw in enumerate(text.splitlines(), start=1):
         tok = raw.split()
         if not tok:
@@ -167,28 +199,34 @@ def read_singa(path) -> AllocTrace:
             fmt = "vec_run" if re.fullmatch(r"\d+", tok[0]) else "mem"
         if fmt == "vec_run":
             if len(tok) != 5:
-                raise InputError(f"expected 'INDEX OP ADDRESS BYTES TIME', got {raw.strip()!r}",
-                                 path=p, line=ln)
+                raise InputError(
+                    f"expected 'INDEX OP ADDRESS BYTES TIME', got {raw.strip()!r}", path=p, line=ln
+                )
             _int(tok[0], p, ln, "index")
             tok = tok[1:]
         op = _OPS.get(tok[0].lower())
         if op is None:
-            raise InputError(f"unknown op {tok[0]!r} (expected Malloc, Free, Read, Mutable, "
-                             "Layer)", path=p, line=ln)
+            raise InputError(
+                f"unknown op {tok[0]!r} (expected Malloc, Free, Read, Mutable, Layer)", path=p, line=ln
+            )
         if fmt == "vec_run":
             a, s, t = tok[1], tok[2], tok[3]
         elif op == MALLOC:
             if len(tok) < 4 or (len(tok) > 4 and tok[4] != "(data_&size)") or len(tok) > 5:
-                raise InputError(f"expected 'Malloc ADDRESS BYTES TIME', got {raw.strip()!r}",
-                                 path=p, line=ln)
+                raise InputError(
+                    f"expected 'Malloc ADDRESS BYTES TIME', got {raw.strip()!r}", path=p, line=ln
+                )
             a, s, t = tok[1], tok[2], tok[3]
         elif len(tok) == 4:
             a, s, t = tok[1], tok[2], tok[3]
             sized = True
         else:
             if len(tok) != 3:
-                raise InputError(f"expected '{tok[0]} ADDRESS TIME' or '{tok[0]} ADDRESS "
-                                 f"BYTES TIME', got {raw.strip()!r}", path=p, line=ln)
+                raise InputError(
+                    f"expected '{tok[0]} ADDRESS TIME' or '{tok[0]} ADDRESS BYTES TIME', got {raw.strip()!r}",
+                    path=p,
+                    line=ln,
+                )
             a, s, t = tok[1], "-1", tok[2]
         if not a.lower().startswith("0x"):
             raise InputError(f"address {a!r} is not hexadecimal (0x...)", path=p, line=ln)
@@ -220,27 +258,48 @@ def read_singa(path) -> AllocTrace:
             sizes = [sz for _, sz, _ in pre] + sizes
             lines = [ln for _, _, ln in pre] + lines
             times = [times[0]] * len(pre) + times
-    return _resolve(p, name, kinds, addrs, sizes, times, lines,
-                    {"source": p, "format": "singa-" + ("vec_run" if fmt == "vec_run" else
-                                                        "meminfo" if unit > 1 else
-                                                        "vec_block" if sized else "blockinfo"),
-                     "live_at_start": len(pre)})
+    return _resolve(
+        p,
+        name,
+        kinds,
+        addrs,
+        sizes,
+        times,
+        lines,
+        {
+            "source": p,
+            "format": "singa-"
+            + (
+                "vec_run"
+                if fmt == "vec_run"
+                else "meminfo"
+                if unit > 1
+                else "vec_block"
+                if sized
+                else "blockinfo"
+            ),
+            "live_at_start": len(pre),
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # HDF5 form
+
 
 def write_hdf5(trace: AllocTrace, path) -> None:
     """/ops/{kind,address,size,time_ns,block,stream}; attrs format, schema_version, name."""
     import json
 
     import h5py
+
     with h5py.File(path, "w") as f:
         f.attrs["format"] = FORMAT_NAME
         f.attrs["schema_version"] = SCHEMA_VERSION
         f.attrs["name"] = trace.name
-        f.attrs["meta"] = json.dumps({k: v for k, v in trace.meta.items()
-                                      if isinstance(v, (str, int, float, bool))})
+        f.attrs["meta"] = json.dumps(
+            {k: v for k, v in trace.meta.items() if isinstance(v, (str, int, float, bool))}
+        )
         g = f.create_group("ops")
         for col in ("kind", "address", "size", "time_ns", "stream"):
             g.create_dataset(col, data=getattr(trace, col), compression="gzip")
@@ -252,6 +311,7 @@ def read_hdf5(path) -> AllocTrace:
     import json
 
     import h5py
+
     p = str(path)
     try:
         f = h5py.File(p, "r")
@@ -261,12 +321,14 @@ def read_hdf5(path) -> AllocTrace:
         raise InputError(f"not an HDF5 file: {e}", path=p) from None
     with f:
         if f.attrs.get("format") != FORMAT_NAME:
-            raise InputError(f"not a g10fast allocation trace (attribute format is "
-                             f"{f.attrs.get('format')!r}, expected {FORMAT_NAME!r})", path=p)
+            raise InputError(
+                f"not a g10fast allocation trace (attribute format is "
+                f"{f.attrs.get('format')!r}, expected {FORMAT_NAME!r})",
+                path=p,
+            )
         ver = int(f.attrs.get("schema_version", -1))
         if ver != SCHEMA_VERSION:
-            raise InputError(f"schema_version {ver} is not supported (expected "
-                             f"{SCHEMA_VERSION})", path=p)
+            raise InputError(f"schema_version {ver} is not supported (expected {SCHEMA_VERSION})", path=p)
         cols = {}
         for c in ("kind", "address", "size", "time_ns"):
             if f"ops/{c}" not in f:
@@ -283,10 +345,26 @@ def read_hdf5(path) -> AllocTrace:
     if len(bad):
         raise InputError(f"op {bad[0]}: kind {kinds[bad[0]]} is not 0..4", path=p + ":/ops/kind")
     sizes = np.where(kinds == MALLOC, cols["size"], -1)
-    tr = _resolve(p + ":/ops row", name, kinds.tolist(), cols["address"].tolist(),
-                  sizes.tolist(), cols["time_ns"].tolist(), list(range(n)), meta)
-    return AllocTrace(tr.name, tr.kind, tr.address, tr.size, tr.time_ns, tr.block,
-                      np.asarray(stream, np.int16)[: tr.num_ops], tr.meta)
+    tr = _resolve(
+        p + ":/ops row",
+        name,
+        kinds.tolist(),
+        cols["address"].tolist(),
+        sizes.tolist(),
+        cols["time_ns"].tolist(),
+        list(range(n)),
+        meta,
+    )
+    return AllocTrace(
+        tr.name,
+        tr.kind,
+        tr.address,
+        tr.size,
+        tr.time_ns,
+        tr.block,
+        np.asarray(stream, np.int16)[: tr.num_ops],
+        tr.meta,
+    )
 
 
 def read_trace(path) -> AllocTrace:
@@ -307,8 +385,10 @@ def read_trace(path) -> AllocTrace:
 # ---------------------------------------------------------------------------------------------
 # from a Workload (E5)
 
-def from_workload(w, freq_ghz: float = 1.2, iterations: int = 1,
-                  globals_persist: bool = True, kernel_cycles=None) -> AllocTrace:
+
+def from_workload(
+    w, freq_ghz: float = 1.2, iterations: int = 1, globals_persist: bool = True, kernel_cycles=None
+) -> AllocTrace:
     """The allocation trace of a g10fast workload (E5): kernel k reads its inputs and writes
     its outputs at op indices; a non-global tensor is malloc'd just before its first use and
     freed just after its last use; global tensors (weights) are malloc'd once at the start and
@@ -395,15 +475,30 @@ def from_workload(w, freq_ghz: float = 1.2, iterations: int = 1,
     period = None
     if iterations >= 2:
         period = (int(na[it_first[0]]), int(na[it_first[1]] - na[it_first[0]]))
-    return _make(f"{w.name}-b{w.batch_size}", kinds, addr[tens], size[tens],
-                 np.asarray(times, np.int64), block, np.zeros(len(kinds)),
-                 {"source": "workload", "model": w.name, "batch": int(w.batch_size),
-                  "iterations": int(iterations), "kernels": int(K),
-                  "kernel_of_op": kops, "tensor_of_op": tens, "period": period})
+    return _make(
+        f"{w.name}-b{w.batch_size}",
+        kinds,
+        addr[tens],
+        size[tens],
+        np.asarray(times, np.int64),
+        block,
+        np.zeros(len(kinds)),
+        {
+            "source": "workload",
+            "model": w.name,
+            "batch": int(w.batch_size),
+            "iterations": int(iterations),
+            "kernels": int(K),
+            "kernel_of_op": kops,
+            "tensor_of_op": tens,
+            "period": period,
+        },
+    )
 
 
-def from_tensor_events(events, size_bytes, name: str = "tensor-engine",
-                       absent_at_start: dict | None = None) -> AllocTrace:
+def from_tensor_events(
+    events, size_bytes, name: str = "tensor-engine", absent_at_start: dict | None = None
+) -> AllocTrace:
     """The malloc/free sequence of a tensor-engine run (g10fast.engine.tensor: its event rows,
     trace columns), in the order the engine made them: an ALLOC of tensor t at page s is a
     malloc of `size_bytes[t]`; the DEALLOC or EVICT of (t, s) frees it. Blocks the engine
@@ -414,6 +509,7 @@ def from_tensor_events(events, size_bytes, name: str = "tensor-engine",
     iteration starts), and it is freed when kernel k − 1 ends (its swap-out for the next
     iteration; k = 0: not freed)."""
     from g10fast.locations import EV_ALLOC, EV_DEALLOC, EV_EVICT, EV_KERNEL
+
     ev = np.asarray(events, np.int64).reshape(-1, 10)
     absent = {int(t): int(k) for t, k in (absent_at_start or {}).items()}
     keep = (ev[:, 1] == EV_ALLOC) | (ev[:, 1] == EV_DEALLOC) | (ev[:, 1] == EV_EVICT)
@@ -423,7 +519,7 @@ def from_tensor_events(events, size_bytes, name: str = "tensor-engine",
     size_bytes = np.asarray(size_bytes, np.int64)
     kinds, blocks, tens, times = [], [], [], []
     live: dict = {}
-    of_tensor: dict = {}                # tensor -> its live keys (absent tensors only)
+    of_tensor: dict = {}  # tensor -> its live keys (absent tensors only)
     skip_evict = set()
     free_after: dict = {}
     for t, k in absent.items():
@@ -443,7 +539,7 @@ def from_tensor_events(events, size_bytes, name: str = "tensor-engine",
                     times.append(row[0])
             continue
         if kind == EV_ALLOC and t in absent and row[3] == -1:
-            skip_evict.add((t, s))          # its start-up copy: on the host in steady state
+            skip_evict.add((t, s))  # its start-up copy: on the host in steady state
             continue
         if kind != EV_ALLOC and (t, s) in skip_evict:
             skip_evict.discard((t, s))
@@ -457,7 +553,7 @@ def from_tensor_events(events, size_bytes, name: str = "tensor-engine",
             nb += 1
         else:
             b = live.pop((t, s), None)
-            if b is None:       # never allocated in this run's events: nothing to free
+            if b is None:  # never allocated in this run's events: nothing to free
                 continue
             if t in absent and (t, s) in of_tensor.get(t, ()):
                 of_tensor[t].remove((t, s))
@@ -467,6 +563,13 @@ def from_tensor_events(events, size_bytes, name: str = "tensor-engine",
         times.append(row[0])
     tens = np.asarray(tens, np.int64)
     n = len(kinds)
-    return _make(name, kinds, np.asarray(blocks, np.int64) << 12,
-                 size_bytes[tens] if n else np.zeros(0, np.int64), times, blocks,
-                 np.zeros(n), {"source": "tensor-engine", "tensor_of_op": tens})
+    return _make(
+        name,
+        kinds,
+        np.asarray(blocks, np.int64) << 12,
+        size_bytes[tens] if n else np.zeros(0, np.int64),
+        times,
+        blocks,
+        np.zeros(n),
+        {"source": "tensor-engine", "tensor_of_op": tens},
+    )

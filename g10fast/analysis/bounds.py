@@ -47,22 +47,22 @@ KIND_NAMES = ("compute", "read", "write", "ssd_read", "ssd_write")
 class BoundModel:
     """The arrays and scalars the bounds read (build with `bound_model`)."""
 
-    c: np.ndarray             # float64[K] kernel times (time unit)
-    size: np.ndarray          # float64[T] bytes counted (0: excluded, e.g. a bypassed tensor)
-    lo: np.ndarray            # int64[T] first live kernel (-1: never used)
-    hi: np.ndarray            # int64[T] last use
-    use_ptr: np.ndarray       # int64[T+1] uses of tensor x: use_k[use_ptr[x]:use_ptr[x+1]]
-    use_k: np.ndarray         # int64 kernels, ascending
-    use_w: np.ndarray         # bool: the use writes the tensor (an output)
-    free_read: np.ndarray     # bool[T]: fetching this tensor costs nothing (a mirrored quirk)
-    free_write: np.ndarray    # bool[T]: writing it out costs nothing (a mirrored quirk)
-    capacity: float           # GPU bytes
-    host_bytes: float         # host memory (inf: unlimited)
+    c: np.ndarray  # float64[K] kernel times (time unit)
+    size: np.ndarray  # float64[T] bytes counted (0: excluded, e.g. a bypassed tensor)
+    lo: np.ndarray  # int64[T] first live kernel (-1: never used)
+    hi: np.ndarray  # int64[T] last use
+    use_ptr: np.ndarray  # int64[T+1] uses of tensor x: use_k[use_ptr[x]:use_ptr[x+1]]
+    use_k: np.ndarray  # int64 kernels, ascending
+    use_w: np.ndarray  # bool: the use writes the tensor (an output)
+    free_read: np.ndarray  # bool[T]: fetching this tensor costs nothing (a mirrored quirk)
+    free_write: np.ndarray  # bool[T]: writing it out costs nothing (a mirrored quirk)
+    capacity: float  # GPU bytes
+    host_bytes: float  # host memory (inf: unlimited)
     in_rate: float
     out_rate: float
     ssd_in_rate: float
     ssd_out_rate: float
-    slack: float = 0.0        # subtracted from every transfer edge (an engine's granularity)
+    slack: float = 0.0  # subtracted from every transfer edge (an engine's granularity)
     unit: str = "cycles"
     #: a kernel's own tensors may leave the GPU once it has touched them (the driver engine:
     #: a later fault batch of the same kernel may evict them): they count as candidates to be
@@ -72,7 +72,7 @@ class BoundModel:
     #: stream and its fault path, which runs only between kernels' compute): a read window
     #: t -> t' becomes S_{t'+1} - S_t >= (F / in_rate + C) / 2, C = compute of kernels t..t'
     fault_path: bool = False
-    notes: tuple = ()          # what the model mirrors or leaves out, for the result
+    notes: tuple = ()  # what the model mirrors or leaves out, for the result
 
     @property
     def num_kernels(self) -> int:
@@ -81,25 +81,31 @@ class BoundModel:
 
 @dataclass
 class WindowBound:
-    time: float                         # the bound, in the model's unit
-    ideal: float                        # Σ c_k
-    deficit: np.ndarray                 # D_k, bytes
-    live_bytes: np.ndarray              # M_k
-    windows: list = field(default_factory=list)   # binding windows on the longest path
+    time: float  # the bound, in the model's unit
+    ideal: float  # Σ c_k
+    deficit: np.ndarray  # D_k, bytes
+    live_bytes: np.ndarray  # M_k
+    windows: list = field(default_factory=list)  # binding windows on the longest path
 
     def describe(self, bytes_unit: float = 1e9) -> list:
         out = []
         for w in self.windows:
             verb = "come back" if w["kind"] in ("read", "ssd_read") else "be written out"
-            via = " from the SSD" if w["kind"] == "ssd_read" else (
-                " to the SSD" if w["kind"] == "ssd_write" else "")
-            out.append(f"between kernels {w['from']} and {w['to']} at least "
-                       f"{w['bytes'] / bytes_unit:.4g} GB must {verb}{via}")
+            via = (
+                " from the SSD"
+                if w["kind"] == "ssd_read"
+                else (" to the SSD" if w["kind"] == "ssd_write" else "")
+            )
+            out.append(
+                f"between kernels {w['from']} and {w['to']} at least "
+                f"{w['bytes'] / bytes_unit:.4g} GB must {verb}{via}"
+            )
         return out
 
 
 # ---------------------------------------------------------------------------------------------
 # the model
+
 
 def _tensor_uses(w):
     """Unique (tensor, kernel) uses sorted by tensor then kernel, with a write flag."""
@@ -115,12 +121,26 @@ def _tensor_uses(w):
     return ptr, uk.astype(np.int64), wr
 
 
-def bound_model(w, *, capacity_bytes: float, in_rate: float, out_rate: float | None = None,
-                ssd_in_rate: float | None = None, ssd_out_rate: float | None = None,
-                host_bytes: float = math.inf, kernel_times=None, free_read=None,
-                free_write=None, excluded_tensors=None, slack: float = 0.0,
-                evict_copies: bool = False, unit: str = "cycles", notes=(),
-                touched_evictable: bool = False, fault_path: bool = False) -> BoundModel:
+def bound_model(
+    w,
+    *,
+    capacity_bytes: float,
+    in_rate: float,
+    out_rate: float | None = None,
+    ssd_in_rate: float | None = None,
+    ssd_out_rate: float | None = None,
+    host_bytes: float = math.inf,
+    kernel_times=None,
+    free_read=None,
+    free_write=None,
+    excluded_tensors=None,
+    slack: float = 0.0,
+    evict_copies: bool = False,
+    unit: str = "cycles",
+    notes=(),
+    touched_evictable: bool = False,
+    fault_path: bool = False,
+) -> BoundModel:
     """The bound's model of a Workload. `kernel_times` (default: `exec_cycles`) in the unit
     the rates use; `free_read` / `free_write` (bool[T]): moves of those tensors in that
     direction cost nothing; `excluded_tensors` (ids) take no memory; `slack` (time) is taken
@@ -134,11 +154,14 @@ def bound_model(w, *, capacity_bytes: float, in_rate: float, out_rate: float | N
     out_rate = in_rate if out_rate is None else out_rate
     ssd_in_rate = in_rate if ssd_in_rate is None else ssd_in_rate
     ssd_out_rate = out_rate if ssd_out_rate is None else ssd_out_rate
-    for name, v in (("capacity_bytes", capacity_bytes), ("in_rate", in_rate),
-                    ("out_rate", out_rate), ("ssd_in_rate", ssd_in_rate),
-                    ("ssd_out_rate", ssd_out_rate)):
-        if not (isinstance(v, (int, float, np.floating, np.integer)) and math.isfinite(v)
-                and v > 0):
+    for name, v in (
+        ("capacity_bytes", capacity_bytes),
+        ("in_rate", in_rate),
+        ("out_rate", out_rate),
+        ("ssd_in_rate", ssd_in_rate),
+        ("ssd_out_rate", ssd_out_rate),
+    ):
+        if not (isinstance(v, (int, float, np.floating, np.integer)) and math.isfinite(v) and v > 0):
             raise InputError(f"must be a finite number > 0, got {v!r}", param=f"bounds.{name}")
     if not (host_bytes >= 0):
         raise InputError(f"must be >= 0, got {host_bytes!r}", param="bounds.host_bytes")
@@ -165,13 +188,28 @@ def bound_model(w, *, capacity_bytes: float, in_rate: float, out_rate: float | N
         raise InputError("must be one flag per tensor", param="bounds.free_read")
     if not (math.isfinite(slack) and slack >= 0):
         raise InputError(f"must be >= 0, got {slack!r}", param="bounds.slack")
-    return BoundModel(c=c, size=size, lo=lo, hi=last, use_ptr=ptr, use_k=uk, use_w=uw,
-                      free_read=fr, free_write=fw, slack=float(slack),
-                      capacity=float(capacity_bytes), host_bytes=float(host_bytes),
-                      in_rate=float(in_rate), out_rate=float(out_rate),
-                      ssd_in_rate=float(ssd_in_rate), ssd_out_rate=float(ssd_out_rate),
-                      unit=unit, notes=tuple(notes), touched_evictable=bool(touched_evictable),
-                      fault_path=bool(fault_path))
+    return BoundModel(
+        c=c,
+        size=size,
+        lo=lo,
+        hi=last,
+        use_ptr=ptr,
+        use_k=uk,
+        use_w=uw,
+        free_read=fr,
+        free_write=fw,
+        slack=float(slack),
+        capacity=float(capacity_bytes),
+        host_bytes=float(host_bytes),
+        in_rate=float(in_rate),
+        out_rate=float(out_rate),
+        ssd_in_rate=float(ssd_in_rate),
+        ssd_out_rate=float(ssd_out_rate),
+        unit=unit,
+        notes=tuple(notes),
+        touched_evictable=bool(touched_evictable),
+        fault_path=bool(fault_path),
+    )
 
 
 def live_bytes(m: BoundModel) -> np.ndarray:
@@ -187,6 +225,7 @@ def live_bytes(m: BoundModel) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # the window bound (Numba)
 
+
 @jit(_nrt=False, internal=True)
 def _relax(L, pred, pkind, pbytes, j, v, t, kind, nbytes):
     """The longest path's relaxation of node j by an edge from t (kind, bytes) of value v."""
@@ -198,9 +237,35 @@ def _relax(L, pred, pkind, pbytes, j, v, t, kind, nbytes):
 
 
 @_kernel
-def _window_kernel(c, size, lo, hi, use_ptr, use_k, use_w, free_read, free_write, D, Dh,
-                   in_rate, out_rate, ssd_in_rate, ssd_out_rate, slack, touched_evictable,
-                   fault_path, L, pred, pkind, pbytes, cc, ptr, lastw, rb, wb):
+def _window_kernel(
+    c,
+    size,
+    lo,
+    hi,
+    use_ptr,
+    use_k,
+    use_w,
+    free_read,
+    free_write,
+    D,
+    Dh,
+    in_rate,
+    out_rate,
+    ssd_in_rate,
+    ssd_out_rate,
+    slack,
+    touched_evictable,
+    fault_path,
+    L,
+    pred,
+    pkind,
+    pbytes,
+    cc,
+    ptr,
+    lastw,
+    rb,
+    wb,
+):
     """Longest path 0 -> K into L[K+1], pred[K+1], pred_kind[K+1], pred_bytes[K+1]. The
     work arrays come from the caller (`window_bound`: no allocation here, so no reference
     counting and no NumPy allocation code to compile): cc[K+1], ptr (a copy of use_ptr[:-1]),
@@ -219,7 +284,7 @@ def _window_kernel(c, size, lo, hi, use_ptr, use_k, use_w, free_read, free_write
         cc[k + 1] = cc[k] + c[k]
     # ptr: per tensor, index of its first use >= t
     for x in range(T):
-        lastw[x] = -1                   # per tensor: the last kernel < t that wrote it
+        lastw[x] = -1  # per tensor: the last kernel < t that wrote it
     # rb: bytes by next use; wb: dirty bytes by version kernel (cleared for each t below)
     for t in range(K):
         if D[t] > 0.0:
@@ -237,8 +302,8 @@ def _window_kernel(c, size, lo, hi, use_ptr, use_k, use_w, free_read, free_write
                 q = p
                 if use_k[p] == t:
                     if not touched_evictable:
-                        continue               # required by kernel t: resident
-                    q = p + 1                  # touched already: needed again at its next use
+                        continue  # required by kernel t: resident
+                    q = p + 1  # touched already: needed again at its next use
                 cand += size[x]
                 if not free_read[x] and q < use_ptr[x + 1]:
                     rb[use_k[q]] += size[x]
@@ -247,10 +312,10 @@ def _window_kernel(c, size, lo, hi, use_ptr, use_k, use_w, free_read, free_write
             # write windows into t: edges t0 -> t
             need = D[t]
             needs = Dh[t]
-            acc = 0.0                           # dirty bytes of versions >= t0
+            acc = 0.0  # dirty bytes of versions >= t0
             for t0 in range(t - 1, -1, -1):
                 acc += wb[t0]
-                avail = cand - acc              # clean or older versions
+                avail = cand - acc  # clean or older versions
                 f = need - avail
                 if f > 0.0:
                     _relax(L, pred, pkind, pbytes, t, L[t0] + f / out_rate - slack, t0, 2, f)
@@ -261,13 +326,13 @@ def _window_kernel(c, size, lo, hi, use_ptr, use_k, use_w, free_read, free_write
         # L[t] is final: chain edge
         _relax(L, pred, pkind, pbytes, t + 1, L[t] + c[t], t, 0, 0.0)
         if D[t] > 0.0:
-            acc = 0.0                           # bytes with next use <= t2
+            acc = 0.0  # bytes with next use <= t2
             for t2 in range(t + 1, K):
                 acc += rb[t2]
-                avail = cand - acc              # next use after t2, or free
+                avail = cand - acc  # next use after t2, or free
                 f = D[t] - avail
                 fs = Dh[t] - avail
-                if fault_path:     # half of the edge: the fault path runs beside the stream
+                if fault_path:  # half of the edge: the fault path runs beside the stream
                     j = t2 + 1
                     e = cc[t2 + 1] - cc[t]
                     if f > 0.0:
@@ -308,8 +373,7 @@ def _path(pred, pkind, pbytes, K):
     while b > 0 and pred[b] >= 0:
         a = int(pred[b])
         if pkind[b] != 0:
-            out.append({"from": a, "to": b, "kind": KIND_NAMES[int(pkind[b])],
-                        "bytes": float(pbytes[b])})
+            out.append({"from": a, "to": b, "kind": KIND_NAMES[int(pkind[b])], "bytes": float(pbytes[b])})
         b = a
     out.reverse()
     return out
@@ -320,60 +384,111 @@ def window_bound(m: BoundModel) -> WindowBound:
     'between kernel a's start and kernel b's start at least X bytes must come back')."""
     M, D, Dh = _deficits(m)
     K = m.num_kernels
-    L, pred, pk, pb = (np.empty(K + 1), np.empty(K + 1, np.int64), np.empty(K + 1, np.int64),
-                       np.empty(K + 1))
-    _window_kernel(m.c, m.size, m.lo, m.hi, m.use_ptr, m.use_k, m.use_w, m.free_read,
-                   m.free_write, D, Dh, m.in_rate, m.out_rate, m.ssd_in_rate, m.ssd_out_rate,
-                   m.slack, m.touched_evictable, m.fault_path, L, pred, pk, pb,
-                   np.empty(K + 1), m.use_ptr[:-1].copy(), np.empty(len(m.size), np.int64),
-                   np.zeros(K + 1), np.zeros(K + 1))
+    L, pred, pk, pb = (np.empty(K + 1), np.empty(K + 1, np.int64), np.empty(K + 1, np.int64), np.empty(K + 1))
+    _window_kernel(
+        m.c,
+        m.size,
+        m.lo,
+        m.hi,
+        m.use_ptr,
+        m.use_k,
+        m.use_w,
+        m.free_read,
+        m.free_write,
+        D,
+        Dh,
+        m.in_rate,
+        m.out_rate,
+        m.ssd_in_rate,
+        m.ssd_out_rate,
+        m.slack,
+        m.touched_evictable,
+        m.fault_path,
+        L,
+        pred,
+        pk,
+        pb,
+        np.empty(K + 1),
+        m.use_ptr[:-1].copy(),
+        np.empty(len(m.size), np.int64),
+        np.zeros(K + 1),
+        np.zeros(K + 1),
+    )
     wins = _path(pred, pk, pb, K)
     for wdw in wins:
-        rate = {"read": m.in_rate, "write": m.out_rate, "ssd_read": m.ssd_in_rate,
-                "ssd_write": m.ssd_out_rate}[wdw["kind"]]
+        rate = {
+            "read": m.in_rate,
+            "write": m.out_rate,
+            "ssd_read": m.ssd_in_rate,
+            "ssd_write": m.ssd_out_rate,
+        }[wdw["kind"]]
         wdw["time"] = wdw["bytes"] / rate
-        wdw["compute"] = float(m.c[wdw["from"]:wdw["to"]].sum())
-    return WindowBound(time=float(L[K]), ideal=float(m.c.sum()), deficit=D, live_bytes=M,
-                       windows=wins)
+        wdw["compute"] = float(m.c[wdw["from"] : wdw["to"]].sum())
+    return WindowBound(time=float(L[K]), ideal=float(m.c.sum()), deficit=D, live_bytes=M, windows=wins)
 
 
 def window_bound_py(m: BoundModel) -> float:
     """The plain-Python twin of `window_bound` (slow: O(K²·T)); for tests."""
     K, T = m.num_kernels, len(m.size)
     M, D, Dh = _deficits(m)
-    uses = [m.use_k[m.use_ptr[x]:m.use_ptr[x + 1]].tolist() for x in range(T)]
-    writes = [[k for k, wr in zip(uses[x], m.use_w[m.use_ptr[x]:m.use_ptr[x + 1]]) if wr]
-              for x in range(T)]
+    uses = [m.use_k[m.use_ptr[x] : m.use_ptr[x + 1]].tolist() for x in range(T)]
+    writes = [[k for k, wr in zip(uses[x], m.use_w[m.use_ptr[x] : m.use_ptr[x + 1]]) if wr] for x in range(T)]
     cc = np.concatenate([[0.0], np.cumsum(m.c)])
-    best = {}          # (a, b) -> weight
+    best = {}  # (a, b) -> weight
 
     def edge(a, b, v):
         best[(a, b)] = max(best.get((a, b), 0.0), v)
+
     for t in range(K):
         edge(t, t + 1, m.c[t])
         if D[t] <= 0:
             continue
-        cand = [x for x in range(T) if m.lo[x] >= 0 and m.lo[x] <= t <= m.hi[x]
-                and (m.touched_evictable or t not in uses[x]) and m.size[x] > 0]
+        cand = [
+            x
+            for x in range(T)
+            if m.lo[x] >= 0
+            and m.lo[x] <= t <= m.hi[x]
+            and (m.touched_evictable or t not in uses[x])
+            and m.size[x] > 0
+        ]
         for t2 in range(t + 1, K):
-            avail = sum(m.size[x] for x in cand
-                        if m.free_read[x] or min([u for u in uses[x] if u > t] + [K]) > t2)
-            if m.fault_path:        # two paths, the fault path idle during compute
+            avail = sum(
+                m.size[x] for x in cand if m.free_read[x] or min([u for u in uses[x] if u > t] + [K]) > t2
+            )
+            if m.fault_path:  # two paths, the fault path idle during compute
                 ce = cc[t2 + 1] - cc[t]
-                edge(t, t2 + 1, max(0.5 * ((D[t] - avail) / m.in_rate + ce) - m.slack
-                                    if D[t] > avail else 0,
-                                    0.5 * ((Dh[t] - avail) / m.ssd_in_rate + ce) - m.slack
-                                    if Dh[t] > avail else 0))
+                edge(
+                    t,
+                    t2 + 1,
+                    max(
+                        0.5 * ((D[t] - avail) / m.in_rate + ce) - m.slack if D[t] > avail else 0,
+                        0.5 * ((Dh[t] - avail) / m.ssd_in_rate + ce) - m.slack if Dh[t] > avail else 0,
+                    ),
+                )
                 continue
-            edge(t, t2, max((D[t] - avail) / m.in_rate - m.slack if D[t] > avail else 0,
-                            (Dh[t] - avail) / m.ssd_in_rate - m.slack if Dh[t] > avail else 0))
+            edge(
+                t,
+                t2,
+                max(
+                    (D[t] - avail) / m.in_rate - m.slack if D[t] > avail else 0,
+                    (Dh[t] - avail) / m.ssd_in_rate - m.slack if Dh[t] > avail else 0,
+                ),
+            )
         for t0 in range(t):
+
             def dirty_since(x):
                 vs = [k for k in writes[x] if k < t]
                 return (not m.free_write[x]) and vs and vs[-1] >= t0
+
             avail = sum(m.size[x] for x in cand if not dirty_since(x))
-            edge(t0, t, max((D[t] - avail) / m.out_rate - m.slack if D[t] > avail else 0,
-                            (Dh[t] - avail) / m.ssd_out_rate - m.slack if Dh[t] > avail else 0))
+            edge(
+                t0,
+                t,
+                max(
+                    (D[t] - avail) / m.out_rate - m.slack if D[t] > avail else 0,
+                    (Dh[t] - avail) / m.ssd_out_rate - m.slack if Dh[t] > avail else 0,
+                ),
+            )
     L = [0.0] + [-math.inf] * K
     for b in range(1, K + 1):
         for a in range(b):
@@ -384,6 +499,7 @@ def window_bound_py(m: BoundModel) -> float:
 
 # ---------------------------------------------------------------------------------------------
 # the traffic bound (fractional Belady over the inactive gaps)
+
 
 @_kernel
 def _cover_kernel(g_start, g_end, g_size, need, y):
@@ -404,7 +520,7 @@ def _cover_kernel(g_start, g_end, g_size, need, y):
         rest = need[k] - cov
         if rest <= 1e-9 * need[k]:
             continue
-        for g in range(G):                     # farthest end first
+        for g in range(G):  # farthest end first
             if g_end[g] < k:
                 break
             if g_start[g] <= k and y[g] < g_size[g]:
@@ -439,7 +555,7 @@ def gaps(m: BoundModel):
     # between two uses of a tensor (use j and j + 1)
     owner = np.repeat(np.arange(T), cnt)
     j = np.nonzero((owner[:-1] == owner[1:]) & ok[owner[:-1]])[0]
-    if m.touched_evictable:            # off from the use before (after its touch)
+    if m.touched_evictable:  # off from the use before (after its touch)
         js = uk[j]
     else:
         j = j[uk[j + 1] - uk[j] > 1]
@@ -448,17 +564,16 @@ def gaps(m: BoundModel):
     ge = np.concatenate([u0[f] - 1, uk[j + 1] - 1])
     gz = np.concatenate([size[fx], size[owner[j]]]).astype(np.float64)
     # (tensor, then the first-use gap (-1) before the gaps between uses (their index))
-    made = np.lexsort((np.concatenate([np.full(len(fx), -1), j]),
-                       np.concatenate([fx, owner[j]])))
+    made = np.lexsort((np.concatenate([np.full(len(fx), -1), j]), np.concatenate([fx, owner[j]])))
     order = made[np.argsort(-ge[made], kind="stable")]
     return gs[order], ge[order], gz[order]
 
 
 @dataclass
 class TrafficBound:
-    time: float              # max(Σc, V_in / in_rate, V_ssd / ssd_in_rate)
-    bytes_in: float          # min bytes any schedule fetches
-    bytes_ssd_in: float      # min bytes it reads from the SSD
+    time: float  # max(Σc, V_in / in_rate, V_ssd / ssd_in_rate)
+    bytes_in: float  # min bytes any schedule fetches
+    bytes_ssd_in: float  # min bytes it reads from the SSD
     feasible: bool
 
 
@@ -471,17 +586,16 @@ def traffic_bound(m: BoundModel) -> TrafficBound:
     f = m.free_read & (m.lo >= 0) & (m.size > 0)
     np.add.at(freeb, m.lo[f], m.size[f])
     np.add.at(freeb, m.hi[f] + 1, -m.size[f])
-    freeb = np.cumsum(freeb)[:m.num_kernels]
-    if m.touched_evictable:            # a tensor at its last use may leave after its touch
+    freeb = np.cumsum(freeb)[: m.num_kernels]
+    if m.touched_evictable:  # a tensor at its last use may leave after its touch
         ok_ = (m.lo >= 0) & (m.size > 0) & ~m.free_read
         np.add.at(freeb, m.hi[ok_], m.size[ok_])
     gs, ge, gz = gaps(m)
     v, ok = _cover_kernel(gs, ge, gz, np.maximum(D - freeb, 0.0), np.zeros(len(gs)))
     vs, ok2 = _cover_kernel(gs, ge, gz, np.maximum(Dh - freeb, 0.0), np.zeros(len(gs)))
     ideal = float(m.c.sum())
-    if m.fault_path:                   # two paths, the fault path idle during compute
-        t = max(ideal, 0.5 * (v / m.in_rate + ideal) - m.slack,
-                0.5 * (vs / m.ssd_in_rate + ideal) - m.slack)
+    if m.fault_path:  # two paths, the fault path idle during compute
+        t = max(ideal, 0.5 * (v / m.in_rate + ideal) - m.slack, 0.5 * (vs / m.ssd_in_rate + ideal) - m.slack)
     else:
         t = max(ideal, v / m.in_rate - m.slack, vs / m.ssd_in_rate - m.slack)
     return TrafficBound(time=t, bytes_in=float(v), bytes_ssd_in=float(vs), feasible=ok and ok2)
@@ -490,13 +604,15 @@ def traffic_bound(m: BoundModel) -> TrafficBound:
 # ---------------------------------------------------------------------------------------------
 # a run's summary (the engines' models: g10fast.engine.bound_models)
 
+
 def max_working_set(m: BoundModel, w) -> float:
     """The largest bytes one kernel needs resident (its inputs and outputs, as counted)."""
     K = w.num_kernels
     kin = np.repeat(np.arange(K), np.diff(w.in_ptr))
     kout = np.repeat(np.arange(K), np.diff(w.out_ptr))
-    key = np.unique(np.concatenate([np.asarray(w.in_idx, np.int64) * K + kin,
-                                    np.asarray(w.out_idx, np.int64) * K + kout]))
+    key = np.unique(
+        np.concatenate([np.asarray(w.in_idx, np.int64) * K + kin, np.asarray(w.out_idx, np.int64) * K + kout])
+    )
     acc = np.zeros(K)
     np.add.at(acc, key % K, m.size[key // K])
     return float(acc.max()) if K else 0.0
@@ -506,21 +622,41 @@ def bound_summary(m: BoundModel | None, w, ideal: float, *, windows: int = 5) ->
     """The bound of one run in the model's unit: the window and traffic bounds, the binding
     windows (the `windows` with the most bytes) and what the model assumes."""
     if m is None:
-        return {"time": float(ideal), "window": float(ideal), "traffic": float(ideal),
-                "feasible": True, "unit": None, "windows": [],
-                "model": {"capacity_bytes": None,
-                          "notes": ["no memory limit (Ideal): the bound is the ideal time"]}}
+        return {
+            "time": float(ideal),
+            "window": float(ideal),
+            "traffic": float(ideal),
+            "feasible": True,
+            "unit": None,
+            "windows": [],
+            "model": {
+                "capacity_bytes": None,
+                "notes": ["no memory limit (Ideal): the bound is the ideal time"],
+            },
+        }
     wb = window_bound(m)
     tb = traffic_bound(m)
     feasible = max_working_set(m, w) <= m.capacity and tb.feasible
     top = sorted(wb.windows, key=lambda d: -d["bytes"])[:windows]
-    return {"time": max(wb.time, tb.time), "window": wb.time, "traffic": tb.time,
-            "traffic_bytes_in": tb.bytes_in, "traffic_bytes_ssd_in": tb.bytes_ssd_in,
-            "feasible": bool(feasible), "unit": m.unit,
-            "windows": sorted(top, key=lambda d: d["from"]),
-            "binding_windows": len(wb.windows),
-            "max_deficit_bytes": float(wb.deficit.max()),
-            "model": {"capacity_bytes": m.capacity, "host_bytes": (
-                m.host_bytes if math.isfinite(m.host_bytes) else None),
-                "in_rate": m.in_rate, "out_rate": m.out_rate, "ssd_in_rate": m.ssd_in_rate,
-                "ssd_out_rate": m.ssd_out_rate, "slack": m.slack, "notes": list(m.notes)}}
+    return {
+        "time": max(wb.time, tb.time),
+        "window": wb.time,
+        "traffic": tb.time,
+        "traffic_bytes_in": tb.bytes_in,
+        "traffic_bytes_ssd_in": tb.bytes_ssd_in,
+        "feasible": bool(feasible),
+        "unit": m.unit,
+        "windows": sorted(top, key=lambda d: d["from"]),
+        "binding_windows": len(wb.windows),
+        "max_deficit_bytes": float(wb.deficit.max()),
+        "model": {
+            "capacity_bytes": m.capacity,
+            "host_bytes": (m.host_bytes if math.isfinite(m.host_bytes) else None),
+            "in_rate": m.in_rate,
+            "out_rate": m.out_rate,
+            "ssd_in_rate": m.ssd_in_rate,
+            "ssd_out_rate": m.ssd_out_rate,
+            "slack": m.slack,
+            "notes": list(m.notes),
+        },
+    }

@@ -34,10 +34,10 @@ from g10fast.errors import InputError
 
 @dataclass
 class LPResult:
-    time: float                   # the objective (lower bound; the optimum for a MILP)
-    status: int                   # HiGHS's status (0 optimal, 1 time or iteration limit)
-    optimal: bool                 # proven optimal
-    mip_gap: float | None         # a MILP's remaining gap (0 when proven)
+    time: float  # the objective (lower bound; the optimum for a MILP)
+    status: int  # HiGHS's status (0 optimal, 1 time or iteration limit)
+    optimal: bool  # proven optimal
+    mip_gap: float | None  # a MILP's remaining gap (0 when proven)
     seconds: float
     variables: int
     checkpoints: np.ndarray
@@ -55,8 +55,8 @@ def model_gaps(m: BoundModel):
     for x in range(len(m.size)):
         if m.lo[x] < 0 or m.size[x] == 0:
             continue
-        u = m.use_k[m.use_ptr[x]:m.use_ptr[x + 1]]
-        wr = m.use_w[m.use_ptr[x]:m.use_ptr[x + 1]]
+        u = m.use_k[m.use_ptr[x] : m.use_ptr[x + 1]]
+        wr = m.use_w[m.use_ptr[x] : m.use_ptr[x + 1]]
         ver = -1
         prev = m.lo[x] - 1 if m.lo[x] < u[0] else None
         for i in range(len(u)):
@@ -112,27 +112,36 @@ class _Program:
 
     def matrix(self):
         from scipy.sparse import coo_matrix
+
         return coo_matrix((self.vals, (self.rows, self.cols)), shape=(self.r, self.n)).tocsr()
 
 
-def _solve(m: BoundModel, checkpoints, integral: bool, time_limit: float, mip_rel_gap: float,
-           consistent: bool = False):
+def _solve(
+    m: BoundModel,
+    checkpoints,
+    integral: bool,
+    time_limit: float,
+    mip_rel_gap: float,
+    consistent: bool = False,
+):
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     if m.touched_evictable or m.fault_path:
-        raise InputError("the LP and the MILP model one transfer path and kernels holding "
-                         "their tensors (not the driver engine's model)", param="bounds.model")
+        raise InputError(
+            "the LP and the MILP model one transfer path and kernels holding "
+            "their tensors (not the driver engine's model)",
+            param="bounds.model",
+        )
     t0 = time.perf_counter()
     K = m.num_kernels
-    Q = np.arange(K, dtype=np.int64) if checkpoints is None else \
-        np.unique(np.asarray(checkpoints, np.int64))
+    Q = np.arange(K, dtype=np.int64) if checkpoints is None else np.unique(np.asarray(checkpoints, np.int64))
     if len(Q) and (Q.min() < 0 or Q.max() >= K):
         raise InputError(f"checkpoints must be kernels 0..{K - 1}", param="bounds.checkpoints")
     # segments: boundaries at 0, every checkpoint, K
     bnd = np.unique(np.concatenate([[0, K], Q]))
     nseg = len(bnd) - 1
-    seg_of = np.searchsorted(bnd, np.arange(K + 1), side="right") - 1   # kernel -> segment
-    seg_of[K] = nseg                                                     # S_K: after the last
+    seg_of = np.searchsorted(bnd, np.arange(K + 1), side="right") - 1  # kernel -> segment
+    seg_of[K] = nseg  # S_K: after the last
     cc = np.concatenate([[0.0], np.cumsum(m.c)])
     eps = 1e-7 * max(cc[-1], 1.0) / max(float(m.size.sum()), 1.0) / max(K, 1)
     seg_c = cc[bnd[1:]] - cc[bnd[:-1]]
@@ -140,9 +149,9 @@ def _solve(m: BoundModel, checkpoints, integral: bool, time_limit: float, mip_re
     inQ = np.zeros(K, bool)
     inQ[Q] = True
     mem_terms = {int(k): [] for k in Q}
-    fetch_terms = [[] for _ in range(nseg)]   # (var, bytes)
+    fetch_terms = [[] for _ in range(nseg)]  # (var, bytes)
     write_terms = [[] for _ in range(nseg)]
-    wvar = {}                                  # (tensor, version, segment) -> var
+    wvar = {}  # (tensor, version, segment) -> var
     sched = []
 
     def transfer_var(terms, s):
@@ -152,7 +161,7 @@ def _solve(m: BoundModel, checkpoints, integral: bool, time_limit: float, mip_re
         terms.append((v, s))
         return v
 
-    for (x, a, b, ver) in model_gaps(m):
+    for x, a, b, ver in model_gaps(m):
         ks = np.arange(a + 1, b)
         ks = ks[inQ[ks]]
         if len(ks) == 0:
@@ -172,17 +181,19 @@ def _solve(m: BoundModel, checkpoints, integral: bool, time_limit: float, mip_re
             for j in range(j0, j1 + 1):
                 pv[j] = transfer_var(fetch_terms[j], s)
             for k, zi in zip(ks.tolist(), z):
-                P.row([(pv[j], 1.0) for j in range(int(seg_of[k]), j1 + 1)] + [(zi, -1.0)],
-                        0.0, np.inf)
+                P.row([(pv[j], 1.0) for j in range(int(seg_of[k]), j1 + 1)] + [(zi, -1.0)], 0.0, np.inf)
             if consistent:
                 # a fraction counted resident at a later checkpoint was fetched in between:
                 # z_l >= z_i - (fetched in [S_i, S_l)), for every pair i < l of the gap
                 kl = ks.tolist()
                 for i in range(len(kl)):
                     for li in range(i + 1, len(kl)):
-                        P.row([(pv[j], 1.0)
-                                 for j in range(int(seg_of[kl[i]]), int(seg_of[kl[li]]))]
-                                + [(z[li], 1.0), (z[i], -1.0)], 0.0, np.inf)
+                        P.row(
+                            [(pv[j], 1.0) for j in range(int(seg_of[kl[i]]), int(seg_of[kl[li]]))]
+                            + [(z[li], 1.0), (z[i], -1.0)],
+                            0.0,
+                            np.inf,
+                        )
         if ver >= 0 and not m.free_write[x]:
             for k, zi in zip(ks.tolist(), z):
                 # written out in [S_ver, S_k]: segments seg(ver) .. seg(k − 1)
@@ -206,21 +217,31 @@ def _solve(m: BoundModel, checkpoints, integral: bool, time_limit: float, mip_re
     opts = {"time_limit": float(time_limit), "presolve": True}
     if integral:
         opts["mip_rel_gap"] = float(mip_rel_gap)
-    res = milp(np.asarray(P.cost),
-               constraints=LinearConstraint(P.matrix(), P.lo, P.hi) if P.r else None,
-               bounds=Bounds(np.asarray(P.lb), np.asarray(P.ub)),
-               integrality=np.asarray(P.integ) if integral else None, options=opts)
+    res = milp(
+        np.asarray(P.cost),
+        constraints=LinearConstraint(P.matrix(), P.lo, P.hi) if P.r else None,
+        bounds=Bounds(np.asarray(P.lb), np.asarray(P.ub)),
+        integrality=np.asarray(P.integ) if integral else None,
+        options=opts,
+    )
     secs = time.perf_counter() - t0
     if res.x is None:
-        raise InputError(f"the {'MILP' if integral else 'LP'} found no solution ({res.message})",
-                         param="bounds")
-    out = LPResult(time=float(res.x[:nseg].sum()), status=int(res.status), optimal=res.status == 0,
-                   mip_gap=getattr(res, "mip_gap", None) if integral else None, seconds=secs,
-                   variables=P.n, checkpoints=Q,
-                   dual_bound=getattr(res, "mip_dual_bound", None) if integral else None)
+        raise InputError(
+            f"the {'MILP' if integral else 'LP'} found no solution ({res.message})", param="bounds"
+        )
+    out = LPResult(
+        time=float(res.x[:nseg].sum()),
+        status=int(res.status),
+        optimal=res.status == 0,
+        mip_gap=getattr(res, "mip_gap", None) if integral else None,
+        seconds=secs,
+        variables=P.n,
+        checkpoints=Q,
+        dual_bound=getattr(res, "mip_dual_bound", None) if integral else None,
+    )
     if integral:
         x = res.x
-        for (t, a, b, ks, z, pv) in sched:
+        for t, a, b, ks, z, pv in sched:
             off = [int(k) for k, zi in zip(ks.tolist(), z) if x[zi] > 0.5]
             if not off:
                 continue
@@ -228,8 +249,9 @@ def _solve(m: BoundModel, checkpoints, integral: bool, time_limit: float, mip_re
             # frames when a fetch starts, where the model counts them when it ends, so an
             # earlier prefetch evicts what the model keeps; measured, docs/bounds.md)
             fetch = max(off) + 1
-            out.schedule.append({"tensor": int(t), "after": int(a), "next_use": int(b),
-                                 "off": off, "fetch_kernel": fetch})
+            out.schedule.append(
+                {"tensor": int(t), "after": int(a), "next_use": int(b), "off": off, "fetch_kernel": fetch}
+            )
     return out
 
 
@@ -239,8 +261,7 @@ def lp_bound(m: BoundModel, checkpoints=None, *, time_limit: float = 60.0) -> LP
     return _solve(m, checkpoints, False, time_limit, 0.0)
 
 
-def milp_optimum(m: BoundModel, *, time_limit: float = 60.0,
-                 mip_rel_gap: float = 1e-6) -> LPResult:
+def milp_optimum(m: BoundModel, *, time_limit: float = 60.0, mip_rel_gap: float = 1e-6) -> LPResult:
     """The exact optimum of the fluid model (z binary, every kernel a checkpoint), for small
     workloads (K up to ~40). `optimal` False: the time limit stopped it, and `time` is the best
     schedule found (an upper value of the optimum), `dual_bound` a lower one."""
@@ -250,20 +271,22 @@ def milp_optimum(m: BoundModel, *, time_limit: float = 60.0,
 # ---------------------------------------------------------------------------------------------
 # the engine-shaped MILP: a schedule the page engine can replay as it is (docs/bounds.md)
 
+
 @dataclass
 class EngineSchedule:
-    time: float                   # the model's iteration time (Σ d_k)
+    time: float  # the model's iteration time (Σ d_k)
     optimal: bool
     seconds: float
     variables: int
-    slot: np.ndarray              # d_k
+    slot: np.ndarray  # d_k
     # per gap the schedule moves: tensor, the kernel whose start issues the eviction and the
     # kernel whose start issues the fetch (-1: none)
     moves: list = field(default_factory=list)
 
 
-def milp_engine_schedule(m: BoundModel, is_global, *, time_limit: float = 60.0,
-                         mip_rel_gap: float = 1e-6) -> EngineSchedule:
+def milp_engine_schedule(
+    m: BoundModel, is_global, *, time_limit: float = 60.0, mip_rel_gap: float = 1e-6
+) -> EngineSchedule:
     """The fluid model's optimum restricted to what the page engine does with a plan of
     pre-evictions and prefetches issued at kernel starts (every kernel a slot):
 
@@ -279,6 +302,7 @@ def milp_engine_schedule(m: BoundModel, is_global, *, time_limit: float = 60.0,
     No slack. Not a bound (the engine's FIFO ticks may do better or worse): the schedule the
     replay follows; `time` is the replay's target."""
     from scipy.optimize import Bounds, LinearConstraint, milp
+
     t0 = time.perf_counter()
     K = m.num_kernels
     glob = np.asarray(is_global, bool)
@@ -288,7 +312,7 @@ def milp_engine_schedule(m: BoundModel, is_global, *, time_limit: float = 60.0,
     for x in range(len(m.size)):
         if m.lo[x] < 0 or m.size[x] == 0:
             continue
-        u = m.use_k[m.use_ptr[x]:m.use_ptr[x + 1]].tolist()
+        u = m.use_k[m.use_ptr[x] : m.use_ptr[x + 1]].tolist()
         for i in range(len(u) - 1):
             if u[i + 1] - u[i] > 1:
                 gaps_.append((x, list(range(u[i] + 1, u[i + 1]))))
@@ -303,9 +327,9 @@ def milp_engine_schedule(m: BoundModel, is_global, *, time_limit: float = 60.0,
     fout = [[] for _ in range(K)]
     eps = 1e-9 * max(float(np.sum(m.c)), 1.0) / max(float(m.size.sum()), 1.0) / max(K, 1)
     info = []
-    tin = [[] for _ in range(K)]       # transfers in the stall part of a slot (after c_k)
+    tin = [[] for _ in range(K)]  # transfers in the stall part of a slot (after c_k)
     tout = [[] for _ in range(K)]
-    for (x, ks) in gaps_:
+    for x, ks in gaps_:
         s = float(m.size[x])
         n = len(ks)
         # the write-out may end the slot of the last use (the next kernel waits for it, its
@@ -315,17 +339,17 @@ def milp_engine_schedule(m: BoundModel, is_global, *, time_limit: float = 60.0,
         pt = var(0, 1, False)
         tout[(ks[0] - 1) % K].append((wt, s))
         tin[ks[-1]].append((pt, s))
-        e = [var(0, 1, True, eps * s) for _ in range(n)]    # evicted by S_ks[i]
-        f = [var(0, 1, True) for _ in range(n)]             # fetch started by S_ks[i]
-        p = [var(0, 1, False) for _ in range(n)]            # fetched in slot ks[i]
-        wv = [var(0, 1, False) for _ in range(n)]           # written out in slot ks[i]
+        e = [var(0, 1, True, eps * s) for _ in range(n)]  # evicted by S_ks[i]
+        f = [var(0, 1, True) for _ in range(n)]  # fetch started by S_ks[i]
+        p = [var(0, 1, False) for _ in range(n)]  # fetched in slot ks[i]
+        wv = [var(0, 1, False) for _ in range(n)]  # written out in slot ks[i]
         for i in range(n):
             if i:
                 row([(e[i], 1.0), (e[i - 1], -1.0)], 0.0, np.inf)
                 row([(f[i], 1.0), (f[i - 1], -1.0)], 0.0, np.inf)
-            row([(e[i], 1.0), (f[i], -1.0)], 0.0, np.inf)          # f <= e
-            row([(p[i], 1.0), (f[i], -1.0)], -np.inf, 0.0)         # fetch once started
-            row([(wv[i], 1.0), (e[i], 1.0)], -np.inf, 1.0)         # write while resident
+            row([(e[i], 1.0), (f[i], -1.0)], 0.0, np.inf)  # f <= e
+            row([(p[i], 1.0), (f[i], -1.0)], -np.inf, 0.0)  # fetch once started
+            row([(wv[i], 1.0), (e[i], 1.0)], -np.inf, 1.0)  # write while resident
             # written out before it counts evicted: Σ_{j<i} w_j >= e_i
             row([(wv[j], 1.0) for j in range(i)] + [(wt, 1.0), (e[i], -1.0)], 0.0, np.inf)
             mem[ks[i]].append((e[i], -s))
@@ -340,18 +364,20 @@ def milp_engine_schedule(m: BoundModel, is_global, *, time_limit: float = 60.0,
         for main, tail, rate in ((fin[k], tin[k], m.in_rate), (fout[k], tout[k], m.out_rate)):
             if main or tail:
                 row([(v, a / rate) for v, a in main + tail] + [(k, -1.0)], -np.inf, 0.0)
-            if tail:        # the stall part: d_k - c_k
+            if tail:  # the stall part: d_k - c_k
                 row([(v, a / rate) for v, a in tail] + [(k, -1.0)], -np.inf, -float(m.c[k]))
-    res = milp(np.asarray(P.cost), constraints=LinearConstraint(P.matrix(), P.lo, P.hi),
-               bounds=Bounds(np.asarray(P.lb), np.asarray(P.ub)), integrality=np.asarray(P.integ),
-               options={"time_limit": float(time_limit), "mip_rel_gap": float(mip_rel_gap),
-                        "presolve": True})
+    res = milp(
+        np.asarray(P.cost),
+        constraints=LinearConstraint(P.matrix(), P.lo, P.hi),
+        bounds=Bounds(np.asarray(P.lb), np.asarray(P.ub)),
+        integrality=np.asarray(P.integ),
+        options={"time_limit": float(time_limit), "mip_rel_gap": float(mip_rel_gap), "presolve": True},
+    )
     if res.x is None:
-        raise InputError(f"the engine-shaped MILP found no solution ({res.message})",
-                         param="bounds")
+        raise InputError(f"the engine-shaped MILP found no solution ({res.message})", param="bounds")
     x_ = res.x
     moves = []
-    for (x, ks, e, f, wv, wt, pt) in info:
+    for x, ks, e, f, wv, wt, pt in info:
         ev = [i for i in range(len(ks)) if x_[e[i]] > 0.5]
         if not ev:
             continue
@@ -362,11 +388,17 @@ def milp_engine_schedule(m: BoundModel, is_global, *, time_limit: float = 60.0,
         # begins it, or at the next use (its own faults) when it fills the stall before it
         ek = ks[ws[0]] if (ws and x_[wt] <= 1e-7) else ks[0]
         fk = ks[fs[0]] if fs else (ks[-1] + 1) % K
-        moves.append({"tensor": int(x), "evict_kernel": int(ek), "off_from": int(ks[ev[0]]),
-                      "fetch_kernel": int(fk)})
-    return EngineSchedule(time=float(x_[:K].sum()), optimal=res.status == 0,
-                          seconds=time.perf_counter() - t0, variables=P.n,
-                          slot=x_[:K].copy(), moves=moves)
+        moves.append(
+            {"tensor": int(x), "evict_kernel": int(ek), "off_from": int(ks[ev[0]]), "fetch_kernel": int(fk)}
+        )
+    return EngineSchedule(
+        time=float(x_[:K].sum()),
+        optimal=res.status == 0,
+        seconds=time.perf_counter() - t0,
+        variables=P.n,
+        slot=x_[:K].copy(),
+        moves=moves,
+    )
 
 
 def _live_cyclic(m: BoundModel, glob) -> np.ndarray:

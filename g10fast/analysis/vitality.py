@@ -53,7 +53,7 @@ class Vitality:
 
 def time_table(exec_cycles: np.ndarray, freq_ghz: float) -> tuple[np.ndarray, np.ndarray]:
     """T[0..K] and Text[0..2K] in µs: T[i+1] = T[i] + exec_i / (GHz*1000), summed in order."""
-    frequency_hz(freq_ghz)       # validates the parameter
+    frequency_hz(freq_ghz)  # validates the parameter
     exec_cycles = np.asarray(exec_cycles, dtype=np.int64)
     K = exec_cycles.shape[0]
     t = np.zeros(K + 1, dtype=np.float64)
@@ -95,7 +95,7 @@ def vitality(workload: Workload, freq_ghz: float) -> Vitality:
     last_read = np.full(T, -1, dtype=np.int64)
     if ut.size:
         starts = np.r_[0, np.nonzero(np.diff(ut))[0] + 1]
-        first[ut[starts]] = uk[starts]          # pairs are sorted by kernel within a tensor
+        first[ut[starts]] = uk[starts]  # pairs are sorted by kernel within a tensor
         np.maximum.at(last_read, ut[is_read], uk[is_read])
     local = ~is_global
     birth = np.where(local, first, -1)
@@ -120,8 +120,8 @@ def vitality(workload: Workload, freq_ghz: float) -> Vitality:
     w_t = ut[heads]
     u1, um = uk[heads], uk[tails]
     glob = is_global[w_t]
-    looped_sel = glob & (um < K - 1)                 # [u_m + 1, u_1), e < s (e may be 0)
-    front_sel = glob & (um == K - 1) & (u1 > 0)      # non-looped [0, u_1)
+    looped_sel = glob & (um < K - 1)  # [u_m + 1, u_1), e < s (e may be 0)
+    front_sel = glob & (um == K - 1) & (u1 > 0)  # non-looped [0, u_1)
     l_t, l_s, l_e = w_t[looped_sel], um[looped_sel] + 1, u1[looped_sel]
     f_t, f_s, f_e = w_t[front_sel], np.zeros(int(front_sel.sum()), np.int64), u1[front_sel]
 
@@ -142,11 +142,17 @@ def vitality(workload: Workload, freq_ghz: float) -> Vitality:
     iv_ptr = np.zeros(T + 1, dtype=np.int64)
     iv_ptr[1:] = np.cumsum(np.bincount(iv_t, minlength=T))
     return Vitality(
-        birth=birth.astype(np.int32), death=death.astype(np.int32),
-        time_us=t, time_ext_us=t_ext,
-        iv_tensor=iv_t.astype(np.int32), iv_start=iv_s.astype(np.int32),
-        iv_end=iv_e.astype(np.int32), iv_looped=iv_l, iv_time_us=iv_time.astype(np.float64),
-        iv_ptr=iv_ptr)
+        birth=birth.astype(np.int32),
+        death=death.astype(np.int32),
+        time_us=t,
+        time_ext_us=t_ext,
+        iv_tensor=iv_t.astype(np.int32),
+        iv_start=iv_s.astype(np.int32),
+        iv_end=iv_e.astype(np.int32),
+        iv_looped=iv_l,
+        iv_time_us=iv_time.astype(np.float64),
+        iv_ptr=iv_ptr,
+    )
 
 
 def is_alive(v: Vitality, workload: Workload, k: int) -> np.ndarray:
@@ -165,8 +171,7 @@ def _fmt(x: float) -> str:
 
 def _tensor_line(tid: int, is_global: bool, size: int, offset: int) -> str:
     end = offset + (size + PAGE_SIZE - 1) // PAGE_SIZE * PAGE_SIZE
-    return (f"tensor{tid} Is weight (global)?: {int(is_global)}, Size in byte: {size}, "
-            f"Range:{offset}--{end}")
+    return f"tensor{tid} Is weight (global)?: {int(is_global)}, Size in byte: {size}, Range:{offset}--{end}"
 
 
 def interval_config_text(v: Vitality, workload: Workload) -> str:

@@ -67,6 +67,7 @@ def _one_step(model: Model, m, opt, inputs, target, rec: Recorder | None):
     def phase(p):
         if rec is not None:
             rec.phase = p
+
     phase("forward")
     ac = model.autocast_dtype()
     if ac is not None:
@@ -132,8 +133,7 @@ def capture(model: Model, warmup: str = "full") -> Capture:
             for key, v in opt.state.get(p, {}).items():
                 if isinstance(v, torch.Tensor):
                     host = key == "step" and v.dim() == 0 and not fused
-                    i = rec.register(v, f"state:{names.get(id(p), '?')}.{key}", persistent=True,
-                                     host=host)
+                    i = rec.register(v, f"state:{names.get(id(p), '?')}.{key}", persistent=True, host=host)
                     if not host:
                         rec.param_of[i] = names.get(id(p), "?")
         for j, t in enumerate(list(inputs) + [target]):
@@ -144,26 +144,50 @@ def capture(model: Model, warmup: str = "full") -> Capture:
             _one_step(model, m, opt, inputs, target, rec)
             rec.finish()
         nparam = sum(p.numel() for p in m.parameters())
-    return Capture(model, rec.kernels, rec.storages, time.perf_counter() - t0, rec.ops_seen,
-                   int(nparam), {"warmup": warmup, "torch": torch.__version__,
-                                 "optimizer": getattr(model.optimizer, "kind", "user")})
+    return Capture(
+        model,
+        rec.kernels,
+        rec.storages,
+        time.perf_counter() - t0,
+        rec.ops_seen,
+        int(nparam),
+        {"warmup": warmup, "torch": torch.__version__, "optimizer": getattr(model.optimizer, "kind", "user")},
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # To a Workload
 
 #: the cost model's kernel class of a captured op (its efficiencies, overhead and workspace)
-_CLASS = {"relu": "ReLU", "relu_": "ReLU", "threshold_backward": "ReLU_Backward",
-          "native_batch_norm": "BatchNorm2d", "_native_batch_norm_legit": "BatchNorm2d",
-          "_native_batch_norm_legit_functional": "BatchNorm2d",
-          "native_batch_norm_backward": "BatchNorm2d_Backward",
-          "max_pool2d_with_indices": "MaxPool2d", "embedding": "GatherV2",
-          "embedding_dense_backward": "GatherV2_Backward", "_softmax": "SoftmaxBasic",
-          "_log_softmax": "SoftmaxBasic", "add": "Add", "add_": "Add", "sub": "Subtract",
-          "mul": "Multiply", "div": "Divide", "sum": "Sum", "mean": "Sum", "pow": "Power",
-          "sqrt": "Sqrt", "rsqrt": "Sqrt", "tanh": "Tanh", "erf": "Erf", "cat": "Concat",
-          "_adaptive_avg_pool2d": "AdaptiveAvgPool2d",
-          "_adaptive_avg_pool2d_backward": "AdaptiveAvgPool2d_Backward"}
+_CLASS = {
+    "relu": "ReLU",
+    "relu_": "ReLU",
+    "threshold_backward": "ReLU_Backward",
+    "native_batch_norm": "BatchNorm2d",
+    "_native_batch_norm_legit": "BatchNorm2d",
+    "_native_batch_norm_legit_functional": "BatchNorm2d",
+    "native_batch_norm_backward": "BatchNorm2d_Backward",
+    "max_pool2d_with_indices": "MaxPool2d",
+    "embedding": "GatherV2",
+    "embedding_dense_backward": "GatherV2_Backward",
+    "_softmax": "SoftmaxBasic",
+    "_log_softmax": "SoftmaxBasic",
+    "add": "Add",
+    "add_": "Add",
+    "sub": "Subtract",
+    "mul": "Multiply",
+    "div": "Divide",
+    "sum": "Sum",
+    "mean": "Sum",
+    "pow": "Power",
+    "sqrt": "Sqrt",
+    "rsqrt": "Sqrt",
+    "tanh": "Tanh",
+    "erf": "Erf",
+    "cat": "Concat",
+    "_adaptive_avg_pool2d": "AdaptiveAvgPool2d",
+    "_adaptive_avg_pool2d_backward": "AdaptiveAvgPool2d_Backward",
+}
 
 
 def cost_class(k) -> str:
@@ -177,18 +201,18 @@ def cost_class(k) -> str:
     if k.kind == "attention":
         return "BatchMatMul_Forward" if k.phase == "forward" else "BatchMatMul_Backward"
     if k.op == "convolution_backward":
-        return {"convolution_backward.input": "Conv2d_Backward_Input",
-                "convolution_backward.weight": "Conv2d_Backward_Weight"}.get(k.name,
-                                                                          "Sum_Backward")
+        return {
+            "convolution_backward.input": "Conv2d_Backward_Input",
+            "convolution_backward.weight": "Conv2d_Backward_Weight",
+        }.get(k.name, "Sum_Backward")
     if k.kind == "conv":
         return "Conv2d_Forward"
     if k.phase == "update":
         return "Apply_Grad"
     c = _CLASS.get(k.op)
     if c is None:
-        return k.op          # the cost model's op class of the aten op (op_class_of)
-    return c if c.endswith("_Backward") else c + ("_Forward" if k.phase == "forward" else
-                                                  "_Backward")
+        return k.op  # the cost model's op class of the aten op (op_class_of)
+    return c if c.endswith("_Backward") else c + ("_Forward" if k.phase == "forward" else "_Backward")
 
 
 def graph_of(cap: Capture):
@@ -196,6 +220,7 @@ def graph_of(cap: Capture):
     kernel plus the parameters, buffers and optimizer state (global), in creation order;
     host scalars and empty storages are left out."""
     from g10fast.workload.model import Graph, csr_from_lists
+
     used = set()
     for k in cap.kernels:
         used.update(k.ins)
@@ -209,29 +234,46 @@ def graph_of(cap: Capture):
     ip, ii = csr_from_lists(ins)
     op_, oi = csr_from_lists(outs)
     old_k = {id(k): j for j, k in enumerate(cap.kernels)}
-    kmap = np.full(len(cap.kernels) + 1, 0, np.int64)    # recorded index -> kept index
+    kmap = np.full(len(cap.kernels) + 1, 0, np.int64)  # recorded index -> kept index
     kept_flags = np.zeros(len(cap.kernels), bool)
     for k in kern:
         kept_flags[old_k[id(k)]] = True
     kmap[1:] = np.cumsum(kept_flags)
     el = cap.model.param_dtype().itemsize if cap.model.dtype else 4
-    meta = {"format": "capture", "source": "capture", "family": cap.model.meta.get("family"),
-            "dtype": cap.model.dtype, "dtype_bytes": int(2 if cap.model.autocast_dtype()
-                                                         else el),
-            "kernel_op": [k.op for k in kern], "kernel_kind": [k.kind for k in kern],
-            "kernel_phase": [k.phase for k in kern],
-            "kernel_flops": np.array([k.flops for k in kern], np.float64),
-            "kernel_bytes_accessed": np.array([k.bytes for k in kern], np.int64),
-            "tensor_name": [s.label for s in keep],
-            "tensor_alloc_kernel": np.array([int(kmap[s.alloc_kernel]) if s.alloc_kernel >= 0
-                                             else -1 for s in keep], np.int64),
-            "tensor_free_kernel": np.array([int(kmap[s.free_kernel]) if s.free_kernel >= 0
-                                            else -1 for s in keep], np.int64),
-            "parameters": cap.params, "capture_seconds": round(cap.seconds, 3)}
-    g = Graph(cap.model.name, int(cap.model.batch),
-              np.array([s.nbytes for s in keep], np.int64),
-              np.array([glob(s) for s in keep], bool),
-              [k.name for k in kern], [k.parent or k.phase for k in kern], ip, ii, op_, oi, meta)
+    meta = {
+        "format": "capture",
+        "source": "capture",
+        "family": cap.model.meta.get("family"),
+        "dtype": cap.model.dtype,
+        "dtype_bytes": int(2 if cap.model.autocast_dtype() else el),
+        "kernel_op": [k.op for k in kern],
+        "kernel_kind": [k.kind for k in kern],
+        "kernel_phase": [k.phase for k in kern],
+        "kernel_flops": np.array([k.flops for k in kern], np.float64),
+        "kernel_bytes_accessed": np.array([k.bytes for k in kern], np.int64),
+        "tensor_name": [s.label for s in keep],
+        "tensor_alloc_kernel": np.array(
+            [int(kmap[s.alloc_kernel]) if s.alloc_kernel >= 0 else -1 for s in keep], np.int64
+        ),
+        "tensor_free_kernel": np.array(
+            [int(kmap[s.free_kernel]) if s.free_kernel >= 0 else -1 for s in keep], np.int64
+        ),
+        "parameters": cap.params,
+        "capture_seconds": round(cap.seconds, 3),
+    }
+    g = Graph(
+        cap.model.name,
+        int(cap.model.batch),
+        np.array([s.nbytes for s in keep], np.int64),
+        np.array([glob(s) for s in keep], bool),
+        [k.name for k in kern],
+        [k.parent or k.phase for k in kern],
+        ip,
+        ii,
+        op_,
+        oi,
+        meta,
+    )
     return g, [cost_class(k) for k in kern]
 
 
@@ -246,6 +288,7 @@ def kernel_times(g, classes, preset: dict):
     from g10fast.workload import costmodel
     from g10fast.workload.model import build_workload
     from g10fast.workload.times import frequency_hz, kernel_cycles
+
     K = g.num_kernels
     raw = g.raw_size.astype(np.float64)
     b_in = np.zeros(K)
@@ -253,8 +296,7 @@ def kernel_times(g, classes, preset: dict):
     np.add.at(b_in, np.repeat(np.arange(K), np.diff(g.in_ptr)), raw[g.in_idx])
     np.add.at(b_out, np.repeat(np.arange(K), np.diff(g.out_ptr)), raw[g.out_idx])
     dtype_bytes = int(g.meta["dtype_bytes"])
-    e = costmodel.kernel_times(g.meta["kernel_flops"], b_in, b_out, list(classes), preset,
-                               dtype_bytes)
+    e = costmodel.kernel_times(g.meta["kernel_flops"], b_in, b_out, list(classes), preset, dtype_bytes)
     ghz = float(preset["gpu"].get("frequency_ghz", 1.2))
     one = 1.0 / frequency_hz(ghz)
     t = np.maximum(e["time_s"], one)
@@ -263,8 +305,7 @@ def kernel_times(g, classes, preset: dict):
     c = kernel_cycles(t * 1e3, ti * 1e3, ta * 1e3, ghz)
     w = build_workload(g, *c, e["workspace_bytes"].astype(np.int64))
     gpu = costmodel.gpu_from_preset(preset, dtype_bytes)
-    meta = dict(w.meta, kernel_times="estimated", cost_model_gpu=gpu.name,
-                kernel_class=list(classes))
+    meta = dict(w.meta, kernel_times="estimated", cost_model_gpu=gpu.name, kernel_class=list(classes))
     return dataclasses.replace(w, meta=meta)
 
 
@@ -272,6 +313,7 @@ def to_workload(cap: Capture, system="g10-artifact", overrides: dict | None = No
     """The captured step as a Workload, kernel times estimated for `system`'s GPU (a preset
     name, path or dict)."""
     from g10fast.hardware import load_preset
+
     preset = system if isinstance(system, dict) else load_preset(system, overrides)
     g, classes = graph_of(cap)
     return kernel_times(g, classes, preset)
@@ -280,6 +322,7 @@ def to_workload(cap: Capture, system="g10-artifact", overrides: dict | None = No
 # ---------------------------------------------------------------------------------------------
 # The CLI
 
+
 def resolve_model(spec: str, **kw) -> Model:
     """A bundled example name or `module:function` (called with the keyword arguments it
     accepts of batch, seq_len, dtype, optimizer)."""
@@ -287,12 +330,20 @@ def resolve_model(spec: str, **kw) -> Model:
     import inspect
 
     from g10fast.capture.examples import EXAMPLES
+
     kw = {k: v for k, v in kw.items() if v is not None}
     if spec in EXAMPLES:
         fn = EXAMPLES[spec]
-        sig = inspect.signature({"gpt2-small": _gpt2_sig, "gpt2-medium": _gpt2_sig,
-                                 "gpt2-xl": _gpt2_sig, "llama-7b": _gpt2_sig,
-                                 "qwen2.5-1.5b": _gpt2_sig, "qwen2.5-3b": _gpt2_sig}.get(spec, fn))
+        sig = inspect.signature(
+            {
+                "gpt2-small": _gpt2_sig,
+                "gpt2-medium": _gpt2_sig,
+                "gpt2-xl": _gpt2_sig,
+                "llama-7b": _gpt2_sig,
+                "qwen2.5-1.5b": _gpt2_sig,
+                "qwen2.5-3b": _gpt2_sig,
+            }.get(spec, fn)
+        )
     elif ":" in spec:
         mod, _, attr = spec.partition(":")
         try:
@@ -302,19 +353,21 @@ def resolve_model(spec: str, **kw) -> Model:
         sig = inspect.signature(fn)
     else:
         import difflib
+
         hint = difflib.get_close_matches(spec, list(EXAMPLES), n=1)
-        raise InputError(f"unknown example {spec!r}" + (f" (did you mean {hint[0]!r}?)" if hint
-                                                        else "")
-                         + f"; examples: {', '.join(EXAMPLES)}; or module:function",
-                         param="model")
+        raise InputError(
+            f"unknown example {spec!r}"
+            + (f" (did you mean {hint[0]!r}?)" if hint else "")
+            + f"; examples: {', '.join(EXAMPLES)}; or module:function",
+            param="model",
+        )
     has_var = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
     bad = [k for k in kw if k not in sig.parameters and not has_var]
     if bad:
         raise InputError(f"{spec} takes no {bad[0]!r}", param="--" + bad[0].replace("_", "-"))
     m = fn(**kw)
     if not isinstance(m, Model):
-        raise InputError(f"{spec} returned {type(m).__name__}, not a g10fast.capture.Model",
-                         param="model")
+        raise InputError(f"{spec} returned {type(m).__name__}, not a g10fast.capture.Model", param="model")
     return m
 
 
@@ -328,11 +381,13 @@ def capture_cli(args) -> int:
     from g10fast.hardware import load_preset
     from g10fast.workload.h5trace import write_workload_h5
     from g10fast.workload.times import frequency_hz
+
     checked_target(args.out, "--out")
     if getattr(args, "memory_snapshot", None):
         checked_target(args.memory_snapshot, "--memory-snapshot")
-    model = resolve_model(args.model, batch=args.batch, seq_len=args.seq_len, dtype=args.dtype,
-                          optimizer=args.optimizer)
+    model = resolve_model(
+        args.model, batch=args.batch, seq_len=args.seq_len, dtype=args.dtype, optimizer=args.optimizer
+    )
     if isinstance(model.batch, bool) or not isinstance(model.batch, int) or model.batch <= 0:
         raise InputError(f"must be a positive integer, got {model.batch!r}", param="--batch")
     model.param_dtype()
@@ -341,27 +396,42 @@ def capture_cli(args) -> int:
     w = to_workload(cap, preset)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     transformer = not any(k == "conv" for k in w.meta["kernel_kind"])
-    write_workload_h5(args.out, w, {
-        "source": "capture", "model": model.name, "batch": model.batch,
-        "gpu": preset["gpu"].get("model", "?"), "system_preset": preset.get("name", ""),
-        "kernel_times": "estimated", "dtype": model.dtype,
-        "optimizer": cap.info.get("optimizer", "user"), "parameters": cap.params,
-        "seq_len": model.meta.get("seq_len", 0), "capture_seconds": round(cap.seconds, 3),
-        "capture_peak_rss_bytes": int(rss), "torch_ops": cap.ops_seen,
-        "command": "g10fast capture " + args.model},
+    write_workload_h5(
+        args.out,
+        w,
+        {
+            "source": "capture",
+            "model": model.name,
+            "batch": model.batch,
+            "gpu": preset["gpu"].get("model", "?"),
+            "system_preset": preset.get("name", ""),
+            "kernel_times": "estimated",
+            "dtype": model.dtype,
+            "optimizer": cap.info.get("optimizer", "user"),
+            "parameters": cap.params,
+            "seq_len": model.meta.get("seq_len", 0),
+            "capture_seconds": round(cap.seconds, 3),
+            "capture_peak_rss_bytes": int(rss),
+            "torch_ops": cap.ops_seen,
+            "command": "g10fast capture " + args.model,
+        },
         freq_hz=frequency_hz(float(preset["gpu"].get("frequency_ghz", 1.2))),
-        transformer=transformer)
+        transformer=transformer,
+    )
     ph = w.meta["kernel_phase"]
     ghz = float(preset["gpu"].get("frequency_ghz", 1.2))
-    print(f"{model.name} batch {model.batch} ({model.dtype}, {cap.params / 1e6:.1f} M "
-          f"parameters): {w.num_kernels} kernels (forward {ph.count('forward')}, "
-          f"backward {ph.count('backward')}, update {ph.count('update')}), {w.num_tensors} tensors "
-          f"({int(w.is_global.sum())} global, {w.weights_bytes / 2**30:.2f} GiB), peak live "
-          f"{cap.peak_live_bytes() / 2**30:.2f} GiB, ideal {w.ideal_cycles / ghz / 1e6:.1f} ms "
-          f"on {preset['gpu'].get('model', '?')}")
+    print(
+        f"{model.name} batch {model.batch} ({model.dtype}, {cap.params / 1e6:.1f} M "
+        f"parameters): {w.num_kernels} kernels (forward {ph.count('forward')}, "
+        f"backward {ph.count('backward')}, update {ph.count('update')}), {w.num_tensors} tensors "
+        f"({int(w.is_global.sum())} global, {w.weights_bytes / 2**30:.2f} GiB), peak live "
+        f"{cap.peak_live_bytes() / 2**30:.2f} GiB, ideal {w.ideal_cycles / ghz / 1e6:.1f} ms "
+        f"on {preset['gpu'].get('model', '?')}"
+    )
     print(f"captured in {cap.seconds:.1f} s, peak memory {rss / 2**20:.0f} MiB -> {args.out}")
     if getattr(args, "memory_snapshot", None):
         from g10fast.alloc.snapshot import write_workload_snapshots
+
         for p in write_workload_snapshots(w, args.memory_snapshot, freq_ghz=ghz):
             print(f"memory snapshot written to {p}")
     return 0

@@ -16,6 +16,7 @@ from g10fast.capture.model import Model, adamw
 # ---------------------------------------------------------------------------------------------
 # GPT-2 (pre-LN, learned positions, GELU-tanh MLP, tied head; dropout 0)
 
+
 class GPT2Attention(nn.Module):
     def __init__(self, d, heads):
         super().__init__()
@@ -67,7 +68,7 @@ class GPT2(nn.Module):
         x = self.wte(idx) + self.wpe(pos)
         for b in self.h:
             x = b(x)
-        return F.linear(self.ln_f(x), self.wte.weight)      # tied head
+        return F.linear(self.ln_f(x), self.wte.weight)  # tied head
 
 
 def lm_loss(logits, target):
@@ -78,19 +79,32 @@ def _lm_inputs(batch, seq, vocab):
     def make():
         x = torch.zeros(batch, seq, dtype=torch.long)
         return (x,), torch.zeros(batch, seq, dtype=torch.long)
+
     return make
 
 
 def gpt2(size="small", batch=8, seq_len=1024, dtype="bfloat16", optimizer="adamw"):
-    d, heads, layers = {"small": (768, 12, 12), "medium": (1024, 16, 24),
-                        "large": (1280, 20, 36), "xl": (1600, 25, 48)}[size]
-    return Model(f"gpt2-{size}", lambda: GPT2(50257, max(1024, seq_len), d, heads, layers),
-                 _lm_inputs(batch, seq_len, 50257), lm_loss, adamw(optimizer), batch, dtype,
-                 {"seq_len": seq_len, "family": "gpt2"})
+    d, heads, layers = {
+        "small": (768, 12, 12),
+        "medium": (1024, 16, 24),
+        "large": (1280, 20, 36),
+        "xl": (1600, 25, 48),
+    }[size]
+    return Model(
+        f"gpt2-{size}",
+        lambda: GPT2(50257, max(1024, seq_len), d, heads, layers),
+        _lm_inputs(batch, seq_len, 50257),
+        lm_loss,
+        adamw(optimizer),
+        batch,
+        dtype,
+        {"seq_len": seq_len, "family": "gpt2"},
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Llama (RMSNorm, rotary positions, SwiGLU, untied head)
+
 
 class RMSNorm(nn.Module):
     def __init__(self, d, eps=1e-6):
@@ -111,13 +125,14 @@ class LlamaAttention(nn.Module):
     def __init__(self, d, heads):
         super().__init__()
         self.h = heads
-        self.q_proj, self.k_proj, self.v_proj, self.o_proj = (nn.Linear(d, d, bias=False)
-                                                              for _ in range(4))
+        self.q_proj, self.k_proj, self.v_proj, self.o_proj = (nn.Linear(d, d, bias=False) for _ in range(4))
 
     def forward(self, x, cos, sin):
         B, T, D = x.shape
-        q, k, v = (p(x).view(B, T, self.h, D // self.h).transpose(1, 2)
-                   for p in (self.q_proj, self.k_proj, self.v_proj))
+        q, k, v = (
+            p(x).view(B, T, self.h, D // self.h).transpose(1, 2)
+            for p in (self.q_proj, self.k_proj, self.v_proj)
+        )
         q = q * cos + _rotate_half(q) * sin
         k = k * cos + _rotate_half(k) * sin
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -169,17 +184,26 @@ class Llama(nn.Module):
 
 
 def llama(size="7b", batch=4, seq_len=2048, dtype="bfloat16", optimizer="adamw"):
-    vocab, d, heads, f, layers = {"7b": (32000, 4096, 32, 11008, 32),
-                                  "13b": (32000, 5120, 40, 13824, 40)}[size]
-    return Model(f"llama-{size}", lambda: Llama(vocab, d, heads, f, layers, seq_len),
-                 _lm_inputs(batch, seq_len, vocab), lm_loss, adamw(optimizer), batch, dtype,
-                 {"seq_len": seq_len, "family": "llama"})
+    vocab, d, heads, f, layers = {"7b": (32000, 4096, 32, 11008, 32), "13b": (32000, 5120, 40, 13824, 40)}[
+        size
+    ]
+    return Model(
+        f"llama-{size}",
+        lambda: Llama(vocab, d, heads, f, layers, seq_len),
+        _lm_inputs(batch, seq_len, vocab),
+        lm_loss,
+        adamw(optimizer),
+        batch,
+        dtype,
+        {"seq_len": seq_len, "family": "llama"},
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Qwen2 / Qwen2.5 (transformers' models/qwen2/modeling_qwen2.py, written out): RMSNorm computed
 # in fp32, rotary positions computed each forward from inv_freq, grouped-query attention with
 # biases on q/k/v through SDPA, SwiGLU MLP, the output head tied to the embedding
+
 
 class Qwen2RMSNorm(nn.Module):
     """transformers' Qwen2RMSNorm: the statistics in fp32, the weight applied in the input's
@@ -244,7 +268,7 @@ class Qwen2DecoderLayer(nn.Module):
         self.input_layernorm = Qwen2RMSNorm(d, eps)
         self.self_attn = Qwen2Attention(d, heads, kv_heads)
         self.post_attention_layernorm = Qwen2RMSNorm(d, eps)
-        self.mlp = LlamaMLP(d, f)      # gate/up/down without biases, SiLU: Qwen2MLP
+        self.mlp = LlamaMLP(d, f)  # gate/up/down without biases, SiLU: Qwen2MLP
 
     def forward(self, x, cos, sin):
         x = x + self.self_attn(self.input_layernorm(x), cos, sin)
@@ -255,8 +279,7 @@ class Qwen2Model(nn.Module):
     def __init__(self, vocab, d, heads, kv_heads, f, layers, eps, theta):
         super().__init__()
         self.embed_tokens = nn.Embedding(vocab, d)
-        self.layers = nn.ModuleList(Qwen2DecoderLayer(d, heads, kv_heads, f, eps)
-                                    for _ in range(layers))
+        self.layers = nn.ModuleList(Qwen2DecoderLayer(d, heads, kv_heads, f, eps) for _ in range(layers))
         self.norm = Qwen2RMSNorm(d, eps)
         self.rotary_emb = Qwen2RotaryEmbedding(d // heads, theta)
 
@@ -274,8 +297,9 @@ class Qwen2ForCausalLM(nn.Module):
     is the embedding matrix itself (one parameter, F.linear on it, as GPT2 above: a separate
     nn.Linear sharing the weight would be untied by `to_empty`)."""
 
-    def __init__(self, vocab=151936, d=1536, heads=12, kv_heads=2, f=8960, layers=28,
-                 eps=1e-6, theta=1e6, tie=True):
+    def __init__(
+        self, vocab=151936, d=1536, heads=12, kv_heads=2, f=8960, layers=28, eps=1e-6, theta=1e6, tie=True
+    ):
         super().__init__()
         self.model = Qwen2Model(vocab, d, heads, kv_heads, f, layers, eps, theta)
         self.lm_head = None if tie else nn.Linear(d, vocab, bias=False)
@@ -290,8 +314,10 @@ class Qwen2ForCausalLM(nn.Module):
 #: config.json of Qwen/Qwen2.5-1.5B and Qwen/Qwen2.5-3B (huggingface.co): vocab_size,
 #: hidden_size, num_attention_heads, num_key_value_heads, intermediate_size,
 #: num_hidden_layers, rms_norm_eps, rope_theta, tie_word_embeddings
-QWEN25 = {"1.5b": (151936, 1536, 12, 2, 8960, 28, 1e-6, 1e6, True),
-          "3b": (151936, 2048, 16, 2, 11008, 36, 1e-6, 1e6, True)}
+QWEN25 = {
+    "1.5b": (151936, 1536, 12, 2, 8960, 28, 1e-6, 1e6, True),
+    "3b": (151936, 2048, 16, 2, 11008, 36, 1e-6, 1e6, True),
+}
 
 
 def qwen25(size="1.5b", batch=4, seq_len=512, dtype="bfloat16", optimizer="adamw", layers=None):
@@ -300,21 +326,35 @@ def qwen25(size="1.5b", batch=4, seq_len=512, dtype="bfloat16", optimizer="adamw
     depth (the tests' reduced model)."""
     vocab, d, heads, kv, f, nl, eps, theta, tie = QWEN25[size]
     nl = nl if layers is None else layers
-    return Model(f"qwen2.5-{size}", lambda: Qwen2ForCausalLM(vocab, d, heads, kv, f, nl, eps,
-                                                             theta, tie),
-                 _lm_inputs(batch, seq_len, vocab), lm_loss, adamw(optimizer), batch, dtype,
-                 {"seq_len": seq_len, "family": "llama"})
+    return Model(
+        f"qwen2.5-{size}",
+        lambda: Qwen2ForCausalLM(vocab, d, heads, kv, f, nl, eps, theta, tie),
+        _lm_inputs(batch, seq_len, vocab),
+        lm_loss,
+        adamw(optimizer),
+        batch,
+        dtype,
+        {"seq_len": seq_len, "family": "llama"},
+    )
 
 
 def tiny_transformer(batch=2, seq_len=16, dtype="float32", optimizer="adamw"):
     """A 2-layer Llama-style LM (vocab 1000, d 64, 4 heads, ffn 172): the tests' transformer."""
-    return Model("tiny-transformer", lambda: Llama(1000, 64, 4, 172, 2, seq_len),
-                 _lm_inputs(batch, seq_len, 1000), lm_loss, adamw(optimizer), batch, dtype,
-                 {"seq_len": seq_len, "family": "llama"})
+    return Model(
+        "tiny-transformer",
+        lambda: Llama(1000, 64, 4, 172, 2, seq_len),
+        _lm_inputs(batch, seq_len, 1000),
+        lm_loss,
+        adamw(optimizer),
+        batch,
+        dtype,
+        {"seq_len": seq_len, "family": "llama"},
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # ResNet-50 (torchvision's layout, written out)
+
 
 class Bottleneck(nn.Module):
     expansion = 4
@@ -331,8 +371,7 @@ class Bottleneck(nn.Module):
         self.relu = nn.ReLU(inplace=True)
         self.downsample = None
         if stride != 1 or cin != out:
-            self.downsample = nn.Sequential(nn.Conv2d(cin, out, 1, stride, bias=False),
-                                            nn.BatchNorm2d(out))
+            self.downsample = nn.Sequential(nn.Conv2d(cin, out, 1, stride, bias=False), nn.BatchNorm2d(out))
 
     def forward(self, x):
         idt = x if self.downsample is None else self.downsample(x)
@@ -368,13 +407,22 @@ class ResNet(nn.Module):
 def _image_inputs(batch, hw, classes):
     def make():
         return (torch.zeros(batch, 3, hw, hw),), torch.zeros(batch, dtype=torch.long)
+
     return make
 
 
 def resnet50(batch=64, image_size=224, dtype="float32", optimizer="sgd"):
     opt = "sgd-momentum" if optimizer == "sgd" else optimizer
-    return Model("resnet50", lambda: ResNet((3, 4, 6, 3)), _image_inputs(batch, image_size, 1000),
-                 F.cross_entropy, adamw(opt), batch, dtype, {"image_size": image_size})
+    return Model(
+        "resnet50",
+        lambda: ResNet((3, 4, 6, 3)),
+        _image_inputs(batch, image_size, 1000),
+        F.cross_entropy,
+        adamw(opt),
+        batch,
+        dtype,
+        {"image_size": image_size},
+    )
 
 
 class ConvNet(nn.Module):
@@ -395,8 +443,16 @@ class ConvNet(nn.Module):
 
 def convnet(batch=4, image_size=16, dtype="float32", optimizer="sgd"):
     opt = "sgd-momentum" if optimizer == "sgd" else optimizer
-    return Model("convnet", ConvNet, _image_inputs(batch, image_size, 10), F.cross_entropy,
-                 adamw(opt), batch, dtype, {"image_size": image_size})
+    return Model(
+        "convnet",
+        ConvNet,
+        _image_inputs(batch, image_size, 10),
+        F.cross_entropy,
+        adamw(opt),
+        batch,
+        dtype,
+        {"image_size": image_size},
+    )
 
 
 class MLP(nn.Module):
@@ -411,6 +467,7 @@ class MLP(nn.Module):
 def mlp(batch=32, dtype="float32", optimizer="adamw"):
     def make():
         return (torch.zeros(batch, 64),), torch.zeros(batch, dtype=torch.long)
+
     return Model("mlp", MLP, make, F.cross_entropy, adamw(optimizer), batch, dtype, {})
 
 
@@ -427,5 +484,19 @@ EXAMPLES = {
     "convnet": convnet,
 }
 
-__all__ = ["EXAMPLES", "GPT2", "Llama", "ResNet", "ConvNet", "MLP", "Qwen2ForCausalLM", "gpt2",
-           "llama", "qwen25", "resnet50", "mlp", "tiny_transformer", "convnet"]
+__all__ = [
+    "EXAMPLES",
+    "GPT2",
+    "Llama",
+    "ResNet",
+    "ConvNet",
+    "MLP",
+    "Qwen2ForCausalLM",
+    "gpt2",
+    "llama",
+    "qwen25",
+    "resnet50",
+    "mlp",
+    "tiny_transformer",
+    "convnet",
+]

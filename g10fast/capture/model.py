@@ -9,8 +9,14 @@ import torch
 
 from g10fast.errors import InputError
 
-DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
-          "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
+DTYPES = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+}
 #: "bf16-autocast": fp32 parameters, gradients and optimizer state; forward under
 #: torch.autocast(bfloat16) (PyTorch AMP)
 AUTOCAST = {"bf16-autocast": torch.bfloat16, "fp16-autocast": torch.float16}
@@ -39,8 +45,10 @@ class Model:
         if self.dtype in AUTOCAST:
             return torch.float32
         if self.dtype not in DTYPES:
-            raise InputError(f"unknown dtype {self.dtype!r} (known: "
-                             f"{', '.join(list(DTYPES) + list(AUTOCAST))})", param="--dtype")
+            raise InputError(
+                f"unknown dtype {self.dtype!r} (known: {', '.join(list(DTYPES) + list(AUTOCAST))})",
+                param="--dtype",
+            )
         return DTYPES[self.dtype]
 
     def autocast_dtype(self):
@@ -54,14 +62,17 @@ def adamw(kind="adamw"):
     """An optimizer factory by name: adamw (per-parameter for-loop, PyTorch's CPU default),
     adamw-foreach (multi-tensor, PyTorch's CUDA default), adamw-fused, sgd, sgd-momentum."""
     if kind not in OPTIMIZERS:
-        raise InputError(f"unknown optimizer {kind!r} (known: {', '.join(OPTIMIZERS)})",
-                         param="--optimizer")
+        raise InputError(f"unknown optimizer {kind!r} (known: {', '.join(OPTIMIZERS)})", param="--optimizer")
 
     def make(params):
         if kind.startswith("adamw"):
-            return torch.optim.AdamW(params, lr=1e-4, foreach=kind == "adamw-foreach",
-                                     fused=True if kind == "adamw-fused" else None)
-        return torch.optim.SGD(params, lr=0.1, momentum=0.9 if kind == "sgd-momentum" else 0.0,
-                               foreach=False)
+            return torch.optim.AdamW(
+                params,
+                lr=1e-4,
+                foreach=kind == "adamw-foreach",
+                fused=True if kind == "adamw-fused" else None,
+            )
+        return torch.optim.SGD(params, lr=0.1, momentum=0.9 if kind == "sgd-momentum" else 0.0, foreach=False)
+
     make.kind = kind
     return make

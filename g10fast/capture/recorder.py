@@ -25,50 +25,88 @@ from torch.utils.flop_counter import flop_registry
 _EXPIRED = torch.UntypedStorage._expired
 
 #: ops that allocate (or alias, or read a scalar back) without launching a kernel
-NO_KERNEL = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided",
-             "lift_fresh", "lift_fresh_copy", "_local_scalar_dense", "detach", "alias",
-             "set_", "resize_", "_resize_output_", "record_stream"}
+NO_KERNEL = {
+    "empty",
+    "empty_like",
+    "empty_strided",
+    "new_empty",
+    "new_empty_strided",
+    "lift_fresh",
+    "lift_fresh_copy",
+    "_local_scalar_dense",
+    "detach",
+    "alias",
+    "set_",
+    "resize_",
+    "_resize_output_",
+    "record_stream",
+}
 #: ops whose output storage is a host (CPU) scalar on a GPU run
 HOST_SCALAR_OPS = {"lift_fresh", "lift_fresh_copy", "scalar_tensor"}
 
-GEMM_OPS = {"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "_scaled_mm", "addbmm",
-            "addmv", "mv", "dot", "_int_mm"}
-CONV_OPS = {"convolution", "_convolution", "convolution_backward", "cudnn_convolution",
-            "_slow_conv2d_forward", "convolution_overrideable"}
-ATTENTION_FWD = {"_scaled_dot_product_flash_attention_for_cpu",
-                 "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
-                 "_scaled_dot_product_cudnn_attention", "_flash_attention_forward",
-                 "_efficient_attention_forward"}
-ATTENTION_BWD = {n + "_backward" for n in ATTENTION_FWD} | {"_flash_attention_backward",
-                                                           "_efficient_attention_backward"}
+GEMM_OPS = {
+    "mm",
+    "addmm",
+    "bmm",
+    "baddbmm",
+    "matmul",
+    "linear",
+    "_scaled_mm",
+    "addbmm",
+    "addmv",
+    "mv",
+    "dot",
+    "_int_mm",
+}
+CONV_OPS = {
+    "convolution",
+    "_convolution",
+    "convolution_backward",
+    "cudnn_convolution",
+    "_slow_conv2d_forward",
+    "convolution_overrideable",
+}
+ATTENTION_FWD = {
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention",
+    "_flash_attention_forward",
+    "_efficient_attention_forward",
+}
+ATTENTION_BWD = {n + "_backward" for n in ATTENTION_FWD} | {
+    "_flash_attention_backward",
+    "_efficient_attention_backward",
+}
 #: the CUDA name of a CPU-only op (what the kernel would be called on the GPU)
-CUDA_NAME = {"_scaled_dot_product_flash_attention_for_cpu": "_scaled_dot_product_flash_attention",
-             "_scaled_dot_product_flash_attention_for_cpu_backward":
-                 "_scaled_dot_product_flash_attention_backward"}
+CUDA_NAME = {
+    "_scaled_dot_product_flash_attention_for_cpu": "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_flash_attention_for_cpu_backward": "_scaled_dot_product_flash_attention_backward",
+}
 
 
 @dataclass
 class Kernel:
-    name: str                 # aten op (overload) as the GPU runs it, e.g. "addmm",
+    name: str  # aten op (overload) as the GPU runs it, e.g. "addmm",
     #                           "convolution_backward.weight", "_foreach_mul_.Scalar"
-    op: str                   # the aten op packet, e.g. "convolution_backward"
-    kind: str                 # gemm | conv | attention | memory
-    phase: str                # fwd | bwd | opt
-    parent: str               # module path (or the parameter, in the optimizer step)
-    ins: list                 # storage ids read
-    outs: list                # storage ids written (created or mutated)
+    op: str  # the aten op packet, e.g. "convolution_backward"
+    kind: str  # gemm | conv | attention | memory
+    phase: str  # fwd | bwd | opt
+    parent: str  # module path (or the parameter, in the optimizer step)
+    ins: list  # storage ids read
+    outs: list  # storage ids written (created or mutated)
     flops: float
-    bytes: int                # bytes of the tensors it reads and writes (views as viewed)
+    bytes: int  # bytes of the tensors it reads and writes (views as viewed)
 
 
 @dataclass
 class Storage:
     id: int
     nbytes: int
-    label: str = ""           # "param:NAME", "buffer:NAME", "state:NAME.KEY", "input:i"
+    label: str = ""  # "param:NAME", "buffer:NAME", "state:NAME.KEY", "input:i"
     host: bool = False
-    alloc_kernel: int = -1    # kernels recorded before it was created (-1: before the step)
-    free_kernel: int = -1     # kernels recorded before it was freed (-1: alive at the end)
+    alloc_kernel: int = -1  # kernels recorded before it was created (-1: before the step)
+    free_kernel: int = -1  # kernels recorded before it was freed (-1: alive at the end)
 
 
 def _kind(op: str) -> str:
@@ -89,6 +127,7 @@ def attention_flops(op: str, args, kwargs, causal: bool) -> float:
     """4·B·H·Tq·Tk·d forward (QKᵀ and PV), twice that backward; halved when causal (the
     blocks above the diagonal are skipped by flash kernels)."""
     from torch.utils.flop_counter import sdpa_backward_flop_count, sdpa_flop_count
+
     ts = [a for a in args if isinstance(a, torch.Tensor)]
     if op in ATTENTION_FWD:
         q, k, v = ts[:3]
@@ -110,9 +149,9 @@ class Recorder(TorchDispatchMode):
         self.recording = True
         self.kernels: list[Kernel] = []
         self.storages: list[Storage] = []
-        self._live: dict = {}           # storage cdata -> (id, StorageWeakRef)
-        self._sweepable: dict = {}      # the subset that may be freed (not params / state)
-        self.param_of: dict = {}        # storage id -> parameter name
+        self._live: dict = {}  # storage cdata -> (id, StorageWeakRef)
+        self._sweepable: dict = {}  # the subset that may be freed (not params / state)
+        self.param_of: dict = {}  # storage id -> parameter name
         self.last_param = ""
         self.ops_seen = 0
 
@@ -123,13 +162,14 @@ class Recorder(TorchDispatchMode):
         e = self._live.get(ref.cdata)
         if e is not None and not e[1].expired():
             return e[0]
-        if e is not None:                 # expired but not swept yet: the address was reused
+        if e is not None:  # expired but not swept yet: the address was reused
             self._free(ref.cdata)
         if not create:
             return None
         i = len(self.storages)
-        self.storages.append(Storage(i, int(s.nbytes()), label, host,
-                                     len(self.kernels) if self.recording else -1))
+        self.storages.append(
+            Storage(i, int(s.nbytes()), label, host, len(self.kernels) if self.recording else -1)
+        )
         self._live[ref.cdata] = (i, ref)
         if sweep:
             self._sweepable[ref.cdata] = ref
@@ -184,10 +224,10 @@ class Recorder(TorchDispatchMode):
         new = [i for i in outs if i >= n0]
         wr = [self.sid(a) for a in written]
         if op in NO_KERNEL or (not new and not wr):
-            return out                     # a view, an alias, an allocation, a metadata query
+            return out  # a view, an alias, an allocation, a metadata query
         host = {i for i in ins + outs if self.storages[i].host}
         if all(i in host for i in ins + outs):
-            return out                     # host scalar arithmetic (step counters)
+            return out  # host scalar arithmetic (step counters)
         self.sweep()
         for k in split_op(self, func, op, args, kwargs, out, flat_in, ins, flat_out, outs, wr):
             k.ins = sorted({i for i in k.ins if i not in host})
@@ -245,8 +285,19 @@ def split_op(rec: Recorder, func, op, args, kwargs, out, flat_in, ins, flat_out,
         flops = 0.0
     if phase == "update" and not parent:
         parent = _param_parent(rec, ins + outs)
-    return [Kernel(name, op, _kind(op), phase, parent, list(ins), list(outs) + list(wr), flops,
-                   _nbytes(flat_in) + _nbytes(flat_out))]
+    return [
+        Kernel(
+            name,
+            op,
+            _kind(op),
+            phase,
+            parent,
+            list(ins),
+            list(outs) + list(wr),
+            flops,
+            _nbytes(flat_in) + _nbytes(flat_out),
+        )
+    ]
 
 
 def _param_parent(rec: Recorder, ids) -> str:
@@ -277,17 +328,29 @@ def _split_conv_backward(rec, func, args, kwargs, out, ins, outs, phase, parent)
         m[j] = True
         a2 = dict(vals, output_mask=m)
         if j < 2:
-            flops = float(flop_registry[func._overloadpacket](
-                *[a2[n] for n in sch], out_val=tuple(o if k == j else None
-                                                     for k, o in enumerate(out))))
+            flops = float(
+                flop_registry[func._overloadpacket](
+                    *[a2[n] for n in sch], out_val=tuple(o if k == j else None for k, o in enumerate(out))
+                )
+            )
         else:
             flops = 0.0
         src, ids = part[j]
         o = out[j]
         kind = "conv" if j < 2 else "memory"
-        pieces.append(Kernel(f"convolution_backward.{src}", "convolution_backward", kind, phase,
-                             parent, ids, [rec.sid(o)], flops,
-                             _nbytes([g_out] + ([w] if j == 0 else [x] if j == 1 else []) + [o])))
+        pieces.append(
+            Kernel(
+                f"convolution_backward.{src}",
+                "convolution_backward",
+                kind,
+                phase,
+                parent,
+                ids,
+                [rec.sid(o)],
+                flops,
+                _nbytes([g_out] + ([w] if j == 0 else [x] if j == 1 else []) + [o]),
+            )
+        )
     return pieces
 
 
@@ -302,8 +365,7 @@ def _split_per_tensor(rec, func, name, op, args, kwargs, out, phase, parent):
             lists.append((v, write))
         elif isinstance(v, torch.Tensor):
             scalars.append(v)
-    outl = out if isinstance(out, (list, tuple)) and out and isinstance(out[0], torch.Tensor) \
-        else None
+    outl = out if isinstance(out, (list, tuple)) and out and isinstance(out[0], torch.Tensor) else None
     n = max(len(v) for v, _ in lists) if lists else 0
     pieces = []
     for i in range(n):
@@ -313,6 +375,7 @@ def _split_per_tensor(rec, func, name, op, args, kwargs, out, phase, parent):
         ids_in = [rec.sid(t) for t in ts_in]
         ids_out = [rec.sid(t) for t in ts_w + ts_o]
         par = _param_parent(rec, ids_in + ids_out) if phase == "update" else parent
-        pieces.append(Kernel(name, op, "memory", phase, par, ids_in, ids_out, 0.0,
-                             _nbytes(ts_in + ts_o + ts_w)))
+        pieces.append(
+            Kernel(name, op, "memory", phase, par, ids_in, ids_out, 0.0, _nbytes(ts_in + ts_o + ts_w))
+        )
     return pieces

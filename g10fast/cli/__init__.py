@@ -34,13 +34,22 @@ import os
 import sys
 
 from g10fast.cli import alloc, catalog, run, store, sweep, trace, warm, workload
-from g10fast.cli.common import (ENVIRONMENT_ERRNOS, EXIT_BAD_INPUT, EXIT_INVARIANT, one_line,
-                                os_error_text)
+from g10fast.cli.common import ENVIRONMENT_ERRNOS, EXIT_BAD_INPUT, EXIT_INVARIANT, one_line, os_error_text
 from g10fast.cli.summary import failure_text, lp_bound_text, summary_text
 from g10fast.errors import InputError, InvariantError
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_BROKEN_PIPE", "EXIT_INVARIANT", "build_parser", "console_main",
-           "failure_text", "lp_bound_text", "main", "one_line", "summary_text"]
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_BROKEN_PIPE",
+    "EXIT_INVARIANT",
+    "build_parser",
+    "console_main",
+    "failure_text",
+    "lp_bound_text",
+    "main",
+    "one_line",
+    "summary_text",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,14 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="g10fast", description=__doc__.split("\n\n")[0])
     p.add_argument("--version", action="version", version=f"g10fast {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    run.add_parsers(sub)            # run
-    catalog.add_parsers(sub)        # policies, presets, models
-    alloc.add_parsers(sub)          # memory, swap
-    trace.add_parsers(sub)          # trace inspect, verify, export, diff, plot
-    store.add_parsers(sub)          # store verify, convert; results export
-    workload.add_parsers(sub)       # workload export, inspect; capture
-    sweep.add_parsers(sub)          # sweep, figures, reproduce
-    warm.add_parsers(sub)           # warm
+    run.add_parsers(sub)  # run
+    catalog.add_parsers(sub)  # policies, presets, models
+    alloc.add_parsers(sub)  # memory, swap
+    trace.add_parsers(sub)  # trace inspect, verify, export, diff, plot
+    store.add_parsers(sub)  # store verify, convert; results export
+    workload.add_parsers(sub)  # workload export, inspect; capture
+    sweep.add_parsers(sub)  # sweep, figures, reproduce
+    warm.add_parsers(sub)  # warm
     validate_parser(sub)
     return p
 
@@ -74,10 +83,11 @@ def main(argv=None) -> int:
         close_all()
         sys.stderr.write(f"g10fast: error: {one_line(str(e))}\n")
         return EXIT_BAD_INPUT
-    except InvariantError as e:             # --check: a bug in g10fast (docs/invariants.md)
+    except InvariantError as e:  # --check: a bug in g10fast (docs/invariants.md)
         close_all()
-        sys.stderr.write(f"g10fast: {one_line(str(e))} (a bug in g10fast: please report it "
-                         "with the command)\n")
+        sys.stderr.write(
+            f"g10fast: {one_line(str(e))} (a bug in g10fast: please report it with the command)\n"
+        )
         return EXIT_INVARIANT
     except OSError as e:
         if e.errno not in ENVIRONMENT_ERRNOS:
@@ -109,7 +119,7 @@ def console_main() -> None:
     os._exit(code)
 
 
-EXIT_BROKEN_PIPE = 141   # 128 + SIGPIPE, what a shell reports for a C program in `... | head`
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a C program in `... | head`
 
 
 def _stdout_closed() -> int:

@@ -18,9 +18,12 @@ def find_artifact() -> Path | None:
     """../shared/g10-artifact next to the checkout or the working directory, or $G10_ARTIFACT."""
     env = os.environ.get("G10_ARTIFACT")
     cands = [Path(env)] if env else []
-    here = Path(__file__).resolve().parents[2]      # the checkout (g10fast/cli/common.py)
-    cands += [here.parent / "shared" / "g10-artifact", Path.cwd().parent / "shared" / "g10-artifact",
-              Path.cwd() / "shared" / "g10-artifact"]
+    here = Path(__file__).resolve().parents[2]  # the checkout (g10fast/cli/common.py)
+    cands += [
+        here.parent / "shared" / "g10-artifact",
+        Path.cwd().parent / "shared" / "g10-artifact",
+        Path.cwd() / "shared" / "g10-artifact",
+    ]
     for c in cands:
         if (c / "frontend" / "Nets").is_dir():
             return c
@@ -29,9 +32,13 @@ def find_artifact() -> Path | None:
 
 def add_progress_flags(parser) -> None:
     """--progress and --no-progress (read by run_progress and the sweep)."""
-    parser.add_argument("--progress", action="store_true", help="show the progress bar even "
-                        "when stderr is not a terminal (default there: a plain line every 5 s, "
-                        "$G10FAST_PROGRESS_INTERVAL)")
+    parser.add_argument(
+        "--progress",
+        action="store_true",
+        help="show the progress bar even "
+        "when stderr is not a terminal (default there: a plain line every 5 s, "
+        "$G10FAST_PROGRESS_INTERVAL)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar or lines")
 
 
@@ -51,6 +58,7 @@ def fmt_cycles(c: int, f_hz: float = 1.2e9) -> str:
 def parse_options(items) -> dict:
     """--option KEY=VALUE pairs: values read as TOML (true, 8, 0.5, "text")."""
     import tomllib
+
     out = {}
     for it in items or []:
         k, sep, v = it.partition("=")
@@ -76,7 +84,7 @@ def kernel_times_warning(res: dict) -> None:
 
 
 def engines_with(capability: str) -> str:
-    """"the page engine", "the page and tensor engines": the engines whose record says
+    """ "the page engine", "the page and tensor engines": the engines whose record says
     `capability` (a flag of g10fast.engine.registry.EngineRecord: kernel_order, allocator,
     lp_bound, timeline), for a message that says which policies a flag applies to."""
     from g10fast import policies
@@ -93,20 +101,25 @@ def one_line(text: str) -> str:
     "file write failed: time = ..."); every line break and the spaces around it become one
     space."""
     import re
+
     return re.sub(r"\s*[\r\n]+\s*", " ", text).strip()
 
 
 #: errors of the machine, not of the program: a full disk, a quota, a file too large for the
 #: file system or the process's limit, a read-only file system, no permission, an I/O error
-ENVIRONMENT_ERRNOS = frozenset(getattr(errno, n) for n in (
-    "ENOSPC", "EDQUOT", "EFBIG", "EROFS", "EACCES", "EPERM", "EIO") if hasattr(errno, n))
+ENVIRONMENT_ERRNOS = frozenset(
+    getattr(errno, n)
+    for n in ("ENOSPC", "EDQUOT", "EFBIG", "EROFS", "EACCES", "EPERM", "EIO")
+    if hasattr(errno, n)
+)
 
 
 def os_error_text(e: OSError) -> str:
     """One line for an OSError of `ENVIRONMENT_ERRNOS`, naming the file when known."""
     what = e.strerror or errno.errorcode.get(e.errno, "") or str(e)
     where = f"{e.filename}: " if e.filename else ""
-    hint = {errno.ENOSPC: "the disk is full: free some space and run the command again",
-            errno.EFBIG: "the file is larger than the file system or this process may write"}
-    return one_line(f"{where}cannot write: {what}"
-                    + (f" ({hint[e.errno]})" if e.errno in hint else ""))
+    hint = {
+        errno.ENOSPC: "the disk is full: free some space and run the command again",
+        errno.EFBIG: "the file is larger than the file system or this process may write",
+    }
+    return one_line(f"{where}cannot write: {what}" + (f" ({hint[e.errno]})" if e.errno in hint else ""))

@@ -9,14 +9,20 @@ import sys
 def add_parsers(sub) -> None:
     """`warm`."""
     w = sub.add_parser(
-        "warm", help="compile the kernels of the policies' engines into Numba's on-disk cache "
-                     "(one run each of the default comparison's workload), for a Docker image "
-                     "or a CI job: later runs on this machine start warm (g10fast/warm.py)")
-    w.add_argument("policies", nargs="*", metavar="POLICY",
-                   help="policies to warm (default: every registered policy)")
-    w.add_argument("--system", help="hardware preset to run them on (default: the default "
-                                    "comparison's, g10-artifact at 10 GB; the ZeRO policies "
-                                    "need one with a [node] table, e.g. dgx-a100-40)")
+        "warm",
+        help="compile the kernels of the policies' engines into Numba's on-disk cache "
+        "(one run each of the default comparison's workload), for a Docker image "
+        "or a CI job: later runs on this machine start warm (g10fast/warm.py)",
+    )
+    w.add_argument(
+        "policies", nargs="*", metavar="POLICY", help="policies to warm (default: every registered policy)"
+    )
+    w.add_argument(
+        "--system",
+        help="hardware preset to run them on (default: the default "
+        "comparison's, g10-artifact at 10 GB; the ZeRO policies "
+        "need one with a [node] table, e.g. dgx-a100-40)",
+    )
     w.add_argument("--json", action="store_true", help="print the rows as JSON")
     w.set_defaults(func=cmd_warm)
 
@@ -26,7 +32,7 @@ def cmd_warm(args) -> int:
     from g10fast.hardware import load_preset
     from g10fast.warm import warm
 
-    for name in args.policies:              # an unknown name or preset: InputError first
+    for name in args.policies:  # an unknown name or preset: InputError first
         policies.get(name)
     if args.system is not None:
         load_preset(args.system)
@@ -37,11 +43,10 @@ def cmd_warm(args) -> int:
         if "error" in row:
             print(f"{row['policy']:<16} {row['engine']:<7} not warmed: {row['error']}")
         else:
-            print(f"{row['policy']:<16} {row['engine']:<7} {row['cpu_s']:7.2f} CPU s "
-                  f"{row['wall_s']:7.2f} s")
+            print(f"{row['policy']:<16} {row['engine']:<7} {row['cpu_s']:7.2f} CPU s {row['wall_s']:7.2f} s")
+
     if not args.json:
-        print("policy           engine  run with its compile (a warm cache: well under a "
-              "second)")
+        print("policy           engine  run with its compile (a warm cache: well under a second)")
     rows = warm(args.policies or None, system=args.system, progress=show)
     if args.json:
         json.dump(rows, sys.stdout, indent=1)

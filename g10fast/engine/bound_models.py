@@ -26,12 +26,22 @@ def page_engine_model(w, params) -> BoundModel | None:
     g, h, s = float(params.gpu_cap), float(params.cpu_cap), float(params.ssd_cap)
     rate = min(g, h + s) * page / tick
     srate = min(g, s) * page / tick
-    return bound_model(w, capacity_bytes=float(params.frames) * page, in_rate=rate,
-                       out_rate=rate, ssd_in_rate=srate, ssd_out_rate=srate,
-                       slack=tick, evict_copies=True, unit="cycles",
-                       notes=("page engine: batcher caps per tick, full duplex; one tick of "
-                              "slack per window (moves committed at the tick's start); every "
-                              "eviction copies; host memory not limited",))
+    return bound_model(
+        w,
+        capacity_bytes=float(params.frames) * page,
+        in_rate=rate,
+        out_rate=rate,
+        ssd_in_rate=srate,
+        ssd_out_rate=srate,
+        slack=tick,
+        evict_copies=True,
+        unit="cycles",
+        notes=(
+            "page engine: batcher caps per tick, full duplex; one tick of "
+            "slack per window (moves committed at the tick's start); every "
+            "eviction copies; host memory not limited",
+        ),
+    )
 
 
 def tensor_engine_model(w, system, mechanism: str, options) -> BoundModel:
@@ -45,8 +55,8 @@ def tensor_engine_model(w, system, mechanism: str, options) -> BoundModel:
     from g10fast.engine.tensor import GDS_CAPACITY_FACTOR, exec_ms_of
 
     ghz = float(system.gpu_frequency_ghz)
-    ssd = float(system.ssd_bandwidth_gbps) * 2 ** 30 / 1000
-    host = (float(system.host_link_gbps) - float(system.ssd_bandwidth_gbps)) * 2 ** 30 / 1000
+    ssd = float(system.ssd_bandwidth_gbps) * 2**30 / 1000
+    host = (float(system.host_link_gbps) - float(system.ssd_bandwidth_gbps)) * 2**30 / 1000
     cap = int(float(system.gpu_memory_gb) * 1024 * 1024 / 4)
     notes = []
     if mechanism != "offload_set":
@@ -72,14 +82,23 @@ def tensor_engine_model(w, system, mechanism: str, options) -> BoundModel:
         dead = np.nonzero((np.asarray(vit.death) == -1) & ~np.asarray(w.is_global, bool))[0]
         excluded.extend(dead.tolist())
         notes.append("fn_reserve_workspace: tensors never read take no memory")
-    return bound_model(w, capacity_bytes=float(cap) * 4096.0, in_rate=rate, out_rate=rate,
-                       ssd_in_rate=ssd, ssd_out_rate=ssd, kernel_times=exec_ms_of(w, ghz),
-                       free_read=fr, free_write=fw, excluded_tensors=excluded, unit="ms",
-                       notes=tuple(notes))
+    return bound_model(
+        w,
+        capacity_bytes=float(cap) * 4096.0,
+        in_rate=rate,
+        out_rate=rate,
+        ssd_in_rate=ssd,
+        ssd_out_rate=ssd,
+        kernel_times=exec_ms_of(w, ghz),
+        free_read=fr,
+        free_write=fw,
+        excluded_tensors=excluded,
+        unit="ms",
+        notes=tuple(notes),
+    )
 
 
-def driver_engine_model(w, params: dict, options, *, first_iteration: bool = False
-                        ) -> BoundModel:
+def driver_engine_model(w, params: dict, options, *, first_iteration: bool = False) -> BoundModel:
     """The driver engine's model (time in cycles) from its `system_params` and DriverOptions
     (g10fast.engine.driver, docs/bounds.md):
 
@@ -95,6 +114,7 @@ def driver_engine_model(w, params: dict, options, *, first_iteration: bool = Fal
       zero-fills it for free, so weights are live only from their first use there."""
     import dataclasses as _dc
     from g10fast.engine.driver import kernels as dk
+
     page = 4096.0
     rates = []
     for name in ("h2d", "ssd_r"):
@@ -103,11 +123,13 @@ def driver_engine_model(w, params: dict, options, *, first_iteration: bool = Fal
         rates.append(float(np.max(n * page / np.maximum(tab[1:], 1.0))))
     rate = max(rates)
     pages = int(params["gpu_pages"])
-    notes = ["driver engine: the fastest single transfer of its tables "
-             f"({rate * float(params['f_hz']) / 1e9:.4g} GB/s) on each of two paths (prefetch "
-             "stream, fault path between compute)",
-             "a kernel's own pages may be evicted by its later fault batches",
-             "no write windows (the stream frees memory before its write-back ends)"]
+    notes = [
+        "driver engine: the fastest single transfer of its tables "
+        f"({rate * float(params['f_hz']) / 1e9:.4g} GB/s) on each of two paths (prefetch "
+        "stream, fault path between compute)",
+        "a kernel's own pages may be evicted by its later fault batches",
+        "no write windows (the stream frees memory before its write-back ends)",
+    ]
     if options.evict != "lru4k":
         pages = min(pages, int(params["gpu_chunks"]) * dk.VA_PAGES)
         notes.append("capacity: whole 2 MiB root chunks")
@@ -115,10 +137,19 @@ def driver_engine_model(w, params: dict, options, *, first_iteration: bool = Fal
         w = _dc.replace(w, is_global=np.zeros(w.num_tensors, bool))
         notes.append("first iteration: first touches zero-fill, weights live from first use")
     T = w.num_tensors
-    return bound_model(w, capacity_bytes=float(pages) * page, in_rate=rate, out_rate=rate,
-                       ssd_in_rate=rate, ssd_out_rate=rate, free_write=np.ones(T, bool),
-                       unit="cycles", notes=tuple(notes), touched_evictable=True,
-                       fault_path=True)
+    return bound_model(
+        w,
+        capacity_bytes=float(pages) * page,
+        in_rate=rate,
+        out_rate=rate,
+        ssd_in_rate=rate,
+        ssd_out_rate=rate,
+        free_write=np.ones(T, bool),
+        unit="cycles",
+        notes=tuple(notes),
+        touched_evictable=True,
+        fault_path=True,
+    )
 
 
 def swap_engine_bound(w, link, gpu_bytes: int, f_hz: float) -> dict:
@@ -131,22 +162,45 @@ def swap_engine_bound(w, link, gpu_bytes: int, f_hz: float) -> dict:
     schedule. The top-level fields say Ideal (no transfer window is provable for the plan)."""
     import dataclasses as _dc
     from g10fast.analysis.bounds import bound_summary, max_working_set
+
     ideal = float(np.asarray(w.exec_cycles, np.float64).sum())
     wr = _dc.replace(w, size=np.asarray(w.raw_size, np.int64))
     rin = 1e9 / (float(link.in_ns_per_byte) * float(f_hz))
     rout = 1e9 / (float(link.out_ns_per_byte) * float(f_hz))
-    phys = bound_model(wr, capacity_bytes=float(gpu_bytes), in_rate=rin, out_rate=rout,
-                       ssd_in_rate=rin, ssd_out_rate=rout, unit="cycles",
-                       notes=("two FIFO channels at the link's bandwidth (latency left out), "
-                              "raw tensor bytes",))
+    phys = bound_model(
+        wr,
+        capacity_bytes=float(gpu_bytes),
+        in_rate=rin,
+        out_rate=rout,
+        ssd_in_rate=rin,
+        ssd_out_rate=rout,
+        unit="cycles",
+        notes=("two FIFO channels at the link's bandwidth (latency left out), raw tensor bytes",),
+    )
     ps = bound_summary(phys, wr, ideal)
     feasible = max_working_set(phys, wr) <= float(gpu_bytes)
-    return {"time": ideal, "window": ideal, "traffic": ideal, "feasible": bool(feasible),
-            "unit": "cycles", "windows": [],
-            "physical": {"time": ps["time"], "window": ps["window"], "traffic": ps["traffic"],
-                         "windows": ps["windows"], "model": ps["model"]},
-            "model": {"capacity_bytes": float(gpu_bytes), "host_bytes": None,
-                      "notes": ["swap engine: an estimator on nominal op times (swap-ins may "
-                                "overlap on the channel, copies released before their "
-                                "swap-out ends): no transfer window is provable, the bound is "
-                                "Ideal; `physical` is the two-FIFO-channel machine's bound"]}}
+    return {
+        "time": ideal,
+        "window": ideal,
+        "traffic": ideal,
+        "feasible": bool(feasible),
+        "unit": "cycles",
+        "windows": [],
+        "physical": {
+            "time": ps["time"],
+            "window": ps["window"],
+            "traffic": ps["traffic"],
+            "windows": ps["windows"],
+            "model": ps["model"],
+        },
+        "model": {
+            "capacity_bytes": float(gpu_bytes),
+            "host_bytes": None,
+            "notes": [
+                "swap engine: an estimator on nominal op times (swap-ins may "
+                "overlap on the channel, copies released before their "
+                "swap-out ends): no transfer window is provable, the bound is "
+                "Ideal; `physical` is the two-FIFO-channel machine's bound"
+            ],
+        },
+    }

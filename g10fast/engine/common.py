@@ -23,8 +23,7 @@ def check_level(check) -> str | None:
     if check is True:
         return "state"
     if check not in CHECK_LEVELS:
-        raise InputError(f"must be one of {', '.join(CHECK_LEVELS)} (or True), got {check!r}",
-                         param="check")
+        raise InputError(f"must be one of {', '.join(CHECK_LEVELS)} (or True), got {check!r}", param="check")
     return check
 
 
@@ -32,8 +31,9 @@ def perturbed(w, engine):
     """Kernel-time variation (Fig. 19): applied after planning, before the engine (§2.2)."""
     if not engine.kernel_time_std_dev:
         return w
-    e, i, p = perturb_kernel_times(w.exec_cycles, w.input_pf_cycles, w.pf_cycles,
-                                   engine.kernel_time_std_dev, engine.ran_seed)
+    e, i, p = perturb_kernel_times(
+        w.exec_cycles, w.input_pf_cycles, w.pf_cycles, engine.kernel_time_std_dev, engine.ran_seed
+    )
     return dataclasses.replace(w, exec_cycles=e, input_pf_cycles=i, pf_cycles=p)
 
 
@@ -41,6 +41,7 @@ def model_label(spec) -> str:
     """The model's name in a result: the built-in model's canonical name, else the spec's."""
     if spec.workload.kind == "builtin":
         from g10fast.workload.builtin import find_model
+
         return find_model(spec.workload.model).name
     return spec.workload.model
 
@@ -51,6 +52,8 @@ def compat_options(cls, engine):
     compat = dict(engine.compat)
     for k in compat:
         if k not in known:
-            raise InputError(f"unknown compatibility switch {k!r} of this engine (known: "
-                             f"{', '.join(sorted(known))})", param=f"engine.compat.{k}")
+            raise InputError(
+                f"unknown compatibility switch {k!r} of this engine (known: {', '.join(sorted(known))})",
+                param=f"engine.compat.{k}",
+            )
     return cls(**compat)

@@ -102,8 +102,10 @@ class EngineRecord:
         """(the engine's BoundModel for the checkpoint LP or None, whether its unit is ms)."""
         if not (self.lp_bound and self.lp_model):
             modelled = " and ".join(e.name for e in engines() if e.lp_bound)
-            raise InputError(f"the LP models the {modelled} engines (this policy runs on the "
-                             f"{self.name} engine)", param="--bound")
+            raise InputError(
+                f"the LP models the {modelled} engines (this policy runs on the {self.name} engine)",
+                param="--bound",
+            )
         return _resolve(self.lp_model)(spec, rec, workload)
 
     def memory_parts(self, spec, workload) -> dict:
@@ -149,8 +151,7 @@ def engine(name: str) -> EngineRecord:
     try:
         return _ENGINES[name]
     except KeyError:
-        raise InputError(f"unknown engine {name!r} (known: {', '.join(_ENGINES)})",
-                         param="engine") from None
+        raise InputError(f"unknown engine {name!r} (known: {', '.join(_ENGINES)})", param="engine") from None
 
 
 def engines() -> list[EngineRecord]:

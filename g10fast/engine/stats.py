@@ -38,8 +38,7 @@ def _covered(t: np.ndarray, begins: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return np.where(i >= 0, before[np.maximum(i, 0)] + inside, 0)
 
 
-def kernel_breakdown(kernels: np.ndarray, boundaries: np.ndarray,
-                     exec_cycles: np.ndarray) -> np.ndarray:
+def kernel_breakdown(kernels: np.ndarray, boundaries: np.ndarray, exec_cycles: np.ndarray) -> np.ndarray:
     """Per kernel execution: int64 [n, 4] = total, compute, overlap, stall (§14.6, with O-37)."""
     end = kernels[:, pk.KS_END]
     prev_end = np.concatenate([[0], end[:-1]])
@@ -51,13 +50,19 @@ def kernel_breakdown(kernels: np.ndarray, boundaries: np.ndarray,
     overlap = tx + ideal - total
     stall = total - ideal
     neg = overlap < 0
-    stall = np.where(neg, stall - overlap, stall)      # O-37: stall inflated, sum != total
+    stall = np.where(neg, stall - overlap, stall)  # O-37: stall inflated, sum != total
     overlap = np.where(neg, 0, overlap)
     return np.stack([total, compute, overlap, stall], axis=1).astype(np.int64)
 
 
-def iteration_stats(kernels: np.ndarray, pcie: np.ndarray, boundaries: np.ndarray,
-                    exec_cycles: np.ndarray, pf_cycles: np.ndarray, num_iteration: int) -> list:
+def iteration_stats(
+    kernels: np.ndarray,
+    pcie: np.ndarray,
+    boundaries: np.ndarray,
+    exec_cycles: np.ndarray,
+    pf_cycles: np.ndarray,
+    num_iteration: int,
+) -> list:
     """One dict per iteration with the §14.5 statistics and the §14.6 breakdown."""
     bd = kernel_breakdown(kernels, boundaries, exec_cycles)
     ideal = int(exec_cycles.sum())
@@ -72,30 +77,32 @@ def iteration_stats(kernels: np.ndarray, pcie: np.ndarray, boundaries: np.ndarra
         exe = last_end - prev_last_end
         prev_last_end = last_end
         pc = pcie[it]
-        out.append({
-            "iteration": it,
-            "exe_time_cycles": exe,
-            "ideal_exe_time_cycles": ideal,
-            "pf_exe_time_cycles": pf_total,
-            "slowdown": exe / ideal if ideal else float("nan"),
-            "speedup": pf_total / exe if exe else float("nan"),
-            "in_transfer": int(kernels[m, pk.KS_INTR].sum()),
-            "cpu_pf": int(kernels[m, pk.KS_CPU].sum()),
-            "ssd_pf": int(kernels[m, pk.KS_SSD].sum()),
-            "unalloc_pf": int(kernels[m, pk.KS_NP].sum()),
-            "stall_cycles": int(bd[m, 3].sum()),
-            "overlap_cycles": int(bd[m, 2].sum()),
-            "compute_cycles": int(bd[m, 1].sum()),
-            "pages": {
-                "alloc": int(pc[pk.PC_ALLOC]),
-                "cpu_to_gpu": int(pc[pk.PC_IN_CPU]),
-                "ssd_to_gpu": int(pc[pk.PC_IN_SSD]),
-                "gpu_to_cpu": int(pc[pk.PC_OUT_CPU]),
-                "gpu_to_ssd": int(pc[pk.PC_OUT_SSD]),
-                "incoming": int(pc[pk.PC_IN]),
-                "outgoing": int(pc[pk.PC_OUT]),
-            },
-        })
+        out.append(
+            {
+                "iteration": it,
+                "exe_time_cycles": exe,
+                "ideal_exe_time_cycles": ideal,
+                "pf_exe_time_cycles": pf_total,
+                "slowdown": exe / ideal if ideal else float("nan"),
+                "speedup": pf_total / exe if exe else float("nan"),
+                "in_transfer": int(kernels[m, pk.KS_INTR].sum()),
+                "cpu_pf": int(kernels[m, pk.KS_CPU].sum()),
+                "ssd_pf": int(kernels[m, pk.KS_SSD].sum()),
+                "unalloc_pf": int(kernels[m, pk.KS_NP].sum()),
+                "stall_cycles": int(bd[m, 3].sum()),
+                "overlap_cycles": int(bd[m, 2].sum()),
+                "compute_cycles": int(bd[m, 1].sum()),
+                "pages": {
+                    "alloc": int(pc[pk.PC_ALLOC]),
+                    "cpu_to_gpu": int(pc[pk.PC_IN_CPU]),
+                    "ssd_to_gpu": int(pc[pk.PC_IN_SSD]),
+                    "gpu_to_cpu": int(pc[pk.PC_OUT_CPU]),
+                    "gpu_to_ssd": int(pc[pk.PC_OUT_SSD]),
+                    "incoming": int(pc[pk.PC_IN]),
+                    "outgoing": int(pc[pk.PC_OUT]),
+                },
+            }
+        )
     return out
 
 

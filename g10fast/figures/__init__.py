@@ -1,7 +1,7 @@
 """The paper's figures from a results store, beside the artifact's example results.
 
-    report = draw_all("results.h5", "figures/", artifact_dir="…/g10-artifact")
-    print(report.text())          # agreement summary; report.rows = agreement.csv rows
+report = draw_all("results.h5", "figures/", artifact_dir="…/g10-artifact")
+print(report.text())          # agreement summary; report.rows = agreement.csv rows
 """
 
 from __future__ import annotations
@@ -30,8 +30,11 @@ def check_image_path(path, param: str) -> str:
     known = sorted(FigureCanvasBase.get_supported_filetypes())
     if ext not in known:
         what = f".{ext}" if ext else "a file without an extension"
-        raise InputError(f"cannot write a figure as {what}; use one of "
-                         f"{', '.join('.' + k for k in known)}", path=str(path), param=param)
+        raise InputError(
+            f"cannot write a figure as {what}; use one of {', '.join('.' + k for k in known)}",
+            path=str(path),
+            param=param,
+        )
     return str(path)
 
 
@@ -51,7 +54,7 @@ def relative_error(ours, theirs):
 class FigureReport:
     out_dir: Path
     files: list = field(default_factory=list)
-    rows: list = field(default_factory=list)    # (figure, point, g10fast, artifact, rel)
+    rows: list = field(default_factory=list)  # (figure, point, g10fast, artifact, rel)
 
     def summary(self) -> list[dict]:
         """Per figure: points compared, missing, median and max relative error, # over 2 %,
@@ -67,11 +70,19 @@ class FigureReport:
             med = (errs[n // 2] if n % 2 else 0.5 * (errs[n // 2 - 1] + errs[n // 2])) if n else None
             art = [r for r in rows if _one_failed(r) == "artifact"]
             ours = [r for r in rows if _one_failed(r) == "g10fast"]
-            out.append({"figure": f, "points": len(rows), "compared": n,
-                        "missing": sum(r[4] is None for r in rows), "median": med,
-                        "max": errs[-1] if n else None,
-                        "over_2pct": sum(e > 0.02 for e in errs),
-                        "artifact_failed": len(art), "g10fast_failed": len(ours)})
+            out.append(
+                {
+                    "figure": f,
+                    "points": len(rows),
+                    "compared": n,
+                    "missing": sum(r[4] is None for r in rows),
+                    "median": med,
+                    "max": errs[-1] if n else None,
+                    "over_2pct": sum(e > 0.02 for e in errs),
+                    "artifact_failed": len(art),
+                    "g10fast_failed": len(ours),
+                }
+            )
         return out
 
     def one_failed(self) -> list[tuple]:
@@ -93,21 +104,32 @@ class FigureReport:
         if not self.rows:
             lines.append("no comparison with the artifact (no example_results found)")
             return "\n".join(lines)
-        lines.append("agreement with the artifact's example_results (relative error where both "
-                     "ran; 'one failed': points only one side could run):")
-        lines.append(f"{'figure':>7} {'points':>7} {'compared':>9} {'missing':>8} "
-                     f"{'median':>9} {'max':>9} {'>2%':>5} {'one failed':>11}")
+        lines.append(
+            "agreement with the artifact's example_results (relative error where both "
+            "ran; 'one failed': points only one side could run):"
+        )
+        lines.append(
+            f"{'figure':>7} {'points':>7} {'compared':>9} {'missing':>8} "
+            f"{'median':>9} {'max':>9} {'>2%':>5} {'one failed':>11}"
+        )
         for s in self.summary():
             med = "-" if s["median"] is None else f"{100 * s['median']:.3f}%"
             mx = "-" if s["max"] is None else f"{100 * s['max']:.3f}%"
             one = s["artifact_failed"] + s["g10fast_failed"]
-            lines.append(f"{s['figure']!s:>7} {s['points']:>7} {s['compared']:>9} "
-                         f"{s['missing']:>8} {med:>9} {mx:>9} {s['over_2pct']:>5} "
-                         f"{one if one else '-':>11}")
+            lines.append(
+                f"{s['figure']!s:>7} {s['points']:>7} {s['compared']:>9} "
+                f"{s['missing']:>8} {med:>9} {mx:>9} {s['over_2pct']:>5} "
+                f"{one if one else '-':>11}"
+            )
         for fig, point, side in self.one_failed():
-            lines.append(f"  Fig. {fig} {point}: " + (
-                "the artifact failed (inf), g10fast ran" if side == "artifact" else
-                "g10fast failed (inf), the artifact ran"))
+            lines.append(
+                f"  Fig. {fig} {point}: "
+                + (
+                    "the artifact failed (inf), g10fast ran"
+                    if side == "artifact"
+                    else "g10fast failed (inf), the artifact ran"
+                )
+            )
         lines.append(f"details: {self.out_dir / 'agreement.csv'}")
         return "\n".join(lines)
 
@@ -127,6 +149,7 @@ def _one_failed(row) -> str | None:
 def draw_all(store, out_dir, artifact_dir=None, only=None) -> FigureReport:
     """Draw every figure (PNG and PDF) and write agreement.csv into out_dir."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -137,16 +160,16 @@ def draw_all(store, out_dir, artifact_dir=None, only=None) -> FigureReport:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise InputError(f"cannot create the output folder: {exc.strerror or exc}",
-                         path=str(out)) from None
+        raise InputError(f"cannot create the output folder: {exc.strerror or exc}", path=str(out)) from None
     results = Results(store)
     reference = Reference(artifact_dir)
     report = FigureReport(out)
     numbers = sorted(FIGURES) if not only else [n for n in sorted(FIGURES) if n in set(only)]
     bad = set(only or ()) - set(FIGURES)
     if bad:
-        raise InputError(f"no figure {sorted(bad)[0]} (figures: "
-                         f"{', '.join(map(str, sorted(FIGURES)))})", param="--only")
+        raise InputError(
+            f"no figure {sorted(bad)[0]} (figures: {', '.join(map(str, sorted(FIGURES)))})", param="--only"
+        )
     for n in numbers:
         disp = make_display(n, results, reference)
         fig = disp.plot()

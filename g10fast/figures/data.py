@@ -13,15 +13,32 @@ from ..config import GEN_DEFAULTS
 from ..errors import InputError
 from ..sweep.store import ResultStore
 
-__all__ = ["Results", "Reference", "FIG11_WORKLOADS", "MODELS", "DISPLAY", "MODEL_LABEL",
-           "MODEL_FILE", "MODEL_STEM", "FREQ_HZ", "INF"]
+__all__ = [
+    "Results",
+    "Reference",
+    "FIG11_WORKLOADS",
+    "MODELS",
+    "DISPLAY",
+    "MODEL_LABEL",
+    "MODEL_FILE",
+    "MODEL_STEM",
+    "FREQ_HZ",
+    "INF",
+]
 
 INF = math.inf
 FREQ_HZ = 1.2e9
 MODELS = ("BERT", "VIT", "Inceptionv3", "ResNet152", "SENet154")
-FIG11_WORKLOADS = (("BERT", 256), ("VIT", 1280), ("Inceptionv3", 1536), ("ResNet152", 1280),
-                   ("SENet154", 1024))
+FIG11_WORKLOADS = (
+    ("BERT", 256),
+    ("VIT", 1280),
+    ("Inceptionv3", 1536),
+    ("ResNet152", 1280),
+    ("SENet154", 1024),
+)
 FIG18_WORKLOADS = (("BERT", 512),) + FIG11_WORKLOADS[1:]
+
+
 class RegistryField(dict):
     """Policy -> one field of its policy registry record (`display`, `colour`), looked up
     each time unless set here."""
@@ -32,6 +49,7 @@ class RegistryField(dict):
 
     def __missing__(self, policy):
         from g10fast import policies
+
         return getattr(policies, self.field)(policy)
 
     def get(self, policy, default=None):
@@ -39,12 +57,27 @@ class RegistryField(dict):
 
 
 DISPLAY = RegistryField("display")
-MODEL_LABEL = {"BERT": "BERT", "VIT": "ViT", "Inceptionv3": "Inceptionv3",
-               "ResNet152": "ResNet152", "SENet154": "SENet154"}
-MODEL_FILE = {"BERT": "bert", "VIT": "vit", "Inceptionv3": "inception", "ResNet152": "resnet",
-              "SENet154": "senet"}
-MODEL_STEM = {"BERT": "BERT_Base", "VIT": "VIT", "Inceptionv3": "Inceptionv3",
-              "ResNet152": "ResNet152", "SENet154": "SENet154"}
+MODEL_LABEL = {
+    "BERT": "BERT",
+    "VIT": "ViT",
+    "Inceptionv3": "Inceptionv3",
+    "ResNet152": "ResNet152",
+    "SENet154": "SENet154",
+}
+MODEL_FILE = {
+    "BERT": "bert",
+    "VIT": "vit",
+    "Inceptionv3": "inception",
+    "ResNet152": "resnet",
+    "SENet154": "senet",
+}
+MODEL_STEM = {
+    "BERT": "BERT_Base",
+    "VIT": "VIT",
+    "Inceptionv3": "Inceptionv3",
+    "ResNet152": "ResNet152",
+    "SENet154": "SENet154",
+}
 
 
 def _r(x) -> float:
@@ -82,8 +115,7 @@ def _num(v):
     return float(v)
 
 
-_FAILED = {k: INF for k in ("exe", "stall", "overlap", "compute", "ssd2gpu", "gpu2ssd",
-                             "cpu2gpu", "gpu2cpu")}
+_FAILED = {k: INF for k in ("exe", "stall", "overlap", "compute", "ssd2gpu", "gpu2ssd", "cpu2gpu", "gpu2cpu")}
 
 
 class Results:
@@ -93,25 +125,40 @@ class Results:
     artifact's "inf"), or None when the point is not in the store (or errored)."""
 
     def __init__(self, store: ResultStore | str | os.PathLike):
-        self.store = (store if hasattr(store, "points") and hasattr(store, "arrays")
-                      else ResultStore(store, create=False))
+        self.store = (
+            store
+            if hasattr(store, "points") and hasattr(store, "arrays")
+            else ResultStore(store, create=False)
+        )
         self.points = self.store.points()
         self._by_key = {}
         for p in self.points:
             a = p.attrs
             try:
-                key = (a["model"], int(a["batch_size"]), a["policy"], _r(a["host_mem_gb"]),
-                       _r(a["ssd_gbps"]), _r(a["pcie_gbps"]), _r(a["kernel_time_std_dev"]))
+                key = (
+                    a["model"],
+                    int(a["batch_size"]),
+                    a["policy"],
+                    _r(a["host_mem_gb"]),
+                    _r(a["ssd_gbps"]),
+                    _r(a["pcie_gbps"]),
+                    _r(a["kernel_time_std_dev"]),
+                )
             except KeyError:
                 continue
             self._by_key[key] = p
         self._workloads: dict = {}
 
     def point(self, model, batch, policy, host=None, ssd=None, pcie=None, var=0.0):
-        key = (model, int(batch), policy,
-               _r(GEN_DEFAULTS["host_mem_gb"] if host is None else host),
-               _r(GEN_DEFAULTS["ssd_gbps"] if ssd is None else ssd),
-               _r(GEN_DEFAULTS["pcie_gbps"] if pcie is None else pcie), _r(var))
+        key = (
+            model,
+            int(batch),
+            policy,
+            _r(GEN_DEFAULTS["host_mem_gb"] if host is None else host),
+            _r(GEN_DEFAULTS["ssd_gbps"] if ssd is None else ssd),
+            _r(GEN_DEFAULTS["pcie_gbps"] if pcie is None else pcie),
+            _r(var),
+        )
         return self._by_key.get(key)
 
     def get(self, model, batch, policy, **kw) -> dict | None:
@@ -169,6 +216,7 @@ class Results:
 # --------------------------------------------------------------------------------------------
 # the artifact's example_results/
 # --------------------------------------------------------------------------------------------
+
 
 def parse_table(path) -> tuple[list[str], list[tuple[str, list[list[float]]]]]:
     """A data-prep table: header `a | b | …`, blank line, blocks of a label line and lines of
@@ -286,8 +334,11 @@ class Reference:
         """(model, batch, host GiB) -> exe cycles."""
         out = {}
         for m in MODELS:
-            rel = (f"sensitivity_cpumem/{MODEL_FILE[m]}.txt" if policy is None else
-                   f"sensitivity_cpumem_combined/{policy}/{MODEL_FILE[m]}.txt")
+            rel = (
+                f"sensitivity_cpumem/{MODEL_FILE[m]}.txt"
+                if policy is None
+                else f"sensitivity_cpumem_combined/{policy}/{MODEL_FILE[m]}.txt"
+            )
             for (host, b), v in self._by_label(rel).items():
                 out[(m, int(float(b)), host)] = v
         return out
@@ -323,7 +374,7 @@ def _slowdowns(path, is_stall: bool) -> np.ndarray:
             it = int(head.split("+")[0])
             if it != 1:
                 continue
-            span = rest[rest.index("[") + 1:rest.index("]")].split(",")
-            ideal = rest[rest.index("(") + 1:rest.index(")")].split(",")[0]
+            span = rest[rest.index("[") + 1 : rest.index("]")].split(",")
+            ideal = rest[rest.index("(") + 1 : rest.index(")")].split(",")[0]
             vals.append((int(span[1]) - int(span[0])) / max(int(ideal), 1))
     return np.asarray(vals, dtype=np.float64)

@@ -14,25 +14,42 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .data import (DISPLAY, FIG11_WORKLOADS, FIG18_WORKLOADS, FREQ_HZ, INF, MODEL_LABEL,
-                   MODELS, Reference, RegistryField, Results)
+from .data import (
+    DISPLAY,
+    FIG11_WORKLOADS,
+    FIG18_WORKLOADS,
+    FREQ_HZ,
+    INF,
+    MODEL_LABEL,
+    MODELS,
+    Reference,
+    RegistryField,
+    Results,
+)
 
 __all__ = ["FigureDisplay", "FIGURES", "make_display"]
 
 
-COLORS = RegistryField("colour")          # policy -> colour (each record's `colour`)
+COLORS = RegistryField("colour")  # policy -> colour (each record's `colour`)
 #: the policies of the paper's Figure 11; any other policy found in the store is drawn beside
 #: them (registry order), so that a policy of one's own appears in the overall figure
 FIG11_POLICIES = ("lru", "FlashNeuron", "deepUM", "G10GDSSSD", "G10GDSFULL", "prefetch_lru")
 FOUR = ("lru", "FlashNeuron", "deepUM", "prefetch_lru")
-FIG15_BATCHES = {"BERT": (128, 256, 512, 768, 1024), "VIT": (256, 512, 768, 1024, 1280),
-                 "Inceptionv3": (512, 768, 1024, 1280, 1536, 1792),
-                 "ResNet152": (256, 512, 768, 1024, 1280), "SENet154": (256, 512, 768, 1024)}
-FIG16_BATCHES = {"BERT": (256, 384, 512, 640), "VIT": (768, 1024, 1280, 1536),
-                 "Inceptionv3": (512, 1024, 1280, 1536), "ResNet152": (768, 1024, 1280, 1536),
-                 "SENet154": (256, 512, 768, 1024)}
-FIG16_HOSTS = {"ResNet152": (0, 16, 32, 64, 128, 192, 256),
-               "SENet154": (0, 16, 32, 64, 96, 128, 256)}
+FIG15_BATCHES = {
+    "BERT": (128, 256, 512, 768, 1024),
+    "VIT": (256, 512, 768, 1024, 1280),
+    "Inceptionv3": (512, 768, 1024, 1280, 1536, 1792),
+    "ResNet152": (256, 512, 768, 1024, 1280),
+    "SENet154": (256, 512, 768, 1024),
+}
+FIG16_BATCHES = {
+    "BERT": (256, 384, 512, 640),
+    "VIT": (768, 1024, 1280, 1536),
+    "Inceptionv3": (512, 1024, 1280, 1536),
+    "ResNet152": (768, 1024, 1280, 1536),
+    "SENet154": (256, 512, 768, 1024),
+}
+FIG16_HOSTS = {"ResNet152": (0, 16, 32, 64, 128, 192, 256), "SENet154": (0, 16, 32, 64, 96, 128, 256)}
 HOSTS = (0, 16, 32, 64, 128, 256)
 SSDS = (6.4, 12.8, 19.2, 25.6, 32.0)
 VARS = (0.0, 0.05, 0.10, 0.15, 0.20, 0.25)
@@ -60,7 +77,7 @@ class FigureDisplay:
     results: Results
     reference: Reference
     data: dict = field(default_factory=dict)
-    agreement: list = field(default_factory=list)   # (figure, point, g10fast, artifact)
+    agreement: list = field(default_factory=list)  # (figure, point, g10fast, artifact)
     figure: object = None
     artists: list = field(default_factory=list)
 
@@ -90,8 +107,17 @@ class FigureDisplay:
             xs = x - width / 2 + w * (j + 0.5)
             hs = [values.get((g, s)) for g in groups]
             h = [v if v not in (None, INF) else 0.0 for v in hs]
-            self.artists.append(ax.bar(xs, h, w, color=COLORS.get(s, None) or f"C{j}",
-                                       label=DISPLAY.get(s, s), edgecolor="white", lw=0.3))
+            self.artists.append(
+                ax.bar(
+                    xs,
+                    h,
+                    w,
+                    color=COLORS.get(s, None) or f"C{j}",
+                    label=DISPLAY.get(s, s),
+                    edgecolor="white",
+                    lw=0.3,
+                )
+            )
             for xi, v in zip(xs, hs):
                 if v is None:
                     self.artists.append(ax.plot(xi, 0, "x", color="0.6", ms=5, zorder=5)[0])
@@ -101,8 +127,7 @@ class FigureDisplay:
             rx = [xi for xi, v in zip(xs, rv) if v is not None and v != INF]
             ry = [v for v in rv if v is not None and v != INF]
             if rx:
-                self.artists.append(ax.plot(rx, ry, "_", color="k", ms=max(4, 40 * w), mew=1.5,
-                                            zorder=6)[0])
+                self.artists.append(ax.plot(rx, ry, "_", color="k", ms=max(4, 40 * w), mew=1.5, zorder=6)[0])
         ax.set_xticks(x)
         ax.set_xticklabels(groups, fontsize=8)
         ax.set_ylabel(ylabel)
@@ -113,8 +138,18 @@ class FigureDisplay:
 
         h, labels = ax.get_legend_handles_labels()
         if self.reference:
-            h.append(Line2D([], [], color="k", marker="_" if bars else "o", ls="" if bars else "--",
-                            mfc="none", ms=8, mew=1.5))
+            h.append(
+                Line2D(
+                    [],
+                    [],
+                    color="k",
+                    marker="_" if bars else "o",
+                    ls="" if bars else "--",
+                    mfc="none",
+                    ms=8,
+                    mew=1.5,
+                )
+            )
             labels.append("artifact (example_results)")
         if bars:
             h.append(Line2D([], [], color="0.6", marker="x", ls=""))
@@ -131,8 +166,11 @@ class FigureDisplay:
             ry = [ref_values.get(x) for x in xs]
             ry = [v if v is not None and v != INF else np.nan for v in ry]
             if not all(np.isnan(ry)):
-                self.artists.append(ax.plot(xs, ry, marker=marker, ls="--", color=color,
-                                            mfc="none", ms=6, lw=0.8, alpha=0.9)[0])
+                self.artists.append(
+                    ax.plot(xs, ry, marker=marker, ls="--", color=color, mfc="none", ms=6, lw=0.8, alpha=0.9)[
+                        0
+                    ]
+                )
 
     @staticmethod
     def _panel_legend(fig, ax, extra=True):
@@ -147,10 +185,14 @@ class FigureDisplay:
     # ---------------------------------------------------------------- Fig. 11
     def _fig11_series(self) -> tuple:
         from g10fast import policies
-        extra = [r.name for r in policies.records()
-                 if r.name not in FIG11_POLICIES and r.name != "ideal"
-                 and any(self.results.point(m, b, r.name) is not None
-                         for m, b in FIG11_WORKLOADS)]
+
+        extra = [
+            r.name
+            for r in policies.records()
+            if r.name not in FIG11_POLICIES
+            and r.name != "ideal"
+            and any(self.results.point(m, b, r.name) is not None for m, b in FIG11_WORKLOADS)
+        ]
         return FIG11_POLICIES + tuple(extra)
 
     def _compute_11(self):
@@ -173,8 +215,14 @@ class FigureDisplay:
     def _plot_11(self, plt):
         fig, ax = plt.subplots(figsize=(10, 4))
         groups = [_wl(m, b) for m, b in FIG11_WORKLOADS]
-        self._bars(ax, groups, self.data["series"], self.data["values"], self.data["reference"],
-                   "Normalized performance (Ideal = 1)")
+        self._bars(
+            ax,
+            groups,
+            self.data["series"],
+            self.data["values"],
+            self.data["reference"],
+            "Normalized performance (Ideal = 1)",
+        )
         ax.axhline(1.0, color="k", lw=0.6, ls=":")
         ax.set_ylim(0, 1.4)
         h, l = self._legend_extras(ax)
@@ -212,28 +260,37 @@ class FigureDisplay:
                 rparts = self.data["reference"][(g, pol)]
                 tot = _sum3(parts)
                 if tot is None:
-                    self.artists.append(ax.plot(xs[gi], 0, "x", color="red" if _any_inf(parts)
-                                                else "0.6", ms=5)[0])
+                    self.artists.append(
+                        ax.plot(xs[gi], 0, "x", color="red" if _any_inf(parts) else "0.6", ms=5)[0]
+                    )
                 else:
                     bottom = 0.0
                     for k in ("overlap", "compute", "stall"):
                         h = 100 * parts[k] / tot
-                        self.artists.append(ax.bar(xs[gi], h, w, bottom=bottom, color=shades[k],
-                                                   edgecolor="white", lw=0.3,
-                                                   label=names[k] if (j, gi) == (0, 0) else None))
+                        self.artists.append(
+                            ax.bar(
+                                xs[gi],
+                                h,
+                                w,
+                                bottom=bottom,
+                                color=shades[k],
+                                edgecolor="white",
+                                lw=0.3,
+                                label=names[k] if (j, gi) == (0, 0) else None,
+                            )
+                        )
                         bottom += h
                 rt = _sum3(rparts)
                 if rt is not None:
                     cum = np.cumsum([100 * rparts[k] / rt for k in ("overlap", "compute")])
-                    self.artists.append(ax.plot([xs[gi]] * 2, cum, "_", color="k", ms=40 * w,
-                                                mew=1.5)[0])
+                    self.artists.append(ax.plot([xs[gi]] * 2, cum, "_", color="k", ms=40 * w, mew=1.5)[0])
         # two rows of labels: the policies (minor ticks, rotated) under each bar, the
         # workloads (major ticks) under them, padded by the policies' measured height
-        bar_x = [x[gi] - width / 2 + w * (j + 0.5) for gi in range(len(groups))
-                 for j in range(n)]
+        bar_x = [x[gi] - width / 2 + w * (j + 0.5) for gi in range(len(groups)) for j in range(n)]
         ax.set_xticks(bar_x, minor=True)
-        ax.set_xticklabels([DISPLAY[pol] for _ in groups for pol in FOUR], minor=True,
-                           rotation=90, fontsize=6)
+        ax.set_xticklabels(
+            [DISPLAY[pol] for _ in groups for pol in FOUR], minor=True, rotation=90, fontsize=6
+        )
         ax.set_xticks(x)
         ax.set_xticklabels(groups, fontsize=8)
         ax.tick_params(axis="x", which="both", length=0)
@@ -258,8 +315,7 @@ class FigureDisplay:
                 if rsd is not None and len(rsd):
                     for p in PCTS:
                         ours = None if sd is None or not len(sd) else float(np.percentile(sd, p))
-                        self.compare(f"{m}/{b}/{pol} slowdown p{p}", ours,
-                                     float(np.percentile(rsd, p)))
+                        self.compare(f"{m}/{b}/{pol} slowdown p{p}", ours, float(np.percentile(rsd, p)))
         self.data = {"curves": curves, "reference": rcurves}
 
     def _plot_13(self, plt):
@@ -267,14 +323,19 @@ class FigureDisplay:
         for ax, (m, b) in zip(axes, FIG11_WORKLOADS):
             top = 1.0
             for pol in FOUR:
-                for sd, ls, kw in ((self.data["curves"].get((m, pol)), "-", {}),
-                                   (self.data["reference"].get((m, pol)), "--", {"lw": 0.8})):
+                for sd, ls, kw in (
+                    (self.data["curves"].get((m, pol)), "-", {}),
+                    (self.data["reference"].get((m, pol)), "--", {"lw": 0.8}),
+                ):
                     if sd is None or not len(sd):
                         continue
                     s = np.sort(sd)
                     pct = 100 * (np.arange(1, len(s) + 1)) / len(s)
-                    self.artists.append(ax.plot(pct, s, ls, color=COLORS[pol],
-                                                label=DISPLAY[pol] if ls == "-" else None, **kw)[0])
+                    self.artists.append(
+                        ax.plot(
+                            pct, s, ls, color=COLORS[pol], label=DISPLAY[pol] if ls == "-" else None, **kw
+                        )[0]
+                    )
                     top = max(top, float(s[-1]))
             ax.set_xlim(100, 75)
             ax.set_yscale("log")
@@ -284,6 +345,7 @@ class FigureDisplay:
         axes[0].set_ylabel("Kernel slowdown (x ideal)")
         handles = []
         from matplotlib.lines import Line2D
+
         for pol in FOUR:
             handles.append(Line2D([], [], color=COLORS[pol], label=DISPLAY[pol]))
         handles.append(Line2D([], [], color="k", ls="--", lw=0.8, label="artifact (dashed)"))
@@ -295,19 +357,22 @@ class FigureDisplay:
     def _compute_14(self):
         ref = self.reference.fig14()
         vals, rvals = {}, {}
-        gib = 4096 / 2 ** 30
+        gib = 4096 / 2**30
         for m, b in FIG11_WORKLOADS:
             for pol in FOUR:
                 s = self.results.get(m, b, pol)
                 for d in ("ssd2gpu", "gpu2ssd", "cpu2gpu", "gpu2cpu"):
-                    self.compare(f"{m}/{b}/{pol} {d} pages", None if s is None else s[d],
-                                 ref.get((m, b, pol, d)))
+                    self.compare(
+                        f"{m}/{b}/{pol} {d} pages", None if s is None else s[d], ref.get((m, b, pol, d))
+                    )
                 for name, (a, c) in (("ssd", ("ssd2gpu", "gpu2ssd")), ("host", ("cpu2gpu", "gpu2cpu"))):
-                    vals[(_wl(m, b), pol, name)] = (None if s is None else
-                                                    (INF if INF in (s[a], s[c]) else (s[a] + s[c]) * gib))
+                    vals[(_wl(m, b), pol, name)] = (
+                        None if s is None else (INF if INF in (s[a], s[c]) else (s[a] + s[c]) * gib)
+                    )
                     ra, rc = ref.get((m, b, pol, a)), ref.get((m, b, pol, c))
-                    rvals[(_wl(m, b), pol, name)] = (None if ra is None or rc is None else
-                                                     (INF if INF in (ra, rc) else (ra + rc) * gib))
+                    rvals[(_wl(m, b), pol, name)] = (
+                        None if ra is None or rc is None else (INF if INF in (ra, rc) else (ra + rc) * gib)
+                    )
         self.data = {"values": vals, "reference": rvals}
 
     def _plot_14(self, plt):
@@ -323,30 +388,38 @@ class FigureDisplay:
                     ssd = self.data["values"][(g, pol, "ssd")]
                     host = self.data["values"][(g, pol, "host")]
                     if ssd is None or host is None or INF in (ssd, host):
-                        self.artists.append(ax.plot(xs[gi], 0, "x", ms=5, color="0.6" if (
-                            ssd is None or host is None) else "red")[0])
+                        self.artists.append(
+                            ax.plot(
+                                xs[gi], 0, "x", ms=5, color="0.6" if (ssd is None or host is None) else "red"
+                            )[0]
+                        )
                     else:
-                        self.artists.append(ax.bar(xs[gi], ssd, w, color=COLORS[pol], hatch="///",
-                                                   edgecolor="white", lw=0.3))
-                        self.artists.append(ax.bar(xs[gi], host, w, bottom=ssd, color=COLORS[pol],
-                                                   edgecolor="white", lw=0.3))
+                        self.artists.append(
+                            ax.bar(xs[gi], ssd, w, color=COLORS[pol], hatch="///", edgecolor="white", lw=0.3)
+                        )
+                        self.artists.append(
+                            ax.bar(xs[gi], host, w, bottom=ssd, color=COLORS[pol], edgecolor="white", lw=0.3)
+                        )
                     rs = self.data["reference"][(g, pol, "ssd")]
                     rh = self.data["reference"][(g, pol, "host")]
                     if rs is not None and rh is not None and INF not in (rs, rh):
-                        self.artists.append(ax.plot([xs[gi]] * 2, [rs, rs + rh], "_", color="k",
-                                                    ms=40 * w, mew=1.5)[0])
+                        self.artists.append(
+                            ax.plot([xs[gi]] * 2, [rs, rs + rh], "_", color="k", ms=40 * w, mew=1.5)[0]
+                        )
             ax.set_xticks(x)
             ax.set_xticklabels(groups, fontsize=8)
             ax.set_ylabel("Traffic (GiB)")
         from matplotlib.patches import Patch
         from matplotlib.lines import Line2D
+
         handles = [Patch(color=COLORS[p], label=DISPLAY[p]) for p in FOUR]
-        handles += [Patch(facecolor="white", edgecolor="k", hatch="///", label="GPU - SSD"),
-                    Patch(facecolor="white", edgecolor="k", label="GPU - Host Mem (on top)"),
-                    Line2D([], [], color="k", marker="_", ls="", ms=8, mew=1.5,
-                           label="artifact (segment tops)"),
-                    Line2D([], [], color="0.6", marker="x", ls="", label="not in store"),
-                    Line2D([], [], color="red", marker="x", ls="", label="run failed")]
+        handles += [
+            Patch(facecolor="white", edgecolor="k", hatch="///", label="GPU - SSD"),
+            Patch(facecolor="white", edgecolor="k", label="GPU - Host Mem (on top)"),
+            Line2D([], [], color="k", marker="_", ls="", ms=8, mew=1.5, label="artifact (segment tops)"),
+            Line2D([], [], color="0.6", marker="x", ls="", label="not in store"),
+            Line2D([], [], color="red", marker="x", ls="", label="run failed"),
+        ]
         fig.legend(handles=handles, loc="lower center", ncol=5, fontsize=7, frameon=False)
         fig.tight_layout(rect=(0, 0.1, 1, 0.94))
         return fig
@@ -370,8 +443,14 @@ class FigureDisplay:
         for ax, m in zip(axes, MODELS):
             xs = list(FIG15_BATCHES[m])
             for pol in FOUR + ("ideal",):
-                self._lines(ax, xs, self.data["values"].get((m, pol), {}),
-                            self.data["reference"].get((m, pol), {}), DISPLAY[pol], COLORS[pol])
+                self._lines(
+                    ax,
+                    xs,
+                    self.data["values"].get((m, pol), {}),
+                    self.data["reference"].get((m, pol), {}),
+                    DISPLAY[pol],
+                    COLORS[pol],
+                )
             ax.set_title(MODEL_LABEL[m], fontsize=9)
             ax.set_xlabel("Batch size")
             ax.set_ylabel("Sequence/sec" if m == "BERT" else "Image/sec")
@@ -399,17 +478,31 @@ class FigureDisplay:
         for ax, m in zip(axes, MODELS):
             xs = list(FIG16_HOSTS.get(m, HOSTS))
             for j, b in enumerate(FIG16_BATCHES[m]):
-                self._lines(ax, xs, self.data["values"][(m, b)], self.data["reference"][(m, b)],
-                            f"B={b}", f"C{j}", marker="os^D"[j])
+                self._lines(
+                    ax,
+                    xs,
+                    self.data["values"][(m, b)],
+                    self.data["reference"][(m, b)],
+                    f"B={b}",
+                    f"C{j}",
+                    marker="os^D"[j],
+                )
             ax.set_title(f"{MODEL_LABEL[m]} (G10)", fontsize=9)
             ax.set_xlabel("Host memory capacity (GB)")
             ax.set_ylabel("Execution time (s)")
             ax.legend(fontsize=7)
         from matplotlib.lines import Line2D
-        fig.legend(handles=[Line2D([], [], color="k", ls="--", marker="o", mfc="none",
-                                   label="artifact (dashed, hollow)"),
-                            Line2D([], [], color="k", marker="o", label="g10fast")],
-                   loc="lower center", ncol=2, fontsize=8, frameon=False)
+
+        fig.legend(
+            handles=[
+                Line2D([], [], color="k", ls="--", marker="o", mfc="none", label="artifact (dashed, hollow)"),
+                Line2D([], [], color="k", marker="o", label="g10fast"),
+            ],
+            loc="lower center",
+            ncol=2,
+            fontsize=8,
+            frameon=False,
+        )
         fig.tight_layout(rect=(0, 0.08, 1, 0.93))
         return fig
 
@@ -435,8 +528,14 @@ class FigureDisplay:
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
         for ax, (m, b) in zip(axes, (("VIT", 1024), ("Inceptionv3", 1280))):
             for pol in ("deepUM", "FlashNeuron", "prefetch_lru"):
-                self._lines(ax, list(HOSTS), self.data["values"].get((m, pol), {}),
-                            self.data["reference"].get((m, pol), {}), DISPLAY[pol], COLORS[pol])
+                self._lines(
+                    ax,
+                    list(HOSTS),
+                    self.data["values"].get((m, pol), {}),
+                    self.data["reference"].get((m, pol), {}),
+                    DISPLAY[pol],
+                    COLORS[pol],
+                )
             ax.set_title(_wl(m, b), fontsize=9)
             ax.set_xlabel("Host memory capacity (GB)")
             ax.set_ylabel("Execution time (s)")
@@ -467,8 +566,14 @@ class FigureDisplay:
         fig, axes = plt.subplots(1, 5, figsize=(15, 3.4))
         for ax, (m, b) in zip(axes, FIG18_WORKLOADS):
             for pol in FOUR:
-                self._lines(ax, list(SSDS), self.data["values"].get((m, pol), {}),
-                            self.data["reference"].get((m, pol), {}), DISPLAY[pol], COLORS[pol])
+                self._lines(
+                    ax,
+                    list(SSDS),
+                    self.data["values"].get((m, pol), {}),
+                    self.data["reference"].get((m, pol), {}),
+                    DISPLAY[pol],
+                    COLORS[pol],
+                )
             ax.axhline(100, color="k", ls="--", lw=0.6)
             ax.set_ylim(0, 110)
             ax.set_title(_wl(m, b), fontsize=9)
@@ -492,7 +597,7 @@ class FigureDisplay:
                 if var == 0:
                     base, rbase = perf, r
                     continue
-                if var > 0.2:   # the artifact's script drops the +-25 % column
+                if var > 0.2:  # the artifact's script drops the +-25 % column
                     continue
                 vals[(_wl(m, b), var)] = _ratio(perf, base)
                 rvals[(_wl(m, b), var)] = _ratio(r, rbase)
@@ -507,8 +612,9 @@ class FigureDisplay:
         rvals = {(g, names[v]): self.data["reference"].get((g, v)) for g in groups for v in series}
         for j, v in enumerate(series):
             COLORS.setdefault(names[v], f"C{j}")
-        self._bars(ax, groups, [names[v] for v in series], vals, rvals,
-                   "Performance normalised to no variation")
+        self._bars(
+            ax, groups, [names[v] for v in series], vals, rvals, "Performance normalised to no variation"
+        )
         ax.set_ylim(0.99, 1.01)
         ax.axhline(1.0, color="k", lw=0.6, ls=":")
         h, l = self._legend_extras(ax)
@@ -524,8 +630,15 @@ class FigureDisplay:
     _compute_4 = _compute_2
 
     def _missing(self, ax, m, b):
-        ax.text(0.5, 0.5, f"{_wl(m, b)}: not in store", transform=ax.transAxes, ha="center",
-                va="center", color="0.5")
+        ax.text(
+            0.5,
+            0.5,
+            f"{_wl(m, b)}: not in store",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            color="0.5",
+        )
 
     def _plot_2(self, plt):
         fig, axes = plt.subplots(4, 1, figsize=(8, 9), sharex=False)
@@ -565,8 +678,7 @@ class FigureDisplay:
         return fig, panels
 
     def _plot_3(self, plt):
-        fig, panels = self._inactive_panels(plt, "Tensor inactive periods (%)",
-                                            "Inactive time (µs)")
+        fig, panels = self._inactive_panels(plt, "Tensor inactive periods (%)", "Inactive time (µs)")
         for ax, w in panels:
             s = np.sort(w["sd_time"])
             pct = 100 * np.arange(1, len(s) + 1) / len(s)
@@ -579,8 +691,9 @@ class FigureDisplay:
     def _plot_4(self, plt):
         fig, panels = self._inactive_panels(plt, "Inactive time (µs)", "Tensor size (bytes)")
         for ax, w in panels:
-            self.artists.append(ax.scatter(np.maximum(w["sd_time"], 1.0), np.maximum(w["sd_size"], 1),
-                                           s=3, alpha=0.4))
+            self.artists.append(
+                ax.scatter(np.maximum(w["sd_time"], 1.0), np.maximum(w["sd_size"], 1), s=3, alpha=0.4)
+            )
             ax.set_xscale("log")
             ax.set_yscale("log")
         fig.tight_layout(rect=(0, 0, 1, 0.95))
@@ -628,6 +741,7 @@ def _rolling_max(x: np.ndarray, window: int) -> np.ndarray:
     if len(x) == 0:
         return x
     from numpy.lib.stride_tricks import sliding_window_view
+
     pad = np.concatenate([np.full(window - 1, x[0]), x])
     return sliding_window_view(pad, window).max(axis=1)
 

@@ -28,14 +28,17 @@ def deepum_hints(workload, degree: int) -> np.ndarray:
     counts = ptr[target + 1] - ptr[target]
     issued = np.repeat(np.arange(K, dtype=np.int64), counts)
     start = np.repeat(ptr[target], counts)
-    within = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts,
-                                                                       counts)
+    within = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
     tensors = idx[start + within]
-    return np.stack([issued, tensors, np.full_like(issued, NOT_KNOWN),
-                     np.full_like(issued, IN_GPU)], axis=1)
+    return np.stack([issued, tensors, np.full_like(issued, NOT_KNOWN), np.full_like(issued, IN_GPU)], axis=1)
 
 
 def plan_deepum(workload, degree: int) -> MigrationPlan:
     h = deepum_hints(workload, degree)
-    return MigrationPlan(policy="deepUM", num_kernels=workload.num_kernels, hints=h, emitted=h,
-                         info={"prefetch_degree": int(degree)})
+    return MigrationPlan(
+        policy="deepUM",
+        num_kernels=workload.num_kernels,
+        hints=h,
+        emitted=h,
+        info={"prefetch_degree": int(degree)},
+    )

@@ -27,24 +27,28 @@ from dataclasses import dataclass
 import numpy as np
 
 from g10fast.analysis.vitality import Vitality
-from g10fast.workload.model import (PAGE_SIZE, Workload, max_kernel_pages,  # noqa: F401
-                                    required_sets)
+from g10fast.workload.model import (
+    PAGE_SIZE,
+    Workload,
+    max_kernel_pages,  # noqa: F401
+    required_sets,  # noqa: F401  (re-exported)
+)
 
 FN_ORDERS = ("inputs_outputs", "ascending", "descending")
-VIT1024_FACTOR = 0.993      # O-15: "otherwise FlashNeuron crashes"
+VIT1024_FACTOR = 0.993  # O-15: "otherwise FlashNeuron crashes"
 
 
 @dataclass(frozen=True)
 class FlashNeuronPlan:
     ok: bool
     reason: str
-    gpu_line: int                 # bytes
+    gpu_line: int  # bytes
     max_kernel_pages: int
-    make_loss: int                # kernel index of makeLoss
-    offload_tensor: np.ndarray    # int32, sorted (stably) by issue kernel
-    offload_kernel: np.ndarray    # int32
-    remaining_bytes: int          # forward bytes alive at makeLoss after the plan
-    candidates: int               # number of offloadable tensors
+    make_loss: int  # kernel index of makeLoss
+    offload_tensor: np.ndarray  # int32, sorted (stably) by issue kernel
+    offload_kernel: np.ndarray  # int32
+    remaining_bytes: int  # forward bytes alive at makeLoss after the plan
+    candidates: int  # number of offloadable tensors
 
     @property
     def chosen(self) -> np.ndarray:
@@ -85,8 +89,14 @@ def _discovery(workload: Workload, L: int, order: str) -> list:
     return lst
 
 
-def plan_flashneuron(workload: Workload, vit: Vitality, gpu_memory_gb: float, *,
-                     vit1024_hack: bool = False, order: str = "inputs_outputs") -> FlashNeuronPlan:
+def plan_flashneuron(
+    workload: Workload,
+    vit: Vitality,
+    gpu_memory_gb: float,
+    *,
+    vit1024_hack: bool = False,
+    order: str = "inputs_outputs",
+) -> FlashNeuronPlan:
     """The offload plan. `vit1024_hack`: apply O-15's 0.993 factor (the caller decides whether
     the workload is ViT at batch 1024, see `is_vit1024`)."""
     L = make_loss_index(workload)
@@ -97,13 +107,21 @@ def plan_flashneuron(workload: Workload, vit: Vitality, gpu_memory_gb: float, *,
     gpu_line -= int(workload.weights_bytes) + mkp * PAGE_SIZE
     empty = np.zeros(0, np.int32)
     if gpu_line <= 0:
-        return FlashNeuronPlan(False, f"weights and the largest kernel's working set do not fit "
-                               f"(GPU line {gpu_line} B)", gpu_line, mkp, L, empty, empty, 0, 0)
+        return FlashNeuronPlan(
+            False,
+            f"weights and the largest kernel's working set do not fit (GPU line {gpu_line} B)",
+            gpu_line,
+            mkp,
+            L,
+            empty,
+            empty,
+            0,
+            0,
+        )
     g = np.asarray(workload.is_global, dtype=bool)
     death = vit.death
     size = workload.size
-    cands = [t for t in _discovery(workload, L, order)
-             if not g[t] and death[t] != -1 and death[t] > L]
+    cands = [t for t in _discovery(workload, L, order) if not g[t] and death[t] != -1 and death[t] > L]
     total = int(sum(int(size[t]) for t in cands))
     off_t, off_k = [], []
     for t in cands:
@@ -121,10 +139,19 @@ def plan_flashneuron(workload: Workload, vit: Vitality, gpu_memory_gb: float, *,
     perm = np.argsort(ok_, kind="stable")
     ot, ok_ = ot[perm], ok_[perm]
     if total > gpu_line:
-        return FlashNeuronPlan(False, "Flashneuron cannot support this large model: "
-                               f"{total} B of forward activations stay on the GPU at makeLoss "
-                               f"after offloading every candidate, over the {gpu_line} B line",
-                               gpu_line, mkp, L, ot, ok_, total, len(cands))
+        return FlashNeuronPlan(
+            False,
+            "Flashneuron cannot support this large model: "
+            f"{total} B of forward activations stay on the GPU at makeLoss "
+            f"after offloading every candidate, over the {gpu_line} B line",
+            gpu_line,
+            mkp,
+            L,
+            ot,
+            ok_,
+            total,
+            len(cands),
+        )
     return FlashNeuronPlan(True, "", gpu_line, mkp, L, ot, ok_, total, len(cands))
 
 
@@ -132,6 +159,7 @@ def is_vit1024(shape) -> bool:
     """O-15's condition: borden == 184, a transformer, and batch (kernel 0's N) == 1024;
     `shape` is the workload's ArtifactShape (a G10 config is read as one)."""
     from g10fast.workload.model import ArtifactShape
+
     if not isinstance(shape, ArtifactShape):
         shape = ArtifactShape.of_config(shape)
     return shape.borden == 184 and shape.transformer and shape.batch == 1024

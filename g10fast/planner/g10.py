@@ -22,36 +22,61 @@ from g10fast.planner import g10_kernels as gk
 from g10fast.planner.plan import MigrationPlan, cxx_sort_order, sort_hints
 from g10fast.workload.model import ArtifactShape
 
-GIB = 2 ** 30
+GIB = 2**30
 
 # option name -> (kernel bit or None, G10-compatible default, what it reproduces)
 OPTIONS = {
-    "o3_early_exit": (None, True, "O-3: pre-alloc/dealloc stops at the first tensor after "
-                                  "which the estimate fits"),
-    "o5_looped_area": (gk.O_O5, True, "O-5: looped-interval area with the mod K / mod K+1 "
-                                      "index bug"),
+    "o3_early_exit": (
+        None,
+        True,
+        "O-3: pre-alloc/dealloc stops at the first tensor after which the estimate fits",
+    ),
+    "o5_looped_area": (gk.O_O5, True, "O-5: looped-interval area with the mod K / mod K+1 index bug"),
     "o8_double_count_input": (None, True, "O-8: tensor 0 counted twice in the estimate"),
-    "o10_cxx_sort_order": (gk.O_CXX_SORT, True, "O-10: select by replaying G10's in-place "
-                                                "std::sort of the interval list on every "
-                                                "iteration, so that zero-area intervals are "
-                                                "taken in the order it leaves them"),
-    "o10_break_on_zero_area": (gk.O_ZERO_BREAK, True, "O-10 (only with o10_cxx_sort_order="
-                                                      "False): stop the main loop when the best "
-                                                      "area is 0; False: go on in creation "
-                                                      "order"),
-    "o21_cxx_prefetch_order": (None, True, "O-21: §5.7 visits the evictions in the order "
-                                           "std::sort leaves equal planned-prefetch kernels; "
-                                           "False: eviction order"),
-    "o11_short_stalls": (gk.O_O11, True, "O-11: a too-short top interval is not processed, "
-                                         "which stalls the main loop"),
-    "o12_empty_window_crowded": (gk.O_O12, True, "O-12: an empty ideal write window counts as "
-                                                 "a crowded SSD lane"),
-    "o13_cumulative_spill": (gk.O_O13, True, "O-13: host traffic spills its cumulative excess "
-                                             "into the SSD lane on every call"),
-    "o14_reserve_without_eviction": (gk.O_O14, True, "O-14: host memory is reserved even when "
-                                                     "nothing was evicted"),
-    "o16_hoist_overshoot": (gk.O_O16, True, "O-16: prefetch hoisting ignores the tensor's own "
-                                            "size"),
+    "o10_cxx_sort_order": (
+        gk.O_CXX_SORT,
+        True,
+        "O-10: select by replaying G10's in-place "
+        "std::sort of the interval list on every "
+        "iteration, so that zero-area intervals are "
+        "taken in the order it leaves them",
+    ),
+    "o10_break_on_zero_area": (
+        gk.O_ZERO_BREAK,
+        True,
+        "O-10 (only with o10_cxx_sort_order="
+        "False): stop the main loop when the best "
+        "area is 0; False: go on in creation "
+        "order",
+    ),
+    "o21_cxx_prefetch_order": (
+        None,
+        True,
+        "O-21: §5.7 visits the evictions in the order "
+        "std::sort leaves equal planned-prefetch kernels; "
+        "False: eviction order",
+    ),
+    "o11_short_stalls": (
+        gk.O_O11,
+        True,
+        "O-11: a too-short top interval is not processed, which stalls the main loop",
+    ),
+    "o12_empty_window_crowded": (
+        gk.O_O12,
+        True,
+        "O-12: an empty ideal write window counts as a crowded SSD lane",
+    ),
+    "o13_cumulative_spill": (
+        gk.O_O13,
+        True,
+        "O-13: host traffic spills its cumulative excess into the SSD lane on every call",
+    ),
+    "o14_reserve_without_eviction": (
+        gk.O_O14,
+        True,
+        "O-14: host memory is reserved even when nothing was evicted",
+    ),
+    "o16_hoist_overshoot": (gk.O_O16, True, "O-16: prefetch hoisting ignores the tensor's own size"),
 }
 
 
@@ -79,34 +104,46 @@ def planner_inputs(cfg, delta=None, shape=None):
     """(System, delta, ArtifactShape) of the planner's arguments: a System with the given
     delta and shape, or an object with the artifact's config attributes (read here)."""
     from g10fast.system import System
+
     if isinstance(cfg, System):
         return cfg, 0.5 if delta is None else float(delta), shape or ArtifactShape()
-    return (System.from_g10(cfg), float(cfg.delta_parameter) if delta is None else float(delta),
-            shape or ArtifactShape.of_config(cfg))
+    return (
+        System.from_g10(cfg),
+        float(cfg.delta_parameter) if delta is None else float(delta),
+        shape or ArtifactShape.of_config(cfg),
+    )
 
 
 @dataclass(frozen=True)
 class PlannerParams:
     """The planner's constants (spec §1, §5.2), from a G10 config."""
 
-    capacity: int           # GPU_mem_line = trunc(GPU GB * 2^30), the area metric's line
-    target: int             # trunc(loosen * trunc(0.99 * capacity))
+    capacity: int  # GPU_mem_line = trunc(GPU GB * 2^30), the area metric's line
+    target: int  # trunc(loosen * trunc(0.99 * capacity))
     loosen: float
-    cpu_line: int           # host memory for evictions, bytes
-    b_ssd: float            # bytes / µs (GB = 2^30, O-24)
+    cpu_line: int  # host memory for evictions, bytes
+    b_ssd: float  # bytes / µs (GB = 2^30, O-24)
     b_cpu: float
-    ssd_lat: float          # µs
+    ssd_lat: float  # µs
     sys_lat: float
     delta: float
     malloc_uspB: float
     options: dict = field(default_factory=dict)
 
 
-def planner_params(cfg, gds: str | None = None, loosen: float | None = None, *,
-                   delta: float | None = None, shape=None, **options) -> PlannerParams:
+def planner_params(
+    cfg,
+    gds: str | None = None,
+    loosen: float | None = None,
+    *,
+    delta: float | None = None,
+    shape=None,
+    **options,
+) -> PlannerParams:
     """The planner's constants of a System (with G10's `delta` and the workload's
     ArtifactShape), or of an object with the artifact's config attributes."""
     from g10fast.system import PARAM
+
     system, delta, shape = planner_inputs(cfg, delta, shape)
     for f in ("gpu_memory_gb", "ssd_bandwidth_gbps", "host_link_gbps"):
         if not float(getattr(system, f)) > 0:
@@ -122,23 +159,36 @@ def planner_params(cfg, gds: str | None = None, loosen: float | None = None, *,
     opts = {k: bool(options.get(k, d)) for k, (_, d, _) in OPTIONS.items()}
     if gds not in (None, "ssd", "full"):
         raise ValueError("gds must be None, 'ssd' or 'full'")
-    lo = loosen_parameter(shape, system.ssd_bandwidth_gbps, gds) if loosen is None \
-        else float(loosen)
+    lo = loosen_parameter(shape, system.ssd_bandwidth_gbps, gds) if loosen is None else float(loosen)
     cap = int(float(system.gpu_memory_gb) * GIB)
     target = int(lo * int(cap * 0.99))
     return PlannerParams(
-        capacity=cap, target=target, loosen=lo,
+        capacity=cap,
+        target=target,
+        loosen=lo,
         cpu_line=int(float(system.host_memory_gb) * GIB),
         b_ssd=float(system.ssd_bandwidth_gbps) * GIB / 1e6,
         b_cpu=float(system.host_link_gbps) * GIB / 1e6,
-        ssd_lat=float(system.ssd_latency_us), sys_lat=float(system.fault_latency_us),
-        delta=float(delta), malloc_uspB=float(system.gpu_malloc_us_per_byte),
-        options=dict(opts, gds=gds))
+        ssd_lat=float(system.ssd_latency_us),
+        sys_lat=float(system.fault_latency_us),
+        delta=float(delta),
+        malloc_uspB=float(system.gpu_malloc_us_per_byte),
+        options=dict(opts, gds=gds),
+    )
 
 
-def plan_g10(workload, vitality, cfg, *, gds: str | None = None, loosen: float | None = None,
-             max_iterations: int | None = None, delta: float | None = None, shape=None,
-             **options) -> MigrationPlan:
+def plan_g10(
+    workload,
+    vitality,
+    cfg,
+    *,
+    gds: str | None = None,
+    loosen: float | None = None,
+    max_iterations: int | None = None,
+    delta: float | None = None,
+    shape=None,
+    **options,
+) -> MigrationPlan:
     """G10's plan (spec §5.2–§5.7; with gds='ssd'/'full' the G10GDS* variant of §6.5:
     loosened target, no pre-alloc/dealloc hints, §5.8's extra evictions at the peak).
 
@@ -160,9 +210,21 @@ def plan_g10(workload, vitality, cfg, *, gds: str | None = None, loosen: float |
     I = v.num_intervals
     hints = np.zeros((2 * T + 2 * I + 8, 4), dtype=np.int64)
     est = np.zeros(K, dtype=np.int64)
-    nh, visited = gk.pass_b(v.time_us, size, is_global, v.birth.astype(np.int64),
-                            v.death.astype(np.int64), total_mem, p.target, p.malloc_uspB,
-                            o["o3_early_exit"], gds is None, est, hints, 0)
+    nh, visited = gk.pass_b(
+        v.time_us,
+        size,
+        is_global,
+        v.birth.astype(np.int64),
+        v.death.astype(np.int64),
+        total_mem,
+        p.target,
+        p.malloc_uspB,
+        o["o3_early_exit"],
+        gds is None,
+        est,
+        hints,
+        0,
+    )
     n_prealloc_hints = nh
     est_prealloc = est.copy()
     hill_index = int(np.argmax(est)) if K else 0
@@ -186,11 +248,39 @@ def plan_g10(workload, vitality, cfg, *, gds: str | None = None, loosen: float |
     cyc = np.asarray(w.exec_cycles, dtype=np.int64)
     max_iter = I if max_iterations is None else int(max_iterations)
     nh, iterations, n_off = gk.main_loop(
-        v.iv_tensor.astype(np.int64), v.iv_start.astype(np.int64), v.iv_end.astype(np.int64),
-        v.iv_looped.astype(np.bool_), v.iv_time_us.astype(np.float64), iv_size, v.time_us,
-        v.time_ext_us, cyc, est, cpu_est, cap, bw, full, p.capacity, p.target, p.cpu_line,
-        p.b_ssd, p.b_cpu, p.ssd_lat, p.sys_lat, p.delta, bits, hints, nh, decision,
-        evict_finish, prefetch_orig, prefetch_final, order, selected, max_iter)
+        v.iv_tensor.astype(np.int64),
+        v.iv_start.astype(np.int64),
+        v.iv_end.astype(np.int64),
+        v.iv_looped.astype(np.bool_),
+        v.iv_time_us.astype(np.float64),
+        iv_size,
+        v.time_us,
+        v.time_ext_us,
+        cyc,
+        est,
+        cpu_est,
+        cap,
+        bw,
+        full,
+        p.capacity,
+        p.target,
+        p.cpu_line,
+        p.b_ssd,
+        p.b_cpu,
+        p.ssd_lat,
+        p.sys_lat,
+        p.delta,
+        bits,
+        hints,
+        nh,
+        decision,
+        evict_finish,
+        prefetch_orig,
+        prefetch_final,
+        order,
+        selected,
+        max_iter,
+    )
     est_main = est.copy()
     # §5.7: by planned prefetch kernel; ties as std::sort leaves them (O-21 option)
     off = order[:n_off]
@@ -198,26 +288,57 @@ def plan_g10(workload, vitality, cfg, *, gds: str | None = None, loosen: float |
         off = off[cxx_sort_order(prefetch_orig[off])]
     else:
         off = off[np.argsort(prefetch_orig[off], kind="stable")]
-    nh = gk.place_prefetches(off, n_off, evict_finish, prefetch_orig, prefetch_final,
-                             v.iv_tensor.astype(np.int64), iv_size, est, p.target,
-                             o["o16_hoist_overshoot"], hints, nh)
+    nh = gk.place_prefetches(
+        off,
+        n_off,
+        evict_finish,
+        prefetch_orig,
+        prefetch_final,
+        v.iv_tensor.astype(np.int64),
+        iv_size,
+        est,
+        p.target,
+        o["o16_hoist_overshoot"],
+        hints,
+        nh,
+    )
     if gds is not None:
         nh = _gds_final_pass(v, iv_size, est, hill_index, p.target, decision, hints, nh)
     emitted = hints[:nh].copy()
     return MigrationPlan(
         policy="prefetch_lru" if gds is None else ("G10GDSSSD" if gds == "ssd" else "G10GDSFULL"),
-        num_kernels=K, hints=sort_hints(emitted), emitted=emitted,
-        iv_tensor=v.iv_tensor.astype(np.int32), iv_start=v.iv_start.astype(np.int32),
-        iv_end=v.iv_end.astype(np.int32), iv_looped=v.iv_looped.astype(bool),
-        iv_time_us=v.iv_time_us.astype(np.float64), iv_decision=decision,
-        iv_evict_finish=evict_finish, iv_prefetch_planned=prefetch_orig,
-        iv_prefetch=prefetch_final, iv_selected=selected, est_prealloc=est_prealloc, est_main=est_main,
-        est_final=est.copy(), cpu_est=cpu_est, lane_capacity=cap, lane_planned=bw,
-        lane_full=full, capacity=p.capacity, target=p.target,
-        info={"loosen": p.loosen, "main_loop_iterations": int(iterations),
-              "prealloc_tensors_visited": int(visited),
-              "prealloc_hints": int(n_prealloc_hints), "hill_index": hill_index,
-              "options": o, "plan_seconds": time.perf_counter() - t0})
+        num_kernels=K,
+        hints=sort_hints(emitted),
+        emitted=emitted,
+        iv_tensor=v.iv_tensor.astype(np.int32),
+        iv_start=v.iv_start.astype(np.int32),
+        iv_end=v.iv_end.astype(np.int32),
+        iv_looped=v.iv_looped.astype(bool),
+        iv_time_us=v.iv_time_us.astype(np.float64),
+        iv_decision=decision,
+        iv_evict_finish=evict_finish,
+        iv_prefetch_planned=prefetch_orig,
+        iv_prefetch=prefetch_final,
+        iv_selected=selected,
+        est_prealloc=est_prealloc,
+        est_main=est_main,
+        est_final=est.copy(),
+        cpu_est=cpu_est,
+        lane_capacity=cap,
+        lane_planned=bw,
+        lane_full=full,
+        capacity=p.capacity,
+        target=p.target,
+        info={
+            "loosen": p.loosen,
+            "main_loop_iterations": int(iterations),
+            "prealloc_tensors_visited": int(visited),
+            "prealloc_hints": int(n_prealloc_hints),
+            "hill_index": hill_index,
+            "options": o,
+            "plan_seconds": time.perf_counter() - t0,
+        },
+    )
 
 
 def _gds_final_pass(v, iv_size, est, hill_index, target, decision, hints, nh):
@@ -234,12 +355,12 @@ def _gds_final_pass(v, iv_size, est, hill_index, target, decision, hints, nh):
         if not v.iv_looped[c] and s <= hill_index < e:
             extra.append((s, int(v.iv_tensor[c]), gk.NOT_KNOWN, gk.IN_SSD))
             decision[c] = gk.D_GDS_SSD
-            est[s + 1:e] -= iv_size[c]
+            est[s + 1 : e] -= iv_size[c]
             hill_mem -= int(iv_size[c])
     if extra:
         if nh + len(extra) > hints.shape[0]:
             raise AssertionError("hint buffer too small")
-        hints[nh:nh + len(extra)] = np.asarray(extra, dtype=np.int64)
+        hints[nh : nh + len(extra)] = np.asarray(extra, dtype=np.int64)
         nh += len(extra)
     return nh
 
@@ -247,6 +368,3 @@ def _gds_final_pass(v, iv_size, est, hill_index, target, decision, hints, nh):
 def gpu_memory_needed(workload) -> int:
     """Bytes the planner would have to fit (spec §5.2's total_mem without O-8)."""
     return int(np.asarray(workload.size, dtype=np.int64).sum())
-
-
-

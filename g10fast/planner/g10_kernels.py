@@ -27,9 +27,15 @@ import numpy as np
 
 from g10fast.jit import kernel, kernel_internal
 from g10fast.locations import (  # noqa: F401  (re-exported)
-    IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT)
+    IN_CPU,
+    IN_GPU,
+    IN_SSD,
+    NOT_KNOWN,
+    NOT_PRESENT,
+)
 
 # per-interval decisions (MigrationPlan.iv_decision)
+# fmt: off
 D_NONE = 0          # never reached by the main loop
 D_FITS = 1          # the estimate was under the target over the whole interval
 D_SPAN1 = 2         # one kernel long: never migrated
@@ -40,10 +46,22 @@ D_NO_BW = 6         # a candidate, but no room for a round trip in the bandwidth
 D_HOST_FULL = 7     # would go to host memory, but host memory has no room
 D_NO_SLOT = 8       # looped: the prefetch would be issued at the eviction kernel
 D_GDS_SSD = 9       # §5.8: evicted to the SSD without a prefetch (G10GDS*)
-DECISION_NAMES = ("none", "fits", "span1", "short", "ssd", "host", "no_bandwidth",
-                  "host_full", "no_slot", "gds_ssd")
+# fmt: on
+DECISION_NAMES = (
+    "none",
+    "fits",
+    "span1",
+    "short",
+    "ssd",
+    "host",
+    "no_bandwidth",
+    "host_full",
+    "no_slot",
+    "gds_ssd",
+)
 
 # lanes of the bandwidth arrays
+# fmt: off
 L_RSSD = 0          # SSD -> GPU (read)
 L_WSSD = 1          # GPU -> SSD (write)
 L_RPCIE = 2         # host -> GPU
@@ -58,6 +76,7 @@ O_O14 = 16          # O-14 host memory reserved even when nothing was evicted
 O_O16 = 32          # O-16 prefetch hoisting ignores the tensor's own size
 O_ZERO_BREAK = 64   # O-10 (heap mode) stop when the best area is 0
 O_CXX_SORT = 128    # O-10 replay G10's std::sort of the interval list on every iteration
+# fmt: on
 
 
 @kernel_internal
@@ -84,9 +103,11 @@ def _max(a):
 # ---------------------------------------------------------------------------------------------
 # §5.3 pre-allocation / pre-deallocation (Pass B; Pass A has no effect, O-9)
 
+
 @kernel
-def pass_b(time_us, size, is_global, birth, death, total_mem, target, malloc_uspB,
-           early_exit, emit, est, hints, nh):
+def pass_b(
+    time_us, size, is_global, birth, death, total_mem, target, malloc_uspB, early_exit, emit, est, hints, nh
+):
     """est[:] = total_mem, then per tensor 1..T-1 (tensor 0 is skipped): a pre-alloc before
     its birth (malloc lead time) and a pre-dealloc at its death (birth + 1 if never read),
     with est lowered outside [pre-alloc, death). O-3: stops as soon as est fits the target.
@@ -106,9 +127,9 @@ def pass_b(time_us, size, is_global, birth, death, total_mem, target, malloc_usp
         S = size[t]
         start = time_us[b] - S * malloc_uspB
         if start < 0:
-            j = 0            # allocated from kernel 0: nothing before it to lower (cf. O-2)
+            j = 0  # allocated from kernel 0: nothing before it to lower (cf. O-2)
         else:
-            j = bisect_right(time_us[:b + 1], start) - 1
+            j = bisect_right(time_us[: b + 1], start) - 1
             if j < 0:
                 j = 0
             for k in range(j):
@@ -133,6 +154,7 @@ def pass_b(time_us, size, is_global, birth, death, total_mem, target, malloc_usp
 
 # ---------------------------------------------------------------------------------------------
 # bandwidth lanes: cap[4, K] float64, bw[4, K] float64 (estimation), full[4, K] bool
+
 
 @kernel_internal
 def walk_forward(cap, bw, full, lane, size, frm):
@@ -241,6 +263,7 @@ def book_round_trip(cap, bw, full, host, size, pf, s, o13, dlo, dhi):
 # ---------------------------------------------------------------------------------------------
 # §5.4 main loop
 
+
 @kernel_internal
 def _prefix(est, line, cyc, P1, P2):
     """P1[x] = Σ_{k<x} cyc[k]·[est[k] > line]; P2[x] = Σ_{1<=m<x} cyc[m-1]·[est[m] > line]."""
@@ -333,13 +356,30 @@ def _pop(ha, ht, hi, n):
 
 
 @kernel_internal
-def _rebuild(ha, ht, hi, processed, iv_s, iv_e, iv_looped, iv_size, iv_tsz, cap, bw, full,
-             P1, P2, est, line, total_cyc, o5):
+def _rebuild(
+    ha,
+    ht,
+    hi,
+    processed,
+    iv_s,
+    iv_e,
+    iv_looped,
+    iv_size,
+    iv_tsz,
+    cap,
+    bw,
+    full,
+    P1,
+    P2,
+    est,
+    line,
+    total_cyc,
+    o5,
+):
     n = 0
     for i in range(iv_s.shape[0]):
         if not processed[i]:
-            a = area_of(i, iv_s, iv_e, iv_looped, iv_size, cap, bw, full, P1, P2, est, line,
-                        total_cyc, o5)
+            a = area_of(i, iv_s, iv_e, iv_looped, iv_size, cap, bw, full, P1, P2, est, line, total_cyc, o5)
             n = _push(ha, ht, hi, n, a, iv_tsz[i], i)
     return n
 
@@ -351,6 +391,7 @@ def _rebuild(ha, ht, hi, processed, iv_s, iv_e, iv_looped, iv_size, iv_tsz, cap,
 # (median-of-three quicksort to runs of 16, heap sort past 2·log2(n) levels, final insertion
 # sort). These kernels replay that sort on a persistent permutation (cf. plan.cxx_sort_order,
 # the same algorithm for plain keys).
+
 
 @kernel_internal
 def _cless(x, y, ka, kt):
@@ -519,11 +560,40 @@ def _find(tx, x, lo, hi):
 
 
 @kernel
-def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_ext, cyc,
-              est, cpu_est, cap, bw, full, line, target, cpu_line,
-              b_ssd, b_cpu, ssd_lat, sys_lat, delta, opts,
-              hints, nh, decision, evict_finish, prefetch_orig, prefetch_final, order,
-              selected, max_iter):
+def main_loop(
+    iv_tensor,
+    iv_s,
+    iv_e,
+    iv_looped,
+    iv_time,
+    iv_size,
+    time_us,
+    time_ext,
+    cyc,
+    est,
+    cpu_est,
+    cap,
+    bw,
+    full,
+    line,
+    target,
+    cpu_line,
+    b_ssd,
+    b_cpu,
+    ssd_lat,
+    sys_lat,
+    delta,
+    opts,
+    hints,
+    nh,
+    decision,
+    evict_finish,
+    prefetch_orig,
+    prefetch_final,
+    order,
+    selected,
+    max_iter,
+):
     """§5.4 with a lazy max-heap (module docstring). Fills the per-interval arrays, appends
     hints (pre-evicts, and prefetches of looped intervals) and returns
     (hints, number of iterations, number of non-looped evictions in `order`)."""
@@ -548,8 +618,26 @@ def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_
     ha = np.empty(I + 1, dtype=np.float64)
     ht = np.empty(I + 1, dtype=np.float64)
     hi = np.empty(I + 1, dtype=np.int64)
-    n = _rebuild(ha, ht, hi, processed, iv_s, iv_e, iv_looped, iv_size, iv_tsz, cap, bw, full,
-                 P1, P2, est, line, total_cyc, o5)
+    n = _rebuild(
+        ha,
+        ht,
+        hi,
+        processed,
+        iv_s,
+        iv_e,
+        iv_looped,
+        iv_size,
+        iv_tsz,
+        cap,
+        bw,
+        full,
+        P1,
+        P2,
+        est,
+        line,
+        total_cyc,
+        o5,
+    )
     zero_on = est[0] > line
     cpu_max = _max(cpu_est)
     n_off = 0
@@ -558,9 +646,9 @@ def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_
     cxx = (opts & O_CXX_SORT) != 0
     perm = np.arange(I)
     ka = np.zeros(I, dtype=np.float64)
-    w_lo = np.full(I, -1, dtype=np.int64)     # (cxx) the windows of the last sort, -1: none
+    w_lo = np.full(I, -1, dtype=np.int64)  # (cxx) the windows of the last sort, -1: none
     w_hi = np.full(I, -1, dtype=np.int64)
-    dlo = K                                    # (cxx) lanes changed since: kernels dlo .. dhi
+    dlo = K  # (cxx) lanes changed since: kernels dlo .. dhi
     dhi = -1
     while it < max_iter:
         if _max(est) <= target:
@@ -578,13 +666,13 @@ def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_
                 if processed[i]:
                     ka[i] = 0.0
                 elif iv_looped[i]:
-                    ka[i] = area_of(i, iv_s, iv_e, iv_looped, iv_size, cap, bw, full, P1, P2,
-                                    est, line, total_cyc, o5)
+                    ka[i] = area_of(
+                        i, iv_s, iv_e, iv_looped, iv_size, cap, bw, full, P1, P2, est, line, total_cyc, o5
+                    )
                 else:
                     w0 = w_lo[i]
                     w1 = w_hi[i]
-                    if (w0 < 0 or (dlo <= w0 and dhi >= iv_s[i])
-                            or (dlo <= iv_e[i] - 1 and dhi >= w1)):
+                    if w0 < 0 or (dlo <= w0 and dhi >= iv_s[i]) or (dlo <= iv_e[i] - 1 and dhi >= w1):
                         half = iv_size[i] // 2
                         w0 = walk_forward(cap, bw, full, L_WSSD, half, iv_s[i])
                         w1 = walk_backward(cap, bw, full, L_RSSD, half, iv_e[i])
@@ -609,8 +697,7 @@ def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_
             n = _pop(ha, ht, hi, n)
             if processed[i]:
                 continue
-            a = area_of(i, iv_s, iv_e, iv_looped, iv_size, cap, bw, full, P1, P2, est, line,
-                        total_cyc, o5)
+            a = area_of(i, iv_s, iv_e, iv_looped, iv_size, cap, bw, full, P1, P2, est, line, total_cyc, o5)
             if a == a0:
                 c = i
                 ca = a
@@ -678,8 +765,7 @@ def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_
                         prefetch_orig[c] = pf
                         order[n_off] = c
                         n_off += 1
-                        dlo, dhi = book_round_trip(cap, bw, full, True, S, pf, s, o13, dlo,
-                                                   dhi)
+                        dlo, dhi = book_round_trip(cap, bw, full, True, S, pf, s, o13, dlo, dhi)
                         for j in range(s, e):
                             cpu_est[j % K] += S
                             if cpu_est[j % K] > cpu_max:
@@ -703,8 +789,7 @@ def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_
                         prefetch_orig[c] = pf
                         order[n_off] = c
                         n_off += 1
-                        dlo, dhi = book_round_trip(cap, bw, full, False, S, pf, s, o13, dlo,
-                                                   dhi)
+                        dlo, dhi = book_round_trip(cap, bw, full, False, S, pf, s, o13, dlo, dhi)
                     else:
                         processed[c] = True
                         n_proc += 1
@@ -818,15 +903,34 @@ def main_loop(iv_tensor, iv_s, iv_e, iv_looped, iv_time, iv_size, time_us, time_
             now = est[0] > line
             if o5 and zero_on and not now and not cxx:
                 # O-5's negative term vanished: looped areas grew, rebuild the heap
-                n = _rebuild(ha, ht, hi, processed, iv_s, iv_e, iv_looped, iv_size, iv_tsz,
-                             cap, bw, full, P1, P2, est, line, total_cyc, o5)
+                n = _rebuild(
+                    ha,
+                    ht,
+                    hi,
+                    processed,
+                    iv_s,
+                    iv_e,
+                    iv_looped,
+                    iv_size,
+                    iv_tsz,
+                    cap,
+                    bw,
+                    full,
+                    P1,
+                    P2,
+                    est,
+                    line,
+                    total_cyc,
+                    o5,
+                )
             zero_on = now
     return nh, it, n_off
 
 
 @kernel
-def place_prefetches(order, n_off, evict_finish, prefetch_orig, prefetch_final, iv_tensor,
-                     iv_size, est, target, o16, hints, nh):
+def place_prefetches(
+    order, n_off, evict_finish, prefetch_orig, prefetch_final, iv_tensor, iv_size, est, target, o16, hints, nh
+):
     """§5.7: non-looped evictions in `order` (already sorted by planned prefetch kernel):
     hoist each prefetch earlier while the kernel before it is under the target (O-16: without
     counting the tensor itself), never before eviction-finish + 1."""

@@ -37,8 +37,7 @@ _CODES = {n.lower(): i for i, n in enumerate(LOCATION_NAMES[:5])}
 def write_plan(plan: MigrationPlan, path) -> None:
     """Write the plan's hints (in engine order) to `path` (temporary name, then renamed)."""
     path = os.fspath(path)
-    lines = ["# g10fast plan 1", f"# policy {plan.policy}", f"# kernels {plan.num_kernels}",
-             HEADER]
+    lines = ["# g10fast plan 1", f"# policy {plan.policy}", f"# kernels {plan.num_kernels}", HEADER]
     for k, t, f, to in plan.hints.tolist():
         lines.append(f"{k},{t},{LOCATION_NAMES[f]},{LOCATION_NAMES[to]}")
     with atomic_path(path) as tmp, open(tmp, "w", encoding="ascii", newline="\n") as f:
@@ -51,13 +50,18 @@ def _loc(text, path, line, param):
         return int(s)
     code = _CODES.get(s.lower())
     if code is None:
-        raise InputError(f"unknown location {s!r} (Not_present, In_ssd, In_cpu, In_gpu, "
-                         "Not_Known or 0-4)", path=path, line=line, param=param)
+        raise InputError(
+            f"unknown location {s!r} (Not_present, In_ssd, In_cpu, In_gpu, Not_Known or 0-4)",
+            path=path,
+            line=line,
+            param=param,
+        )
     return code
 
 
-def read_plan(path, num_kernels: int | None = None, num_tensors: int | None = None,
-              order: str = "stable") -> MigrationPlan:
+def read_plan(
+    path, num_kernels: int | None = None, num_tensors: int | None = None, order: str = "stable"
+) -> MigrationPlan:
     """Read a plan file; hints are sorted by kernel (stable: same-kernel hints keep the file
     order, which is the order the engine applies them in)."""
     path = os.fspath(path)
@@ -67,15 +71,20 @@ def read_plan(path, num_kernels: int | None = None, num_tensors: int | None = No
     try:
         rows, policy, declared_k = _read_rows(opener, path, num_kernels, num_tensors)
     except (UnicodeDecodeError, gzip.BadGzipFile, EOFError, zlib.error) as exc:
-        raise InputError(f"not a plan file (a text CSV, docs/plan-format.md): "
-                         f"{type(exc).__name__}: {exc}", path=path) from None
+        raise InputError(
+            f"not a plan file (a text CSV, docs/plan-format.md): {type(exc).__name__}: {exc}", path=path
+        ) from None
     if num_kernels is not None and declared_k is not None and declared_k != num_kernels:
-        raise InputError(f"the plan is for {declared_k} kernels, the workload has {num_kernels}",
-                         path=path, param="kernels")
+        raise InputError(
+            f"the plan is for {declared_k} kernels, the workload has {num_kernels}",
+            path=path,
+            param="kernels",
+        )
     h = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
     K = num_kernels if num_kernels is not None else (declared_k or int(h[:, 0].max(initial=0)))
-    return MigrationPlan(policy=policy, num_kernels=int(K), hints=sort_hints(h, order),
-                         emitted=h, info={"source": path})
+    return MigrationPlan(
+        policy=policy, num_kernels=int(K), hints=sort_hints(h, order), emitted=h, info={"source": path}
+    )
 
 
 def _read_rows(opener, path, num_kernels, num_tensors):
@@ -109,24 +118,21 @@ def _read_rows(opener, path, num_kernels, num_tensors):
                     policy = "g10-guide"
             cols = [c.strip() for c in s.split(",")]
             if len(cols) != 4:
-                raise InputError(f"expected 4 comma-separated fields ({HEADER}), got {len(cols)}",
-                                 path=path, line=n)
+                raise InputError(
+                    f"expected 4 comma-separated fields ({HEADER}), got {len(cols)}", path=path, line=n
+                )
             try:
                 k, t = int(cols[0]), int(cols[1])
             except ValueError:
-                raise InputError("kernel and tensor must be integers", path=path,
-                                 line=n) from None
+                raise InputError("kernel and tensor must be integers", path=path, line=n) from None
             fr = _loc(cols[2], path, n, "from")
             to = _loc(cols[3], path, n, "to")
             K = num_kernels if num_kernels is not None else declared_k
             if k < 0 or (K is not None and k > K):
-                raise InputError(f"kernel {k} outside [0, {K}]", path=path, line=n,
-                                 param="kernel")
+                raise InputError(f"kernel {k} outside [0, {K}]", path=path, line=n, param="kernel")
             if t < 0 or (num_tensors is not None and t >= num_tensors):
-                raise InputError(f"tensor {t} outside [0, {num_tensors})", path=path, line=n,
-                                 param="tensor")
+                raise InputError(f"tensor {t} outside [0, {num_tensors})", path=path, line=n, param="tensor")
             if to == 4:
-                raise InputError("a hint cannot move a tensor to Not_Known", path=path, line=n,
-                                 param="to")
+                raise InputError("a hint cannot move a tensor to Not_Known", path=path, line=n, param="to")
             rows.append((k, t, fr, to))
     return rows, policy, declared_k

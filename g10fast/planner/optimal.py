@@ -25,7 +25,7 @@ def plan_from_schedule(res, model, *, to: int = TO_HOST) -> MigrationPlan:
             continue
         first = int(model.use_k[model.use_ptr[x]])
         if model.lo[x] == 0 and first > 0:
-            glob_lo0.add(x)                  # a global: live from kernel 0, never freed
+            glob_lo0.add(x)  # a global: live from kernel 0, never freed
             continue
         rows.append((max(first - 1, 0), x, NOT_KNOWN, TO_GPU))
         if model.hi[x] + 1 <= K:
@@ -35,12 +35,18 @@ def plan_from_schedule(res, model, *, to: int = TO_HOST) -> MigrationPlan:
         rows.append((s["fetch_kernel"], s["tensor"], NOT_KNOWN, TO_GPU))
     rows.sort(key=lambda r: (r[0], r[3] == TO_GPU))
     h = np.asarray(rows, np.int64).reshape(-1, 4)
-    return MigrationPlan(policy="optimal", num_kernels=K, hints=h, emitted=h,
-                         info={"milp_time": res.time, "optimal": bool(res.optimal)})
+    return MigrationPlan(
+        policy="optimal",
+        num_kernels=K,
+        hints=h,
+        emitted=h,
+        info={"milp_time": res.time, "optimal": bool(res.optimal)},
+    )
 
 
-def plan_from_engine_schedule(sched, model, is_global, *, to: int = TO_HOST,
-                              prealloc_before: bool = False) -> MigrationPlan:
+def plan_from_engine_schedule(
+    sched, model, is_global, *, to: int = TO_HOST, prealloc_before: bool = False
+) -> MigrationPlan:
     """The engine-shaped MILP's schedule (`milp_engine_schedule`) as a page-engine plan: every
     non-global tensor allocated at the start of its first use's kernel (`prealloc_before`:
     the kernel before) and freed after its last use; per move a pre-eviction at the kernel
@@ -63,6 +69,10 @@ def plan_from_engine_schedule(sched, model, is_global, *, to: int = TO_HOST,
             rows.append((mv["fetch_kernel"], mv["tensor"], NOT_KNOWN, TO_GPU))
     rows.sort(key=lambda r: (r[0], r[3] == TO_GPU))
     h = np.asarray(rows, np.int64).reshape(-1, 4)
-    return MigrationPlan(policy="optimal", num_kernels=K, hints=h, emitted=h,
-                         info={"milp_time": sched.time, "optimal": bool(sched.optimal),
-                               "engine_shaped": True})
+    return MigrationPlan(
+        policy="optimal",
+        num_kernels=K,
+        hints=h,
+        emitted=h,
+        info={"milp_time": sched.time, "optimal": bool(sched.optimal), "engine_shaped": True},
+    )

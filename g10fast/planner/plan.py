@@ -81,16 +81,22 @@ class MigrationPlan:
     def counts(self) -> dict:
         """Hints by kind: prealloc/prefetch (to IN_GPU), evict_ssd, evict_host, dealloc."""
         d = self.dst
-        return {"to_gpu": int((d == 3).sum()), "to_ssd": int((d == 1).sum()),
-                "to_host": int((d == 2).sum()), "dealloc": int((d == 0).sum())}
+        return {
+            "to_gpu": int((d == 3).sum()),
+            "to_ssd": int((d == 1).sum()),
+            "to_host": int((d == 2).sum()),
+            "dealloc": int((d == 0).sum()),
+        }
 
     def decision_names(self) -> list:
         """The names of the `iv_decision` codes (g10_kernels.DECISION_NAMES)."""
         from g10fast.planner.g10_kernels import DECISION_NAMES
+
         return list(DECISION_NAMES)
 
     def decisions(self) -> dict:
         from g10fast.planner.g10_kernels import DECISION_NAMES
+
         if self.iv_decision.size == 0:
             return {}
         n = np.bincount(self.iv_decision.astype(np.int64), minlength=len(DECISION_NAMES))
@@ -104,11 +110,11 @@ def cxx_sort_order(keys) -> np.ndarray:
     hints in prefetch_guide.config. Ties are what std::sort makes of them: not stable. (The
     planner's Numba sort, `g10_kernels.cxx_sort_keys`; `cxx_sort_ids` is its plain twin.)"""
     k = np.asarray(keys).astype(np.int64)
-    if len(k) and np.abs(k).max() >= 2**53:         # (not exact as the kernel's float keys)
+    if len(k) and np.abs(k).max() >= 2**53:  # (not exact as the kernel's float keys)
         a = k.tolist()
-        return np.asarray(cxx_sort_ids(list(range(len(a))), lambda x, y: a[x] < a[y]),
-                          dtype=np.int64)
+        return np.asarray(cxx_sort_ids(list(range(len(a))), lambda x, y: a[x] < a[y]), dtype=np.int64)
     from g10fast.planner.g10_kernels import cxx_sort_keys
+
     return cxx_sort_keys(k).astype(np.int64)
 
 
@@ -215,7 +221,7 @@ def cxx_sort_ids(ids: list, less) -> list:
         for i in range(first + 1, last):
             v = idx[i]
             if lt(v, idx[first]):
-                idx[first + 1:i + 1] = idx[first:i]
+                idx[first + 1 : i + 1] = idx[first:i]
                 idx[first] = v
             else:
                 j = i

@@ -12,13 +12,38 @@ from __future__ import annotations
 
 import importlib
 
-from g10fast.policies.registry import (EngineRecord, NoOptions, PlanContext, PolicyRecord,
-                                       colour, display, engine, engines, get, names, records,
-                                       register, register_engine, unregister)
+from g10fast.policies.registry import (
+    EngineRecord,
+    NoOptions,
+    PlanContext,
+    PolicyRecord,
+    colour,
+    display,
+    engine,
+    engines,
+    get,
+    names,
+    records,
+    register,
+    register_engine,
+    unregister,
+)
 
 #: the built-in policies, one module each
-BUILTIN = ("ideal", "base_uvm", "flashneuron", "deepum", "g10_gds", "g10",
-           "uvm_driver", "tbnp", "pump", "g10_driver", "deepum_driver", "deepum_learned")
+BUILTIN = (
+    "ideal",
+    "base_uvm",
+    "flashneuron",
+    "deepum",
+    "g10_gds",
+    "g10",
+    "uvm_driver",
+    "tbnp",
+    "pump",
+    "g10_driver",
+    "deepum_driver",
+    "deepum_learned",
+)
 
 for _m in BUILTIN:
     _mod = importlib.import_module(f"g10fast.policies.{_m}")
@@ -37,6 +62,21 @@ for _m in SEED:
     for _rec in getattr(_mod, "RECORDS", None) or (_mod.RECORD,):
         register(_rec)
 
-__all__ = ["BUILTIN", "DEFAULT_POLICIES", "EngineRecord", "NoOptions", "PlanContext",
-           "PolicyRecord", "colour", "display", "engine", "engines", "get", "names", "records",
-           "register", "register_engine", "unregister"]
+__all__ = [
+    "BUILTIN",
+    "DEFAULT_POLICIES",
+    "EngineRecord",
+    "NoOptions",
+    "PlanContext",
+    "PolicyRecord",
+    "colour",
+    "display",
+    "engine",
+    "engines",
+    "get",
+    "names",
+    "records",
+    "register",
+    "register_engine",
+    "unregister",
+]

@@ -11,8 +11,16 @@ def engine_mode(options, engine):
 
 RECORD = PolicyRecord(
     in_default_comparison=True,
-    name="lru", display="Base UVM", engine="page", plan_depends_on_host=False,
-    engine_mode=engine_mode, aliases=("base uvm", "baseuvm", "uvm-lru"), artifact="lru",
+    name="lru",
+    display="Base UVM",
+    engine="page",
+    plan_depends_on_host=False,
+    engine_mode=engine_mode,
+    aliases=("base uvm", "baseuvm", "uvm-lru"),
+    artifact="lru",
     paper="G10 (MICRO'23) baseline: CUDA unified memory, FIFO eviction",
     description="demand paging, no prefetch, the artifact's LRU (a FIFO, O-28)",
-    order=10, colour="#7f7f7f", sweep_cost=1.0)
+    order=10,
+    colour="#7f7f7f",
+    sweep_cost=1.0,
+)

@@ -10,6 +10,7 @@ from g10fast.policies.registry import PolicyRecord
 
 def planner(ctx):
     from g10fast.planner.deepum import plan_deepum
+
     plan = plan_deepum(ctx.workload, int(ctx.options.prefetch_degree))
     h = tensor_hints(ctx.workload, plan.hints, int(ctx.engine.num_iteration))
     h.info.update({"prefetch_degree": int(ctx.options.prefetch_degree)})
@@ -17,9 +18,17 @@ def planner(ctx):
 
 
 RECORD = PolicyRecord(
-    name="deepum_driver", display="DeepUM+@driver", engine="driver",
-    plan_depends_on_host=False, planner=planner, options=Options, aliases=("deepum@driver",),
+    name="deepum_driver",
+    display="DeepUM+@driver",
+    engine="driver",
+    plan_depends_on_host=False,
+    planner=planner,
+    options=Options,
+    aliases=("deepum@driver",),
     paper="DeepUM as G10's artifact models it, as prefetch hints to the real driver",
     description="oracle look-ahead prefetch of kernel i + degree's tensors; driver eviction",
-    order=130, colour="#98df8a", sweep_cost=1.2,
-    engine_mode=lambda options, engine: DriverMode())
+    order=130,
+    colour="#98df8a",
+    sweep_cost=1.2,
+    engine_mode=lambda options, engine: DriverMode(),
+)

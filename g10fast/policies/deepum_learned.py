@@ -36,29 +36,39 @@ class Options:
 
     def check(self):
         if self.prefetch_degree < 1:
-            raise InputError(f"must be >= 1, got {self.prefetch_degree}",
-                             param="policy.prefetch_degree")
+            raise InputError(f"must be >= 1, got {self.prefetch_degree}", param="policy.prefetch_degree")
         if not 0.0 <= self.pre_evict_fraction <= 1.0:
-            raise InputError(f"must be in [0, 1], got {self.pre_evict_fraction}",
-                             param="policy.pre_evict_fraction")
+            raise InputError(
+                f"must be in [0, 1], got {self.pre_evict_fraction}", param="policy.pre_evict_fraction"
+            )
 
 
-def learned_hints(w, fault_k, fault_b, degree: int, n_iter: int, invalidate: bool,
-                  pre_evict: bool = False, pre_evict_fraction: float = 0.9):
+def learned_hints(
+    w,
+    fault_k,
+    fault_b,
+    degree: int,
+    n_iter: int,
+    invalidate: bool,
+    pre_evict: bool = False,
+    pre_evict_fraction: float = 0.9,
+):
     """DriverHints from iteration 1's fault log (kernel, block): from iteration 2, at kernel
     k, the blocks of kernel k + degree (and at the first kernel, of k + 1 .. k + degree)."""
     from g10fast.engine.driver import HINT_KINDS, DriverHints
     from g10fast.engine.driver.kernels import VA_PAGES
+
     K, P = w.num_kernels, w.num_pages
     table = [[] for _ in range(K)]
     for k, b in zip(fault_k.tolist(), fault_b.tolist()):
         table[k].append(b)
-    rows = []                                          # (issue, start, n, kind)
+    rows = []  # (issue, start, n, kind)
 
     def block_rows(g, k2):
         for b in table[k2 % K]:
             s = b * VA_PAGES
             rows.append((g, s, min(VA_PAGES, P - s), HINT_KINDS["prefetch"]))
+
     death = {}
     if invalidate:
         written = set(w.out_idx.tolist())
@@ -87,39 +97,56 @@ def learned_hints(w, fault_k, fault_b, degree: int, n_iter: int, invalidate: boo
                 for b in table[(k - 1) % K]:
                     if b not in ahead:
                         s = b * VA_PAGES
-                        rows.append((it * K + k, s, min(VA_PAGES, P - s),
-                                     HINT_KINDS["preevict"]))
+                        rows.append((it * K + k, s, min(VA_PAGES, P - s), HINT_KINDS["preevict"]))
     for it in range(1, n_iter):
         for k in range(K):
             for t in dies[k - 1] if k > 0 else []:
-                rows.append((it * K + k, int(w.start_page[t]), int(w.n_pages[t]),
-                             HINT_KINDS["discard"]))
+                rows.append((it * K + k, int(w.start_page[t]), int(w.n_pages[t]), HINT_KINDS["discard"]))
     rows.sort(key=lambda r: r[0])
     a = np.asarray(rows, np.int64).reshape(-1, 4)
-    return DriverHints(a[:, 0].copy(), a[:, 1].copy(), a[:, 2].copy(), a[:, 3].copy(),
-                       preevict_fraction=float(pre_evict_fraction))
+    return DriverHints(
+        a[:, 0].copy(),
+        a[:, 1].copy(),
+        a[:, 2].copy(),
+        a[:, 3].copy(),
+        preevict_fraction=float(pre_evict_fraction),
+    )
 
 
 def planner(ctx):
     from g10fast.engine.driver import simulate_driver
+
     opts = RECORD.engine_mode(ctx.options, ctx.engine).options(ctx.engine.compat)
     n_iter = int(ctx.engine.num_iteration)
     prof = simulate_driver(ctx.workload, ctx.system, opts, None, num_iteration=1, log_iter=0)
     fk, fb = prof.fault_log
-    h = learned_hints(ctx.workload, fk, fb, int(ctx.options.prefetch_degree), n_iter,
-                      bool(ctx.options.invalidate_freed), bool(ctx.options.pre_evict),
-                      float(ctx.options.pre_evict_fraction))
-    h.info.update({"learned_pairs": int(len(fk)), "prefetch_degree":
-                   int(ctx.options.prefetch_degree)})
+    h = learned_hints(
+        ctx.workload,
+        fk,
+        fb,
+        int(ctx.options.prefetch_degree),
+        n_iter,
+        bool(ctx.options.invalidate_freed),
+        bool(ctx.options.pre_evict),
+        float(ctx.options.pre_evict_fraction),
+    )
+    h.info.update({"learned_pairs": int(len(fk)), "prefetch_degree": int(ctx.options.prefetch_degree)})
     return h
 
 
 RECORD = PolicyRecord(
-    name="deepum_learned", display="DeepUM (learned)", engine="driver",
-    plan_depends_on_host=True, planner=planner, options=Options,
+    name="deepum_learned",
+    display="DeepUM (learned)",
+    engine="driver",
+    plan_depends_on_host=True,
+    planner=planner,
+    options=Options,
     aliases=("deepum-learned",),
     paper="DeepUM (ASPLOS'23): correlation prefetching learned at run time",
     description="correlation tables learned in iteration 1, look-ahead block prefetch from "
-                "iteration 2, pre-eviction outside the window, invalidation of freed tensors",
-    order=135, colour="#17becf", sweep_cost=1.5,
-    engine_mode=lambda options, engine: DriverMode())
+    "iteration 2, pre-eviction outside the window, invalidation of freed tensors",
+    order=135,
+    colour="#17becf",
+    sweep_cost=1.5,
+    engine_mode=lambda options, engine: DriverMode(),
+)

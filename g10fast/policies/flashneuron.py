@@ -12,26 +12,42 @@ ORDERS = ("descending", "ascending")
 
 @dataclass(frozen=True)
 class Options:
-    discovery_order: str = "descending"     # the artifact's candidate order (O-18 measured)
+    discovery_order: str = "descending"  # the artifact's candidate order (O-18 measured)
 
     def check(self):
         if self.discovery_order not in ORDERS:
-            raise InputError(f"must be one of {', '.join(ORDERS)}, got "
-                             f"{self.discovery_order!r}", param="policy.discovery_order")
+            raise InputError(
+                f"must be one of {', '.join(ORDERS)}, got {self.discovery_order!r}",
+                param="policy.discovery_order",
+            )
 
 
 def planner(ctx):
     from g10fast.planner.flashneuron import is_vit1024, plan_flashneuron
-    return plan_flashneuron(ctx.workload, ctx.vitality(), float(ctx.system.gpu_memory_gb),
-                            vit1024_hack=is_vit1024(ctx.shape),
-                            order=ctx.options.discovery_order)
+
+    return plan_flashneuron(
+        ctx.workload,
+        ctx.vitality(),
+        float(ctx.system.gpu_memory_gb),
+        vit1024_hack=is_vit1024(ctx.shape),
+        order=ctx.options.discovery_order,
+    )
 
 
 RECORD = PolicyRecord(
     in_default_comparison=True,
-    name="FlashNeuron", display="FlashNeuron", engine="tensor", plan_depends_on_host=False,
-    planner=planner, options=Options, aliases=("fn",), artifact="FlashNeuron",
+    name="FlashNeuron",
+    display="FlashNeuron",
+    engine="tensor",
+    plan_depends_on_host=False,
+    planner=planner,
+    options=Options,
+    aliases=("fn",),
+    artifact="FlashNeuron",
     engine_mode=lambda options, engine: TensorMode("offload_set"),
     paper="FlashNeuron (FAST'21): SSD offload of activations",
     description="forward activations offloaded to the SSD, prefetched for the backward pass",
-    order=20, colour="#ff7f0e", sweep_cost=0.02)
+    order=20,
+    colour="#ff7f0e",
+    sweep_cost=0.02,
+)

@@ -11,12 +11,15 @@ from g10fast.planner.g10 import OPTIONS
 from g10fast.policies.registry import PolicyRecord
 
 Options = dataclasses.make_dataclass(
-    "Options", [("delta", float, dataclasses.field(default=0.5))]
+    "Options",
+    [("delta", float, dataclasses.field(default=0.5))]
     + [(k, bool, dataclasses.field(default=d)) for k, (_, d, _) in OPTIONS.items()],
-    frozen=True)
+    frozen=True,
+)
 Options.__module__ = __name__
-Options.__doc__ = ("G10's delta_parameter and its planner quirks: "
-                   + "; ".join(f"{k}: {doc}" for k, (_, _, doc) in OPTIONS.items()))
+Options.__doc__ = "G10's delta_parameter and its planner quirks: " + "; ".join(
+    f"{k}: {doc}" for k, (_, _, doc) in OPTIONS.items()
+)
 
 
 def quirks(options) -> dict:
@@ -25,8 +28,15 @@ def quirks(options) -> dict:
 
 def planner(ctx):
     from g10fast.planner.g10 import plan_g10
-    return plan_g10(ctx.workload, ctx.vitality(), ctx.system, delta=ctx.options.delta,
-                    shape=ctx.shape, **quirks(ctx.options))
+
+    return plan_g10(
+        ctx.workload,
+        ctx.vitality(),
+        ctx.system,
+        delta=ctx.options.delta,
+        shape=ctx.shape,
+        **quirks(ctx.options),
+    )
 
 
 def engine_mode(options, engine):
@@ -35,8 +45,18 @@ def engine_mode(options, engine):
 
 RECORD = PolicyRecord(
     in_default_comparison=True,
-    name="prefetch_lru", display="G10", engine="page", plan_depends_on_host=True,
-    planner=planner, engine_mode=engine_mode, options=Options, aliases=("g10",),
-    artifact="prefetch_lru", paper="G10 (MICRO'23): GPU + host + SSD unified memory",
-    description="compile-time tensor vitality, planned evictions and prefetches over SSD and "
-                "host", order=60, colour="#1f77b4", sweep_cost=0.7)
+    name="prefetch_lru",
+    display="G10",
+    engine="page",
+    plan_depends_on_host=True,
+    planner=planner,
+    engine_mode=engine_mode,
+    options=Options,
+    aliases=("g10",),
+    artifact="prefetch_lru",
+    paper="G10 (MICRO'23): GPU + host + SSD unified memory",
+    description="compile-time tensor vitality, planned evictions and prefetches over SSD and host",
+    order=60,
+    colour="#1f77b4",
+    sweep_cost=0.7,
+)

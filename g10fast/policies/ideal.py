@@ -11,8 +11,16 @@ def engine_mode(options, engine):
 
 RECORD = PolicyRecord(
     in_default_comparison=True,
-    name="ideal", display="Ideal", engine="page", plan_depends_on_host=False,
-    engine_mode=engine_mode, artifact="lru", g10_overrides={"is_UVM": False},
+    name="ideal",
+    display="Ideal",
+    engine="page",
+    plan_depends_on_host=False,
+    engine_mode=engine_mode,
+    artifact="lru",
+    g10_overrides={"is_UVM": False},
     paper="unlimited GPU memory (the normalisation of every figure)",
     description="all pages resident from the start, no transfers",
-    order=0, colour="#d62728", sweep_cost=0.3)
+    order=0,
+    colour="#d62728",
+    sweep_cost=0.3,
+)

@@ -59,24 +59,22 @@ class Options:
 
     def check(self):
         if not (self.cap_factor == -1 or 1 <= self.cap_factor <= 100):
-            raise InputError(f"must be -1 (auto) or 1..100, got {self.cap_factor}",
-                             param="policy.cap_factor")
+            raise InputError(f"must be -1 (auto) or 1..100, got {self.cap_factor}", param="policy.cap_factor")
         if self.coverage not in ("library_calls", "framework_hooks"):
-            raise InputError(f"must be library_calls or framework_hooks, got "
-                             f"{self.coverage!r}", param="policy.coverage")
+            raise InputError(
+                f"must be library_calls or framework_hooks, got {self.coverage!r}", param="policy.coverage"
+            )
         if self.wait not in ("stream_barrier", "overlap"):
-            raise InputError(f"must be stream_barrier or overlap, got {self.wait!r}",
-                             param="policy.wait")
+            raise InputError(f"must be stream_barrier or overlap, got {self.wait!r}", param="policy.wait")
         self.launch().check()
         if not isinstance(self.free_sync, bool):
-            raise InputError(f"must be true or false, got {self.free_sync!r}",
-                             param="policy.free_sync")
+            raise InputError(f"must be true or false, got {self.free_sync!r}", param="policy.free_sync")
         if self.evict not in ("alloc2m", "access2m", "lru4k"):
-            raise InputError(f"must be alloc2m, access2m or lru4k, got {self.evict!r}",
-                             param="policy.evict")
+            raise InputError(f"must be alloc2m, access2m or lru4k, got {self.evict!r}", param="policy.evict")
 
     def launch(self):
         from g10fast.engine.driver.launch import LaunchOptions
+
         return LaunchOptions(queue_depth=self.launch_queue_depth, sync=self.sync)
 
 
@@ -89,12 +87,13 @@ def kernel_blocks(w, options, dtype_bytes: int = 4) -> tuple[list, bool]:
     """Per kernel, PUMP's blocks as (tensor, bytes) and whether the kernel is a cuBLAS call;
     and whether any cuDNN block exists (the auto cap rule)."""
     from g10fast.planner.deepum import required_csr
+
     ptr, idx = required_csr(w)
     blocks, cublas = [], []
     cudnn_seen = set()
     any_cudnn = False
     for k in range(w.num_kernels):
-        ts = idx[ptr[k]:ptr[k + 1]].tolist()
+        ts = idx[ptr[k] : ptr[k + 1]].tolist()
         kind = _kind(w.kernel_name[k])
         if options.coverage == "framework_hooks":
             b = [(t, int(w.size[t])) for t in ts]
@@ -109,8 +108,7 @@ def kernel_blocks(w, options, dtype_bytes: int = 4) -> tuple[list, bool]:
             outs = [t for t in w.outputs(k).tolist() if t in cudnn_seen]
             b = [(outs[0], int(w.size[outs[0]]))] if outs else []
         blocks.append(b)
-        cublas.append(kind == "cublas" and options.coverage == "library_calls"
-                      and options.cublas_macro_bug)
+        cublas.append(kind == "cublas" and options.coverage == "library_calls" and options.cublas_macro_bug)
     return blocks, cublas, any_cudnn
 
 
@@ -167,6 +165,7 @@ def planner(ctx):
     from g10fast.engine.driver import HINT_KINDS, DriverHints
     from g10fast.engine.driver.launch import launched_by, sync_kernel
     from g10fast.workload.model import PAGE_SIZE
+
     w, o = ctx.workload, ctx.options
     n_iter = int(ctx.engine.num_iteration)
     K = w.num_kernels
@@ -183,6 +182,7 @@ def planner(ctx):
     fresh = _fresh_allocations(ctx, o)
     if fresh and o.free_sync:
         from g10fast.engine.driver import allocation_rows
+
         frees = allocation_rows(w, 1, False)[5]
         syncs += np.nonzero(frees)[0].tolist()
     launched = launched_by(K, n_iter, lopt, np.asarray(syncs, np.int64))
@@ -201,20 +201,35 @@ def planner(ctx):
             wait[g] = len(iss) - 1
     n = len(iss)
     kinds = np.full(n, HINT_KINDS["prefetch"], np.int64)
-    return DriverHints(np.asarray(iss, np.int64), np.asarray(sp, np.int64),
-                       np.asarray(npg, np.int64), kinds, wait,
-                       info={"cap_factor": int(factor), "cap_bytes": int(cap),
-                             "coverage": o.coverage, "sync_kernel": int(sync_k),
-                             "sync_kernels_per_iteration": len(set(syncs) - {-1}),
-                             "covered_bytes_per_iteration": int(sum(
-                                 s for g in range(K) for _, s in pref[g]))})
+    return DriverHints(
+        np.asarray(iss, np.int64),
+        np.asarray(sp, np.int64),
+        np.asarray(npg, np.int64),
+        kinds,
+        wait,
+        info={
+            "cap_factor": int(factor),
+            "cap_bytes": int(cap),
+            "coverage": o.coverage,
+            "sync_kernel": int(sync_k),
+            "sync_kernels_per_iteration": len(set(syncs) - {-1}),
+            "covered_bytes_per_iteration": int(sum(s for g in range(K) for _, s in pref[g])),
+        },
+    )
 
 
 RECORD = PolicyRecord(
-    name="pump", display="PUMP", engine="driver", plan_depends_on_host=False,
-    planner=planner, options=Options, aliases=("pump-um",),
+    name="pump",
+    display="PUMP",
+    engine="driver",
+    plan_depends_on_host=False,
+    planner=planner,
+    options=Options,
+    aliases=("pump-um",),
     paper="PUMP (ASP-DAC'22): profiling-free unified memory prefetcher",
     description="launch-time prefetch of each kernel's blocks, byte-bounded launch window, "
-                "stream barrier; the driver's eviction",
-    order=120, colour="#e377c2",
-    engine_mode=lambda o, engine: _mode(o))
+    "stream barrier; the driver's eviction",
+    order=120,
+    colour="#e377c2",
+    engine_mode=lambda o, engine: _mode(o),
+)

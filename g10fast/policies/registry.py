@@ -34,9 +34,9 @@ class NoOptions:
 class PolicyRecord:
     """Everything g10fast knows of one policy."""
 
-    name: str                       # canonical name (the artifact's, where it has one)
-    display: str                    # in tables and figures
-    engine: str                     # a registered engine: "page", "tensor", ...
+    name: str  # canonical name (the artifact's, where it has one)
+    display: str  # in tables and figures
+    engine: str  # a registered engine: "page", "tensor", ...
     #: whether the plan reads the host memory size (a sweep derives a point at another host
     #: size from a finished run only when the plans are equal). Required: a policy that
     #: forgets it cannot be silently reused.
@@ -49,15 +49,15 @@ class PolicyRecord:
     engine_mode: Callable[[Any, Any], Any] | None = None
     options: type = NoOptions
     aliases: tuple = ()
-    artifact: str | None = None     # the artifact's policy name (G10 config keys), if any
+    artifact: str | None = None  # the artifact's policy name (G10 config keys), if any
     paper: str = ""
     description: str = ""
-    order: int = 100                # place in tables and figures (ascending)
+    order: int = 100  # place in tables and figures (ascending)
     #: part of the default comparison (`g10fast run` with no argument, api.DEFAULT_POLICIES):
     #: off unless the record says so, so that a policy one adds never joins it silently
     in_default_comparison: bool = False
-    colour: str = ""                # matplotlib colour; "" picks one
-    sweep_cost: float = 1.0         # relative CPU per page, for sweep scheduling
+    colour: str = ""  # matplotlib colour; "" picks one
+    sweep_cost: float = 1.0  # relative CPU per page, for sweep scheduling
     #: system parameters the policy fixes (G10-GDS: no host memory), applied to every spec
     system_overrides: dict = field(default_factory=dict)
     #: G10 config keys its G10 config form sets beyond the artifact's policy keys (Ideal:
@@ -71,10 +71,12 @@ class PolicyRecord:
         for k in values:
             if k not in known:
                 hint = difflib.get_close_matches(k, known, n=1)
-                raise InputError(f"unknown option {k!r} of policy {self.name}"
-                                 + (f" (did you mean {hint[0]!r}?)" if hint else "")
-                                 + f"; known: {', '.join(known) or 'none'}",
-                                 param=f"{where}.{k}")
+                raise InputError(
+                    f"unknown option {k!r} of policy {self.name}"
+                    + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                    + f"; known: {', '.join(known) or 'none'}",
+                    param=f"{where}.{k}",
+                )
         defaults = self.options()
         for k, v in values.items():
             d = getattr(defaults, k)
@@ -84,9 +86,11 @@ class PolicyRecord:
             elif isinstance(d, int) and not isinstance(d, bool):
                 if isinstance(v, bool) or not isinstance(v, int):
                     raise InputError(f"must be an integer, got {v!r}", param=f"{where}.{k}")
-                if not -2 ** 62 <= v < 2 ** 62:    # the engines' int64, with room for sums
-                    raise InputError(f"must be between -2^62 and 2^62 (the engines' 64-bit "
-                                     f"integers), got {v}", param=f"{where}.{k}")
+                if not -(2**62) <= v < 2**62:  # the engines' int64, with room for sums
+                    raise InputError(
+                        f"must be between -2^62 and 2^62 (the engines' 64-bit integers), got {v}",
+                        param=f"{where}.{k}",
+                    )
             elif isinstance(d, float):
                 if isinstance(v, bool) or not isinstance(v, (int, float)):
                     raise InputError(f"must be a number, got {v!r}", param=f"{where}.{k}")
@@ -125,8 +129,7 @@ def unregister(name: str) -> None:
 def _lookup(name: str) -> PolicyRecord | None:
     q = str(name).strip().lower()
     for rec in _POLICIES.values():
-        if q == rec.name.lower() or q == rec.display.lower() \
-                or q in (a.lower() for a in rec.aliases):
+        if q == rec.name.lower() or q == rec.display.lower() or q in (a.lower() for a in rec.aliases):
             return rec
     return None
 
@@ -137,9 +140,12 @@ def get(name: str, *, param: str = "policy") -> PolicyRecord:
     if rec is None:
         names = [r.name for r in records()]
         hint = difflib.get_close_matches(str(name), names, n=1)
-        raise InputError(f"unknown policy {name!r}" + (f" (did you mean {hint[0]!r}?)" if hint
-                                                        else "")
-                         + f" (known: {', '.join(names)})", param=param)
+        raise InputError(
+            f"unknown policy {name!r}"
+            + (f" (did you mean {hint[0]!r}?)" if hint else "")
+            + f" (known: {', '.join(names)})",
+            param=param,
+        )
     return rec
 
 
@@ -185,5 +191,6 @@ class PlanContext:
             self.vitality_value = self.vitality_value()
         if self.vitality_value is None:
             from g10fast.analysis.vitality import vitality
+
             self.vitality_value = vitality(self.workload, self.system.gpu_frequency_ghz)
         return self.vitality_value

@@ -26,16 +26,23 @@ class Options:
         if self.lru not in ("access", "alloc"):
             raise InputError(f"must be access or alloc, got {self.lru!r}", param="policy.lru")
         if not isinstance(self.pre_evict, bool):
-            raise InputError(f"must be true or false, got {self.pre_evict!r}",
-                             param="policy.pre_evict")
+            raise InputError(f"must be true or false, got {self.pre_evict!r}", param="policy.pre_evict")
 
 
 RECORD = PolicyRecord(
-    name="tbnp", display="TBNp", engine="driver", plan_depends_on_host=False,
-    options=Options, aliases=("uvmsmart-tbnp", "tbn"),
+    name="tbnp",
+    display="TBNp",
+    engine="driver",
+    plan_depends_on_host=False,
+    options=Options,
+    aliases=("uvmsmart-tbnp", "tbn"),
     paper="UVMSmart (ISCA'19): tree-based neighbourhood prefetch",
     description="64 KiB basic blocks, > 50 % subtrees filled bottom-up, LRU 2 MiB eviction",
-    order=115, colour="#bcbd22",
+    order=115,
+    colour="#bcbd22",
     engine_mode=lambda o, engine: DriverMode.of(
-        prefetcher="tbn", big_page_kib=64,
-        evict="tbn64k" if o.pre_evict else "access2m" if o.lru == "access" else "alloc2m"))
+        prefetcher="tbn",
+        big_page_kib=64,
+        evict="tbn64k" if o.pre_evict else "access2m" if o.lru == "access" else "alloc2m",
+    ),
+)

@@ -16,11 +16,16 @@ from g10fast.engine.driver.mode import DriverMode
 from g10fast.policies.registry import PolicyRecord
 
 RECORD = PolicyRecord(
-    name="uvm", display="UVM (driver)", engine="driver", plan_depends_on_host=False,
+    name="uvm",
+    display="UVM (driver)",
+    engine="driver",
+    plan_depends_on_host=False,
     aliases=("naive-um", "naive um"),
     paper="CUDA unified memory under the nvidia-uvm driver's defaults",
     description="demand paging: 256-fault batches, 64 KiB big pages, density prefetch, 2 MiB "
-                "root chunks evicted in allocation order; tensors allocated and freed "
-                "(cudaMallocManaged / cudaFree) every iteration",
-    order=110, colour="#8c564b",
-    engine_mode=lambda options, engine: DriverMode.of(fresh_allocations=True))
+    "root chunks evicted in allocation order; tensors allocated and freed "
+    "(cudaMallocManaged / cudaFree) every iteration",
+    order=110,
+    colour="#8c564b",
+    engine_mode=lambda options, engine: DriverMode.of(fresh_allocations=True),
+)

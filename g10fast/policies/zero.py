@@ -79,63 +79,113 @@ class Options:
     host_memory_placement: str = "deepspeed"
 
     def check(self):
-        for k in ("reduce_bucket_size", "prefetch_bucket_size", "max_live_parameters",
-                  "sub_group_size", "buffer_size", "max_in_cpu"):
+        for k in (
+            "reduce_bucket_size",
+            "prefetch_bucket_size",
+            "max_live_parameters",
+            "sub_group_size",
+            "buffer_size",
+            "max_in_cpu",
+        ):
             if not getattr(self, k) > 0:
                 raise InputError(f"must be > 0, got {getattr(self, k)!r}", param=f"policy.{k}")
         if self.overlap_comm not in (-1, 0, 1):
-            raise InputError(f"must be -1 (DeepSpeed's default), 0 or 1, got "
-                             f"{self.overlap_comm!r}", param="policy.overlap_comm")
+            raise InputError(
+                f"must be -1 (DeepSpeed's default), 0 or 1, got {self.overlap_comm!r}",
+                param="policy.overlap_comm",
+            )
         for k in ("buffer_count", "optimizer_buffer_count"):
             if getattr(self, k) < 1:
                 raise InputError(f"must be >= 1, got {getattr(self, k)!r}", param=f"policy.{k}")
         for k in ("optimizer_device", "param_device"):
             if getattr(self, k) not in ("", "none", "cpu", "nvme"):
-                raise InputError(f"must be none, cpu or nvme, got {getattr(self, k)!r}",
-                                 param=f"policy.{k}")
+                raise InputError(f"must be none, cpu or nvme, got {getattr(self, k)!r}", param=f"policy.{k}")
         if not self.pageable_slowdown >= 1:
-            raise InputError(f"must be >= 1, got {self.pageable_slowdown!r}",
-                             param="policy.pageable_slowdown")
+            raise InputError(
+                f"must be >= 1, got {self.pageable_slowdown!r}", param="policy.pageable_slowdown"
+            )
 
 
 def _mode(stage: int, opt: str, param: str):
     def engine_mode(o: Options, engine=None) -> ZeroMode:
         overlap = (stage == 3) if o.overlap_comm == -1 else bool(o.overlap_comm)
         if stage == 2 and (o.optimizer_device or o.param_device):
-            raise InputError("the devices are stage 3's (zero3-offload, zero-infinity); "
-                             "zero-offload puts the optimizer on the CPU, zero2 nothing",
-                             param="policy.optimizer_device")
+            raise InputError(
+                "the devices are stage 3's (zero3-offload, zero-infinity); "
+                "zero-offload puts the optimizer on the CPU, zero2 nothing",
+                param="policy.optimizer_device",
+            )
         # every option the mode has passes as it is (one name: DeepSpeed's key)
-        shared = {f.name: getattr(o, f.name) for f in dataclasses.fields(ZeroMode)
-                  if hasattr(o, f.name) and f.name != "overlap_comm"}
-        m = ZeroMode(stage=stage, offload_optimizer=o.optimizer_device or opt,
-                     offload_param=o.param_device or param, overlap_comm=overlap, **shared)
+        shared = {
+            f.name: getattr(o, f.name)
+            for f in dataclasses.fields(ZeroMode)
+            if hasattr(o, f.name) and f.name != "overlap_comm"
+        }
+        m = ZeroMode(
+            stage=stage,
+            offload_optimizer=o.optimizer_device or opt,
+            offload_param=o.param_device or param,
+            overlap_comm=overlap,
+            **shared,
+        )
         m.check()
         return m
+
     return engine_mode
 
 
 _PAPER = "DeepSpeed (deepspeedai/DeepSpeed): ZeRO (SC'20), ZeRO-Offload (ATC'21), ZeRO-Infinity (SC'21)"
 
 RECORDS = (
-    PolicyRecord(name="zero2", display="ZeRO-2", engine="ranks", plan_depends_on_host=False,
-                 engine_mode=_mode(2, "none", "none"), options=Options, aliases=("zero-2",),
-                 paper=_PAPER, order=200, colour="#8c564b",
-                 description="ZeRO stage 2: gradients and optimizer state partitioned over "
-                             "the ranks, all on the GPUs"),
-    PolicyRecord(name="zero-offload", display="ZeRO-Offload", engine="ranks",
-                 plan_depends_on_host=False, engine_mode=_mode(2, "cpu", "none"),
-                 options=Options, aliases=("zero2-offload",), paper=_PAPER, order=201,
-                 colour="#c49c94",
-                 description="ZeRO-2 with the optimizer state and step on the CPU (CPU Adam)"),
-    PolicyRecord(name="zero3-offload", display="ZeRO-3 Offload", engine="ranks",
-                 plan_depends_on_host=False, engine_mode=_mode(3, "cpu", "cpu"),
-                 options=Options, paper=_PAPER, order=202, colour="#7f7f7f",
-                 description="ZeRO-3 with the parameters and the optimizer on the CPU"),
-    PolicyRecord(name="zero-infinity", display="ZeRO-Infinity", engine="ranks",
-                 plan_depends_on_host=False, engine_mode=_mode(3, "nvme", "nvme"),
-                 options=Options, aliases=("zero3-nvme",), paper=_PAPER, order=203,
-                 colour="#bcbd22",
-                 description="ZeRO-3 with the parameters and the optimizer state on NVMe "
-                             "(DeepSpeed's aio swapper)"),
+    PolicyRecord(
+        name="zero2",
+        display="ZeRO-2",
+        engine="ranks",
+        plan_depends_on_host=False,
+        engine_mode=_mode(2, "none", "none"),
+        options=Options,
+        aliases=("zero-2",),
+        paper=_PAPER,
+        order=200,
+        colour="#8c564b",
+        description="ZeRO stage 2: gradients and optimizer state partitioned over the ranks, all on the GPUs",
+    ),
+    PolicyRecord(
+        name="zero-offload",
+        display="ZeRO-Offload",
+        engine="ranks",
+        plan_depends_on_host=False,
+        engine_mode=_mode(2, "cpu", "none"),
+        options=Options,
+        aliases=("zero2-offload",),
+        paper=_PAPER,
+        order=201,
+        colour="#c49c94",
+        description="ZeRO-2 with the optimizer state and step on the CPU (CPU Adam)",
+    ),
+    PolicyRecord(
+        name="zero3-offload",
+        display="ZeRO-3 Offload",
+        engine="ranks",
+        plan_depends_on_host=False,
+        engine_mode=_mode(3, "cpu", "cpu"),
+        options=Options,
+        paper=_PAPER,
+        order=202,
+        colour="#7f7f7f",
+        description="ZeRO-3 with the parameters and the optimizer on the CPU",
+    ),
+    PolicyRecord(
+        name="zero-infinity",
+        display="ZeRO-Infinity",
+        engine="ranks",
+        plan_depends_on_host=False,
+        engine_mode=_mode(3, "nvme", "nvme"),
+        options=Options,
+        aliases=("zero3-nvme",),
+        paper=_PAPER,
+        order=203,
+        colour="#bcbd22",
+        description="ZeRO-3 with the parameters and the optimizer state on NVMe (DeepSpeed's aio swapper)",
+    ),
 )

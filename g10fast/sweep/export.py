@@ -28,27 +28,76 @@ from ..errors import InputError
 
 __all__ = ["EXPORT_COLUMNS", "export_rows", "export_points"]
 
-_PARAMS = ("model", "batch_size", "policy", "host_mem_gb", "ssd_gbps", "pcie_gbps",
-           "kernel_time_std_dev", "ran_seed", "kernel_speedup", "group")
+_PARAMS = (
+    "model",
+    "batch_size",
+    "policy",
+    "host_mem_gb",
+    "ssd_gbps",
+    "pcie_gbps",
+    "kernel_time_std_dev",
+    "ran_seed",
+    "kernel_speedup",
+    "group",
+)
 _ITER = ("exe_time_cycles", "ideal_exe_time_cycles")
-_ITER2 = ("slowdown", "stall_cycles", "overlap_cycles", "compute_cycles", "cpu_pf", "ssd_pf",
-          "unalloc_pf", "in_transfer")
+_ITER2 = (
+    "slowdown",
+    "stall_cycles",
+    "overlap_cycles",
+    "compute_cycles",
+    "cpu_pf",
+    "ssd_pf",
+    "unalloc_pf",
+    "in_transfer",
+)
 _PAGES = ("cpu_to_gpu", "ssd_to_gpu", "gpu_to_cpu", "gpu_to_ssd")
 #: the provable bound and the gap split (docs/bounds.md): bound − ideal is what the hardware
 #: forces, time − bound what the policy adds; empty for points stored before the bound
 _BOUND = ("bound_time_cycles", "bound_forced_cycles", "bound_gap_cycles")
-EXPORT_COLUMNS = (("hash", "label") + _PARAMS + ("status", "error_type", "error") + _ITER
-                  + ("exe_time_s", "ideal_time_s") + _ITER2
-                  + tuple(f"pages_{k}" for k in _PAGES)
-                  + ("derived_from", "wall_seconds", "cpu_seconds") + _BOUND
-                  + ("bound_time_s",))
+EXPORT_COLUMNS = (
+    ("hash", "label")
+    + _PARAMS
+    + ("status", "error_type", "error")
+    + _ITER
+    + ("exe_time_s", "ideal_time_s")
+    + _ITER2
+    + tuple(f"pages_{k}" for k in _PAGES)
+    + ("derived_from", "wall_seconds", "cpu_seconds")
+    + _BOUND
+    + ("bound_time_s",)
+)
 #: column types for Parquet (the rest are strings)
-_INT = {"batch_size", "ran_seed", "exe_time_cycles", "ideal_exe_time_cycles", "stall_cycles",
-        "overlap_cycles", "compute_cycles", "cpu_pf", "ssd_pf", "unalloc_pf", "in_transfer"} | \
-    {f"pages_{k}" for k in _PAGES} | set(_BOUND)
-_FLOAT = {"host_mem_gb", "ssd_gbps", "pcie_gbps", "kernel_time_std_dev", "kernel_speedup",
-          "exe_time_s", "ideal_time_s", "slowdown", "wall_seconds", "cpu_seconds",
-          "bound_time_s"}
+_INT = (
+    {
+        "batch_size",
+        "ran_seed",
+        "exe_time_cycles",
+        "ideal_exe_time_cycles",
+        "stall_cycles",
+        "overlap_cycles",
+        "compute_cycles",
+        "cpu_pf",
+        "ssd_pf",
+        "unalloc_pf",
+        "in_transfer",
+    }
+    | {f"pages_{k}" for k in _PAGES}
+    | set(_BOUND)
+)
+_FLOAT = {
+    "host_mem_gb",
+    "ssd_gbps",
+    "pcie_gbps",
+    "kernel_time_std_dev",
+    "kernel_speedup",
+    "exe_time_s",
+    "ideal_time_s",
+    "slowdown",
+    "wall_seconds",
+    "cpu_seconds",
+    "bound_time_s",
+}
 
 
 def _num(v):
@@ -85,8 +134,7 @@ def export_rows(store) -> tuple[list[dict], int]:
                 row[f"pages_{k}"] = (it.get("pages") or {}).get(k)
             ghz = p.config.get("GPU_frequency_GHz")
             if isinstance(ghz, (int, float)) and ghz > 0:
-                for k, out in (("exe_time_cycles", "exe_time_s"),
-                               ("ideal_exe_time_cycles", "ideal_time_s")):
+                for k, out in (("exe_time_cycles", "exe_time_s"), ("ideal_exe_time_cycles", "ideal_time_s")):
                     if isinstance(row[k], (int, float)):
                         row[out] = row[k] / (ghz * 1e9)
         rows.append(row)
@@ -109,8 +157,11 @@ def export_points(store_path, out) -> dict:
             import pyarrow as pa
             import pyarrow.parquet as pq
         except ImportError:
-            raise InputError("writing Parquet needs pyarrow, which is not installed (pip install "
-                             "'g10fast[parquet]'); or write .csv", param="--out") from None
+            raise InputError(
+                "writing Parquet needs pyarrow, which is not installed (pip install "
+                "'g10fast[parquet]'); or write .csv",
+                param="--out",
+            ) from None
     store = ResultStore(store_path, create=False)
     try:
         rows, n_damaged = export_rows(store)

@@ -23,8 +23,16 @@ from pathlib import Path
 from ..config import GEN_DEFAULTS, G10Config, config_hash, genconfig, resolve_model
 from ..errors import InputError, read_toml
 
-__all__ = ["AXES", "Point", "ResolvedPoint", "expand_matrix", "expand_matrix_dict",
-           "resolve_points", "matrix_dir", "named_matrix"]
+__all__ = [
+    "AXES",
+    "Point",
+    "ResolvedPoint",
+    "expand_matrix",
+    "expand_matrix_dict",
+    "resolve_points",
+    "matrix_dir",
+    "named_matrix",
+]
 
 #: Axis name -> (kind, default). Order = enumeration order (the first varies slowest).
 AXES: dict[str, tuple[str, object]] = {
@@ -45,14 +53,14 @@ _TOP_KEYS = {"name", "description", "group"}
 class Point:
     """One experiment point, before resolution against an artifact folder."""
 
-    model: str                 # genconfigs key: BERT, VIT, Inceptionv3, ResNet152, SENet154
+    model: str  # genconfigs key: BERT, VIT, Inceptionv3, ResNet152, SENet154
     batch: int
-    policy: str                # artifact policy name, or "ideal"
+    policy: str  # artifact policy name, or "ideal"
     host_mem_gb: float = GEN_DEFAULTS["host_mem_gb"]
     ssd_gbps: float = GEN_DEFAULTS["ssd_gbps"]
     pcie_gbps: float = GEN_DEFAULTS["pcie_gbps"]
     kernel_time_std_dev: float = GEN_DEFAULTS["kernel_time_std_dev"]
-    ran_seed: int | None = None     # None: the artifact's per-model seed (genconfig)
+    ran_seed: int | None = None  # None: the artifact's per-model seed (genconfig)
     kernel_speedup: float = GEN_DEFAULTS["kernel_speedup"]
     group: str = ""
 
@@ -61,11 +69,19 @@ class Point:
         pol = "lru" if self.policy == "ideal" else self.policy
         host = self.host_mem_gb
         if pol == "G10GDSSSD" and host == GEN_DEFAULTS["host_mem_gb"]:
-            host = None   # genconfig forces 0 GiB itself
-        cfg = genconfig(artifact_dir, self.model, self.batch, pol, host_mem_gb=host,
-                        ssd_gbps=self.ssd_gbps, pcie_gbps=self.pcie_gbps,
-                        kernel_time_std_dev=self.kernel_time_std_dev, ran_seed=self.ran_seed,
-                        kernel_speedup=self.kernel_speedup)
+            host = None  # genconfig forces 0 GiB itself
+        cfg = genconfig(
+            artifact_dir,
+            self.model,
+            self.batch,
+            pol,
+            host_mem_gb=host,
+            ssd_gbps=self.ssd_gbps,
+            pcie_gbps=self.pcie_gbps,
+            kernel_time_std_dev=self.kernel_time_std_dev,
+            ran_seed=self.ran_seed,
+            kernel_speedup=self.kernel_speedup,
+        )
         if self.policy == "ideal":
             folder = cfg.output_folder
             head, tail = os.path.split(folder)
@@ -77,15 +93,16 @@ class Point:
 @dataclass(frozen=True)
 class ResolvedPoint:
     point: Point
-    config: G10Config | None    # None: a policy the artifact's format cannot say (see spec)
+    config: G10Config | None  # None: a policy the artifact's format cannot say (see spec)
     hash: str
-    label: str      # <config folder>/<output folder name>, e.g. BERT/256-lru-ssd6_4-pcie32
-    spec: object = None         # the RunSpec of a point without a G10 config
+    label: str  # <config folder>/<output folder name>, e.g. BERT/256-lru-ssd6_4-pcie32
+    spec: object = None  # the RunSpec of a point without a G10 config
 
 
 def matrix_dir() -> Path:
     """data/matrices (g10fast.datadir.data_dir)."""
     from g10fast.datadir import data_dir
+
     return data_dir() / "matrices"
 
 
@@ -98,8 +115,11 @@ def named_matrix(name_or_path) -> Path:
     if cand.is_file() and len(p.parts) == 1:
         return cand
     known = sorted(x.stem for x in matrix_dir().glob("*.toml"))
-    raise InputError(f"no matrix file {str(name_or_path)!r} (not a file, and not one of the "
-                     f"bundled matrices: {', '.join(known)})", path=str(name_or_path))
+    raise InputError(
+        f"no matrix file {str(name_or_path)!r} (not a file, and not one of the "
+        f"bundled matrices: {', '.join(known)})",
+        path=str(name_or_path),
+    )
 
 
 def expand_matrix(path) -> list[Point]:
@@ -111,13 +131,16 @@ def expand_matrix(path) -> list[Point]:
 
 def expand_matrix_dict(data: dict, source: str | None = None) -> list[Point]:
     """Expand an already parsed matrix (the TOML document as a dict)."""
+
     def fail(msg, param=None):
         raise InputError(msg, path=source, param=param)
 
     bad = set(data) - _TOP_KEYS
     if bad:
-        fail(f"unknown top-level key {sorted(bad)[0]!r} (allowed: {', '.join(sorted(_TOP_KEYS))})",
-             param=sorted(bad)[0])
+        fail(
+            f"unknown top-level key {sorted(bad)[0]!r} (allowed: {', '.join(sorted(_TOP_KEYS))})",
+            param=sorted(bad)[0],
+        )
     groups = data.get("group")
     if not isinstance(groups, list) or not groups or not all(isinstance(g, dict) for g in groups):
         fail("a matrix needs at least one [[group]] table", param="group")
@@ -127,8 +150,7 @@ def expand_matrix_dict(data: dict, source: str | None = None) -> list[Point]:
         try:
             out.extend(_expand_group(g, gname))
         except InputError as exc:
-            raise InputError(f"[[group]] {gname!r}: {exc}", path=source,
-                             param=exc.param) from None
+            raise InputError(f"[[group]] {gname!r}: {exc}", path=source, param=exc.param) from None
     return out
 
 
@@ -137,11 +159,13 @@ def _scalar(axis: str, kind: str, v):
         if not isinstance(v, str):
             raise InputError(f"expected a policy name, got {v!r}", param=axis)
         from g10fast import policies
+
         return policies.get(v, param=axis).name
     if kind in ("int", "seed"):
         if isinstance(v, bool) or not isinstance(v, int) or v < (1 if kind == "int" else 0):
-            raise InputError(f"expected a {'positive ' if kind == 'int' else ''}integer, got {v!r}",
-                             param=axis)
+            raise InputError(
+                f"expected a {'positive ' if kind == 'int' else ''}integer, got {v!r}", param=axis
+            )
         return int(v)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
         raise InputError(f"expected a non-negative number, got {v!r}", param=axis)
@@ -160,9 +184,11 @@ def _values(axis: str, spec, model_key: str, models: dict) -> list:
             try:
                 by_model[resolve_model(k).key] = v
             except InputError:
-                raise InputError(f"table key {k!r} is not a model (known: "
-                                 f"{', '.join(m.key for m in models.values())}, or 'default')",
-                                 param=axis) from None
+                raise InputError(
+                    f"table key {k!r} is not a model (known: "
+                    f"{', '.join(m.key for m in models.values())}, or 'default')",
+                    param=axis,
+                ) from None
         if model_key in by_model:
             spec = by_model[model_key]
         elif "default" in by_model:
@@ -170,8 +196,9 @@ def _values(axis: str, spec, model_key: str, models: dict) -> list:
         elif default is not None or kind == "seed":
             return [default]
         else:
-            raise InputError(f"no value for model {model_key} (add it to the table or give "
-                             "'default')", param=axis)
+            raise InputError(
+                f"no value for model {model_key} (add it to the table or give 'default')", param=axis
+            )
     vals = spec if isinstance(spec, list) else [spec]
     if not vals:
         raise InputError("an axis needs at least one value", param=axis)
@@ -184,8 +211,10 @@ def _expand_group(g: dict, gname: str) -> list[Point]:
     bad = set(g) - _GROUP_KEYS
     if bad:
         k = sorted(bad)[0]
-        raise InputError(f"unknown axis {k!r} (allowed: {', '.join(['models'] + list(AXES))}, "
-                         "zip, name, description)", param=k)
+        raise InputError(
+            f"unknown axis {k!r} (allowed: {', '.join(['models'] + list(AXES))}, zip, name, description)",
+            param=k,
+        )
     for need in ("models", "batch", "policies"):
         if need not in g:
             raise InputError(f"missing axis {need!r}", param=need)
@@ -217,8 +246,11 @@ def _expand_group(g: dict, gname: str) -> list[Point]:
         for z in zips:
             lens = {a: len(vals[a]) for a in z}
             if len(set(lens.values())) != 1:
-                raise InputError(f"zipped axes have different lengths for {mkey}: "
-                                 + ", ".join(f"{a}={n}" for a, n in lens.items()), param="zip")
+                raise InputError(
+                    f"zipped axes have different lengths for {mkey}: "
+                    + ", ".join(f"{a}={n}" for a, n in lens.items()),
+                    param="zip",
+                )
             factors.append((tuple(z), list(zip(*(vals[a] for a in z)))))
         for a in AXES:
             if a not in zipped:
@@ -230,12 +262,20 @@ def _expand_group(g: dict, gname: str) -> list[Point]:
             kv = {}
             for (names, _), values in zip(factors, combo):
                 kv.update(zip(names, values))
-            out.append(Point(model=mkey, batch=kv["batch"], policy=kv["policies"],
-                             host_mem_gb=kv["host_mem_gb"], ssd_gbps=kv["ssd_gbps"],
-                             pcie_gbps=kv["pcie_gbps"],
-                             kernel_time_std_dev=kv["kernel_time_std_dev"],
-                             ran_seed=kv["ran_seed"], kernel_speedup=kv["kernel_speedup"],
-                             group=gname))
+            out.append(
+                Point(
+                    model=mkey,
+                    batch=kv["batch"],
+                    policy=kv["policies"],
+                    host_mem_gb=kv["host_mem_gb"],
+                    ssd_gbps=kv["ssd_gbps"],
+                    pcie_gbps=kv["pcie_gbps"],
+                    kernel_time_std_dev=kv["kernel_time_std_dev"],
+                    ran_seed=kv["ran_seed"],
+                    kernel_speedup=kv["kernel_speedup"],
+                    group=gname,
+                )
+            )
     return out
 
 
@@ -245,19 +285,19 @@ def resolve_points(points, artifact_dir) -> list[ResolvedPoint]:
     out = []
     from g10fast import policies
     from g10fast.spec import from_g10_config
+
     for pt in points:
         rec = policies.get(pt.policy)
         spec = None
         try:
             if rec.artifact is not None:
                 cfg = pt.config(artifact_dir)
-            else:   # the workload and system of the point, under the registry's policy
+            else:  # the workload and system of the point, under the registry's policy
                 base = dataclasses.replace(pt, policy="lru").config(artifact_dir)
                 spec = from_g10_config(base, policy=rec.name)
                 cfg = None
         except InputError as exc:
-            raise InputError(f"point {pt.model}/{pt.batch}/{pt.policy} (group {pt.group!r}): "
-                             f"{exc}") from None
+            raise InputError(f"point {pt.model}/{pt.batch}/{pt.policy} (group {pt.group!r}): {exc}") from None
         h = config_hash(cfg) if cfg is not None else spec.hash()
         if h in seen:
             continue

@@ -45,9 +45,19 @@ import time
 
 import numpy as np
 
-__all__ = ["DERIVATION", "host_group", "host_line_pages", "plan_digest", "source_from_record",
-           "source_from_stored", "derive_result", "derive_locally", "derived_record",
-           "ReuseScheduler", "plan_depends_on_host"]
+__all__ = [
+    "DERIVATION",
+    "host_group",
+    "host_line_pages",
+    "plan_digest",
+    "source_from_record",
+    "source_from_stored",
+    "derive_result",
+    "derive_locally",
+    "derived_record",
+    "ReuseScheduler",
+    "plan_depends_on_host",
+]
 
 DERIVATION = "host_line_above_peak"
 
@@ -56,6 +66,7 @@ def plan_depends_on_host(policy: str) -> bool:
     """Whether the policy's plan reads the host memory size (its registry record says): then
     the plan of the derived point is made and compared with the source's."""
     from .. import policies
+
     return policies.get(policy).plan_depends_on_host
 
 
@@ -71,6 +82,7 @@ def _reuse_module(policy: str):
     """The module of the policy's engine that derives points at other host sizes (its
     record's `host_reuse`: `system(cfg)`, `plan_parts(plan, reported)`), or None."""
     from .. import policies
+
     return policies.engine(policies.get(policy).engine).host_reuse_module()
 
 
@@ -78,6 +90,7 @@ def _host_reuse(policy: str) -> bool:
     """Whether the policy's engine gives points at other host sizes (its record's
     `host_reuse`)."""
     from .. import policies
+
     return bool(policies.engine(policies.get(policy).engine).host_reuse)
 
 
@@ -85,6 +98,7 @@ def _engine_reuses(name) -> bool:
     """Whether a result's engine (by name; anything else: no) gives points at other host
     sizes."""
     from ..engine.registry import engines
+
     return any(e.name == name and e.host_reuse for e in engines())
 
 
@@ -95,12 +109,13 @@ def host_group(config: dict):
 
     try:
         policy, _ = _policy_and_cfg(config)
-    except Exception:       # an invalid config: the worker reports it
+    except Exception:  # an invalid config: the worker reports it
         return None
     if not _host_reuse(policy):
         return None
-    return tuple(sorted((k, repr(v)) for k, v in config.items()
-                        if k not in OUTPUT_KEYS and k != "CPU_memory_line_GB"))
+    return tuple(
+        sorted((k, repr(v)) for k, v in config.items() if k not in OUTPUT_KEYS and k != "CPU_memory_line_GB")
+    )
 
 
 def host_line_pages(config: dict) -> int | None:
@@ -133,7 +148,7 @@ def _peak_and_line(result) -> tuple[int, int] | None:
         peak, line = int(peak), int(line)
     except (TypeError, ValueError):
         return None
-    if not 0 <= peak < line:     # the line came into play: the run is not line-independent
+    if not 0 <= peak < line:  # the line came into play: the run is not line-independent
         return None
     return peak, line
 
@@ -151,9 +166,15 @@ def source_from_record(rec: dict) -> dict | None:
     if pl is None:
         return None
     arrays = {k: v for k, v in (rec.get("arrays") or {}).items() if _keep_array(k)}
-    return {"hash": rec.get("derived_from") or rec["hash"], "peak": pl[0], "host_line": pl[1],
-            "result": rec["result"], "arrays": arrays, "plan_digest": rec.get("plan_digest"),
-            "cpu_seconds": float(rec.get("source_cpu_seconds") or rec.get("cpu_seconds") or 0.0)}
+    return {
+        "hash": rec.get("derived_from") or rec["hash"],
+        "peak": pl[0],
+        "host_line": pl[1],
+        "result": rec["result"],
+        "arrays": arrays,
+        "plan_digest": rec.get("plan_digest"),
+        "cpu_seconds": float(rec.get("source_cpu_seconds") or rec.get("cpu_seconds") or 0.0),
+    }
 
 
 def source_from_stored(p) -> dict | None:
@@ -164,10 +185,16 @@ def source_from_stored(p) -> dict | None:
     if pl is None:
         return None
     a = p.attrs
-    return {"hash": a.get("derived_from") or p.hash, "peak": pl[0], "host_line": pl[1],
-            "result": p.result, "arrays": None, "stored_hash": p.hash,
-            "plan_digest": a.get("plan_hints_sha256") or None,
-            "cpu_seconds": float(a.get("source_cpu_seconds") or a.get("cpu_seconds") or 0.0)}
+    return {
+        "hash": a.get("derived_from") or p.hash,
+        "peak": pl[0],
+        "host_line": pl[1],
+        "result": p.result,
+        "arrays": None,
+        "stored_hash": p.hash,
+        "plan_digest": a.get("plan_hints_sha256") or None,
+        "cpu_seconds": float(a.get("source_cpu_seconds") or a.get("cpu_seconds") or 0.0),
+    }
 
 
 def _peak_rss() -> int:
@@ -188,9 +215,9 @@ def derive_result(config: dict, source: dict, plan=None, *, t0: float | None = N
         return None, f"policy {policy} is not reused"
     sys2 = eng.system(cfg)
     sys1 = dict(src.get("system") or {})
-    if (sorted(sys1) != sorted(sys2)
-            or to_jsonable({k: v for k, v in sys1.items() if k != "host_line"})
-            != to_jsonable({k: v for k, v in sys2.items() if k != "host_line"})):
+    if sorted(sys1) != sorted(sys2) or to_jsonable(
+        {k: v for k, v in sys1.items() if k != "host_line"}
+    ) != to_jsonable({k: v for k, v in sys2.items() if k != "host_line"}):
         return None, "system parameters other than the host line differ"
     if not int(source["peak"]) < int(sys2["host_line"]):
         return None, "host line at or below the source's peak"
@@ -235,19 +262,19 @@ class ReuseScheduler:
         self.reuse = bool(reuse)
         self.order = list(tasks)
         self.local: list = []
-        self._analysis = {}          # workload key -> still to compute
+        self._analysis = {}  # workload key -> still to compute
         for t in self.order:
             if t.get("analyze"):
                 self._analysis[t["analyze"]] = True
             t["workload_key"] = t.get("workload_key") or t.get("analyze") or _workload_key_of(t)
             t["analyze"] = None
-        self.group: dict = {}        # task hash -> host group key
-        self.line: dict = {}         # task hash -> host line (pages)
+        self.group: dict = {}  # task hash -> host group key
+        self.line: dict = {}  # task hash -> host line (pages)
         self.policy: dict = {}
-        self.held: set = set()       # hashes waiting for their group's first run
-        self.first_of: dict = {}     # group -> hash of the run the held ones wait for
-        self.sources: dict = {}      # group -> [source dicts]
-        self.n_pending: dict = {}    # group -> tasks not yet handed out
+        self.held: set = set()  # hashes waiting for their group's first run
+        self.first_of: dict = {}  # group -> hash of the run the held ones wait for
+        self.sources: dict = {}  # group -> [source dicts]
+        self.n_pending: dict = {}  # group -> tasks not yet handed out
         self.reused = 0
         self.saved_cpu_seconds = 0.0
         self._store = store
@@ -345,8 +372,9 @@ class ReuseScheduler:
             return
         if rec.get("derived_from"):
             self.reused += 1
-            self.saved_cpu_seconds += max(0.0, float(rec.get("source_cpu_seconds") or 0.0)
-                                          - float(rec.get("cpu_seconds") or 0.0))
+            self.saved_cpu_seconds += max(
+                0.0, float(rec.get("source_cpu_seconds") or 0.0) - float(rec.get("cpu_seconds") or 0.0)
+            )
         else:
             src = source_from_record(rec)
             if src is not None:
@@ -371,18 +399,19 @@ class ReuseScheduler:
             if self.group.get(h) != g or t.get("derive") or t.get("no_reuse"):
                 keep.append(t)
                 continue
-            src = min((s for s in srcs if s["peak"] < self.line[h]), default=None,
-                      key=lambda s: s["peak"])
+            src = min((s for s in srcs if s["peak"] < self.line[h]), default=None, key=lambda s: s["peak"])
             if src is None:
                 keep.append(t)
                 continue
             if src.get("arrays") is None:
-                src["arrays"] = {k: v for k, v in self._store.arrays(src["stored_hash"]).items()
-                                 if _keep_array(k)}
+                src["arrays"] = {
+                    k: v for k, v in self._store.arrays(src["stored_hash"]).items() if _keep_array(k)
+                }
             t["derive"] = src
             self.held.discard(h)
-            needs_worker = (plan_depends_on_host(self.policy[h])
-                            or self._analysis.get(t.get("workload_key"), False))
+            needs_worker = plan_depends_on_host(self.policy[h]) or self._analysis.get(
+                t.get("workload_key"), False
+            )
             if needs_worker:
                 keep.append(t)
             else:
@@ -412,11 +441,24 @@ def derive_locally(task: dict) -> dict | None:
 
 
 def derived_record(task, src, result, arrays, t0, c0, version) -> dict:
-    return {"hash": task["hash"], "label": task.get("label", ""), "point": task.get("point", {}),
-            "config": task["config"], "status": "ok", "error": "", "error_type": "",
-            "result": result, "arrays": arrays, "analysis": None, "g10fast_version": version,
-            "worker_pid": os.getpid(), "derived_from": src["hash"], "derivation": DERIVATION,
-            "plan_digest": src.get("plan_digest"),
-            "source_cpu_seconds": float(src.get("cpu_seconds") or 0.0),
-            "wall_seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0,
-            "worker_peak_rss_bytes": _peak_rss()}
+    return {
+        "hash": task["hash"],
+        "label": task.get("label", ""),
+        "point": task.get("point", {}),
+        "config": task["config"],
+        "status": "ok",
+        "error": "",
+        "error_type": "",
+        "result": result,
+        "arrays": arrays,
+        "analysis": None,
+        "g10fast_version": version,
+        "worker_pid": os.getpid(),
+        "derived_from": src["hash"],
+        "derivation": DERIVATION,
+        "plan_digest": src.get("plan_digest"),
+        "source_cpu_seconds": float(src.get("cpu_seconds") or 0.0),
+        "wall_seconds": time.perf_counter() - t0,
+        "cpu_seconds": time.process_time() - c0,
+        "worker_peak_rss_bytes": _peak_rss(),
+    }

@@ -38,28 +38,30 @@ _MAX_POOL_CRASHES = 2
 
 @dataclass
 class SweepSummary:
-    total: int = 0            # points in the matrix
-    skipped: int = 0          # already in the store
-    ran: int = 0              # run in this session
+    total: int = 0  # points in the matrix
+    skipped: int = 0  # already in the store
+    ran: int = 0  # run in this session
     ok: int = 0
-    failed: int = 0           # the simulator reported a failed run (status failed)
-    errors: int = 0           # exceptions (status error)
+    failed: int = 0  # the simulator reported a failed run (status failed)
+    errors: int = 0  # exceptions (status error)
     wall_seconds: float = 0.0
-    point_seconds: list = field(default_factory=list)   # wall time of each point run
+    point_seconds: list = field(default_factory=list)  # wall time of each point run
     peak_worker_rss_bytes: int = 0
     error_labels: list = field(default_factory=list)
     interrupted: bool = False
-    reused: int = 0           # of `ran`: derived from a run at another host line (reuse.py)
-    reuse_saved_cpu_seconds: float = 0.0   # CPU of the reused runs less that of the derivations
-    elsewhere: int = 0        # left to another sweep on the same store (it holds them)
-    damaged: int = 0          # stored points whose checksum failed: run again
-    repaired: int = 0         # damaged rows put right without a run (a changed key, a
-                              # damaged workload analysis computed again), or dropped
+    reused: int = 0  # of `ran`: derived from a run at another host line (reuse.py)
+    reuse_saved_cpu_seconds: float = 0.0  # CPU of the reused runs less that of the derivations
+    elsewhere: int = 0  # left to another sweep on the same store (it holds them)
+    damaged: int = 0  # stored points whose checksum failed: run again
+    repaired: int = 0  # damaged rows put right without a run (a changed key, a
+    # damaged workload analysis computed again), or dropped
 
     def text(self) -> str:
-        s = (f"{self.total} points: {self.skipped} already stored, {self.ran} run "
-             f"({self.ok} ok, {self.failed} failed runs, {self.errors} errors) in "
-             f"{_fmt_dur(self.wall_seconds)}")
+        s = (
+            f"{self.total} points: {self.skipped} already stored, {self.ran} run "
+            f"({self.ok} ok, {self.failed} failed runs, {self.errors} errors) in "
+            f"{_fmt_dur(self.wall_seconds)}"
+        )
         if self.damaged:
             s += f"; {self.damaged} damaged stored points run again"
         if self.repaired:
@@ -67,8 +69,10 @@ class SweepSummary:
         if self.elsewhere:
             s += f"; {self.elsewhere} left to another sweep running on the same store"
         if self.reused:
-            s += (f"; {self.reused} of them reused a run at another host memory size "
-                  f"(about {_fmt_dur(self.reuse_saved_cpu_seconds)} of CPU saved)")
+            s += (
+                f"; {self.reused} of them reused a run at another host memory size "
+                f"(about {_fmt_dur(self.reuse_saved_cpu_seconds)} of CPU saved)"
+            )
         if self.interrupted:
             s += " (interrupted)"
         return s
@@ -93,8 +97,7 @@ def _group_key(rp) -> str:
 # 0.1-0.3 s, which simulates tensors, not pages).
 #: Peak bytes per sample of the bundled models (the workloads' `total` maximum / batch size,
 #: from the stored workload analyses), for sweeps whose store has no analysis yet.
-BYTES_PER_SAMPLE = {"BERT": 2.0e8, "VIT": 4.8e7, "Inceptionv3": 9.4e7, "ResNet152": 2.3e8,
-                    "SENet154": 2.3e8}
+BYTES_PER_SAMPLE = {"BERT": 2.0e8, "VIT": 4.8e7, "Inceptionv3": 9.4e7, "ResNet152": 2.3e8, "SENet154": 2.3e8}
 #: Points whose workload fits in GPU memory move no pages: a fraction of the cost.
 FIT_COST = 0.2
 
@@ -107,15 +110,18 @@ def estimate_cost(rp, peak_bytes: float | None = None) -> float:
     if peak_bytes is None:
         per = BYTES_PER_SAMPLE.get(pt.model, float(np.median(list(BYTES_PER_SAMPLE.values()))))
         peak_bytes = per * pt.batch
-    gpu = (float(rp.config.GPU_memory_size_GB) if rp.config is not None
-           else float(rp.spec.system.gpu_memory_gb)) * 2**30
+    gpu = (
+        float(rp.config.GPU_memory_size_GB) if rp.config is not None else float(rp.spec.system.gpu_memory_gb)
+    ) * 2**30
     from g10fast import policies
+
     cost = peak_bytes / 4096 * policies.get(pt.policy).sweep_cost
     return cost if peak_bytes > gpu else cost * FIT_COST
 
 
-def plan_sweep(resolved, store: ResultStore, retry_errors: bool = True,
-               damaged: list | None = None) -> tuple[list, int]:
+def plan_sweep(
+    resolved, store: ResultStore, retry_errors: bool = True, damaged: list | None = None
+) -> tuple[list, int]:
     """(tasks to run, number skipped), longest first: the (model, batch) groups by their
     estimated total cost, descending, and within a group the points by estimated cost,
     descending (`estimate_cost`), so that the long points do not come last and leave one
@@ -128,7 +134,7 @@ def plan_sweep(resolved, store: ResultStore, retry_errors: bool = True,
     keep = ("ok", "failed") if retry_errors else ("ok", "failed", "error")
     todo = [rp for rp in resolved if have.get(rp.hash) not in keep]
     skipped = len(resolved) - len(todo)
-    analysed = store.workload_keys(intact=True)     # a damaged analysis is computed again
+    analysed = store.workload_keys(intact=True)  # a damaged analysis is computed again
     peaks = {}
     for key in {_group_key(rp) for rp in todo} & analysed:
         an = store.workload(key)
@@ -141,8 +147,7 @@ def plan_sweep(resolved, store: ResultStore, retry_errors: bool = True,
     first_seen = {}
     for rp in todo:
         first_seen.setdefault(_group_key(rp), len(first_seen))
-    todo.sort(key=lambda rp: (-group_cost[_group_key(rp)], first_seen[_group_key(rp)],
-                              -cost[rp.hash]))
+    todo.sort(key=lambda rp: (-group_cost[_group_key(rp)], first_seen[_group_key(rp)], -cost[rp.hash]))
     tasks = []
     for rp in todo:
         key = _group_key(rp)
@@ -154,9 +159,17 @@ def plan_sweep(resolved, store: ResultStore, retry_errors: bool = True,
     return tasks, skipped
 
 
-def run_sweep(resolved, store_path, *, workers: int | None = None, dask=None,
-              progress=None, retry_errors: bool = True,
-              max_points: int | None = None, reuse: bool = True) -> SweepSummary:
+def run_sweep(
+    resolved,
+    store_path,
+    *,
+    workers: int | None = None,
+    dask=None,
+    progress=None,
+    retry_errors: bool = True,
+    max_points: int | None = None,
+    reuse: bool = True,
+) -> SweepSummary:
     """Run every point of `resolved` (ResolvedPoints) not yet in the store at `store_path`.
 
     workers: worker processes (default: CPU count); 0 runs in this process (debugging).
@@ -171,12 +184,12 @@ def run_sweep(resolved, store_path, *, workers: int | None = None, dask=None,
     t0 = time.perf_counter()
     store = ResultStore(store_path)
     if store.read_only:
-        store.write_point({})       # the InputError that says why (a version-1 store)
+        store.write_point({})  # the InputError that says why (a version-1 store)
     bad: list = []
     repaired = repair_keys(store, resolved)
     tasks, skipped = plan_sweep(resolved, store, retry_errors, damaged=bad)
     if max_points is not None:
-        tasks = tasks[:max(0, int(max_points))]
+        tasks = tasks[: max(0, int(max_points))]
     summary = SweepSummary(total=len(resolved), skipped=skipped, repaired=repaired)
     summary.repaired += repair_workloads(store, resolved, tasks)
     summary.damaged = len(set(bad) & {rp.hash for rp in resolved})
@@ -188,8 +201,7 @@ def run_sweep(resolved, store_path, *, workers: int | None = None, dask=None,
     elif not hasattr(progress, "update"):
         progress = progress(len(tasks))
 
-    sched = _Claiming(ReuseScheduler(tasks, store if reuse else None, reuse=reuse), store,
-                      keep, summary)
+    sched = _Claiming(ReuseScheduler(tasks, store if reuse else None, reuse=reuse), store, keep, summary)
 
     def record(rec: dict) -> None:
         store.write_point(rec)
@@ -202,8 +214,9 @@ def run_sweep(resolved, store_path, *, workers: int | None = None, dask=None,
             summary.error_labels.append(rec.get("label", rec["hash"][:12]))
             log.warning("%s: %s", rec.get("label"), rec.get("error", "").splitlines()[0:1])
         summary.point_seconds.append(float(rec.get("wall_seconds") or 0.0))
-        summary.peak_worker_rss_bytes = max(summary.peak_worker_rss_bytes,
-                                            int(rec.get("worker_peak_rss_bytes") or 0))
+        summary.peak_worker_rss_bytes = max(
+            summary.peak_worker_rss_bytes, int(rec.get("worker_peak_rss_bytes") or 0)
+        )
         progress.update(rec.get("label", ""), st, float(rec.get("wall_seconds") or 0.0))
         sched.completed(rec)
         summary.reused = sched.reused
@@ -215,7 +228,7 @@ def run_sweep(resolved, store_path, *, workers: int | None = None, dask=None,
         while sched.local:
             for t in sched.take_local():
                 r = derive_locally(t)
-                if r is None:            # not exact after all: a worker simulates it
+                if r is None:  # not exact after all: a worker simulates it
                     t.pop("derive", None)
                     t["no_reuse"] = True
                     sched.requeue(t)
@@ -231,14 +244,15 @@ def run_sweep(resolved, store_path, *, workers: int | None = None, dask=None,
         elif workers == 0:
             while sched.pending():
                 t = sched.next()
-                if t is None:        # only held tasks left (cannot happen): run them
+                if t is None:  # only held tasks left (cannot happen): run them
                     sched.release_all()
                     continue
                 record(execute(t))
         else:
             n = workers or os.cpu_count() or 1
-            _run_pool(sched, min(n, sched.pending()), record,
-                      kernel_modules(t["point"]["policy"] for t in tasks))
+            _run_pool(
+                sched, min(n, sched.pending()), record, kernel_modules(t["point"]["policy"] for t in tasks)
+            )
     except KeyboardInterrupt:
         summary.interrupted = True
         raise
@@ -258,7 +272,7 @@ def repair_keys(store, resolved) -> int:
     it is dropped (the point is stored, or this sweep runs it). -> rows repaired."""
     from .store import point_checksum
 
-    if not hasattr(store, "damaged_rows"):          # a version-1 store: read-only
+    if not hasattr(store, "damaged_rows"):  # a version-1 store: read-only
         return 0
     bad = store.damaged_rows()
     if not bad:
@@ -271,7 +285,7 @@ def repair_keys(store, resolved) -> int:
     n = 0
     for rowid, stored, label, row in bad:
         if stored in by_hash:
-            continue                                 # its own key: the sweep runs it again
+            continue  # its own key: the sweep runs it again
         rest = row[1:6]
         cands = by_label.get(label) or list(by_hash)
         true = next((h for h in cands if point_checksum(h, *rest) == row[6]), None)
@@ -300,7 +314,7 @@ def repair_workloads(store, resolved, tasks) -> int:
     for key in sorted(damaged - covered):
         rp = next((rp for rp in resolved if _group_key(rp) == key), None)
         if rp is None:
-            continue                                 # not a workload of this matrix
+            continue  # not a workload of this matrix
         store.write_workload(analysis_of(task_for(rp, key)))
         n += 1
     return n
@@ -340,9 +354,18 @@ class _Claiming:
 
 
 def _crash_record(task: dict, msg: str) -> dict:
-    return {"hash": task["hash"], "label": task.get("label", ""), "point": task.get("point", {}),
-            "config": task["config"], "status": "error", "error": msg,
-            "error_type": "WorkerCrash", "result": None, "arrays": None, "analysis": None}
+    return {
+        "hash": task["hash"],
+        "label": task.get("label", ""),
+        "point": task.get("point", {}),
+        "config": task["config"],
+        "status": "error",
+        "error": msg,
+        "error_type": "WorkerCrash",
+        "result": None,
+        "arrays": None,
+        "analysis": None,
+    }
 
 
 #: the planner's module with cache=True Numba kernels (G10's), beside the engines' own
@@ -385,18 +408,20 @@ def numba_cache_warm(modules=None) -> bool:
             mod = importlib.import_module(name)
         except ImportError:
             return False
-        files = [getattr(getattr(v, "_cache", None), "_cache_file", None)
-                 for v in vars(mod).values()
-                 if getattr(getattr(v, "py_func", None), "__module__", None) == name]
+        files = [
+            getattr(getattr(v, "_cache", None), "_cache_file", None)
+            for v in vars(mod).values()
+            if getattr(getattr(v, "py_func", None), "__module__", None) == name
+        ]
         files = [f for f in files if f is not None and hasattr(f, "_load_index")]
         fresh = False
         for f in files:
             try:
                 index = f._load_index()
-            except Exception:             # an unreadable or foreign index: not warm
+            except Exception:  # an unreadable or foreign index: not warm
                 return False
             if not index and os.path.exists(f._index_path):
-                return False              # stale: its sources changed since
+                return False  # stale: its sources changed since
             fresh = fresh or any(key[1] == cpu for key in index)
         if not fresh:
             return False
@@ -419,8 +444,9 @@ def _run_pool(sched, n: int, record, modules=None) -> None:
     crashes: dict[str, int] = {}
     first = not numba_cache_warm(modules)
     while sched.pending():
-        ex = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_watch_parent,
-                                 initargs=(os.getpid(),))
+        ex = ProcessPoolExecutor(
+            max_workers=n, mp_context=ctx, initializer=_watch_parent, initargs=(os.getpid(),)
+        )
         running: dict = {}
         requeue: list = []
         try:
@@ -431,7 +457,7 @@ def _run_pool(sched, n: int, record, modules=None) -> None:
                     if t is None:
                         break
                     running[ex.submit(execute, t)] = t
-                if not running:          # only held tasks left (cannot happen): run them
+                if not running:  # only held tasks left (cannot happen): run them
                     sched.release_all()
                     continue
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -446,7 +472,7 @@ def _run_pool(sched, n: int, record, modules=None) -> None:
                     record(rec)
                 if requeue:
                     break
-        except BaseException:       # Ctrl-C, or the store cannot be written (a full disk)
+        except BaseException:  # Ctrl-C, or the store cannot be written (a full disk)
             _kill_workers(ex)
             # joined, not left to the interpreter's exit: the console script ends with
             # os._exit, and a pool still running then leaks its queues' semaphores
@@ -462,11 +488,14 @@ def _run_pool(sched, n: int, record, modules=None) -> None:
         for t in requeue + list(running.values()):
             crashes[t["hash"]] = crashes.get(t["hash"], 0) + 1
             if crashes[t["hash"]] >= _MAX_POOL_CRASHES:
-                record(_crash_record(t, "the worker process died while running this point "
-                                        "(killed, or out of memory)"))
+                record(
+                    _crash_record(
+                        t, "the worker process died while running this point (killed, or out of memory)"
+                    )
+                )
             else:
                 sched.requeue(t)
-        n = max(1, n // 2)   # fewer tasks in flight: isolate the culprit
+        n = max(1, n // 2)  # fewer tasks in flight: isolate the culprit
 
 
 def _watch_parent(parent_pid: int) -> None:
@@ -483,8 +512,8 @@ def _watch_parent(parent_pid: int) -> None:
             import signal
 
             libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)       # PR_SET_PDEATHSIG
-            if os.getppid() != parent_pid:                   # died before the call
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+            if os.getppid() != parent_pid:  # died before the call
                 os._exit(1)
         except (OSError, AttributeError):
             pass
@@ -511,8 +540,10 @@ def _run_dask(sched, dask, record) -> None:
     try:
         from distributed import Client, as_completed
     except ImportError:
-        raise InputError("--dask needs dask.distributed, which is not installed "
-                         "(pip install 'g10fast[dask]')", param="--dask") from None
+        raise InputError(
+            "--dask needs dask.distributed, which is not installed (pip install 'g10fast[dask]')",
+            param="--dask",
+        ) from None
     own = False
     if isinstance(dask, Client):
         client = dask
@@ -520,8 +551,9 @@ def _run_dask(sched, dask, record) -> None:
         try:
             client = Client(dask, timeout="30s")
         except (OSError, TimeoutError, ValueError) as exc:
-            raise InputError(f"cannot connect to the Dask scheduler at {dask!r}: {exc}",
-                             param="--dask") from None
+            raise InputError(
+                f"cannot connect to the Dask scheduler at {dask!r}: {exc}", param="--dask"
+            ) from None
         own = True
     try:
         futures: dict = {}
@@ -532,7 +564,7 @@ def _run_dask(sched, dask, record) -> None:
             futures[fut] = t
             ac.add(fut)
 
-        first = sched.next()          # alone: one worker fills the Numba cache
+        first = sched.next()  # alone: one worker fills the Numba cache
         if first is not None:
             submit(first)
             _collect_one(next(ac), futures, record)
@@ -540,7 +572,7 @@ def _run_dask(sched, dask, record) -> None:
             while (t := sched.next()) is not None:
                 submit(t)
             if not futures:
-                if sched.pending():   # only held tasks left (cannot happen): run them
+                if sched.pending():  # only held tasks left (cannot happen): run them
                     sched.release_all()
                     continue
                 break
@@ -554,7 +586,7 @@ def _collect_one(fut, futures: dict, record) -> None:
     t = futures.pop(fut)
     try:
         rec = fut.result()
-    except Exception as exc:   # KilledWorker, lost connection, ...
+    except Exception as exc:  # KilledWorker, lost connection, ...
         rec = _crash_record(t, f"Dask could not run this point: {type(exc).__name__}: {exc}")
     fut.release()
     record(rec)

@@ -42,8 +42,18 @@ from ..errors import InputError
 from ..trace import pid_alive as _pid_alive
 from .point import STORE_FORMAT, StoredPoint
 
-__all__ = ["STORE_FORMAT", "STORE_VERSION", "StoredPoint", "ResultStore", "to_jsonable",
-           "open_store", "point_checksum", "pack_arrays", "unpack_arrays", "TMP_PREFIX"]
+__all__ = [
+    "STORE_FORMAT",
+    "STORE_VERSION",
+    "StoredPoint",
+    "ResultStore",
+    "to_jsonable",
+    "open_store",
+    "point_checksum",
+    "pack_arrays",
+    "unpack_arrays",
+    "TMP_PREFIX",
+]
 
 STORE_VERSION = 2
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -55,8 +65,19 @@ CLAIM_LEASE = 6 * 3600.0
 BUSY_TIMEOUT_MS = 60_000
 #: temporary files of a store being created: `.<name>.<pid>.<random>.tmp` beside it
 TMP_PREFIX = "."
-_POINT_ATTRS = ("label", "model", "batch_size", "policy", "host_mem_gb", "ssd_gbps",
-                "pcie_gbps", "kernel_time_std_dev", "ran_seed", "kernel_speedup", "group")
+_POINT_ATTRS = (
+    "label",
+    "model",
+    "batch_size",
+    "policy",
+    "host_mem_gb",
+    "ssd_gbps",
+    "pcie_gbps",
+    "kernel_time_std_dev",
+    "ran_seed",
+    "kernel_speedup",
+    "group",
+)
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE points(hash TEXT PRIMARY KEY, status TEXT NOT NULL, attrs TEXT NOT NULL,
@@ -89,6 +110,7 @@ def to_jsonable(x):
 
 # -- encoding ---------------------------------------------------------------------------------
 
+
 def pack_arrays(arrays: dict | None) -> bytes | None:
     """Numeric arrays -> one blob: zlib(JSON header length (u32) + JSON header + raw bytes).
     Exact round trip of dtype, shape and values (`unpack_arrays`)."""
@@ -100,8 +122,15 @@ def pack_arrays(arrays: dict | None) -> bytes | None:
         if a.dtype.hasobject:
             raise TypeError(f"array {name!r} has dtype object and cannot be stored")
         raw = a.tobytes(order="C")
-        header.append({"name": str(name), "dtype": a.dtype.str, "shape": list(a.shape),
-                       "offset": off, "nbytes": len(raw)})
+        header.append(
+            {
+                "name": str(name),
+                "dtype": a.dtype.str,
+                "shape": list(a.shape),
+                "offset": off,
+                "nbytes": len(raw),
+            }
+        )
         raws.append(raw)
         off += len(raw)
     h = json.dumps(header).encode()
@@ -113,12 +142,16 @@ def unpack_arrays(blob) -> dict:
         return {}
     data = zlib.decompress(blob)
     (n,) = struct.unpack_from("<I", data)
-    header = json.loads(data[4:4 + n])
+    header = json.loads(data[4 : 4 + n])
     base = 4 + n
     out = {}
     for e in header:
-        a = np.frombuffer(data, dtype=np.dtype(e["dtype"]), count=int(np.prod(e["shape"],
-                          dtype=np.int64)), offset=base + e["offset"])
+        a = np.frombuffer(
+            data,
+            dtype=np.dtype(e["dtype"]),
+            count=int(np.prod(e["shape"], dtype=np.int64)),
+            offset=base + e["offset"],
+        )
         out[e["name"]] = a.reshape(e["shape"]).copy()
     return out
 
@@ -164,8 +197,7 @@ def file_kind(path: str) -> str:
         with open(path, "rb") as fh:
             head = fh.read(16)
     except OSError as exc:
-        raise InputError(f"cannot read the results store: {exc.strerror or exc}",
-                         path=path) from None
+        raise InputError(f"cannot read the results store: {exc.strerror or exc}", path=path) from None
     if not head:
         return "empty"
     if head == SQLITE_MAGIC:
@@ -187,7 +219,7 @@ def clean_temporaries(path: str) -> list[str]:
     for e in entries:
         if not (e.startswith(f".{name}.") and (e.endswith(".tmp") or ".tmp-" in e)):
             continue
-        parts = e[len(name) + 2:].split(".")
+        parts = e[len(name) + 2 :].split(".")
         try:
             pid = int(parts[0])
         except (ValueError, IndexError):
@@ -218,6 +250,7 @@ class ResultStore:
             p = os.fspath(path)
             if os.path.isfile(p) and file_kind(p) == "hdf5":
                 from .store_hdf5 import HDF5Store
+
                 return HDF5Store(p)
         return super().__new__(cls)
 
@@ -236,10 +269,12 @@ class ResultStore:
             self._create()
         kind = file_kind(self.path)
         if kind != "sqlite":
-            what = {"empty": "an empty file",
-                    "other": "neither an SQLite nor an HDF5 file"}.get(kind, kind)
-            raise InputError(f"cannot open the results store: not a g10fast results store "
-                             f"({what}); move it away or pass another --store", path=self.path)
+            what = {"empty": "an empty file", "other": "neither an SQLite nor an HDF5 file"}.get(kind, kind)
+            raise InputError(
+                f"cannot open the results store: not a g10fast results store "
+                f"({what}); move it away or pass another --store",
+                path=self.path,
+            )
         if create:
             clean_temporaries(self.path)
         self._check()
@@ -254,21 +289,27 @@ class ResultStore:
             con = sqlite3.connect(tmp, isolation_level=None)
             try:
                 con.executescript(_SCHEMA)
-                con.executemany("INSERT INTO meta VALUES (?, ?)",
-                                [("format", STORE_FORMAT), ("store_version", str(STORE_VERSION)),
-                                 ("created", time.strftime("%Y-%m-%dT%H:%M:%S"))])
+                con.executemany(
+                    "INSERT INTO meta VALUES (?, ?)",
+                    [
+                        ("format", STORE_FORMAT),
+                        ("store_version", str(STORE_VERSION)),
+                        ("created", time.strftime("%Y-%m-%dT%H:%M:%S")),
+                    ],
+                )
                 con.execute("PRAGMA journal_mode=WAL")
             finally:
                 con.close()
             try:
-                os.link(tmp, self.path)     # never over a store another process created
+                os.link(tmp, self.path)  # never over a store another process created
             except FileExistsError:
                 pass
         except sqlite3.Error as exc:
             raise self._error(exc, "create") from None
         except OSError as exc:
-            raise InputError(f"cannot create the results store: {exc.strerror or exc}",
-                             path=self.path) from None
+            raise InputError(
+                f"cannot create the results store: {exc.strerror or exc}", path=self.path
+            ) from None
         finally:
             for suffix in ("", "-wal", "-shm", "-journal"):
                 try:
@@ -280,8 +321,9 @@ class ResultStore:
         if self._con is not None and self._pid == os.getpid():
             return self._con
         try:
-            con = sqlite3.connect(self.path, isolation_level=None,
-                                  timeout=BUSY_TIMEOUT_MS / 1000.0, check_same_thread=False)
+            con = sqlite3.connect(
+                self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000.0, check_same_thread=False
+            )
             con.text_factory = _text
             con.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             con.execute("PRAGMA synchronous=FULL")
@@ -315,26 +357,36 @@ class ResultStore:
         damaged column's text ("Could not decode to UTF-8 column ... with text '...'")."""
         msg = " ".join(str(exc).split())[:300]
         code = getattr(exc, "sqlite_errorcode", None)
-        primary = None if code is None else code & 0xFF     # extended codes keep it in 8 bits
+        primary = None if code is None else code & 0xFF  # extended codes keep it in 8 bits
         if primary == sqlite3.SQLITE_FULL:
-            return InputError(f"cannot write the results store: the disk is full ({msg}); every "
-                              f"point stored before is safe: free some space and run the "
-                              f"sweep again", path=self.path)
+            return InputError(
+                f"cannot write the results store: the disk is full ({msg}); every "
+                f"point stored before is safe: free some space and run the "
+                f"sweep again",
+                path=self.path,
+            )
         if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-            return InputError(f"results store is locked by another process for over "
-                              f"{BUSY_TIMEOUT_MS // 1000} s ({msg}); try again when it is done",
-                              path=self.path)
+            return InputError(
+                f"results store is locked by another process for over "
+                f"{BUSY_TIMEOUT_MS // 1000} s ({msg}); try again when it is done",
+                path=self.path,
+            )
         if primary == sqlite3.SQLITE_READONLY:
             return InputError(f"cannot write the results store: {msg}", path=self.path)
         if primary == sqlite3.SQLITE_CANTOPEN:
             return InputError(f"cannot open the results store: {msg}", path=self.path)
         if primary == sqlite3.SQLITE_IOERR:
-            return InputError(f"cannot {doing} the results store: I/O error ({msg}): a full "
-                              f"disk or a failing device; every point stored before is safe",
-                              path=self.path)
-        return InputError(f"results store is damaged ({msg}); `g10fast store verify "
-                          f"{self.path}` lists the damaged points, `g10fast store convert "
-                          f"{self.path} NEW` copies the points that still read", path=self.path)
+            return InputError(
+                f"cannot {doing} the results store: I/O error ({msg}): a full "
+                f"disk or a failing device; every point stored before is safe",
+                path=self.path,
+            )
+        return InputError(
+            f"results store is damaged ({msg}); `g10fast store verify "
+            f"{self.path}` lists the damaged points, `g10fast store convert "
+            f"{self.path} NEW` copies the points that still read",
+            path=self.path,
+        )
 
     def _query(self, sql: str, args=(), doing: str = "read"):
         try:
@@ -345,26 +397,31 @@ class ResultStore:
     def _check(self) -> None:
         try:
             rows = dict(self._connect().execute("SELECT key, value FROM meta").fetchall())
-            tables = {r[0] for r in self._connect().execute(
-                "SELECT name FROM sqlite_master WHERE type='table'")}
+            tables = {
+                r[0] for r in self._connect().execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
         except sqlite3.DatabaseError as exc:
             if "no such table" in str(exc):
-                raise InputError("not a g10fast results store (an SQLite database without its "
-                                 "meta table); move it away or pass another --store",
-                                 path=self.path) from None
+                raise InputError(
+                    "not a g10fast results store (an SQLite database without its "
+                    "meta table); move it away or pass another --store",
+                    path=self.path,
+                ) from None
             raise self._error(exc, "open") from None
         fmt = rows.get("format")
         if fmt != STORE_FORMAT:
-            raise InputError(f"not a g10fast results store (format {fmt!r}, expected "
-                             f"{STORE_FORMAT!r})", path=self.path)
+            raise InputError(
+                f"not a g10fast results store (format {fmt!r}, expected {STORE_FORMAT!r})", path=self.path
+            )
         ver = rows.get("store_version")
         if ver != str(STORE_VERSION):
-            raise InputError(f"results store version {ver} is not supported (this g10fast "
-                             f"reads versions 1 and 2)", path=self.path)
+            raise InputError(
+                f"results store version {ver} is not supported (this g10fast reads versions 1 and 2)",
+                path=self.path,
+            )
         missing = {"points", "workloads", "claims"} - tables
         if missing:
-            raise InputError(f"results store lacks its table(s) {', '.join(sorted(missing))}",
-                             path=self.path)
+            raise InputError(f"results store lacks its table(s) {', '.join(sorted(missing))}", path=self.path)
 
     # -- reading -----------------------------------------------------------------------------------
     @staticmethod
@@ -378,8 +435,9 @@ class ResultStore:
     def statuses(self) -> dict[str, str]:
         """config hash -> status of every stored point; "damaged" where the checksum fails."""
         out = {}
-        for row in self._query("SELECT hash, status, attrs, config, result, arrays, checksum "
-                               "FROM points ORDER BY rowid"):
+        for row in self._query(
+            "SELECT hash, status, attrs, config, result, arrays, checksum FROM points ORDER BY rowid"
+        ):
             out[row[0]] = row[1] if self._row_ok(row) else "damaged"
         return out
 
@@ -388,16 +446,20 @@ class ResultStore:
         (a damaged one is computed again by the next sweep of its workload)."""
         if not intact:
             return {r[0] for r in self._query("SELECT key FROM workloads")}
-        return {k for k, a, b, c in self._query("SELECT key, attrs, arrays, checksum FROM "
-                                                "workloads") if point_checksum(k, a, b) == c}
+        return {
+            k
+            for k, a, b, c in self._query("SELECT key, attrs, arrays, checksum FROM workloads")
+            if point_checksum(k, a, b) == c
+        }
 
     def damaged_rows(self) -> list[tuple]:
         """(rowid, stored hash, label or "", the row's seven columns) of every point whose
         checksum fails; label is read from the attributes when they still parse. (The rowid
         names the row even when its key's bytes are damaged.)"""
         out = []
-        for rid, *row in self._query("SELECT rowid, hash, status, attrs, config, result, "
-                                     "arrays, checksum FROM points ORDER BY rowid"):
+        for rid, *row in self._query(
+            "SELECT rowid, hash, status, attrs, config, result, arrays, checksum FROM points ORDER BY rowid"
+        ):
             if self._row_ok(row):
                 continue
             try:
@@ -430,54 +492,67 @@ class ResultStore:
             raise ValueError("checksum mismatch")
         a = json.loads(attrs)
         names = _array_names(arrays) if arrays else ()
-        return StoredPoint(h, status, a, json.loads(config),
-                           None if result is None else json.loads(result), a.get("error", ""),
-                           names)
+        return StoredPoint(
+            h,
+            status,
+            a,
+            json.loads(config),
+            None if result is None else json.loads(result),
+            a.get("error", ""),
+            names,
+        )
 
     def points(self, damaged: str = "raise") -> list[StoredPoint]:
         """Every stored point (without its arrays; see `arrays`). A damaged point raises an
         InputError naming it (damaged="raise") or is left out (damaged="skip"; their hashes
         are then in `damaged_hashes`)."""
         out, bad = [], []
-        for row in self._query("SELECT hash, status, attrs, config, result, arrays, checksum "
-                               "FROM points ORDER BY rowid"):
+        for row in self._query(
+            "SELECT hash, status, attrs, config, result, arrays, checksum FROM points ORDER BY rowid"
+        ):
             try:
                 out.append(self._decode(row))
             except (ValueError, TypeError, zlib.error, struct.error, KeyError):
                 bad.append(row[0])
         self.damaged_hashes = bad
         if bad and damaged == "raise":
-            raise InputError(f"results store has {len(bad)} damaged point(s) "
-                             f"({', '.join(b[:12] for b in bad[:5])}"
-                             f"{' ...' if len(bad) > 5 else ''}); `g10fast store verify "
-                             f"{self.path}` names them, and a sweep of the same matrix runs "
-                             f"them again", path=self.path)
+            raise InputError(
+                f"results store has {len(bad)} damaged point(s) "
+                f"({', '.join(b[:12] for b in bad[:5])}"
+                f"{' ...' if len(bad) > 5 else ''}); `g10fast store verify "
+                f"{self.path}` names them, and a sweep of the same matrix runs "
+                f"them again",
+                path=self.path,
+            )
         return out
 
     def arrays(self, hash_: str) -> dict[str, np.ndarray]:
         """The per-kernel arrays of one point (empty dict if none)."""
-        rows = self._query("SELECT hash, status, attrs, config, result, arrays, checksum "
-                           "FROM points WHERE hash = ?", (hash_,))
+        rows = self._query(
+            "SELECT hash, status, attrs, config, result, arrays, checksum FROM points WHERE hash = ?",
+            (hash_,),
+        )
         if not rows:
             return {}
         if not self._row_ok(rows[0]):
-            raise InputError(f"results store point {hash_[:12]} is damaged (checksum mismatch); "
-                             f"a sweep of the same matrix runs it again", path=self.path)
+            raise InputError(
+                f"results store point {hash_[:12]} is damaged (checksum mismatch); "
+                f"a sweep of the same matrix runs it again",
+                path=self.path,
+            )
         try:
             return unpack_arrays(rows[0][5])
         except (ValueError, zlib.error, struct.error, KeyError) as exc:
-            raise InputError(f"results store point {hash_[:12]} is damaged ({exc})",
-                             path=self.path) from None
+            raise InputError(f"results store point {hash_[:12]} is damaged ({exc})", path=self.path) from None
 
     def workload(self, key: str) -> dict | None:
         """The workload analysis of `<Model>-<B>` (arrays and attributes), or None."""
-        rows = self._query("SELECT key, attrs, arrays, checksum FROM workloads WHERE key = ?",
-                           (key,))
+        rows = self._query("SELECT key, attrs, arrays, checksum FROM workloads WHERE key = ?", (key,))
         if not rows:
             return None
         k, attrs, arrays, checksum = rows[0]
         if point_checksum(k, attrs, arrays) != checksum:
-            return None      # damaged: treated as absent (a sweep computes it again)
+            return None  # damaged: treated as absent (a sweep computes it again)
         out = unpack_arrays(arrays)
         out.update(json.loads(attrs))
         return out
@@ -488,20 +563,30 @@ class ResultStore:
         "workloads": n good, "structure": [quick_check lines other than "ok"], "checksums": True}"""
         bad, n, nw, structure = [], 0, 0, []
         try:
-            structure = [r[0] for r in self._connect().execute("PRAGMA quick_check")
-                         if r[0] != "ok"]
+            structure = [r[0] for r in self._connect().execute("PRAGMA quick_check") if r[0] != "ok"]
         except sqlite3.Error as exc:
             structure = [str(exc)]
         try:
             hashes = self.point_hashes()
         except InputError as exc:
-            return {"points": 0, "damaged": [("(table points)", "", str(exc))], "workloads": 0,
-                    "structure": structure, "checksums": True}
+            return {
+                "points": 0,
+                "damaged": [("(table points)", "", str(exc))],
+                "workloads": 0,
+                "structure": structure,
+                "checksums": True,
+            }
         for h in hashes:
             try:
-                rows = self._connect().execute(
-                    "SELECT hash, status, attrs, config, result, arrays, checksum FROM points "
-                    "WHERE hash = ?", (h,)).fetchall()
+                rows = (
+                    self._connect()
+                    .execute(
+                        "SELECT hash, status, attrs, config, result, arrays, checksum FROM points "
+                        "WHERE hash = ?",
+                        (h,),
+                    )
+                    .fetchall()
+                )
                 if not rows:
                     raise ValueError("row missing from the table (index damaged)")
                 label = ""
@@ -515,20 +600,19 @@ class ResultStore:
                 self._decode(rows[0])
                 unpack_arrays(rows[0][5])
                 n += 1
-            except (sqlite3.Error, ValueError, TypeError, zlib.error, struct.error,
-                    KeyError) as exc:
+            except (sqlite3.Error, ValueError, TypeError, zlib.error, struct.error, KeyError) as exc:
                 bad.append((h, "", f"{type(exc).__name__}: {exc}"))
         try:
             for k, attrs, arrays, checksum in self._connect().execute(
-                    "SELECT key, attrs, arrays, checksum FROM workloads"):
+                "SELECT key, attrs, arrays, checksum FROM workloads"
+            ):
                 if point_checksum(k, attrs, arrays) != checksum:
                     bad.append((f"workload {k}", "", "checksum mismatch"))
                 else:
                     nw += 1
         except sqlite3.Error as exc:
             bad.append(("(table workloads)", "", str(exc)))
-        return {"points": n, "damaged": bad, "workloads": nw, "structure": structure,
-                "checksums": True}
+        return {"points": n, "damaged": bad, "workloads": nw, "structure": structure, "checksums": True}
 
     # -- claims ------------------------------------------------------------------------------------
     def _begin(self):
@@ -560,18 +644,23 @@ class ResultStore:
         """Take `hash_` for this sweep: False when it is stored with a status in `keep` (and
         its checksum holds) or another live sweep holds it."""
         with self._transaction() as con:
-            rows = con.execute("SELECT hash, status, attrs, config, result, arrays, checksum "
-                               "FROM points WHERE hash = ?", (hash_,)).fetchall()
+            rows = con.execute(
+                "SELECT hash, status, attrs, config, result, arrays, checksum FROM points WHERE hash = ?",
+                (hash_,),
+            ).fetchall()
             if rows and rows[0][1] in keep and self._row_ok(rows[0]):
                 con.execute("ROLLBACK")
                 return False
-            c = con.execute("SELECT owner, host, pid, claimed_at FROM claims WHERE hash = ?",
-                            (hash_,)).fetchall()
+            c = con.execute(
+                "SELECT owner, host, pid, claimed_at FROM claims WHERE hash = ?", (hash_,)
+            ).fetchall()
             if c and c[0][0] != self.owner and not self._stale(*c[0][1:]):
                 con.execute("ROLLBACK")
                 return False
-            con.execute("INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?)",
-                        (hash_, self.owner, self.host, os.getpid(), time.time()))
+            con.execute(
+                "INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?)",
+                (hash_, self.owner, self.host, os.getpid(), time.time()),
+            )
         return True
 
     def _stale(self, host: str, pid: int, claimed_at: float) -> bool:
@@ -612,14 +701,22 @@ class ResultStore:
                 attrs[k] = v
         attrs["error"] = rec.get("error") or ""
         attrs["error_type"] = rec.get("error_type") or ""
-        for k in ("wall_seconds", "cpu_seconds", "workload_cpu_seconds", "worker_peak_rss_bytes",
-                  "worker_pid"):
+        for k in (
+            "wall_seconds",
+            "cpu_seconds",
+            "workload_cpu_seconds",
+            "worker_peak_rss_bytes",
+            "worker_pid",
+        ):
             if rec.get(k) is not None:
                 attrs[k] = rec[k]
-        for k, attr in (("derived_from", "derived_from"), ("derivation", "derivation"),
-                        ("source_cpu_seconds", "source_cpu_seconds"),
-                        ("plan_digest", "plan_hints_sha256"),
-                        ("derive_refused", "derive_refused")):
+        for k, attr in (
+            ("derived_from", "derived_from"),
+            ("derivation", "derivation"),
+            ("source_cpu_seconds", "source_cpu_seconds"),
+            ("plan_digest", "plan_hints_sha256"),
+            ("derive_refused", "derive_refused"),
+        ):
             if rec.get(k) is not None:
                 attrs[attr] = rec[k]
         for k, v in (rec.get("cache") or {}).items():
@@ -630,8 +727,7 @@ class ResultStore:
         c = _dumps(rec.get("config", {}))
         r = None if rec.get("result") is None else _dumps(rec["result"])
         arr = pack_arrays(rec.get("arrays"))
-        return (h, str(rec["status"]), a, c, r, arr, point_checksum(h, str(rec["status"]), a, c,
-                                                                     r, arr))
+        return (h, str(rec["status"]), a, c, r, arr, point_checksum(h, str(rec["status"]), a, c, r, arr))
 
     @staticmethod
     def encode_workload(an: dict) -> tuple:
@@ -652,8 +748,7 @@ class ResultStore:
             if wrow is not None:
                 con.execute("INSERT OR REPLACE INTO workloads VALUES (?, ?, ?, ?)", wrow)
             con.execute("DELETE FROM claims WHERE hash = ?", (row[0],))
-            con.execute("UPDATE claims SET claimed_at = ? WHERE owner = ?",
-                        (time.time(), self.owner))
+            con.execute("UPDATE claims SET claimed_at = ? WHERE owner = ?", (time.time(), self.owner))
 
 
 def convert_store(src, dst) -> tuple[int, int]:
@@ -671,9 +766,15 @@ def convert_store(src, dst) -> tuple[int, int]:
     if isinstance(s, ResultStore):
         for h in s.point_hashes():
             try:
-                r = s._connect().execute(
-                    "SELECT hash, status, attrs, config, result, arrays, checksum FROM points "
-                    "WHERE hash = ?", (h,)).fetchall()
+                r = (
+                    s._connect()
+                    .execute(
+                        "SELECT hash, status, attrs, config, result, arrays, checksum FROM points "
+                        "WHERE hash = ?",
+                        (h,),
+                    )
+                    .fetchall()
+                )
             except sqlite3.Error:
                 r = []
             if r and s._row_ok(r[0]):
@@ -699,8 +800,10 @@ def convert_store(src, dst) -> tuple[int, int]:
             w = s.workload(key)
             if w is not None:
                 wrows.append(d.encode_workload({**w, "key": key}))
-    for sql, batch in (("INSERT OR REPLACE INTO points VALUES (?, ?, ?, ?, ?, ?, ?)", rows),
-                       ("INSERT OR REPLACE INTO workloads VALUES (?, ?, ?, ?)", wrows)):
+    for sql, batch in (
+        ("INSERT OR REPLACE INTO points VALUES (?, ?, ?, ?, ?, ?, ?)", rows),
+        ("INSERT OR REPLACE INTO workloads VALUES (?, ?, ?, ?)", wrows),
+    ):
         for row in batch:
             try:
                 con = d._begin()

@@ -61,16 +61,20 @@ class HDF5Store:
         with self._open() as f:
             fmt = _plain(f.attrs.get("format"))
             if fmt != STORE_FORMAT:
-                raise InputError(f"not a g10fast results store (format attribute {fmt!r}, expected "
-                                 f"{STORE_FORMAT!r})", path=self.path)
+                raise InputError(
+                    f"not a g10fast results store (format attribute {fmt!r}, expected {STORE_FORMAT!r})",
+                    path=self.path,
+                )
             ver = f.attrs.get("store_version", -1)
             try:
                 ver = int(ver)
             except (TypeError, ValueError):
                 ver = -1
             if ver != HDF5_VERSION:
-                raise InputError(f"results store version {ver} is not supported (this g10fast "
-                                 f"reads versions 1 and 2)", path=self.path)
+                raise InputError(
+                    f"results store version {ver} is not supported (this g10fast reads versions 1 and 2)",
+                    path=self.path,
+                )
             for name in ("points", "workloads"):
                 if name not in f:
                     raise InputError(f"results store lacks its /{name} group", path=self.path)
@@ -79,13 +83,18 @@ class HDF5Store:
         try:
             return self._h5py.File(self.path, "r")
         except (OSError, ValueError) as exc:
-            raise InputError(f"cannot open the results store (damaged HDF5 file: {exc}); "
-                             f"move it away or pass another --store", path=self.path) from None
+            raise InputError(
+                f"cannot open the results store (damaged HDF5 file: {exc}); "
+                f"move it away or pass another --store",
+                path=self.path,
+            ) from None
 
     def _damaged(self, exc, what="") -> InputError:
-        return InputError(f"results store is damaged{what} ({type(exc).__name__}: {exc}); "
-                          f"`g10fast store verify {self.path}` lists what can be read",
-                          path=self.path)
+        return InputError(
+            f"results store is damaged{what} ({type(exc).__name__}: {exc}); "
+            f"`g10fast store verify {self.path}` lists what can be read",
+            path=self.path,
+        )
 
     def close(self) -> None:
         pass
@@ -101,8 +110,11 @@ class HDF5Store:
     def statuses(self) -> dict[str, str]:
         with self._open() as f:
             try:
-                return {k: _str(g.attrs.get("status", "error")) for k, g in f["points"].items()
-                        if not k.startswith(_TMP_PREFIX)}
+                return {
+                    k: _str(g.attrs.get("status", "error"))
+                    for k, g in f["points"].items()
+                    if not k.startswith(_TMP_PREFIX)
+                }
             except Exception as exc:  # noqa: BLE001
                 raise self._damaged(exc) from None
 
@@ -120,8 +132,9 @@ class HDF5Store:
         config = json.loads(_str(g["config"][()])) if "config" in g else {}
         result = json.loads(_str(g["result"][()])) if "result" in g else None
         names = tuple(g["arrays"].keys()) if "arrays" in g else ()
-        return StoredPoint(h, attrs.get("status", "error"), attrs, config, result,
-                           attrs.get("error", ""), names)
+        return StoredPoint(
+            h, attrs.get("status", "error"), attrs, config, result, attrs.get("error", ""), names
+        )
 
     def points(self, damaged: str = "raise") -> list:
         out = []
@@ -146,14 +159,17 @@ class HDF5Store:
         try:
             f = self._open()
         except InputError as exc:
-            return {"points": 0, "damaged": [("(file)", "", str(exc))], "checksums": False,
-                    "workloads": 0}
+            return {"points": 0, "damaged": [("(file)", "", str(exc))], "checksums": False, "workloads": 0}
         with f:
             try:
                 keys = [k for k in f["points"] if not k.startswith(_TMP_PREFIX)]
             except Exception as exc:  # noqa: BLE001
-                return {"points": 0, "damaged": [("(index)", "", str(exc))], "checksums": False,
-                        "workloads": 0}
+                return {
+                    "points": 0,
+                    "damaged": [("(index)", "", str(exc))],
+                    "checksums": False,
+                    "workloads": 0,
+                }
             for h in keys:
                 try:
                     p = self._point(h, f["points"][h])
@@ -192,9 +208,12 @@ class HDF5Store:
 
     # -- writing: refused ----------------------------------------------------------------------
     def _refuse(self):
-        raise InputError("is a version-1 (HDF5) results store, read-only since version 2: "
-                         f"`g10fast store convert {self.path} NEW.g10db` copies it into a "
-                         "version-2 store, or pass another --store", path=self.path)
+        raise InputError(
+            "is a version-1 (HDF5) results store, read-only since version 2: "
+            f"`g10fast store convert {self.path} NEW.g10db` copies it into a "
+            "version-2 store, or pass another --store",
+            path=self.path,
+        )
 
     def write_point(self, rec: dict) -> None:
         self._refuse()

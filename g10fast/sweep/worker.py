@@ -100,12 +100,18 @@ def plan_key(spec) -> tuple:
     """What a plan of `spec` depends on (beside the workload): the policy, its options, the
     system, the workload's shape and the engine options the planners may read (not the
     kernel-time variation, applied after planning)."""
-    if not hasattr(spec, "engine"):          # a G10Config
+    if not hasattr(spec, "engine"):  # a G10Config
         from ..spec import from_g10_config
+
         spec = from_g10_config(spec)
     eng = {k: v for k, v in spec.engine.to_dict().items() if k not in PLAN_INDEPENDENT}
-    return (spec.policy.name, repr(spec.policy.options), repr(spec.system),
-            repr(spec.workload.shape), repr(sorted(eng.items())))
+    return (
+        spec.policy.name,
+        repr(spec.policy.options),
+        repr(spec.system),
+        repr(spec.workload.shape),
+        repr(sorted(eng.items())),
+    )
 
 
 def _uses_plan(spec) -> bool:
@@ -120,6 +126,7 @@ def _plan(spec, w):
     """The plan of `spec` (None for policies without one), shared between points that differ
     only in what the planner does not read."""
     from ..engine.registry import engine
+
     if not _uses_plan(spec) or not engine(spec.record.engine).host_reuse:
         return None
     key = (_workload_key(spec), plan_key(spec))
@@ -154,16 +161,17 @@ def workload_analysis(w, freq_ghz: float, key: str, v=None) -> dict:
     glob = np.asarray(w.is_global, dtype=bool)
     kin = np.repeat(np.arange(K, dtype=np.int64), np.diff(w.in_ptr))
     kout = np.repeat(np.arange(K, dtype=np.int64), np.diff(w.out_ptr))
-    pairs = np.unique(np.concatenate([kin * T + w.in_idx.astype(np.int64),
-                                      kout * T + w.out_idx.astype(np.int64)]))
+    pairs = np.unique(
+        np.concatenate([kin * T + w.in_idx.astype(np.int64), kout * T + w.out_idx.astype(np.int64)])
+    )
     pk, pt = pairs // T, pairs % T
     is_input = np.zeros(T, dtype=bool)
     is_input[w.outputs(0)] = True
     kind = np.where(is_input[pt], 0, np.where(glob[pt], 1, 2))
-    parts = [np.bincount(pk[kind == j], weights=size[pt][kind == j], minlength=K)
-             for j in range(3)]
+    parts = [np.bincount(pk[kind == j], weights=size[pt][kind == j], minlength=K) for j in range(3)]
     if v is None:
         from ..analysis.vitality import vitality
+
         v = vitality(w, freq_ghz)
     birth, death = v.birth.astype(np.int64), v.death.astype(np.int64)
     death = np.where(death == -1, birth + 1, death)
@@ -223,10 +231,20 @@ def execute(task: dict) -> dict:
 
     t0 = time.perf_counter()
     c0 = time.process_time()
-    rec = {"hash": task["hash"], "label": task.get("label", ""), "point": task.get("point", {}),
-           "config": task.get("config"), "status": "error", "error": "", "error_type": "",
-           "result": None, "arrays": None, "analysis": None, "g10fast_version": __version__,
-           "worker_pid": os.getpid()}
+    rec = {
+        "hash": task["hash"],
+        "label": task.get("label", ""),
+        "point": task.get("point", {}),
+        "config": task.get("config"),
+        "status": "error",
+        "error": "",
+        "error_type": "",
+        "result": None,
+        "arrays": None,
+        "analysis": None,
+        "g10fast_version": __version__,
+        "worker_pid": os.getpid(),
+    }
     try:
         if task.get("config") is not None:
             spec = from_g10_config(G10Config(**task["config"]))
@@ -235,6 +253,7 @@ def execute(task: dict) -> dict:
             rec["spec"] = task["spec"]
         from ..run import run
         from .reuse import derive_result, derived_record, plan_depends_on_host, plan_digest
+
         derive = task.get("derive") if task.get("config") is not None else None
         own_plan = plan_depends_on_host(spec.policy.name)
         if derive is not None and not task.get("analyze") and not own_plan:
@@ -247,19 +266,22 @@ def execute(task: dict) -> dict:
         rec["workload_cpu_seconds"] = time.process_time() - tw
         CACHE_STATS["workload_hits"] += cached
         if task.get("analyze"):
-            rec["analysis"] = workload_analysis(w, spec.system.gpu_frequency_ghz,
-                                                task["analyze"], v=_vitality(spec, w))
+            rec["analysis"] = workload_analysis(
+                w, spec.system.gpu_frequency_ghz, task["analyze"], v=_vitality(spec, w)
+            )
         hits = CACHE_STATS["plan_hits"]
         plan = _plan(spec, w)
         rec["cache"] = {"workload": bool(cached), "plan": CACHE_STATS["plan_hits"] > hits}
         if derive is not None:
             # the run at another host line is this run when the plan is the same (reuse.py)
-            result, arrays = derive_result(task["config"], derive, plan if own_plan else None,
-                                           t0=t0)
+            result, arrays = derive_result(task["config"], derive, plan if own_plan else None, t0=t0)
             if result is not None:
                 d = derived_record(task, derive, result, arrays, t0, c0, __version__)
-                d.update(analysis=rec["analysis"], cache=rec["cache"],
-                         workload_cpu_seconds=rec["workload_cpu_seconds"])
+                d.update(
+                    analysis=rec["analysis"],
+                    cache=rec["cache"],
+                    workload_cpu_seconds=rec["workload_cpu_seconds"],
+                )
                 return d
             rec["derive_refused"] = arrays
         res = run(spec, workload=w, plan=plan, vitality=lambda: _vitality(spec, w))
@@ -267,17 +289,25 @@ def execute(task: dict) -> dict:
         exec_cycles = w.exec_cycles
         if spec.engine.kernel_time_std_dev:
             from ..workload.times import perturb_kernel_times
-            exec_cycles = perturb_kernel_times(w.exec_cycles, w.input_pf_cycles, w.pf_cycles,
-                                               spec.engine.kernel_time_std_dev,
-                                               spec.engine.ran_seed)[0]
+
+            exec_cycles = perturb_kernel_times(
+                w.exec_cycles,
+                w.input_pf_cycles,
+                w.pf_cycles,
+                spec.engine.kernel_time_std_dev,
+                spec.engine.ran_seed,
+            )[0]
         rec["arrays"] = kernel_arrays(res, exec_cycles)
         # the planner's arrays (per kernel and per inactive period) go with the arrays; the
         # plan object itself is not stored (rerun the point with --plan to get it)
         for name, val in (res.get("planner") or {}).items():
             if isinstance(val, np.ndarray):
                 rec["arrays"][f"planner_{name}"] = val
-        rec["result"] = {k: v for k, v in res.items()
-                         if not isinstance(v, np.ndarray) and k not in ("plan_object", "planner")}
+        rec["result"] = {
+            k: v
+            for k, v in res.items()
+            if not isinstance(v, np.ndarray) and k not in ("plan_object", "planner")
+        }
         status = str(res.get("status", "ok"))
         rec["status"] = "ok" if status == "ok" else "failed"
         if rec["status"] == "failed":
@@ -285,7 +315,7 @@ def execute(task: dict) -> dict:
             rec["error_type"] = "simulation failed"
     except InputError as exc:
         rec["error"], rec["error_type"] = str(exc), "InputError"
-    except Exception as exc:   # a bug or a resource error: record it, keep the sweep going
+    except Exception as exc:  # a bug or a resource error: record it, keep the sweep going
         tb = traceback.format_exc(limit=6)
         rec["error"] = f"{type(exc).__name__}: {exc}\n{tb}"
         rec["error_type"] = type(exc).__name__
@@ -302,18 +332,24 @@ def analysis_of(task: dict) -> dict:
     from ..config import G10Config
     from ..spec import RunSpec, from_g10_config
 
-    spec = (from_g10_config(G10Config(**task["config"])) if task.get("config") is not None
-            else RunSpec.from_dict(task["spec"]))
+    spec = (
+        from_g10_config(G10Config(**task["config"]))
+        if task.get("config") is not None
+        else RunSpec.from_dict(task["spec"])
+    )
     w, _ = _workload(spec)
-    return workload_analysis(w, spec.system.gpu_frequency_ghz, task["analyze"],
-                             v=_vitality(spec, w))
+    return workload_analysis(w, spec.system.gpu_frequency_ghz, task["analyze"], v=_vitality(spec, w))
 
 
 def task_for(rp, analyze_key: str | None = None) -> dict:
     """The picklable task of a ResolvedPoint."""
     pt = dataclasses.asdict(rp.point)
     pt["batch_size"] = pt.pop("batch")
-    return {"hash": rp.hash, "label": rp.label, "point": pt,
-            "config": rp.config.to_dict() if rp.config is not None else None,
-            "spec": rp.spec.to_dict() if rp.spec is not None else None,
-            "analyze": analyze_key}
+    return {
+        "hash": rp.hash,
+        "label": rp.label,
+        "point": pt,
+        "config": rp.config.to_dict() if rp.config is not None else None,
+        "spec": rp.spec.to_dict() if rp.spec is not None else None,
+        "analyze": analyze_key,
+    }

@@ -85,12 +85,19 @@ class Row:
     def to_dict(self) -> dict:
         c = self.claim
         return {
-            "id": c.id, "system": c.system, "claim": c.claim, "source": c.source,
+            "id": c.id,
+            "system": c.system,
+            "claim": c.claim,
+            "source": c.source,
             "published": c.published,
             "setting": (c.quick_setting or c.setting) if self.quick else c.setting,
-            "unit": c.unit, "band": [c.band[0], c.band[1]],
-            "value": self.value, "verdict": self.verdict, "detail": self.detail,
-            "why": c.why, "seconds": round(self.seconds, 2),
+            "unit": c.unit,
+            "band": [c.band[0], c.band[1]],
+            "value": self.value,
+            "verdict": self.verdict,
+            "detail": self.detail,
+            "why": c.why,
+            "seconds": round(self.seconds, 2),
         }
 
 
@@ -112,16 +119,19 @@ def all_claims() -> list[Claim]:
     return out
 
 
-def select(claims: list[Claim], *, quick: bool = False, only: list[str] | None = None
-           ) -> list[Claim]:
+def select(claims: list[Claim], *, quick: bool = False, only: list[str] | None = None) -> list[Claim]:
     """The claims `--quick` and `--only` keep (`only`: ids, id prefixes or system names,
     case-insensitive)."""
     keep = [c for c in claims if c.quick or not quick]
     if only:
         keys = [k.lower() for k in only]
-        keep = [c for c in keep
-                if any(c.id.lower() == k or c.id.lower().startswith(k + ".")
-                       or c.system.lower() == k for k in keys)]
+        keep = [
+            c
+            for c in keep
+            if any(
+                c.id.lower() == k or c.id.lower().startswith(k + ".") or c.system.lower() == k for k in keys
+            )
+        ]
     return keep
 
 
@@ -140,12 +150,14 @@ def evaluate(claim: Claim, quick: bool) -> Row:
         m = claim.measure(quick)
     except Unavailable as e:
         return Row(claim, None, UNAVAILABLE, str(e), time.perf_counter() - t0, quick)
-    return Row(claim, float(m.value), verdict(claim, float(m.value)), m.detail,
-               time.perf_counter() - t0, quick)
+    return Row(
+        claim, float(m.value), verdict(claim, float(m.value)), m.detail, time.perf_counter() - t0, quick
+    )
 
 
-def run(claims: list[Claim], quick: bool, progress: Callable[[int, int, str], None] | None = None
-        ) -> list[Row]:
+def run(
+    claims: list[Claim], quick: bool, progress: Callable[[int, int, str], None] | None = None
+) -> list[Row]:
     rows = []
     for i, c in enumerate(claims):
         if progress is not None:
@@ -181,12 +193,18 @@ def band_text(c: Claim) -> str:
 def text_table(rows: list[Row]) -> str:
     """The terminal table: one line a row, then the count of each verdict."""
     head = ("id", "system", "value", "band", "verdict")
-    body = [(r.claim.id, r.claim.system,
-             "-" if r.value is None else f"{_fmt(r.value)} {r.claim.unit}",
-             band_text(r.claim), r.verdict) for r in rows]
+    body = [
+        (
+            r.claim.id,
+            r.claim.system,
+            "-" if r.value is None else f"{_fmt(r.value)} {r.claim.unit}",
+            band_text(r.claim),
+            r.verdict,
+        )
+        for r in rows
+    ]
     widths = [max(len(str(x[i])) for x in [head, *body]) for i in range(len(head))]
-    lines = ["  ".join(str(x[i]).ljust(widths[i]) for i in range(len(head))).rstrip()
-             for x in [head, *body]]
+    lines = ["  ".join(str(x[i]).ljust(widths[i]) for i in range(len(head))).rstrip() for x in [head, *body]]
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines.append("")
     lines.append(summary_line(rows))
@@ -195,8 +213,7 @@ def text_table(rows: list[Row]) -> str:
 
 def summary_line(rows: list[Row]) -> str:
     n = {v: sum(r.verdict == v for r in rows) for v in (AGREES, MISSES, UNAVAILABLE)}
-    return (f"{len(rows)} rows: {n[AGREES]} agree, {n[MISSES]} miss, "
-            f"{n[UNAVAILABLE]} unavailable")
+    return f"{len(rows)} rows: {n[AGREES]} agree, {n[MISSES]} miss, {n[UNAVAILABLE]} unavailable"
 
 
 def _md_cell(s: str) -> str:
@@ -223,9 +240,23 @@ def markdown(rows: list[Row], *, quick: bool, command: str, stamp: str) -> str:
         c = r.claim
         d = r.to_dict()
         val = "-" if r.value is None else f"{_fmt(r.value)} {c.unit}"
-        out.append("| " + " | ".join(_md_cell(x) for x in (
-            c.system, c.claim, c.published, c.source, d["setting"], val, band_text(c),
-            f"**{r.verdict}**")) + " |")
+        out.append(
+            "| "
+            + " | ".join(
+                _md_cell(x)
+                for x in (
+                    c.system,
+                    c.claim,
+                    c.published,
+                    c.source,
+                    d["setting"],
+                    val,
+                    band_text(c),
+                    f"**{r.verdict}**",
+                )
+            )
+            + " |"
+        )
     out += ["", "## Rows in detail", ""]
     for r in rows:
         c = r.claim

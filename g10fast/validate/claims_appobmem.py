@@ -20,7 +20,8 @@ def _memory_saving(quick: bool) -> Measured:
         "run `appobmem` (g10fast swap --policy appobmem on an allocation trace, or g10fast "
         "run --policy appobmem on a model) at decreasing limits and report the largest "
         "saving whose slowdown is within that bound; the SINGA traces carry no AppObMem "
-        "setting, and a bound of our own choosing would be a tuned constant")
+        "setting, and a bound of our own choosing would be a tuned constant"
+    )
 
 
 CLAIMS = [
@@ -28,18 +29,18 @@ CLAIMS = [
         id="appobmem.memory-saving",
         system="AppObMem",
         claim="40-60 % memory savings with acceptable performance loss, without layer "
-              "structures or computation graphs",
+        "structures or computation graphs",
         source="Li et al., ACM TACO 19(4), 2022, abstract (recalled; not stored)",
         published="40-60 %",
         setting="would be: the paper's models on its accelerator, appobmem at decreasing "
-                "limits, the largest saving within the paper's acceptable slowdown",
+        "limits, the largest saving within the paper's acceptable slowdown",
         unit="%",
         band=(40.0, 60.0),
         measure=_memory_saving,
         why="The paper is not stored, so neither its setting nor what 'acceptable' means "
-            "is known (seed-policies §3.1, §3.4: the slowdown bound there is an "
-            "assumption). On the G10 models with a 5 % slowdown bound of our own, "
-            "docs/allocators.md reports 24 % (BERT-256), 91 % (ResNet152-1280) and 61 % "
-            "(Llama-7B), which is no check of this claim.",
+        "is known (seed-policies §3.1, §3.4: the slowdown bound there is an "
+        "assumption). On the G10 models with a 5 % slowdown bound of our own, "
+        "docs/allocators.md reports 24 % (BERT-256), 91 % (ResNet152-1280) and 61 % "
+        "(Llama-7B), which is no check of this claim.",
     ),
 ]

@@ -37,8 +37,7 @@ TRANSFORMER_BASE = {"layers": 6, "hidden": 512, "heads": 8, "ffn": 2048}
 PAPER_WORKLOADS = (
     ("BERT-base training b32", "bert-base", 32, (), False),
     ("BERT-base inference b1", "bert-base", 1, (), True),
-    ("Transformer-base inference b1", "bert-base", 1, tuple(sorted(TRANSFORMER_BASE.items())),
-     True),
+    ("Transformer-base inference b1", "bert-base", 1, tuple(sorted(TRANSFORMER_BASE.items())), True),
 )
 
 
@@ -69,15 +68,18 @@ def breakdowns() -> dict:
     for label, *_ in PAPER_WORKLOADS:
         w, spec = paper_workload(label)
         s = spec.system
-        out[label] = {m: time_breakdown(fuse(w, m, freq_ghz=s.gpu_frequency_ghz,
-                                             hbm_gbps=s.gpu_hbm_gbps or None),
-                                        s.gpu_frequency_ghz)
-                      for m in ("none", "xla", "stitch")}
+        out[label] = {
+            m: time_breakdown(
+                fuse(w, m, freq_ghz=s.gpu_frequency_ghz, hbm_gbps=s.gpu_hbm_gbps or None), s.gpu_frequency_ghz
+            )
+            for m in ("none", "xla", "stitch")
+        }
     return out
 
 
 def _gains() -> dict:
     from g10fast.workload.fusion import gain_breakdown
+
     return {k: gain_breakdown(v["xla"], v["stitch"]) for k, v in breakdowns().items()}
 
 
@@ -96,7 +98,8 @@ def _per_workload_text() -> str:
             f"({(g['traffic_bytes'][0] - g['traffic_bytes'][1]) / 2**20:.1f} MiB less), "
             f"CPU-GPU switches {sh['switches_s']:.0%}; memory-intensive kernels "
             f"{x['memory_intensive_s'] / x['total_s']:.0%} of the xla step: removing them all "
-            f"would give at most {bound:.2f}x)")
+            f"would give at most {bound:.2f}x)"
+        )
     return "; ".join(parts)
 
 
@@ -115,9 +118,13 @@ def _launch_reduction(quick: bool) -> Measured:
     b = breakdowns()
     ratios = {k: v["stitch"]["kernels"] / v["xla"]["kernels"] for k, v in b.items()}
     geo = math.exp(sum(math.log(r) for r in ratios.values()) / len(ratios))
-    return Measured((1.0 - geo) * 100.0, "; ".join(
-        f"{k}: {b[k]['xla']['kernels']} -> {b[k]['stitch']['kernels']} launches "
-        f"({(r - 1) * 100:+.1f} %)" for k, r in ratios.items()))
+    return Measured(
+        (1.0 - geo) * 100.0,
+        "; ".join(
+            f"{k}: {b[k]['xla']['kernels']} -> {b[k]['stitch']['kernels']} launches ({(r - 1) * 100:+.1f} %)"
+            for k, r in ratios.items()
+        ),
+    )
 
 
 @functools.lru_cache(maxsize=None)
@@ -128,30 +135,44 @@ def _layer_norm_kernels() -> tuple:
     from g10fast.workload.fusion import FusionOptions, plan_groups
 
     w, _ = paper_workload("BERT-base inference b1")
-    ln = ["Sum_Forward", "Divide_Forward", "Subtract_Forward", "Power_Forward", "Sum_Forward",
-          "Divide_Forward", "Add_Forward", "Sqrt_Forward", "Divide_Forward",
-          "Multiply_Forward", "Add_Forward"]
+    ln = [
+        "Sum_Forward",
+        "Divide_Forward",
+        "Subtract_Forward",
+        "Power_Forward",
+        "Sum_Forward",
+        "Divide_Forward",
+        "Add_Forward",
+        "Sqrt_Forward",
+        "Divide_Forward",
+        "Multiply_Forward",
+        "Add_Forward",
+    ]
     n = w.kernel_name
-    starts = [k for k in range(len(n) - 10) if n[k:k + 11] == ln]
+    starts = [k for k in range(len(n) - 10) if n[k : k + 11] == ln]
     out = []
     for mode in ("stitch", "xla"):
-        where = {k: g for g, m in enumerate(plan_groups(w, FusionOptions(mode=mode)))
-                 for k in m}
+        where = {k: g for g, m in enumerate(plan_groups(w, FusionOptions(mode=mode))) for k in m}
         out.append(sorted({len({where[k] for k in range(s, s + 11)}) for s in starts}))
     return len(starts), out[0], out[1]
 
 
 def _layer_norm(quick: bool) -> Measured:
     n, st, xl = _layer_norm_kernels()
-    return Measured(float(max(st)), f"{n} forward LayerNorms of BERT-base: kernels each under "
-                    f"stitch {st}, under xla {xl} (split after each of its two reductions)")
+    return Measured(
+        float(max(st)),
+        f"{n} forward LayerNorms of BERT-base: kernels each under "
+        f"stitch {st}, under xla {xl} (split after each of its two reductions)",
+    )
 
 
-_SETTING = ("BERT-base training (batch 32, seq 128), BERT-base and Transformer-base "
-            "(6 layers, 512 hidden, 8 heads, 2048 FFN) inference (forward only, batch 1, "
-            "seq 128); kernel times: the cost model on the h100-sxm5 preset (its measured "
-            "fit); host issuing each launch in 4.5 us; fuse xla against fuse stitch, "
-            "softmax lowered as TensorFlow hands it to XLA")
+_SETTING = (
+    "BERT-base training (batch 32, seq 128), BERT-base and Transformer-base "
+    "(6 layers, 512 hidden, 8 heads, 2048 FFN) inference (forward only, batch 1, "
+    "seq 128); kernel times: the cost model on the h100-sxm5 preset (its measured "
+    "fit); host issuing each launch in 4.5 us; fuse xla against fuse stitch, "
+    "softmax lowered as TensorFlow hands it to XLA"
+)
 _SRC_2009 = "Zheng et al., FusionStitching, arXiv 2009.10924, abstract and evaluation"
 
 _WHY_SPEEDUP = (
@@ -168,34 +189,61 @@ _WHY_SPEEDUP = (
     "dominate) and gives at most 1.58-1.72x at batch 1. No CPU-GPU switch time is saved: "
     "every fused kernel on the H100 runs longer than the 4.5 us the host needs to issue "
     "it, so the GPU never waits; the papers' TensorFlow runtime spends more per op than a "
-    "bare launch (not measured here).")
+    "bare launch (not measured here)."
+)
 
 CLAIMS = [
-    Claim(id="fusionstitching.mean-speedup-vs-xla", system="FusionStitching",
-          claim="1.45x faster than the state of the art (XLA) on average",
-          source=_SRC_2009, published="1.45x mean", setting=_SETTING, unit="x",
-          band=(1.445, 1.455), measure=_mean_speedup, why=_WHY_SPEEDUP),
-    Claim(id="fusionstitching.max-speedup-vs-xla", system="FusionStitching",
-          claim="up to 2.21x faster than the state of the art (XLA)",
-          source=_SRC_2009, published="2.21x", setting=_SETTING, unit="x",
-          band=(2.205, 2.215), measure=_max_speedup, why=_WHY_SPEEDUP),
-    Claim(id="fusionstitching.launches-vs-xla", system="FusionStitching",
-          claim="55 % (geometric mean) fewer GPU kernel launches than XLA's fusion",
-          source="Long et al., FusionStitching, arXiv 1811.05213, abstract (four public, two "
-                 "in-house models)",
-          published="55 % fewer", setting=_SETTING, unit="% fewer", band=(54.5, 55.5),
-          measure=_launch_reduction,
-          why="The transformer graphs leave little for stitching beyond XLA: most "
-              "memory-intensive ops between two GEMMs are element-wise chains XLA fuses too; "
-              "only the reductions of LayerNorm (2) and softmax (2 forward, 1 backward) split "
-              "XLA's groups. Not modelled: kernel packing of independent kernels and the "
-              "fusion of fine-grained GEMMs (1911.11576), both of which would remove more "
-              "launches; the papers' models (unnamed in 1811.05213's abstract) are not here."),
-    Claim(id="fusionstitching.layernorm-one-kernel", system="FusionStitching",
-          claim="a LayerNorm forward becomes one kernel (XLA: 4)",
-          source="a third-party summary of arXiv 2009.10924 (shared/specs/seed-policies.md "
-                 "§4.1, H-FS-3; secondary)",
-          published="1 kernel", setting="every forward LayerNorm of BERT-base (G10's 11-op "
-                                         "expansion), fuse stitch",
-          unit="kernels", band=(1.0, 1.0), measure=_layer_norm),
+    Claim(
+        id="fusionstitching.mean-speedup-vs-xla",
+        system="FusionStitching",
+        claim="1.45x faster than the state of the art (XLA) on average",
+        source=_SRC_2009,
+        published="1.45x mean",
+        setting=_SETTING,
+        unit="x",
+        band=(1.445, 1.455),
+        measure=_mean_speedup,
+        why=_WHY_SPEEDUP,
+    ),
+    Claim(
+        id="fusionstitching.max-speedup-vs-xla",
+        system="FusionStitching",
+        claim="up to 2.21x faster than the state of the art (XLA)",
+        source=_SRC_2009,
+        published="2.21x",
+        setting=_SETTING,
+        unit="x",
+        band=(2.205, 2.215),
+        measure=_max_speedup,
+        why=_WHY_SPEEDUP,
+    ),
+    Claim(
+        id="fusionstitching.launches-vs-xla",
+        system="FusionStitching",
+        claim="55 % (geometric mean) fewer GPU kernel launches than XLA's fusion",
+        source="Long et al., FusionStitching, arXiv 1811.05213, abstract (four public, two in-house models)",
+        published="55 % fewer",
+        setting=_SETTING,
+        unit="% fewer",
+        band=(54.5, 55.5),
+        measure=_launch_reduction,
+        why="The transformer graphs leave little for stitching beyond XLA: most "
+        "memory-intensive ops between two GEMMs are element-wise chains XLA fuses too; "
+        "only the reductions of LayerNorm (2) and softmax (2 forward, 1 backward) split "
+        "XLA's groups. Not modelled: kernel packing of independent kernels and the "
+        "fusion of fine-grained GEMMs (1911.11576), both of which would remove more "
+        "launches; the papers' models (unnamed in 1811.05213's abstract) are not here.",
+    ),
+    Claim(
+        id="fusionstitching.layernorm-one-kernel",
+        system="FusionStitching",
+        claim="a LayerNorm forward becomes one kernel (XLA: 4)",
+        source="a third-party summary of arXiv 2009.10924 (shared/specs/seed-policies.md "
+        "§4.1, H-FS-3; secondary)",
+        published="1 kernel",
+        setting="every forward LayerNorm of BERT-base (G10's 11-op expansion), fuse stitch",
+        unit="kernels",
+        band=(1.0, 1.0),
+        measure=_layer_norm,
+    ),
 ]

@@ -16,10 +16,14 @@ from g10fast.validate import Claim, Measured, Unavailable
 from g10fast.validate.shared import artifact_dir, reference_dir
 
 REF_RUNS = {"quick": [("BERT", 128)], "full": [("BERT", 128), ("ResNet152", 256)]}
-FIG11 = [("BERT", 256, "BERT"), ("VIT", 1280, "ViT"), ("Inceptionv3", 1536, "Inceptionv3"),
-         ("ResNet152", 1280, "ResNet152"), ("SENet154", 1024, "SENet154")]
-FIG11_COLUMNS = ("lru", "FlashNeuron", "deepUM", "G10GDSSSD", "G10GDSFULL", "prefetch_lru",
-                 "ideal")
+FIG11 = [
+    ("BERT", 256, "BERT"),
+    ("VIT", 1280, "ViT"),
+    ("Inceptionv3", 1536, "Inceptionv3"),
+    ("ResNet152", 1280, "ResNet152"),
+    ("SENet154", 1024, "SENet154"),
+]
+FIG11_COLUMNS = ("lru", "FlashNeuron", "deepUM", "G10GDSSSD", "G10GDSFULL", "prefetch_lru", "ideal")
 
 
 def _final(path) -> dict:
@@ -60,8 +64,7 @@ def _reference_error(policy: str, quick: bool) -> Measured:
             want = exp["kernel_stat.total.exe_time"]
         errs.append((f"{model}-{batch}", got, want, abs(got - want) / want * 100))
     worst = max(e[3] for e in errs)
-    detail = "; ".join(f"{n}: g10fast {g:.6g}, binary {w:.6g} ({e:.4f} %)"
-                       for n, g, w, e in errs)
+    detail = "; ".join(f"{n}: g10fast {g:.6g}, binary {w:.6g} ({e:.4f} %)" for n, g, w, e in errs)
     return Measured(worst, detail)
 
 
@@ -69,15 +72,16 @@ def _reference_claim(policy: str, system: str, key: str) -> Claim:
     return Claim(
         id=f"{key}.reference-binary",
         system=system,
-        claim=f"the G10 artifact's simulator ({policy}) gives these execution times; "
-              "g10fast reproduces it",
+        claim=f"the G10 artifact's simulator ({policy}) gives these execution times; g10fast reproduces it",
         source="G10 artifact (github.com/platformxlab/G10, commit de2c8c6) built and run here: "
-               "../shared/reference/*/sim_result.final",
+        "../shared/reference/*/sim_result.final",
         published="the binary's total execution time",
         setting=f"BERT-128 and ResNet152-256, {policy}, the artifact's generated configs",
         quick_setting=f"BERT-128, {policy}",
-        unit="%", band=(0.0, 0.5),
-        measure=lambda quick: _reference_error(policy, quick))
+        unit="%",
+        band=(0.0, 0.5),
+        measure=lambda quick: _reference_error(policy, quick),
+    )
 
 
 def _all_base() -> dict:
@@ -88,8 +92,7 @@ def _all_base() -> dict:
     vals = [r for r in rows if len(r) == len(FIG11_COLUMNS)]
     out = {}
     for (model, batch, _), r in zip(FIG11, vals):
-        out[(model, batch)] = {c: (math.inf if x == "inf" else float(x))
-                               for c, x in zip(FIG11_COLUMNS, r)}
+        out[(model, batch)] = {c: (math.inf if x == "inf" else float(x)) for c, x in zip(FIG11_COLUMNS, r)}
     return out
 
 
@@ -134,20 +137,23 @@ def _fig11_error(quick: bool) -> Measured:
                 continue
             errs.append(abs(mine - want) / want * 100)
     errs.sort()
-    med = errs[len(errs) // 2] if len(errs) % 2 else 0.5 * (errs[len(errs) // 2 - 1]
-                                                            + errs[len(errs) // 2])
-    return Measured(med, f"{len(errs)} finite numbers compared: median {med:.4f} %, max "
-                         f"{max(errs):.3f} %; both failed {both_failed}, one side failed "
-                         f"{one_failed} (Inceptionv3-1536 FlashNeuron: the artifact fails "
-                         "under its hash order, O-18; docs/agreement.md)")
+    med = errs[len(errs) // 2] if len(errs) % 2 else 0.5 * (errs[len(errs) // 2 - 1] + errs[len(errs) // 2])
+    return Measured(
+        med,
+        f"{len(errs)} finite numbers compared: median {med:.4f} %, max "
+        f"{max(errs):.3f} %; both failed {both_failed}, one side failed "
+        f"{one_failed} (Inceptionv3-1536 FlashNeuron: the artifact fails "
+        "under its hash order, O-18; docs/agreement.md)",
+    )
 
 
 def _g10_of_ideal(quick: bool) -> Measured:
     got = _fig11()
     r = [got[(m, b)]["ideal"] / got[(m, b)]["prefetch_lru"] for m, b, _ in FIG11]
     geo = math.exp(sum(math.log(x) for x in r) / len(r)) * 100
-    return Measured(geo, "ideal/exe per workload: " + ", ".join(
-        f"{lab} {x:.4f}" for (_, _, lab), x in zip(FIG11, r)))
+    return Measured(
+        geo, "ideal/exe per workload: " + ", ".join(f"{lab} {x:.4f}" for (_, _, lab), x in zip(FIG11, r))
+    )
 
 
 def _g10_up_to(quick: bool) -> Measured:
@@ -168,23 +174,43 @@ CLAIMS = [
     _reference_claim("lru", "Base UVM", "base-uvm"),
     _reference_claim("deepUM", "DeepUM+", "deepum"),
     _reference_claim("FlashNeuron", "FlashNeuron", "flashneuron"),
-    Claim(id="g10.figure11", system="G10",
-          claim="Figure 11: execution time of six policies and Ideal on the five workloads",
-          source="G10 artifact example_results/overall_performance/all.base.txt",
-          published="35 numbers (two of them inf: FlashNeuron fails)",
-          setting="BERT-256, ViT-1280, Inceptionv3-1536, ResNet152-1280, SENet154-1024 x "
-                  "six policies, the artifact's system",
-          unit="% median error", band=(0.0, 0.5), measure=_fig11_error, quick=False),
-    Claim(id="g10.of-ideal", system="G10",
-          claim="G10 reaches 90.3 % of the ideal performance (unlimited GPU memory)",
-          source="G10 (MICRO'23) abstract; Figure 11",
-          published="90.3 %", setting="geometric mean of ideal/exe over the Figure 11 workloads",
-          unit="%", band=(89.8, 90.8), measure=_g10_of_ideal, quick=False),
-    Claim(id="g10.up-to-speedup", system="G10",
-          claim="up to 1.75x over state-of-the-art GPU memory solutions",
-          source="G10 (MICRO'23) abstract; Figure 11",
-          published="1.75x", setting="the largest speedup over FlashNeuron and DeepUM+ on "
-                                      "the Figure 11 workloads where the artifact's baseline "
-                                      "ran (FlashNeuron fails on ViT-1280 and Inceptionv3-1536)",
-          unit="x", band=(1.745, 1.755), measure=_g10_up_to, quick=False),
+    Claim(
+        id="g10.figure11",
+        system="G10",
+        claim="Figure 11: execution time of six policies and Ideal on the five workloads",
+        source="G10 artifact example_results/overall_performance/all.base.txt",
+        published="35 numbers (two of them inf: FlashNeuron fails)",
+        setting="BERT-256, ViT-1280, Inceptionv3-1536, ResNet152-1280, SENet154-1024 x "
+        "six policies, the artifact's system",
+        unit="% median error",
+        band=(0.0, 0.5),
+        measure=_fig11_error,
+        quick=False,
+    ),
+    Claim(
+        id="g10.of-ideal",
+        system="G10",
+        claim="G10 reaches 90.3 % of the ideal performance (unlimited GPU memory)",
+        source="G10 (MICRO'23) abstract; Figure 11",
+        published="90.3 %",
+        setting="geometric mean of ideal/exe over the Figure 11 workloads",
+        unit="%",
+        band=(89.8, 90.8),
+        measure=_g10_of_ideal,
+        quick=False,
+    ),
+    Claim(
+        id="g10.up-to-speedup",
+        system="G10",
+        claim="up to 1.75x over state-of-the-art GPU memory solutions",
+        source="G10 (MICRO'23) abstract; Figure 11",
+        published="1.75x",
+        setting="the largest speedup over FlashNeuron and DeepUM+ on "
+        "the Figure 11 workloads where the artifact's baseline "
+        "ran (FlashNeuron fails on ViT-1280 and Inceptionv3-1536)",
+        unit="x",
+        band=(1.745, 1.755),
+        measure=_g10_up_to,
+        quick=False,
+    ),
 ]

@@ -12,8 +12,7 @@ from functools import cache
 
 from g10fast.validate import Claim, Measured
 
-PAPER = (("bert-base", 256), ("vit", 1280), ("inceptionv3", 1536), ("resnet152", 1280),
-         ("senet154", 1024))
+PAPER = (("bert-base", 256), ("vit", 1280), ("inceptionv3", 1536), ("resnet152", 1280), ("senet154", 1024))
 QUICK = (("bert-base", 32), ("inceptionv3", 128))
 #: the live-set row's quick workload: a paper workload (its balance is the row's point)
 QUICK_LIVE = (("bert-base", 256),)
@@ -30,13 +29,13 @@ FRESH = (("fresh_allocations", True),)
 #: every transfer on the whole link at the curve's full rate (0.75 x the link at 2 MiB, not
 #: halved as UVMSmart's curve does): the measured bulk rate (MSched: batched migration at
 #: 65-69 % of the link), instead of the preset's fault-driven fit (link_fraction)
-BULK = CACHING + (("curve_halve_2mib", False), ("link_fraction", 1.0),
-                  ("transfer_curve", "uvmsmart"))
+BULK = CACHING + (("curve_halve_2mib", False), ("link_fraction", 1.0), ("transfer_curve", "uvmsmart"))
 
 
 @cache
 def _workload(model, batch):
     from g10fast import api
+
     return api.builtin_workload(model, batch, PRESET)
 
 
@@ -45,6 +44,7 @@ def peak_live_bytes(w) -> int:
     other tensor from its first to its last use (page-rounded): what an allocator that frees
     after the last use needs (the driver engine's fresh_allocations)."""
     import numpy as np
+
     K = w.num_kernels
     first, last = w.use_span()
     b = w.n_pages.astype(np.int64) * 4096
@@ -65,40 +65,50 @@ def _time(model, batch, ratio, policy, options, compat, basis="footprint") -> in
     from g10fast.run import run
     from g10fast.spec import builtin_spec
     from g10fast.system import System
+
     w = _workload(model, batch)
     need = w.footprint_bytes if basis == "footprint" else peak_live_bytes(w)
-    system = System.from_preset(load_preset(PRESET)).replace(
-        gpu_memory_gb=need / ratio / 2**30)
-    spec = builtin_spec(model, batch, system, policy, options=dict(options) or None,
-                        engine={"compat": dict(compat)} if compat else None)
+    system = System.from_preset(load_preset(PRESET)).replace(gpu_memory_gb=need / ratio / 2**30)
+    spec = builtin_spec(
+        model,
+        batch,
+        system,
+        policy,
+        options=dict(options) or None,
+        engine={"compat": dict(compat)} if compat else None,
+    )
     r = run(spec, workload=w)
     if r["status"] != "ok":
         raise RuntimeError(f"{policy} on {model} {batch} at {ratio}x: {r['status']}")
     return int(r["iterations"][r["reported"]]["exe_time_cycles"])
 
 
-def speedups(quick: bool, options=(), compat=(), basis="footprint", quick_models=QUICK
-             ) -> Measured:
+def speedups(quick: bool, options=(), compat=(), basis="footprint", quick_models=QUICK) -> Measured:
     """Geometric mean over the workloads and ratios of time(uvm) / time(pump), both under the
     driver options `compat`, GPU memory = `basis` / ratio."""
     xs, parts = [], []
-    for model, batch in (quick_models if quick else PAPER):
+    for model, batch in quick_models if quick else PAPER:
         for ratio in RATIOS:
-            x = (_time(model, batch, ratio, "uvm", (), compat, basis)
-                 / _time(model, batch, ratio, "pump", options, compat, basis))
+            x = _time(model, batch, ratio, "uvm", (), compat, basis) / _time(
+                model, batch, ratio, "pump", options, compat, basis
+            )
             xs.append(x)
             parts.append(f"{model} {batch} {ratio:g}x {x:.2f}")
     g = math.exp(sum(math.log(x) for x in xs) / len(xs))
     return Measured(g, "; ".join(parts))
 
 
-_SETTING = ("driver engine, g10-artifact preset (A100-40GB-like, PCIe 3 x16 15.75 GB/s) and its "
-            "driver values (the H100 fit's, at b7aa592 80.5 us per fault batch, a flat 0.32 x "
-            "the link); {w} at GPU memory = footprint / 1.5 and / 3; last of two "
-            "iterations; geometric mean of time(uvm) / time(pump) over the {n} points")
+_SETTING = (
+    "driver engine, g10-artifact preset (A100-40GB-like, PCIe 3 x16 15.75 GB/s) and its "
+    "driver values (the H100 fit's, at b7aa592 80.5 us per fault batch, a flat 0.32 x "
+    "the link); {w} at GPU memory = footprint / 1.5 and / 3; last of two "
+    "iterations; geometric mean of time(uvm) / time(pump) over the {n} points"
+)
 _FULL = ", ".join(f"{m} {b}" for m, b in PAPER)
-_QUICK = ", ".join(f"{m} {b}" for m, b in QUICK) + " (smaller than the paper's: the balance "\
+_QUICK = (
+    ", ".join(f"{m} {b}" for m, b in QUICK) + " (smaller than the paper's: the balance "
     "of faults, traffic and compute differs, and so may the verdict)"
+)
 
 WHY_DEFAULTS = (
     "Measured (benchmarks/results/pump_paper.csv and .md, docs/pump.md; the preset's fitted "
@@ -130,7 +140,8 @@ WHY_DEFAULTS = (
     "UM's fault path and, on transformers, every tensor declared to PUMP; on an allocator "
     "that frees every tensor after its last use (the uvm policy's default), with every "
     "tensor covered, PUMP is 1.71x beyond the live set (row "
-    "pump.speedup-fresh-allocations-beyond-live-set).")
+    "pump.speedup-fresh-allocations-beyond-live-set)."
+)
 
 WHY_FULL = (
     "Every tensor covered and every transfer at the UVMSmart curve's full rate on the "
@@ -141,7 +152,8 @@ WHY_FULL = (
     "is 117-160 us (BERT-256, ViT-1280) and 345-526 us (Inception, ResNet, SENet): "
     "benchmarks/results/pump_paper.md (naive UM's batches do not depend on time, so its "
     "time grows linearly with their cost). Faster faults shrink PUMP's gain: prefetch rows "
-    "alone at the bulk rate give 1.84x (benchmarks/results/pump_bulk_rate.md).")
+    "alone at the bulk rate give 1.84x (benchmarks/results/pump_bulk_rate.md)."
+)
 
 WHY_FRESH = (
     "Agrees as a what-if on the other allocator: every tensor but the weights and those of "
@@ -155,11 +167,13 @@ WHY_FRESH = (
     "syncs leave no run-ahead and a quarter of each GEMM operand is prefetched). An upper "
     "bound: a populating prefetch costs nothing in the engine beyond its transfer, whereas "
     "E1 measured UVM with prefetch at allocation at 2.9x the same program on a non-caching "
-    "cudaMalloc allocator (5.57 against 1.89 s; specs/uvm-hardware-facts.md section 5).")
+    "cudaMalloc allocator (5.57 against 1.89 s; specs/uvm-hardware-facts.md section 5)."
+)
 
 CLAIMS = [
     Claim(
-        id="pump.speedup-vs-uvm", system="PUMP",
+        id="pump.speedup-vs-uvm",
+        system="PUMP",
         claim="about 2x speedup on average over naive UM, DNN training beyond GPU memory",
         source="Lin et al., PUMP, ASP-DAC'22, abstract (openreview K9CSjSdTAZ3)",
         published="about 2x (mean)",
@@ -167,12 +181,17 @@ CLAIMS = [
         "allocator (fresh_allocations = false); PUMP at its defaults (library_calls "
         "coverage, auto cap, launch queue 1000, loss.item() sync)",
         quick_setting=_SETTING.format(w=_QUICK, n=4) + "; PUMP at its defaults",
-        unit="x", band=(1.5, 3.0), measure=lambda quick: speedups(quick, (), CACHING),
-        quick=True, why=WHY_DEFAULTS),
+        unit="x",
+        band=(1.5, 3.0),
+        measure=lambda quick: speedups(quick, (), CACHING),
+        quick=True,
+        why=WHY_DEFAULTS,
+    ),
     Claim(
-        id="pump.speedup-full-coverage-bulk-rate", system="PUMP",
+        id="pump.speedup-full-coverage-bulk-rate",
+        system="PUMP",
         claim="about 2x over naive UM (what-if: every tensor covered, every transfer on the "
-              "whole link at the UVMSmart curve's full rate)",
+        "whole link at the UVMSmart curve's full rate)",
         source="Lin et al., PUMP, ASP-DAC'22, abstract; the what-if is ours",
         published="about 2x (mean)",
         setting=_SETTING.format(w=_FULL, n=10) + "; PUMP coverage = framework_hooks; both "
@@ -180,24 +199,34 @@ CLAIMS = [
         "uvmsmart, curve_halve_2mib = false (0.75 x the link at 2 MiB)",
         quick_setting=_SETTING.format(w=_QUICK, n=4) + "; coverage = framework_hooks, "
         "link_fraction = 1, transfer_curve = uvmsmart, curve_halve_2mib = false",
-        unit="x", band=(1.5, 3.0), measure=lambda quick: speedups(quick, HOOKS, BULK),
-        quick=True, why=WHY_FULL),
+        unit="x",
+        band=(1.5, 3.0),
+        measure=lambda quick: speedups(quick, HOOKS, BULK),
+        quick=True,
+        why=WHY_FULL,
+    ),
     Claim(
-        id="pump.speedup-fresh-allocations-beyond-live-set", system="PUMP",
+        id="pump.speedup-fresh-allocations-beyond-live-set",
+        system="PUMP",
         claim="about 2x over naive UM (what-if: both on an allocator that allocates and frees "
-              "every tensor each iteration, GPU memory below the live set, every tensor "
-              "covered)",
+        "every tensor each iteration, GPU memory below the live set, every tensor "
+        "covered)",
         source="Lin et al., PUMP, ASP-DAC'22, abstract; the what-if is ours",
         published="about 2x (mean)",
-        setting=_SETTING.format(w=_FULL, n=10).replace("footprint / 1.5 and / 3",
-                                                       "peak live bytes / 1.5 and / 3")
+        setting=_SETTING.format(w=_FULL, n=10).replace(
+            "footprint / 1.5 and / 3", "peak live bytes / 1.5 and / 3"
+        )
         + "; both policies with fresh_allocations = true (cudaMallocManaged at first use, a "
         "synchronising cudaFree after the last: the uvm policy's default), PUMP coverage = "
         "framework_hooks",
         quick_setting=_SETTING.format(w="bert-base 256", n=2).replace(
-            "footprint / 1.5 and / 3", "peak live bytes / 1.5 and / 3")
+            "footprint / 1.5 and / 3", "peak live bytes / 1.5 and / 3"
+        )
         + "; fresh_allocations = true, coverage = framework_hooks",
-        unit="x", band=(1.5, 3.0),
+        unit="x",
+        band=(1.5, 3.0),
         measure=lambda quick: speedups(quick, HOOKS, FRESH, "live", QUICK_LIVE),
-        quick=True, why=WHY_FRESH),
+        quick=True,
+        why=WHY_FRESH,
+    ),
 ]

@@ -44,16 +44,21 @@ AUTHORS_LIMITS = tuple(range(280 * MiB, 680 * MiB, 10 * MiB))
 def _trace(name: str):
     p = TRACES / name
     if not p.exists():
-        where = (" (the authors' real-clock recording, junzhezhang/memInfoSwap at 5ca3ea1; "
-                 "not yet copied there)" if name == "vec_block_fresh_vgg.csv" else "")
-        raise Unavailable(f"{p} not found (the authors' traces live in "
-                          f"../shared/external/singa-traces){where}")
+        where = (
+            " (the authors' real-clock recording, junzhezhang/memInfoSwap at 5ca3ea1; not yet copied there)"
+            if name == "vec_block_fresh_vgg.csv"
+            else ""
+        )
+        raise Unavailable(
+            f"{p} not found (the authors' traces live in ../shared/external/singa-traces){where}"
+        )
     return _read(str(p))
 
 
 @cache
 def _read(path: str):
     from g10fast.alloc.trace import read_trace
+
     return read_trace(path)
 
 
@@ -62,16 +67,16 @@ def _pool_table():
     """Per model (memInfo trace): peak reserved bytes of SmartMemPool as it runs, of the
     offline colouring, and of cnmem with and without SINGA's initial reservation."""
     from g10fast.alloc.allocators import run_allocator
+
     out = {}
     for m in MODELS:
         tr = _trace(f"memInfo_{m}_20itr_100size.text")
         rt = run_allocator(tr, "singa_colour", scope="iteration")
         out[m] = {
-            "pool": rt.extra["mem_usage_bytes"],       # what SmartMemPool reports
+            "pool": rt.extra["mem_usage_bytes"],  # what SmartMemPool reports
             "pool_reserved": rt.peak_reserved,
             "colour": run_allocator(tr, "singa_colour", scope="trace").peak_reserved,
-            "cnmem_singa": run_allocator(tr, "cnmem",
-                                         init_bytes=CNMEM_SINGA_INIT).peak_reserved,
+            "cnmem_singa": run_allocator(tr, "cnmem", init_bytes=CNMEM_SINGA_INIT).peak_reserved,
             "cnmem_grow": run_allocator(tr, "cnmem").peak_reserved,
         }
     return out
@@ -89,16 +94,17 @@ def _pool_less_than_cnmem(quick: bool) -> Measured:
             f"{v['cnmem_singa'] / MiB:.1f} = {red[m]:.1f} % less; vs cnmem growing by the "
             f"request {v['cnmem_grow'] / MiB:.1f}: {100 * (1 - v['pool'] / v['cnmem_grow']):.1f}"
             f" %; offline colouring {v['colour'] / MiB:.1f} "
-            f"({100 * (1 - v['colour'] / v['cnmem_grow']):.1f} % less than growing cnmem)")
+            f"({100 * (1 - v['colour'] / v['cnmem_grow']):.1f} % less than growing cnmem)"
+        )
     return Measured(red[best], f"largest: {best}. " + "; ".join(parts))
 
 
 @cache
 def _vgg_sweep():
     from g10fast.alloc.swap import SCORES, SINGA_VGG_ITERATION_NS, sweep_limits
+
     tr = _trace("vec_run_5_vgg.csv")
-    rows = sweep_limits(tr, list(AUTHORS_LIMITS), "singa_swap", SCORES,
-                        iteration_ns=SINGA_VGG_ITERATION_NS)
+    rows = sweep_limits(tr, list(AUTHORS_LIMITS), "singa_swap", SCORES, iteration_ns=SINGA_VGG_ITERATION_NS)
     by = {}
     for r in rows:
         by.setdefault(r["score"], []).append(r)
@@ -111,10 +117,10 @@ REAL_CLOCK = "vec_block_fresh_vgg.csv"
 @cache
 def _real_sweep():
     from g10fast.alloc.swap import SCORES, plan_swaps, sweep_limits
+
     tr = _trace(REAL_CLOCK)
     full = _trace("vec_run_5_vgg.csv")
-    base = max(int(plan_swaps(full, 1 << 62).peak_before - plan_swaps(tr, 1 << 62).peak_before),
-               0)
+    base = max(int(plan_swaps(full, 1 << 62).peak_before - plan_swaps(tr, 1 << 62).peak_before), 0)
     rows = sweep_limits(tr, list(AUTHORS_LIMITS), "singa_swap", SCORES, base_bytes=base)
     by = {}
     for r in rows:
@@ -144,16 +150,22 @@ def _swap_zero_overhead_saving(quick: bool, sweep=None) -> Measured:
         best[sc] = 100 * max(z) if z else 0.0
     top = max(best, key=best.get)
     peak = next(iter(by.values()))[0]["peak_before_bytes"]
-    return Measured(best[top], f"VGG peak {peak / MiB:.1f} MiB; largest saving at zero overhead "
-                    f"by score: " + ", ".join(f"{k} {v:.1f} %" for k, v in best.items()))
+    return Measured(
+        best[top],
+        f"VGG peak {peak / MiB:.1f} MiB; largest saving at zero overhead "
+        f"by score: " + ", ".join(f"{k} {v:.1f} %" for k, v in best.items()),
+    )
 
 
 def _swap_overhead_at_280(quick: bool, sweep=None) -> Measured:
     by = (sweep or _vgg_sweep)()
     frac = {sc: 100 * rows[0]["overhead_fraction"] for sc, rows in by.items()}
     it = next(iter(by.values()))[0]["iteration_s"] * 1e3
-    return Measured(frac["subwdoa"], f"overhead at a 280 MiB limit, % of the {it:.2f} ms "
-                    "iteration, by score: " + ", ".join(f"{k} {v:.1f}" for k, v in frac.items()))
+    return Measured(
+        frac["subwdoa"],
+        f"overhead at a 280 MiB limit, % of the {it:.2f} ms "
+        "iteration, by score: " + ", ".join(f"{k} {v:.1f}" for k, v in frac.items()),
+    )
 
 
 def _swap_zero_from(quick: bool, sweep=None) -> Measured:
@@ -161,8 +173,10 @@ def _swap_zero_from(quick: bool, sweep=None) -> Measured:
     z = {sc: _zero_from(rows) for sc, rows in by.items()}
     txt = ", ".join(f"{k} {v // MiB if v else 'none'}" for k, v in z.items())
     v = z["subwdoa"]
-    return Measured(float(v // MiB) if v else float("inf"),
-                    f"smallest limit (MiB) from which the overhead stays 0, by score: {txt}")
+    return Measured(
+        float(v // MiB) if v else float("inf"),
+        f"smallest limit (MiB) from which the overhead stays 0, by score: {txt}",
+    )
 
 
 _POOL_WHY = (
@@ -178,7 +192,8 @@ _POOL_WHY = (
     "(ResNet), and the offline colouring of the whole trace at most 9.4 % (VGG): within "
     "0.2-1.8 % of the live bytes, so no pool can save 13.3 % against that cnmem on these "
     "traces. The paper's models, batch sizes and cnmem settings behind 13.3 % are not stored "
-    "(seed-policies §2.6: [UNVERIFIED]).")
+    "(seed-policies §2.6: [UNVERIFIED])."
+)
 
 _SWAP_WHY = (
     "The authors' curve rests on a slip in their offline schedule (memInfoSwap "
@@ -201,7 +216,8 @@ _SWAP_WHY = (
     "the bytes it touches (benchmarks/swap_traces.py, shares 'bytes') 17.6-24.0 % and 17.2 %. "
     "No score reaches the abstract's 34.2 % on either clock; the authors' own code, slip "
     "included, reaches zero overhead at a 450 MiB limit, at least 30.5 % below the 647.7 MiB "
-    "peak.")
+    "peak."
+)
 
 
 #: the authors' overhead curve (memInfoSwap plot_overhead.py, ns; the lists' entries at 280,
@@ -215,21 +231,30 @@ AUTHORS_CURVE_NS = {
 
 def _offline_curve(quick: bool) -> Measured:
     from g10fast.alloc.swap import plan_swaps
+
     tr = _trace(REAL_CLOCK)
     full = _trace("vec_run_5_vgg.csv")
-    base = max(int(plan_swaps(full, 1 << 62).peak_before - plan_swaps(tr, 1 << 62).peak_before),
-               0)
+    base = max(int(plan_swaps(full, 1 << 62).peak_before - plan_swaps(tr, 1 << 62).peak_before), 0)
     worst, parts = 0.0, []
     for sc, pts in AUTHORS_CURVE_NS.items():
         for mib, pub in pts.items():
-            ours = plan_swaps(tr, mib * MiB, "singa_swap", sc, base_bytes=base,
-                              offline_analysis=True).overhead_ns
+            ours = plan_swaps(
+                tr, mib * MiB, "singa_swap", sc, base_bytes=base, offline_analysis=True
+            ).overhead_ns
             worst = max(worst, abs(ours - pub) * 1e-6)
             parts.append(f"{sc} {mib} MiB {ours * 1e-6:.3f} ms (published {pub * 1e-6:.3f})")
-    sub = [plan_swaps(tr, mib * MiB, "singa_swap", "subwdoa", base_bytes=base,
-                      offline_analysis=True).overhead_ns * 1e-6 for mib in (280, 450, 490)]
-    return Measured(worst, "; ".join(parts) + "; SubWDOA at 280/450/490 MiB: "
-                    + " / ".join(f"{x:.3f}" for x in sub) + " ms (published 12.091 / 0 / 0)")
+    sub = [
+        plan_swaps(tr, mib * MiB, "singa_swap", "subwdoa", base_bytes=base, offline_analysis=True).overhead_ns
+        * 1e-6
+        for mib in (280, 450, 490)
+    ]
+    return Measured(
+        worst,
+        "; ".join(parts)
+        + "; SubWDOA at 280/450/490 MiB: "
+        + " / ".join(f"{x:.3f}" for x in sub)
+        + " ms (published 12.091 / 0 / 0)",
+    )
 
 
 def _real(fn):
@@ -242,15 +267,15 @@ CLAIMS = [
         system="SINGA pool",
         claim="the lifetime-aware pool uses up to 13.3 % less memory than NVIDIA's cnmem pool",
         source="Zhang et al., Efficient Memory Management for GPU-based Deep Learning "
-               "Systems, arXiv 1903.06631 (2019), abstract",
+        "Systems, arXiv 1903.06631 (2019), abstract",
         published="13.3 % (up to)",
         setting="the authors' 20-iteration CIFAR-10 traces (onlineColoring memInfo_{alex,vgg,"
-                "resnet}_20itr_100size, batch 100): SmartMemPool as it runs (singa_colour "
-                "scope=iteration, BF, backup region) against cnmem as SINGA's CnMemPool "
-                "configures it (256 MiB reserved, growth by the request, 512 B); the largest "
-                "reduction, the pool's memory being what SmartMemPool reports (GetMemUsage: "
-                "max(largest cudaMalloc load, pool + cudaMalloc load at the pool's own peak)) "
-                "and cnmem's its heads",
+        "resnet}_20itr_100size, batch 100): SmartMemPool as it runs (singa_colour "
+        "scope=iteration, BF, backup region) against cnmem as SINGA's CnMemPool "
+        "configures it (256 MiB reserved, growth by the request, 512 B); the largest "
+        "reduction, the pool's memory being what SmartMemPool reports (GetMemUsage: "
+        "max(largest cudaMalloc load, pool + cudaMalloc load at the pool's own peak)) "
+        "and cnmem's its heads",
         unit="%",
         band=(13.25, 13.35),
         measure=_pool_less_than_cnmem,
@@ -259,15 +284,14 @@ CLAIMS = [
     Claim(
         id="singa-swap.zero-overhead-saving",
         system="SINGA swap",
-        claim="swapping reduces the memory cost by up to 34.2 % without communication "
-              "overhead",
+        claim="swapping reduces the memory cost by up to 34.2 % without communication overhead",
         source="Zhang et al., arXiv 1903.06631 (2019), abstract",
         published="34.2 % (up to)",
         setting="VGG (vec_run_5_vgg, batch 100) on the authors' clock (81.57 ms an iteration, "
-                "memInfoSwap plot_overhead.py), SINGA's measured PCIe link, stick-to-limit, "
-                "limits 280-670 MiB by 10 MiB (bo_run.py), every score; the largest 1 - "
-                "peak/peak-unswapped among plans with zero overhead. Band: 34.2 % and the "
-                "authors' 10 MiB grid step (1.5 points of a ~680 MiB peak)",
+        "memInfoSwap plot_overhead.py), SINGA's measured PCIe link, stick-to-limit, "
+        "limits 280-670 MiB by 10 MiB (bo_run.py), every score; the largest 1 - "
+        "peak/peak-unswapped among plans with zero overhead. Band: 34.2 % and the "
+        "authors' 10 MiB grid step (1.5 points of a ~680 MiB peak)",
         unit="%",
         band=(32.7, 35.7),
         measure=_swap_zero_overhead_saving,
@@ -277,13 +301,13 @@ CLAIMS = [
         id="singa-swap.overhead-at-280mib",
         system="SINGA swap",
         claim="at a 280 MiB limit on VGG the swap schedule costs 13.3-17.1 % of an iteration "
-              "(SubWDOA 14.8 %)",
+        "(SubWDOA 14.8 %)",
         source="junzhezhang/memInfoSwap plot_overhead.py (the authors' overhead curves: "
-               "overhead_sub_wdto[0] = 12.09 ms of 81.57; AOA 13.93, WDOA 10.89 ms)",
+        "overhead_sub_wdto[0] = 12.09 ms of 81.57; AOA 13.93, WDOA 10.89 ms)",
         published="14.8 % (SubWDOA); 13.3-17.1 % across AOA, DOA, WDOA, SubWDOA",
         setting="as singa-swap.zero-overhead-saving; the SubWDOA plan at 280 MiB, its "
-                "overhead as a share of the 81.57 ms iteration. Band: the authors' four "
-                "scores at that limit",
+        "overhead as a share of the 81.57 ms iteration. Band: the authors' four "
+        "scores at that limit",
         unit="%",
         band=(13.3, 17.1),
         measure=_swap_overhead_at_280,
@@ -292,13 +316,12 @@ CLAIMS = [
     Claim(
         id="singa-swap.zero-overhead-limit",
         system="SINGA swap",
-        claim="on VGG, SubWDOA's overhead is zero at every limit from 450 MiB up (WDOA 450, "
-              "AOA 490 MiB)",
+        claim="on VGG, SubWDOA's overhead is zero at every limit from 450 MiB up (WDOA 450, AOA 490 MiB)",
         source="junzhezhang/memInfoSwap plot_overhead.py (overhead lists over limits 280-670 "
-               "MiB by 10 MiB: the first zero of overhead_sub_wdto is at index 17)",
+        "MiB by 10 MiB: the first zero of overhead_sub_wdto is at index 17)",
         published="450 MiB (SubWDOA); 450-490 MiB across WDOA, SubWDOA, AOA",
         setting="as singa-swap.zero-overhead-saving; the smallest limit of the grid from which "
-                "SubWDOA's overhead stays zero. Band: the authors' scores",
+        "SubWDOA's overhead stays zero. Band: the authors' scores",
         unit="MiB",
         band=(450.0, 490.0),
         measure=_swap_zero_from,
@@ -307,14 +330,13 @@ CLAIMS = [
     Claim(
         id="singa-swap.real-clock.zero-overhead-saving",
         system="SINGA swap",
-        claim="swapping reduces the memory cost by up to 34.2 % without communication "
-              "overhead",
+        claim="swapping reduces the memory cost by up to 34.2 % without communication overhead",
         source="Zhang et al., arXiv 1903.06631 (2019), abstract",
         published="34.2 % (up to)",
         setting="VGG on the authors' real-clock recording (memInfoSwap vec_block_fresh_vgg.csv, "
-                "in ../shared/external/singa-traces; 81-84 ms an iteration), the 13.1 MiB it "
-                "does not show as base_bytes, SINGA's measured link, stick-to-limit, limits "
-                "280-670 MiB by 10 MiB, every score; band as singa-swap.zero-overhead-saving",
+        "in ../shared/external/singa-traces; 81-84 ms an iteration), the 13.1 MiB it "
+        "does not show as base_bytes, SINGA's measured link, stick-to-limit, limits "
+        "280-670 MiB by 10 MiB, every score; band as singa-swap.zero-overhead-saving",
         unit="%",
         band=(32.7, 35.7),
         measure=_real(_swap_zero_overhead_saving),
@@ -324,12 +346,12 @@ CLAIMS = [
         id="singa-swap.real-clock.overhead-at-280mib",
         system="SINGA swap",
         claim="at a 280 MiB limit on VGG the swap schedule costs 13.3-17.1 % of an iteration "
-              "(SubWDOA 14.8 %)",
+        "(SubWDOA 14.8 %)",
         source="junzhezhang/memInfoSwap plot_overhead.py (overhead_sub_wdto[0] = 12.09 ms of "
-               "81.57; AOA 13.93, WDOA 10.89 ms)",
+        "81.57; AOA 13.93, WDOA 10.89 ms)",
         published="14.8 % (SubWDOA); 13.3-17.1 % across AOA, DOA, WDOA, SubWDOA",
         setting="as singa-swap.real-clock.zero-overhead-saving; the SubWDOA plan at 280 MiB, "
-                "its overhead as a share of the recording's iteration",
+        "its overhead as a share of the recording's iteration",
         unit="%",
         band=(13.3, 17.1),
         measure=_real(_swap_overhead_at_280),
@@ -338,12 +360,11 @@ CLAIMS = [
     Claim(
         id="singa-swap.real-clock.zero-overhead-limit",
         system="SINGA swap",
-        claim="on VGG, SubWDOA's overhead is zero at every limit from 450 MiB up (WDOA 450, "
-              "AOA 490 MiB)",
+        claim="on VGG, SubWDOA's overhead is zero at every limit from 450 MiB up (WDOA 450, AOA 490 MiB)",
         source="junzhezhang/memInfoSwap plot_overhead.py",
         published="450 MiB (SubWDOA); 450-490 MiB across WDOA, SubWDOA, AOA",
         setting="as singa-swap.real-clock.zero-overhead-saving; the smallest limit of the grid "
-                "from which SubWDOA's overhead stays zero",
+        "from which SubWDOA's overhead stays zero",
         unit="MiB",
         band=(450.0, 490.0),
         measure=_real(_swap_zero_from),
@@ -353,24 +374,24 @@ CLAIMS = [
         id="singa-swap.real-clock.offline-analysis",
         system="SINGA swap",
         claim="the authors' overhead curve on VGG: AOA 13.93, DOA 12.09, WDOA 10.89 ms at "
-              "280 MiB; at 450 MiB AOA 2.12 ms, DOA and WDOA 0; at 490 MiB DOA 1.20 ms, AOA "
-              "and WDOA 0",
+        "280 MiB; at 450 MiB AOA 2.12 ms, DOA and WDOA 0; at 490 MiB DOA 1.20 ms, AOA "
+        "and WDOA 0",
         source="junzhezhang/memInfoSwap plot_overhead.py (overhead_pri_net, overhead_dt, "
-               "overhead_wdto), drawn by unit_functions.py (commit 5ca3ea1)",
+        "overhead_wdto), drawn by unit_functions.py (commit 5ca3ea1)",
         published="13.93 / 12.09 / 10.89 ms at 280 MiB (and the 450, 490 MiB points)",
         setting="the authors' real-clock recording (vec_block_fresh_vgg.csv, in "
-                "../shared/external/singa-traces) with plan_swaps(offline_analysis=True): "
-                "their offline analysis's candidates, scores and schedule, slips included; "
-                "the value is the largest difference from the nine published points, ms. "
-                "Band: 1 us (their script reads the 1.5e18 ns timestamps as float64: 256 ns "
-                "steps)",
+        "../shared/external/singa-traces) with plan_swaps(offline_analysis=True): "
+        "their offline analysis's candidates, scores and schedule, slips included; "
+        "the value is the largest difference from the nine published points, ms. "
+        "Band: 1 us (their script reads the 1.5e18 ns timestamps as float64: 256 ns "
+        "steps)",
         unit="ms",
         band=(0.0, 0.001),
         measure=_offline_curve,
         why="SubWDOA is not among the compared points' scores: the authors' load file "
-            "(load_origin_vgg.csv) is zero from op 6,526 of its 9,516, so their SubWDOA sums "
-            "over gaps that reach the third iteration differ from the recording's load; run "
-            "with the recording's load, their own script gives g10fast's SubWDOA curve "
-            "(the detail's SubWDOA values).",
+        "(load_origin_vgg.csv) is zero from op 6,526 of its 9,516, so their SubWDOA sums "
+        "over gaps that reach the third iteration differ from the recording's load; run "
+        "with the recording's load, their own script gives g10fast's SubWDOA curve "
+        "(the detail's SubWDOA values).",
     ),
 ]

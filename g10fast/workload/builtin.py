@@ -49,13 +49,14 @@ def models_dir() -> Path:
 # ---------------------------------------------------------------------------------------------
 # Model files
 
+
 @dataclass(frozen=True)
 class ModelSpec:
-    key: str            # file stem, e.g. "resnet152"
-    name: str           # display name / Graph name, e.g. "ResNet152"
-    kind: str           # cnn | encoder | decoder
+    key: str  # file stem, e.g. "resnet152"
+    name: str  # display name / Graph name, e.g. "ResNet152"
+    kind: str  # cnn | encoder | decoder
     family: str
-    params: dict        # the whole TOML table
+    params: dict  # the whole TOML table
     path: str
 
     @property
@@ -68,8 +69,7 @@ class ModelSpec:
         return self.params.get("artifact")
 
 
-_KINDS = {"cnn": ("resnet", "inception", "senet"), "encoder": ("bert", "vit"),
-          "decoder": ("gpt2", "llama")}
+_KINDS = {"cnn": ("resnet", "inception", "senet"), "encoder": ("bert", "vit"), "decoder": ("gpt2", "llama")}
 
 
 def read_model_file(path) -> ModelSpec:
@@ -78,15 +78,20 @@ def read_model_file(path) -> ModelSpec:
     if d.get("format") != MODEL_FORMAT:
         raise InputError(f"format must be {MODEL_FORMAT!r}", path=str(p), param="format")
     if d.get("version") != MODEL_FORMAT_VERSION:
-        raise InputError(f"unsupported version {d.get('version')!r} (this g10fast reads "
-                         f"{MODEL_FORMAT_VERSION})", path=str(p), param="version")
+        raise InputError(
+            f"unsupported version {d.get('version')!r} (this g10fast reads {MODEL_FORMAT_VERSION})",
+            path=str(p),
+            param="version",
+        )
     kind, family = d.get("kind"), d.get("family")
     if kind not in _KINDS:
-        raise InputError(f"unknown kind {kind!r} (known: {', '.join(_KINDS)})", path=str(p),
-                         param="kind")
+        raise InputError(f"unknown kind {kind!r} (known: {', '.join(_KINDS)})", path=str(p), param="kind")
     if family not in _KINDS[kind]:
-        raise InputError(f"unknown {kind} family {family!r} (known: {', '.join(_KINDS[kind])})",
-                         path=str(p), param="family")
+        raise InputError(
+            f"unknown {kind} family {family!r} (known: {', '.join(_KINDS[kind])})",
+            path=str(p),
+            param="family",
+        )
     for key in ("name",):
         if not isinstance(d.get(key), str):
             raise InputError("missing or not a string", path=str(p), param=key)
@@ -115,12 +120,16 @@ def find_model(name: str, folder=None) -> ModelSpec:
         if want in {_norm(x) for x in names}:
             return s
     import difflib
-    every = {_norm(x): s.key for s in specs
-             for x in {s.key, s.name, *s.params.get("aliases", [])}}
+
+    every = {_norm(x): s.key for s in specs for x in {s.key, s.name, *s.params.get("aliases", [])}}
     hint = difflib.get_close_matches(want, list(every), n=1, cutoff=0.6)
-    raise InputError(f"unknown built-in model {name!r}"
-                     + (f" (did you mean {every[hint[0]]!r}?)" if hint else "") + "; known: "
-                     + ", ".join(s.key for s in specs), param="model")
+    raise InputError(
+        f"unknown built-in model {name!r}"
+        + (f" (did you mean {every[hint[0]]!r}?)" if hint else "")
+        + "; known: "
+        + ", ".join(s.key for s in specs),
+        param="model",
+    )
 
 
 def _get(spec: ModelSpec, key: str, kind=int, default=None):
@@ -155,11 +164,13 @@ def load_builtin_graph(name_or_spec, batch_size: int, **overrides) -> Graph:
 # CNNs: a layer tree like the front end's parse tree, then the front end's own rewiring,
 # shape propagation and kernel construction.
 
+
 class _Tree:
     """Builds cnn.Op / cnn.Block nodes while tracking the channel count."""
 
     def __init__(self, channels: int, bn_eps: float):
         from g10fast.workload.cnn import Block, Op
+
         self.Op, self.Block = Op, Block
         self.c = channels
         self.eps = bn_eps
@@ -167,19 +178,39 @@ class _Tree:
     def conv(self, out, k=(1, 1), s=(1, 1), p=(0, 0), bias=False, cin=None):
         cin = self.c if cin is None else cin
         self.c = out
-        return self.Op("Conv2d", {"in_channels": cin, "out_channels": out, "kernel_size": tuple(k),
-                                  "stride": tuple(s), "padding": tuple(p), "bias": bias}, 0)
+        return self.Op(
+            "Conv2d",
+            {
+                "in_channels": cin,
+                "out_channels": out,
+                "kernel_size": tuple(k),
+                "stride": tuple(s),
+                "padding": tuple(p),
+                "bias": bias,
+            },
+            0,
+        )
 
     def bn(self):
-        return self.Op("BatchNorm2d", {"num_features": self.c, "eps": self.eps, "momentum": 0.1,
-                                       "affine": True, "track_running_stats": True}, 0)
+        return self.Op(
+            "BatchNorm2d",
+            {
+                "num_features": self.c,
+                "eps": self.eps,
+                "momentum": 0.1,
+                "affine": True,
+                "track_running_stats": True,
+            },
+            0,
+        )
 
     def relu(self, inplace=True):
         return self.Op("ReLU", {"inplace": inplace}, 0)
 
     def maxpool(self, k, s, p):
-        return self.Op("MaxPool2d", {"kernel_size": k, "stride": s, "padding": p, "dilation": 1,
-                                     "ceil_mode": False}, 0)
+        return self.Op(
+            "MaxPool2d", {"kernel_size": k, "stride": s, "padding": p, "dilation": 1, "ceil_mode": False}, 0
+        )
 
     def avgpool(self, n):
         return self.Op("AdaptiveAvgPool2d", {"output_size": (n, n)}, 0)
@@ -221,9 +252,13 @@ def _layer_line(t: _Tree, line: str, spec: ModelSpec):
     flags = set(rest)
     try:
         if op == "conv":
-            return t.conv(int(rest[0]), _pair(opts.get("k", "1"), "kernel", spec),
-                          _pair(opts.get("s", "1"), "stride", spec),
-                          _pair(opts.get("p", "0"), "padding", spec), bias="bias" in flags)
+            return t.conv(
+                int(rest[0]),
+                _pair(opts.get("k", "1"), "kernel", spec),
+                _pair(opts.get("s", "1"), "stride", spec),
+                _pair(opts.get("p", "0"), "padding", spec),
+                bias="bias" in flags,
+            )
         if op == "bn":
             return t.bn()
         if op == "relu":
@@ -238,8 +273,10 @@ def _layer_line(t: _Tree, line: str, spec: ModelSpec):
             return t.linear(int(rest[0]), "bias" in flags)
     except (IndexError, KeyError, ValueError):
         raise InputError(f"bad layer line {line!r}", path=spec.path) from None
-    raise InputError(f"unknown layer {op!r} in {line!r} (known: conv, bn, relu, maxpool, "
-                     "avgpool, dropout, linear)", path=spec.path)
+    raise InputError(
+        f"unknown layer {op!r} in {line!r} (known: conv, bn, relu, maxpool, avgpool, dropout, linear)",
+        path=spec.path,
+    )
 
 
 def _stages(t: _Tree, spec: ModelSpec, unit) -> list:
@@ -258,8 +295,15 @@ def _resnet_blocks(t: _Tree, spec: ModelSpec) -> list:
     exp = _get(spec, "expansion", default=4)
 
     def bottleneck(width, s, first, cin):
-        kids = [t.conv(width), t.bn(), t.conv(width, (3, 3), (s, s), (1, 1)), t.bn(),
-                t.conv(width * exp), t.bn(), t.relu()]   # one ReLU per block (O-26)
+        kids = [
+            t.conv(width),
+            t.bn(),
+            t.conv(width, (3, 3), (s, s), (1, 1)),
+            t.bn(),
+            t.conv(width * exp),
+            t.bn(),
+            t.relu(),
+        ]  # one ReLU per block (O-26)
         if s != 1 or cin != width * exp:
             kids.append(t.block("Sequential", [t.conv(width * exp, s=(s, s), cin=cin), t.bn()]))
         return t.block("Bottleneck", kids)
@@ -271,30 +315,61 @@ def _inception_block(t: _Tree, kind: str, arg) -> object:
     cin = t.c
     b = lambda o, k=(1, 1), s=(1, 1), p=(0, 0), ci=None: t.basic(o, k, s, p, cin=ci)  # noqa
     if kind == "A":
-        kids = [b(64, ci=cin), b(48, ci=cin), b(64, (5, 5), p=(2, 2), ci=48), b(64, ci=cin),
-                b(96, (3, 3), p=(1, 1), ci=64), b(96, (3, 3), p=(1, 1), ci=96), b(arg, ci=cin)]
+        kids = [
+            b(64, ci=cin),
+            b(48, ci=cin),
+            b(64, (5, 5), p=(2, 2), ci=48),
+            b(64, ci=cin),
+            b(96, (3, 3), p=(1, 1), ci=64),
+            b(96, (3, 3), p=(1, 1), ci=96),
+            b(arg, ci=cin),
+        ]
         t.c = 64 + 64 + 96 + arg
     elif kind == "B":
-        kids = [b(384, (3, 3), (2, 2), ci=cin), b(64, ci=cin), b(96, (3, 3), p=(1, 1), ci=64),
-                b(96, (3, 3), (2, 2), ci=96)]
+        kids = [
+            b(384, (3, 3), (2, 2), ci=cin),
+            b(64, ci=cin),
+            b(96, (3, 3), p=(1, 1), ci=64),
+            b(96, (3, 3), (2, 2), ci=96),
+        ]
         t.c = 384 + 96 + cin
     elif kind == "C":
         c7 = arg
-        kids = [b(192, ci=cin), b(c7, ci=cin), b(c7, (1, 7), p=(0, 3), ci=c7),
-                b(192, (7, 1), p=(3, 0), ci=c7), b(c7, ci=cin), b(c7, (7, 1), p=(3, 0), ci=c7),
-                b(c7, (1, 7), p=(0, 3), ci=c7), b(c7, (7, 1), p=(3, 0), ci=c7),
-                b(192, (1, 7), p=(0, 3), ci=c7), b(192, ci=cin)]
+        kids = [
+            b(192, ci=cin),
+            b(c7, ci=cin),
+            b(c7, (1, 7), p=(0, 3), ci=c7),
+            b(192, (7, 1), p=(3, 0), ci=c7),
+            b(c7, ci=cin),
+            b(c7, (7, 1), p=(3, 0), ci=c7),
+            b(c7, (1, 7), p=(0, 3), ci=c7),
+            b(c7, (7, 1), p=(3, 0), ci=c7),
+            b(192, (1, 7), p=(0, 3), ci=c7),
+            b(192, ci=cin),
+        ]
         t.c = 768
     elif kind == "D":
-        kids = [b(192, ci=cin), b(320, (3, 3), (2, 2), ci=192), b(192, ci=cin),
-                b(192, (1, 7), p=(0, 3), ci=192), b(192, (7, 1), p=(3, 0), ci=192),
-                b(192, (3, 3), (2, 2), ci=192)]
+        kids = [
+            b(192, ci=cin),
+            b(320, (3, 3), (2, 2), ci=192),
+            b(192, ci=cin),
+            b(192, (1, 7), p=(0, 3), ci=192),
+            b(192, (7, 1), p=(3, 0), ci=192),
+            b(192, (3, 3), (2, 2), ci=192),
+        ]
         t.c = 320 + 192 + cin
     else:  # E
-        kids = [b(320, ci=cin), b(384, ci=cin), b(384, (1, 3), p=(0, 1), ci=384),
-                b(384, (3, 1), p=(1, 0), ci=384), b(448, ci=cin), b(384, (3, 3), p=(1, 1), ci=448),
-                b(384, (1, 3), p=(0, 1), ci=384), b(384, (3, 1), p=(1, 0), ci=384),
-                b(192, ci=cin)]
+        kids = [
+            b(320, ci=cin),
+            b(384, ci=cin),
+            b(384, (1, 3), p=(0, 1), ci=384),
+            b(384, (3, 1), p=(1, 0), ci=384),
+            b(448, ci=cin),
+            b(384, (3, 3), p=(1, 1), ci=448),
+            b(384, (1, 3), p=(0, 1), ci=384),
+            b(384, (3, 1), p=(1, 0), ci=384),
+            b(192, ci=cin),
+        ]
         t.c = 320 + 768 + 768 + 192
     return t.block("Inception" + kind, kids)
 
@@ -304,8 +379,12 @@ def _inception_blocks(t: _Tree, spec: ModelSpec) -> list:
     for item in _get(spec, "blocks", list):
         w = str(item).split()
         if not w or w[0] not in ("A", "B", "C", "D", "E") or len(w) != (2 if w[0] in "AC" else 1):
-            raise InputError(f"bad Inception block {item!r} (expected 'A <pool channels>', 'B', "
-                             "'C <7x7 channels>', 'D' or 'E')", path=spec.path, param="blocks")
+            raise InputError(
+                f"bad Inception block {item!r} (expected 'A <pool channels>', 'B', "
+                "'C <7x7 channels>', 'D' or 'E')",
+                path=spec.path,
+                param="blocks",
+            )
         out.append(_inception_block(t, w[0], int(w[1]) if len(w) > 1 else None))
     return out
 
@@ -314,12 +393,16 @@ def _senet_blocks(t: _Tree, spec: ModelSpec) -> list:
     red = _get(spec, "se_reduction", default=16)
 
     def unit(width, s, first, cin):
-        body = t.block("SENetBottleneck", [
-            t.basic(width // 2), t.basic(width, (3, 3), (s, s), (1, 1)),
-            t.block("ConvBlock", [t.conv(width), t.bn()])])
+        body = t.block(
+            "SENetBottleneck",
+            [
+                t.basic(width // 2),
+                t.basic(width, (3, 3), (s, s), (1, 1)),
+                t.block("ConvBlock", [t.conv(width), t.bn()]),
+            ],
+        )
         # the SE gate is a ReLU in G10's model (O-26)
-        se = t.block("SEBlock", [t.avgpool(1), t.conv(width // red), t.relu(), t.conv(width),
-                                 t.relu()])
+        se = t.block("SEBlock", [t.avgpool(1), t.conv(width // red), t.relu(), t.conv(width), t.relu()])
         kids = [body, se]
         if first:
             k, p = ((3, 3), (1, 1)) if s != 1 else ((1, 1), (0, 0))
@@ -335,11 +418,11 @@ def _cnn_layers(spec: ModelSpec, batch: int):
     from g10fast.workload import cnn
 
     hw = _get(spec, "input_hw", list)
-    t = _Tree(_get(spec, "input_channels", default=3),
-              float(spec.params.get("bn_eps", 1e-5)))
+    t = _Tree(_get(spec, "input_channels", default=3), float(spec.params.get("bn_eps", 1e-5)))
     children = [_layer_line(t, ln, spec) for ln in _get(spec, "stem", list)]
-    children += {"resnet": _resnet_blocks, "inception": _inception_blocks,
-                 "senet": _senet_blocks}[spec.family](t, spec)
+    children += {"resnet": _resnet_blocks, "inception": _inception_blocks, "senet": _senet_blocks}[
+        spec.family
+    ](t, spec)
     children += [_layer_line(t, ln, spec) for ln in _get(spec, "head", list)]
     model = cnn.Block(spec.name, children, 0)
     src = cnn._Source("", f"builtin:{spec.key}")
@@ -368,33 +451,48 @@ def _cnn_graph(spec: ModelSpec, batch: int) -> Graph:
         a = lay.args
         if lay.type == "Conv2d":
             kh, kw = a["kernel_size"]
-            params += a["in_channels"] * a["out_channels"] * kh * kw \
-                + (a["out_channels"] if a.get("bias") else 0)
+            params += a["in_channels"] * a["out_channels"] * kh * kw + (
+                a["out_channels"] if a.get("bias") else 0
+            )
         elif lay.type == "Linear":
-            params += a["in_features"] * a["out_features"] + (a["out_features"] if a.get("bias")
-                                                              else 0)
+            params += a["in_features"] * a["out_features"] + (a["out_features"] if a.get("bias") else 0)
         elif lay.type == "BatchNorm2d" and a.get("affine", True):
             params += 2 * a["num_features"]
-    return Graph(name=spec.artifact or spec.name, batch_size=batch,
-                 raw_size=np.asarray(raw, dtype=np.int64), is_global=np.asarray(glob, dtype=bool),
-                 kernel_name=kname, kernel_parent=kpar, in_ptr=in_ptr, in_idx=in_idx,
-                 out_ptr=out_ptr, out_idx=out_idx,
-                 meta={"format": "builtin", "builtin": spec.key, "family": spec.family,
-                       "parent_flops": flops, "dtype_bytes": 4, "parameters": params})
+    return Graph(
+        name=spec.artifact or spec.name,
+        batch_size=batch,
+        raw_size=np.asarray(raw, dtype=np.int64),
+        is_global=np.asarray(glob, dtype=bool),
+        kernel_name=kname,
+        kernel_parent=kpar,
+        in_ptr=in_ptr,
+        in_idx=in_idx,
+        out_ptr=out_ptr,
+        out_idx=out_idx,
+        meta={
+            "format": "builtin",
+            "builtin": spec.key,
+            "family": spec.family,
+            "parent_flops": flops,
+            "dtype_bytes": 4,
+            "parameters": params,
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Transformers: operator records, read by the transformer front end
 
+
 class _Records:
     """Operator records with symbolic ids; weights become ids below `borden`."""
 
     def __init__(self):
-        self.recs = []            # (ref, type, [(ref, shape)])
+        self.recs = []  # (ref, type, [(ref, shape)])
         self.n_w = 0
         self.n_o = 0
-        self.named: dict = {}     # weight name -> ref (for ties)
-        self.flops: dict = {}     # op ref -> forward flops (matrix-multiply-like ops)
+        self.named: dict = {}  # weight name -> ref (for ties)
+        self.flops: dict = {}  # op ref -> forward flops (matrix-multiply-like ops)
 
     def w(self, name=None):
         if name is not None and name in self.named:
@@ -413,11 +511,15 @@ class _Records:
     def op(self, typ, ins):
         if typ == "SoftmaxBasic":
             # G10's softmax is four records; the front end fuses them and keeps the last id
-            (x, shp), = ins
+            ((x, shp),) = ins
             a, b, c, d = self.c(), self.c(), self.c(), self.c()
             red = shp[:-1]
-            self.recs += [(a, typ, [(x, shp)]), (b, typ, [(x, shp), (a, red)]),
-                          (c, typ, [(b, shp)]), (d, typ, [(b, shp), (c, red)])]
+            self.recs += [
+                (a, typ, [(x, shp)]),
+                (b, typ, [(x, shp), (a, red)]),
+                (c, typ, [(b, shp)]),
+                (d, typ, [(b, shp), (c, red)]),
+            ]
             return d
         r = self.c()
         self.recs.append((r, typ, list(ins)))
@@ -481,18 +583,19 @@ def _dense(R: _Records, x, w, bias, S, n_in, n_out, weight_first=False):
     Add. `weight_first`: the weight is the Dot's first operand, with the activation's shape
     (G10's record of the attention's output projection)."""
     a, b = (w, x) if weight_first else (x, w)
-    y = R.matmul("Dot", [(a, (B, S, n_in)), (b, (n_in, n_out))],
-                 lambda bs: 2 * bs * S * n_in * n_out)
+    y = R.matmul("Dot", [(a, (B, S, n_in)), (b, (n_in, n_out))], lambda bs: 2 * bs * S * n_in * n_out)
     return R.op("Add", [(y, (B, S, n_out)), (bias, (B, S, n_out))])
 
 
 def _attention(R: _Records, qkv, S, NH, dh, scale):
     """Scores of the fused qkv, `scale(scores)`, softmax, and the context."""
-    sc = R.matmul("BatchMatMul", [(qkv, (B, NH, S, dh)), (qkv, (B, NH, dh, S))],
-                  lambda b: 2 * b * NH * S * S * dh)
+    sc = R.matmul(
+        "BatchMatMul", [(qkv, (B, NH, S, dh)), (qkv, (B, NH, dh, S))], lambda b: 2 * b * NH * S * S * dh
+    )
     sm = R.op("SoftmaxBasic", [(scale(sc), (B, NH, S, S))])
-    return R.matmul("BatchMatMul", [(sm, (B, NH, S, S)), (qkv, (B, NH, S, dh))],
-                    lambda b: 2 * b * NH * S * S * dh)
+    return R.matmul(
+        "BatchMatMul", [(sm, (B, NH, S, S)), (qkv, (B, NH, S, dh))], lambda b: 2 * b * NH * S * S * dh
+    )
 
 
 def _bert_records(spec: ModelSpec) -> _Records:
@@ -509,7 +612,7 @@ def _bert_records(spec: ModelSpec) -> _Records:
     mask = None
     scores = (B, NH, S, S)
 
-    def scale(sc):          # scores / scale + the attention mask
+    def scale(sc):  # scores / scale + the attention mask
         sc = R.op("Divide", [(sc, scores), (W("attn.scale"), scores)])
         return R.op("Add", [(sc, scores), (mask, scores)])
 
@@ -544,8 +647,11 @@ def _vit_records(spec: ModelSpec) -> _Records:
     dh = H // NH
     R = _Records()
     W, shared = _named_weights(R, spec)
-    x = R.matmul("Convolution", [(R.c(), (B, 3, img, img)), (W("patch"), (H, 3, patch, patch))],
-                 lambda b: 2 * b * H * g * g * 3 * patch * patch)
+    x = R.matmul(
+        "Convolution",
+        [(R.c(), (B, 3, img, img)), (W("patch"), (H, 3, patch, patch))],
+        lambda b: 2 * b * H * g * g * 3 * patch * patch,
+    )
     x = R.op("Add", [(x, (B, H, g, g)), (W("patch.b"), (B, H, g, g))])
     x = R.op("Add", [(W("cls_pos"), (B, S, H)), (x, (B, S, H))])
     sc_c, gd, g1, gh = W("attn.scale"), W("gelu.div"), W("gelu.one"), W("gelu.half")
@@ -553,8 +659,9 @@ def _vit_records(spec: ModelSpec) -> _Records:
         p = f"layer{i}."
         h = _layer_norm(R, x, S, H, W(p + "ln1.g"), W(p + "ln1.b"), shared)
         qkv = _dense(R, h, W(p + "qkv"), W(p + "qkv.b"), S, H, 3 * H)
-        ctx = _attention(R, qkv, S, NH, dh, lambda sc: R.op(
-            "Multiply", [(sc, (B, NH, S, S)), (sc_c, (B, NH, S, S))]))
+        ctx = _attention(
+            R, qkv, S, NH, dh, lambda sc: R.op("Multiply", [(sc, (B, NH, S, S)), (sc_c, (B, NH, S, S))])
+        )
         o = _dense(R, ctx, W(p + "proj"), W(p + "proj.b"), S, H, H, weight_first=True)
         x = R.op("Add", [(x, (B, S, H)), (o, (B, S, H))])
         h = _layer_norm(R, x, S, H, W(p + "ln2.g"), W(p + "ln2.b"), shared)
@@ -573,8 +680,9 @@ def _vit_records(spec: ModelSpec) -> _Records:
     return R
 
 
-def _graph_from_records(spec: ModelSpec, R: _Records, batch: int, name: str,
-                        parameters: int | None = None) -> Graph:
+def _graph_from_records(
+    spec: ModelSpec, R: _Records, batch: int, name: str, parameters: int | None = None
+) -> Graph:
     from g10fast.workload.transformer import parse_transformer
 
     text, borden, flops = R.render(batch)
@@ -585,12 +693,24 @@ def _graph_from_records(spec: ModelSpec, R: _Records, batch: int, name: str,
         if oid in flops:
             parent_flops[par] = int(flops[oid])
     meta = dict(g.meta)
-    meta.update(format="builtin", builtin=spec.key, family=spec.family,
-                parent_flops=parent_flops, dtype_bytes=4)
+    meta.update(
+        format="builtin", builtin=spec.key, family=spec.family, parent_flops=parent_flops, dtype_bytes=4
+    )
     if parameters is not None:
         meta["parameters"] = int(parameters)
-    return Graph(g.name, g.batch_size, g.raw_size, g.is_global, g.kernel_name, g.kernel_parent,
-                 g.in_ptr, g.in_idx, g.out_ptr, g.out_idx, meta)
+    return Graph(
+        g.name,
+        g.batch_size,
+        g.raw_size,
+        g.is_global,
+        g.kernel_name,
+        g.kernel_parent,
+        g.in_ptr,
+        g.in_idx,
+        g.out_ptr,
+        g.out_idx,
+        meta,
+    )
 
 
 def _encoder_records(spec: ModelSpec) -> _Records:
@@ -600,9 +720,20 @@ def _encoder_records(spec: ModelSpec) -> _Records:
 #: weights of G10's encoder files that are constants, not parameters of the network: the
 #: layer norm's exponent and epsilon, the attention mask's operands and scale, GELU's
 #: constants, the index the classifier/pooler gathers the first token with
-_ENCODER_CONSTANTS = frozenset({"ln.pow", "ln.eps", "mask.one", "mask.big", "attn.scale",
-                                "pool.index", "gelu.div", "gelu.one", "gelu.half",
-                                "head.index"})
+_ENCODER_CONSTANTS = frozenset(
+    {
+        "ln.pow",
+        "ln.eps",
+        "mask.one",
+        "mask.big",
+        "attn.scale",
+        "pool.index",
+        "gelu.div",
+        "gelu.one",
+        "gelu.half",
+        "head.index",
+    }
+)
 
 
 def _encoder_parameters(spec: ModelSpec) -> dict:
@@ -616,19 +747,47 @@ def _encoder_parameters(spec: ModelSpec) -> dict:
     p = {}
     if spec.family == "bert":
         S, V, TV = _get(spec, "seq_len"), _get(spec, "vocab"), _get(spec, "type_vocab")
-        p.update({"emb.type": TV * H, "emb.word": V * H, "emb.pos": S * H, "emb.ln.g": H,
-                  "emb.ln.b": H, "pool.w": H * H, "pool.b": H})
+        p.update(
+            {
+                "emb.type": TV * H,
+                "emb.word": V * H,
+                "emb.pos": S * H,
+                "emb.ln.g": H,
+                "emb.ln.b": H,
+                "pool.w": H * H,
+                "pool.b": H,
+            }
+        )
         names = ("ln1", "ln2")
     else:
         img, patch, C = _get(spec, "image"), _get(spec, "patch"), _get(spec, "classes")
         S = (img // patch) ** 2 + 1
-        p.update({"patch": H * 3 * patch * patch, "patch.b": H, "cls_pos": S * H + H,
-                  "ln.g": H, "ln.b": H, "head.w": C * H, "head.b": C})
+        p.update(
+            {
+                "patch": H * 3 * patch * patch,
+                "patch.b": H,
+                "cls_pos": S * H + H,
+                "ln.g": H,
+                "ln.b": H,
+                "head.w": C * H,
+                "head.b": C,
+            }
+        )
         names = ("ln1", "ln2")
     for i in range(L):
         q = f"layer{i}."
-        p.update({q + "qkv": 3 * H * H, q + "qkv.b": 3 * H, q + "proj": H * H, q + "proj.b": H,
-                  q + "fc1": H * F, q + "fc1.b": F, q + "fc2": F * H, q + "fc2.b": H})
+        p.update(
+            {
+                q + "qkv": 3 * H * H,
+                q + "qkv.b": 3 * H,
+                q + "proj": H * H,
+                q + "proj.b": H,
+                q + "fc1": H * F,
+                q + "fc1.b": F,
+                q + "fc2": F * H,
+                q + "fc2.b": H,
+            }
+        )
         for n in names:
             p.update({q + n + ".g": H, q + n + ".b": H})
     return p
@@ -638,7 +797,7 @@ def _transformer_graph(spec: ModelSpec, batch: int) -> Graph:
     R = _encoder_records(spec)
     numel = _encoder_parameters(spec)
     unknown = set(R.named) - set(numel) - _ENCODER_CONSTANTS
-    if unknown:   # pragma: no cover - a weight added to the records without its size
+    if unknown:  # pragma: no cover - a weight added to the records without its size
         raise AssertionError(f"no parameter size for {sorted(unknown)}")
     # a tied weight (`tie`) is one tensor: R.named holds each tensor's name once
     params = sum(numel[n] for n in R.named if n in numel)
@@ -668,41 +827,51 @@ POINTWISE = ("fused", "decomposed")
 
 
 def _decoder_records(spec: ModelSpec) -> _Records:
-    L, H, NH, F, V, S = (_get(spec, k) for k in ("layers", "hidden", "heads", "ffn", "vocab",
-                                                  "seq_len"))
+    L, H, NH, F, V, S = (_get(spec, k) for k in ("layers", "hidden", "heads", "ffn", "vocab", "seq_len"))
     for k, v in (("hidden", H), ("ffn", F), ("vocab", V), ("seq_len", S)):
         if v == 99:
-            raise InputError("99 is reserved for the batch dimension in operator records; "
-                             "choose another size", path=spec.path, param=k)
+            raise InputError(
+                "99 is reserved for the batch dimension in operator records; choose another size",
+                path=spec.path,
+                param=k,
+            )
     if H % NH:
-        raise InputError(f"hidden {H} is not a multiple of heads {NH}", path=spec.path,
-                         param="heads")
+        raise InputError(f"hidden {H} is not a multiple of heads {NH}", path=spec.path, param="heads")
     attention = spec.params.get("attention", "fused")
     if attention not in ATTENTIONS:
-        raise InputError(f"unknown attention {attention!r} (known: {', '.join(ATTENTIONS)})",
-                         path=spec.path, param="attention")
+        raise InputError(
+            f"unknown attention {attention!r} (known: {', '.join(ATTENTIONS)})",
+            path=spec.path,
+            param="attention",
+        )
     pointwise = spec.params.get("pointwise", "fused")
     if pointwise not in POINTWISE:
-        raise InputError(f"unknown pointwise {pointwise!r} (known: {', '.join(POINTWISE)})",
-                         path=spec.path, param="pointwise")
+        raise InputError(
+            f"unknown pointwise {pointwise!r} (known: {', '.join(POINTWISE)})",
+            path=spec.path,
+            param="pointwise",
+        )
     fused_pw = pointwise == "fused"
     llama = spec.family == "llama"
     dh = H // NH
     # grouped-query attention (Llama-2 70B, Qwen2): kv_heads key/value heads of dh each
     NKV = int(spec.params.get("kv_heads", NH))
     if isinstance(spec.params.get("kv_heads", NH), bool) or NKV < 1 or NH % NKV:
-        raise InputError(f"kv_heads must divide heads {NH}, got "
-                         f"{spec.params.get('kv_heads')!r}", path=spec.path, param="kv_heads")
+        raise InputError(
+            f"kv_heads must divide heads {NH}, got {spec.params.get('kv_heads')!r}",
+            path=spec.path,
+            param="kv_heads",
+        )
     KV = NKV * dh
-    qkv_bias = bool(spec.params.get("qkv_bias", False))     # Qwen2: biases on q, k, v
+    qkv_bias = bool(spec.params.get("qkv_bias", False))  # Qwen2: biases on q, k, v
     R = _Records()
-    one, half, two, eps, nH = R.c(), R.c(), R.c(), R.c(), R.c()   # scalar constants
+    one, half, two, eps, nH = R.c(), R.c(), R.c(), R.c(), R.c()  # scalar constants
     if attention == "materialized":
         scale, causal = R.c(), R.c()
     bsh = (B, S, H)
 
     def norm(x, p):
-        if llama:   # RMSNorm: x / sqrt(mean(x^2) + eps) * g
+        if llama:  # RMSNorm: x / sqrt(mean(x^2) + eps) * g
             q = R.op("Power", [(x, bsh), (two, (1,))])
             s = R.op("Sum", [(q, bsh)])
             m = R.op("Divide", [(s, (B, S)), (nH, (1,))])
@@ -727,8 +896,7 @@ def _decoder_records(spec: ModelSpec) -> _Records:
     def dot(x, xshape, w, n):
         k = xshape[-1]
         rows = xshape[:-1]
-        return R.matmul("Dot", [(x, xshape), (w, (k, n))],
-                        lambda b: 2 * _numel(rows, b) * k * n)
+        return R.matmul("Dot", [(x, xshape), (w, (k, n))], lambda b: 2 * _numel(rows, b) * k * n)
 
     wte = R.w("wte")
     x = R.op("GatherV2", [(wte, (V, H)), (R.c(), (B, S))])
@@ -749,12 +917,11 @@ def _decoder_records(spec: ModelSpec) -> _Records:
                 k = R.op("Add", [(k, bskv), (R.w(p + ".k.b"), (KV,))])
                 v = R.op("Add", [(v, bskv), (R.w(p + ".v.b"), (KV,))])
             rot = []
-            for t, shp, n in ((q, bsh, H), (k, bskv, KV)):   # rotary: t*cos + rotate(t)*sin
+            for t, shp, n in ((q, bsh, H), (k, bskv, KV)):  # rotary: t*cos + rotate(t)*sin
                 a = R.op("Multiply", [(t, shp), (cos, (S, n))])
                 b_ = R.op("Multiply", [(t, shp), (sin, (S, n))])
                 rot.append(R.op("Add", [(a, shp), (b_, shp)]))
-            qa, ka, va = ((rot[0], (B, NH, S, dh)), (rot[1], (B, NKV, dh, S)),
-                          (v, (B, NKV, S, dh)))
+            qa, ka, va = ((rot[0], (B, NH, S, dh)), (rot[1], (B, NKV, dh, S)), (v, (B, NKV, S, dh)))
             fused_in = [(rot[0], bsh), (rot[1], bskv), (v, bskv)]
         else:
             qkv = dot(h, bsh, R.w(p + ".qkv"), 3 * H)
@@ -771,15 +938,14 @@ def _decoder_records(spec: ModelSpec) -> _Records:
             sc = R.op("Multiply", [(sc, (B, NH, S, S)), (scale, (1,))])
             sc = R.op("Add", [(sc, (B, NH, S, S)), (causal, (S, S))])
             sm = R.op("SoftmaxBasic", [(sc, (B, NH, S, S))])
-            ctx = R.matmul("BatchMatMul", [(sm, (B, NH, S, S)), va],
-                           lambda b: 2 * b * NH * S * S * dh)
+            ctx = R.matmul("BatchMatMul", [(sm, (B, NH, S, S)), va], lambda b: 2 * b * NH * S * S * dh)
         o = dot(ctx, bsh, R.w(p + ".o"), H)
         if not llama:
             o = R.op("Add", [(o, bsh), (R.w(p + ".o.b"), (H,))])
         x = R.op("Add", [(x, bsh), (o, bsh)])
         h = norm(x, p + ".ln2")
         bsf = (B, S, F)
-        if llama:   # SwiGLU: (silu(h Wg) * h Wu) Wd, sigmoid(z) = (1 + tanh(z/2)) / 2
+        if llama:  # SwiGLU: (silu(h Wg) * h Wu) Wd, sigmoid(z) = (1 + tanh(z/2)) / 2
             gt = dot(h, bsh, R.w(p + ".gate"), F)
             up = dot(h, bsh, R.w(p + ".up"), F)
         if llama and fused_pw:
@@ -794,7 +960,7 @@ def _decoder_records(spec: ModelSpec) -> _Records:
             a = R.op("Multiply", [(gt, bsf), (a, bsf)])
             a = R.op("Multiply", [(a, bsf), (up, bsf)])
             f = dot(a, bsf, R.w(p + ".down"), H)
-        else:       # GELU(z) = z/2 (1 + erf(z / sqrt 2))
+        else:  # GELU(z) = z/2 (1 + erf(z / sqrt 2))
             f = dot(h, bsh, R.w(p + ".fc1"), F)
             f = R.op("Add", [(f, bsf), (R.w(p + ".fc1.b"), (F,))])
             if fused_pw:
@@ -812,7 +978,7 @@ def _decoder_records(spec: ModelSpec) -> _Records:
     # the output head: tied to the embedding (GPT-2, Qwen2.5 up to 3B) or its own (Llama)
     head = wte if spec.params.get("tie_embeddings", not llama) else R.w("lm_head")
     logits = R.matmul("Dot", [(h, bsh), (head, (H, V))], lambda b: 2 * b * S * H * V)
-    R.op("SoftmaxBasic", [(logits, (B, S, V))])    # softmax of the cross-entropy loss
+    R.op("SoftmaxBasic", [(logits, (B, S, V))])  # softmax of the cross-entropy loss
     return R
 
 
@@ -820,18 +986,19 @@ def _decoder_graph(spec: ModelSpec, batch: int) -> Graph:
     prec = spec.params.get("precision", "bf16-mixed")
     opt = spec.params.get("optimizer", "adamw")
     if prec not in PRECISIONS:
-        raise InputError(f"unknown precision {prec!r} (known: {', '.join(PRECISIONS)})",
-                         path=spec.path, param="precision")
+        raise InputError(
+            f"unknown precision {prec!r} (known: {', '.join(PRECISIONS)})", path=spec.path, param="precision"
+        )
     if opt not in OPTIMIZERS:
-        raise InputError(f"unknown optimizer {opt!r} (known: {', '.join(OPTIMIZERS)})",
-                         path=spec.path, param="optimizer")
+        raise InputError(
+            f"unknown optimizer {opt!r} (known: {', '.join(OPTIMIZERS)})", path=spec.path, param="optimizer"
+        )
     g = _graph_from_records(spec, _decoder_records(spec), batch, spec.name)
     return with_precision(g, prec, opt)
 
 
 def _check_batch(batch_size) -> None:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
-            or batch_size <= 0:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
         raise InputError(f"must be a positive integer, got {batch_size!r}", param="batch_size")
 
 
@@ -842,8 +1009,7 @@ def _resolved_spec(name_or_spec, overrides) -> ModelSpec:
         bad = [k for k in overrides if k not in spec.params and k not in optional]
         if bad:
             raise InputError(f"model {spec.key} has no parameter {bad[0]!r}", param=bad[0])
-        spec = ModelSpec(spec.key, spec.name, spec.kind, spec.family,
-                         {**spec.params, **overrides}, spec.path)
+        spec = ModelSpec(spec.key, spec.name, spec.kind, spec.family, {**spec.params, **overrides}, spec.path)
     return spec
 
 
@@ -863,8 +1029,13 @@ def kernel_layers(name_or_spec, batch_size: int, **overrides) -> dict:
     if spec.kind == "cnn":
         layers, _ = _cnn_layers(spec, batch)
         for lay in layers:
-            info = {"type": lay.type, "in": tuple(lay.shape), "out": tuple(lay.out_shape),
-                    "args": dict(lay.args), "prev": [tuple(q.out_shape) for q in lay.prev]}
+            info = {
+                "type": lay.type,
+                "in": tuple(lay.shape),
+                "out": tuple(lay.out_shape),
+                "args": dict(lay.args),
+                "prev": [tuple(q.out_shape) for q in lay.prev],
+            }
             if lay.type == "Scale":
                 info["scale"] = tuple(lay.shape)
             out[f"{lay.id}:{lay.type}"] = info
@@ -873,8 +1044,10 @@ def kernel_layers(name_or_spec, batch_size: int, **overrides) -> dict:
     W = R.n_w
     for r, typ, ins in R.recs:
         oid = r[1] if r[0] == "w" else W + r[1]
-        out[f"{oid}:{typ}"] = {"type": typ, "in": [tuple(batch if d == B else d for d in shp)
-                                                    for _, shp in ins]}
+        out[f"{oid}:{typ}"] = {
+            "type": typ,
+            "in": [tuple(batch if d == B else d for d in shp) for _, shp in ins],
+        }
     return out
 
 
@@ -896,7 +1069,7 @@ def with_precision(g: Graph, precision: str, optimizer: str) -> Graph:
         ids = []
         for _ in range(per_weight):
             ids.append(T + len(extra_raw))
-            extra_raw.append(int(g.raw_size[w]))          # fp32: 4 bytes per element
+            extra_raw.append(int(g.raw_size[w]))  # fp32: 4 bytes per element
         state_of[int(w)] = ids
     kin, kout = [], []
     for k in range(g.num_kernels):
@@ -911,15 +1084,25 @@ def with_precision(g: Graph, precision: str, optimizer: str) -> Graph:
     in_ptr, in_idx = csr_from_lists(kin)
     out_ptr, out_idx = csr_from_lists(kout)
     meta = dict(g.meta, precision=precision, optimizer=optimizer, dtype_bytes=el)
-    return Graph(g.name, g.batch_size,
-                 np.concatenate([raw, np.asarray(extra_raw, dtype=np.int64)]),
-                 np.concatenate([glob, np.ones(len(extra_raw), bool)]),
-                 g.kernel_name, g.kernel_parent, in_ptr, in_idx, out_ptr, out_idx, meta)
+    return Graph(
+        g.name,
+        g.batch_size,
+        np.concatenate([raw, np.asarray(extra_raw, dtype=np.int64)]),
+        np.concatenate([glob, np.ones(len(extra_raw), bool)]),
+        g.kernel_name,
+        g.kernel_parent,
+        in_ptr,
+        in_idx,
+        out_ptr,
+        out_idx,
+        meta,
+    )
 
 
 def footprint_bytes(g: Graph) -> int:
     """Page-rounded bytes of all tensors of a Graph (without cuDNN workspaces)."""
     from g10fast.workload.model import page_round
+
     return int(page_round(g.raw_size).sum())
 
 
@@ -936,7 +1119,7 @@ def parameter_count(g: Graph) -> int:
         return int(g.meta["parameters"])
     el = int(g.meta.get("dtype_bytes", 4))
     glob = np.nonzero(np.asarray(g.is_global, dtype=bool))[0]
-    model = glob[:len(glob) - _n_state(g)]        # the optimizer state is added last
+    model = glob[: len(glob) - _n_state(g)]  # the optimizer state is added last
     return int(np.asarray(g.raw_size)[model].sum() // el)
 
 
@@ -968,6 +1151,16 @@ def ceil_div(a, b):
     return -(-a // b)
 
 
-__all__ = ["ModelSpec", "read_model_file", "list_models", "find_model", "load_builtin_graph",
-           "with_precision", "footprint_bytes", "parameter_count", "models_dir",
-           "batch_for_footprint", "math"]
+__all__ = [
+    "ModelSpec",
+    "read_model_file",
+    "list_models",
+    "find_model",
+    "load_builtin_graph",
+    "with_precision",
+    "footprint_bytes",
+    "parameter_count",
+    "models_dir",
+    "batch_for_footprint",
+    "math",
+]

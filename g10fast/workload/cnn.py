@@ -28,34 +28,59 @@ from g10fast.workload.model import Graph, csr_from_lists
 
 FAMILIES = ("resnet", "inception", "senet")
 
-KEYWORDS = frozenset((
-    "Sequential", "Conv2d", "ReLU", "MaxPool2d", "AdaptiveAvgPool2d", "Linear", "Dropout",
-    "BatchNorm2d", "kernel_size", "stride", "padding", "bias", "inplace", "dilation",
-    "ceil_mode", "output_size", "in_features", "out_features", "p", "eps", "momentum",
-    "affine", "track_running_stats"))
+KEYWORDS = frozenset(
+    (
+        "Sequential",
+        "Conv2d",
+        "ReLU",
+        "MaxPool2d",
+        "AdaptiveAvgPool2d",
+        "Linear",
+        "Dropout",
+        "BatchNorm2d",
+        "kernel_size",
+        "stride",
+        "padding",
+        "bias",
+        "inplace",
+        "dilation",
+        "ceil_mode",
+        "output_size",
+        "in_features",
+        "out_features",
+        "p",
+        "eps",
+        "momentum",
+        "affine",
+        "track_running_stats",
+    )
+)
 OPERATORS = ("Conv2d", "ReLU", "MaxPool2d", "AdaptiveAvgPool2d", "Linear", "Dropout", "BatchNorm2d")
 
-_MAX_DEPTH = 100            # nesting limit of blocks (a real printout nests 5 deep)
-_MAX_BYTES = 1 << 62        # a tensor larger than this cannot be addressed in int64
+_MAX_DEPTH = 100  # nesting limit of blocks (a real printout nests 5 deep)
+_MAX_BYTES = 1 << 62  # a tensor larger than this cannot be addressed in int64
 
 # ---------------------------------------------------------------------------------------------
 # 1. Lexer and parser
 
-_TOKEN_RE = re.compile(r"""
+_TOKEN_RE = re.compile(
+    r"""
     (?P<ws>[ \t\r\n\f\v]+)
   | (?P<float>(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)
   | (?P<int>\d+)
   | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<punct>[:=,()])
   | (?P<bad>.)
-""", re.VERBOSE | re.DOTALL)
+""",
+    re.VERBOSE | re.DOTALL,
+)
 
 
 @dataclass(frozen=True)
 class Token:
-    kind: str       # "kw", "ident", "int", "float", "bool", "punct", "eof"
+    kind: str  # "kw", "ident", "int", "float", "bool", "punct", "eof"
     value: object
-    pos: int        # character offset in the text
+    pos: int  # character offset in the text
 
     def describe(self) -> str:
         if self.kind == "eof":
@@ -121,6 +146,7 @@ def tokenize(src: _Source) -> list[Token]:
 @dataclass
 class Op:
     """A leaf operator of the printout."""
+
     type: str
     args: dict
     pos: int
@@ -129,6 +155,7 @@ class Op:
 @dataclass
 class Block:
     """A composite block: a user block `Name( Layer+ )` or a `Sequential( SeqBlock+ )`."""
+
     name: str
     children: list
     pos: int
@@ -154,10 +181,17 @@ class _Parser:
         tok = self.peek()
         if tok.kind != kind or (value is not None and tok.value != value):
             if expected is None:
-                expected = f"'{value}'" if value is not None else {
-                    "kw": "a keyword", "ident": "an identifier", "int": "an integer",
-                    "float": "a number with a decimal point or exponent (e.g. 0.5, 1e-05)",
-                    "bool": "True or False"}[kind]
+                expected = (
+                    f"'{value}'"
+                    if value is not None
+                    else {
+                        "kw": "a keyword",
+                        "ident": "an identifier",
+                        "int": "an integer",
+                        "float": "a number with a decimal point or exponent (e.g. 0.5, 1e-05)",
+                        "bool": "True or False",
+                    }[kind]
+                )
             raise self.fail(expected, tok)
         self.i += 1
         return tok
@@ -223,8 +257,11 @@ class _Parser:
         if not self.is_punct("(") or not self.is_punct("(", 1):
             if self.is_punct("("):
                 raise self.src.error(
-                    tok.pos, f"unknown operator '{tok.value}': G10's grammar accepts only "
-                    + ", ".join(OPERATORS) + "; a user block must contain '(name): ...' children")
+                    tok.pos,
+                    f"unknown operator '{tok.value}': G10's grammar accepts only "
+                    + ", ".join(OPERATORS)
+                    + "; a user block must contain '(name): ...' children",
+                )
             raise self.fail(f"'(' after block name '{tok.value}'")
         if depth >= _MAX_DEPTH:
             raise self.src.error(tok.pos, f"blocks nested more than {_MAX_DEPTH} deep")
@@ -292,8 +329,9 @@ class _Parser:
         elif t == "MaxPool2d":
             for name in ("kernel_size", "stride", "padding", "dilation"):
                 self.kwarg(name)
-                a[name] = self.take("int", expected=f"an integer for {name} (G10 accepts "
-                                    "scalars only here)").value
+                a[name] = self.take(
+                    "int", expected=f"an integer for {name} (G10 accepts scalars only here)"
+                ).value
                 self.punct(",")
             self.kwarg("ceil_mode")
             a["ceil_mode"] = self.take("bool").value
@@ -307,8 +345,13 @@ class _Parser:
         elif t == "BatchNorm2d":
             a["num_features"] = self.take("int").value
             self.punct(",")
-            self.keywords(a, ("eps", "float"), ("momentum", "float"), ("affine", "bool"),
-                          ("track_running_stats", "bool"))
+            self.keywords(
+                a,
+                ("eps", "float"),
+                ("momentum", "float"),
+                ("affine", "bool"),
+                ("track_running_stats", "bool"),
+            )
         else:  # pragma: no cover - OPERATORS and this chain list the same names
             raise self.fail("an operator")
         self.punct(")")
@@ -324,19 +367,20 @@ def parse_printout(text: str, path: str = "<string>") -> Block:
 # ---------------------------------------------------------------------------------------------
 # 2. Layers and the hard-coded block rewiring (planner spec §2.2)
 
+
 @dataclass(eq=False)
 class Layer:
     type: str
     args: dict
-    pos: int                  # character offset of the operator / of the block that inserted it
+    pos: int  # character offset of the operator / of the block that inserted it
     prev: list = field(default_factory=list)
     next: list = field(default_factory=list)
-    scale_ref: "Layer | None" = None     # Scale: layer whose output gives H and W
+    scale_ref: "Layer | None" = None  # Scale: layer whose output gives H and W
     # filled by _build
     id: int = -1
-    shape: tuple = ()         # input (N, C, H, W)
+    shape: tuple = ()  # input (N, C, H, W)
     out_shape: tuple = ()
-    t: dict = field(default_factory=dict)   # tensor role -> tensor id
+    t: dict = field(default_factory=dict)  # tensor role -> tensor id
     other_inputs: list = field(default_factory=list)
     other_d_inputs: list = field(default_factory=list)
     other_d_outputs: list = field(default_factory=list)
@@ -356,8 +400,13 @@ def _chain(seq) -> None:
 # as G10's fixed offsets assume them (planner spec §2.2).
 _EXPECTED = {
     "resnet": {"Bottleneck": {8: 9, 7: 7}, "BasicBlock": {6: 7, 5: 5}},
-    "inception": {"InceptionA": {7: 21}, "InceptionB": {4: 12}, "InceptionC": {10: 30},
-                  "InceptionD": {6: 18}, "InceptionE": {9: 27}},
+    "inception": {
+        "InceptionA": {7: 21},
+        "InceptionB": {4: 12},
+        "InceptionC": {10: 30},
+        "InceptionD": {6: 18},
+        "InceptionE": {9: 27},
+    },
     "senet": {"SENetUnit": {3: 14, 4: 16}},
 }
 
@@ -370,10 +419,17 @@ def _rewire(family: str, blk: Block, B: Layer, L: list, src: _Source) -> list:
     nchild = len(blk.children)
     if nchild not in rule or len(L) != rule[nchild]:
         shapes = " or ".join(f"{c} children / {n} layers" for c, n in rule.items())
-        extra = (" (each BasicConv2d must be conv, bn, relu: G10 itself aborts on a channel "
-                 "mismatch for such a model)" if family == "inception" else "")
-        raise src.error(blk.pos, f"{name} block has {nchild} children and {len(L)} layers; "
-                        f"G10's hard-coded {family} rewiring expects {shapes}{extra}")
+        extra = (
+            " (each BasicConv2d must be conv, bn, relu: G10 itself aborts on a channel "
+            "mismatch for such a model)"
+            if family == "inception"
+            else ""
+        )
+        raise src.error(
+            blk.pos,
+            f"{name} block has {nchild} children and {len(L)} layers; "
+            f"G10's hard-coded {family} rewiring expects {shapes}{extra}",
+        )
     # Forget the default chaining inside the block and from B, then link explicitly.
     inside = set(map(id, L))
     B.next = [x for x in B.next if id(x) not in inside]
@@ -392,24 +448,25 @@ def _rewire(family: str, blk: Block, B: Layer, L: list, src: _Source) -> list:
         nmain = 7 if name == "Bottleneck" else 5
         main, ds = L[:nmain], L[nmain:]
         branch(main, B)
-        if ds:                                   # downsample: Add.prev = [main end, ds_bn]
+        if ds:  # downsample: Add.prev = [main end, ds_bn]
             branch(ds, B)
             _link(main[-1], add)
             _link(ds[-1], add)
-        else:                                    # identity: Add.prev = [B, main end]
+        else:  # identity: Add.prev = [B, main end]
             _link(B, add)
             _link(main[-1], add)
         return L + [add]
 
     if family == "inception":
+
         def mp(stride: int, pad: int) -> Layer:
-            return new("MaxPool2d", kernel_size=3, stride=stride, padding=pad, dilation=1,
-                       ceil_mode=False)
+            return new("MaxPool2d", kernel_size=3, stride=stride, padding=pad, dilation=1, ceil_mode=False)
+
         cat = new("Concat")
         if name in ("InceptionA", "InceptionC"):
             # A: 1x1 (3), 5x5 (6), 3x3dbl (9), pool conv (3); C: 1x1 (3), 7x7 (9), 7x7dbl (15), pool (3)
             cuts = (0, 3, 9, 18, 21) if name == "InceptionA" else (0, 3, 12, 27, 30)
-            br = [L[cuts[j]:cuts[j + 1]] for j in range(4)]
+            br = [L[cuts[j] : cuts[j + 1]] for j in range(4)]
             pool = mp(1, 1)
             for s in br[:3]:
                 branch(s, B)
@@ -486,7 +543,7 @@ def _flatten(model: Block, family: str | None, src: _Source) -> list:
         if node.name in rules:
             if b < 0:
                 raise src.error(node.pos, f"{node.name} block has no input layer before it")
-            layers[b + 1:] = _rewire(family, node, layers[b], layers[b + 1:], src)
+            layers[b + 1 :] = _rewire(family, node, layers[b], layers[b + 1 :], src)
 
     for child in model.children:
         visit(child)
@@ -496,13 +553,13 @@ def _flatten(model: Block, family: str | None, src: _Source) -> list:
 # ---------------------------------------------------------------------------------------------
 # 3. Shapes, tensors, kernels (planner spec §2.3-§2.5)
 
+
 def _out_dim(src: _Source, lay: Layer, what: str, x: int, k: int, s: int, p: int) -> int:
     if s <= 0:
         raise src.error(lay.pos, f"{lay.type}: {what} stride must be positive, got {s}")
     num = x - k + 2 * p
     if num < 0:
-        raise src.error(lay.pos, f"{lay.type}: kernel {k} with padding {p} does not fit the "
-                        f"input {what} {x}")
+        raise src.error(lay.pos, f"{lay.type}: kernel {k} with padding {p} does not fit the input {what} {x}")
     return num // s + 1
 
 
@@ -533,14 +590,16 @@ def _shapes(layers: list, batch: int, in_h: int, in_w: int, src: _Source) -> Non
             if t == "Concat":
                 for q in lay.prev[1:]:
                     if q.out_shape[2:] != (H, W):
-                        raise src.error(lay.pos, f"Concat inputs differ in H, W: {p0.out_shape} "
-                                        f"vs {q.out_shape}")
+                        raise src.error(
+                            lay.pos, f"Concat inputs differ in H, W: {p0.out_shape} vs {q.out_shape}"
+                        )
                 C = sum(q.out_shape[1] for q in lay.prev)
             elif t == "Add":
                 for q in lay.prev[1:]:
                     if q.out_shape != p0.out_shape:
-                        raise src.error(lay.pos, f"Add inputs differ in shape: {p0.out_shape} "
-                                        f"vs {q.out_shape}")
+                        raise src.error(
+                            lay.pos, f"Add inputs differ in shape: {p0.out_shape} vs {q.out_shape}"
+                        )
         lay.shape = (N, C, H, W)
         if min(lay.shape) <= 0:
             raise src.error(lay.pos, f"{t} layer {i} gets an empty input shape {lay.shape}")
@@ -548,11 +607,18 @@ def _shapes(layers: list, batch: int, in_h: int, in_w: int, src: _Source) -> Non
             # G10 asserts on a channel mismatch (workloads spec §1.1, Inceptionv3-O); checking
             # the convolution's in_channels against its input is our reading of that assert.
             if a["in_channels"] != C:
-                raise src.error(lay.pos, f"channel mismatch: Conv2d expects {a['in_channels']} "
-                                f"input channels, its input layer gives {C}")
+                raise src.error(
+                    lay.pos,
+                    f"channel mismatch: Conv2d expects {a['in_channels']} "
+                    f"input channels, its input layer gives {C}",
+                )
             (r, s), (s0, s1), (p0_, p1_) = a["kernel_size"], a["stride"], a["padding"]
-            out = (N, a["out_channels"], _out_dim(src, lay, "H", H, r, s0, p0_),
-                   _out_dim(src, lay, "W", W, s, s1, p1_))
+            out = (
+                N,
+                a["out_channels"],
+                _out_dim(src, lay, "H", H, r, s0, p0_),
+                _out_dim(src, lay, "W", W, s, s1, p1_),
+            )
         elif t == "MaxPool2d":
             k, s, p = a["kernel_size"], a["stride"], a["padding"]
             out = (N, C, _out_dim(src, lay, "H", H, k, s, p), _out_dim(src, lay, "W", W, k, s, p))
@@ -564,11 +630,10 @@ def _shapes(layers: list, batch: int, in_h: int, in_w: int, src: _Source) -> Non
             out = (N, C * H * W // a["in_features"] * a["out_features"], 1, 1)
         elif t == "Scale":
             out = (N, C) + lay.scale_ref.out_shape[2:]
-        else:   # ReLU, BatchNorm2d, Dropout, Add, Concat
+        else:  # ReLU, BatchNorm2d, Dropout, Add, Concat
             out = (N, C, H, W)
         if min(out) <= 0:
-            raise src.error(lay.pos, f"{t} layer {i} gets an empty output shape {out} from "
-                            f"input {lay.shape}")
+            raise src.error(lay.pos, f"{t} layer {i} gets an empty output shape {out} from input {lay.shape}")
         lay.out_shape = out
 
     for lay in layers:
@@ -599,7 +664,7 @@ def _build(layers: list, src: _Source):
         N, C, H, W = cur.shape
         nchw, nkpq = 4 * numel(cur.shape), 4 * numel(cur.out_shape)
         if i == 0:
-            T["in"] = tensor(nchw)                        # input activation A0
+            T["in"] = tensor(nchw)  # input activation A0
         else:
             T["in"] = cur.prev[0].t["out"]
             if t in ("Add", "Concat"):
@@ -642,7 +707,7 @@ def _build(layers: list, src: _Source):
             if a["track_running_stats"]:
                 T["rm"], T["rv"] = tensor(4 * C, True), tensor(4 * C, True)
         elif t == "Add":
-            T["out"] = tensor(nchw)                        # no d_input: preds reuse d_output
+            T["out"] = tensor(nchw)  # no d_input: preds reuse d_output
         elif t == "Concat":
             # sizes use each predecessor's *input* channel count (§2.4)
             T["din"] = tensor(4 * N * H * W * cur.prev[0].shape[1])
@@ -695,12 +760,15 @@ def _build(layers: list, src: _Source):
         elif t == "Dropout":
             kern("Dropout_Forward", lay, [T["in"], T["musk"]], [T["out"]])
         elif t == "Linear":
-            kern("Linear_Forward", lay, [T["in"], T["w"]] + ([T["b"]] if "b" in T else []),
-                 [T["out"]])
+            kern("Linear_Forward", lay, [T["in"], T["w"]] + ([T["b"]] if "b" in T else []), [T["out"]])
         elif t == "BatchNorm2d":
             run = [T["rm"], T["rv"]] if "rm" in T else []
-            kern("BatchNorm2d_Forward", lay, [T["in"], T["ab"]] + run,
-                 [T["out"], T["mu"], T["var"], T["v1"], T["v2"]] + run)
+            kern(
+                "BatchNorm2d_Forward",
+                lay,
+                [T["in"], T["ab"]] + run,
+                [T["out"], T["mu"], T["var"], T["v1"], T["v2"]] + run,
+            )
         else:  # Add, Concat
             kern(f"{t}_Forward", lay, [T["in"]] + lay.other_inputs, [T["out"]])
     kern("makeLoss", last, [last.t["out"]], [last.t["dout"]])
@@ -709,7 +777,7 @@ def _build(layers: list, src: _Source):
         t, T = lay.type, lay.t
         g = T["dout"]
         if lay.other_d_outputs:
-            kern("Add_MultiGredient", lay, [g] + lay.other_d_outputs, [g])   # O-25 spelling
+            kern("Add_MultiGredient", lay, [g] + lay.other_d_outputs, [g])  # O-25 spelling
         if t == "Conv2d":
             kern("Conv2d_Backward_Weight", lay, [g, T["in"]], [T["dw"]])
             kern("Conv2d_Backward_Input", lay, [g, T["w"]], [T["din"]])
@@ -726,8 +794,12 @@ def _build(layers: list, src: _Source):
             kern("Linear_Backward_Input", lay, [T["w"], g], [T["din"]])
             kern("Linear_Apply_Grad_Weight", lay, [T["dw"], T["w"]], [T["w"]])
         elif t == "BatchNorm2d":
-            kern("BatchNorm2d_Backward", lay, [g, T["v1"], T["v2"], T["ab"]],
-                 [T["din"], T["dab"], T["dmu"], T["dvar"], T["dv1"], T["dv2"]])
+            kern(
+                "BatchNorm2d_Backward",
+                lay,
+                [g, T["v1"], T["v2"], T["ab"]],
+                [T["din"], T["dab"], T["dmu"], T["dvar"], T["dv1"], T["dv2"]],
+            )
             kern("BatchNorm2d_Apply_Grad", lay, [T["dab"], T["ab"]], [T["ab"]])
         elif t == "Concat":
             kern("Concat_Backward", lay, [g], [T["din"]] + lay.other_d_inputs)
@@ -741,46 +813,63 @@ def _build(layers: list, src: _Source):
 # ---------------------------------------------------------------------------------------------
 # Entry points
 
+
 def _check_params(batch_size, input_h, input_w, family) -> None:
     for name, v in (("batch_size", batch_size), ("input_h", input_h), ("input_w", input_w)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
             raise InputError(f"must be a positive integer, got {v!r}", param=name)
     if family is not None and family not in FAMILIES:
-        raise InputError(f"unknown CNN family {family!r}; expected one of {FAMILIES} or None",
-                         param="family")
+        raise InputError(f"unknown CNN family {family!r}; expected one of {FAMILIES} or None", param="family")
 
 
-def layers_from_text(text: str, batch_size: int, input_h: int, input_w: int,
-                     family: str | None, path: str = "<string>") -> list:
+def layers_from_text(
+    text: str, batch_size: int, input_h: int, input_w: int, family: str | None, path: str = "<string>"
+) -> list:
     """Parse, flatten, rewire and shape-propagate; returns the layer list (ids = positions)."""
     _check_params(batch_size, input_h, input_w, family)
     src = _Source(text, path)
     model = _Parser(src, tokenize(src)).model()
     layers = _flatten(model, family, src)
     if layers[0].type != "Conv2d":
-        raise src.error(layers[0].pos, f"the first layer must be a Conv2d (G10 requires it), "
-                        f"found {layers[0].type}")
+        raise src.error(
+            layers[0].pos, f"the first layer must be a Conv2d (G10 requires it), found {layers[0].type}"
+        )
     _shapes(layers, int(batch_size), int(input_h), int(input_w), src)
     return layers
 
 
-def graph_from_text(text: str, batch_size: int, input_h: int, input_w: int,
-                    family: str | None, name: str = "model", path: str = "<string>") -> Graph:
+def graph_from_text(
+    text: str,
+    batch_size: int,
+    input_h: int,
+    input_w: int,
+    family: str | None,
+    name: str = "model",
+    path: str = "<string>",
+) -> Graph:
     """Build the Graph of one training iteration from printout text."""
     layers = layers_from_text(text, batch_size, input_h, input_w, family, path)
     raw, glob, kname, kpar, kin, kout = _build(layers, _Source(text, path))
     in_ptr, in_idx = csr_from_lists(kin)
     out_ptr, out_idx = csr_from_lists(kout)
     return Graph(
-        name=name, batch_size=int(batch_size),
-        raw_size=np.asarray(raw, dtype=np.int64), is_global=np.asarray(glob, dtype=bool),
-        kernel_name=kname, kernel_parent=kpar,
-        in_ptr=in_ptr, in_idx=in_idx, out_ptr=out_ptr, out_idx=out_idx,
-        meta={"format": "cnn", "path": path, "family": family})
+        name=name,
+        batch_size=int(batch_size),
+        raw_size=np.asarray(raw, dtype=np.int64),
+        is_global=np.asarray(glob, dtype=bool),
+        kernel_name=kname,
+        kernel_parent=kpar,
+        in_ptr=in_ptr,
+        in_idx=in_idx,
+        out_ptr=out_ptr,
+        out_idx=out_idx,
+        meta={"format": "cnn", "path": path, "family": family},
+    )
 
 
-def parse_cnn(path, batch_size: int, input_h: int, input_w: int, family: str | None,
-              name: str | None = None) -> Graph:
+def parse_cnn(
+    path, batch_size: int, input_h: int, input_w: int, family: str | None, name: str | None = None
+) -> Graph:
     """Read a G10 CNN model file (PyTorch module printout) and build one training iteration.
 
     family: "resnet", "inception", "senet" (G10's is_resnet / is_inception / is_senet) or None.
@@ -795,5 +884,6 @@ def parse_cnn(path, batch_size: int, input_h: int, input_w: int, family: str | N
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(f"not a UTF-8 text file (byte {e.start})", path=str(p)) from None
-    return graph_from_text(text, batch_size, input_h, input_w, family,
-                           name=name if name is not None else p.stem, path=str(p))
+    return graph_from_text(
+        text, batch_size, input_h, input_w, family, name=name if name is not None else p.stem, path=str(p)
+    )

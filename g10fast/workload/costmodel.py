@@ -65,9 +65,11 @@ FLOP_FACTOR = {"FlashAttention_Backward": 2.0}
 #: built-in kernel names timed with another name's calibrated parameters (no trace of the
 #: G10 artifact has them): fused attention as batched matmuls, as g10fast.capture times a
 #: captured flash-attention kernel (capture.core.cost_class)
-TIMED_AS = {"FlashAttention_Forward": "BatchMatMul_Forward",
-            "FlashAttention_Backward": "BatchMatMul_Backward"}
-DEFAULT_CLASS = "*"          # parameters for kernel names the calibration did not see
+TIMED_AS = {
+    "FlashAttention_Forward": "BatchMatMul_Forward",
+    "FlashAttention_Backward": "BatchMatMul_Backward",
+}
+DEFAULT_CLASS = "*"  # parameters for kernel names the calibration did not see
 FORMS = ("roofline", "additive")
 #: what a faulting mode's extra time is proportional to: the kernel's input bytes, all its
 #: bytes, its output bytes, or its output bytes plus its workspace (first-touch faults, as the
@@ -76,14 +78,20 @@ FAULT_BASES = ("in", "all", "out", "out_ws")
 
 #: coarse op classes: what a kernel is, whatever its framework calls it. Built-in kernel names
 #: map by prefix (`op_class_of`); a captured workload passes these names (or aten op names).
-OP_CLASSES = ("conv", "matmul", "norm", "softmax", "pool", "reduction", "elementwise",
-              "optimizer", "copy")
-_CLASS_PREFIXES = (   # (op class, built-in kernel-name prefixes), first match wins
-    ("optimizer", ("Apply_Grad", "Linear_Apply_Grad", "Conv2d_Apply_Grad",
-                   "BatchNorm2d_Apply_Grad")),
+OP_CLASSES = ("conv", "matmul", "norm", "softmax", "pool", "reduction", "elementwise", "optimizer", "copy")
+_CLASS_PREFIXES = (  # (op class, built-in kernel-name prefixes), first match wins
+    ("optimizer", ("Apply_Grad", "Linear_Apply_Grad", "Conv2d_Apply_Grad", "BatchNorm2d_Apply_Grad")),
     ("conv", ("Conv2d_",)),
-    ("matmul", ("Linear_Forward", "Linear_Backward_Input", "Linear_Backward_Weight",
-                "BatchMatMul_", "FlashAttention_")),
+    (
+        "matmul",
+        (
+            "Linear_Forward",
+            "Linear_Backward_Input",
+            "Linear_Backward_Weight",
+            "BatchMatMul_",
+            "FlashAttention_",
+        ),
+    ),
     ("norm", ("BatchNorm2d_", "LayerNorm", "GroupNorm", "RMSNorm")),
     ("softmax", ("SoftmaxBasic_", "Softmax", "makeLoss")),
     ("pool", ("MaxPool2d_", "AdaptiveAvgPool2d_", "AvgPool2d_")),
@@ -92,33 +100,68 @@ _CLASS_PREFIXES = (   # (op class, built-in kernel-name prefixes), first match w
 )
 #: aten / torch op names (lower case, without "aten::" and overload) -> op class
 _ATEN_CLASSES = {
-    "convolution": "conv", "convolution_backward": "conv", "conv2d": "conv",
-    "cudnn_convolution": "conv", "conv1d": "conv", "conv3d": "conv",
-    "mm": "matmul", "addmm": "matmul", "bmm": "matmul", "baddbmm": "matmul",
-    "matmul": "matmul", "linear": "matmul",
+    "convolution": "conv",
+    "convolution_backward": "conv",
+    "conv2d": "conv",
+    "cudnn_convolution": "conv",
+    "conv1d": "conv",
+    "conv3d": "conv",
+    "mm": "matmul",
+    "addmm": "matmul",
+    "bmm": "matmul",
+    "baddbmm": "matmul",
+    "matmul": "matmul",
+    "linear": "matmul",
     "_scaled_dot_product_flash_attention": "matmul",
     "_scaled_dot_product_efficient_attention": "matmul",
     "_scaled_dot_product_cudnn_attention": "matmul",
-    "_flash_attention_forward": "matmul", "_flash_attention_backward": "matmul",
+    "_flash_attention_forward": "matmul",
+    "_flash_attention_backward": "matmul",
     "_scaled_dot_product_flash_attention_backward": "matmul",
     "_scaled_dot_product_efficient_attention_backward": "matmul",
-    "native_layer_norm": "norm", "native_layer_norm_backward": "norm",
-    "native_batch_norm": "norm", "native_batch_norm_backward": "norm",
-    "_native_batch_norm_legit": "norm", "cudnn_batch_norm": "norm",
-    "cudnn_batch_norm_backward": "norm", "native_group_norm": "norm",
-    "native_group_norm_backward": "norm", "_fused_rms_norm": "norm",
-    "_softmax": "softmax", "_softmax_backward_data": "softmax", "_log_softmax": "softmax",
-    "_log_softmax_backward_data": "softmax", "nll_loss_forward": "softmax",
+    "native_layer_norm": "norm",
+    "native_layer_norm_backward": "norm",
+    "native_batch_norm": "norm",
+    "native_batch_norm_backward": "norm",
+    "_native_batch_norm_legit": "norm",
+    "cudnn_batch_norm": "norm",
+    "cudnn_batch_norm_backward": "norm",
+    "native_group_norm": "norm",
+    "native_group_norm_backward": "norm",
+    "_fused_rms_norm": "norm",
+    "_softmax": "softmax",
+    "_softmax_backward_data": "softmax",
+    "_log_softmax": "softmax",
+    "_log_softmax_backward_data": "softmax",
+    "nll_loss_forward": "softmax",
     "nll_loss_backward": "softmax",
-    "max_pool2d_with_indices": "pool", "max_pool2d_with_indices_backward": "pool",
-    "_adaptive_avg_pool2d": "pool", "_adaptive_avg_pool2d_backward": "pool",
-    "avg_pool2d": "pool", "avg_pool2d_backward": "pool",
-    "sum": "reduction", "mean": "reduction", "amax": "reduction", "max": "reduction",
-    "var_mean": "reduction", "norm": "reduction", "linalg_vector_norm": "reduction",
-    "cat": "copy", "copy_": "copy", "clone": "copy", "embedding": "copy",
-    "embedding_dense_backward": "copy", "index_select": "copy", "gather": "copy",
-    "scatter_add": "copy", "index_add": "copy", "_to_copy": "copy", "fill_": "copy",
-    "zero_": "copy", "constant_pad_nd": "copy", "slice_backward": "copy",
+    "max_pool2d_with_indices": "pool",
+    "max_pool2d_with_indices_backward": "pool",
+    "_adaptive_avg_pool2d": "pool",
+    "_adaptive_avg_pool2d_backward": "pool",
+    "avg_pool2d": "pool",
+    "avg_pool2d_backward": "pool",
+    "sum": "reduction",
+    "mean": "reduction",
+    "amax": "reduction",
+    "max": "reduction",
+    "var_mean": "reduction",
+    "norm": "reduction",
+    "linalg_vector_norm": "reduction",
+    "cat": "copy",
+    "copy_": "copy",
+    "clone": "copy",
+    "embedding": "copy",
+    "embedding_dense_backward": "copy",
+    "index_select": "copy",
+    "gather": "copy",
+    "scatter_add": "copy",
+    "index_add": "copy",
+    "_to_copy": "copy",
+    "fill_": "copy",
+    "zero_": "copy",
+    "constant_pad_nd": "copy",
+    "slice_backward": "copy",
     "select_backward": "copy",
 }
 
@@ -138,12 +181,23 @@ def op_class_of(name: str) -> str:
     if a.startswith(("_fused_adam", "_fused_sgd", "_foreach_")) or a in ("adamw", "sgd"):
         return "optimizer"
     return _ATEN_CLASSES.get(a, _ATEN_CLASSES.get(a.rstrip("_"), "elementwise"))
-FAMILY_COLUMNS = ("a_time_s", "b_time_s", "a_input_pf_s", "b_input_pf_s", "a_pf_s", "b_pf_s",
-                  "a_workspace_bytes", "b_workspace_bytes")
+
+
+FAMILY_COLUMNS = (
+    "a_time_s",
+    "b_time_s",
+    "a_input_pf_s",
+    "b_input_pf_s",
+    "a_pf_s",
+    "b_pf_s",
+    "a_workspace_bytes",
+    "b_workspace_bytes",
+)
 
 
 def params_path() -> Path:
     from g10fast.datadir import data_dir
+
     return data_dir() / "costmodel" / "a100.toml"
 
 
@@ -155,8 +209,9 @@ def families_path(params_file) -> Path:
 @dataclass(frozen=True)
 class Gpu:
     """What the cost model needs of a GPU (from a hardware preset)."""
+
     name: str
-    peak_flops: float        # for the model's element type, FLOP/s
+    peak_flops: float  # for the model's element type, FLOP/s
     hbm_bytes_per_s: float
     link_bytes_per_s: float  # host link, per direction
     #: a parameter file of data/costmodel/ to use (its stem), "" for the one fitted on this
@@ -167,13 +222,13 @@ class Gpu:
 
 @dataclass(frozen=True)
 class CostParams:
-    classes: dict            # kernel name -> (e_F, e_B, overhead_s)
-    fault_in: tuple          # (phi, overhead s) for input faulting
-    fault_all: tuple         # (phi, overhead s) for all faulting
-    workspace_ratio: dict    # kernel name -> omega
-    reference_gpu: dict      # the GPU the parameters were fitted on
-    families: dict | None = None   # family key -> 8 floats (FAMILY_COLUMNS)
-    form: str = "roofline"         # how the FLOP and byte terms combine: max or sum
+    classes: dict  # kernel name -> (e_F, e_B, overhead_s)
+    fault_in: tuple  # (phi, overhead s) for input faulting
+    fault_all: tuple  # (phi, overhead s) for all faulting
+    workspace_ratio: dict  # kernel name -> omega
+    reference_gpu: dict  # the GPU the parameters were fitted on
+    families: dict | None = None  # family key -> 8 floats (FAMILY_COLUMNS)
+    form: str = "roofline"  # how the FLOP and byte terms combine: max or sum
     #: the bytes each faulting mode's time grows with (FAULT_BASES), input and all faulting
     fault_basis: tuple = ("in", "all")
 
@@ -204,8 +259,9 @@ def read_families(path) -> dict:
                 continue
             parts = line.rstrip("\n").split("\t")
             if len(parts) != 1 + len(FAMILY_COLUMNS):
-                raise InputError(f"expected {1 + len(FAMILY_COLUMNS)} tab-separated fields",
-                                 path=str(p), line=ln)
+                raise InputError(
+                    f"expected {1 + len(FAMILY_COLUMNS)} tab-separated fields", path=str(p), line=ln
+                )
             try:
                 out[parts[0]] = tuple(float(x) for x in parts[1:])
             except ValueError:
@@ -225,11 +281,16 @@ def write_families(path, fams: dict, header: str = "") -> None:
 def load_params(path=None) -> CostParams:
     """A parameter file (default data/costmodel/a100.toml)."""
     p = Path(path) if path is not None else params_path()
-    d = read_toml(p, "cost-model parameters", missing="cost-model parameters not found (run "
-                  "benchmarks/calibrate_costmodel.py)")
+    d = read_toml(
+        p,
+        "cost-model parameters",
+        missing="cost-model parameters not found (run benchmarks/calibrate_costmodel.py)",
+    )
     try:
-        classes = {k: (float(v["eff_flops"]), float(v["eff_bytes"]), float(v["overhead_us"]) * 1e-6)
-                   for k, v in d["kernel"].items()}
+        classes = {
+            k: (float(v["eff_flops"]), float(v["eff_bytes"]), float(v["overhead_us"]) * 1e-6)
+            for k, v in d["kernel"].items()
+        }
         if DEFAULT_CLASS not in classes:
             raise KeyError(DEFAULT_CLASS)
         fl = d["fault"]
@@ -239,12 +300,16 @@ def load_params(path=None) -> CostParams:
         basis = (str(fl.get("input_basis", "in")), str(fl.get("all_basis", "all")))
         if not set(basis) <= set(FAULT_BASES):
             raise ValueError(f"fault bases must be among {FAULT_BASES}, got {basis!r}")
-        return CostParams(classes,
-                          (float(fl["input_fraction_of_link"]), float(fl["input_overhead_us"]) * 1e-6),
-                          (float(fl["all_fraction_of_link"]), float(fl["all_overhead_us"]) * 1e-6),
-                          {k: float(v) for k, v in d.get("workspace", {}).items()},
-                          dict(d.get("reference_gpu", {})), read_families(families_path(p)),
-                          form=form, fault_basis=basis)
+        return CostParams(
+            classes,
+            (float(fl["input_fraction_of_link"]), float(fl["input_overhead_us"]) * 1e-6),
+            (float(fl["all_fraction_of_link"]), float(fl["all_overhead_us"]) * 1e-6),
+            {k: float(v) for k, v in d.get("workspace", {}).items()},
+            dict(d.get("reference_gpu", {})),
+            read_families(families_path(p)),
+            form=form,
+            fault_basis=basis,
+        )
     except (KeyError, TypeError, ValueError) as e:
         raise InputError(f"malformed cost-model parameters ({e!r})", path=str(p)) from None
 
@@ -253,12 +318,14 @@ def params_for(gpu: "Gpu") -> CostParams:
     """The parameters fitted on `gpu`'s model (the [reference_gpu] model of a file in
     data/costmodel/ equal to gpu.name), else the default a100.toml."""
     import tomllib
+
     default = params_path()
     if gpu.params:
         p = default.parent / f"{gpu.params}.toml"
         if not p.is_file():
-            raise InputError(f"no cost-model parameters {gpu.params!r} in {default.parent}",
-                             param="gpu.cost_params")
+            raise InputError(
+                f"no cost-model parameters {gpu.params!r} in {default.parent}", param="gpu.cost_params"
+            )
         return load_params(p)
     for p in sorted(default.parent.glob("*.toml")):
         if p == default:
@@ -267,7 +334,7 @@ def params_for(gpu: "Gpu") -> CostParams:
             with open(p, "rb") as f:
                 ref = tomllib.load(f).get("reference_gpu", {})
         except (OSError, tomllib.TOMLDecodeError):
-            continue          # a broken file is reported when it is the one asked for
+            continue  # a broken file is reported when it is the one asked for
         if gpu.name and ref.get("model") == gpu.name:
             return load_params(p)
     return load_params(default)
@@ -279,8 +346,11 @@ def kernel_features(g: Graph) -> dict:
     raw = g.raw_size.astype(np.float64)
     pf = g.meta.get("parent_flops")
     if pf is None:
-        raise InputError(f"graph {g.name!r} has no FLOP counts (only built-in models carry "
-                         "them; load it with g10fast.workload.builtin)", param="model")
+        raise InputError(
+            f"graph {g.name!r} has no FLOP counts (only built-in models carry "
+            "them; load it with g10fast.workload.builtin)",
+            param="model",
+        )
     flops = np.zeros(K)
     b_in = np.zeros(K)
     b_out = np.zeros(K)
@@ -298,6 +368,7 @@ def _unit_batch_sizes(g: Graph):
     if not key or g.meta.get("family") in ("gpt2", "llama"):
         return None
     from g10fast.workload.builtin import load_builtin_graph
+
     try:
         g1 = load_builtin_graph(key, 1)
     except InputError:
@@ -336,9 +407,11 @@ def family_keys(g: Graph, flops=None) -> list:
 def is_reference_gpu(gpu: "Gpu", params: CostParams) -> bool:
     r = params.reference_gpu
     try:
-        return (math.isclose(gpu.peak_flops, float(r["peak_tflops"]) * 1e12, rel_tol=1e-6)
-                and math.isclose(gpu.hbm_bytes_per_s, float(r["hbm_gbps"]) * 1e9, rel_tol=1e-6)
-                and math.isclose(gpu.link_bytes_per_s, float(r["link_gbps"]) * 1e9, rel_tol=1e-6))
+        return (
+            math.isclose(gpu.peak_flops, float(r["peak_tflops"]) * 1e12, rel_tol=1e-6)
+            and math.isclose(gpu.hbm_bytes_per_s, float(r["hbm_gbps"]) * 1e9, rel_tol=1e-6)
+            and math.isclose(gpu.link_bytes_per_s, float(r["link_gbps"]) * 1e9, rel_tol=1e-6)
+        )
     except (KeyError, TypeError, ValueError):
         return False
 
@@ -370,7 +443,7 @@ def estimate(g: Graph, gpu: Gpu, params: CostParams | None = None, families="aut
     t = roofline(f["flops"], tot, gpu.peak_flops, gpu.hbm_bytes_per_s, ef, eb, ov, params.form)
     ws = np.floor(om * tot)
     t_in, t_all = faulting(t, f["bytes_in"], tot, gpu, params, ws)
-    use = (is_reference_gpu(gpu, params) if families == "auto" else bool(families))
+    use = is_reference_gpu(gpu, params) if families == "auto" else bool(families)
     fam = np.zeros(K, dtype=bool)
     if use and params.families:
         B = float(g.batch_size)
@@ -386,8 +459,15 @@ def estimate(g: Graph, gpu: Gpu, params: CostParams | None = None, families="aut
     return dict(f, time_s=t, input_pf_s=t_in, pf_s=t_all, workspace_bytes=ws, from_family=fam)
 
 
-def kernel_times(flops, bytes_in, bytes_out, op_class, gpu="h100-sxm5", dtype_bytes: int = 4,
-                 params: CostParams | None = None) -> dict:
+def kernel_times(
+    flops,
+    bytes_in,
+    bytes_out,
+    op_class,
+    gpu="h100-sxm5",
+    dtype_bytes: int = 4,
+    params: CostParams | None = None,
+) -> dict:
     """The cost model on plain per-kernel arrays (a captured workload's kernels).
 
     flops, bytes_in, bytes_out: per kernel (FLOPs; bytes of its distinct input and output
@@ -399,20 +479,26 @@ def kernel_times(flops, bytes_in, bytes_out, op_class, gpu="h100-sxm5", dtype_by
     -> dict of float64 arrays: time_s, input_pf_s, pf_s (seconds), workspace_bytes."""
     if isinstance(gpu, str):
         from g10fast.hardware import load_preset
+
         gpu = load_preset(gpu)
     if isinstance(gpu, dict):
         gpu = gpu_from_preset(gpu, dtype_bytes)
     if not isinstance(gpu, Gpu):
-        raise InputError(f"gpu must be a preset name, a preset or a Gpu, got {gpu!r}",
-                         param="gpu")
+        raise InputError(f"gpu must be a preset name, a preset or a Gpu, got {gpu!r}", param="gpu")
     F = np.asarray(flops, dtype=np.float64)
     b_in = np.asarray(bytes_in, dtype=np.float64)
     tot = b_in + np.asarray(bytes_out, dtype=np.float64)
     if not (F.shape == b_in.shape == tot.shape and F.ndim == 1):
-        raise InputError("flops, bytes_in and bytes_out must be 1-D arrays of one length",
-                         param="kernel_times")
-    if F.size and not (np.all(np.isfinite(F)) and np.all(np.isfinite(tot)) and F.min() >= 0
-                       and b_in.min() >= 0 and np.all(tot >= b_in)):
+        raise InputError(
+            "flops, bytes_in and bytes_out must be 1-D arrays of one length", param="kernel_times"
+        )
+    if F.size and not (
+        np.all(np.isfinite(F))
+        and np.all(np.isfinite(tot))
+        and F.min() >= 0
+        and b_in.min() >= 0
+        and np.all(tot >= b_in)
+    ):
         raise InputError("flops and bytes must be finite and >= 0", param="kernel_times")
     K = F.shape[0]
     names = [op_class] * K if isinstance(op_class, str) else list(op_class)
@@ -440,8 +526,7 @@ def fault_bytes(basis: str, bytes_in, bytes_all, workspace=None):
         return out
     if basis == "out_ws":
         return out + (0.0 if workspace is None else np.asarray(workspace, dtype=np.float64))
-    raise InputError(f"unknown fault basis {basis!r} (known: {', '.join(FAULT_BASES)})",
-                     param="fault")
+    raise InputError(f"unknown fault basis {basis!r} (known: {', '.join(FAULT_BASES)})", param="fault")
 
 
 def faulting(t, bytes_in, bytes_all, gpu: Gpu, params: CostParams, workspace=None):
@@ -459,17 +544,22 @@ def faulting(t, bytes_in, bytes_all, gpu: Gpu, params: CostParams, workspace=Non
     return np.where(none, t, t_in), np.where(none, t, t_all)
 
 
-def estimated_workload(g: Graph, gpu: Gpu, freq_ghz: float = 1.2,
-                       params: CostParams | None = None, families="auto") -> Workload:
+def estimated_workload(
+    g: Graph, gpu: Gpu, freq_ghz: float = 1.2, params: CostParams | None = None, families="auto"
+) -> Workload:
     """A Workload with cost-model times, converted to cycles as the trace loader does."""
     e = estimate(g, gpu, params or params_for(gpu), families)
     ms = lambda s: s * 1e3  # noqa: E731
-    c_exec, c_in, c_pf = kernel_cycles(ms(e["time_s"]), ms(e["input_pf_s"]), ms(e["pf_s"]),
-                                       freq_ghz)
+    c_exec, c_in, c_pf = kernel_cycles(ms(e["time_s"]), ms(e["input_pf_s"]), ms(e["pf_s"]), freq_ghz)
     w = build_workload(g, c_exec, c_in, c_pf, e["workspace_bytes"].astype(np.int64))
-    meta = dict(w.meta, kernel_times="estimated", cost_model_gpu=gpu.name,
-                cost_model_basis=estimate_basis(gpu, params, families))
+    meta = dict(
+        w.meta,
+        kernel_times="estimated",
+        cost_model_gpu=gpu.name,
+        cost_model_basis=estimate_basis(gpu, params, families),
+    )
     import dataclasses
+
     return dataclasses.replace(w, meta=meta)
 
 
@@ -484,19 +574,24 @@ def estimate_basis(gpu: Gpu, params: CostParams | None = None, families="auto") 
     docs/model-format.md)."""
     params = params or params_for(gpu)
     ref = params.reference_gpu
-    fams = (is_reference_gpu(gpu, params) if families == "auto" else bool(families)) \
-        and bool(params.families)
+    fams = (is_reference_gpu(gpu, params) if families == "auto" else bool(families)) and bool(params.families)
     if fams:
-        return ("the G10 artifact's measured A100 kernel traces: per (kernel, shape) family a "
-                "line a + b * batch fitted over the paper's batch sizes (with the traces' fixed "
-                "per-kernel costs, extrapolated outside those batches), other kernels by the "
-                "roofline fitted on them")
+        return (
+            "the G10 artifact's measured A100 kernel traces: per (kernel, shape) family a "
+            "line a + b * batch fitted over the paper's batch sizes (with the traces' fixed "
+            "per-kernel costs, extrapolated outside those batches), other kernels by the "
+            "roofline fitted on them"
+        )
     if gpu.name and ref.get("model") == gpu.name:
-        return (f"a fit on kernels measured on this GPU ({ref.get('model')}; "
-                f"{params.form} form of FLOP and byte terms)")
-    return (f"the cost model ({params.form} form) on this GPU's peak FLOP/s and HBM "
-            f"bandwidth, with the efficiencies fitted on {ref.get('model', '?')} kernels "
-            "(none of the fixed per-kernel costs of the G10 artifact's traces)")
+        return (
+            f"a fit on kernels measured on this GPU ({ref.get('model')}; "
+            f"{params.form} form of FLOP and byte terms)"
+        )
+    return (
+        f"the cost model ({params.form} form) on this GPU's peak FLOP/s and HBM "
+        f"bandwidth, with the efficiencies fitted on {ref.get('model', '?')} kernels "
+        "(none of the fixed per-kernel costs of the G10 artifact's traces)"
+    )
 
 
 def gpu_from_preset(preset: dict, dtype_bytes: int = 4) -> Gpu:
@@ -504,10 +599,13 @@ def gpu_from_preset(preset: dict, dtype_bytes: int = 4) -> Gpu:
     the bf16 tensor-core peak for 2-byte ones."""
     gpu = preset["gpu"]
     peak = gpu["peak_tflops_fp32"] if dtype_bytes >= 4 else gpu["peak_tflops_bf16"]
-    return Gpu(name=gpu.get("model", preset.get("name", "?")), peak_flops=float(peak) * 1e12,
-               hbm_bytes_per_s=float(gpu["hbm_gbps"]) * 1e9,
-               link_bytes_per_s=float(preset["host"]["link_gbps"]) * 1e9,
-               params=str(gpu.get("cost_params", "")))
+    return Gpu(
+        name=gpu.get("model", preset.get("name", "?")),
+        peak_flops=float(peak) * 1e12,
+        hbm_bytes_per_s=float(gpu["hbm_gbps"]) * 1e9,
+        link_bytes_per_s=float(preset["host"]["link_gbps"]) * 1e9,
+        params=str(gpu.get("cost_params", "")),
+    )
 
 
 def fit_line(x, y):

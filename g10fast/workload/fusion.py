@@ -60,20 +60,29 @@ FUSE_MODES = ("none", "xla", "stitch")
 TIME_MODELS = ("traffic_attributed", "traffic_scaled", "sum_minus_launch", "roofline")
 OP_CLASSES = ("C", "E", "B", "R")
 SOFTMAX_FORMS = ("ops", "kernel")
-_CLASS_WORDS = {"compute": "C", "gemm": "C", "conv": "C", "opaque": "C",
-                "elementwise": "E", "element-wise": "E", "memory": "E",
-                "broadcast": "B", "reduction": "R", "reduce": "R"}
+_CLASS_WORDS = {
+    "compute": "C",
+    "gemm": "C",
+    "conv": "C",
+    "opaque": "C",
+    "elementwise": "E",
+    "element-wise": "E",
+    "memory": "E",
+    "broadcast": "B",
+    "reduction": "R",
+    "reduce": "R",
+}
 
 
 @dataclass(frozen=True)
 class FusionOptions:
     """The pass's options (spec §4.3 names them `fuse.*`)."""
 
-    mode: str = "none"                  # none | xla | stitch
-    cross_phase: bool = False           # allow groups across forward / backward / update
-    max_group: int = 0                  # most kernels per group (0: no limit)
-    pooling: str = "M"                  # pooling kernels: M (memory-intensive) or C
-    stitch_max_reduce: int = 16384      # stitch: most input elements per reduction result
+    mode: str = "none"  # none | xla | stitch
+    cross_phase: bool = False  # allow groups across forward / backward / update
+    max_group: int = 0  # most kernels per group (0: no limit)
+    pooling: str = "M"  # pooling kernels: M (memory-intensive) or C
+    stitch_max_reduce: int = 16384  # stitch: most input elements per reduction result
     #: the fused kernel's time (docs/fusion.md): traffic_attributed (each byte still moved
     #: at the rate of the member that moves it) | traffic_scaled (the members' summed work
     #: scaled by the share of their bytes still moved: one rate for all; the spec's §4.3,
@@ -87,7 +96,7 @@ class FusionOptions:
     #: class); the fused kernel pays its members' largest. A number: that cost for every
     #: kernel (the spec's 5 µs, §4.3, was ours).
     launch_us: float | None = None
-    defer_update: bool = True           # update kernels wait until an open group closes
+    defer_update: bool = True  # update kernels wait until an open group closes
     #: how the fusion compilers see a softmax kernel: "ops" (default) as TensorFlow lowers it
     #: to XLA, a row max, subtract, exp, row sum and divide (tf2xla/kernels/softmax_op.cc),
     #: and its gradient as five ops of TensorFlow's _SoftmaxGrad (python/ops/nn_grad.py:
@@ -102,35 +111,81 @@ class FusionOptions:
         if self.pooling not in ("M", "C"):
             raise InputError(f"must be M or C, got {self.pooling!r}", param="fuse.pooling")
         if not (isinstance(self.max_group, int) and self.max_group >= 0):
-            raise InputError(f"must be an integer >= 0, got {self.max_group!r}",
-                             param="fuse.max_group")
+            raise InputError(f"must be an integer >= 0, got {self.max_group!r}", param="fuse.max_group")
         if not (self.stitch_max_reduce >= 1):
-            raise InputError(f"must be >= 1, got {self.stitch_max_reduce!r}",
-                             param="fuse.stitch_max_reduce")
+            raise InputError(f"must be >= 1, got {self.stitch_max_reduce!r}", param="fuse.stitch_max_reduce")
         if self.launch_us is not None and not (
-                isinstance(self.launch_us, (int, float)) and math.isfinite(self.launch_us)
-                and self.launch_us >= 0):
-            raise InputError(f"must be a finite number >= 0 (or unset: the cost model's), "
-                             f"got {self.launch_us!r}", param="fuse.launch_us")
+            isinstance(self.launch_us, (int, float)) and math.isfinite(self.launch_us) and self.launch_us >= 0
+        ):
+            raise InputError(
+                f"must be a finite number >= 0 (or unset: the cost model's), got {self.launch_us!r}",
+                param="fuse.launch_us",
+            )
         return self
 
 
 # ---------------------------------------------------------------------------------------------
 # Op classes and phases
 
-_COMPUTE_HEADS = ("Conv2d_Forward", "Conv2d_Backward_Weight", "Conv2d_Backward_Input",
-                  "Linear_Forward", "Linear_Backward_Weight", "Linear_Backward_Input",
-                  "BatchMatMul_", "GatherV2_", "LoadData", "makeLoss")
-_REDUCTION_HEADS = ("Sum_Forward", "SoftmaxBasic_", "BatchNorm2d_Forward",
-                    "BatchNorm2d_Backward", "AdaptiveAvgPool2d_Forward", "Linear_Backward_Bias")
-_BROADCAST_HEADS = ("Add_Backward", "Subtract_Backward", "Multiply_Backward", "Divide_Backward",
-                    "Power_Backward")
+_COMPUTE_HEADS = (
+    "Conv2d_Forward",
+    "Conv2d_Backward_Weight",
+    "Conv2d_Backward_Input",
+    "Linear_Forward",
+    "Linear_Backward_Weight",
+    "Linear_Backward_Input",
+    "BatchMatMul_",
+    "GatherV2_",
+    "LoadData",
+    "makeLoss",
+)
+_REDUCTION_HEADS = (
+    "Sum_Forward",
+    "SoftmaxBasic_",
+    "BatchNorm2d_Forward",
+    "BatchNorm2d_Backward",
+    "AdaptiveAvgPool2d_Forward",
+    "Linear_Backward_Bias",
+)
+_BROADCAST_HEADS = (
+    "Add_Backward",
+    "Subtract_Backward",
+    "Multiply_Backward",
+    "Divide_Backward",
+    "Power_Backward",
+)
 _POOL_HEADS = ("MaxPool2d_", "AdaptiveAvgPool2d_", "AvgPool")
 # captured / foreign kernel names (lower case substrings), checked after the G10 names
-_COMPUTE_WORDS = ("conv", "gemm", "matmul", "addmm", "bmm", "mm_", "linear", "attention",
-                  "embedding", "gather", "index_select", "cublas", "cudnn", "loss", "lstm")
-_REDUCTION_WORDS = ("sum", "mean", "norm", "softmax", "reduce", "amax", "max_pool_backward",
-                    "var", "std", "argmax", "avg_pool2d_backward")
+_COMPUTE_WORDS = (
+    "conv",
+    "gemm",
+    "matmul",
+    "addmm",
+    "bmm",
+    "mm_",
+    "linear",
+    "attention",
+    "embedding",
+    "gather",
+    "index_select",
+    "cublas",
+    "cudnn",
+    "loss",
+    "lstm",
+)
+_REDUCTION_WORDS = (
+    "sum",
+    "mean",
+    "norm",
+    "softmax",
+    "reduce",
+    "amax",
+    "max_pool_backward",
+    "var",
+    "std",
+    "argmax",
+    "avg_pool2d_backward",
+)
 
 
 def op_class(name: str, pooling: str = "M") -> str:
@@ -147,12 +202,28 @@ def op_class(name: str, pooling: str = "M") -> str:
         return "R"
     if name.startswith(_BROADCAST_HEADS):
         return "B"
-    if name.startswith(_POOL_HEADS) or name.startswith(("ReLU_", "Dropout_", "Scale_", "Concat_",
-                                                        "Add_MultiGredient", "Tanh_", "Erf_",
-                                                        "Sqrt_", "Add_Forward", "Subtract_",
-                                                        "Multiply_Forward", "Divide_Forward",
-                                                        "Power_Forward", "Sum_Backward")) \
-            or "Apply_Grad" in name:
+    if (
+        name.startswith(_POOL_HEADS)
+        or name.startswith(
+            (
+                "ReLU_",
+                "Dropout_",
+                "Scale_",
+                "Concat_",
+                "Add_MultiGredient",
+                "Tanh_",
+                "Erf_",
+                "Sqrt_",
+                "Add_Forward",
+                "Subtract_",
+                "Multiply_Forward",
+                "Divide_Forward",
+                "Power_Forward",
+                "Sum_Backward",
+            )
+        )
+        or "Apply_Grad" in name
+    ):
         return "E"
     low = name.lower()
     if "pool" in low and pooling == "C":
@@ -169,14 +240,18 @@ def kernel_classes(w: Workload, pooling: str = "M") -> list:
     given = w.meta.get("op_class")
     if given is not None:
         if len(given) != w.num_kernels:
-            raise InputError(f"meta op_class has {len(given)} entries, the workload "
-                             f"{w.num_kernels} kernels", param="op_class")
+            raise InputError(
+                f"meta op_class has {len(given)} entries, the workload {w.num_kernels} kernels",
+                param="op_class",
+            )
         out = []
         for k, c in enumerate(given):
             c = _CLASS_WORDS.get(str(c).lower(), str(c))
             if c not in OP_CLASSES:
-                raise InputError(f"kernel {k}: op class {given[k]!r} is not one of "
-                                 f"{', '.join(OP_CLASSES)}", param="op_class")
+                raise InputError(
+                    f"kernel {k}: op class {given[k]!r} is not one of {', '.join(OP_CLASSES)}",
+                    param="op_class",
+                )
             out.append(c)
         return out
     return [op_class(n, pooling) for n in w.kernel_name]
@@ -206,9 +281,12 @@ def kernel_flops(w: Workload) -> np.ndarray:
     if kf is not None and len(kf) == w.num_kernels:
         return np.asarray(kf, dtype=np.float64)
     from g10fast.workload.model import MATMUL_KERNELS
+
     pf = w.meta.get("parent_flops") or {}
-    return np.array([float(pf.get(p, 0)) if n in MATMUL_KERNELS else 0.0
-                     for n, p in zip(w.kernel_name, w.kernel_parent)], dtype=np.float64)
+    return np.array(
+        [float(pf.get(p, 0)) if n in MATMUL_KERNELS else 0.0 for n, p in zip(w.kernel_name, w.kernel_parent)],
+        dtype=np.float64,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,12 +304,11 @@ HOST_LAUNCH_US = 4.5
 @functools.lru_cache(maxsize=8)
 def _cost_params(gpu_model: str):
     from g10fast.workload.costmodel import Gpu, params_for
-    return params_for(Gpu(name=gpu_model, peak_flops=1.0, hbm_bytes_per_s=1.0,
-                          link_bytes_per_s=1.0))
+
+    return params_for(Gpu(name=gpu_model, peak_flops=1.0, hbm_bytes_per_s=1.0, link_bytes_per_s=1.0))
 
 
-def kernel_overheads(w: Workload, freq_ghz: float = 1.2, launch_us: float | None = None
-                     ) -> np.ndarray:
+def kernel_overheads(w: Workload, freq_ghz: float = 1.2, launch_us: float | None = None) -> np.ndarray:
     """Per kernel its fixed GPU-side cost in cycles (float64; not capped at its time).
 
     launch_us a number: that for every kernel. None: meta["kernel_launch_cycles"] when the
@@ -240,7 +317,7 @@ def kernel_overheads(w: Workload, freq_ghz: float = 1.2, launch_us: float | None
     of the GPU its times were estimated for (meta["cost_model_gpu"]), else of the default
     a100.toml (the parameters fitted to the G10 artifact's A100 traces)."""
     K = w.num_kernels
-    f = float(freq_ghz) * 1e3            # cycles per µs
+    f = float(freq_ghz) * 1e3  # cycles per µs
     if launch_us is not None:
         return np.full(K, float(launch_us) * f)
     given = w.meta.get("kernel_launch_cycles")
@@ -252,6 +329,7 @@ def kernel_overheads(w: Workload, freq_ghz: float = 1.2, launch_us: float | None
 
 # ---------------------------------------------------------------------------------------------
 # Softmax as the fusion compilers see it
+
 
 def _shape_row_len(shape, raw: int, batch: int):
     """The last dimension of a record's shape when the shape (batch placeholder 99 = the
@@ -283,7 +361,7 @@ def _file_softmax_shapes(path: str) -> tuple:
         p = i + 2 + n
         if p < len(toks) and toks[p].isdigit():
             r = int(toks[p])
-            dims = toks[p + 1:p + 1 + r]
+            dims = toks[p + 1 : p + 1 + r]
             if len(dims) == r and all(d.isdigit() for d in dims):
                 out.append(tuple(int(d) for d in dims))
     return tuple(out)
@@ -303,22 +381,21 @@ def softmax_rows(w: Workload) -> dict:
     given = w.meta.get("softmax_row")
     if given is not None:
         if isinstance(given, dict):
-            return {k: int(given[w.kernel_parent[k]]) for k in ks
-                    if w.kernel_parent[k] in given}
+            return {k: int(given[w.kernel_parent[k]]) for k in ks if w.kernel_parent[k] in given}
         return {k: int(given) for k in ks}
     out: dict = {}
     key = w.meta.get("builtin")
     if key:
         try:
             from g10fast.workload.builtin import kernel_layers
+
             layers = kernel_layers(str(key), int(w.batch_size))
         except (InputError, KeyError, TypeError, ValueError):
             layers = {}
         for k in ks:
             rec = layers.get(w.kernel_parent[k])
             if rec and rec.get("in"):
-                S = _shape_row_len(tuple(rec["in"][0]), int(raw[w.inputs(k)].max()),
-                                   int(w.batch_size))
+                S = _shape_row_len(tuple(rec["in"][0]), int(raw[w.inputs(k)].max()), int(w.batch_size))
                 if S:
                     out[k] = S
         return out
@@ -337,19 +414,22 @@ def softmax_rows(w: Workload) -> dict:
 #: the ops a softmax kernel becomes: (name, op class, inputs, output) with the tensors named
 #: x (input), y (output), a / b (the backward's two inputs), full-size intermediates d, e, p,
 #: row vectors m, s
-_SOFTMAX_FWD = (("SoftmaxMax_Forward", "R", ("x",), "m"),
-                ("SoftmaxSub_Forward", "E", ("x", "m"), "d"),
-                ("SoftmaxExp_Forward", "E", ("d",), "e"),
-                ("SoftmaxSum_Forward", "R", ("e",), "s"),
-                ("SoftmaxDiv_Forward", "E", ("e", "s"), "y"))
-_SOFTMAX_BWD = (("SoftmaxMul_Backward", "E", ("a", "b"), "p"),
-                ("SoftmaxSum_Backward", "R", ("p",), "s"),
-                ("SoftmaxSub_Backward", "E", ("b", "s"), "d"),
-                ("SoftmaxScale_Backward", "E", ("d", "a"), "y"))
+_SOFTMAX_FWD = (
+    ("SoftmaxMax_Forward", "R", ("x",), "m"),
+    ("SoftmaxSub_Forward", "E", ("x", "m"), "d"),
+    ("SoftmaxExp_Forward", "E", ("d",), "e"),
+    ("SoftmaxSum_Forward", "R", ("e",), "s"),
+    ("SoftmaxDiv_Forward", "E", ("e", "s"), "y"),
+)
+_SOFTMAX_BWD = (
+    ("SoftmaxMul_Backward", "E", ("a", "b"), "p"),
+    ("SoftmaxSum_Backward", "R", ("p",), "s"),
+    ("SoftmaxSub_Backward", "E", ("b", "s"), "d"),
+    ("SoftmaxScale_Backward", "E", ("d", "a"), "y"),
+)
 
 
-def lower_softmax(w: Workload, freq_ghz: float = 1.2, launch_us: float | None = None
-                  ) -> Workload:
+def lower_softmax(w: Workload, freq_ghz: float = 1.2, launch_us: float | None = None) -> Workload:
     """`w` with every SoftmaxBasic kernel whose row length is known (`softmax_rows`) as
     the ops TensorFlow hands XLA: forward a row max, x - max, exp, a row sum and the divide
     (tf2xla/kernels/softmax_op.cc); backward dy * y, its row sum, dy - sum and the product
@@ -388,7 +468,7 @@ def lower_softmax(w: Workload, freq_ghz: float = 1.2, launch_us: float | None = 
     K, T = w.num_kernels, w.num_tensors
     first_ws = int(ws_ids.min()) if ws_ids.size else T
     if ws_ids.size and not np.array_equal(np.sort(ws_ids), np.arange(first_ws, T)):
-        first_ws = T                 # workspaces not last: new tensors go at the end
+        first_ws = T  # workspaces not last: new tensors go at the end
     cls = kernel_classes(w)
     phase = kernel_phases(w)
     flops = kernel_flops(w)
@@ -397,11 +477,13 @@ def lower_softmax(w: Workload, freq_ghz: float = 1.2, launch_us: float | None = 
     names, parents, k_in, k_out, kernel_of = [], [], [], [], []
     ex, inpf, pf, wsb, wst, lc, ncls, nph, nfl = [], [], [], [], [], [], [], [], []
 
-    def tid(t):                      # an old tensor's id in the lowered workload
+    def tid(t):  # an old tensor's id in the lowered workload
         return t if t < first_ws else t + n_new
 
-    n_made = {True: len({op[3] for op in _SOFTMAX_FWD} - {"y"}),       # m, d, e, s
-              False: len({op[3] for op in _SOFTMAX_BWD} - {"y"})}      # p, s, d
+    n_made = {
+        True: len({op[3] for op in _SOFTMAX_FWD} - {"y"}),  # m, d, e, s
+        False: len({op[3] for op in _SOFTMAX_BWD} - {"y"}),
+    }  # p, s, d
     n_new = sum(n_made[v[0]] for v in todo.values())
     for k in range(K):
         if k not in todo:
@@ -433,7 +515,7 @@ def lower_softmax(w: Workload, freq_ghz: float = 1.2, launch_us: float | None = 
             named["x"] = tid(ins[0])
         else:
             named["a"], named["b"] = tid(ins[0]), tid(ins[1])
-        for nm, c, i_names, o_name in (_SOFTMAX_FWD if fwd else _SOFTMAX_BWD):
+        for nm, c, i_names, o_name in _SOFTMAX_FWD if fwd else _SOFTMAX_BWD:
             if o_name not in named:
                 named[o_name] = first_ws + len(new_raw)
                 new_raw.append(vec if o_name in ("m", "s") else full)
@@ -458,7 +540,7 @@ def lower_softmax(w: Workload, freq_ghz: float = 1.2, launch_us: float | None = 
             nph.append(phase[k])
             nfl.append(0.0)
             kernel_of.append(k)
-    if len(new_raw) != n_new:        # pragma: no cover - the tables above fix both
+    if len(new_raw) != n_new:  # pragma: no cover - the tables above fix both
         raise AssertionError("softmax lowering made an unexpected number of tensors")
     raw2 = np.concatenate([raw[:first_ws], np.asarray(new_raw, np.int64), raw[first_ws:]])
     glob = np.asarray(w.is_global, dtype=bool)
@@ -469,23 +551,46 @@ def lower_softmax(w: Workload, freq_ghz: float = 1.2, launch_us: float | None = 
     out_ptr, out_idx = csr_from_lists([np.asarray(x, np.int64) for x in k_out])
     tmap = np.array([tid(t) for t in range(T)], dtype=np.int64)
     meta = dict(w.meta)
-    meta.update(op_class=ncls, kernel_phase=nph, kernel_flops=np.asarray(nfl),
-                kernel_launch_cycles=np.asarray(lc, dtype=np.float64))
-    meta["lowering"] = {"softmax": "ops", "softmax_kernels": len(todo),
-                        "softmax_rows": sorted({v[3] // v[4] for v in todo.values()}),
-                        "kernel_of": np.asarray(kernel_of, dtype=np.int64),
-                        "tensor_map": tmap, "new_tensors": len(new_raw)}
+    meta.update(
+        op_class=ncls,
+        kernel_phase=nph,
+        kernel_flops=np.asarray(nfl),
+        kernel_launch_cycles=np.asarray(lc, dtype=np.float64),
+    )
+    meta["lowering"] = {
+        "softmax": "ops",
+        "softmax_kernels": len(todo),
+        "softmax_rows": sorted({v[3] // v[4] for v in todo.values()}),
+        "kernel_of": np.asarray(kernel_of, dtype=np.int64),
+        "tensor_map": tmap,
+        "new_tensors": len(new_raw),
+    }
     return Workload(
-        name=w.name, batch_size=w.batch_size, raw_size=raw2, size=size2, is_global=glob2,
-        address=address, weights_bytes=W, kernel_name=names, kernel_parent=parents,
-        in_ptr=in_ptr, in_idx=in_idx, out_ptr=out_ptr, out_idx=out_idx,
-        exec_cycles=np.asarray(ex, np.int64), input_pf_cycles=np.asarray(inpf, np.int64),
-        pf_cycles=np.asarray(pf, np.int64), workspace_bytes=np.asarray(wsb, np.int64),
-        workspace_tensor=np.asarray(wst, np.int32), meta=meta)
+        name=w.name,
+        batch_size=w.batch_size,
+        raw_size=raw2,
+        size=size2,
+        is_global=glob2,
+        address=address,
+        weights_bytes=W,
+        kernel_name=names,
+        kernel_parent=parents,
+        in_ptr=in_ptr,
+        in_idx=in_idx,
+        out_ptr=out_ptr,
+        out_idx=out_idx,
+        exec_cycles=np.asarray(ex, np.int64),
+        input_pf_cycles=np.asarray(inpf, np.int64),
+        pf_cycles=np.asarray(pf, np.int64),
+        workspace_bytes=np.asarray(wsb, np.int64),
+        workspace_tensor=np.asarray(wst, np.int32),
+        meta=meta,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Grouping
+
 
 def _max_input_bytes(w: Workload) -> np.ndarray:
     raw = w.raw_size.astype(np.int64)
@@ -514,10 +619,10 @@ def plan_groups(w: Workload, options: FusionOptions) -> list:
     maxin = _max_input_bytes(w)
     ws = set(int(t) for t in w.workspace_tensor if t >= 0)
     groups: list = []
-    cur: list = []           # the open group
-    writer: dict = {}        # tensor -> member that last wrote it, within the open group
-    readers: set = set()     # non-global tensors the members read
-    pending: list = []       # deferred update kernels
+    cur: list = []  # the open group
+    writer: dict = {}  # tensor -> member that last wrote it, within the open group
+    readers: set = set()  # non-global tensors the members read
+    pending: list = []  # deferred update kernels
     p_reads: set = set()
     p_writes: set = set()
 
@@ -537,8 +642,7 @@ def plan_groups(w: Workload, options: FusionOptions) -> list:
             return False
         ins = [int(t) for t in w.inputs(k)]
         outs = [int(t) for t in w.outputs(k)]
-        if pending and (any(t in p_writes for t in ins + outs)
-                        or any(t in p_reads for t in outs)):
+        if pending and (any(t in p_writes for t in ins + outs) or any(t in p_reads for t in outs)):
             return False
         deps = [t for t in ins if t in writer]
         sibling = any(t in readers for t in ins)
@@ -546,7 +650,7 @@ def plan_groups(w: Workload, options: FusionOptions) -> list:
             return False
         for t in deps:
             p = writer[t]
-            if cls[p] in ("R", "B") and raw[t] < maxin[p]:      # a reduction result
+            if cls[p] in ("R", "B") and raw[t] < maxin[p]:  # a reduction result
                 if o.mode == "xla" or maxin[p] > o.stitch_max_reduce * raw[t]:
                     return False
         return True
@@ -554,8 +658,13 @@ def plan_groups(w: Workload, options: FusionOptions) -> list:
     for k in range(K):
         if joins(k):
             cur.append(k)
-        elif (o.defer_update and cur and phase[k] == "update" and phase[cur[0]] != "update"
-              and not any(int(t) in p_writes for t in w.inputs(k))):
+        elif (
+            o.defer_update
+            and cur
+            and phase[k] == "update"
+            and phase[cur[0]] != "update"
+            and not any(int(t) in p_writes for t in w.inputs(k))
+        ):
             pending.append(k)
             p_reads.update(int(t) for t in w.inputs(k))
             p_writes.update(int(t) for t in w.outputs(k))
@@ -577,6 +686,7 @@ def plan_groups(w: Workload, options: FusionOptions) -> list:
 # ---------------------------------------------------------------------------------------------
 # The pass
 
+
 def _attributed(w: Workload, mem, touch, ext_in: set, outs: list, raw, o_i) -> tuple:
     """(work, input-faulting extra, all-faulting extra), cycles, of a fused group under
     `traffic_attributed`: every tensor the fused kernel still reads or writes in GPU memory
@@ -596,8 +706,7 @@ def _attributed(w: Workload, mem, touch, ext_in: set, outs: list, raw, o_i) -> t
         d_in = float(w.input_pf_cycles[k]) - t
         d_all = float(w.pf_cycles[k]) - t
         # the group's external inputs, then its external outputs, each tensor once
-        for t_id, ext, is_in in chain(((t, ext_in, True) for t in ins),
-                                      ((t, ext_out, False) for t in ous)):
+        for t_id, ext, is_in in chain(((t, ext_in, True) for t in ins), ((t, ext_out, False) for t in ous)):
             if t_id in ext and t_id not in seen:
                 seen.add(t_id)
                 x = float(raw[t_id])
@@ -608,8 +717,15 @@ def _attributed(w: Workload, mem, touch, ext_in: set, outs: list, raw, o_i) -> t
     return work, f_in, f_all
 
 
-def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | None = None,
-         peak_tflops: float | None = None, **options) -> Workload:
+def fuse(
+    w: Workload,
+    mode="none",
+    *,
+    freq_ghz: float = 1.2,
+    hbm_gbps: float | None = None,
+    peak_tflops: float | None = None,
+    **options,
+) -> Workload:
     """The fused Workload (module doc). `mode` is a FUSE_MODES name or a FusionOptions;
     `options` replace FusionOptions fields. "none" returns `w` itself.
 
@@ -623,11 +739,9 @@ def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | N
     if o.mode == "none":
         return w
     if not (isinstance(freq_ghz, (int, float)) and freq_ghz > 0):
-        raise InputError(f"must be a positive number of GHz, got {freq_ghz!r}",
-                         param="GPU_frequency_GHz")
+        raise InputError(f"must be a positive number of GHz, got {freq_ghz!r}", param="GPU_frequency_GHz")
     if o.time_model == "roofline" and not hbm_gbps:
-        raise InputError("the roofline time model needs the GPU's HBM bandwidth",
-                         param="gpu.hbm_gbps")
+        raise InputError("the roofline time model needs the GPU's HBM bandwidth", param="gpu.hbm_gbps")
     K0, T0 = w.num_kernels, w.num_tensors
     if o.softmax == "ops":
         w = lower_softmax(w, freq_ghz, o.launch_us)
@@ -649,9 +763,9 @@ def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | N
     for r in refs:
         n_ref[r] += 1
 
-    ov = kernel_overheads(w, freq_ghz, o.launch_us)      # cycles per old kernel
-    launch = np.zeros(G, np.float64)                      # cycles per new kernel
-    bw = float(hbm_gbps) * 1e9 / (float(freq_ghz) * 1e9) if hbm_gbps else 0.0   # bytes/cycle
+    ov = kernel_overheads(w, freq_ghz, o.launch_us)  # cycles per old kernel
+    launch = np.zeros(G, np.float64)  # cycles per new kernel
+    bw = float(hbm_gbps) * 1e9 / (float(freq_ghz) * 1e9) if hbm_gbps else 0.0  # bytes/cycle
     peak = float(peak_tflops) * 1e12 / (float(freq_ghz) * 1e9) if peak_tflops else 0.0
 
     keep = np.ones(T, dtype=bool)
@@ -685,7 +799,7 @@ def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | N
         ext_in: list = []
         outs: list = []
         io = in_b = 0
-        touch = []               # per member: (its inputs, its outputs), workspaces left out
+        touch = []  # per member: (its inputs, its outputs), workspaces left out
         for k in mem:
             ins = [int(t) for t in w.inputs(k)]
             ous = [int(t) for t in w.outputs(k) if not is_ws[t]]
@@ -715,7 +829,7 @@ def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | N
         ext = ext_in_b + int(raw[[t for t in outs if not is_ws[t]]].sum())
         t_i = w.exec_cycles[mem].astype(np.float64)
         o_i = ov[mem]
-        L = float(o_i.max())                 # the fused kernel's one fixed cost
+        L = float(o_i.max())  # the fused kernel's one fixed cost
         sum_t = float(t_i.sum())
         if o.time_model == "sum_minus_launch":
             tf = max(sum_t - (float(o_i.sum()) - L), float(t_i.max()))
@@ -760,7 +874,7 @@ def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | N
     k_in = [new_id[r] for r in k_in]
     k_out = [new_id[r] for r in k_out]
     for r in k_in + k_out:
-        if len(r) and r.min() < 0:       # pragma: no cover - the deletion rule forbids it
+        if len(r) and r.min() < 0:  # pragma: no cover - the deletion rule forbids it
             raise AssertionError("a deleted tensor is still referenced")
     in_ptr, in_idx = csr_from_lists(k_in)
     out_ptr, out_idx = csr_from_lists(k_out)
@@ -770,33 +884,53 @@ def fuse(w: Workload, mode="none", *, freq_ghz: float = 1.2, hbm_gbps: float | N
     address, W = address_layout(size2, glob2)
     wst2 = np.where(wst >= 0, new_id[np.maximum(wst, 0)], -1).astype(np.int32)
     meta = dict(w.meta)
-    meta.update(kernel_flops=new_flops, op_class=new_cls, kernel_phase=new_phase,
-                kernel_launch_cycles=launch)
+    meta.update(kernel_flops=new_flops, op_class=new_cls, kernel_phase=new_phase, kernel_launch_cycles=launch)
     meta["fusion"] = {
-        "mode": o.mode, "options": dataclasses.asdict(o),
-        "kernels_before": K0, "kernels_after": G, "fused_groups": fused_groups,
-        "tensors_before": T0, "tensors_after": int(keep.sum()),
+        "mode": o.mode,
+        "options": dataclasses.asdict(o),
+        "kernels_before": K0,
+        "kernels_after": G,
+        "fused_groups": fused_groups,
+        "tensors_before": T0,
+        "tensors_after": int(keep.sum()),
         # of the lowered workload (K, T: softmax's ops and intermediates included)
-        "kernels_lowered": K, "tensors_lowered": T,
+        "kernels_lowered": K,
+        "tensors_lowered": T,
         "deleted_tensors": int(T - keep.sum()),
         "deleted_bytes": int(page_round(raw[~keep]).sum()),
         # ids of the pass's input after `lower_softmax` (the workload's own when it has no
         # softmax kernel, or softmax = "kernel"); meta["lowering"] maps the workload's to them
-        "members": members,       # per new kernel: the old kernel ids it runs, in order
-        "tensor_map": new_id,     # old tensor id -> new id (-1: deleted)
+        "members": members,  # per new kernel: the old kernel ids it runs, in order
+        "tensor_map": new_id,  # old tensor id -> new id (-1: deleted)
         "lowering": w.meta.get("lowering"),
         "previous": {k: v for k, v in w.meta.get("fusion", {}).items() if k == "mode"},
     }
     return Workload(
-        name=w.name, batch_size=w.batch_size, raw_size=raw2, size=size2, is_global=glob2,
-        address=address, weights_bytes=W, kernel_name=names, kernel_parent=parents,
-        in_ptr=in_ptr, in_idx=in_idx, out_ptr=out_ptr, out_idx=out_idx,
-        exec_cycles=ex, input_pf_cycles=inpf, pf_cycles=pf,
-        workspace_bytes=wsb, workspace_tensor=wst2, meta=meta)
+        name=w.name,
+        batch_size=w.batch_size,
+        raw_size=raw2,
+        size=size2,
+        is_global=glob2,
+        address=address,
+        weights_bytes=W,
+        kernel_name=names,
+        kernel_parent=parents,
+        in_ptr=in_ptr,
+        in_idx=in_idx,
+        out_ptr=out_ptr,
+        out_idx=out_idx,
+        exec_cycles=ex,
+        input_pf_cycles=inpf,
+        pf_cycles=pf,
+        workspace_bytes=wsb,
+        workspace_tensor=wst2,
+        meta=meta,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Measures (for the benchmark, docs and tests)
+
 
 def live_bytes(w: Workload) -> np.ndarray:
     """Bytes alive at each kernel (page-rounded): the globals plus every non-global tensor from
@@ -824,10 +958,15 @@ def live_bytes(w: Workload) -> np.ndarray:
 def summary(w: Workload, freq_ghz: float = 1.2) -> dict:
     """Kernels (= launches), tensors, footprint, peak live bytes, ideal time and FLOPs."""
     lb = live_bytes(w) if w.num_kernels else np.zeros(1, np.int64)
-    return {"kernels": w.num_kernels, "launches": w.num_kernels, "tensors": w.num_tensors,
-            "footprint_bytes": w.footprint_bytes, "peak_live_bytes": int(lb.max()),
-            "ideal_s": float(w.exec_cycles.sum()) / (float(freq_ghz) * 1e9),
-            "flops": float(kernel_flops(w).sum())}
+    return {
+        "kernels": w.num_kernels,
+        "launches": w.num_kernels,
+        "tensors": w.num_tensors,
+        "footprint_bytes": w.footprint_bytes,
+        "peak_live_bytes": int(lb.max()),
+        "ideal_s": float(w.exec_cycles.sum()) / (float(freq_ghz) * 1e9),
+        "flops": float(kernel_flops(w).sum()),
+    }
 
 
 def host_timeline(exec_cycles, host_cycles: float) -> np.ndarray:
@@ -843,8 +982,7 @@ def host_timeline(exec_cycles, host_cycles: float) -> np.ndarray:
     is behind: the CPU-GPU switches the FusionStitching paper counts."""
     t = np.asarray(exec_cycles, dtype=np.float64)
     if not (np.isfinite(host_cycles) and host_cycles >= 0):
-        raise InputError(f"must be a finite number >= 0, got {host_cycles!r}",
-                         param="host_launch_us")
+        raise InputError(f"must be a finite number >= 0, got {host_cycles!r}", param="host_launch_us")
     if t.size == 0:
         return t
     G = np.cumsum(t)
@@ -866,19 +1004,20 @@ def kernel_traffic(w: Workload) -> np.ndarray:
     return out
 
 
-def time_breakdown(w: Workload, freq_ghz: float = 1.2, host_launch_us: float = HOST_LAUNCH_US,
-                   launch_us: float | None = None) -> dict:
+def time_breakdown(
+    w: Workload, freq_ghz: float = 1.2, host_launch_us: float = HOST_LAUNCH_US, launch_us: float | None = None
+) -> dict:
     """What a step's time is made of (seconds; bytes):
 
-      launch_s   the kernels' fixed GPU-side costs (`kernel_overheads`, each capped at
-                 its kernel's time)
-      work_s     the rest of the kernels' times: moving their bytes, their FLOPs
-      idle_s     the GPU waiting for the host to issue launches (`host_timeline`)
-      total_s    launch_s + work_s + idle_s: the step with the host in the loop
-      gpu_s      launch_s + work_s: the kernels back to back (the engines' ideal time)
-      memory_intensive_s, memory_intensive_launch_s, memory_intensive_bytes: gpu_s,
-                 launch_s and traffic_bytes of the kernels that are not class C (what
-                 fusion works on); traffic_bytes: every kernel's."""
+    launch_s   the kernels' fixed GPU-side costs (`kernel_overheads`, each capped at
+               its kernel's time)
+    work_s     the rest of the kernels' times: moving their bytes, their FLOPs
+    idle_s     the GPU waiting for the host to issue launches (`host_timeline`)
+    total_s    launch_s + work_s + idle_s: the step with the host in the loop
+    gpu_s      launch_s + work_s: the kernels back to back (the engines' ideal time)
+    memory_intensive_s, memory_intensive_launch_s, memory_intensive_bytes: gpu_s,
+               launch_s and traffic_bytes of the kernels that are not class C (what
+               fusion works on); traffic_bytes: every kernel's."""
     f = float(freq_ghz) * 1e9
     t = w.exec_cycles.astype(np.float64)
     lc = np.minimum(kernel_overheads(w, freq_ghz, launch_us), t)
@@ -887,13 +1026,19 @@ def time_breakdown(w: Workload, freq_ghz: float = 1.2, host_launch_us: float = H
     cls = np.array(kernel_classes(w)) if w.num_kernels else np.array([], dtype=str)
     mi = cls != "C"
     tr = kernel_traffic(w)
-    return {"kernels": w.num_kernels, "launch_s": float(lc.sum()) / f,
-            "work_s": float((t - lc).sum()) / f, "idle_s": (total - float(t.sum())) / f,
-            "total_s": total / f, "gpu_s": float(t.sum()) / f,
-            "memory_intensive_s": float(t[mi].sum()) / f,
-            "memory_intensive_launch_s": float(lc[mi].sum()) / f,
-            "memory_intensive_kernels": int(mi.sum()),
-            "memory_intensive_bytes": int(tr[mi].sum()), "traffic_bytes": int(tr.sum())}
+    return {
+        "kernels": w.num_kernels,
+        "launch_s": float(lc.sum()) / f,
+        "work_s": float((t - lc).sum()) / f,
+        "idle_s": (total - float(t.sum())) / f,
+        "total_s": total / f,
+        "gpu_s": float(t.sum()) / f,
+        "memory_intensive_s": float(t[mi].sum()) / f,
+        "memory_intensive_launch_s": float(lc[mi].sum()) / f,
+        "memory_intensive_kernels": int(mi.sum()),
+        "memory_intensive_bytes": int(tr[mi].sum()),
+        "traffic_bytes": int(tr.sum()),
+    }
 
 
 def gain_breakdown(before: dict, after: dict) -> dict:
@@ -902,18 +1047,40 @@ def gain_breakdown(before: dict, after: dict) -> dict:
     that no longer travel through GPU memory), less idle time waiting for the host (fewer
     CPU-GPU switches). The three parts sum to the time saved."""
     saved = before["total_s"] - after["total_s"]
-    parts = {"launches_s": before["launch_s"] - after["launch_s"],
-             "traffic_s": before["work_s"] - after["work_s"],
-             "switches_s": before["idle_s"] - after["idle_s"]}
-    return {"speedup": before["total_s"] / after["total_s"] if after["total_s"] else math.inf,
-            "gpu_speedup": before["gpu_s"] / after["gpu_s"] if after["gpu_s"] else math.inf,
-            "saved_s": saved, **parts,
-            "share": {k: (v / saved if saved else 0.0) for k, v in parts.items()},
-            "kernels": (before["kernels"], after["kernels"]),
-            "traffic_bytes": (before["traffic_bytes"], after["traffic_bytes"])}
+    parts = {
+        "launches_s": before["launch_s"] - after["launch_s"],
+        "traffic_s": before["work_s"] - after["work_s"],
+        "switches_s": before["idle_s"] - after["idle_s"],
+    }
+    return {
+        "speedup": before["total_s"] / after["total_s"] if after["total_s"] else math.inf,
+        "gpu_speedup": before["gpu_s"] / after["gpu_s"] if after["gpu_s"] else math.inf,
+        "saved_s": saved,
+        **parts,
+        "share": {k: (v / saved if saved else 0.0) for k, v in parts.items()},
+        "kernels": (before["kernels"], after["kernels"]),
+        "traffic_bytes": (before["traffic_bytes"], after["traffic_bytes"]),
+    }
 
 
-__all__ = ["FUSE_MODES", "FusionOptions", "HOST_LAUNCH_US", "SOFTMAX_FORMS", "fuse",
-           "gain_breakdown", "host_timeline", "kernel_classes", "kernel_flops", "kernel_overheads",
-           "kernel_phase", "kernel_traffic", "live_bytes", "lower_softmax", "op_class",
-           "plan_groups", "softmax_rows", "summary", "time_breakdown"]
+__all__ = [
+    "FUSE_MODES",
+    "FusionOptions",
+    "HOST_LAUNCH_US",
+    "SOFTMAX_FORMS",
+    "fuse",
+    "gain_breakdown",
+    "host_timeline",
+    "kernel_classes",
+    "kernel_flops",
+    "kernel_overheads",
+    "kernel_phase",
+    "kernel_traffic",
+    "live_bytes",
+    "lower_softmax",
+    "op_class",
+    "plan_groups",
+    "softmax_rows",
+    "summary",
+    "time_breakdown",
+]

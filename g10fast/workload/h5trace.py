@@ -43,8 +43,13 @@ def _crc(a: np.ndarray) -> int:
 def _jsonable(meta: dict) -> dict:
     out = {}
     for k, v in meta.items():
-        if k in KERNEL_STR_META or k in KERNEL_NUM_META or k in TENSOR_STR_META \
-                or k in TENSOR_NUM_META or k == "kernel_class":
+        if (
+            k in KERNEL_STR_META
+            or k in KERNEL_NUM_META
+            or k in TENSOR_STR_META
+            or k in TENSOR_NUM_META
+            or k == "kernel_class"
+        ):
             continue
         try:
             json.dumps(v)
@@ -74,6 +79,7 @@ def kernel_flops(w: Workload) -> np.ndarray:
     out = np.zeros(w.num_kernels)
     if pf:
         from g10fast.workload.model import MATMUL_KERNELS
+
         for k, (n, p) in enumerate(zip(w.kernel_name, w.kernel_parent)):
             if n in MATMUL_KERNELS:
                 out[k] = pf.get(p, 0)
@@ -83,10 +89,16 @@ def kernel_flops(w: Workload) -> np.ndarray:
 def _versions() -> dict:
     from g10fast import __version__
     import h5py
-    v = {"g10fast": __version__, "numpy": np.__version__, "h5py": h5py.__version__,
-         "python": platform.python_version()}
+
+    v = {
+        "g10fast": __version__,
+        "numpy": np.__version__,
+        "h5py": h5py.__version__,
+        "python": platform.python_version(),
+    }
     try:
         import sys
+
         if "torch" in sys.modules:
             v["torch"] = sys.modules["torch"].__version__
     except Exception:  # pragma: no cover
@@ -94,9 +106,15 @@ def _versions() -> dict:
     return v
 
 
-def write_workload_h5(path, w: Workload, provenance: dict | None = None, *,
-                      freq_hz: int = 1_200_000_000, transformer: bool | None = None,
-                      trans_borden: int = 184) -> None:
+def write_workload_h5(
+    path,
+    w: Workload,
+    provenance: dict | None = None,
+    *,
+    freq_hz: int = 1_200_000_000,
+    transformer: bool | None = None,
+    trans_borden: int = 184,
+) -> None:
     """Write `w` to `path` (temporary name first, then renamed).
 
     provenance: source ("builtin", "artifact", "capture", ...), model, batch, gpu, command and
@@ -104,6 +122,7 @@ def write_workload_h5(path, w: Workload, provenance: dict | None = None, *,
     cycles are counted in. transformer / trans_borden: what the artifact's per-workload quirks
     key on (O-15), kept so a replay plans as the original did."""
     import h5py
+
     path = checked_target(path)
     prov = {"source": "?", "model": w.name, "batch": int(w.batch_size), "gpu": "?"}
     prov.update({k: v for k, v in (provenance or {}).items() if v is not None})
@@ -111,8 +130,9 @@ def write_workload_h5(path, w: Workload, provenance: dict | None = None, *,
     for k, v in _versions().items():
         prov.setdefault(f"version_{k}", v)
     if transformer is None:
-        transformer = bool(w.meta.get("family") in ("bert", "vit", "gpt2", "llama")
-                           or w.meta.get("transformer", False))
+        transformer = bool(
+            w.meta.get("family") in ("bert", "vit", "gpt2", "llama") or w.meta.get("transformer", False)
+        )
     str_dt = h5py.string_dtype("utf-8")
     K, T = w.num_kernels, w.num_tensors
     bi, bo = kernel_bytes(w)
@@ -131,13 +151,13 @@ def write_workload_h5(path, w: Workload, provenance: dict | None = None, *,
             f.attrs["meta_json"] = json.dumps(_jsonable(w.meta), sort_keys=True)
             pg = f.create_group("provenance")
             for k, v in prov.items():
-                pg.attrs[k] = v if isinstance(v, (int, float, np.integer, np.floating)) \
-                    else str(v)
+                pg.attrs[k] = v if isinstance(v, (int, float, np.integer, np.floating)) else str(v)
 
             def put(grp, name, arr, dtype=None):
                 a = np.asarray(arr, dtype=dtype)
-                ds = grp.create_dataset(name, data=a, compression="gzip" if a.size > 4096
-                                        else None, shuffle=a.size > 4096)
+                ds = grp.create_dataset(
+                    name, data=a, compression="gzip" if a.size > 4096 else None, shuffle=a.size > 4096
+                )
                 ds.attrs["crc32"] = _crc(a)
 
             kg = f.create_group("kernels")
@@ -146,8 +166,7 @@ def write_workload_h5(path, w: Workload, provenance: dict | None = None, *,
             for m in KERNEL_STR_META:
                 vals = w.meta.get(m)
                 # absent, or stale (a pass such as fusion changed the kernels): empty strings
-                vals = [str(v) for v in vals] if vals is not None and len(vals) == K \
-                    else [""] * K
+                vals = [str(v) for v in vals] if vals is not None and len(vals) == K else [""] * K
                 kg.create_dataset(m.removeprefix("kernel_"), data=vals, dtype=str_dt)
             for n in _KERNEL_INT:
                 put(kg, n, getattr(w, n), np.int64)
@@ -175,8 +194,7 @@ def write_workload_h5(path, w: Workload, provenance: dict | None = None, *,
                 put(ig, n, getattr(w, n), np.int32 if n.endswith("idx") else np.int64)
             f.attrs["complete"] = 1
     except OSError as e:
-        raise InputError(f"cannot write the workload trace ({e}); nothing was written",
-                         path=path) from None
+        raise InputError(f"cannot write the workload trace ({e}); nothing was written", path=path) from None
 
 
 def _bad(path, msg):
@@ -192,6 +210,7 @@ def _py(v):
 def read_attrs(path) -> dict:
     """The root attributes and provenance of a workload trace (cheap: no arrays read)."""
     import h5py
+
     path = os.fspath(path)
     if not os.path.exists(path):
         raise InputError("workload trace not found", path=path)
@@ -200,12 +219,13 @@ def read_attrs(path) -> dict:
             a = {k: _py(v) for k, v in f.attrs.items()}
             if a.get("format") != FORMAT:
                 raise _bad(path, f"format attribute is {a.get('format')!r}, expected {FORMAT!r}")
-            a["provenance"] = {k: _py(v) for k, v in f["provenance"].attrs.items()} \
-                if "provenance" in f else {}
+            a["provenance"] = (
+                {k: _py(v) for k, v in f["provenance"].attrs.items()} if "provenance" in f else {}
+            )
             return a
     except InputError:
         raise
-    except Exception as e:   # h5py raises OSError, KeyError, ValueError on damaged files
+    except Exception as e:  # h5py raises OSError, KeyError, ValueError on damaged files
         raise _bad(path, f"cannot be read as HDF5 ({type(e).__name__}: {e})") from None
 
 
@@ -213,6 +233,7 @@ def read_workload_h5(path) -> Workload:
     """The Workload of a trace file; a missing, damaged or inconsistent file is one
     InputError naming the file and what is wrong."""
     import h5py
+
     path = os.fspath(path)
     a = read_attrs(path)
     ver = a.get("version")
@@ -222,6 +243,7 @@ def read_workload_h5(path) -> Workload:
         raise _bad(path, "incomplete (no 'complete' attribute: the writer did not finish)")
     try:
         with h5py.File(path, "r") as f:
+
             def get(grp, n, dtype):
                 if grp not in f or n not in f[grp]:
                     raise _bad(path, f"dataset /{grp}/{n} is missing")
@@ -245,15 +267,16 @@ def read_workload_h5(path) -> Workload:
             flops = get("kernels", "flops", np.float64)
             ten = {n: get("tensors", n, np.int64) for n in ("raw_size", "size", "address")}
             is_global = get("tensors", "is_global", np.uint8).astype(bool)
-            csr = {n: get("incidence", n, np.int32 if n.endswith("idx") else np.int64)
-                   for n in _CSR}
+            csr = {n: get("incidence", n, np.int32 if n.endswith("idx") else np.int64) for n in _CSR}
             names = strs("kernels", "name")
             parents = strs("kernels", "parent")
-            smeta = {m: strs("kernels", m.removeprefix("kernel_"), False)
-                     for m in KERNEL_STR_META}
+            smeta = {m: strs("kernels", m.removeprefix("kernel_"), False) for m in KERNEL_STR_META}
             tnames = strs("tensors", "name", False)
-            tnum = {m: get("tensors", m.removeprefix("tensor_"), np.int64)
-                    for m in TENSOR_NUM_META if m.removeprefix("tensor_") in f["tensors"]}
+            tnum = {
+                m: get("tensors", m.removeprefix("tensor_"), np.int64)
+                for m in TENSOR_NUM_META
+                if m.removeprefix("tensor_") in f["tensors"]
+            }
             if "bytes_accessed" in f["kernels"]:
                 tnum["kernel_bytes_accessed"] = get("kernels", "bytes_accessed", np.int64)
             cls = strs("kernels", "cost_class", False)
@@ -278,13 +301,26 @@ def read_workload_h5(path) -> Workload:
         meta["kernel_class"] = cls
     meta["trace_file"] = os.path.abspath(path)
     return Workload(
-        name=str(a["name"]), batch_size=int(a["batch_size"]), raw_size=ten["raw_size"],
-        size=ten["size"], is_global=is_global, address=ten["address"],
-        weights_bytes=int(a["weights_bytes"]), kernel_name=names, kernel_parent=parents,
-        in_ptr=csr["in_ptr"], in_idx=csr["in_idx"], out_ptr=csr["out_ptr"],
-        out_idx=csr["out_idx"], exec_cycles=kern["exec_cycles"],
-        input_pf_cycles=kern["input_pf_cycles"], pf_cycles=kern["pf_cycles"],
-        workspace_bytes=kern["workspace_bytes"], workspace_tensor=ws_t, meta=meta)
+        name=str(a["name"]),
+        batch_size=int(a["batch_size"]),
+        raw_size=ten["raw_size"],
+        size=ten["size"],
+        is_global=is_global,
+        address=ten["address"],
+        weights_bytes=int(a["weights_bytes"]),
+        kernel_name=names,
+        kernel_parent=parents,
+        in_ptr=csr["in_ptr"],
+        in_idx=csr["in_idx"],
+        out_ptr=csr["out_ptr"],
+        out_idx=csr["out_idx"],
+        exec_cycles=kern["exec_cycles"],
+        input_pf_cycles=kern["input_pf_cycles"],
+        pf_cycles=kern["pf_cycles"],
+        workspace_bytes=kern["workspace_bytes"],
+        workspace_tensor=ws_t,
+        meta=meta,
+    )
 
 
 def _check(path, K, T, kern, ws_t, ten, is_global, csr, names, parents, W):
@@ -299,10 +335,14 @@ def _check(path, K, T, kern, ws_t, ten, is_global, csr, names, parents, W):
         need(v.shape == (T,), f"/tensors/{n} has shape {v.shape}, expected ({T},)")
     for side in ("in", "out"):
         ptr, idx = csr[f"{side}_ptr"], csr[f"{side}_idx"]
-        need(ptr.shape == (K + 1,) and ptr[0] == 0 and np.all(np.diff(ptr) >= 0)
-             and ptr[-1] == idx.shape[0], f"/incidence/{side}_ptr is not a CSR row pointer")
-        need(idx.size == 0 or (idx.min() >= 0 and idx.max() < T),
-             f"/incidence/{side}_idx names a tensor outside 0..{T - 1}")
+        need(
+            ptr.shape == (K + 1,) and ptr[0] == 0 and np.all(np.diff(ptr) >= 0) and ptr[-1] == idx.shape[0],
+            f"/incidence/{side}_ptr is not a CSR row pointer",
+        )
+        need(
+            idx.size == 0 or (idx.min() >= 0 and idx.max() < T),
+            f"/incidence/{side}_idx names a tensor outside 0..{T - 1}",
+        )
         rows_ok = np.ones(idx.size, bool)
         if idx.size > 1:
             same_row = np.repeat(np.arange(K), np.diff(ptr))
@@ -313,13 +353,19 @@ def _check(path, K, T, kern, ws_t, ten, is_global, csr, names, parents, W):
     need(bool(np.all(e > 0)), "a kernel has exec_cycles <= 0")
     need(bool(np.all(e <= i) and np.all(i <= p)), "kernel times break exec <= input_pf <= pf")
     need(bool(np.all(ten["raw_size"] >= 0)), "a tensor has a negative size")
-    need(bool(np.array_equal(ten["size"], page_round(ten["raw_size"]))),
-         f"/tensors/size is not raw_size rounded up to {PAGE_SIZE} bytes")
+    need(
+        bool(np.array_equal(ten["size"], page_round(ten["raw_size"]))),
+        f"/tensors/size is not raw_size rounded up to {PAGE_SIZE} bytes",
+    )
     addr, Wc = address_layout(ten["size"], is_global)
-    need(bool(np.array_equal(addr, ten["address"])) and Wc == W,
-         "/tensors/address is not the two-space bump layout of the sizes")
-    need(bool(np.all((ws_t == -1) | ((ws_t >= 0) & (ws_t < T)))),
-         "/kernels/workspace_tensor names a tensor outside the file")
+    need(
+        bool(np.array_equal(addr, ten["address"])) and Wc == W,
+        "/tensors/address is not the two-space bump layout of the sizes",
+    )
+    need(
+        bool(np.all((ws_t == -1) | ((ws_t >= 0) & (ws_t < T)))),
+        "/kernels/workspace_tensor names a tensor outside the file",
+    )
 
 
 def trace_workload(path, freq_ghz: float = 1.2, kernel_speedup: float = 1.0) -> Workload:
@@ -331,16 +377,18 @@ def trace_workload(path, freq_ghz: float = 1.2, kernel_speedup: float = 1.0) -> 
     import math
 
     from g10fast.workload.times import frequency_hz
+
     w = read_workload_h5(path)
     f_file = int(read_attrs(path)["freq_hz"])
     f = frequency_hz(freq_ghz)
     if f == f_file and kernel_speedup == 1.0:
         return w
     if not (math.isfinite(kernel_speedup) and kernel_speedup > 0):
-        raise InputError(f"must be a positive number, got {kernel_speedup!r}",
-                         param="kernel_speedup")
-    c = [np.trunc(x.astype(np.float64) * (float(f) / float(f_file)))
-         for x in (w.exec_cycles, w.input_pf_cycles, w.pf_cycles)]
+        raise InputError(f"must be a positive number, got {kernel_speedup!r}", param="kernel_speedup")
+    c = [
+        np.trunc(x.astype(np.float64) * (float(f) / float(f_file)))
+        for x in (w.exec_cycles, w.input_pf_cycles, w.pf_cycles)
+    ]
     delta = c[0] - c[0] / float(kernel_speedup)
     e = np.maximum(np.trunc(c[0] - delta).astype(np.int64), 1)
     i = np.maximum(np.trunc(c[1] - delta).astype(np.int64), e)
@@ -351,6 +399,8 @@ def trace_workload(path, freq_ghz: float = 1.2, kernel_speedup: float = 1.0) -> 
 def trace_shape(path):
     """The ArtifactShape a trace was written with (O-15's keys)."""
     from g10fast.workload.model import ArtifactShape
+
     a = read_attrs(path)
-    return ArtifactShape(bool(int(a.get("transformer", 0))), int(a.get("trans_borden", 184)),
-                         int(a.get("batch_size", 0)))
+    return ArtifactShape(
+        bool(int(a.get("transformer", 0))), int(a.get("trans_borden", 184)), int(a.get("batch_size", 0))
+    )

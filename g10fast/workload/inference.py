@@ -34,8 +34,11 @@ def forward_only(w: Workload) -> Workload:
     from g10fast.workload.fusion import kernel_phases
 
     phase = kernel_phases(w)
-    keep_k = [k for k in range(w.num_kernels)
-              if phase[k] == "forward" and not w.kernel_name[k].startswith(LOSS_KERNELS)]
+    keep_k = [
+        k
+        for k in range(w.num_kernels)
+        if phase[k] == "forward" and not w.kernel_name[k].startswith(LOSS_KERNELS)
+    ]
     if not keep_k:
         raise InputError(f"workload {w.name!r} has no forward kernels", param="inference")
     T = w.num_tensors
@@ -60,19 +63,34 @@ def forward_only(w: Workload) -> Workload:
     for key in ("op_class", "kernel_phase", "kernel_flops"):
         v = w.meta.get(key)
         if v is not None and len(v) == w.num_kernels:
-            meta[key] = ([v[k] for k in keep_k] if isinstance(v, list)
-                         else np.asarray(v)[kk])
-    meta["inference"] = {"kernels_before": w.num_kernels, "kernels_after": len(keep_k),
-                         "tensors_before": T, "tensors_after": int(used.sum())}
+            meta[key] = [v[k] for k in keep_k] if isinstance(v, list) else np.asarray(v)[kk]
+    meta["inference"] = {
+        "kernels_before": w.num_kernels,
+        "kernels_after": len(keep_k),
+        "tensors_before": T,
+        "tensors_after": int(used.sum()),
+    }
     return Workload(
-        name=w.name, batch_size=w.batch_size, raw_size=raw, size=size, is_global=glob,
-        address=address, weights_bytes=W,
+        name=w.name,
+        batch_size=w.batch_size,
+        raw_size=raw,
+        size=size,
+        is_global=glob,
+        address=address,
+        weights_bytes=W,
         kernel_name=[w.kernel_name[k] for k in keep_k],
         kernel_parent=[w.kernel_parent[k] for k in keep_k],
-        in_ptr=in_ptr, in_idx=in_idx, out_ptr=out_ptr, out_idx=out_idx,
-        exec_cycles=w.exec_cycles[kk].copy(), input_pf_cycles=w.input_pf_cycles[kk].copy(),
-        pf_cycles=w.pf_cycles[kk].copy(), workspace_bytes=w.workspace_bytes[kk].copy(),
-        workspace_tensor=wst2, meta=meta)
+        in_ptr=in_ptr,
+        in_idx=in_idx,
+        out_ptr=out_ptr,
+        out_idx=out_idx,
+        exec_cycles=w.exec_cycles[kk].copy(),
+        input_pf_cycles=w.input_pf_cycles[kk].copy(),
+        pf_cycles=w.pf_cycles[kk].copy(),
+        workspace_bytes=w.workspace_bytes[kk].copy(),
+        workspace_tensor=wst2,
+        meta=meta,
+    )
 
 
 __all__ = ["LOSS_KERNELS", "forward_only"]

@@ -48,8 +48,9 @@ def read_kernel_order(path) -> list[tuple[list[int], list[int]]]:
         m = _KERNEL.match(text)
         if m:
             if int(m.group(1)) != len(out):
-                raise InputError(f"kernel {m.group(1)} where kernel {len(out)} was expected",
-                                 path=str(path), line=n)
+                raise InputError(
+                    f"kernel {m.group(1)} where kernel {len(out)} was expected", path=str(path), line=n
+                )
             out.append(([], []))
             section = None
         elif text == "Input Tensors:" and out:
@@ -61,6 +62,5 @@ def read_kernel_order(path) -> list[tuple[list[int], list[int]]]:
         else:
             section = None
     if not out:
-        raise InputError("no 'Kernel ID:' blocks (not a G10 statistics/kernels.config)",
-                         path=str(path))
+        raise InputError("no 'Kernel ID:' blocks (not a G10 statistics/kernels.config)", path=str(path))
     return out

@@ -39,10 +39,10 @@ class _Incidence:
         return int(self.in_ptr.shape[0] - 1)
 
     def inputs(self, k: int) -> np.ndarray:
-        return self.in_idx[self.in_ptr[k]:self.in_ptr[k + 1]]
+        return self.in_idx[self.in_ptr[k] : self.in_ptr[k + 1]]
 
     def outputs(self, k: int) -> np.ndarray:
-        return self.out_idx[self.out_ptr[k]:self.out_ptr[k + 1]]
+        return self.out_idx[self.out_ptr[k] : self.out_ptr[k + 1]]
 
     def use_span(self) -> tuple[np.ndarray, np.ndarray]:
         """(first, last): int64[T], the first and the last kernel that reads or writes each
@@ -167,8 +167,7 @@ class Workload(_Incidence):
         return int(self.exec_cycles.sum())
 
 
-def build_workload(graph: Graph, exec_cycles, input_pf_cycles, pf_cycles,
-                   workspace_bytes) -> Workload:
+def build_workload(graph: Graph, exec_cycles, input_pf_cycles, pf_cycles, workspace_bytes) -> Workload:
     """Attach kernel times (already converted to cycles and clamped) and workspaces to a Graph.
 
     Each kernel with workspace > 0 gets a new non-global tensor, appended after all model
@@ -195,13 +194,26 @@ def build_workload(graph: Graph, exec_cycles, input_pf_cycles, pf_cycles,
     size = page_round(raw)
     address, W = address_layout(size, is_global)
     return Workload(
-        name=graph.name, batch_size=graph.batch_size, raw_size=raw, size=size,
-        is_global=is_global, address=address, weights_bytes=W,
-        kernel_name=list(graph.kernel_name), kernel_parent=list(graph.kernel_parent),
-        in_ptr=graph.in_ptr.astype(np.int64), in_idx=graph.in_idx.astype(np.int32),
-        out_ptr=out_ptr, out_idx=out_idx,
-        exec_cycles=arrays[0], input_pf_cycles=arrays[1], pf_cycles=arrays[2],
-        workspace_bytes=ws, workspace_tensor=ws_tensor, meta=dict(graph.meta))
+        name=graph.name,
+        batch_size=graph.batch_size,
+        raw_size=raw,
+        size=size,
+        is_global=is_global,
+        address=address,
+        weights_bytes=W,
+        kernel_name=list(graph.kernel_name),
+        kernel_parent=list(graph.kernel_parent),
+        in_ptr=graph.in_ptr.astype(np.int64),
+        in_idx=graph.in_idx.astype(np.int32),
+        out_ptr=out_ptr,
+        out_idx=out_idx,
+        exec_cycles=arrays[0],
+        input_pf_cycles=arrays[1],
+        pf_cycles=arrays[2],
+        workspace_bytes=ws,
+        workspace_tensor=ws_tensor,
+        meta=dict(graph.meta),
+    )
 
 
 @dataclass(frozen=True)
@@ -216,8 +228,11 @@ class ArtifactShape:
 
     @classmethod
     def of_config(cls, cfg) -> "ArtifactShape":
-        return cls(int(getattr(cfg, "is_transformer", 0)) == 1,
-                   int(getattr(cfg, "trans_borden", 184)), int(getattr(cfg, "batch_size", 0)))
+        return cls(
+            int(getattr(cfg, "is_transformer", 0)) == 1,
+            int(getattr(cfg, "trans_borden", 184)),
+            int(getattr(cfg, "batch_size", 0)),
+        )
 
 
 def output_only_csr(w: Workload) -> tuple[np.ndarray, np.ndarray]:
@@ -234,10 +249,18 @@ def output_only_csr(w: Workload) -> tuple[np.ndarray, np.ndarray]:
 
 #: the kernels whose FLOPs are their layer's forward FLOPs (matrix-multiply-like; the cost
 #: model's classes, g10fast.workload.costmodel)
-MATMUL_KERNELS = ("Conv2d_Forward", "Conv2d_Backward_Weight", "Conv2d_Backward_Input",
-                  "Linear_Forward", "Linear_Backward_Weight", "Linear_Backward_Input",
-                  "BatchMatMul_Forward", "BatchMatMul_Backward",
-                  "FlashAttention_Forward", "FlashAttention_Backward")
+MATMUL_KERNELS = (
+    "Conv2d_Forward",
+    "Conv2d_Backward_Weight",
+    "Conv2d_Backward_Input",
+    "Linear_Forward",
+    "Linear_Backward_Weight",
+    "Linear_Backward_Input",
+    "BatchMatMul_Forward",
+    "BatchMatMul_Backward",
+    "FlashAttention_Forward",
+    "FlashAttention_Backward",
+)
 
 
 def required_csr(workload) -> tuple[np.ndarray, np.ndarray]:
@@ -276,8 +299,14 @@ def max_kernel_pages(workload: Workload, non_global_only: bool = False) -> int:
     pages = np.asarray(workload.n_pages, dtype=np.int64)
     kin = np.repeat(np.arange(K, dtype=np.int64), np.diff(workload.in_ptr))
     kout = np.repeat(np.arange(K, dtype=np.int64), np.diff(workload.out_ptr))
-    pairs = np.unique(np.concatenate([kin * T + np.asarray(workload.in_idx, dtype=np.int64),
-                                      kout * T + np.asarray(workload.out_idx, dtype=np.int64)]))
+    pairs = np.unique(
+        np.concatenate(
+            [
+                kin * T + np.asarray(workload.in_idx, dtype=np.int64),
+                kout * T + np.asarray(workload.out_idx, dtype=np.int64),
+            ]
+        )
+    )
     pk, pt = pairs // T, pairs % T
     if non_global_only:
         keep = ~np.asarray(workload.is_global, dtype=bool)[pt]

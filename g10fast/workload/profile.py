@@ -52,16 +52,24 @@ def write_profile(path, prof: Profile) -> None:
     if prof.source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}")
     K = len(prof.names)
-    lines = [MAGIC, f"source = {prof.source}", f"gpu = {prof.gpu}", f"model = {prof.model}",
-             f"batch = {prof.batch}", f"kernels = {K}"]
-    lines += [f"{k} = {v}" for k, v in prof.meta.items()
-              if k not in ("source", "gpu", "model", "batch", "kernels")]
+    lines = [
+        MAGIC,
+        f"source = {prof.source}",
+        f"gpu = {prof.gpu}",
+        f"model = {prof.model}",
+        f"batch = {prof.batch}",
+        f"kernels = {K}",
+    ]
+    lines += [
+        f"{k} = {v}" for k, v in prof.meta.items() if k not in ("source", "gpu", "model", "batch", "kernels")
+    ]
     lines.append(COLUMNS)
     for k in range(K):
-        lines.append(f"{k} {prof.names[k]} {prof.time_us[k]:.6g} {prof.input_faulting_us[k]:.6g} "
-                     f"{prof.all_faulting_us[k]:.6g} {int(prof.workspace_bytes[k])}")
-    with atomic_path(path) as tmp, gzip.open(tmp, "wt", encoding="utf-8",
-                                               compresslevel=9) as f:
+        lines.append(
+            f"{k} {prof.names[k]} {prof.time_us[k]:.6g} {prof.input_faulting_us[k]:.6g} "
+            f"{prof.all_faulting_us[k]:.6g} {int(prof.workspace_bytes[k])}"
+        )
+    with atomic_path(path) as tmp, gzip.open(tmp, "wt", encoding="utf-8", compresslevel=9) as f:
         f.write("\n".join(lines) + "\n")
 
 
@@ -88,8 +96,9 @@ def read_profile(path) -> Profile:
         if k not in head:
             raise InputError(f"header has no '{k} = ...' line", path=path, line=i + 1)
     if head["source"] not in SOURCES:
-        raise InputError(f"source must be estimated or measured, got {head['source']!r}",
-                         path=path, param="source")
+        raise InputError(
+            f"source must be estimated or measured, got {head['source']!r}", path=path, param="source"
+        )
     try:
         K = int(head["kernels"])
         batch = int(head["batch"])
@@ -97,7 +106,7 @@ def read_profile(path) -> Profile:
         raise InputError("kernels and batch must be integers", path=path) from None
     if i >= len(lines) or lines[i].strip() != COLUMNS:
         raise InputError(f"expected the column line {COLUMNS!r}", path=path, line=i + 1)
-    body = [ln for ln in lines[i + 1:] if ln.strip()]
+    body = [ln for ln in lines[i + 1 :] if ln.strip()]
     if len(body) != K:
         raise InputError(f"header says {K} kernels, file has {len(body)} rows", path=path)
     names = []
@@ -119,10 +128,19 @@ def read_profile(path) -> Profile:
         if row[0] <= 0:
             raise InputError("kernel time must be > 0", **where)
         vals[j] = row
-    meta = {k: v for k, v in head.items() if k not in ("source", "gpu", "model", "batch",
-                                                        "kernels")}
-    return Profile(head["source"], head["gpu"], head["model"], batch, names, vals[:, 0],
-                   vals[:, 1], vals[:, 2], vals[:, 3].astype(np.int64), meta)
+    meta = {k: v for k, v in head.items() if k not in ("source", "gpu", "model", "batch", "kernels")}
+    return Profile(
+        head["source"],
+        head["gpu"],
+        head["model"],
+        batch,
+        names,
+        vals[:, 0],
+        vals[:, 1],
+        vals[:, 2],
+        vals[:, 3].astype(np.int64),
+        meta,
+    )
 
 
 #: a decoder's graph form (data/models, g10fast.workload.builtin) that a profile without a
@@ -145,17 +163,32 @@ def _form_hint(prof: Profile, g) -> str:
     if g.meta.get("family") not in ("gpt2", "llama"):
         return ""
     form = {k: prof.meta.get(f"model.{k}", v) for k, v in PROFILE_FORM_BEFORE.items()}
-    return (" (the profile follows the decoder's attention = " + repr(form["attention"])
-            + ", pointwise = " + repr(form["pointwise"]) + ": build the model with those "
-            "options, e.g. in the run file's [workload])")
+    return (
+        " (the profile follows the decoder's attention = "
+        + repr(form["attention"])
+        + ", pointwise = "
+        + repr(form["pointwise"])
+        + ": build the model with those "
+        "options, e.g. in the run file's [workload])"
+    )
 
 
 def profile_from_estimate(g, gpu, model_key: str, params=None, meta=None) -> Profile:
     from g10fast.workload.costmodel import estimate
+
     e = estimate(g, gpu, params)
-    return Profile("estimated", gpu.name, model_key, g.batch_size, list(g.kernel_name),
-                   e["time_s"] * 1e6, e["input_pf_s"] * 1e6, e["pf_s"] * 1e6,
-                   e["workspace_bytes"].astype(np.int64), dict(meta or {}))
+    return Profile(
+        "estimated",
+        gpu.name,
+        model_key,
+        g.batch_size,
+        list(g.kernel_name),
+        e["time_s"] * 1e6,
+        e["input_pf_s"] * 1e6,
+        e["pf_s"] * 1e6,
+        e["workspace_bytes"].astype(np.int64),
+        dict(meta or {}),
+    )
 
 
 def workload_from_profile(g, prof: Profile, freq_ghz: float = 1.2):
@@ -165,17 +198,21 @@ def workload_from_profile(g, prof: Profile, freq_ghz: float = 1.2):
     from g10fast.workload.times import kernel_cycles
 
     if len(prof.names) != g.num_kernels:
-        raise InputError(f"profile has {len(prof.names)} kernels, model {g.name} at batch "
-                         f"{g.batch_size} has {g.num_kernels}" + _form_hint(prof, g),
-                         param="kernel_times")
+        raise InputError(
+            f"profile has {len(prof.names)} kernels, model {g.name} at batch "
+            f"{g.batch_size} has {g.num_kernels}" + _form_hint(prof, g),
+            param="kernel_times",
+        )
     for k, (a, b) in enumerate(zip(prof.names, g.kernel_name)):
         if a != b:
-            raise InputError(f"kernel {k} is {a!r} in the profile but {b!r} in the model"
-                             + _form_hint(prof, g), param="kernel_times")
+            raise InputError(
+                f"kernel {k} is {a!r} in the profile but {b!r} in the model" + _form_hint(prof, g),
+                param="kernel_times",
+            )
     if prof.batch != g.batch_size:
-        raise InputError(f"profile is for batch {prof.batch}, the run uses {g.batch_size}",
-                         param="kernel_times")
-    c = kernel_cycles(prof.time_us / 1e3, prof.input_faulting_us / 1e3,
-                      prof.all_faulting_us / 1e3, freq_ghz)
+        raise InputError(
+            f"profile is for batch {prof.batch}, the run uses {g.batch_size}", param="kernel_times"
+        )
+    c = kernel_cycles(prof.time_us / 1e3, prof.input_faulting_us / 1e3, prof.all_faulting_us / 1e3, freq_ghz)
     w = build_workload(g, *c, prof.workspace_bytes)
     return dataclasses.replace(w, meta=dict(w.meta, kernel_times=prof.source, gpu=prof.gpu))

@@ -16,6 +16,7 @@ def kernel_times_gpu(w: Workload) -> str | None:
     gpu = m.get("cost_model_gpu") or m.get("gpu")
     if not gpu and m.get("trace_file"):
         from g10fast.workload.h5trace import read_attrs
+
         try:
             gpu = read_attrs(m["trace_file"]).get("provenance", {}).get("gpu")
         except InputError:
@@ -36,9 +37,13 @@ def kernel_times_fields(w: Workload, gpu_model: str, preset: str = "") -> dict:
         out["kernel_times_basis"] = str(w.meta["cost_model_basis"])
     if src is not None and gpu_model and src != gpu_model:
         on = f"preset {preset} ({gpu_model})" if preset else gpu_model
-        redo = ("capture or export it again with --system " + preset) if preset else \
-            "capture or export it again for this system"
+        redo = (
+            ("capture or export it again with --system " + preset)
+            if preset
+            else "capture or export it again for this system"
+        )
         out["kernel_times_warning"] = (
             f"the workload's kernel times are for {src}, the run's system is {on}: they are "
-            f"replayed unchanged, not rescaled ({redo} to estimate them for its GPU)")
+            f"replayed unchanged, not rescaled ({redo} to estimate them for its GPU)"
+        )
     return out

@@ -12,21 +12,30 @@ import numpy as np
 
 from g10fast.workload.builtin import find_model, kernel_layers, load_builtin_graph
 
-ELEMENTWISE = {"Add": "add", "Subtract": "sub", "Multiply": "mul", "Divide": "div",
-               "Power": "pow", "Sqrt": "sqrt", "Tanh": "tanh", "Erf": "erf", "Relu": "relu"}
+ELEMENTWISE = {
+    "Add": "add",
+    "Subtract": "sub",
+    "Multiply": "mul",
+    "Divide": "div",
+    "Power": "pow",
+    "Sqrt": "sqrt",
+    "Tanh": "tanh",
+    "Erf": "erf",
+    "Relu": "relu",
+}
 
 
 @dataclass
 class Operand:
     shape: tuple
-    dtype: str = "act"        # act (the model's activation dtype) | f32 | i64 | bool
-    init: str = "randn"       # randn | zeros | positive | index:N
+    dtype: str = "act"  # act (the model's activation dtype) | f32 | i64 | bool
+    init: str = "randn"  # randn | zeros | positive | index:N
 
 
 @dataclass
 class Recipe:
-    op: str                   # an operation name (kernels/profile_torch.py's run_op)
-    inputs: list              # [Operand]
+    op: str  # an operation name (kernels/profile_torch.py's run_op)
+    inputs: list  # [Operand]
     params: dict = field(default_factory=dict)
 
     def nbytes(self, el: int) -> int:
@@ -90,7 +99,7 @@ class RecipeBook:
     # -- optimizer step over a weight of n elements (Apply_Grad kernels)
     def _apply(self, n: int) -> Recipe:
         if self.optimizer == "adamw":
-            f = [Operand((n,), "f32") for _ in range(4)]        # master, grad, m, v
+            f = [Operand((n,), "f32") for _ in range(4)]  # master, grad, m, v
             return Recipe("adamw", f + [Operand((n,), "act")])
         return Recipe("sgd", [Operand((n,)), Operand((n,))])
 
@@ -117,12 +126,22 @@ class RecipeBook:
             C = x[1]
             p = {"eps": float(a.get("eps", 1e-5)), "momentum": float(a.get("momentum", 0.1))}
             vec = [Operand((C,)), Operand((C,)), Operand((C,)), Operand((C,), init="positive")]
-            if name == "BatchNorm2d_Forward":      # x, gamma, beta, running mean, running var
+            if name == "BatchNorm2d_Forward":  # x, gamma, beta, running mean, running var
                 return Recipe("bn_fwd", [Operand(x)] + vec, p)
             # g, x, gamma, running mean, running var, saved mean, saved inverse std
-            return Recipe("bn_bwd", [Operand(y), Operand(x), Operand((C,)), Operand((C,)),
-                                     Operand((C,), init="positive"), Operand((C,)),
-                                     Operand((C,), init="positive")], p)
+            return Recipe(
+                "bn_bwd",
+                [
+                    Operand(y),
+                    Operand(x),
+                    Operand((C,)),
+                    Operand((C,)),
+                    Operand((C,), init="positive"),
+                    Operand((C,)),
+                    Operand((C,), init="positive"),
+                ],
+                p,
+            )
         if name == "ReLU_Forward":
             return Recipe("relu", [Operand(x)], {"inplace": bool(a.get("inplace"))})
         if name == "ReLU_Backward":
@@ -148,9 +167,9 @@ class RecipeBook:
                 return Recipe("linear", ops + ([Operand((n_out,))] if a.get("bias") else []))
             if name == "Linear_Backward_Bias":
                 return Recipe("sum0", [Operand((N, n_out))])
-            if name == "Linear_Backward_Weight":     # dW = g^T x
+            if name == "Linear_Backward_Weight":  # dW = g^T x
                 return Recipe("mm_tn", [Operand((N, n_out)), Operand((N, n_in))])
-            return Recipe("mm", [Operand((N, n_out)), Operand((n_out, n_in))])   # dX = g W
+            return Recipe("mm", [Operand((N, n_out)), Operand((n_out, n_in))])  # dX = g W
         if name == "Add_Forward":
             return Recipe("sum_n", [Operand(s) for s in [x] + info["prev"][1:]])
         if name == "Add_MultiGredient":
@@ -159,13 +178,12 @@ class RecipeBook:
             return Recipe("cat", [Operand(s) for s in info["prev"]])
         if name == "Concat_Backward":
             return Recipe("split", [Operand(y)], {"sizes": [s[1] for s in info["prev"]]})
-        if name == "Scale_Forward":      # the unit's features times the gate
+        if name == "Scale_Forward":  # the unit's features times the gate
             return Recipe("mul", [Operand(y), Operand(x)])
-        if name == "Scale_Backward":     # gradient of the gate: sum over H, W of g * features
+        if name == "Scale_Backward":  # gradient of the gate: sum over H, W of g * features
             return Recipe("scale_bwd", [Operand(y), Operand(y)])
         if name == "makeLoss":
-            return Recipe("loss", [Operand((y[0], _numel(y[1:]))),
-                                   Operand((y[0], _numel(y[1:])))])
+            return Recipe("loss", [Operand((y[0], _numel(y[1:]))), Operand((y[0], _numel(y[1:])))])
         raise ValueError(f"no recipe for CNN kernel {name}")
 
     # -- operator records (encoders, decoders)
@@ -186,9 +204,9 @@ class RecipeBook:
             N = max(1, int(round(self.flops.get(par, 2 * M * K * K) / (2 * M * K))))
             if name == "Linear_Forward":
                 return Recipe("mm", [Operand((M, K)), Operand((K, N))])
-            if name == "Linear_Backward_Input":          # dX = g W^T
+            if name == "Linear_Backward_Input":  # dX = g W^T
                 return Recipe("mm_nt", [Operand((M, N)), Operand((K, N))])
-            return Recipe("mm_tn", [Operand((M, K)), Operand((M, N))])   # dW = X^T g
+            return Recipe("mm_tn", [Operand((M, K)), Operand((M, N))])  # dW = X^T g
         if typ == "BatchMatMul":
             a, b = shp[0], shp[1]
             bs = _numel(a[:-2])
@@ -196,9 +214,9 @@ class RecipeBook:
             A, Bm, C = (bs, m, kk), (bs, kk, n), (bs, m, n)
             if name == "BatchMatMul_Forward":
                 return Recipe("bmm", [Operand(A), Operand(Bm)])
-            if nth == 0:                                  # dA = dC B^T
+            if nth == 0:  # dA = dC B^T
                 return Recipe("bmm_nt", [Operand(C), Operand(Bm)])
-            return Recipe("bmm_tn", [Operand(A), Operand(C)])   # dB = A^T dC
+            return Recipe("bmm_tn", [Operand(A), Operand(C)])  # dB = A^T dC
         if typ == "Convolution":
             x, w = shp[0], shp[1]
             s = w[2]
@@ -211,7 +229,7 @@ class RecipeBook:
             if name.endswith("Forward"):
                 return Recipe("softmax", [Operand(shp[0])])
             return Recipe("softmax_bwd", [Operand(shp[0]), Operand(shp[0])])
-        if typ == "FlashAttention":                      # fused causal attention
+        if typ == "FlashAttention":  # fused causal attention
             B_, S_ = shp[0][0], shp[0][1]
             NH = int(self.spec.params["heads"])
             H = shp[-1][-1] if len(shp) == 3 else shp[0][-1] // 3
@@ -236,16 +254,19 @@ class RecipeBook:
             return Recipe("expand_last", [Operand(shp[0][:-1])], {"n": shp[0][-1]})
         if typ == "GatherV2":
             table, idx = shp[0], shp[1]
-            if tuple(idx) == (1,):                        # pooler: the first token
+            if tuple(idx) == (1,):  # pooler: the first token
                 if name.endswith("Forward"):
                     return Recipe("select1", [Operand(table)])
-                return Recipe("select1_bwd", [Operand((table[0],) + tuple(table[2:]))],
-                              {"shape": list(table)})
+                return Recipe(
+                    "select1_bwd", [Operand((table[0],) + tuple(table[2:]))], {"shape": list(table)}
+                )
             if name.endswith("Forward"):
                 return Recipe("embedding", [Operand(table), Operand(idx, "i64", f"index:{table[0]}")])
-            return Recipe("embedding_bwd", [Operand(tuple(idx) + (table[1],)),
-                                            Operand(idx, "i64", f"index:{table[0]}")],
-                          {"rows": table[0]})
+            return Recipe(
+                "embedding_bwd",
+                [Operand(tuple(idx) + (table[1],)), Operand(idx, "i64", f"index:{table[0]}")],
+                {"rows": table[0]},
+            )
         if typ in ELEMENTWISE:
             full = broadcast_shape(*shp)
             out = full if all(broadcasts_to(s, full) for s in shp) else shp[0]
@@ -254,22 +275,25 @@ class RecipeBook:
                 return Recipe("ew_" + opn, [Operand(s) for s in shp])
             gshapes = _grad_shapes(shp, el, outs)
             if typ in ("Add", "Subtract"):
-                return Recipe("ew_grad_pass", [Operand(out)], {"shapes": [list(s) for s in gshapes],
-                                                               "neg": typ == "Subtract"})
-            if typ == "Multiply":                         # grad of input nth: g * the other one
+                return Recipe(
+                    "ew_grad_pass",
+                    [Operand(out)],
+                    {"shapes": [list(s) for s in gshapes], "neg": typ == "Subtract"},
+                )
+            if typ == "Multiply":  # grad of input nth: g * the other one
                 other = shp[1 - nth] if len(shp) > 1 else shp[0]
                 tgt = shp[nth] if nth < len(shp) else shp[0]
                 return Recipe("ew_grad_mul", [Operand(out), Operand(other)], {"shape": list(tgt)})
             if typ == "Divide":
-                if name == "Divide_Backward_A":           # g / b
-                    return Recipe("ew_grad_div_a", [Operand(out), Operand(shp[1])],
-                                  {"shape": list(shp[0])})
-                return Recipe("ew_grad_div_b", [Operand(out), Operand(shp[0]),
-                                                Operand(shp[1], init="positive")],
-                              {"shape": list(shp[1])})
+                if name == "Divide_Backward_A":  # g / b
+                    return Recipe("ew_grad_div_a", [Operand(out), Operand(shp[1])], {"shape": list(shp[0])})
+                return Recipe(
+                    "ew_grad_div_b",
+                    [Operand(out), Operand(shp[0]), Operand(shp[1], init="positive")],
+                    {"shape": list(shp[1])},
+                )
             if typ == "Power":
-                return Recipe("ew_grad_pow", [Operand(out), Operand(shp[0])],
-                              {"shape": list(shp[0])})
+                return Recipe("ew_grad_pow", [Operand(out), Operand(shp[0])], {"shape": list(shp[0])})
             unary = {"Sqrt": "sqrt_bwd", "Tanh": "tanh_bwd", "Erf": "erf_bwd", "Relu": "relu_bwd"}
             return Recipe(unary[typ], [Operand(out), Operand(out)])
         raise ValueError(f"no recipe for kernel {name} of {par}")
@@ -282,5 +306,12 @@ def recipes_for(model: str, batch: int, **model_opts):
     return spec, book, [book.recipe(k) for k in range(book.g.num_kernels)]
 
 
-__all__ = ["ELEMENTWISE", "Operand", "Recipe", "RecipeBook", "recipes_for", "broadcast_shape",
-           "broadcasts_to"]
+__all__ = [
+    "ELEMENTWISE",
+    "Operand",
+    "Recipe",
+    "RecipeBook",
+    "recipes_for",
+    "broadcast_shape",
+    "broadcasts_to",
+]

@@ -42,6 +42,7 @@ ATTENTION_CORE = ("BatchMatMul", "SoftmaxBasic", "Softmax", "FlashAttention")
 
 def _phases(w: Workload) -> list:
     from g10fast.workload.fusion import kernel_phases
+
     return kernel_phases(w)
 
 
@@ -65,7 +66,7 @@ def forward_cuts(w: Workload, fwd: list) -> list:
     ok = (~glob) & (prod >= 0) & (last > prod)
     np.add.at(delta, prod[ok], 1)
     np.add.at(delta, last[ok], -1)
-    live = np.cumsum(delta)[:len(fwd)]
+    live = np.cumsum(delta)[: len(fwd)]
     return [i for i in range(len(fwd) - 1) if live[i] == 1]
 
 
@@ -89,8 +90,7 @@ def checkpoint_segments(w: Workload, mode: str) -> list:
         segs, cur = [], []
         for k in fwd:
             name = w.kernel_name[k]
-            if k in set(core) or (cur and not name.startswith(("Linear", "Dot"))
-                                  and _reads_any(w, k, cur)):
+            if k in set(core) or (cur and not name.startswith(("Linear", "Dot")) and _reads_any(w, k, cur)):
                 cur.append(k)
             elif cur:
                 segs.append(cur)
@@ -107,7 +107,7 @@ def checkpoint_segments(w: Workload, mode: str) -> list:
     p = _period(sigs)
     # units of p segments from the second on; a unit is checkpointed when its kernels repeat
     # elsewhere (a layer, a block), so the embeddings, the head and the loss stay as they are
-    units = [(sum(raw[i:i + p], []), sum(sigs[i:i + p], ())) for i in range(1, len(raw), p)]
+    units = [(sum(raw[i : i + p], []), sum(sigs[i : i + p], ())) for i in range(1, len(raw), p)]
     count: dict = {}
     for _, sig in units:
         count[sig] = count.get(sig, 0) + 1
@@ -124,14 +124,14 @@ def _reads_any(w, k, ks) -> bool:
 def recompute(w: Workload, mode: str = "none") -> Workload:
     """The workload with activation checkpointing (module doc); "none" returns `w`."""
     if mode not in MODES:
-        raise InputError(f"unknown recomputation {mode!r} (known: {', '.join(MODES)})",
-                         param="--recompute")
+        raise InputError(f"unknown recomputation {mode!r} (known: {', '.join(MODES)})", param="--recompute")
     if mode == "none":
         return w
     ph = _phases(w)
     if "backward" not in ph:
-        raise InputError("recomputation needs a training step (the workload has no backward)",
-                         param="--recompute")
+        raise InputError(
+            "recomputation needs a training step (the workload has no backward)", param="--recompute"
+        )
     segs = checkpoint_segments(w, mode)
     K = w.num_kernels
     ws_t = np.asarray(w.workspace_tensor, np.int64)
@@ -139,8 +139,7 @@ def recompute(w: Workload, mode: str = "none") -> Workload:
     is_ws[ws_t[ws_t >= 0]] = True
     T0 = int((~is_ws).sum())
     if is_ws[:T0].any():
-        raise InputError("workspace tensors are not the workload's last tensors",
-                         param="workload")
+        raise InputError("workspace tensors are not the workload's last tensors", param="workload")
     glob = np.asarray(w.is_global, bool)
     raw = [int(x) for x in w.raw_size[:T0]]
     is_global = [bool(x) for x in glob[:T0]]
@@ -158,8 +157,7 @@ def recompute(w: Workload, mode: str = "none") -> Workload:
         # the segment's output stays (the next segment's input); a selective segment keeps
         # what a kernel outside it reads in the forward (the attention output)
         mine = set(ks)
-        read_outside = {int(t) for k in range(K) if ph[k] == "forward" and k not in mine
-                        for t in w.inputs(k)}
+        read_outside = {int(t) for k in range(K) if ph[k] == "forward" and k not in mine for t in w.inputs(k)}
         internal.append({t for t in outs if t in bwd_reads and t not in read_outside})
     names, parents, ins, outs_l, ex, ipf, pf, wsb, phase = [], [], [], [], [], [], [], [], []
     done = [False] * len(segs)
@@ -184,8 +182,7 @@ def recompute(w: Workload, mode: str = "none") -> Workload:
 
     for k in range(K):
         if ph[k] == "backward":
-            need = sorted({owner[int(t)] for t in w.inputs(k) if int(t) in owner
-                           and not done[owner[int(t)]]})
+            need = sorted({owner[int(t)] for t in w.inputs(k) if int(t) in owner and not done[owner[int(t)]]})
             for s in need:
                 local: dict = {}
                 for j in segs[s]:
@@ -202,21 +199,34 @@ def recompute(w: Workload, mode: str = "none") -> Workload:
                 for t in internal[s]:
                     clone_of[t] = local[t]
                 done[s] = True
-            emit(k, [clone_of.get(int(t), int(t)) for t in w.inputs(k)], model_outs(k),
-                 "backward")
+            emit(k, [clone_of.get(int(t), int(t)) for t in w.inputs(k)], model_outs(k), "backward")
         else:
             emit(k, [int(t) for t in w.inputs(k)], model_outs(k), ph[k])
     in_ptr, in_idx = csr_from_lists(ins)
     out_ptr, out_idx = csr_from_lists(outs_l)
     meta = dict(w.meta)
     for key in ("kernel_flops", "op_class", "kernel_launch_cycles", "fusion"):
-        meta.pop(key, None)       # per-kernel lists of a fused workload: rebuilt from names
+        meta.pop(key, None)  # per-kernel lists of a fused workload: rebuilt from names
     meta["kernel_phase"] = phase
     meta["recompute"] = {
-        "mode": mode, "segments": len(segs), "kernels_added": added,
+        "mode": mode,
+        "segments": len(segs),
+        "kernels_added": added,
         "recomputed_cycles": added_flops_cycles,
-        "dropped_activation_bytes": int(sum(int(w.size[t]) for ts in internal for t in ts))}
-    g = Graph(w.name, w.batch_size, np.asarray(raw, np.int64), np.asarray(is_global, bool),
-              names, parents, in_ptr, in_idx, out_ptr, out_idx, meta)
+        "dropped_activation_bytes": int(sum(int(w.size[t]) for ts in internal for t in ts)),
+    }
+    g = Graph(
+        w.name,
+        w.batch_size,
+        np.asarray(raw, np.int64),
+        np.asarray(is_global, bool),
+        names,
+        parents,
+        in_ptr,
+        in_idx,
+        out_ptr,
+        out_idx,
+        meta,
+    )
     out = build_workload(g, np.asarray(ex), np.asarray(ipf), np.asarray(pf), np.asarray(wsb))
     return dataclasses.replace(out, meta=meta)

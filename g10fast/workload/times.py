@@ -43,16 +43,16 @@ def read_trace_file(path, n_kernels: int, unit: str) -> np.ndarray:
         tokens = text.split()
         where = dict(path=path, line=i + 1)
         if len(tokens) != 3:
-            raise InputError(f"expected '<kernel id> <{what}> {unit}', got {text.strip()!r}",
-                             **where)
+            raise InputError(f"expected '<kernel id> <{what}> {unit}', got {text.strip()!r}", **where)
         sid, sval, sunit = tokens
         if sunit != unit:
             raise InputError(f"expected unit '{unit}', got '{sunit}'", **where)
         if not sid.isdigit():
             raise InputError(f"kernel id {sid!r} is not a non-negative integer", **where)
         if int(sid) != i:
-            raise InputError(f"kernel id {int(sid)} found where {i} was expected "
-                             "(ids must be 0..K-1 in order)", **where)
+            raise InputError(
+                f"kernel id {int(sid)} found where {i} was expected (ids must be 0..K-1 in order)", **where
+            )
         try:
             val = float(sval)
         except ValueError:
@@ -63,8 +63,7 @@ def read_trace_file(path, n_kernels: int, unit: str) -> np.ndarray:
             raise InputError(f"workspace size {sval!r} is not a whole number of bytes", **where)
         values[i] = val
     if len(lines) != n_kernels:
-        raise InputError(f"trace has {len(lines)} lines but the model has {n_kernels} kernels",
-                         path=path)
+        raise InputError(f"trace has {len(lines)} lines but the model has {n_kernels} kernels", path=path)
     return values
 
 
@@ -75,8 +74,7 @@ def frequency_hz(freq_ghz: float) -> int:
     1,200,000,000 at the 1.2 GHz of every artifact config, where the per-kernel truncated sums
     reproduce all 40 "ideal cycles" values of g10-workloads.md §2."""
     if not (isinstance(freq_ghz, (int, float)) and math.isfinite(freq_ghz) and freq_ghz > 0):
-        raise InputError(f"must be a positive number of GHz, got {freq_ghz!r}",
-                         param="GPU_frequency_GHz")
+        raise InputError(f"must be a positive number of GHz, got {freq_ghz!r}", param="GPU_frequency_GHz")
     f = int(float(freq_ghz) * 1e9)
     if f <= 0:
         raise InputError(f"{freq_ghz!r} GHz is below 1 Hz", param="GPU_frequency_GHz")
@@ -95,8 +93,7 @@ def kernel_cycles(orig_ms, input_pf_ms, pf_ms, freq_ghz: float, kernel_speedup: 
     times; then exec <= input_pf <= pf is enforced by clamping upwards. exec must be > 0."""
     f_hz = frequency_hz(freq_ghz)
     if not (math.isfinite(kernel_speedup) and kernel_speedup > 0):
-        raise InputError(f"must be a positive number, got {kernel_speedup!r}",
-                         param="kernel_speedup")
+        raise InputError(f"must be a positive number, got {kernel_speedup!r}", param="kernel_speedup")
     orig_ms = np.asarray(orig_ms, dtype=np.float64)
     input_pf_ms = np.asarray(input_pf_ms, dtype=np.float64)
     pf_ms = np.asarray(pf_ms, dtype=np.float64)
@@ -108,9 +105,11 @@ def kernel_cycles(orig_ms, input_pf_ms, pf_ms, freq_ghz: float, kernel_speedup: 
     bad = np.nonzero(exec_c <= 0)[0]
     if bad.size:
         k = int(bad[0])
-        raise InputError(f"kernel {k} takes {orig_ms[k]!r} ms = {int(exec_c[k])} cycles "
-                         f"(speedup {kernel_speedup!r}); every kernel needs at least one cycle",
-                         param="orig_kernel_time_file")
+        raise InputError(
+            f"kernel {k} takes {orig_ms[k]!r} ms = {int(exec_c[k])} cycles "
+            f"(speedup {kernel_speedup!r}); every kernel needs at least one cycle",
+            param="orig_kernel_time_file",
+        )
     inpf = np.maximum(np.trunc(_ms_to_cycles(input_pf_ms, f_hz) - delta).astype(np.int64), exec_c)
     pf = np.maximum(np.trunc(_ms_to_cycles(pf_ms, f_hz) - delta).astype(np.int64), inpf)
     return exec_c, inpf, pf
@@ -149,8 +148,7 @@ def perturb_kernel_times(exec_cycles, input_pf_cycles, pf_cycles, sigma: float, 
     ``uniform_real_distribution<double>(1-sigma, 1+sigma)`` ratio per kernel in kernel order; the
     ratio is clamped to [0.1, 1.9] and the three cycle counts are multiplied by it and truncated."""
     if not (math.isfinite(sigma) and sigma >= 0):
-        raise InputError(f"must be a finite number >= 0, got {sigma!r}",
-                         param="kernel_time_std_dev")
+        raise InputError(f"must be a finite number >= 0, got {sigma!r}", param="kernel_time_std_dev")
     arrays = [np.asarray(a, dtype=np.int64) for a in (exec_cycles, input_pf_cycles, pf_cycles)]
     K = arrays[0].shape[0]
     seed = 5489 if int(ran_seed) == 1 else int(ran_seed)
@@ -161,8 +159,15 @@ def perturb_kernel_times(exec_cycles, input_pf_cycles, pf_cycles, sigma: float, 
     return tuple(np.trunc(x.astype(np.float64) * ratio).astype(np.int64) for x in arrays)
 
 
-def load_workload(graph: Graph, orig_path, input_pf_path, pf_path, workspace_path,
-                  freq_ghz: float, kernel_speedup: float = 1.0) -> Workload:
+def load_workload(
+    graph: Graph,
+    orig_path,
+    input_pf_path,
+    pf_path,
+    workspace_path,
+    freq_ghz: float,
+    kernel_speedup: float = 1.0,
+) -> Workload:
     """Read the four trace files of a model (ideal, InputPF, PF, Workspace) into a Workload."""
     K = graph.num_kernels
     orig = read_trace_file(orig_path, K, "ms")

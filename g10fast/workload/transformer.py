@@ -53,9 +53,22 @@ FORWARD_NAME = {
     "LayerNorm": "LayerNorm_Forward",
     "Gelu": "Gelu_Forward",
     "Silu": "Silu_Forward",
-    **{t: f"{t}_Forward" for t in (
-        "Add", "BatchMatMul", "Divide", "Multiply", "Power", "SoftmaxBasic",
-        "Sqrt", "Subtract", "Sum", "Tanh", "Erf")},
+    **{
+        t: f"{t}_Forward"
+        for t in (
+            "Add",
+            "BatchMatMul",
+            "Divide",
+            "Multiply",
+            "Power",
+            "SoftmaxBasic",
+            "Sqrt",
+            "Subtract",
+            "Sum",
+            "Tanh",
+            "Erf",
+        )
+    },
 }
 _BACKWARD_PREFIX = {"Relu": "ReLU"}
 
@@ -66,12 +79,12 @@ class _Op:
     def __init__(self, op_id, type_, ids, line):
         self.op_id = op_id
         self.type = type_
-        self.ids = ids          # input tensor ids, as in the record
-        self.line = line        # line of the record's op_id token
-        self.out = -1           # tensor index of the output
-        self.ins = []           # tensor index per input
-        self.d_ins = []         # gradient tensor index per input, -1 = constant
-        self.d_outs = []        # gradient tensors of the output (one per consumer input)
+        self.ids = ids  # input tensor ids, as in the record
+        self.line = line  # line of the record's op_id token
+        self.out = -1  # tensor index of the output
+        self.ins = []  # tensor index per input
+        self.d_ins = []  # gradient tensor index per input, -1 = constant
+        self.d_outs = []  # gradient tensors of the output (one per consumer input)
 
 
 def _tokenize(path: str, text: str | None = None) -> tuple[list, list]:
@@ -83,8 +96,9 @@ def _tokenize(path: str, text: str | None = None) -> tuple[list, list]:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise InputError("model file is not UTF-8 text", path=path,
-                             line=data.count(b"\n", 0, e.start) + 1) from None
+            raise InputError(
+                "model file is not UTF-8 text", path=path, line=data.count(b"\n", 0, e.start) + 1
+            ) from None
     toks: list = []
     lines: list = []
     for ln, row in enumerate(text.split("\n"), 1):
@@ -100,18 +114,20 @@ def _read_records(path: str, toks: list, lines: list, batch_size: int):
     n_tok = len(toks)
     end_line = lines[-1] if lines else 1
     pos = 0
-    raw_of: dict = {}          # tensor id -> raw bytes; last record mentioning it wins (O-22)
+    raw_of: dict = {}  # tensor id -> raw bytes; last record mentioning it wins (O-22)
 
     def need(count, start_line):
         if pos + count > n_tok:
-            raise InputError(f"truncated record (started at line {start_line}): "
-                             "unexpected end of file", path=path, line=end_line)
+            raise InputError(
+                f"truncated record (started at line {start_line}): unexpected end of file",
+                path=path,
+                line=end_line,
+            )
 
     def integer(i, what):
         t = toks[i]
         if not (t.isascii() and t.isdigit()):
-            raise InputError(f"{what}: expected a non-negative integer, got {t!r}",
-                             path=path, line=lines[i])
+            raise InputError(f"{what}: expected a non-negative integer, got {t!r}", path=path, line=lines[i])
         return int(t)
 
     def record():
@@ -121,8 +137,11 @@ def _read_records(path: str, toks: list, lines: list, batch_size: int):
         op_id = integer(pos, "op id")
         typ = toks[pos + 1]
         if typ not in FORWARD_NAME:
-            raise InputError(f"unknown op type {typ!r} (known: {', '.join(sorted(FORWARD_NAME))})",
-                             path=path, line=lines[pos + 1])
+            raise InputError(
+                f"unknown op type {typ!r} (known: {', '.join(sorted(FORWARD_NAME))})",
+                path=path,
+                line=lines[pos + 1],
+            )
         n = integer(pos + 2, "input count")
         pos += 3
         need(n, start)
@@ -137,18 +156,21 @@ def _read_records(path: str, toks: list, lines: list, batch_size: int):
             for j in range(rank):
                 d = integer(pos + j, f"dimension of input tensor {tid}")
                 if d == 0:
-                    raise InputError(f"dimension of input tensor {tid} is 0",
-                                     path=path, line=lines[pos + j])
+                    raise InputError(f"dimension of input tensor {tid} is 0", path=path, line=lines[pos + j])
                 size *= batch_size if d == BATCH_PLACEHOLDER else d
                 if size > MAX_TENSOR_BYTES:
-                    raise InputError(f"input tensor {tid} is implausibly large (> 2^50 bytes)",
-                                     path=path, line=lines[pos + j])
+                    raise InputError(
+                        f"input tensor {tid} is implausibly large (> 2^50 bytes)",
+                        path=path,
+                        line=lines[pos + j],
+                    )
             pos += rank
             raw_of[tid] = size
         need(1, start)
         if toks[pos] != SEPARATOR:
-            raise InputError(f"expected the separator {SEPARATOR!r}, got {toks[pos]!r}",
-                             path=path, line=lines[pos])
+            raise InputError(
+                f"expected the separator {SEPARATOR!r}, got {toks[pos]!r}", path=path, line=lines[pos]
+            )
         pos += 1
         return op_id, typ, ids, start
 
@@ -161,12 +183,14 @@ def _read_records(path: str, toks: list, lines: list, batch_size: int):
             # are registered, the records dropped, and the op takes the third one's id
             for _ in range(3):
                 if pos >= n_tok:
-                    raise InputError(f"SoftmaxBasic record at line {start} must be followed "
-                                     "by 3 more records", path=path, line=end_line)
+                    raise InputError(
+                        f"SoftmaxBasic record at line {start} must be followed by 3 more records",
+                        path=path,
+                        line=end_line,
+                    )
                 op_id = record()[0]
         if op_id in seen:
-            raise InputError(f"duplicate op id {op_id} (first at line {seen[op_id]})",
-                             path=path, line=start)
+            raise InputError(f"duplicate op id {op_id} (first at line {seen[op_id]})", path=path, line=start)
         seen[op_id] = start
         ops.append(_Op(op_id, typ, ids, start))
     if not ops:
@@ -174,16 +198,15 @@ def _read_records(path: str, toks: list, lines: list, batch_size: int):
     return ops, raw_of
 
 
-def parse_transformer(path, batch_size: int, borden: int, name: str | None = None, *,
-                      text: str | None = None) -> Graph:
+def parse_transformer(
+    path, batch_size: int, borden: int, name: str | None = None, *, text: str | None = None
+) -> Graph:
     """Read a format-(b) model file and build G10's training iteration (see module doc).
 
     With `text`, the records are read from that string instead (`path` then only names the
     source in messages); the built-in models use this (g10fast.workload.builtin)."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
-            or batch_size < 1:
-        raise InputError(f"batch size must be a positive integer, got {batch_size!r}",
-                         param="batch_size")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise InputError(f"batch size must be a positive integer, got {batch_size!r}", param="batch_size")
     if isinstance(borden, bool) or not isinstance(borden, (int, np.integer)):
         raise InputError(f"borden must be an integer, got {borden!r}", param="borden")
     batch_size = int(batch_size)
@@ -195,7 +218,7 @@ def parse_transformer(path, batch_size: int, borden: int, name: str | None = Non
 
     raw: list = []
     glob: list = []
-    tensor_of: dict = {}        # tensor id -> tensor index (ids registered by records only)
+    tensor_of: dict = {}  # tensor id -> tensor index (ids registered by records only)
 
     def new_tensor(size, is_global):
         raw.append(size)
@@ -207,11 +230,11 @@ def parse_transformer(path, batch_size: int, borden: int, name: str | None = Non
 
     # ---- tensors (transformer_op_datalow_pass) ----
     for op in ops:
-        if op.op_id in raw_of:                      # consumed somewhere: registered shape
+        if op.op_id in raw_of:  # consumed somewhere: registered shape
             if op.op_id not in tensor_of:
                 tensor_of[op.op_id] = new_tensor(raw_of[op.op_id], op.op_id < borden)
             op.out = tensor_of[op.op_id]
-        else:                                       # nobody consumes it: shape of input 0
+        else:  # nobody consumes it: shape of input 0
             if not op.ids:
                 fail(op, "the output is never consumed and the op has no input to size it")
             op.out = new_tensor(raw_of[op.ids[0]], False)
@@ -233,7 +256,7 @@ def parse_transformer(path, batch_size: int, borden: int, name: str | None = Non
                 d = -1
             op.d_ins.append(d)
     last = ops[-1]
-    last.d_outs.insert(0, new_tensor(raw[last.out], False))      # the loss
+    last.d_outs.insert(0, new_tensor(raw[last.out], False))  # the loss
 
     # ---- kernels (transformer_scheduling_kernels) ----
     names: list = []
@@ -253,8 +276,11 @@ def parse_transformer(path, batch_size: int, borden: int, name: str | None = Non
 
     for op in reversed(ops):
         if not op.d_outs:
-            fail(op, "the output is never consumed but the op is not the last one "
-                     "(it would have no output gradient)")
+            fail(
+                op,
+                "the output is never consumed but the op is not the last one "
+                "(it would have no output gradient)",
+            )
         if len(op.d_outs) > 1:
             emit(op, "Add_MultiGredient", list(op.d_outs), [op.d_outs[0]])
         g = op.d_outs[0]
@@ -297,8 +323,12 @@ def parse_transformer(path, batch_size: int, borden: int, name: str | None = Non
                 emit(op, f"{pre}_Backward_Weight", [g, ins[x]], [d_ins[w]])
                 if d_ins[x] >= 0:
                     emit(op, f"{pre}_Backward_Input", [ins[w], g], [d_ins[x]])
-                emit(op, "Linear_Apply_Grad_Weight" if typ == "Dot" else "Apply_Grad",
-                     [d_ins[w], ins[w]], [ins[w]])
+                emit(
+                    op,
+                    "Linear_Apply_Grad_Weight" if typ == "Dot" else "Apply_Grad",
+                    [d_ins[w], ins[w]],
+                    [ins[w]],
+                )
         elif typ in ("Relu", "SoftmaxBasic", "Sqrt", "Sum", "Tanh", "Erf", "Gelu", "Silu"):
             need_inputs(1)
             emit(op, f"{_BACKWARD_PREFIX.get(typ, typ)}_Backward", [ins[0], g], [grad_of(0)])
@@ -333,8 +363,7 @@ def parse_transformer(path, batch_size: int, borden: int, name: str | None = Non
             # recomputes the scores from q, k, v and reads the output (FlashAttention-2's
             # backward pass), writes the gradients of all of q, k, v in one kernel
             need_inputs(1)
-            emit(op, "FlashAttention_Backward", list(ins) + [op.out, g],
-                 [d for d in d_ins if d >= 0])
+            emit(op, "FlashAttention_Backward", list(ins) + [op.out, g], [d for d in d_ins if d >= 0])
         else:  # pragma: no cover - FORWARD_NAME and this dispatch list the same types
             fail(op, "no backward rule")
 
@@ -345,6 +374,11 @@ def parse_transformer(path, batch_size: int, borden: int, name: str | None = Non
         batch_size=batch_size,
         raw_size=np.asarray(raw, dtype=np.int64),
         is_global=np.asarray(glob, dtype=bool),
-        kernel_name=names, kernel_parent=parents,
-        in_ptr=in_ptr, in_idx=in_idx, out_ptr=out_ptr, out_idx=out_idx,
-        meta={"format": "transformer", "path": spath, "borden": borden})
+        kernel_name=names,
+        kernel_parent=parents,
+        in_ptr=in_ptr,
+        in_idx=in_idx,
+        out_ptr=out_ptr,
+        out_idx=out_idx,
+        meta={"format": "transformer", "path": spath, "borden": borden},
+    )

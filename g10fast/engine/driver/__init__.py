@@ -39,12 +39,20 @@ from g10fast.errors import InputError, one_of
 from g10fast.workload.model import PAGE_SIZE
 
 PREFETCHERS = {"none": dk.PF_NONE, "density": dk.PF_DENSITY, "tbn": dk.PF_TBN}
-EVICTIONS = {"alloc2m": dk.EV_ALLOC2M, "access2m": dk.EV_ACCESS2M, "lru4k": dk.EV_LRU4K,
-             "tbn64k": dk.EV_TBN64K}
-PAGE_EVICTIONS = ("lru4k", "tbn64k")     # capacity in pages, a 4 KiB LRU list
+EVICTIONS = {
+    "alloc2m": dk.EV_ALLOC2M,
+    "access2m": dk.EV_ACCESS2M,
+    "lru4k": dk.EV_LRU4K,
+    "tbn64k": dk.EV_TBN64K,
+}
+PAGE_EVICTIONS = ("lru4k", "tbn64k")  # capacity in pages, a 4 KiB LRU list
 CURVES = ("uvmsmart", "flat")
-HINT_KINDS = {"prefetch": dk.HINT_PREFETCH, "evict": dk.HINT_EVICT, "discard": dk.HINT_DISCARD,
-              "preevict": dk.HINT_PREEVICT}
+HINT_KINDS = {
+    "prefetch": dk.HINT_PREFETCH,
+    "evict": dk.HINT_EVICT,
+    "discard": dk.HINT_DISCARD,
+    "preevict": dk.HINT_PREEVICT,
+}
 
 
 @dataclass(frozen=True)
@@ -115,6 +123,7 @@ class DriverOptions:
     def check(self) -> "DriverOptions":
         def bad(name, msg):
             raise InputError(msg, param=f"engine.compat.{name}")
+
         for f in ("fault_batch", "big_page_kib", "density_threshold", "small_alloc_kib"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int):
@@ -130,25 +139,26 @@ class DriverOptions:
         if self.evict not in EVICTIONS:
             bad("evict", f"must be one of {', '.join(EVICTIONS)}, got {self.evict!r}")
         if self.transfer_curve not in CURVES + ("",):
-            bad("transfer_curve", f"must be one of {', '.join(CURVES)}, got "
-                f"{self.transfer_curve!r}")
-        for f in ("skip_clean_writeback", "curve_halve_2mib", "inflight_overlap",
-                  "fresh_allocations", "prefetch_at_alloc"):
+            bad("transfer_curve", f"must be one of {', '.join(CURVES)}, got {self.transfer_curve!r}")
+        for f in (
+            "skip_clean_writeback",
+            "curve_halve_2mib",
+            "inflight_overlap",
+            "fresh_allocations",
+            "prefetch_at_alloc",
+        ):
             if not isinstance(getattr(self, f), bool):
                 bad(f, f"must be true or false, got {getattr(self, f)!r}")
-        for f in ("fault_latency_us", "transfer_overhead_us", "link_fraction",
-                  "managed_free_us"):
+        for f in ("fault_latency_us", "transfer_overhead_us", "link_fraction", "managed_free_us"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 bad(f, f"must be a number, got {v!r}")
         if self.transfer_overhead_us < 0:
             bad("transfer_overhead_us", f"must be >= 0, got {self.transfer_overhead_us}")
         if self.small_alloc_kib < -1:
-            bad("small_alloc_kib", f"must be >= 0 (or -1: the preset's), got "
-                f"{self.small_alloc_kib}")
+            bad("small_alloc_kib", f"must be >= 0 (or -1: the preset's), got {self.small_alloc_kib}")
         if self.link_fraction == 0 or self.link_fraction > 1:
-            bad("link_fraction", f"must be in (0, 1] (or < 0: the preset's), got "
-                f"{self.link_fraction}")
+            bad("link_fraction", f"must be in (0, 1] (or < 0: the preset's), got {self.link_fraction}")
         if self.prefetch_at_alloc and not self.fresh_allocations:
             bad("prefetch_at_alloc", "needs fresh_allocations = true")
         return self
@@ -171,6 +181,7 @@ def driver_options(values: dict | tuple | None = None, base: dict | None = None)
 # ---------------------------------------------------------------------------------------------
 # transfers
 
+
 def transfer_gbps(nbytes: int, link_gbps: float, curve: str, halve_2mib: bool) -> float:
     """Throughput (GB/s) of one transfer of nbytes on a link of link_gbps."""
     if curve == "flat":
@@ -182,20 +193,21 @@ def transfer_gbps(nbytes: int, link_gbps: float, curve: str, halve_2mib: bool) -
     return bw
 
 
-def transfer_table(link_gbps: float, f_hz: int, curve: str, halve_2mib: bool,
-                   overhead_us: float, latency_us: float = 0.0) -> np.ndarray:
+def transfer_table(
+    link_gbps: float, f_hz: int, curve: str, halve_2mib: bool, overhead_us: float, latency_us: float = 0.0
+) -> np.ndarray:
     """int64[513]: cycles of one transfer of n = 0..512 pages (index 0: 0)."""
     out = np.zeros(dk.VA_PAGES + 1, np.int64)
     for n in range(1, dk.VA_PAGES + 1):
         b = n * PAGE_SIZE
-        sec = (overhead_us + latency_us) * 1e-6 + b / (transfer_gbps(b, link_gbps, curve,
-                                                                     halve_2mib) * 1e9)
+        sec = (overhead_us + latency_us) * 1e-6 + b / (transfer_gbps(b, link_gbps, curve, halve_2mib) * 1e9)
         out[n] = int(math.ceil(sec * f_hz))
     return out
 
 
 # ---------------------------------------------------------------------------------------------
 # hints and requests
+
 
 @dataclass(frozen=True)
 class DriverHints:
@@ -225,13 +237,16 @@ def required_runs(w, required_order=None):
     """Per kernel, its touched page runs in order: inputs ascending, then outputs that are not
     inputs, ascending (the page engine's order). Returns (ptr, start, n, write)."""
     from g10fast.workload.model import required_csr
+
     ptr, idx = required_csr(w) if required_order is None else required_order
     K = w.num_kernels
     kk = np.repeat(np.arange(K), np.diff(ptr))
-    out_set = set((np.repeat(np.arange(K), np.diff(w.out_ptr)) * (w.num_tensors + 1)
-                   + w.out_idx).tolist())
-    write = np.fromiter(((int(k) * (w.num_tensors + 1) + int(t)) in out_set
-                         for k, t in zip(kk, idx)), dtype=np.bool_, count=len(idx))
+    out_set = set((np.repeat(np.arange(K), np.diff(w.out_ptr)) * (w.num_tensors + 1) + w.out_idx).tolist())
+    write = np.fromiter(
+        ((int(k) * (w.num_tensors + 1) + int(t)) in out_set for k, t in zip(kk, idx)),
+        dtype=np.bool_,
+        count=len(idx),
+    )
     sp = w.start_page.astype(np.int64)[idx]
     n = w.n_pages.astype(np.int64)[idx]
     keep = n > 0
@@ -249,18 +264,21 @@ def tensor_hints(w, rows, n_iter: int) -> DriverHints:
     iteration (dropped after the last)."""
     rows = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
     K = w.num_kernels
-    kind = np.where(rows[:, 3] == 3, dk.HINT_PREFETCH,
-                    np.where(rows[:, 3] == 0, dk.HINT_DISCARD, dk.HINT_EVICT))
+    kind = np.where(
+        rows[:, 3] == 3, dk.HINT_PREFETCH, np.where(rows[:, 3] == 0, dk.HINT_DISCARD, dk.HINT_EVICT)
+    )
     sp = w.start_page.astype(np.int64)[rows[:, 1]]
     npg = w.n_pages.astype(np.int64)[rows[:, 1]]
-    iss = np.concatenate([rows[:, 0] + it * K for it in range(n_iter)]) if len(rows) else \
-        np.zeros(0, np.int64)
+    iss = (
+        np.concatenate([rows[:, 0] + it * K for it in range(n_iter)]) if len(rows) else np.zeros(0, np.int64)
+    )
     rep = max(n_iter, 1)
     sp, npg, kind = np.tile(sp, rep), np.tile(npg, rep), np.tile(kind, rep)
     keep = iss < n_iter * K
     order = np.argsort(iss[keep], kind="stable")
-    return DriverHints(iss[keep][order], sp[keep][order], npg[keep][order],
-                       kind[keep][order].astype(np.int64))
+    return DriverHints(
+        iss[keep][order], sp[keep][order], npg[keep][order], kind[keep][order].astype(np.int64)
+    )
 
 
 def allocation_rows(w, n_iter: int, prefetch: bool, small_pages: int = 0):
@@ -318,22 +336,29 @@ def _merge_hints(hints: DriverHints, rows, G: int) -> DriverHints:
     if len(pf):
         np.maximum.at(wait, ai[pf], pos[pf])
     cat = lambda a, b: np.concatenate([np.asarray(a, np.int64), np.asarray(b, np.int64)])
-    return DriverHints(iss[order], cat(ast, hints.start_page)[order],
-                       cat(an, hints.n_pages)[order], cat(ak, hints.kind)[order], wait,
-                       dict(hints.info), hints.preevict_fraction)
+    return DriverHints(
+        iss[order],
+        cat(ast, hints.start_page)[order],
+        cat(an, hints.n_pages)[order],
+        cat(ak, hints.kind)[order],
+        wait,
+        dict(hints.info),
+        hints.preevict_fraction,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # the run
 
+
 @dataclass
 class DriverRun:
-    kernels: np.ndarray            # int64 [n_iter*K, K_COLS] (driver.kernels.K_*)
-    counters: np.ndarray           # int64 [n_iter, C_COLS] (driver.kernels.C_*)
-    bits: tuple                    # final residency bitmaps (BG, BH, BS, CH, CS), uint64[nb, 8]
+    kernels: np.ndarray  # int64 [n_iter*K, K_COLS] (driver.kernels.K_*)
+    counters: np.ndarray  # int64 [n_iter, C_COLS] (driver.kernels.C_*)
+    bits: tuple  # final residency bitmaps (BG, BH, BS, CH, CS), uint64[nb, 8]
     hint_done: np.ndarray
     scalars: np.ndarray
-    fault_log: tuple               # (kernel, block) of the logged iteration
+    fault_log: tuple  # (kernel, block) of the logged iteration
     status: str
     failure: dict | None
     options: DriverOptions
@@ -362,6 +387,7 @@ PRESET_KEYS = ("fault_batch_us", "link_fraction", "managed_free_us", "small_allo
 def _preset_driver(name: str) -> tuple:
     from g10fast.hardware import hardware_dir
     from g10fast.errors import read_toml
+
     p = hardware_dir() / f"{name}.toml"
     if not name or not p.is_file():
         return ()
@@ -371,15 +397,18 @@ def _preset_driver(name: str) -> tuple:
     out = []
     curve = sec.get("transfer_curve", "uvmsmart")
     if curve not in CURVES:
-        raise InputError(f"driver.transfer_curve: must be one of {', '.join(CURVES)}, got "
-                         f"{curve!r}", path=str(p), param="driver.transfer_curve")
+        raise InputError(
+            f"driver.transfer_curve: must be one of {', '.join(CURVES)}, got {curve!r}",
+            path=str(p),
+            param="driver.transfer_curve",
+        )
     out.append(("transfer_curve", curve))
     for k in PRESET_KEYS:
         v = sec.get(k)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
-                or v < 0:
-            raise InputError(f"driver.{k}: missing or not a number >= 0 (got {v!r})",
-                             path=str(p), param=f"driver.{k}")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise InputError(
+                f"driver.{k}: missing or not a number >= 0 (got {v!r})", path=str(p), param=f"driver.{k}"
+            )
         out.append((k, float(v)))
     return tuple(out)
 
@@ -400,33 +429,52 @@ def system_params(system, opts: DriverOptions) -> dict:
     pre = preset_driver(system)
     frac = opts.link_fraction if opts.link_fraction > 0 else pre.get("link_fraction", 1.0)
     link = min(float(system.host_link_gbps), float(system.gpu_link_gbps)) * frac
-    lat = opts.fault_latency_us if opts.fault_latency_us >= 0 else \
-        pre.get("fault_batch_us", float(system.fault_latency_us))
-    free_us = opts.managed_free_us if opts.managed_free_us >= 0 else \
-        pre.get("managed_free_us", 0.0)
-    small = opts.small_alloc_kib if opts.small_alloc_kib >= 0 else \
-        int(pre.get("small_alloc_kib", 0))
+    lat = (
+        opts.fault_latency_us
+        if opts.fault_latency_us >= 0
+        else pre.get("fault_batch_us", float(system.fault_latency_us))
+    )
+    free_us = opts.managed_free_us if opts.managed_free_us >= 0 else pre.get("managed_free_us", 0.0)
+    small = opts.small_alloc_kib if opts.small_alloc_kib >= 0 else int(pre.get("small_alloc_kib", 0))
     curve = opts.transfer_curve or pre.get("transfer_curve", "uvmsmart")
     halve, ov = opts.curve_halve_2mib, opts.transfer_overhead_us
     return {
-        "f_hz": f_hz, "gpu_pages": gpu_pages, "gpu_chunks": gpu_pages // dk.VA_PAGES,
-        "host_pages": host_pages, "link_gbps": link, "fault_latency_us": lat,
+        "f_hz": f_hz,
+        "gpu_pages": gpu_pages,
+        "gpu_chunks": gpu_pages // dk.VA_PAGES,
+        "host_pages": host_pages,
+        "link_gbps": link,
+        "fault_latency_us": lat,
         "fault_latency_cycles": int(round(lat * 1e-6 * f_hz)),
-        "managed_free_us": free_us, "managed_free_cycles": int(round(free_us * 1e-6 * f_hz)),
-        "small_alloc_pages": small * 1024 // PAGE_SIZE, "transfer_curve": curve,
+        "managed_free_us": free_us,
+        "managed_free_cycles": int(round(free_us * 1e-6 * f_hz)),
+        "small_alloc_pages": small * 1024 // PAGE_SIZE,
+        "transfer_curve": curve,
         "big_pages": opts.big_page_kib * 1024 // PAGE_SIZE,
         "h2d": transfer_table(link, f_hz, curve, halve, ov),
         "d2h": transfer_table(link, f_hz, curve, halve, ov),
-        "ssd_r": transfer_table(float(system.ssd_bandwidth_gbps), f_hz, "flat", False, ov,
-                                float(system.ssd_read_latency_us)),
-        "ssd_w": transfer_table(float(system.ssd_bandwidth_gbps), f_hz, "flat", False, ov,
-                                float(system.ssd_write_latency_us)),
+        "ssd_r": transfer_table(
+            float(system.ssd_bandwidth_gbps), f_hz, "flat", False, ov, float(system.ssd_read_latency_us)
+        ),
+        "ssd_w": transfer_table(
+            float(system.ssd_bandwidth_gbps), f_hz, "flat", False, ov, float(system.ssd_write_latency_us)
+        ),
     }
 
 
-def simulate_driver(w, system, opts: DriverOptions | None = None, hints: DriverHints | None = None,
-                    *, num_iteration: int = 2, log_iter: int = -1, required_order=None,
-                    exec_cycles=None, trace=None, trace_rows: int = 65536) -> DriverRun:
+def simulate_driver(
+    w,
+    system,
+    opts: DriverOptions | None = None,
+    hints: DriverHints | None = None,
+    *,
+    num_iteration: int = 2,
+    log_iter: int = -1,
+    required_order=None,
+    exec_cycles=None,
+    trace=None,
+    trace_rows: int = 65536,
+) -> DriverRun:
     """Run the driver engine; inputs are checked here (bad input: InputError).
 
     trace: an object with `append(int64 [n, 10])` (g10fast.trace.EventTraceWriter) that
@@ -441,8 +489,10 @@ def simulate_driver(w, system, opts: DriverOptions | None = None, hints: DriverH
     P = w.num_pages
     prm = system_params(system, opts)
     if prm["gpu_chunks"] < 1 and opts.evict not in PAGE_EVICTIONS:
-        raise InputError("the GPU holds no 2 MiB root chunk (at least 2 MiB of GPU memory is "
-                         "needed)", param="gpu.memory_gb")
+        raise InputError(
+            "the GPU holds no 2 MiB root chunk (at least 2 MiB of GPU memory is needed)",
+            param="gpu.memory_gb",
+        )
     if prm["gpu_pages"] < 1:
         raise InputError("the GPU holds no page", param="gpu.memory_gb")
     ptr, rs, rn, rw = required_runs(w, required_order)
@@ -453,8 +503,7 @@ def simulate_driver(w, system, opts: DriverOptions | None = None, hints: DriverH
     free_cyc = np.zeros(K, np.int64)
     if opts.fresh_allocations:
         if hints.wait is not None and np.asarray(hints.wait).shape != (G,):
-            raise InputError("wait must name, per kernel, a hint row issued by then (or -1)",
-                             param="plan")
+            raise InputError("wait must name, per kernel, a hint row issued by then (or -1)", param="plan")
         rows = allocation_rows(w, n_iter, opts.prefetch_at_alloc, prm["small_alloc_pages"])
         hints = _merge_hints(hints, rows, G)
         # the synchronising cudaFree after the kernel: the device drains, then the free runs
@@ -476,8 +525,7 @@ def simulate_driver(w, system, opts: DriverOptions | None = None, hints: DriverH
     hptr[1:] = np.cumsum(np.bincount(iss, minlength=G))
     wait = np.full(G, -1, np.int64) if hints.wait is None else np.asarray(hints.wait, np.int64)
     if wait.shape != (G,) or (wait >= hptr[1:]).any():
-        raise InputError("wait must name, per kernel, a hint row issued by then (or -1)",
-                         param="plan")
+        raise InputError("wait must name, per kernel, a hint row issued by then (or -1)", param="plan")
     log_cap = 0
     if log_iter >= 0:
         first_b = rs // dk.VA_PAGES
@@ -487,30 +535,72 @@ def simulate_driver(w, system, opts: DriverOptions | None = None, hints: DriverH
     dk._SINK[0] = trace
     try:
         out = dk.simulate(
-            K, n_iter, ptr, rs, rn, rw.astype(np.bool_), ex, hptr, hs, hn, hk, wait, P,
-            prm["gpu_pages"], prm["gpu_chunks"], prm["host_pages"], opts.fault_batch,
-            prm["fault_latency_cycles"], prm["big_pages"], PREFETCHERS[opts.prefetcher],
-            opts.density_threshold, EVICTIONS[opts.evict], opts.skip_clean_writeback,
-            prm["h2d"], prm["d2h"], prm["ssd_r"], prm["ssd_w"], int(log_iter), log_cap,
-            np.zeros(0, np.int8), opts.inflight_overlap,
-            int(prm["gpu_pages"] * float(hints.preevict_fraction)), ev, trace is not None)
+            K,
+            n_iter,
+            ptr,
+            rs,
+            rn,
+            rw.astype(np.bool_),
+            ex,
+            hptr,
+            hs,
+            hn,
+            hk,
+            wait,
+            P,
+            prm["gpu_pages"],
+            prm["gpu_chunks"],
+            prm["host_pages"],
+            opts.fault_batch,
+            prm["fault_latency_cycles"],
+            prm["big_pages"],
+            PREFETCHERS[opts.prefetcher],
+            opts.density_threshold,
+            EVICTIONS[opts.evict],
+            opts.skip_clean_writeback,
+            prm["h2d"],
+            prm["d2h"],
+            prm["ssd_r"],
+            prm["ssd_w"],
+            int(log_iter),
+            log_cap,
+            np.zeros(0, np.int8),
+            opts.inflight_overlap,
+            int(prm["gpu_pages"] * float(hints.preevict_fraction)),
+            ev,
+            trace is not None,
+        )
     finally:
         dk._SINK[0] = None
     kern, cnt, BG, BH, BS, CH, CS, done, S, lk, lb, nlog = out
     if trace is not None and S[dk.S_NEV] > 0:
-        trace.append(ev[:S[dk.S_NEV]])
+        trace.append(ev[: S[dk.S_NEV]])
     status, failure = "ok", None
     if S[dk.S_FAIL] != dk.FAIL_NONE:
         done_rows = int((kern[:, dk.K_END] > 0).sum())
         status = "failed"
-        failure = {"stage": "engine", "reason": "no evictable root chunk: one fault batch or "
-                   "prefetch needs more GPU memory than the GPU has",
-                   "kernel": done_rows % K if K else None, "iteration": done_rows // K if K
-                   else None}
+        failure = {
+            "stage": "engine",
+            "reason": "no evictable root chunk: one fault batch or "
+            "prefetch needs more GPU memory than the GPU has",
+            "kernel": done_rows % K if K else None,
+            "iteration": done_rows // K if K else None,
+        }
     params = {k: v for k, v in prm.items() if not isinstance(v, np.ndarray)}
-    return DriverRun(kern, cnt, (BG, BH, BS, CH, CS), done, S,
-                     (lk[:nlog].copy(), lb[:nlog].copy()), status, failure, opts, params, P,
-                     free_cyc)
+    return DriverRun(
+        kern,
+        cnt,
+        (BG, BH, BS, CH, CS),
+        done,
+        S,
+        (lk[:nlog].copy(), lb[:nlog].copy()),
+        status,
+        failure,
+        opts,
+        params,
+        P,
+        free_cyc,
+    )
 
 
 def iteration_stats(run: DriverRun, w, n_iter: int) -> list:
@@ -522,7 +612,7 @@ def iteration_stats(run: DriverRun, w, n_iter: int) -> list:
     out = []
     prev = 0
     for it in range(n_iter):
-        rows = kern[it * K:(it + 1) * K]
+        rows = kern[it * K : (it + 1) * K]
         if run.status != "ok" or K == 0:
             break
         last = int(rows[-1, dk.K_END])
@@ -533,28 +623,38 @@ def iteration_stats(run: DriverRun, w, n_iter: int) -> list:
         if run.free_cycles is not None:
             stall += int(run.free_cycles.sum())
         compute = int(np.asarray(w.exec_cycles).sum())
-        out.append({
-            "iteration": it, "exe_time_cycles": exe, "ideal_exe_time_cycles": ideal,
-            "pf_exe_time_cycles": pf_total,
-            "slowdown": exe / ideal if ideal else float("nan"),
-            "speedup": pf_total / exe if exe else float("nan"),
-            "in_transfer": 0, "cpu_pf": int(c[dk.C_IN_CPU]), "ssd_pf": int(c[dk.C_IN_SSD]),
-            "unalloc_pf": int(c[dk.C_ALLOC]),
-            "stall_cycles": stall,
-            "overlap_cycles": max(0, int(c[dk.C_PF_CYCLES])),
-            "compute_cycles": compute,
-            "faults": int(c[dk.C_FAULTS]), "fault_batches": int(c[dk.C_BATCHES]),
-            "pages": {
-                "alloc": int(c[dk.C_ALLOC]), "cpu_to_gpu": int(c[dk.C_IN_CPU]),
-                "ssd_to_gpu": int(c[dk.C_IN_SSD]), "gpu_to_cpu": int(c[dk.C_OUT_CPU]),
-                "gpu_to_ssd": int(c[dk.C_OUT_SSD]),
-                "incoming": int(c[dk.C_IN_CPU] + c[dk.C_IN_SSD]),
-                "outgoing": int(c[dk.C_OUT_CPU] + c[dk.C_OUT_SSD]),
-                "clean_dropped": int(c[dk.C_CLEAN_DROP]), "discarded": int(c[dk.C_DISCARD]),
-                "prefetched": int(c[dk.C_PREFETCHED]),
-                "fault_prefetched": int(c[dk.C_DENSITY]),
-            },
-        })
+        out.append(
+            {
+                "iteration": it,
+                "exe_time_cycles": exe,
+                "ideal_exe_time_cycles": ideal,
+                "pf_exe_time_cycles": pf_total,
+                "slowdown": exe / ideal if ideal else float("nan"),
+                "speedup": pf_total / exe if exe else float("nan"),
+                "in_transfer": 0,
+                "cpu_pf": int(c[dk.C_IN_CPU]),
+                "ssd_pf": int(c[dk.C_IN_SSD]),
+                "unalloc_pf": int(c[dk.C_ALLOC]),
+                "stall_cycles": stall,
+                "overlap_cycles": max(0, int(c[dk.C_PF_CYCLES])),
+                "compute_cycles": compute,
+                "faults": int(c[dk.C_FAULTS]),
+                "fault_batches": int(c[dk.C_BATCHES]),
+                "pages": {
+                    "alloc": int(c[dk.C_ALLOC]),
+                    "cpu_to_gpu": int(c[dk.C_IN_CPU]),
+                    "ssd_to_gpu": int(c[dk.C_IN_SSD]),
+                    "gpu_to_cpu": int(c[dk.C_OUT_CPU]),
+                    "gpu_to_ssd": int(c[dk.C_OUT_SSD]),
+                    "incoming": int(c[dk.C_IN_CPU] + c[dk.C_IN_SSD]),
+                    "outgoing": int(c[dk.C_OUT_CPU] + c[dk.C_OUT_SSD]),
+                    "clean_dropped": int(c[dk.C_CLEAN_DROP]),
+                    "discarded": int(c[dk.C_DISCARD]),
+                    "prefetched": int(c[dk.C_PREFETCHED]),
+                    "fault_prefetched": int(c[dk.C_DENSITY]),
+                },
+            }
+        )
     return out
 
 
@@ -591,8 +691,9 @@ def check_invariants(run: DriverRun, w) -> None:
     if c[dk.C_DISCARD] == 0:
         assert gpu_in - gpu_out == on_gpu
         # off the GPU: every page that left arrived somewhere (host, SSD, or its clean copy)
-        assert c[dk.C_OUT_CPU] + c[dk.C_OUT_SSD] + c[dk.C_CLEAN_DROP] - c[dk.C_IN_CPU] \
-            - c[dk.C_IN_SSD] == count(BH) + count(BS)
+        assert c[dk.C_OUT_CPU] + c[dk.C_OUT_SSD] + c[dk.C_CLEAN_DROP] - c[dk.C_IN_CPU] - c[
+            dk.C_IN_SSD
+        ] == count(BH) + count(BS)
     if run.options.evict not in PAGE_EVICTIONS:
         chunks = int((np.bitwise_count(BG).sum(axis=1) > 0).sum())
         assert chunks == int(run.scalars[dk.S_CHUNKS])

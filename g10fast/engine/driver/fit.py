@@ -95,29 +95,31 @@ def op_temporaries(recipe, el):
     op, p = recipe.op, recipe.params
     sh = [tuple(o.shape) for o in recipe.inputs]
     if op in ("ew_grad_mul", "ew_grad_div_a", "ew_grad_div_b", "ew_grad_pow"):
-        full = (broadcast_shape(*sh) if op != "ew_grad_div_b"
-                else broadcast_shape(broadcast_shape(sh[0], sh[1]), sh[2]))
-        if op == "ew_grad_div_b":        # -g, (-g) * a, b * b, then the quotient
-            temps = [_nbytes(sh[0], el), _nbytes(broadcast_shape(sh[0], sh[1]), el),
-                     _nbytes(sh[2], el)]
-        elif op == "ew_grad_pow":        # g * x, then * 2
+        full = (
+            broadcast_shape(*sh)
+            if op != "ew_grad_div_b"
+            else broadcast_shape(broadcast_shape(sh[0], sh[1]), sh[2])
+        )
+        if op == "ew_grad_div_b":  # -g, (-g) * a, b * b, then the quotient
+            temps = [_nbytes(sh[0], el), _nbytes(broadcast_shape(sh[0], sh[1]), el), _nbytes(sh[2], el)]
+        elif op == "ew_grad_pow":  # g * x, then * 2
             temps = [_nbytes(full, el)]
         else:
             temps = []
-        if tuple(p.get("shape", full)) != tuple(full):   # reduced: the full product is freed
+        if tuple(p.get("shape", full)) != tuple(full):  # reduced: the full product is freed
             temps.append(_nbytes(full, el))
         return temps, []
-    if op == "ew_grad_pass":             # a reduced gradient is summed, then negated / cloned
+    if op == "ew_grad_pass":  # a reduced gradient is summed, then negated / cloned
         return [_nbytes(s, el) for s in p["shapes"] if tuple(s) != sh[0]], []
-    if op == "erf_bwd":                  # g * c, x * x, its negation, its exp
+    if op == "erf_bwd":  # g * c, x * x, its negation, its exp
         return [_nbytes(sh[0], el)] + [_nbytes(sh[1], el)] * 3, []
-    if op == "sqrt_bwd":                 # 2 * y
+    if op == "sqrt_bwd":  # 2 * y
         return [_nbytes(sh[1], el)], []
-    if op == "scale_bwd":                # the product before its sum over (2, 3)
+    if op == "scale_bwd":  # the product before its sum over (2, 3)
         return [_nbytes(broadcast_shape(sh[0], sh[1]), el)], []
-    if op == "maxpool_fwd":              # (out, indices): the model's kernel has out only
+    if op == "maxpool_fwd":  # (out, indices): the model's kernel has out only
         return [], ["indices"]
-    if op == "dropout_fwd":              # (out, mask)
+    if op == "dropout_fwd":  # (out, mask)
         return [], [_nbytes(sh[0], 1)]
     return [], []
 
@@ -126,12 +128,11 @@ def kernel_layout(w, k, recipe=None, el=4):
     """The harness's layout of kernel k: its operands (the recipe's, else the model's inputs),
     then the outputs its operation allocates, each from a 2 MiB boundary (one
     cudaMallocManaged each). Returns (starts, n, write, is_input, npages)."""
-    ins = [int(t) for t in w.in_idx[w.in_ptr[k]:w.in_ptr[k + 1]]]
-    outs = [int(t) for t in w.out_idx[w.out_ptr[k]:w.out_ptr[k + 1]] if int(t) not in ins]
+    ins = [int(t) for t in w.in_idx[w.in_ptr[k] : w.in_ptr[k + 1]]]
+    outs = [int(t) for t in w.out_idx[w.out_ptr[k] : w.out_ptr[k + 1]] if int(t) not in ins]
     if recipe is not None:
         size = {"act": el, "f32": 4, "i64": 8, "bool": 1}
-        in_pages = [-(-int(np.prod(o.shape, dtype=np.int64)) * size[o.dtype] // PAGE)
-                    for o in recipe.inputs]
+        in_pages = [-(-int(np.prod(o.shape, dtype=np.int64)) * size[o.dtype] // PAGE) for o in recipe.inputs]
         if recipe.op in IN_PLACE or (recipe.op == "relu" and recipe.params.get("inplace")):
             outs = []
         elif recipe.op in ONE_BIG_OUTPUT and outs:
@@ -145,11 +146,10 @@ def kernel_layout(w, k, recipe=None, el=4):
     if recipe is not None:
         temps, extra = op_temporaries(recipe, el)
         for x in extra:
-            if x == "indices":       # int64 indices, as many as the output's elements
+            if x == "indices":  # int64 indices, as many as the output's elements
                 x = (int(w.raw_size[outs[0]]) // el * 8) if outs else 0
             out_pages.append(-(-x // PAGE))
-    if recipe is not None and recipe.op.startswith("ew_") and not recipe.op.startswith(
-            "ew_grad") and outs:
+    if recipe is not None and recipe.op.startswith("ew_") and not recipe.op.startswith("ew_grad") and outs:
         # an element-wise forward op returns one tensor of its operands' broadcast shape
         # (the model's output record can be larger: LayerNorm's variance, say)
         shape = broadcast_shape(*[o.shape for o in recipe.inputs])
@@ -167,12 +167,18 @@ def kernel_layout(w, k, recipe=None, el=4):
         wr.append(wrt)
         isin.append(i)
         pos += -(-n // dk.VA_PAGES) * dk.VA_PAGES
-    return (np.asarray(starts, np.int64), np.asarray(ns, np.int64), np.asarray(wr, np.bool_),
-            np.asarray(isin, np.bool_), max(pos, 1)), temps
+    return (
+        np.asarray(starts, np.int64),
+        np.asarray(ns, np.int64),
+        np.asarray(wr, np.bool_),
+        np.asarray(isin, np.bool_),
+        max(pos, 1),
+    ), temps
 
 
-def kernel_features(w, k, inputs_on, recipe=None, el=4, fault_batch=256, big_pages=16,
-                    threshold=51, small_pages=0):
+def kernel_features(
+    w, k, inputs_on, recipe=None, el=4, fault_batch=256, big_pages=16, threshold=51, small_pages=0
+):
     """(batches, zero-filled pages, [migrated run lengths], temporaries) of kernel k alone on
     the engine. Allocations the operation makes of at most small_pages pages start
     populated on the GPU (no first-touch fault: SMALL_KIB)."""
@@ -180,9 +186,9 @@ def kernel_features(w, k, inputs_on, recipe=None, el=4, fault_batch=256, big_pag
     init = np.zeros(P, np.int8)
     for s, n, i in zip(rs, rn, isin):
         if i:
-            init[s:s + n] = inputs_on
+            init[s : s + n] = inputs_on
         elif n <= small_pages:
-            init[s:s + n] = dk.LOC_GPU
+            init[s : s + n] = dk.LOC_GPU
     ptr = np.asarray([0, len(rs)], np.int64)
     z = np.zeros(0, np.int64)
     zt = np.zeros(dk.VA_PAGES + 1, np.int64)
@@ -191,13 +197,44 @@ def kernel_features(w, k, inputs_on, recipe=None, el=4, fault_batch=256, big_pag
     dk._SINK[0] = sink
     try:
         kern, cnt, *_, S, _, _, _ = dk.simulate(
-            1, 1, ptr, rs, rn, rw, np.zeros(1, np.int64), np.zeros(2, np.int64), z, z, z,
-            np.full(1, -1, np.int64), P, 1 << 30, (1 << 30) // dk.VA_PAGES, 1 << 30,
-            fault_batch, 0, big_pages, dk.PF_DENSITY, threshold, dk.EV_ALLOC2M, False, zt, zt,
-            zt, zt, -1, 0, init, False, 1 << 62, ev, True)
+            1,
+            1,
+            ptr,
+            rs,
+            rn,
+            rw,
+            np.zeros(1, np.int64),
+            np.zeros(2, np.int64),
+            z,
+            z,
+            z,
+            np.full(1, -1, np.int64),
+            P,
+            1 << 30,
+            (1 << 30) // dk.VA_PAGES,
+            1 << 30,
+            fault_batch,
+            0,
+            big_pages,
+            dk.PF_DENSITY,
+            threshold,
+            dk.EV_ALLOC2M,
+            False,
+            zt,
+            zt,
+            zt,
+            zt,
+            -1,
+            0,
+            init,
+            False,
+            1 << 62,
+            ev,
+            True,
+        )
     finally:
         dk._SINK[0] = None
-    evs = np.concatenate(sink.parts + [ev[:S[dk.S_NEV]]])
+    evs = np.concatenate(sink.parts + [ev[: S[dk.S_NEV]]])
     fetch = evs[(evs[:, 1] == dk.EV_FETCH) & (evs[:, 7] == dk.LOC_HOST), 6]
     zero = int(evs[evs[:, 1] == dk.EV_ALLOC, 6].sum())
     assert zero == int(cnt[0, dk.C_ALLOC]) and int(fetch.sum()) == int(cnt[0, dk.C_IN_CPU])
@@ -208,11 +245,10 @@ def profile_model_options(prof) -> dict:
     """The built-in model's options the profile was measured with: the decoders were in G10's
     form then (materialised attention, decomposed LayerNorm and GELU; the defaults became
     "fused" later). The first set whose kernel names are the profile's."""
-    for opts in ({}, {"attention": "materialized", "pointwise": "decomposed"},
-                 {"attention": "materialized"}):
+    for opts in ({}, {"attention": "materialized", "pointwise": "decomposed"}, {"attention": "materialized"}):
         try:
             g = load_builtin_graph(find_model(prof.model), prof.batch, **opts)
-        except Exception:       # an option this model does not know
+        except Exception:  # an option this model does not know
             continue
         if list(g.kernel_name) == list(prof.names):
             return opts
@@ -223,8 +259,17 @@ def extract(files, small_kib=0, log=None):
     """Per (model, kernel, mode) row: the measured and engine-side quantities of the measured
     profiles `files`. log: None, or a callable given one line per model (its kernels, its
     seconds)."""
-    rows = {"model": [], "name": [], "mode": [], "ideal": [], "measured": [], "batches": [],
-            "zero_pages": [], "free": [], "free_pages": []}
+    rows = {
+        "model": [],
+        "name": [],
+        "mode": [],
+        "ideal": [],
+        "measured": [],
+        "batches": [],
+        "zero_pages": [],
+        "free": [],
+        "free_pages": [],
+    }
     run_row, run_n = [], []
     for f in files:
         t0 = time.perf_counter()
@@ -237,8 +282,9 @@ def extract(files, small_kib=0, log=None):
             meas = prof.input_faulting_us if mode == "input" else prof.all_faulting_us
             on = dk.LOC_GPU if mode == "input" else dk.LOC_HOST
             for k in range(w.num_kernels):
-                b, zp, fetch, temps = kernel_features(w, k, on, recipes[k], book.el,
-                                                      small_pages=small_kib * 1024 // PAGE)
+                b, zp, fetch, temps = kernel_features(
+                    w, k, on, recipes[k], book.el, small_pages=small_kib * 1024 // PAGE
+                )
                 i = len(rows["model"])
                 rows["model"].append(prof.model)
                 rows["name"].append(w.kernel_name[k])
@@ -248,8 +294,9 @@ def extract(files, small_kib=0, log=None):
                 rows["batches"].append(b)
                 rows["zero_pages"].append(zp)
                 rows["free"].append(int(w.workspace_bytes[k] > 0) + len(temps))
-                rows["free_pages"].append(-(-int(w.workspace_bytes[k]) // PAGE)
-                                          + sum(-(-x // PAGE) for x in temps))
+                rows["free_pages"].append(
+                    -(-int(w.workspace_bytes[k]) // PAGE) + sum(-(-x // PAGE) for x in temps)
+                )
                 run_row.extend([i] * len(fetch))
                 run_n.extend(fetch.tolist())
         if log is not None:
@@ -270,11 +317,11 @@ def design(d, terms):
     cols = []
     for t in terms:
         if t == "batch":
-            cols.append(d["batches"].astype(float))                    # coef: s per batch
+            cols.append(d["batches"].astype(float))  # coef: s per batch
         elif t == "zero":
-            cols.append(d["zero_pages"].astype(float) * PAGE / 1e9)     # coef: s per GB
+            cols.append(d["zero_pages"].astype(float) * PAGE / 1e9)  # coef: s per GB
         elif t == "free":
-            cols.append(d["free"].astype(float))                        # coef: s per free
+            cols.append(d["free"].astype(float))  # coef: s per free
     return np.stack(cols, axis=1)
 
 
@@ -343,9 +390,11 @@ def select_and_fit(cands, models):
 
 def coef_dict(terms, coef):
     c = dict(zip(terms, coef.tolist()))
-    return {"fault_batch_us": c.get("batch", 0.0) * 1e6,
-            "zero_fill_gbps": (1.0 / c["zero"]) if c.get("zero", 0.0) > 0 else 0.0,
-            "managed_free_us": c.get("free", 0.0) * 1e6}
+    return {
+        "fault_batch_us": c.get("batch", 0.0) * 1e6,
+        "zero_fill_gbps": (1.0 / c["zero"]) if c.get("zero", 0.0) > 0 else 0.0,
+        "managed_free_us": c.get("free", 0.0) * 1e6,
+    }
 
 
 def features(measured, cache=None, small_kib=0, log=None) -> dict:
@@ -364,18 +413,23 @@ def features(measured, cache=None, small_kib=0, log=None) -> dict:
 def nested_fit(ds: dict, links=LINKS) -> dict:
     """Nested leave-one-model-out over the candidates (ds: {small_kib: features}, the same
     kernels): the held-out figures, each fold's choice, the final fit."""
-    cands = {(sk, f, L): (d, migrate_seconds(d, f, L))
-             for sk, d in ds.items() for f in FORMS for L in links}
+    cands = {(sk, f, L): (d, migrate_seconds(d, f, L)) for sk, d in ds.items() for f in FORMS for L in links}
     d0 = next(iter(ds.values()))
     models = sorted(set(d0["model"].tolist()))
     held = np.zeros(len(d0["ideal"]))
     folds = {}
 
     def choice(key, terms, coef, s):
-        return {"small_kib": key[0], "form": key[1], "link_gbps": key[2], "terms": list(terms),
-                "inner_score": s, **coef_dict(terms, coef)}
+        return {
+            "small_kib": key[0],
+            "form": key[1],
+            "link_gbps": key[2],
+            "terms": list(terms),
+            "inner_score": s,
+            **coef_dict(terms, coef),
+        }
 
-    for h in models:                               # outer: the held-out model
+    for h in models:  # outer: the held-out model
         key, terms, coef, s = select_and_fit(cands, [m for m in models if m != h])
         d, mig = cands[key]
         te = d["model"] == h
@@ -387,13 +441,19 @@ def nested_fit(ds: dict, links=LINKS) -> dict:
     d, mig = cands[key]
     pred_all = predict(d, terms, coef, mig)
     return {
-        "held_out": {"per_model": errs, "per_kernel_median_abs": float(np.median(rel)),
-                     "max_abs_model_err": max_err(errs), "rms_model_err": score(errs),
-                     "folds": folds},
+        "held_out": {
+            "per_model": errs,
+            "per_kernel_median_abs": float(np.median(rel)),
+            "max_abs_model_err": max_err(errs),
+            "rms_model_err": score(errs),
+            "folds": folds,
+        },
         "final": choice(key, terms, coef, s),
-        "in_sample": {"per_model": model_errors(d, pred_all, models),
-                      "per_kernel_median_abs": float(np.median(
-                          np.abs(pred_all - d["measured"]) / d["measured"]))},
-        "kernels": int(len(d0["ideal"]) // 2), "links": list(links),
+        "in_sample": {
+            "per_model": model_errors(d, pred_all, models),
+            "per_kernel_median_abs": float(np.median(np.abs(pred_all - d["measured"]) / d["measured"])),
+        },
+        "kernels": int(len(d0["ideal"]) // 2),
+        "links": list(links),
         "small_kib": sorted(ds),
     }

@@ -45,13 +45,17 @@ class LaunchOptions:
     sync: str = "loss"
 
     def check(self, prefix: str = "policy") -> LaunchOptions:
-        if isinstance(self.queue_depth, bool) or not isinstance(self.queue_depth, int) \
-                or self.queue_depth < 0:
-            raise InputError(f"must be an integer >= 0 (0: unbounded), got "
-                             f"{self.queue_depth!r}", param=f"{prefix}.launch_queue_depth")
+        if (
+            isinstance(self.queue_depth, bool)
+            or not isinstance(self.queue_depth, int)
+            or self.queue_depth < 0
+        ):
+            raise InputError(
+                f"must be an integer >= 0 (0: unbounded), got {self.queue_depth!r}",
+                param=f"{prefix}.launch_queue_depth",
+            )
         if self.sync not in SYNCS:
-            raise InputError(f"must be one of {', '.join(SYNCS)}, got {self.sync!r}",
-                             param=f"{prefix}.sync")
+            raise InputError(f"must be one of {', '.join(SYNCS)}, got {self.sync!r}", param=f"{prefix}.sync")
         return self
 
 
@@ -90,7 +94,7 @@ def launched_by(K: int, n_iter: int, opts: LaunchOptions, sync_k) -> np.ndarray:
         out = np.maximum(out, g - opts.queue_depth + 1)
     if len(S) and n:
         gs = (np.arange(n_iter, dtype=np.int64)[:, None] * K + S[None, :]).ravel()
-        i = np.searchsorted(gs, g, side="left") - 1        # the last sync strictly before g
+        i = np.searchsorted(gs, g, side="left") - 1  # the last sync strictly before g
         out = np.where(i >= 0, np.maximum(out, gs[np.maximum(i, 0)] + 1), out)
     out = np.minimum(np.maximum.accumulate(out), g) if n else out
     return out

@@ -23,4 +23,5 @@ class DriverMode:
         """The run's DriverOptions: the engine's defaults, these overrides, then `compat`
         (the run's engine.compat switches)."""
         from g10fast.engine.driver import driver_options
+
         return driver_options(dict(compat or ()), dict(self.overrides))

@@ -39,6 +39,7 @@ RELEASE_DEFAULT = sys.platform.startswith("linux")
 # (with it, the page states are kept in the system's small memory pages: see _small_pages)
 MADV_NOHUGEPAGE = 15
 
+
 class SimulationError(RuntimeError):
     """The engine reached a state the artifact treats as a fatal assertion."""
 
@@ -67,9 +68,9 @@ class PageMode:
 class SystemParams:
     """Derived constants of the G10 UVM simulator (spec §3), all integers except the rates."""
 
-    frames: int              # G
-    host_line: int           # host memory, pages
-    tick: int                # ii, cycles
+    frames: int  # G
+    host_line: int  # host memory, pages
+    tick: int  # ii, cycles
     gpu_cap: int
     cpu_cap: int
     ssd_cap: int
@@ -85,7 +86,7 @@ class SystemParams:
     use_prefetch: bool
     deepum: bool
     prefetch_degree: int
-    ghz: float = 0.0         # the GPU clock as given (vitality's time base)
+    ghz: float = 0.0  # the GPU clock as given (vitality's time base)
     eviction: str = "arrival"  # the eviction rule's registered name (engine.page.rules)
 
     def as_dict(self) -> dict:
@@ -115,49 +116,77 @@ def page_params(system, mode: PageMode) -> SystemParams:
     ssd_cap = int(B / gpu_gbps * float(system.ssd_bandwidth_gbps))
     malloc_cpp = math.floor(float(system.gpu_malloc_us_per_byte) * 4096 * 1e-6 * f + 0.5)
     if malloc_cpp <= 0:
-        raise InputError("gives 0 cycles per page (the artifact divides by zero, O-30)",
-                         param=PARAM["gpu_malloc_us_per_byte"])
+        raise InputError(
+            "gives 0 cycles per page (the artifact divides by zero, O-30)",
+            param=PARAM["gpu_malloc_us_per_byte"],
+        )
     if tick <= 0:
         raise InputError("gives a batcher tick of 0 cycles", param=PARAM["batch_pages"])
     if cpu_cap < 1:
-        raise InputError(f"moves 0 pages per batcher tick of {B} pages (host transfers would "
-                         "never progress)", param=PARAM["host_link_gbps"])
+        raise InputError(
+            f"moves 0 pages per batcher tick of {B} pages (host transfers would never progress)",
+            param=PARAM["host_link_gbps"],
+        )
     if ssd_cap < 1:
-        raise InputError(f"moves 0 pages per batcher tick of {B} pages (SSD transfers would "
-                         "never progress)", param=PARAM["ssd_bandwidth_gbps"])
+        raise InputError(
+            f"moves 0 pages per batcher tick of {B} pages (SSD transfers would never progress)",
+            param=PARAM["ssd_bandwidth_gbps"],
+        )
     if tick // malloc_cpp < 1:
-        raise InputError(f"{malloc_cpp} cycles per page exceed the {tick}-cycle batcher tick: "
-                         "no page could ever be allocated", param=PARAM["gpu_malloc_us_per_byte"])
-    frames = math.floor(float(system.gpu_memory_gb) * 2 ** 30 / PAGE_SIZE + 0.5)
-    host_line = int(float(system.host_memory_gb) * 2 ** 30 / PAGE_SIZE)
+        raise InputError(
+            f"{malloc_cpp} cycles per page exceed the {tick}-cycle batcher tick: "
+            "no page could ever be allocated",
+            param=PARAM["gpu_malloc_us_per_byte"],
+        )
+    frames = math.floor(float(system.gpu_memory_gb) * 2**30 / PAGE_SIZE + 0.5)
+    host_line = int(float(system.host_memory_gb) * 2**30 / PAGE_SIZE)
     if frames <= 0:
         raise InputError("must give at least one GPU page", param=PARAM["gpu_memory_gb"])
     if host_line < 0:
         raise InputError("must be >= 0", param=PARAM["host_memory_gb"])
-    if host_line >= 2 ** 31:
-        raise InputError("overflows the engine's int32 host page count (O-30)",
-                         param=PARAM["host_memory_gb"])
+    if host_line >= 2**31:
+        raise InputError("overflows the engine's int32 host page count (O-30)", param=PARAM["host_memory_gb"])
     if mode.deepum and mode.prefetch_degree < 0:
         raise InputError("must be >= 0 for DeepUM", param="policy.prefetch_degree")
     eviction = rules.eviction_name(
-        mode.eviction if mode.eviction is not None else "deepum" if mode.deepum else "arrival")
+        mode.eviction if mode.eviction is not None else "deepum" if mode.deepum else "arrival"
+    )
     if eviction == "deepum" and not mode.deepum:
-        raise InputError("DeepUM's ring reads DeepUM's window: it needs DeepUM's migration "
-                         "policy (PageMode.deepum)", param="policy.eviction")
+        raise InputError(
+            "DeepUM's ring reads DeepUM's window: it needs DeepUM's migration policy (PageMode.deepum)",
+            param="policy.eviction",
+        )
     if eviction == "arrival" and mode.deepum:
-        raise InputError("DeepUM's migration goes with its ring (eviction 'deepum') or a rule "
-                         "of the policy's own, not 'arrival'", param="policy.eviction")
+        raise InputError(
+            "DeepUM's migration goes with its ring (eviction 'deepum') or a rule "
+            "of the policy's own, not 'arrival'",
+            param="policy.eviction",
+        )
     n_iter = int(mode.num_iteration)
     if n_iter < 1:
         raise InputError("must be >= 1", param="engine.num_iteration")
     return SystemParams(
-        frames=frames, host_line=host_line, tick=tick, gpu_cap=B, cpu_cap=cpu_cap,
-        ssd_cap=ssd_cap, alloc_cap=tick // malloc_cpp, f_hz=f_hz, gpu_bpc=gpu_bpc,
-        cpu_bpc=cpu_bpc, ssd_bpc=ssd_bpc, lsys=int(system.fault_latency_us),
-        lssd=int(system.ssd_latency_us), num_iteration=n_iter, is_uvm=bool(mode.is_uvm),
-        use_prefetch=bool(mode.use_prefetch), deepum=bool(mode.deepum),
+        frames=frames,
+        host_line=host_line,
+        tick=tick,
+        gpu_cap=B,
+        cpu_cap=cpu_cap,
+        ssd_cap=ssd_cap,
+        alloc_cap=tick // malloc_cpp,
+        f_hz=f_hz,
+        gpu_bpc=gpu_bpc,
+        cpu_bpc=cpu_bpc,
+        ssd_bpc=ssd_bpc,
+        lsys=int(system.fault_latency_us),
+        lssd=int(system.ssd_latency_us),
+        num_iteration=n_iter,
+        is_uvm=bool(mode.is_uvm),
+        use_prefetch=bool(mode.use_prefetch),
+        deepum=bool(mode.deepum),
         prefetch_degree=max(int(mode.prefetch_degree), 0),
-        ghz=float(system.gpu_frequency_ghz), eviction=eviction)
+        ghz=float(system.gpu_frequency_ghz),
+        eviction=eviction,
+    )
 
 
 def system_params(cfg) -> SystemParams:
@@ -171,8 +200,10 @@ def system_params(cfg) -> SystemParams:
     if deepum != (evc == "DEEPUM"):
         raise InputError("DEEPUM migration and DEEPUM eviction go together", param="eviction_policy")
     if evc not in ("LRU", "TOLERANT", "DEEPUM"):
-        raise InputError(f"eviction policy {evc} is not supported by the page engine "
-                         "(LRU, TOLERANT, DEEPUM)", param="eviction_policy")
+        raise InputError(
+            f"eviction policy {evc} is not supported by the page engine (LRU, TOLERANT, DEEPUM)",
+            param="eviction_policy",
+        )
     degree = int(getattr(cfg, "prefetch_degree", -1))
     if deepum and degree < 0:
         raise InputError("must be >= 0 for DEEPUM", param="prefetch_degree")
@@ -180,8 +211,13 @@ def system_params(cfg) -> SystemParams:
     if n_iter < 1:
         raise InputError("must be >= 1", param="num_iteration")
     sys_ = System.from_g10(cfg)
-    mode = PageMode(is_uvm=bool(cfg.is_UVM), use_prefetch=bool(cfg.use_prefetch), deepum=deepum,
-                    prefetch_degree=max(degree, 0), num_iteration=n_iter)
+    mode = PageMode(
+        is_uvm=bool(cfg.is_UVM),
+        use_prefetch=bool(cfg.use_prefetch),
+        deepum=deepum,
+        prefetch_degree=max(degree, 0),
+        num_iteration=n_iter,
+    )
     return page_params(sys_, mode)
 
 
@@ -190,12 +226,12 @@ class PageRun:
     """Raw outcome of one page-engine run (converted to a SimResult by `g10fast.results`)."""
 
     params: SystemParams
-    kernels: np.ndarray            # int64 [n, KS_COLS], completion order
-    pcie: np.ndarray               # int64 [num_iteration, PC_COLS]
-    boundaries: np.ndarray         # int64 [m, 3]: iteration, time, 1 begin / 0 end
+    kernels: np.ndarray  # int64 [n, KS_COLS], completion order
+    pcie: np.ndarray  # int64 [num_iteration, PC_COLS]
+    boundaries: np.ndarray  # int64 [m, 3]: iteration, time, 1 begin / 0 end
     gpu_used: int
     host_used: int
-    host_peak: int = 0             # most host pages in use at any moment (S_HOST_PEAK)
+    host_peak: int = 0  # most host pages in use at any moment (S_HOST_PEAK)
     pstate: np.ndarray | None = None
     live_page_evictions: int = 0
     amplification: tuple = (0, 0)
@@ -216,7 +252,7 @@ def _hint_table(hints, K, T):
         raise InputError("Pin/Unpin hints (TOLERANT) are not supported", param="hints")
     order = np.argsort(t, kind="stable")
     out = h[order].copy()
-    out[:, 2:] = out[:, 2:].astype(np.int8)        # from / to: 8-bit location codes
+    out[:, 2:] = out[:, 2:].astype(np.int8)  # from / to: 8-bit location codes
     return out
 
 
@@ -228,8 +264,10 @@ def _apply_required_order(w: Workload, kt, kidx, required_order):
     must be the workload's."""
     K = w.num_kernels
     if len(required_order) != K:
-        raise InputError(f"required order lists {len(required_order)} kernels, the workload "
-                         f"has {K}", param="required_order")
+        raise InputError(
+            f"required order lists {len(required_order)} kernels, the workload has {K}",
+            param="required_order",
+        )
     kidx = kidx.copy()
     for k, (ins, outs) in enumerate(required_order):
         a, b, c = int(kt[k, pk.KT_IN]), int(kt[k, pk.KT_OO]), int(kt[k + 1, pk.KT_IN])
@@ -237,9 +275,11 @@ def _apply_required_order(w: Workload, kt, kidx, required_order):
         seen = set(ins)
         oo = [int(x) for x in outs if int(x) not in seen]
         if sorted(ins) != sorted(kidx[a:b].tolist()) or sorted(oo) != sorted(kidx[b:c].tolist()):
-            raise InputError(f"kernel {k} ({w.kernel_name[k]}): the required order lists other "
-                             "tensors than the workload's inputs and outputs",
-                             param="required_order")
+            raise InputError(
+                f"kernel {k} ({w.kernel_name[k]}): the required order lists other "
+                "tensors than the workload's inputs and outputs",
+                param="required_order",
+            )
         kidx[a:b] = ins
         kidx[b:c] = oo
     return kidx
@@ -269,10 +309,19 @@ def _kernel_table(w: Workload, oo) -> tuple[np.ndarray, np.ndarray]:
     return kt, kidx
 
 
-def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
-                   keep_state: bool = False, queue_capacity: int = 1 << 15,
-                   event_capacity: int = 1 << 18, required_order=None,
-                   check: bool = False, bulk: bool | None = None) -> PageRun:
+def simulate_pages(
+    w: Workload,
+    params,
+    hints=None,
+    trace=None,
+    progress=None,
+    keep_state: bool = False,
+    queue_capacity: int = 1 << 15,
+    event_capacity: int = 1 << 18,
+    required_order=None,
+    check: bool = False,
+    bulk: bool | None = None,
+) -> PageRun:
     """Run the G10 UVM page engine on a workload.
 
     params: the engine's constants, `page_params(system, mode)`; an object with the
@@ -301,6 +350,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     user_trace = trace
     if check:
         from g10fast.engine.page.check import CountingSink, PageChecker, check_level
+
         # the event stream's conservation sums where the run writes one anyway, or "full";
         # else the engine runs untraced, on its fast paths (page.check's docstring)
         full = check_level(check) == "full"
@@ -313,13 +363,15 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     kp = kernel_pages(w, oo)
     if sp.is_uvm and kp.max() > sp.frames:
         k = int(kp.argmax())
-        raise InputError(f"kernel {k} ({w.kernel_name[k]}) needs {kp[k]} pages, more than the "
-                         f"GPU's {sp.frames} (the artifact aborts)", param="gpu.memory_gb")
+        raise InputError(
+            f"kernel {k} ({w.kernel_name[k]}) needs {kp[k]} pages, more than the "
+            f"GPU's {sp.frames} (the artifact aborts)",
+            param="gpu.memory_gb",
+        )
     ht = _hint_table(hints if sp.use_prefetch else None, K, T)
     if sp.use_prefetch and len(ht) and np.all(ht[:, 0] % K == ht[0, 0] % K):
-        raise InputError("every hint maps to one kernel: the artifact would never stop (O-29)",
-                         param="hints")
-    queue_capacity = 1 << max(int(queue_capacity) - 1, 1).bit_length()   # a power of two
+        raise InputError("every hint maps to one kernel: the artifact would never stop (O-29)", param="hints")
+    queue_capacity = 1 << max(int(queue_capacity) - 1, 1).bit_length()  # a power of two
 
     kt, kidx = _kernel_table(w, oo)
     if required_order is not None:
@@ -327,7 +379,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     tstart = w.start_page.astype(np.int64)
     tnp = w.n_pages.astype(np.int64)
     V = w.num_pages
-    vit = vitality(w, sp.ghz)                     # DeepUM's is_alive (§8.2)
+    vit = vitality(w, sp.ghz)  # DeepUM's is_alive (§8.2)
     birth, death = vit.birth.astype(np.int32), vit.death.astype(np.int32)
     tt = np.zeros((T, pk.TT_COLS), dtype=np.int64)
     tt[:, pk.TT_START] = tstart
@@ -348,15 +400,14 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     # UVM: every page NOT_PRESENT (0) at first, from np.zeros: the operating system maps
     # zero pages as the engine first touches them (no pass writing V bytes ahead, and the
     # pages of tensors it never touches take no memory)
-    pstate = (np.zeros(V, dtype=np.uint8) if sp.is_uvm else
-              np.full(V, pk.IN_GPU, dtype=np.uint8))
+    pstate = np.zeros(V, dtype=np.uint8) if sp.is_uvm else np.full(V, pk.IN_GPU, dtype=np.uint8)
     if RELEASE_DEFAULT:
         _small_pages(pstate)
     if sp.is_uvm:
         for t in np.nonzero(w.is_global)[0]:
-            pstate[tstart[t]:tstart[t] + tnp[t]] = pk.IN_SSD
+            pstate[tstart[t] : tstart[t] + tnp[t]] = pk.IN_SSD
     else:
-        tt[:, pk.TT_RES] = tnp            # every page resident from the start
+        tt[:, pk.TT_RES] = tnp  # every page resident from the start
     bulk = BULK_DEFAULT if bulk is None else bool(bulk)
     # the eviction rule: a kernel the engine is compiled for; one that is not built in runs
     # on the general per-page path (the bulk and fast paths know the built-in rules only)
@@ -383,11 +434,11 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
         lru = _extent_records(max(_EXTENTS_INITIAL, 4 * int(S[pk.P_XMARGIN])), S)
         tt[:, pk.TT_XH] = -1
         S[pk.P_XLRU] = 1
-        S[pk.P_LCAP] = 1 << 62          # (the ring's room tests never bind)
+        S[pk.P_LCAP] = 1 << 62  # (the ring's room tests never bind)
         S[pk.S_X_HEAD] = -1
         S[pk.S_X_TAIL] = -1
         S[pk.P_REPLAY] = int(REPLAY_DEFAULT and not sp.deepum)
-        S[pk.S_LRU_CUR] = -1            # (DeepUM: END)
+        S[pk.S_LRU_CUR] = -1  # (DeepUM: END)
         S[pk.S_X_CUR] = -1
     else:
         # a ring of power-of-two capacity with at least 1/4 slack over the pages that can be
@@ -396,8 +447,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
         lru_cap = 1 << (live_max + max(live_max // 4, 1 << 12) - 1).bit_length()
         # LRU entries are page << 4 | generation: int32 while that fits (512 GiB of pages)
         # (the engine reads only the slots it has written: no need to initialise them)
-        lru = np.empty(lru_cap + pk.STALE_BUCKETS,
-                       dtype=np.int32 if V < LRU_INT32_PAGES else np.int64)
+        lru = np.empty(lru_cap + pk.STALE_BUCKETS, dtype=np.int32 if V < LRU_INT32_PAGES else np.int64)
         lru[lru_cap:] = 0
         S[pk.P_LCAP] = lru_cap
     S[pk.P_G] = sp.frames
@@ -420,7 +470,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     S[pk.P_LSYS] = sp.lsys
     S[pk.P_LSSD] = sp.lssd
     F = np.array([sp.gpu_bpc, sp.ssd_bpc, float(sp.f_hz)], dtype=np.float64)
-    S[pk.S_KB_PENDING] = 1          # kernel 0 at t = 0, seq 0; first tick at t = 0, seq 1
+    S[pk.S_KB_PENDING] = 1  # kernel 0 at t = 0, seq 0; first tick at t = 0, seq 1
     S[pk.S_TICK_SEQ] = 1
     S[pk.S_SEQ] = 2
     S[pk.S_IN_OPEN] = -1
@@ -443,8 +493,7 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
     events_before = trace.n_events if trace is not None else 0
     while True:
         S[pk.S_EV_PAUSE] = ev.shape[0] // 2 if trace is not None else ev.shape[0] + 1
-        status = pk.run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F,
-                               kstat, pcie, bnd, ev, rule)
+        status = pk.run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd, ev, rule)
         if status == pk.ST_ERROR:
             err = int(S[pk.S_ERROR])
             if err == pk.E_QUEUE_OVERFLOW:
@@ -452,27 +501,44 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
                 # dropping the events this attempt has already written
                 if trace is not None:
                     trace.rewind(events_before)
-                return simulate_pages(w, sp, hints, user_trace, progress,
-                                      keep_state, queue_capacity * 8, event_capacity,
-                                      required_order, check, bulk)
+                return simulate_pages(
+                    w,
+                    sp,
+                    hints,
+                    user_trace,
+                    progress,
+                    keep_state,
+                    queue_capacity * 8,
+                    event_capacity,
+                    required_order,
+                    check,
+                    bulk,
+                )
             if err == pk.E_BUFFER_OVERFLOW and trace is not None:
-                raise SimulationError("event buffer overflow within one engine step; "
-                                      "rerun with a larger event_capacity")
+                raise SimulationError(
+                    "event buffer overflow within one engine step; rerun with a larger event_capacity"
+                )
             raise SimulationError(_error_text(err, S, w))
         if trace is not None and S[pk.S_NEV] > 0:
-            trace.append(ev[:S[pk.S_NEV]])
+            trace.append(ev[: S[pk.S_NEV]])
             S[pk.S_NEV] = 0
             S[pk.S_IN_OPEN] = -1
             S[pk.S_OUT_OPEN] = -1
         if S[pk.S_NBND] + 4 > bnd.shape[0]:
-            nbnd_flushed.append(bnd[:S[pk.S_NBND]].copy())
+            nbnd_flushed.append(bnd[: S[pk.S_NBND]].copy())
             S[pk.S_NBND] = 0
         if checker is not None:
-            checker.check(S, pstate, pcie, lambda: _queued_pages(qb, S),
-                          last=status == pk.ST_DONE, extents=(lru, tt) if xl and sp.is_uvm else None)
+            checker.check(
+                S,
+                pstate,
+                pcie,
+                lambda: _queued_pages(qb, S),
+                last=status == pk.ST_DONE,
+                extents=(lru, tt) if xl and sp.is_uvm else None,
+            )
         if xl and S[pk.S_X_NFREE] < 2 * S[pk.P_XMARGIN]:
             lru = _extent_records(2 * len(lru) // pk.XW + 2 * int(S[pk.P_XMARGIN]), S, lru)
-        qlen = int((S[pk.S_QT:pk.S_QT + pk.NQ] - S[pk.S_QH:pk.S_QH + pk.NQ]).max())
+        qlen = int((S[pk.S_QT : pk.S_QT + pk.NQ] - S[pk.S_QH : pk.S_QH + pk.NQ]).max())
         if qlen > queue_capacity // 2:
             qb = _grow_queues(qb, S)
             queue_capacity = qb.shape[1]
@@ -484,20 +550,28 @@ def simulate_pages(w: Workload, params, hints=None, trace=None, progress=None,
         if status == pk.ST_DONE:
             break
 
-    boundaries = np.concatenate(nbnd_flushed + [bnd[:S[pk.S_NBND]]]) if nbnd_flushed \
-        else bnd[:S[pk.S_NBND]].copy()
-    return PageRun(params=sp, kernels=kstat[:S[pk.S_NSTAT]].copy(), pcie=pcie,
-                   boundaries=boundaries, gpu_used=int(S[pk.S_GPU_USED]),
-                   host_used=int(S[pk.S_HOST_USED]),
-                   host_peak=int(S[pk.S_HOST_PEAK]), pstate=pstate if keep_state else None,
-                   live_page_evictions=int(S[pk.S_LIVE_WARN]),
-                   amplification=(int(S[pk.S_AMP_RAW]), int(S[pk.S_AMP_ALIGNED])),
-                   extra={"queued_pages_left": _queued_pages(qb, S),
-                          **({"invariant_checks": checker.checks,
-                              "page_table_scans": checker.scans} if check else {})})
+    boundaries = (
+        np.concatenate(nbnd_flushed + [bnd[: S[pk.S_NBND]]]) if nbnd_flushed else bnd[: S[pk.S_NBND]].copy()
+    )
+    return PageRun(
+        params=sp,
+        kernels=kstat[: S[pk.S_NSTAT]].copy(),
+        pcie=pcie,
+        boundaries=boundaries,
+        gpu_used=int(S[pk.S_GPU_USED]),
+        host_used=int(S[pk.S_HOST_USED]),
+        host_peak=int(S[pk.S_HOST_PEAK]),
+        pstate=pstate if keep_state else None,
+        live_page_evictions=int(S[pk.S_LIVE_WARN]),
+        amplification=(int(S[pk.S_AMP_RAW]), int(S[pk.S_AMP_ALIGNED])),
+        extra={
+            "queued_pages_left": _queued_pages(qb, S),
+            **({"invariant_checks": checker.checks, "page_table_scans": checker.scans} if check else {}),
+        },
+    )
 
 
-_EXTENTS_INITIAL = 1 << 18      # (64 bytes each, memory taken only as they are first used)
+_EXTENTS_INITIAL = 1 << 18  # (64 bytes each, memory taken only as they are first used)
 
 
 def _small_pages(a: np.ndarray) -> None:
@@ -552,7 +626,7 @@ def _grow_queues(qb, S):
     nqb = np.zeros((qb.shape[0], cap * 4, 2), dtype=np.int64)
     for q in range(qb.shape[0]):
         h, t = int(S[pk.S_QH + q]), int(S[pk.S_QT + q])
-        nqb[q, :t - h] = qb[q, np.arange(h, t) % cap]
+        nqb[q, : t - h] = qb[q, np.arange(h, t) % cap]
         S[pk.S_QH + q], S[pk.S_QT + q] = 0, t - h
     return nqb
 
@@ -572,6 +646,7 @@ def _error_text(err: int, S, w: Workload) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # Accessors of the engine's output columns (the only readers of KS_* outside the engine)
+
 
 def empty_kernel_table() -> np.ndarray:
     """A kernel table with no rows (the shape `PageRun.kernels` has)."""

@@ -11,14 +11,55 @@ import numpy as np
 
 from g10fast.engine.page.helpers import _admit, _eligible, _live, _q_push, _rp_canon, _tpos
 from g10fast.engine.page.layout import (
-    F_TRANSFER, F_WAIT, GEN_SHIFT, LOC_MASK, P_ALLOC_CAP, P_CPU_CAP, P_DEEPUM, P_G, P_GPU_CAP,
-    P_HOST, P_LCAP, P_RELEASE, P_SSD_CAP, P_XLRU, Q_PREEVICT_CPU, Q_PREEVICT_SSD, RES_MASK,
-    S_KB_PENDING, S_KB_TIME, S_LRU_HEAD, S_QH, S_QT, S_RESCHED, S_R_STARTED, S_X_HEAD, TT_WIN,
-    _G_END, _G_PE_CPU, _G_PE_SSD, _G_PREALLOC, _G_PRE_SSD, _G_RS_SSD, _RUN_CHUNK, _STAGE_QUEUE,
-    _kernel, _kernel_page, _kernel_stage, _u,
+    F_TRANSFER,
+    F_WAIT,
+    GEN_SHIFT,
+    LOC_MASK,
+    P_ALLOC_CAP,
+    P_CPU_CAP,
+    P_DEEPUM,
+    P_G,
+    P_GPU_CAP,
+    P_HOST,
+    P_LCAP,
+    P_RELEASE,
+    P_SSD_CAP,
+    P_XLRU,
+    Q_PREEVICT_CPU,
+    Q_PREEVICT_SSD,
+    RES_MASK,
+    S_KB_PENDING,
+    S_KB_TIME,
+    S_LRU_HEAD,
+    S_QH,
+    S_QT,
+    S_RESCHED,
+    S_R_STARTED,
+    S_X_HEAD,
+    TT_WIN,
+    _G_END,
+    _G_PE_CPU,
+    _G_PE_SSD,
+    _G_PREALLOC,
+    _G_PRE_SSD,
+    _G_RS_SSD,
+    _RUN_CHUNK,
+    _STAGE_QUEUE,
+    _kernel,
+    _kernel_page,
+    _kernel_stage,
+    _u,
 )
 from g10fast.engine.page.lru import (
-    XW, X_HI, X_LO, X_NEXT, _cur_norm, _x_arrive, _x_take, _xd_evict, _xd_victim,
+    XW,
+    X_HI,
+    X_LO,
+    X_NEXT,
+    _cur_norm,
+    _x_arrive,
+    _x_take,
+    _xd_evict,
+    _xd_victim,
 )
 from g10fast.engine.page.release import _release_dropped
 from g10fast.engine.page.stages import _count_in, _count_out, _lru_append
@@ -49,15 +90,28 @@ from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
 # The arrays: the tensor table, the page -> tensor lookup, the page states, the LRU list (the
 # ring or the extents), the page-run queues, the scalar state S, the per-iteration traffic,
 # the transfer boundaries and the event rows.
-TickArrays = namedtuple("TickArrays", ["tt", "srt", "pstate", "lru", "qb", "S", "pcie", "bnd",
-                                       "ev"])
+TickArrays = namedtuple("TickArrays", ["tt", "srt", "pstate", "lru", "qb", "S", "pcie", "bnd", "ev"])
 # The hot scalar state (S's slots, as locals for a run of busy ticks): GPU frames and host
 # pages in use, the host peak, the wait-set size, "PF EVICTING LIVING PAGE" warnings, the LRU
 # tail, cursor and scan positions, DeepUM's END flag and the three page -> tensor lookup
 # caches.
-TickState = namedtuple("TickState", ["gpu_used", "host_used", "host_peak", "wait", "live_warn",
-                                     "lru_tail", "lru_cur", "lru_scan", "dum_end", "tc_a",
-                                     "tc_b", "tc_c"])
+TickState = namedtuple(
+    "TickState",
+    [
+        "gpu_used",
+        "host_used",
+        "host_peak",
+        "wait",
+        "live_warn",
+        "lru_tail",
+        "lru_cur",
+        "lru_scan",
+        "dum_end",
+        "tc_a",
+        "tc_b",
+        "tc_c",
+    ],
+)
 
 # The parameters a busy tick reads, from S once per `_busy_ticks` call: GPU frames, host line
 # (pages), per-tick caps (pages: GPU link, CPU link, SSD link, allocations), DeepUM policy
@@ -65,16 +119,28 @@ TickState = namedtuple("TickState", ["gpu_used", "host_used", "host_peak", "wait
 # (bool, P_XLRU; the ring's capacity is then unbounded for the room tests). A tuple of
 # locals (registers), where reads of S, which may alias the arrays written in the tick, would
 # be memory loads on every page.
-TickParams = namedtuple("TickParams", ["G", "HOST", "GPU_CAP", "CPU_CAP", "SSD_CAP",
-                                       "ALLOC_CAP", "deepum", "lcap", "lm", "hd", "xl"])
+TickParams = namedtuple(
+    "TickParams",
+    ["G", "HOST", "GPU_CAP", "CPU_CAP", "SSD_CAP", "ALLOC_CAP", "deepum", "lcap", "lm", "hd", "xl"],
+)
 
 
 @_kernel_stage
 def _tick_params(S):
     """The busy tick's parameters (`TickParams`) from S."""
-    return TickParams(S[P_G], S[P_HOST], S[P_GPU_CAP], S[P_CPU_CAP], S[P_SSD_CAP],
-                      S[P_ALLOC_CAP], S[P_DEEPUM] != 0, S[P_LCAP], S[P_LCAP] - 1,
-                      S[S_LRU_HEAD], S[P_XLRU] != 0)
+    return TickParams(
+        S[P_G],
+        S[P_HOST],
+        S[P_GPU_CAP],
+        S[P_CPU_CAP],
+        S[P_SSD_CAP],
+        S[P_ALLOC_CAP],
+        S[P_DEEPUM] != 0,
+        S[P_LCAP],
+        S[P_LCAP] - 1,
+        S[S_LRU_HEAD],
+        S[P_XLRU] != 0,
+    )
 
 
 @_kernel_stage
@@ -94,8 +160,22 @@ def _next_stage_after_failure(stage):
 
 
 @_kernel_stage
-def _stage_admission(stage, rescue, S, prm, wait, gpu_used, host_used, c_in, c_in_ssd,
-                     c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc):
+def _stage_admission(
+    stage,
+    rescue,
+    S,
+    prm,
+    wait,
+    gpu_used,
+    host_used,
+    c_in,
+    c_in_ssd,
+    c_in_cpu,
+    c_out,
+    c_out_ssd,
+    c_out_cpu,
+    c_alloc,
+):
     """Stage `stage`'s queue and whether it admits a page now. The DeepUM "lock-up" rescue
     (§9.2) is decided once, when the regular stages are over: when it does not start, the
     tick's stages end (stage _G_END is returned). Returns stage, queue, admitted, rescue."""
@@ -107,24 +187,39 @@ def _stage_admission(stage, rescue, S, prm, wait, gpu_used, host_used, c_in, c_i
         return stage, Q_PREEVICT_SSD, c_out_ssd < SSD_CAP and c_out < GPU_CAP, rescue
     if stage == _G_PE_CPU:
         host_full = host_used == HOST
-        ok = c_out < GPU_CAP and ((host_full and c_out_ssd < SSD_CAP)
-                                  or (not host_full and c_out_cpu < CPU_CAP))
+        ok = c_out < GPU_CAP and (
+            (host_full and c_out_ssd < SSD_CAP) or (not host_full and c_out_cpu < CPU_CAP)
+        )
         return stage, Q_PREEVICT_CPU, ok, rescue
     if stage == _G_RS_SSD and not rescue:
-        if not (prm.deepum and S[S_RESCHED] != 0 and S[S_R_STARTED] == 0 and wait > 0
-                and c_in + c_out == 0):
+        if not (prm.deepum and S[S_RESCHED] != 0 and S[S_R_STARTED] == 0 and wait > 0 and c_in + c_out == 0):
             return _G_END, 0, False, rescue
         rescue = True
-    evict_ok = gpu_used < prm.G or (c_out < GPU_CAP and
-                                    (host_used < HOST or c_out_ssd < SSD_CAP))
-    ok = _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc, GPU_CAP, CPU_CAP, SSD_CAP,
-                prm.ALLOC_CAP)
+    evict_ok = gpu_used < prm.G or (c_out < GPU_CAP and (host_used < HOST or c_out_ssd < SSD_CAP))
+    ok = _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc, GPU_CAP, CPU_CAP, SSD_CAP, prm.ALLOC_CAP)
     return stage, _STAGE_QUEUE[stage], ok, rescue
 
 
 @_kernel_stage
-def _batch_limit(nb, is_fetch_s, is_pre_s, fsrc, a_src, b_ev, b_dest, gpu_used, host_used,
-                 c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, prm):
+def _batch_limit(
+    nb,
+    is_fetch_s,
+    is_pre_s,
+    fsrc,
+    a_src,
+    b_ev,
+    b_dest,
+    gpu_used,
+    host_used,
+    c_in,
+    c_in_ssd,
+    c_in_cpu,
+    c_out,
+    c_out_ssd,
+    c_out_cpu,
+    c_alloc,
+    prm,
+):
     """How many of the next nb pages (of one queued run, one tensor, with LRU room) the
     fetch fast path may move at once: the run is cut where a counter would reach its cap
     (incoming, per-link, allocation, outgoing when each page needs a victim going to
@@ -158,15 +253,16 @@ def _batch_limit(nb, is_fetch_s, is_pre_s, fsrc, a_src, b_ev, b_dest, gpu_used, 
             if SSD_CAP - c_out_ssd < nb:
                 nb = SSD_CAP - c_out_ssd
             if a_src == IN_CPU and nb > 1:
-                nb = 1        # its fetch unforces the destination
+                nb = 1  # its fetch unforces the destination
     elif not b_ev and G - gpu_used < nb:
         nb = G - gpu_used
     return nb
 
 
 @_kernel_stage
-def _streak_ticks(nb, rn, t_pages, ring_room, t, ii, S, stage, is_fetch_s, fsrc, gpu_used,
-                  host_used, prm, b_dest, c_fed0):
+def _streak_ticks(
+    nb, rn, t_pages, ring_room, t, ii, S, stage, is_fetch_s, fsrc, gpu_used, host_used, prm, b_dest, c_fed0
+):
     """A streak of identical busy ticks (issue 23): the fetch fast path's first run of a tick
     that began with fresh counters (c_fed0 its forced eviction destination), nb pages (its
     cap-limited run length), each with a victim going to b_dest, SSD (the host is full) or,
@@ -186,37 +282,60 @@ def _streak_ticks(nb, rn, t_pages, ring_room, t, ii, S, stage, is_fetch_s, fsrc,
     f_out_ssd = 0
     f_out_cpu = 0
     if b_dest != NOT_PRESENT:
-        f_out, f_out_ssd, f_out_cpu, _f_fed = _count_out(b_dest, 0, 0, 0, c_fed0, host_used,
-                                                         HOST, CPU_CAP, SSD_CAP, nb)
+        f_out, f_out_ssd, f_out_cpu, _f_fed = _count_out(
+            b_dest, 0, 0, 0, c_fed0, host_used, HOST, CPU_CAP, SSD_CAP, nb
+        )
     f_in = 0
     f_in_ssd = 0
     f_in_cpu = 0
     f_alloc = nb
     forced = False
     if is_fetch_s:
-        f_in, f_in_ssd, f_in_cpu, f_alloc, f_ffs = _count_in(fsrc, 0, 0, 0, 0, NOT_KNOWN,
-                                                             CPU_CAP, SSD_CAP, nb)
+        f_in, f_in_ssd, f_in_cpu, f_alloc, f_ffs = _count_in(
+            fsrc, 0, 0, 0, 0, NOT_KNOWN, CPU_CAP, SSD_CAP, nb
+        )
         forced = f_ffs != NOT_KNOWN and f_ffs != fsrc
     cnt = (f_in, f_in_ssd, f_in_cpu, f_out, f_out_ssd, f_out_cpu, f_alloc)
     evict_ok = gpu_used < prm.G or (f_out < GPU_CAP and (host_used < HOST or f_out_ssd < SSD_CAP))
-    if not forced and _admit(stage, evict_ok, f_in, f_in_ssd, f_in_cpu, f_alloc, GPU_CAP,
-                             CPU_CAP, SSD_CAP, prm.ALLOC_CAP):
-        return 0, cnt           # the tick would go on after its nb pages
-    ns = (rn - 1) // nb         # the run outlasts the streak: the queue stays as it is
+    if not forced and _admit(
+        stage, evict_ok, f_in, f_in_ssd, f_in_cpu, f_alloc, GPU_CAP, CPU_CAP, SSD_CAP, prm.ALLOC_CAP
+    ):
+        return 0, cnt  # the tick would go on after its nb pages
+    ns = (rn - 1) // nb  # the run outlasts the streak: the queue stays as it is
     if t_pages // nb < ns:
         ns = t_pages // nb
     if (ring_room - 1) // nb < ns:
         ns = (ring_room - 1) // nb
     if S[S_KB_PENDING]:
-        kb = (S[S_KB_TIME] - t - 1) // ii   # the tick ends before the kernel event
+        kb = (S[S_KB_TIME] - t - 1) // ii  # the tick ends before the kernel event
         if kb < ns:
             ns = kb
     return ns, cnt
 
 
 @_kernel_stage
-def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deepum, pstate,
-                lru, lm, hd, lru_tail, lru_cur, lru_scan, wait, vt_d):
+def _batch_move(
+    p,
+    nb,
+    a_src,
+    b_ev,
+    b_dnp,
+    b_dest,
+    b_lo,
+    b_hi,
+    b_win,
+    b_rq,
+    deepum,
+    pstate,
+    lru,
+    lm,
+    hd,
+    lru_tail,
+    lru_cur,
+    lru_scan,
+    wait,
+    vt_d,
+):
     """Move pages p, p+1, ... (at most nb, while they are at a_src) to the GPU, each with a
     victim (b_ev) of the last victim's tensor (pages b_lo..b_hi-1) going to b_dest, found as
     the page loop finds it (DeepUM non-PF, b_dnp: a live page outside the window, from the
@@ -241,8 +360,7 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deep
         if not b_ev:
             if deepum and lru_cur < lru_tail:
                 lru_cur = _cur_norm(lru, lm, pstate, lru_cur, lru_tail)
-            lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, pp, st0, lru_tail, lru_cur,
-                                                  wait)
+            lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, pp, st0, lru_tail, lru_cur, wait)
             m += 1
             continue
         s = lru_scan if (deepum and not b_dnp) else lru_cur
@@ -297,8 +415,7 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deep
                 bad = 0
                 for i in range(j, j + _RUN_CHUNK):
                     vs2 = np.int64(pstate[_u(v + i)])
-                    bad |= np.int64(lru[_u(sb + i)]) ^ (((v + i) << GEN_SHIFT) |
-                                                         (vs2 >> GEN_SHIFT))
+                    bad |= np.int64(lru[_u(sb + i)]) ^ (((v + i) << GEN_SHIFT) | (vs2 >> GEN_SHIFT))
                     bad |= (vs2 & fmask) ^ IN_GPU
                     bad |= (np.int64(pstate[_u(pp + i)]) & LOC_MASK) ^ a_src
                 if bad != 0:
@@ -306,9 +423,11 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deep
                 j += _RUN_CHUNK
             while j < jmax:
                 vs2 = np.int64(pstate[_u(v + j)])
-                if (np.int64(lru[_u(sb + j)]) != (((v + j) << GEN_SHIFT) | (vs2 >> GEN_SHIFT))
-                        or (vs2 & fmask) != IN_GPU
-                        or (np.int64(pstate[_u(pp + j)]) & LOC_MASK) != a_src):
+                if (
+                    np.int64(lru[_u(sb + j)]) != (((v + j) << GEN_SHIFT) | (vs2 >> GEN_SHIFT))
+                    or (vs2 & fmask) != IN_GPU
+                    or (np.int64(pstate[_u(pp + j)]) & LOC_MASK) != a_src
+                ):
                     break
                 j += 1
         cur0 = lru_cur
@@ -336,7 +455,7 @@ def _batch_move(p, nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi, b_win, b_rq, deep
         for i in range(sb, sb + j):
             lru[_u(i)] = -1
         if j > 1:
-            lru[_u(sb)] = -j       # a recorded run of tombstones (see _lru_advance_head)
+            lru[_u(sb)] = -j  # a recorded run of tombstones (see _lru_advance_head)
         if b_rq:
             for vi in range(v, v + j):
                 vs = np.int64(pstate[_u(vi)])
@@ -380,8 +499,7 @@ def _victims_leave(pstate, lo, j, dest):
 
 
 @_kernel_stage
-def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait,
-                  vt_d):
+def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait, vt_d):
     """`_batch_move` on the extent LRU (P_XLRU, LRU policies): pages p, p+1, ... (at most nb,
     while they are at a_src) of tensor a_T move to the GPU, each with a victim (b_ev) going
     to b_dest. The victims are the list's first pages, taken while they are of the last
@@ -430,8 +548,9 @@ def _victims_requeued(pstate, lo, j, wait):
 
 
 @_kernel_stage
-def _batch_move_xd(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, b_rq, pstate, lru, S, tt, a_T,
-                   wait, vt_d, dnp, srt, cur, dum_end):
+def _batch_move_xd(
+    p, nb, a_src, b_ev, b_dest, b_lo, b_hi, b_rq, pstate, lru, S, tt, a_T, wait, vt_d, dnp, srt, cur, dum_end
+):
     """`_batch_move_x` under DeepUM (dnp: non-PF): the victims are `_xd_victim`'s, a record
     at a time, and the cursor `cur` moves as one by one; a run does not take the last page
     of the tail record with others (one by one, the page after it would be the first
@@ -480,8 +599,24 @@ def _batch_move_xd(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, b_rq, pstate, lru, S,
 
 
 @_kernel_stage
-def _fast_victim(dnp, deepum, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
-                 dum_end, tc_c, wt_lo, wt_hi, wt_win):
+def _fast_victim(
+    dnp,
+    deepum,
+    srt,
+    tt,
+    pstate,
+    lru,
+    lm,
+    hd,
+    lru_tail,
+    lru_cur,
+    lru_scan,
+    dum_end,
+    tc_c,
+    wt_lo,
+    wt_hi,
+    wt_win,
+):
     """The fetch fast path's victim for one page (§8): DeepUM non-PF (dnp, §8.2): the first
     live page outside the window from the cursor (none once END is sticky); DeepUM PF: the
     first non-in-transfer page from the scan position; LRU (§8.1): the first
@@ -543,5 +678,3 @@ def _q_push_served(qb, S, q, qm, qh, qt, rp, rn, rq, v, n):
     _q_push(qb, S, q, v, n)
     qslot = qh & qm
     return S[S_QT + q], qb[q, _u(qslot), 0], qb[q, _u(qslot), 1]
-
-

@@ -40,7 +40,7 @@ from g10fast.jit import kernel, kernel_nonrt
 from g10fast.errors import InvariantError  # noqa: E402  (re-exported)
 
 
-_M = np.uint64(0x0101010101010101)     # bit 0 of each byte of a word
+_M = np.uint64(0x0101010101010101)  # bit 0 of each byte of a word
 _1 = np.uint64(1)
 _2 = np.uint64(2)
 _56 = np.uint64(56)
@@ -92,8 +92,9 @@ def count_states(pstate: np.ndarray) -> np.ndarray:
         raise ValueError("pstate must be a 1-d uint8 array")
     out = np.zeros(6, dtype=np.int64)
     n8 = len(pstate) // 8
-    words = pstate[:8 * n8].view(np.uint64) if pstate.flags.c_contiguous and n8 else \
-        np.zeros(0, dtype=np.uint64)
+    words = (
+        pstate[: 8 * n8].view(np.uint64) if pstate.flags.c_contiguous and n8 else np.zeros(0, dtype=np.uint64)
+    )
     _count_states(pstate, words, out)
     return out
 
@@ -105,8 +106,9 @@ class CountingSink:
     def __init__(self, inner=None):
         self.inner = inner
         self.n = 0
-        self.sums = dict(arrive=0, leave_gpu=0, to_cpu=0, from_cpu=0, to_ssd=0, from_ssd=0,
-                         fetch=0, evict_out=0, kernels=0)
+        self.sums = dict(
+            arrive=0, leave_gpu=0, to_cpu=0, from_cpu=0, to_ssd=0, from_ssd=0, fetch=0, evict_out=0, kernels=0
+        )
 
     @property
     def n_events(self):
@@ -161,8 +163,7 @@ class PageChecker:
         self.w = w
         self.sp = sp
         self.sink = sink
-        self.init_ssd = int(np.asarray(w.n_pages)[np.asarray(w.is_global, bool)].sum()) \
-            if sp.is_uvm else 0
+        self.init_ssd = int(np.asarray(w.n_pages)[np.asarray(w.is_global, bool)].sum()) if sp.is_uvm else 0
         self.checks = 0
         self.scans = 0
         if scans not in SCAN_MODES:
@@ -175,21 +176,21 @@ class PageChecker:
             self.scan_every = 0
         else:
             self.scan_every = max(1, -(-int(w.num_pages) // SCAN_PAGES))
-        self.engine_s = 0.0          # time in the engine, between checks
-        self.scan_s = 0.0            # time in the scans
-        self.next_scan_s = 1e-9 * int(w.num_pages)   # what the next scan will take, about
+        self.engine_s = 0.0  # time in the engine, between checks
+        self.scan_s = 0.0  # time in the scans
+        self.next_scan_s = 1e-9 * int(w.num_pages)  # what the next scan will take, about
         self._since = time.perf_counter()
-        self._seen = None            # extent_lru_problem's scratch arrays
+        self._seen = None  # extent_lru_problem's scratch arrays
         self._listed = None
 
     def _fail(self, S, what: str):
         k = int(S[pk.S_CUR_KERNEL])
         name = self.w.kernel_name[k] if 0 <= k < self.w.num_kernels else "?"
-        raise InvariantError(f"invariant broken at kernel {k} ({name}), iteration "
-                             f"{int(S[pk.S_CUR_ITER])}: {what}")
+        raise InvariantError(
+            f"invariant broken at kernel {k} ({name}), iteration {int(S[pk.S_CUR_ITER])}: {what}"
+        )
 
-    def check(self, S, pstate, pcie, queued_pages, last: bool = False,
-              extents=None) -> None:
+    def check(self, S, pstate, pcie, queued_pages, last: bool = False, extents=None) -> None:
         """queued_pages: the pages the queues hold, or a function that counts them (called
         only when the page table is scanned). extents: (lru, tt) of an extent-LRU run, checked
         with the page table (`extent_lru_problem`)."""
@@ -203,18 +204,26 @@ class PageChecker:
         if not 0 <= host <= sp.host_line:
             self._fail(S, f"host capacity: {host} pages in use of {sp.host_line}")
         pin, pout = pcie[:, pk.PC_IN], pcie[:, pk.PC_OUT]
-        if not (np.array_equal(pin, pcie[:, pk.PC_IN_SSD] + pcie[:, pk.PC_IN_CPU])
-                and np.array_equal(pout, pcie[:, pk.PC_OUT_SSD] + pcie[:, pk.PC_OUT_CPU])):
-            self._fail(S, "traffic: pages fetched (evicted) per iteration != those from (to) the "
-                          f"SSD + the host: {pcie.tolist()}")
+        if not (
+            np.array_equal(pin, pcie[:, pk.PC_IN_SSD] + pcie[:, pk.PC_IN_CPU])
+            and np.array_equal(pout, pcie[:, pk.PC_OUT_SSD] + pcie[:, pk.PC_OUT_CPU])
+        ):
+            self._fail(
+                S,
+                "traffic: pages fetched (evicted) per iteration != those from (to) the "
+                f"SSD + the host: {pcie.tolist()}",
+            )
         s = self.sink.sums if self.sink is not None else None
         if sp.is_uvm and s is not None:
             self._conservation(S, s, gpu, host, pcie)
-        if last or (self.scan_s + self.next_scan_s <= SCAN_SHARE * self.engine_s
-                    if self.scan_every == 0 else self.checks % self.scan_every == 0):
+        if last or (
+            self.scan_s + self.next_scan_s <= SCAN_SHARE * self.engine_s
+            if self.scan_every == 0
+            else self.checks % self.scan_every == 0
+        ):
             t1 = time.perf_counter()
             self._scan(S, pstate, gpu, host, s, queued_pages, extents)
-            self.next_scan_s = time.perf_counter() - t1          # the next one: as long
+            self.next_scan_s = time.perf_counter() - t1  # the next one: as long
             self.scan_s += time.perf_counter() - t0
         self._since = time.perf_counter()
 
@@ -225,11 +234,17 @@ class PageChecker:
         if callable(queued_pages):
             queued_pages = queued_pages()
         if sp.is_uvm and n[pk.IN_GPU] != gpu:
-            self._fail(S, f"each page in one place: {n[pk.IN_GPU]} pages are on the GPU in the "
-                          f"page table, the engine counts {gpu}")
+            self._fail(
+                S,
+                f"each page in one place: {n[pk.IN_GPU]} pages are on the GPU in the "
+                f"page table, the engine counts {gpu}",
+            )
         if n[pk.IN_CPU] != host:
-            self._fail(S, f"each page in one place: {n[pk.IN_CPU]} pages are in host memory in "
-                          f"the page table, the engine counts {host}")
+            self._fail(
+                S,
+                f"each page in one place: {n[pk.IN_CPU]} pages are in host memory in "
+                f"the page table, the engine counts {host}",
+            )
         if n[4] != queued_pages:
             self._fail(S, f"{n[4]} pages are marked in transfer, the queues hold {queued_pages}")
         if extents is not None:
@@ -237,29 +252,44 @@ class PageChecker:
                 self._seen = np.zeros(len(pstate), dtype=np.uint8)
             if self._listed is None or len(self._listed) * pk.XW != len(extents[0]):
                 self._listed = np.zeros(len(extents[0]) // pk.XW, dtype=np.uint8)
-            problem = extent_lru_problem(extents[0], S, extents[1], pstate, self._seen,
-                                         int(n[5]), self._listed)
+            problem = extent_lru_problem(
+                extents[0], S, extents[1], pstate, self._seen, int(n[5]), self._listed
+            )
             if problem:
                 self._fail(S, f"extent LRU: {problem}")
-        if sp.is_uvm and s is not None and \
-                self.init_ssd + s["to_ssd"] - s["from_ssd"] != n[pk.IN_SSD]:
-            self._fail(S, f"bytes moved = bytes arrived (SSD): {self.init_ssd} at start + "
-                          f"{s['to_ssd']} arrived - {s['from_ssd']} left != {n[pk.IN_SSD]} "
-                          "pages on the SSD")
+        if sp.is_uvm and s is not None and self.init_ssd + s["to_ssd"] - s["from_ssd"] != n[pk.IN_SSD]:
+            self._fail(
+                S,
+                f"bytes moved = bytes arrived (SSD): {self.init_ssd} at start + "
+                f"{s['to_ssd']} arrived - {s['from_ssd']} left != {n[pk.IN_SSD]} "
+                "pages on the SSD",
+            )
 
     def _conservation(self, S, s, gpu, host, pcie):
         if s["arrive"] - s["leave_gpu"] != gpu:
-            self._fail(S, f"bytes moved = bytes arrived (GPU): {s['arrive']} pages arrived, "
-                          f"{s['leave_gpu']} left, the GPU holds {gpu}")
+            self._fail(
+                S,
+                f"bytes moved = bytes arrived (GPU): {s['arrive']} pages arrived, "
+                f"{s['leave_gpu']} left, the GPU holds {gpu}",
+            )
         if s["to_cpu"] - s["from_cpu"] != host:
-            self._fail(S, f"bytes moved = bytes arrived (host): {s['to_cpu']} pages arrived, "
-                          f"{s['from_cpu']} left, the host holds {host}")
+            self._fail(
+                S,
+                f"bytes moved = bytes arrived (host): {s['to_cpu']} pages arrived, "
+                f"{s['from_cpu']} left, the host holds {host}",
+            )
         if s["fetch"] != int(pcie[:, pk.PC_IN].sum()):
-            self._fail(S, f"traffic: {s['fetch']} pages fetched in the event stream, "
-                          f"{int(pcie[:, pk.PC_IN].sum())} in the per-tick statistics")
+            self._fail(
+                S,
+                f"traffic: {s['fetch']} pages fetched in the event stream, "
+                f"{int(pcie[:, pk.PC_IN].sum())} in the per-tick statistics",
+            )
         if s["evict_out"] != int(pcie[:, pk.PC_OUT].sum()):
-            self._fail(S, f"traffic: {s['evict_out']} pages evicted in the event stream, "
-                          f"{int(pcie[:, pk.PC_OUT].sum())} in the per-tick statistics")
+            self._fail(
+                S,
+                f"traffic: {s['evict_out']} pages evicted in the event stream, "
+                f"{int(pcie[:, pk.PC_OUT].sum())} in the per-tick statistics",
+            )
 
 
 #: extent_lru_problem's findings: code -> the message of its three values
@@ -348,8 +378,7 @@ def _extent_lru_scan(rec, S, tt, pstate, n_res, seen, listed, out):
             j = tt[T, pk.TT_XH]
             tp = -1
             while j >= 0:
-                if j >= nrec or listed[j] == 0 or rec[j, pk.X_T] != T \
-                        or rec[j, pk.X_TPREV] != tp:
+                if j >= nrec or listed[j] == 0 or rec[j, pk.X_T] != T or rec[j, pk.X_TPREV] != tp:
                     out[1], out[2] = T, j
                     code = 8
                     break

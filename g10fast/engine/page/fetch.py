@@ -5,22 +5,67 @@ from __future__ import annotations
 import numpy as np
 
 from g10fast.engine.page.batch import (
-    TickState, _batch_limit, _batch_move, _batch_move_x, _batch_move_xd, _fast_victim,
-    _fresh_counters, _q_push_served, _streak_ticks, _victims_requeued,
+    TickState,
+    _batch_limit,
+    _batch_move,
+    _batch_move_x,
+    _batch_move_xd,
+    _fast_victim,
+    _fresh_counters,
+    _q_push_served,
+    _streak_ticks,
+    _victims_requeued,
 )
 from g10fast.engine.page.helpers import _admit, _is_alive, _tensor_at
 from g10fast.engine.page.layout import (
-    F_TRANSFER, F_WAIT, LOC_MASK, P_BULK, P_II, P_RELEASE, P_XMARGIN, Q_PF_ALLOC, Q_PF_CPU,
-    Q_PF_SSD, RES_MASK, S_QH, S_QT, S_RESCHED, S_R_STARTED, S_SEQ, S_TICK_SEQ, S_TICK_TIME,
-    S_X_HEAD, S_X_NFREE, TT_RES, TT_WIN, _G_PF_ALLOC, _G_PF_SSD, _G_PREALLOC, _G_PRE_CPU,
-    _G_PRE_SSD, _kernel_stage, _u,
+    F_TRANSFER,
+    F_WAIT,
+    LOC_MASK,
+    P_BULK,
+    P_II,
+    P_RELEASE,
+    P_XMARGIN,
+    Q_PF_ALLOC,
+    Q_PF_CPU,
+    Q_PF_SSD,
+    RES_MASK,
+    S_QH,
+    S_QT,
+    S_RESCHED,
+    S_R_STARTED,
+    S_SEQ,
+    S_TICK_SEQ,
+    S_TICK_TIME,
+    S_X_HEAD,
+    S_X_NFREE,
+    TT_RES,
+    TT_WIN,
+    _G_PF_ALLOC,
+    _G_PF_SSD,
+    _G_PREALLOC,
+    _G_PRE_CPU,
+    _G_PRE_SSD,
+    _kernel_stage,
+    _u,
 )
 from g10fast.engine.page.lru import (
-    XW, X_HI, X_LO, _cur_norm, _x_arrive, _x_take, _xd_evict, _xd_victim,
+    XW,
+    X_HI,
+    X_LO,
+    _cur_norm,
+    _x_arrive,
+    _x_take,
+    _xd_evict,
+    _xd_victim,
 )
 from g10fast.engine.page.release import _release_dropped
 from g10fast.engine.page.stages import (
-    _add_traffic, _count_in, _count_out, _lru_append, _run_pop, _tick_repeats,
+    _add_traffic,
+    _count_in,
+    _count_out,
+    _lru_append,
+    _run_pop,
+    _tick_repeats,
 )
 from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
 
@@ -40,8 +85,20 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
     arrays (`TickArrays`), counters and scalar state (`TickState`) travel as three tuples, as
     in `_general_page`."""
     tt, srt, pstate, lru, qb, S, pcie, bnd, _ev = arrays
-    (gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan, dum_end,
-     tc_a, tc_b, tc_c) = state
+    (
+        gpu_used,
+        host_used,
+        host_peak,
+        wait,
+        live_warn,
+        lru_tail,
+        lru_cur,
+        lru_scan,
+        dum_end,
+        tc_a,
+        tc_b,
+        tc_c,
+    ) = state
     c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed = counters
     G = prm.G
     HOST = prm.HOST
@@ -85,32 +142,44 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
     at_T = 0
     at_d = 0
     forced = False
-    tk_fresh = False   # the current tick began at a continuation below and nothing moved yet
-    streaks = S[P_BULK] != 0   # (a bulk path: the per-page reference ends each tick itself)
+    tk_fresh = False  # the current tick began at a continuation below and nothing moved yet
+    streaks = S[P_BULK] != 0  # (a bulk path: the per-page reference ends each tick itself)
     while True:
-        evict_ok = gpu_used < G or (c_out < GPU_CAP and
-                                    (host_used < HOST or c_out_ssd < SSD_CAP))
-        if forced or not _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc,
-                                GPU_CAP, CPU_CAP, SSD_CAP, ALLOC_CAP):
+        evict_ok = gpu_used < G or (c_out < GPU_CAP and (host_used < HOST or c_out_ssd < SSD_CAP))
+        if forced or not _admit(
+            stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc, GPU_CAP, CPU_CAP, SSD_CAP, ALLOC_CAP
+        ):
             # -- the stage is over for this tick (a cap reached, or its link full:
             # `forced`): go on with the next tick here when it would be the same (see
             # `_tick_repeats`), settling the tick's end and the next tick's start as the
             # loops around would
             S[S_QH + q] = qh
-            if not _tick_repeats(S, stage, q, qt - qh, half, t + ii, deepum, wait,
-                                 c_in + c_out, gpu_used, host_used, bnd.shape[0]):
+            if not _tick_repeats(
+                S,
+                stage,
+                q,
+                qt - qh,
+                half,
+                t + ii,
+                deepum,
+                wait,
+                c_in + c_out,
+                gpu_used,
+                host_used,
+                bnd.shape[0],
+            ):
                 if forced:
                     stage += 1
                 break
             forced = False
-            _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu,
-                         c_alloc)
+            _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc)
             t += ii
             S[S_TICK_TIME] = t
             S[S_TICK_SEQ] = S[S_SEQ]
             S[S_SEQ] += 1
-            (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
-             c_fed) = _fresh_counters(host_used, HOST)
+            (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed) = _fresh_counters(
+                host_used, HOST
+            )
             fast_block = True
             tk_fresh = True
             continue
@@ -141,9 +210,25 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
             b_dest = IN_CPU if c_fed == NOT_KNOWN else c_fed
             if deepum and not vt_alive:
                 b_dest = NOT_PRESENT
-            nb = _batch_limit(nb, is_fetch_s, is_pre_s, fsrc, a_src, b_ev, b_dest, gpu_used,
-                              host_used, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd,
-                              c_out_cpu, c_alloc, prm)
+            nb = _batch_limit(
+                nb,
+                is_fetch_s,
+                is_pre_s,
+                fsrc,
+                a_src,
+                b_ev,
+                b_dest,
+                gpu_used,
+                host_used,
+                c_in,
+                c_in_ssd,
+                c_in_cpu,
+                c_out,
+                c_out_ssd,
+                c_out_cpu,
+                c_alloc,
+                prm,
+            )
             b_lo = vt_lo if vt_req == 0 else 0
             b_hi = vt_hi if vt_req == 0 else 0
             # victims of a required tensor go back to the queue of where they go (the page
@@ -152,8 +237,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
             b_rq = False
             rq = -1
             if vt_req != 0 and streaks and b_ev:
-                rq = (Q_PF_CPU if b_dest == IN_CPU else
-                      (Q_PF_SSD if b_dest == IN_SSD else Q_PF_ALLOC))
+                rq = Q_PF_CPU if b_dest == IN_CPU else (Q_PF_SSD if b_dest == IN_SSD else Q_PF_ALLOC)
                 used = qt - qh if rq == q else S[S_QT + rq] - S[S_QH + rq]
                 if used + 1 < qm:
                     b_rq = True
@@ -162,18 +246,49 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
             b_win = tt[_u(vt_T), TT_WIN] != 0
             ns = 0
             f_cnt = (0, 0, 0, 0, 0, 0, 0)
-            if (streaks and tk_fresh and b_ev and not b_rq and not deepum and stage >= _G_PF_SSD
-                    and is_pf_s
-                    and b_dest == IN_SSD
-                    and c_fed == IN_SSD and a_src != IN_CPU and nb > 0):
-                ns, f_cnt = _streak_ticks(nb, rn, at_hi - p, lcap - (lru_tail - hd), t, ii,
-                                          S, stage, is_fetch_s, fsrc, gpu_used, host_used,
-                                          prm, IN_SSD, IN_SSD)
-            elif (streaks and tk_fresh and b_ev and not b_rq and deepum and xl and not is_pf_s
-                    and (b_dest == IN_SSD or b_dest == NOT_PRESENT
-                         or (b_dest == IN_CPU and a_src != IN_CPU))
-                    and (a_src != IN_CPU or (b_dest == NOT_PRESENT and host_used < HOST))
-                    and nb > 0 and S[S_X_NFREE] >= S[P_XMARGIN] + 4):
+            if (
+                streaks
+                and tk_fresh
+                and b_ev
+                and not b_rq
+                and not deepum
+                and stage >= _G_PF_SSD
+                and is_pf_s
+                and b_dest == IN_SSD
+                and c_fed == IN_SSD
+                and a_src != IN_CPU
+                and nb > 0
+            ):
+                ns, f_cnt = _streak_ticks(
+                    nb,
+                    rn,
+                    at_hi - p,
+                    lcap - (lru_tail - hd),
+                    t,
+                    ii,
+                    S,
+                    stage,
+                    is_fetch_s,
+                    fsrc,
+                    gpu_used,
+                    host_used,
+                    prm,
+                    IN_SSD,
+                    IN_SSD,
+                )
+            elif (
+                streaks
+                and tk_fresh
+                and b_ev
+                and not b_rq
+                and deepum
+                and xl
+                and not is_pf_s
+                and (b_dest == IN_SSD or b_dest == NOT_PRESENT or (b_dest == IN_CPU and a_src != IN_CPU))
+                and (a_src != IN_CPU or (b_dest == NOT_PRESENT and host_used < HOST))
+                and nb > 0
+                and S[S_X_NFREE] >= S[P_XMARGIN] + 4
+            ):
                 # DeepUM's prefetch and pre-allocation ticks (victims to SSD, the host being
                 # full, or dropped): the GPU use stays put, and so does the host use but for
                 # pages from the host with their victims dropped, which lower it by nb a
@@ -183,9 +298,23 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
                 # takes at most one from it), and starts the rescue when the tick moved
                 # nothing. Victims to the host raise its use by nb a tick: the streak stops
                 # short of the line (no tick's end nor start then sees it full)
-                ns, f_cnt = _streak_ticks(nb, rn, at_hi - p, lcap - (lru_tail - hd), t, ii,
-                                          S, stage, is_fetch_s, fsrc, gpu_used, host_used,
-                                          prm, b_dest, c_fed)
+                ns, f_cnt = _streak_ticks(
+                    nb,
+                    rn,
+                    at_hi - p,
+                    lcap - (lru_tail - hd),
+                    t,
+                    ii,
+                    S,
+                    stage,
+                    is_fetch_s,
+                    fsrc,
+                    gpu_used,
+                    host_used,
+                    prm,
+                    b_dest,
+                    c_fed,
+                )
                 if b_dest == IN_CPU and (HOST - 1 - host_used) // nb < ns:
                     ns = (HOST - 1 - host_used) // nb
                 if S[S_RESCHED] != 0:
@@ -195,8 +324,26 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
                         ns = 0
             if xl and deepum:
                 m, wait, vt_d, lru_cur, v0 = _batch_move_xd(
-                    p, nb * ns if ns >= 2 else nb, a_src, b_ev, b_dest, b_lo, b_hi, b_rq,
-                    pstate, lru, S, tt, at_T, wait, vt_d, b_dnp, srt, lru_cur, dum_end)
+                    p,
+                    nb * ns if ns >= 2 else nb,
+                    a_src,
+                    b_ev,
+                    b_dest,
+                    b_lo,
+                    b_hi,
+                    b_rq,
+                    pstate,
+                    lru,
+                    S,
+                    tt,
+                    at_T,
+                    wait,
+                    vt_d,
+                    b_dnp,
+                    srt,
+                    lru_cur,
+                    dum_end,
+                )
             elif xl and b_rq:
                 # victims of a required tensor, queued again as one run: the head record's
                 # first pages (consecutive), flagged after the move
@@ -205,25 +352,56 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
                 nbx = nb
                 if hx >= 0 and lru[_u(hx * XW + X_HI)] - v0 < nbx:
                     nbx = lru[_u(hx * XW + X_HI)] - v0
-                m, wait, vt_d = _batch_move_x(p, nbx, a_src, b_ev, b_dest, b_lo, b_hi, pstate,
-                                              lru, S, tt, at_T, wait, vt_d)
+                m, wait, vt_d = _batch_move_x(
+                    p, nbx, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, at_T, wait, vt_d
+                )
                 wait = _victims_requeued(pstate, v0, m, wait)
             elif xl:
                 m, wait, vt_d = _batch_move_x(
-                    p, nb * ns if ns >= 2 else nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate,
-                    lru, S, tt, at_T, wait, vt_d)
+                    p,
+                    nb * ns if ns >= 2 else nb,
+                    a_src,
+                    b_ev,
+                    b_dest,
+                    b_lo,
+                    b_hi,
+                    pstate,
+                    lru,
+                    S,
+                    tt,
+                    at_T,
+                    wait,
+                    vt_d,
+                )
             else:
                 m, lru_tail, lru_cur, lru_scan, wait, vt_d, v0 = _batch_move(
-                    p, nb * ns if ns >= 2 else nb, a_src, b_ev, b_dnp, b_dest, b_lo, b_hi,
-                    b_win, b_rq, deepum, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
-                    wait, vt_d)
+                    p,
+                    nb * ns if ns >= 2 else nb,
+                    a_src,
+                    b_ev,
+                    b_dnp,
+                    b_dest,
+                    b_lo,
+                    b_hi,
+                    b_win,
+                    b_rq,
+                    deepum,
+                    pstate,
+                    lru,
+                    lm,
+                    hd,
+                    lru_tail,
+                    lru_cur,
+                    lru_scan,
+                    wait,
+                    vt_d,
+                )
             if ns >= 2 and m > nb:
                 # the whole ticks of a streak, settled as their ends would be one by one
                 full = (m - 1) // nb
                 f_in, f_in_ssd, f_in_cpu, f_out, f_out_ssd, f_out_cpu, f_alloc = f_cnt
                 for _j in range(full):
-                    _add_traffic(pcie, it, f_in, f_in_ssd, f_in_cpu, f_out, f_out_ssd,
-                                 f_out_cpu, f_alloc)
+                    _add_traffic(pcie, it, f_in, f_in_ssd, f_in_cpu, f_out, f_out_ssd, f_out_cpu, f_alloc)
                 t += full * ii
                 S[S_TICK_TIME] = t
                 S[S_TICK_SEQ] = S[S_SEQ] + full - 1
@@ -250,8 +428,8 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
                             host_peak = h_last
                         host_used += m
                     c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
-                        b_dest, c_out, c_out_ssd, c_out_cpu, c_fed, h_last, HOST,
-                        CPU_CAP, SSD_CAP, m)
+                        b_dest, c_out, c_out_ssd, c_out_cpu, c_fed, h_last, HOST, CPU_CAP, SSD_CAP, m
+                    )
                 if not b_ev:
                     gpu_used += m
                 if a_src == IN_CPU:
@@ -265,8 +443,8 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
                     qt, rp, rn = _q_push_served(qb, S, q, qm, qh, qt, rp, rn, rq, v0, m)
                 if is_fetch_s:
                     c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
-                        fsrc, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP,
-                        SSD_CAP, m)
+                        fsrc, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP, m
+                    )
                     if not is_pre_s and c_ffs != NOT_KNOWN and c_ffs != fsrc:
                         forced = True
                         continue
@@ -296,8 +474,23 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
                 vst0 = np.int64(pstate[_u(v)])
             else:
                 vslot, v, vst0, tc_c, wt_lo, wt_hi, wt_win = _fast_victim(
-                    dnp, deepum, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan,
-                    dum_end, tc_c, wt_lo, wt_hi, wt_win)
+                    dnp,
+                    deepum,
+                    srt,
+                    tt,
+                    pstate,
+                    lru,
+                    lm,
+                    hd,
+                    lru_tail,
+                    lru_cur,
+                    lru_scan,
+                    dum_end,
+                    tc_c,
+                    wt_lo,
+                    wt_hi,
+                    wt_win,
+                )
             if vslot < 0:
                 break
             if v < vt_lo or v >= vt_hi:
@@ -315,8 +508,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
             if vt_req:
                 # a required victim is queued again (to the queue of where it goes); the
                 # general path takes it when that queue might be full
-                rq = (Q_PF_CPU if dest == IN_CPU else
-                      (Q_PF_SSD if dest == IN_SSD else Q_PF_ALLOC))
+                rq = Q_PF_CPU if dest == IN_CPU else (Q_PF_SSD if dest == IN_SSD else Q_PF_ALLOC)
                 if rq == q:
                     if qt - qh >= qm:
                         break
@@ -347,8 +539,8 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
             gpu_used -= 1
             if dest != NOT_PRESENT:
                 c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
-                    dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP,
-                    SSD_CAP, 1)
+                    dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP, 1
+                )
             if vt_req:
                 qt, rp, rn = _q_push_served(qb, S, q, qm, qh, qt, rp, rn, rq, v, 1)
                 vst = (vst0 & ~LOC_MASK) | dest | F_TRANSFER
@@ -373,13 +565,13 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
         else:
             if deepum and lru_cur < lru_tail:
                 lru_cur = _cur_norm(lru, lm, pstate, lru_cur, lru_tail)
-            lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur,
-                                                  wait)
+            lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur, wait)
         if (st0 & RES_MASK) != IN_GPU:
             at_d += 1
         if is_fetch_s:
             c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
-                fsrc, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP, 1)
+                fsrc, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP, 1
+            )
             if not is_pre_s and c_ffs != NOT_KNOWN and c_ffs != fsrc:
                 forced = True
                 continue
@@ -395,9 +587,23 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
     if qh < qt:
         qb[q, _u(qh & qm), 0] = rp
         qb[q, _u(qh & qm), 1] = rn
-    return (stage, t, fast_block, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu,
-                                   c_alloc, c_ffs, c_fed),
-            TickState(gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
-                      lru_scan, dum_end, tc_a, tc_b, tc_c))
-
-
+    return (
+        stage,
+        t,
+        fast_block,
+        (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
+        TickState(
+            gpu_used,
+            host_used,
+            host_peak,
+            wait,
+            live_warn,
+            lru_tail,
+            lru_cur,
+            lru_scan,
+            dum_end,
+            tc_a,
+            tc_b,
+            tc_c,
+        ),
+    )

@@ -7,21 +7,92 @@ import numpy as np
 
 from g10fast.engine.page.batch import TickState, _next_stage_after_failure
 from g10fast.engine.page.helpers import (
-    _emit, _emit_run, _is_alive, _no_faults_queued, _q_pop, _q_push, _tpos,
+    _emit,
+    _emit_run,
+    _is_alive,
+    _no_faults_queued,
+    _q_pop,
+    _q_push,
+    _tpos,
 )
 from g10fast.engine.page.layout import (
-    EV_ALLOC, EV_EVICT, EV_FETCH, EV_TRANSFER, E_DEAD_LIVE_EVICT, E_HOST_OVERFLOW, E_NONE,
-    E_NO_VICTIM, F_TRANSFER, F_WAIT, GEN_SHIFT, LOC_MASK, NQ, P_II, P_RELEASE, P_XMARGIN,
-    Q_PF_ALLOC, Q_PF_CPU, Q_PF_SSD, Q_PREFETCH_CPU, Q_PREFETCH_SSD, RES_MASK, S_CUR_KERNEL,
-    S_ERROR, S_ERR_A, S_EV_PAUSE, S_IN_OPEN, S_KB_KERNEL, S_KB_NEWITER, S_KB_PENDING, S_KB_SEQ,
-    S_KB_TIME, S_LRU_CUR, S_LRU_SCAN, S_LRU_TAIL, S_NBND, S_NEV, S_NSTAT, S_OUT_OPEN, S_QH, S_QT,
-    S_RESCHED, S_R_STARTED, S_SEQ, S_STAT_PAUSE, S_TICK_SEQ, S_TICK_TIME, S_XFER, S_X_HEAD,
-    S_X_NFREE, TT_REQ, TT_RES, _G_PE_CPU, _G_PE_SSD, _G_PF_ALLOC, _G_PF_SSD, _G_PREALLOC,
-    _G_PRE_CPU, _G_PRE_SSD, _G_RS_ALLOC, _G_RS_SSD, _kernel, _kernel_page, _kernel_stage, _u,
+    EV_ALLOC,
+    EV_EVICT,
+    EV_FETCH,
+    EV_TRANSFER,
+    E_DEAD_LIVE_EVICT,
+    E_HOST_OVERFLOW,
+    E_NONE,
+    E_NO_VICTIM,
+    F_TRANSFER,
+    F_WAIT,
+    GEN_SHIFT,
+    LOC_MASK,
+    NQ,
+    P_II,
+    P_RELEASE,
+    P_XMARGIN,
+    Q_PF_ALLOC,
+    Q_PF_CPU,
+    Q_PF_SSD,
+    Q_PREFETCH_CPU,
+    Q_PREFETCH_SSD,
+    RES_MASK,
+    S_CUR_KERNEL,
+    S_ERROR,
+    S_ERR_A,
+    S_EV_PAUSE,
+    S_IN_OPEN,
+    S_KB_KERNEL,
+    S_KB_NEWITER,
+    S_KB_PENDING,
+    S_KB_SEQ,
+    S_KB_TIME,
+    S_LRU_CUR,
+    S_LRU_SCAN,
+    S_LRU_TAIL,
+    S_NBND,
+    S_NEV,
+    S_NSTAT,
+    S_OUT_OPEN,
+    S_QH,
+    S_QT,
+    S_RESCHED,
+    S_R_STARTED,
+    S_SEQ,
+    S_STAT_PAUSE,
+    S_TICK_SEQ,
+    S_TICK_TIME,
+    S_XFER,
+    S_X_HEAD,
+    S_X_NFREE,
+    TT_REQ,
+    TT_RES,
+    _G_PE_CPU,
+    _G_PE_SSD,
+    _G_PF_ALLOC,
+    _G_PF_SSD,
+    _G_PREALLOC,
+    _G_PRE_CPU,
+    _G_PRE_SSD,
+    _G_RS_ALLOC,
+    _G_RS_SSD,
+    _kernel,
+    _kernel_page,
+    _kernel_stage,
+    _u,
 )
 from g10fast.engine.page.lru import (
-    XW, X_LO, _cur_norm, _lru_compact, _lru_remove_unknown, _x_arrive, _x_remove, _xd_after,
-    _xd_take, _xd_victim,
+    XW,
+    X_LO,
+    _cur_norm,
+    _lru_compact,
+    _lru_remove_unknown,
+    _x_arrive,
+    _x_remove,
+    _xd_after,
+    _xd_take,
+    _xd_victim,
 )
 from g10fast.engine.page.release import _release_dropped
 from g10fast.engine.page.stages import _add_traffic, _count_in, _count_out, _lru_append
@@ -29,9 +100,37 @@ from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
 
 
 @_kernel_page
-def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev,
-                c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait,
-                live_warn, lru_tail, lru_cur, lru_scan, tc_b):
+def _evict_page(
+    v,
+    dest,
+    ev_slot,
+    ev_pf,
+    t,
+    it,
+    k,
+    trace,
+    prm,
+    tt,
+    srt,
+    pstate,
+    lru,
+    qb,
+    S,
+    ev,
+    c_out,
+    c_out_ssd,
+    c_out_cpu,
+    c_fed,
+    gpu_used,
+    host_used,
+    host_peak,
+    wait,
+    live_warn,
+    lru_tail,
+    lru_cur,
+    lru_scan,
+    tc_b,
+):
     """§9.3 evict: page v leaves the GPU for dest (NOT_PRESENT: dropped). ev_slot is its LRU
     slot when it is a victim (ev_pf), -1 for a pre-eviction (its entry is then left stale).
     A page of a required tensor is queued again as a fault. Errors (a live page dropped by
@@ -82,11 +181,10 @@ def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, 
         gpu_used -= 1
         if n != 0:
             c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
-                dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, prm.CPU_CAP,
-                prm.SSD_CAP, 1)
+                dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, prm.CPU_CAP, prm.SSD_CAP, 1
+            )
         if trace:
-            _emit_run(ev, S, S_OUT_OPEN, t, EV_EVICT, it, k, T, v, IN_GPU, dest,
-                      1 if ev_slot >= 0 else 0)
+            _emit_run(ev, S, S_OUT_OPEN, t, EV_EVICT, it, k, T, v, IN_GPU, dest, 1 if ev_slot >= 0 else 0)
         if tt[_u(T), TT_REQ]:
             if dest == IN_CPU:
                 _q_push(qb, S, Q_PF_CPU, v, 1)
@@ -105,14 +203,48 @@ def _evict_page(v, dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, 
             _release_dropped(pstate, v, v + 1, S)
         if (st0 & RES_MASK) == IN_GPU:
             tt[_u(T), TT_RES] -= 1
-    return (c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait,
-            live_warn, lru_tail, lru_cur, lru_scan, tc_b)
+    return (
+        c_out,
+        c_out_ssd,
+        c_out_cpu,
+        c_fed,
+        gpu_used,
+        host_used,
+        host_peak,
+        wait,
+        live_warn,
+        lru_tail,
+        lru_cur,
+        lru_scan,
+        tc_b,
+    )
 
 
 @_kernel_page
-def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, pstate, lru, S,
-                ev,
-                c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan):
+def _alloc_page(
+    p,
+    a_src,
+    a_tensor,
+    is_fetch,
+    is_pf,
+    t,
+    it,
+    k,
+    trace,
+    prm,
+    tt,
+    pstate,
+    lru,
+    S,
+    ev,
+    c_fed,
+    gpu_used,
+    host_used,
+    wait,
+    lru_tail,
+    lru_cur,
+    lru_scan,
+):
     """§9.3 alloc_page: page p (at a_src, of tensor a_tensor) takes a free GPU frame, at the
     LRU tail (the list compacted first when it is full). Returns the tick's state after it."""
     lm = prm.lm
@@ -137,13 +269,24 @@ def _alloc_page(p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, p
             lru_scan = S[S_LRU_SCAN]
         if prm.deepum and lru_cur < lru_tail:
             lru_cur = _cur_norm(lru, lm, pstate, lru_cur, lru_tail)
-        lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur,
-                                              wait)
+        lru_tail, lru_cur, wait = _lru_append(lru, lm, pstate, p, st0, lru_tail, lru_cur, wait)
     if (st0 & RES_MASK) != IN_GPU:
         tt[a_tensor, TT_RES] += 1
     if trace:
-        _emit_run(ev, S, S_IN_OPEN, t, EV_FETCH if is_fetch else EV_ALLOC, it, k, a_tensor, p,
-                  a_src, IN_GPU, 1 if is_pf else 0)
+        _emit_run(
+            ev,
+            S,
+            S_IN_OPEN,
+            t,
+            EV_FETCH if is_fetch else EV_ALLOC,
+            it,
+            k,
+            a_tensor,
+            p,
+            a_src,
+            IN_GPU,
+            1 if is_pf else 0,
+        )
     return c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan
 
 
@@ -160,8 +303,20 @@ def _general_page(stage, q, t, it, k, trace, prm, rule, arrays, counters, state)
     would have more than 30 arguments, which CPython passes as *args, and Numba cannot
     inline such a call.)"""
     tt, srt, pstate, lru, qb, S, pcie, bnd, ev = arrays
-    (gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan, dum_end,
-     tc_a, tc_b, tc_c) = state
+    (
+        gpu_used,
+        host_used,
+        host_peak,
+        wait,
+        live_warn,
+        lru_tail,
+        lru_cur,
+        lru_scan,
+        dum_end,
+        tc_a,
+        tc_b,
+        tc_c,
+    ) = state
     c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed = counters
     G = prm.G
     deepum = prm.deepum
@@ -197,10 +352,24 @@ def _general_page(stage, q, t, it, k, trace, prm, rule, arrays, counters, state)
                 elif loc == IN_SSD and stage == _G_PRE_CPU:
                     _q_push(qb, S, Q_PREFETCH_SSD, p, 1)
                 _q_pop(qb, S, q)
-                return (stage,
-                        (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
-                        TickState(gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
-                                  lru_scan, dum_end, tc_a, tc_b, tc_c))
+                return (
+                    stage,
+                    (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
+                    TickState(
+                        gpu_used,
+                        host_used,
+                        host_peak,
+                        wait,
+                        live_warn,
+                        lru_tail,
+                        lru_cur,
+                        lru_scan,
+                        dum_end,
+                        tc_a,
+                        tc_b,
+                        tc_c,
+                    ),
+                )
             is_pf = False
             fetch_src = want
         elif stage == _G_PF_ALLOC or stage == _G_RS_ALLOC:
@@ -237,15 +406,29 @@ def _general_page(stage, q, t, it, k, trace, prm, rule, arrays, counters, state)
             else:
                 # (the ring: the policy's eviction rule, g10fast.engine.page.rules)
                 slot, lru_cur, lru_scan, dum_end, tc_c = rule(
-                    pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan, dum_end,
-                    tc_c)
+                    pf, srt, tt, pstate, lru, lm, hd, lru_tail, lru_cur, lru_scan, dum_end, tc_c
+                )
             if slot < 0:
                 if not (deepum and not pf):
                     S[S_ERROR] = E_NO_VICTIM
-                return (_next_stage_after_failure(stage),
-                        (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
-                        TickState(gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
-                                  lru_scan, dum_end, tc_a, tc_b, tc_c))
+                return (
+                    _next_stage_after_failure(stage),
+                    (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
+                    TickState(
+                        gpu_used,
+                        host_used,
+                        host_peak,
+                        wait,
+                        live_warn,
+                        lru_tail,
+                        lru_cur,
+                        lru_scan,
+                        dum_end,
+                        tc_a,
+                        tc_b,
+                        tc_c,
+                    ),
+                )
             if not prm.xl:
                 ev_v = lru[_u(slot & lm)] >> GEN_SHIFT
             ev_slot = slot
@@ -260,11 +443,51 @@ def _general_page(stage, q, t, it, k, trace, prm, rule, arrays, counters, state)
 
     # ---- evict page ev_v to ev_dest (§9.3 evict) ----
     if ev_v >= 0:
-        (c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait, live_warn,
-         lru_tail, lru_cur, lru_scan, tc_b) = _evict_page(
-            ev_v, ev_dest, ev_slot, ev_pf, t, it, k, trace, prm, tt, srt, pstate, lru, qb, S, ev,
-            c_out, c_out_ssd, c_out_cpu, c_fed, gpu_used, host_used, host_peak, wait,
-            live_warn, lru_tail, lru_cur, lru_scan, tc_b)
+        (
+            c_out,
+            c_out_ssd,
+            c_out_cpu,
+            c_fed,
+            gpu_used,
+            host_used,
+            host_peak,
+            wait,
+            live_warn,
+            lru_tail,
+            lru_cur,
+            lru_scan,
+            tc_b,
+        ) = _evict_page(
+            ev_v,
+            ev_dest,
+            ev_slot,
+            ev_pf,
+            t,
+            it,
+            k,
+            trace,
+            prm,
+            tt,
+            srt,
+            pstate,
+            lru,
+            qb,
+            S,
+            ev,
+            c_out,
+            c_out_ssd,
+            c_out_cpu,
+            c_fed,
+            gpu_used,
+            host_used,
+            host_peak,
+            wait,
+            live_warn,
+            lru_tail,
+            lru_cur,
+            lru_scan,
+            tc_b,
+        )
         if stage <= _G_PE_CPU:
             _q_pop(qb, S, q)
             if S[S_ERROR] != E_NONE:
@@ -272,20 +495,56 @@ def _general_page(stage, q, t, it, k, trace, prm, rule, arrays, counters, state)
         elif S[S_ERROR] != E_NONE:
             stage = _next_stage_after_failure(stage)
         if stage <= _G_PE_CPU or S[S_ERROR] != E_NONE:
-            return (stage,
-                    (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
-                    TickState(gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
-                              lru_scan, dum_end, tc_a, tc_b, tc_c))
+            return (
+                stage,
+                (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
+                TickState(
+                    gpu_used,
+                    host_used,
+                    host_peak,
+                    wait,
+                    live_warn,
+                    lru_tail,
+                    lru_cur,
+                    lru_scan,
+                    dum_end,
+                    tc_a,
+                    tc_b,
+                    tc_c,
+                ),
+            )
 
     # ---- give page p a GPU frame (§9.3 alloc_page) ----
     c_fed, gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan = _alloc_page(
-        p, a_src, a_tensor, is_fetch, is_pf, t, it, k, trace, prm, tt, pstate, lru, S, ev, c_fed,
-        gpu_used, host_used, wait, lru_tail, lru_cur, lru_scan)
+        p,
+        a_src,
+        a_tensor,
+        is_fetch,
+        is_pf,
+        t,
+        it,
+        k,
+        trace,
+        prm,
+        tt,
+        pstate,
+        lru,
+        S,
+        ev,
+        c_fed,
+        gpu_used,
+        host_used,
+        wait,
+        lru_tail,
+        lru_cur,
+        lru_scan,
+    )
 
     # ---- stage bookkeeping ----
     if is_fetch:
         c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
-            fetch_src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, prm.CPU_CAP, prm.SSD_CAP, 1)
+            fetch_src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, prm.CPU_CAP, prm.SSD_CAP, 1
+        )
         if stage == _G_PRE_SSD or stage == _G_PRE_CPU:
             _q_pop(qb, S, q)
         elif c_ffs != NOT_KNOWN and c_ffs != fetch_src:
@@ -293,15 +552,30 @@ def _general_page(stage, q, t, it, k, trace, prm, rule, arrays, counters, state)
     else:
         c_alloc += 1
         _q_pop(qb, S, q)
-    return (stage,
-            (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
-            TickState(gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
-                      lru_scan, dum_end, tc_a, tc_b, tc_c))
+    return (
+        stage,
+        (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
+        TickState(
+            gpu_used,
+            host_used,
+            host_peak,
+            wait,
+            live_warn,
+            lru_tail,
+            lru_cur,
+            lru_scan,
+            dum_end,
+            tc_a,
+            tc_b,
+            tc_c,
+        ),
+    )
 
 
 @_kernel_stage
-def _tick_end(t, it, k, trace, S, pcie, bnd, ev, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd,
-              c_out_cpu, c_alloc, wait):
+def _tick_end(
+    t, it, k, trace, S, pcie, bnd, ev, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, wait
+):
     """The end of a busy tick at time t (§9.6): it opens a transfer period if none is open,
     adds its traffic to iteration it's, resumes the waiting kernel when no fault is left, and
     advances the tick clock. Returns the next tick's time and whether the kernel resumed."""
@@ -330,8 +604,12 @@ def _next_tick_busy(t, S, bnd_cap, half):
     """Whether run_engine's next event (same tests) would be another busy tick at time t,
     with nothing to drain or grow first: no pause due, some queue holding a page, none past
     half full, and no kernel event due before it."""
-    if (S[S_NBND] + 4 > bnd_cap or S[S_NEV] >= S[S_EV_PAUSE]
-            or S[S_NSTAT] >= S[S_STAT_PAUSE] or S[S_X_NFREE] < S[P_XMARGIN]):
+    if (
+        S[S_NBND] + 4 > bnd_cap
+        or S[S_NEV] >= S[S_EV_PAUSE]
+        or S[S_NSTAT] >= S[S_STAT_PAUSE]
+        or S[S_X_NFREE] < S[P_XMARGIN]
+    ):
         return False
     busy = False
     for q in range(NQ):
@@ -342,8 +620,7 @@ def _next_tick_busy(t, S, bnd_cap, half):
             busy = True
     if not busy:
         return False
-    if S[S_KB_PENDING] and (S[S_KB_TIME] < t or (S[S_KB_TIME] == t
-                                                and S[S_KB_SEQ] < S[S_TICK_SEQ])):
+    if S[S_KB_PENDING] and (S[S_KB_TIME] < t or (S[S_KB_TIME] == t and S[S_KB_SEQ] < S[S_TICK_SEQ])):
         return False
     return True
 
@@ -358,5 +635,3 @@ def _resume(t, S):
     S[S_KB_KERNEL] = S[S_CUR_KERNEL]
     S[S_KB_NEWITER] = 0
     S[S_R_STARTED] = 1
-
-

@@ -7,9 +7,30 @@ from __future__ import annotations
 import numpy as np
 
 from g10fast.engine.page.layout import (
-    E_BUFFER_OVERFLOW, E_QUEUE_OVERFLOW, GEN_MASK, GEN_SHIFT, LOC_MASK, Q_PF_ALLOC, Q_PF_CPU,
-    Q_PF_SSD, RES_MASK, S_ERROR, S_NEV, S_QH, S_QT, TT_BIRTH, TT_DEATH, TT_GLOBAL, TT_REQ,
-    _G_PF_ALLOC, _G_PREALLOC, _G_PRE_CPU, _G_PRE_SSD, _G_RS_ALLOC, _kernel, _u,
+    E_BUFFER_OVERFLOW,
+    E_QUEUE_OVERFLOW,
+    GEN_MASK,
+    GEN_SHIFT,
+    LOC_MASK,
+    Q_PF_ALLOC,
+    Q_PF_CPU,
+    Q_PF_SSD,
+    RES_MASK,
+    S_ERROR,
+    S_NEV,
+    S_QH,
+    S_QT,
+    TT_BIRTH,
+    TT_DEATH,
+    TT_GLOBAL,
+    TT_REQ,
+    _G_PF_ALLOC,
+    _G_PREALLOC,
+    _G_PRE_CPU,
+    _G_PRE_SSD,
+    _G_RS_ALLOC,
+    _kernel,
+    _u,
 )
 from g10fast.locations import IN_GPU
 
@@ -17,6 +38,7 @@ from g10fast.locations import IN_GPU
 # ----------------------------------------------------------------------------------------
 # small helpers
 # ----------------------------------------------------------------------------------------
+
 
 @_kernel
 def tensor_of(srt, S, c, p):
@@ -95,17 +117,22 @@ def _emit_run(ev, S, open_idx, t, kind, it, k, tensor, page, src, dst, value):
     """Emit one page, extending the open run at ev[S[open_idx]] when it continues it."""
     o = S[open_idx]
     if o >= 0:
-        if (ev[o, 0] == t and ev[o, 1] == kind and ev[o, 4] == tensor
-                and ev[o, 5] + ev[o, 6] == page and ev[o, 7] == src and ev[o, 8] == dst
-                and ev[o, 9] == value):
+        if (
+            ev[o, 0] == t
+            and ev[o, 1] == kind
+            and ev[o, 4] == tensor
+            and ev[o, 5] + ev[o, 6] == page
+            and ev[o, 7] == src
+            and ev[o, 8] == dst
+            and ev[o, 9] == value
+        ):
             ev[o, 6] += 1
             return
     S[open_idx] = _emit(ev, S, t, kind, it, k, tensor, page, 1, src, dst, value)
 
 
 @_kernel
-def _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc, GPU_CAP, CPU_CAP, SSD_CAP,
-           ALLOC_CAP):
+def _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc, GPU_CAP, CPU_CAP, SSD_CAP, ALLOC_CAP):
     """Whether an allocating stage (§9.2) may take one more page this tick: prefetches are
     bounded by their link and the GPU link, demand and rescue fetches by the GPU link and the
     allocation budget, allocations by the budget; all need a frame or room to evict to."""
@@ -121,9 +148,11 @@ def _admit(stage, evict_ok, c_in, c_in_ssd, c_in_cpu, c_alloc, GPU_CAP, CPU_CAP,
 @_kernel
 def _no_faults_queued(S):
     """Whether the three demand queues (faults from CPU, from SSD, allocations) are empty."""
-    return (S[S_QT + Q_PF_CPU] == S[S_QH + Q_PF_CPU]
-            and S[S_QT + Q_PF_SSD] == S[S_QH + Q_PF_SSD]
-            and S[S_QT + Q_PF_ALLOC] == S[S_QH + Q_PF_ALLOC])
+    return (
+        S[S_QT + Q_PF_CPU] == S[S_QH + Q_PF_CPU]
+        and S[S_QT + Q_PF_SSD] == S[S_QH + Q_PF_SSD]
+        and S[S_QT + Q_PF_ALLOC] == S[S_QH + Q_PF_ALLOC]
+    )
 
 
 @_kernel
@@ -181,4 +210,3 @@ def _rp_canon(pstate, p, n, loc):
     while j < n and (np.int64(pstate[_u(p + j)]) & LOC_MASK) == loc:
         j += 1
     return j
-

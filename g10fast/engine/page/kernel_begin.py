@@ -8,21 +8,114 @@ import numpy as np
 
 from g10fast.engine.page.helpers import _emit, _emit_run, _live, _no_faults_queued, _q_push, _tpos
 from g10fast.engine.page.layout import (
-    EV_DEALLOC, EV_FAULT, EV_HINT, EV_KERNEL, E_REFAULT_AFTER_RESUME, F_FREQ, F_GPU_BPC, F_SSD_BPC,
-    F_TRANSFER, F_WAIT, GEN_MASK, GEN_SHIFT, KS_CPU, KS_END, KS_GPU, KS_HOST, KS_INTR, KS_ITER,
-    KS_KERNEL, KS_NP, KS_SSD, KS_START, KT_EXEC, KT_IN, KT_INPF, KT_OO, KT_PF, LOC_MASK, P_BULK,
-    P_DEEPUM, P_DEGREE, P_F_HZ, P_LCAP, P_LSSD, P_LSYS, P_RELEASE, P_TRACE, P_USE_PREFETCH, P_XLRU,
-    Q_PF_ALLOC, Q_PF_CPU, Q_PF_SSD, Q_PREALLOC, Q_PREEVICT_CPU, Q_PREEVICT_SSD, Q_PREFETCH_CPU,
-    Q_PREFETCH_SSD, RES_MASK, STALE_BUCKETS, S_AMP_ALIGNED, S_AMP_RAW, S_CNT, S_CUR_ITER,
-    S_CUR_KERNEL, S_DEEPUM_END, S_ERROR, S_ERR_A, S_GPU_USED, S_HINT, S_HOST_USED, S_IN_OPEN,
-    S_KB_KERNEL, S_KB_NEWITER, S_KB_PENDING, S_KB_SEQ, S_KB_TIME, S_LRU_CUR, S_LRU_HEAD,
-    S_LRU_STALE, S_LRU_TAIL, S_NSTAT, S_OUT_OPEN, S_REQ_K, S_RESCHED, S_R_CPU, S_R_FIRST, S_R_INTR,
-    S_R_NP, S_R_PFTIME, S_R_SSD, S_R_STARTED, S_SEQ, S_TC_C, S_WAIT, S_WIN_K, S_X_CUR, S_X_HEAD,
-    TT_NP, TT_RAW, TT_REQ, TT_RES, TT_START, TT_WIN, _kernel, _kernel_ieee, _u,
+    EV_DEALLOC,
+    EV_FAULT,
+    EV_HINT,
+    EV_KERNEL,
+    E_REFAULT_AFTER_RESUME,
+    F_FREQ,
+    F_GPU_BPC,
+    F_SSD_BPC,
+    F_TRANSFER,
+    F_WAIT,
+    GEN_MASK,
+    GEN_SHIFT,
+    KS_CPU,
+    KS_END,
+    KS_GPU,
+    KS_HOST,
+    KS_INTR,
+    KS_ITER,
+    KS_KERNEL,
+    KS_NP,
+    KS_SSD,
+    KS_START,
+    KT_EXEC,
+    KT_IN,
+    KT_INPF,
+    KT_OO,
+    KT_PF,
+    LOC_MASK,
+    P_BULK,
+    P_DEEPUM,
+    P_DEGREE,
+    P_F_HZ,
+    P_LCAP,
+    P_LSSD,
+    P_LSYS,
+    P_RELEASE,
+    P_TRACE,
+    P_USE_PREFETCH,
+    P_XLRU,
+    Q_PF_ALLOC,
+    Q_PF_CPU,
+    Q_PF_SSD,
+    Q_PREALLOC,
+    Q_PREEVICT_CPU,
+    Q_PREEVICT_SSD,
+    Q_PREFETCH_CPU,
+    Q_PREFETCH_SSD,
+    RES_MASK,
+    STALE_BUCKETS,
+    S_AMP_ALIGNED,
+    S_AMP_RAW,
+    S_CNT,
+    S_CUR_ITER,
+    S_CUR_KERNEL,
+    S_DEEPUM_END,
+    S_ERROR,
+    S_ERR_A,
+    S_GPU_USED,
+    S_HINT,
+    S_HOST_USED,
+    S_IN_OPEN,
+    S_KB_KERNEL,
+    S_KB_NEWITER,
+    S_KB_PENDING,
+    S_KB_SEQ,
+    S_KB_TIME,
+    S_LRU_CUR,
+    S_LRU_HEAD,
+    S_LRU_STALE,
+    S_LRU_TAIL,
+    S_NSTAT,
+    S_OUT_OPEN,
+    S_REQ_K,
+    S_RESCHED,
+    S_R_CPU,
+    S_R_FIRST,
+    S_R_INTR,
+    S_R_NP,
+    S_R_PFTIME,
+    S_R_SSD,
+    S_R_STARTED,
+    S_SEQ,
+    S_TC_C,
+    S_WAIT,
+    S_WIN_K,
+    S_X_CUR,
+    S_X_HEAD,
+    TT_NP,
+    TT_RAW,
+    TT_REQ,
+    TT_RES,
+    TT_START,
+    TT_WIN,
+    _kernel,
+    _kernel_ieee,
+    _u,
 )
 from g10fast.engine.page.lru import (
-    XW, X_LO, X_NEXT, X_T, _cursor_page, _free_generation, _lru_advance_head, _lru_compact,
-    _new_generation, _x_remove,
+    XW,
+    X_LO,
+    X_NEXT,
+    X_T,
+    _cursor_page,
+    _free_generation,
+    _lru_advance_head,
+    _lru_compact,
+    _new_generation,
+    _x_remove,
 )
 from g10fast.engine.page.release import _populate, _release_free
 from g10fast.engine.page.stages import _preevict_gpu_run
@@ -33,9 +126,27 @@ from g10fast.locations import IN_CPU, IN_GPU, IN_GPU_LEAST, IN_SSD, NOT_PRESENT
 # kernel begin (§6) and the stall model (§7)
 # ----------------------------------------------------------------------------------------
 
+
 @_kernel_ieee
-def page_fault_time(exec_c, inpf_c, pf_c, f_int, gpu_bpc, ssd_bpc, freq, l_sys, l_ssd,
-                    cpu_in, ssd_in, np_in, cpu_out, ssd_out, np_out, total_in, total_out):
+def page_fault_time(
+    exec_c,
+    inpf_c,
+    pf_c,
+    f_int,
+    gpu_bpc,
+    ssd_bpc,
+    freq,
+    l_sys,
+    l_ssd,
+    cpu_in,
+    ssd_in,
+    np_in,
+    cpu_out,
+    ssd_out,
+    np_out,
+    total_in,
+    total_out,
+):
     """exec + ΔPF in cycles, §7, evaluated in IEEE double in the artifact's order (O-1..O-4)."""
     F_in = cpu_in + ssd_in + np_in
     F_out = cpu_out + ssd_out + np_out
@@ -45,7 +156,7 @@ def page_fault_time(exec_c, inpf_c, pf_c, f_int, gpu_bpc, ssd_bpc, freq, l_sys, 
     r_out_ssd = ssd_out / F_out if F_out != 0 else 0.0
     s_in = float(total_in * 4096)
     s_out = float(total_out * 4096)
-    t00 = (pf_c // f_int) * 1000            # O-1: integer division by the clock in Hz
+    t00 = (pf_c // f_int) * 1000  # O-1: integer division by the clock in Hz
     t10 = (inpf_c // f_int) * 1000
     t11 = (exec_c // f_int) * 1000
     bw_pcie = gpu_bpc * freq / 1000.0
@@ -56,8 +167,8 @@ def page_fault_time(exec_c, inpf_c, pf_c, f_int, gpu_bpc, ssd_bpc, freq, l_sys, 
         t10 = t11
     if t10 > t00:
         t10 = t00
-    bw_cpu_in = 1063004400.0 if t00 == t10 else s_in / float(t00 - t10)      # O-2
-    bw_cpu_out = 1063004400.0 if t10 == t11 else s_out / float(t10 - t11)    # O-4 pairing
+    bw_cpu_in = 1063004400.0 if t00 == t10 else s_in / float(t00 - t10)  # O-2
+    bw_cpu_out = 1063004400.0 if t10 == t11 else s_out / float(t10 - t11)  # O-4 pairing
     bw_ssd_in = bw_cpu_in * l_sys / (l_sys + l_ssd)
     if bw_ssd_in > bw_ssd:
         bw_ssd_in = bw_ssd
@@ -109,12 +220,12 @@ def _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev):
         loc = st & LOC_MASK
         if loc == IN_GPU:
             gpu_freed += 1
-            if not xl:                   # (the extent list drops them after the loop)
+            if not xl:  # (the extent list drops them after the loop)
                 if p == cur_page:
                     S[S_LRU_CUR] = S[S_LRU_HEAD]
                     cur_page = _cursor_page(lru, pstate, S)
                 g, compacted = _new_generation(lru, pstate, S, p, st >> GEN_SHIFT)
-                if compacted:            # the cursor may have moved
+                if compacted:  # the cursor may have moved
                     cur_page = _cursor_page(lru, pstate, S)
                 st = (st & 15) | (g << GEN_SHIFT)
         elif loc == IN_CPU:
@@ -122,8 +233,20 @@ def _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev):
         if loc != NOT_PRESENT:
             freed += 1
             if trace:
-                _emit_run(ev, S, S_OUT_OPEN, t, EV_DEALLOC, S[S_CUR_ITER], S[S_CUR_KERNEL],
-                          T, p, loc, NOT_PRESENT, 0)
+                _emit_run(
+                    ev,
+                    S,
+                    S_OUT_OPEN,
+                    t,
+                    EV_DEALLOC,
+                    S[S_CUR_ITER],
+                    S[S_CUR_KERNEL],
+                    T,
+                    p,
+                    loc,
+                    NOT_PRESENT,
+                    0,
+                )
         pstate[_u(p)] = st & ~LOC_MASK
     if xl and gpu_freed > 0:
         _x_remove(lru, S, tt, T, p0, p0 + n)
@@ -194,7 +317,7 @@ def _dealloc_bulk(t, T, p0, n, tt, pstate, lru, S, ev):
     u = _uniform_state(pstate, p0, n)
     if u >= 0 and u != IN_GPU:
         if u & F_TRANSFER or u == NOT_PRESENT:
-            return 0                     # in transfer: never freed (O-23); absent: nothing
+            return 0  # in transfer: never freed (O-23); absent: nothing
         for p in range(p0, p0 + n):
             pstate[_u(p)] = np.int64(pstate[_u(p)]) & ~LOC_MASK
         if u == IN_CPU:
@@ -302,7 +425,7 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
                 queued = n
                 tt[_u(T), TT_RES] -= n
                 if S[P_XLRU] != 0:
-                    _x_remove(lru, S, tt, T, p0, p0 + n)     # in transfer: no victims
+                    _x_remove(lru, S, tt, T, p0, p0 + n)  # in transfer: no victims
         elif to == NOT_PRESENT and not S[P_TRACE]:
             done = True
             queued = _dealloc_bulk(t, T, p0, n, tt, pstate, lru, S, ev)
@@ -344,7 +467,7 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
             if run_n > 0:
                 _q_push(qb, S, run_q, run_p, run_n)
     elif (to == IN_SSD or to == IN_CPU) and tt[_u(T), TT_RES] == 0:
-        pass                             # no page resident and not in transfer: none queued
+        pass  # no page resident and not in transfer: none queued
     elif to == IN_SSD or to == IN_CPU:
         q = Q_PREEVICT_SSD if to == IN_SSD else Q_PREEVICT_CPU
         for p in range(p0, p0 + n):
@@ -356,7 +479,7 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
             queued += 1
         tt[_u(T), TT_RES] -= queued
         if queued > 0 and S[P_XLRU] != 0:
-            _x_remove(lru, S, tt, T, p0, p0 + n)             # in transfer: no victims
+            _x_remove(lru, S, tt, T, p0, p0 + n)  # in transfer: no victims
     elif to == NOT_PRESENT:
         queued = _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev)
     # Pin / Unpin (TOLERANT only) are rejected by the Python wrapper.
@@ -374,7 +497,7 @@ def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
     n = tt[_u(T), TT_NP]
     S[S_CNT + (7 if is_input else 8)] += n
     if tt[_u(T), TT_RES] == n:
-        return 0                     # all resident and not in transfer: nothing to do
+        return 0  # all resident and not in transfer: nothing to do
     o = 0 if is_input else 3
     if S[P_BULK] != 0 and n > 0:
         if S[P_RELEASE] != 0 and pstate[_u(p0)] == 0:
@@ -448,7 +571,7 @@ def _fault_scan_uniform(T, u, o, p0, n, t, pstate, qb, S, ev, trace, k, it):
     had = 0
     for p in range(p0, p0 + n):
         st = pstate[_u(p)]
-        had += (st >> 3) & 1                     # (F_WAIT, bit 3)
+        had += (st >> 3) & 1  # (F_WAIT, bit 3)
         pstate[_u(p)] = st | flags
     S[S_WAIT] += n - had
     if u & F_TRANSFER:
@@ -477,8 +600,7 @@ def _mark(kt, kidx, tt, k, col, flag):
 
 
 @_kernel
-def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
-                  ev):
+def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, ev):
     K = kt.shape[0] - 1
     it = S[S_CUR_ITER]
     trace = S[P_TRACE] != 0
@@ -523,7 +645,7 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
         while s < tail:
             e = np.int64(lru[_u(s & lm)])
             if e < 0:
-                s -= e               # a tombstone, or a run of them (_lru_advance_head)
+                s -= e  # a tombstone, or a run of them (_lru_advance_head)
                 continue
             p = e >> GEN_SHIFT
             if p < wlo or p >= whi:
@@ -562,13 +684,13 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
                 break
     if not resident:
         if S[S_RESCHED] and S[S_R_STARTED]:
-            S[S_ERROR] = E_REFAULT_AFTER_RESUME        # O-14: unreachable in the artifact
+            S[S_ERROR] = E_REFAULT_AFTER_RESUME  # O-14: unreachable in the artifact
             S[S_ERR_A] = k
             return
         for i in range(9):
             S[S_CNT + i] = 0
         for j in range(kt[k, KT_IN], kt[k, KT_OO]):
-            T = np.int64(kidx[j])   # (int64: one compile of _fault_scan and _emit)
+            T = np.int64(kidx[j])  # (int64: one compile of _fault_scan and _emit)
             if _fault_scan(T, True, now, tt, pstate, qb, S, ev, trace, k, it) > 0:
                 S[S_AMP_RAW] += tt[_u(T), TT_RAW]
                 S[S_AMP_ALIGNED] += tt[_u(T), TT_NP] * 4096
@@ -577,10 +699,25 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
             if _fault_scan(T, False, now, tt, pstate, qb, S, ev, trace, k, it) > 0:
                 S[S_AMP_RAW] += tt[_u(T), TT_RAW]
                 S[S_AMP_ALIGNED] += tt[_u(T), TT_NP] * 4096
-        pf_time = page_fault_time(kt[k, KT_EXEC], kt[k, KT_INPF], kt[k, KT_PF], S[P_F_HZ],
-                                  F[F_GPU_BPC], F[F_SSD_BPC], F[F_FREQ], S[P_LSYS], S[P_LSSD],
-                                  S[S_CNT + 1], S[S_CNT + 2], S[S_CNT + 3], S[S_CNT + 4],
-                                  S[S_CNT + 5], S[S_CNT + 6], S[S_CNT + 7], S[S_CNT + 8])
+        pf_time = page_fault_time(
+            kt[k, KT_EXEC],
+            kt[k, KT_INPF],
+            kt[k, KT_PF],
+            S[P_F_HZ],
+            F[F_GPU_BPC],
+            F[F_SSD_BPC],
+            F[F_FREQ],
+            S[P_LSYS],
+            S[P_LSSD],
+            S[S_CNT + 1],
+            S[S_CNT + 2],
+            S[S_CNT + 3],
+            S[S_CNT + 4],
+            S[S_CNT + 5],
+            S[S_CNT + 6],
+            S[S_CNT + 7],
+            S[S_CNT + 8],
+        )
         if not S[S_RESCHED]:
             S[S_RESCHED] = 1
             S[S_R_FIRST] = now
@@ -622,8 +759,20 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
     kstat[n, KS_GPU] = S[S_GPU_USED]
     S[S_NSTAT] = n + 1
     if trace:
-        _emit(ev, S, start, EV_KERNEL, it, k, -1, -1,
-              kstat[n, KS_CPU] + kstat[n, KS_SSD] + kstat[n, KS_NP], -1, -1, end)
+        _emit(
+            ev,
+            S,
+            start,
+            EV_KERNEL,
+            it,
+            k,
+            -1,
+            -1,
+            kstat[n, KS_CPU] + kstat[n, KS_SSD] + kstat[n, KS_NP],
+            -1,
+            -1,
+            end,
+        )
     S[S_KB_PENDING] = 1
     S[S_KB_TIME] = end
     S[S_KB_SEQ] = S[S_SEQ]
@@ -635,5 +784,3 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat,
         for p in range(pstate.shape[0]):
             pstate[_u(p)] &= ~F_WAIT
         S[S_WAIT] = 0
-
-

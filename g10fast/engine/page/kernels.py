@@ -15,13 +15,22 @@ from __future__ import annotations
 import types as _types
 
 from g10fast.engine.page import (
-    batch, fetch, general, helpers, kernel_begin, layout, loop, lru, release, replay, rules,
+    batch,
+    fetch,
+    general,
+    helpers,
+    kernel_begin,
+    layout,
+    loop,
+    lru,
+    release,
+    replay,
+    rules,
     stages,
 )
 
 #: the stage modules, in their order in the engine (each imports only from those before it)
-MODULES = (layout, helpers, lru, rules, stages, release, batch, fetch, general, replay,
-           kernel_begin, loop)
+MODULES = (layout, helpers, lru, rules, stages, release, batch, fetch, general, replay, kernel_begin, loop)
 
 
 def _names(modules) -> dict:
@@ -29,8 +38,7 @@ def _names(modules) -> dict:
     out: dict = {}
     for m in modules:
         for name, value in vars(m).items():
-            if (name.startswith("__") or name == "annotations"
-                    or isinstance(value, _types.ModuleType)):
+            if name.startswith("__") or name == "annotations" or isinstance(value, _types.ModuleType):
                 continue
             if out.setdefault(name, value) is not value:
                 raise ImportError(f"page kernels: {name} defined twice ({m.__name__})")

@@ -56,11 +56,19 @@ from __future__ import annotations
 import numpy as np
 
 from g10fast.jit import jit, kernel_nonrt, kernel_nonrt_internal
+
 # ---- page locations (G10's PageLocation enum, g10fast.locations) ----
 from g10fast.locations import (  # noqa: F401  (re-exported: pk.IN_GPU and the like)
-    IN_CPU, IN_GPU, IN_GPU_LEAST, IN_SSD, NOT_KNOWN, NOT_PRESENT)
+    IN_CPU,
+    IN_GPU,
+    IN_GPU_LEAST,
+    IN_SSD,
+    NOT_KNOWN,
+    NOT_PRESENT,
+)
 
 # ---- page state pstate[p] (uint8, read as int64) ----
+# fmt: off
 LOC_MASK = 3       # bits 0-1: location (NOT_PRESENT, IN_SSD, IN_CPU, IN_GPU)
 F_TRANSFER = 4     # bit 2: in transfer
 F_WAIT = 8         # bit 3: member of the wait set
@@ -154,9 +162,11 @@ S_WIN_K = 43       # first kernel of the DeepUM window marked in tt[:, TT_WIN], 
 S_EV_PAUSE = 44    # pause when S_NEV reaches this (rows)
 S_STAT_PAUSE = 45  # pause when S_NSTAT reaches this (rows)
 S_LRU_STALE = 46   # pages removed from the LRU list with their slot unknown since the last
-                   # compaction (0: every entry that is not a tombstone is live)
-S_LRU_SCAN = 47    # entries before this position are ineligible victims for good (reset at
-                   # compaction)
+# fmt: on
+# compaction (0: every entry that is not a tombstone is live)
+S_LRU_SCAN = 47  # entries before this position are ineligible victims for good (reset at
+# compaction)
+# fmt: off
 S_QH = 48          # queue heads S[S_QH + q], q < NQ (monotonic run counters)
 S_QT = 56          # queue tails S[S_QT + q] (monotonic run counters)
 # integer parameters (set once by page.py)
@@ -192,10 +202,12 @@ P_LCAP = 89        # capacity of the LRU ring (a power of two); lru[P_LCAP:] hol
 # from CPU, SSD, not present; 4-6 output pages from CPU, SSD, not present; 7-8 input and
 # output pages in all
 S_CNT = 90
-S_HOST_PEAK = 99   # the most host pages ever in use (a run at a host line above it is the
-                   # same run: every comparison with the line comes out the same)
-P_BULK = 100       # 1: the bulk paths (whole-tensor hints and pre-deallocations settled on
-                   # uniform page ranges, untraced; same results, see docs/page-engine-bulk.md)
+# fmt: on
+S_HOST_PEAK = 99  # the most host pages ever in use (a run at a host line above it is the
+# same run: every comparison with the line comes out the same)
+P_BULK = 100  # 1: the bulk paths (whole-tensor hints and pre-deallocations settled on
+# uniform page ranges, untraced; same results, see docs/page-engine-bulk.md)
+# fmt: off
 S_X_HEAD = 101     # extent LRU (P_XLRU): first extent of the list (the least recent), -1
 S_X_TAIL = 102     # last extent (the most recent), -1
 S_X_FREE = 103     # first freed extent record, -1
@@ -208,9 +220,11 @@ S_RP_MASK = 107    # queues holding pages at its start (bit q), -1: no template
 S_RP_HOST = 108    # host use at its start
 S_RP_GPU = 109     # GPU use at its start
 S_RP_SEQ = 110     # S_SEQ at its start (an in-place continuation moves it: no template)
-S_RP_GMODE = 111   # how the GPU use may start a replayed tick: any (4: no queue in the mask
-                   # gives frames); bit 0, at S_RP_GPU (where the template began and ended);
-                   # bit 1, below the frames by more than the pages the template gave frames
+# fmt: on
+S_RP_GMODE = 111  # how the GPU use may start a replayed tick: any (4: no queue in the mask
+# gives frames); bit 0, at S_RP_GPU (where the template began and ended);
+# bit 1, below the frames by more than the pages the template gave frames
+# fmt: off
 S_RP_C = 112       # its counters at its end (9 slots: c_in .. c_fed, as `_fresh_counters`)
 S_RP_N = 121       # pages it took from queue q (8 slots)
 S_RP_P0 = 129      # first page of queue q's head run at its start (8 slots)
@@ -222,9 +236,11 @@ S_RP_TLO = 169     # its first page,
 S_RP_THI = 177     # its end page
 P_REPLAY = 185     # 1: replay repeated busy ticks (bulk engine, extent LRU, untraced)
 S_RP_COUNT = 186   # busy ticks replayed (a statistic)
-S_RP_HMODE = 187   # how the host use may start a replayed tick: bit 0, at S_RP_HOST (where
-                   # the template began and ended); bit 1, below the line by more than the
-                   # pages the template evicted to the host
+# fmt: on
+S_RP_HMODE = 187  # how the host use may start a replayed tick: bit 0, at S_RP_HOST (where
+# the template began and ended); bit 1, below the line by more than the
+# pages the template evicted to the host
+# fmt: off
 S_RP_HNET = 188    # its change of the host use
 S_RP_GNET = 189    # its change of the GPU use
 S_RP_PROG = 190    # its program (the destinations of its evicted pages): 0 not recorded yet,
@@ -237,11 +253,12 @@ S_RP_LOC = 224     # the place of queue q's pages in the template (8 slots)
 P_RELEASE = 232    # the operating system's page size, bytes, when the page states of freed
                    # tensors may be given back to it (`_release_free`), else 0
 S_RELEASED = 233   # bytes of page states given back (a statistic)
-S_X_CUR = 234      # DeepUM on extents: the record of the cursor's page (a hint: checked, and
-                   # looked up again when stale); the cursor, S_LRU_CUR, is then a page or -1
-S_X_BUMP = 235     # the first extent record never used (those from it on are free, unlinked)
-P_RULE = 236       # 1: the eviction rule is not a built-in one (g10fast.engine.page.rules): every
-                   # page takes the general path, and the bulk paths are off
+# fmt: on
+S_X_CUR = 234  # DeepUM on extents: the record of the cursor's page (a hint: checked, and
+# looked up again when stale); the cursor, S_LRU_CUR, is then a page or -1
+S_X_BUMP = 235  # the first extent record never used (those from it on are free, unlinked)
+P_RULE = 236  # 1: the eviction rule is not a built-in one (g10fast.engine.page.rules): every
+# page takes the general path, and the bulk paths are off
 NS = 237
 STALE_BUCKETS = 1 << 16
 
@@ -252,6 +269,7 @@ ST_ERROR = 2
 
 # error codes (S[S_ERROR])
 E_NONE = 0
+# fmt: off
 E_QUEUE_OVERFLOW = 1        # a page queue is full
 E_NO_VICTIM = 2             # the GPU is full and no page can be evicted
 E_HOST_OVERFLOW = 3         # an eviction to CPU finds the host memory full (page: S_ERR_A)
@@ -260,6 +278,7 @@ E_REFAULT_AFTER_RESUME = 5  # a resumed kernel faults again (O-14; kernel: S_ERR
 E_BUFFER_OVERFLOW = 6       # the event buffer is full
 E_EXTENTS = 7               # the extent LRU ran out of records (an engine defect)
 E_REPLAY = 8                # a replayed busy tick ended unlike its template (an engine defect)
+# fmt: on
 
 # event kinds (g10fast.trace); event rows ev[n, EV_COLS] hold time (cycles), kind,
 # iteration, kernel, tensor, first page, page count, src, dst, value (trace.COL_*)
@@ -274,6 +293,7 @@ EV_TRANSFER = 7
 EV_COLS = 10
 
 # kernel statistics columns kstat[n, ...] (int64), one row per completed kernel
+# fmt: off
 KS_ITER = 0        # iteration
 KS_KERNEL = 1      # kernel (index)
 KS_START = 2       # start (its first start, when it faulted), cycles
@@ -310,9 +330,21 @@ _G_RS_SSD = 8      # DeepUM lock-up rescue: prefetch queues drained as faults
 _G_RS_CPU = 9
 _G_RS_ALLOC = 10
 _G_END = 11
+# fmt: on
 # the queue each allocating stage takes its pages from (pre-eviction stages: Q_PREEVICT_*)
-_STAGE_QUEUE = (Q_PREEVICT_SSD, Q_PREEVICT_CPU, Q_PF_SSD, Q_PF_CPU, Q_PF_ALLOC, Q_PREFETCH_SSD,
-                Q_PREFETCH_CPU, Q_PREALLOC, Q_PREFETCH_SSD, Q_PREFETCH_CPU, Q_PREALLOC)
+_STAGE_QUEUE = (
+    Q_PREEVICT_SSD,
+    Q_PREEVICT_CPU,
+    Q_PF_SSD,
+    Q_PF_CPU,
+    Q_PF_ALLOC,
+    Q_PREFETCH_SSD,
+    Q_PREFETCH_CPU,
+    Q_PREALLOC,
+    Q_PREFETCH_SSD,
+    Q_PREFETCH_CPU,
+    Q_PREALLOC,
+)
 
 
 # Every function here is compiled without Numba's reference counting (`_nrt=False`, see

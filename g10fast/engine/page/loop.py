@@ -11,20 +11,81 @@ from __future__ import annotations
 import importlib
 
 from g10fast.engine.page.batch import (
-    TickArrays, TickState, _fresh_counters, _stage_admission, _tick_params,
+    TickArrays,
+    TickState,
+    _fresh_counters,
+    _stage_admission,
+    _tick_params,
 )
 from g10fast.engine.page.fetch import _fetch_fast
 from g10fast.engine.page.general import _general_page, _next_tick_busy, _resume, _tick_end
 from g10fast.engine.page.helpers import _emit, _no_faults_queued
 from g10fast.engine.page.kernel_begin import _kernel_begin
 from g10fast.engine.page.layout import (
-    C_ALLOC, C_FED, C_FFS, C_IN, C_IN_CPU, C_IN_SSD, C_OUT, C_OUT_CPU, C_OUT_SSD, EV_TRANSFER,
-    E_NONE, NQ, P_II, P_NUM_ITER, P_REPLAY, P_RULE, P_TRACE, P_XMARGIN, ST_DONE, ST_ERROR, ST_PAUSE,
-    S_CUR_ITER, S_CUR_KERNEL, S_DEEPUM_END, S_DONE, S_ERROR, S_EV_PAUSE, S_GPU_USED, S_HOST_PEAK,
-    S_HOST_USED, S_IN_OPEN, S_KB_KERNEL, S_KB_NEWITER, S_KB_PENDING, S_KB_SEQ, S_KB_TIME,
-    S_LIVE_WARN, S_LRU_CUR, S_LRU_SCAN, S_LRU_TAIL, S_NBND, S_NEV, S_NSTAT, S_OUT_OPEN, S_QH, S_QT,
-    S_RESCHED, S_RP_MASK, S_SEQ, S_STAT_PAUSE, S_TC_A, S_TC_B, S_TC_C, S_TICK_SEQ, S_TICK_TIME,
-    S_WAIT, S_XFER, S_X_NFREE, _G_END, _G_PE_CPU, _G_PE_SSD, _G_PF_SSD, _G_PREALLOC, _kernel,
+    C_ALLOC,
+    C_FED,
+    C_FFS,
+    C_IN,
+    C_IN_CPU,
+    C_IN_SSD,
+    C_OUT,
+    C_OUT_CPU,
+    C_OUT_SSD,
+    EV_TRANSFER,
+    E_NONE,
+    NQ,
+    P_II,
+    P_NUM_ITER,
+    P_REPLAY,
+    P_RULE,
+    P_TRACE,
+    P_XMARGIN,
+    ST_DONE,
+    ST_ERROR,
+    ST_PAUSE,
+    S_CUR_ITER,
+    S_CUR_KERNEL,
+    S_DEEPUM_END,
+    S_DONE,
+    S_ERROR,
+    S_EV_PAUSE,
+    S_GPU_USED,
+    S_HOST_PEAK,
+    S_HOST_USED,
+    S_IN_OPEN,
+    S_KB_KERNEL,
+    S_KB_NEWITER,
+    S_KB_PENDING,
+    S_KB_SEQ,
+    S_KB_TIME,
+    S_LIVE_WARN,
+    S_LRU_CUR,
+    S_LRU_SCAN,
+    S_LRU_TAIL,
+    S_NBND,
+    S_NEV,
+    S_NSTAT,
+    S_OUT_OPEN,
+    S_QH,
+    S_QT,
+    S_RESCHED,
+    S_RP_MASK,
+    S_SEQ,
+    S_STAT_PAUSE,
+    S_TC_A,
+    S_TC_B,
+    S_TC_C,
+    S_TICK_SEQ,
+    S_TICK_TIME,
+    S_WAIT,
+    S_XFER,
+    S_X_NFREE,
+    _G_END,
+    _G_PE_CPU,
+    _G_PE_SSD,
+    _G_PF_SSD,
+    _G_PREALLOC,
+    _kernel,
     _kernel_py,
 )
 from g10fast.engine.page.replay import _rp_begin, _rp_end, _rp_host_ok, _rp_ticks
@@ -75,27 +136,67 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule):
         S[S_OUT_OPEN] = -1
         if replay and S[S_RP_MASK] >= 0 and _rp_host_ok(S, host_used):
             # ---- the template's tick again, and the ones after it ----
-            (n_rp, go_on, t, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc,
-                              c_ffs, c_fed),
-             gpu_used, host_used, host_peak, wait, tc_a) = _rp_ticks(
-                t, it, k, S, qb, pstate, lru, tt, srt, pcie, bnd, ev, prm, gpu_used, host_used,
-                host_peak, wait, tc_a, half)
+            (
+                n_rp,
+                go_on,
+                t,
+                (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
+                gpu_used,
+                host_used,
+                host_peak,
+                wait,
+                tc_a,
+            ) = _rp_ticks(
+                t,
+                it,
+                k,
+                S,
+                qb,
+                pstate,
+                lru,
+                tt,
+                srt,
+                pcie,
+                bnd,
+                ev,
+                prm,
+                gpu_used,
+                host_used,
+                host_peak,
+                wait,
+                tc_a,
+                half,
+            )
             if n_rp > 0 and not go_on:
                 break
             # (else the next tick, if any replayed, is not the template's: it runs below)
-        (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
-         c_fed) = _fresh_counters(host_used, HOST)
+        (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed) = _fresh_counters(
+            host_used, HOST
+        )
         rp_mask = 0
         n_gen = 0
         if replay:
             rp_mask = _rp_begin(S, qb, pstate, gpu_used, host_used)
-        fast_block = False      # the general path takes the stage's next page
+        fast_block = False  # the general path takes the stage's next page
         rescue = False
         stage = _G_PE_SSD
         while stage < _G_END:
             stage, q, ok, rescue = _stage_admission(
-                stage, rescue, S, prm, wait, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu,
-                c_out, c_out_ssd, c_out_cpu, c_alloc)
+                stage,
+                rescue,
+                S,
+                prm,
+                wait,
+                gpu_used,
+                host_used,
+                c_in,
+                c_in_ssd,
+                c_in_cpu,
+                c_out,
+                c_out_ssd,
+                c_out_cpu,
+                c_alloc,
+            )
             if stage >= _G_END:
                 break
             qh = S[S_QH + q]
@@ -105,41 +206,172 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule):
                 continue
             if fast and not fast_block and stage <= _G_PE_CPU:
                 # ---- pre-eviction fast path (untraced) ----
-                (moved, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, host_peak, gpu_used,
-                 tc_b, lru_tail, lru_cur, lru_scan) = _preevict_run(
-                    stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out_cpu, c_fed,
-                    host_used, host_peak, gpu_used, tc_b, lru_tail, lru_cur, lru_scan)
+                (
+                    moved,
+                    c_out,
+                    c_out_ssd,
+                    c_out_cpu,
+                    c_fed,
+                    host_used,
+                    host_peak,
+                    gpu_used,
+                    tc_b,
+                    lru_tail,
+                    lru_cur,
+                    lru_scan,
+                ) = _preevict_run(
+                    stage,
+                    q,
+                    qb,
+                    S,
+                    pstate,
+                    lru,
+                    tt,
+                    srt,
+                    c_out,
+                    c_out_ssd,
+                    c_out_cpu,
+                    c_fed,
+                    host_used,
+                    host_peak,
+                    gpu_used,
+                    tc_b,
+                    lru_tail,
+                    lru_cur,
+                    lru_scan,
+                )
                 fast_block = moved == 0
                 continue
             if fast and not fast_block and _G_PF_SSD <= stage and stage <= _G_PREALLOC:
                 # ---- fetch fast path (untraced) ----
-                (stage, t, fast_block, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd,
-                                        c_out_cpu, c_alloc, c_ffs, c_fed),
-                 (gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan,
-                  dum_end, tc_a, tc_b, tc_c)) = _fetch_fast(
-                    stage, q, qh, t, it, k, prm, arrays,
-                    (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
-                     c_fed),
-                    TickState(gpu_used, host_used, host_peak, wait, live_warn, lru_tail,
-                              lru_cur, lru_scan, dum_end, tc_a, tc_b, tc_c))
+                (
+                    stage,
+                    t,
+                    fast_block,
+                    (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
+                    (
+                        gpu_used,
+                        host_used,
+                        host_peak,
+                        wait,
+                        live_warn,
+                        lru_tail,
+                        lru_cur,
+                        lru_scan,
+                        dum_end,
+                        tc_a,
+                        tc_b,
+                        tc_c,
+                    ),
+                ) = _fetch_fast(
+                    stage,
+                    q,
+                    qh,
+                    t,
+                    it,
+                    k,
+                    prm,
+                    arrays,
+                    (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
+                    TickState(
+                        gpu_used,
+                        host_used,
+                        host_peak,
+                        wait,
+                        live_warn,
+                        lru_tail,
+                        lru_cur,
+                        lru_scan,
+                        dum_end,
+                        tc_a,
+                        tc_b,
+                        tc_c,
+                    ),
+                )
                 continue
             # ---- general path: one page ----
             fast_block = False
             n_gen += 1
-            (stage, (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
-                     c_fed),
-             (gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur, lru_scan,
-              dum_end, tc_a, tc_b, tc_c)) = _general_page(
-                stage, q, t, it, k, trace, prm, rule, arrays,
+            (
+                stage,
                 (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
-                TickState(gpu_used, host_used, host_peak, wait, live_warn, lru_tail, lru_cur,
-                          lru_scan, dum_end, tc_a, tc_b, tc_c))
+                (
+                    gpu_used,
+                    host_used,
+                    host_peak,
+                    wait,
+                    live_warn,
+                    lru_tail,
+                    lru_cur,
+                    lru_scan,
+                    dum_end,
+                    tc_a,
+                    tc_b,
+                    tc_c,
+                ),
+            ) = _general_page(
+                stage,
+                q,
+                t,
+                it,
+                k,
+                trace,
+                prm,
+                rule,
+                arrays,
+                (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
+                TickState(
+                    gpu_used,
+                    host_used,
+                    host_peak,
+                    wait,
+                    live_warn,
+                    lru_tail,
+                    lru_cur,
+                    lru_scan,
+                    dum_end,
+                    tc_a,
+                    tc_b,
+                    tc_c,
+                ),
+            )
         if replay:
-            _rp_end(S, qb, rp_mask, n_gen, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu,
-                    c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed)
+            _rp_end(
+                S,
+                qb,
+                rp_mask,
+                n_gen,
+                gpu_used,
+                host_used,
+                c_in,
+                c_in_ssd,
+                c_in_cpu,
+                c_out,
+                c_out_ssd,
+                c_out_cpu,
+                c_alloc,
+                c_ffs,
+                c_fed,
+            )
         # ---- end of the tick: transfer boundary, traffic, resume check (§9.6) ----
-        t, resumed = _tick_end(t, it, k, trace, S, pcie, bnd, ev, c_in, c_in_ssd, c_in_cpu,
-                               c_out, c_out_ssd, c_out_cpu, c_alloc, wait)
+        t, resumed = _tick_end(
+            t,
+            it,
+            k,
+            trace,
+            S,
+            pcie,
+            bnd,
+            ev,
+            c_in,
+            c_in_ssd,
+            c_in_cpu,
+            c_out,
+            c_out_ssd,
+            c_out_cpu,
+            c_alloc,
+            wait,
+        )
         # ---- is the next event another busy tick? (run_engine's choice, same tests) ----
         if resumed or trace or S[S_ERROR] != E_NONE:
             break
@@ -197,9 +429,9 @@ def _quiet_tick(t, S, bnd, ev):
 # the event loop (§5, §17.3)
 # ----------------------------------------------------------------------------------------
 
+
 @_kernel_py
-def run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd,
-               ev, rule):
+def run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd, ev, rule):
     """Run until the simulation ends (ST_DONE), an error (ST_ERROR), or a pause (ST_PAUSE:
     the boundary or event buffer needs draining, a queue is half full, or S[S_STAT_PAUSE]
     kernels have completed, for progress reports). Resumable. `rule`: the eviction rule
@@ -211,8 +443,12 @@ def run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd,
         if S[S_ERROR] != E_NONE:
             return ST_ERROR
         # pause points: only between events, so that no step can overflow a buffer
-        if (S[S_NBND] + 4 > bnd.shape[0] or S[S_NEV] >= S[S_EV_PAUSE]
-                or S[S_NSTAT] >= S[S_STAT_PAUSE] or S[S_X_NFREE] < S[P_XMARGIN]):
+        if (
+            S[S_NBND] + 4 > bnd.shape[0]
+            or S[S_NEV] >= S[S_EV_PAUSE]
+            or S[S_NSTAT] >= S[S_STAT_PAUSE]
+            or S[S_X_NFREE] < S[P_XMARGIN]
+        ):
             return ST_PAUSE
         idle = True
         for q in range(NQ):
@@ -237,8 +473,7 @@ def run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd,
                 S[S_DONE] = 1
                 return ST_DONE
             S[S_KB_PENDING] = 0
-            _kernel_begin(k, S[S_KB_TIME], kt, kidx, ht, tt, srt, pstate, lru,
-                          qb, S, F, kstat, ev)
+            _kernel_begin(k, S[S_KB_TIME], kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, ev)
         else:
             t = S[S_TICK_TIME]
             m = 1
@@ -270,10 +505,25 @@ def run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd,
 # run_engine's on-disk cache holds the code of every kernel it calls: it goes stale when any
 # stage module changes, not only this one; and it is keyed on the eviction rule kernel by the
 # rule's name and file, not by the rule object of one process (g10fast.jit)
-cache_depends_on(run_engine, [importlib.import_module(m) for m in (
-    "g10fast.locations", "g10fast.engine.page.layout", "g10fast.engine.page.helpers",
-    "g10fast.engine.page.lru", "g10fast.engine.page.rules", "g10fast.engine.page.stages",
-    "g10fast.engine.page.release", "g10fast.engine.page.batch", "g10fast.engine.page.fetch",
-    "g10fast.engine.page.general", "g10fast.engine.page.replay",
-    "g10fast.engine.page.kernel_begin", __name__)])
+cache_depends_on(
+    run_engine,
+    [
+        importlib.import_module(m)
+        for m in (
+            "g10fast.locations",
+            "g10fast.engine.page.layout",
+            "g10fast.engine.page.helpers",
+            "g10fast.engine.page.lru",
+            "g10fast.engine.page.rules",
+            "g10fast.engine.page.stages",
+            "g10fast.engine.page.release",
+            "g10fast.engine.page.batch",
+            "g10fast.engine.page.fetch",
+            "g10fast.engine.page.general",
+            "g10fast.engine.page.replay",
+            "g10fast.engine.page.kernel_begin",
+            __name__,
+        )
+    ],
+)
 cache_kernel_arguments(run_engine)

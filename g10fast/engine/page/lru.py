@@ -8,9 +8,31 @@ import numpy as np
 
 from g10fast.engine.page.helpers import _live, _tpos
 from g10fast.engine.page.layout import (
-    E_EXTENTS, F_TRANSFER, F_WAIT, GEN_MASK, GEN_SHIFT, LOC_MASK, P_DEEPUM, P_LCAP, STALE_BUCKETS,
-    S_ERROR, S_LRU_CUR, S_LRU_HEAD, S_LRU_SCAN, S_LRU_STALE, S_LRU_TAIL, S_X_BUMP, S_X_CUR,
-    S_X_FREE, S_X_HEAD, S_X_NFREE, S_X_TAIL, TT_WIN, TT_XH, _kernel, _u,
+    E_EXTENTS,
+    F_TRANSFER,
+    F_WAIT,
+    GEN_MASK,
+    GEN_SHIFT,
+    LOC_MASK,
+    P_DEEPUM,
+    P_LCAP,
+    STALE_BUCKETS,
+    S_ERROR,
+    S_LRU_CUR,
+    S_LRU_HEAD,
+    S_LRU_SCAN,
+    S_LRU_STALE,
+    S_LRU_TAIL,
+    S_X_BUMP,
+    S_X_CUR,
+    S_X_FREE,
+    S_X_HEAD,
+    S_X_NFREE,
+    S_X_TAIL,
+    TT_WIN,
+    TT_XH,
+    _kernel,
+    _u,
 )
 from g10fast.locations import IN_GPU
 
@@ -18,6 +40,7 @@ from g10fast.locations import IN_GPU
 # ----------------------------------------------------------------------------------------
 # LRU list (FIFO by arrival, O-6)
 # ----------------------------------------------------------------------------------------
+
 
 @_kernel
 def _lru_compact(lru, pstate, S):
@@ -67,7 +90,7 @@ def _lru_remove_unknown(lru, pstate, S, p):
     """Remove page p (IN_GPU) from the list where its slot is unknown: bump its generation,
     which leaves its entry stale (it no longer matches the page's generation)."""
     if _cursor_page(lru, pstate, S) == p:
-        S[S_LRU_CUR] = S[S_LRU_HEAD]          # removing the cursor's page resets it (§8.1)
+        S[S_LRU_CUR] = S[S_LRU_HEAD]  # removing the cursor's page resets it (§8.1)
     st = np.int64(pstate[_u(p)])
     g, _compacted = _new_generation(lru, pstate, S, p, st >> GEN_SHIFT)
     pstate[_u(p)] = (st & 15) | (g << GEN_SHIFT)
@@ -295,7 +318,7 @@ def _x_remove(lru, S, tt, T, a, b):
                 _x_free(lru, S, tt, i)
             elif lo < a and hi > b:
                 lru[_u(i * XW + X_HI)] = a
-                _x_new(lru, S, tt, T, b, hi, i)      # the rest keeps its place
+                _x_new(lru, S, tt, T, b, hi, i)  # the rest keeps its place
             elif lo < a:
                 lru[_u(i * XW + X_HI)] = a
             else:
@@ -332,6 +355,7 @@ def _x_arrive(lru, S, tt, pstate, T, p, n, wait):
 # tensors; PF victims are the list's first pages (no GPU page is in transfer without
 # pre-evictions); a victim that is the cursor's page moves it to the next page of the list,
 # and removing the cursor's page otherwise resets it to the head (`_x_remove`).
+
 
 @_kernel
 def _xd_rec(lru, S, tt, srt, c):
@@ -423,5 +447,3 @@ def _xd_evict(dnp, lru, S, tt, r, v, n, cur):
         cur = _xd_after(lru, S, r, v + n)
     _xd_take(lru, S, tt, r, v, n)
     return cur
-
-

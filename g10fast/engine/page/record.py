@@ -3,8 +3,14 @@
 from g10fast.engine.registry import EngineRecord
 
 RECORD = EngineRecord(
-    "page", "g10fast.engine.page.run:run_page_engine",
+    "page",
+    "g10fast.engine.page.run:run_page_engine",
     "the G10 artifact's page-level UVM engine, bit-exact (quirks O-n)",
-    mode="g10fast.engine.page:PageMode", kernel_order=True, lp_bound=True,
-    lp_model="g10fast.engine.page.run:lp_model", host_reuse="g10fast.engine.page.reuse",
-    memory="g10fast.engine.page.run:memory_parts", kernels=("g10fast.engine.page.loop",))
+    mode="g10fast.engine.page:PageMode",
+    kernel_order=True,
+    lp_bound=True,
+    lp_model="g10fast.engine.page.run:lp_model",
+    host_reuse="g10fast.engine.page.reuse",
+    memory="g10fast.engine.page.run:memory_parts",
+    kernels=("g10fast.engine.page.loop",),
+)

@@ -31,11 +31,13 @@ if sys.platform.startswith("linux"):
     else:
         # (an external symbol, resolved when the compiled code is loaded: the cache keeps it)
         _madvise = _nbtypes.ExternalFunction(
-            "madvise", _nbtypes.intc(_nbtypes.uintp, _nbtypes.uintp, _nbtypes.intc))
+            "madvise", _nbtypes.intc(_nbtypes.uintp, _nbtypes.uintp, _nbtypes.intc)
+        )
 else:
+
     @kernel_nonrt_internal
     def _madvise(addr, length, advice):
-        return -1                      # (never called: P_RELEASE is 0 off Linux)
+        return -1  # (never called: P_RELEASE is 0 off Linux)
 
 
 @_kernel
@@ -50,7 +52,7 @@ def _release_free(pstate, p0, n, S):
     b = (base + p0 + n) // ps * ps
     if b <= a:
         return
-    w = pstate[a - base:b - base].view(np.uint64)     # (a and b are multiples of 8)
+    w = pstate[a - base : b - base].view(np.uint64)  # (a and b are multiples of 8)
     acc = np.uint64(0)
     for i in range(w.shape[0]):
         acc |= w[i]
@@ -75,9 +77,9 @@ def _release_dropped(pstate, lo, hi, S):
     if e > base + pstate.shape[0]:
         e -= ps
     w = ps // 8
-    z0 = -1                          # the start of the zero pages found so far in a row
+    z0 = -1  # the start of the zero pages found so far in a row
     while a < e:
-        blk = pstate[a - base:a - base + ps].view(np.uint64)
+        blk = pstate[a - base : a - base + ps].view(np.uint64)
         i = w - 1
         while i >= 0 and blk[i] == 0:
             i -= 1
@@ -105,5 +107,3 @@ def _populate(pstate, p0, n, S):
     b = (base + p0 + n) // ps * ps
     if b > a:
         _madvise(np.uint64(a), np.uint64(b - a), MADV_POPULATE_WRITE)
-
-

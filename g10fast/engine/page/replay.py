@@ -8,13 +8,66 @@ from g10fast.engine.page.batch import _fresh_counters
 from g10fast.engine.page.general import _next_tick_busy, _tick_end
 from g10fast.engine.page.helpers import _rp_canon, _tensor_at
 from g10fast.engine.page.layout import (
-    E_NONE, E_REPLAY, F_TRANSFER, LOC_MASK, NQ, P_G, P_HOST, P_II, P_XMARGIN, Q_PREEVICT_SSD,
-    RES_MASK, S_ERROR, S_IN_OPEN, S_KB_PENDING, S_KB_TIME, S_OUT_OPEN, S_QH, S_QT, S_RESCHED,
-    S_RP_C, S_RP_CN, S_RP_COUNT, S_RP_GMODE, S_RP_GNET, S_RP_GPU, S_RP_HEXC, S_RP_HMODE, S_RP_HNET,
-    S_RP_HOST, S_RP_LOC, S_RP_MASK, S_RP_N, S_RP_P0, S_RP_PD, S_RP_PROG, S_RP_QH, S_RP_QT,
-    S_RP_SEQ, S_RP_T, S_RP_THI, S_RP_TLO, S_SEQ, S_TICK_SEQ, S_TICK_TIME, S_XFER, S_X_HEAD,
-    S_X_NFREE, TT_REQ, TT_RES, _G_PE_CPU, _G_PE_SSD, _G_PF_ALLOC, _G_PF_SSD, _G_PREALLOC,
-    _G_PRE_SSD, _G_RS_SSD, _STAGE_QUEUE, _kernel, _kernel_stage, _u,
+    E_NONE,
+    E_REPLAY,
+    F_TRANSFER,
+    LOC_MASK,
+    NQ,
+    P_G,
+    P_HOST,
+    P_II,
+    P_XMARGIN,
+    Q_PREEVICT_SSD,
+    RES_MASK,
+    S_ERROR,
+    S_IN_OPEN,
+    S_KB_PENDING,
+    S_KB_TIME,
+    S_OUT_OPEN,
+    S_QH,
+    S_QT,
+    S_RESCHED,
+    S_RP_C,
+    S_RP_CN,
+    S_RP_COUNT,
+    S_RP_GMODE,
+    S_RP_GNET,
+    S_RP_GPU,
+    S_RP_HEXC,
+    S_RP_HMODE,
+    S_RP_HNET,
+    S_RP_HOST,
+    S_RP_LOC,
+    S_RP_MASK,
+    S_RP_N,
+    S_RP_P0,
+    S_RP_PD,
+    S_RP_PROG,
+    S_RP_QH,
+    S_RP_QT,
+    S_RP_SEQ,
+    S_RP_T,
+    S_RP_THI,
+    S_RP_TLO,
+    S_SEQ,
+    S_TICK_SEQ,
+    S_TICK_TIME,
+    S_XFER,
+    S_X_HEAD,
+    S_X_NFREE,
+    TT_REQ,
+    TT_RES,
+    _G_PE_CPU,
+    _G_PE_SSD,
+    _G_PF_ALLOC,
+    _G_PF_SSD,
+    _G_PREALLOC,
+    _G_PRE_SSD,
+    _G_RS_SSD,
+    _STAGE_QUEUE,
+    _kernel,
+    _kernel_stage,
+    _u,
 )
 from g10fast.engine.page.lru import XW, X_HI, X_LO, X_NEXT, X_T, _x_arrive, _x_remove, _x_take
 from g10fast.engine.page.stages import _add_traffic, _count_in, _count_out
@@ -48,7 +101,6 @@ _Q_ALLOC_MASK = 63
 # the most pages a template takes from one queue (a tick that takes more pays its set-up
 # over them anyway; `_rp_begin` reads at most this many pages of each queue)
 _RP_MAX = 256
-
 
 
 @_kernel_stage
@@ -85,8 +137,9 @@ def _rp_host_ok(S, host_used):
     ended there too, or low enough that the pages the template evicted to the host leave it
     below the line (the tick then compares the host use with the line as the template did)."""
     hmode = S[S_RP_HMODE]
-    return (((hmode & 1) != 0 and host_used == S[S_RP_HOST])
-            or ((hmode & 2) != 0 and host_used + S[S_RP_C + 5] < S[P_HOST]))
+    return ((hmode & 1) != 0 and host_used == S[S_RP_HOST]) or (
+        (hmode & 2) != 0 and host_used + S[S_RP_C + 5] < S[P_HOST]
+    )
 
 
 @_kernel
@@ -110,8 +163,23 @@ def _rp_shared(S, qb, qm, mask, mult):
 
 
 @_kernel_stage
-def _rp_end(S, qb, mask, n_gen, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, c_out,
-            c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed):
+def _rp_end(
+    S,
+    qb,
+    mask,
+    n_gen,
+    gpu_used,
+    host_used,
+    c_in,
+    c_in_ssd,
+    c_in_cpu,
+    c_out,
+    c_out_ssd,
+    c_out_cpu,
+    c_alloc,
+    c_ffs,
+    c_fed,
+):
     """The busy tick begun at `_rp_begin` has run its stages (n_gen pages on the general path):
     it becomes the template when it qualifies (see above), else there is none."""
     if n_gen != 0 or S[S_SEQ] != S[S_RP_SEQ] or S[S_ERROR] != E_NONE:
@@ -132,22 +200,22 @@ def _rp_end(S, qb, mask, n_gen, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, c
         if gmode == 0:
             return
     if (mask & (mask - 1)) == 0 and alloc:
-        return                      # one queue giving frames: the fetch path's streaks
+        return  # one queue giving frames: the fetch path's streaks
     qm = qb.shape[1] - 1
     total = 0
     for q in range(NQ):
         if S[S_QT + q] != S[S_RP_QT + q]:
-            return                          # a page was queued again
+            return  # a page was queued again
         n = 0
         if (mask >> q) & 1:
             qh = S[S_QH + q]
             if qh != S[S_RP_QH + q]:
-                return                      # its head run was used up
+                return  # its head run was used up
             n = qb[q, _u(qh & qm), 0] - S[S_RP_P0 + q]
             if n > S[S_RP_CN + q]:
-                return                      # pages at two places
+                return  # pages at two places
             if (S[S_RP_LOC + q] == IN_GPU) != (q >= Q_PREEVICT_SSD):
-                return                      # (the general path's)
+                return  # (the general path's)
         S[S_RP_N + q] = n
         total += n
     if total == 0:
@@ -179,8 +247,11 @@ def _rp_applies(S, qb, pstate, lru, tt, srt, gpu_used, tc_a, G):
     the answer and the lookup cache."""
     mask = S[S_RP_MASK]
     gmode = S[S_RP_GMODE]
-    if not (gmode == 4 or ((gmode & 1) != 0 and gpu_used == S[S_RP_GPU])
-            or ((gmode & 2) != 0 and gpu_used + S[S_RP_C + 6] < G)):
+    if not (
+        gmode == 4
+        or ((gmode & 1) != 0 and gpu_used == S[S_RP_GPU])
+        or ((gmode & 2) != 0 and gpu_used + S[S_RP_C + 6] < G)
+    ):
         return False, tc_a
     qm = qb.shape[1] - 1
     pe = 0
@@ -294,9 +365,23 @@ def _rp_tick_prog(S, qb, pstate, lru, tt, gpu_used, host_used, host_peak, wait):
     S[S_RP_COUNT] += 1
     if host_used + S[S_RP_HEXC] > host_peak:
         host_peak = host_used + S[S_RP_HEXC]
-    return ((S[S_RP_C], S[S_RP_C + 1], S[S_RP_C + 2], S[S_RP_C + 3], S[S_RP_C + 4],
-             S[S_RP_C + 5], S[S_RP_C + 6], S[S_RP_C + 7], S[S_RP_C + 8]),
-            gpu_used + S[S_RP_GNET], host_used + S[S_RP_HNET], host_peak, wait)
+    return (
+        (
+            S[S_RP_C],
+            S[S_RP_C + 1],
+            S[S_RP_C + 2],
+            S[S_RP_C + 3],
+            S[S_RP_C + 4],
+            S[S_RP_C + 5],
+            S[S_RP_C + 6],
+            S[S_RP_C + 7],
+            S[S_RP_C + 8],
+        ),
+        gpu_used + S[S_RP_GNET],
+        host_used + S[S_RP_HNET],
+        host_peak,
+        wait,
+    )
 
 
 @_kernel_stage
@@ -322,8 +407,9 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait):
     prog = 1
     for i in range(S_RP_PD, S_RP_PD + 4 * NQ):
         S[i] = 0
-    (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs,
-     c_fed) = _fresh_counters(host_used, HOST)
+    (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed) = _fresh_counters(
+        host_used, HOST
+    )
     for stage in range(_G_PE_SSD, _G_RS_SSD):
         q = _STAGE_QUEUE[stage]
         if not (mask >> q) & 1:
@@ -355,8 +441,8 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait):
                 pstate[_u(p)] = (st & ~(LOC_MASK | F_TRANSFER)) | dest
                 gpu_used -= 1
                 c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
-                    dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP,
-                    SSD_CAP, 1)
+                    dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP, 1
+                )
             if res > 0:
                 _x_remove(lru, S, tt, T, rp, rp + n)
                 tt[_u(T), TT_RES] -= res
@@ -400,8 +486,8 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait):
                             hexc = host_used - h0
                     gpu_used -= 1
                     c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
-                        dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP,
-                        SSD_CAP, 1)
+                        dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP, 1
+                    )
                 if src == IN_CPU:
                     host_used -= 1
                     if c_fed == IN_SSD:
@@ -409,7 +495,8 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait):
                 gpu_used += 1
                 if is_fetch:
                     c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs = _count_in(
-                        fsrc, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP, 1)
+                        fsrc, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP, 1
+                    )
                 else:
                     c_alloc += 1
             if v_k > 0:
@@ -420,17 +507,29 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait):
         qb[q, slot, 0] = rp + n
         qb[q, slot, 1] -= n
     S[S_RP_COUNT] += 1
-    if (c_in != S[S_RP_C] or c_in_ssd != S[S_RP_C + 1] or c_in_cpu != S[S_RP_C + 2]
-            or c_out != S[S_RP_C + 3] or c_out_ssd != S[S_RP_C + 4]
-            or c_out_cpu != S[S_RP_C + 5] or c_alloc != S[S_RP_C + 6]
-            or c_ffs != S[S_RP_C + 7] or c_fed != S[S_RP_C + 8]
-            or host_used != h0 + S[S_RP_HNET]
-            or gpu_used != g0 + S[S_RP_GNET]):
+    if (
+        c_in != S[S_RP_C]
+        or c_in_ssd != S[S_RP_C + 1]
+        or c_in_cpu != S[S_RP_C + 2]
+        or c_out != S[S_RP_C + 3]
+        or c_out_ssd != S[S_RP_C + 4]
+        or c_out_cpu != S[S_RP_C + 5]
+        or c_alloc != S[S_RP_C + 6]
+        or c_ffs != S[S_RP_C + 7]
+        or c_fed != S[S_RP_C + 8]
+        or host_used != h0 + S[S_RP_HNET]
+        or gpu_used != g0 + S[S_RP_GNET]
+    ):
         S[S_ERROR] = E_REPLAY
     S[S_RP_PROG] = prog
     S[S_RP_HEXC] = hexc
-    return ((c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
-            gpu_used, host_used, host_peak, wait)
+    return (
+        (c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed),
+        gpu_used,
+        host_used,
+        host_peak,
+        wait,
+    )
 
 
 @_kernel
@@ -489,8 +588,7 @@ def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait):
 
 
 @_kernel_stage
-def _rp_batch(t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used, host_peak,
-              wait, tc_a):
+def _rp_batch(t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used, host_peak, wait, tc_a):
     """The ticks after a replayed one at once, when the template's program is recorded: as
     many (k >= 2) as the event loop would take one after another, busy, each the template's
     again (`_rp_applies`' tests for all of them: each queue's head run and tensor hold k times
@@ -537,8 +635,8 @@ def _rp_batch(t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used
             k = room // gnet + 1
     # the queues
     nseg = 0
-    nv = 0          # victims of a tick
-    vd = -1         # their one destination (-2: more than one)
+    nv = 0  # victims of a tick
+    vd = -1  # their one destination (-2: more than one)
     pe_a = -1
     pe_b = -1
     for q in range(NQ):
@@ -610,8 +708,17 @@ def _rp_batch(t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used
     wait = _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait)
     # ---- their ends (`_tick_end`: the transfer period is open, no resume) ----
     for _j in range(k):
-        _add_traffic(pcie, it, S[S_RP_C], S[S_RP_C + 1], S[S_RP_C + 2], S[S_RP_C + 3],
-                     S[S_RP_C + 4], S[S_RP_C + 5], S[S_RP_C + 6])
+        _add_traffic(
+            pcie,
+            it,
+            S[S_RP_C],
+            S[S_RP_C + 1],
+            S[S_RP_C + 2],
+            S[S_RP_C + 3],
+            S[S_RP_C + 4],
+            S[S_RP_C + 5],
+            S[S_RP_C + 6],
+        )
     h_top = host_used + (k - 1) * hnet if hnet > 0 else host_used
     if h_top + S[S_RP_HEXC] > host_peak:
         host_peak = h_top + S[S_RP_HEXC]
@@ -624,8 +731,27 @@ def _rp_batch(t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used
 
 
 @_kernel_stage
-def _rp_ticks(t, it, k, S, qb, pstate, lru, tt, srt, pcie, bnd, ev, prm, gpu_used, host_used,
-              host_peak, wait, tc_a, half):
+def _rp_ticks(
+    t,
+    it,
+    k,
+    S,
+    qb,
+    pstate,
+    lru,
+    tt,
+    srt,
+    pcie,
+    bnd,
+    ev,
+    prm,
+    gpu_used,
+    host_used,
+    host_peak,
+    wait,
+    tc_a,
+    half,
+):
     """Busy ticks from time t carried out as the template's (`_rp_applies`, `_rp_tick`), each
     ended as `_busy_ticks` ends a tick, while they apply and the event loop would take the
     next tick next. Returns how many, whether the next tick is busy too (and may run in
@@ -638,11 +764,28 @@ def _rp_ticks(t, it, k, S, qb, pstate, lru, tt, srt, pcie, bnd, ev, prm, gpu_use
         if not ok:
             break
         counters, gpu_used, host_used, host_peak, wait = _rp_tick(
-            S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait)
+            S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait
+        )
         c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed = counters
         n += 1
-        t, resumed = _tick_end(t, it, k, False, S, pcie, bnd, ev, c_in, c_in_ssd, c_in_cpu,
-                               c_out, c_out_ssd, c_out_cpu, c_alloc, wait)
+        t, resumed = _tick_end(
+            t,
+            it,
+            k,
+            False,
+            S,
+            pcie,
+            bnd,
+            ev,
+            c_in,
+            c_in_ssd,
+            c_in_cpu,
+            c_out,
+            c_out_ssd,
+            c_out_cpu,
+            c_alloc,
+            wait,
+        )
         if resumed or S[S_ERROR] != E_NONE or not _next_tick_busy(t, S, bnd.shape[0], half):
             go_on = False
             break
@@ -650,13 +793,11 @@ def _rp_ticks(t, it, k, S, qb, pstate, lru, tt, srt, pcie, bnd, ev, prm, gpu_use
         S[S_OUT_OPEN] = -1
         if S[S_RP_PROG] == 1:
             kb, t, gpu_used, host_used, host_peak, wait, tc_a = _rp_batch(
-                t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used, host_peak,
-                wait, tc_a)
+                t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used, host_peak, wait, tc_a
+            )
             if kb > 0:
                 n += kb
                 if not _next_tick_busy(t, S, bnd.shape[0], half):
                     go_on = False
                     break
     return n, go_on, t, counters, gpu_used, host_used, host_peak, wait, tc_a
-
-

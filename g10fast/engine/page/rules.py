@@ -64,7 +64,13 @@ import numpy as np
 
 from g10fast.engine.page.helpers import _eligible, _live, _tpos
 from g10fast.engine.page.layout import (  # noqa: F401  (for rules: the entry and table layout)
-    GEN_SHIFT, TT_BIRTH, TT_DEATH, TT_REQ, TT_WIN, _kernel_page, _u,
+    GEN_SHIFT,
+    TT_BIRTH,
+    TT_DEATH,
+    TT_REQ,
+    TT_WIN,
+    _kernel_page,
+    _u,
 )
 from g10fast.errors import InputError
 
@@ -174,14 +180,12 @@ def register_eviction(name: str, rule) -> None:
     `PageMode(eviction=name)`. A built-in name cannot be taken; registering the same kernel
     again is a no-op."""
     if not isinstance(name, str) or not name:
-        raise InputError("an eviction rule's name must be a non-empty string",
-                         param="policy.eviction")
+        raise InputError("an eviction rule's name must be a non-empty string", param="policy.eviction")
     old = EVICTION_RULES.get(name)
     if old is rule:
         return
     if old is not None:
-        raise InputError(f"eviction rule {name!r} is already registered",
-                         param="policy.eviction")
+        raise InputError(f"eviction rule {name!r} is already registered", param="policy.eviction")
     if not callable(rule):
         raise InputError(f"eviction rule {name!r} is not a kernel", param="policy.eviction")
     EVICTION_RULES[name] = rule
@@ -193,8 +197,10 @@ def eviction_name(eviction) -> str:
     as a redefinition in an interactive session makes)."""
     if isinstance(eviction, str):
         if eviction not in EVICTION_RULES:
-            raise InputError(f"unknown eviction rule {eviction!r} (registered: "
-                             f"{', '.join(sorted(EVICTION_RULES))})", param="policy.eviction")
+            raise InputError(
+                f"unknown eviction rule {eviction!r} (registered: {', '.join(sorted(EVICTION_RULES))})",
+                param="policy.eviction",
+            )
         return eviction
     for name, rule in EVICTION_RULES.items():
         if rule is eviction:

@@ -18,26 +18,50 @@ from g10fast.errors import InputError
 from g10fast.results import add_bound
 
 
-def run_page_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
-                    required_order=None, check=False, baseline=None) -> dict:
+def run_page_engine(
+    spec, rec, ctx, *, plan=None, trace=None, progress=None, required_order=None, check=False, baseline=None
+) -> dict:
     """The G10-compatible page engine under a policy's PageMode and plan."""
     if spec.engine.compat:
-        raise InputError("the page engine has no compatibility switches (its quirks are "
-                         "always on: it is the artifact's)", param="engine.compat")
+        raise InputError(
+            "the page engine has no compatibility switches (its quirks are always on: it is the artifact's)",
+            param="engine.compat",
+        )
     mode = rec.engine_mode(spec.policy.options, spec.engine)
     params = page_params(spec.system, mode)
     w = ctx.workload
     if plan is None and mode.use_prefetch and rec.planner is not None:
         plan = rec.planner(ctx)
     w_sim = perturbed(w, spec.engine)
-    page_run = simulate_pages(w_sim, params, hints=None if plan is None else plan.hints,
-                              trace=trace, progress=progress, required_order=required_order,
-                              check=check, bulk=spec.engine.page_bulk)
-    iterations = iteration_stats(page_run.kernels, page_run.pcie, page_run.boundaries,
-                                 w_sim.exec_cycles, w_sim.pf_cycles,
-                                 page_run.params.num_iteration)
-    res = page_result(spec, model_label(spec), w, w_sim, page_run, iterations,
-                      reported_iteration(iterations), plan, required_order)
+    page_run = simulate_pages(
+        w_sim,
+        params,
+        hints=None if plan is None else plan.hints,
+        trace=trace,
+        progress=progress,
+        required_order=required_order,
+        check=check,
+        bulk=spec.engine.page_bulk,
+    )
+    iterations = iteration_stats(
+        page_run.kernels,
+        page_run.pcie,
+        page_run.boundaries,
+        w_sim.exec_cycles,
+        w_sim.pf_cycles,
+        page_run.params.num_iteration,
+    )
+    res = page_result(
+        spec,
+        model_label(spec),
+        w,
+        w_sim,
+        page_run,
+        iterations,
+        reported_iteration(iterations),
+        plan,
+        required_order,
+    )
     if check:
         res["invariant_checks"] = page_run.extra["invariant_checks"]
         res["page_table_scans"] = page_run.extra["page_table_scans"]
@@ -56,8 +80,15 @@ def _bound(w, params) -> dict:
     one workload that differ in the policy or the host line (a sweep's points) share it. It
     is computed again for another workload object, even one with equal arrays (a perturbed
     workload is a new object)."""
-    key = (id(w), bool(params.is_uvm), int(params.tick), int(params.gpu_cap),
-           int(params.cpu_cap), int(params.ssd_cap), int(params.frames))
+    key = (
+        id(w),
+        bool(params.is_uvm),
+        int(params.tick),
+        int(params.gpu_cap),
+        int(params.cpu_cap),
+        int(params.ssd_cap),
+        int(params.frames),
+    )
     hit = _BOUNDS.get(key)
     if hit is not None and hit[0]() is w:
         _BOUNDS.move_to_end(key)

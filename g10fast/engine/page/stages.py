@@ -8,12 +8,57 @@ import numpy as np
 
 from g10fast.engine.page.helpers import _admit, _no_faults_queued, _tensor_at
 from g10fast.engine.page.layout import (
-    E_NONE, F_TRANSFER, F_WAIT, GEN_MASK, GEN_SHIFT, LOC_MASK, NQ, PC_ALLOC, PC_IN, PC_IN_CPU,
-    PC_IN_SSD, PC_OUT, PC_OUT_CPU, PC_OUT_SSD, P_ALLOC_CAP, P_BULK, P_CPU_CAP, P_G, P_GPU_CAP,
-    P_HOST, P_LCAP, P_SSD_CAP, P_XLRU, P_XMARGIN, RES_MASK, STALE_BUCKETS, S_ERROR, S_EV_PAUSE,
-    S_KB_PENDING, S_KB_SEQ, S_KB_TIME, S_LRU_CUR, S_LRU_HEAD, S_LRU_SCAN, S_LRU_STALE, S_LRU_TAIL,
-    S_NBND, S_NEV, S_NSTAT, S_QH, S_QT, S_RESCHED, S_R_STARTED, S_SEQ, S_STAT_PAUSE, S_XFER,
-    S_X_NFREE, TT_RES, _G_PE_SSD, _kernel, _u,
+    E_NONE,
+    F_TRANSFER,
+    F_WAIT,
+    GEN_MASK,
+    GEN_SHIFT,
+    LOC_MASK,
+    NQ,
+    PC_ALLOC,
+    PC_IN,
+    PC_IN_CPU,
+    PC_IN_SSD,
+    PC_OUT,
+    PC_OUT_CPU,
+    PC_OUT_SSD,
+    P_ALLOC_CAP,
+    P_BULK,
+    P_CPU_CAP,
+    P_G,
+    P_GPU_CAP,
+    P_HOST,
+    P_LCAP,
+    P_SSD_CAP,
+    P_XLRU,
+    P_XMARGIN,
+    RES_MASK,
+    STALE_BUCKETS,
+    S_ERROR,
+    S_EV_PAUSE,
+    S_KB_PENDING,
+    S_KB_SEQ,
+    S_KB_TIME,
+    S_LRU_CUR,
+    S_LRU_HEAD,
+    S_LRU_SCAN,
+    S_LRU_STALE,
+    S_LRU_TAIL,
+    S_NBND,
+    S_NEV,
+    S_NSTAT,
+    S_QH,
+    S_QT,
+    S_RESCHED,
+    S_R_STARTED,
+    S_SEQ,
+    S_STAT_PAUSE,
+    S_XFER,
+    S_X_NFREE,
+    TT_RES,
+    _G_PE_SSD,
+    _kernel,
+    _u,
 )
 from g10fast.engine.page.lru import _cursor_page, _new_generation, _x_remove
 from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN
@@ -24,6 +69,7 @@ from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN
 # A failed allocation (no victim, or an error) ends its stage, and the prefetch-from-SSD
 # one also skips the prefetch-from-CPU stage (the artifact's stages are grouped so).
 # ----------------------------------------------------------------------------------------
+
 
 @_kernel
 def _run_pop(qb, q, qm, qh, qt, rp, rn, n):
@@ -75,8 +121,7 @@ def _count_in(src, c_in, c_in_ssd, c_in_cpu, c_alloc, c_ffs, CPU_CAP, SSD_CAP, n
 
 
 @_kernel
-def _count_out(dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP,
-               n):
+def _count_out(dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP, n):
     """A tick's outgoing counters after n pages evicted to dest (IN_SSD or IN_CPU), host_used
     being the host use just after the last of them, and the forced eviction destination once a
     link or the host is full (§9.3; n > 1 only where neither can fill before the last page)."""
@@ -120,8 +165,9 @@ def _preevict_gpu_run(lru, pstate, L, p0, p1, cur_page, dest):
         while not (free >> i) & 1:
             i += 1
         lru[_u(w)] = mask | (1 << g0)
-        pstate[_u(p)] = ((st & (15 & ~LOC_MASK & ~F_TRANSFER)) | dest
-                         | (((g0 + 1 + i) & GEN_MASK) << GEN_SHIFT))
+        pstate[_u(p)] = (
+            (st & (15 & ~LOC_MASK & ~F_TRANSFER)) | dest | (((g0 + 1 + i) & GEN_MASK) << GEN_SHIFT)
+        )
         if (st & RES_MASK) == IN_GPU:
             res_d += 1
     return p1 - p0, res_d
@@ -144,8 +190,27 @@ def _preevict_x_run(pstate, p0, p1, dest):
 
 
 @_kernel
-def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out_cpu, c_fed,
-                  host_used, host_peak, gpu_used, tc_b, lru_tail, lru_cur, lru_scan):
+def _preevict_run(
+    stage,
+    q,
+    qb,
+    S,
+    pstate,
+    lru,
+    tt,
+    srt,
+    c_out,
+    c_out_ssd,
+    c_out_cpu,
+    c_fed,
+    host_used,
+    host_peak,
+    gpu_used,
+    tc_b,
+    lru_tail,
+    lru_cur,
+    lru_scan,
+):
     """Pre-eviction fast path of a batcher tick (untraced): stage `stage`'s queued GPU pages
     in a tight loop. Each page goes exactly as the general path's pre-eviction
     (`_general_page`, `_evict_page`: its LRU entry left stale as `_lru_remove_unknown` does,
@@ -182,8 +247,10 @@ def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out
                 break
         else:
             host_full = host_used == HOST
-            if not (c_out < GPU_CAP and ((host_full and c_out_ssd < SSD_CAP) or
-                                         (not host_full and c_out_cpu < CPU_CAP))):
+            if not (
+                c_out < GPU_CAP
+                and ((host_full and c_out_ssd < SSD_CAP) or (not host_full and c_out_cpu < CPU_CAP))
+            ):
                 break
         p = rp
         st0 = np.int64(pstate[_u(p)])
@@ -224,8 +291,7 @@ def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out
                     if res_d > 0:
                         _x_remove(lru, S, tt, et_T, p, p + d)
                 else:
-                    d, res_d = _preevict_gpu_run(lru, pstate, S[P_LCAP], p, p + m, cur_page,
-                                                 dest)
+                    d, res_d = _preevict_gpu_run(lru, pstate, S[P_LCAP], p, p + m, cur_page, dest)
                     S[S_LRU_STALE] += d
                 if d > 0:
                     moved += d
@@ -236,8 +302,8 @@ def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out
                             host_peak = host_used
                     gpu_used -= d
                     c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
-                        dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP,
-                        SSD_CAP, d)
+                        dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP, d
+                    )
                     et_d -= res_d
                     if qh >= qt:
                         break
@@ -255,16 +321,16 @@ def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out
             pstate[_u(p)] = (st0 & ~(LOC_MASK | F_TRANSFER)) | dest
         else:
             if p == cur_page:
-                S[S_LRU_CUR] = S[S_LRU_HEAD]          # (§8.1)
+                S[S_LRU_CUR] = S[S_LRU_HEAD]  # (§8.1)
                 cur_page = _cursor_page(lru, pstate, S)
             g, compacted = _new_generation(lru, pstate, S, p, st0 >> GEN_SHIFT)
             if compacted:
                 cur_page = _cursor_page(lru, pstate, S)
-            pstate[_u(p)] = (((st0 & (15 & ~LOC_MASK & ~F_TRANSFER)) | dest)
-                             | (g << GEN_SHIFT))
+            pstate[_u(p)] = ((st0 & (15 & ~LOC_MASK & ~F_TRANSFER)) | dest) | (g << GEN_SHIFT)
         gpu_used -= 1
         c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
-            dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP, 1)
+            dest, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, HOST, CPU_CAP, SSD_CAP, 1
+        )
         if (st0 & RES_MASK) == IN_GPU:
             et_d -= 1
         if qh >= qt:
@@ -278,8 +344,20 @@ def _preevict_run(stage, q, qb, S, pstate, lru, tt, srt, c_out, c_out_ssd, c_out
     lru_tail = S[S_LRU_TAIL]
     lru_cur = S[S_LRU_CUR]
     lru_scan = S[S_LRU_SCAN]
-    return (moved, c_out, c_out_ssd, c_out_cpu, c_fed, host_used, host_peak, gpu_used, tc_b,
-            lru_tail, lru_cur, lru_scan)
+    return (
+        moved,
+        c_out,
+        c_out_ssd,
+        c_out_cpu,
+        c_fed,
+        host_used,
+        host_peak,
+        gpu_used,
+        tc_b,
+        lru_tail,
+        lru_cur,
+        lru_scan,
+    )
 
 
 @_kernel
@@ -297,8 +375,7 @@ def _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu
 
 
 @_kernel
-def _tick_repeats(S, stage, q, qlen, half, t_next, deepum, wait, c_moved, gpu_used, host_used,
-                  nbnd_cap):
+def _tick_repeats(S, stage, q, qlen, half, t_next, deepum, wait, c_moved, gpu_used, host_used, nbnd_cap):
     """Whether a busy tick whose allocating stage `stage` (queue q, `qlen` pages still
     queued, S[S_QH + q] up to date) has just reached a cap is followed by one that starts
     with the same stage: no other queue holds a page (the later stages, and the next tick's
@@ -315,19 +392,13 @@ def _tick_repeats(S, stage, q, qlen, half, t_next, deepum, wait, c_moved, gpu_us
         return False
     if S[S_RESCHED] != 0 and _no_faults_queued(S) and wait == 0:
         return False
-    if (S[S_NBND] + 4 > nbnd_cap or S[S_NEV] >= S[S_EV_PAUSE]
-            or S[S_NSTAT] >= S[S_STAT_PAUSE]):
+    if S[S_NBND] + 4 > nbnd_cap or S[S_NEV] >= S[S_EV_PAUSE] or S[S_NSTAT] >= S[S_STAT_PAUSE]:
         return False
     if qlen <= 0 or qlen > half:
         return False
     if S[S_X_NFREE] < S[P_XMARGIN]:
         return False
-    if S[S_KB_PENDING] and (S[S_KB_TIME] < t_next or (S[S_KB_TIME] == t_next
-                                                       and S[S_KB_SEQ] < S[S_SEQ])):
+    if S[S_KB_PENDING] and (S[S_KB_TIME] < t_next or (S[S_KB_TIME] == t_next and S[S_KB_SEQ] < S[S_SEQ])):
         return False
-    evict_ok = gpu_used < S[P_G] or (S[P_GPU_CAP] > 0 and (host_used < S[P_HOST]
-                                                          or S[P_SSD_CAP] > 0))
-    return _admit(stage, evict_ok, 0, 0, 0, 0, S[P_GPU_CAP], S[P_CPU_CAP], S[P_SSD_CAP],
-                  S[P_ALLOC_CAP])
-
-
+    evict_ok = gpu_used < S[P_G] or (S[P_GPU_CAP] > 0 and (host_used < S[P_HOST] or S[P_SSD_CAP] > 0))
+    return _admit(stage, evict_ok, 0, 0, 0, 0, S[P_GPU_CAP], S[P_CPU_CAP], S[P_SSD_CAP], S[P_ALLOC_CAP])

@@ -24,9 +24,11 @@ from g10fast.errors import InputError
 #: NCCL tuning.cc, Simple protocol (large messages), NVLink: base latency, per-step latency (us)
 BASE_LAT_US = {"ring": 8.4, "tree": 8.4}
 STEP_LAT_US = {"ring": 3.4, "tree": 4.0}
-FACTORS = {"all_reduce": lambda n: 2.0 * (n - 1) / n,
-           "reduce_scatter": lambda n: (n - 1) / n,
-           "all_gather": lambda n: (n - 1) / n}
+FACTORS = {
+    "all_reduce": lambda n: 2.0 * (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+}
 
 
 def steps(op: str, n: int, algorithm: str = "ring") -> int:
@@ -37,18 +39,17 @@ def steps(op: str, n: int, algorithm: str = "ring") -> int:
     return (2 if op == "all_reduce" else 1) * (n - 1)
 
 
-def collective_ns(op: str, nbytes: float, n: int, busbw_gbps: float,
-                  algorithm: str = "ring") -> int:
+def collective_ns(op: str, nbytes: float, n: int, busbw_gbps: float, algorithm: str = "ring") -> int:
     """Nanoseconds of one collective of `nbytes` (the whole message: the all-reduced buffer,
     the gathered output, the scattered input) over `n` ranks. One rank: nothing moves."""
     if op not in FACTORS:
-        raise InputError(f"unknown collective {op!r} (known: {', '.join(FACTORS)})",
-                         param="collective")
+        raise InputError(f"unknown collective {op!r} (known: {', '.join(FACTORS)})", param="collective")
     if algorithm not in BASE_LAT_US:
         raise InputError(f"unknown algorithm {algorithm!r} (ring or tree)", param="algorithm")
     if n < 1 or not busbw_gbps > 0:
-        raise InputError(f"needs n >= 1 ranks and a bandwidth > 0 (got {n}, {busbw_gbps})",
-                         param="collective")
+        raise InputError(
+            f"needs n >= 1 ranks and a bandwidth > 0 (got {n}, {busbw_gbps})", param="collective"
+        )
     if n == 1 or nbytes <= 0:
         return 0
     lat_us = BASE_LAT_US[algorithm] + steps(op, n, algorithm) * STEP_LAT_US[algorithm]

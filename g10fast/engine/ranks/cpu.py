@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 #: bytes per element of each pass (zero-family.md §2.2, from the code)
 ADAM_BYTES = 16 + 12
-ADAM_PINNED_BYTES = 4 + 4 + 4          # the fp32 gradient read, the fp32 parameter read and written
+ADAM_PINNED_BYTES = 4 + 4 + 4  # the fp32 gradient read, the fp32 parameter read and written
 UNSCALE_BYTES = 4 + 4
 CAST_BYTES = 4 + 2
 #: CPU Adam's tile (DS:csrc/includes/simd.h TILE) and an OpenMP fork/join (us): the fork/join
@@ -44,9 +44,9 @@ class CpuPool:
 
     cores: int
     ghz: float
-    simd_lanes: int            # fp32 lanes: 8 (AVX2), 16 (AVX-512), 4 (NEON / SVE-128)
-    per_core_gbps: float       # DRAM bandwidth one core reaches alone
-    bandwidth_gbps: float      # the bandwidth this pool may use (its sockets' share)
+    simd_lanes: int  # fp32 lanes: 8 (AVX2), 16 (AVX-512), 4 (NEON / SVE-128)
+    per_core_gbps: float  # DRAM bandwidth one core reaches alone
+    bandwidth_gbps: float  # the bandwidth this pool may use (its sockets' share)
     #: the bandwidth of the memory holding the pinned buffers (0: the pool's): one NUMA
     #: node's when they were first touched there (node.Node.cpu_pool)
     pinned_gbps: float = 0.0
@@ -60,16 +60,23 @@ class CpuPool:
         return min(self.gbps, self.pinned_gbps) if self.pinned_gbps else self.gbps
 
 
-def pass_ns(elements: float, bytes_per_element: float, pool: CpuPool,
-            vectors_cycles: float = 0.0, tiles: int = 0, pinned_bytes: float = 0.0) -> int:
+def pass_ns(
+    elements: float,
+    bytes_per_element: float,
+    pool: CpuPool,
+    vectors_cycles: float = 0.0,
+    tiles: int = 0,
+    pinned_bytes: float = 0.0,
+) -> int:
     """One bandwidth-bound pass over `elements` (with `vectors_cycles` cycles per SIMD
     vector of compute beside it, and `tiles` OpenMP regions). `pinned_bytes` of the
     element's bytes are in the pinned buffers (`CpuPool.pinned`), streamed beside the rest."""
     if elements <= 0:
         return 0
     # every byte crosses the pool's memory; the pinned ones also the channels of their node
-    t_mem = max(elements * bytes_per_element / (pool.gbps * 1e9),
-                elements * pinned_bytes / (pool.pinned * 1e9))
+    t_mem = max(
+        elements * bytes_per_element / (pool.gbps * 1e9), elements * pinned_bytes / (pool.pinned * 1e9)
+    )
     t_cpu = 0.0
     if vectors_cycles:
         t_cpu = elements / pool.simd_lanes * vectors_cycles / (pool.cores * pool.ghz * 1e9)
@@ -80,8 +87,14 @@ def adam_ns(elements: float, pool: CpuPool) -> int:
     """DeepSpeed CPU Adam over `elements` fp32 elements (params, grads and both moments).
     The fp32 parameter and gradient are ZeRO's pinned partitions (12 B an element); the
     moments are CPU Adam's own pageable tensors (torch.zeros_like, filled in parallel)."""
-    return pass_ns(elements, ADAM_BYTES, pool, CYCLES_PER_VECTOR,
-                   tiles=max(1, math.ceil(elements / TILE)), pinned_bytes=ADAM_PINNED_BYTES)
+    return pass_ns(
+        elements,
+        ADAM_BYTES,
+        pool,
+        CYCLES_PER_VECTOR,
+        tiles=max(1, math.ceil(elements / TILE)),
+        pinned_bytes=ADAM_PINNED_BYTES,
+    )
 
 
 def unscale_ns(elements: float, pool: CpuPool) -> int:

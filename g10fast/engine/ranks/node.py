@@ -15,23 +15,23 @@ from g10fast.errors import InputError
 
 @dataclass(frozen=True)
 class Node:
-    gpus: int                     # GPUs in the node (the most ranks)
-    nvlink_busbw_gbps: float      # NCCL bus bandwidth reached with large messages (GB/s)
-    pcie_gbps: float              # pinned host<->device copy bandwidth of one GPU alone (GB/s, per direction)
-    gpus_per_pcie_uplink: int     # GPUs behind one PCIe switch uplink to the CPU
-    pcie_uplink_gbps: float       # that uplink's bandwidth per direction (GB/s)
+    gpus: int  # GPUs in the node (the most ranks)
+    nvlink_busbw_gbps: float  # NCCL bus bandwidth reached with large messages (GB/s)
+    pcie_gbps: float  # pinned host<->device copy bandwidth of one GPU alone (GB/s, per direction)
+    gpus_per_pcie_uplink: int  # GPUs behind one PCIe switch uplink to the CPU
+    pcie_uplink_gbps: float  # that uplink's bandwidth per direction (GB/s)
     cpu_sockets: int
-    cores_per_socket: int         # physical cores
+    cores_per_socket: int  # physical cores
     cpu_ghz: float
-    simd_fp32_lanes: int          # 8 AVX2, 16 AVX-512
-    dram_gbps_per_socket: float   # STREAM-class bandwidth of one socket (GB/s)
-    per_core_dram_gbps: float     # what one core reaches alone (GB/s)
-    dram_gb: float                # host memory
-    nvme_read_gbps: float         # the NVMe set, read (GB/s)
-    nvme_write_gbps: float        # the NVMe set, write (GB/s)
-    host_sync_us: float           # a host wait on the GPU (cudaStreamSynchronize + tiny copy)
-    launch_us: float              # host time to launch one kernel from PyTorch eager
-    numa_nodes_per_socket: int = 1   # NUMA nodes a socket is split into (AMD's NPS setting)
+    simd_fp32_lanes: int  # 8 AVX2, 16 AVX-512
+    dram_gbps_per_socket: float  # STREAM-class bandwidth of one socket (GB/s)
+    per_core_dram_gbps: float  # what one core reaches alone (GB/s)
+    dram_gb: float  # host memory
+    nvme_read_gbps: float  # the NVMe set, read (GB/s)
+    nvme_write_gbps: float  # the NVMe set, write (GB/s)
+    host_sync_us: float  # a host wait on the GPU (cudaStreamSynchronize + tiny copy)
+    launch_us: float  # host time to launch one kernel from PyTorch eager
+    numa_nodes_per_socket: int = 1  # NUMA nodes a socket is split into (AMD's NPS setting)
 
     def pcie_share_gbps(self, ranks: int) -> float:
         """Per-direction host-link bandwidth of one rank when every rank copies at once: its
@@ -55,8 +55,11 @@ class Node:
         if bind_cores:
             sockets = max(1, math.ceil(cores / self.cores_per_socket))
             per_socket_ranks = max(1, math.ceil(ranks / self.cpu_sockets))
-            share = sockets * self.dram_gbps_per_socket / (per_socket_ranks if cores <=
-                                                              self.cores_per_socket else 1)
+            share = (
+                sockets
+                * self.dram_gbps_per_socket
+                / (per_socket_ranks if cores <= self.cores_per_socket else 1)
+            )
         else:
             share = self.cpu_sockets * self.dram_gbps_per_socket / ranks
         # the pinned buffers (fp32 master and gradient, 16-bit staging): DeepSpeed's launcher
@@ -64,11 +67,15 @@ class Node:
         # (DS:deepspeed/utils/numa.py); otherwise they are where the thread that allocated
         # and first touched them runs: one NUMA node, whose bandwidth they share
         node_gbps = self.dram_gbps_per_socket / self.numa_nodes_per_socket
-        spans = (cores > self.cores_per_numa()) if bind_cores else \
-            (self.cpu_sockets * self.numa_nodes_per_socket > 1)
+        spans = (
+            (cores > self.cores_per_numa())
+            if bind_cores
+            else (self.cpu_sockets * self.numa_nodes_per_socket > 1)
+        )
         pinned = node_gbps if (placement == "deepspeed" and spans) else share
-        return CpuPool(cores, self.cpu_ghz, self.simd_fp32_lanes, self.per_core_dram_gbps,
-                       share, min(pinned, share))
+        return CpuPool(
+            cores, self.cpu_ghz, self.simd_fp32_lanes, self.per_core_dram_gbps, share, min(pinned, share)
+        )
 
 
 def node_of(preset: dict) -> Node:
@@ -77,17 +84,29 @@ def node_of(preset: dict) -> Node:
     d = preset.get("node")
     where = preset.get("path") or preset.get("name", "preset")
     if d is None:
-        raise InputError("this preset has no [node] table (GPUs, links, CPU sockets, NVMe): "
-                         "a data-parallel run needs one, e.g. --system dgx-a100-40",
-                         path=str(where), param="node")
+        raise InputError(
+            "this preset has no [node] table (GPUs, links, CPU sockets, NVMe): "
+            "a data-parallel run needs one, e.g. --system dgx-a100-40",
+            path=str(where),
+            param="node",
+        )
     vals = {}
     for f in fields(Node):
         v = d.get(f.name, f.default if f.default is not MISSING else None)
         kind = int if f.type in ("int", int) else float
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
-                or v <= 0 or (kind is int and int(v) != v):
-            raise InputError(f"node.{f.name} must be a finite number > 0"
-                             + (" (an integer)" if kind is int else "") + f", got {v!r}",
-                             path=str(where), param=f"node.{f.name}")
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, (int, float))
+            or not math.isfinite(v)
+            or v <= 0
+            or (kind is int and int(v) != v)
+        ):
+            raise InputError(
+                f"node.{f.name} must be a finite number > 0"
+                + (" (an integer)" if kind is int else "")
+                + f", got {v!r}",
+                path=str(where),
+                param=f"node.{f.name}",
+            )
         vals[f.name] = kind(v)
     return Node(**vals)

@@ -11,8 +11,9 @@ from g10fast.results import add_bound, add_seconds, new_result, workload_summary
 from g10fast.workload.model import PAGE_SIZE
 
 
-def run_ranks_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
-                     required_order=None, check=False, baseline=None) -> dict:
+def run_ranks_engine(
+    spec, rec, ctx, *, plan=None, trace=None, progress=None, required_order=None, check=False, baseline=None
+) -> dict:
     """A ZeRO policy on the ranks engine (g10fast.engine.ranks): one data-parallel rank."""
     res = new_result(spec, "ranks", model_label(spec))
     try:
@@ -24,6 +25,5 @@ def run_ranks_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
     res.update(part)
     if bound is not None:
         add_bound(res, bound, f_hz)
-    res["workload"] = workload_summary(ctx.workload,
-                                       int(spec.system.gpu_memory_gb * 2**30) // PAGE_SIZE)
+    res["workload"] = workload_summary(ctx.workload, int(spec.system.gpu_memory_gb * 2**30) // PAGE_SIZE)
     return add_seconds(res, f_hz)

@@ -34,14 +34,22 @@ class Timeline:
         self.deps: list[tuple] = []
         self.after: list[int] = []
 
-    def add(self, resource: str, duration_ns, deps=(), *, label: str = "", kind: str = "",
-            nbytes: int = 0, after: int | None = None) -> int:
+    def add(
+        self,
+        resource: str,
+        duration_ns,
+        deps=(),
+        *,
+        label: str = "",
+        kind: str = "",
+        nbytes: int = 0,
+        after: int | None = None,
+    ) -> int:
         """Queue an operation; returns its id. `after`: an absolute time (ns) it may not
         start before (a host decision taken at that time)."""
         d = int(np.ceil(duration_ns))
         if d < 0:
-            raise InputError(f"a negative duration ({duration_ns}) for {label or resource}",
-                             param="timeline")
+            raise InputError(f"a negative duration ({duration_ns}) for {label or resource}", param="timeline")
         s = self.free.get(resource, self.t0)
         for i in deps:
             if i is not None and self.finish[i] > s:
@@ -69,12 +77,12 @@ class Timeline:
         for i, r in enumerate(self.resource):
             s, f = self.start[i], self.finish[i]
             assert f >= s, f"operation {i} ({self.label[i]}) ends before it starts"
-            ready = max([prev.get(r, self.t0), self.after[i]]
-                        + [self.finish[d] for d in self.deps[i]])
+            ready = max([prev.get(r, self.t0), self.after[i]] + [self.finish[d] for d in self.deps[i]])
             for d in self.deps[i]:
                 assert d < i, f"operation {i} ({self.label[i]}) depends on a later one ({d})"
-            assert s == ready, (f"operation {i} ({self.label[i]}) on {r} starts at {s} ns, "
-                                f"not when it is ready ({ready} ns)")
+            assert s == ready, (
+                f"operation {i} ({self.label[i]}) on {r} starts at {s} ns, not when it is ready ({ready} ns)"
+            )
             prev[r] = f
         return len(self.resource)
 
@@ -107,17 +115,24 @@ class Timeline:
 
     def busy(self, resource: str | None = None, kind: str | None = None) -> int:
         """Total ns of the operations on a resource (or of a kind)."""
-        return int(sum(f - s for r, k, s, f in zip(self.resource, self.kind, self.start,
-                                                   self.finish)
-                       if (resource is None or r == resource) and (kind is None or k == kind)))
+        return int(
+            sum(
+                f - s
+                for r, k, s, f in zip(self.resource, self.kind, self.start, self.finish)
+                if (resource is None or r == resource) and (kind is None or k == kind)
+            )
+        )
 
     def bytes_of(self, kind: str) -> int:
         return int(sum(b for k, b in zip(self.kind, self.nbytes) if k == kind))
 
     def arrays(self) -> dict:
         """Column arrays for traces and figures."""
-        return {"resource": list(self.resource), "kind": list(self.kind),
-                "label": list(self.label),
-                "start_ns": np.asarray(self.start, np.int64),
-                "end_ns": np.asarray(self.finish, np.int64),
-                "bytes": np.asarray(self.nbytes, np.int64)}
+        return {
+            "resource": list(self.resource),
+            "kind": list(self.kind),
+            "label": list(self.label),
+            "start_ns": np.asarray(self.start, np.int64),
+            "end_ns": np.asarray(self.finish, np.int64),
+            "bytes": np.asarray(self.nbytes, np.int64),
+        }

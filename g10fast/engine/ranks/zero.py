@@ -42,8 +42,8 @@ class ZeroMode:
     """What a ZeRO policy tells the ranks engine (its options, resolved)."""
 
     stage: int = 2
-    offload_optimizer: str = "none"         # none | cpu | nvme
-    offload_param: str = "none"             # none | cpu | nvme
+    offload_optimizer: str = "none"  # none | cpu | nvme
+    offload_param: str = "none"  # none | cpu | nvme
     reduce_bucket_size: float = 5e8
     overlap_comm: bool = False
     use_multi_rank_bucket_allreduce: bool = True
@@ -72,26 +72,29 @@ class ZeroMode:
             if v not in ("none", "cpu", "nvme"):
                 raise InputError(f"must be none, cpu or nvme, got {v!r}", param=k)
         if self.host_memory_placement not in ("deepspeed", "spread"):
-            raise InputError(f"must be deepspeed or spread, got {self.host_memory_placement!r}",
-                             param="host_memory_placement")
+            raise InputError(
+                f"must be deepspeed or spread, got {self.host_memory_placement!r}",
+                param="host_memory_placement",
+            )
         if self.stage == 2 and self.offload_param != "none":
             raise InputError("parameters are offloaded by stage 3 only", param="offload_param")
         if self.stage == 2 and self.offload_optimizer == "nvme":
-            raise InputError("the optimizer goes to NVMe with stage 3 only (DeepSpeed's docs)",
-                             param="offload_optimizer")
+            raise InputError(
+                "the optimizer goes to NVMe with stage 3 only (DeepSpeed's docs)", param="offload_optimizer"
+            )
 
 
 @dataclass
 class ZeroView:
     """What the step model reads of a workload."""
 
-    phase: np.ndarray          # int8[K]: FWD, BWD, OPT
-    time_ns: np.ndarray        # int64[K]: the kernels' ideal times
-    param: np.ndarray          # int64[P]: tensor id of each parameter, model order
-    numel: np.ndarray          # int64[P]
-    ready: np.ndarray          # int64[P]: kernel whose end makes the gradient ready (-1: none)
-    reads: list                # per kernel: the parameter indices it reads
-    activation_peak: int       # bytes: peak of the live non-parameter tensors (fwd + bwd)
+    phase: np.ndarray  # int8[K]: FWD, BWD, OPT
+    time_ns: np.ndarray  # int64[K]: the kernels' ideal times
+    param: np.ndarray  # int64[P]: tensor id of each parameter, model order
+    numel: np.ndarray  # int64[P]
+    ready: np.ndarray  # int64[P]: kernel whose end makes the gradient ready (-1: none)
+    reads: list  # per kernel: the parameter indices it reads
+    activation_peak: int  # bytes: peak of the live non-parameter tensors (fwd + bwd)
     dtype_bytes: int
 
 
@@ -118,8 +121,11 @@ def zero_view(w, f_hz: float) -> ZeroView:
     K, T = w.num_kernels, w.num_tensors
     phase = kernel_phase(w)
     if not (phase == OPT).any():
-        raise InputError("the workload has no optimizer kernels: ZeRO partitions an "
-                         "optimizer's state (use a training step)", param="workload")
+        raise InputError(
+            "the workload has no optimizer kernels: ZeRO partitions an "
+            "optimizer's state (use a training step)",
+            param="workload",
+        )
     glob = np.asarray(w.is_global, bool)
     producer = np.full(T, -1, np.int64)
     fwd_read = np.zeros(T, bool)
@@ -180,8 +186,9 @@ def zero_view(w, f_hz: float) -> ZeroView:
     params = [params[i] for i in order]
     ready = [ready[i] for i in order]
     pidx = {t: i for i, t in enumerate(params)}
-    reads = [[pidx[int(t)] for t in w.inputs(k) if int(t) in pidx] if phase[k] != OPT else []
-             for k in range(K)]
+    reads = [
+        [pidx[int(t)] for t in w.inputs(k) if int(t) in pidx] if phase[k] != OPT else [] for k in range(K)
+    ]
     numel = np.array([max(1, int(w.raw_size[t]) // dtype) for t in params], np.int64)
     # activations: live ranges of non-global, non-gradient tensors over forward + backward
     acc = np.zeros(K + 1, np.int64)
@@ -198,8 +205,9 @@ def zero_view(w, f_hz: float) -> ZeroView:
     np.add.at(acc, last[keep] + 1, -np.asarray(w.size, np.int64)[keep])
     peak = int(np.cumsum(acc)[:K].max()) if K else 0
     t_ns = np.ceil(np.asarray(w.exec_cycles, np.float64) / f_hz * 1e9).astype(np.int64)
-    return ZeroView(phase, t_ns, np.asarray(params, np.int64), numel,
-                    np.asarray(ready, np.int64), reads, peak, dtype)
+    return ZeroView(
+        phase, t_ns, np.asarray(params, np.int64), numel, np.asarray(ready, np.int64), reads, peak, dtype
+    )
 
 
 @dataclass
@@ -217,8 +225,16 @@ class StepResult:
 class _Step:
     """Builds one step's operations (see the module docstring)."""
 
-    def __init__(self, v: ZeroView, node: Node, ranks: int, mode: ZeroMode, hbm_gbps: float,
-                 small_kernel_us: float, gpu_opt_scale: float):
+    def __init__(
+        self,
+        v: ZeroView,
+        node: Node,
+        ranks: int,
+        mode: ZeroMode,
+        hbm_gbps: float,
+        small_kernel_us: float,
+        gpu_opt_scale: float,
+    ):
         self.v, self.node, self.P, self.m = v, node, ranks, mode
         self.tl = Timeline()
         self.hbm = hbm_gbps * 1e9
@@ -238,8 +254,7 @@ class _Step:
     # ---- primitives -------------------------------------------------------------------
     def launch(self, seconds_ns: int, label: str, deps=(), kind: str = "compute") -> int:
         """The host launches a GPU operation; the stream runs it after its predecessors."""
-        h = self.tl.add("host", self.node.launch_us * 1e3, label=f"launch {label}",
-                        kind="launch")
+        h = self.tl.add("host", self.node.launch_us * 1e3, label=f"launch {label}", kind="launch")
         g = self.tl.add("gpu", seconds_ns, (h, self.last_gpu, *deps), label=label, kind=kind)
         self.last_gpu = g
         self.counts["kernels"] += 1
@@ -248,8 +263,7 @@ class _Step:
     def host_sync(self, on: int | None, label: str) -> int:
         """The host waits for operation `on` (a stream's tail) and a round trip."""
         self.counts["host_syncs"] += 1
-        return self.tl.add("host", self.node.host_sync_us * 1e3, (on,), label=label,
-                           kind="sync")
+        return self.tl.add("host", self.node.host_sync_us * 1e3, (on,), label=label, kind="sync")
 
     def small_kernel(self, nbytes: float, label: str) -> int:
         return self.launch(nbytes / self.hbm * 1e9 + self.small_ns, label, kind="compute")
@@ -258,25 +272,30 @@ class _Step:
         self.counts["collectives"] += 1
         t = collective_ns(op, nbytes, self.P, self.node.nvlink_busbw_gbps)
         if stream == "gpu":
-            h = self.tl.add("host", self.node.launch_us * 1e3, label=f"launch {label}",
-                            kind="launch")
-            g = self.tl.add("gpu", t, (h, self.last_gpu, *deps), label=label,
-                            kind="collective", nbytes=int(nbytes))
+            h = self.tl.add("host", self.node.launch_us * 1e3, label=f"launch {label}", kind="launch")
+            g = self.tl.add(
+                "gpu", t, (h, self.last_gpu, *deps), label=label, kind="collective", nbytes=int(nbytes)
+            )
             self.last_gpu = g
             return g
-        h = self.tl.add("host", self.node.launch_us * 1e3, label=f"launch {label}",
-                        kind="launch")
-        return self.tl.add(stream, t, (h, *deps), label=label, kind="collective",
-                           nbytes=int(nbytes))
+        h = self.tl.add("host", self.node.launch_us * 1e3, label=f"launch {label}", kind="launch")
+        return self.tl.add(stream, t, (h, *deps), label=label, kind="collective", nbytes=int(nbytes))
 
     def copy(self, direction: str, nbytes: float, label: str, deps=()) -> int:
-        return self.tl.add(direction, nbytes / self.pcie * 1e9, deps, label=label,
-                           kind=direction, nbytes=int(nbytes))
+        return self.tl.add(
+            direction, nbytes / self.pcie * 1e9, deps, label=label, kind=direction, nbytes=int(nbytes)
+        )
 
     def nvme(self, direction: str, nbytes: float, label: str, deps=()) -> int:
         bw = self.nvme_r if direction == "read" else self.nvme_w
-        return self.tl.add(f"nvme_{direction}", nbytes / bw * 1e9, deps, label=label,
-                           kind=f"nvme_{direction}", nbytes=int(nbytes))
+        return self.tl.add(
+            f"nvme_{direction}",
+            nbytes / bw * 1e9,
+            deps,
+            label=label,
+            kind=f"nvme_{direction}",
+            nbytes=int(nbytes),
+        )
 
     def cpu(self, ns: int, label: str, deps=()) -> int:
         return self.tl.add("cpu", ns, deps, label=label, kind="cpu")
@@ -291,8 +310,16 @@ def _owned_elements(numel: np.ndarray, ranks: int) -> np.ndarray:
     return np.clip(np.minimum(start + numel, part) - start, 0, None)
 
 
-def simulate_step(v: ZeroView, node: Node, ranks: int, mode: ZeroMode, *, gpu_memory_bytes: int,
-                  hbm_gbps: float, small_kernel_us: float) -> StepResult:
+def simulate_step(
+    v: ZeroView,
+    node: Node,
+    ranks: int,
+    mode: ZeroMode,
+    *,
+    gpu_memory_bytes: int,
+    hbm_gbps: float,
+    small_kernel_us: float,
+) -> StepResult:
     """One steady training step of rank 0 (every rank is alike)."""
     mode.check()
     if not 1 <= ranks <= node.gpus:
@@ -306,17 +333,21 @@ def simulate_step(v: ZeroView, node: Node, ranks: int, mode: ZeroMode, *, gpu_me
     res = StepResult(0, st.tl, gpu_mem, host_mem, st.counts)
     need = sum(gpu_mem.values())
     if need > gpu_memory_bytes:
-        res.failure = {"stage": "memory",
-                       "reason": f"out of GPU memory: the step needs {need / 2**30:.2f} GiB "
-                                 f"(" + ", ".join(f"{k} {b / 2**30:.2f}" for k, b in
-                                                  gpu_mem.items()) +
-                                 f") on a {gpu_memory_bytes / 2**30:.1f} GiB GPU"}
+        res.failure = {
+            "stage": "memory",
+            "reason": f"out of GPU memory: the step needs {need / 2**30:.2f} GiB "
+            f"("
+            + ", ".join(f"{k} {b / 2**30:.2f}" for k, b in gpu_mem.items())
+            + f") on a {gpu_memory_bytes / 2**30:.1f} GiB GPU",
+        }
         return res
     host_need = sum(host_mem.values())
     if host_need > node.dram_gb * 1e9 / P:
-        res.failure = {"stage": "memory",
-                       "reason": f"out of host memory: each rank needs {host_need / 2**30:.1f} "
-                                 f"GiB of the node's {node.dram_gb:.0f} GB"}
+        res.failure = {
+            "stage": "memory",
+            "reason": f"out of host memory: each rank needs {host_need / 2**30:.1f} "
+            f"GiB of the node's {node.dram_gb:.0f} GB",
+        }
         return res
     if mode.stage == 2:
         _stage2(st, v, mode, P, N, Np, b16)
@@ -351,15 +382,15 @@ def _memory(v: ZeroView, mode: ZeroMode, P: int, N: int, Np: int, b16: int):
             host["parameter partition (pinned)"] = Np * b16
         else:
             host["parameter partition (pinned, max_in_cpu)"] = int(mode.max_in_cpu) * b16
-            host["parameter swap buffers"] = int(mode.buffer_count
-                                                 * mode.buffer_size) * b16
+            host["parameter swap buffers"] = int(mode.buffer_count * mode.buffer_size) * b16
         if mode.offload_optimizer == "none":
             gpu["optimizer (fp32 master, moments, gradient)"] = 16 * Np
         elif mode.offload_optimizer == "cpu":
             host["optimizer (fp32 master, moments, gradient)"] = 16 * Np
         else:
-            host["optimizer swap buffers"] = int(mode.optimizer_buffer_count
-                                                 * min(mode.sub_group_size, Np)) * 4
+            host["optimizer swap buffers"] = (
+                int(mode.optimizer_buffer_count * min(mode.sub_group_size, Np)) * 4
+            )
     return gpu, host
 
 
@@ -390,22 +421,20 @@ def _stage2(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
         if not bucket:
             return
         op = "all_reduce" if m.use_multi_rank_bucket_allreduce else "reduce_scatter"
-        r = st.collective(op, bucket_el * b16, f"bucket {op} ({bucket_el:,} el)", stream,
-                          deps=(st.last_gpu,))
+        r = st.collective(op, bucket_el * b16, f"bucket {op} ({bucket_el:,} el)", stream, deps=(st.last_gpu,))
         if stream != "gpu":
-            st.last_gpu = st.tl.add("gpu", 0, (st.last_gpu, r), label="wait reduction",
-                                    kind="wait")
+            st.last_gpu = st.tl.add("gpu", 0, (st.last_gpu, r), label="wait reduction", kind="wait")
         if offload:
             for i in bucket:
                 e = int(owned[i])
                 if e <= 0:
                     continue
-                st.small_kernel(8 * e, f"norm p{i}")               # float64 norm of the slice
+                st.small_kernel(8 * e, f"norm p{i}")  # float64 norm of the slice
                 chk = st.small_kernel(b16 * e, f"inf/nan p{i}")
-                st.host_sync(chk, f"inf/nan check p{i}")           # a Python `if` on a GPU bool
+                st.host_sync(chk, f"inf/nan check p{i}")  # a Python `if` on a GPU bool
                 cast = st.small_kernel((b16 + 4) * e, f"fp32 cast p{i}")
                 c = st.copy("d2h", 4 * e, f"fp32 grad p{i}", deps=(cast,))
-                if stream == "gpu":                                # ordered on the compute stream
+                if stream == "gpu":  # ordered on the compute stream
                     st.last_gpu = st.tl.add("gpu", 0, (c,), label="copy done", kind="wait")
         bucket, bucket_el = [], 0
 
@@ -419,9 +448,10 @@ def _stage2(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
             bucket.append(i)
             bucket_el += int(v.numel[i])
     flush()
-    if m.overlap_comm:                                 # the epilogue's device synchronize
-        st.last_gpu = st.tl.add("gpu", 0, (st.last_gpu, *st.tl.last_of("nccl", "d2h")),
-                                label="epilogue", kind="wait")
+    if m.overlap_comm:  # the epilogue's device synchronize
+        st.last_gpu = st.tl.add(
+            "gpu", 0, (st.last_gpu, *st.tl.last_of("nccl", "d2h")), label="epilogue", kind="wait"
+        )
         st.host_sync(st.last_gpu, "epilogue synchronize")
     if not offload:
         # the partitioned optimizer on the GPU: the workload's optimizer kernels over 1/P
@@ -484,8 +514,7 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
             if m.h2d_fetch_blocking:
                 st.host_sync(cp, f"blocking copy p{i}")
             deps = (cp,)
-        ag = st.collective("all_gather", b16 * int(v.numel[i]), f"all-gather p{i}", "nccl",
-                           deps=deps)
+        ag = st.collective("all_gather", b16 * int(v.numel[i]), f"all-gather p{i}", "nccl", deps=deps)
         gathered[i] = True
         live_el += int(v.numel[i])
         fetch_end[i] = ag
@@ -502,8 +531,13 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
         nonlocal bucket, bucket_el
         if not bucket:
             return
-        rs = st.collective("reduce_scatter", bucket_el * b16, f"reduce-scatter "
-                           f"({bucket_el:,} el)", "nccl", deps=(st.last_gpu,))
+        rs = st.collective(
+            "reduce_scatter",
+            bucket_el * b16,
+            f"reduce-scatter ({bucket_el:,} el)",
+            "nccl",
+            deps=(st.last_gpu,),
+        )
         if m.offload_optimizer != "none":
             e = -(-bucket_el // P)
             c = st.copy("d2h", 4 * e, "fp32 grad partition", deps=(rs,))
@@ -523,7 +557,7 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
             for i in units[jj]:
                 if not gathered[i]:
                     if home_nvme[i] and st.counts["fetches"] and inflight > 0:
-                        break                       # the coordinator stops at an NVMe partition
+                        break  # the coordinator stops at an NVMe partition
                     fetch(i)
                     inflight += int(v.numel[i])
             jj += 1
@@ -541,9 +575,9 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
             bucket.append(i)
             bucket_el += int(v.numel[i])
     flush()
-    st.last_gpu = st.tl.add("gpu", 0, (st.last_gpu, *st.tl.last_of("nccl", "d2h",
-                                                                     "nvme_write")),
-                            label="epilogue", kind="wait")
+    st.last_gpu = st.tl.add(
+        "gpu", 0, (st.last_gpu, *st.tl.last_of("nccl", "d2h", "nvme_write")), label="epilogue", kind="wait"
+    )
     st.host_sync(st.last_gpu, "epilogue synchronize")
     if m.offload_optimizer == "none":
         t_opt = int(v.time_ns[v.phase == OPT].sum() * st.gpu_opt_scale)
@@ -556,8 +590,12 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
         e = min(m.sub_group_size, Np - gi * m.sub_group_size)
         deps = (h,)
         if m.offload_optimizer == "nvme":
-            rd = st.nvme("read", 16 * e, f"optimizer state in (group {gi})",
-                         deps=() if m.pipeline_read else (h, prev_write))
+            rd = st.nvme(
+                "read",
+                16 * e,
+                f"optimizer state in (group {gi})",
+                deps=() if m.pipeline_read else (h, prev_write),
+            )
             deps = (h, rd)
         c1 = st.cpu(cpu_model.unscale_ns(e, st.pool), f"unscale (group {gi})", deps=deps)
         c2 = st.cpu(cpu_model.adam_ns(e, st.pool), f"CPU Adam (group {gi})", deps=(c1,))
@@ -569,9 +607,12 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
             if not m.pipeline_write:
                 h = wr
         if m.offload_param == "nvme":
-            st.nvme("write", b16 * e * float(np.mean(home_nvme[~persist]) if (~persist).any()
-                                             else 0.0), f"16-bit params out (group {gi})",
-                    deps=(c3,))
+            st.nvme(
+                "write",
+                b16 * e * float(np.mean(home_nvme[~persist]) if (~persist).any() else 0.0),
+                f"16-bit params out (group {gi})",
+                deps=(c3,),
+            )
         if m.offload_param == "none":
             up = st.copy("h2d", b16 * e, f"16-bit partition to GPU (group {gi})", deps=(c3,))
             h = st.host_sync(up, "blocking copy")

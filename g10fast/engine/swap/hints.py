@@ -14,6 +14,7 @@ def swapped_iteration(trace, plan):
     and malloc (when its swap-in starts): an AllocTrace for the allocator. Blocks live when
     the iteration starts are malloc'd first."""
     from g10fast.alloc.trace import FREE, MALLOC, AllocTrace
+
     s, e = plan.start, plan.start + plan.length
     B = int(trace.block.max()) + 1 if trace.num_ops else 0
     mal = np.full(B, trace.num_ops, np.int64)
@@ -24,7 +25,7 @@ def swapped_iteration(trace, plan):
     fre[trace.block[f]] = np.nonzero(f)[0]
     bsize = np.zeros(B, np.int64)
     bsize[trace.block[m]] = trace.size[m]
-    ev = []                                  # (key, tie, kind, block, new copy)
+    ev = []  # (key, tie, kind, block, new copy)
     for b in np.nonzero((mal < s) & (fre >= s))[0].tolist():
         ev.append((-1.0, 1, MALLOC, b, False))
     for j in range(s, e):
@@ -60,9 +61,16 @@ def swapped_iteration(trace, plan):
             cur[b] = None
     n = len(kinds)
     blocks = np.asarray(blocks, np.int64)
-    return AllocTrace(trace.name + "-swapped", np.asarray(kinds, np.int8), blocks,
-                      np.asarray(sizes, np.int64), np.arange(n, dtype=np.int64), blocks,
-                      np.zeros(n, np.int16), {})
+    return AllocTrace(
+        trace.name + "-swapped",
+        np.asarray(kinds, np.int8),
+        blocks,
+        np.asarray(sizes, np.int64),
+        np.arange(n, dtype=np.int64),
+        blocks,
+        np.zeros(n, np.int16),
+        {},
+    )
 
 
 def absolute_kernels(trace) -> np.ndarray:
@@ -95,6 +103,7 @@ def swap_hints(trace, plan) -> tuple[np.ndarray, dict, dict]:
     An absence that ends at kernel 0 of the next iteration (nothing to fetch inside this one)
     and swaps whose gap is a single kernel are left out and counted."""
     from g10fast.locations import IN_CPU, IN_GPU, NOT_KNOWN
+
     kop = np.asarray(trace.meta["kernel_of_op"], np.int64)
     top = np.asarray(trace.meta["tensor_of_op"], np.int64)
     K = int(trace.meta.get("kernels") or (kop.max() + 1))
@@ -134,13 +143,27 @@ def swap_hints(trace, plan) -> tuple[np.ndarray, dict, dict]:
     rows = [(0, t, NOT_KNOWN, IN_CPU) for i, t in sorted(proxies)] + rows
     h = np.asarray(rows, np.int64).reshape(-1, 4)
     h = h[np.argsort(h[:, 0], kind="stable")]
-    return h, {"hinted_swaps": int(len(rows) // 2), "wrapping_swaps": int(wrap),
-               "late_left_out": int(short), "edge_left_out": int(edge)}, absent
+    return (
+        h,
+        {
+            "hinted_swaps": int(len(rows) // 2),
+            "wrapping_swaps": int(wrap),
+            "late_left_out": int(short),
+            "edge_left_out": int(edge),
+        },
+        absent,
+    )
 
 
 #: the tensor engine's options for explicit swaps: its artifact quirks (O-n) off, so that a
 #: swap costs its transfer and a kernel waits for its data (docs/allocators.md)
-ENGINE_OPTIONS = {"gds_ready_on_alloc": False, "gds_weights_free_refetch": False,
-                  "gds_fetch_during_offload": False, "gds_reoffload": False,
-                  "gds_demand_from_ssd": False, "bytes_at_schedule": False,
-                  "tensor24_bypass": False, "largest_misses_last_page": False}
+ENGINE_OPTIONS = {
+    "gds_ready_on_alloc": False,
+    "gds_weights_free_refetch": False,
+    "gds_fetch_during_offload": False,
+    "gds_reoffload": False,
+    "gds_demand_from_ssd": False,
+    "bytes_at_schedule": False,
+    "tensor24_bypass": False,
+    "largest_misses_last_page": False,
+}

@@ -33,7 +33,7 @@ from g10fast.workload.model import Workload, max_kernel_pages
 #: the engine's modes, by the artifact's names of its migration policies (sim §12)
 #: mechanism -> the kernel's mode
 MODES = {"offload_set": tk.MODE_FN, "gds_ssd": tk.MODE_GDS_SSD, "gds_ssd_host": tk.MODE_GDS_FULL}
-GDS_CAPACITY_FACTOR = 4          # O-32: the GDS variants get 4x the GPU pages
+GDS_CAPACITY_FACTOR = 4  # O-32: the GDS variants get 4x the GPU pages
 
 # the engine's event columns are the trace's (g10fast/trace.py)
 N_COLS = 10
@@ -43,18 +43,18 @@ N_COLS = 10
 class TensorOptions:
     """The artifact's quirks of this engine, each on by default (named by its O-n number)."""
 
-    largest_misses_last_page: bool = True    # O-27 (planner): trailing free run of 1 page missed
-    tensor24_bypass: bool = True             # O-17 (planner): failed alloc of tensor 24 = success
-    gds_ready_on_alloc: bool = True          # O-33: queued prefetch is ready once allocated
-    gds_weights_free_refetch: bool = True    # O-18 / O-33: evicted weights come back without fetch
-    fn_rest_recompute: bool = False          # FN prefetch: recompute the room after each prefetch
-    gds_fetch_during_offload: bool = True    # O-40: prefetch of a tensor still being offloaded
-    offload_skip_dead: bool = False          # improvement (O-41 off): drop the queued offload of
-                                             # a tensor freed before it started
-    bytes_at_schedule: bool = True           # O-42: byte counts include transfers still queued
-    gds_reoffload: bool = True               # O-43: offload hint while offloading: a second one
-    gds_demand_from_ssd: bool = True         # O-44: on-demand fetches read the SSD (host too)
-    fn_reserve_workspace: bool = True        # FN: one region for the largest death -1 tensor
+    largest_misses_last_page: bool = True  # O-27 (planner): trailing free run of 1 page missed
+    tensor24_bypass: bool = True  # O-17 (planner): failed alloc of tensor 24 = success
+    gds_ready_on_alloc: bool = True  # O-33: queued prefetch is ready once allocated
+    gds_weights_free_refetch: bool = True  # O-18 / O-33: evicted weights come back without fetch
+    fn_rest_recompute: bool = False  # FN prefetch: recompute the room after each prefetch
+    gds_fetch_during_offload: bool = True  # O-40: prefetch of a tensor still being offloaded
+    offload_skip_dead: bool = False  # improvement (O-41 off): drop the queued offload of
+    # a tensor freed before it started
+    bytes_at_schedule: bool = True  # O-42: byte counts include transfers still queued
+    gds_reoffload: bool = True  # O-43: offload hint while offloading: a second one
+    gds_demand_from_ssd: bool = True  # O-44: on-demand fetches read the SSD (host too)
+    fn_reserve_workspace: bool = True  # FN: one region for the largest death -1 tensor
     # O-18: the order of a kernel's required tensors is the artifact's unordered_set hash order;
     # we pick fixed orders (REQUIRED_ORDERS), one for making them resident (step 2, which
     # decides the allocator's placement) and one for the FlashNeuron prefetch walk (step 5,
@@ -92,8 +92,8 @@ class TensorRun:
     """What one tensor-engine run produced (native units: ms and bytes)."""
 
     mechanism: str
-    status: str                    # "ok" or "failed"
-    failure: dict | None           # tensor, kernel, pages_needed, free_pages, largest_free_pages, ...
+    status: str  # "ok" or "failed"
+    failure: dict | None  # tensor, kernel, pages_needed, free_pages, largest_free_pages, ...
     total_ms: float
     ideal_ms: float
     transfer_ms: float
@@ -101,14 +101,14 @@ class TensorRun:
     gpu_to_ssd_bytes: int
     cpu_to_gpu_bytes: int
     gpu_to_cpu_bytes: int
-    kernel_start_ms: np.ndarray    # loop start of each kernel (before its allocations)
-    kernel_launch_ms: np.ndarray   # when its data was ready
+    kernel_start_ms: np.ndarray  # loop start of each kernel (before its allocations)
+    kernel_launch_ms: np.ndarray  # when its data was ready
     kernel_end_ms: np.ndarray
     exec_ms: np.ndarray
     kernels_done: int
     capacity_pages: int
-    events: np.ndarray             # int64 [n, 10], trace columns; col 0 = time in cycles
-    event_ms: np.ndarray           # float64 [n]
+    events: np.ndarray  # int64 [n, 10], trace columns; col 0 = time in cycles
+    event_ms: np.ndarray  # float64 [n]
     params: dict = field(default_factory=dict)
 
     @property
@@ -147,8 +147,7 @@ def ideal_ms_of(exec_ms: np.ndarray) -> float:
 REQUIRED_ORDERS = ("inputs_outputs", "ascending", "descending")
 
 
-def required_ordered(workload: Workload, order: str = "inputs_outputs"
-                     ) -> tuple[np.ndarray, np.ndarray]:
+def required_ordered(workload: Workload, order: str = "inputs_outputs") -> tuple[np.ndarray, np.ndarray]:
     """Per kernel its required tensors (CSR) in a fixed stand-in for the artifact's hash order
     (O-18): "inputs_outputs" = its inputs (ascending id), then its outputs that are not inputs
     (spec §2.2); "ascending" / "descending" = the union by ascending / descending id."""
@@ -206,10 +205,17 @@ def _cycles(ms: np.ndarray, f_hz: float) -> np.ndarray:
     return np.floor(np.asarray(ms, dtype=np.float64) / 1000.0 * f_hz).astype(np.int64)
 
 
-def simulate_tensors(workload: Workload, system, mechanism: str, plan=None, *,
-                     vit: Vitality | None = None,
-                     options: TensorOptions = TensorOptions(), trace=None,
-                     progress=None) -> TensorRun:
+def simulate_tensors(
+    workload: Workload,
+    system,
+    mechanism: str,
+    plan=None,
+    *,
+    vit: Vitality | None = None,
+    options: TensorOptions = TensorOptions(),
+    trace=None,
+    progress=None,
+) -> TensorRun:
     """Run the tensor engine for one iteration.
 
     mechanism  "offload_set" (plan: an offload set, e.g. a FlashNeuronPlan), "gds_ssd" or
@@ -219,9 +225,11 @@ def simulate_tensors(workload: Workload, system, mechanism: str, plan=None, *,
             as one).
     trace   an EventTraceWriter or None; progress(done, total) or None."""
     from g10fast.system import PARAM, System
+
     if mechanism not in MODES:
-        raise InputError(f"the tensor engine's mechanisms are {sorted(MODES)}, not "
-                         f"{mechanism!r}", param="mechanism")
+        raise InputError(
+            f"the tensor engine's mechanisms are {sorted(MODES)}, not {mechanism!r}", param="mechanism"
+        )
     mode = MODES[mechanism]
     K, T = workload.num_kernels, workload.num_tensors
     if K == 0:
@@ -241,10 +249,13 @@ def simulate_tensors(workload: Workload, system, mechanism: str, plan=None, *,
     bw_ssd = ssd * 1024 * 1024 * 1024 / 1000
     bw_host = (cpu - ssd) * 1024 * 1024 * 1024 / 1000
     if mode == tk.MODE_GDS_FULL and bw_host <= 0:
-        raise InputError("gds_ssd_host (G10-Host) moves host data at the host link's bandwidth "
-                         "less the SSD's, which must be > 0", param=PARAM["host_link_gbps"])
+        raise InputError(
+            "gds_ssd_host (G10-Host) moves host data at the host link's bandwidth "
+            "less the SSD's, which must be > 0",
+            param=PARAM["host_link_gbps"],
+        )
     if bw_host <= 0:
-        bw_host = 1.0       # host lanes are unused by offload_set / gds_ssd
+        bw_host = 1.0  # host lanes are unused by offload_set / gds_ssd
     cap = int(gpu_gb * 1024 * 1024 / 4)
     if mode != tk.MODE_FN:
         cap *= GDS_CAPACITY_FACTOR
@@ -271,8 +282,10 @@ def simulate_tensors(workload: Workload, system, mechanism: str, plan=None, *,
     make_loss = K
     if mode == tk.MODE_FN:
         if not all(hasattr(plan, a) for a in ("make_loss", "offload_tensor", "offload_kernel")):
-            raise TypeError("offload_set needs an offload set (make_loss, offload_tensor, "
-                            "offload_kernel: e.g. a FlashNeuronPlan)")
+            raise TypeError(
+                "offload_set needs an offload set (make_loss, offload_tensor, "
+                "offload_kernel: e.g. a FlashNeuronPlan)"
+            )
         make_loss = plan.make_loss
         ot = np.asarray(plan.offload_tensor, dtype=np.int64)
         chosen[ot] = True
@@ -306,18 +319,51 @@ def simulate_tensors(workload: Workload, system, mechanism: str, plan=None, *,
         ev = np.zeros((n_ev, N_COLS), np.int64)
         ev_t = np.zeros(n_ev, np.float64)
         cnt[:] = 0
-        st = tk.simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr,
-                         req_idx, pf_ptr, pf_idx, exec_ms, make_loss, chosen, off_ptr, off_idx,
-                         fn_reserve, fn_max, hint_ptr, hint_tensor, hint_to, bw_ssd, bw_host, options.flags(),
-                         k_start, k_launch, k_end, ev, ev_t, clk, cnt, fail)
+        st = tk.simulate(
+            mode,
+            cap,
+            size_pages,
+            size_bytes,
+            is_global,
+            birth,
+            death,
+            req_ptr,
+            req_idx,
+            pf_ptr,
+            pf_idx,
+            exec_ms,
+            make_loss,
+            chosen,
+            off_ptr,
+            off_idx,
+            fn_reserve,
+            fn_max,
+            hint_ptr,
+            hint_tensor,
+            hint_to,
+            bw_ssd,
+            bw_host,
+            options.flags(),
+            k_start,
+            k_launch,
+            k_end,
+            ev,
+            ev_t,
+            clk,
+            cnt,
+            fail,
+        )
         if st != tk.ST_EV_OVERFLOW:
             break
         n_ev *= 2
     if st in (tk.ST_ALLOC_BROKEN, tk.ST_QUEUE_OVERFLOW):
         raise RuntimeError(f"tensor engine internal error (status {st})")
     if st == tk.ST_BAD_HINT:
-        raise InputError(f"hint for tensor {fail[0]} at kernel {fail[1]} has a destination the "
-                         "tensor engine does not handle (SSD, host or GPU only)", param="hints")
+        raise InputError(
+            f"hint for tensor {fail[0]} at kernel {fail[1]} has a destination the "
+            "tensor engine does not handle (SSD, host or GPU only)",
+            param="hints",
+        )
     failure = None
     n_ev = int(cnt[tk.C_NEV])
     ev = ev[:n_ev]
@@ -327,11 +373,14 @@ def simulate_tensors(workload: Workload, system, mechanism: str, plan=None, *,
     if st == tk.ST_NO_SPACE:
         kernels_done = int(fail[1]) if fail[1] >= 0 else 0
         failure = {
-            "reason": "no space: the allocator cannot place the tensor (\"No enough space\")",
-            "tensor": int(fail[0]), "kernel": int(fail[1]),
+            "reason": 'no space: the allocator cannot place the tensor ("No enough space")',
+            "tensor": int(fail[0]),
+            "kernel": int(fail[1]),
             "kernel_name": workload.kernel_name[int(fail[1])] if fail[1] >= 0 else None,
-            "pages_needed": int(fail[2]), "free_pages": int(fail[3]),
-            "largest_free_pages": int(fail[4]), "capacity_pages": cap,
+            "pages_needed": int(fail[2]),
+            "free_pages": int(fail[3]),
+            "largest_free_pages": int(fail[4]),
+            "capacity_pages": cap,
             "time_ms": float(clk[tk.K_NOW]),
         }
     # ms of every kernel end: KERNEL event value = end cycle
@@ -344,23 +393,43 @@ def simulate_tensors(workload: Workload, system, mechanism: str, plan=None, *,
         progress(K, K)
     ideal = ideal_ms_of(exec_ms)
     return TensorRun(
-        mechanism=mechanism, status="ok" if failure is None else "failed", failure=failure,
-        total_ms=float(clk[tk.K_NOW]), ideal_ms=ideal, transfer_ms=float(clk[tk.K_XFER]),
-        ssd_to_gpu_bytes=int(cnt[tk.C_SSD_IN]), gpu_to_ssd_bytes=int(cnt[tk.C_SSD_OUT]),
-        cpu_to_gpu_bytes=int(cnt[tk.C_HOST_IN]), gpu_to_cpu_bytes=int(cnt[tk.C_HOST_OUT]),
-        kernel_start_ms=k_start, kernel_launch_ms=k_launch, kernel_end_ms=k_end,
-        exec_ms=exec_ms, kernels_done=kernels_done, capacity_pages=cap, events=ev, event_ms=ev_t,
-        params={"capacity_pages": cap, "ssd_bytes_per_ms": bw_ssd, "host_bytes_per_ms": bw_host,
-                "f_hz": int(f_hz), "make_loss": int(make_loss), "fn_max_pages": int(fn_max),
-                "fn_reserve_tensor": int(fn_reserve), "options": options.__dict__.copy()})
+        mechanism=mechanism,
+        status="ok" if failure is None else "failed",
+        failure=failure,
+        total_ms=float(clk[tk.K_NOW]),
+        ideal_ms=ideal,
+        transfer_ms=float(clk[tk.K_XFER]),
+        ssd_to_gpu_bytes=int(cnt[tk.C_SSD_IN]),
+        gpu_to_ssd_bytes=int(cnt[tk.C_SSD_OUT]),
+        cpu_to_gpu_bytes=int(cnt[tk.C_HOST_IN]),
+        gpu_to_cpu_bytes=int(cnt[tk.C_HOST_OUT]),
+        kernel_start_ms=k_start,
+        kernel_launch_ms=k_launch,
+        kernel_end_ms=k_end,
+        exec_ms=exec_ms,
+        kernels_done=kernels_done,
+        capacity_pages=cap,
+        events=ev,
+        event_ms=ev_t,
+        params={
+            "capacity_pages": cap,
+            "ssd_bytes_per_ms": bw_ssd,
+            "host_bytes_per_ms": bw_host,
+            "f_hz": int(f_hz),
+            "make_loss": int(make_loss),
+            "fn_max_pages": int(fn_max),
+            "fn_reserve_tensor": int(fn_reserve),
+            "options": options.__dict__.copy(),
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # G10-GDS / G10-Host plan post-processing (planner spec §5.2, §5.3, §5.8, §6.5)
 # ---------------------------------------------------------------------------------------------
 
-GDS_LOOSEN = 1.060606            # O-15
-GDS_LOOSEN_VIT_FULL = 1.269366   # O-15: ViT (borden < 200, transformer) under gds_ssd_host
+GDS_LOOSEN = 1.060606  # O-15
+GDS_LOOSEN_VIT_FULL = 1.269366  # O-15: ViT (borden < 200, transformer) under gds_ssd_host
 GDS_HILL_FACTOR = 0.9
 
 
@@ -390,10 +459,18 @@ def strip_prealloc_hints(hints: np.ndarray, birth_issue_mask: np.ndarray | None 
     return h[keep]
 
 
-def gds_hill_evictions(est: np.ndarray, hill_index: int, target: int, iv_tensor: np.ndarray,
-                       iv_start: np.ndarray, iv_end: np.ndarray, iv_looped: np.ndarray,
-                       iv_time_us: np.ndarray, size: np.ndarray,
-                       really_offloaded: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def gds_hill_evictions(
+    est: np.ndarray,
+    hill_index: int,
+    target: int,
+    iv_tensor: np.ndarray,
+    iv_start: np.ndarray,
+    iv_end: np.ndarray,
+    iv_looped: np.ndarray,
+    iv_time_us: np.ndarray,
+    size: np.ndarray,
+    really_offloaded: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """(c) §5.8: extra SSD pre-evictions of the intervals spanning the memory peak.
 
     est: the planner's per-kernel estimate after §5.7 (bytes); hill_index from §5.3.
@@ -416,7 +493,7 @@ def gds_hill_evictions(est: np.ndarray, hill_index: int, target: int, iv_tensor:
         if not iv_looped[c] and s <= hill_index < e:
             t = int(iv_tensor[c])
             rows.append((s, t, tk.LOC_NOT_KNOWN, tk.LOC_SSD))
-            est[s + 1:e] -= sz[c]
+            est[s + 1 : e] -= sz[c]
             hill -= int(sz[c])
     out = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
     assert est.shape[0] == K

@@ -18,9 +18,9 @@ from g10fast.engine.page.check import InvariantError
 def check_tensor_run(run, workload) -> int:
     """Assert the allocator's invariants over a TensorRun's events; returns the events read."""
     cap = int(run.capacity_pages)
-    starts: list[int] = []          # sorted starts of the live regions
-    ends: dict[int, int] = {}       # start -> end (exclusive)
-    live: dict = {}                 # tensor (or a held old copy) -> (start, n)
+    starts: list[int] = []  # sorted starts of the live regions
+    ends: dict[int, int] = {}  # start -> end (exclusive)
+    live: dict = {}  # tensor (or a held old copy) -> (start, n)
     kernel = -1
     ev = run.events
     order = np.argsort(run.event_ms, kind="stable")
@@ -35,27 +35,29 @@ def check_tensor_run(run, workload) -> int:
             kernel = int(r[3])
         elif kind == tk.EV_ALLOC:
             if int(r[9]) == 2 and t in live:
-                live[(t, "held", len(live))] = live.pop(t)      # O-40
+                live[(t, "held", len(live))] = live.pop(t)  # O-40
             if t in live:
                 fail(f"tensor {t} allocated twice")
             if not (0 <= page and page + n <= cap):
-                fail(f"tensor {t} placed at pages [{page}, {page + n}) beyond the capacity "
-                     f"of {cap} pages")
+                fail(f"tensor {t} placed at pages [{page}, {page + n}) beyond the capacity of {cap} pages")
             i = bisect.bisect_right(starts, page)
-            if (i > 0 and ends[starts[i - 1]] > page) or (i < len(starts) and
-                                                          starts[i] < page + n and n > 0):
+            if (i > 0 and ends[starts[i - 1]] > page) or (i < len(starts) and starts[i] < page + n and n > 0):
                 fail(f"tensor {t} placed at pages [{page}, {page + n}) overlaps a live tensor")
             if n > 0:
                 starts.insert(i, page)
                 ends[page] = page + n
             live[t] = (page, n)
         elif kind in (tk.EV_DEALLOC, tk.EV_EVICT):
-            key = t if live.get(t) == (page, n) else next(
-                (k for k, v in live.items() if isinstance(k, tuple) and k[0] == t
-                 and v == (page, n)), None)
+            key = (
+                t
+                if live.get(t) == (page, n)
+                else next(
+                    (k for k, v in live.items() if isinstance(k, tuple) and k[0] == t and v == (page, n)),
+                    None,
+                )
+            )
             if key is None:
-                fail(f"free of tensor {t} at pages [{page}, {page + n}) does not match a live "
-                     "allocation")
+                fail(f"free of tensor {t} at pages [{page}, {page + n}) does not match a live allocation")
             del live[key]
             if n > 0:
                 starts.pop(bisect.bisect_left(starts, page))

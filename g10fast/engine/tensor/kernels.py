@@ -47,7 +47,14 @@ MODE_GDS_FULL = 2
 
 # hint destinations (PageLocation, planner spec §5.1) and trace kinds: the page engine's
 from g10fast.engine.page.kernels import (  # noqa: E402,F401
-    EV_ALLOC, EV_DEALLOC, EV_EVICT, EV_FETCH, EV_HINT, EV_KERNEL, EV_TRANSFER)
+    EV_ALLOC,
+    EV_DEALLOC,
+    EV_EVICT,
+    EV_FETCH,
+    EV_HINT,
+    EV_KERNEL,
+    EV_TRANSFER,
+)
 from g10fast.locations import IN_CPU as LOC_CPU  # noqa: E402
 from g10fast.locations import IN_GPU as LOC_GPU  # noqa: E402
 from g10fast.locations import IN_SSD as LOC_SSD  # noqa: E402
@@ -60,17 +67,19 @@ from g10fast.alloc.free_runs import C_NRUNS, alloc_left, alloc_right, free_run  
 
 # status codes
 ST_OK = 0
+# fmt: off
 ST_NO_SPACE = 1          # "No enough space": an allocation that no pending event can make room for
 ST_EV_OVERFLOW = 2       # event buffer too small (the wrapper retries with a larger one)
 ST_BAD_HINT = 3          # a GDS hint whose destination is not SSD / host / GPU
 ST_ALLOC_BROKEN = 4      # allocator invariant violated (overlapping free)
 ST_QUEUE_OVERFLOW = 5
+# fmt: on
 
 # clk slots (float64)
 K_NOW = 0
 K_XFER = 1
-K_KFIN = 2        # finish time of the running kernel
-K_KPEND = 3       # 1.0 while a kernel finish is pending
+K_KFIN = 2  # finish time of the running kernel
+K_KPEND = 3  # 1.0 while a kernel finish is pending
 
 # cnt slots (int64)
 C_SSD_IN = 0
@@ -80,13 +89,14 @@ C_HOST_OUT = 3
 C_NEV = 4
 # 5: C_NRUNS, the free-run count (g10fast.alloc.free_runs, imported above)
 C_EVOVF = 6
-C_KERNEL = 7      # current kernel (for events)
+C_KERNEL = 7  # current kernel (for events)
 C_QOVF = 8
 C_BROKEN = 9
-C_OPTS = 10       # the options flags, for the helpers that do not take `opts`
+C_OPTS = 10  # the options flags, for the helpers that do not take `opts`
 C_N = 11
 
 # options bit flags
+# fmt: off
 OPT_LARGEST_MISSES_LAST1 = 1     # O-27: largest_available_size misses a trailing free run of 1 page
 OPT_TENSOR24 = 2                 # O-17: a failed allocation of tensor 24 counts as success
 OPT_GDS_READY_ON_ALLOC = 4       # O-33: a tensor waiting for fetch allocation is ready once
@@ -103,6 +113,7 @@ OPT_BYTES_AT_SCHEDULE = 128      # O-42: transfer bytes counted when scheduled, 
 OPT_REOFFLOAD = 256              # O-43: an offload hint for a tensor already being offloaded
                                  # schedules another offload
 OPT_DEMAND_FROM_SSD = 512        # O-44: an on-demand fetch reads the SSD even for a host tensor
+# fmt: on
 
 
 @_kernel
@@ -128,6 +139,7 @@ def _log(ev, ev_t, cnt, t, kind, kernel, tensor, page, count, src, dst, value):
 # ---------------------------------------------------------------------------------------------
 # allocator over free runs
 # ---------------------------------------------------------------------------------------------
+
 
 @_kernel
 def largest_free(run_s, run_l, cnt, cap, opts):
@@ -155,6 +167,7 @@ def total_free(run_l, cnt):
 # channels and events
 # ---------------------------------------------------------------------------------------------
 
+
 @_kernel
 def _bw(c, bw_ssd, bw_host):
     if c == 0 or c == 1:
@@ -163,8 +176,24 @@ def _bw(c, bw_ssd, bw_host):
 
 
 @_kernel
-def _start_next(c, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state, t_demand, size_bytes,
-                clk, bw_ssd, bw_host, ev, ev_t, cnt):
+def _start_next(
+    c,
+    ch_busy,
+    ch_ready,
+    ch_cur,
+    ch_head,
+    ch_tail,
+    ch_q,
+    t_state,
+    t_demand,
+    size_bytes,
+    clk,
+    bw_ssd,
+    bw_host,
+    ev,
+    ev_t,
+    cnt,
+):
     while ch_busy[c] == 0 and ch_head[c] < ch_tail[c]:
         t = ch_q[c, ch_head[c]]
         ch_head[c] += 1
@@ -197,30 +226,84 @@ def _start_next(c, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state, t
 
 
 @_kernel
-def _enqueue(c, t, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state, t_demand, size_bytes,
-             clk, bw_ssd, bw_host, ev, ev_t, cnt):
+def _enqueue(
+    c,
+    t,
+    ch_busy,
+    ch_ready,
+    ch_cur,
+    ch_head,
+    ch_tail,
+    ch_q,
+    t_state,
+    t_demand,
+    size_bytes,
+    clk,
+    bw_ssd,
+    bw_host,
+    ev,
+    ev_t,
+    cnt,
+):
     if ch_tail[c] >= ch_q.shape[1]:
         cnt[C_QOVF] = 1
         return
     ch_q[c, ch_tail[c]] = t
     ch_tail[c] += 1
     if cnt[C_OPTS] & OPT_BYTES_AT_SCHEDULE:
-        cnt[c] += size_bytes[t]     # O-42: counted when scheduled (cnt slot c = channel c)
-    _start_next(c, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state, t_demand, size_bytes,
-                clk, bw_ssd, bw_host, ev, ev_t, cnt)
+        cnt[c] += size_bytes[t]  # O-42: counted when scheduled (cnt slot c = channel c)
+    _start_next(
+        c,
+        ch_busy,
+        ch_ready,
+        ch_cur,
+        ch_head,
+        ch_tail,
+        ch_q,
+        t_state,
+        t_demand,
+        size_bytes,
+        clk,
+        bw_ssd,
+        bw_host,
+        ev,
+        ev_t,
+        cnt,
+    )
 
 
 @_kernel
-def _check_fetch_allocation(wq, wq_ht, t_state, t_start, t_host, t_demand, size_pages, size_bytes,
-                            run_s, run_l, cnt, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q,
-                            clk, bw_ssd, bw_host, ev, ev_t):
+def _check_fetch_allocation(
+    wq,
+    wq_ht,
+    t_state,
+    t_start,
+    t_host,
+    t_demand,
+    size_pages,
+    size_bytes,
+    run_s,
+    run_l,
+    cnt,
+    ch_busy,
+    ch_ready,
+    ch_cur,
+    ch_head,
+    ch_tail,
+    ch_q,
+    clk,
+    bw_ssd,
+    bw_host,
+    ev,
+    ev_t,
+):
     """GDS: serve the fetch-allocation queue in FIFO order while the head fits (from the right)."""
     while wq_ht[0] < wq_ht[1]:
         t = wq[wq_ht[0]]
         st = t_state[t]
         if st == OFFL:
             if wq_ht[2] == 0:
-                return          # still being offloaded: its pages are not free yet
+                return  # still being offloaded: its pages are not free yet
             # O-40: G10 allocates and fetches it anyway while its offload is still pending;
             # the pages being offloaded stay held (the tensor keeps one address, the new one),
             # and the offload's completion later de-allocates the tensor (t_demand bit 2).
@@ -229,7 +312,7 @@ def _check_fetch_allocation(wq, wq_ht, t_state, t_start, t_host, t_demand, size_
         elif st == WAIT:
             again = 0
         else:
-            wq_ht[0] += 1       # fetched on demand meanwhile, or freed: nothing to do
+            wq_ht[0] += 1  # fetched on demand meanwhile, or freed: nothing to do
             continue
         s = alloc_right(run_s, run_l, cnt, size_pages[t])
         if s < 0:
@@ -240,14 +323,53 @@ def _check_fetch_allocation(wq, wq_ht, t_state, t_start, t_host, t_demand, size_
         t_demand[t] = again
         _log(ev, ev_t, cnt, clk[K_NOW], EV_ALLOC, cnt[C_KERNEL], t, s, size_pages[t], 0, -1, again)
         c = 2 if t_host[t] else 0
-        _enqueue(c, t, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state,
-                 t_demand, size_bytes, clk, bw_ssd, bw_host, ev, ev_t, cnt)
+        _enqueue(
+            c,
+            t,
+            ch_busy,
+            ch_ready,
+            ch_cur,
+            ch_head,
+            ch_tail,
+            ch_q,
+            t_state,
+            t_demand,
+            size_bytes,
+            clk,
+            bw_ssd,
+            bw_host,
+            ev,
+            ev_t,
+            cnt,
+        )
 
 
 @_kernel
-def _serve_one(mode, t_state, t_start, t_host, t_demand, size_pages, size_bytes, run_s, run_l,
-               cnt, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, clk, bw_ssd, bw_host,
-               ev, ev_t, wq, wq_ht):
+def _serve_one(
+    mode,
+    t_state,
+    t_start,
+    t_host,
+    t_demand,
+    size_pages,
+    size_bytes,
+    run_s,
+    run_l,
+    cnt,
+    ch_busy,
+    ch_ready,
+    ch_cur,
+    ch_head,
+    ch_tail,
+    ch_q,
+    clk,
+    bw_ssd,
+    bw_host,
+    ev,
+    ev_t,
+    wq,
+    wq_ht,
+):
     """Serve the earliest pending event. Returns -1 if none, 0..3 a channel, 4 the kernel finish."""
     best = -1
     bt = 0.0
@@ -280,12 +402,24 @@ def _serve_one(mode, t_state, t_start, t_host, t_demand, size_pages, size_bytes,
     ch_cur[c] = -1
     k = cnt[C_KERNEL]
     if (cnt[C_OPTS] & OPT_BYTES_AT_SCHEDULE) == 0:
-        cnt[c] += size_bytes[t]         # counted when done (cnt slot c = channel c)
+        cnt[c] += size_bytes[t]  # counted when done (cnt slot c = channel c)
     if c == 0 or c == 2:
         if t_state[t] == FETCH:
             t_state[t] = RES
-        _log(ev, ev_t, cnt, bt, EV_FETCH, k, t, t_start[t], size_pages[t],
-             LOC_SSD if c == 0 else LOC_CPU, -1, t_demand[t] & 1)
+        _log(
+            ev,
+            ev_t,
+            cnt,
+            bt,
+            EV_FETCH,
+            k,
+            t,
+            t_start[t],
+            size_pages[t],
+            LOC_SSD if c == 0 else LOC_CPU,
+            -1,
+            t_demand[t] & 1,
+        )
     else:
         if (t_demand[t] & 2) != 0:
             # O-40: re-allocated while this offload was pending: the completion de-allocates
@@ -294,29 +428,88 @@ def _serve_one(mode, t_state, t_start, t_host, t_demand, size_pages, size_bytes,
             if (t_state[t] == RES or t_state[t] == FETCH) and t_start[t] >= 0:
                 if not free_run(run_s, run_l, cnt, t_start[t], size_pages[t]):
                     cnt[C_BROKEN] = 1
-                _log(ev, ev_t, cnt, bt, EV_EVICT, k, t, t_start[t], size_pages[t], -1,
-                     LOC_SSD if c == 1 else LOC_CPU, 0)
+                _log(
+                    ev,
+                    ev_t,
+                    cnt,
+                    bt,
+                    EV_EVICT,
+                    k,
+                    t,
+                    t_start[t],
+                    size_pages[t],
+                    -1,
+                    LOC_SSD if c == 1 else LOC_CPU,
+                    0,
+                )
                 t_start[t] = -1
                 t_state[t] = GONE
             else:
-                _log(ev, ev_t, cnt, bt, EV_TRANSFER, k, t, -1, -1, LOC_GPU,
-                     LOC_SSD if c == 1 else LOC_CPU, 0)
+                _log(ev, ev_t, cnt, bt, EV_TRANSFER, k, t, -1, -1, LOC_GPU, LOC_SSD if c == 1 else LOC_CPU, 0)
         elif t_state[t] == OFFL:
             if not free_run(run_s, run_l, cnt, t_start[t], size_pages[t]):
                 cnt[C_BROKEN] = 1
-            _log(ev, ev_t, cnt, bt, EV_EVICT, k, t, t_start[t], size_pages[t], -1,
-                 LOC_SSD if c == 1 else LOC_CPU, 0)
+            _log(
+                ev,
+                ev_t,
+                cnt,
+                bt,
+                EV_EVICT,
+                k,
+                t,
+                t_start[t],
+                size_pages[t],
+                -1,
+                LOC_SSD if c == 1 else LOC_CPU,
+                0,
+            )
             t_start[t] = -1
             t_state[t] = GONE
         else:
-            _log(ev, ev_t, cnt, bt, EV_TRANSFER, k, t, -1, -1, LOC_GPU,
-                 LOC_SSD if c == 1 else LOC_CPU, 0)
-    _start_next(c, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state, t_demand, size_bytes,
-                clk, bw_ssd, bw_host, ev, ev_t, cnt)
+            _log(ev, ev_t, cnt, bt, EV_TRANSFER, k, t, -1, -1, LOC_GPU, LOC_SSD if c == 1 else LOC_CPU, 0)
+    _start_next(
+        c,
+        ch_busy,
+        ch_ready,
+        ch_cur,
+        ch_head,
+        ch_tail,
+        ch_q,
+        t_state,
+        t_demand,
+        size_bytes,
+        clk,
+        bw_ssd,
+        bw_host,
+        ev,
+        ev_t,
+        cnt,
+    )
     if mode != MODE_FN:
-        _check_fetch_allocation(wq, wq_ht, t_state, t_start, t_host, t_demand, size_pages,
-                                size_bytes, run_s, run_l, cnt, ch_busy, ch_ready, ch_cur, ch_head,
-                                ch_tail, ch_q, clk, bw_ssd, bw_host, ev, ev_t)
+        _check_fetch_allocation(
+            wq,
+            wq_ht,
+            t_state,
+            t_start,
+            t_host,
+            t_demand,
+            size_pages,
+            size_bytes,
+            run_s,
+            run_l,
+            cnt,
+            ch_busy,
+            ch_ready,
+            ch_cur,
+            ch_head,
+            ch_tail,
+            ch_q,
+            clk,
+            bw_ssd,
+            bw_host,
+            ev,
+            ev_t,
+        )
     return c
 
 
@@ -324,11 +517,42 @@ def _serve_one(mode, t_state, t_start, t_host, t_demand, size_pages, size_bytes,
 # the engine
 # ---------------------------------------------------------------------------------------------
 
+
 @_kernel
-def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr, req_idx,
-             pf_ptr, pf_idx, exec_ms, make_loss, chosen, off_ptr, off_idx, fn_reserve, fn_max_pages,
-             hint_ptr, hint_tensor, hint_to, bw_ssd, bw_host, opts,
-             k_start, k_launch, k_end, ev, ev_t, clk, cnt, fail):
+def simulate(
+    mode,
+    cap,
+    size_pages,
+    size_bytes,
+    is_global,
+    birth,
+    death,
+    req_ptr,
+    req_idx,
+    pf_ptr,
+    pf_idx,
+    exec_ms,
+    make_loss,
+    chosen,
+    off_ptr,
+    off_idx,
+    fn_reserve,
+    fn_max_pages,
+    hint_ptr,
+    hint_tensor,
+    hint_to,
+    bw_ssd,
+    bw_host,
+    opts,
+    k_start,
+    k_launch,
+    k_end,
+    ev,
+    ev_t,
+    clk,
+    cnt,
+    fail,
+):
     """One iteration of the FN simulator. Returns a status code (ST_*).
 
     FN (mode 0): `chosen` = the offload plan's tensors, `off_ptr/off_idx` = tensors to offload
@@ -343,7 +567,7 @@ def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr
     t_start = np.full(T, -1, np.int64)
     t_host = np.zeros(T, np.bool_)
     t_demand = np.zeros(T, np.int64)
-    t_qalloc = np.zeros(T, np.bool_)         # GDS: allocated through the fetch-allocation queue
+    t_qalloc = np.zeros(T, np.bool_)  # GDS: allocated through the fetch-allocation queue
     run_s = np.zeros(T + 4, np.int64)
     run_l = np.zeros(T + 4, np.int64)
     run_s[0] = 0
@@ -407,21 +631,61 @@ def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr
                     t = off_idx[q]
                     if t_state[t] == RES:
                         t_state[t] = OFFL
-                        _enqueue(1, t, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q,
-                                 t_state, t_demand, size_bytes, clk, bw_ssd, bw_host, ev, ev_t, cnt)
+                        _enqueue(
+                            1,
+                            t,
+                            ch_busy,
+                            ch_ready,
+                            ch_cur,
+                            ch_head,
+                            ch_tail,
+                            ch_q,
+                            t_state,
+                            t_demand,
+                            size_bytes,
+                            clk,
+                            bw_ssd,
+                            bw_host,
+                            ev,
+                            ev_t,
+                            cnt,
+                        )
             else:
                 while ch_busy[1] != 0 or ch_head[1] < ch_tail[1]:
-                    if _serve_one(mode, t_state, t_start, t_host, t_demand, size_pages,
-                                  size_bytes, run_s, run_l, cnt, ch_busy, ch_ready, ch_cur,
-                                  ch_head, ch_tail, ch_q, clk, bw_ssd, bw_host, ev, ev_t, wq,
-                                  wq_ht) < 0:
+                    if (
+                        _serve_one(
+                            mode,
+                            t_state,
+                            t_start,
+                            t_host,
+                            t_demand,
+                            size_pages,
+                            size_bytes,
+                            run_s,
+                            run_l,
+                            cnt,
+                            ch_busy,
+                            ch_ready,
+                            ch_cur,
+                            ch_head,
+                            ch_tail,
+                            ch_q,
+                            clk,
+                            bw_ssd,
+                            bw_host,
+                            ev,
+                            ev_t,
+                            wq,
+                            wq_ht,
+                        )
+                        < 0
+                    ):
                         break
         else:
             for q in range(hint_ptr[i], hint_ptr[i + 1]):
                 t = hint_tensor[q]
                 to = hint_to[q]
-                _log(ev, ev_t, cnt, clk[K_NOW], EV_HINT, i, t, -1, size_pages[t], LOC_NOT_KNOWN,
-                     to, 0)
+                _log(ev, ev_t, cnt, clk[K_NOW], EV_HINT, i, t, -1, size_pages[t], LOC_NOT_KNOWN, to, 0)
                 if to == LOC_SSD or to == LOC_CPU:
                     # O-43: an offload hint for a tensor whose offload is still pending
                     # schedules a second one (its bytes count; it occupies the channel)
@@ -433,8 +697,25 @@ def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr
                         else:
                             t_host[t] = False
                             c = 1
-                        _enqueue(c, t, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q,
-                                 t_state, t_demand, size_bytes, clk, bw_ssd, bw_host, ev, ev_t, cnt)
+                        _enqueue(
+                            c,
+                            t,
+                            ch_busy,
+                            ch_ready,
+                            ch_cur,
+                            ch_head,
+                            ch_tail,
+                            ch_q,
+                            t_state,
+                            t_demand,
+                            size_bytes,
+                            clk,
+                            bw_ssd,
+                            bw_host,
+                            ev,
+                            ev_t,
+                            cnt,
+                        )
                 elif to == LOC_GPU:
                     st = t_state[t]
                     if st == GONE or (st == OFFL and not is_global[t]):
@@ -442,10 +723,30 @@ def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr
                             t_state[t] = WAIT
                         wq[wq_ht[1]] = t
                         wq_ht[1] += 1
-                        _check_fetch_allocation(wq, wq_ht, t_state, t_start, t_host, t_demand,
-                                                size_pages, size_bytes, run_s, run_l, cnt,
-                                                ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q,
-                                                clk, bw_ssd, bw_host, ev, ev_t)
+                        _check_fetch_allocation(
+                            wq,
+                            wq_ht,
+                            t_state,
+                            t_start,
+                            t_host,
+                            t_demand,
+                            size_pages,
+                            size_bytes,
+                            run_s,
+                            run_l,
+                            cnt,
+                            ch_busy,
+                            ch_ready,
+                            ch_cur,
+                            ch_head,
+                            ch_tail,
+                            ch_q,
+                            clk,
+                            bw_ssd,
+                            bw_host,
+                            ev,
+                            ev_t,
+                        )
                 else:
                     fail[0] = t
                     fail[1] = i
@@ -465,18 +766,66 @@ def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr
                 if st == FETCH:
                     if mode != MODE_FN and t_qalloc[t] and (opts & OPT_GDS_READY_ON_ALLOC):
                         break
-                    if _serve_one(mode, t_state, t_start, t_host, t_demand, size_pages,
-                                  size_bytes, run_s, run_l, cnt, ch_busy, ch_ready, ch_cur,
-                                  ch_head, ch_tail, ch_q, clk, bw_ssd, bw_host, ev, ev_t, wq,
-                                  wq_ht) < 0:
+                    if (
+                        _serve_one(
+                            mode,
+                            t_state,
+                            t_start,
+                            t_host,
+                            t_demand,
+                            size_pages,
+                            size_bytes,
+                            run_s,
+                            run_l,
+                            cnt,
+                            ch_busy,
+                            ch_ready,
+                            ch_cur,
+                            ch_head,
+                            ch_tail,
+                            ch_q,
+                            clk,
+                            bw_ssd,
+                            bw_host,
+                            ev,
+                            ev_t,
+                            wq,
+                            wq_ht,
+                        )
+                        < 0
+                    ):
                         break
                     continue
                 if st == WAIT:
                     # GDS: wait for the fetch-allocation queue to place it
-                    if _serve_one(mode, t_state, t_start, t_host, t_demand, size_pages,
-                                  size_bytes, run_s, run_l, cnt, ch_busy, ch_ready, ch_cur,
-                                  ch_head, ch_tail, ch_q, clk, bw_ssd, bw_host, ev, ev_t, wq,
-                                  wq_ht) < 0:
+                    if (
+                        _serve_one(
+                            mode,
+                            t_state,
+                            t_start,
+                            t_host,
+                            t_demand,
+                            size_pages,
+                            size_bytes,
+                            run_s,
+                            run_l,
+                            cnt,
+                            ch_busy,
+                            ch_ready,
+                            ch_cur,
+                            ch_head,
+                            ch_tail,
+                            ch_q,
+                            clk,
+                            bw_ssd,
+                            bw_host,
+                            ev,
+                            ev_t,
+                            wq,
+                            wq_ht,
+                        )
+                        < 0
+                    ):
                         st2 = t_state[t]
                         if st2 == WAIT:
                             # nothing pending can free room: place it on demand instead
@@ -488,16 +837,39 @@ def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr
                 # NONE or GONE: allocate
                 n = size_pages[t]
                 right = chosen[t]
-                s = alloc_right(run_s, run_l, cnt, n) if right else alloc_left(run_s, run_l,
-                                                                                  cnt, n)
+                s = alloc_right(run_s, run_l, cnt, n) if right else alloc_left(run_s, run_l, cnt, n)
                 if s < 0:
-                    if _serve_one(mode, t_state, t_start, t_host, t_demand, size_pages,
-                                  size_bytes, run_s, run_l, cnt, ch_busy, ch_ready, ch_cur,
-                                  ch_head, ch_tail, ch_q, clk, bw_ssd, bw_host, ev, ev_t, wq,
-                                  wq_ht) >= 0:
+                    if (
+                        _serve_one(
+                            mode,
+                            t_state,
+                            t_start,
+                            t_host,
+                            t_demand,
+                            size_pages,
+                            size_bytes,
+                            run_s,
+                            run_l,
+                            cnt,
+                            ch_busy,
+                            ch_ready,
+                            ch_cur,
+                            ch_head,
+                            ch_tail,
+                            ch_q,
+                            clk,
+                            bw_ssd,
+                            bw_host,
+                            ev,
+                            ev_t,
+                            wq,
+                            wq_ht,
+                        )
+                        >= 0
+                    ):
                         continue
                     if (opts & OPT_TENSOR24) and t == 24:
-                        t_state[t] = RES          # O-17: counted as success, no pages held
+                        t_state[t] = RES  # O-17: counted as success, no pages held
                         t_start[t] = -1
                         break
                     fail[0] = t
@@ -519,9 +891,26 @@ def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr
                     t_qalloc[t] = False
                     # O-44: G10's on-demand fetch always reads the SSD, host tensors included
                     c = 2 if (t_host[t] and not (opts & OPT_DEMAND_FROM_SSD)) else 0
-                    _enqueue(c, t, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, t_state,
-                             t_demand, size_bytes, clk, bw_ssd, bw_host, ev, ev_t, cnt)
-                    continue      # wait for the data
+                    _enqueue(
+                        c,
+                        t,
+                        ch_busy,
+                        ch_ready,
+                        ch_cur,
+                        ch_head,
+                        ch_tail,
+                        ch_q,
+                        t_state,
+                        t_demand,
+                        size_bytes,
+                        clk,
+                        bw_ssd,
+                        bw_host,
+                        ev,
+                        ev_t,
+                        cnt,
+                    )
+                    continue  # wait for the data
                 t_state[t] = RES
                 break
             if cnt[C_QOVF] != 0:
@@ -534,9 +923,31 @@ def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr
         clk[K_KFIN] = clk[K_NOW] + exec_ms[i]
         clk[K_KPEND] = 1.0
         while clk[K_KPEND] != 0.0:
-            _serve_one(mode, t_state, t_start, t_host, t_demand, size_pages, size_bytes, run_s,
-                       run_l, cnt, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q, clk,
-                       bw_ssd, bw_host, ev, ev_t, wq, wq_ht)
+            _serve_one(
+                mode,
+                t_state,
+                t_start,
+                t_host,
+                t_demand,
+                size_pages,
+                size_bytes,
+                run_s,
+                run_l,
+                cnt,
+                ch_busy,
+                ch_ready,
+                ch_cur,
+                ch_head,
+                ch_tail,
+                ch_q,
+                clk,
+                bw_ssd,
+                bw_host,
+                ev,
+                ev_t,
+                wq,
+                wq_ht,
+            )
         k_end[i] = clk[K_NOW]
         _log(ev, ev_t, cnt, k_start[i], EV_KERNEL, i, -1, -1, 0, -1, -1, 0)
 
@@ -554,14 +965,36 @@ def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr
                 if st == RES or st == OFFL or st == FETCH:
                     if not free_run(run_s, run_l, cnt, t_start[t], size_pages[t]):
                         return ST_ALLOC_BROKEN
-                    _log(ev, ev_t, cnt, clk[K_NOW], EV_DEALLOC, i, t, t_start[t], size_pages[t],
-                         LOC_GPU, -1, 0)
+                    _log(
+                        ev, ev_t, cnt, clk[K_NOW], EV_DEALLOC, i, t, t_start[t], size_pages[t], LOC_GPU, -1, 0
+                    )
                     t_start[t] = -1
                     t_state[t] = NONE
         if mode != MODE_FN:
-            _check_fetch_allocation(wq, wq_ht, t_state, t_start, t_host, t_demand, size_pages,
-                                    size_bytes, run_s, run_l, cnt, ch_busy, ch_ready, ch_cur,
-                                    ch_head, ch_tail, ch_q, clk, bw_ssd, bw_host, ev, ev_t)
+            _check_fetch_allocation(
+                wq,
+                wq_ht,
+                t_state,
+                t_start,
+                t_host,
+                t_demand,
+                size_pages,
+                size_bytes,
+                run_s,
+                run_l,
+                cnt,
+                ch_busy,
+                ch_ready,
+                ch_cur,
+                ch_head,
+                ch_tail,
+                ch_q,
+                clk,
+                bw_ssd,
+                bw_host,
+                ev,
+                ev_t,
+            )
 
         # 5. FlashNeuron backward prefetch
         if mode == MODE_FN and i >= make_loss:
@@ -582,8 +1015,25 @@ def simulate(mode, cap, size_pages, size_bytes, is_global, birth, death, req_ptr
                         t_state[t] = FETCH
                         t_demand[t] = 0
                         _log(ev, ev_t, cnt, clk[K_NOW], EV_ALLOC, i, t, s, n, 0, -1, 0)
-                        _enqueue(0, t, ch_busy, ch_ready, ch_cur, ch_head, ch_tail, ch_q,
-                                 t_state, t_demand, size_bytes, clk, bw_ssd, bw_host, ev, ev_t, cnt)
+                        _enqueue(
+                            0,
+                            t,
+                            ch_busy,
+                            ch_ready,
+                            ch_cur,
+                            ch_head,
+                            ch_tail,
+                            ch_q,
+                            t_state,
+                            t_demand,
+                            size_bytes,
+                            clk,
+                            bw_ssd,
+                            bw_host,
+                            ev,
+                            ev_t,
+                            cnt,
+                        )
                         if opts & OPT_FN_REST_RECOMPUTE:
                             rest = largest_free(run_s, run_l, cnt, cap, opts) - fn_max_pages
                         else:

@@ -21,5 +21,7 @@ class TensorMode:
 
     def __post_init__(self):
         if self.mechanism not in MECHANISMS:
-            raise InputError(f"the tensor engine's mechanisms are {', '.join(MECHANISMS)}, "
-                             f"not {self.mechanism!r}", param="engine_mode.mechanism")
+            raise InputError(
+                f"the tensor engine's mechanisms are {', '.join(MECHANISMS)}, not {self.mechanism!r}",
+                param="engine_mode.mechanism",
+            )

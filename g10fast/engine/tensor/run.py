@@ -18,12 +18,12 @@ from g10fast.results import add_bound
 from g10fast.workload.model import PAGE_SIZE
 
 
-def run_tensor_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
-                      required_order=None, check=False, baseline=None) -> dict:
+def run_tensor_engine(
+    spec, rec, ctx, *, plan=None, trace=None, progress=None, required_order=None, check=False, baseline=None
+) -> dict:
     """The tensor-granular engine (FlashNeuron, G10-GDS, G10-Host; spec §12, units O-34)."""
     if required_order is not None:
-        raise InputError("only the page-engine policies take a kernel order",
-                         param="--kernel-order")
+        raise InputError("only the page-engine policies take a kernel order", param="--kernel-order")
     w = ctx.workload
     mech = tensor_mode(rec, spec).mechanism
     f_hz = float(spec.system.f_hz)
@@ -31,33 +31,55 @@ def run_tensor_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
     if mech == "offload_set":
         if plan is None:
             plan = rec.planner(ctx)
-        plan_info = {"offloads": int(len(plan.offload_tensor)), "gpu_line_bytes": int(plan.gpu_line),
-                     "max_kernel_pages": int(plan.max_kernel_pages), "make_loss": int(plan.make_loss),
-                     "remaining_bytes": int(plan.remaining_bytes), "candidates": int(plan.candidates),
-                     "discovery_order": spec.policy.options.discovery_order}
+        plan_info = {
+            "offloads": int(len(plan.offload_tensor)),
+            "gpu_line_bytes": int(plan.gpu_line),
+            "max_kernel_pages": int(plan.max_kernel_pages),
+            "make_loss": int(plan.make_loss),
+            "remaining_bytes": int(plan.remaining_bytes),
+            "candidates": int(plan.candidates),
+            "discovery_order": spec.policy.options.discovery_order,
+        }
         engine_plan = plan
         if not plan.ok:
-            plan_failure = {"stage": "planner", "reason": plan.reason, "tensor": None,
-                            "kernel": None, "kernel_name": None, "pages_needed": None,
-                            "free_pages": None, "largest_free_pages": None}
+            plan_failure = {
+                "stage": "planner",
+                "reason": plan.reason,
+                "tensor": None,
+                "kernel": None,
+                "kernel_name": None,
+                "pages_needed": None,
+                "free_pages": None,
+                "largest_free_pages": None,
+            }
     elif plan is None:
         g10plan = rec.planner(ctx)
         engine_plan = np.asarray(g10plan.hints, dtype=np.int64)
-        plan_info = {"hints": int(len(engine_plan)), "target_bytes": int(g10plan.target),
-                     **{k: v for k, v in g10plan.info.items() if k != "options"}}
+        plan_info = {
+            "hints": int(len(engine_plan)),
+            "target_bytes": int(g10plan.target),
+            **{k: v for k, v in g10plan.info.items() if k != "options"},
+        }
     else:
         hints = getattr(plan, "hints", plan)
         engine_plan = np.asarray(hints, dtype=np.int64)
         plan_info = {"hints": int(len(engine_plan)), "source": "given"}
     trun = None
     if plan_failure is None:
-        trun = simulate_tensors(w, spec.system, mech, engine_plan, vit=ctx.vitality(),
-                                options=compat_options(TensorOptions, spec.engine),
-                                trace=trace, progress=progress)
-    res = tensor_result(spec, model_label(spec), w, trun, plan_failure, plan_info, f_hz,
-                        PAGE_SIZE)
+        trun = simulate_tensors(
+            w,
+            spec.system,
+            mech,
+            engine_plan,
+            vit=ctx.vitality(),
+            options=compat_options(TensorOptions, spec.engine),
+            trace=trace,
+            progress=progress,
+        )
+    res = tensor_result(spec, model_label(spec), w, trun, plan_failure, plan_info, f_hz, PAGE_SIZE)
     if check and trun is not None:
         from g10fast.engine.tensor.check import check_tensor_run
+
         res["invariant_checks"] = check_tensor_run(trun, w)
     if spec.engine.allocator and trun is not None:
         alloc = allocator_need(trun, w, spec.engine.allocator)
@@ -71,16 +93,19 @@ def run_tensor_engine(spec, rec, ctx, *, plan=None, trace=None, progress=None,
 
 def lp_model(spec, rec, w):
     """The tensor engine's model for the checkpoint LP (ms): (model, unit_ms)."""
-    return tensor_engine_model(w, spec.system, tensor_mode(rec, spec).mechanism,
-                               compat_options(TensorOptions, spec.engine)), True
+    return tensor_engine_model(
+        w, spec.system, tensor_mode(rec, spec).mechanism, compat_options(TensorOptions, spec.engine)
+    ), True
 
 
 def tensor_mode(rec, spec) -> TensorMode:
     """The TensorMode a policy's record gives for the spec's options."""
     mode = rec.engine_mode(spec.policy.options, spec.engine) if rec.engine_mode else None
     if not isinstance(mode, TensorMode):
-        raise InputError(f"policy {rec.name} must give the tensor engine a TensorMode "
-                         "(its record's engine_mode)", param="policy")
+        raise InputError(
+            f"policy {rec.name} must give the tensor engine a TensorMode (its record's engine_mode)",
+            param="policy",
+        )
     return mode
 
 
@@ -91,12 +116,18 @@ def allocator_fits(res: dict, allocator: str, gpu_bytes: int, detail: str = "") 
     need = int(res["gpu_memory_needed_bytes"])
     if res["status"] == "ok" and need > gpu_bytes:
         res["status"] = "failed"
-        res["failure"] = {"stage": "allocator",
-                          "reason": f"needs {need / 2**30:.3f} GiB of GPU memory ({allocator} on "
-                                    f"the run's allocations{detail}), the GPU has "
-                                    f"{gpu_bytes / 2**30:.3f} GiB",
-                          "tensor": None, "kernel": None, "kernel_name": None,
-                          "pages_needed": None, "free_pages": None, "largest_free_pages": None}
+        res["failure"] = {
+            "stage": "allocator",
+            "reason": f"needs {need / 2**30:.3f} GiB of GPU memory ({allocator} on "
+            f"the run's allocations{detail}), the GPU has "
+            f"{gpu_bytes / 2**30:.3f} GiB",
+            "tensor": None,
+            "kernel": None,
+            "kernel_name": None,
+            "pages_needed": None,
+            "free_pages": None,
+            "largest_free_pages": None,
+        }
     return res
 
 
@@ -105,5 +136,7 @@ def allocator_need(trun, w, name: str, absent_at_start=None):
     (peak reserved = the GPU memory that allocator needs for the run)."""
     from g10fast.alloc.allocators import run_allocator
     from g10fast.alloc.trace import from_tensor_events
-    return run_allocator(from_tensor_events(trun.events, w.raw_size, w.name,
-                                            absent_at_start=absent_at_start), name)
+
+    return run_allocator(
+        from_tensor_events(trun.events, w.raw_size, w.name, absent_at_start=absent_at_start), name
+    )
