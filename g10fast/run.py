@@ -219,6 +219,13 @@ def run(
             f"an allocator applies to the {placing} engines' policies",
             param="--allocator",
         )
+    if required_order is not None and not er.kernel_order:
+        taking = " and ".join(e.name for e in engines() if e.kernel_order)
+        raise InputError(
+            f"only the policies of the {taking} engine take a kernel order (this one runs on the "
+            f"{rec.engine} engine)",
+            param="--kernel-order",
+        )
     w = workload if workload is not None else workload_of(spec)
     from g10fast.resources import check_run_memory
 

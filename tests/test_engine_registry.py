@@ -493,3 +493,21 @@ def test_import_graph_has_no_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
     assert cycles(import_graph(PKG)) == []
+
+
+@pytest.mark.parametrize("policy", ["FlashNeuron", "uvm", "zero2"])
+def test_a_kernel_order_is_refused_before_any_work_where_the_record_takes_none(policy, monkeypatch):
+    """The pipeline, not each runner, refuses a required kernel order for an engine whose record
+    has no `kernel_order` (the driver's runner would read the page engine's per-kernel lists as
+    its own CSR pair): the message names the engines that take one, and no workload is built."""
+    from g10fast import run as run_mod
+    from g10fast.api import builtin_spec
+    from g10fast.errors import InputError
+
+    spec = builtin_spec("bert-base", 8, "dgx-a100-40", policy)
+    monkeypatch.setattr(run_mod, "workload_of", lambda s: pytest.fail("a workload was built"))
+    with pytest.raises(InputError) as e:
+        run_mod.run(spec, required_order=[([0], [1])])
+    assert e.value.param == "--kernel-order"
+    assert "only the policies of the page engine take a kernel order" in e.value.message
+    assert policies.engine(spec.record.engine).name in e.value.message

@@ -32,8 +32,6 @@ def run_swap_engine(
     from g10fast.alloc.swap import LinkCost, check_plan, plan_swaps
     from g10fast.alloc.trace import from_workload
 
-    if required_order is not None:
-        raise InputError("only the page-engine policies take a kernel order", param="--kernel-order")
     if plan is not None:
         raise InputError("the swap policies plan for themselves: no plan file", param="--plan-in")
     o = rec.engine_mode(spec.policy.options, spec.engine) if rec.engine_mode else None

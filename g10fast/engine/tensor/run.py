@@ -22,8 +22,6 @@ def run_tensor_engine(
     spec, rec, ctx, *, plan=None, trace=None, progress=None, required_order=None, check=False, baseline=None
 ) -> dict:
     """The tensor-granular engine (FlashNeuron, G10-GDS, G10-Host; spec §12, units O-34)."""
-    if required_order is not None:
-        raise InputError("only the page-engine policies take a kernel order", param="--kernel-order")
     w = ctx.workload
     mech = tensor_mode(rec, spec).mechanism
     f_hz = float(spec.system.f_hz)
