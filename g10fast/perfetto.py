@@ -36,6 +36,7 @@ import numpy as np
 from .atomic import atomic_path, checked_target
 from .errors import InputError
 from .trace import EventKind, Location, open_trace
+from .trace_ranges import compare_events, iter_expanded
 
 PAGE_BYTES = 4096
 #: (src, dst, name) of every link and direction, in track order
@@ -540,10 +541,12 @@ class _Run:
         tmin, tmax = None, None
         ks, ke, kid, kit, kcnt = [], [], [], [], []
         bt, bv = [], []
-        for ch in tr.iter_chunks(
-            rows=CHUNK_ROWS, columns=["time", "kind", "iteration", "kernel", "count", "src", "value"]
+        self.n_rows = 0  # rows with range rows expanded (trace_ranges), what _write reads
+        for ch in iter_expanded(
+            tr, rows=CHUNK_ROWS, columns=["time", "kind", "iteration", "kernel", "count", "src", "value"]
         ):
             t = ch["time"]
+            self.n_rows += t.size
             if t.size == 0:
                 continue
             kind = ch["kind"]
@@ -908,6 +911,7 @@ def export_trace(
             "bytes": os.path.getsize(out),
             "packets": sink.packets,
             "events_read": tr.n_events,
+            "rows_expanded": run.n_rows,  # events_read with every range row's ticks
             "kernel_range": [a, b],
             "window_cycles": [w0, w1],
             "counter_interval_cycles": bins.w,
@@ -957,12 +961,12 @@ def _write(run: _Run, sink, bins: _Bins, gap, pages, a, b, w0, w1, progress, flo
     hint_pages = np.zeros(n_ex, np.int64)
     merg = [_LinkMerger(gap) for _ in LINKS]
     tr = run.tr
-    total = tr.n_events
+    total = run.n_rows
     done = 0
     move_name = [sink.name_id(f"{name} move") for _, _, name in LINKS]
     link_name = [sink.name_id(name) for _, _, name in LINKS]
     in_win = lambda t: (t >= w0) & (t <= w1)
-    for ch in tr.iter_chunks(rows=CHUNK_ROWS):
+    for ch in iter_expanded(tr, rows=CHUNK_ROWS):  # a range row: its ticks, each at its time
         t = ch["time"].astype(np.int64)
         kind = ch["kind"]
         src, dst, cnt = _moves(ch)
@@ -1269,6 +1273,7 @@ def inspect_json(path, allow_incomplete: bool = False) -> dict:
             "events": tr.n_events,
             "compression": tr.compression,
             "events_by_kind": {key(k): int(v) for k, v in counts.items()},
+            "ticks_by_kind": {key(k): int(v) for k, v in tr.ticks_by_kind().items()},
             "pages_by_kind": {key(k): int(v) for k, v in pages.items()},
             "kernel_executions": int(run.k_start.size),
             "time_span": {
@@ -1286,9 +1291,11 @@ def inspect_json(path, allow_incomplete: bool = False) -> dict:
         tr.close()
 
 
-def diff_traces(path_a, path_b, top: int = 10) -> dict:
+def diff_traces(path_a, path_b, top: int = 10, events: bool = True) -> dict:
     """Where two runs of the same workload diverge: the first kernel execution whose start
-    differs, and per kernel execution the stall difference (B - A), the ``top`` largest."""
+    differs, and per kernel execution the stall difference (B - A), the ``top`` largest;
+    ``events``: whether the events are the same in normal form, however the engines grouped
+    pages into rows and ticks into ranges, and the first that differs (``compare_events``)."""
     runs = []
     for p in (path_a, path_b):
         tr = open_trace(p)
@@ -1360,7 +1367,13 @@ def diff_traces(path_a, path_b, top: int = 10) -> dict:
         "executions_with_different_stall": int((dstall != 0).sum()),
         "total_stall_difference_cycles": int(dstall.sum()),
         "top": rows,
+        **({"events": _compare_files(path_a, path_b)} if events else {}),
     }
+
+
+def _compare_files(path_a, path_b) -> dict:
+    with open_trace(path_a) as ta, open_trace(path_b) as tb:
+        return compare_events(ta, tb)
 
 
 # =============================================================================================
@@ -1382,7 +1395,7 @@ def plot_trace(path, out, kernels: str | None = None, samples: int = 2000) -> di
         run = _Run(tr)
         a, b, w0, w1 = _window(run, kernels)
         bins = _Bins(w0, max(w1, w0 + 1), samples)
-        for ch in tr.iter_chunks(rows=CHUNK_ROWS, columns=["time", "kind", "count", "src", "dst"]):
+        for ch in iter_expanded(tr, rows=CHUNK_ROWS, columns=["time", "kind", "count", "src", "dst"]):
             t = ch["time"].astype(np.int64)
             src, dst, cnt = _moves(ch)
             bins.add_tiers(t, src, dst, cnt)

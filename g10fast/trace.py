@@ -22,8 +22,14 @@ are a standard zlib stream of the shuffled chunk, what HDF5's own shuffle + defl
 decode, so any HDF5 reader reads them; reading decodes chunks the same way in parallel when the
 filters are the standard pair, and falls back to plain h5py slicing otherwise.
 ``compression="none"`` (the CLI's ``--trace-compression none``) stores the chunks unfiltered
-instead, for speed: 41 bytes per event, read by any HDF5 reader, with the same per-chunk CRC-32
+instead, for speed: 53 bytes per event, read by any HDF5 reader, with the same per-chunk CRC-32
 of the stored bytes.
+
+Schema version 2 adds two columns, ``ticks`` and ``period``: a row of a page-moving kind may
+stand for ``ticks`` batcher ticks ``period`` cycles apart (a "range row", written by the bulk
+page engine); ``g10fast.trace_ranges`` expands them (``expand_ticks``, ``per_page``) and gives
+the form two traces of one run share however their engines grouped pages (``normal_form``).
+Version 1 files (ten columns) still read, with ``ticks`` 1 and ``period`` 0.
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from . import locations
 from .atomic import temporary_name
 from .errors import InputError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 FORMAT_NAME = "g10fast-event-trace"
 EVENTS_GROUP = "events"
 CHECKSUM_GROUP = "checksums"
@@ -68,10 +74,32 @@ COL_COUNT = 6       # pages in the run
 COL_SRC = 7         # Location the pages come from, -1 none
 COL_DST = 8         # Location the pages go to, -1 none
 COL_VALUE = 9       # kind-specific int64
-N_COLS = 10
+COL_TICKS = 10      # batcher ticks the row stands for (>= 1; 1: an ordinary row), version 2
+COL_PERIOD = 11     # cycles between those ticks (0 when ticks == 1), version 2
+N_COLS = 12
+N_COLS_V1 = 10      # the columns of a version 1 file (and of the engines that write no ranges)
 # fmt: on
 
-COLUMNS = ("time", "kind", "iteration", "kernel", "tensor", "page", "count", "src", "dst", "value")
+COLUMNS = (
+    "time",
+    "kind",
+    "iteration",
+    "kernel",
+    "tensor",
+    "page",
+    "count",
+    "src",
+    "dst",
+    "value",
+    "ticks",
+    "period",
+)
+#: the columns a version 1 file stores (it has no ``ticks`` / ``period``: they read as 1 and 0)
+COLUMNS_V1 = COLUMNS[:N_COLS_V1]
+#: the versions ``open_trace`` reads; the writer writes the last
+SCHEMA_VERSIONS = (1, 2)
+#: kinds whose rows may stand for several batcher ticks (``ticks`` > 1, "range rows")
+RANGE_KINDS = frozenset({locations.EV_FETCH, locations.EV_ALLOC, locations.EV_EVICT, locations.EV_DEALLOC})
 
 # Stored dtype per column (little-endian): the narrowest type that holds what the engine produces.
 COLUMN_DTYPES = {
@@ -85,14 +113,18 @@ COLUMN_DTYPES = {
     "src": np.dtype("<i1"),
     "dst": np.dtype("<i1"),
     "value": np.dtype("<i8"),
+    "ticks": np.dtype("<i4"),
+    "period": np.dtype("<i8"),
 }
+#: what a version 1 file's missing columns read as
+V1_DEFAULTS = {"ticks": 1, "period": 0}
 
 # Filters, chosen by measurement (docs/trace-format.md, "Compression"): byte shuffle + deflate
 # level 1. Against lzf (+shuffle) it gives files ~25% smaller at similar write speed and faster
 # reads; levels 4-6 shrink files by a further 5-8% for 1.5-3x the compression time.
 DEFLATE_LEVEL = 1
 #: the writer's ``compression`` choices: "deflate" (shuffle + deflate level 1, the default) or
-#: "none" (chunks stored unfiltered: about deflate's write speed with the ISA-L writer, 41
+#: "none" (chunks stored unfiltered: about deflate's write speed with the ISA-L writer, 53
 #: bytes/event: 60-80x larger files; docs/trace-format.md)
 COMPRESSIONS = ("deflate", "none")
 DEFAULT_COMPRESSION = "deflate"
@@ -150,6 +182,10 @@ def _allowed_range(col: str) -> tuple[int, int] | None:
         return 0, len(EventKind) - 1
     if col in ("src", "dst"):
         return -1, len(Location) - 1
+    if col == "ticks":
+        return 1, int(np.iinfo(np.int32).max)
+    if col == "period":
+        return 0, int(_I64.max)
     dt = COLUMN_DTYPES[col]
     if dt.itemsize >= 8:
         return None
@@ -399,11 +435,12 @@ class _Done:
 class EventTraceWriter:
     """Streams event batches into an HDF5 event trace; a context manager.
 
-    ``append(buf)`` takes the engine's integer ``[n, N_COLS]`` array (any n, including 0) and
-    buffers up to ``chunk_rows`` rows per column. Each full buffer becomes one chunk per column,
+    ``append(buf)`` takes the engine's integer ``[n, N_COLS]`` array, or ``[n, N_COLS_V1]``
+    (ticks 1, period 0 for every row), any n including 0, and buffers up to ``chunk_rows``
+    rows per column. Each full buffer becomes one chunk per column,
     compressed by ``threads`` worker threads (0: in the calling thread) while the caller goes on;
     at most ``threads + 1`` chunk sets wait for their encoding, so memory stays under about
-    ``41 * chunk_rows * (threads + 3)`` bytes plus their compressed size (~20 MB with 4 threads)
+    ``53 * chunk_rows * (threads + 3)`` bytes plus their compressed size (~20 MB with 4 threads)
     whatever the trace length.
     ``compression``: "deflate" (default: shuffle + deflate level 1) or "none" (chunks stored
     unfiltered; the threads then only compute the checksums), docs/trace-format.md.
@@ -559,19 +596,25 @@ class EventTraceWriter:
 
     # -- writing ---------------------------------------------------------------------------
     def append(self, buf) -> None:
-        """Append events from an integer ``[n, N_COLS]`` array (rows in engine column order).
+        """Append events from an integer ``[n, N_COLS]`` array (rows in engine column order),
+        or ``[n, N_COLS_V1]`` (the ten columns before ``ticks``: ticks 1, period 0).
 
         A batch with a value that does not fit its column (kind not an EventKind, src/dst not
-        a Location or -1, iteration beyond int16, kernel/tensor/count beyond int32) raises
-        ValueError and is not appended; the writer stays usable.
+        a Location or -1, iteration beyond int16, kernel/tensor/count/ticks beyond int32,
+        ticks < 1, period < 0) or a range row that breaks the rules of docs/trace-format.md
+        (ticks > 1 only on FETCH, ALLOC, EVICT, DEALLOC rows, with count a positive multiple
+        of ticks and period > 0; period 0 when ticks is 1) raises ValueError and is not
+        appended; the writer stays usable.
         """
         self._check_open()
         buf = np.asarray(buf)
-        if buf.ndim != 2 or buf.shape[1] != N_COLS:
-            raise ValueError(f"event buffer must have shape (n, {N_COLS}), got {buf.shape}")
+        if buf.ndim != 2 or buf.shape[1] not in (N_COLS, N_COLS_V1):
+            raise ValueError(
+                f"event buffer must have shape (n, {N_COLS}) or (n, {N_COLS_V1}), got {buf.shape}"
+            )
         if buf.dtype.kind not in "iu":
             raise TypeError(f"event buffer must hold integers, got dtype {buf.dtype}")
-        n = buf.shape[0]
+        n, width = buf.shape
         split = None  # one pass over the rows: range check and column split
         if buf.dtype == np.int64 and buf.flags.c_contiguous and n >= 256:
             from .jit import NO_JIT
@@ -593,8 +636,10 @@ class EventTraceWriter:
                 if split is not None:
                     bad |= split(piece, fill, _CHECK_LO, _CHECK_HI, *bufs)
                 else:
-                    for c in range(N_COLS):
+                    for c in range(width):
                         bufs[c][fill : fill + take] = piece[:, c]
+                    for c in range(width, N_COLS):
+                        bufs[c][fill : fill + take] = V1_DEFAULTS[COLUMNS[c]]
                 fill += take
                 pos += take
                 if fill == self.chunk_rows:
@@ -611,13 +656,44 @@ class EventTraceWriter:
 
     @staticmethod
     def _check_ranges(piece: np.ndarray, first_row: int) -> None:
-        """Raise ValueError naming the first value of ``piece`` outside its column's range."""
+        """Raise ValueError naming the first value of ``piece`` outside its column's range, or
+        the first range row (``ticks`` > 1) that breaks a rule of the format."""
         for c, col, (lo, hi) in _CHECKED:
+            if c >= piece.shape[1]:
+                continue
             v = piece[:, c]
             if v.min() < lo or v.max() > hi:
                 bad = int(np.flatnonzero((v < lo) | (v > hi))[0])
                 raise ValueError(
                     f"event {first_row + bad}: column '{col}' = {int(v[bad])} is outside [{lo}, {hi}]"
+                )
+        if piece.shape[1] < N_COLS or piece.shape[0] == 0:
+            return
+        ticks, period = piece[:, COL_TICKS], piece[:, COL_PERIOD]
+        kind, count = piece[:, COL_KIND], piece[:, COL_COUNT]
+        rng = ticks > 1
+        rules = (
+            ("period", (~rng) & (period != 0), "with ticks = 1: an ordinary row's period is 0"),
+            (
+                "ticks",
+                rng & ~np.isin(kind, sorted(RANGE_KINDS)),
+                "on a {kind} row: only FETCH, ALLOC, EVICT and DEALLOC rows may stand for several ticks",
+            ),
+            (
+                "count",
+                rng & ((count <= 0) | (count % np.maximum(ticks, 1) != 0)),
+                "is not a positive multiple of ticks = {ticks}",
+            ),
+            ("period", rng & (period <= 0), "with ticks = {ticks}: a range row's period must be > 0"),
+        )
+        for col, m, why in rules:
+            if m.any():
+                i = int(np.flatnonzero(m)[0])
+                k = int(kind[i])
+                name = EventKind(k).name if 0 <= k < len(EventKind) else str(k)
+                raise ValueError(
+                    f"event {first_row + i}: column '{col}' = {int(piece[i, COLUMNS.index(col)])} "
+                    + why.format(kind=name, ticks=int(ticks[i]))
                 )
 
     def _flush(self) -> None:
@@ -643,7 +719,7 @@ class EventTraceWriter:
 
     def _store_oldest(self) -> None:
         offset, end, futures, bufs = self._pending.popleft()
-        crcs = np.empty(N_COLS, dtype="<u4")
+        crcs = np.empty(len(COLUMNS), dtype="<u4")
         grow = self._ds_rows < end  # every column has the same length (h5py's .shape is slow)
         for i, (ds, fut) in enumerate(zip(self._datasets, futures)):
             data, crcs[i] = fut.result()
@@ -776,13 +852,16 @@ class EventTrace:
             raise InputError(
                 f"bad or missing schema_version attribute ({version!r})", path=self.path
             ) from None
-        if version != SCHEMA_VERSION:
+        if version not in SCHEMA_VERSIONS:
             raise InputError(
                 f"unsupported event trace schema_version {version} "
-                f"(this g10fast reads version {SCHEMA_VERSION})",
+                f"(this g10fast reads versions {', '.join(map(str, SCHEMA_VERSIONS))})",
                 path=self.path,
             )
         self.schema_version = version
+        #: the columns the file stores (a version 1 file: no ``ticks`` / ``period``, which
+        #: read as ``V1_DEFAULTS``)
+        self.stored_columns = COLUMNS if version >= 2 else COLUMNS_V1
         self.complete = bool(a.get("complete", False))
         for name, names in (("attrs_sha256", CLOSE_ATTRS), ("header_sha256", HEADER_ATTRS)):
             if name in a:
@@ -803,10 +882,10 @@ class EventTrace:
         group = h5file.get(EVENTS_GROUP)
         if not isinstance(group, h5py.Group):
             raise InputError(f"missing group /{EVENTS_GROUP}", path=self.path)
-        missing = [c for c in COLUMNS if not isinstance(group.get(c), h5py.Dataset)]
+        missing = [c for c in self.stored_columns if not isinstance(group.get(c), h5py.Dataset)]
         if missing:
             raise InputError(f"missing column(s) {', '.join(missing)} in /{EVENTS_GROUP}", path=self.path)
-        self._ds = {c: group[c] for c in COLUMNS}
+        self._ds = {c: group[c] for c in self.stored_columns}
         for c, ds in self._ds.items():
             if ds.ndim != 1 or ds.dtype.kind not in "iu":
                 raise InputError(
@@ -822,8 +901,10 @@ class EventTrace:
         self.compression = codecs.pop() if len(codecs) == 1 and None not in codecs else "other"
         self._cks = None
         cg = h5file.get(CHECKSUM_GROUP)
-        if isinstance(cg, h5py.Group) and all(isinstance(cg.get(c), h5py.Dataset) for c in COLUMNS):
-            self._cks = {c: np.asarray(cg[c][()], dtype=np.uint32) for c in COLUMNS}
+        if isinstance(cg, h5py.Group) and all(
+            isinstance(cg.get(c), h5py.Dataset) for c in self.stored_columns
+        ):
+            self._cks = {c: np.asarray(cg[c][()], dtype=np.uint32) for c in self.stored_columns}
         if self.complete:
             n = int(a.get("n_events", -1))
             if lengths != [n]:
@@ -878,7 +959,7 @@ class EventTrace:
     # -- checksums -------------------------------------------------------------------------
     def _chunk_ok(self, k: int) -> bool:
         """Whether chunk ``k`` of every column is stored with its checksum."""
-        for c in COLUMNS:
+        for c in self.stored_columns:
             try:
                 _, data = self._ds[c].id.read_direct_chunk((k * self.chunk_rows,))
             except Exception:  # noqa: BLE001 - not stored (a killed writer), or damaged
@@ -905,7 +986,7 @@ class EventTrace:
             bad.append(self.attrs_damaged)
         R = self.chunk_rows
         nchunks = -(-self.n_events // R)
-        for c in COLUMNS:
+        for c in self.stored_columns:
             ds = self._ds[c]
             for k in range(nchunks):
                 try:
@@ -969,7 +1050,7 @@ class EventTrace:
         if columns is None:
             return list(COLUMNS)
         cols = [columns] if isinstance(columns, str) else list(columns)
-        unknown = [str(c) for c in cols if c not in self._ds]
+        unknown = [str(c) for c in cols if c not in COLUMN_DTYPES]
         if unknown:
             raise InputError(
                 f"unknown column(s) {', '.join(unknown)}; columns are {', '.join(COLUMNS)}", param="columns"
@@ -982,7 +1063,15 @@ class EventTrace:
 
     def _read_rows(self, cols: list, lo: int, hi: int) -> dict:
         """Rows [lo, hi) of ``cols``: whole stored chunks, each checked against its checksum,
-        decoded in parallel where possible; InputError naming a damaged chunk."""
+        decoded in parallel where possible; InputError naming a damaged chunk. A column the
+        file does not store (``ticks``, ``period`` of a version 1 file) reads as its
+        ``V1_DEFAULTS`` value."""
+        absent = [c for c in cols if c not in self._ds]
+        if absent:
+            out = self._read_rows([c for c in cols if c in self._ds], lo, hi)
+            for c in absent:
+                out[c] = np.full(max(0, hi - lo), V1_DEFAULTS[c], dtype=COLUMN_DTYPES[c])
+            return {c: out[c] for c in cols}
         R = self.chunk_rows
         if hi <= lo:
             return {c: np.empty(0, dtype=self._ds[c].dtype) for c in cols}
@@ -1049,7 +1138,7 @@ class EventTrace:
         out = {}
         step = READ_CHUNKS * self.chunk_rows
         for c in cols:  # column by column keeps the transient decode memory small
-            arr = np.empty(stop - start, dtype=self._ds[c].dtype)
+            arr = np.empty(stop - start, dtype=self._ds[c].dtype if c in self._ds else COLUMN_DTYPES[c])
             for lo in range(start, stop, step):
                 hi = min(lo + step, stop)
                 arr[lo - start : hi - start] = self._read_rows([c], lo, hi)[c]
@@ -1060,7 +1149,8 @@ class EventTrace:
         """Yield dicts of column arrays of at most ``rows`` rows each, in order (bounded memory).
 
         The default ``rows`` is ``READ_CHUNKS`` storage chunks (262,144 events by default,
-        ~11 MB for all columns).
+        ~14 MB for all columns). Rows are as stored: a range row (``ticks`` > 1) is one row
+        (``g10fast.trace_ranges.iter_expanded`` yields them expanded).
         """
         cols = self._columns(columns)
         rows = READ_CHUNKS * self.chunk_rows if rows is None else int(rows)
@@ -1071,7 +1161,8 @@ class EventTrace:
             yield self._read_rows(cols, lo, min(lo + rows, stop))
 
     def to_buffer(self, start: int = 0, stop: int | None = None) -> np.ndarray:
-        """Rows ``[start, stop)`` in the engine's int64 ``[n, N_COLS]`` layout."""
+        """Rows ``[start, stop)`` in the engine's int64 ``[n, N_COLS]`` layout (a version 1
+        file too: its ``ticks`` 1, ``period`` 0)."""
         start, stop = self._range(start, stop)
         out = np.empty((stop - start, N_COLS), dtype=np.int64)
         step = READ_CHUNKS * self.chunk_rows
@@ -1103,8 +1194,16 @@ class EventTrace:
         return {(EventKind(k) if k < len(EventKind) else k): int(v) for k, v in enumerate(total)}
 
     def count_by_kind(self) -> dict:
-        """Number of events per kind, ``{EventKind: int}`` with every known kind present."""
+        """Number of events (rows) per kind, ``{EventKind: int}`` with every known kind present."""
         return self._per_kind(None)
+
+    def ticks_by_kind(self) -> dict:
+        """Ordinary rows per kind that the rows stand for (the sum of ``ticks``: a range row of
+        m ticks counts m), ``{EventKind: int}``; equal to ``count_by_kind()`` in a trace
+        without range rows (every version 1 trace)."""
+        if "ticks" not in self._ds:
+            return self._per_kind(None)
+        return self._per_kind("ticks")
 
     def pages_by_kind(self) -> dict:
         """Sum of ``count`` (pages) per kind, ``{EventKind: int}``; a count of -1 (the column
@@ -1204,7 +1303,7 @@ def verify_trace(path) -> dict:
     tr = open_trace(path, allow_incomplete=True, check_attrs=False)
     try:
         bad = tr.verify()
-        nchunks = -(-tr.n_events // tr.chunk_rows) * len(COLUMNS)
+        nchunks = -(-tr.n_events // tr.chunk_rows) * len(tr.stored_columns)
         lines = [f"{path}: damaged {b}" for b in bad]
         return {
             "damaged": bad,
@@ -1216,3 +1315,26 @@ def verify_trace(path) -> dict:
         }
     finally:
         tr.close()
+
+
+#: names of g10fast.trace_ranges that this module re-exports (loaded on first use:
+#: trace_ranges imports this module)
+_RANGE_NAMES = frozenset(
+    {
+        "expand_ticks",
+        "per_page",
+        "normal_form",
+        "iter_expanded",
+        "iter_normal_form",
+        "compare_events",
+        "PAGE_KINDS",
+    }
+)
+
+
+def __getattr__(name: str):
+    if name in _RANGE_NAMES:
+        from . import trace_ranges
+
+        return getattr(trace_ranges, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

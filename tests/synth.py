@@ -173,13 +173,16 @@ def random_hints(workload, seed: int, n_hints: int = 40) -> list:
 
 
 class Collector:
-    """A trace sink keeping a copy of every appended event buffer (the engines' `trace=`)."""
+    """A trace sink keeping a copy of every appended event buffer (the engines' `trace=`), as
+    int64 [n, 12] (trace schema version 2): a ten-column buffer gets ticks 1 and period 0."""
 
     def __init__(self):
         self.parts = []
 
     def append(self, buf):
-        self.parts.append(np.array(buf, dtype=np.int64, copy=True))
+        from g10fast.trace_ranges import as_buffer
+
+        self.parts.append(np.array(as_buffer(buf), dtype=np.int64, copy=True))
 
     @property
     def n_events(self):
@@ -190,4 +193,6 @@ class Collector:
 
     @property
     def events(self):
-        return np.concatenate(self.parts) if self.parts else np.zeros((0, 10), np.int64)
+        from g10fast.trace import N_COLS
+
+        return np.concatenate(self.parts) if self.parts else np.zeros((0, N_COLS), np.int64)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from g10fast.trace import N_COLS, EventKind
+from g10fast.trace import COL_PERIOD, COL_TICKS, N_COLS, EventKind
 
 ROWS_PER_KERNEL = 1000
 KERNEL_CYCLES = 1_000_000
@@ -93,4 +93,5 @@ def engine_like_batch(n: int, seed: int = 0, first: int = 0) -> np.ndarray:
     buf[m, 4], buf[m, 5], buf[m, 6], buf[m, 7], buf[m, 8], buf[m, 9] = tensor[m], page[m], count[m], 3, 0, 0
     m = kind == EventKind.TRANSFER  # a tensor's transfer on a link (tensor engine)
     buf[m, 4], buf[m, 7], buf[m, 8], buf[m, 9] = tensor[m], src[m], 3, r.integers(0, 2, int(m.sum()))
+    buf[:, COL_TICKS], buf[:, COL_PERIOD] = 1, 0  # ordinary rows (ranges: with_ranges)
     return buf

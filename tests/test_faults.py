@@ -209,6 +209,7 @@ def trace_batch(i: int, n: int = 700) -> np.ndarray:
     b[:, 5] = rows * 7
     b[:, 6] = rows % 50
     b[:, 9] = rows ^ 0x5555
+    b[:, 10] = 1  # ticks: ordinary rows (period 0)
     return b
 
 

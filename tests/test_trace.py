@@ -18,7 +18,9 @@ from g10fast.trace import (
     COL_COUNT,
     COL_KIND,
     COL_PAGE,
+    COL_PERIOD,
     COL_SRC,
+    COL_TICKS,
     COL_TIME,
     COLUMN_DTYPES,
     COLUMNS,
@@ -49,6 +51,8 @@ def random_events(n: int, seed: int = 0, t0: int = 0) -> np.ndarray:
     buf[:, COL_SRC] = r.integers(-1, len(Location), n)
     buf[:, 8] = r.integers(-1, len(Location), n)  # dst
     buf[:, 9] = r.integers(-(2**63), 2**63 - 1, n, endpoint=True)  # value (int64)
+    buf[:, COL_TICKS] = 1  # ordinary rows (range rows: tests/test_trace_ranges.py)
+    buf[:, COL_PERIOD] = 0
     return buf
 
 
@@ -212,7 +216,7 @@ def test_attributes(tmp_path):
     with h5py.File(path, "r") as f:
         a = f.attrs
         assert a["format"] == "g10fast-event-trace"
-        assert int(a["schema_version"]) == 1 and a["schema_version"].dtype.kind == "i"
+        assert int(a["schema_version"]) == SCHEMA_VERSION == 2 and a["schema_version"].dtype.kind == "i"
         assert bool(a["complete"]) is True and int(a["n_events"]) == 100
         assert json.loads(a["kind_names"]) == [
             "KERNEL",
@@ -243,7 +247,7 @@ def test_attributes(tmp_path):
         "big": "x" * 100_000,
     }
     with open_trace(path) as tr:
-        assert tr.schema_version == 1
+        assert tr.schema_version == 2
         assert tr.config == expected_config
         assert tr.meta == meta and tr.summary == summary
         assert tr.kind_names == KIND_NAMES and tr.location_names == LOCATION_NAMES
@@ -265,8 +269,8 @@ def test_enums_and_column_constants():
     assert EventKind.EVICT == 4 and EventKind.TRANSFER == 7
     assert Location.IN_GPU_LEAST == 5 and Location.NOT_PRESENT == 0
     assert COLUMNS.index("kind") == COL_KIND == 1 and COLUMNS.index("page") == COL_PAGE == 5
-    assert N_COLS == len(COLUMNS) == 10
-    assert sum(COLUMN_DTYPES[c].itemsize for c in COLUMNS) == 41
+    assert N_COLS == len(COLUMNS) == 12 and COLUMNS[COL_TICKS] == "ticks" and COLUMNS[COL_PERIOD] == "period"
+    assert sum(COLUMN_DTYPES[c].itemsize for c in COLUMNS) == 53
 
 
 # -- atomic publication ----------------------------------------------------------------------
@@ -335,7 +339,7 @@ def test_append_rejects_bad_batches_without_side_effects(tmp_path):
     good = random_events(30, seed=5)
     with EventTraceWriter(path, {}, {}, chunk_rows=8) as w:
         w.append(good[:10])
-        with pytest.raises(ValueError, match=r"shape \(n, 10\)"):
+        with pytest.raises(ValueError, match=r"shape \(n, 12\) or \(n, 10\)"):
             w.append(np.zeros((3, 9), dtype=np.int64))
         with pytest.raises(ValueError, match=r"shape"):
             w.append(np.zeros(10, dtype=np.int64))
@@ -420,8 +424,8 @@ def test_open_errors(tmp_path):
         with pytest.raises(InputError, match="root attributes are damaged"):
             open_trace(changed, allow_incomplete=True)
 
-    future = edited("v2.h5", lambda f: f.attrs.__setitem__("schema_version", 2))
-    with pytest.raises(InputError, match="unsupported event trace schema_version 2"):
+    future = edited("v3.h5", lambda f: f.attrs.__setitem__("schema_version", 3))
+    with pytest.raises(InputError, match="unsupported event trace schema_version 3 .*reads versions 1, 2"):
         open_trace(future)
     no_version = edited("v0.h5", lambda f: f.attrs.__delitem__("schema_version"))
     with pytest.raises(InputError, match="schema_version"):
@@ -484,6 +488,7 @@ def test_five_million_events_in_bounded_memory(tmp_path):
     batch[:, COL_SRC] = r.integers(0, 3, batch_rows)
     batch[:, 8] = 3
     batch[:, 9] = r.integers(0, 2, batch_rows)
+    batch[:, COL_TICKS] = 1
     span = int(batch[-1, COL_TIME]) + 1
     path = tmp_path / "big.h5"
     limit = 24 * 2**20
@@ -562,7 +567,7 @@ def test_a_damaged_chunk_is_named_by_verify_inspect_and_reads(tmp_path, capsys, 
     with EventTraceWriter(path, {}, {}, chunk_rows=1000) as w:
         w.append(random_events(5500))
     assert main(["trace", "verify", str(path)]) == 0
-    assert "ok, 60 chunks checked" in capsys.readouterr().out
+    assert "ok, 72 chunks checked" in capsys.readouterr().out  # 6 chunks x 12 columns
     off, size = _chunk_offset(path, "time", 3)
     _flip(path, off + size // 2)
     rep = verify_trace(path)

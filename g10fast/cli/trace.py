@@ -40,7 +40,11 @@ def add_parsers(sub) -> None:
 
 def _trace_timeline_parsers(tsub) -> None:
     """`trace export`, `trace diff`, `trace plot` (docs/perfetto.md)."""
-    te = tsub.add_parser("export", help="timeline for ui.perfetto.dev (protobuf) or chrome://tracing (JSON)")
+    te = tsub.add_parser(
+        "export",
+        help="timeline for ui.perfetto.dev (protobuf) or chrome://tracing (JSON); a range row "
+        "(schema 2: ticks > 1) is placed tick by tick, each at its own time",
+    )
     te.add_argument("file")
     te.add_argument("--perfetto", metavar="OUT.pftrace", help="output file")
     te.add_argument("--out", help="output file (same as --perfetto)")
@@ -77,10 +81,20 @@ def _trace_timeline_parsers(tsub) -> None:
     te.add_argument("--progress", action="store_true", help=argparse.SUPPRESS)
     te.add_argument("--no-progress", action="store_true", help="no progress lines")
     te.set_defaults(func=cmd_trace_export)
-    td = tsub.add_parser("diff", help="where two runs of the same workload diverge")
+    td = tsub.add_parser(
+        "diff",
+        help="where two runs of the same workload diverge: kernel starts and stalls, and whether "
+        "their events are the same in normal form (however pages were grouped into rows and "
+        "ticks into ranges; schema 1 and 2 alike)",
+    )
     td.add_argument("a")
     td.add_argument("b")
     td.add_argument("--top", type=int, default=10, help="kernels listed (default 10)")
+    td.add_argument(
+        "--no-events",
+        action="store_true",
+        help="compare kernels only, not events (the event comparison reads both traces twice)",
+    )
     td.add_argument("--json", action="store_true", help="print the report as JSON")
     td.set_defaults(func=cmd_trace_diff)
     tp = tsub.add_parser("plot", help="residency per tier and link throughput over time")
@@ -110,12 +124,16 @@ def cmd_trace_inspect(args) -> int:
         print(f"model {meta.get('model')} batch {meta.get('batch_size')} policy {meta.get('policy')}")
         counts = tr.count_by_kind()
         pages = tr.pages_by_kind()
+        # schema 2: a range row stands for several batcher ticks (docs/trace-format.md)
+        ticks = tr.ticks_by_kind() if tr.schema_version >= 2 else {}
         for kind, n in counts.items():
             name = getattr(kind, "name", str(kind))
             if kind in PAGELESS_KINDS:  # a transfer's begin/end marks: no pages
                 print(f"  {name:10s} {n:>12,} events {'(begin/end marks)':>20}")
             else:
-                print(f"  {name:10s} {n:>12,} events {pages.get(kind, 0):>14,} pages")
+                m = ticks.get(kind, n)
+                more = f" (as {m:,} rows of ticks)" if m != n else ""
+                print(f"  {name:10s} {n:>12,} events {pages.get(kind, 0):>14,} pages{more}")
     finally:
         tr.close()
     return 0
@@ -205,7 +223,7 @@ def cmd_trace_diff(args) -> int:
 
     if args.top < 0:
         raise InputError(f"must be 0 or more kernels, got {args.top}", param="--top")
-    rep = diff_traces(args.a, args.b, top=args.top)
+    rep = diff_traces(args.a, args.b, top=args.top, events=not args.no_events)
     if args.json:
         json.dump(rep, sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -239,7 +257,31 @@ def cmd_trace_diff(args) -> int:
                 f"{r['execution']:>6} {r['iteration']:>4} {r['kernel']:>6} "
                 f"{r['stall_difference_cycles']:>+22,}  {r['name']}"
             )
+    ev = rep.get("events")
+    if ev is not None and ev["equal"]:
+        print(f"events: the same ({ev['rows_a']:,} rows in normal form: page events however grouped)")
+    elif ev is not None:
+        d = ev["first_difference"]
+        print(
+            f"events: first difference at normal-form row {d['index']:,} "
+            f"({ev['rows_a']:,} rows in A, {ev['rows_b']:,} in B)"
+        )
+        print(f"  A {_event_text(d['a'])}")
+        print(f"  B {_event_text(d['b'])}")
     return 0
+
+
+def _event_text(r) -> str:
+    """One normal-form event row, readable."""
+    if r is None:
+        return "(no more events)"
+    where = (
+        f" pages {r['page']:,}..{r['page'] + r['count'] - 1:,}" if r["count"] > 0 and r["page"] >= 0 else ""
+    )
+    return (
+        f"cycle {r['time']:,}: {r['kind_name']} iteration {r['iteration']} kernel {r['kernel']} "
+        f"tensor {r['tensor']}{where} src {r['src']} dst {r['dst']} value {r['value']}"
+    )
 
 
 def cmd_trace_plot(args) -> int:

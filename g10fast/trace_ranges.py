@@ -1,0 +1,352 @@
+"""Range rows of the event trace (schema version 2, docs/trace-format.md "Range rows").
+
+A row whose ``ticks`` is m > 1 stands for m ordinary rows: for i = 0 .. m-1 the row at
+``time + i*period`` moving ``count // m`` pages from ``page + i*(count // m)``, every other
+column equal. The bulk page engine writes them; everything else writes ordinary rows.
+
+* ``expand_ticks(buf)``: every range row replaced by its ordinary rows, in its place.
+* ``per_page(buf)``: then every row of a page kind split into one row per page.
+* ``normal_form(buf)``: the canonical rows two traces of the same run share however their
+  engines grouped pages into rows (per page, per run of pages, per range of ticks).
+* ``iter_expanded(trace, ...)``: an open trace's chunks with their range rows expanded, in
+  bounded memory (the timeline export and the figure read rows by time).
+* ``iter_normal_form(trace)``, ``compare_events(trace_a, trace_b)``: the normal form of a whole
+  trace, streamed in time order, and the first event where two traces differ (``trace diff``).
+
+Every function takes or returns the engine's int64 ``[n, 12]`` layout (``g10fast.trace``'s
+``COL_*``); the ones that take a buffer also take ``[n, 10]`` (a version 1 buffer: ticks 1,
+period 0). They are numpy throughout: no loop over rows in Python.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .locations import EV_ALLOC, EV_DEALLOC, EV_EVICT, EV_FAULT, EV_FETCH
+from .trace import (
+    COL_COUNT,
+    COL_DST,
+    COL_ITERATION,
+    COL_KERNEL,
+    COL_KIND,
+    COL_PAGE,
+    COL_PERIOD,
+    COL_SRC,
+    COL_TENSOR,
+    COL_TICKS,
+    COL_TIME,
+    COL_VALUE,
+    COLUMN_DTYPES,
+    COLUMNS,
+    N_COLS,
+    N_COLS_V1,
+    V1_DEFAULTS,
+)
+
+#: kinds whose rows carry pages: ``per_page`` splits them into one row per page and
+#: ``normal_form`` merges their contiguous pages (KERNEL, HINT and TRANSFER rows stay as they are)
+PAGE_KINDS = (EV_FAULT, EV_FETCH, EV_ALLOC, EV_EVICT, EV_DEALLOC)
+#: the columns that identify a page event besides its page: rows equal in all of them and
+#: holding contiguous pages are one row of the normal form
+KEY_COLS = (COL_TIME, COL_KIND, COL_ITERATION, COL_KERNEL, COL_TENSOR, COL_SRC, COL_DST, COL_VALUE)
+#: ``normal_form``'s row order, first key first
+NORMAL_ORDER = KEY_COLS + (COL_PAGE, COL_COUNT)
+#: at most this many expanded rows at once in ``iter_expanded`` / ``iter_normal_form`` (~200
+#: MB as int64 ``[n, 12]``): a read chunk whose ticks stand for more is expanded in parts
+MAX_EXPANDED_ROWS = 1 << 21
+
+
+def as_buffer(buf) -> np.ndarray:
+    """``buf`` (integers, ``[n, 12]`` or ``[n, 10]``) as int64 ``[n, 12]``; a ten-column buffer
+    gets ticks 1 and period 0. ValueError on any other shape."""
+    b = np.asarray(buf)
+    if b.ndim != 2 or b.shape[1] not in (N_COLS, N_COLS_V1):
+        raise ValueError(f"event buffer must have shape (n, {N_COLS}) or (n, {N_COLS_V1}), got {b.shape}")
+    if b.dtype.kind not in "iu":
+        raise TypeError(f"event buffer must hold integers, got dtype {b.dtype}")
+    if b.shape[1] == N_COLS:
+        return b.astype(np.int64, copy=False)
+    out = np.empty((b.shape[0], N_COLS), np.int64)
+    out[:, :N_COLS_V1] = b
+    out[:, COL_TICKS] = V1_DEFAULTS["ticks"]
+    out[:, COL_PERIOD] = V1_DEFAULTS["period"]
+    return out
+
+
+def _ticks(b: np.ndarray) -> np.ndarray:
+    t = b[:, COL_TICKS]
+    if t.size and t.min() < 1:
+        i = int(np.flatnonzero(t < 1)[0])
+        raise ValueError(f"event {i}: column 'ticks' = {int(t[i])} is below 1")
+    return t
+
+
+def _tick_index(t: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``[lo, hi)`` of the expansion of rows with ``t`` ticks: -> (the row each comes
+    from, its tick within that row)."""
+    ends = np.cumsum(t)
+    o = np.arange(lo, hi, dtype=np.int64)
+    r = np.searchsorted(ends, o, side="right")
+    return r, o - (ends[r] - t[r])
+
+
+def expand_ticks(buf) -> np.ndarray:
+    """Every row with ``ticks`` m > 1 replaced, where it stands, by its m ordinary rows (in tick
+    order): ``time + i*period``, ``page + i*(count // m)``, ``count // m`` pages, ticks 1,
+    period 0, every other column equal. -> int64 ``[n', 12]``; ``buf`` itself (as int64
+    ``[n, 12]``, not a copy) when it holds no range row."""
+    b = as_buffer(buf)
+    t = _ticks(b)
+    if not (t > 1).any():
+        return b
+    n = b.shape[0]
+    r = np.repeat(np.arange(n), t)
+    i = np.arange(r.size, dtype=np.int64) - np.repeat(np.cumsum(t) - t, t)
+    return _expanded(b, r, i)
+
+
+def _expanded(b: np.ndarray, r: np.ndarray, i: np.ndarray) -> np.ndarray:
+    out = b[r]
+    m = out[:, COL_TICKS]
+    per = out[:, COL_COUNT] // m
+    out[:, COL_TIME] += i * out[:, COL_PERIOD]
+    out[:, COL_PAGE] += i * per
+    out[:, COL_COUNT] = per
+    out[:, COL_TICKS] = 1
+    out[:, COL_PERIOD] = 0
+    return out
+
+
+def _splittable(b: np.ndarray) -> np.ndarray:
+    """Rows that hold pages: a page kind, a count of at least one, a first page (>= 0)."""
+    return np.isin(b[:, COL_KIND], PAGE_KINDS) & (b[:, COL_COUNT] > 0) & (b[:, COL_PAGE] >= 0)
+
+
+def per_page(buf) -> np.ndarray:
+    """``expand_ticks``, then every row of a page kind (FAULT, FETCH, ALLOC, EVICT, DEALLOC)
+    with pages split into one row per page (count 1), in page order where the row stands;
+    KERNEL, HINT and TRANSFER rows, and page-kind rows without pages (count < 1 or page -1),
+    stay as they are. -> int64 ``[n'', 12]``."""
+    b = expand_ticks(buf)
+    split = _splittable(b)
+    reps = np.where(split, b[:, COL_COUNT], 1)
+    r = np.repeat(np.arange(b.shape[0]), reps)
+    i = np.arange(r.size, dtype=np.int64) - np.repeat(np.cumsum(reps) - reps, reps)
+    out = b[r]
+    out[:, COL_PAGE] += i
+    out[:, COL_COUNT] = np.where(split[r], 1, out[:, COL_COUNT])
+    return out
+
+
+def _sorted(b: np.ndarray) -> np.ndarray:
+    return b[np.lexsort(tuple(b[:, c] for c in reversed(NORMAL_ORDER)))]
+
+
+def normal_form(buf) -> np.ndarray:
+    """The canonical rows of ``buf``'s events: equal for two buffers exactly when their
+    ``per_page`` rows are the same multiset, however the pages were grouped into rows.
+
+    ``expand_ticks``; then, per group of page-kind rows equal in ``KEY_COLS`` (time, kind,
+    iteration, kernel, tensor, src, dst, value), the pages they hold, with their multiplicity
+    m(p), are written as the maximal runs of contiguous pages of each layer k = 0, 1, ...
+    (layer k: the pages with m(p) > k), one row per run; every other row is kept; all rows
+    sorted by ``NORMAL_ORDER`` (time, kind, iteration, kernel, tensor, src, dst, value, page,
+    count). Without a page held twice in one group that is: sort, then merge each row into the
+    one before it when it continues it (same key, page = previous page + previous count). The
+    layers make it canonical when pages repeat ({1, 2, 2, 3} is rows (1, 3 pages) and (2, 1
+    page) whether it came as those or as (1, 2) and (2, 2)). -> int64 ``[n''', 12]`` with ticks
+    1 and period 0; a row per page only where pages are not contiguous."""
+    b = expand_ticks(buf)
+    m = _splittable(b)
+    other = b[~m]
+    rows = b[m]
+    if rows.shape[0] == 0:
+        return _sorted(other)
+    keys = rows[:, list(KEY_COLS)]
+    order = np.lexsort(keys.T[::-1])
+    ks = keys[order]
+    first = np.ones(ks.shape[0], bool)
+    first[1:] = (ks[1:] != ks[:-1]).any(axis=1)
+    gid = np.empty(ks.shape[0], np.int64)
+    gid[order] = np.cumsum(first) - 1
+    group_keys = ks[first]
+    # coverage of each group's pages: +1 at every row's first page, -1 after its last
+    page, count = rows[:, COL_PAGE], rows[:, COL_COUNT]
+    pg = np.concatenate([gid, gid])
+    px = np.concatenate([page, page + count])
+    pd = np.concatenate([np.ones(page.size, np.int64), -np.ones(page.size, np.int64)])
+    o = np.lexsort((px, pg))
+    pg, px, pd = pg[o], px[o], pd[o]
+    new = np.ones(pg.size, bool)
+    new[1:] = (pg[1:] != pg[:-1]) | (px[1:] != px[:-1])
+    at = np.flatnonzero(new)
+    ug, ux = pg[at], px[at]
+    # cov[j]: pages held on [ux[j], ux[j+1]); every group's deltas sum to 0, so cov is 0 at a
+    # group's last point, and the point before a group's first has cov 0
+    cov = np.cumsum(np.add.reduceat(pd, at))
+    prev = np.concatenate([[0], cov[:-1]])
+    nxt = np.concatenate([cov[1:], [0]])
+    pos = np.flatnonzero(cov > 0)
+    c = cov[pos]
+    seg = np.repeat(pos, c)  # one (segment, layer) pair per layer the segment is in
+    layer = np.arange(seg.size, dtype=np.int64) - np.repeat(np.cumsum(c) - c, c)
+    st = layer >= prev[seg]  # a run of layer k starts here
+    en = layer >= nxt[seg]  # ... ends here
+    s_seg, s_lay = seg[st], layer[st]
+    e_seg, e_lay = seg[en], layer[en]
+    s_seg = s_seg[np.lexsort((s_seg, s_lay, ug[s_seg]))]
+    e_seg = e_seg[np.lexsort((e_seg, e_lay, ug[e_seg]))]
+    merged = np.empty((s_seg.size, N_COLS), np.int64)
+    merged[:, list(KEY_COLS)] = group_keys[ug[s_seg]]
+    merged[:, COL_PAGE] = ux[s_seg]
+    merged[:, COL_COUNT] = ux[e_seg + 1] - ux[s_seg]
+    merged[:, COL_TICKS] = 1
+    merged[:, COL_PERIOD] = 0
+    return _sorted(np.concatenate([other, merged]))
+
+
+# -- whole traces, in bounded memory ---------------------------------------------------------
+
+
+def iter_expanded(trace, rows: int | None = None, columns=None, max_rows: int = MAX_EXPANDED_ROWS):
+    """``trace.iter_chunks(rows, columns)`` (an open ``EventTrace``) with every range row
+    expanded into its ordinary rows (as ``expand_ticks``), in order: dicts of column arrays in
+    their stored dtypes, each of at most ``max(rows, max_rows)`` rows (a read chunk whose ticks
+    stand for more than ``max_rows`` rows comes in parts)."""
+    want = list(COLUMNS) if columns is None else ([columns] if isinstance(columns, str) else list(columns))
+    need = set(want) | {"ticks"}
+    if "time" in want:
+        need.add("period")
+    if "page" in want or "count" in want:
+        need.add("count")
+    read = [c for c in COLUMNS if c in need] + [c for c in want if c not in COLUMNS]
+    max_rows = max(1, int(max_rows))
+    for ch in trace.iter_chunks(rows=rows, columns=read):
+        t = ch["ticks"].astype(np.int64)
+        if not (t > 1).any():
+            yield {c: ch[c] for c in want}
+            continue
+        total = int(t.sum())
+        for lo in range(0, total, max_rows):
+            r, i = _tick_index(t, lo, min(total, lo + max_rows))
+            out = {}
+            for c in want:
+                v = ch[c][r]
+                if c == "time":
+                    v = v + i * ch["period"][r].astype(np.int64)
+                elif c == "page":
+                    v = v + i * (ch["count"][r].astype(np.int64) // t[r])
+                elif c == "count":
+                    v = (v.astype(np.int64) // t[r]).astype(COLUMN_DTYPES[c])
+                elif c in V1_DEFAULTS:
+                    v = np.full(r.size, V1_DEFAULTS[c], COLUMN_DTYPES[c])
+                out[c] = v
+            yield out
+
+
+def iter_normal_form(trace, rows: int | None = None, max_rows: int = MAX_EXPANDED_ROWS):
+    """The ``normal_form`` of a whole open trace, streamed in its order: int64 ``[k, 12]``
+    arrays whose concatenation is ``normal_form(trace.to_buffer())``.
+
+    Two passes: the first reads the times to know, after each read chunk, the earliest time
+    any later row has (a range row's ticks are at or after its time); the second expands the
+    rows and hands out the normal form of every row earlier than that, keeping the rest (the
+    normal form sorts by time first and merges only rows of one time). Memory: a read chunk
+    plus the rows emitted out of time order (the engines emit nearly in time order)."""
+    mins = []
+    for ch in trace.iter_chunks(rows=rows, columns=["time"]):
+        t = ch["time"]
+        mins.append(int(t.min()) if t.size else np.iinfo(np.int64).max)
+    # later[k]: the earliest time of chunks k, k+1, ... (later[-1]: none left)
+    later = np.minimum.accumulate(np.array(mins + [np.iinfo(np.int64).max], np.int64)[::-1])[::-1]
+    pending = np.zeros((0, N_COLS), np.int64)
+    for k, ch in enumerate(trace.iter_chunks(rows=rows)):
+        b = np.empty((ch["time"].size, N_COLS), np.int64)
+        for c, col in enumerate(COLUMNS):
+            b[:, c] = ch[col]
+        t = b[:, COL_TICKS]
+        total = int(t.sum())
+        parts = (
+            [(0, total)]
+            if total <= max_rows or not (t > 1).any()
+            else [(lo, min(total, lo + max_rows)) for lo in range(0, total, max_rows)]
+        )
+        for j, (lo, hi) in enumerate(parts):
+            piece = expand_ticks(b) if len(parts) == 1 else _expanded(b, *_tick_index(t, lo, hi))
+            # after the chunk's last part no later chunk has a row before later[k + 1];
+            # between its parts, the chunk's own rest may reach back to later[k]
+            mark = later[k + 1] if j == len(parts) - 1 else later[k]
+            pending = np.concatenate([pending, piece])
+            done = pending[:, COL_TIME] < mark
+            if done.any():
+                yield normal_form(pending[done])
+                pending = pending[~done]
+    if pending.shape[0]:
+        yield normal_form(pending)
+
+
+def _row(v) -> dict | None:
+    """An event row as {column: value} with its kind's name (None: no row)."""
+    if v is None:
+        return None
+    from .trace import EventKind
+
+    d = {c: int(x) for c, x in zip(COLUMNS, v)}
+    k = d["kind"]
+    d["kind_name"] = EventKind(k).name if 0 <= k < len(EventKind) else str(k)
+    return d
+
+
+class _Stream:
+    """A stream of row arrays read row by row: ``peek()`` the rows not yet taken (None at its
+    end), ``take(m)`` of them; ``n`` counts the rows it has handed over so far."""
+
+    def __init__(self, arrays):
+        self._it, self._buf, self.n = iter(arrays), np.zeros((0, N_COLS), np.int64), 0
+
+    def peek(self) -> np.ndarray | None:
+        while self._buf.shape[0] == 0:
+            nxt = next(self._it, None)
+            if nxt is None:
+                return None
+            self._buf = nxt
+            self.n += nxt.shape[0]
+        return self._buf
+
+    def take(self, m: int) -> None:
+        self._buf = self._buf[m:]
+
+    def drain(self) -> None:
+        while self.peek() is not None:
+            self.take(self._buf.shape[0])
+
+
+def compare_events(trace_a, trace_b, rows: int | None = None) -> dict:
+    """Whether two open traces hold the same events (their normal forms are equal: the same
+    per-page events, however grouped into rows and ranges), and where they first differ:
+    -> {"equal", "rows_a", "rows_b" (normal-form rows), "first_difference": None or
+    {"index" (normal-form row), "a", "b" (the rows as dicts; None past a trace's end)}}."""
+    sa, sb = _Stream(iter_normal_form(trace_a, rows)), _Stream(iter_normal_form(trace_b, rows))
+    first, at = None, 0
+    while True:
+        a, b = sa.peek(), sb.peek()
+        if a is None or b is None:
+            if a is not None or b is not None:
+                first = {
+                    "index": at,
+                    "a": _row(None if a is None else a[0]),
+                    "b": _row(None if b is None else b[0]),
+                }
+            break
+        m = min(a.shape[0], b.shape[0])
+        ne = np.flatnonzero((a[:m] != b[:m]).any(axis=1))
+        if ne.size:
+            i = int(ne[0])
+            first = {"index": at + i, "a": _row(a[i]), "b": _row(b[i])}
+            break
+        sa.take(m)
+        sb.take(m)
+        at += m
+    sa.drain()
+    sb.drain()
+    return {"equal": first is None, "rows_a": sa.n, "rows_b": sb.n, "first_difference": first}

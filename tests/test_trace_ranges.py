@@ -1,0 +1,508 @@
+"""Range rows (event trace schema version 2): expand_ticks, per_page and normal_form against
+hand-worked cases and a plain-Python twin; the writer's rules; version 1 files read by every
+reader (open_trace, inspect, export, diff, plot)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from g10fast.cli import main
+from g10fast.trace import (
+    COLUMN_DTYPES,
+    COLUMNS,
+    N_COLS,
+    N_COLS_V1,
+    EventKind,
+    EventTraceWriter,
+    _attrs_digest,
+    open_trace,
+)
+from g10fast.trace_ranges import (
+    compare_events,
+    expand_ticks,
+    iter_expanded,
+    iter_normal_form,
+    normal_form,
+    per_page,
+)
+
+sys.path.insert(0, str(Path(__file__).parent))
+from synth_trace import engine_like_batch  # noqa: E402
+
+K, FAULT, FETCH, ALLOC, EVICT, HINT, DEALLOC, TRANSFER = range(8)
+
+
+def row(time, kind, page=-1, count=-1, ticks=1, period=0, it=0, kernel=3, tensor=7, src=1, dst=3, value=1):
+    return [time, kind, it, kernel, tensor, page, count, src, dst, value, ticks, period]
+
+
+def arr(rows) -> np.ndarray:
+    return np.array(rows, dtype=np.int64).reshape(-1, N_COLS)
+
+
+# -- hand-worked -----------------------------------------------------------------------------
+
+
+def test_expand_ticks_by_hand():
+    b = arr(
+        [
+            row(100, FETCH, page=40, count=6, ticks=3, period=50),
+            row(0, K, count=5, value=900),
+            row(7, EVICT, page=9, count=2, ticks=2, period=10, src=3, dst=2),
+        ]
+    )
+    want = arr(
+        [
+            row(100, FETCH, page=40, count=2),
+            row(150, FETCH, page=42, count=2),
+            row(200, FETCH, page=44, count=2),
+            row(0, K, count=5, value=900),
+            row(7, EVICT, page=9, count=1, src=3, dst=2),
+            row(17, EVICT, page=10, count=1, src=3, dst=2),
+        ]
+    )
+    np.testing.assert_array_equal(expand_ticks(b), want)
+    np.testing.assert_array_equal(expand_ticks(b[:, :N_COLS_V1]), np.c_[b[:, :10], np.ones(3), np.zeros(3)])
+    plain = want.copy()
+    assert expand_ticks(plain) is plain  # nothing to expand: the buffer itself
+    with pytest.raises(ValueError, match=r"event 1: column 'ticks' = 0"):
+        expand_ticks(arr([row(0, K), row(1, FETCH, page=1, count=1, ticks=0)]))
+    with pytest.raises(ValueError, match=r"shape \(n, 12\) or \(n, 10\)"):
+        expand_ticks(np.zeros((2, 11), np.int64))
+
+
+def test_per_page_by_hand():
+    b = arr(
+        [
+            row(5, ALLOC, page=10, count=4, ticks=2, period=3, src=0),
+            row(5, HINT, page=0, count=100, src=4, dst=3),  # hints keep their count
+            row(6, TRANSFER, src=-1, dst=-1, tensor=-1),
+            row(8, FAULT, page=70, count=1, src=2),
+            row(9, DEALLOC, page=-1, count=3),  # no first page: kept as it is
+        ]
+    )
+    want = arr(
+        [
+            row(5, ALLOC, page=10, count=1, src=0),
+            row(5, ALLOC, page=11, count=1, src=0),
+            row(8, ALLOC, page=12, count=1, src=0),
+            row(8, ALLOC, page=13, count=1, src=0),
+            row(5, HINT, page=0, count=100, src=4, dst=3),
+            row(6, TRANSFER, src=-1, dst=-1, tensor=-1),
+            row(8, FAULT, page=70, count=1, src=2),
+            row(9, DEALLOC, page=-1, count=3),
+        ]
+    )
+    np.testing.assert_array_equal(per_page(b), want)
+
+
+def test_normal_form_by_hand():
+    # contiguous rows of one key merge, across the order they came in; a gap of one page, a
+    # different value or another tick does not
+    b = arr(
+        [
+            row(10, FETCH, page=4, count=2),
+            row(10, FETCH, page=0, count=4),
+            row(10, FETCH, page=7, count=1),  # gap: page 6 is missing
+            row(10, FETCH, page=8, count=2, value=0),  # prefetch, not demand
+            row(0, K, count=3, value=99),
+            row(10, FETCH, page=0, count=2, ticks=2, period=5),  # 0 at 10, 1 at 15
+        ]
+    )
+    want = arr(
+        [
+            row(0, K, count=3, value=99),
+            row(10, FETCH, page=8, count=2, value=0),
+            row(10, FETCH, page=0, count=1),  # page 0 again: a second layer (count sorts)
+            row(10, FETCH, page=0, count=6),
+            row(10, FETCH, page=7, count=1),
+            row(15, FETCH, page=1, count=1),
+        ]
+    )
+    np.testing.assert_array_equal(normal_form(b), want)
+    # a page held twice: the same rows however it was grouped ({1, 2, 2, 3})
+    x = normal_form(arr([row(1, EVICT, page=1, count=3), row(1, EVICT, page=2, count=1)]))
+    y = normal_form(arr([row(1, EVICT, page=2, count=2), row(1, EVICT, page=1, count=2)]))
+    np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(x, arr([row(1, EVICT, page=1, count=3), row(1, EVICT, page=2, count=1)]))
+    assert normal_form(np.zeros((0, N_COLS_V1), np.int64)).shape == (0, N_COLS)
+
+
+# -- plain-Python twin -----------------------------------------------------------------------
+
+KEY = (0, 1, 2, 3, 4, 7, 8, 9)  # time kind iteration kernel tensor src dst value
+ORDER = KEY + (5, 6)  # ... page count
+PAGE_KINDS_TWIN = {FAULT, FETCH, ALLOC, EVICT, DEALLOC}
+
+
+def twin_expand(rows):
+    out = []
+    for r in rows:
+        m = r[10]
+        for i in range(m):
+            x = list(r)
+            x[0] += i * r[11]
+            x[5] += i * (r[6] // m)
+            x[6] = r[6] // m
+            x[10], x[11] = 1, 0
+            out.append(x)
+    return out
+
+
+def twin_units(rows):
+    """(unit page events of page rows, other rows) of the expanded rows, as Counters."""
+    units, other = Counter(), Counter()
+    for x in twin_expand(rows):
+        if x[1] in PAGE_KINDS_TWIN and x[6] > 0 and x[5] >= 0:
+            for p in range(x[5], x[5] + x[6]):
+                units[tuple(x[c] for c in KEY) + (p,)] += 1
+        else:
+            other[tuple(x)] += 1
+    return units, other
+
+
+def twin_normal_form(rows):
+    units, other = twin_units(rows)
+    out = [list(x) for x, n in other.items() for _ in range(n)]
+    groups = {}
+    for u, n in units.items():
+        groups.setdefault(u[:-1], Counter())[u[-1]] += n
+    for key, mult in groups.items():
+        k = 0
+        while True:
+            layer = sorted(p for p, n in mult.items() if n > k)
+            if not layer:
+                break
+            runs, start, prev = [], layer[0], layer[0]
+            for p in layer[1:]:
+                if p != prev + 1:
+                    runs.append((start, prev))
+                    start = p
+                prev = p
+            runs.append((start, prev))
+            for a, z in runs:
+                x = [0] * 12
+                for c, v in zip(KEY, key):
+                    x[c] = v
+                x[5], x[6], x[10], x[11] = a, z - a + 1, 1, 0
+                out.append(x)
+            k += 1
+    out.sort(key=lambda x: tuple(x[c] for c in ORDER))
+    return out
+
+
+def random_buffer(rng, n) -> np.ndarray:
+    """Small buffers where everything collides: pages 0..11 (duplicates, gaps, contiguous
+    runs), two times, tensors and values; ranges on the kinds that may have them; page rows
+    without pages; pageless kinds."""
+    rows = []
+    for _ in range(n):
+        kind = int(rng.integers(0, 8))
+        ticks, period = 1, 0
+        count = int(rng.integers(1, 5))
+        page = int(rng.integers(0, 12))
+        if kind in (FETCH, ALLOC, EVICT, DEALLOC) and rng.random() < 0.4:
+            ticks = int(rng.integers(2, 4))
+            count *= ticks
+            period = int(rng.integers(1, 3))
+        elif kind in PAGE_KINDS_TWIN and rng.random() < 0.1:
+            count, page = (0, page) if rng.random() < 0.5 else (count, -1)
+        elif kind == TRANSFER:
+            page, count = -1, -1
+        rows.append(
+            row(
+                int(rng.integers(0, 2)),
+                kind,
+                page=page,
+                count=count,
+                ticks=ticks,
+                period=period,
+                tensor=int(rng.integers(0, 2)),
+                value=int(rng.integers(0, 2)),
+            )
+        )
+    return arr(rows)
+
+
+def regrouped(rng, b) -> np.ndarray:
+    """The same per-page events grouped another way: expanded, page rows cut at random pages,
+    shuffled."""
+    x = expand_ticks(b)
+    out = []
+    for r in x.tolist():
+        if r[1] in PAGE_KINDS_TWIN and r[6] > 1 and r[5] >= 0 and rng.random() < 0.7:
+            cut = int(rng.integers(1, r[6]))
+            out += [r[:5] + [r[5], cut] + r[7:], r[:5] + [r[5] + cut, r[6] - cut] + r[7:]]
+        else:
+            out.append(r)
+    out = arr(out)
+    return out[rng.permutation(len(out))]
+
+
+def test_normal_form_against_its_twin():
+    rng = np.random.default_rng(39)
+    for trial in range(300):
+        b = random_buffer(rng, int(rng.integers(0, 25)))
+        nf = normal_form(b)
+        assert nf.tolist() == twin_normal_form(b.tolist()), trial
+        assert expand_ticks(b).tolist() == twin_expand(b.tolist())
+        # per_page: the other rows and one row per unit page event (key + page)
+        u, o = twin_units(b.tolist())
+        pp = per_page(b)
+        unit_rows = Counter({k[:5] + (k[8], 1) + k[5:8] + (1, 0): n for k, n in u.items()})
+        assert Counter(map(tuple, pp.tolist())) == o + unit_rows, trial
+        # the same events grouped otherwise: the same normal form
+        np.testing.assert_array_equal(normal_form(regrouped(rng, b)), nf)
+        np.testing.assert_array_equal(normal_form(pp[rng.permutation(len(pp))]), nf)
+        # one page event less: another normal form
+        m = np.flatnonzero(pp[:, 6] == 1)
+        if m.size:
+            fewer = np.delete(pp, int(rng.choice(m)), axis=0)
+            assert normal_form(fewer).tolist() != nf.tolist()
+
+
+# -- the writer's rules ----------------------------------------------------------------------
+
+
+def ranged_batch(n: int, seed: int) -> np.ndarray:
+    """Engine-like rows with range rows among the page moves (valid by the rules)."""
+    b = engine_like_batch(n, seed=seed)
+    r = np.random.default_rng(seed)
+    m = np.isin(b[:, 1], [FETCH, ALLOC, EVICT, DEALLOC]) & (r.random(n) < 0.5)
+    t = r.integers(2, 9, n)
+    b[m, 10] = t[m]
+    b[m, 6] = b[m, 6] * t[m]
+    b[m, 11] = r.integers(1, 20_000, n)[m]
+    return b
+
+
+@pytest.mark.parametrize("n", [40, 700])  # numpy's check (< 256 rows) and the kernel's
+def test_writer_refuses_broken_range_rows(tmp_path, n):
+    good = ranged_batch(n, seed=5)
+    r0 = int(np.flatnonzero(good[:, 1] == FETCH)[3])
+    k0 = int(np.flatnonzero(good[:, 1] == K)[0])
+    path = tmp_path / "t.h5"
+    with EventTraceWriter(path, {}, chunk_rows=64, threads=0) as w:
+        w.append(good[:10])
+        for edit, msg in (
+            (lambda b: b.__setitem__((r0, 10), 0), rf"event {10 + r0}: column 'ticks' = 0 is outside \[1, "),
+            (
+                lambda b: b[k0].__setitem__(slice(10, 12), (2, 5)),
+                rf"event {10 + k0}: column 'ticks' = 2 on a KERNEL row: only FETCH, ALLOC",
+            ),
+            (
+                lambda b: b[r0].__setitem__(slice(None), row(9, FETCH, page=0, count=7, ticks=2, period=3)),
+                rf"event {10 + r0}: column 'count' = 7 is not a positive multiple of ticks = 2",
+            ),
+            (
+                lambda b: b[r0].__setitem__(slice(None), row(9, FETCH, page=0, count=0, ticks=2, period=3)),
+                rf"event {10 + r0}: column 'count' = 0 is not a positive multiple",
+            ),
+            (
+                lambda b: b[r0].__setitem__(slice(None), row(9, EVICT, page=0, count=4, ticks=2, period=0)),
+                rf"event {10 + r0}: column 'period' = 0 with ticks = 2: a range row's period must be > 0",
+            ),
+            (
+                lambda b: b[r0].__setitem__(slice(None), row(9, EVICT, page=0, count=4, period=8)),
+                rf"event {10 + r0}: column 'period' = 8 with ticks = 1: an ordinary row's period is 0",
+            ),
+            (lambda b: b.__setitem__((r0, 11), -1), rf"event {10 + r0}: column 'period' = -1 is outside"),
+        ):
+            bad = good.copy()
+            edit(bad)
+            with pytest.raises(ValueError, match=msg):
+                w.append(bad)
+            assert w.n_events == 10  # a refused batch is not written
+        w.append(good[10:])
+        w.append(good[:, :N_COLS_V1])  # ten columns: ordinary rows
+    with open_trace(path) as tr:
+        assert tr.schema_version == 2
+        got = tr.to_buffer()
+    want = np.concatenate([good, good])
+    want[n:, 10], want[n:, 11] = 1, 0
+    np.testing.assert_array_equal(got, want)
+
+
+def test_range_rows_round_trip_and_per_kind_sums(tmp_path):
+    b = ranged_batch(5000, seed=8)
+    assert (b[:, 10] > 1).sum() > 500
+    path = tmp_path / "r.h5"
+    with EventTraceWriter(path, {}, chunk_rows=1000) as w:
+        w.append(b[:2345])
+        w.append(b[2345:, :N_COLS])
+    with open_trace(path) as tr:
+        np.testing.assert_array_equal(tr.to_buffer(), b)
+        cols = tr.read(["ticks", "period"])
+        assert cols["ticks"].dtype == COLUMN_DTYPES["ticks"] == np.int32
+        assert cols["period"].dtype == np.int64
+        kinds = b[:, 1]
+        assert tr.count_by_kind() == {k: int((kinds == k).sum()) for k in EventKind}
+        assert tr.ticks_by_kind() == {k: int(b[kinds == k, 10].sum()) for k in EventKind}
+        assert tr.pages_by_kind()[EventKind.FETCH] == int(b[kinds == FETCH, 6].sum())
+        # expanded in bounded parts: the same rows as expand_ticks of the whole
+        parts = list(iter_expanded(tr, rows=700, max_rows=500))
+        assert max(len(p["time"]) for p in parts) <= 700
+        got = np.stack([np.concatenate([p[c] for p in parts]).astype(np.int64) for c in COLUMNS], axis=1)
+        np.testing.assert_array_equal(got, expand_ticks(b))
+        sub = list(iter_expanded(tr, rows=1000, columns=["page", "kind"], max_rows=300))
+        assert sorted(sub[0]) == ["kind", "page"] and sub[0]["page"].dtype == np.int64
+        np.testing.assert_array_equal(np.concatenate([p["page"] for p in sub]), expand_ticks(b)[:, 5])
+        # the normal form streamed in bounded parts is the normal form of the whole
+        nf = np.concatenate(list(iter_normal_form(tr, rows=600, max_rows=400)))
+        np.testing.assert_array_equal(nf, normal_form(b))
+
+
+def test_iter_normal_form_with_rows_out_of_time_order(tmp_path):
+    b = ranged_batch(3000, seed=9)
+    rng = np.random.default_rng(9)
+    b = b[rng.permutation(len(b))]  # far from time order: rows wait for the watermark
+    path = tmp_path / "o.h5"
+    with EventTraceWriter(path, {}, chunk_rows=256) as w:
+        w.append(b)
+    with open_trace(path) as tr:
+        parts = list(iter_normal_form(tr, rows=500, max_rows=700))
+    np.testing.assert_array_equal(np.concatenate(parts), normal_form(b))
+
+
+# -- version 1 files -------------------------------------------------------------------------
+
+
+def write_v1(path, buf10, config=None, meta=None, chunk_rows=1000):
+    """A version 1 trace as the version 1 writer left it: ten columns with their checksums,
+    schema_version 1, its column list, its attribute digests."""
+    with EventTraceWriter(path, config or {}, meta, chunk_rows=chunk_rows) as w:
+        w.append(buf10)
+    with h5py.File(path, "a", libver=("v110", "v110")) as f:
+        for g in ("events", "checksums"):
+            del f[g]["ticks"], f[g]["period"]
+        a = f.attrs
+        a["schema_version"] = np.int64(1)
+        a["columns"] = json.dumps(list(COLUMNS[:N_COLS_V1]))
+        a["header_sha256"] = _attrs_digest(
+            a, ("format", "schema_version", "columns", "kind_names", "location_names", "config", "meta")
+        )
+        a["attrs_sha256"] = _attrs_digest(
+            a,
+            (
+                "format",
+                "schema_version",
+                "columns",
+                "kind_names",
+                "location_names",
+                "config",
+                "meta",
+                "n_events",
+                "complete",
+                "summary",
+            ),
+        )
+    return path
+
+
+def run_meta():
+    return (
+        {"system": {"gpu_frequency_ghz": 1.2, "ssd_bandwidth_gbps": 3.2, "host_link_gbps": 16.0}},
+        {"model": "synth", "batch_size": 1, "policy": "lru"},
+    )
+
+
+def test_a_version_1_file_is_read_by_every_reader(tmp_path, capsys):
+    """The same run's events as ordinary rows in a version 1 file and as range rows in a
+    version 2 file: open_trace, inspect, export and plot read both alike; diff finds them, and
+    a version 1 file of the same events one row per page, equal."""
+    ranged = ranged_batch(6000, seed=12)
+    ticks = expand_ticks(ranged)  # a row per tick, where the range row stood
+    flat = per_page(ranged)  # a row per page and tick, in time order
+    flat = flat[np.argsort(flat[:, 0], kind="stable")]
+    config, meta = run_meta()
+    v1 = write_v1(tmp_path / "v1.h5", ticks[:, :N_COLS_V1], config, meta)
+    v1p = write_v1(tmp_path / "v1p.h5", flat[:, :N_COLS_V1], config, meta)
+    v2 = tmp_path / "v2.h5"
+    with EventTraceWriter(v2, config, meta, chunk_rows=1000) as w:
+        w.append(ranged)
+    with open_trace(v1) as tr:
+        assert tr.schema_version == 1 and tr.stored_columns == COLUMNS[:N_COLS_V1]
+        assert tr.verify() == []
+        cols = tr.read()
+        assert list(cols) == list(COLUMNS)
+        assert (cols["ticks"] == 1).all() and (cols["period"] == 0).all()
+        assert cols["ticks"].dtype == np.int32 and cols["period"].dtype == np.int64
+        np.testing.assert_array_equal(tr.to_buffer(), ticks)
+        ch = next(tr.iter_chunks(rows=100, columns=["period", "kind"]))
+        assert sorted(ch) == ["kind", "period"] and (ch["period"] == 0).all()
+        assert tr.ticks_by_kind() == tr.count_by_kind()
+        assert tr.pages_by_kind() == open_trace(v2).pages_by_kind()
+    # inspect: the version, and for version 2 the rows the ranges stand for
+    assert main(["trace", "inspect", str(v1)]) == 0
+    out1 = capsys.readouterr().out
+    assert "schema 1" in out1 and "ticks" not in out1
+    assert main(["trace", "inspect", str(v2)]) == 0
+    out2 = capsys.readouterr().out
+    fetch = next(x for x in out2.splitlines() if x.strip().startswith("FETCH"))
+    with open_trace(v2) as tr:
+        n, t, p = (
+            f(tr)[EventKind.FETCH]
+            for f in (type(tr).count_by_kind, type(tr).ticks_by_kind, type(tr).pages_by_kind)
+        )
+    assert "schema 2" in out2 and fetch.split() == [
+        "FETCH",
+        f"{n:,}",
+        "events",
+        f"{p:,}",
+        "pages",
+        "(as",
+        f"{t:,}",
+        "rows",
+        "of",
+        "ticks)",
+    ]
+    assert main(["trace", "inspect", "--json", str(v2)]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert js["schema_version"] == 2 and js["ticks_by_kind"]["FETCH"] == t
+    # export: the same timeline from both (each move placed on its link by time)
+    for v in (v1, v2):
+        assert main(["trace", "export", str(v), "--out", str(tmp_path / f"{v.stem}.json"), "--json"]) == 0
+        rep = json.loads(capsys.readouterr().out)
+        assert rep["link_slices"] != [0, 0, 0, 0]
+    a = json.loads((tmp_path / "v1.json").read_text())
+    b = json.loads((tmp_path / "v2.json").read_text())
+    assert a == b
+    # plot
+    for v in (v1, v2):
+        assert main(["trace", "plot", str(v), "--out", str(tmp_path / f"{v.stem}.png")]) == 0
+        assert f"{v.stem}.png (kernels 0..5)" in capsys.readouterr().out
+    assert (tmp_path / "v1.png").read_bytes() == (tmp_path / "v2.png").read_bytes()
+    # diff: equal events in normal form, and the first difference otherwise
+    for v in (v1, v1p):
+        assert main(["trace", "diff", str(v), str(v2), "--json"]) == 0
+        rep = json.loads(capsys.readouterr().out)
+        assert rep["events"]["equal"] and rep["events"]["rows_a"] == rep["events"]["rows_b"]
+        assert rep["first_start_difference"] is None and rep["top"] == []
+    assert main(["trace", "diff", str(v1p), str(v2)]) == 0
+    assert "events: the same" in capsys.readouterr().out
+    assert main(["trace", "diff", str(v1p), str(v2), "--json", "--no-events"]) == 0
+    assert "events" not in json.loads(capsys.readouterr().out)
+    changed = flat.copy()
+    i = int(np.flatnonzero(changed[:, 1] == EVICT)[100])
+    changed[i, 8] = 1 if changed[i, 8] != 1 else 2  # one page evicted elsewhere
+    v1b = write_v1(tmp_path / "v1b.h5", changed[:, :N_COLS_V1], config, meta)
+    assert main(["trace", "diff", str(v1b), str(v2), "--json"]) == 0
+    ev = json.loads(capsys.readouterr().out)["events"]
+    assert not ev["equal"]
+    d = ev["first_difference"]
+    assert d["a"]["kind_name"] == "EVICT" and d["a"]["dst"] == changed[i, 8]
+    assert d["a"]["time"] == changed[i, 0] and d["b"]["time"] <= changed[i, 0]
+    with open_trace(v1b) as ta, open_trace(v2) as tb:
+        nfa, nfb = normal_form(ta.to_buffer()), normal_form(tb.to_buffer())
+        assert compare_events(ta, tb, rows=777) == ev
+    j = d["index"]
+    assert (nfa[:j] == nfb[:j]).all() and (nfa[j] != nfb[j]).any()
+    assert main(["trace", "diff", str(v1b), str(v2)]) == 0
+    assert f"events: first difference at normal-form row {j:,}" in capsys.readouterr().out
