@@ -259,13 +259,10 @@ def cmd_trace_diff(args) -> int:
             )
     ev = rep.get("events")
     if ev is not None and ev["equal"]:
-        print(f"events: the same ({ev['rows_a']:,} rows in normal form: page events however grouped)")
+        print(f"events: the same ({ev['rows']:,} rows in normal form: page events however grouped)")
     elif ev is not None:
         d = ev["first_difference"]
-        print(
-            f"events: first difference at normal-form row {d['index']:,} "
-            f"({ev['rows_a']:,} rows in A, {ev['rows_b']:,} in B)"
-        )
+        print(f"events: first difference at normal-form row {d['index']:,} (time order; the same before it)")
         print(f"  A {_event_text(d['a'])}")
         print(f"  B {_event_text(d['b'])}")
     return 0
@@ -275,12 +272,15 @@ def _event_text(r) -> str:
     """One normal-form event row, readable."""
     if r is None:
         return "(no more events)"
+    from g10fast.trace import Location
+
     where = (
         f" pages {r['page']:,}..{r['page'] + r['count'] - 1:,}" if r["count"] > 0 and r["page"] >= 0 else ""
     )
+    loc = lambda v: Location(v).name if 0 <= v < len(Location) else "none"
     return (
         f"cycle {r['time']:,}: {r['kind_name']} iteration {r['iteration']} kernel {r['kernel']} "
-        f"tensor {r['tensor']}{where} src {r['src']} dst {r['dst']} value {r['value']}"
+        f"tensor {r['tensor']}{where} {loc(r['src'])} -> {loc(r['dst'])} value {r['value']}"
     )
 
 
