@@ -93,5 +93,20 @@ def engine_like_batch(n: int, seed: int = 0, first: int = 0) -> np.ndarray:
     buf[m, 4], buf[m, 5], buf[m, 6], buf[m, 7], buf[m, 8], buf[m, 9] = tensor[m], page[m], count[m], 3, 0, 0
     m = kind == EventKind.TRANSFER  # a tensor's transfer on a link (tensor engine)
     buf[m, 4], buf[m, 7], buf[m, 8], buf[m, 9] = tensor[m], src[m], 3, r.integers(0, 2, int(m.sum()))
-    buf[:, COL_TICKS], buf[:, COL_PERIOD] = 1, 0  # ordinary rows (ranges: with_ranges)
+    buf[:, COL_TICKS], buf[:, COL_PERIOD] = 1, 0  # ordinary rows (range rows: with_ranges)
     return buf
+
+
+def with_ranges(buf: np.ndarray, seed: int = 0, share: float = 0.5) -> np.ndarray:
+    """``buf`` with about ``share`` of its FETCH, ALLOC, EVICT and DEALLOC rows made range rows
+    (schema version 2): ticks 2-8, count multiplied by the ticks, period 1-19,999 cycles."""
+    out = buf.copy()
+    r = np.random.default_rng(seed)
+    n = len(out)
+    kinds = [EventKind.FETCH, EventKind.ALLOC, EventKind.EVICT, EventKind.DEALLOC]
+    m = np.isin(out[:, 1], kinds) & (r.random(n) < share)
+    t = r.integers(2, 9, n)
+    out[m, COL_TICKS] = t[m]
+    out[m, 6] *= t[m]
+    out[m, COL_PERIOD] = r.integers(1, 20_000, n)[m]
+    return out

@@ -34,7 +34,7 @@ from g10fast.trace_ranges import (
 )
 
 sys.path.insert(0, str(Path(__file__).parent))
-from synth_trace import engine_like_batch  # noqa: E402
+from synth_trace import engine_like_batch, with_ranges  # noqa: E402
 
 K, FAULT, FETCH, ALLOC, EVICT, HINT, DEALLOC, TRANSFER = range(8)
 
@@ -304,14 +304,7 @@ def test_normal_form_against_its_twin():
 
 def ranged_batch(n: int, seed: int) -> np.ndarray:
     """Engine-like rows with range rows among the page moves (valid by the rules)."""
-    b = engine_like_batch(n, seed=seed)
-    r = np.random.default_rng(seed)
-    m = np.isin(b[:, 1], [FETCH, ALLOC, EVICT, DEALLOC]) & (r.random(n) < 0.5)
-    t = r.integers(2, 9, n)
-    b[m, 10] = t[m]
-    b[m, 6] = b[m, 6] * t[m]
-    b[m, 11] = r.integers(1, 20_000, n)[m]
-    return b
+    return with_ranges(engine_like_batch(n, seed=seed), seed=seed)
 
 
 @pytest.mark.parametrize("n", [40, 700])  # numpy's check (< 256 rows) and the kernel's
@@ -474,6 +467,8 @@ def test_a_version_1_file_is_read_by_every_reader(tmp_path, capsys):
     assert main(["trace", "inspect", str(v1)]) == 0
     out1 = capsys.readouterr().out
     assert "schema 1" in out1 and "ticks" not in out1
+    assert main(["trace", "verify", str(v1)]) == 0
+    assert f"ok, {10 * -(-len(ticks) // 1000)} chunks checked" in capsys.readouterr().out  # ten columns
     assert main(["trace", "inspect", str(v2)]) == 0
     out2 = capsys.readouterr().out
     fetch = next(x for x in out2.splitlines() if x.strip().startswith("FETCH"))
@@ -505,6 +500,13 @@ def test_a_version_1_file_is_read_by_every_reader(tmp_path, capsys):
     a = json.loads((tmp_path / "v1.json").read_text())
     b = json.loads((tmp_path / "v2.json").read_text())
     assert a == b
+    for v in (v1, v2):  # Perfetto protobuf, page-level detail: byte for byte
+        assert (
+            main(["trace", "export", str(v), "--perfetto", str(tmp_path / f"{v.stem}.pftrace"), "--pages"])
+            == 0
+        )
+    capsys.readouterr()
+    assert (tmp_path / "v1.pftrace").read_bytes() == (tmp_path / "v2.pftrace").read_bytes()
     # plot
     for v in (v1, v2):
         assert main(["trace", "plot", str(v), "--out", str(tmp_path / f"{v.stem}.png")]) == 0
