@@ -24,6 +24,10 @@ prefetch_lru / deepUM with the hints of the original binary's prefetch_guide.con
 --engine bulk / per-page runs the page engine with its bulk paths on / off (default: the
 engine's default, g10fast.engine.page.BULK_DEFAULT); --every N checks only every N-th
 synthetic case (a quick subset while iterating).
+
+Event streams are compared row for row, or, where two runs group pages into rows differently
+(a traced bulk run writes ranges of pages and ticks, trace schema 2), by their per-page events
+(`g10fast.trace.normal_form`); a model run's rows are kept in DIR/model_events.npz.
 """
 
 from __future__ import annotations
@@ -232,6 +236,30 @@ def run_all(every=1):
     return out
 
 
+def _same_events(x, y, name):
+    """Two runs' event streams are the same: row for row, or, where the rows group pages
+    differently (a traced bulk run writes ranges of pages and ticks, trace schema 2), the
+    same per-page events (`g10fast.trace.normal_form`). A model's stream is kept as its row
+    count and md5 with its rows in EVENTS_FILE (save), read back to compare."""
+    if isinstance(x, tuple) and isinstance(y, tuple):
+        if x == y[:2]:
+            return True
+        xr = _REF_EVENTS.get(name)
+        if xr is None or len(y) < 3:
+            return False
+        x, y = xr, y[2]
+    if x.shape == y.shape and np.array_equal(x, y):
+        return True
+    from g10fast.trace import normal_form
+
+    return np.array_equal(normal_form(x), normal_form(y))
+
+
+#: a model run's event rows (the reference's, read from EVENTS_FILE by check)
+_REF_EVENTS: dict = {}
+EVENTS_FILE = "model_events.npz"
+
+
 def compare(ref, new, full_pstate=False):
     bad = []
     for name in ref:
@@ -250,7 +278,9 @@ def compare(ref, new, full_pstate=False):
             x, y = a[key], b.get(key)
             if key == "pstate" and x is not None and y is not None and not full_pstate:
                 x, y = x & 15, y & 15
-            if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            if key == "events" and x is not None and y is not None:
+                same = _same_events(x, y, name)
+            elif isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
                 same = (
                     isinstance(x, np.ndarray)
                     and isinstance(y, np.ndarray)
@@ -307,18 +337,25 @@ def _artifact_hints(ref_dir):
 
 
 class _Hasher:
-    """Trace sink that keeps only the row count and an md5 of the events."""
+    """Trace sink that keeps the row count and an md5 of the events' first ten columns (the
+    schema-1 row), and the rows themselves (for a comparison by `normal_form`)."""
 
     def __init__(self):
         import hashlib
 
         self.md5 = hashlib.md5()
         self.rows = 0
+        self.parts = []
 
     def append(self, buf):
         b = np.ascontiguousarray(buf, dtype=np.int64)
-        self.md5.update(b.tobytes())
+        self.parts.append(b.copy())
+        self.md5.update(np.ascontiguousarray(b[:, :10]).tobytes())
         self.rows += len(b)
+
+    @property
+    def events(self):
+        return np.concatenate(self.parts) if self.parts else np.zeros((0, 10), np.int64)
 
     @property
     def n_events(self):
@@ -366,7 +403,7 @@ def run_models():
                 "extra": dict(r.extra),
                 "pstate_md5": hashlib.md5((r.pstate & 15).tobytes()).hexdigest(),
                 "pstate_full_md5": hashlib.md5(r.pstate.tobytes()).hexdigest(),
-                "events": (sink.rows, sink.md5.hexdigest()) if traced else None,
+                "events": (sink.rows, sink.md5.hexdigest(), sink.events) if traced else None,
             }
     return out
 
@@ -407,6 +444,16 @@ def main(argv=None):
         if a.mode == "check" and not a.full_pstate:
             for r in models.values():
                 r.pop("pstate_full_md5")
+        rows = {k: r["events"][2] for k, r in models.items() if r.get("events") is not None}
+        if a.mode == "save":
+            for r in models.values():
+                if r.get("events") is not None:
+                    r["events"] = r["events"][:2]
+            Path(a.dir).mkdir(parents=True, exist_ok=True)
+            np.savez_compressed(Path(a.dir) / EVENTS_FILE, **rows)
+        elif (Path(a.dir) / EVENTS_FILE).is_file():
+            with np.load(Path(a.dir) / EVENTS_FILE) as z:
+                _REF_EVENTS.update({k: z[k] for k in z.files})
         res.update(models)
     path = Path(a.dir) / "synthetic.pkl"
     n_err = sum(1 for r in res.values() if "error" in r)

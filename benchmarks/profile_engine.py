@@ -8,7 +8,7 @@ finds the engine's cached object file, reads the offsets of its functions in the
 code section with `objdump -t`, and places them at the address where the loaded run_engine
 starts. Samples outside the engine (Python, planning, NumPy, the kernel) count as "(other)".
 
-    python benchmarks/profile_engine.py ResNet152 1536 prefetch_lru [--freq 2000] [--top 20]
+    python benchmarks/profile_engine.py ResNet152 1536 prefetch_lru [--freq 2000] [--top 20] [--trace]
 
 MODEL, BATCH and POLICY name ../shared/g10-artifact/src/configs/MODEL/BATCH-sim_POLICY.config
 (POLICY: lru, prefetch_lru, deepUM, with the artifact's suffixes such as lru-cpu64). The
@@ -77,6 +77,18 @@ def _config_path(model: str, batch: str, policy: str) -> Path:
     return ARTIFACT / "src" / "configs" / model / f"{batch}-sim_{policy}.config"
 
 
+class _CountingSink:
+    """A trace sink that only counts the rows (--trace: the engine's traced paths alone)."""
+
+    n_events = 0
+
+    def append(self, buf):
+        self.n_events += len(buf)
+
+    def rewind(self, n):
+        self.n_events = n
+
+
 def child(args) -> None:
     """Under perf: simulate, then write the loaded engine's address and cached object."""
     from g10fast.config import read_g10_config, validate
@@ -90,7 +102,7 @@ def child(args) -> None:
     hints = plan_of(cfg, w).hints if cfg.use_prefetch else None
     w = _perturbed(w, cfg)
     c0 = time.process_time()
-    simulate_pages(w, cfg, hints=hints)
+    simulate_pages(w, cfg, hints=hints, trace=_CountingSink() if args.trace else None)
     seconds = time.process_time() - c0
     # the overload just used: the cache file of run_engine that holds its symbol
     _sig, cres = list(pk.run_engine.overloads.items())[-1]
@@ -120,6 +132,7 @@ def main(argv=None) -> int:
     ap.add_argument("policy")
     ap.add_argument("--freq", type=int, default=2000, help="samples per second (default 2000)")
     ap.add_argument("--top", type=int, default=20, help="functions listed (default 20)")
+    ap.add_argument("--trace", action="store_true", help="a traced run (rows counted, not written)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -137,6 +150,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp, "perf.data")
         cmd = [sys.executable, __file__, args.model, args.batch, args.policy, "--child", "--out", tmp]
+        cmd += ["--trace"] if args.trace else []
         rc = subprocess.run(
             ["perf", "record", "-q", "-e", "cpu-clock", "-F", str(args.freq), "-o", str(data), "--"] + cmd
         ).returncode

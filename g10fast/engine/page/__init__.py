@@ -28,7 +28,7 @@ LRU_INT32_PAGES = 1 << 27
 # uniform page ranges, with the same results as the per-page engine, which stays selectable as
 # the reference (`bulk=False`; docs/page-engine-bulk.md)
 BULK_DEFAULT = True
-# In the bulk engine under the LRU policies (extent LRU), untraced: a busy tick that repeats
+# In the bulk engine under the LRU policies (extent LRU), traced or not: a busy tick that repeats
 # the last one that ran stage by stage is carried out directly (page.replay, "A busy tick
 # replayed"; same results). False runs every tick stage by stage (a check of the replay).
 REPLAY_DEFAULT = True

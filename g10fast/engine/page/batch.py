@@ -9,8 +9,9 @@ from collections import namedtuple
 
 import numpy as np
 
-from g10fast.engine.page.helpers import _admit, _eligible, _live, _q_push, _rp_canon, _tpos
+from g10fast.engine.page.helpers import _admit, _eligible, _emit_ticked, _live, _q_push, _rp_canon, _tpos
 from g10fast.engine.page.layout import (
+    EV_EVICT,
     F_TRANSFER,
     F_WAIT,
     GEN_SHIFT,
@@ -29,8 +30,11 @@ from g10fast.engine.page.layout import (
     Q_PREEVICT_SSD,
     RES_MASK,
     S_KB_PENDING,
+    S_EV_PAUSE,
     S_KB_TIME,
     S_LRU_HEAD,
+    S_NEV,
+    S_OUT_OPEN,
     S_QH,
     S_QT,
     S_RESCHED,
@@ -74,13 +78,14 @@ from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
 # it admits them (`_stage_admission`). A stage's pages go by one of three paths, which move
 # them identically: the pre-eviction fast path (`_preevict_run`), the fetch fast path
 # (`_fetch_fast`: runs of pages with `_batch_limit` and `_batch_move`, single pages with
-# `_fast_victim`), both untraced, and the general path (`_general_page`: one page with the
-# eviction rule (`rules`), `_evict_page`, `_alloc_page`), which takes everything the fast
-# paths leave to it. Then the tick ends (`_tick_end`), and `_next_tick_busy` says whether the next
-# event is another busy tick that can run here. The hot scalar state (per-tick counters,
-# memory use, wait-set size, LRU positions, lookup caches) travels through these functions
-# as arguments and return values, so that it stays in registers instead of S (the arrays
-# may alias for the compiler, so every S access would otherwise be a memory operation).
+# `_fast_victim`; a traced run takes both on the extent LRU only), and the general path
+# (`_general_page`: one page with the eviction rule (`rules`), `_evict_page`,
+# `_alloc_page`), which takes everything the fast paths leave to it. Then the tick ends
+# (`_tick_end`), and `_next_tick_busy` says whether the next event is another busy tick that
+# can run here. The hot scalar state (per-tick counters, memory use, wait-set size, LRU
+# positions, lookup caches) travels through these functions as arguments and return values,
+# so that it stays in registers instead of S (the arrays may alias for the compiler, so
+# every S access would otherwise be a memory operation).
 # ----------------------------------------------------------------------------------------
 
 # A busy tick's arrays and its hot scalar state travel between its stages as two bundles
@@ -594,6 +599,159 @@ def _batch_move_xd(
         wait = _x_arrive(lru, S, tt, pstate, a_T, p + m, j, wait)
         m += j
         if j < k:
+            break
+    return m, wait, vt_d, cur, v0
+
+
+# ----------------------------------------------------------------------------------------
+# the run moves of a traced run (issue 39): the moves above, a victims' extent at a time, each
+# extent's victims written as EVICT rows (`_emit_ticked`); the untraced moves keep their
+# compiled shape (a branch inside `_batch_move_x` once cost the LRU policies a fifth)
+# ----------------------------------------------------------------------------------------
+
+
+@_kernel_stage
+def _batch_move_x_traced(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait, vt_d, ev, em):
+    """`_batch_move_x` in a traced run: one head extent's victims at a time, each run of them
+    written as EVICT rows of the victims' tensor (em: the first tick's time, the tick period,
+    the pages a tick, the iteration, the kernel and the victims' tensor). It stops once the
+    event buffer is past its pause line (the tick goes on by the page loop, and ends the
+    streak). Returns what `_batch_move_x` returns."""
+    m = 0
+    while m < nb:
+        if m > 0 and S[S_NEV] >= S[S_EV_PAUSE]:
+            break
+        k = nb - m
+        lo = 0
+        if b_ev:
+            h = S[S_X_HEAD]
+            if h < 0:
+                break
+            lo = lru[_u(h * XW + X_LO)]
+            hi = lru[_u(h * XW + X_HI)]
+            if hi - lo < k:
+                k = hi - lo
+        j, wait, vt_d = _batch_move_x(
+            p + m, k, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait, vt_d
+        )
+        if j == 0:
+            break
+        if b_ev:
+            _emit_ticked(
+                ev,
+                S,
+                S_OUT_OPEN,
+                em[0],
+                em[1],
+                em[2],
+                m,
+                EV_EVICT,
+                em[3],
+                em[4],
+                em[5],
+                lo,
+                j,
+                IN_GPU,
+                b_dest,
+                1,
+            )
+        m += j
+        if j < k or not b_ev:
+            break
+    return m, wait, vt_d
+
+
+@_kernel_stage
+def _batch_move_xd_traced(
+    p,
+    nb,
+    a_src,
+    b_ev,
+    b_dest,
+    b_lo,
+    b_hi,
+    b_rq,
+    pstate,
+    lru,
+    S,
+    tt,
+    a_T,
+    wait,
+    vt_d,
+    dnp,
+    srt,
+    cur,
+    dum_end,
+    ev,
+    em,
+):
+    """`_batch_move_xd` in a traced run, as `_batch_move_x_traced`: one record's victims at a
+    time (bounded as `_batch_move_xd` bounds them, so that each call takes one run of
+    consecutive victims). Returns what `_batch_move_xd` returns."""
+    m = 0
+    v0 = -1
+    while m < nb:
+        if m > 0 and S[S_NEV] >= S[S_EV_PAUSE]:
+            break
+        k = nb - m
+        lo = 0
+        if b_ev:
+            h, lo = _xd_victim(dnp, lru, S, tt, srt, cur, dum_end)
+            if h < 0:
+                break
+            if b_rq and v0 >= 0 and lo != v0 + m:
+                break
+            hi = lru[_u(h * XW + X_HI)]
+            if hi - lo <= k:
+                k = hi - lo
+                if k >= 2 and lru[_u(h * XW + X_NEXT)] < 0:
+                    k -= 1
+        j, wait, vt_d, cur, v = _batch_move_xd(
+            p + m,
+            k,
+            a_src,
+            b_ev,
+            b_dest,
+            b_lo,
+            b_hi,
+            b_rq,
+            pstate,
+            lru,
+            S,
+            tt,
+            a_T,
+            wait,
+            vt_d,
+            dnp,
+            srt,
+            cur,
+            dum_end,
+        )
+        if j == 0:
+            break
+        if v0 < 0:
+            v0 = v
+        if b_ev:
+            _emit_ticked(
+                ev,
+                S,
+                S_OUT_OPEN,
+                em[0],
+                em[1],
+                em[2],
+                m,
+                EV_EVICT,
+                em[3],
+                em[4],
+                em[5],
+                lo,
+                j,
+                IN_GPU,
+                b_dest,
+                1,
+            )
+        m += j
+        if j < k or not b_ev:
             break
     return m, wait, vt_d, cur, v0
 

@@ -15,9 +15,10 @@ every flush of the event buffer), `PageChecker.check` asserts:
   equal the GPU count, likewise for the host and the SSD (summed as the stream is written,
   so memory stays bounded), and the fetches and evictions equal the per-tick statistics.
 
-The scans and the event stream are what cost: the event stream takes the engine off its
-untraced fast paths (the replayed busy ticks, the streaks), and a scan reads every page
-state. So `check=True` ("state") runs the engine untraced, and scans the page table whenever
+The scans and the event stream are what cost: the event stream's rows are written as the
+engine goes (on the ring, DeepUM with planned pre-evictions, it also takes the engine off its
+fast paths), and a scan reads every page state. So `check=True` ("state") runs the engine
+untraced, and scans the page table whenever
 the scans so far and the next (as long as the last) take at most `SCAN_SHARE` of the time
 the engine took so far (and always at the run's end; at every check in a run of at most
 `SCAN_ALWAYS_PAGES`); `check="full"` writes the event stream for the conservation sums and scans at

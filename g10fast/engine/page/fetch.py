@@ -1,4 +1,5 @@
-"""The fetch fast path (`_fetch_fast`): a fetching stage's pages moved in runs, untraced."""
+"""The fetch fast path (`_fetch_fast`): a fetching stage's pages moved in runs (traced runs
+write them as rows of runs and ticks, docs/trace-format.md)."""
 
 from __future__ import annotations
 
@@ -9,26 +10,34 @@ from g10fast.engine.page.batch import (
     _batch_limit,
     _batch_move,
     _batch_move_x,
+    _batch_move_x_traced,
     _batch_move_xd,
+    _batch_move_xd_traced,
     _fast_victim,
     _fresh_counters,
     _q_push_served,
     _streak_ticks,
     _victims_requeued,
 )
-from g10fast.engine.page.helpers import _admit, _is_alive, _tensor_at
+from g10fast.engine.page.helpers import _admit, _emit_merge, _emit_ticked, _is_alive, _tensor_at
 from g10fast.engine.page.layout import (
+    EV_ALLOC,
+    EV_EVICT,
+    EV_FETCH,
     F_TRANSFER,
     F_WAIT,
     LOC_MASK,
     P_BULK,
     P_II,
     P_RELEASE,
+    P_TRACE,
     P_XMARGIN,
     Q_PF_ALLOC,
     Q_PF_CPU,
     Q_PF_SSD,
     RES_MASK,
+    S_IN_OPEN,
+    S_OUT_OPEN,
     S_QH,
     S_QT,
     S_RESCHED,
@@ -72,7 +81,7 @@ from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
 
 @_kernel_stage
 def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
-    """Fetch fast path of a batcher tick (untraced): the allocating stage `stage`'s pages
+    """Fetch fast path of a batcher tick: the allocating stage `stage`'s pages
     (queue q, head qh) in a tight loop, by runs (`_batch_limit`, `_batch_move`) or one by one.
     Each page goes exactly as in `_general_page` (admission test, victim from the cursor,
     eviction, allocation, counters); a page that needs anything else (no victim from the
@@ -83,8 +92,9 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
     tick ends and the next one goes on here. Returns the stage, the tick time, whether the
     general path must take the next page (fast_block) and the tick's state. The tick's
     arrays (`TickArrays`), counters and scalar state (`TickState`) travel as three tuples, as
-    in `_general_page`."""
-    tt, srt, pstate, lru, qb, S, pcie, bnd, _ev = arrays
+    in `_general_page`. A traced run (extent LRU only) writes the pages it moves as the
+    general path would, a run (and a streak's whole ticks) at a time (`_emit_ticked`)."""
+    tt, srt, pstate, lru, qb, S, pcie, bnd, ev = arrays
     (
         gpu_used,
         host_used,
@@ -144,6 +154,9 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
     forced = False
     tk_fresh = False  # the current tick began at a continuation below and nothing moved yet
     streaks = S[P_BULK] != 0  # (a bulk path: the per-page reference ends each tick itself)
+    trace = S[P_TRACE] != 0
+    a_kind = EV_FETCH if is_fetch_s else EV_ALLOC
+    a_val = 1 if is_pf_s else 0
     while True:
         evict_ok = gpu_used < G or (c_out < GPU_CAP and (host_used < HOST or c_out_ssd < SSD_CAP))
         if forced or not _admit(
@@ -322,7 +335,34 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
                         ns = (wait - 1) // nb
                     if S[S_R_STARTED] == 0 and f_cnt[0] + f_cnt[3] == 0:
                         ns = 0
-            if xl and deepum:
+            # (traced: the tick time, period and pages a tick of the run's rows, and who)
+            per = nb if ns >= 2 else np.int64(1) << 40
+            em = (np.int64(t), np.int64(ii), np.int64(per), np.int64(it), np.int64(k), np.int64(vt_T))
+            if xl and deepum and trace:
+                m, wait, vt_d, lru_cur, v0 = _batch_move_xd_traced(
+                    p,
+                    nb * ns if ns >= 2 else nb,
+                    a_src,
+                    b_ev,
+                    b_dest,
+                    b_lo,
+                    b_hi,
+                    b_rq,
+                    pstate,
+                    lru,
+                    S,
+                    tt,
+                    at_T,
+                    wait,
+                    vt_d,
+                    b_dnp,
+                    srt,
+                    lru_cur,
+                    dum_end,
+                    ev,
+                    em,
+                )
+            elif xl and deepum:
                 m, wait, vt_d, lru_cur, v0 = _batch_move_xd(
                     p,
                     nb * ns if ns >= 2 else nb,
@@ -352,10 +392,34 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
                 nbx = nb
                 if hx >= 0 and lru[_u(hx * XW + X_HI)] - v0 < nbx:
                     nbx = lru[_u(hx * XW + X_HI)] - v0
-                m, wait, vt_d = _batch_move_x(
-                    p, nbx, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, at_T, wait, vt_d
-                )
+                if trace:
+                    m, wait, vt_d = _batch_move_x_traced(
+                        p, nbx, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, at_T, wait, vt_d, ev, em
+                    )
+                else:
+                    m, wait, vt_d = _batch_move_x(
+                        p, nbx, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, at_T, wait, vt_d
+                    )
                 wait = _victims_requeued(pstate, v0, m, wait)
+            elif xl and trace:
+                m, wait, vt_d = _batch_move_x_traced(
+                    p,
+                    nb * ns if ns >= 2 else nb,
+                    a_src,
+                    b_ev,
+                    b_dest,
+                    b_lo,
+                    b_hi,
+                    pstate,
+                    lru,
+                    S,
+                    tt,
+                    at_T,
+                    wait,
+                    vt_d,
+                    ev,
+                    em,
+                )
             elif xl:
                 m, wait, vt_d = _batch_move_x(
                     p,
@@ -396,6 +460,9 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
                     wait,
                     vt_d,
                 )
+            if trace and m > 0:
+                # the arrivals: pages p .. p + m - 1, nb a tick in a streak
+                _emit_ticked(ev, S, S_IN_OPEN, t, ii, per, 0, a_kind, it, k, at_T, p, m, a_src, IN_GPU, a_val)
             if ns >= 2 and m > nb:
                 # the whole ticks of a streak, settled as their ends would be one by one
                 full = (m - 1) // nb
@@ -518,6 +585,10 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
         fast_block = False
         tk_fresh = False
         qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, 1)
+        if trace:
+            if vslot >= 0:
+                _emit_merge(ev, S, S_OUT_OPEN, t, EV_EVICT, it, k, vt_T, v, 1, 1, 0, IN_GPU, dest, 1)
+            _emit_merge(ev, S, S_IN_OPEN, t, a_kind, it, k, at_T, p, 1, 1, 0, a_src, IN_GPU, a_val)
         if vslot >= 0:
             if xl:
                 if deepum:

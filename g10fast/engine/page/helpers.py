@@ -1,6 +1,6 @@
 """Small helpers of the page engine's kernels: the page -> tensor lookup (`tensor_of`), the
-page-run queues (`_q_push`, `_q_pop`), event rows (`_emit`, `_emit_run`), a stage's admission
-test (`_admit`) and the page and tensor liveness tests."""
+page-run queues (`_q_push`, `_q_pop`), event rows (`_emit`, `_emit_run`, `_emit_merge`,
+`_emit_ticked`), a stage's admission test (`_admit`) and the page and tensor liveness tests."""
 
 from __future__ import annotations
 
@@ -108,8 +108,79 @@ def _emit(ev, S, t, kind, it, k, tensor, page, count, src, dst, value):
     ev[n, 7] = src
     ev[n, 8] = dst
     ev[n, 9] = value
+    ev[n, 10] = 1
+    ev[n, 11] = 0
     S[S_NEV] = n + 1
     return n
+
+
+@_kernel
+def _emit_merge(ev, S, open_idx, t, kind, it, k, tensor, page, n, ticks, period, src, dst, value):
+    """Write the row (t, ..., page, n pages over `ticks` ticks `period` apart), extending the
+    open row ev[S[open_idx]] when it continues it: in the same tick (both ordinary rows), or
+    as its next ticks (the same pages a tick, its tick period); the row written or extended
+    becomes the open one."""
+    o = S[open_idx]
+    if (
+        o >= 0
+        and ev[o, 1] == kind
+        and ev[o, 4] == tensor
+        and ev[o, 5] + ev[o, 6] == page
+        and ev[o, 7] == src
+        and ev[o, 8] == dst
+        and ev[o, 9] == value
+        and ev[o, 2] == it
+        and ev[o, 3] == k
+    ):
+        m = ev[o, 10]
+        if m == 1 and ticks == 1 and ev[o, 0] == t:
+            ev[o, 6] += n
+            return
+        per = ev[o, 11] if m > 1 else t - ev[o, 0]
+        if (
+            per > 0
+            and ev[o, 6] // m == n // ticks
+            and t == ev[o, 0] + m * per
+            and (ticks == 1 or period == per)
+        ):
+            ev[o, 6] += n
+            ev[o, 10] = m + ticks
+            ev[o, 11] = per
+            return
+    o = _emit(ev, S, t, kind, it, k, tensor, page, n, src, dst, value)
+    if o >= 0 and ticks > 1:
+        ev[o, 10] = ticks
+        ev[o, 11] = period
+    S[open_idx] = o
+
+
+@_kernel
+def _emit_ticked(ev, S, open_idx, t, ii, per, off, kind, it, k, tensor, page, n, src, dst, value):
+    """Pages page .. page + n - 1, the pages off .. off + n - 1 of a batch that moves `per`
+    pages a tick, tick i at t + i * ii (per larger than the batch: all at t), as at most
+    three rows (the rest of a tick begun, one range row of the whole ticks: ticks > 1,
+    period ii, docs/trace-format.md, and the start of the last tick), each extending the
+    open row ev[S[open_idx]] when it continues it (`_emit_merge`)."""
+    i0 = off // per
+    r = off - i0 * per
+    if r != 0:
+        h = per - r
+        if h > n:
+            h = n
+        _emit_merge(ev, S, open_idx, t + i0 * ii, kind, it, k, tensor, page, h, 1, 0, src, dst, value)
+        page += h
+        n -= h
+        i0 += 1
+    full = n // per
+    if full > 0:
+        _emit_merge(
+            ev, S, open_idx, t + i0 * ii, kind, it, k, tensor, page, full * per, full, ii, src, dst, value
+        )
+        page += full * per
+        n -= full * per
+        i0 += full
+    if n > 0:
+        _emit_merge(ev, S, open_idx, t + i0 * ii, kind, it, k, tensor, page, n, 1, 0, src, dst, value)
 
 
 @_kernel
@@ -125,6 +196,7 @@ def _emit_run(ev, S, open_idx, t, kind, it, k, tensor, page, src, dst, value):
             and ev[o, 7] == src
             and ev[o, 8] == dst
             and ev[o, 9] == value
+            and ev[o, 10] == 1
         ):
             ev[o, 6] += 1
             return

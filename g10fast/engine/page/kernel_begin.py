@@ -310,14 +310,19 @@ def _dealloc_generation(lru, pstate, S, L, p, st, stale, cur_page):
 
 @_kernel
 def _dealloc_bulk(t, T, p0, n, tt, pstate, lru, S, ev):
-    """`_dealloc_pages` untraced (P_BULK): the same page-by-page outcome, with the generation
-    bookkeeping of `_new_generation` in locals (the stale count and the ring's size are not
-    reloaded from S for each page), and a range whose pages are all in one place off the GPU
-    settled at once. Returns the number of pages freed."""
+    """`_dealloc_pages` in bulk (P_BULK; traced on the extent LRU only): the same
+    page-by-page outcome, with the generation bookkeeping of `_new_generation` in locals (the
+    stale count and the ring's size are not reloaded from S for each page), and a range whose
+    pages are all in one place off the GPU, or on the extent LRU all in the GPU, settled at
+    once (and written as one DEALLOC row). Returns the number of pages freed."""
     u = _uniform_state(pstate, p0, n)
     if u >= 0 and u != IN_GPU:
         if u & F_TRANSFER or u == NOT_PRESENT:
             return 0  # in transfer: never freed (O-23); absent: nothing
+        if S[P_TRACE] != 0:
+            _emit(
+                ev, S, t, EV_DEALLOC, S[S_CUR_ITER], S[S_CUR_KERNEL], T, p0, n, u & LOC_MASK, NOT_PRESENT, 0
+            )
         for p in range(p0, p0 + n):
             pstate[_u(p)] = np.int64(pstate[_u(p)]) & ~LOC_MASK
         if u == IN_CPU:
@@ -326,6 +331,8 @@ def _dealloc_bulk(t, T, p0, n, tt, pstate, lru, S, ev):
     if S[P_XLRU] != 0:
         # the extent list: the freed GPU pages (every one not in transfer) leave it at once
         if u == IN_GPU:
+            if S[P_TRACE] != 0:
+                _emit(ev, S, t, EV_DEALLOC, S[S_CUR_ITER], S[S_CUR_KERNEL], T, p0, n, IN_GPU, NOT_PRESENT, 0)
             for p in range(p0, p0 + n):
                 pstate[_u(p)] = np.int64(pstate[_u(p)]) & ~LOC_MASK
             _x_remove(lru, S, tt, T, p0, p0 + n)
@@ -426,7 +433,7 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
                 tt[_u(T), TT_RES] -= n
                 if S[P_XLRU] != 0:
                     _x_remove(lru, S, tt, T, p0, p0 + n)  # in transfer: no victims
-        elif to == NOT_PRESENT and not S[P_TRACE]:
+        elif to == NOT_PRESENT and (not S[P_TRACE] or S[P_XLRU] != 0):
             done = True
             queued = _dealloc_bulk(t, T, p0, n, tt, pstate, lru, S, ev)
             if queued == n and S[P_RELEASE] != 0:

@@ -206,7 +206,7 @@ S_CNT = 90
 S_HOST_PEAK = 99  # the most host pages ever in use (a run at a host line above it is the
 # same run: every comparison with the line comes out the same)
 P_BULK = 100  # 1: the bulk paths (whole-tensor hints and pre-deallocations settled on
-# uniform page ranges, untraced; same results, see docs/page-engine-bulk.md)
+# uniform page ranges; same results, see docs/page-engine-bulk.md)
 # fmt: off
 S_X_HEAD = 101     # extent LRU (P_XLRU): first extent of the list (the least recent), -1
 S_X_TAIL = 102     # last extent (the most recent), -1
@@ -234,7 +234,7 @@ S_RP_CN = 153      # pages at the head of that run at its first page's place (8 
 S_RP_T = 161       # per queue, the tensor of its last replayed pages (8 slots),
 S_RP_TLO = 169     # its first page,
 S_RP_THI = 177     # its end page
-P_REPLAY = 185     # 1: replay repeated busy ticks (bulk engine, extent LRU, untraced)
+P_REPLAY = 185     # 1: replay repeated busy ticks (bulk engine, extent LRU)
 S_RP_COUNT = 186   # busy ticks replayed (a statistic)
 # fmt: on
 S_RP_HMODE = 187  # how the host use may start a replayed tick: bit 0, at S_RP_HOST (where
@@ -281,7 +281,9 @@ E_REPLAY = 8                # a replayed busy tick ended unlike its template (an
 # fmt: on
 
 # event kinds (g10fast.trace); event rows ev[n, EV_COLS] hold time (cycles), kind,
-# iteration, kernel, tensor, first page, page count, src, dst, value (trace.COL_*)
+# iteration, kernel, tensor, first page, page count, src, dst, value, ticks, period
+# (trace.COL_*; a row of ticks m > 1 stands for m rows, period cycles apart, of count / m
+# pages each: docs/trace-format.md, "Range rows")
 EV_KERNEL = 0
 EV_FAULT = 1
 EV_FETCH = 2
@@ -290,7 +292,9 @@ EV_EVICT = 4
 EV_HINT = 5
 EV_DEALLOC = 6
 EV_TRANSFER = 7
-EV_COLS = 10
+EV_TICKS = 10
+EV_PERIOD = 11
+EV_COLS = 12
 
 # kernel statistics columns kstat[n, ...] (int64), one row per completed kernel
 # fmt: off

@@ -37,6 +37,7 @@ from g10fast.engine.page.layout import (
     P_II,
     P_NUM_ITER,
     P_REPLAY,
+    P_XLRU,
     P_RULE,
     P_TRACE,
     P_XMARGIN,
@@ -98,8 +99,8 @@ from g10fast.locations import NOT_KNOWN
 def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule):
     """Busy batcher ticks from time t (§9.2, §9.3): ticks that find a queued page. Runs the
     stages of the tick, its end (transfer boundary, per-iteration traffic, the resume
-    check of §9.6) and advances the tick clock as the event loop would; then, untraced,
-    goes on with the next tick as long as the event loop would choose that tick next and
+    check of §9.6) and advances the tick clock as the event loop would; then (on the fast
+    paths, traced or not) goes on with the next tick as long as the event loop would choose that tick next and
     it is busy too (no kernel event due before it, nothing to drain or grow), so that a run
     of busy ticks pays the set-up below once. The per-tick counters of the last tick are
     left in S[C_*].
@@ -127,13 +128,13 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule):
     tc_c = S[S_TC_C]
     half = qb.shape[1] // 2
     # (the fast paths know the built-in eviction rules only: P_RULE, another rule, takes
-    # every page by the general path, as a traced run does)
-    fast = not trace and S[P_RULE] == 0
+    # every page by the general path; a traced run takes them on the extent LRU, which
+    # writes their pages as runs and ticks, and the general path on the ring)
+    fast = S[P_RULE] == 0 and (not trace or S[P_XLRU] != 0)
     replay = fast and S[P_REPLAY] != 0
     while True:
         # ---- a busy tick at time t (§9.2) ----
-        S[S_IN_OPEN] = -1
-        S[S_OUT_OPEN] = -1
+        # (the rows of its events may extend the open ones of the ticks before: a range row)
         if replay and S[S_RP_MASK] >= 0 and _rp_host_ok(S, host_used):
             # ---- the template's tick again, and the ones after it ----
             (
@@ -205,7 +206,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule):
                 fast_block = False
                 continue
             if fast and not fast_block and stage <= _G_PE_CPU:
-                # ---- pre-eviction fast path (untraced) ----
+                # ---- pre-eviction fast path ----
                 (
                     moved,
                     c_out,
@@ -222,6 +223,10 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule):
                 ) = _preevict_run(
                     stage,
                     q,
+                    t,
+                    it,
+                    k,
+                    ev,
                     qb,
                     S,
                     pstate,
@@ -243,7 +248,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule):
                 fast_block = moved == 0
                 continue
             if fast and not fast_block and _G_PF_SSD <= stage and stage <= _G_PREALLOC:
-                # ---- fetch fast path (untraced) ----
+                # ---- fetch fast path ----
                 (
                     stage,
                     t,
@@ -373,7 +378,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule):
             wait,
         )
         # ---- is the next event another busy tick? (run_engine's choice, same tests) ----
-        if resumed or trace or S[S_ERROR] != E_NONE:
+        if resumed or (trace and not fast) or S[S_ERROR] != E_NONE:
             break
         if not _next_tick_busy(t, S, bnd.shape[0], half):
             break

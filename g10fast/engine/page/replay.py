@@ -1,4 +1,5 @@
-"""A busy tick replayed (P_REPLAY: bulk engine, extent LRU, untraced; issue 23)."""
+"""A busy tick replayed (P_REPLAY: bulk engine, extent LRU; issue 23; traced runs write its
+pages as rows of runs and ticks, issue 39)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import numpy as np
 
 from g10fast.engine.page.batch import _fresh_counters
 from g10fast.engine.page.general import _next_tick_busy, _tick_end
-from g10fast.engine.page.helpers import _rp_canon, _tensor_at
+from g10fast.engine.page.helpers import _emit_merge, _emit_ticked, _rp_canon, _tensor_at
 from g10fast.engine.page.layout import (
+    EV_ALLOC,
+    EV_EVICT,
+    EV_FETCH,
     E_NONE,
     E_REPLAY,
     F_TRANSFER,
@@ -16,13 +20,17 @@ from g10fast.engine.page.layout import (
     P_G,
     P_HOST,
     P_II,
+    P_TRACE,
     P_XMARGIN,
     Q_PREEVICT_SSD,
     RES_MASK,
     S_ERROR,
+    S_CUR_ITER,
+    S_CUR_KERNEL,
     S_IN_OPEN,
     S_KB_PENDING,
     S_KB_TIME,
+    S_NEV,
     S_OUT_OPEN,
     S_QH,
     S_QT,
@@ -75,7 +83,7 @@ from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN
 
 
 # ----------------------------------------------------------------------------------------
-# A busy tick replayed (P_REPLAY: bulk engine, extent LRU, untraced; issue 23)
+# A busy tick replayed (P_REPLAY: bulk engine, extent LRU; issue 23)
 #
 # Most busy ticks that the streaks do not settle repeat the tick before them: each queue that
 # holds pages gives the same number of pages, because every stage stops at a per-tick cap.
@@ -340,8 +348,11 @@ def _rp_evict(pstate, p, n, dest):
 
 
 @_kernel
-def _rp_take(lru, S, tt, pstate, n, dest):
-    """The list's first n pages are evicted to dest, a head extent at a time."""
+def _rp_take(lru, S, tt, pstate, n, dest, ev, em):
+    """The list's first n pages are evicted to dest, a head extent at a time. em: whether
+    the run is traced, then the first tick's time, the tick period and the victims a tick
+    (`_emit_ticked`): each extent's victims are written as EVICT rows."""
+    off = 0
     while n > 0:
         b = S[S_X_HEAD] * XW
         lo = lru[_u(b + X_LO)]
@@ -352,16 +363,23 @@ def _rp_take(lru, S, tt, pstate, n, dest):
         res = _rp_evict(pstate, lo, j, dest)
         _x_take(lru, S, tt, j)
         tt[_u(T), TT_RES] -= res
+        if em[0] != 0:
+            it = S[S_CUR_ITER]
+            kk = S[S_CUR_KERNEL]
+            _emit_ticked(
+                ev, S, S_OUT_OPEN, em[1], em[2], em[3], off, EV_EVICT, it, kk, T, lo, j, IN_GPU, dest, 1
+            )
+        off += j
         n -= j
 
 
 @_kernel_stage
-def _rp_tick_prog(S, qb, pstate, lru, tt, gpu_used, host_used, host_peak, wait):
+def _rp_tick_prog(S, qb, pstate, lru, tt, gpu_used, host_used, host_peak, wait, ev, t):
     """`_rp_tick` once the template's program is recorded (by its first replay, which went
     page by page and matched the template): the tick's pages move by the program's runs
     (`_rp_move`); the counters are the template's, the host and GPU use change by the
     template's amounts, the host peak by its rise."""
-    wait = _rp_move(S, qb, pstate, lru, tt, 1, 0, -2, wait)
+    wait = _rp_move(S, qb, pstate, lru, tt, 1, 0, -2, wait, ev, t)
     S[S_RP_COUNT] += 1
     if host_used + S[S_RP_HEXC] > host_peak:
         host_peak = host_used + S[S_RP_HEXC]
@@ -385,24 +403,28 @@ def _rp_tick_prog(S, qb, pstate, lru, tt, gpu_used, host_used, host_peak, wait):
 
 
 @_kernel_stage
-def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait):
+def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, ev, t):
     """Carry out the template's tick again (`_rp_applies` said it applies): the stages in
     order, each taking the template's number of pages from its queue's head run, each page
     as the stages move it (pre-evicted to the forced destination or the stage's own; or
     given a frame, with the list's first page as its victim when the GPU is full, evicted to
     the forced destination or the host), the counters kept as the stages keep them. The
     counters, host and GPU use must end as the template's (else E_REPLAY). Returns the
-    counters and the state after the tick."""
+    counters and the state after the tick. A traced run writes its pages (tick time t) as
+    the general path would."""
     G = prm.G
     HOST = prm.HOST
     CPU_CAP = prm.CPU_CAP
     SSD_CAP = prm.SSD_CAP
     if S[S_RP_PROG] == 1:
-        return _rp_tick_prog(S, qb, pstate, lru, tt, gpu_used, host_used, host_peak, wait)
+        return _rp_tick_prog(S, qb, pstate, lru, tt, gpu_used, host_used, host_peak, wait, ev, t)
     mask = S[S_RP_MASK]
     qm = qb.shape[1] - 1
     h0 = host_used
     g0 = gpu_used
+    trace = S[P_TRACE] != 0
+    it = S[S_CUR_ITER]
+    kk = S[S_CUR_KERNEL]
     hexc = 0
     prog = 1
     for i in range(S_RP_PD, S_RP_PD + 4 * NQ):
@@ -438,6 +460,8 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait):
                     prog = -1
                 if (st & RES_MASK) == IN_GPU:
                     res += 1
+                if trace:
+                    _emit_merge(ev, S, S_OUT_OPEN, t, EV_EVICT, it, kk, T, p, 1, 1, 0, IN_GPU, dest, 0)
                 pstate[_u(p)] = (st & ~(LOC_MASK | F_TRANSFER)) | dest
                 gpu_used -= 1
                 c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
@@ -472,6 +496,8 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait):
                     dest = c_fed if c_fed != NOT_KNOWN else IN_CPU
                     vst = np.int64(pstate[_u(v)])
                     pstate[_u(v)] = (vst & ~(LOC_MASK | F_TRANSFER)) | dest
+                    if trace:
+                        _emit_merge(ev, S, S_OUT_OPEN, t, EV_EVICT, it, kk, v_T, v, 1, 1, 0, IN_GPU, dest, 1)
                     if (vst & RES_MASK) == IN_GPU:
                         v_res += 1
                     v += 1
@@ -504,6 +530,10 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait):
                 tt[_u(v_T), TT_RES] -= v_res
             wait = _x_arrive(lru, S, tt, pstate, T, rp, n, wait)
             tt[_u(T), TT_RES] += n
+            if trace:
+                kind = EV_FETCH if is_fetch else EV_ALLOC
+                val = 1 if stage <= _G_PF_ALLOC else 0
+                _emit_merge(ev, S, S_IN_OPEN, t, kind, it, kk, T, rp, n, 1, 0, src, IN_GPU, val)
         qb[q, slot, 0] = rp + n
         qb[q, slot, 1] -= n
     S[S_RP_COUNT] += 1
@@ -533,15 +563,21 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait):
 
 
 @_kernel
-def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait):
+def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t):
     """The pages of k ticks of the template (its program recorded) move, as k replays one
     after another would move them: the pre-evicted pages by their runs of one destination;
     the victims, the list's first pages, by the runs of the program (all at once when they
     have one destination vd, nv a tick; vd = -2: tick by tick, stage by stage); the arriving
     pages joining the list tick by tick, stage by stage; the queues' head runs and the
-    tensors' resident counts after them. Returns the wait-set size."""
+    tensors' resident counts after them. A traced run writes them as rows of runs and ticks,
+    the first tick at time t. Returns the wait-set size."""
     mask = S[S_RP_MASK]
     qm = qb.shape[1] - 1
+    trace = np.int64(S[P_TRACE] != 0)
+    ii = S[P_II]
+    it = S[S_CUR_ITER]
+    kk = S[S_CUR_KERNEL]
+    big = np.int64(1) << 40
     for stage in range(_G_PE_SSD, _G_PE_CPU + 1):
         q = _STAGE_QUEUE[stage]
         n = S[S_RP_N + q] if (mask >> q) & 1 else 0
@@ -549,20 +585,43 @@ def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait):
             continue
         b = S_RP_PD + 4 * q
         rp = qb[q, _u(S[S_QH + q] & qm), 0]
+        T = S[S_RP_T + q]
         if S[b + 3] == 0:
             res = _rp_evict(pstate, rp, k * n, S[b])
+            if trace:
+                _emit_ticked(ev, S, S_OUT_OPEN, t, ii, n, 0, EV_EVICT, it, kk, T, rp, k * n, IN_GPU, S[b], 0)
         else:
             res = 0
             for j in range(k):
                 p = rp + j * n
                 res += _rp_evict(pstate, p, S[b + 1], S[b])
                 res += _rp_evict(pstate, p + S[b + 1], S[b + 3], S[b + 2])
+                if trace:
+                    _emit_merge(
+                        ev, S, S_OUT_OPEN, t + j * ii, EV_EVICT, it, kk, T, p, S[b + 1], 1, 0, IN_GPU, S[b], 0
+                    )
+                    _emit_merge(
+                        ev,
+                        S,
+                        S_OUT_OPEN,
+                        t + j * ii,
+                        EV_EVICT,
+                        it,
+                        kk,
+                        T,
+                        p + S[b + 1],
+                        S[b + 3],
+                        1,
+                        0,
+                        IN_GPU,
+                        S[b + 2],
+                        0,
+                    )
         if res > 0:
-            T = S[S_RP_T + q]
             _x_remove(lru, S, tt, T, rp, rp + k * n)
             tt[_u(T), TT_RES] -= res
     if nv > 0 and vd >= 0:
-        _rp_take(lru, S, tt, pstate, k * nv, vd)
+        _rp_take(lru, S, tt, pstate, k * nv, vd, ev, (trace, t, ii, np.int64(nv)))
     for j in range(k):
         for stage in range(_G_PF_SSD, _G_RS_SSD):
             q = _STAGE_QUEUE[stage]
@@ -571,10 +630,25 @@ def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait):
                 continue
             if vd == -2:
                 b = S_RP_PD + 4 * q
-                _rp_take(lru, S, tt, pstate, S[b + 1], S[b])
-                _rp_take(lru, S, tt, pstate, S[b + 3], S[b + 2])
+                em = (trace, t + j * ii, ii, big)
+                _rp_take(lru, S, tt, pstate, S[b + 1], S[b], ev, em)
+                _rp_take(lru, S, tt, pstate, S[b + 3], S[b + 2], ev, em)
             rp = qb[q, _u(S[S_QH + q] & qm), 0]
             wait = _x_arrive(lru, S, tt, pstate, S[S_RP_T + q], rp + j * n, n, wait)
+    if trace:
+        # the arrivals: each stage's pages, n a tick
+        for stage in range(_G_PF_SSD, _G_RS_SSD):
+            q = _STAGE_QUEUE[stage]
+            n = S[S_RP_N + q] if (mask >> q) & 1 else 0
+            if n == 0:
+                continue
+            rp = qb[q, _u(S[S_QH + q] & qm), 0]
+            kind = EV_ALLOC if (stage == _G_PF_ALLOC or stage == _G_PREALLOC) else EV_FETCH
+            val = 1 if stage <= _G_PF_ALLOC else 0
+            T = S[S_RP_T + q]
+            _emit_ticked(
+                ev, S, S_IN_OPEN, t, ii, n, 0, kind, it, kk, T, rp, k * n, S[S_RP_LOC + q], IN_GPU, val
+            )
     for q in range(NQ):
         n = S[S_RP_N + q] if (mask >> q) & 1 else 0
         if n == 0:
@@ -588,7 +662,7 @@ def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait):
 
 
 @_kernel_stage
-def _rp_batch(t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used, host_peak, wait, tc_a):
+def _rp_batch(t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used, host_peak, wait, tc_a, ev):
     """The ticks after a replayed one at once, when the template's program is recorded: as
     many (k >= 2) as the event loop would take one after another, busy, each the template's
     again (`_rp_applies`' tests for all of them: each queue's head run and tensor hold k times
@@ -635,6 +709,8 @@ def _rp_batch(t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used
             k = room // gnet + 1
     # the queues
     nseg = 0
+    ne = 0  # extents of the victims ahead (traced: rows)
+    two = False  # a pre-eviction of two destinations a tick (traced: rows tick by tick)
     nv = 0  # victims of a tick
     vd = -1  # their one destination (-2: more than one)
     pe_a = -1
@@ -674,6 +750,8 @@ def _rp_batch(t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used
                 pe_a = T
             else:
                 pe_b = T
+            if S[b + 3] != 0:
+                two = True
         else:
             for r in range(2):
                 if S[b + 2 * r + 1] > 0:
@@ -700,12 +778,24 @@ def _rp_batch(t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used
                 break
             have += lru[_u(bb + X_HI)] - lru[_u(bb + X_LO)]
             h = lru[_u(bb + X_NEXT)]
+            ne += 1
         if have // nv < k:
             k = have // nv
         if k < 2:
             return none
+    if S[P_TRACE] != 0:
+        # the rows they write fit in the event buffer: at most three an extent of victims
+        # (ne of them ahead) or a stage's pages; or, where a tick's victims or pre-evicted
+        # pages go two ways (rows tick by tick), at most 3 * nv + 4 * nseg + 4 a tick
+        room = ev.shape[0] - S[S_NEV] - 16
+        if two or vd == -2 or 3 * ne + 3 * nseg + 3 > room:
+            kk = room // (3 * nv + 4 * nseg + 4)
+            if kk < k:
+                k = kk
+        if k < 2:
+            return none
     # ---- k ticks ----
-    wait = _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait)
+    wait = _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t)
     # ---- their ends (`_tick_end`: the transfer period is open, no resume) ----
     for _j in range(k):
         _add_traffic(
@@ -764,7 +854,7 @@ def _rp_ticks(
         if not ok:
             break
         counters, gpu_used, host_used, host_peak, wait = _rp_tick(
-            S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait
+            S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, ev, t
         )
         c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed = counters
         n += 1
@@ -772,7 +862,7 @@ def _rp_ticks(
             t,
             it,
             k,
-            False,
+            S[P_TRACE] != 0,
             S,
             pcie,
             bnd,
@@ -789,11 +879,9 @@ def _rp_ticks(
         if resumed or S[S_ERROR] != E_NONE or not _next_tick_busy(t, S, bnd.shape[0], half):
             go_on = False
             break
-        S[S_IN_OPEN] = -1
-        S[S_OUT_OPEN] = -1
         if S[S_RP_PROG] == 1:
             kb, t, gpu_used, host_used, host_peak, wait, tc_a = _rp_batch(
-                t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used, host_peak, wait, tc_a
+                t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used, host_peak, wait, tc_a, ev
             )
             if kb > 0:
                 n += kb

@@ -25,7 +25,7 @@ Built-in rules (`EVICTION_RULES`, named by `PageMode.eviction`):
 
 A rule defined elsewhere (`eviction_rule`, then `register_eviction` or `PageMode(eviction=
 kernel)`) runs on the general per-page path only: the bulk paths (whole-tensor hints on page
-ranges, the extent LRU, replayed busy ticks) and the untraced fast paths are specialised to
+ranges, the extent LRU, replayed busy ticks) and the fast paths are specialised to
 the built-in rules, so the engine turns them off for it (`simulate_pages`; the results of a
 built-in rule are the same either way). Its first run compiles the engine for it (tens of
 seconds); the compiled engine is cached on disk like the built-in ones.
