@@ -51,9 +51,10 @@ PAGE_KINDS = (EV_FAULT, EV_FETCH, EV_ALLOC, EV_EVICT, EV_DEALLOC)
 KEY_COLS = (COL_TIME, COL_KIND, COL_ITERATION, COL_KERNEL, COL_TENSOR, COL_SRC, COL_DST, COL_VALUE)
 #: ``normal_form``'s row order, first key first
 NORMAL_ORDER = KEY_COLS + (COL_PAGE, COL_COUNT)
-#: at most this many expanded rows at once in ``iter_expanded`` / ``iter_normal_form`` (~200
-#: MB as int64 ``[n, 12]``): a read chunk whose ticks stand for more is expanded in parts
-MAX_EXPANDED_ROWS = 1 << 21
+#: at most this many expanded rows at once in ``iter_expanded`` / ``iter_normal_form`` (~100
+#: MB as int64 ``[n, 12]``, 4 of the export's read chunks): a read chunk whose ticks stand
+#: for more is expanded in parts
+MAX_EXPANDED_ROWS = 1 << 20
 
 
 def as_buffer(buf) -> np.ndarray:
