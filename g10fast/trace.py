@@ -440,7 +440,7 @@ class EventTraceWriter:
     rows per column. Each full buffer becomes one chunk per column,
     compressed by ``threads`` worker threads (0: in the calling thread) while the caller goes on;
     at most ``threads + 1`` chunk sets wait for their encoding, so memory stays under about
-    ``53 * chunk_rows * (threads + 3)`` bytes plus their compressed size (~20 MB with 4 threads)
+    ``53 * chunk_rows * (threads + 3)`` bytes plus their compressed size (~25 MB with 4 threads)
     whatever the trace length.
     ``compression``: "deflate" (default: shuffle + deflate level 1) or "none" (chunks stored
     unfiltered; the threads then only compute the checksums), docs/trace-format.md.
