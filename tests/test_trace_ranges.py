@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from g10fast.cli import main
+from g10fast.errors import InputError
 from g10fast.trace import (
     COLUMN_DTYPES,
     COLUMNS,
@@ -539,3 +540,31 @@ def test_a_version_1_file_is_read_by_every_reader(tmp_path, capsys):
     assert (nfa[:j] == nfb[:j]).all() and (nfa[j] != nfb[j]).any()
     assert main(["trace", "diff", str(v1b), str(v2)]) == 0
     assert f"events: first difference at normal-form row {j:,}" in capsys.readouterr().out
+
+
+def test_a_version_1_file_from_plain_h5py_is_read(tmp_path):
+    """A version 1 file built with h5py alone (HDF5's own filters, no checksums, no digests):
+    ten columns read as twelve."""
+    from g10fast.trace import FORMAT_NAME
+
+    b = engine_like_batch(3000, seed=14)
+    path = tmp_path / "plain-v1.h5"
+    with h5py.File(path, "w") as f:
+        f.attrs.update(
+            format=FORMAT_NAME, schema_version=1, complete=True, n_events=len(b), config="{}", meta="{}"
+        )
+        g = f.create_group("events")
+        for c, col in enumerate(COLUMNS[:N_COLS_V1]):
+            g.create_dataset(col, data=b[:, c].astype(COLUMN_DTYPES[col]), chunks=(700,), compression="gzip")
+    with open_trace(path) as tr:
+        assert tr.schema_version == 1 and not tr.has_checksums and tr.verify() == []
+        np.testing.assert_array_equal(tr.to_buffer(), b)  # engine_like_batch: ticks 1, period 0
+        np.testing.assert_array_equal(tr.to_buffer(100, 200), b[100:200])
+        parts = list(iter_expanded(tr, rows=999))
+        np.testing.assert_array_equal(np.concatenate([p["period"] for p in parts]), np.zeros(3000))
+        np.testing.assert_array_equal(np.concatenate(list(iter_normal_form(tr))), normal_form(b))
+    # a version 2 file without its new columns is damaged, not a version 1 file
+    with h5py.File(path, "a") as f:
+        f.attrs["schema_version"] = 2
+    with pytest.raises(InputError, match=r"missing column\(s\) ticks, period"):
+        open_trace(path)
