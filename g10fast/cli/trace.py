@@ -40,11 +40,11 @@ def add_parsers(sub) -> None:
 
 def _trace_timeline_parsers(tsub) -> None:
     """`trace export`, `trace diff`, `trace plot` (docs/perfetto.md)."""
-    te = tsub.add_parser(
-        "export",
-        help="timeline for ui.perfetto.dev (protobuf) or chrome://tracing (JSON); a range row "
-        "(schema 2: ticks > 1) is placed tick by tick, each at its own time",
+    te_help = (
+        "timeline for ui.perfetto.dev (protobuf) or chrome://tracing (JSON); a range row "
+        "(schema 2: ticks > 1) is placed tick by tick, each at its own time"
     )
+    te = tsub.add_parser("export", help=te_help, description=te_help)
     te.add_argument("file")
     te.add_argument("--perfetto", metavar="OUT.pftrace", help="output file")
     te.add_argument("--out", help="output file (same as --perfetto)")
@@ -81,12 +81,12 @@ def _trace_timeline_parsers(tsub) -> None:
     te.add_argument("--progress", action="store_true", help=argparse.SUPPRESS)
     te.add_argument("--no-progress", action="store_true", help="no progress lines")
     te.set_defaults(func=cmd_trace_export)
-    td = tsub.add_parser(
-        "diff",
-        help="where two runs of the same workload diverge: kernel starts and stalls, and whether "
+    td_help = (
+        "where two runs of the same workload diverge: kernel starts and stalls, and whether "
         "their events are the same in normal form (however pages were grouped into rows and "
-        "ticks into ranges; schema 1 and 2 alike)",
+        "ticks into ranges; schema 1 and 2 alike), else the first event that differs"
     )
+    td = tsub.add_parser("diff", help=td_help, description=td_help)
     td.add_argument("a")
     td.add_argument("b")
     td.add_argument("--top", type=int, default=10, help="kernels listed (default 10)")
