@@ -314,11 +314,16 @@ def iter_normal_form(trace, rows: int | None = None, max_rows: int = MAX_EXPANDE
             if total <= max_rows or not (t > 1).any()
             else [(lo, min(total, lo + max_rows)) for lo in range(0, total, max_rows)]
         )
-        for j, (lo, hi) in enumerate(parts):
+        if len(parts) > 1:
+            ends = np.cumsum(t)  # the tick index after each row's last
+            rest = np.minimum.accumulate(b[::-1, COL_TIME])[::-1]  # earliest time of rows i..
+        for lo, hi in parts:
             piece = expand_ticks(b) if len(parts) == 1 else _expanded(b, *_tick_index(t, lo, hi))
-            # after the chunk's last part no later chunk has a row before later[k + 1];
-            # between its parts, the chunk's own rest may reach back to later[k]
-            mark = later[k + 1] if j == len(parts) - 1 else later[k]
+            # no row still to come is earlier than the chunk's rows not yet wholly expanded
+            # (a range row's ticks are at or after its time) and the later chunks' rows
+            mark = later[k + 1]
+            if hi < total:
+                mark = min(mark, int(rest[int(np.searchsorted(ends, hi, side="right"))]))
             pending = np.concatenate([pending, piece])
             done = pending[:, COL_TIME] < mark
             if done.any():
