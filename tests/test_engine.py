@@ -334,7 +334,7 @@ def test_bert128_lru_reference():
 def test_bert128_lru_first_tick_and_tick_grid(tmp_path):
     from g10fast.config import read_g10_config
     from g10fast.run import run
-    from g10fast.trace import open_trace
+    from g10fast.trace import expand_ticks, open_trace
 
     cfg = read_g10_config(ARTIFACT / "src" / "configs" / "BERT" / "128-sim_lru.config")
     cfg = cfg.replace(num_iteration=1)
@@ -342,7 +342,7 @@ def test_bert128_lru_first_tick_and_tick_grid(tmp_path):
     res = run(cfg, trace_path=path)
     tr = open_trace(path)
     try:
-        ev = tr.to_buffer()
+        ev = expand_ticks(tr.to_buffer())  # (range rows: one row a tick)
     finally:
         tr.close()
     t0 = ev[(ev[:, 0] == 0) & np.isin(ev[:, 1], [pk.EV_FETCH, pk.EV_ALLOC])]

@@ -35,8 +35,8 @@ def test_emit_ticked_against_twin(seed):
     rng = np.random.default_rng(seed)
     ev = np.zeros((1 << 12, pk.EV_COLS), dtype=np.int64)
     S = np.zeros(pk.NS, dtype=np.int64)
-    S[pk.S_IN_OPEN] = -1
-    S[pk.S_OUT_OPEN] = -1
+    for i in (pk.S_IN_OPEN, pk.S_OUT_OPEN, pk.S_IN_OPEN2, pk.S_OUT_OPEN2):
+        S[i] = -1
     ii = int(rng.choice([7, 10]))
     t, page, want = 1000, 100, []
     for _ in range(300):
@@ -69,10 +69,12 @@ def test_emit_ticked_against_twin(seed):
 def test_emit_merge_cases():
     """Hand-worked: the same tick extends the open row; the next tick with as many pages
     makes it a range row; a tick with another count, a gap of one page, another tensor or a
-    range row in the same tick does not extend it."""
+    range row in the same tick does not extend it; two runs that alternate tick by tick
+    both extend (the second open row)."""
     ev = np.zeros((64, pk.EV_COLS), dtype=np.int64)
     S = np.zeros(pk.NS, dtype=np.int64)
     S[pk.S_IN_OPEN] = -1
+    S[pk.S_IN_OPEN2] = -1
     o = pk.S_IN_OPEN
 
     def emit(t, page, n, ticks=1, period=0, tensor=7):
@@ -87,6 +89,9 @@ def test_emit_merge_cases():
     emit(170, 61, 10)  # a gap of one page: a new row
     emit(170, 71, 5, tensor=8)  # another tensor: a new row
     emit(180, 76, 3, tensor=8)  # the next tick with 3 pages, not 5: a new row
+    for t in (200, 210, 220):  # two runs alternating tick by tick: both become range rows
+        emit(t, 1000 + (t - 200) // 10 * 4, 4, tensor=9)
+        emit(t, 2000 + (t - 200) // 10 * 2, 2, tensor=10)
     rows = ev[: S[pk.S_NEV]]
     want = [
         (100, 10, 40, 4, 10),
@@ -94,6 +99,8 @@ def test_emit_merge_cases():
         (170, 61, 10, 1, 0),
         (170, 71, 5, 1, 0),
         (180, 76, 3, 1, 0),
+        (200, 1000, 12, 3, 10),
+        (200, 2000, 6, 3, 10),
     ]
     assert [tuple(int(x) for x in r[[0, 5, 6, 10, 11]]) for r in rows] == want
 

@@ -327,8 +327,9 @@ def simulate_pages(
     params: the engine's constants, `page_params(system, mode)`; an object with the
         artifact's config attributes (a G10Config) is converted by `system_params`.
     hints: (issued_kernel, tensor, from, to) rows; applied only if the mode uses prefetch.
-    trace: an object with `append(int64 [n, 10])` receiving the event stream, `n_events`
-        and `rewind(n)` (g10fast.trace.EventTraceWriter), or None.
+    trace: an object with `append(int64 [n, 12])` receiving the event stream (trace schema
+        2: the rows of runs and ticks of the bulk paths), `n_events` and `rewind(n)`
+        (g10fast.trace.EventTraceWriter), or None.
     progress: callable(done_kernels, total_kernels) called now and then.
     queue_capacity (rounded up to a power of two) and event_capacity: initial sizes of the
     page-run queues (grown as needed) and of the event buffer.
@@ -475,6 +476,8 @@ def simulate_pages(
     S[pk.S_SEQ] = 2
     S[pk.S_IN_OPEN] = -1
     S[pk.S_OUT_OPEN] = -1
+    S[pk.S_IN_OPEN2] = -1
+    S[pk.S_OUT_OPEN2] = -1
     S[pk.S_REQ_K] = -1
     S[pk.S_RP_MASK] = -1
     S[pk.S_WIN_K] = -1
@@ -524,6 +527,8 @@ def simulate_pages(
             S[pk.S_NEV] = 0
             S[pk.S_IN_OPEN] = -1
             S[pk.S_OUT_OPEN] = -1
+            S[pk.S_IN_OPEN2] = -1
+            S[pk.S_OUT_OPEN2] = -1
         if S[pk.S_NBND] + 4 > bnd.shape[0]:
             nbnd_flushed.append(bnd[: S[pk.S_NBND]].copy())
             S[pk.S_NBND] = 0

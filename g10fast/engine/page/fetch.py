@@ -79,6 +79,10 @@ from g10fast.engine.page.stages import (
 from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
 
 
+#: a traced batch's pages a tick when it is no streak (all in the tick)
+_NO_TICKS = 1 << 40
+
+
 @_kernel_stage
 def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
     """Fetch fast path of a batcher tick: the allocating stage `stage`'s pages
@@ -335,9 +339,6 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
                         ns = (wait - 1) // nb
                     if S[S_R_STARTED] == 0 and f_cnt[0] + f_cnt[3] == 0:
                         ns = 0
-            # (traced: the tick time, period and pages a tick of the run's rows, and who)
-            per = nb if ns >= 2 else np.int64(1) << 40
-            em = (np.int64(t), np.int64(ii), np.int64(per), np.int64(it), np.int64(k), np.int64(vt_T))
             if xl and deepum and trace:
                 m, wait, vt_d, lru_cur, v0 = _batch_move_xd_traced(
                     p,
@@ -360,7 +361,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
                     lru_cur,
                     dum_end,
                     ev,
-                    em,
+                    (t, ii, nb if ns >= 2 else _NO_TICKS, it, k, np.int64(vt_T)),
                 )
             elif xl and deepum:
                 m, wait, vt_d, lru_cur, v0 = _batch_move_xd(
@@ -394,7 +395,22 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
                     nbx = lru[_u(hx * XW + X_HI)] - v0
                 if trace:
                     m, wait, vt_d = _batch_move_x_traced(
-                        p, nbx, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, at_T, wait, vt_d, ev, em
+                        p,
+                        nbx,
+                        a_src,
+                        b_ev,
+                        b_dest,
+                        b_lo,
+                        b_hi,
+                        pstate,
+                        lru,
+                        S,
+                        tt,
+                        at_T,
+                        wait,
+                        vt_d,
+                        ev,
+                        (t, ii, _NO_TICKS, it, k, np.int64(vt_T)),
                     )
                 else:
                     m, wait, vt_d = _batch_move_x(
@@ -418,7 +434,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
                     wait,
                     vt_d,
                     ev,
-                    em,
+                    (t, ii, nb if ns >= 2 else _NO_TICKS, it, k, np.int64(vt_T)),
                 )
             elif xl:
                 m, wait, vt_d = _batch_move_x(
@@ -462,6 +478,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
                 )
             if trace and m > 0:
                 # the arrivals: pages p .. p + m - 1, nb a tick in a streak
+                per = nb if ns >= 2 else _NO_TICKS
                 _emit_ticked(ev, S, S_IN_OPEN, t, ii, per, 0, a_kind, it, k, at_T, p, m, a_src, IN_GPU, a_val)
             if ns >= 2 and m > nb:
                 # the whole ticks of a streak, settled as their ends would be one by one

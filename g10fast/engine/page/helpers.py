@@ -17,7 +17,10 @@ from g10fast.engine.page.layout import (
     Q_PF_SSD,
     RES_MASK,
     S_ERROR,
+    S_IN_OPEN,
+    S_IN_OPEN2,
     S_NEV,
+    S_OUT_OPEN2,
     S_QH,
     S_QT,
     TT_BIRTH,
@@ -30,6 +33,7 @@ from g10fast.engine.page.layout import (
     _G_PRE_SSD,
     _G_RS_ALLOC,
     _kernel,
+    _kernel_page,
     _u,
 )
 from g10fast.locations import IN_GPU
@@ -114,14 +118,12 @@ def _emit(ev, S, t, kind, it, k, tensor, page, count, src, dst, value):
     return n
 
 
-@_kernel
-def _emit_merge(ev, S, open_idx, t, kind, it, k, tensor, page, n, ticks, period, src, dst, value):
-    """Write the row (t, ..., page, n pages over `ticks` ticks `period` apart), extending the
-    open row ev[S[open_idx]] when it continues it: in the same tick (both ordinary rows), or
-    as its next ticks (the same pages a tick, its tick period); the row written or extended
-    becomes the open one."""
-    o = S[open_idx]
-    if (
+@_kernel_page
+def _extends(ev, o, t, kind, it, k, tensor, page, n, ticks, period, src, dst, value):
+    """How row ev[o] would take the row (t, ..., page, n pages over `ticks` ticks `period`
+    apart) that continues its pages: 1 in the same tick (both ordinary rows), 2 as its next
+    ticks (the same pages a tick, its tick period), 0 not at all."""
+    if not (
         o >= 0
         and ev[o, 1] == kind
         and ev[o, 4] == tensor
@@ -132,21 +134,42 @@ def _emit_merge(ev, S, open_idx, t, kind, it, k, tensor, page, n, ticks, period,
         and ev[o, 2] == it
         and ev[o, 3] == k
     ):
+        return 0
+    m = ev[o, 10]
+    if m == 1 and ticks == 1 and ev[o, 0] == t:
+        return 1
+    per = ev[o, 11] if m > 1 else t - ev[o, 0]
+    if per > 0 and ev[o, 6] // m == n // ticks and t == ev[o, 0] + m * per and (ticks == 1 or period == per):
+        return 2
+    return 0
+
+
+@_kernel
+def _emit_merge(ev, S, open_idx, t, kind, it, k, tensor, page, n, ticks, period, src, dst, value):
+    """Write the row (t, ..., page, n pages over `ticks` ticks `period` apart), extending one
+    of the two open rows of its direction (ev[S[open_idx]], then the second, S_IN_OPEN2 or
+    S_OUT_OPEN2) when it continues it (`_extends`); the row written or extended becomes the
+    open one, the other the second."""
+    alt = S_IN_OPEN2 if open_idx == S_IN_OPEN else S_OUT_OPEN2
+    o = S[open_idx]
+    how = _extends(ev, o, t, kind, it, k, tensor, page, n, ticks, period, src, dst, value)
+    if how == 0:
+        o2 = S[alt]
+        how = _extends(ev, o2, t, kind, it, k, tensor, page, n, ticks, period, src, dst, value)
+        if how != 0:
+            S[alt] = o
+            o = o2
+            S[open_idx] = o
+    if how == 1:
+        ev[o, 6] += n
+        return
+    if how == 2:
         m = ev[o, 10]
-        if m == 1 and ticks == 1 and ev[o, 0] == t:
-            ev[o, 6] += n
-            return
-        per = ev[o, 11] if m > 1 else t - ev[o, 0]
-        if (
-            per > 0
-            and ev[o, 6] // m == n // ticks
-            and t == ev[o, 0] + m * per
-            and (ticks == 1 or period == per)
-        ):
-            ev[o, 6] += n
-            ev[o, 10] = m + ticks
-            ev[o, 11] = per
-            return
+        ev[o, 11] = ev[o, 11] if m > 1 else t - ev[o, 0]
+        ev[o, 6] += n
+        ev[o, 10] = m + ticks
+        return
+    S[alt] = o
     o = _emit(ev, S, t, kind, it, k, tensor, page, n, src, dst, value)
     if o >= 0 and ticks > 1:
         ev[o, 10] = ticks

@@ -259,7 +259,10 @@ S_X_CUR = 234  # DeepUM on extents: the record of the cursor's page (a hint: che
 S_X_BUMP = 235  # the first extent record never used (those from it on are free, unlinked)
 P_RULE = 236  # 1: the eviction rule is not a built-in one (g10fast.engine.page.rules): every
 # page takes the general path, and the bulk paths are off
-NS = 237
+S_IN_OPEN2 = 237  # a second open incoming row (`_emit_merge`: rows of two runs that alternate
+# tick by tick both stay extendable), -1 none
+S_OUT_OPEN2 = 238  # a second open outgoing row, -1 none
+NS = 239
 STALE_BUCKETS = 1 << 16
 
 # run statuses

@@ -785,13 +785,15 @@ def _rp_batch(t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used
             return none
     if S[P_TRACE] != 0:
         # the rows they write fit in the event buffer: at most three an extent of victims
-        # (ne of them ahead) or a stage's pages; or, where a tick's victims or pre-evicted
-        # pages go two ways (rows tick by tick), at most 3 * nv + 4 * nseg + 4 a tick
+        # (ne of them ahead) and a stage's pages; where a tick's victims or pre-evicted pages
+        # go two ways, also a row a tick for each way of each stage
         room = ev.shape[0] - S[S_NEV] - 16
-        if two or vd == -2 or 3 * ne + 3 * nseg + 3 > room:
-            kk = room // (3 * nv + 4 * nseg + 4)
-            if kk < k:
-                k = kk
+        fixed = 3 * ne + 3 * nseg + 3
+        per_tick = (2 * nseg if vd == -2 else 0) + (2 * nseg if two else 0)
+        if fixed > room:
+            return none
+        if per_tick > 0 and fixed + per_tick * k > room:
+            k = (room - fixed) // per_tick
         if k < 2:
             return none
     # ---- k ticks ----
