@@ -36,6 +36,7 @@ import json, resource, sys, time
 from g10fast.config import genconfig
 from g10fast.run import run
 art, model, batch, policy, warm = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] == "1"
+trace = sys.argv[6] if len(sys.argv) > 6 and sys.argv[6] != "-" else None
 from g10fast.errors import InputError
 def point(m, b):
     try:
@@ -49,20 +50,30 @@ t0 = time.perf_counter(); c0 = time.process_time()
 if warm:
     run(point("BERT", 128))
 t1 = time.perf_counter(); c1 = time.process_time()
-res = run(point(model, batch))
+res = run(point(model, batch), trace_path=trace)
 t2 = time.perf_counter(); c2 = time.process_time()
 it = res["iterations"][res["reported"]]
-print(json.dumps({"warmup_wall_s": t1 - t0, "wall_s": t2 - t1, "cpu_s": c2 - c1,
-                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "exe_time_cycles": it["exe_time_cycles"]}))
+out = {"warmup_wall_s": t1 - t0, "wall_s": t2 - t1, "cpu_s": c2 - c1,
+       "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+       "exe_time_cycles": it["exe_time_cycles"]}
+if trace:
+    import os
+    from g10fast.trace import open_trace
+    with open_trace(trace) as tr:
+        out["trace_rows"] = len(tr)
+    out["trace_bytes"] = os.path.getsize(trace)
+    os.unlink(trace)
+print(json.dumps(out))
 """
 
 
-def measure(tree: Path, art: Path, point: str, warm: bool = True) -> dict:
+def measure(tree: Path, art: Path, point: str, warm: bool = True, trace: str | None = None) -> dict:
+    """One fresh process of `tree`: a warm-up run, then the point's run (written to the event
+    trace `trace`, removed after its rows are counted, when given)."""
     model, batch, policy = point.split(":")
     env = dict(os.environ, PYTHONPATH=str(tree))
     p = subprocess.run(
-        [sys.executable, "-c", CHILD, str(art), model, batch, policy, "1" if warm else "0"],
+        [sys.executable, "-c", CHILD, str(art), model, batch, policy, "1" if warm else "0", trace or "-"],
         capture_output=True,
         text=True,
         env=env,

@@ -488,6 +488,9 @@ def simulate_pages(
     bnd = np.zeros((1 << 14, 3), dtype=np.int64)
     nbnd_flushed = []
     ev = np.zeros((event_capacity if trace is not None else 1, pk.EV_COLS), dtype=np.int64)
+    # the emitter of the fast paths' rows: the engine is compiled once for each, so that an
+    # untraced run's fast paths carry no code of the trace
+    emit = pk._emit_ticked if trace is not None else pk._emit_none
     step = max(total // 200, 1) if not check else 1
     S[pk.S_STAT_PAUSE] = step if (progress is not None or check) else total + 1
     if check:
@@ -496,7 +499,7 @@ def simulate_pages(
     events_before = trace.n_events if trace is not None else 0
     while True:
         S[pk.S_EV_PAUSE] = ev.shape[0] // 2 if trace is not None else ev.shape[0] + 1
-        status = pk.run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd, ev, rule)
+        status = pk.run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd, ev, rule, emit)
         if status == pk.ST_ERROR:
             err = int(S[pk.S_ERROR])
             if err == pk.E_QUEUE_OVERFLOW:

@@ -10,16 +10,14 @@ from g10fast.engine.page.batch import (
     _batch_limit,
     _batch_move,
     _batch_move_x,
-    _batch_move_x_traced,
     _batch_move_xd,
-    _batch_move_xd_traced,
     _fast_victim,
     _fresh_counters,
     _q_push_served,
     _streak_ticks,
     _victims_requeued,
 )
-from g10fast.engine.page.helpers import _admit, _emit_merge, _emit_ticked, _is_alive, _tensor_at
+from g10fast.engine.page.helpers import _NO_TICKS, _admit, _is_alive, _tensor_at
 from g10fast.engine.page.layout import (
     EV_ALLOC,
     EV_EVICT,
@@ -30,7 +28,6 @@ from g10fast.engine.page.layout import (
     P_BULK,
     P_II,
     P_RELEASE,
-    P_TRACE,
     P_XMARGIN,
     Q_PF_ALLOC,
     Q_PF_CPU,
@@ -79,12 +76,8 @@ from g10fast.engine.page.stages import (
 from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
 
 
-#: a traced batch's pages a tick when it is no streak (all in the tick)
-_NO_TICKS = 1 << 40
-
-
 @_kernel_stage
-def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
+def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
     """Fetch fast path of a batcher tick: the allocating stage `stage`'s pages
     (queue q, head qh) in a tight loop, by runs (`_batch_limit`, `_batch_move`) or one by one.
     Each page goes exactly as in `_general_page` (admission test, victim from the cursor,
@@ -96,8 +89,9 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
     tick ends and the next one goes on here. Returns the stage, the tick time, whether the
     general path must take the next page (fast_block) and the tick's state. The tick's
     arrays (`TickArrays`), counters and scalar state (`TickState`) travel as three tuples, as
-    in `_general_page`. A traced run (extent LRU only) writes the pages it moves as the
-    general path would, a run (and a streak's whole ticks) at a time (`_emit_ticked`)."""
+    in `_general_page`. `emit` (the run's emitter, `run_engine`) writes the pages it moves in
+    a traced run (extent LRU only) as the general path would, a run (and a streak's whole
+    ticks) at a time."""
     tt, srt, pstate, lru, qb, S, pcie, bnd, ev = arrays
     (
         gpu_used,
@@ -158,7 +152,6 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
     forced = False
     tk_fresh = False  # the current tick began at a continuation below and nothing moved yet
     streaks = S[P_BULK] != 0  # (a bulk path: the per-page reference ends each tick itself)
-    trace = S[P_TRACE] != 0
     a_kind = EV_FETCH if is_fetch_s else EV_ALLOC
     a_val = 1 if is_pf_s else 0
     while True:
@@ -339,31 +332,9 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
                         ns = (wait - 1) // nb
                     if S[S_R_STARTED] == 0 and f_cnt[0] + f_cnt[3] == 0:
                         ns = 0
-            if xl and deepum and trace:
-                m, wait, vt_d, lru_cur, v0 = _batch_move_xd_traced(
-                    p,
-                    nb * ns if ns >= 2 else nb,
-                    a_src,
-                    b_ev,
-                    b_dest,
-                    b_lo,
-                    b_hi,
-                    b_rq,
-                    pstate,
-                    lru,
-                    S,
-                    tt,
-                    at_T,
-                    wait,
-                    vt_d,
-                    b_dnp,
-                    srt,
-                    lru_cur,
-                    dum_end,
-                    ev,
-                    (t, ii, nb if ns >= 2 else _NO_TICKS, it, k, np.int64(vt_T)),
-                )
-            elif xl and deepum:
+            # (the rows of a traced run: the tick time, period and pages a tick, who)
+            em = (t, ii, nb if ns >= 2 else _NO_TICKS, it, k, np.int64(vt_T))
+            if xl and deepum:
                 m, wait, vt_d, lru_cur, v0 = _batch_move_xd(
                     p,
                     nb * ns if ns >= 2 else nb,
@@ -384,6 +355,9 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
                     srt,
                     lru_cur,
                     dum_end,
+                    ev,
+                    em,
+                    emit,
                 )
             elif xl and b_rq:
                 # victims of a required tensor, queued again as one run: the head record's
@@ -393,34 +367,9 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
                 nbx = nb
                 if hx >= 0 and lru[_u(hx * XW + X_HI)] - v0 < nbx:
                     nbx = lru[_u(hx * XW + X_HI)] - v0
-                if trace:
-                    m, wait, vt_d = _batch_move_x_traced(
-                        p,
-                        nbx,
-                        a_src,
-                        b_ev,
-                        b_dest,
-                        b_lo,
-                        b_hi,
-                        pstate,
-                        lru,
-                        S,
-                        tt,
-                        at_T,
-                        wait,
-                        vt_d,
-                        ev,
-                        (t, ii, _NO_TICKS, it, k, np.int64(vt_T)),
-                    )
-                else:
-                    m, wait, vt_d = _batch_move_x(
-                        p, nbx, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, at_T, wait, vt_d
-                    )
-                wait = _victims_requeued(pstate, v0, m, wait)
-            elif xl and trace:
-                m, wait, vt_d = _batch_move_x_traced(
+                m, wait, vt_d = _batch_move_x(
                     p,
-                    nb * ns if ns >= 2 else nb,
+                    nbx,
                     a_src,
                     b_ev,
                     b_dest,
@@ -434,8 +383,10 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
                     wait,
                     vt_d,
                     ev,
-                    (t, ii, nb if ns >= 2 else _NO_TICKS, it, k, np.int64(vt_T)),
+                    em,
+                    emit,
                 )
+                wait = _victims_requeued(pstate, v0, m, wait)
             elif xl:
                 m, wait, vt_d = _batch_move_x(
                     p,
@@ -452,6 +403,9 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
                     at_T,
                     wait,
                     vt_d,
+                    ev,
+                    em,
+                    emit,
                 )
             else:
                 m, lru_tail, lru_cur, lru_scan, wait, vt_d, v0 = _batch_move(
@@ -476,10 +430,26 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
                     wait,
                     vt_d,
                 )
-            if trace and m > 0:
-                # the arrivals: pages p .. p + m - 1, nb a tick in a streak
-                per = nb if ns >= 2 else _NO_TICKS
-                _emit_ticked(ev, S, S_IN_OPEN, t, ii, per, 0, a_kind, it, k, at_T, p, m, a_src, IN_GPU, a_val)
+            if m > 0:
+                # the arrivals (traced): pages p .. p + m - 1, nb a tick in a streak
+                emit(
+                    ev,
+                    S,
+                    S_IN_OPEN,
+                    t,
+                    ii,
+                    em[2],
+                    0,
+                    a_kind,
+                    it,
+                    k,
+                    np.int64(at_T),
+                    p,
+                    m,
+                    a_src,
+                    IN_GPU,
+                    a_val,
+                )
             if ns >= 2 and m > nb:
                 # the whole ticks of a streak, settled as their ends would be one by one
                 full = (m - 1) // nb
@@ -602,10 +572,12 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state):
         fast_block = False
         tk_fresh = False
         qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, 1)
-        if trace:
-            if vslot >= 0:
-                _emit_merge(ev, S, S_OUT_OPEN, t, EV_EVICT, it, k, vt_T, v, 1, 1, 0, IN_GPU, dest, 1)
-            _emit_merge(ev, S, S_IN_OPEN, t, a_kind, it, k, at_T, p, 1, 1, 0, a_src, IN_GPU, a_val)
+        # (traced: the victim and the page, rows of one page that may extend the open ones)
+        if vslot >= 0:
+            emit(
+                ev, S, S_OUT_OPEN, t, ii, _NO_TICKS, 0, EV_EVICT, it, k, np.int64(vt_T), v, 1, IN_GPU, dest, 1
+            )
+        emit(ev, S, S_IN_OPEN, t, ii, _NO_TICKS, 0, a_kind, it, k, np.int64(at_T), p, 1, a_src, IN_GPU, a_val)
         if vslot >= 0:
             if xl:
                 if deepum:

@@ -17,6 +17,7 @@ from g10fast.engine.page.layout import (
     Q_PF_SSD,
     RES_MASK,
     S_ERROR,
+    S_EV_PAUSE,
     S_IN_OPEN,
     S_IN_OPEN2,
     S_NEV,
@@ -144,7 +145,7 @@ def _extends(ev, o, t, kind, it, k, tensor, page, n, ticks, period, src, dst, va
     return 0
 
 
-@_kernel
+@_kernel_page
 def _emit_merge(ev, S, open_idx, t, kind, it, k, tensor, page, n, ticks, period, src, dst, value):
     """Write the row (t, ..., page, n pages over `ticks` ticks `period` apart), extending one
     of the two open rows of its direction (ev[S[open_idx]], then the second, S_IN_OPEN2 or
@@ -177,13 +178,22 @@ def _emit_merge(ev, S, open_idx, t, kind, it, k, tensor, page, n, ticks, period,
     S[open_idx] = o
 
 
+#: the pages a tick of a batch that is no streak (all of it in one tick): `_emit_ticked`'s per
+_NO_TICKS = 1 << 40
+
+
 @_kernel
 def _emit_ticked(ev, S, open_idx, t, ii, per, off, kind, it, k, tensor, page, n, src, dst, value):
     """Pages page .. page + n - 1, the pages off .. off + n - 1 of a batch that moves `per`
     pages a tick, tick i at t + i * ii (per larger than the batch: all at t), as at most
     three rows (the rest of a tick begun, one range row of the whole ticks: ticks > 1,
     period ii, docs/trace-format.md, and the start of the last tick), each extending the
-    open row ev[S[open_idx]] when it continues it (`_emit_merge`)."""
+    open row ev[S[open_idx]] when it continues it (`_emit_merge`). The emitter of a traced
+    run (`run_engine`'s `emit`). Returns whether the event buffer is below its pause line
+    (else the caller ends its run of moves: the engine flushes the buffer soon)."""
+    if per == _NO_TICKS:  # (no streak: one tick, the common case)
+        _emit_merge(ev, S, open_idx, t, kind, it, k, tensor, page, n, 1, 0, src, dst, value)
+        return S[S_NEV] < S[S_EV_PAUSE]
     i0 = off // per
     r = off - i0 * per
     if r != 0:
@@ -204,6 +214,14 @@ def _emit_ticked(ev, S, open_idx, t, ii, per, off, kind, it, k, tensor, page, n,
         i0 += full
     if n > 0:
         _emit_merge(ev, S, open_idx, t + i0 * ii, kind, it, k, tensor, page, n, 1, 0, src, dst, value)
+    return S[S_NEV] < S[S_EV_PAUSE]
+
+
+@_kernel_page
+def _emit_none(ev, S, open_idx, t, ii, per, off, kind, it, k, tensor, page, n, src, dst, value):
+    """The emitter of an untraced run (`run_engine`'s `emit`): writes nothing. The engine is
+    compiled once for each emitter, so that an untraced run's fast paths keep their code."""
+    return True
 
 
 @_kernel

@@ -96,7 +96,7 @@ from g10fast.locations import NOT_KNOWN
 
 
 @_kernel
-def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule):
+def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule, emit):
     """Busy batcher ticks from time t (§9.2, §9.3): ticks that find a queued page. Runs the
     stages of the tick, its end (transfer boundary, per-iteration traffic, the resume
     check of §9.6) and advances the tick clock as the event loop would; then (on the fast
@@ -167,6 +167,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule):
                 wait,
                 tc_a,
                 half,
+                emit,
             )
             if n_rp > 0 and not go_on:
                 break
@@ -244,6 +245,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule):
                     lru_tail,
                     lru_cur,
                     lru_scan,
+                    emit,
                 )
                 fast_block = moved == 0
                 continue
@@ -292,6 +294,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule):
                         tc_b,
                         tc_c,
                     ),
+                    emit,
                 )
                 continue
             # ---- general path: one page ----
@@ -436,7 +439,7 @@ def _quiet_tick(t, S, bnd, ev):
 
 
 @_kernel_py
-def run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd, ev, rule):
+def run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd, ev, rule, emit):
     """Run until the simulation ends (ST_DONE), an error (ST_ERROR), or a pause (ST_PAUSE:
     the boundary or event buffer needs draining, a queue is half full, or S[S_STAT_PAUSE]
     kernels have completed, for progress reports). Resumable. `rule`: the eviction rule
@@ -500,7 +503,7 @@ def run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd, e
                 _quiet_tick(t, S, bnd, ev)
             else:
                 # busy ticks advance the clock themselves (possibly several ticks)
-                _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule)
+                _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule, emit)
                 continue
             S[S_TICK_TIME] = t + m * ii
             S[S_TICK_SEQ] = S[S_SEQ] + m - 1

@@ -7,7 +7,7 @@ import numpy as np
 
 from g10fast.engine.page.batch import _fresh_counters
 from g10fast.engine.page.general import _next_tick_busy, _tick_end
-from g10fast.engine.page.helpers import _emit_merge, _emit_ticked, _rp_canon, _tensor_at
+from g10fast.engine.page.helpers import _NO_TICKS, _rp_canon, _tensor_at
 from g10fast.engine.page.layout import (
     EV_ALLOC,
     EV_EVICT,
@@ -348,7 +348,7 @@ def _rp_evict(pstate, p, n, dest):
 
 
 @_kernel
-def _rp_take(lru, S, tt, pstate, n, dest, ev, em):
+def _rp_take(lru, S, tt, pstate, n, dest, ev, em, emit):
     """The list's first n pages are evicted to dest, a head extent at a time. em: whether
     the run is traced, then the first tick's time, the tick period and the victims a tick
     (`_emit_ticked`): each extent's victims are written as EVICT rows."""
@@ -363,23 +363,22 @@ def _rp_take(lru, S, tt, pstate, n, dest, ev, em):
         res = _rp_evict(pstate, lo, j, dest)
         _x_take(lru, S, tt, j)
         tt[_u(T), TT_RES] -= res
-        if em[0] != 0:
-            it = S[S_CUR_ITER]
-            kk = S[S_CUR_KERNEL]
-            _emit_ticked(
-                ev, S, S_OUT_OPEN, em[1], em[2], em[3], off, EV_EVICT, it, kk, T, lo, j, IN_GPU, dest, 1
-            )
+        it = S[S_CUR_ITER]
+        kk = S[S_CUR_KERNEL]
+        emit(
+            ev, S, S_OUT_OPEN, em[0], em[1], em[2], off, EV_EVICT, it, kk, np.int64(T), lo, j, IN_GPU, dest, 1
+        )
         off += j
         n -= j
 
 
 @_kernel_stage
-def _rp_tick_prog(S, qb, pstate, lru, tt, gpu_used, host_used, host_peak, wait, ev, t):
+def _rp_tick_prog(S, qb, pstate, lru, tt, gpu_used, host_used, host_peak, wait, ev, t, emit):
     """`_rp_tick` once the template's program is recorded (by its first replay, which went
     page by page and matched the template): the tick's pages move by the program's runs
     (`_rp_move`); the counters are the template's, the host and GPU use change by the
     template's amounts, the host peak by its rise."""
-    wait = _rp_move(S, qb, pstate, lru, tt, 1, 0, -2, wait, ev, t)
+    wait = _rp_move(S, qb, pstate, lru, tt, 1, 0, -2, wait, ev, t, emit)
     S[S_RP_COUNT] += 1
     if host_used + S[S_RP_HEXC] > host_peak:
         host_peak = host_used + S[S_RP_HEXC]
@@ -403,7 +402,7 @@ def _rp_tick_prog(S, qb, pstate, lru, tt, gpu_used, host_used, host_peak, wait, 
 
 
 @_kernel_stage
-def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, ev, t):
+def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, ev, t, emit):
     """Carry out the template's tick again (`_rp_applies` said it applies): the stages in
     order, each taking the template's number of pages from its queue's head run, each page
     as the stages move it (pre-evicted to the forced destination or the stage's own; or
@@ -417,12 +416,11 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, 
     CPU_CAP = prm.CPU_CAP
     SSD_CAP = prm.SSD_CAP
     if S[S_RP_PROG] == 1:
-        return _rp_tick_prog(S, qb, pstate, lru, tt, gpu_used, host_used, host_peak, wait, ev, t)
+        return _rp_tick_prog(S, qb, pstate, lru, tt, gpu_used, host_used, host_peak, wait, ev, t, emit)
     mask = S[S_RP_MASK]
     qm = qb.shape[1] - 1
     h0 = host_used
     g0 = gpu_used
-    trace = S[P_TRACE] != 0
     it = S[S_CUR_ITER]
     kk = S[S_CUR_KERNEL]
     hexc = 0
@@ -460,8 +458,24 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, 
                     prog = -1
                 if (st & RES_MASK) == IN_GPU:
                     res += 1
-                if trace:
-                    _emit_merge(ev, S, S_OUT_OPEN, t, EV_EVICT, it, kk, T, p, 1, 1, 0, IN_GPU, dest, 0)
+                emit(
+                    ev,
+                    S,
+                    S_OUT_OPEN,
+                    t,
+                    0,
+                    _NO_TICKS,
+                    0,
+                    EV_EVICT,
+                    it,
+                    kk,
+                    np.int64(T),
+                    p,
+                    1,
+                    IN_GPU,
+                    dest,
+                    0,
+                )
                 pstate[_u(p)] = (st & ~(LOC_MASK | F_TRANSFER)) | dest
                 gpu_used -= 1
                 c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
@@ -496,8 +510,24 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, 
                     dest = c_fed if c_fed != NOT_KNOWN else IN_CPU
                     vst = np.int64(pstate[_u(v)])
                     pstate[_u(v)] = (vst & ~(LOC_MASK | F_TRANSFER)) | dest
-                    if trace:
-                        _emit_merge(ev, S, S_OUT_OPEN, t, EV_EVICT, it, kk, v_T, v, 1, 1, 0, IN_GPU, dest, 1)
+                    emit(
+                        ev,
+                        S,
+                        S_OUT_OPEN,
+                        t,
+                        0,
+                        _NO_TICKS,
+                        0,
+                        EV_EVICT,
+                        it,
+                        kk,
+                        np.int64(v_T),
+                        v,
+                        1,
+                        IN_GPU,
+                        dest,
+                        1,
+                    )
                     if (vst & RES_MASK) == IN_GPU:
                         v_res += 1
                     v += 1
@@ -530,10 +560,9 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, 
                 tt[_u(v_T), TT_RES] -= v_res
             wait = _x_arrive(lru, S, tt, pstate, T, rp, n, wait)
             tt[_u(T), TT_RES] += n
-            if trace:
-                kind = EV_FETCH if is_fetch else EV_ALLOC
-                val = 1 if stage <= _G_PF_ALLOC else 0
-                _emit_merge(ev, S, S_IN_OPEN, t, kind, it, kk, T, rp, n, 1, 0, src, IN_GPU, val)
+            kind = EV_FETCH if is_fetch else EV_ALLOC
+            val = 1 if stage <= _G_PF_ALLOC else 0
+            emit(ev, S, S_IN_OPEN, t, 0, _NO_TICKS, 0, kind, it, kk, np.int64(T), rp, n, src, IN_GPU, val)
         qb[q, slot, 0] = rp + n
         qb[q, slot, 1] -= n
     S[S_RP_COUNT] += 1
@@ -563,7 +592,7 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, 
 
 
 @_kernel
-def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t):
+def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t, emit):
     """The pages of k ticks of the template (its program recorded) move, as k replays one
     after another would move them: the pre-evicted pages by their runs of one destination;
     the victims, the list's first pages, by the runs of the program (all at once when they
@@ -573,11 +602,10 @@ def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t):
     the first tick at time t. Returns the wait-set size."""
     mask = S[S_RP_MASK]
     qm = qb.shape[1] - 1
-    trace = np.int64(S[P_TRACE] != 0)
+    trace = S[P_TRACE] != 0
     ii = S[P_II]
     it = S[S_CUR_ITER]
     kk = S[S_CUR_KERNEL]
-    big = np.int64(1) << 40
     for stage in range(_G_PE_SSD, _G_PE_CPU + 1):
         q = _STAGE_QUEUE[stage]
         n = S[S_RP_N + q] if (mask >> q) & 1 else 0
@@ -588,40 +616,56 @@ def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t):
         T = S[S_RP_T + q]
         if S[b + 3] == 0:
             res = _rp_evict(pstate, rp, k * n, S[b])
-            if trace:
-                _emit_ticked(ev, S, S_OUT_OPEN, t, ii, n, 0, EV_EVICT, it, kk, T, rp, k * n, IN_GPU, S[b], 0)
+            emit(ev, S, S_OUT_OPEN, t, ii, n, 0, EV_EVICT, it, kk, np.int64(T), rp, k * n, IN_GPU, S[b], 0)
         else:
             res = 0
             for j in range(k):
                 p = rp + j * n
                 res += _rp_evict(pstate, p, S[b + 1], S[b])
                 res += _rp_evict(pstate, p + S[b + 1], S[b + 3], S[b + 2])
-                if trace:
-                    _emit_merge(
-                        ev, S, S_OUT_OPEN, t + j * ii, EV_EVICT, it, kk, T, p, S[b + 1], 1, 0, IN_GPU, S[b], 0
-                    )
-                    _emit_merge(
-                        ev,
-                        S,
-                        S_OUT_OPEN,
-                        t + j * ii,
-                        EV_EVICT,
-                        it,
-                        kk,
-                        T,
-                        p + S[b + 1],
-                        S[b + 3],
-                        1,
-                        0,
-                        IN_GPU,
-                        S[b + 2],
-                        0,
-                    )
+                tj = t + j * ii
+                emit(
+                    ev,
+                    S,
+                    S_OUT_OPEN,
+                    tj,
+                    0,
+                    _NO_TICKS,
+                    0,
+                    EV_EVICT,
+                    it,
+                    kk,
+                    np.int64(T),
+                    p,
+                    S[b + 1],
+                    IN_GPU,
+                    S[b],
+                    0,
+                )
+                p2 = p + S[b + 1]
+                emit(
+                    ev,
+                    S,
+                    S_OUT_OPEN,
+                    tj,
+                    0,
+                    _NO_TICKS,
+                    0,
+                    EV_EVICT,
+                    it,
+                    kk,
+                    np.int64(T),
+                    p2,
+                    S[b + 3],
+                    IN_GPU,
+                    S[b + 2],
+                    0,
+                )
         if res > 0:
             _x_remove(lru, S, tt, T, rp, rp + k * n)
             tt[_u(T), TT_RES] -= res
     if nv > 0 and vd >= 0:
-        _rp_take(lru, S, tt, pstate, k * nv, vd, ev, (trace, t, ii, np.int64(nv)))
+        _rp_take(lru, S, tt, pstate, k * nv, vd, ev, (t, ii, np.int64(nv)), emit)
     for j in range(k):
         for stage in range(_G_PF_SSD, _G_RS_SSD):
             q = _STAGE_QUEUE[stage]
@@ -630,9 +674,9 @@ def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t):
                 continue
             if vd == -2:
                 b = S_RP_PD + 4 * q
-                em = (trace, t + j * ii, ii, big)
-                _rp_take(lru, S, tt, pstate, S[b + 1], S[b], ev, em)
-                _rp_take(lru, S, tt, pstate, S[b + 3], S[b + 2], ev, em)
+                em = (t + j * ii, ii, np.int64(_NO_TICKS))
+                _rp_take(lru, S, tt, pstate, S[b + 1], S[b], ev, em, emit)
+                _rp_take(lru, S, tt, pstate, S[b + 3], S[b + 2], ev, em, emit)
             rp = qb[q, _u(S[S_QH + q] & qm), 0]
             wait = _x_arrive(lru, S, tt, pstate, S[S_RP_T + q], rp + j * n, n, wait)
     if trace:
@@ -645,10 +689,8 @@ def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t):
             rp = qb[q, _u(S[S_QH + q] & qm), 0]
             kind = EV_ALLOC if (stage == _G_PF_ALLOC or stage == _G_PREALLOC) else EV_FETCH
             val = 1 if stage <= _G_PF_ALLOC else 0
-            T = S[S_RP_T + q]
-            _emit_ticked(
-                ev, S, S_IN_OPEN, t, ii, n, 0, kind, it, kk, T, rp, k * n, S[S_RP_LOC + q], IN_GPU, val
-            )
+            T = np.int64(S[S_RP_T + q])
+            emit(ev, S, S_IN_OPEN, t, ii, n, 0, kind, it, kk, T, rp, k * n, S[S_RP_LOC + q], IN_GPU, val)
     for q in range(NQ):
         n = S[S_RP_N + q] if (mask >> q) & 1 else 0
         if n == 0:
@@ -662,7 +704,9 @@ def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t):
 
 
 @_kernel_stage
-def _rp_batch(t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used, host_peak, wait, tc_a, ev):
+def _rp_batch(
+    t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used, host_peak, wait, tc_a, ev, emit
+):
     """The ticks after a replayed one at once, when the template's program is recorded: as
     many (k >= 2) as the event loop would take one after another, busy, each the template's
     again (`_rp_applies`' tests for all of them: each queue's head run and tensor hold k times
@@ -797,7 +841,7 @@ def _rp_batch(t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used
         if k < 2:
             return none
     # ---- k ticks ----
-    wait = _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t)
+    wait = _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t, emit)
     # ---- their ends (`_tick_end`: the transfer period is open, no resume) ----
     for _j in range(k):
         _add_traffic(
@@ -843,6 +887,7 @@ def _rp_ticks(
     wait,
     tc_a,
     half,
+    emit,
 ):
     """Busy ticks from time t carried out as the template's (`_rp_applies`, `_rp_tick`), each
     ended as `_busy_ticks` ends a tick, while they apply and the event loop would take the
@@ -856,7 +901,7 @@ def _rp_ticks(
         if not ok:
             break
         counters, gpu_used, host_used, host_peak, wait = _rp_tick(
-            S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, ev, t
+            S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, ev, t, emit
         )
         c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc, c_ffs, c_fed = counters
         n += 1
@@ -883,7 +928,23 @@ def _rp_ticks(
             break
         if S[S_RP_PROG] == 1:
             kb, t, gpu_used, host_used, host_peak, wait, tc_a = _rp_batch(
-                t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used, host_peak, wait, tc_a, ev
+                t,
+                it,
+                S,
+                qb,
+                pstate,
+                lru,
+                tt,
+                srt,
+                pcie,
+                prm,
+                gpu_used,
+                host_used,
+                host_peak,
+                wait,
+                tc_a,
+                ev,
+                emit,
             )
             if kb > 0:
                 n += kb

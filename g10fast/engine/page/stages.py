@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from g10fast.engine.page.helpers import _admit, _emit_merge, _no_faults_queued, _tensor_at
+from g10fast.engine.page.helpers import _NO_TICKS, _admit, _no_faults_queued, _tensor_at
 from g10fast.engine.page.layout import (
     EV_EVICT,
     E_NONE,
@@ -25,7 +25,6 @@ from g10fast.engine.page.layout import (
     PC_OUT_SSD,
     P_ALLOC_CAP,
     P_BULK,
-    P_TRACE,
     P_CPU_CAP,
     P_G,
     P_GPU_CAP,
@@ -217,9 +216,11 @@ def _preevict_run(
     lru_tail,
     lru_cur,
     lru_scan,
+    emit,
 ):
     """Pre-eviction fast path of a batcher tick at time t: stage `stage`'s queued GPU pages
-    in a tight loop (a traced run writes them as the general path would, a run at a time).
+    in a tight loop (`emit`, the run's emitter, writes them in a traced run as the general
+    path would, a run at a time).
     Each page goes exactly as the general path's pre-eviction
     (`_general_page`, `_evict_page`: its LRU entry left stale as `_lru_remove_unknown` does,
     the cursor's page looked up only when it changes, as in `_dealloc_pages`); the loop stops
@@ -249,7 +250,6 @@ def _preevict_run(
     et_req = 0
     et_d = 0
     bulk = S[P_BULK] != 0
-    trace = S[P_TRACE] != 0
     while True:
         if stage == _G_PE_SSD:
             if not (c_out_ssd < SSD_CAP and c_out < GPU_CAP):
@@ -303,8 +303,24 @@ def _preevict_run(
                     d, res_d = _preevict_gpu_run(lru, pstate, S[P_LCAP], p, p + m, cur_page, dest)
                     S[S_LRU_STALE] += d
                 if d > 0:
-                    if trace:
-                        _emit_merge(ev, S, S_OUT_OPEN, t, EV_EVICT, it, k, et_T, p, d, 1, 0, IN_GPU, dest, 0)
+                    emit(
+                        ev,
+                        S,
+                        S_OUT_OPEN,
+                        t,
+                        0,
+                        _NO_TICKS,
+                        0,
+                        EV_EVICT,
+                        it,
+                        k,
+                        np.int64(et_T),
+                        p,
+                        d,
+                        IN_GPU,
+                        dest,
+                        0,
+                    )
                     moved += d
                     qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, d)
                     if dest == IN_CPU:
@@ -320,8 +336,7 @@ def _preevict_run(
                         break
                     continue
         # -- committed: page p goes now --
-        if trace:
-            _emit_merge(ev, S, S_OUT_OPEN, t, EV_EVICT, it, k, et_T, p, 1, 1, 0, IN_GPU, dest, 0)
+        emit(ev, S, S_OUT_OPEN, t, 0, _NO_TICKS, 0, EV_EVICT, it, k, np.int64(et_T), p, 1, IN_GPU, dest, 0)
         moved += 1
         qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, 1)
         if dest == IN_CPU:
