@@ -27,7 +27,7 @@ synthetic case (a quick subset while iterating).
 
 Event streams are compared row for row, or, where two runs group pages into rows differently
 (a traced bulk run writes ranges of pages and ticks, trace schema 2), by their per-page events
-(`g10fast.trace.normal_form`); a model run's rows are kept in DIR/model_events.npz.
+(`g10fast.trace_ranges.normal_form`); a model run's rows are kept in DIR/model_events.npz.
 """
 
 from __future__ import annotations
@@ -239,7 +239,7 @@ def run_all(every=1):
 def _same_events(x, y, name):
     """Two runs' event streams are the same: row for row, or, where the rows group pages
     differently (a traced bulk run writes ranges of pages and ticks, trace schema 2), the
-    same per-page events (`g10fast.trace.normal_form`). A model's stream is kept as its row
+    same per-page events (`g10fast.trace_ranges.normal_form`). A model's stream is kept as its row
     count and md5 with its rows in EVENTS_FILE (save), read back to compare."""
     if isinstance(x, tuple) and isinstance(y, tuple):
         if x == y[:2]:
@@ -250,7 +250,7 @@ def _same_events(x, y, name):
         x, y = xr, y[2]
     if x.shape == y.shape and np.array_equal(x, y):
         return True
-    from g10fast.trace import normal_form
+    from g10fast.trace_ranges import normal_form
 
     return np.array_equal(normal_form(x), normal_form(y))
 

@@ -1315,26 +1315,3 @@ def verify_trace(path) -> dict:
         }
     finally:
         tr.close()
-
-
-#: names of g10fast.trace_ranges that this module re-exports (loaded on first use:
-#: trace_ranges imports this module)
-_RANGE_NAMES = frozenset(
-    {
-        "expand_ticks",
-        "per_page",
-        "normal_form",
-        "iter_expanded",
-        "iter_normal_form",
-        "compare_events",
-        "PAGE_KINDS",
-    }
-)
-
-
-def __getattr__(name: str):
-    if name in _RANGE_NAMES:
-        from . import trace_ranges
-
-        return getattr(trace_ranges, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -56,6 +56,8 @@ NORMAL_ORDER = KEY_COLS + (COL_PAGE, COL_COUNT)
 #: for more is expanded in parts
 MAX_EXPANDED_ROWS = 1 << 20
 
+_PAGE = COLUMNS[COL_PAGE]  # the column (a name, not a literal: engine-name scans)
+
 
 def as_buffer(buf) -> np.ndarray:
     """``buf`` (integers, ``[n, 12]`` or ``[n, 10]``) as int64 ``[n, 12]``; a ten-column buffer
@@ -260,7 +262,7 @@ def iter_expanded(trace, rows: int | None = None, columns=None, max_rows: int = 
     need = set(want) | {"ticks"}
     if "time" in want:
         need.add("period")
-    if "page" in want or "count" in want:
+    if _PAGE in want or "count" in want:
         need.add("count")
     read = [c for c in COLUMNS if c in need] + [c for c in want if c not in COLUMNS]
     max_rows = max(1, int(max_rows))
@@ -277,7 +279,7 @@ def iter_expanded(trace, rows: int | None = None, columns=None, max_rows: int = 
                 v = ch[c][r]
                 if c == "time":
                     v = v + i * ch["period"][r].astype(np.int64)
-                elif c == "page":
+                elif c == _PAGE:
                     v = v + i * (ch["count"][r].astype(np.int64) // t[r])
                 elif c == "count":
                     v = (v.astype(np.int64) // t[r]).astype(COLUMN_DTYPES[c])

@@ -334,7 +334,8 @@ def test_bert128_lru_reference():
 def test_bert128_lru_first_tick_and_tick_grid(tmp_path):
     from g10fast.config import read_g10_config
     from g10fast.run import run
-    from g10fast.trace import expand_ticks, open_trace
+    from g10fast.trace import open_trace
+    from g10fast.trace_ranges import expand_ticks
 
     cfg = read_g10_config(ARTIFACT / "src" / "configs" / "BERT" / "128-sim_lru.config")
     cfg = cfg.replace(num_iteration=1)

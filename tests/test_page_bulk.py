@@ -13,7 +13,7 @@ from synth import Collector, kernel_pages, make_workload, random_hints, tiny_cfg
 
 from g10fast.engine.page import kernels as pk
 from g10fast.engine.page import simulate_pages
-from g10fast.trace import per_page
+from g10fast.trace_ranges import per_page
 
 
 def _outcome(w, cfg, hints, bulk, traced):

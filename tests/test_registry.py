@@ -349,6 +349,7 @@ def test_import_order_follows_the_data_flow():
         "policies": 6,
         "spec": 7,
         "trace": 7,
+        "trace_ranges": 7.2,
         "perfetto": 7.5,
         "run": 8,
         "memory_source": 8.5,

@@ -14,7 +14,7 @@ from synth import Collector, kernel_pages, make_workload, random_hints, tiny_cfg
 from g10fast.engine import page as page_mod
 from g10fast.engine.page import kernels as pk
 from g10fast.engine.page import simulate_pages
-from g10fast.trace import normal_form
+from g10fast.trace_ranges import normal_form
 
 
 def _case(seed):

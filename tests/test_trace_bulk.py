@@ -14,7 +14,8 @@ from synth import kernel_pages, make_workload, random_hints, tiny_cfg
 
 from g10fast.engine.page import kernels as pk
 from g10fast.engine.page import simulate_pages
-from g10fast.trace import COL_TICKS, EventTraceWriter, compare_events, open_trace, per_page
+from g10fast.trace import COL_TICKS, EventTraceWriter, open_trace
+from g10fast.trace_ranges import compare_events, per_page
 
 BIG = 1 << 40
 
