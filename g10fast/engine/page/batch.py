@@ -501,6 +501,17 @@ def _victims_leave(pstate, lo, j, dest):
         pstate[_u(v)] = (np.int64(pstate[_u(v)]) & ~(LOC_MASK | F_TRANSFER)) | dest
 
 
+@_kernel_page
+def _victim_rows(emit, ev, S, em, off, lo, j, dest):
+    """Victims lo .. lo + j - 1, the batch's pages off .., gone to dest: EVICT rows of the
+    victims' tensor through the run's emitter (em: the first tick's time, the tick period, the
+    pages a tick, the iteration, the kernel, the victims' tensor). Returns the emitter's answer
+    (the event buffer below its pause line)."""
+    return emit(
+        ev, S, S_OUT_OPEN, em[0], em[1], em[2], off, EV_EVICT, em[3], em[4], em[5], lo, j, IN_GPU, dest, 1
+    )
+
+
 @_kernel_stage
 def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait, vt_d, ev, em, emit):
     """`_batch_move` on the extent LRU (P_XLRU, LRU policies): pages p, p+1, ... (at most nb,
@@ -535,24 +546,7 @@ def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_
             _victims_leave(pstate, lo, j, b_dest)
             _x_take(lru, S, tt, j)
             vt_d -= j
-            room = emit(
-                ev,
-                S,
-                S_OUT_OPEN,
-                em[0],
-                em[1],
-                em[2],
-                m,
-                EV_EVICT,
-                em[3],
-                em[4],
-                em[5],
-                lo,
-                j,
-                IN_GPU,
-                b_dest,
-                1,
-            )
+            room = _victim_rows(emit, ev, S, em, m, lo, j, b_dest)
         wait = _x_arrive(lru, S, tt, pstate, a_T, p + m, j, wait)
         m += j
         if j < k or not room:
@@ -639,24 +633,7 @@ def _batch_move_xd(
                 _release_dropped(pstate, lo, lo + j, S)
             cur = _xd_evict(dnp, lru, S, tt, h, lo, j, cur)
             vt_d -= j
-            room = emit(
-                ev,
-                S,
-                S_OUT_OPEN,
-                em[0],
-                em[1],
-                em[2],
-                m,
-                EV_EVICT,
-                em[3],
-                em[4],
-                em[5],
-                lo,
-                j,
-                IN_GPU,
-                b_dest,
-                1,
-            )
+            room = _victim_rows(emit, ev, S, em, m, lo, j, b_dest)
         wait = _x_arrive(lru, S, tt, pstate, a_T, p + m, j, wait)
         m += j
         if j < k or not room:
