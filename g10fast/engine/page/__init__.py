@@ -488,9 +488,10 @@ def simulate_pages(
     bnd = np.zeros((1 << 14, 3), dtype=np.int64)
     nbnd_flushed = []
     ev = np.zeros((event_capacity if trace is not None else 1, pk.EV_COLS), dtype=np.int64)
-    # the emitter of the fast paths' rows: the engine is compiled once for each, so that an
-    # untraced run's fast paths carry no code of the trace
-    emit = pk._emit_ticked if trace is not None else pk._emit_none
+    # the emitter of the fast paths' rows, None untraced: the engine is compiled once for
+    # each, and an untraced run's fast paths carry no code of the trace (`emit is not None`
+    # tests are pruned at compile time)
+    emit = pk._emit_ticked if trace is not None else None
     step = max(total // 200, 1) if not check else 1
     S[pk.S_STAT_PAUSE] = step if (progress is not None or check) else total + 1
     if check:

@@ -10,7 +10,9 @@ from g10fast.engine.page.batch import (
     _batch_limit,
     _batch_move,
     _batch_move_x,
+    _batch_move_x_traced,
     _batch_move_xd,
+    _batch_move_xd_traced,
     _fast_victim,
     _fresh_counters,
     _q_push_served,
@@ -89,9 +91,9 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
     tick ends and the next one goes on here. Returns the stage, the tick time, whether the
     general path must take the next page (fast_block) and the tick's state. The tick's
     arrays (`TickArrays`), counters and scalar state (`TickState`) travel as three tuples, as
-    in `_general_page`. `emit` (the run's emitter, `run_engine`) writes the pages it moves in
-    a traced run (extent LRU only) as the general path would, a run (and a streak's whole
-    ticks) at a time."""
+    in `_general_page`. `emit` (a traced run's emitter, `run_engine`; None untraced, and the
+    code of the trace is compiled away) writes the pages it moves (extent LRU only) as the
+    general path would, a run (and a streak's whole ticks) at a time."""
     tt, srt, pstate, lru, qb, S, pcie, bnd, ev = arrays
     (
         gpu_used,
@@ -335,30 +337,53 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
             # (the rows of a traced run: the tick time, period and pages a tick, who)
             em = (t, ii, nb if ns >= 2 else _NO_TICKS, it, k, np.int64(vt_T))
             if xl and deepum:
-                m, wait, vt_d, lru_cur, v0 = _batch_move_xd(
-                    p,
-                    nb * ns if ns >= 2 else nb,
-                    a_src,
-                    b_ev,
-                    b_dest,
-                    b_lo,
-                    b_hi,
-                    b_rq,
-                    pstate,
-                    lru,
-                    S,
-                    tt,
-                    at_T,
-                    wait,
-                    vt_d,
-                    b_dnp,
-                    srt,
-                    lru_cur,
-                    dum_end,
-                    ev,
-                    em,
-                    emit,
-                )
+                if emit is None:
+                    m, wait, vt_d, lru_cur, v0 = _batch_move_xd(
+                        p,
+                        nb * ns if ns >= 2 else nb,
+                        a_src,
+                        b_ev,
+                        b_dest,
+                        b_lo,
+                        b_hi,
+                        b_rq,
+                        pstate,
+                        lru,
+                        S,
+                        tt,
+                        at_T,
+                        wait,
+                        vt_d,
+                        b_dnp,
+                        srt,
+                        lru_cur,
+                        dum_end,
+                    )
+                else:
+                    m, wait, vt_d, lru_cur, v0 = _batch_move_xd_traced(
+                        p,
+                        nb * ns if ns >= 2 else nb,
+                        a_src,
+                        b_ev,
+                        b_dest,
+                        b_lo,
+                        b_hi,
+                        b_rq,
+                        pstate,
+                        lru,
+                        S,
+                        tt,
+                        at_T,
+                        wait,
+                        vt_d,
+                        b_dnp,
+                        srt,
+                        lru_cur,
+                        dum_end,
+                        ev,
+                        em,
+                        emit,
+                    )
             elif xl and b_rq:
                 # victims of a required tensor, queued again as one run: the head record's
                 # first pages (consecutive), flagged after the move
@@ -367,46 +392,82 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                 nbx = nb
                 if hx >= 0 and lru[_u(hx * XW + X_HI)] - v0 < nbx:
                     nbx = lru[_u(hx * XW + X_HI)] - v0
-                m, wait, vt_d = _batch_move_x(
-                    p,
-                    nbx,
-                    a_src,
-                    b_ev,
-                    b_dest,
-                    b_lo,
-                    b_hi,
-                    pstate,
-                    lru,
-                    S,
-                    tt,
-                    at_T,
-                    wait,
-                    vt_d,
-                    ev,
-                    em,
-                    emit,
-                )
+                if emit is None:
+                    m, wait, vt_d = _batch_move_x(
+                        p,
+                        nbx,
+                        a_src,
+                        b_ev,
+                        b_dest,
+                        b_lo,
+                        b_hi,
+                        pstate,
+                        lru,
+                        S,
+                        tt,
+                        at_T,
+                        wait,
+                        vt_d,
+                    )
+                else:
+                    m, wait, vt_d = _batch_move_x_traced(
+                        p,
+                        nbx,
+                        a_src,
+                        b_ev,
+                        b_dest,
+                        b_lo,
+                        b_hi,
+                        pstate,
+                        lru,
+                        S,
+                        tt,
+                        at_T,
+                        wait,
+                        vt_d,
+                        ev,
+                        em,
+                        emit,
+                    )
                 wait = _victims_requeued(pstate, v0, m, wait)
             elif xl:
-                m, wait, vt_d = _batch_move_x(
-                    p,
-                    nb * ns if ns >= 2 else nb,
-                    a_src,
-                    b_ev,
-                    b_dest,
-                    b_lo,
-                    b_hi,
-                    pstate,
-                    lru,
-                    S,
-                    tt,
-                    at_T,
-                    wait,
-                    vt_d,
-                    ev,
-                    em,
-                    emit,
-                )
+                if emit is None:
+                    m, wait, vt_d = _batch_move_x(
+                        p,
+                        nb * ns if ns >= 2 else nb,
+                        a_src,
+                        b_ev,
+                        b_dest,
+                        b_lo,
+                        b_hi,
+                        pstate,
+                        lru,
+                        S,
+                        tt,
+                        at_T,
+                        wait,
+                        vt_d,
+                    )
+                else:
+                    m, wait, vt_d = _batch_move_x_traced(
+                        p,
+                        nb * ns if ns >= 2 else nb,
+                        a_src,
+                        b_ev,
+                        b_dest,
+                        b_lo,
+                        b_hi,
+                        pstate,
+                        lru,
+                        S,
+                        tt,
+                        at_T,
+                        wait,
+                        vt_d,
+                        ev,
+                        em,
+                        emit,
+                    )
             else:
                 m, lru_tail, lru_cur, lru_scan, wait, vt_d, v0 = _batch_move(
                     p,
@@ -432,24 +493,25 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                 )
             if m > 0:
                 # the arrivals (traced): pages p .. p + m - 1, nb a tick in a streak
-                emit(
-                    ev,
-                    S,
-                    S_IN_OPEN,
-                    t,
-                    ii,
-                    em[2],
-                    0,
-                    a_kind,
-                    it,
-                    k,
-                    np.int64(at_T),
-                    p,
-                    m,
-                    a_src,
-                    IN_GPU,
-                    a_val,
-                )
+                if emit is not None:
+                    emit(
+                        ev,
+                        S,
+                        S_IN_OPEN,
+                        t,
+                        ii,
+                        em[2],
+                        0,
+                        a_kind,
+                        it,
+                        k,
+                        np.int64(at_T),
+                        p,
+                        m,
+                        a_src,
+                        IN_GPU,
+                        a_val,
+                    )
             if ns >= 2 and m > nb:
                 # the whole ticks of a streak, settled as their ends would be one by one
                 full = (m - 1) // nb
@@ -574,10 +636,44 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
         qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, 1)
         # (traced: the victim and the page, rows of one page that may extend the open ones)
         if vslot >= 0:
+            if emit is not None:
+                emit(
+                    ev,
+                    S,
+                    S_OUT_OPEN,
+                    t,
+                    ii,
+                    _NO_TICKS,
+                    0,
+                    EV_EVICT,
+                    it,
+                    k,
+                    np.int64(vt_T),
+                    v,
+                    1,
+                    IN_GPU,
+                    dest,
+                    1,
+                )
+        if emit is not None:
             emit(
-                ev, S, S_OUT_OPEN, t, ii, _NO_TICKS, 0, EV_EVICT, it, k, np.int64(vt_T), v, 1, IN_GPU, dest, 1
+                ev,
+                S,
+                S_IN_OPEN,
+                t,
+                ii,
+                _NO_TICKS,
+                0,
+                a_kind,
+                it,
+                k,
+                np.int64(at_T),
+                p,
+                1,
+                a_src,
+                IN_GPU,
+                a_val,
             )
-        emit(ev, S, S_IN_OPEN, t, ii, _NO_TICKS, 0, a_kind, it, k, np.int64(at_T), p, 1, a_src, IN_GPU, a_val)
         if vslot >= 0:
             if xl:
                 if deepum:

@@ -217,13 +217,6 @@ def _emit_ticked(ev, S, open_idx, t, ii, per, off, kind, it, k, tensor, page, n,
     return S[S_NEV] < S[S_EV_PAUSE]
 
 
-@_kernel_page
-def _emit_none(ev, S, open_idx, t, ii, per, off, kind, it, k, tensor, page, n, src, dst, value):
-    """The emitter of an untraced run (`run_engine`'s `emit`): writes nothing. The engine is
-    compiled once for each emitter, so that an untraced run's fast paths keep their code."""
-    return True
-
-
 @_kernel
 def _emit_run(ev, S, open_idx, t, kind, it, k, tensor, page, src, dst, value):
     """Emit one page, extending the open run at ev[S[open_idx]] when it continues it."""

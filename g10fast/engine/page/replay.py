@@ -365,9 +365,25 @@ def _rp_take(lru, S, tt, pstate, n, dest, ev, em, emit):
         tt[_u(T), TT_RES] -= res
         it = S[S_CUR_ITER]
         kk = S[S_CUR_KERNEL]
-        emit(
-            ev, S, S_OUT_OPEN, em[0], em[1], em[2], off, EV_EVICT, it, kk, np.int64(T), lo, j, IN_GPU, dest, 1
-        )
+        if emit is not None:
+            emit(
+                ev,
+                S,
+                S_OUT_OPEN,
+                em[0],
+                em[1],
+                em[2],
+                off,
+                EV_EVICT,
+                it,
+                kk,
+                np.int64(T),
+                lo,
+                j,
+                IN_GPU,
+                dest,
+                1,
+            )
         off += j
         n -= j
 
@@ -458,24 +474,25 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, 
                     prog = -1
                 if (st & RES_MASK) == IN_GPU:
                     res += 1
-                emit(
-                    ev,
-                    S,
-                    S_OUT_OPEN,
-                    t,
-                    0,
-                    _NO_TICKS,
-                    0,
-                    EV_EVICT,
-                    it,
-                    kk,
-                    np.int64(T),
-                    p,
-                    1,
-                    IN_GPU,
-                    dest,
-                    0,
-                )
+                if emit is not None:
+                    emit(
+                        ev,
+                        S,
+                        S_OUT_OPEN,
+                        t,
+                        0,
+                        _NO_TICKS,
+                        0,
+                        EV_EVICT,
+                        it,
+                        kk,
+                        np.int64(T),
+                        p,
+                        1,
+                        IN_GPU,
+                        dest,
+                        0,
+                    )
                 pstate[_u(p)] = (st & ~(LOC_MASK | F_TRANSFER)) | dest
                 gpu_used -= 1
                 c_out, c_out_ssd, c_out_cpu, c_fed = _count_out(
@@ -510,24 +527,25 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, 
                     dest = c_fed if c_fed != NOT_KNOWN else IN_CPU
                     vst = np.int64(pstate[_u(v)])
                     pstate[_u(v)] = (vst & ~(LOC_MASK | F_TRANSFER)) | dest
-                    emit(
-                        ev,
-                        S,
-                        S_OUT_OPEN,
-                        t,
-                        0,
-                        _NO_TICKS,
-                        0,
-                        EV_EVICT,
-                        it,
-                        kk,
-                        np.int64(v_T),
-                        v,
-                        1,
-                        IN_GPU,
-                        dest,
-                        1,
-                    )
+                    if emit is not None:
+                        emit(
+                            ev,
+                            S,
+                            S_OUT_OPEN,
+                            t,
+                            0,
+                            _NO_TICKS,
+                            0,
+                            EV_EVICT,
+                            it,
+                            kk,
+                            np.int64(v_T),
+                            v,
+                            1,
+                            IN_GPU,
+                            dest,
+                            1,
+                        )
                     if (vst & RES_MASK) == IN_GPU:
                         v_res += 1
                     v += 1
@@ -562,7 +580,8 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, 
             tt[_u(T), TT_RES] += n
             kind = EV_FETCH if is_fetch else EV_ALLOC
             val = 1 if stage <= _G_PF_ALLOC else 0
-            emit(ev, S, S_IN_OPEN, t, 0, _NO_TICKS, 0, kind, it, kk, np.int64(T), rp, n, src, IN_GPU, val)
+            if emit is not None:
+                emit(ev, S, S_IN_OPEN, t, 0, _NO_TICKS, 0, kind, it, kk, np.int64(T), rp, n, src, IN_GPU, val)
         qb[q, slot, 0] = rp + n
         qb[q, slot, 1] -= n
     S[S_RP_COUNT] += 1
@@ -616,7 +635,10 @@ def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t, emit):
         T = S[S_RP_T + q]
         if S[b + 3] == 0:
             res = _rp_evict(pstate, rp, k * n, S[b])
-            emit(ev, S, S_OUT_OPEN, t, ii, n, 0, EV_EVICT, it, kk, np.int64(T), rp, k * n, IN_GPU, S[b], 0)
+            if emit is not None:
+                emit(
+                    ev, S, S_OUT_OPEN, t, ii, n, 0, EV_EVICT, it, kk, np.int64(T), rp, k * n, IN_GPU, S[b], 0
+                )
         else:
             res = 0
             for j in range(k):
@@ -624,43 +646,45 @@ def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t, emit):
                 res += _rp_evict(pstate, p, S[b + 1], S[b])
                 res += _rp_evict(pstate, p + S[b + 1], S[b + 3], S[b + 2])
                 tj = t + j * ii
-                emit(
-                    ev,
-                    S,
-                    S_OUT_OPEN,
-                    tj,
-                    0,
-                    _NO_TICKS,
-                    0,
-                    EV_EVICT,
-                    it,
-                    kk,
-                    np.int64(T),
-                    p,
-                    S[b + 1],
-                    IN_GPU,
-                    S[b],
-                    0,
-                )
+                if emit is not None:
+                    emit(
+                        ev,
+                        S,
+                        S_OUT_OPEN,
+                        tj,
+                        0,
+                        _NO_TICKS,
+                        0,
+                        EV_EVICT,
+                        it,
+                        kk,
+                        np.int64(T),
+                        p,
+                        S[b + 1],
+                        IN_GPU,
+                        S[b],
+                        0,
+                    )
                 p2 = p + S[b + 1]
-                emit(
-                    ev,
-                    S,
-                    S_OUT_OPEN,
-                    tj,
-                    0,
-                    _NO_TICKS,
-                    0,
-                    EV_EVICT,
-                    it,
-                    kk,
-                    np.int64(T),
-                    p2,
-                    S[b + 3],
-                    IN_GPU,
-                    S[b + 2],
-                    0,
-                )
+                if emit is not None:
+                    emit(
+                        ev,
+                        S,
+                        S_OUT_OPEN,
+                        tj,
+                        0,
+                        _NO_TICKS,
+                        0,
+                        EV_EVICT,
+                        it,
+                        kk,
+                        np.int64(T),
+                        p2,
+                        S[b + 3],
+                        IN_GPU,
+                        S[b + 2],
+                        0,
+                    )
         if res > 0:
             _x_remove(lru, S, tt, T, rp, rp + k * n)
             tt[_u(T), TT_RES] -= res
@@ -690,7 +714,8 @@ def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t, emit):
             kind = EV_ALLOC if (stage == _G_PF_ALLOC or stage == _G_PREALLOC) else EV_FETCH
             val = 1 if stage <= _G_PF_ALLOC else 0
             T = np.int64(S[S_RP_T + q])
-            emit(ev, S, S_IN_OPEN, t, ii, n, 0, kind, it, kk, T, rp, k * n, S[S_RP_LOC + q], IN_GPU, val)
+            if emit is not None:
+                emit(ev, S, S_IN_OPEN, t, ii, n, 0, kind, it, kk, T, rp, k * n, S[S_RP_LOC + q], IN_GPU, val)
     for q in range(NQ):
         n = S[S_RP_N + q] if (mask >> q) & 1 else 0
         if n == 0:

@@ -303,24 +303,25 @@ def _preevict_run(
                     d, res_d = _preevict_gpu_run(lru, pstate, S[P_LCAP], p, p + m, cur_page, dest)
                     S[S_LRU_STALE] += d
                 if d > 0:
-                    emit(
-                        ev,
-                        S,
-                        S_OUT_OPEN,
-                        t,
-                        0,
-                        _NO_TICKS,
-                        0,
-                        EV_EVICT,
-                        it,
-                        k,
-                        np.int64(et_T),
-                        p,
-                        d,
-                        IN_GPU,
-                        dest,
-                        0,
-                    )
+                    if emit is not None:
+                        emit(
+                            ev,
+                            S,
+                            S_OUT_OPEN,
+                            t,
+                            0,
+                            _NO_TICKS,
+                            0,
+                            EV_EVICT,
+                            it,
+                            k,
+                            np.int64(et_T),
+                            p,
+                            d,
+                            IN_GPU,
+                            dest,
+                            0,
+                        )
                     moved += d
                     qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, d)
                     if dest == IN_CPU:
@@ -336,7 +337,10 @@ def _preevict_run(
                         break
                     continue
         # -- committed: page p goes now --
-        emit(ev, S, S_OUT_OPEN, t, 0, _NO_TICKS, 0, EV_EVICT, it, k, np.int64(et_T), p, 1, IN_GPU, dest, 0)
+        if emit is not None:
+            emit(
+                ev, S, S_OUT_OPEN, t, 0, _NO_TICKS, 0, EV_EVICT, it, k, np.int64(et_T), p, 1, IN_GPU, dest, 0
+            )
         moved += 1
         qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, 1)
         if dest == IN_CPU:
