@@ -512,13 +512,14 @@ def _victim_rows(emit, ev, S, em, off, lo, j, dest):
     )
 
 
-@_kernel_page
-def _batch_move_x_run(
-    p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait, vt_d, ev, em, emit
-):
-    """`_batch_move_x` (emit None: its calls compile without the code of the trace) and
-    `_batch_move_x_traced` (emit, ev and em: each extent's victims written as EVICT rows,
-    `_victim_rows`; the moves stop once the event buffer is past its pause line)."""
+@_kernel_stage
+def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait, vt_d):
+    """`_batch_move` on the extent LRU (P_XLRU, LRU policies): pages p, p+1, ... (at most nb,
+    while they are at a_src) of tensor a_T move to the GPU, each with a victim (b_ev) going
+    to b_dest. The victims are the list's first pages, taken while they are of the last
+    victim's tensor (pages b_lo..b_hi-1), a head extent at a time: the pages that arrive
+    join the tail, behind the victims of their chunk, as they would one by one. Returns the
+    pages moved, the wait-set size and the victim tensor's pending TT_RES change."""
     m = 0
     while m < nb:
         k = nb - m
@@ -540,39 +541,11 @@ def _batch_move_x_run(
             _victims_leave(pstate, lo, j, b_dest)
             _x_take(lru, S, tt, j)
             vt_d -= j
-            if emit is not None and not _victim_rows(emit, ev, S, em, m, lo, j, b_dest):
-                nb = m + j  # (the event buffer is past its pause line: these are the last)
         wait = _x_arrive(lru, S, tt, pstate, a_T, p + m, j, wait)
         m += j
         if j < k:
             break
     return m, wait, vt_d
-
-
-@_kernel_stage
-def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait, vt_d):
-    """`_batch_move` on the extent LRU (P_XLRU, LRU policies): pages p, p+1, ... (at most nb,
-    while they are at a_src) of tensor a_T move to the GPU, each with a victim (b_ev) going
-    to b_dest. The victims are the list's first pages, taken while they are of the last
-    victim's tensor (pages b_lo..b_hi-1), a head extent at a time: the pages that arrive
-    join the tail, behind the victims of their chunk, as they would one by one. Returns the
-    pages moved, the wait-set size and the victim tensor's pending TT_RES change."""
-    return _batch_move_x_run(
-        p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait, vt_d, None, None, None
-    )
-
-
-@_kernel_stage
-def _batch_move_x_traced(
-    p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait, vt_d, ev, em, emit
-):
-    """`_batch_move_x` in a traced run: each extent's victims also written as EVICT rows of the
-    victims' tensor through the run's emitter (em: the first tick's time, the tick period, the
-    pages a tick, the iteration, the kernel and the victims' tensor). Returns what
-    `_batch_move_x` returns."""
-    return _batch_move_x_run(
-        p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait, vt_d, ev, em, emit
-    )
 
 
 @_kernel
@@ -588,32 +561,17 @@ def _victims_requeued(pstate, lo, j, wait):
     return wait
 
 
-@_kernel_page
-def _batch_move_xd_run(
-    p,
-    nb,
-    a_src,
-    b_ev,
-    b_dest,
-    b_lo,
-    b_hi,
-    b_rq,
-    pstate,
-    lru,
-    S,
-    tt,
-    a_T,
-    wait,
-    vt_d,
-    dnp,
-    srt,
-    cur,
-    dum_end,
-    ev,
-    em,
-    emit,
+@_kernel_stage
+def _batch_move_xd(
+    p, nb, a_src, b_ev, b_dest, b_lo, b_hi, b_rq, pstate, lru, S, tt, a_T, wait, vt_d, dnp, srt, cur, dum_end
 ):
-    """`_batch_move_xd` and `_batch_move_xd_traced`, as `_batch_move_x_run`."""
+    """`_batch_move_x` under DeepUM (dnp: non-PF): the victims are `_xd_victim`'s, a record
+    at a time, and the cursor `cur` moves as one by one; a run does not take the last page
+    of the tail record with others (one by one, the page after it would be the first
+    arrival, not END). (A function of its own: with these branches in `_batch_move_x`, the
+    LRU policies' runs were slower, Inceptionv3-1536 Base UVM by about a fifth.) b_rq as in
+    `_batch_move_x`. Returns the pages moved, the wait-set size, the victim tensor's pending
+    TT_RES change, the cursor and the first victim (-1: none)."""
     m = 0
     h = -1
     v0 = -1
@@ -647,8 +605,6 @@ def _batch_move_xd_run(
                 _release_dropped(pstate, lo, lo + j, S)
             cur = _xd_evict(dnp, lru, S, tt, h, lo, j, cur)
             vt_d -= j
-            if emit is not None and not _victim_rows(emit, ev, S, em, m, lo, j, b_dest):
-                nb = m + j  # (the event buffer is past its pause line: these are the last)
         wait = _x_arrive(lru, S, tt, pstate, a_T, p + m, j, wait)
         m += j
         if j < k:
@@ -657,40 +613,40 @@ def _batch_move_xd_run(
 
 
 @_kernel_stage
-def _batch_move_xd(
-    p, nb, a_src, b_ev, b_dest, b_lo, b_hi, b_rq, pstate, lru, S, tt, a_T, wait, vt_d, dnp, srt, cur, dum_end
+def _batch_move_x_traced(
+    p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait, vt_d, ev, em, emit
 ):
-    """`_batch_move_x` under DeepUM (dnp: non-PF): the victims are `_xd_victim`'s, a record
-    at a time, and the cursor `cur` moves as one by one; a run does not take the last page
-    of the tail record with others (one by one, the page after it would be the first
-    arrival, not END). (A function of its own: with these branches in `_batch_move_x`, the
-    LRU policies' runs were slower, Inceptionv3-1536 Base UVM by about a fifth.) b_rq as in
-    `_batch_move_x`. Returns the pages moved, the wait-set size, the victim tensor's pending
-    TT_RES change, the cursor and the first victim (-1: none)."""
-    return _batch_move_xd_run(
-        p,
-        nb,
-        a_src,
-        b_ev,
-        b_dest,
-        b_lo,
-        b_hi,
-        b_rq,
-        pstate,
-        lru,
-        S,
-        tt,
-        a_T,
-        wait,
-        vt_d,
-        dnp,
-        srt,
-        cur,
-        dum_end,
-        None,
-        None,
-        None,
-    )
+    """`_batch_move_x` in a traced run: one head extent's victims at a time, each run of them
+    written as EVICT rows of the victims' tensor through the run's emitter (`_victim_rows`;
+    em: the first tick's time, the tick period, the pages a tick, the iteration, the kernel
+    and the victims' tensor). It stops once the event buffer is past its pause line (the
+    tick goes on by the page loop, and ends the streak). The untraced moves keep their
+    compiled shape (a branch inside `_batch_move_x` once cost the LRU policies a fifth).
+    Returns what `_batch_move_x` returns."""
+    m = 0
+    while m < nb:
+        k = nb - m
+        lo = 0
+        if b_ev:
+            h = S[S_X_HEAD]
+            if h < 0:
+                break
+            lo = lru[_u(h * XW + X_LO)]
+            hi = lru[_u(h * XW + X_HI)]
+            if hi - lo < k:
+                k = hi - lo
+        j, wait, vt_d = _batch_move_x(
+            p + m, k, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait, vt_d
+        )
+        if j == 0:
+            break
+        # (the emitter answers whether the event buffer is below its pause line; past it, the
+        # tick goes on by the page loop, and the engine flushes the buffer soon)
+        more = _victim_rows(emit, ev, S, em, m, lo, j, b_dest) if b_ev else False
+        m += j
+        if j < k or not more:
+            break
+    return m, wait, vt_d
 
 
 @_kernel_stage
@@ -718,31 +674,57 @@ def _batch_move_xd_traced(
     em,
     emit,
 ):
-    """`_batch_move_xd` in a traced run, as `_batch_move_x_traced`."""
-    return _batch_move_xd_run(
-        p,
-        nb,
-        a_src,
-        b_ev,
-        b_dest,
-        b_lo,
-        b_hi,
-        b_rq,
-        pstate,
-        lru,
-        S,
-        tt,
-        a_T,
-        wait,
-        vt_d,
-        dnp,
-        srt,
-        cur,
-        dum_end,
-        ev,
-        em,
-        emit,
-    )
+    """`_batch_move_xd` in a traced run, as `_batch_move_x_traced`: one record's victims at a
+    time (bounded as `_batch_move_xd` bounds them, so that each call takes one run of
+    consecutive victims). Returns what `_batch_move_xd` returns."""
+    m = 0
+    v0 = -1
+    while m < nb:
+        k = nb - m
+        lo = 0
+        if b_ev:
+            h, lo = _xd_victim(dnp, lru, S, tt, srt, cur, dum_end)
+            if h < 0:
+                break
+            if b_rq and v0 >= 0 and lo != v0 + m:
+                break
+            hi = lru[_u(h * XW + X_HI)]
+            if hi - lo <= k:
+                k = hi - lo
+                if k >= 2 and lru[_u(h * XW + X_NEXT)] < 0:
+                    k -= 1
+        j, wait, vt_d, cur, v = _batch_move_xd(
+            p + m,
+            k,
+            a_src,
+            b_ev,
+            b_dest,
+            b_lo,
+            b_hi,
+            b_rq,
+            pstate,
+            lru,
+            S,
+            tt,
+            a_T,
+            wait,
+            vt_d,
+            dnp,
+            srt,
+            cur,
+            dum_end,
+        )
+        if j == 0:
+            break
+        if v0 < 0:
+            v0 = v
+        # (the emitter answers whether the event buffer is below its pause line; past it, the
+        # tick goes on by the page loop, and the engine flushes the buffer soon)
+        more = _victim_rows(emit, ev, S, em, m, lo, j, b_dest) if b_ev else False
+        m += j
+        if j < k or not more:
+            break
+    return m, wait, vt_d, cur, v0
 
 
 @_kernel_stage
