@@ -349,9 +349,9 @@ def _rp_evict(pstate, p, n, dest):
 
 @_kernel
 def _rp_take(lru, S, tt, pstate, n, dest, ev, em, emit):
-    """The list's first n pages are evicted to dest, a head extent at a time. In a traced run
-    (emit: its emitter, None untraced) each extent's victims are written as EVICT rows (em:
-    the first tick's time, the tick period and the victims a tick)."""
+    """The list's first n pages are evicted to dest, a head extent at a time. em: whether
+    the run is traced, then the first tick's time, the tick period and the victims a tick
+    (`_emit_ticked`): each extent's victims are written as EVICT rows."""
     off = 0
     while n > 0:
         b = S[S_X_HEAD] * XW
@@ -621,6 +621,7 @@ def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t, emit):
     the first tick at time t. Returns the wait-set size."""
     mask = S[S_RP_MASK]
     qm = qb.shape[1] - 1
+    trace = S[P_TRACE] != 0
     ii = S[P_II]
     it = S[S_CUR_ITER]
     kk = S[S_CUR_KERNEL]
@@ -702,7 +703,7 @@ def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t, emit):
                 _rp_take(lru, S, tt, pstate, S[b + 3], S[b + 2], ev, em, emit)
             rp = qb[q, _u(S[S_QH + q] & qm), 0]
             wait = _x_arrive(lru, S, tt, pstate, S[S_RP_T + q], rp + j * n, n, wait)
-    if emit is not None:
+    if trace:
         # the arrivals: each stage's pages, n a tick
         for stage in range(_G_PF_SSD, _G_RS_SSD):
             q = _STAGE_QUEUE[stage]
@@ -713,7 +714,8 @@ def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t, emit):
             kind = EV_ALLOC if (stage == _G_PF_ALLOC or stage == _G_PREALLOC) else EV_FETCH
             val = 1 if stage <= _G_PF_ALLOC else 0
             T = np.int64(S[S_RP_T + q])
-            emit(ev, S, S_IN_OPEN, t, ii, n, 0, kind, it, kk, T, rp, k * n, S[S_RP_LOC + q], IN_GPU, val)
+            if emit is not None:
+                emit(ev, S, S_IN_OPEN, t, ii, n, 0, kind, it, kk, T, rp, k * n, S[S_RP_LOC + q], IN_GPU, val)
     for q in range(NQ):
         n = S[S_RP_N + q] if (mask >> q) & 1 else 0
         if n == 0:
@@ -850,7 +852,7 @@ def _rp_batch(
             k = have // nv
         if k < 2:
             return none
-    if emit is not None:
+    if S[P_TRACE] != 0:
         # the rows they write fit in the event buffer: at most three an extent of victims
         # (ne of them ahead) and a stage's pages; where a tick's victims or pre-evicted pages
         # go two ways, also a row a tick for each way of each stage
