@@ -288,3 +288,50 @@ def test_fault_scan_uniform_equals_page_loop(seed):
     if seed % 4 != 3 and not u & pk.F_TRANSFER:
         assert np.all(b[1][p0 : p0 + n] & pk.F_TRANSFER)
         assert b[3][pk.S_WAIT] == 7 + n
+
+
+def _runs_states(rng, n):
+    """Page states in runs (lengths 1-200) of a few locations and flags, generations
+    random: the cases `_rp_canon` and `_res_run` scan word by word and page by page."""
+    out = np.empty(n, dtype=np.uint8)
+    i = 0
+    while i < n:
+        k = int(rng.integers(1, 200))
+        st = int(rng.choice([pk.NOT_PRESENT, pk.IN_SSD, pk.IN_CPU, pk.IN_GPU]))
+        st |= int(rng.choice([0, pk.F_TRANSFER, pk.F_WAIT, pk.F_TRANSFER | pk.F_WAIT]))
+        out[i : i + k] = st
+        i += k
+    return out | (rng.integers(0, 16, n).astype(np.uint8) << pk.GEN_SHIFT)
+
+
+def test_rp_canon_and_res_run_against_page_loops():
+    """The word-wise and chunked scans stop where a page-by-page loop stops, from every
+    alignment and length (their plain twins: the loops they replaced)."""
+    rng = np.random.default_rng(7)
+    ps = _runs_states(rng, 4_000)
+    for _ in range(3_000):
+        p = int(rng.integers(0, 3_900))
+        n = int(rng.integers(0, 4_000 - p))
+        loc = int(ps[p]) & pk.LOC_MASK if rng.random() < 0.8 else int(rng.integers(0, 4))
+        j = 0
+        while j < n and (int(ps[p + j]) & pk.LOC_MASK) == loc:
+            j += 1
+        assert pk._rp_canon(ps, p, n, loc) == j, (p, n, loc)
+        if n >= 1:
+            u = int(ps[p]) & pk.RES_MASK
+            e = p + 1
+            while e < p + n and (int(ps[e]) & pk.RES_MASK) == u:
+                e += 1
+            assert pk._res_run(ps, p, p + n, u) == e, (p, n)
+    # one long run: the word-wise scan reaches the end
+    ps = np.full(1_000, pk.IN_CPU | (3 << pk.GEN_SHIFT), dtype=np.uint8)
+    assert pk._rp_canon(ps, 1, 999, pk.IN_CPU) == 999
+    ps[998] = pk.IN_SSD
+    assert pk._rp_canon(ps, 1, 999, pk.IN_CPU) == 997
+    assert pk._res_run(ps, 3, 1_000, pk.IN_CPU) == 998
+
+
+def test_flag_pages():
+    ps = np.array([0, pk.F_WAIT, pk.IN_CPU, pk.IN_SSD | pk.F_WAIT, 7], dtype=np.uint8)
+    assert pk._flag_pages(ps, 1, 4, pk.F_TRANSFER | pk.F_WAIT) == 2
+    assert list(ps) == [0, 12, 14, 13, 7]

@@ -57,6 +57,7 @@ from g10fast.engine.page.layout import (
     Q_PREFETCH_SSD,
     RES_MASK,
     STALE_BUCKETS,
+    _RUN_CHUNK,
     S_AMP_ALIGNED,
     S_AMP_RAW,
     S_CNT,
@@ -286,6 +287,36 @@ def _uniform_state(pstate, p0, n):
 
 
 @_kernel
+def _res_run(pstate, i, end, u):
+    """The end of the run of pages i, i + 1, ... (before `end`) whose location and
+    in-transfer bits (st & RES_MASK) are u, page i's: chunks of _RUN_CHUNK without a branch
+    first (vectorised by LLVM), then page by page."""
+    j = i + 1
+    while j + _RUN_CHUNK <= end:
+        acc = 0
+        for q in range(j, j + _RUN_CHUNK):
+            acc |= np.int64(pstate[_u(q)]) ^ u
+        if acc & RES_MASK:
+            break
+        j += _RUN_CHUNK
+    while j < end and (np.int64(pstate[_u(j)]) & RES_MASK) == u:
+        j += 1
+    return j
+
+
+@_kernel
+def _flag_pages(pstate, i, j, flags):
+    """Set `flags` on the states of pages i .. j - 1; returns how many were in the wait set
+    (F_WAIT) before."""
+    had = 0
+    for p in range(i, j):
+        st = pstate[_u(p)]
+        had += (st >> 3) & 1  # (F_WAIT, bit 3)
+        pstate[_u(p)] = st | flags
+    return had
+
+
+@_kernel
 def _dealloc_generation(lru, pstate, S, L, p, st, stale, cur_page):
     """Page p (state st, IN_GPU, not in transfer) is deallocated inside a run that keeps the
     stale count in ``stale`` and the cursor's page in ``cur_page``: the cursor resets when it
@@ -444,35 +475,25 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
         # (a tensor whose pages are all resident and not in transfer queues nothing: DeepUM
         # re-hints the resident tensors of the look-ahead kernel at every kernel start)
         if tt[_u(T), TT_RES] != n:
-            # runs of consecutive pages bound for the same queue are pushed as one (the
-            # queues merge contiguous pushes anyway)
-            run_q = -1
-            run_p = 0
-            run_n = 0
-            for p in range(p0, p0 + n):
-                st = np.int64(pstate[_u(p)])
-                q = -1
-                if not (st & F_TRANSFER):
-                    loc = st & LOC_MASK
-                    if loc == NOT_PRESENT:
+            # runs of pages that share their location and in-transfer bits (`_res_run`):
+            # those off the GPU and not in transfer are flagged in transfer and pushed as one
+            # run (the queues merge contiguous pushes anyway)
+            i = p0
+            end = p0 + n
+            while i < end:
+                u = np.int64(pstate[_u(i)]) & RES_MASK
+                j = _res_run(pstate, i, end, u)
+                if not (u & F_TRANSFER) and u != IN_GPU:
+                    if u == NOT_PRESENT:
                         q = Q_PREALLOC
-                    elif loc == IN_SSD:
+                    elif u == IN_SSD:
                         q = Q_PREFETCH_SSD
-                    elif loc == IN_CPU:
+                    else:
                         q = Q_PREFETCH_CPU
-                if q >= 0:
-                    pstate[_u(p)] = st | F_TRANSFER
-                    queued += 1
-                    if q == run_q and run_p + run_n == p:
-                        run_n += 1
-                        continue
-                if run_n > 0:
-                    _q_push(qb, S, run_q, run_p, run_n)
-                run_q = q
-                run_p = p
-                run_n = 1 if q >= 0 else 0
-            if run_n > 0:
-                _q_push(qb, S, run_q, run_p, run_n)
+                    _flag_pages(pstate, i, j, F_TRANSFER)
+                    queued += j - i
+                    _q_push(qb, S, q, i, j - i)
+                i = j
     elif (to == IN_SSD or to == IN_CPU) and tt[_u(T), TT_RES] == 0:
         pass  # no page resident and not in transfer: none queued
     elif to == IN_SSD or to == IN_CPU:
@@ -512,50 +533,40 @@ def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
         u = _uniform_state(pstate, p0, n)
         if u >= 0:
             return _fault_scan_uniform(T, u, o, p0, n, t, pstate, qb, S, ev, trace, k, it)
-    # runs of consecutive pages found in the same place are queued (and traced) as one
-    run_start = -1
-    run_len = 0
-    run_loc = -1
+    # Runs of consecutive pages that share their location and in-transfer bits (st &
+    # RES_MASK; `_res_run`) take one step each: the pages of such a run found off the GPU,
+    # not in transfer, are queued (and traced) as one run, as the page loop queued them
+    # (two such neighbouring runs never share a location: their bits would be equal).
     intr = 0
     n_cpu = 0
     n_ssd = 0
     n_np = 0
     n_wait = 0
-    for p in range(p0, p0 + n + 1):
-        loc = -1
-        if p < p0 + n:
-            st = np.int64(pstate[_u(p)])
-            if st & F_TRANSFER:
-                intr += 1
+    i = p0
+    end = p0 + n
+    while i < end:
+        u = np.int64(pstate[_u(i)]) & RES_MASK
+        j = _res_run(pstate, i, end, u)
+        c = j - i
+        if u == IN_GPU:
+            i = j
+            continue  # resident, not in transfer: nothing
+        n_wait += c - _flag_pages(pstate, i, j, F_WAIT if u & F_TRANSFER else F_TRANSFER | F_WAIT)
+        if u & F_TRANSFER:
+            intr += c
+        else:
+            if u == NOT_PRESENT:
+                n_np += c
+                _q_push(qb, S, Q_PF_ALLOC, i, c)
+            elif u == IN_SSD:
+                n_ssd += c
+                _q_push(qb, S, Q_PF_SSD, i, c)
             else:
-                loc = st & LOC_MASK
-                if loc == IN_GPU:
-                    loc = -1
-                else:
-                    st |= F_TRANSFER
-            if (st & F_TRANSFER) and not (st & F_WAIT):
-                st |= F_WAIT
-                n_wait += 1
-            pstate[_u(p)] = st
-            if loc >= 0 and loc == run_loc:
-                run_len += 1
-                continue
-        # the run ends before page p (or at the tensor's end)
-        if run_len > 0:
-            if run_loc == NOT_PRESENT:
-                n_np += run_len
-                _q_push(qb, S, Q_PF_ALLOC, run_start, run_len)
-            elif run_loc == IN_SSD:
-                n_ssd += run_len
-                _q_push(qb, S, Q_PF_SSD, run_start, run_len)
-            else:
-                n_cpu += run_len
-                _q_push(qb, S, Q_PF_CPU, run_start, run_len)
+                n_cpu += c
+                _q_push(qb, S, Q_PF_CPU, i, c)
             if trace:
-                _emit(ev, S, t, EV_FAULT, it, k, T, run_start, run_len, run_loc, IN_GPU, 0)
-        run_loc = loc
-        run_start = p
-        run_len = 1 if loc >= 0 else 0
+                _emit(ev, S, t, EV_FAULT, it, k, T, i, c, u, IN_GPU, 0)
+        i = j
     S[S_CNT] += intr
     S[S_CNT + 1 + o] += n_cpu
     S[S_CNT + 2 + o] += n_ssd
