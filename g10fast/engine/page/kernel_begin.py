@@ -6,7 +6,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from g10fast.engine.page.helpers import _emit, _emit_run, _live, _no_faults_queued, _q_push, _tpos
+from g10fast.engine.page.helpers import (
+    _emit,
+    _emit_run,
+    _live,
+    _no_faults_queued,
+    _q_push,
+    _BYTES_ONE,
+    _same_bits,
+    _tpos,
+)
 from g10fast.engine.page.layout import (
     EV_DEALLOC,
     EV_FAULT,
@@ -57,7 +66,6 @@ from g10fast.engine.page.layout import (
     Q_PREFETCH_SSD,
     RES_MASK,
     STALE_BUCKETS,
-    _RUN_CHUNK,
     S_AMP_ALIGNED,
     S_AMP_RAW,
     S_CNT,
@@ -262,57 +270,47 @@ def _dealloc_pages(t, T, p0, n, tt, pstate, lru, S, ev):
 # are settled as one range, with the same outcome as the page loops they replace
 # ----------------------------------------------------------------------------------------
 
-_UNIFORM_CHUNK = 4096
-
 
 @_kernel
 def _uniform_state(pstate, p0, n):
     """The location and in-transfer bits (st & RES_MASK) that pages p0 .. p0 + n - 1 (n >= 1)
-    all share, or -1 when they differ. A branch-free OR over chunks (vectorised by LLVM),
-    stopping at the first chunk that differs."""
+    all share, or -1 when they differ (`_same_bits`, word-wise)."""
     v0 = np.int64(pstate[_u(p0)]) & RES_MASK
-    i = p0
-    end = p0 + n
-    while i < end:
-        j = i + _UNIFORM_CHUNK
-        if j > end:
-            j = end
-        acc = 0
-        for p in range(i, j):
-            acc |= np.int64(pstate[_u(p)]) ^ v0
-        if acc & RES_MASK:
-            return -1
-        i = j
-    return v0
+    if _same_bits(pstate, p0, n, v0, RES_MASK) == n:
+        return v0
+    return -1
 
 
 @_kernel
 def _res_run(pstate, i, end, u):
     """The end of the run of pages i, i + 1, ... (before `end`) whose location and
-    in-transfer bits (st & RES_MASK) are u, page i's: chunks of _RUN_CHUNK without a branch
-    first (vectorised by LLVM), then page by page."""
-    j = i + 1
-    while j + _RUN_CHUNK <= end:
-        acc = 0
-        for q in range(j, j + _RUN_CHUNK):
-            acc |= np.int64(pstate[_u(q)]) ^ u
-        if acc & RES_MASK:
-            break
-        j += _RUN_CHUNK
-    while j < end and (np.int64(pstate[_u(j)]) & RES_MASK) == u:
-        j += 1
-    return j
+    in-transfer bits (st & RES_MASK) are u, page i's (`_same_bits`, word-wise)."""
+    return i + 1 + _same_bits(pstate, i + 1, end - i - 1, u, RES_MASK)
 
 
 @_kernel
 def _flag_pages(pstate, i, j, flags):
     """Set `flags` on the states of pages i .. j - 1; returns how many were in the wait set
-    (F_WAIT) before."""
+    (F_WAIT) before. Eight states a word (the states' bytes read as uint64 words; the wait
+    bits of a word summed by a multiplication), then page by page."""
     had = 0
-    for p in range(i, j):
-        st = pstate[_u(p)]
+    p = i
+    if j - i >= 8:
+        nw = (j - i) // 8
+        w = pstate[i : i + nw * 8].view(np.uint64)
+        fb = np.uint64(flags) * _BYTES_ONE
+        acc = np.uint64(0)
+        for q in range(nw):
+            x = w[_u(q)]
+            # (each byte's wait bit, 0 or 1, summed into the top byte: at most 8)
+            acc += (((x >> np.uint64(3)) & _BYTES_ONE) * _BYTES_ONE) >> np.uint64(56)
+            w[_u(q)] = x | fb
+        had = np.int64(acc)
+        p = i + nw * 8
+    for pp in range(p, j):
+        st = pstate[_u(pp)]
         had += (st >> 3) & 1  # (F_WAIT, bit 3)
-        pstate[_u(p)] = st | flags
+        pstate[_u(pp)] = st | flags
     return had
 
 
@@ -585,12 +583,7 @@ def _fault_scan_uniform(T, u, o, p0, n, t, pstate, qb, S, ev, trace, k, it):
     not in transfer: nothing. Returns the number of SSD pages found."""
     if u == IN_GPU:
         return 0
-    flags = F_WAIT if u & F_TRANSFER else F_TRANSFER | F_WAIT
-    had = 0
-    for p in range(p0, p0 + n):
-        st = pstate[_u(p)]
-        had += (st >> 3) & 1  # (F_WAIT, bit 3)
-        pstate[_u(p)] = st | flags
+    had = _flag_pages(pstate, p0, p0 + n, F_WAIT if u & F_TRANSFER else F_TRANSFER | F_WAIT)
     S[S_WAIT] += n - had
     if u & F_TRANSFER:
         S[S_CNT] += n
