@@ -1,7 +1,9 @@
 """What writing an event trace costs: the same artifact point untraced and traced (`run(...,
 trace_path=...)`, the trace written to a temporary file and removed), in fresh processes that
 alternate (untraced, traced, traced, untraced, ...) on one source tree, each after a warm-up
-run (`paired_timing.measure`). Issue 39 asks a traced run for at most 1.5x the CPU of the
+run of the same kind (`paired_timing.measure`: BERT-128 untraced, or traced, which loads the
+traced engine and the trace writer; records before 2026-11-29 warmed both up untraced, so
+their traced runs also paid those loads, about 0.3-0.5 CPU s). Issue 39 asks a traced run for at most 1.5x the CPU of the
 same run untraced.
 
     python benchmarks/trace_overhead.py --tree . \\
