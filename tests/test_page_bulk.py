@@ -335,3 +335,22 @@ def test_flag_pages():
     ps = np.array([0, pk.F_WAIT, pk.IN_CPU, pk.IN_SSD | pk.F_WAIT, 7], dtype=np.uint8)
     assert pk._flag_pages(ps, 1, 4, pk.F_TRANSFER | pk.F_WAIT) == 2
     assert list(ps) == [0, 12, 14, 13, 7]
+
+
+def test_gpu_states_against_page_loop():
+    """`_gpu_states` (word-wise) leaves the states and counts the wait bits as the page loop
+    it replaced, from every alignment and length."""
+    rng = np.random.default_rng(11)
+    base = _runs_states(rng, 600)
+    for _ in range(400):
+        p = int(rng.integers(0, 500))
+        n = int(rng.integers(0, 600 - p))
+        a = base.copy()
+        nw = 0
+        for q in range(p, p + n):
+            st = int(a[q])
+            nw += (st & pk.F_WAIT) // pk.F_WAIT
+            a[q] = (st & ~(pk.LOC_MASK | pk.F_TRANSFER | pk.F_WAIT)) | pk.IN_GPU
+        b = base.copy()
+        assert pk._gpu_states(b, p, n) == nw, (p, n)
+        assert np.array_equal(a, b), (p, n)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from g10fast.engine.page.helpers import _live, _tpos
+from g10fast.engine.page.helpers import _BYTES_ONE, _live, _tpos
 from g10fast.engine.page.layout import (
     E_EXTENTS,
     F_TRANSFER,
@@ -331,15 +331,37 @@ def _x_remove(lru, S, tt, T, a, b):
 
 
 @_kernel
+def _gpu_states(pstate, p, n):
+    """Pages p .. p + n - 1 become IN_GPU, their transfer and wait-set flags cleared; returns
+    how many were in the wait set. Eight states a word (the states' bytes read as uint64
+    words; the wait bits of a word summed by a multiplication), then page by page."""
+    nw = 0
+    q = p
+    if n >= 8:
+        k = n // 8
+        w = pstate[p : p + k * 8].view(np.uint64)
+        keep = ~(np.uint64(LOC_MASK | F_TRANSFER | F_WAIT) * _BYTES_ONE)
+        gpu = np.uint64(IN_GPU) * _BYTES_ONE
+        acc = np.uint64(0)
+        for i in range(k):
+            x = w[_u(i)]
+            acc += (((x >> np.uint64(3)) & _BYTES_ONE) * _BYTES_ONE) >> np.uint64(56)  # (F_WAIT)
+            w[_u(i)] = (x & keep) | gpu
+        nw = np.int64(acc)
+        q = p + k * 8
+    for pp in range(q, p + n):
+        st = np.int64(pstate[_u(pp)])
+        nw += (st & F_WAIT) // F_WAIT
+        pstate[_u(pp)] = (st & ~(LOC_MASK | F_TRANSFER | F_WAIT)) | IN_GPU
+    return nw
+
+
+@_kernel
 def _x_arrive(lru, S, tt, pstate, T, p, n, wait):
     """Pages p .. p + n - 1 of tensor T (none in the GPU) take GPU frames, in this order: IN_GPU,
     transfer and wait-set flags cleared, at the list's tail (`_lru_append` for extents; the
     tail extent grows when they continue it). Returns the wait-set size after them."""
-    nw = 0
-    for pp in range(p, p + n):
-        st = np.int64(pstate[_u(pp)])
-        nw += (st & F_WAIT) // F_WAIT
-        pstate[_u(pp)] = (st & ~(LOC_MASK | F_TRANSFER | F_WAIT)) | IN_GPU
+    nw = _gpu_states(pstate, p, n)
     tl = S[S_X_TAIL]
     if tl >= 0 and lru[_u(tl * XW + X_HI)] == p and lru[_u(tl * XW + X_T)] == T:
         lru[_u(tl * XW + X_HI)] = p + n

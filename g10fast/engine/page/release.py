@@ -81,6 +81,13 @@ def _release_dropped(pstate, lo, hi, S):
     while a < e:
         blk = pstate[a - base : a - base + ps].view(np.uint64)
         i = w - 1
+        while i >= 7:  # (eight words a step without a branch, then word by word)
+            acc = np.uint64(0)
+            for q in range(i - 7, i + 1):
+                acc |= blk[q]
+            if acc != 0:
+                break
+            i -= 8
         while i >= 0 and blk[i] == 0:
             i -= 1
         if i < 0:
