@@ -1,7 +1,7 @@
 """Time a whole sweep: the artifact's 1,410-point matrix, or a named subset.
 
     python benchmarks/sweep_matrix.py [MATRIX] [--policies lru ideal] [--workers N]
-                                      [--store FILE] [--g10 DIR] [--keep-store]
+                                      [--store FILE] [--g10 DIR] [--out FILE]
 
 MATRIX is a file or a bundled matrix name (default: artifact). --policies keeps only those
 policies' points. The sweep runs into a fresh store (unless --store names an existing one, in
