@@ -3,8 +3,8 @@ trace_path=...)`, the trace written to a temporary file and removed), in fresh p
 alternate (untraced, traced, traced, untraced, ...) on one source tree, each after a warm-up
 run of the same kind (`paired_timing.measure`: BERT-128 untraced, or traced, which loads the
 traced engine and the trace writer; records before 2026-11-29 warmed both up untraced, so
-their traced runs also paid those loads, about 0.3-0.5 CPU s). Issue 39 asks a traced run for at most 1.5x the CPU of the
-same run untraced.
+their traced runs also paid those loads, about 0.3-0.5 CPU s). Issue 39 asks a traced run
+for at most 1.5x the CPU of the same run untraced.
 
     python benchmarks/trace_overhead.py --tree . \\
         --points ResNet152:1280:lru ResNet152:1280:prefetch_lru SENet154:1024:deepUM --repeats 3
