@@ -339,33 +339,6 @@ def _same_bits(pstate, p, n, v, m):
 
 
 @_kernel
-def _set_states(pstate, i, j, keep, bits):
-    """States of pages i .. j - 1 become (st & keep) | bits; returns how many were in the
-    wait set (F_WAIT) before. Eight states a word (the states' bytes read as uint64 words;
-    the wait bits of a word summed by a multiplication: each byte's bit 3 moved to bit 0,
-    times 0x0101010101010101, the top byte holds their sum), then page by page."""
-    had = 0
-    p = i
-    if j - i >= 8:
-        nw = (j - i) // 8
-        w = pstate[i : i + nw * 8].view(np.uint64)
-        kw = np.uint64(keep) * _BYTES_ONE
-        bw = np.uint64(bits) * _BYTES_ONE
-        acc = np.uint64(0)
-        for q in range(nw):
-            x = w[_u(q)]
-            acc += (((x >> np.uint64(3)) & _BYTES_ONE) * _BYTES_ONE) >> np.uint64(56)
-            w[_u(q)] = (x & kw) | bw
-        had = np.int64(acc)
-        p = i + nw * 8
-    for pp in range(p, j):
-        st = np.int64(pstate[_u(pp)])
-        had += (st >> 3) & 1  # (F_WAIT, bit 3)
-        pstate[_u(pp)] = (st & keep) | bits
-    return had
-
-
-@_kernel
 def _rp_canon(pstate, p, n, loc):
     """How many of pages p, p+1, ... (at most n) lie at loc, from the first on (`_same_bits`:
     the byte-wise loop it replaced was 15 % of a SENet154-1024 DeepUM+ run)."""

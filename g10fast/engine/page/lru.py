@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from g10fast.engine.page.helpers import _live, _set_states, _tpos
+from g10fast.engine.page.helpers import _BYTES_ONE, _live, _tpos
 from g10fast.engine.page.layout import (
     E_EXTENTS,
     F_TRANSFER,
@@ -333,8 +333,27 @@ def _x_remove(lru, S, tt, T, a, b):
 @_kernel
 def _gpu_states(pstate, p, n):
     """Pages p .. p + n - 1 become IN_GPU, their transfer and wait-set flags cleared; returns
-    how many were in the wait set (`_set_states`, word-wise)."""
-    return _set_states(pstate, p, p + n, 0xFF & ~(LOC_MASK | F_TRANSFER | F_WAIT), IN_GPU)
+    how many were in the wait set. Eight states a word (the states' bytes read as uint64
+    words; the wait bits of a word summed by a multiplication), then page by page."""
+    nw = 0
+    q = p
+    if n >= 8:
+        k = n // 8
+        w = pstate[p : p + k * 8].view(np.uint64)
+        keep = ~(np.uint64(LOC_MASK | F_TRANSFER | F_WAIT) * _BYTES_ONE)
+        gpu = np.uint64(IN_GPU) * _BYTES_ONE
+        acc = np.uint64(0)
+        for i in range(k):
+            x = w[_u(i)]
+            acc += (((x >> np.uint64(3)) & _BYTES_ONE) * _BYTES_ONE) >> np.uint64(56)  # (F_WAIT)
+            w[_u(i)] = (x & keep) | gpu
+        nw = np.int64(acc)
+        q = p + k * 8
+    for pp in range(q, p + n):
+        st = np.int64(pstate[_u(pp)])
+        nw += (st & F_WAIT) // F_WAIT
+        pstate[_u(pp)] = (st & ~(LOC_MASK | F_TRANSFER | F_WAIT)) | IN_GPU
+    return nw
 
 
 @_kernel
