@@ -19,7 +19,7 @@ from g10fast.engine.page.batch import (
     _streak_ticks,
     _victims_requeued,
 )
-from g10fast.engine.page.helpers import _NO_TICKS, _admit, _is_alive, _tensor_at
+from g10fast.engine.page.helpers import _NO_TICKS, _tick_row, _admit, _is_alive, _tensor_at
 from g10fast.engine.page.layout import (
     EV_ALLOC,
     EV_EVICT,
@@ -637,43 +637,9 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
         # (traced: the victim and the page, rows of one page that may extend the open ones)
         if vslot >= 0:
             if emit is not None:
-                emit(
-                    ev,
-                    S,
-                    S_OUT_OPEN,
-                    t,
-                    ii,
-                    _NO_TICKS,
-                    0,
-                    EV_EVICT,
-                    it,
-                    k,
-                    np.int64(vt_T),
-                    v,
-                    1,
-                    IN_GPU,
-                    dest,
-                    1,
-                )
+                _tick_row(emit, ev, S, S_OUT_OPEN, t, EV_EVICT, it, k, np.int64(vt_T), v, 1, IN_GPU, dest, 1)
         if emit is not None:
-            emit(
-                ev,
-                S,
-                S_IN_OPEN,
-                t,
-                ii,
-                _NO_TICKS,
-                0,
-                a_kind,
-                it,
-                k,
-                np.int64(at_T),
-                p,
-                1,
-                a_src,
-                IN_GPU,
-                a_val,
-            )
+            _tick_row(emit, ev, S, S_IN_OPEN, t, a_kind, it, k, np.int64(at_T), p, 1, a_src, IN_GPU, a_val)
         if vslot >= 0:
             if xl:
                 if deepum:

@@ -221,6 +221,14 @@ def _emit_ticked(ev, S, open_idx, t, ii, per, off, kind, it, k, tensor, page, n,
     return S[S_NEV] < S[S_EV_PAUSE]
 
 
+@_kernel_page
+def _tick_row(emit, ev, S, open_idx, t, kind, it, k, tensor, page, n, src, dst, value):
+    """A row of pages page .. page + n - 1 at time t, all in that tick, through the run's
+    emitter (`_emit_ticked`'s one-tick case: it may extend the open row ev[S[open_idx]]).
+    Returns the emitter's answer (the event buffer below its pause line)."""
+    return emit(ev, S, open_idx, t, 0, _NO_TICKS, 0, kind, it, k, tensor, page, n, src, dst, value)
+
+
 @_kernel
 def _emit_run(ev, S, open_idx, t, kind, it, k, tensor, page, src, dst, value):
     """Emit one page, extending the open run at ev[S[open_idx]] when it continues it."""

@@ -7,7 +7,7 @@ import numpy as np
 
 from g10fast.engine.page.batch import _fresh_counters
 from g10fast.engine.page.general import _next_tick_busy, _tick_end
-from g10fast.engine.page.helpers import _NO_TICKS, _rp_canon, _tensor_at
+from g10fast.engine.page.helpers import _NO_TICKS, _tick_row, _rp_canon, _tensor_at
 from g10fast.engine.page.layout import (
     EV_ALLOC,
     EV_EVICT,
@@ -475,23 +475,8 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, 
                 if (st & RES_MASK) == IN_GPU:
                     res += 1
                 if emit is not None:
-                    emit(
-                        ev,
-                        S,
-                        S_OUT_OPEN,
-                        t,
-                        0,
-                        _NO_TICKS,
-                        0,
-                        EV_EVICT,
-                        it,
-                        kk,
-                        np.int64(T),
-                        p,
-                        1,
-                        IN_GPU,
-                        dest,
-                        0,
+                    _tick_row(
+                        emit, ev, S, S_OUT_OPEN, t, EV_EVICT, it, kk, np.int64(T), p, 1, IN_GPU, dest, 0
                     )
                 pstate[_u(p)] = (st & ~(LOC_MASK | F_TRANSFER)) | dest
                 gpu_used -= 1
@@ -528,23 +513,8 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, 
                     vst = np.int64(pstate[_u(v)])
                     pstate[_u(v)] = (vst & ~(LOC_MASK | F_TRANSFER)) | dest
                     if emit is not None:
-                        emit(
-                            ev,
-                            S,
-                            S_OUT_OPEN,
-                            t,
-                            0,
-                            _NO_TICKS,
-                            0,
-                            EV_EVICT,
-                            it,
-                            kk,
-                            np.int64(v_T),
-                            v,
-                            1,
-                            IN_GPU,
-                            dest,
-                            1,
+                        _tick_row(
+                            emit, ev, S, S_OUT_OPEN, t, EV_EVICT, it, kk, np.int64(v_T), v, 1, IN_GPU, dest, 1
                         )
                     if (vst & RES_MASK) == IN_GPU:
                         v_res += 1
@@ -581,7 +551,7 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, 
             kind = EV_FETCH if is_fetch else EV_ALLOC
             val = 1 if stage <= _G_PF_ALLOC else 0
             if emit is not None:
-                emit(ev, S, S_IN_OPEN, t, 0, _NO_TICKS, 0, kind, it, kk, np.int64(T), rp, n, src, IN_GPU, val)
+                _tick_row(emit, ev, S, S_IN_OPEN, t, kind, it, kk, np.int64(T), rp, n, src, IN_GPU, val)
         qb[q, slot, 0] = rp + n
         qb[q, slot, 1] -= n
     S[S_RP_COUNT] += 1
@@ -647,14 +617,12 @@ def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t, emit):
                 res += _rp_evict(pstate, p + S[b + 1], S[b + 3], S[b + 2])
                 tj = t + j * ii
                 if emit is not None:
-                    emit(
+                    _tick_row(
+                        emit,
                         ev,
                         S,
                         S_OUT_OPEN,
                         tj,
-                        0,
-                        _NO_TICKS,
-                        0,
                         EV_EVICT,
                         it,
                         kk,
@@ -667,14 +635,12 @@ def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t, emit):
                     )
                 p2 = p + S[b + 1]
                 if emit is not None:
-                    emit(
+                    _tick_row(
+                        emit,
                         ev,
                         S,
                         S_OUT_OPEN,
                         tj,
-                        0,
-                        _NO_TICKS,
-                        0,
                         EV_EVICT,
                         it,
                         kk,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from g10fast.engine.page.helpers import _NO_TICKS, _admit, _no_faults_queued, _tensor_at
+from g10fast.engine.page.helpers import _admit, _tick_row, _no_faults_queued, _tensor_at
 from g10fast.engine.page.layout import (
     EV_EVICT,
     E_NONE,
@@ -304,23 +304,8 @@ def _preevict_run(
                     S[S_LRU_STALE] += d
                 if d > 0:
                     if emit is not None:
-                        emit(
-                            ev,
-                            S,
-                            S_OUT_OPEN,
-                            t,
-                            0,
-                            _NO_TICKS,
-                            0,
-                            EV_EVICT,
-                            it,
-                            k,
-                            np.int64(et_T),
-                            p,
-                            d,
-                            IN_GPU,
-                            dest,
-                            0,
+                        _tick_row(
+                            emit, ev, S, S_OUT_OPEN, t, EV_EVICT, it, k, np.int64(et_T), p, d, IN_GPU, dest, 0
                         )
                     moved += d
                     qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, d)
@@ -338,9 +323,7 @@ def _preevict_run(
                     continue
         # -- committed: page p goes now --
         if emit is not None:
-            emit(
-                ev, S, S_OUT_OPEN, t, 0, _NO_TICKS, 0, EV_EVICT, it, k, np.int64(et_T), p, 1, IN_GPU, dest, 0
-            )
+            _tick_row(emit, ev, S, S_OUT_OPEN, t, EV_EVICT, it, k, np.int64(et_T), p, 1, IN_GPU, dest, 0)
         moved += 1
         qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, 1)
         if dest == IN_CPU:
