@@ -26,7 +26,7 @@ engine's default, g10fast.engine.page.BULK_DEFAULT); --every N checks only every
 synthetic case (a quick subset while iterating).
 
 Event streams are compared row for row, or, where two runs group pages into rows differently
-(a traced bulk run writes ranges of pages and ticks, trace schema 2), by their per-page events
+(a traced bulk run writes ranges of pages and ticks, trace schema 3), by their per-page events
 (`g10fast.trace_ranges.normal_form`); a model run's rows are kept in DIR/model_events.npz.
 """
 
@@ -238,7 +238,7 @@ def run_all(every=1):
 
 def _same_events(x, y, name):
     """Two runs' event streams are the same: row for row, or, where the rows group pages
-    differently (a traced bulk run writes ranges of pages and ticks, trace schema 2), the
+    differently (a traced bulk run writes ranges of pages and ticks, trace schema 3), the
     same per-page events (`g10fast.trace_ranges.normal_form`). A model's stream is kept as its row
     count and md5 with its rows in EVENTS_FILE (save), read back to compare."""
     if isinstance(x, tuple) and isinstance(y, tuple):

@@ -27,9 +27,11 @@ of the stored bytes.
 
 Schema version 2 adds two columns, ``ticks`` and ``period``: a row of a page-moving kind may
 stand for ``ticks`` batcher ticks ``period`` cycles apart (a "range row", written by the bulk
-page engine); ``g10fast.trace_ranges`` expands them (``expand_ticks``, ``per_page``) and gives
-the form two traces of one run share however their engines grouped pages (``normal_form``).
-Version 1 files (ten columns) still read, with ``ticks`` 1 and ``period`` 0.
+page engine); version 3 adds ``stride``: the pages from one tick's first page to the next's
+(0: the ticks' runs follow one another). ``g10fast.trace_ranges`` expands them
+(``expand_ticks``, ``per_page``) and gives the form two traces of one run share however their
+engines grouped pages (``normal_form``). Version 1 files (ten columns) and version 2 files
+(twelve) still read, with ``ticks`` 1, ``period`` 0 and ``stride`` 0 for the columns they lack.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from . import locations
 from .atomic import temporary_name
 from .errors import InputError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 FORMAT_NAME = "g10fast-event-trace"
 EVENTS_GROUP = "events"
 CHECKSUM_GROUP = "checksums"
@@ -76,8 +78,10 @@ COL_DST = 8         # Location the pages go to, -1 none
 COL_VALUE = 9       # kind-specific int64
 COL_TICKS = 10      # batcher ticks the row stands for (>= 1; 1: an ordinary row), version 2
 COL_PERIOD = 11     # cycles between those ticks (0 when ticks == 1), version 2
-N_COLS = 12
+COL_STRIDE = 12     # pages between those ticks' first pages (0: count // ticks), version 3
+N_COLS = 13
 N_COLS_V1 = 10      # the columns of a version 1 file (and of the engines that write no ranges)
+N_COLS_V2 = 12      # the columns of a version 2 file (and of the engines that write no strides)
 # fmt: on
 
 COLUMNS = (
@@ -93,11 +97,14 @@ COLUMNS = (
     "value",
     "ticks",
     "period",
+    "stride",
 )
-#: the columns a version 1 file stores (it has no ``ticks`` / ``period``: they read as 1 and 0)
+#: the columns a version 1 file stores (it has no ``ticks`` / ``period`` / ``stride``: they
+#: read as 1, 0 and 0), and a version 2 file (no ``stride``)
 COLUMNS_V1 = COLUMNS[:N_COLS_V1]
+COLUMNS_V2 = COLUMNS[:N_COLS_V2]
 #: the versions ``open_trace`` reads; the writer writes the last
-SCHEMA_VERSIONS = (1, 2)
+SCHEMA_VERSIONS = (1, 2, 3)
 #: kinds whose rows may stand for several batcher ticks (``ticks`` > 1, "range rows")
 RANGE_KINDS = frozenset({locations.EV_FETCH, locations.EV_ALLOC, locations.EV_EVICT, locations.EV_DEALLOC})
 
@@ -115,9 +122,12 @@ COLUMN_DTYPES = {
     "value": np.dtype("<i8"),
     "ticks": np.dtype("<i4"),
     "period": np.dtype("<i8"),
+    "stride": np.dtype("<i8"),
 }
-#: what a version 1 file's missing columns read as
-V1_DEFAULTS = {"ticks": 1, "period": 0}
+#: what the columns an older file (or a narrower batch) lacks read as
+ABSENT_DEFAULTS = {"ticks": 1, "period": 0, "stride": 0}
+#: the widths of the event buffers ``EventTraceWriter.append`` takes
+BUFFER_WIDTHS = (N_COLS, N_COLS_V2, N_COLS_V1)
 
 # Filters, chosen by measurement (docs/trace-format.md, "Compression"): byte shuffle + deflate
 # level 1. Against lzf (+shuffle) it gives files ~25% smaller at similar write speed and faster
@@ -184,7 +194,7 @@ def _allowed_range(col: str) -> tuple[int, int] | None:
         return -1, len(Location) - 1
     if col == "ticks":
         return 1, int(np.iinfo(np.int32).max)
-    if col == "period":
+    if col in ("period", "stride"):
         return 0, int(_I64.max)
     dt = COLUMN_DTYPES[col]
     if dt.itemsize >= 8:
@@ -435,8 +445,9 @@ class _Done:
 class EventTraceWriter:
     """Streams event batches into an HDF5 event trace; a context manager.
 
-    ``append(buf)`` takes the engine's integer ``[n, N_COLS]`` array, or ``[n, N_COLS_V1]``
-    (ticks 1, period 0 for every row), any n including 0, and buffers up to ``chunk_rows``
+    ``append(buf)`` takes the engine's integer ``[n, N_COLS]`` array, ``[n, N_COLS_V2]``
+    (stride 0 for every row) or ``[n, N_COLS_V1]`` (ticks 1, period 0, stride 0), any n
+    including 0, and buffers up to ``chunk_rows``
     rows per column. Each full buffer becomes one chunk per column,
     compressed by ``threads`` worker threads (0: in the calling thread) while the caller goes on;
     at most ``threads + 1`` chunk sets wait for their encoding, so memory stays under about
@@ -597,20 +608,23 @@ class EventTraceWriter:
     # -- writing ---------------------------------------------------------------------------
     def append(self, buf) -> None:
         """Append events from an integer ``[n, N_COLS]`` array (rows in engine column order),
-        or ``[n, N_COLS_V1]`` (the ten columns before ``ticks``: ticks 1, period 0).
+        ``[n, N_COLS_V2]`` (the twelve columns before ``stride``: stride 0) or
+        ``[n, N_COLS_V1]`` (the ten columns before ``ticks``: ticks 1, period 0, stride 0).
 
         A batch with a value that does not fit its column (kind not an EventKind, src/dst not
         a Location or -1, iteration beyond int16, kernel/tensor/count/ticks beyond int32,
-        ticks < 1, period < 0) or a range row that breaks the rules of docs/trace-format.md
-        (ticks > 1 only on FETCH, ALLOC, EVICT, DEALLOC rows, with count a positive multiple
-        of ticks and period > 0; period 0 when ticks is 1) raises ValueError and is not
-        appended; the writer stays usable.
+        ticks < 1, period or stride < 0) or a range row that breaks the rules of
+        docs/trace-format.md (ticks > 1 only on FETCH, ALLOC, EVICT, DEALLOC rows, with count a
+        positive multiple of ticks and period > 0; period 0 when ticks is 1; a stride above 0
+        only with ticks > 1 and above count // ticks) raises ValueError and is not appended;
+        the writer stays usable.
         """
         self._check_open()
         buf = np.asarray(buf)
-        if buf.ndim != 2 or buf.shape[1] not in (N_COLS, N_COLS_V1):
+        if buf.ndim != 2 or buf.shape[1] not in BUFFER_WIDTHS:
             raise ValueError(
-                f"event buffer must have shape (n, {N_COLS}) or (n, {N_COLS_V1}), got {buf.shape}"
+                f"event buffer must have shape (n, {N_COLS}), (n, {N_COLS_V2}) or (n, {N_COLS_V1}), "
+                f"got {buf.shape}"
             )
         if buf.dtype.kind not in "iu":
             raise TypeError(f"event buffer must hold integers, got dtype {buf.dtype}")
@@ -639,7 +653,7 @@ class EventTraceWriter:
                     for c in range(width):
                         bufs[c][fill : fill + take] = piece[:, c]
                     for c in range(width, N_COLS):
-                        bufs[c][fill : fill + take] = V1_DEFAULTS[COLUMNS[c]]
+                        bufs[c][fill : fill + take] = ABSENT_DEFAULTS[COLUMNS[c]]
                 fill += take
                 pos += take
                 if fill == self.chunk_rows:
@@ -667,13 +681,20 @@ class EventTraceWriter:
                 raise ValueError(
                     f"event {first_row + bad}: column '{col}' = {int(v[bad])} is outside [{lo}, {hi}]"
                 )
-        if piece.shape[1] < N_COLS or piece.shape[0] == 0:
+        if piece.shape[1] < N_COLS_V2 or piece.shape[0] == 0:
             return
         ticks, period = piece[:, COL_TICKS], piece[:, COL_PERIOD]
         kind, count = piece[:, COL_KIND], piece[:, COL_COUNT]
+        stride = piece[:, COL_STRIDE] if piece.shape[1] > COL_STRIDE else np.zeros_like(ticks)
         rng = ticks > 1
         rules = (
             ("period", (~rng) & (period != 0), "with ticks = 1: an ordinary row's period is 0"),
+            ("stride", (~rng) & (stride != 0), "with ticks = 1: an ordinary row's stride is 0"),
+            (
+                "stride",
+                rng & (stride != 0) & (stride <= count // np.maximum(ticks, 1)),
+                "is not above the pages of a tick (count // ticks; 0 stands for that stride)",
+            ),
             (
                 "ticks",
                 rng & ~np.isin(kind, sorted(RANGE_KINDS)),
@@ -859,9 +880,9 @@ class EventTrace:
                 path=self.path,
             )
         self.schema_version = version
-        #: the columns the file stores (a version 1 file: no ``ticks`` / ``period``, which
-        #: read as ``V1_DEFAULTS``)
-        self.stored_columns = COLUMNS if version >= 2 else COLUMNS_V1
+        #: the columns the file stores (a version 1 file: no ``ticks`` / ``period`` /
+        #: ``stride``, a version 2 file: no ``stride``, which read as ``ABSENT_DEFAULTS``)
+        self.stored_columns = {1: COLUMNS_V1, 2: COLUMNS_V2}.get(version, COLUMNS)
         self.complete = bool(a.get("complete", False))
         for name, names in (("attrs_sha256", CLOSE_ATTRS), ("header_sha256", HEADER_ATTRS)):
             if name in a:
@@ -1064,13 +1085,13 @@ class EventTrace:
     def _read_rows(self, cols: list, lo: int, hi: int) -> dict:
         """Rows [lo, hi) of ``cols``: whole stored chunks, each checked against its checksum,
         decoded in parallel where possible; InputError naming a damaged chunk. A column the
-        file does not store (``ticks``, ``period`` of a version 1 file) reads as its
-        ``V1_DEFAULTS`` value."""
+        file does not store (``ticks``, ``period``, ``stride`` of an older file) reads as its
+        ``ABSENT_DEFAULTS`` value."""
         absent = [c for c in cols if c not in self._ds]
         if absent:
             out = self._read_rows([c for c in cols if c in self._ds], lo, hi)
             for c in absent:
-                out[c] = np.full(max(0, hi - lo), V1_DEFAULTS[c], dtype=COLUMN_DTYPES[c])
+                out[c] = np.full(max(0, hi - lo), ABSENT_DEFAULTS[c], dtype=COLUMN_DTYPES[c])
             return {c: out[c] for c in cols}
         R = self.chunk_rows
         if hi <= lo:

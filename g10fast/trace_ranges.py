@@ -1,8 +1,10 @@
-"""Range rows of the event trace (schema version 2, docs/trace-format.md "Range rows").
+"""Range rows of the event trace (schema versions 2 and 3, docs/trace-format.md "Range rows").
 
 A row whose ``ticks`` is m > 1 stands for m ordinary rows: for i = 0 .. m-1 the row at
-``time + i*period`` moving ``count // m`` pages from ``page + i*(count // m)``, every other
-column equal. The bulk page engine writes them; everything else writes ordinary rows.
+``time + i*period`` moving ``count // m`` pages from ``page + i*s``, every other column equal,
+where s is the row's ``stride`` (version 3), or ``count // m`` when the stride is 0 (the ticks'
+runs follow one another; every range row of a version 2 file). The bulk page engine writes
+them (``merge_ticks`` joins the rows of its ticks); everything else writes ordinary rows.
 
 * ``expand_ticks(buf)``: every range row replaced by its ordinary rows, in its place.
 * ``per_page(buf)``: then every row of a page kind split into one row per page.
@@ -12,10 +14,13 @@ column equal. The bulk page engine writes them; everything else writes ordinary 
   bounded memory (the timeline export and the figure read rows by time).
 * ``iter_normal_form(trace)``, ``compare_events(trace_a, trace_b)``: the normal form of a whole
   trace, streamed in time order, and the first event where two traces differ (``trace diff``).
+* ``merge_ticks(buf)``: rows of consecutive ticks joined into range rows (strided where the
+  ticks' runs do not follow one another); the same events, fewer rows.
 
-Every function takes or returns the engine's int64 ``[n, 12]`` layout (``g10fast.trace``'s
-``COL_*``); the ones that take a buffer also take ``[n, 10]`` (a version 1 buffer: ticks 1,
-period 0). They are numpy throughout: no loop over rows in Python.
+Every function takes or returns the int64 ``[n, 13]`` layout (``g10fast.trace``'s ``COL_*``);
+the ones that take a buffer also take ``[n, 12]`` (a version 2 buffer: stride 0) and ``[n, 10]``
+(a version 1 buffer: ticks 1, period 0, stride 0). They are numpy throughout (no loop over rows
+in Python), but for ``merge_ticks``, a Numba kernel (``trace_kernels.merge_ticks``).
 """
 
 from __future__ import annotations
@@ -32,15 +37,18 @@ from .trace import (
     COL_PAGE,
     COL_PERIOD,
     COL_SRC,
+    COL_STRIDE,
     COL_TENSOR,
     COL_TICKS,
     COL_TIME,
     COL_VALUE,
+    ABSENT_DEFAULTS,
+    BUFFER_WIDTHS,
     COLUMN_DTYPES,
     COLUMNS,
     N_COLS,
     N_COLS_V1,
-    V1_DEFAULTS,
+    N_COLS_V2,
 )
 
 #: kinds whose rows carry pages: ``per_page`` splits them into one row per page and
@@ -60,19 +68,22 @@ _PAGE = COLUMNS[COL_PAGE]  # the column (a name, not a literal: engine-name scan
 
 
 def as_buffer(buf) -> np.ndarray:
-    """``buf`` (integers, ``[n, 12]`` or ``[n, 10]``) as int64 ``[n, 12]``; a ten-column buffer
-    gets ticks 1 and period 0. ValueError on any other shape."""
+    """``buf`` (integers, ``[n, 13]``, ``[n, 12]`` or ``[n, 10]``) as int64 ``[n, 13]``; a
+    twelve-column buffer gets stride 0, a ten-column one also ticks 1 and period 0. ValueError
+    on any other shape."""
     b = np.asarray(buf)
-    if b.ndim != 2 or b.shape[1] not in (N_COLS, N_COLS_V1):
-        raise ValueError(f"event buffer must have shape (n, {N_COLS}) or (n, {N_COLS_V1}), got {b.shape}")
+    if b.ndim != 2 or b.shape[1] not in BUFFER_WIDTHS:
+        raise ValueError(
+            f"event buffer must have shape (n, {N_COLS}), (n, {N_COLS_V2}) or (n, {N_COLS_V1}), got {b.shape}"
+        )
     if b.dtype.kind not in "iu":
         raise TypeError(f"event buffer must hold integers, got dtype {b.dtype}")
     if b.shape[1] == N_COLS:
         return b.astype(np.int64, copy=False)
     out = np.empty((b.shape[0], N_COLS), np.int64)
-    out[:, :N_COLS_V1] = b
-    out[:, COL_TICKS] = V1_DEFAULTS["ticks"]
-    out[:, COL_PERIOD] = V1_DEFAULTS["period"]
+    out[:, : b.shape[1]] = b
+    for c in range(b.shape[1], N_COLS):
+        out[:, c] = ABSENT_DEFAULTS[COLUMNS[c]]
     return out
 
 
@@ -95,9 +106,10 @@ def _tick_index(t: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray
 
 def expand_ticks(buf) -> np.ndarray:
     """Every row with ``ticks`` m > 1 replaced, where it stands, by its m ordinary rows (in tick
-    order): ``time + i*period``, ``page + i*(count // m)``, ``count // m`` pages, ticks 1,
-    period 0, every other column equal. -> int64 ``[n', 12]``; ``buf`` itself (as int64
-    ``[n, 12]``, not a copy) when it holds no range row."""
+    order): ``time + i*period``, ``page + i*s`` (s: the stride, or ``count // m`` when it is
+    0), ``count // m`` pages, ticks 1, period 0, stride 0, every other column equal. -> int64
+    ``[n', 13]``; ``buf`` itself (as int64 ``[n, 13]``, not a copy) when it holds no range
+    row."""
     b = as_buffer(buf)
     t = _ticks(b)
     if not (t > 1).any():
@@ -113,10 +125,11 @@ def _expanded(b: np.ndarray, r: np.ndarray, i: np.ndarray) -> np.ndarray:
     m = out[:, COL_TICKS]
     per = out[:, COL_COUNT] // m
     out[:, COL_TIME] += i * out[:, COL_PERIOD]
-    out[:, COL_PAGE] += i * per
+    out[:, COL_PAGE] += i * np.where(out[:, COL_STRIDE] > 0, out[:, COL_STRIDE], per)
     out[:, COL_COUNT] = per
     out[:, COL_TICKS] = 1
     out[:, COL_PERIOD] = 0
+    out[:, COL_STRIDE] = 0
     return out
 
 
@@ -129,7 +142,7 @@ def per_page(buf) -> np.ndarray:
     """``expand_ticks``, then every row of a page kind (FAULT, FETCH, ALLOC, EVICT, DEALLOC)
     with pages split into one row per page (count 1), in page order where the row stands;
     KERNEL, HINT and TRANSFER rows, and page-kind rows without pages (count < 1 or page -1),
-    stay as they are. -> int64 ``[n'', 12]``."""
+    stay as they are. -> int64 ``[n'', 13]``."""
     b = expand_ticks(buf)
     split = _splittable(b)
     reps = np.where(split, b[:, COL_COUNT], 1)
@@ -185,8 +198,8 @@ def normal_form(buf) -> np.ndarray:
     count). Without a page held twice in one group that is: sort, then merge each row into the
     one before it when it continues it (same key, page = previous page + previous count). The
     layers make it canonical when pages repeat ({1, 2, 2, 3} is rows (1, 3 pages) and (2, 1
-    page) whether it came as those or as (1, 2) and (2, 2)). -> int64 ``[n, 12]`` with ticks
-    1 and period 0; a row per page only where pages are not contiguous."""
+    page) whether it came as those or as (1, 2) and (2, 2)). -> int64 ``[n, 13]`` with ticks
+    1, period 0 and stride 0; a row per page only where pages are not contiguous."""
     s = _sort(expand_ticks(buf))
     m = _splittable(s)
     mi = np.flatnonzero(m)
@@ -264,6 +277,8 @@ def iter_expanded(trace, rows: int | None = None, columns=None, max_rows: int = 
         need.add("period")
     if _PAGE in want or "count" in want:
         need.add("count")
+    if _PAGE in want:
+        need.add("stride")
     read = [c for c in COLUMNS if c in need] + [c for c in want if c not in COLUMNS]
     max_rows = max(1, int(max_rows))
     for ch in trace.iter_chunks(rows=rows, columns=read):
@@ -280,17 +295,18 @@ def iter_expanded(trace, rows: int | None = None, columns=None, max_rows: int = 
                 if c == "time":
                     v = v + i * ch["period"][r].astype(np.int64)
                 elif c == _PAGE:
-                    v = v + i * (ch["count"][r].astype(np.int64) // t[r])
+                    sr = ch["stride"][r].astype(np.int64)
+                    v = v + i * np.where(sr > 0, sr, ch["count"][r].astype(np.int64) // t[r])
                 elif c == "count":
                     v = (v.astype(np.int64) // t[r]).astype(COLUMN_DTYPES[c])
-                elif c in V1_DEFAULTS:
-                    v = np.full(r.size, V1_DEFAULTS[c], COLUMN_DTYPES[c])
+                elif c in ABSENT_DEFAULTS:
+                    v = np.full(r.size, ABSENT_DEFAULTS[c], COLUMN_DTYPES[c])
                 out[c] = v
             yield out
 
 
 def iter_normal_form(trace, rows: int | None = None, max_rows: int = MAX_EXPANDED_ROWS):
-    """The ``normal_form`` of a whole open trace, streamed in its order: int64 ``[k, 12]``
+    """The ``normal_form`` of a whole open trace, streamed in its order: int64 ``[k, 13]``
     arrays whose concatenation is ``normal_form(trace.to_buffer())``.
 
     Two passes: the first reads the times to know, after each read chunk, the earliest time
@@ -394,3 +410,29 @@ def compare_events(trace_a, trace_b, rows: int | None = None) -> dict:
         sb.take(m)
         at += m
     return {"equal": first is None, "rows": at if first is None else None, "first_difference": first}
+
+
+def merge_ticks(buf, out: np.ndarray | None = None) -> np.ndarray:
+    """``buf``'s rows with the rows of consecutive ticks joined into range rows
+    (``trace_kernels.merge_ticks``: a row joins one of the last few rows of its kind when its
+    pages are that row's next tick, a strided range row where the ticks' runs do not follow one
+    another): the same events (``expand_ticks`` of both holds the same rows, in another
+    order), usually far fewer rows. ``buf``: int64 ``[n, 12]`` or ``[n, 13]``; ``out``: int64
+    ``[>= n, 13]`` to write into (reused by a caller that merges many batches), else a new
+    array. -> int64 ``[m, 13]``, a view of ``out``."""
+    b = np.asarray(buf)
+    if b.ndim != 2 or b.shape[1] not in (N_COLS, N_COLS_V2) or b.dtype != np.int64:
+        raise ValueError(
+            f"merge_ticks takes int64 rows of {N_COLS_V2} or {N_COLS} columns, got {b.shape} {b.dtype}"
+        )
+    b = np.ascontiguousarray(b)
+    n = b.shape[0]
+    if out is None:
+        out = np.empty((n, N_COLS), np.int64)
+    elif out.dtype != np.int64 or out.ndim != 2 or out.shape[0] < n or out.shape[1] != N_COLS:
+        raise ValueError(f"merge_ticks: out must be int64 [>= {n}, {N_COLS}], got {out.shape} {out.dtype}")
+    from .trace_kernels import MERGE_OPEN
+    from .trace_kernels import merge_ticks as kernel
+
+    m = kernel(b, out, np.full((4, MERGE_OPEN), -1, np.int64))
+    return out[:m]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from g10fast.trace import COL_PERIOD, COL_TICKS, N_COLS, EventKind
+from g10fast.trace import COL_PERIOD, COL_STRIDE, COL_TICKS, N_COLS, EventKind
 
 ROWS_PER_KERNEL = 1000
 KERNEL_CYCLES = 1_000_000
@@ -93,20 +93,28 @@ def engine_like_batch(n: int, seed: int = 0, first: int = 0) -> np.ndarray:
     buf[m, 4], buf[m, 5], buf[m, 6], buf[m, 7], buf[m, 8], buf[m, 9] = tensor[m], page[m], count[m], 3, 0, 0
     m = kind == EventKind.TRANSFER  # a tensor's transfer on a link (tensor engine)
     buf[m, 4], buf[m, 7], buf[m, 8], buf[m, 9] = tensor[m], src[m], 3, r.integers(0, 2, int(m.sum()))
-    buf[:, COL_TICKS], buf[:, COL_PERIOD] = 1, 0  # ordinary rows (range rows: with_ranges)
+    buf[:, COL_TICKS], buf[:, COL_PERIOD], buf[:, COL_STRIDE] = (
+        1,
+        0,
+        0,
+    )  # ordinary rows (range rows: with_ranges)
     return buf
 
 
-def with_ranges(buf: np.ndarray, seed: int = 0, share: float = 0.5) -> np.ndarray:
+def with_ranges(buf: np.ndarray, seed: int = 0, share: float = 0.5, strided: float = 0.3) -> np.ndarray:
     """``buf`` with about ``share`` of its FETCH, ALLOC, EVICT and DEALLOC rows made range rows
-    (schema version 2): ticks 2-8, count multiplied by the ticks, period 1-19,999 cycles."""
+    (schema version 2): ticks 2-8, count multiplied by the ticks, period 1-19,999 cycles; about
+    ``strided`` of those with a stride (version 3) of 1-4 pages above the pages of a tick."""
     out = buf.copy()
     r = np.random.default_rng(seed)
     n = len(out)
     kinds = [EventKind.FETCH, EventKind.ALLOC, EventKind.EVICT, EventKind.DEALLOC]
     m = np.isin(out[:, 1], kinds) & (r.random(n) < share)
     t = r.integers(2, 9, n)
+    c = out[:, 6].copy()
     out[m, COL_TICKS] = t[m]
     out[m, 6] *= t[m]
     out[m, COL_PERIOD] = r.integers(1, 20_000, n)[m]
+    s = m & (c > 0) & (r.random(n) < strided)
+    out[s, COL_STRIDE] = c[s] + r.integers(1, 5, n)[s]
     return out

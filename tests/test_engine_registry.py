@@ -244,6 +244,7 @@ def test_the_formats_the_engines_write_are_the_results_and_the_traces():
         for n in ("KERNEL", "FAULT", "FETCH", "ALLOC", "EVICT", "HINT", "DEALLOC", "TRANSFER")
     }
     assert len(trace.COLUMNS) == pk.EV_COLS
+    assert [pk.EV_TICKS, pk.EV_PERIOD, pk.EV_STRIDE] == [trace.COL_TICKS, trace.COL_PERIOD, trace.COL_STRIDE]
     kt = np.array(
         [[0, 1, 0, 5, 0, 0, 0, 0, 0, 7], [1, 0, 9, 12, 0, 0, 0, 0, 0, 3], [1, 2, 12, 20, 0, 0, 0, 0, 0, 4]],
         np.int64,

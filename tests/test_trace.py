@@ -19,6 +19,7 @@ from g10fast.trace import (
     COL_KIND,
     COL_PAGE,
     COL_PERIOD,
+    COL_STRIDE,
     COL_SRC,
     COL_TICKS,
     COL_TIME,
@@ -53,6 +54,7 @@ def random_events(n: int, seed: int = 0, t0: int = 0) -> np.ndarray:
     buf[:, 9] = r.integers(-(2**63), 2**63 - 1, n, endpoint=True)  # value (int64)
     buf[:, COL_TICKS] = 1  # ordinary rows (range rows: tests/test_trace_ranges.py)
     buf[:, COL_PERIOD] = 0
+    buf[:, COL_STRIDE] = 0
     return buf
 
 
@@ -216,7 +218,7 @@ def test_attributes(tmp_path):
     with h5py.File(path, "r") as f:
         a = f.attrs
         assert a["format"] == "g10fast-event-trace"
-        assert int(a["schema_version"]) == SCHEMA_VERSION == 2 and a["schema_version"].dtype.kind == "i"
+        assert int(a["schema_version"]) == SCHEMA_VERSION == 3 and a["schema_version"].dtype.kind == "i"
         assert bool(a["complete"]) is True and int(a["n_events"]) == 100
         assert json.loads(a["kind_names"]) == [
             "KERNEL",
@@ -247,7 +249,7 @@ def test_attributes(tmp_path):
         "big": "x" * 100_000,
     }
     with open_trace(path) as tr:
-        assert tr.schema_version == 2
+        assert tr.schema_version == 3
         assert tr.config == expected_config
         assert tr.meta == meta and tr.summary == summary
         assert tr.kind_names == KIND_NAMES and tr.location_names == LOCATION_NAMES
@@ -269,8 +271,9 @@ def test_enums_and_column_constants():
     assert EventKind.EVICT == 4 and EventKind.TRANSFER == 7
     assert Location.IN_GPU_LEAST == 5 and Location.NOT_PRESENT == 0
     assert COLUMNS.index("kind") == COL_KIND == 1 and COLUMNS.index("page") == COL_PAGE == 5
-    assert N_COLS == len(COLUMNS) == 12 and COLUMNS[COL_TICKS] == "ticks" and COLUMNS[COL_PERIOD] == "period"
-    assert sum(COLUMN_DTYPES[c].itemsize for c in COLUMNS) == 53
+    assert N_COLS == len(COLUMNS) == 13 and COLUMNS[COL_TICKS] == "ticks" and COLUMNS[COL_PERIOD] == "period"
+    assert COLUMNS[COL_STRIDE] == "stride"
+    assert sum(COLUMN_DTYPES[c].itemsize for c in COLUMNS) == 61
 
 
 # -- atomic publication ----------------------------------------------------------------------
@@ -339,7 +342,7 @@ def test_append_rejects_bad_batches_without_side_effects(tmp_path):
     good = random_events(30, seed=5)
     with EventTraceWriter(path, {}, {}, chunk_rows=8) as w:
         w.append(good[:10])
-        with pytest.raises(ValueError, match=r"shape \(n, 12\) or \(n, 10\)"):
+        with pytest.raises(ValueError, match=r"shape \(n, 13\), \(n, 12\) or \(n, 10\)"):
             w.append(np.zeros((3, 9), dtype=np.int64))
         with pytest.raises(ValueError, match=r"shape"):
             w.append(np.zeros(10, dtype=np.int64))
@@ -424,8 +427,8 @@ def test_open_errors(tmp_path):
         with pytest.raises(InputError, match="root attributes are damaged"):
             open_trace(changed, allow_incomplete=True)
 
-    future = edited("v3.h5", lambda f: f.attrs.__setitem__("schema_version", 3))
-    with pytest.raises(InputError, match="unsupported event trace schema_version 3 .*reads versions 1, 2"):
+    future = edited("v4.h5", lambda f: f.attrs.__setitem__("schema_version", 4))
+    with pytest.raises(InputError, match="unsupported event trace schema_version 4 .*reads versions 1, 2, 3"):
         open_trace(future)
     no_version = edited("v0.h5", lambda f: f.attrs.__delitem__("schema_version"))
     with pytest.raises(InputError, match="schema_version"):
@@ -578,7 +581,7 @@ def test_a_damaged_chunk_is_named_by_verify_inspect_and_reads(tmp_path, capsys, 
     with EventTraceWriter(path, {}, {}, chunk_rows=1000) as w:
         w.append(random_events(5500))
     assert main(["trace", "verify", str(path)]) == 0
-    assert "ok, 72 chunks checked" in capsys.readouterr().out  # 6 chunks x 12 columns
+    assert "ok, 78 chunks checked" in capsys.readouterr().out  # 6 chunks x 13 columns
     off, size = _chunk_offset(path, "time", 3)
     _flip(path, off + size // 2)
     rep = verify_trace(path)

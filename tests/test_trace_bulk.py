@@ -1,5 +1,5 @@
 """Traced runs on the page engine's bulk paths (issue 39): the pages a run settles in bulk are
-written as rows of runs and ticks (trace schema 2, docs/trace-format.md), and those rows stand
+written as rows of runs and ticks (trace schema 3, docs/trace-format.md), and those rows stand
 for exactly the per-page events of the per-page reference engine's trace.
 
 The emission kernels (`_emit_merge`, `_emit_ticked`) are checked against a plain-Python twin
@@ -15,7 +15,7 @@ from synth import kernel_pages, make_workload, random_hints, tiny_cfg
 from g10fast.engine.page import kernels as pk
 from g10fast.engine.page import simulate_pages
 from g10fast.trace import COL_TICKS, EventTraceWriter, open_trace
-from g10fast.trace_ranges import compare_events, per_page
+from g10fast.trace_ranges import as_buffer, compare_events, per_page
 
 BIG = 1 << 40
 
@@ -64,14 +64,14 @@ def test_emit_ticked_against_twin(seed):
     assert (ranges[:, 6] % ranges[:, 10] == 0).all() and (ranges[:, 11] > 0).all()
     assert len(rows) < len(want)  # runs and ticks were merged
     got = _sorted(per_page(rows))
-    assert np.array_equal(got, _sorted(np.array(want, dtype=np.int64)))
+    assert np.array_equal(got, _sorted(as_buffer(np.array(want, dtype=np.int64))))
 
 
 def test_emit_merge_cases():
     """Hand-worked: the same tick extends the open row; the next tick with as many pages
-    makes it a range row; a tick with another count, a gap of one page, another tensor or a
-    range row in the same tick does not extend it; two runs that alternate tick by tick
-    both extend (the second open row)."""
+    makes it a range row (strided when its pages skip some: trace schema 3); a tick with
+    another count, another tensor or a range row in the same tick does not extend it; two
+    runs that alternate tick by tick both extend (the second open row)."""
     ev = np.zeros((64, pk.EV_COLS), dtype=np.int64)
     S = np.zeros(pk.NS, dtype=np.int64)
     S[pk.S_IN_OPEN] = -1
@@ -87,7 +87,7 @@ def test_emit_merge_cases():
     emit(110, 20, 10)  # next tick, 10 pages: 2 ticks of 10
     emit(120, 30, 20, 2, 10)  # two more ticks of 10, as a range: 4 ticks
     emit(160, 50, 10)  # not the next tick (150): a new row
-    emit(170, 61, 10)  # a gap of one page: a new row
+    emit(170, 61, 10)  # the next tick, a gap of one page: 2 ticks of 10, stride 11
     emit(170, 71, 5, tensor=8)  # another tensor: a new row
     emit(180, 76, 3, tensor=8)  # the next tick with 3 pages, not 5: a new row
     for t in (200, 210, 220):  # two runs alternating tick by tick: both become range rows
@@ -96,14 +96,14 @@ def test_emit_merge_cases():
     rows = ev[: S[pk.S_NEV]]
     want = [
         (100, 10, 40, 4, 10),
-        (160, 50, 10, 1, 0),
-        (170, 61, 10, 1, 0),
+        (160, 50, 20, 2, 10),
         (170, 71, 5, 1, 0),
         (180, 76, 3, 1, 0),
         (200, 1000, 12, 3, 10),
         (200, 2000, 6, 3, 10),
     ]
     assert [tuple(int(x) for x in r[[0, 5, 6, 10, 11]]) for r in rows] == want
+    assert rows[:, pk.EV_STRIDE].tolist() == [0, 11, 0, 0, 0, 0]
 
 
 def _run(tmp_path, name, w, cfg, hints, bulk):

@@ -104,7 +104,7 @@ def test_unknown_compression_is_refused(tmp_path):
 def test_verify_catches_a_flipped_byte(tmp_path, capsys, threads):
     path = _write(tmp_path / "n.h5", random_events(5500, seed=13), "none", threads=threads)
     assert main(["trace", "verify", str(path)]) == 0
-    assert "ok, 72 chunks checked" in capsys.readouterr().out  # 6 chunks x 12 columns
+    assert "ok, 78 chunks checked" in capsys.readouterr().out  # 6 chunks x 13 columns
     off, size = _chunk_offset(path, "value", 2)
     assert size == 8000  # stored as is: 1000 int64
     _flip(path, off + 4321)
@@ -246,9 +246,11 @@ def test_split_checked_kernel_matches_numpy():
     assert [c for c in range(len(COLUMNS)) if _CHECK_LO[c] > np.iinfo(np.int64).min] == sorted(checked)
     for c, col, (lo, hi) in _CHECKED:
         assert (_CHECK_LO[c], _CHECK_HI[c]) == (lo, hi)
-        # ticks above 1 and a period above 0 are in range but make a range row, which has
-        # rules of its own (tests/test_trace_ranges.py); the period's top is int64's
-        values = {"ticks": (lo - 1, hi + 1, lo), "period": (lo - 1, lo)}.get(col, (lo - 1, hi + 1, lo, hi))
+        # ticks above 1 and a period or stride above 0 are in range but make a range row,
+        # which has rules of its own (tests/test_trace_ranges.py); their top is int64's
+        values = {"ticks": (lo - 1, hi + 1, lo), "period": (lo - 1, lo), "stride": (lo - 1, lo)}.get(
+            col, (lo - 1, hi + 1, lo, hi)
+        )
         for v in values:
             b = good.copy()
             b[int(r.integers(0, len(b))), c] = v

@@ -20,6 +20,7 @@ from g10fast.trace import (
     COLUMNS,
     N_COLS,
     N_COLS_V1,
+    N_COLS_V2,
     EventKind,
     EventTraceWriter,
     _attrs_digest,
@@ -30,9 +31,11 @@ from g10fast.trace_ranges import (
     expand_ticks,
     iter_expanded,
     iter_normal_form,
+    merge_ticks,
     normal_form,
     per_page,
 )
+from g10fast.trace_kernels import MERGE_OPEN
 
 sys.path.insert(0, str(Path(__file__).parent))
 from synth_trace import engine_like_batch, with_ranges  # noqa: E402
@@ -40,8 +43,22 @@ from synth_trace import engine_like_batch, with_ranges  # noqa: E402
 K, FAULT, FETCH, ALLOC, EVICT, HINT, DEALLOC, TRANSFER = range(8)
 
 
-def row(time, kind, page=-1, count=-1, ticks=1, period=0, it=0, kernel=3, tensor=7, src=1, dst=3, value=1):
-    return [time, kind, it, kernel, tensor, page, count, src, dst, value, ticks, period]
+def row(
+    time,
+    kind,
+    page=-1,
+    count=-1,
+    ticks=1,
+    period=0,
+    it=0,
+    kernel=3,
+    tensor=7,
+    src=1,
+    dst=3,
+    value=1,
+    stride=0,
+):
+    return [time, kind, it, kernel, tensor, page, count, src, dst, value, ticks, period, stride]
 
 
 def arr(rows) -> np.ndarray:
@@ -70,12 +87,14 @@ def test_expand_ticks_by_hand():
         ]
     )
     np.testing.assert_array_equal(expand_ticks(b), want)
-    np.testing.assert_array_equal(expand_ticks(b[:, :N_COLS_V1]), np.c_[b[:, :10], np.ones(3), np.zeros(3)])
+    np.testing.assert_array_equal(
+        expand_ticks(b[:, :N_COLS_V1]), np.c_[b[:, :10], np.ones(3), np.zeros(3), np.zeros(3)]
+    )
     plain = want.copy()
     assert expand_ticks(plain) is plain  # nothing to expand: the buffer itself
     with pytest.raises(ValueError, match=r"event 1: column 'ticks' = 0"):
         expand_ticks(arr([row(0, K), row(1, FETCH, page=1, count=1, ticks=0)]))
-    with pytest.raises(ValueError, match=r"shape \(n, 12\) or \(n, 10\)"):
+    with pytest.raises(ValueError, match=r"shape \(n, 13\), \(n, 12\) or \(n, 10\)"):
         expand_ticks(np.zeros((2, 11), np.int64))
 
 
@@ -150,9 +169,9 @@ def twin_expand(rows):
         for i in range(m):
             x = list(r)
             x[0] += i * r[11]
-            x[5] += i * (r[6] // m)
+            x[5] += i * (r[12] if r[12] > 0 else r[6] // m)
             x[6] = r[6] // m
-            x[10], x[11] = 1, 0
+            x[10], x[11], x[12] = 1, 0, 0
             out.append(x)
     return out
 
@@ -189,7 +208,7 @@ def twin_normal_form(rows):
                 prev = p
             runs.append((start, prev))
             for a, z in runs:
-                x = [0] * 12
+                x = [0] * 13
                 for c, v in zip(KEY, key):
                     x[c] = v
                 x[5], x[6], x[10], x[11] = a, z - a + 1, 1, 0
@@ -206,11 +225,12 @@ def random_buffer(rng, n) -> np.ndarray:
     rows = []
     for _ in range(n):
         kind = int(rng.integers(0, 8))
-        ticks, period = 1, 0
+        ticks, period, stride = 1, 0, 0
         count = int(rng.integers(1, 5))
         page = int(rng.integers(0, 12))
         if kind in (FETCH, ALLOC, EVICT, DEALLOC) and rng.random() < 0.4:
             ticks = int(rng.integers(2, 4))
+            stride = count + int(rng.integers(1, 3)) if rng.random() < 0.3 else 0  # (schema 3)
             count *= ticks
             period = int(rng.integers(1, 3))
         elif kind in PAGE_KINDS_TWIN and rng.random() < 0.1:
@@ -225,6 +245,7 @@ def random_buffer(rng, n) -> np.ndarray:
                 count=count,
                 ticks=ticks,
                 period=period,
+                stride=stride,
                 tensor=int(rng.integers(0, 2)),
                 value=int(rng.integers(0, 2)),
             )
@@ -288,7 +309,7 @@ def test_normal_form_against_its_twin():
         # per_page: the other rows and one row per unit page event (key + page)
         u, o = twin_units(b.tolist())
         pp = per_page(b)
-        unit_rows = Counter({k[:5] + (k[8], 1) + k[5:8] + (1, 0): n for k, n in u.items()})
+        unit_rows = Counter({k[:5] + (k[8], 1) + k[5:8] + (1, 0, 0): n for k, n in u.items()})
         assert Counter(map(tuple, pp.tolist())) == o + unit_rows, trial
         # the same events grouped otherwise: the same normal form
         np.testing.assert_array_equal(normal_form(regrouped(rng, b)), nf)
@@ -339,6 +360,17 @@ def test_writer_refuses_broken_range_rows(tmp_path, n):
                 rf"event {10 + r0}: column 'period' = 8 with ticks = 1: an ordinary row's period is 0",
             ),
             (lambda b: b.__setitem__((r0, 11), -1), rf"event {10 + r0}: column 'period' = -1 is outside"),
+            (
+                lambda b: b[r0].__setitem__(slice(None), row(9, EVICT, page=0, count=4, stride=5)),
+                rf"event {10 + r0}: column 'stride' = 5 with ticks = 1: an ordinary row's stride is 0",
+            ),
+            (
+                lambda b: b[r0].__setitem__(
+                    slice(None), row(9, FETCH, page=0, count=4, ticks=2, period=3, stride=2)
+                ),
+                rf"event {10 + r0}: column 'stride' = 2 is not above the pages of a tick",
+            ),
+            (lambda b: b.__setitem__((r0, 12), -1), rf"event {10 + r0}: column 'stride' = -1 is outside"),
         ):
             bad = good.copy()
             edit(bad)
@@ -347,11 +379,12 @@ def test_writer_refuses_broken_range_rows(tmp_path, n):
             assert w.n_events == 10  # a refused batch is not written
         w.append(good[10:])
         w.append(good[:, :N_COLS_V1])  # ten columns: ordinary rows
+        w.append(good[:, :N_COLS_V2])  # twelve columns: stride 0
     with open_trace(path) as tr:
-        assert tr.schema_version == 2
+        assert tr.schema_version == 3
         got = tr.to_buffer()
-    want = np.concatenate([good, good])
-    want[n:, 10], want[n:, 11] = 1, 0
+    want = np.concatenate([good, good, good])
+    want[n : 2 * n, 10], want[n : 2 * n, 11], want[n:, 12] = 1, 0, 0
     np.testing.assert_array_equal(got, want)
 
 
@@ -406,7 +439,7 @@ def write_v1(path, buf10, config=None, meta=None, chunk_rows=1000):
         w.append(buf10)
     with h5py.File(path, "a", libver=("v110", "v110")) as f:
         for g in ("events", "checksums"):
-            del f[g]["ticks"], f[g]["period"]
+            del f[g]["ticks"], f[g]["period"], f[g]["stride"]
         a = f.attrs
         a["schema_version"] = np.int64(1)
         a["columns"] = json.dumps(list(COLUMNS[:N_COLS_V1]))
@@ -478,7 +511,7 @@ def test_a_version_1_file_is_read_by_every_reader(tmp_path, capsys):
             f(tr)[EventKind.FETCH]
             for f in (type(tr).count_by_kind, type(tr).ticks_by_kind, type(tr).pages_by_kind)
         )
-    assert "schema 2" in out2 and fetch.split() == [
+    assert "schema 3" in out2 and fetch.split() == [
         "FETCH",
         f"{n:,}",
         "events",
@@ -492,7 +525,7 @@ def test_a_version_1_file_is_read_by_every_reader(tmp_path, capsys):
     ]
     assert main(["trace", "inspect", "--json", str(v2)]) == 0
     js = json.loads(capsys.readouterr().out)
-    assert js["schema_version"] == 2 and js["ticks_by_kind"]["FETCH"] == t
+    assert js["schema_version"] == 3 and js["ticks_by_kind"]["FETCH"] == t
     # export: the same timeline from both (each move placed on its link by time)
     for v in (v1, v2):
         assert main(["trace", "export", str(v), "--out", str(tmp_path / f"{v.stem}.json"), "--json"]) == 0
@@ -568,3 +601,203 @@ def test_a_version_1_file_from_plain_h5py_is_read(tmp_path):
         f.attrs["schema_version"] = 2
     with pytest.raises(InputError, match=r"missing column\(s\) ticks, period"):
         open_trace(path)
+    with h5py.File(path, "a") as f:
+        f.attrs["schema_version"] = 3
+    with pytest.raises(InputError, match=r"missing column\(s\) ticks, period, stride"):
+        open_trace(path)
+
+
+def test_a_version_2_file_reads_with_stride_0(tmp_path, capsys):
+    """A version 2 file (twelve columns, range rows without strides) reads as thirteen columns
+    with stride 0, and holds the same events as the version 3 file of the same rows."""
+    ranged = with_ranges(engine_like_batch(4000, seed=15), seed=15, strided=0.0)
+    assert (ranged[:, 12] == 0).all() and (ranged[:, 10] > 1).any()
+    v3 = tmp_path / "v3.h5"
+    with EventTraceWriter(v3, {}, chunk_rows=700) as w:
+        w.append(ranged)
+    v2 = tmp_path / "v2.h5"
+    with EventTraceWriter(v2, {}, chunk_rows=700) as w:
+        w.append(ranged[:, :N_COLS_V2])
+    with h5py.File(v2, "a", libver=("v110", "v110")) as f:
+        for g in ("events", "checksums"):
+            del f[g]["stride"]
+        a = f.attrs
+        a["schema_version"] = np.int64(2)
+        a["columns"] = json.dumps(list(COLUMNS[:N_COLS_V2]))
+        head = ("format", "schema_version", "columns", "kind_names", "location_names", "config", "meta")
+        a["header_sha256"] = _attrs_digest(a, head)
+        a["attrs_sha256"] = _attrs_digest(a, head + ("n_events", "complete", "summary"))
+    with open_trace(v2) as tr:
+        assert tr.schema_version == 2 and tr.stored_columns == COLUMNS[:N_COLS_V2] and tr.verify() == []
+        np.testing.assert_array_equal(tr.to_buffer(), ranged)
+        assert (tr.read(["stride"])["stride"] == 0).all()
+        parts = list(iter_expanded(tr, rows=500, max_rows=900))
+        np.testing.assert_array_equal(np.concatenate([p["page"] for p in parts]), expand_ticks(ranged)[:, 5])
+    assert main(["trace", "diff", str(v2), str(v3)]) == 0
+    assert "events: the same" in capsys.readouterr().out
+
+
+# -- merge_ticks -----------------------------------------------------------------------------
+
+
+def twin_merge(rows, n_open=MERGE_OPEN):
+    """Plain Python of ``merge_ticks``: each page-moving row joins the most recent of the last
+    ``n_open`` kept rows of its kind that it continues (same tick and next pages, or its next
+    ticks: same pages a tick, period, stride), else is kept (stride 0 for a twelve-column row)."""
+    out, opens = [], {}
+    for r in rows:
+        r = list(r) + [0] * (13 - len(r))
+        t, kind, page, n, m = r[0], r[1], r[5], r[6], r[10]
+        joined = False
+        if kind in (FETCH, ALLOC, EVICT, DEALLOC) and n > 0 and page >= 0 and m >= 1:
+            lst = opens.setdefault(kind, [])
+            for j, o in enumerate(lst):
+                x = out[o]
+                if [x[c] for c in (2, 3, 4, 7, 8, 9)] != [r[c] for c in (2, 3, 4, 7, 8, 9)]:
+                    continue
+                if x[6] + n > 2**31 - 1 or x[10] + m > 2**31 - 1:
+                    continue
+                if x[10] == 1 and m == 1 and x[0] == t and x[5] + x[6] == page:
+                    x[6] += n
+                else:
+                    c = x[6] // x[10]
+                    per = x[11] if x[10] > 1 else t - x[0]
+                    s = (x[12] or c) if x[10] > 1 else page - x[5]
+                    if n // m != c or per <= 0 or t != x[0] + x[10] * per or s < c:
+                        continue
+                    if page != x[5] + x[10] * s:
+                        continue
+                    if m > 1 and (r[11] != per or (r[12] or c) != s):
+                        continue
+                    x[6] += n
+                    x[10] += m
+                    x[11] = per
+                    x[12] = 0 if s == c else s
+                lst.insert(0, lst.pop(j))
+                joined = True
+                break
+            if not joined:
+                lst.insert(0, len(out))
+                del lst[n_open:]
+        if not joined:
+            out.append(r)
+    return out
+
+
+def tick_streams(rng, n_rows: int, width: int = 12) -> np.ndarray:
+    """Engine-like rows of a few interleaved streams that move pages tick by tick: each a kind,
+    tensor and destination, a run of c pages a tick at a stride, now and then a gap, a change of
+    count, period or stride, a tick in two pieces, or a range row of several ticks; FAULT and
+    KERNEL rows between them."""
+    streams = []
+    for _ in range(int(rng.integers(1, 11))):
+        c = int(rng.integers(1, 6))
+        streams.append(
+            dict(
+                kind=int(rng.choice([FETCH, ALLOC, EVICT, DEALLOC])),
+                tensor=int(rng.integers(0, 4)),
+                dst=int(rng.integers(0, 3)),
+                c=c,
+                s=c + int(rng.integers(0, 3)),
+                page=int(rng.integers(0, 1000)) * 100,
+                t=1000,
+                per=int(rng.choice([7, 10])),
+            )
+        )
+    rows = []
+    while len(rows) < n_rows:
+        st = streams[int(rng.integers(0, len(streams)))]
+        u = rng.random()
+        if u < 0.05:
+            rows.append(row(st["t"], FAULT, page=st["page"], count=3, tensor=st["tensor"]))
+            continue
+        if u < 0.08:
+            st["page"] += int(rng.integers(1, 4))  # a gap
+        elif u < 0.1:
+            st["c"] = int(rng.integers(1, 6))
+            st["s"] = st["c"] + int(rng.integers(0, 3))
+        elif u < 0.12:
+            st["t"] += int(rng.integers(1, 3))  # off the period
+        kw = dict(tensor=st["tensor"], dst=st["dst"], src=3)
+        c, s = st["c"], st["s"]
+        if u > 0.9 and c > 1:  # the tick in two pieces
+            rows.append(row(st["t"], st["kind"], page=st["page"], count=1, **kw))
+            rows.append(row(st["t"], st["kind"], page=st["page"] + 1, count=c - 1, **kw))
+            st["page"] += s
+            st["t"] += st["per"]
+        elif u > 0.8 and s == c:  # a range row of a few ticks
+            m = int(rng.integers(2, 5))
+            rows.append(
+                row(st["t"], st["kind"], page=st["page"], count=c * m, ticks=m, period=st["per"], **kw)
+            )
+            st["page"] += s * m
+            st["t"] += st["per"] * m
+        else:
+            rows.append(row(st["t"], st["kind"], page=st["page"], count=c, **kw))
+            st["page"] += s
+            st["t"] += st["per"]
+    return arr(rows)[:, :width]
+
+
+def test_merge_ticks_against_its_twin():
+    """The kernel writes the rows of its plain-Python twin; they hold the same events (normal
+    form), fewer rows where streams run tick by tick, strided where their pages skip."""
+    from g10fast.trace_kernels import merge_ticks as kernel
+
+    rng = np.random.default_rng(41)
+    strided = joined = 0
+    for trial in range(200):
+        width = 12 if trial % 2 else 13
+        b = tick_streams(rng, int(rng.integers(0, 120)), width)
+        got = merge_ticks(b)
+        assert got.shape[1] == N_COLS and got.tolist() == twin_merge(b.tolist()), trial
+        np.testing.assert_array_equal(normal_form(got), normal_form(b))
+        strided += int((got[:, 12] > 0).sum())
+        joined += len(b) - len(got)
+        # a reused output buffer, and the open rows of a fresh call
+        out = np.full((len(b) + 5, N_COLS), 77, np.int64)
+        np.testing.assert_array_equal(merge_ticks(b, out), got)
+        m = kernel(np.ascontiguousarray(b), out, np.full((4, MERGE_OPEN), -1, np.int64))
+        assert m == len(got)
+    assert strided > 100 and joined > 2000
+    # engine-like rows and ranges (the writer's random batches): the same events, writable
+    b = ranged_batch(3000, seed=41)
+    got = merge_ticks(b)
+    np.testing.assert_array_equal(normal_form(got), normal_form(b))
+    assert got.tolist() == twin_merge(b.tolist())
+
+
+def test_merge_ticks_by_hand():
+    kw = dict(src=3, dst=2)
+    b = arr(
+        [
+            row(100, EVICT, page=0, count=1, **kw),  # a stream of 1 page a tick, stride 10
+            row(100, EVICT, page=1, count=9, dst=1, src=3),  # another: 9 pages, stride 10
+            row(110, EVICT, page=10, count=1, **kw),
+            row(110, EVICT, page=11, count=9, dst=1, src=3),
+            row(120, EVICT, page=21, count=4, dst=1, src=3),  # a tick in two pieces: joined
+            row(120, EVICT, page=25, count=5, dst=1, src=3),  # in their tick, not to the ticks
+            row(120, EVICT, page=20, count=1, **kw),
+            row(120, FETCH, page=500, count=6, ticks=2, period=10, src=2, dst=3),
+            row(140, FETCH, page=506, count=3, src=2, dst=3),  # its next tick
+            row(130, EVICT, page=29, count=1, **kw),  # overlapping the stride: not joined
+            row(150, FETCH, page=509, count=2, src=2, dst=3),  # another count: not joined
+        ]
+    )
+    got = merge_ticks(b)
+    want = arr(
+        [
+            row(100, EVICT, page=0, count=3, ticks=3, period=10, stride=10, **kw),
+            row(100, EVICT, page=1, count=18, ticks=2, period=10, stride=10, dst=1, src=3),
+            row(120, EVICT, page=21, count=9, dst=1, src=3),
+            row(120, FETCH, page=500, count=9, ticks=3, period=10, src=2, dst=3),
+            row(130, EVICT, page=29, count=1, **kw),
+            row(150, FETCH, page=509, count=2, src=2, dst=3),
+        ]
+    )
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(normal_form(got), normal_form(b))
+    with pytest.raises(ValueError, match="int64 rows of 12 or 13 columns"):
+        merge_ticks(b[:, :10])
+    with pytest.raises(ValueError, match=r"out must be int64 \[>= 11, 13\]"):
+        merge_ticks(b, np.empty((3, 13), np.int64))

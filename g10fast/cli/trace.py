@@ -42,7 +42,7 @@ def _trace_timeline_parsers(tsub) -> None:
     """`trace export`, `trace diff`, `trace plot` (docs/perfetto.md)."""
     te_help = (
         "timeline for ui.perfetto.dev (protobuf) or chrome://tracing (JSON); a range row "
-        "(schema 2: ticks > 1) is placed tick by tick, each at its own time"
+        "(schema 2 and 3: ticks > 1) is placed tick by tick, each at its own time"
     )
     te = tsub.add_parser("export", help=te_help, description=te_help)
     te.add_argument("file")
@@ -124,7 +124,7 @@ def cmd_trace_inspect(args) -> int:
         print(f"model {meta.get('model')} batch {meta.get('batch_size')} policy {meta.get('policy')}")
         counts = tr.count_by_kind()
         pages = tr.pages_by_kind()
-        # schema 2: a range row stands for several batcher ticks (docs/trace-format.md)
+        # schema 2 and 3: a range row stands for several batcher ticks (docs/trace-format.md)
         ticks = tr.ticks_by_kind() if tr.schema_version >= 2 else {}
         for kind, n in counts.items():
             name = getattr(kind, "name", str(kind))

@@ -20,6 +20,7 @@ from g10fast.engine.page import kernels as pk
 from g10fast.engine.page import rules
 from g10fast.analysis.vitality import vitality
 from g10fast.errors import InputError
+from g10fast.trace_kernels import MERGE_OPEN, merge_ticks
 from g10fast.workload.model import PAGE_SIZE, Workload, kernel_pages, output_only_csr
 
 # Page counts below this keep the LRU list in int32 entries (page << 4 | generation)
@@ -327,9 +328,11 @@ def simulate_pages(
     params: the engine's constants, `page_params(system, mode)`; an object with the
         artifact's config attributes (a G10Config) is converted by `system_params`.
     hints: (issued_kernel, tensor, from, to) rows; applied only if the mode uses prefetch.
-    trace: an object with `append(int64 [n, 12])` receiving the event stream (trace schema
-        2: the rows of runs and ticks of the bulk paths), `n_events` and `rewind(n)`
-        (g10fast.trace.EventTraceWriter), or None.
+    trace: an object with `append(int64 [n, 13])` receiving the event stream (trace schema
+        3: the bulk paths' rows of runs, and of ticks joined by `trace_ranges.merge_ticks`;
+        the per-page engine's `[n, 12]` rows of runs), `n_events` and `rewind(n)`
+        (g10fast.trace.EventTraceWriter), or None. A batch it is handed is reused after
+        `append` returns: a sink that keeps the rows copies them.
     progress: callable(done_kernels, total_kernels) called now and then.
     queue_capacity (rounded up to a power of two) and event_capacity: initial sizes of the
     page-run queues (grown as needed) and of the event buffer.
@@ -498,6 +501,8 @@ def simulate_pages(
         checker = PageChecker(w, sp, trace, "stride" if full else "budget")
 
     events_before = trace.n_events if trace is not None else 0
+    merged = None  # the joined rows of an event buffer (traced bulk runs)
+    opens = np.full((4, MERGE_OPEN), -1, dtype=np.int64)
     while True:
         S[pk.S_EV_PAUSE] = ev.shape[0] // 2 if trace is not None else ev.shape[0] + 1
         status = pk.run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd, ev, rule, emit)
@@ -527,7 +532,17 @@ def simulate_pages(
                 )
             raise SimulationError(_error_text(err, S, w))
         if trace is not None and S[pk.S_NEV] > 0:
-            trace.append(ev[: S[pk.S_NEV]])
+            # the bulk engine's rows of consecutive ticks joined into range rows (strided where
+            # the ticks' runs do not follow one another: trace schema 3); the per-page engine's
+            # rows as they are
+            if bulk:
+                if merged is None or merged.shape[0] < ev.shape[0]:
+                    merged = np.empty_like(ev)
+                opens.fill(-1)
+                trace.append(merged[: merge_ticks(ev[: S[pk.S_NEV]], merged, opens)])
+            else:
+                trace.append(ev[: S[pk.S_NEV]])
+            ev[: S[pk.S_NEV], pk.EV_STRIDE] = 0  # (only `_range_row` writes a stride)
             S[pk.S_NEV] = 0
             S[pk.S_IN_OPEN] = -1
             S[pk.S_OUT_OPEN] = -1

@@ -126,13 +126,14 @@ def _emit(ev, S, t, kind, it, k, tensor, page, count, src, dst, value):
 @_kernel_page
 def _extends(ev, o, t, kind, it, k, tensor, page, n, ticks, period, src, dst, value):
     """How row ev[o] would take the row (t, ..., page, n pages over `ticks` ticks `period`
-    apart) that continues its pages: 1 in the same tick (both ordinary rows), 2 as its next
-    ticks (the same pages a tick, its tick period), 0 not at all."""
+    apart) that continues its pages: 1 in the same tick (both ordinary rows, the pages next),
+    2 as its next ticks (the same pages a tick, its tick period, its stride: o of one tick
+    takes the page distance, at least its pages, as its stride; a range row r only at the
+    stride of runs that follow one another), 0 not at all."""
     if not (
         o >= 0
         and ev[o, 1] == kind
         and ev[o, 4] == tensor
-        and ev[o, 5] + ev[o, 6] == page
         and ev[o, 7] == src
         and ev[o, 8] == dst
         and ev[o, 9] == value
@@ -141,20 +142,28 @@ def _extends(ev, o, t, kind, it, k, tensor, page, n, ticks, period, src, dst, va
     ):
         return 0
     m = ev[o, 10]
+    c = ev[o, 6] // m
     if m == 1 and ticks == 1 and ev[o, 0] == t:
-        return 1
+        return 1 if ev[o, 5] + c == page else 0
     per = ev[o, 11] if m > 1 else t - ev[o, 0]
-    if per > 0 and ev[o, 6] // m == n // ticks and t == ev[o, 0] + m * per and (ticks == 1 or period == per):
-        return 2
-    return 0
+    if per <= 0 or c != n // ticks or t != ev[o, 0] + m * per or (ticks > 1 and period != per):
+        return 0
+    if m > 1:
+        s = ev[o, 12] if ev[o, 12] > 0 else c
+    else:
+        s = page - ev[o, 5]
+    if s < c or page != ev[o, 5] + m * s or (ticks > 1 and s != c):
+        return 0
+    return 2
 
 
 @_kernel_page
 def _emit_merge(ev, S, open_idx, t, kind, it, k, tensor, page, n, ticks, period, src, dst, value):
     """Write the row (t, ..., page, n pages over `ticks` ticks `period` apart), extending one
     of the two open rows of its direction (ev[S[open_idx]], then the second, S_IN_OPEN2 or
-    S_OUT_OPEN2) when it continues it (`_extends`); the row written or extended becomes the
-    open one, the other the second."""
+    S_OUT_OPEN2) when it continues it (`_extends`: in its tick, or as its next ticks, strided
+    where the pages skip); the row written or extended becomes the open one, the other the
+    second."""
     alt = S_IN_OPEN2 if open_idx == S_IN_OPEN else S_OUT_OPEN2
     o = S[open_idx]
     how = _extends(ev, o, t, kind, it, k, tensor, page, n, ticks, period, src, dst, value)
@@ -170,7 +179,10 @@ def _emit_merge(ev, S, open_idx, t, kind, it, k, tensor, page, n, ticks, period,
         return
     if how == 2:
         m = ev[o, 10]
-        ev[o, 11] = ev[o, 11] if m > 1 else t - ev[o, 0]
+        if m == 1:
+            ev[o, 11] = t - ev[o, 0]
+            s = page - ev[o, 5]
+            ev[o, 12] = s if s != ev[o, 6] else 0
         ev[o, 6] += n
         ev[o, 10] = m + ticks
         return

@@ -284,9 +284,10 @@ E_REPLAY = 8                # a replayed busy tick ended unlike its template (an
 # fmt: on
 
 # event kinds (g10fast.trace); event rows ev[n, EV_COLS] hold time (cycles), kind,
-# iteration, kernel, tensor, first page, page count, src, dst, value, ticks, period
+# iteration, kernel, tensor, first page, page count, src, dst, value, ticks, period, stride
 # (trace.COL_*; a row of ticks m > 1 stands for m rows, period cycles apart, of count / m
-# pages each: docs/trace-format.md, "Range rows")
+# pages each, their first pages stride apart (0: count / m): docs/trace-format.md, "Range
+# rows")
 EV_KERNEL = 0
 EV_FAULT = 1
 EV_FETCH = 2
@@ -297,7 +298,8 @@ EV_DEALLOC = 6
 EV_TRANSFER = 7
 EV_TICKS = 10
 EV_PERIOD = 11
-EV_COLS = 12
+EV_STRIDE = 12
+EV_COLS = 13
 
 # kernel statistics columns kstat[n, ...] (int64), one row per completed kernel
 # fmt: off

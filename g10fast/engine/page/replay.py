@@ -7,11 +7,14 @@ import numpy as np
 
 from g10fast.engine.page.batch import _fresh_counters
 from g10fast.engine.page.general import _next_tick_busy, _tick_end
-from g10fast.engine.page.helpers import _NO_TICKS, _tick_row, _rp_canon, _tensor_at
+from g10fast.engine.page.helpers import _NO_TICKS, _emit, _tick_row, _rp_canon, _tensor_at
 from g10fast.engine.page.layout import (
     EV_ALLOC,
     EV_EVICT,
     EV_FETCH,
+    EV_PERIOD,
+    EV_STRIDE,
+    EV_TICKS,
     E_NONE,
     E_REPLAY,
     F_TRANSFER,
@@ -581,6 +584,125 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, 
 
 
 @_kernel
+def _range_row(ev, S, t, it, kk, T, page, c, m, period, stride, dest):
+    """One EVICT row of victims: m ticks `period` apart of c pages each, their first pages
+    `stride` apart (a row of one tick when m is 1; stride written 0 when it is c: runs that
+    follow one another). Written as a new row (never an open one: `_extends` reads no
+    stride); `trace_kernels.merge_ticks` joins it to its neighbours later. (`_emit` leaves the
+    stride column alone: the wrapper zeroes it for the buffer's rows after each flush.)"""
+    o = _emit(ev, S, t, EV_EVICT, it, kk, T, page, m * c, IN_GPU, dest, 1)
+    if o >= 0 and m > 1:
+        ev[o, EV_TICKS] = m
+        ev[o, EV_PERIOD] = period
+        ev[o, EV_STRIDE] = stride if stride != c else 0
+
+
+@_kernel
+def _rp_victim_rows(S, lru, ev, t, k):
+    """The EVICT rows of the victims of k replayed ticks that take their victims stage by
+    stage, two destinations each (`_rp_move` with vd = -2, k >= 2: the victims are the list's
+    first pages, none of them arriving in those ticks, `_rp_batch`), written before they are
+    taken: per extent of the list and piece of the tick (a stage's pages to one destination),
+    one strided row of the ticks whose piece lies wholly in the extent and a row of one tick
+    for each piece the extent's ends cut. The same pages, ticks and destinations as the rows
+    `_rp_take` writes tick by tick, in far fewer rows."""
+    mask = S[S_RP_MASK]
+    ii = S[P_II]
+    it = S[S_CUR_ITER]
+    kk = S[S_CUR_KERNEL]
+    C = 0  # victims a tick
+    for stage in range(_G_PF_SSD, _G_RS_SSD):
+        q = _STAGE_QUEUE[stage]
+        if (mask >> q) & 1 and S[S_RP_N + q] != 0:
+            b = S_RP_PD + 4 * q
+            C += S[b + 1] + S[b + 3]
+    if C == 0:
+        return
+    total = k * C
+    A = 0  # the victims before this extent
+    h = S[S_X_HEAD]
+    while A < total and h >= 0:
+        bb = h * XW
+        lo = lru[_u(bb + X_LO)]
+        T = np.int64(lru[_u(bb + X_T)])
+        B = A + lru[_u(bb + X_HI)] - lo
+        if B > total:
+            B = total
+        off = 0  # the piece's first victim in a tick
+        for stage in range(_G_PF_SSD, _G_RS_SSD):
+            q = _STAGE_QUEUE[stage]
+            if not ((mask >> q) & 1) or S[S_RP_N + q] == 0:
+                continue
+            b = S_RP_PD + 4 * q
+            for r in range(2):
+                c = S[b + 2 * r + 1]
+                if c <= 0:
+                    continue
+                d = S[b + 2 * r]
+                # ticks j whose piece [j*C + off, j*C + off + c) meets [A, B)
+                j = (A - off - c) // C + 1
+                if j < 0:
+                    j = 0
+                j_last = (B - 1 - off) // C
+                if j_last > k - 1:
+                    j_last = k - 1
+                while j <= j_last:
+                    s0 = j * C + off
+                    if s0 >= A and s0 + c <= B:
+                        j_end = (B - off - c) // C
+                        if j_end > j_last:
+                            j_end = j_last
+                        _range_row(ev, S, t + j * ii, it, kk, T, lo + s0 - A, c, j_end - j + 1, ii, C, d)
+                        j = j_end + 1
+                    else:
+                        p0 = s0 if s0 > A else A
+                        p1 = s0 + c if s0 + c < B else B
+                        _range_row(ev, S, t + j * ii, it, kk, T, lo + p0 - A, p1 - p0, 1, 0, 0, d)
+                        j += 1
+                off += c
+        A = B
+        h = lru[_u(bb + X_NEXT)]
+
+
+@_kernel
+def _rp_takes_unwritten(S, qb, pstate, lru, tt, k, wait, ev):
+    """`_rp_move`'s k ticks of victims two ways a tick (vd = -2) and arrivals, stage by stage,
+    the victims taken without rows (a traced run wrote them by extent: `_rp_victim_rows`).
+    Returns the wait-set size."""
+    mask = S[S_RP_MASK]
+    qm = qb.shape[1] - 1
+    for j in range(k):
+        for stage in range(_G_PF_SSD, _G_RS_SSD):
+            q = _STAGE_QUEUE[stage]
+            n = S[S_RP_N + q] if (mask >> q) & 1 else 0
+            if n == 0:
+                continue
+            b = S_RP_PD + 4 * q
+            _rp_take(lru, S, tt, pstate, S[b + 1], S[b], ev, (0, 0, np.int64(0)), None)
+            _rp_take(lru, S, tt, pstate, S[b + 3], S[b + 2], ev, (0, 0, np.int64(0)), None)
+            rp = qb[q, _u(S[S_QH + q] & qm), 0]
+            wait = _x_arrive(lru, S, tt, pstate, S[S_RP_T + q], rp + j * n, n, wait)
+    return wait
+
+
+@_kernel
+def _rp_extent_room(S, lru, ev, k, nv, nseg):
+    """The most of k replayed ticks whose victims' rows by extent (`_rp_victim_rows`: at most
+    three for each of a tick's 2 nseg pieces in each extent the victims take, nv a tick)
+    and their arrivals' rows fit in the event buffer."""
+    room = ev.shape[0] - S[S_NEV] - 16
+    fixed = 3 * nseg + 3
+    have = 0
+    h = S[S_X_HEAD]
+    while h >= 0 and have < k * nv and fixed + 6 * nseg <= room:
+        fixed += 6 * nseg
+        bb = h * XW
+        have += lru[_u(bb + X_HI)] - lru[_u(bb + X_LO)]
+        h = lru[_u(bb + X_NEXT)]
+    return k if have >= k * nv else have // nv
+
+
+@_kernel
 def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t, emit):
     """The pages of k ticks of the template (its program recorded) move, as k replays one
     after another would move them: the pre-evicted pages by their runs of one destination;
@@ -656,19 +778,27 @@ def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t, emit):
             tt[_u(T), TT_RES] -= res
     if nv > 0 and vd >= 0:
         _rp_take(lru, S, tt, pstate, k * nv, vd, ev, (t, ii, np.int64(nv)), emit)
-    for j in range(k):
-        for stage in range(_G_PF_SSD, _G_RS_SSD):
-            q = _STAGE_QUEUE[stage]
-            n = S[S_RP_N + q] if (mask >> q) & 1 else 0
-            if n == 0:
-                continue
-            if vd == -2:
-                b = S_RP_PD + 4 * q
-                em = (t + j * ii, ii, np.int64(_NO_TICKS))
-                _rp_take(lru, S, tt, pstate, S[b + 1], S[b], ev, em, emit)
-                _rp_take(lru, S, tt, pstate, S[b + 3], S[b + 2], ev, em, emit)
-            rp = qb[q, _u(S[S_QH + q] & qm), 0]
-            wait = _x_arrive(lru, S, tt, pstate, S[S_RP_T + q], rp + j * n, n, wait)
+    unwritten = False
+    if emit is not None:
+        if vd == -2 and k >= 2:
+            # (traced: the victims' rows by extent, before the ticks take them unwritten)
+            _rp_victim_rows(S, lru, ev, t, k)
+            wait = _rp_takes_unwritten(S, qb, pstate, lru, tt, k, wait, ev)
+            unwritten = True
+    if not unwritten:
+        for j in range(k):
+            for stage in range(_G_PF_SSD, _G_RS_SSD):
+                q = _STAGE_QUEUE[stage]
+                n = S[S_RP_N + q] if (mask >> q) & 1 else 0
+                if n == 0:
+                    continue
+                if vd == -2:
+                    b = S_RP_PD + 4 * q
+                    em = (t + j * ii, ii, np.int64(_NO_TICKS))
+                    _rp_take(lru, S, tt, pstate, S[b + 1], S[b], ev, em, emit)
+                    _rp_take(lru, S, tt, pstate, S[b + 3], S[b + 2], ev, em, emit)
+                rp = qb[q, _u(S[S_QH + q] & qm), 0]
+                wait = _x_arrive(lru, S, tt, pstate, S[S_RP_T + q], rp + j * n, n, wait)
     if trace:
         # the arrivals: each stage's pages, n a tick
         for stage in range(_G_PF_SSD, _G_RS_SSD):
@@ -818,6 +948,13 @@ def _rp_batch(
             k = have // nv
         if k < 2:
             return none
+    if emit is not None:
+        if vd == -2:
+            # (traced: the victims' rows go by extent, `_rp_victim_rows`): as many ticks as
+            # the rows of the extents their victims take fit in the event buffer
+            k = _rp_extent_room(S, lru, ev, k, nv, nseg)
+            if k < 2:
+                return none
     if S[P_TRACE] != 0:
         # the rows they write fit in the event buffer: at most three an extent of victims
         # (ne of them ahead) and a stage's pages; where a tick's victims or pre-evicted pages
