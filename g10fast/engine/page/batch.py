@@ -616,13 +616,13 @@ def _batch_move_xd(
 def _batch_move_x_traced(
     p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait, vt_d, ev, em, emit
 ):
-    """`_batch_move_x` in a traced run: one head extent's victims at a time, each run of them
-    written as EVICT rows of the victims' tensor through the run's emitter (`_victim_rows`;
-    em: the first tick's time, the tick period, the pages a tick, the iteration, the kernel
-    and the victims' tensor). It stops once the event buffer is past its pause line (the
-    tick goes on by the page loop, and ends the streak). The untraced moves keep their
-    compiled shape (a branch inside `_batch_move_x` once cost the LRU policies a fifth).
-    Returns what `_batch_move_x` returns."""
+    """`_batch_move_x` in a traced run: its loop, a head extent at a time, each extent's
+    victims written as EVICT rows of the victims' tensor through the run's emitter
+    (`_victim_rows`; em: the first tick's time, the tick period, the pages a tick, the
+    iteration, the kernel and the victims' tensor). It stops once the event buffer is past
+    its pause line (the tick goes on by the page loop, and ends the streak). The untraced
+    moves keep their compiled shape (a branch inside `_batch_move_x` once cost the LRU
+    policies a fifth). Returns what `_batch_move_x` returns."""
     m = 0
     while m < nb:
         k = nb - m
@@ -632,17 +632,23 @@ def _batch_move_x_traced(
             if h < 0:
                 break
             lo = lru[_u(h * XW + X_LO)]
+            if lo < b_lo or lo >= b_hi:
+                break
             hi = lru[_u(h * XW + X_HI)]
             if hi - lo < k:
                 k = hi - lo
-        j, wait, vt_d = _batch_move_x(
-            p + m, k, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait, vt_d
-        )
+        j = _rp_canon(pstate, p + m, k, a_src)
         if j == 0:
             break
-        # (the emitter answers whether the event buffer is below its pause line; past it, the
-        # tick goes on by the page loop, and the engine flushes the buffer soon)
-        more = _victim_rows(emit, ev, S, em, m, lo, j, b_dest) if b_ev else False
+        more = True
+        if b_ev:
+            _victims_leave(pstate, lo, j, b_dest)
+            _x_take(lru, S, tt, j)
+            vt_d -= j
+            # (the emitter answers whether the event buffer is below its pause line; past
+            # it, the tick goes on by the page loop, and the engine flushes the buffer soon)
+            more = _victim_rows(emit, ev, S, em, m, lo, j, b_dest)
+        wait = _x_arrive(lru, S, tt, pstate, a_T, p + m, j, wait)
         m += j
         if j < k or not more:
             break
