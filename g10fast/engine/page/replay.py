@@ -668,7 +668,8 @@ def _rp_victim_rows(S, lru, ev, t, k):
 def _rp_takes_unwritten(S, qb, pstate, lru, tt, k, wait, ev):
     """`_rp_move`'s k ticks of victims two ways a tick (vd = -2) and arrivals, stage by stage,
     the victims taken without rows (a traced run wrote them by extent: `_rp_victim_rows`).
-    Returns the wait-set size."""
+    Returns the wait-set size. (A copy of `_rp_move`'s tick loop, on purpose: the loop moved
+    into a function both call would change the untraced engine's compiled code.)"""
     mask = S[S_RP_MASK]
     qm = qb.shape[1] - 1
     for j in range(k):
