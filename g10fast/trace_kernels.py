@@ -52,12 +52,13 @@ def split_checked(piece, at, lo, hi, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10
                 v12 = piece[i, 12]
             bad |= (v10 < lo10) | (v10 > hi10) | (v11 < lo11) | (v11 > hi11) | (v12 < lo12) | (v12 > hi12)
             if v10 > 1:
+                per = v6 // v10  # (one division: the range rows are most rows of a merged trace)
                 bad |= (
                     ((v1 != EV_FETCH) & (v1 != EV_ALLOC) & (v1 != EV_EVICT) & (v1 != EV_DEALLOC))
                     | (v6 <= 0)
                     | (v11 <= 0)
-                    | (v6 % v10 != 0)
-                    | ((v12 != 0) & (v12 <= v6 // v10))
+                    | (v6 != per * v10)
+                    | ((v12 != 0) & (v12 <= per))
                 )
             else:
                 bad |= (v11 != 0) | (v12 != 0)
@@ -157,7 +158,7 @@ def merge_ticks(b, out, opens):
             val = b[i, 9]
             kk = b[i, 3]
             it = b[i, 2]
-            cr = nr // mr
+            cr = nr if mr == 1 else nr // mr
             du = np.uint64(d)
             for j in range(MERGE_OPEN):
                 o = opens[du, j]
