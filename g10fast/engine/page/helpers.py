@@ -142,11 +142,14 @@ def _extends(ev, o, t, kind, it, k, tensor, page, n, ticks, period, src, dst, va
     ):
         return 0
     m = ev[o, 10]
-    c = ev[o, 6] // m
     if m == 1 and ticks == 1 and ev[o, 0] == t:
-        return 1 if ev[o, 5] + c == page else 0
+        return 1 if ev[o, 5] + ev[o, 6] == page else 0
+    # (divisions only for range rows: most calls join ordinary rows)
+    c = ev[o, 6] if m == 1 else ev[o, 6] // m
     per = ev[o, 11] if m > 1 else t - ev[o, 0]
-    if per <= 0 or c != n // ticks or t != ev[o, 0] + m * per or (ticks > 1 and period != per):
+    if per <= 0 or c != (n if ticks == 1 else n // ticks) or t != ev[o, 0] + m * per:
+        return 0
+    if ticks > 1 and period != per:
         return 0
     if m > 1:
         s = ev[o, 12] if ev[o, 12] > 0 else c
