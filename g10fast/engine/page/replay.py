@@ -672,6 +672,7 @@ def _rp_takes_unwritten(S, qb, pstate, lru, tt, k, wait, ev):
     into a function both call would change the untraced engine's compiled code.)"""
     mask = S[S_RP_MASK]
     qm = qb.shape[1] - 1
+    em = (np.int64(0), np.int64(0), np.int64(_NO_TICKS))  # (unread: no emitter; the untraced types)
     for j in range(k):
         for stage in range(_G_PF_SSD, _G_RS_SSD):
             q = _STAGE_QUEUE[stage]
@@ -679,8 +680,8 @@ def _rp_takes_unwritten(S, qb, pstate, lru, tt, k, wait, ev):
             if n == 0:
                 continue
             b = S_RP_PD + 4 * q
-            _rp_take(lru, S, tt, pstate, S[b + 1], S[b], ev, (0, 0, np.int64(0)), None)
-            _rp_take(lru, S, tt, pstate, S[b + 3], S[b + 2], ev, (0, 0, np.int64(0)), None)
+            _rp_take(lru, S, tt, pstate, S[b + 1], S[b], ev, em, None)
+            _rp_take(lru, S, tt, pstate, S[b + 3], S[b + 2], ev, em, None)
             rp = qb[q, _u(S[S_QH + q] & qm), 0]
             wait = _x_arrive(lru, S, tt, pstate, S[S_RP_T + q], rp + j * n, n, wait)
     return wait
