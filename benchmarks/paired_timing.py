@@ -3,6 +3,8 @@
     python benchmarks/paired_timing.py --base /tmp/wt-base --new . \
         --points BERT:128:lru ResNet152:1280:prefetch_lru SENet154:1024:deepUM --repeats 3
 
+A point is MODEL:BATCH:POLICY, or MODEL:BATCH:POLICY:HOST_GB for another host memory line
+(genconfig's `host_mem_gb`, as the matrix's cpu_varying group: `Inceptionv3:1792:deepUM:0`).
 POLICY is an artifact policy (lru, prefetch_lru, deepUM, ...) or any registered policy, run on
 the artifact's model and system as `g10fast run --g10 ... --policy` does (the driver engine's
 uvm, pump, g10_driver, ...).
@@ -37,10 +39,11 @@ from g10fast.config import genconfig
 from g10fast.run import run
 art, model, batch, policy, warm = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] == "1"
 trace = sys.argv[6] if len(sys.argv) > 6 and sys.argv[6] != "-" else None
+host = float(sys.argv[7]) if len(sys.argv) > 7 and sys.argv[7] != "-" else None
 from g10fast.errors import InputError
-def point(m, b):
+def point(m, b, host=None):
     try:
-        return genconfig(art, m, b, policy)
+        return genconfig(art, m, b, policy, host_mem_gb=host)
     except InputError:      # not the artifact's (the driver engine's): as `g10fast run --g10`
         from g10fast import policies
         from g10fast.spec import from_g10_config
@@ -53,7 +56,7 @@ if warm:  # (a traced point's warm-up is traced too: it loads the traced engine 
         import os
         os.unlink(trace + ".warm.h5")
 t1 = time.perf_counter(); c1 = time.process_time()
-res = run(point(model, batch), trace_path=trace)
+res = run(point(model, batch, host), trace_path=trace)
 t2 = time.perf_counter(); c2 = time.process_time()
 it = res["iterations"][res["reported"]]
 out = {"warmup_wall_s": t1 - t0, "wall_s": t2 - t1, "cpu_s": c2 - c1,
@@ -73,10 +76,11 @@ print(json.dumps(out))
 def measure(tree: Path, art: Path, point: str, warm: bool = True, trace: str | None = None) -> dict:
     """One fresh process of `tree`: a warm-up run, then the point's run (written to the event
     trace `trace`, removed after its rows are counted, when given)."""
-    model, batch, policy = point.split(":")
+    model, batch, policy, *host = point.split(":")
     env = dict(os.environ, PYTHONPATH=str(tree))
     p = subprocess.run(
-        [sys.executable, "-c", CHILD, str(art), model, batch, policy, "1" if warm else "0", trace or "-"],
+        [sys.executable, "-c", CHILD, str(art), model, batch, policy, "1" if warm else "0", trace or "-"]
+        + host[:1],
         capture_output=True,
         text=True,
         env=env,

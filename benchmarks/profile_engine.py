@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import collections
+import dataclasses
 import json
 import os
 import re
@@ -98,6 +99,8 @@ def child(args) -> None:
     from g10fast.run import _perturbed, build_workload
 
     cfg = validate(read_g10_config(_config_path(args.model, args.batch, args.policy)))
+    if args.host_gb is not None:
+        cfg = dataclasses.replace(cfg, CPU_memory_line_GB=args.host_gb)
     w = build_workload(cfg)
     hints = plan_of(cfg, w).hints if cfg.use_prefetch else None
     w = _perturbed(w, cfg)
@@ -133,6 +136,7 @@ def main(argv=None) -> int:
     ap.add_argument("--freq", type=int, default=2000, help="samples per second (default 2000)")
     ap.add_argument("--top", type=int, default=20, help="functions listed (default 20)")
     ap.add_argument("--trace", action="store_true", help="a traced run (rows counted, not written)")
+    ap.add_argument("--host-gb", type=float, help="host memory line, GB (default: the configuration's)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -151,6 +155,7 @@ def main(argv=None) -> int:
         data = Path(tmp, "perf.data")
         cmd = [sys.executable, __file__, args.model, args.batch, args.policy, "--child", "--out", tmp]
         cmd += ["--trace"] if args.trace else []
+        cmd += ["--host-gb", str(args.host_gb)] if args.host_gb is not None else []
         rc = subprocess.run(
             ["perf", "record", "-q", "-e", "cpu-clock", "-F", str(args.freq), "-o", str(data), "--"] + cmd
         ).returncode

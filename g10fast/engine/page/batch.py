@@ -63,7 +63,7 @@ from g10fast.engine.page.lru import (
     _xd_evict,
     _xd_victim,
 )
-from g10fast.engine.page.release import _release_dropped
+from g10fast.engine.page.release import _drop_release
 from g10fast.engine.page.stages import _count_in, _count_out, _lru_append
 from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
 
@@ -602,7 +602,7 @@ def _batch_move_xd(
             if b_rq:
                 wait = _victims_requeued(pstate, lo, j, wait)
             elif b_dest == NOT_PRESENT and S[P_RELEASE] != 0:
-                _release_dropped(pstate, lo, lo + j, S)
+                _drop_release(pstate, lo, lo + j, S)
             cur = _xd_evict(dnp, lru, S, tt, h, lo, j, cur)
             vt_d -= j
         wait = _x_arrive(lru, S, tt, pstate, a_T, p + m, j, wait)

@@ -66,7 +66,7 @@ from g10fast.engine.page.lru import (
     _xd_evict,
     _xd_victim,
 )
-from g10fast.engine.page.release import _release_dropped
+from g10fast.engine.page.release import _drop_release
 from g10fast.engine.page.stages import (
     _add_traffic,
     _count_in,
@@ -673,7 +673,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
             else:
                 pstate[_u(v)] = ((vst0 & ~LOC_MASK) | dest) & ~F_TRANSFER
                 if dest == NOT_PRESENT and xl and S[P_RELEASE] != 0:
-                    _release_dropped(pstate, v, v + 1, S)
+                    _drop_release(pstate, v, v + 1, S)
             if (vst0 & RES_MASK) == IN_GPU:
                 vt_d -= 1
         if a_src == IN_CPU:

@@ -94,7 +94,7 @@ from g10fast.engine.page.lru import (
     _xd_take,
     _xd_victim,
 )
-from g10fast.engine.page.release import _release_dropped
+from g10fast.engine.page.release import _drop_release
 from g10fast.engine.page.stages import _add_traffic, _count_in, _count_out, _lru_append
 from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
 
@@ -200,7 +200,7 @@ def _evict_page(
             st &= ~F_TRANSFER
         pstate[_u(v)] = st
         if st == 0 and prm.xl and prm.deepum and S[P_RELEASE] != 0:
-            _release_dropped(pstate, v, v + 1, S)
+            _drop_release(pstate, v, v + 1, S)
         if (st0 & RES_MASK) == IN_GPU:
             tt[_u(T), TT_RES] -= 1
     return (

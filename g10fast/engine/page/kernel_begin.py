@@ -126,7 +126,7 @@ from g10fast.engine.page.lru import (
     _new_generation,
     _x_remove,
 )
-from g10fast.engine.page.release import _populate, _release_free
+from g10fast.engine.page.release import _drop_flush, _populate, _release_free
 from g10fast.engine.page.stages import _preevict_gpu_run
 from g10fast.locations import IN_CPU, IN_GPU, IN_GPU_LEAST, IN_SSD, NOT_PRESENT
 
@@ -615,6 +615,8 @@ def _kernel_begin(k, now, kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, e
     K = kt.shape[0] - 1
     it = S[S_CUR_ITER]
     trace = S[P_TRACE] != 0
+    if S[P_RELEASE] != 0:
+        _drop_flush(pstate, S)  # (before the hints below map states again)
     # required set of this kernel (clear the previous kernel's)
     if S[S_REQ_K] >= 0:
         _mark(kt, kidx, tt, S[S_REQ_K], TT_REQ, 0)

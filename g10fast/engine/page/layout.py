@@ -262,7 +262,12 @@ P_RULE = 236  # 1: the eviction rule is not a built-in one (g10fast.engine.page.
 S_IN_OPEN2 = 237  # a second open incoming row (`_emit_merge`: rows of two runs that alternate
 # tick by tick both stay extendable), -1 none
 S_OUT_OPEN2 = 238  # a second open outgoing row, -1 none
-NS = 239
+S_DROP = 239  # runs of dropped pages whose states' memory is yet to be given back
+# (`_drop_release`): run j is pages S[S_DROP + 2 j] .. S[S_DROP + 2 j + 1] - 1, empty when
+# equal; N_DROP runs
+N_DROP = 4
+S_DROP_NEXT = 247  # the run `_drop_release` gives back next to start a new one
+NS = 248
 STALE_BUCKETS = 1 << 16
 
 # run statuses

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 from numba import types as _nbtypes
 
-from g10fast.engine.page.layout import P_RELEASE, S_RELEASED, _kernel
+from g10fast.engine.page.layout import N_DROP, P_RELEASE, S_DROP, S_DROP_NEXT, S_RELEASED, _kernel
 from g10fast.jit import NO_JIT, kernel_nonrt_internal
 
 
@@ -100,6 +100,57 @@ def _release_dropped(pstate, lo, hi, S):
         a += ps
     if z0 >= 0 and _madvise(np.uint64(z0), np.uint64(e - z0), MADV_DONTNEED) == 0:
         S[S_RELEASED] += e - z0
+
+
+#: the most memory pages of states one pending run of dropped pages spans before
+#: `_drop_release` gives it back (256 KiB with 4 KiB pages: the memory held back is small)
+_DROP_SPAN_PAGES = 64
+
+
+@_kernel
+def _drop_release(pstate, lo, hi, S):
+    """Pages lo .. hi - 1 were just dropped (left NOT_PRESENT): give back the memory of their
+    states (`_release_dropped`) later, in one pass over the run of dropped pages they continue.
+    DeepUM drops its victims a tick at a time, in ascending runs of a few pages, often of two
+    tensors in turn; given back at once, nearly every memory page of their states took its own
+    madvise call (183 k calls in a SENet154-1024 DeepUM+ run). Up to N_DROP runs wait, each
+    extended by the drops that continue it (starting in the memory page where it ends, or the
+    next); a run is given back when it would span more than `_DROP_SPAN_PAGES` memory pages,
+    when a drop that continues none needs its slot (in turn), and at each kernel's start
+    (`_drop_flush`). Only states that are zero when they are given back are released, so
+    nothing the engine reads changes."""
+    ps = S[P_RELEASE]
+    for j in range(N_DROP):
+        plo = S[S_DROP + 2 * j]
+        phi = S[S_DROP + 2 * j + 1]
+        if phi > plo and phi <= lo and lo - phi < ps:
+            if hi - plo <= _DROP_SPAN_PAGES * ps:
+                S[S_DROP + 2 * j + 1] = hi
+                return
+            _release_dropped(pstate, plo, phi, S)
+            S[S_DROP + 2 * j] = lo
+            S[S_DROP + 2 * j + 1] = hi
+            return
+    j = S[S_DROP_NEXT]
+    S[S_DROP_NEXT] = (j + 1) % N_DROP
+    plo = S[S_DROP + 2 * j]
+    phi = S[S_DROP + 2 * j + 1]
+    if phi > plo:
+        _release_dropped(pstate, plo, phi, S)
+    S[S_DROP + 2 * j] = lo
+    S[S_DROP + 2 * j + 1] = hi
+
+
+@_kernel
+def _drop_flush(pstate, S):
+    """Give back the pending runs of dropped pages' states (`_drop_release`)."""
+    for j in range(N_DROP):
+        plo = S[S_DROP + 2 * j]
+        phi = S[S_DROP + 2 * j + 1]
+        if phi > plo:
+            _release_dropped(pstate, plo, phi, S)
+        S[S_DROP + 2 * j] = 0
+        S[S_DROP + 2 * j + 1] = 0
 
 
 @_kernel
