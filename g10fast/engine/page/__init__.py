@@ -630,7 +630,6 @@ def _extent_records(n: int, S, old=None) -> np.ndarray:
         lru[:used] = old[:used]
     else:
         S[pk.S_X_FREE] = -1
-        S[pk.S_X_FREE_TAIL] = -1
         S[pk.S_X_BUMP] = 0
     S[pk.S_X_NFREE] += n - n0
     return lru

@@ -267,8 +267,7 @@ S_DROP = 239  # runs of dropped pages whose states' memory is yet to be given ba
 # equal; N_DROP runs
 N_DROP = 4
 S_DROP_NEXT = 247  # the run `_drop_release` gives back next to start a new one
-S_X_FREE_TAIL = 248  # the last freed extent record (the free records are a FIFO), -1
-NS = 249
+NS = 248
 STALE_BUCKETS = 1 << 16
 
 # run statuses

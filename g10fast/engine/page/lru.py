@@ -26,7 +26,6 @@ from g10fast.engine.page.layout import (
     S_X_BUMP,
     S_X_CUR,
     S_X_FREE,
-    S_X_FREE_TAIL,
     S_X_HEAD,
     S_X_NFREE,
     S_X_TAIL,
@@ -209,8 +208,7 @@ def _lru_advance_head(lru, pstate, S):
 # it). No stale entries, no generations, no compactions; the victim search is a read of the
 # head. The records live in `lru` (int64, XW words each: first page, end page, tensor,
 # previous, next, previous and next in the tensor's chain); freed ones are chained through
-# X_NEXT from S[S_X_FREE] to S[S_X_FREE_TAIL] (first freed, first taken again), and the
-# records from S[S_X_BUMP] on were never used (so that the
+# X_NEXT from S[S_X_FREE], and the records from S[S_X_BUMP] on were never used (so that the
 # wrapper's array, `np.empty`, takes memory only as records are first taken, and a larger
 # array costs nothing). The engine pauses while fewer than P_XMARGIN records are free (as many
 # as one busy tick can take), and the wrapper grows the array. tt[T, TT_RES] equals the pages
@@ -233,10 +231,7 @@ def _x_new(lru, S, tt, T, lo, hi, after):
     list), and at the head of T's chain. Returns its record (-1 when none is free: E_EXTENTS)."""
     i = S[S_X_FREE]
     if i >= 0:
-        nf = lru[_u(i * XW + X_NEXT)]
-        S[S_X_FREE] = nf
-        if nf < 0:
-            S[S_X_FREE_TAIL] = -1
+        S[S_X_FREE] = lru[_u(i * XW + X_NEXT)]
     else:
         i = S[S_X_BUMP]
         if i >= lru.shape[0] // XW:
@@ -291,16 +286,8 @@ def _x_free(lru, S, tt, i):
         tt[_u(lru[_u(b + X_T)]), TT_XH] = tn
     if tn >= 0:
         lru[_u(tn * XW + X_TPREV)] = tp
-    # (the free records are a FIFO: freed in list order, mostly from its head, they are taken
-    # again in that order for the arrivals at its tail, so that the list's order stays close
-    # to the records' order in memory and a walk from the head reads memory forwards)
-    lru[_u(b + X_NEXT)] = -1
-    ft = S[S_X_FREE_TAIL]
-    if ft >= 0:
-        lru[_u(ft * XW + X_NEXT)] = i
-    else:
-        S[S_X_FREE] = i
-    S[S_X_FREE_TAIL] = i
+    lru[_u(b + X_NEXT)] = S[S_X_FREE]
+    S[S_X_FREE] = i
     S[S_X_NFREE] += 1
 
 
