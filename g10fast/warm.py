@@ -30,21 +30,24 @@ __all__ = ["warm"]
 def warm(names=None, system=None, progress=None) -> list[dict]:
     """Run each policy of `names` (registered names, aliases or display names; None: every
     registered policy) once on api.DEFAULT_RUN's workload, on its system (`system`: another
-    preset's name, without DEFAULT_RUN's GPU memory override); -> one row per policy:
-    {"policy", "engine", "cpu_s", "wall_s"} (process CPU and wall seconds of its run, the
-    compile included), with "error" (the InputError's message) instead of the times for a
-    policy that cannot run on that system (the ranks engine needs a preset with a [node]
-    table: `system="dgx-a100-40"`). `progress(row)` is called after each. An unknown name
-    raises InputError before anything runs."""
+    preset's name, without DEFAULT_RUN's GPU memory override; None: DEFAULT_RUN's, or the
+    preset its engine's record names for warming, `warm_system`, when that system cannot run
+    it: the ranks engine's needs a [node] table); -> one row per policy: {"policy", "engine",
+    "system", "cpu_s", "wall_s"} (process CPU and wall seconds of its run, the compile
+    included), with "error" (the InputError's message) instead of the times for a policy that
+    cannot run on that system. `progress(row)` is called after each. An unknown name raises
+    InputError before anything runs."""
     from g10fast import policies
     from g10fast.api import DEFAULT_RUN, run_spec
+    from g10fast.engine.registry import engine as engine_record
     from g10fast.errors import InputError
 
     recs = policies.records() if names is None else [policies.get(n) for n in names]
-    base = dict(DEFAULT_RUN) if system is None else dict(DEFAULT_RUN, system={"preset": system})
     rows = []
     for rec in {r.name: r for r in recs}.values():
-        row = {"policy": rec.name, "engine": rec.engine}
+        preset = system or engine_record(rec.engine).warm_system or None
+        base = dict(DEFAULT_RUN) if preset is None else dict(DEFAULT_RUN, system={"preset": preset})
+        row = {"policy": rec.name, "engine": rec.engine, "system": preset or "default"}
         c0, w0 = time.process_time(), time.perf_counter()
         try:
             run_spec(dict(base, policy={"names": [rec.name]}))

@@ -27,11 +27,17 @@ def test_warm_writes_the_page_engine_to_the_cache(capsys):
 
 
 def test_warm_reports_a_policy_the_system_cannot_run(capsys):
-    """The ranks engine needs a preset with a [node] table: on the default system the row
-    says why (and nothing is raised); an unknown policy or preset exits 2 before any run."""
+    """The ranks engine needs a preset with a [node] table: without --system it warms on the
+    preset its engine's record names (`warm_system`); on a system given that cannot run it
+    the row says why (and nothing is raised); an unknown policy or preset exits 2 before any
+    run."""
     from g10fast.cli import main
+    from g10fast.engine.registry import engine
 
     (row,) = warm(["zero2"])
+    assert row["policy"] == "zero2" and "error" not in row and row["cpu_s"] >= 0
+    assert row["system"] == engine("ranks").warm_system == "dgx-a100-40"
+    (row,) = warm(["zero2"], system="g10-artifact")
     assert row["policy"] == "zero2" and "[node]" in row["error"] and "cpu_s" not in row
     assert main(["warm", "no-such-policy"]) == 2
     err = capsys.readouterr()

@@ -74,6 +74,9 @@ class EngineRecord:
     #: Python (a sweep with a cold cache runs its first point alone, so that one process
     #: writes the cache: g10fast.sweep.runner.numba_cache_warm)
     kernels: tuple[str, ...] = ()
+    #: a hardware preset for `g10fast warm` when the default comparison's system cannot run
+    #: this engine (the ranks engine needs a preset with a [node] table), or "" (that system)
+    warm_system: str = ""
 
     def load(self) -> Callable:
         """The runner."""

@@ -10,4 +10,5 @@ RECORD = EngineRecord(
     mode="g10fast.engine.ranks.zero:ZeroMode",
     timeline="g10fast.engine.ranks:timeline_json",
     summary="g10fast.engine.ranks:summary_lines",
+    warm_system="dgx-a100-40",
 )
