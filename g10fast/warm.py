@@ -2,7 +2,8 @@
 real run: `g10fast warm [POLICY ...]` (default: every registered policy).
 
 Each policy runs once on the default comparison's workload and system (api.DEFAULT_RUN:
-bert-base at batch 64 on g10-artifact with 10 GB of GPU memory), so that every kernel its
+bert-base at batch 64 on g10-artifact with 10 GB of GPU memory; an engine whose record names a
+`warm_system`, such as the ranks engine, which needs a node, on that preset), so that every kernel its
 engine, its planner and the bound call is compiled and written to the cache that later runs
 read (the `__pycache__` folders next to the kernel modules, or NUMBA_CACHE_DIR). Meant for
 the step after installation that pays the compile once per machine image: a Dockerfile `RUN
