@@ -77,6 +77,8 @@ def measure(tree: Path, art: Path, point: str, warm: bool = True, trace: str | N
     """One fresh process of `tree`: a warm-up run, then the point's run (written to the event
     trace `trace`, removed after its rows are counted, when given)."""
     model, batch, policy, *host = point.split(":")
+    if len(host) > 1:
+        raise SystemExit(f"paired_timing: point {point!r}: MODEL:BATCH:POLICY[:HOST_GB] expected")
     env = dict(os.environ, PYTHONPATH=str(tree))
     p = subprocess.run(
         [sys.executable, "-c", CHILD, str(art), model, batch, policy, "1" if warm else "0", trace or "-"]
