@@ -23,7 +23,9 @@ prefetch_lru / deepUM with the hints of the original binary's prefetch_guide.con
 --lru-int64 forces the engine's int64 LRU entries (used above 2**27 pages).
 --engine bulk / per-page runs the page engine with its bulk paths on / off (default: the
 engine's default, g10fast.engine.page.BULK_DEFAULT); --every N checks only every N-th
-synthetic case (a quick subset while iterating).
+synthetic case (a quick subset while iterating). --kept-states runs them all on the page
+states one process keeps from run to run (`g10fast.engine.page.keep_buffers`, a sweep
+worker's way).
 
 Event streams are compared row for row, or, where two runs group pages into rows differently
 (a traced bulk run writes ranges of pages and ticks, trace schema 3), by their per-page events
@@ -429,8 +431,15 @@ def main(argv=None):
         metavar="N",
         help="check: only every N-th synthetic case (a quick subset)",
     )
+    ap.add_argument(
+        "--kept-states",
+        action="store_true",
+        help="every run on the page states kept from run to run (keep_buffers, as sweep workers)",
+    )
     a = ap.parse_args(argv)
     import g10fast.engine.page as page
+
+    page.keep_buffers(a.kept_states)
 
     if a.lru_int64:
         page.LRU_INT32_PAGES = 0

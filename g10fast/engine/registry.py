@@ -77,6 +77,11 @@ class EngineRecord:
     #: a hardware preset for `g10fast warm` when the default comparison's system cannot run
     #: this engine (the ranks engine needs a preset with a [node] table), or "" (that system)
     warm_system: str = ""
+    #: "module:function": keep(flag) makes the engine keep its large per-run buffers from one
+    #: run to the next in this process (True: a process that runs many points, a sweep
+    #: worker) or give them back after each run (False, the default), with the same results;
+    #: or "" (nothing to keep). `keep_buffers` below calls it for every engine.
+    keep_buffers: str = ""
 
     def load(self) -> Callable:
         """The runner."""
@@ -161,3 +166,12 @@ def engines() -> list[EngineRecord]:
     """Every registered engine, built-in ones first."""
     _load_builtin()
     return list(_ENGINES.values())
+
+
+def keep_buffers(keep: bool = True) -> None:
+    """Every engine that has large per-run buffers keeps them from run to run in this process
+    (True: a sweep worker, which runs point after point) or gives them back after each run
+    (False: the default, a run's memory its own). Results are the same either way."""
+    for rec in engines():
+        if rec.keep_buffers:
+            _resolve(rec.keep_buffers)(keep)

@@ -26,7 +26,7 @@ from ..errors import InputError
 from ..progress import SweepProgress
 from .reuse import ReuseScheduler, derive_locally
 from .store import ResultStore
-from .worker import execute, task_for
+from .worker import execute, release_buffers, task_for
 
 __all__ = ["SweepSummary", "SweepProgress", "run_sweep", "plan_sweep"]
 
@@ -257,6 +257,7 @@ def run_sweep(
         summary.interrupted = True
         raise
     finally:
+        release_buffers()  # (kept by points run in this process, which goes on after the sweep)
         summary.wall_seconds = time.perf_counter() - t0
         store.release_claims()
         store.close()

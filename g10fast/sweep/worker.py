@@ -34,7 +34,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-__all__ = ["execute", "workload_analysis", "kernel_arrays", "clear_cache"]
+__all__ = ["execute", "workload_analysis", "kernel_arrays", "clear_cache", "release_buffers"]
 
 #: parsed workloads kept per worker process (a SENet154-1024 workload is ~100 MB)
 MAX_CACHED_WORKLOADS = 2
@@ -51,11 +51,42 @@ CACHE_STATS = {"workload_hits": 0, "vitality_hits": 0, "plan_hits": 0}
 
 
 def clear_cache() -> None:
+    """Drop this process's cached workloads, analyses and plans, and its kept engine
+    buffers (`release_buffers`)."""
     _WORKLOADS.clear()
     _VITALITY.clear()
     _PLANS.clear()
     for k in CACHE_STATS:
         CACHE_STATS[k] = 0
+    release_buffers()
+
+
+#: this process keeps the engines' large per-run buffers from point to point (`execute`)
+_KEEPING = False
+
+
+def _keep_buffers() -> None:
+    """The engines keep their large per-run buffers from one point to the next in this
+    process (the engine registry's `keep_buffers`: the page engine's page states, mapped
+    once per process instead of once per run, and never given back during a run), with the
+    same results; the process holds them between points (up to the largest run's)."""
+    global _KEEPING
+    if not _KEEPING:
+        from ..engine.registry import keep_buffers
+
+        keep_buffers(True)
+        _KEEPING = True
+
+
+def release_buffers() -> None:
+    """Give back the engines' kept buffers (a sweep that ran its points in this process
+    calls it at its end)."""
+    global _KEEPING
+    if _KEEPING:
+        from ..engine.registry import keep_buffers
+
+        keep_buffers(False)
+        _KEEPING = False
 
 
 def _workload_key(spec) -> tuple:
@@ -254,6 +285,7 @@ def execute(task: dict) -> dict:
         from ..run import run
         from .reuse import derive_result, derived_record, plan_depends_on_host, plan_digest
 
+        _keep_buffers()
         derive = task.get("derive") if task.get("config") is not None else None
         own_plan = plan_depends_on_host(spec.policy.name)
         if derive is not None and not task.get("analyze") and not own_plan:

@@ -12,6 +12,8 @@ import ctypes
 import math
 import mmap
 import sys
+import threading
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -403,10 +405,15 @@ def simulate_pages(
 
     # UVM: every page NOT_PRESENT (0) at first, from np.zeros: the operating system maps
     # zero pages as the engine first touches them (no pass writing V bytes ahead, and the
-    # pages of tensors it never touches take no memory)
-    pstate = np.zeros(V, dtype=np.uint8) if sp.is_uvm else np.full(V, pk.IN_GPU, dtype=np.uint8)
-    if RELEASE_DEFAULT:
-        _small_pages(pstate)
+    # pages of tensors it never touches take no memory); in a process that keeps its buffers
+    # (`keep_buffers`: sweep workers), the kept states, zeroed, whose freed states are then
+    # not given back (`StateBuffer`)
+    pstate = STATES.take(V) if sp.is_uvm else None
+    kept = pstate is not None
+    if not kept:
+        pstate = np.zeros(V, dtype=np.uint8) if sp.is_uvm else np.full(V, pk.IN_GPU, dtype=np.uint8)
+        if RELEASE_DEFAULT:
+            _small_pages(pstate)
     if sp.is_uvm:
         for t in np.nonzero(w.is_global)[0]:
             pstate[tstart[t] : tstart[t] + tnp[t]] = pk.IN_SSD
@@ -469,7 +476,7 @@ def simulate_pages(
     S[pk.P_TRACE] = int(trace is not None)
     S[pk.P_BULK] = int(bulk)
     S[pk.P_RULE] = int(own_rule)
-    S[pk.P_RELEASE] = mmap.PAGESIZE if RELEASE_DEFAULT else 0
+    S[pk.P_RELEASE] = mmap.PAGESIZE if RELEASE_DEFAULT and not kept else 0
     S[pk.P_F_HZ] = sp.f_hz
     S[pk.P_LSYS] = sp.lsys
     S[pk.P_LSSD] = sp.lssd
@@ -585,7 +592,7 @@ def simulate_pages(
         gpu_used=int(S[pk.S_GPU_USED]),
         host_used=int(S[pk.S_HOST_USED]),
         host_peak=int(S[pk.S_HOST_PEAK]),
-        pstate=pstate if keep_state else None,
+        pstate=(pstate.copy() if kept else pstate) if keep_state else None,  # (not the kept buffer)
         live_page_evictions=int(S[pk.S_LIVE_WARN]),
         amplification=(int(S[pk.S_AMP_RAW]), int(S[pk.S_AMP_ALIGNED])),
         extra={
@@ -596,6 +603,83 @@ def simulate_pages(
 
 
 _EXTENTS_INITIAL = 1 << 18  # (64 bytes each, memory taken only as they are first used)
+
+
+class StateBuffer:
+    """The page states of a process's UVM runs, kept from one run to the next when the
+    process asks for it (`keep_buffers(True)`: a sweep worker, which runs point after point).
+
+    A run normally maps fresh states (`np.zeros`) and gives those of freed tensors back to
+    the operating system as it goes (`RELEASE_DEFAULT`, page.release): its memory follows the
+    live tensors, but every tensor's states are mapped again each iteration, at a page fault
+    (and a zeroed memory page) per 4 KiB of states: about 2 x V / 4096 faults a run of V
+    pages, 0.2-0.37 s of system time on the paper-scale G10 and DeepUM+ points
+    (benchmarks/results/page-engine-bulk-journal.md, "Fifteenth step"). A kept buffer is
+    mapped once per process: a run takes it (`take`), zeroed where an earlier run wrote, and
+    gives nothing back while it runs (P_RELEASE 0); the process then holds the states of the
+    largest run it made (up to 428 MiB: SENet154-1024) between runs. The states a run starts
+    from are the same, so are its results.
+
+    One run holds the buffer at a time (another, in a thread or nested, maps its own): the
+    buffer is held while the view `take` returned is alive (a weak reference), so a run
+    that ends, returns or raises frees it without a call."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.keep = False
+        self._buf: np.ndarray | None = None
+        self._dirty = 0  # states from here on are zero (never written since the last zeroing)
+        self._holder = None  # a weak reference to the view of the run holding the buffer
+        self.runs = 0  # runs that took the buffer (a statistic)
+
+    def take(self, V: int) -> np.ndarray | None:
+        """The first V states of the kept buffer, all zero (NOT_PRESENT), or None when no
+        buffer is kept or another run holds it."""
+        with self._lock:
+            if not self.keep or (self._holder is not None and self._holder() is not None):
+                return None
+            if self._buf is None or self._buf.shape[0] < V:
+                self._buf = None  # (the old states given back before the new ones are mapped)
+                # (room for half as many pages again, mapped only where a run writes: a sweep's
+                # next, slightly larger workload does not map it all again)
+                self._buf = np.zeros(V + V // 2, dtype=np.uint8)
+                if RELEASE_DEFAULT:
+                    _small_pages(self._buf)
+                self._dirty = 0
+            view = self._buf[:V]
+            self._holder = weakref.ref(view)
+            z = min(V, self._dirty)
+            self._dirty = max(self._dirty, V)
+            self.runs += 1
+        view[:z] = 0
+        return view
+
+    def set_keep(self, keep: bool) -> None:
+        """Keep the buffer from run to run (True), or stop and give it back (False; a run
+        holding it keeps its view to its end)."""
+        with self._lock:
+            self.keep = bool(keep)
+            if not self.keep:
+                self._buf = None
+                self._holder = None
+                self._dirty = 0
+
+    @property
+    def nbytes(self) -> int:
+        """The kept buffer's size (0: none)."""
+        return 0 if self._buf is None else int(self._buf.nbytes)
+
+
+#: this process's kept page states (`keep_buffers`)
+STATES = StateBuffer()
+
+
+def keep_buffers(keep: bool = True) -> None:
+    """Keep the page states of this process's UVM runs from one run to the next (True), so
+    that a process running many points maps them once (a sweep worker; the engine registry's
+    `keep_buffers`), or (False, the default) map them per run and give freed tensors' states
+    back as the run goes: memory following the live tensors (`StateBuffer`)."""
+    STATES.set_keep(keep)
 
 
 def _small_pages(a: np.ndarray) -> None:

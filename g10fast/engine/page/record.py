@@ -13,4 +13,5 @@ RECORD = EngineRecord(
     host_reuse="g10fast.engine.page.reuse",
     memory="g10fast.engine.page.run:memory_parts",
     kernels=("g10fast.engine.page.loop",),
+    keep_buffers="g10fast.engine.page:keep_buffers",
 )
