@@ -322,6 +322,30 @@ def test_tiny_sweep_resume_and_failures(tmp_path):
     assert s3.ran == 0 and s3.skipped == 3
 
 
+def test_in_process_sweep_kept_states(tmp_path):
+    """A sweep run in this process keeps the page states from point to point and gives them
+    back at its end; with keep_buffers=False every point maps its own; the results are the
+    same."""
+    from g10fast.engine import page
+
+    resolved, _ = _tiny(tmp_path)
+    runs = page.STATES.runs
+    run_sweep(resolved, tmp_path / "kept.h5", workers=0, progress=False)
+    assert page.STATES.runs >= runs + 1  # (the UVM points took it: lru, and prefetch_lru if it ran)
+    assert not page.STATES.keep and page.STATES.nbytes == 0
+    runs = page.STATES.runs
+    run_sweep(resolved, tmp_path / "own.h5", workers=0, progress=False, keep_buffers=False)
+    assert page.STATES.runs == runs
+    a = {p.attrs["policy"]: p for p in ResultStore(tmp_path / "kept.h5").points()}
+    b = {p.attrs["policy"]: p for p in ResultStore(tmp_path / "own.h5").points()}
+    assert a.keys() == b.keys()
+    for pol in a:
+        assert a[pol].status == b[pol].status
+        if a[pol].status == "ok":
+            ra, rb = a[pol].result, b[pol].result
+            assert ra["iterations"] == rb["iterations"]
+
+
 def _children(pid: int) -> list[int]:
     out = []
     for d in os.listdir("/proc"):

@@ -314,7 +314,8 @@ SMALL = (
 
 def test_cli_no_reuse_and_default(tmp_path, capsys):
     """ViT-256 fits in GPU memory (peak host use 0): with reuse the 64 GiB points are derived
-    from the 256 GiB ones; --no-reuse simulates all four."""
+    from the 256 GiB ones; --no-reuse simulates all four (here also with --no-keep-buffers:
+    page states mapped per point, the same results as the kept ones of the second sweep)."""
     if not (ARTIFACT / "frontend" / "Nets").is_dir():
         pytest.skip("G10 artifact not available")
     from g10fast.cli import main
@@ -322,7 +323,7 @@ def test_cli_no_reuse_and_default(tmp_path, capsys):
     m = tmp_path / "small.toml"
     m.write_text(SMALL)
     args = ["sweep", str(m), "--g10", str(ARTIFACT), "--workers", "0", "--no-progress"]
-    assert main(args + ["--store", str(tmp_path / "a.h5"), "--no-reuse"]) == 0
+    assert main(args + ["--store", str(tmp_path / "a.h5"), "--no-reuse", "--no-keep-buffers"]) == 0
     out = capsys.readouterr().out
     assert "4 run (4 ok" in out and "reused" not in out
     assert main(args + ["--store", str(tmp_path / "b.h5")]) == 0

@@ -169,6 +169,7 @@ def run_sweep(
     retry_errors: bool = True,
     max_points: int | None = None,
     reuse: bool = True,
+    keep_buffers: bool = True,
 ) -> SweepSummary:
     """Run every point of `resolved` (ResolvedPoints) not yet in the store at `store_path`.
 
@@ -180,6 +181,9 @@ def run_sweep(
     g10fast.progress.SweepProgress on stderr).
     reuse: derive a page-engine point from a run of the same configuration at another host
     memory size when the run never came near either host line (exact; g10fast/sweep/reuse.py).
+    keep_buffers: each worker keeps the engines' large per-run buffers (the page states) from
+    point to point (same results; `worker.execute`); False: every point maps its own and gives
+    them back.
     """
     t0 = time.perf_counter()
     store = ResultStore(store_path)
@@ -190,6 +194,8 @@ def run_sweep(
     tasks, skipped = plan_sweep(resolved, store, retry_errors, damaged=bad)
     if max_points is not None:
         tasks = tasks[: max(0, int(max_points))]
+    for t in tasks:
+        t["keep_buffers"] = bool(keep_buffers)
     summary = SweepSummary(total=len(resolved), skipped=skipped, repaired=repaired)
     summary.repaired += repair_workloads(store, resolved, tasks)
     summary.damaged = len(set(bad) & {rp.hash for rp in resolved})

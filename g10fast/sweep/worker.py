@@ -254,7 +254,9 @@ def _peak_rss() -> int:
 def execute(task: dict) -> dict:
     """Run one point. task: hash, label, point (dict), config (G10Config fields) or spec (a
     RunSpec dict, for policies the artifact's format cannot say), analyze (store the workload
-    analysis under this key, or None). Returns the store record."""
+    analysis under this key, or None), keep_buffers (default True: this process keeps the
+    engines' large buffers for its next point, `_keep_buffers`; False: gives them back).
+    Returns the store record."""
     from .. import __version__
     from ..config import G10Config
     from ..errors import InputError
@@ -285,7 +287,10 @@ def execute(task: dict) -> dict:
         from ..run import run
         from .reuse import derive_result, derived_record, plan_depends_on_host, plan_digest
 
-        _keep_buffers()
+        if task.get("keep_buffers", True):
+            _keep_buffers()
+        else:
+            release_buffers()
         derive = task.get("derive") if task.get("config") is not None else None
         own_plan = plan_depends_on_host(spec.policy.name)
         if derive is not None and not task.get("analyze") and not own_plan:
