@@ -139,6 +139,23 @@ def make_workload(
     return build_workload(graph, exe, input_pf, pf, ws_bytes)
 
 
+def assert_same_runs(a, b, pstate: bool = True, extra: bool = False) -> None:
+    """Two page-engine runs (PageRun) ended alike: kernels, traffic, transfer periods, memory
+    use, amplification, live-page evictions, (`pstate`) the final page states, both kept
+    (keep_state=True), and (`extra`) the engine's extra counters (pages left queued; a
+    checked run adds its own)."""
+    assert np.array_equal(a.kernels, b.kernels)
+    assert np.array_equal(a.pcie, b.pcie)
+    assert np.array_equal(a.boundaries, b.boundaries)
+    assert (a.gpu_used, a.host_used, a.host_peak) == (b.gpu_used, b.host_used, b.host_peak)
+    if pstate:
+        assert a.pstate is not None and b.pstate is not None
+        assert np.array_equal(a.pstate, b.pstate)
+    assert a.amplification == b.amplification
+    assert a.live_page_evictions == b.live_page_evictions
+    assert not extra or a.extra == b.extra
+
+
 def kernel_pages(workload) -> np.ndarray:
     """Pages of each kernel's working set (inputs and outputs, counted once)."""
     out = np.zeros(workload.num_kernels, dtype=np.int64)

@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 from numba import njit
+from synth import assert_same_runs
 from synth import kernel_pages, make_workload, random_hints, tiny_cfg
 
 from g10fast.engine import page as page_mod
@@ -350,10 +351,7 @@ def _counted(monkeypatch, w, cfg, hints, released):
 
 
 def _same(a, b):
-    assert np.array_equal(a.kernels, b.kernels)
-    assert np.array_equal(a.pcie, b.pcie)
-    assert np.array_equal(a.boundaries, b.boundaries)
-    assert (a.gpu_used, a.host_used, a.host_peak, a.extra) == (b.gpu_used, b.host_used, b.host_peak, b.extra)
+    assert_same_runs(a, b, pstate=False, extra=True)
 
 
 def test_kept_states_change_nothing(monkeypatch, kept):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from synth import Collector, kernel_pages, make_workload, random_hints, tiny_cfg
+from synth import assert_same_runs as _same
 
 from g10fast.engine import page as page_mod
 from g10fast.engine.page import kernels as pk
@@ -63,16 +64,6 @@ def _run(monkeypatch, w, cfg, hints, replay, counter=None, **kw):
         return simulate_pages(w, cfg, hints=hints, bulk=True, **kw)
     finally:
         monkeypatch.setattr(pk, "run_engine", engine)
-
-
-def _same(a, b):
-    assert np.array_equal(a.kernels, b.kernels)
-    assert np.array_equal(a.pcie, b.pcie)
-    assert np.array_equal(a.boundaries, b.boundaries)
-    assert (a.gpu_used, a.host_used, a.host_peak) == (b.gpu_used, b.host_used, b.host_peak)
-    assert np.array_equal(a.pstate, b.pstate)
-    assert a.amplification == b.amplification
-    assert a.live_page_evictions == b.live_page_evictions
 
 
 def test_replayed_ticks_change_nothing(monkeypatch):

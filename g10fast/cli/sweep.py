@@ -147,6 +147,22 @@ def _sweep(
     return summary
 
 
+def _sweep_args(args, workers, artifact, **kw):
+    """`_sweep` of the matrix, store and shared flags (`_sweep_opts`) of `sweep` or
+    `reproduce`."""
+    return _sweep(
+        args.matrix,
+        args.store,
+        artifact,
+        workers,
+        args.dask,
+        _sweep_progress(args),
+        reuse=not args.no_reuse,
+        keep_buffers=not args.no_keep_buffers,
+        **kw,
+    )
+
+
 def _workers(text) -> int | None:
     """--workers: None (default: CPU count), 0 (in this process) or a positive integer."""
     if text is None:
@@ -170,18 +186,12 @@ def cmd_sweep(args) -> int:
             f"must be at least 1 point, got {args.max_points} (leave it out to run every point)",
             param="--max-points",
         )
-    artifact = _artifact_arg(args.g10)
-    summary = _sweep(
-        args.matrix,
-        args.store,
-        artifact,
+    summary = _sweep_args(
+        args,
         workers,
-        args.dask,
-        _sweep_progress(args),
+        _artifact_arg(args.g10),
         retry_errors=not args.no_retry_errors,
         max_points=args.max_points,
-        reuse=not args.no_reuse,
-        keep_buffers=not args.no_keep_buffers,
     )
     print(summary.text())
     if summary.error_labels:
@@ -208,16 +218,7 @@ def cmd_reproduce(args) -> int:
 
     workers = _workers(args.workers)
     artifact = _artifact_arg(args.g10)
-    summary = _sweep(
-        args.matrix,
-        args.store,
-        artifact,
-        workers,
-        args.dask,
-        _sweep_progress(args),
-        reuse=not args.no_reuse,
-        keep_buffers=not args.no_keep_buffers,
-    )
+    summary = _sweep_args(args, workers, artifact)
     print(summary.text())
     report = draw_all(args.store, args.out, artifact_dir=artifact)
     print(report.text())
