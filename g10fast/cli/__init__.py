@@ -18,7 +18,7 @@
     g10fast store convert OLD.h5 NEW (a version-1 HDF5 store into a version-2 store)
     g10fast results export STORE --out points.csv|points.parquet
     g10fast sweep MATRIX --store FILE.h5 [--g10 ARTIFACT_DIR] [--workers N] [--dask ADDRESS]
-                  [--no-reuse]
+                  [--no-reuse] [--no-keep-buffers]
     g10fast figures STORE.h5 --out DIR [--g10 ARTIFACT_DIR]
     g10fast reproduce --g10 ARTIFACT_DIR [--store FILE.h5] [--out DIR]
     g10fast warm [POLICY ...] [--system PRESET]   (compile the kernels into Numba's cache)

@@ -33,7 +33,7 @@ def _sweep_opts(q) -> None:
         action="store_true",
         help="map each point's page states afresh and give freed ones back as it runs, so "
         "that a worker's memory follows its current point; by default a worker keeps them "
-        "from point to point (the same results, about 13 %% less CPU for the page engine's "
+        "from point to point (the same results, 13-18 %% less CPU for the page engine's "
         "points, up to the largest point's states held: docs/sweep-performance.md)",
     )
 
