@@ -534,3 +534,42 @@ def test_fuzz_graph_or_input_error(text, family, batch):
     assert (g.raw_size > 0).all()
     assert g.in_idx.size == 0 or g.in_idx.max() < g.num_tensors
     assert g.out_idx.max() < g.num_tensors
+
+
+def _csr_twin(lists):
+    """Plain reference of `csr_from_lists`: each row through np.unique."""
+    rows = [np.unique(np.asarray(list(r), dtype=np.int64)) for r in lists]
+    ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    if rows:
+        ptr[1:] = np.cumsum([len(r) for r in rows])
+    idx = np.concatenate(rows).astype(np.int32) if rows and ptr[-1] > 0 else np.zeros(0, np.int32)
+    return ptr, idx
+
+
+def test_csr_from_lists_twin():
+    """`csr_from_lists` (one sort of every id) equals a np.unique per row, on rows of lists,
+    sets, int32 and int64 arrays, empty rows and repeated ids; and on no rows at all."""
+    from g10fast.workload.model import csr_from_lists
+
+    rng = np.random.default_rng(5)
+    for case in range(200):
+        lists = []
+        for _ in range(int(rng.integers(0, 30))):
+            r = rng.integers(0, 50, size=int(rng.integers(0, 9)))
+            form = int(rng.integers(0, 4))
+            lists.append(
+                [int(x) for x in r]
+                if form == 0
+                else set(r.tolist())
+                if form == 1
+                else r.astype(np.int32)
+                if form == 2
+                else r
+            )
+        got, want = csr_from_lists(lists), _csr_twin(lists)
+        assert got[0].dtype == np.int64 and got[1].dtype == np.int32
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), case
+    ptr, idx = csr_from_lists([])
+    assert ptr.tolist() == [0] and idx.shape == (0,)
+    ptr, idx = csr_from_lists([[], [3, 1, 3], []])
+    assert ptr.tolist() == [0, 0, 2, 2] and idx.tolist() == [1, 3]

@@ -21,13 +21,24 @@ PAGE_SIZE = 4096
 
 
 def csr_from_lists(lists) -> tuple[np.ndarray, np.ndarray]:
-    """Lists of tensor ids per kernel -> (ptr int64[K+1], idx int32[nnz]), each row sorted, unique."""
-    rows = [np.unique(np.asarray(list(r), dtype=np.int64)) for r in lists]
-    ptr = np.zeros(len(rows) + 1, dtype=np.int64)
-    if rows:
-        ptr[1:] = np.cumsum([len(r) for r in rows])
-    idx = np.concatenate(rows).astype(np.int32) if rows and ptr[-1] > 0 else np.zeros(0, np.int32)
-    return ptr, idx
+    """Lists of tensor ids per kernel -> (ptr int64[K+1], idx int32[nnz]), each row sorted, unique.
+    (One sort of all the ids by row and id, not a `np.unique` a row: SENet154's 6,957 rows took
+    0.046 s that way.)"""
+    rows = [r if isinstance(r, np.ndarray) else list(r) for r in lists]
+    n = len(rows)
+    lens = np.fromiter((len(r) for r in rows), dtype=np.int64, count=n)
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    if n == 0 or lens.sum() == 0:
+        return ptr, np.zeros(0, np.int32)
+    ids = np.concatenate([np.asarray(r, dtype=np.int64).ravel() for r in rows])
+    row = np.repeat(np.arange(n, dtype=np.int64), lens)
+    order = np.lexsort((ids, row))
+    ids, row = ids[order], row[order]
+    keep = np.ones(len(ids), dtype=bool)
+    keep[1:] = (ids[1:] != ids[:-1]) | (row[1:] != row[:-1])
+    ids, row = ids[keep], row[keep]
+    ptr[1:] = np.cumsum(np.bincount(row, minlength=n))
+    return ptr, ids.astype(np.int32)
 
 
 class _Incidence:
