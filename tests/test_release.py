@@ -335,35 +335,21 @@ def kept():
         page_mod.keep_buffers(False)
 
 
-def _counted(monkeypatch, w, cfg, hints, released):
-    engine = pk.run_engine
-
-    def counting(*a):
-        status = engine(*a)
-        released[0] += int(a[8][pk.S_RELEASED])
-        return status
-
-    monkeypatch.setattr(pk, "run_engine", counting)
-    try:
-        return simulate_pages(w, cfg, hints=hints)
-    finally:
-        monkeypatch.setattr(pk, "run_engine", engine)
-
-
 def _same(a, b):
     assert_same_runs(a, b, pstate=False, extra=True)
 
 
 def test_kept_states_change_nothing(monkeypatch, kept):
     """Twelve runs in a row, G10 with pre-deallocations and DeepUM with drops, of workloads
-    of different sizes, on one kept buffer: each run equals the same run on fresh states; the
+    of different sizes, on one kept buffer: each run equals the same run on fresh states (its
+    final page states too); the
     buffer holds the earlier runs' states when the next one takes it (so its zeroing is what
     makes them equal), and nothing is given back during a kept run."""
     cases = [make(seed) for seed in range(6) for make in (_big_case, _deepum_case)]
     fresh = []
     page_mod.keep_buffers(False)
     for w, cfg, hints in cases:
-        fresh.append(simulate_pages(w, cfg, hints=hints))
+        fresh.append(simulate_pages(w, cfg, hints=hints, keep_state=True))
     page_mod.keep_buffers(True)
     stale = 0
     for (w, cfg, hints), ref in zip(cases, fresh):
@@ -371,7 +357,7 @@ def test_kept_states_change_nothing(monkeypatch, kept):
             stale += bool(kept._buf[: int(w.num_pages)].any())
         runs = kept.runs
         got = [0]
-        _same(_counted(monkeypatch, w, cfg, hints, got), ref)
+        assert_same_runs(_run(monkeypatch, w, cfg, hints, True, got), ref, extra=True)
         assert kept.runs == runs + 1  # (the run took the kept buffer)
         assert got[0] == 0
     assert stale >= 6
