@@ -30,8 +30,11 @@ stand for ``ticks`` batcher ticks ``period`` cycles apart (a "range row", writte
 page engine); version 3 adds ``stride``: the pages from one tick's first page to the next's
 (0: the ticks' runs follow one another). ``g10fast.trace_ranges`` expands them
 (``expand_ticks``, ``per_page``) and gives the form two traces of one run share however their
-engines grouped pages (``normal_form``). Version 1 files (ten columns) and version 2 files
-(twelve) still read, with ``ticks`` 1, ``period`` 0 and ``stride`` 0 for the columns they lack.
+engines grouped pages (``normal_form``). Version 4 adds no column: a ``FAULT`` row may stand for
+``ticks`` runs of one fault scan, all at its time (period 0), ``stride`` pages apart (the bulk
+page engine's scan of a tensor whose pages alternate between the CPU and the SSD). Version 1
+files (ten columns), version 2 files (twelve) and version 3 files still read, with ``ticks`` 1,
+``period`` 0 and ``stride`` 0 for the columns they lack.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ from . import locations
 from .atomic import temporary_name
 from .errors import InputError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 FORMAT_NAME = "g10fast-event-trace"
 EVENTS_GROUP = "events"
 CHECKSUM_GROUP = "checksums"
@@ -104,7 +107,7 @@ COLUMNS = (
 COLUMNS_V1 = COLUMNS[:N_COLS_V1]
 COLUMNS_V2 = COLUMNS[:N_COLS_V2]
 #: the versions ``open_trace`` reads; the writer writes the last
-SCHEMA_VERSIONS = (1, 2, 3)
+SCHEMA_VERSIONS = (1, 2, 3, 4)
 #: kinds whose rows may stand for several batcher ticks (``ticks`` > 1, "range rows")
 RANGE_KINDS = frozenset({locations.EV_FETCH, locations.EV_ALLOC, locations.EV_EVICT, locations.EV_DEALLOC})
 
@@ -615,9 +618,10 @@ class EventTraceWriter:
         a Location or -1, iteration beyond int16, kernel/tensor/count/ticks beyond int32,
         ticks < 1, period or stride < 0) or a range row that breaks the rules of
         docs/trace-format.md (ticks > 1 only on FETCH, ALLOC, EVICT, DEALLOC rows, with count a
-        positive multiple of ticks and period > 0; period 0 when ticks is 1; a stride above 0
-        only with ticks > 1 and above count // ticks) raises ValueError and is not appended;
-        the writer stays usable.
+        positive multiple of ticks and period > 0, and on FAULT rows of several runs, with
+        period 0 and a stride; period 0 when ticks is 1; a stride above 0 only with ticks > 1
+        and above count // ticks) raises ValueError and is not appended; the writer stays
+        usable.
         """
         self._check_open()
         buf = np.asarray(buf)
@@ -687,6 +691,8 @@ class EventTraceWriter:
         kind, count = piece[:, COL_KIND], piece[:, COL_COUNT]
         stride = piece[:, COL_STRIDE] if piece.shape[1] > COL_STRIDE else np.zeros_like(ticks)
         rng = ticks > 1
+        runs = rng & (kind == EventKind.FAULT)  # a fault scan's runs: one time, strided
+        rng_t = rng & ~runs
         rules = (
             ("period", (~rng) & (period != 0), "with ticks = 1: an ordinary row's period is 0"),
             ("stride", (~rng) & (stride != 0), "with ticks = 1: an ordinary row's stride is 0"),
@@ -697,23 +703,27 @@ class EventTraceWriter:
             ),
             (
                 "ticks",
-                rng & ~np.isin(kind, sorted(RANGE_KINDS)),
-                "on a {kind} row: only FETCH, ALLOC, EVICT and DEALLOC rows may stand for several ticks",
+                rng_t & ~np.isin(kind, sorted(RANGE_KINDS)),
+                "on a {kind} row: only FETCH, ALLOC, EVICT and DEALLOC rows may stand for several "
+                "ticks (and FAULT rows for several runs)",
             ),
             (
                 "count",
                 rng & ((count <= 0) | (count % np.maximum(ticks, 1) != 0)),
                 "is not a positive multiple of ticks = {ticks}",
             ),
-            ("period", rng & (period <= 0), "with ticks = {ticks}: a range row's period must be > 0"),
+            ("period", rng_t & (period <= 0), "with ticks = {ticks}: a range row's period must be > 0"),
+            ("period", runs & (period != 0), "on a FAULT row of {ticks} runs: its runs' period is 0"),
+            ("stride", runs & (stride == 0), "on a FAULT row of {ticks} runs: give its runs' stride"),
         )
+        value = {"period": period, "stride": stride, "ticks": ticks, "count": count}
         for col, m, why in rules:
             if m.any():
                 i = int(np.flatnonzero(m)[0])
                 k = int(kind[i])
                 name = EventKind(k).name if 0 <= k < len(EventKind) else str(k)
                 raise ValueError(
-                    f"event {first_row + i}: column '{col}' = {int(piece[i, COLUMNS.index(col)])} "
+                    f"event {first_row + i}: column '{col}' = {int(value[col][i])} "
                     + why.format(kind=name, ticks=int(ticks[i]))
                 )
 

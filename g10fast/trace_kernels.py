@@ -1,5 +1,5 @@
 """Numba kernels of the event-trace writer and reader (g10fast/trace.py): the split of a batch
-into its columns with its range check (and the range-row rules of schema versions 2 and 3),
+into its columns with its range check (and the range-row rules of schema versions 2 to 4),
 HDF5's byte shuffle, and the join of rows of consecutive ticks into range rows.
 
 ``split_checked`` is wrapped by ``EventTraceWriter.append``, which calls it only on
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from g10fast.jit import jit, kernel_nonrt
-from g10fast.locations import EV_ALLOC, EV_DEALLOC, EV_EVICT, EV_FETCH
+from g10fast.locations import EV_ALLOC, EV_DEALLOC, EV_EVICT, EV_FAULT, EV_FETCH
 
 kernel_nogil = jit(_nrt=False, nogil=True)
 
@@ -29,9 +29,10 @@ def split_checked(piece, at, lo, hi, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10
     period 0), in one pass over its rows; -> True when some ``piece[i, K]`` is outside
     ``[lo[K], hi[K]]`` (unchecked columns carry the int64 range) or a row breaks the range-row
     rules (ticks > 1 only on FETCH, ALLOC, EVICT, DEALLOC rows with count a positive multiple
-    of ticks and period > 0; period 0 when ticks is 1; a stride above 0 only with ticks > 1
-    and above count // ticks), in which case the caller drops what was written (the columns
-    then hold truncated values)."""
+    of ticks and period > 0, and on FAULT rows of several runs: period 0, a stride above
+    count // ticks; period 0 when ticks is 1; a stride above 0 only with ticks > 1 and above
+    count // ticks), in which case the caller drops what was written (the columns then hold
+    truncated values)."""
     lo0, lo1, lo2, lo3, lo4 = lo[0], lo[1], lo[2], lo[3], lo[4]
     lo5, lo6, lo7, lo8, lo9 = lo[5], lo[6], lo[7], lo[8], lo[9]
     hi0, hi1, hi2, hi3, hi4 = hi[0], hi[1], hi[2], hi[3], hi[4]
@@ -53,13 +54,16 @@ def split_checked(piece, at, lo, hi, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10
             bad |= (v10 < lo10) | (v10 > hi10) | (v11 < lo11) | (v11 > hi11) | (v12 < lo12) | (v12 > hi12)
             if v10 > 1:
                 per = v6 // v10  # (one division: the range rows are most rows of a merged trace)
-                bad |= (
-                    ((v1 != EV_FETCH) & (v1 != EV_ALLOC) & (v1 != EV_EVICT) & (v1 != EV_DEALLOC))
-                    | (v6 <= 0)
-                    | (v11 <= 0)
-                    | (v6 != per * v10)
-                    | ((v12 != 0) & (v12 <= per))
-                )
+                if v1 == EV_FAULT:  # a fault scan's runs: one time, strided
+                    bad |= (v6 <= 0) | (v6 != per * v10) | (v11 != 0) | (v12 <= per)
+                else:
+                    bad |= (
+                        ((v1 != EV_FETCH) & (v1 != EV_ALLOC) & (v1 != EV_EVICT) & (v1 != EV_DEALLOC))
+                        | (v6 <= 0)
+                        | (v11 <= 0)
+                        | (v6 != per * v10)
+                        | ((v12 != 0) & (v12 <= per))
+                    )
             else:
                 bad |= (v11 != 0) | (v12 != 0)
         bad |= (

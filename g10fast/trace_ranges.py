@@ -1,9 +1,10 @@
-"""Range rows of the event trace (schema versions 2 and 3, docs/trace-format.md "Range rows").
+"""Range rows of the event trace (schema versions 2 to 4, docs/trace-format.md "Range rows").
 
 A row whose ``ticks`` is m > 1 stands for m ordinary rows: for i = 0 .. m-1 the row at
 ``time + i*period`` moving ``count // m`` pages from ``page + i*s``, every other column equal,
 where s is the row's ``stride`` (version 3), or ``count // m`` when the stride is 0 (the ticks'
-runs follow one another; every range row of a version 2 file). The bulk page engine writes
+runs follow one another; every range row of a version 2 file). A FAULT row of several runs
+(version 4) is the same with period 0: its runs all at its time. The bulk page engine writes
 them (``merge_ticks`` joins the rows of its ticks); everything else writes ordinary rows.
 
 * ``expand_ticks(buf)``: every range row replaced by its ordinary rows, in its place.

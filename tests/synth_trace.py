@@ -101,10 +101,14 @@ def engine_like_batch(n: int, seed: int = 0, first: int = 0) -> np.ndarray:
     return buf
 
 
-def with_ranges(buf: np.ndarray, seed: int = 0, share: float = 0.5, strided: float = 0.3) -> np.ndarray:
+def with_ranges(
+    buf: np.ndarray, seed: int = 0, share: float = 0.5, strided: float = 0.3, faults: float = 0.3
+) -> np.ndarray:
     """``buf`` with about ``share`` of its FETCH, ALLOC, EVICT and DEALLOC rows made range rows
     (schema version 2): ticks 2-8, count multiplied by the ticks, period 1-19,999 cycles; about
-    ``strided`` of those with a stride (version 3) of 1-4 pages above the pages of a tick."""
+    ``strided`` of those with a stride (version 3) of 1-4 pages above the pages of a tick; and
+    about ``faults`` of its FAULT rows made rows of several runs (version 4): 2-8 runs at the
+    row's time (period 0), 1-4 pages apart beyond each run."""
     out = buf.copy()
     r = np.random.default_rng(seed)
     n = len(out)
@@ -117,4 +121,10 @@ def with_ranges(buf: np.ndarray, seed: int = 0, share: float = 0.5, strided: flo
     out[m, COL_PERIOD] = r.integers(1, 20_000, n)[m]
     s = m & (c > 0) & (r.random(n) < strided)
     out[s, COL_STRIDE] = c[s] + r.integers(1, 5, n)[s]
+    f = (out[:, 1] == EventKind.FAULT) & (c > 0) & (out[:, 5] >= 0) & (r.random(n) < faults)
+    if f.any():
+        t = r.integers(2, 9, n)
+        out[f, COL_TICKS] = t[f]
+        out[f, 6] *= t[f]
+        out[f, COL_STRIDE] = c[f] + r.integers(1, 5, n)[f]
     return out

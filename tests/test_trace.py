@@ -218,7 +218,7 @@ def test_attributes(tmp_path):
     with h5py.File(path, "r") as f:
         a = f.attrs
         assert a["format"] == "g10fast-event-trace"
-        assert int(a["schema_version"]) == SCHEMA_VERSION == 3 and a["schema_version"].dtype.kind == "i"
+        assert int(a["schema_version"]) == SCHEMA_VERSION == 4 and a["schema_version"].dtype.kind == "i"
         assert bool(a["complete"]) is True and int(a["n_events"]) == 100
         assert json.loads(a["kind_names"]) == [
             "KERNEL",
@@ -249,7 +249,7 @@ def test_attributes(tmp_path):
         "big": "x" * 100_000,
     }
     with open_trace(path) as tr:
-        assert tr.schema_version == 3
+        assert tr.schema_version == 4
         assert tr.config == expected_config
         assert tr.meta == meta and tr.summary == summary
         assert tr.kind_names == KIND_NAMES and tr.location_names == LOCATION_NAMES
@@ -427,8 +427,10 @@ def test_open_errors(tmp_path):
         with pytest.raises(InputError, match="root attributes are damaged"):
             open_trace(changed, allow_incomplete=True)
 
-    future = edited("v4.h5", lambda f: f.attrs.__setitem__("schema_version", 4))
-    with pytest.raises(InputError, match="unsupported event trace schema_version 4 .*reads versions 1, 2, 3"):
+    future = edited("v5.h5", lambda f: f.attrs.__setitem__("schema_version", 5))
+    with pytest.raises(
+        InputError, match="unsupported event trace schema_version 5 .*reads versions 1, 2, 3, 4"
+    ):
         open_trace(future)
     no_version = edited("v0.h5", lambda f: f.attrs.__delitem__("schema_version"))
     with pytest.raises(InputError, match="schema_version"):

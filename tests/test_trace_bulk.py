@@ -1,10 +1,11 @@
 """Traced runs on the page engine's bulk paths (issue 39): the pages a run settles in bulk are
-written as rows of runs and ticks (trace schema 3, docs/trace-format.md), and those rows stand
+written as rows of runs and ticks (trace schema 4, docs/trace-format.md), and those rows stand
 for exactly the per-page events of the per-page reference engine's trace.
 
-The emission kernels (`_emit_merge`, `_emit_ticked`) are checked against a plain-Python twin
-that lists the per-page events each call stands for; whole runs, written through the HDF5
-writer, against the per-page engine's trace (`compare_events`, event for event)."""
+The emission kernels (`_emit_merge`, `_emit_ticked`, `_fault_row`) are checked against a
+plain-Python twin that lists the per-page events each call stands for; whole runs, written
+through the HDF5 writer, against the per-page engine's trace (`compare_events`, event for
+event)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,15 @@ def _sorted(rows: np.ndarray) -> np.ndarray:
     return rows[np.lexsort(rows.T[::-1])]
 
 
+def _fresh_state() -> np.ndarray:
+    """The engine's state array with no open row (as the wrapper sets it up)."""
+    S = np.zeros(pk.NS, dtype=np.int64)
+    S[pk.S_IN_OPEN] = S[pk.S_OUT_OPEN] = -1
+    S[pk.S_IN_OPEN2 : pk.S_IN_OPEN2 + pk.N_OPEN] = -1
+    S[pk.S_OUT_OPEN2 : pk.S_OUT_OPEN2 + pk.N_OPEN] = -1
+    return S
+
+
 def _twin(t, ii, per, off, kind, tensor, page, n, src, dst, value):
     """The per-page events of one `_emit_ticked` call, as the twin sees them: page
     page + j is the batch's page off + j, which moves in tick (off + j) // per."""
@@ -35,9 +45,7 @@ def _twin(t, ii, per, off, kind, tensor, page, n, src, dst, value):
 def test_emit_ticked_against_twin(seed):
     rng = np.random.default_rng(seed)
     ev = np.zeros((1 << 12, pk.EV_COLS), dtype=np.int64)
-    S = np.zeros(pk.NS, dtype=np.int64)
-    for i in (pk.S_IN_OPEN, pk.S_OUT_OPEN, pk.S_IN_OPEN2, pk.S_OUT_OPEN2):
-        S[i] = -1
+    S = _fresh_state()
     ii = int(rng.choice([7, 10]))
     t, page, want = 1000, 100, []
     for _ in range(300):
@@ -70,17 +78,17 @@ def test_emit_ticked_against_twin(seed):
 def test_emit_merge_cases():
     """Hand-worked: the same tick extends the open row; the next tick with as many pages
     makes it a range row (strided when its pages skip some: trace schema 3); a tick with
-    another count, another tensor or a range row in the same tick does not extend it; two
-    runs that alternate tick by tick both extend (the second open row)."""
+    another count, another tensor or a range row in the same tick does not extend it; runs
+    that take turns tick by tick all extend (the older open rows), up to N_OPEN + 1 of them;
+    a strided range row extends a row of its stride."""
+    assert pk.N_OPEN == 2  # (the cases below are worked for three open rows)
     ev = np.zeros((64, pk.EV_COLS), dtype=np.int64)
-    S = np.zeros(pk.NS, dtype=np.int64)
-    S[pk.S_IN_OPEN] = -1
-    S[pk.S_IN_OPEN2] = -1
+    S = _fresh_state()
     o = pk.S_IN_OPEN
 
-    def emit(t, page, n, ticks=1, period=0, tensor=7):
+    def emit(t, page, n, ticks=1, period=0, tensor=7, stride=0):
         src, dst = pk.IN_CPU, pk.IN_GPU
-        pk._emit_merge(ev, S, o, t, pk.EV_FETCH, 0, 1, tensor, page, n, ticks, period, src, dst, 1)
+        pk._emit_merge(ev, S, o, t, pk.EV_FETCH, 0, 1, tensor, page, n, ticks, period, stride, src, dst, 1)
 
     emit(100, 10, 4)
     emit(100, 14, 6)  # same tick: one row of 10 pages
@@ -90,9 +98,16 @@ def test_emit_merge_cases():
     emit(170, 61, 10)  # the next tick, a gap of one page: 2 ticks of 10, stride 11
     emit(170, 71, 5, tensor=8)  # another tensor: a new row
     emit(180, 76, 3, tensor=8)  # the next tick with 3 pages, not 5: a new row
-    for t in (200, 210, 220):  # two runs alternating tick by tick: both become range rows
+    for t in (200, 210, 220):  # three runs taking turns tick by tick: all become range rows
         emit(t, 1000 + (t - 200) // 10 * 4, 4, tensor=9)
         emit(t, 2000 + (t - 200) // 10 * 2, 2, tensor=10)
+        emit(t, 3000 + (t - 200) // 10 * 3, 3, tensor=11)
+    emit(300, 500, 6, 2, 10, tensor=12, stride=5)  # a strided range row: 2 ticks of 3, 5 apart
+    emit(320, 510, 9, 3, 10, tensor=12, stride=5)  # its next 3 ticks at its stride: joins it
+    emit(350, 530, 6, 2, 10, tensor=12, stride=4)  # the next ticks at another stride: a new row
+    for t in (400, 410):  # four runs taking turns: the oldest is no longer open
+        for j in range(4):
+            emit(t, 4000 + 100 * j + (t - 400) // 10 * 2, 2, tensor=20 + j)
     rows = ev[: S[pk.S_NEV]]
     want = [
         (100, 10, 40, 4, 10),
@@ -101,9 +116,90 @@ def test_emit_merge_cases():
         (180, 76, 3, 1, 0),
         (200, 1000, 12, 3, 10),
         (200, 2000, 6, 3, 10),
+        (200, 3000, 9, 3, 10),
+        (300, 500, 15, 5, 10),
+        (350, 530, 6, 2, 10),
+        (400, 4000, 2, 1, 0),
+        (400, 4100, 2, 1, 0),
+        (400, 4200, 2, 1, 0),
+        (400, 4300, 2, 1, 0),
+        (410, 4002, 2, 1, 0),
+        (410, 4102, 2, 1, 0),
+        (410, 4202, 2, 1, 0),
+        (410, 4302, 2, 1, 0),
     ]
     assert [tuple(int(x) for x in r[[0, 5, 6, 10, 11]]) for r in rows] == want
-    assert rows[:, pk.EV_STRIDE].tolist() == [0, 11, 0, 0, 0, 0]
+    assert rows[:, pk.EV_STRIDE].tolist() == [0, 11, 0, 0, 0, 0, 0, 5, 4] + [0] * 8
+
+
+def _fault_twin(runs):
+    """Plain Python of the FAULT rows `_fault_row` writes for one scan's runs (page, count,
+    location), in page order: a run joins the last row of its location when it has that
+    row's pages a run and starts that row's stride (the first distance, above its pages)
+    after the row's last run; -> rows (page, count, location, runs, stride)."""
+    rows, last = [], {}
+    for p, c, u in runs:
+        j = last.get(u)
+        if j is not None:
+            p0, n0, _, m, s = rows[j]
+            if n0 == m * c and (m > 1 and p == p0 + m * s or m == 1 and p - p0 > c):
+                rows[j] = (p0, n0 + c, u, m + 1, s if m > 1 else p - p0)
+                continue
+        last[u] = len(rows)
+        rows.append((p, c, u, 1, 0))
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fault_rows_against_twin(seed):
+    """A bulk fault scan's runs (`_fault_row`, one open row per location) against the twin:
+    the same rows, and as per-page events exactly the runs' pages; a tensor whose pages
+    alternate between two places in runs of fixed lengths is two rows."""
+    rng = np.random.default_rng(seed)
+    locs = [pk.IN_CPU, pk.IN_SSD, pk.NOT_PRESENT]
+    runs, p = [], 1000
+    pattern = [(int(rng.integers(1, 6)), locs[j % 2]) for j in range(2)]
+    for i in range(200):
+        if rng.random() < 0.9:
+            c, u = pattern[i % 2]
+        else:
+            c, u = int(rng.integers(1, 6)), locs[int(rng.integers(0, 3))]
+        if rng.random() < 0.05:
+            p += int(rng.integers(1, 5))  # pages in the GPU between runs
+        runs.append((p, c, u))
+        p += c
+    ev = np.zeros((512, pk.EV_COLS), dtype=np.int64)
+    S = _fresh_state()
+    open_row = {u: -1 for u in locs}
+    for q, c, u in runs:
+        open_row[u] = pk._fault_row(ev, S, open_row[u], 77, 1, 4, 9, q, c, u)
+    rows = ev[: S[pk.S_NEV]]
+    got = [tuple(int(x) for x in r[[5, 6, 7, 10, 12]]) for r in rows]
+    assert got == _fault_twin(runs)
+    assert (rows[:, 0] == 77).all() and (rows[:, 11] == 0).all() and (rows[:, 1] == pk.EV_FAULT).all()
+    want = [(77, pk.EV_FAULT, 1, 4, 9, q + j, 1, u, pk.IN_GPU, 0, 1, 0) for q, c, u in runs for j in range(c)]
+    assert np.array_equal(_sorted(per_page(rows)), _sorted(as_buffer(np.array(want, dtype=np.int64))))
+    assert len(rows) < len(runs) // 2
+    # the alternating pattern alone: one row for each place
+    ev[:] = 0
+    S = _fresh_state()
+    (c0, u0), (c1, u1) = pattern
+    a = b = -1
+    for k in range(10):
+        a = pk._fault_row(ev, S, a, 5, 0, 0, 1, 100 + k * (c0 + c1), c0, u0)
+        b = pk._fault_row(ev, S, b, 5, 0, 0, 1, 100 + k * (c0 + c1) + c0, c1, u1)
+    assert S[pk.S_NEV] == 2 and ev[0, 10] == ev[1, 10] == 10 and ev[0, 12] == ev[1, 12] == c0 + c1
+
+
+def test_no_room_asks_for_a_pause():
+    """`_rp_batch` finding no room for its ticks' rows lowers the pause line to the rows held
+    (the wrapper then writes them out), and leaves it alone when the buffer is empty."""
+    S = _fresh_state()
+    none = (0, 5, 1, 2, 3, 4, 6)
+    S[pk.S_EV_PAUSE], S[pk.S_NEV] = 1000, 321
+    assert pk._rp_no_room(S, none) == none and S[pk.S_EV_PAUSE] == 321
+    S[pk.S_EV_PAUSE], S[pk.S_NEV] = 1000, 0
+    assert pk._rp_no_room(S, none) == none and S[pk.S_EV_PAUSE] == 1000
 
 
 def _run(tmp_path, name, w, cfg, hints, bulk):

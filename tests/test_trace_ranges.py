@@ -371,6 +371,20 @@ def test_writer_refuses_broken_range_rows(tmp_path, n):
                 rf"event {10 + r0}: column 'stride' = 2 is not above the pages of a tick",
             ),
             (lambda b: b.__setitem__((r0, 12), -1), rf"event {10 + r0}: column 'stride' = -1 is outside"),
+            (
+                lambda b: b[r0].__setitem__(
+                    slice(None), row(9, FAULT, page=0, count=4, ticks=2, period=3, stride=5)
+                ),
+                rf"event {10 + r0}: column 'period' = 3 on a FAULT row of 2 runs: its runs' period is 0",
+            ),
+            (
+                lambda b: b[r0].__setitem__(slice(None), row(9, FAULT, page=0, count=4, ticks=2)),
+                rf"event {10 + r0}: column 'stride' = 0 on a FAULT row of 2 runs: give its runs' stride",
+            ),
+            (
+                lambda b: b[r0].__setitem__(slice(None), row(9, FAULT, page=0, count=4, ticks=2, stride=2)),
+                rf"event {10 + r0}: column 'stride' = 2 is not above the pages of a tick",
+            ),
         ):
             bad = good.copy()
             edit(bad)
@@ -379,11 +393,18 @@ def test_writer_refuses_broken_range_rows(tmp_path, n):
             assert w.n_events == 10  # a refused batch is not written
         w.append(good[10:])
         w.append(good[:, :N_COLS_V1])  # ten columns: ordinary rows
-        w.append(good[:, :N_COLS_V2])  # twelve columns: stride 0
+        runs = (good[:, 1] == FAULT) & (good[:, 10] > 1)  # FAULT rows of several runs
+        assert runs.any()
+        one = good.copy()  # (a row of several runs needs its stride: each its first run here)
+        one[runs, 6] //= one[runs, 10]
+        one[runs, 10] = 1
+        w.append(one[:, :N_COLS_V2])  # twelve columns: stride 0
+        with pytest.raises(ValueError, match="on a FAULT row of .* runs: give its runs' stride"):
+            w.append(good[:, :N_COLS_V2])
     with open_trace(path) as tr:
-        assert tr.schema_version == 3
+        assert tr.schema_version == 4
         got = tr.to_buffer()
-    want = np.concatenate([good, good, good])
+    want = np.concatenate([good, good, one])
     want[n : 2 * n, 10], want[n : 2 * n, 11], want[n:, 12] = 1, 0, 0
     np.testing.assert_array_equal(got, want)
 
@@ -511,7 +532,7 @@ def test_a_version_1_file_is_read_by_every_reader(tmp_path, capsys):
             f(tr)[EventKind.FETCH]
             for f in (type(tr).count_by_kind, type(tr).ticks_by_kind, type(tr).pages_by_kind)
         )
-    assert "schema 3" in out2 and fetch.split() == [
+    assert "schema 4" in out2 and fetch.split() == [
         "FETCH",
         f"{n:,}",
         "events",
@@ -525,7 +546,7 @@ def test_a_version_1_file_is_read_by_every_reader(tmp_path, capsys):
     ]
     assert main(["trace", "inspect", "--json", str(v2)]) == 0
     js = json.loads(capsys.readouterr().out)
-    assert js["schema_version"] == 3 and js["ticks_by_kind"]["FETCH"] == t
+    assert js["schema_version"] == 4 and js["ticks_by_kind"]["FETCH"] == t
     # export: the same timeline from both (each move placed on its link by time)
     for v in (v1, v2):
         assert main(["trace", "export", str(v), "--out", str(tmp_path / f"{v.stem}.json"), "--json"]) == 0
@@ -610,7 +631,7 @@ def test_a_version_1_file_from_plain_h5py_is_read(tmp_path):
 def test_a_version_2_file_reads_with_stride_0(tmp_path, capsys):
     """A version 2 file (twelve columns, range rows without strides) reads as thirteen columns
     with stride 0, and holds the same events as the version 3 file of the same rows."""
-    ranged = with_ranges(engine_like_batch(4000, seed=15), seed=15, strided=0.0)
+    ranged = with_ranges(engine_like_batch(4000, seed=15), seed=15, strided=0.0, faults=0.0)
     assert (ranged[:, 12] == 0).all() and (ranged[:, 10] > 1).any()
     v3 = tmp_path / "v3.h5"
     with EventTraceWriter(v3, {}, chunk_rows=700) as w:

@@ -105,7 +105,7 @@ def _trace_timeline_parsers(tsub) -> None:
 
 
 def cmd_trace_inspect(args) -> int:
-    from g10fast.trace import PAGELESS_KINDS, open_trace
+    from g10fast.trace import PAGELESS_KINDS, EventKind, open_trace
 
     if getattr(args, "json", False):
         from g10fast.perfetto import inspect_json
@@ -124,7 +124,8 @@ def cmd_trace_inspect(args) -> int:
         print(f"model {meta.get('model')} batch {meta.get('batch_size')} policy {meta.get('policy')}")
         counts = tr.count_by_kind()
         pages = tr.pages_by_kind()
-        # schema 2 and 3: a range row stands for several batcher ticks (docs/trace-format.md)
+        # schema 2 to 4: a range row stands for several batcher ticks, a FAULT row of schema 4
+        # for several runs of one fault scan (docs/trace-format.md)
         ticks = tr.ticks_by_kind() if tr.schema_version >= 2 else {}
         for kind, n in counts.items():
             name = getattr(kind, "name", str(kind))
@@ -132,7 +133,8 @@ def cmd_trace_inspect(args) -> int:
                 print(f"  {name:10s} {n:>12,} events {'(begin/end marks)':>20}")
             else:
                 m = ticks.get(kind, n)
-                more = f" (as {m:,} rows of ticks)" if m != n else ""
+                of = "runs" if kind == EventKind.FAULT else "ticks"
+                more = f" (as {m:,} rows of {of})" if m != n else ""
                 print(f"  {name:10s} {n:>12,} events {pages.get(kind, 0):>14,} pages{more}")
     finally:
         tr.close()

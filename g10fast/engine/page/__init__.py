@@ -486,8 +486,8 @@ def simulate_pages(
     S[pk.S_SEQ] = 2
     S[pk.S_IN_OPEN] = -1
     S[pk.S_OUT_OPEN] = -1
-    S[pk.S_IN_OPEN2] = -1
-    S[pk.S_OUT_OPEN2] = -1
+    S[pk.S_IN_OPEN2 : pk.S_IN_OPEN2 + pk.N_OPEN] = -1
+    S[pk.S_OUT_OPEN2 : pk.S_OUT_OPEN2 + pk.N_OPEN] = -1
     S[pk.S_REQ_K] = -1
     S[pk.S_RP_MASK] = -1
     S[pk.S_WIN_K] = -1
@@ -553,8 +553,8 @@ def simulate_pages(
             S[pk.S_NEV] = 0
             S[pk.S_IN_OPEN] = -1
             S[pk.S_OUT_OPEN] = -1
-            S[pk.S_IN_OPEN2] = -1
-            S[pk.S_OUT_OPEN2] = -1
+            S[pk.S_IN_OPEN2 : pk.S_IN_OPEN2 + pk.N_OPEN] = -1
+            S[pk.S_OUT_OPEN2 : pk.S_OUT_OPEN2 + pk.N_OPEN] = -1
         if S[pk.S_NBND] + 4 > bnd.shape[0]:
             nbnd_flushed.append(bnd[: S[pk.S_NBND]].copy())
             S[pk.S_NBND] = 0

@@ -20,6 +20,7 @@ from g10fast.engine.page.layout import (
     S_EV_PAUSE,
     S_IN_OPEN,
     S_IN_OPEN2,
+    N_OPEN,
     S_NEV,
     S_OUT_OPEN2,
     S_QH,
@@ -124,12 +125,12 @@ def _emit(ev, S, t, kind, it, k, tensor, page, count, src, dst, value):
 
 
 @_kernel_page
-def _extends(ev, o, t, kind, it, k, tensor, page, n, ticks, period, src, dst, value):
+def _extends(ev, o, t, kind, it, k, tensor, page, n, ticks, period, stride, src, dst, value):
     """How row ev[o] would take the row (t, ..., page, n pages over `ticks` ticks `period`
-    apart) that continues its pages: 1 in the same tick (both ordinary rows, the pages next),
-    2 as its next ticks (the same pages a tick, its tick period, its stride: o of one tick
-    takes the page distance, at least its pages, as its stride; a range row r only at the
-    stride of runs that follow one another), 0 not at all."""
+    apart, their first pages `stride` apart, 0: runs that follow one another) that continues
+    its pages: 1 in the same tick (both ordinary rows, the pages next), 2 as its next ticks
+    (the same pages a tick, its tick period, its stride: o of one tick takes the page
+    distance, at least its pages, as its stride), 0 not at all."""
     if not (
         o >= 0
         and ev[o, 1] == kind
@@ -155,28 +156,40 @@ def _extends(ev, o, t, kind, it, k, tensor, page, n, ticks, period, src, dst, va
         s = ev[o, 12] if ev[o, 12] > 0 else c
     else:
         s = page - ev[o, 5]
-    if s < c or page != ev[o, 5] + m * s or (ticks > 1 and s != c):
+    if s < c or page != ev[o, 5] + m * s or (ticks > 1 and s != (stride if stride > 0 else c)):
         return 0
     return 2
 
 
 @_kernel_page
-def _emit_merge(ev, S, open_idx, t, kind, it, k, tensor, page, n, ticks, period, src, dst, value):
-    """Write the row (t, ..., page, n pages over `ticks` ticks `period` apart), extending one
-    of the two open rows of its direction (ev[S[open_idx]], then the second, S_IN_OPEN2 or
-    S_OUT_OPEN2) when it continues it (`_extends`: in its tick, or as its next ticks, strided
-    where the pages skip); the row written or extended becomes the open one, the other the
-    second."""
-    alt = S_IN_OPEN2 if open_idx == S_IN_OPEN else S_OUT_OPEN2
+def _emit_merge(ev, S, open_idx, t, kind, it, k, tensor, page, n, ticks, period, stride, src, dst, value):
+    """Write the row (t, ..., page, n pages over `ticks` ticks `period` apart, `stride` apart
+    as in `_extends`; 0 when ticks is 1), extending the
+    open row of its direction (ev[S[open_idx]]) or one of the older ones (S_IN_OPEN2 or
+    S_OUT_OPEN2: N_OPEN rows, most recent first) when it continues it (`_extends`: in its
+    tick, or as its next ticks, strided where the pages skip); the row written or extended
+    becomes the open one, the one before it the first of the older ones."""
+    base = S_IN_OPEN2 if open_idx == S_IN_OPEN else S_OUT_OPEN2
     o = S[open_idx]
-    how = _extends(ev, o, t, kind, it, k, tensor, page, n, ticks, period, src, dst, value)
+    how = _extends(ev, o, t, kind, it, k, tensor, page, n, ticks, period, stride, src, dst, value)
     if how == 0:
-        o2 = S[alt]
-        how = _extends(ev, o2, t, kind, it, k, tensor, page, n, ticks, period, src, dst, value)
-        if how != 0:
-            S[alt] = o
-            o = o2
-            S[open_idx] = o
+        for j in range(N_OPEN):
+            o2 = S[base + j]
+            if o2 < 0:
+                break
+            how = _extends(ev, o2, t, kind, it, k, tensor, page, n, ticks, period, stride, src, dst, value)
+            if how != 0:
+                if o >= 0:
+                    for q in range(j, 0, -1):
+                        S[base + q] = S[base + q - 1]
+                    S[base] = o
+                else:
+                    for q in range(j, N_OPEN - 1):
+                        S[base + q] = S[base + q + 1]
+                    S[base + N_OPEN - 1] = -1
+                o = o2
+                S[open_idx] = o
+                break
     if how == 1:
         ev[o, 6] += n
         return
@@ -189,11 +202,24 @@ def _emit_merge(ev, S, open_idx, t, kind, it, k, tensor, page, n, ticks, period,
         ev[o, 6] += n
         ev[o, 10] = m + ticks
         return
-    S[alt] = o
     o = _emit(ev, S, t, kind, it, k, tensor, page, n, src, dst, value)
     if o >= 0 and ticks > 1:
         ev[o, 10] = ticks
         ev[o, 11] = period
+        ev[o, 12] = stride if stride != n // ticks else 0
+    _open_row(S, open_idx, o)
+
+
+@_kernel
+def _open_row(S, open_idx, o):
+    """Row o becomes the open row of its direction (S[open_idx]); the one open before it, if
+    any, becomes the first of the older ones (the last of those is no longer open)."""
+    base = S_IN_OPEN2 if open_idx == S_IN_OPEN else S_OUT_OPEN2
+    p = S[open_idx]
+    if p >= 0:
+        for q in range(N_OPEN - 1, 0, -1):
+            S[base + q] = S[base + q - 1]
+        S[base] = p
     S[open_idx] = o
 
 
@@ -211,7 +237,7 @@ def _emit_ticked(ev, S, open_idx, t, ii, per, off, kind, it, k, tensor, page, n,
     run (`run_engine`'s `emit`). Returns whether the event buffer is below its pause line
     (else the caller ends its run of moves: the engine flushes the buffer soon)."""
     if per == _NO_TICKS:  # (no streak: one tick, the common case)
-        _emit_merge(ev, S, open_idx, t, kind, it, k, tensor, page, n, 1, 0, src, dst, value)
+        _emit_merge(ev, S, open_idx, t, kind, it, k, tensor, page, n, 1, 0, 0, src, dst, value)
         return S[S_NEV] < S[S_EV_PAUSE]
     i0 = off // per
     r = off - i0 * per
@@ -219,20 +245,20 @@ def _emit_ticked(ev, S, open_idx, t, ii, per, off, kind, it, k, tensor, page, n,
         h = per - r
         if h > n:
             h = n
-        _emit_merge(ev, S, open_idx, t + i0 * ii, kind, it, k, tensor, page, h, 1, 0, src, dst, value)
+        _emit_merge(ev, S, open_idx, t + i0 * ii, kind, it, k, tensor, page, h, 1, 0, 0, src, dst, value)
         page += h
         n -= h
         i0 += 1
     full = n // per
     if full > 0:
         _emit_merge(
-            ev, S, open_idx, t + i0 * ii, kind, it, k, tensor, page, full * per, full, ii, src, dst, value
+            ev, S, open_idx, t + i0 * ii, kind, it, k, tensor, page, full * per, full, ii, 0, src, dst, value
         )
         page += full * per
         n -= full * per
         i0 += full
     if n > 0:
-        _emit_merge(ev, S, open_idx, t + i0 * ii, kind, it, k, tensor, page, n, 1, 0, src, dst, value)
+        _emit_merge(ev, S, open_idx, t + i0 * ii, kind, it, k, tensor, page, n, 1, 0, 0, src, dst, value)
     return S[S_NEV] < S[S_EV_PAUSE]
 
 

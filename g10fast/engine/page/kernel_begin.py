@@ -19,6 +19,8 @@ from g10fast.engine.page.helpers import (
 from g10fast.engine.page.layout import (
     EV_DEALLOC,
     EV_FAULT,
+    EV_STRIDE,
+    EV_TICKS,
     EV_HINT,
     EV_KERNEL,
     E_REFAULT_AFTER_RESUME,
@@ -514,6 +516,29 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
 
 
 @_kernel
+def _fault_row(ev, S, o, t, it, k, T, i, c, u):
+    """The FAULT row of a run of c pages from i found at u by one fault scan (time t):
+    it joins row o, the scan's last FAULT row from u (-1 none), when it is that row's next run
+    (c pages a run, the same distance above c between their first pages: a FAULT row of several
+    runs, docs/trace-format.md), else it is a new row. -> the row it is in (-1: the event buffer
+    is full, S_ERROR set)."""
+    if o >= 0:
+        m = ev[o, EV_TICKS]
+        po = ev[o, 5]
+        if m == 1:
+            if ev[o, 6] == c and i - po > c:
+                ev[o, 6] = 2 * c
+                ev[o, EV_TICKS] = 2
+                ev[o, EV_STRIDE] = i - po
+                return o
+        elif ev[o, 6] == m * c and i == po + m * ev[o, EV_STRIDE]:
+            ev[o, 6] += c
+            ev[o, EV_TICKS] = m + 1
+            return o
+    return _emit(ev, S, t, EV_FAULT, it, k, T, i, c, u, IN_GPU, 0)
+
+
+@_kernel
 def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
     """§6.3 fault_scan of one tensor, adding to the counts at S[S_CNT:]: intr, cpu/ssd/np
     in, cpu/ssd/np out, total in/out. Every page left in transfer also joins the wait set
@@ -540,6 +565,11 @@ def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
     n_ssd = 0
     n_np = 0
     n_wait = 0
+    # traced in bulk: the open FAULT row of each location (`_fault_row`), -1 none
+    join = S[P_BULK] != 0
+    o_cpu = -1
+    o_ssd = -1
+    o_np = -1
     i = p0
     end = p0 + n
     while i < end:
@@ -563,7 +593,14 @@ def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
                 n_cpu += c
                 _q_push(qb, S, Q_PF_CPU, i, c)
             if trace:
-                _emit(ev, S, t, EV_FAULT, it, k, T, i, c, u, IN_GPU, 0)
+                if not join:
+                    _emit(ev, S, t, EV_FAULT, it, k, T, i, c, u, IN_GPU, 0)
+                elif u == NOT_PRESENT:
+                    o_np = _fault_row(ev, S, o_np, t, it, k, T, i, c, u)
+                elif u == IN_SSD:
+                    o_ssd = _fault_row(ev, S, o_ssd, t, it, k, T, i, c, u)
+                else:
+                    o_cpu = _fault_row(ev, S, o_cpu, t, it, k, T, i, c, u)
         i = j
     S[S_CNT] += intr
     S[S_CNT + 1 + o] += n_cpu

@@ -259,15 +259,18 @@ S_X_CUR = 234  # DeepUM on extents: the record of the cursor's page (a hint: che
 S_X_BUMP = 235  # the first extent record never used (those from it on are free, unlinked)
 P_RULE = 236  # 1: the eviction rule is not a built-in one (g10fast.engine.page.rules): every
 # page takes the general path, and the bulk paths are off
-S_IN_OPEN2 = 237  # a second open incoming row (`_emit_merge`: rows of two runs that alternate
-# tick by tick both stay extendable), -1 none
-S_OUT_OPEN2 = 238  # a second open outgoing row, -1 none
+# 237, 238: unused (the single second open rows before the lists below)
 S_DROP = 239  # runs of dropped pages whose states' memory is yet to be given back
 # (`_drop_release`): run j is pages S[S_DROP + 2 j] .. S[S_DROP + 2 j + 1] - 1, empty when
 # equal; N_DROP runs
 N_DROP = 4
 S_DROP_NEXT = 247  # the run `_drop_release` gives back next to start a new one
-NS = 248
+#: open rows a direction keeps besides its current one (`_emit_merge`: rows of up to this many
+#: runs that take turns tick by tick all stay extendable)
+N_OPEN = 2
+S_IN_OPEN2 = 248  # the older open incoming rows, most recent first, -1 past the last (N_OPEN)
+S_OUT_OPEN2 = S_IN_OPEN2 + N_OPEN  # the older open outgoing rows (N_OPEN)
+NS = S_OUT_OPEN2 + N_OPEN
 STALE_BUCKETS = 1 << 16
 
 # run statuses

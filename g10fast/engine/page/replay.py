@@ -7,14 +7,11 @@ import numpy as np
 
 from g10fast.engine.page.batch import _fresh_counters
 from g10fast.engine.page.general import _next_tick_busy, _tick_end
-from g10fast.engine.page.helpers import _NO_TICKS, _emit, _tick_row, _rp_canon, _tensor_at
+from g10fast.engine.page.helpers import _NO_TICKS, _emit_merge, _tick_row, _rp_canon, _tensor_at
 from g10fast.engine.page.layout import (
     EV_ALLOC,
     EV_EVICT,
     EV_FETCH,
-    EV_PERIOD,
-    EV_STRIDE,
-    EV_TICKS,
     E_NONE,
     E_REPLAY,
     F_TRANSFER,
@@ -33,6 +30,7 @@ from g10fast.engine.page.layout import (
     S_IN_OPEN,
     S_KB_PENDING,
     S_KB_TIME,
+    S_EV_PAUSE,
     S_NEV,
     S_OUT_OPEN,
     S_QH,
@@ -587,14 +585,25 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, 
 def _range_row(ev, S, t, it, kk, T, page, c, m, period, stride, dest):
     """One EVICT row of victims: m ticks `period` apart of c pages each, their first pages
     `stride` apart (a row of one tick when m is 1; stride written 0 when it is c: runs that
-    follow one another). Written as a new row (never an open one: `_extends` reads no
-    stride); `trace_kernels.merge_ticks` joins it to its neighbours later. (`_emit` leaves the
-    stride column alone: the wrapper zeroes it for the buffer's rows after each flush.)"""
-    o = _emit(ev, S, t, EV_EVICT, it, kk, T, page, m * c, IN_GPU, dest, 1)
-    if o >= 0 and m > 1:
-        ev[o, EV_TICKS] = m
-        ev[o, EV_PERIOD] = period
-        ev[o, EV_STRIDE] = stride if stride != c else 0
+    follow one another), extending an open outgoing row when it continues it (`_emit_merge`)."""
+    _emit_merge(
+        ev,
+        S,
+        S_OUT_OPEN,
+        t,
+        EV_EVICT,
+        it,
+        kk,
+        T,
+        page,
+        m * c,
+        m,
+        period,
+        stride if m > 1 else 0,
+        IN_GPU,
+        dest,
+        1,
+    )
 
 
 @_kernel
@@ -826,6 +835,18 @@ def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t, emit):
     return wait
 
 
+@_kernel
+def _rp_no_room(S, none):
+    """`_rp_batch`'s answer when the rows of its ticks would not fit in the event buffer: none
+    (the ticks go one at a time), and, when the buffer holds rows, a pause at the next tick's
+    end (S_EV_PAUSE lowered to the rows held: the wrapper writes them out and restores the
+    pause line), so that the next batch finds the buffer empty instead of failing again, tick
+    after tick, after its walk over the list's extents."""
+    if S[S_NEV] > 0:
+        S[S_EV_PAUSE] = S[S_NEV]
+    return none
+
+
 @_kernel_stage
 def _rp_batch(
     t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used, host_peak, wait, tc_a, ev, emit
@@ -956,7 +977,7 @@ def _rp_batch(
             # the rows of the extents their victims take fit in the event buffer
             k = _rp_extent_room(S, lru, ev, k, nv, nseg)
             if k < 2:
-                return none
+                return _rp_no_room(S, none)
     if S[P_TRACE] != 0:
         # the rows they write fit in the event buffer: at most three an extent of victims
         # (ne of them ahead) and a stage's pages; where a tick's victims or pre-evicted pages
@@ -965,11 +986,11 @@ def _rp_batch(
         fixed = 3 * ne + 3 * nseg + 3
         per_tick = (2 * nseg if vd == -2 else 0) + (2 * nseg if two else 0)
         if fixed > room:
-            return none
+            return _rp_no_room(S, none)
         if per_tick > 0 and fixed + per_tick * k > room:
             k = (room - fixed) // per_tick
         if k < 2:
-            return none
+            return _rp_no_room(S, none)
     # ---- k ticks ----
     wait = _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t, emit)
     # ---- their ends (`_tick_end`: the transfer period is open, no resume) ----
