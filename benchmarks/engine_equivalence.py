@@ -28,8 +28,9 @@ states one process keeps from run to run (`g10fast.engine.page.keep_buffers`, a 
 worker's way).
 
 Event streams are compared row for row, or, where two runs group pages into rows differently
-(a traced bulk run writes ranges of pages and ticks, trace schema 3), by their per-page events
-(`g10fast.trace_ranges.normal_form`); a model run's rows are kept in DIR/model_events.npz.
+(a traced bulk run writes ranges of pages, ticks and a fault scan's runs, trace schema 4), by
+their per-page events (`g10fast.trace_ranges.normal_form`); a model run's rows are kept in
+DIR/model_events.npz.
 """
 
 from __future__ import annotations
@@ -240,7 +241,7 @@ def run_all(every=1):
 
 def _same_events(x, y, name):
     """Two runs' event streams are the same: row for row, or, where the rows group pages
-    differently (a traced bulk run writes ranges of pages and ticks, trace schema 3), the
+    differently (a traced bulk run writes ranges of pages, ticks and a fault scan's runs, trace schema 4), the
     same per-page events (`g10fast.trace_ranges.normal_form`). A model's stream is kept as its row
     count and md5 with its rows in EVENTS_FILE (save), read back to compare."""
     if isinstance(x, tuple) and isinstance(y, tuple):

@@ -331,7 +331,8 @@ def simulate_pages(
         artifact's config attributes (a G10Config) is converted by `system_params`.
     hints: (issued_kernel, tensor, from, to) rows; applied only if the mode uses prefetch.
     trace: an object with `append(int64 [n, 13])` receiving the event stream (trace schema
-        3: the bulk paths' rows of runs, and of ticks joined by `trace_ranges.merge_ticks`;
+        4: the bulk paths' rows of runs, of ticks joined by `trace_ranges.merge_ticks`, and of
+        a fault scan's runs;
         the per-page engine's `[n, 12]` rows of runs), `n_events` and `rewind(n)`
         (g10fast.trace.EventTraceWriter), or None. A batch it is handed is reused after
         `append` returns: a sink that keeps the rows copies them.
@@ -540,7 +541,7 @@ def simulate_pages(
             raise SimulationError(_error_text(err, S, w))
         if trace is not None and S[pk.S_NEV] > 0:
             # the bulk engine's rows of consecutive ticks joined into range rows (strided where
-            # the ticks' runs do not follow one another: trace schema 3); the per-page engine's
+            # the ticks' runs do not follow one another: trace schema 3 and 4); the per-page engine's
             # rows as they are
             if bulk:
                 if merged is None or merged.shape[0] < ev.shape[0]:
