@@ -550,7 +550,7 @@ def simulate_pages(
                 trace.append(merged[: merge_ticks(ev[: S[pk.S_NEV]], merged, opens)])
             else:
                 trace.append(ev[: S[pk.S_NEV]])
-            ev[: S[pk.S_NEV], pk.EV_STRIDE] = 0  # (only `_range_row` writes a stride)
+            ev[: S[pk.S_NEV], pk.EV_STRIDE] = 0  # (`_emit` leaves it to the rows that have one)
             S[pk.S_NEV] = 0
             S[pk.S_IN_OPEN] = -1
             S[pk.S_OUT_OPEN] = -1

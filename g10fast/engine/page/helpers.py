@@ -163,12 +163,12 @@ def _extends(ev, o, t, kind, it, k, tensor, page, n, ticks, period, stride, src,
 
 @_kernel_page
 def _emit_merge(ev, S, open_idx, t, kind, it, k, tensor, page, n, ticks, period, stride, src, dst, value):
-    """Write the row (t, ..., page, n pages over `ticks` ticks `period` apart, `stride` apart
-    as in `_extends`; 0 when ticks is 1), extending the
-    open row of its direction (ev[S[open_idx]]) or one of the older ones (S_IN_OPEN2 or
-    S_OUT_OPEN2: N_OPEN rows, most recent first) when it continues it (`_extends`: in its
-    tick, or as its next ticks, strided where the pages skip); the row written or extended
-    becomes the open one, the one before it the first of the older ones."""
+    """Write the row (t, ..., page, n pages over `ticks` ticks `period` apart, their first
+    pages `stride` apart as in `_extends`; 0 when ticks is 1), extending the open row of its
+    direction (ev[S[open_idx]]) or one of the older ones (S_IN_OPEN2 or S_OUT_OPEN2: N_OPEN
+    rows, most recent first) when it continues it (`_extends`: in its tick, or as its next
+    ticks, strided where the pages skip); the row written or extended becomes the open one,
+    the one before it the first of the older ones."""
     base = S_IN_OPEN2 if open_idx == S_IN_OPEN else S_OUT_OPEN2
     o = S[open_idx]
     how = _extends(ev, o, t, kind, it, k, tensor, page, n, ticks, period, stride, src, dst, value)
