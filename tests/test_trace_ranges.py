@@ -544,6 +544,10 @@ def test_a_version_1_file_is_read_by_every_reader(tmp_path, capsys):
         "of",
         "ticks)",
     ]
+    fault = next(x for x in out2.splitlines() if x.strip().startswith("FAULT"))
+    with open_trace(v2) as tr:
+        runs, rows = tr.ticks_by_kind()[EventKind.FAULT], tr.count_by_kind()[EventKind.FAULT]
+    assert runs > rows and fault.endswith(f"(as {runs:,} rows of runs)")
     assert main(["trace", "inspect", "--json", str(v2)]) == 0
     js = json.loads(capsys.readouterr().out)
     assert js["schema_version"] == 4 and js["ticks_by_kind"]["FETCH"] == t
