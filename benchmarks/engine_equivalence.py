@@ -241,9 +241,10 @@ def run_all(every=1):
 
 def _same_events(x, y, name):
     """Two runs' event streams are the same: row for row, or, where the rows group pages
-    differently (a traced bulk run writes ranges of pages, ticks and a fault scan's runs, trace schema 4), the
-    same per-page events (`g10fast.trace_ranges.normal_form`). A model's stream is kept as its row
-    count and md5 with its rows in EVENTS_FILE (save), read back to compare."""
+    differently (a traced bulk run writes ranges of pages, ticks and a fault scan's runs,
+    trace schema 4), the same per-page events (`g10fast.trace_ranges.normal_form`). A model's
+    stream is kept as its row count and md5 with its rows in EVENTS_FILE (save), read back to
+    compare."""
     if isinstance(x, tuple) and isinstance(y, tuple):
         if x == y[:2]:
             return True

@@ -541,8 +541,8 @@ def simulate_pages(
             raise SimulationError(_error_text(err, S, w))
         if trace is not None and S[pk.S_NEV] > 0:
             # the bulk engine's rows of consecutive ticks joined into range rows (strided where
-            # the ticks' runs do not follow one another: trace schema 3 and 4); the per-page engine's
-            # rows as they are
+            # the ticks' runs do not follow one another: trace schema 3 and 4); the per-page
+            # engine's rows as they are
             if bulk:
                 if merged is None or merged.shape[0] < ev.shape[0]:
                     merged = np.empty_like(ev)
