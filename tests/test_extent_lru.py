@@ -30,7 +30,7 @@ def _state(sizes, n_records):
 
 def _listed(lru, S):
     """The list's pages in order (walking the records)."""
-    rec = lru[: pk.x_capacity(lru) * pk.XW].reshape(-1, pk.XW)
+    rec = lru.reshape(-1, pk.XW)
     out, i = [], int(S[pk.S_X_HEAD])
     while i >= 0:
         out.extend(range(int(rec[i, pk.X_LO]), int(rec[i, pk.X_HI])))
@@ -156,31 +156,6 @@ def test_extent_records_grow_keeping_the_list():
     assert extent_lru_problem(lru2, S, tt, pstate) is None
 
 
-def test_freed_records_are_taken_again_last_freed_first_across_a_growth():
-    """Freed records go on a stack after the records (`_x_cap`); growing the array keeps the
-    stack, and new extents take its records, the last freed first, before any never used."""
-    tt, S, lru, pstate = _state([40, 40], 8)
-    for T, p in ((0, 0), (1, 40), (0, 5), (1, 45), (0, 9)):
-        pk._x_arrive(lru, S, tt, pstate, T, p, 2, 0)
-        tt[T, pk.TT_RES] += 2
-    assert int(S[pk.S_X_BUMP]) == 5
-    pk._x_remove(lru, S, tt, 0, 0, 40)  # tensor 0's records 4, 2, 0 (its chain, newest first)
-    tt[0, pk.TT_RES] = 0
-    pstate[[0, 1, 5, 6, 9, 10]] = pk.IN_SSD
-    assert int(S[pk.S_X_FREE]) == 3 and int(S[pk.S_X_NFREE]) == 6
-    lru2 = _extent_records(32, S, lru)
-    assert pk.x_capacity(lru2) == 32 and int(S[pk.S_X_NFREE]) == 30
-    taken = []
-    for p in (20, 25, 30, 35):
-        pk._x_arrive(lru2, S, tt, pstate, 0, p, 1, 0)
-        taken.append(int(S[pk.S_X_TAIL]))
-    tt[0, pk.TT_RES] = 4
-    assert taken == [0, 2, 4, 5]
-    assert int(S[pk.S_X_FREE]) == 0 and int(S[pk.S_X_BUMP]) == 6
-    assert _listed(lru2, S) == [40, 41, 45, 46, 20, 25, 30, 35]
-    assert extent_lru_problem(lru2, S, tt, pstate) is None
-
-
 @pytest.mark.parametrize("seed,policy", [(s, p) for s in range(6) for p in ("lru", "prefetch_lru")])
 def test_checked_runs_keep_the_extent_invariants(seed, policy):
     """Engine runs under check=True (the extent list is checked at every kernel boundary) on
@@ -225,7 +200,7 @@ def test_runs_growing_the_records_equal_the_reference(seed, policy, monkeypatch)
     def small(n, S, old=None):
         grown.append(old is not None)
         m = int(S[pk.P_XMARGIN])
-        return real(2 * m + 8 if old is None else pk.x_capacity(old) + 16, S, old)
+        return real(2 * m + 8 if old is None else len(old) // pk.XW + 16, S, old)
 
     monkeypatch.setattr(page, "_extent_records", small)
     rng = np.random.default_rng(3000 + seed)

@@ -569,7 +569,7 @@ def simulate_pages(
                 extents=(lru, tt) if xl and sp.is_uvm else None,
             )
         if xl and S[pk.S_X_NFREE] < 2 * S[pk.P_XMARGIN]:
-            lru = _extent_records(2 * pk.x_capacity(lru) + 2 * int(S[pk.P_XMARGIN]), S, lru)
+            lru = _extent_records(2 * len(lru) // pk.XW + 2 * int(S[pk.P_XMARGIN]), S, lru)
         qlen = int((S[pk.S_QT : pk.S_QT + pk.NQ] - S[pk.S_QH : pk.S_QH + pk.NQ]).max())
         if qlen > queue_capacity // 2:
             qb = _grow_queues(qb, S)
@@ -704,20 +704,17 @@ def _small_pages(a: np.ndarray) -> None:
 
 
 def _extent_records(n: int, S, old=None) -> np.ndarray:
-    """Storage for n extent records of the extent LRU (`pk.XW` int64 words each, then the
-    freed records' stack, a word each): the records and the stack of `old` kept, the others
-    free (never used: from S[S_X_BUMP] on, not written here, so they take no memory until the
-    engine takes them)."""
-    lru = np.empty(n * (pk.XW + pk.XSTACK), dtype=np.int64)
+    """Storage for n extent records of the extent LRU (`pk.XW` int64 words each): the records
+    of `old` kept in place, the others free (never used: from S[S_X_BUMP] on, not written
+    here, so they take no memory until the engine takes them)."""
+    lru = np.empty(n * pk.XW, dtype=np.int64)
     n0 = 0
     if old is not None:
-        n0 = pk.x_capacity(old)
+        n0 = len(old) // pk.XW
         used = int(S[pk.S_X_BUMP]) * pk.XW
         lru[:used] = old[:used]
-        k = int(S[pk.S_X_FREE])
-        lru[n * pk.XW : n * pk.XW + k] = old[n0 * pk.XW : n0 * pk.XW + k]
     else:
-        S[pk.S_X_FREE] = 0
+        S[pk.S_X_FREE] = -1
         S[pk.S_X_BUMP] = 0
     S[pk.S_X_NFREE] += n - n0
     return lru

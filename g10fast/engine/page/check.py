@@ -251,8 +251,8 @@ class PageChecker:
         if extents is not None:
             if self._seen is None or len(self._seen) != len(pstate):
                 self._seen = np.zeros(len(pstate), dtype=np.uint8)
-            if self._listed is None or len(self._listed) != pk.x_capacity(extents[0]):
-                self._listed = np.zeros(pk.x_capacity(extents[0]), dtype=np.uint8)
+            if self._listed is None or len(self._listed) * pk.XW != len(extents[0]):
+                self._listed = np.zeros(len(extents[0]) // pk.XW, dtype=np.uint8)
             problem = extent_lru_problem(
                 extents[0], S, extents[1], pstate, self._seen, int(n[5]), self._listed
             )
@@ -422,7 +422,7 @@ def extent_lru_problem(lru, S, tt, pstate, seen=None, n_res=None, listed=None) -
     zeroed uint8 scratch array of one byte per page, kept zeroed, to reuse between calls;
     `listed` likewise, one byte per record; `n_res`: the pages on the GPU and not in
     transfer, count_states()[5], if at hand)."""
-    rec = np.ascontiguousarray(lru[: pk.x_capacity(lru) * pk.XW]).reshape(-1, pk.XW)
+    rec = np.ascontiguousarray(lru).reshape(-1, pk.XW)
     if seen is None:
         seen = np.zeros(len(pstate), dtype=np.uint8)
     if n_res is None:

@@ -210,7 +210,7 @@ P_BULK = 100  # 1: the bulk paths (whole-tensor hints and pre-deallocations sett
 # fmt: off
 S_X_HEAD = 101     # extent LRU (P_XLRU): first extent of the list (the least recent), -1
 S_X_TAIL = 102     # last extent (the most recent), -1
-S_X_FREE = 103     # freed extent records on the stack (page.lru, `_x_new`)
+S_X_FREE = 103     # first freed extent record, -1
 S_X_NFREE = 104    # free extent records (freed ones and those never used)
 P_XLRU = 105       # 1: the LRU list is kept as extents in `lru` (LRU policies, bulk engine)
 P_XMARGIN = 106    # free extent records a busy tick may need (pause and grow below it)

@@ -207,19 +207,15 @@ def _lru_advance_head(lru, pstate, S):
 # when it leaves the GPU otherwise (pre-evicted or pre-deallocated: its tensor's chain finds
 # it). No stale entries, no generations, no compactions; the victim search is a read of the
 # head. The records live in `lru` (int64, XW words each: first page, end page, tensor,
-# previous, next, previous and next in the tensor's chain); its first n * XW words hold n
-# records and the n words after them a stack of the freed ones' numbers (n = `_x_cap`),
-# S[S_X_FREE] of them: taking a freed record reads the stack's top, not the record (a
-# free list chained through the records read each from memory long unused: 9 % of a
-# ResNet152-1280 G10 run's engine waited on that read). The records from S[S_X_BUMP] on
-# were never used (so that the wrapper's array, `np.empty`, takes memory only as records
-# are first taken, and a larger array costs nothing). The engine pauses while fewer than
-# P_XMARGIN records are free (as many as one busy tick can take), and the wrapper grows the
-# array. tt[T, TT_RES] equals the pages of T's extents.
+# previous, next, previous and next in the tensor's chain); freed ones are chained through
+# X_NEXT from S[S_X_FREE], and the records from S[S_X_BUMP] on were never used (so that the
+# wrapper's array, `np.empty`, takes memory only as records are first taken, and a larger
+# array costs nothing). The engine pauses while fewer than P_XMARGIN records are free (as many
+# as one busy tick can take), and the wrapper grows the array. tt[T, TT_RES] equals the pages
+# of T's extents.
 # ----------------------------------------------------------------------------------------
 
 XW = 8
-XSTACK = 1  # words a record takes in the freed records' stack
 X_LO = 0
 X_HI = 1
 X_T = 2
@@ -229,29 +225,16 @@ X_TPREV = 5
 X_TNEXT = 6
 
 
-def x_capacity(lru) -> int:
-    """How many extent records `lru` holds (the wrapper's and the checks' `_x_cap`)."""
-    return len(lru) // (XW + XSTACK)
-
-
-@_kernel
-def _x_cap(lru):
-    """How many extent records `lru` holds (their XW words each, then a stack word each)."""
-    return lru.shape[0] // (XW + XSTACK)
-
-
 @_kernel
 def _x_new(lru, S, tt, T, lo, hi, after):
     """A new extent [lo, hi) of tensor T, linked after extent `after` (-1: at the head of the
     list), and at the head of T's chain. Returns its record (-1 when none is free: E_EXTENTS)."""
-    k = S[S_X_FREE]
-    if k > 0:
-        k -= 1
-        i = lru[_u(_x_cap(lru) * XW + k)]
-        S[S_X_FREE] = k
+    i = S[S_X_FREE]
+    if i >= 0:
+        S[S_X_FREE] = lru[_u(i * XW + X_NEXT)]
     else:
         i = S[S_X_BUMP]
-        if i >= _x_cap(lru):
+        if i >= lru.shape[0] // XW:
             S[S_ERROR] = E_EXTENTS
             return -1
         S[S_X_BUMP] = i + 1
@@ -303,9 +286,8 @@ def _x_free(lru, S, tt, i):
         tt[_u(lru[_u(b + X_T)]), TT_XH] = tn
     if tn >= 0:
         lru[_u(tn * XW + X_TPREV)] = tp
-    k = S[S_X_FREE]
-    lru[_u(_x_cap(lru) * XW + k)] = i
-    S[S_X_FREE] = k + 1
+    lru[_u(b + X_NEXT)] = S[S_X_FREE]
+    S[S_X_FREE] = i
     S[S_X_NFREE] += 1
 
 
