@@ -156,6 +156,31 @@ def test_extent_records_grow_keeping_the_list():
     assert extent_lru_problem(lru2, S, tt, pstate) is None
 
 
+def test_freed_records_are_taken_again_last_freed_first_across_a_growth():
+    """Freed records are chained from S[S_X_FREE]; growing the array keeps that chain, and new
+    extents take its records, the last freed first, before any never used."""
+    tt, S, lru, pstate = _state([40, 40], 8)
+    for T, p in ((0, 0), (1, 40), (0, 5), (1, 45), (0, 9)):
+        pk._x_arrive(lru, S, tt, pstate, T, p, 2, 0)
+        tt[T, pk.TT_RES] += 2
+    assert int(S[pk.S_X_BUMP]) == 5
+    pk._x_remove(lru, S, tt, 0, 0, 40)  # tensor 0's records 4, 2, 0 (its chain, newest first)
+    tt[0, pk.TT_RES] = 0
+    pstate[[0, 1, 5, 6, 9, 10]] = pk.IN_SSD
+    assert int(S[pk.S_X_FREE]) == 0 and int(S[pk.S_X_NFREE]) == 6
+    lru2 = _extent_records(32, S, lru)
+    assert len(lru2) == 32 * pk.XW and int(S[pk.S_X_NFREE]) == 30
+    taken = []
+    for p in (20, 25, 30, 35):
+        pk._x_arrive(lru2, S, tt, pstate, 0, p, 1, 0)
+        taken.append(int(S[pk.S_X_TAIL]))
+    tt[0, pk.TT_RES] = 4
+    assert taken == [0, 2, 4, 5]
+    assert int(S[pk.S_X_FREE]) == -1 and int(S[pk.S_X_BUMP]) == 6
+    assert _listed(lru2, S) == [40, 41, 45, 46, 20, 25, 30, 35]
+    assert extent_lru_problem(lru2, S, tt, pstate) is None
+
+
 @pytest.mark.parametrize("seed,policy", [(s, p) for s in range(6) for p in ("lru", "prefetch_lru")])
 def test_checked_runs_keep_the_extent_invariants(seed, policy):
     """Engine runs under check=True (the extent list is checked at every kernel boundary) on
