@@ -156,6 +156,45 @@ def test_extent_records_grow_keeping_the_list():
     assert extent_lru_problem(lru2, S, tt, pstate) is None
 
 
+def _extents(lru, S):
+    """The list's extents in order, as (tensor, first page, end page)."""
+    rec = lru.reshape(-1, pk.XW)
+    out, i = [], int(S[pk.S_X_HEAD])
+    while i >= 0:
+        out.append((int(rec[i, pk.X_T]), int(rec[i, pk.X_LO]), int(rec[i, pk.X_HI])))
+        i = int(rec[i, pk.X_NEXT])
+    return out
+
+
+def test_removing_a_tensor_joins_the_pieces_of_one_that_took_turns_with_it():
+    """Tensors 0 and 1 arrive taking turns (two pages each, then tensor 2 once): when tensor
+    0 leaves (`_x_remove`), tensor 1's consecutive pieces, now neighbours, become one extent;
+    the list's pages and their order are unchanged, tensor 2's piece stays where it was, and
+    a removed tensor's own extents are never joined."""
+    tt, S, lru, pstate = _state([40, 40, 40], 32)
+    turns = [(0, 0), (1, 40), (0, 2), (1, 42), (0, 4), (1, 44), (2, 80), (0, 6), (1, 47)]
+    for T, p in turns:
+        pk._x_arrive(lru, S, tt, pstate, T, p, 2, 0)
+        tt[T, pk.TT_RES] += 2
+    assert len(_extents(lru, S)) == 9
+    nfree = int(S[pk.S_X_NFREE])
+    pk._x_remove(lru, S, tt, 0, 0, 40)
+    tt[0, pk.TT_RES] = 0
+    pstate[0:8] = pk.IN_SSD
+    # 1's pieces 40-46 join (three into one); 46 != 47, so 1's last piece stays apart, as
+    # does the piece after tensor 2's
+    assert _extents(lru, S) == [(1, 40, 46), (2, 80, 82), (1, 47, 49)]
+    assert _listed(lru, S) == [40, 41, 42, 43, 44, 45, 80, 81, 47, 48]
+    assert int(S[pk.S_X_NFREE]) == nfree + 4 + 2
+    assert extent_lru_problem(lru, S, tt, pstate) is None
+    # tensor 1 leaves in turn: its chain has two extents now, not four
+    pk._x_remove(lru, S, tt, 1, 40, 80)
+    tt[1, pk.TT_RES] = 0
+    pstate[40:49] = pk.IN_SSD
+    assert _extents(lru, S) == [(2, 80, 82)]
+    assert extent_lru_problem(lru, S, tt, pstate) is None
+
+
 def test_freed_records_are_taken_again_last_freed_first_across_a_growth():
     """Freed records are chained from S[S_X_FREE]; growing the array keeps that chain, and new
     extents take its records, the last freed first, before any never used."""

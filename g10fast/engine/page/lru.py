@@ -303,6 +303,29 @@ def _x_take(lru, S, tt, n):
 
 
 @_kernel
+def _x_free_join(lru, S, tt, T, i):
+    """`_x_free` of extent i (tensor T's), then its two neighbours in the list joined into one
+    when they are another tensor's consecutive pages: nothing lies between them any more, so
+    the list holds the same pages in the same order, in one extent fewer (the arrivals of two
+    tensors that took turns tick by tick leave one extent each, not one a turn, once one of
+    them leaves). T's own extents are never joined here, so its chain, which `_x_remove` is
+    walking, loses only i."""
+    b = i * XW
+    pv = lru[_u(b + X_PREV)]
+    nx = lru[_u(b + X_NEXT)]
+    _x_free(lru, S, tt, i)
+    if pv >= 0 and nx >= 0:
+        pb = pv * XW
+        nb = nx * XW
+        U = lru[_u(pb + X_T)]
+        if U != T and lru[_u(nb + X_T)] == U and lru[_u(pb + X_HI)] == lru[_u(nb + X_LO)]:
+            lru[_u(pb + X_HI)] = lru[_u(nb + X_HI)]
+            if S[S_X_CUR] == nx:
+                S[S_X_CUR] = pv
+            _x_free(lru, S, tt, nx)
+
+
+@_kernel
 def _x_remove(lru, S, tt, T, a, b):
     """Tensor T's pages a .. b - 1 that are in the list leave it (its chain finds them).
     Under DeepUM, removing the cursor's page resets the cursor to the list's head (§8.1)."""
@@ -315,7 +338,7 @@ def _x_remove(lru, S, tt, T, a, b):
         hi = lru[_u(i * XW + X_HI)]
         if hi > a and lo < b:
             if a <= lo and hi <= b:
-                _x_free(lru, S, tt, i)
+                _x_free_join(lru, S, tt, T, i)
             elif lo < a and hi > b:
                 lru[_u(i * XW + X_HI)] = a
                 _x_new(lru, S, tt, T, b, hi, i)  # the rest keeps its place
