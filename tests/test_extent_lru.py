@@ -181,8 +181,8 @@ def test_removing_a_tensor_joins_the_pieces_of_one_that_took_turns_with_it():
     pk._x_remove(lru, S, tt, 0, 0, 40)
     tt[0, pk.TT_RES] = 0
     pstate[0:8] = pk.IN_SSD
-    # 1's pieces 40-46 join (three into one); 46 != 47, so 1's last piece stays apart, as
-    # does the piece after tensor 2's
+    # 1's pieces 40-42, 42-44, 44-46 join into one; its piece 47-49 follows tensor 2's and
+    # does not continue 46, so it stays apart
     assert _extents(lru, S) == [(1, 40, 46), (2, 80, 82), (1, 47, 49)]
     assert _listed(lru, S) == [40, 41, 42, 43, 44, 45, 80, 81, 47, 48]
     assert int(S[pk.S_X_NFREE]) == nfree + 4 + 2
