@@ -179,16 +179,12 @@ def _emit_merge(ev, S, open_idx, t, kind, it, k, tensor, page, n, ticks, period,
                 break
             how = _extends(ev, o2, t, kind, it, k, tensor, page, n, ticks, period, stride, src, dst, value)
             if how != 0:
-                if o >= 0:
-                    for q in range(j, 0, -1):
-                        S[base + q] = S[base + q - 1]
-                    S[base] = o
-                else:
-                    for q in range(j, N_OPEN - 1):
-                        S[base + q] = S[base + q + 1]
-                    S[base + N_OPEN - 1] = -1
+                # o2 leaves the older rows and becomes the open one (`_open_row`)
+                for q in range(j, N_OPEN - 1):
+                    S[base + q] = S[base + q + 1]
+                S[base + N_OPEN - 1] = -1
+                _open_row(S, open_idx, o2)
                 o = o2
-                S[open_idx] = o
                 break
     if how == 1:
         ev[o, 6] += n
