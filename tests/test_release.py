@@ -264,7 +264,7 @@ def _big_case(seed):
     return w, cfg, random_hints(w, seed, n_hints=40)
 
 
-def _run(monkeypatch, w, cfg, hints, release, released=None):
+def _run(monkeypatch, w, cfg, hints, release, released=None, reused=None):
     monkeypatch.setattr(page_mod, "RELEASE_DEFAULT", release)
     engine = pk.run_engine
 
@@ -273,6 +273,9 @@ def _run(monkeypatch, w, cfg, hints, release, released=None):
         if released is not None:
             released[0] += int(a[8][pk.S_RELEASED])
             a[8][pk.S_RELEASED] = 0
+        if reused is not None:
+            reused[0] += int(a[8][pk.S_REUSED])
+            a[8][pk.S_REUSED] = 0
         return status
 
     monkeypatch.setattr(pk, "run_engine", counting)
@@ -303,17 +306,22 @@ def _deepum_case(seed):
     return w, cfg, hints
 
 
+@pytest.mark.parametrize("reuse", [True, False], ids=["reused", "given-back"])
 @pytest.mark.parametrize("make_case", [_big_case, _deepum_case], ids=["g10-predeallocations", "deepum-drops"])
-def test_release_changes_nothing(monkeypatch, make_case):
+def test_release_changes_nothing(monkeypatch, make_case, reuse):
     """Six random runs of each kind (G10 with pre-deallocations, `_release_free`; DeepUM
     dropping dead tensors' pages with no pre-deallocation, `_release_dropped`): with the
     release and without it the same kernels, traffic, memory use and final page states;
-    memory is released in them."""
+    memory is released in them, and, with the memory reused (moves of any size, as these
+    tensors' states span a few memory pages), reused in them."""
+    monkeypatch.setattr(page_mod, "RECYCLE_DEFAULT", reuse)
+    monkeypatch.setattr(page_mod, "MOVE_MIN", 1)
     total = 0
+    moved = [0]
     for seed in range(6):
         w, cfg, hints = make_case(seed)
         got = [0]
-        a = _run(monkeypatch, w, cfg, hints, True, got)
+        a = _run(monkeypatch, w, cfg, hints, True, got, moved)
         b = _run(monkeypatch, w, cfg, hints, False)
         assert np.array_equal(a.kernels, b.kernels)
         assert np.array_equal(a.pcie, b.pcie)
@@ -322,6 +330,169 @@ def test_release_changes_nothing(monkeypatch, make_case):
         assert np.array_equal(a.pstate, b.pstate)
         total += got[0]
     assert total > 0
+    assert (moved[0] > 0) == reuse
+
+
+# ---- the memory of freed states reused (page.release, `_give_back`, `_populate`) ----
+
+
+def _mapped(a, n):
+    """Per memory page from address a (n of them): whether it is mapped (present or swapped,
+    /proc/self/pagemap)."""
+    with open("/proc/self/pagemap", "rb") as f:
+        f.seek(a // PS * 8)
+        raw = np.frombuffer(f.read(8 * n), dtype=np.uint64)
+    return (raw >> np.uint64(62)) != 0
+
+
+def _reusing_S(cap=64 << 20, move_min=1, moves=1000):
+    S = np.zeros(pk.NS, dtype=np.int64)
+    S[pk.P_RELEASE] = PS
+    S[pk.S_RECYCLE] = page_mod._pagemap() + 1
+    S[pk.P_POOL_CAP] = cap
+    S[pk.P_MOVE_MIN] = move_min
+    S[pk.S_MOVES_LEFT] = moves
+    return S
+
+
+def _states(mib=8):
+    """Fresh states in small memory pages, and the offset of the first whole memory page."""
+    pstate = page_mod._fresh_states(mib << 20)
+    page_mod._small_pages(pstate)
+    return pstate, -pstate.ctypes.data % PS
+
+
+def test_reuse_moves_freed_memory_where_states_are_written_next():
+    """A freed tensor's zeroed memory pages wait in the pool (still mapped, counted as given
+    up), and the populate of another tensor's unmapped states takes them: those pages are
+    mapped now, the freed ones are not, every state still reads zero, and one move was made."""
+    pstate, o = _states()
+    S = _reusing_S()
+    assert S[pk.S_RECYCLE] > 0, "no /proc/self/pagemap"
+    A, B, n = o + 4 * PS, o + 40 * PS, 8 * PS
+    pstate[A : A + n] = 3
+    pstate[A : A + n] = 0
+    _call(pstate, A, n, S)
+    base = pstate.ctypes.data
+    assert S[pk.S_RELEASED] == n and S[pk.S_POOL_N] == 1 and S[pk.S_POOL_BYTES] == n
+    assert _mapped(base + A, 8).all() and not _mapped(base + B, 8).any()
+    _call_populate(pstate, B, n, S)
+    assert S[pk.S_REUSED] == n and S[pk.S_POOL_N] == 0 and S[pk.S_POOL_BYTES] == 0
+    assert S[pk.S_MOVES_LEFT] == 999
+    assert _mapped(base + B, 8).all() and not _mapped(base + A, 8).any()
+    assert not pstate.any()
+    # the pool empty: populate maps fresh memory, as without it
+    C = o + 80 * PS
+    _call_populate(pstate, C, n, S)
+    assert _mapped(base + C, 8).all() and S[pk.S_REUSED] == n
+
+
+def test_reuse_never_moves_or_gives_back_written_states():
+    """States the engine wrote into pooled memory after it was pooled are neither moved (the
+    range leaves the pool, its memory where it is) nor given back when the pool drops it for
+    room; a range too small to move goes back to the system instead; no move below
+    P_MOVE_MIN pages; moves stop when none are left."""
+    pstate, o = _states()
+    base = pstate.ctypes.data
+    S = _reusing_S()
+    A, B, n = o + 4 * PS, o + 40 * PS, 8 * PS
+    pstate[A : A + n] = 1
+    pstate[A : A + n] = 0
+    _call(pstate, A, n, S)
+    pstate[A + 5 * PS + 7] = 3  # (written since)
+    _call_populate(pstate, B, n, S)
+    assert S[pk.S_REUSED] == 0 and S[pk.S_POOL_N] == 0
+    assert pstate[A + 5 * PS + 7] == 3 and _mapped(base + A, 8).all() and _mapped(base + B, 8).all()
+    # the pool over its cap: the oldest range goes back, but for its written page
+    S = _reusing_S(cap=n)
+    C, D = o + 80 * PS, o + 120 * PS
+    for r in (C, D):
+        pstate[r : r + n] = 1
+        pstate[r : r + n] = 0
+    _call(pstate, C, n, S)
+    pstate[C + 2 * PS] = 2
+    _call(pstate, D, n, S)
+    assert S[pk.S_POOL_N] == 1 and S[pk.S_POOL_BYTES] == n  # (D only)
+    assert list(_mapped(base + C, 8)) == [False, False, True] + [False] * 5
+    assert pstate[C + 2 * PS] == 2 and _mapped(base + D, 8).all()
+    # below P_MOVE_MIN: no move; a pooled range smaller than it goes back to the system
+    S[pk.P_MOVE_MIN] = 9
+    E = o + 160 * PS
+    _call_populate(pstate, E, n, S)
+    assert S[pk.S_REUSED] == 0 and S[pk.S_POOL_N] == 1 and _mapped(base + E, 8).all()
+    S[pk.P_MOVE_MIN] = 4
+    F = o + 200 * PS
+    _call_populate(pstate, F, 16 * PS, S)  # (room for 9+ pages, the pooled range has 8)
+    assert S[pk.S_REUSED] == n and _mapped(base + F, 16).all()
+    # no moves left: the pool is turned off and given back
+    S = _reusing_S(moves=0)
+    G, H = o + 240 * PS, o + 280 * PS
+    pstate[G : G + n] = 1
+    pstate[G : G + n] = 0
+    _call(pstate, G, n, S)
+    _call_populate(pstate, H, n, S)
+    assert S[pk.S_RECYCLE] == 0 and S[pk.S_POOL_N] == 0 and S[pk.S_REUSED] == 0
+    assert not _mapped(base + G, 8).any() and _mapped(base + H, 8).all()
+    assert not pstate[o + 240 * PS :].any()
+
+
+def test_reuse_random_operations_change_no_state():
+    """300 random steps over 64 tensors of 1-12 memory pages of states (written, zeroed,
+    released, populated, in any order, some written while pooled), the pool small and moves
+    of any size: the states always equal a plain copy kept beside them, the pool's ranges are
+    disjoint, lie in the states and add up to S_POOL_BYTES, and memory was reused."""
+    rng = np.random.default_rng(5)
+    pstate, o = _states(16)
+    base = pstate.ctypes.data
+    assert o == 0  # (whole memory pages)
+    S = _reusing_S(cap=24 * PS)
+    starts = o + PS * np.cumsum(rng.integers(1, 13, size=65))
+    shadow = pstate.copy()
+    for step in range(300):
+        t = int(rng.integers(64))
+        p0, n = int(starts[t]), int(starts[t + 1] - starts[t])
+        op = rng.integers(4)
+        if op == 0:  # the engine writes some states
+            k = rng.integers(p0, p0 + n, size=int(rng.integers(1, 20)))
+            pstate[k] = shadow[k] = rng.integers(1, 16, size=len(k), dtype=np.uint8)
+        elif op == 1:  # a tensor's states zeroed (it left; memory not written stays unmapped)
+            nz = p0 + np.flatnonzero(shadow[p0 : p0 + n])
+            pstate[nz] = shadow[nz] = 0
+        elif op == 2:
+            _call(pstate, p0, n, S)
+        else:
+            _call_populate(pstate, p0, n, S)
+        # (compared without reading the states' unmapped memory pages, which would map them)
+        mapped = np.repeat(_mapped(base, len(pstate) // PS), PS)
+        assert np.array_equal(pstate[mapped], shadow[mapped]), step
+        assert not shadow[~mapped].any(), step
+        ranges = sorted(
+            (int(S[pk.S_POOL + 2 * (j % pk.N_POOL)]), int(S[pk.S_POOL + 2 * (j % pk.N_POOL) + 1]))
+            for j in range(S[pk.S_POOL_T], S[pk.S_POOL_T] + S[pk.S_POOL_N])
+        )
+        assert sum(b - a for a, b in ranges) == S[pk.S_POOL_BYTES], step
+        assert all(a < b and a % PS == 0 and b % PS == 0 for a, b in ranges), step
+        assert all(b <= c for (_, b), (c, _) in zip(ranges, ranges[1:])), step
+        assert all(base <= a and b <= base + len(pstate) for a, b in ranges), step
+    assert S[pk.S_RECYCLE] > 0 and S[pk.S_REUSED] > 0
+    assert np.array_equal(pstate, shadow)
+
+
+def test_reuse_turned_off_when_pagemap_cannot_be_read():
+    """A pagemap descriptor that cannot be read turns the pool off at the first populate and
+    gives the pool back: the states as they were, the memory back to the system."""
+    pstate, o = _states()
+    base = pstate.ctypes.data
+    S = _reusing_S()
+    S[pk.S_RECYCLE] = 1_000_000  # (no such descriptor)
+    A, B, n = o + 4 * PS, o + 40 * PS, 8 * PS
+    pstate[A : A + n] = 1
+    pstate[A : A + n] = 0
+    _call(pstate, A, n, S)
+    assert S[pk.S_POOL_N] == 1
+    _call_populate(pstate, B, n, S)
+    assert S[pk.S_RECYCLE] == 0 and S[pk.S_POOL_N] == 0 and S[pk.S_REUSED] == 0
+    assert not _mapped(base + A, 8).any() and _mapped(base + B, 8).all() and not pstate.any()
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import math
 import mmap
+import os
 import sys
 import threading
 import weakref
@@ -39,6 +40,17 @@ REPLAY_DEFAULT = True
 # zeros (page.release, "freed page states given back"; Linux only, same results): the page
 # states' memory follows the live tensors instead of every page ever touched
 RELEASE_DEFAULT = sys.platform.startswith("linux")
+# With the release: the memory of freed page states waits in a pool and is moved to where the
+# next tensors' states are written, instead of being given back and mapped (and cleared) again
+# (page.release, "The memory of freed states reused"; Linux 5.7 and later, else as before; same
+# results)
+RECYCLE_DEFAULT = RELEASE_DEFAULT
+#: the most memory the pool holds, bytes (`_give_back`): what a run may keep beyond its live
+#: tensors' states
+POOL_CAP = 64 << 20
+#: the fewest memory pages one move takes: a move (mremap) took 9-17 us in SENet154-1024 G10 and
+#: DeepUM+ runs on the test machine, a memory page mapped again about 1.5 us
+MOVE_MIN = 8
 # (with it, the page states are kept in the system's small memory pages: see _small_pages)
 MADV_NOHUGEPAGE = 15
 
@@ -412,9 +424,13 @@ def simulate_pages(
     pstate = STATES.take(V) if sp.is_uvm else None
     kept = pstate is not None
     if not kept:
-        pstate = np.zeros(V, dtype=np.uint8) if sp.is_uvm else np.full(V, pk.IN_GPU, dtype=np.uint8)
-        if RELEASE_DEFAULT:
+        if not sp.is_uvm:
+            pstate = np.full(V, pk.IN_GPU, dtype=np.uint8)
+        elif RELEASE_DEFAULT:
+            pstate = _fresh_states(V)
             _small_pages(pstate)
+        else:
+            pstate = np.zeros(V, dtype=np.uint8)
     if sp.is_uvm:
         for t in np.nonzero(w.is_global)[0]:
             pstate[tstart[t] : tstart[t] + tnp[t]] = pk.IN_SSD
@@ -478,6 +494,11 @@ def simulate_pages(
     S[pk.P_BULK] = int(bulk)
     S[pk.P_RULE] = int(own_rule)
     S[pk.P_RELEASE] = mmap.PAGESIZE if RELEASE_DEFAULT and not kept else 0
+    if S[pk.P_RELEASE] and RECYCLE_DEFAULT:
+        S[pk.S_RECYCLE] = _pagemap() + 1
+        S[pk.P_POOL_CAP] = POOL_CAP
+        S[pk.P_MOVE_MIN] = MOVE_MIN
+        S[pk.S_MOVES_LEFT] = _moves_allowed()
     S[pk.P_F_HZ] = sp.f_hz
     S[pk.P_LSYS] = sp.lsys
     S[pk.P_LSSD] = sp.lssd
@@ -681,6 +702,47 @@ def keep_buffers(keep: bool = True) -> None:
     `keep_buffers`), or (False, the default) map them per run and give freed tensors' states
     back as the run goes: memory following the live tensors (`StateBuffer`)."""
     STATES.set_keep(keep)
+
+
+_PAGEMAP: list = [None, -1]  # (the process it was opened in, the descriptor)
+
+
+def _pagemap() -> int:
+    """A descriptor of this process's /proc/self/pagemap (kept open; opened again in a
+    forked child, whose own it must be), or -1 where it cannot be read."""
+    pid = os.getpid()
+    if _PAGEMAP[0] != pid:
+        try:
+            fd = os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            fd = -1
+        _PAGEMAP[:] = [pid, fd]
+    return _PAGEMAP[1]
+
+
+def _moves_allowed() -> int:
+    """How many moves of page-state memory a run may make: a move can add two mappings to
+    the process (`page.release`, "reused"), and a process has at most vm.max_map_count of them
+    (65,530 by default; a SENet154-1024 DeepUM+ run ends with about 13,500): a quarter of the
+    room left, the rest for everything else the process maps."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            limit = int(f.read())
+        with open("/proc/self/maps", "rb") as f:
+            used = sum(1 for _ in f)
+    except (OSError, ValueError):
+        return 0
+    return max(0, (limit - used) // 4)
+
+
+def _fresh_states(V: int) -> np.ndarray:
+    """V zero states in memory of their own, mapped from the operating system (private,
+    anonymous): what the release and its reuse assume. (np.zeros does map arrays this
+    large, but its allocator takes them from memory it already holds below a threshold that
+    grows as the process frees large arrays, up to 32 MiB: there the states' memory pages
+    are mapped already, and shared with other arrays at its ends.)"""
+    m = mmap.mmap(-1, max(V, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    return np.frombuffer(m, dtype=np.uint8, count=V)
 
 
 def _small_pages(a: np.ndarray) -> None:

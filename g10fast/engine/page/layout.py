@@ -270,7 +270,25 @@ S_DROP_NEXT = 247  # the run `_drop_release` gives back next to start a new one
 N_OPEN = 2
 S_IN_OPEN2 = 248  # the older open incoming rows, most recent first, -1 past the last (N_OPEN)
 S_OUT_OPEN2 = S_IN_OPEN2 + N_OPEN  # the older open outgoing rows (N_OPEN)
-NS = S_OUT_OPEN2 + N_OPEN
+# The memory of freed page states reused (page.release, "reused"): memory pages whose states
+# are all zero wait in a pool, a ring of N_POOL (start, end) address ranges, oldest at
+# S_POOL_T, and move (Linux's mremap) to where a tensor's states are mapped next
+S_RECYCLE = S_OUT_OPEN2 + N_OPEN  # 1 + the descriptor of /proc/self/pagemap while the pool
+# is in use, else 0 (the release off, or a move the system refused: then for the rest of the
+# run, as before, memory given back and mapped again)
+P_POOL_CAP = S_RECYCLE + 1  # the most bytes the pool holds (the oldest go back to the system)
+S_POOL_T = S_RECYCLE + 2  # the pool's oldest entry,
+S_POOL_N = S_RECYCLE + 3  # its entries,
+S_POOL_BYTES = S_RECYCLE + 4  # and the bytes they span
+S_REUSED = S_RECYCLE + 5  # bytes of states' memory moved from the pool (a statistic)
+P_MOVE_MIN = S_RECYCLE + 6  # the fewest memory pages one move takes
+S_MOVES_LEFT = S_RECYCLE + 7  # moves the run may still make (each may split a mapping in
+# two: the process's mappings are limited, vm.max_map_count)
+S_POOL = S_RECYCLE + 8  # the entries: entry j at S_POOL + 2 j, S_POOL + 2 j + 1
+N_POOL = 32
+S_PM = S_POOL + 2 * N_POOL  # scratch: the pagemap entries of up to N_PM memory pages
+N_PM = 256
+NS = S_PM + N_PM
 STALE_BUCKETS = 1 << 16
 
 # run statuses
