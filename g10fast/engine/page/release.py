@@ -163,23 +163,45 @@ def _pool_drop_newest(pstate, S, give_back):
 
 
 @_kernel
-def _pool_cut(S, lo, hi):
-    """Take out of the pool every range that overlaps addresses lo .. hi - 1 (their memory
-    stays where it is), keeping the others in order."""
+def _pool_cut(pstate, S, lo, hi, join):
+    """Take addresses lo .. hi - 1 out of the pool's ranges, keeping the rest of each in
+    order (a range around them in two pieces); with `join`, the ranges that overlapped or
+    touched them are taken out whole and the span of them all with lo .. hi is returned, for
+    the caller to pool as one range (else (lo, hi)). Past N_POOL ranges, the oldest go back
+    (`_zero_back`). (S_PM is the scratch: no pagemap entries are held across this.)"""
     t = S[S_POOL_T]
     w = 0
     for i in range(S[S_POOL_N]):
         j = (t + i) % N_POOL
         x = S[S_POOL + 2 * j]
         y = S[S_POOL + 2 * j + 1]
-        if x < hi and y > lo:
-            S[S_POOL_BYTES] -= y - x
+        if join and x <= hi and y >= lo:
+            lo = min(lo, x)
+            hi = max(hi, y)
             continue
-        k = (t + w) % N_POOL
+        if x < lo:
+            S[S_PM + 2 * w] = x
+            S[S_PM + 2 * w + 1] = min(y, lo)
+            w += 1
+        if y > hi:
+            S[S_PM + 2 * w] = max(x, hi)
+            S[S_PM + 2 * w + 1] = y
+            w += 1
+    S[S_POOL_T] = 0
+    S[S_POOL_N] = 0
+    S[S_POOL_BYTES] = 0
+    for i in range(w):
+        x = S[S_PM + 2 * i]
+        y = S[S_PM + 2 * i + 1]
+        if i < w - N_POOL:
+            _zero_back(pstate, x, y, S)
+            continue
+        k = S[S_POOL_N]
         S[S_POOL + 2 * k] = x
         S[S_POOL + 2 * k + 1] = y
-        w += 1
-    S[S_POOL_N] = w
+        S[S_POOL_N] = k + 1
+        S[S_POOL_BYTES] += y - x
+    return lo, hi
 
 
 @_kernel
@@ -200,20 +222,14 @@ def _give_back(pstate, a, b, S):
             S[S_RELEASED] += b - a
         return
     S[S_RELEASED] += b - a
-    _pool_cut(S, a, b)  # (pooled before and not mapped since: pooled once)
-    n = S[S_POOL_N]
-    j = (S[S_POOL_T] + n - 1) % N_POOL
-    if n > 0 and S[S_POOL + 2 * j + 1] == a:
-        S[S_POOL + 2 * j + 1] = b
-    elif n > 0 and S[S_POOL + 2 * j] == b:
-        S[S_POOL + 2 * j] = a
-    else:
-        if n == N_POOL:
-            _pool_drop_oldest(pstate, S)
-        j = (S[S_POOL_T] + S[S_POOL_N]) % N_POOL
-        S[S_POOL + 2 * j] = a
-        S[S_POOL + 2 * j + 1] = b
-        S[S_POOL_N] += 1
+    # (one range with those it overlaps or touches: a range pooled twice is pooled once)
+    a, b = _pool_cut(pstate, S, a, b, True)
+    if S[S_POOL_N] == N_POOL:
+        _pool_drop_oldest(pstate, S)
+    j = (S[S_POOL_T] + S[S_POOL_N]) % N_POOL
+    S[S_POOL + 2 * j] = a
+    S[S_POOL + 2 * j + 1] = b
+    S[S_POOL_N] += 1
     S[S_POOL_BYTES] += b - a
     while S[S_POOL_BYTES] > S[P_POOL_CAP] and S[S_POOL_N] > 0:
         _pool_drop_oldest(pstate, S)
@@ -264,7 +280,7 @@ def _reuse(pstate, a, b, S):
     pagemap entries neither present nor swapped) from the pool (`_pool_fill`). Returns
     whether some page may be left unmapped (then `_populate` maps the rest)."""
     ps = S[P_RELEASE]
-    _pool_cut(S, a, b)  # (the tensor's own pooled memory is its own again, where it is)
+    _pool_cut(pstate, S, a, b, False)  # (the tensor's own pooled memory is its own again)
     sbuf = np.uint64(S.ctypes.data + 8 * S_PM)
     x = a
     left = False
