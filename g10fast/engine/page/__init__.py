@@ -631,12 +631,13 @@ class StateBuffer:
     """The page states of a process's UVM runs, kept from one run to the next when the
     process asks for it (`keep_buffers(True)`: a sweep worker, which runs point after point).
 
-    A run normally maps fresh states (`np.zeros`) and gives those of freed tensors back to
-    the operating system as it goes (`RELEASE_DEFAULT`, page.release): its memory follows the
-    live tensors, but every tensor's states are mapped again each iteration, at a page fault
-    (and a zeroed memory page) per 4 KiB of states: about 2 x V / 4096 faults a run of V
-    pages, 0.2-0.37 s of system time on the paper-scale G10 and DeepUM+ points
-    (benchmarks/results/page-engine-bulk-journal.md, "Fifteenth step"). A kept buffer is
+    A run normally maps fresh states (`_fresh_states`) and gives those of freed tensors back
+    to the operating system as it goes (`RELEASE_DEFAULT`, page.release), or moves their memory
+    to where the next tensors' states are written (`RECYCLE_DEFAULT`): its memory follows the
+    live tensors, at a cost of system time (without the reuse every tensor's states were
+    mapped again each iteration, 0.2-0.37 s on the paper-scale G10 and DeepUM+ points; with
+    it, 0.08-0.28 s: benchmarks/results/page-engine-bulk-journal.md, "Fifteenth step" and
+    "Eighteenth step"). A kept buffer is
     mapped once per process: a run takes it (`take`), zeroed where an earlier run wrote, and
     gives nothing back while it runs (P_RELEASE 0); the process then holds the states of the
     largest run it made (up to 428 MiB: SENet154-1024) between runs. The states a run starts

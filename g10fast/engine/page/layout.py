@@ -28,7 +28,8 @@ State layout (few packed arrays, so that the hot functions take few arguments):
   generation used to recognise stale LRU entries. It is read as int64: shifts of a uint8
   are typed unsigned, and Numba compares unsigned with signed integers in floating point.
   The memory of a freed tensor's states goes back to the operating system when they are all
-  zero (`_release_free`, Linux), so the states take memory for the live tensors only.
+  zero (`_release_free`, Linux), or waits in a pool to be moved to where the next states are
+  written (`page.release`, "reused"), so the states take memory for the live tensors only.
 * `tt[T, TT_COLS] int64`, one row per tensor: first page, pages, global, birth, death, raw
   bytes, required by the current kernel, in the DeepUM window, and `TT_RES`, the number of
   its pages that are IN_GPU and not in transfer (kept exact at every page-state change; a

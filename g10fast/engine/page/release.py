@@ -1,5 +1,6 @@
-"""Freed page states given back to the operating system (Linux's madvise): `_release_free`,
-`_release_dropped` and `_populate`."""
+"""Freed page states given back to the operating system (Linux's madvise), or their memory
+reused where the next states are written (Linux's mremap): `_release_free`,
+`_release_dropped`, `_give_back` and `_populate`."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from g10fast.engine.page.layout import (
     S_REUSED,
     _kernel,
 )
+from g10fast.engine.page.helpers import _same_bits
 from g10fast.jit import NO_JIT, kernel_nonrt_internal
 
 
@@ -99,61 +101,33 @@ else:
 
 
 @_kernel
-def _dontneed(a, b):
-    """Give memory pages a .. b - 1 (addresses) back to the operating system; whether it took
-    them."""
-    return _madvise(np.uint64(a), np.uint64(b - a), MADV_DONTNEED) == 0
-
-
-@_kernel
-def _zero_bytes(pstate, base, a, n):
-    """Whether the n states at address a of `pstate` (at address base) are all zero (a and n
-    multiples of 8)."""
-    w = pstate[a - base : a - base + n].view(np.uint64)
-    acc = np.uint64(0)
-    for i in range(w.shape[0]):
-        acc |= w[i]
-    return acc == 0
-
-
-@_kernel
 def _zero_back(pstate, a, b, S):
     """Give back to the operating system those memory pages a .. b - 1 (addresses) of the
     states whose states are all zero."""
     ps = S[P_RELEASE]
     base = np.int64(pstate.ctypes.data)
     z0 = -1  # the start of the zero pages found so far in a row
-    while a < b:
-        if _zero_bytes(pstate, base, a, ps):
+    while a <= b:
+        if a < b and _same_bits(pstate, a - base, ps, 0, 255) == ps:
             if z0 < 0:
                 z0 = a
         elif z0 >= 0:
-            _dontneed(z0, a)
+            _madvise(np.uint64(z0), np.uint64(a - z0), MADV_DONTNEED)
             z0 = -1
         a += ps
-    if z0 >= 0:
-        _dontneed(z0, b)
 
 
 @_kernel
-def _pool_drop_oldest(pstate, S):
-    """Take the pool's oldest range out of it and give back to the operating system those of
-    its memory pages whose states are still all zero (the engine may have written some since
-    they were pooled)."""
-    j = S[S_POOL_T]
-    a = S[S_POOL + 2 * j]
-    b = S[S_POOL + 2 * j + 1]
-    S[S_POOL_T] = (j + 1) % N_POOL
-    S[S_POOL_N] -= 1
-    S[S_POOL_BYTES] -= b - a
-    _zero_back(pstate, a, b, S)
-
-
-@_kernel
-def _pool_drop_newest(pstate, S, give_back):
-    """Take the pool's newest range out of it; with `give_back`, as `_pool_drop_oldest`, else
-    its memory stays where it is."""
-    j = (S[S_POOL_T] + S[S_POOL_N] - 1) % N_POOL
+def _pool_drop(pstate, S, newest, give_back):
+    """Take the pool's newest (else oldest) range out of it; with `give_back`, give back to
+    the operating system those of its memory pages whose states are still all zero (the
+    engine may have written some since they were pooled), else its memory stays where it
+    is."""
+    if newest:
+        j = (S[S_POOL_T] + S[S_POOL_N] - 1) % N_POOL
+    else:
+        j = S[S_POOL_T]
+        S[S_POOL_T] = (j + 1) % N_POOL
     a = S[S_POOL + 2 * j]
     b = S[S_POOL + 2 * j + 1]
     S[S_POOL_N] -= 1
@@ -205,34 +179,27 @@ def _pool_cut(pstate, S, lo, hi, join):
 
 
 @_kernel
-def _pool_flush(pstate, S):
-    """Give the whole pool back to the operating system (`_pool_drop_oldest`)."""
-    while S[S_POOL_N] > 0:
-        _pool_drop_oldest(pstate, S)
-
-
-@_kernel
 def _give_back(pstate, a, b, S):
     """Memory pages a .. b - 1 (addresses) of the states hold zeros only: into the pool
     (S[S_RECYCLE] set: the newest range, joined to the last one when they touch), the oldest
     ranges going back to the system past N_POOL ranges or S[P_POOL_CAP] bytes; else back to
     the system at once. S[S_RELEASED] counts the bytes given up either way."""
     if S[S_RECYCLE] == 0:
-        if _dontneed(a, b):
+        if _madvise(np.uint64(a), np.uint64(b - a), MADV_DONTNEED) == 0:
             S[S_RELEASED] += b - a
         return
     S[S_RELEASED] += b - a
     # (one range with those it overlaps or touches: a range pooled twice is pooled once)
     a, b = _pool_cut(pstate, S, a, b, True)
     if S[S_POOL_N] == N_POOL:
-        _pool_drop_oldest(pstate, S)
+        _pool_drop(pstate, S, False, True)
     j = (S[S_POOL_T] + S[S_POOL_N]) % N_POOL
     S[S_POOL + 2 * j] = a
     S[S_POOL + 2 * j + 1] = b
     S[S_POOL_N] += 1
     S[S_POOL_BYTES] += b - a
     while S[S_POOL_BYTES] > S[P_POOL_CAP] and S[S_POOL_N] > 0:
-        _pool_drop_oldest(pstate, S)
+        _pool_drop(pstate, S, False, True)
 
 
 @_kernel
@@ -240,10 +207,11 @@ def _pool_fill(pstate, lo, hi, S):
     """Move pool memory into memory pages lo .. hi - 1 of the states (addresses; none of
     them mapped), newest range first, as far as the pool reaches; returns the address up to
     which they are mapped now. A range that overlaps lo .. hi - 1, or whose states are no
-    longer all zero (written since it was pooled), leaves the pool, its memory where it is. A
-    move the system refuses turns the pool off for the rest of the run and gives it back."""
+    longer all zero (written since it was pooled), leaves the pool, its memory where it is;
+    one too small to move (under S[P_MOVE_MIN] memory pages) goes back to the system. A move
+    the system refuses, or none left, sets S[S_RECYCLE] to 0."""
     ps = S[P_RELEASE]
-    if hi - lo < S[P_MOVE_MIN] * ps:
+    if hi - lo < S[P_MOVE_MIN] * ps or S[S_RECYCLE] == 0:
         return lo
     base = np.int64(pstate.ctypes.data)
     while lo < hi and S[S_POOL_N] > 0:
@@ -251,24 +219,23 @@ def _pool_fill(pstate, lo, hi, S):
         a = S[S_POOL + 2 * j]
         b = S[S_POOL + 2 * j + 1]
         if b - a < S[P_MOVE_MIN] * ps:
-            _pool_drop_newest(pstate, S, True)  # (a move this small costs more than it saves)
+            _pool_drop(pstate, S, True, True)  # (a move this small costs more than it saves)
             continue
         k = min(hi - lo, b - a)
         src = b - k
-        if (a < hi and b > lo) or not _zero_bytes(pstate, base, src, k):
-            _pool_drop_newest(pstate, S, False)
+        if (a < hi and b > lo) or _same_bits(pstate, src - base, k, 0, 255) != k:
+            _pool_drop(pstate, S, True, False)
             continue
         if S[S_MOVES_LEFT] <= 0 or _mremap(
             np.uint64(src), np.uint64(k), np.uint64(k), _MOVE, np.uint64(lo)
         ) != np.uint64(lo):
             S[S_RECYCLE] = 0
-            _pool_flush(pstate, S)
             return lo
         S[S_MOVES_LEFT] -= 1
         S[S_POOL + 2 * j + 1] = src
         S[S_POOL_BYTES] -= k
         if src == a:
-            _pool_drop_newest(pstate, S, False)
+            _pool_drop(pstate, S, True, False)
         S[S_REUSED] += k
         lo += k
     return lo
@@ -285,13 +252,17 @@ def _reuse(pstate, a, b, S):
     x = a
     left = False
     while x < b:
-        if S[S_POOL_N] == 0 or S[S_RECYCLE] == 0:
+        if S[S_RECYCLE] == 0:
+            # (the system refused a read or a move: the pool goes back, and stays off)
+            while S[S_POOL_N] > 0:
+                _pool_drop(pstate, S, False, True)
+            return True
+        if S[S_POOL_N] == 0:
             return True
         m = min((b - x) // ps, N_PM)
         if _pread(int(S[S_RECYCLE] - 1), sbuf, np.uint64(8 * m), int(x // ps * 8)) != 8 * m:
             S[S_RECYCLE] = 0
-            _pool_flush(pstate, S)
-            return True
+            continue
         i = 0
         while i < m:
             if (S[S_PM + i] >> 62) & 3 != 0:  # (bit 63 present, bit 62 swapped)
@@ -305,7 +276,8 @@ def _reuse(pstate, a, b, S):
             if _pool_fill(pstate, lo, hi, S) < hi:
                 left = True
             i = j
-        x += m * ps
+        if S[S_RECYCLE] != 0:
+            x += m * ps
     return left
 
 
