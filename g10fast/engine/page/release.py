@@ -181,9 +181,10 @@ def _pool_cut(pstate, S, lo, hi, join):
 @_kernel
 def _give_back(pstate, a, b, S):
     """Memory pages a .. b - 1 (addresses) of the states hold zeros only: into the pool
-    (S[S_RECYCLE] set: the newest range, joined to the last one when they touch), the oldest
-    ranges going back to the system past N_POOL ranges or S[P_POOL_CAP] bytes; else back to
-    the system at once. S[S_RELEASED] counts the bytes given up either way."""
+    (S[S_RECYCLE] set: the newest range, joined with every pooled range it overlaps or
+    touches), the oldest ranges going back to the system past N_POOL ranges or S[P_POOL_CAP]
+    bytes; else back to the system at once. S[S_RELEASED] counts the bytes given up either
+    way."""
     if S[S_RECYCLE] == 0:
         if _madvise(np.uint64(a), np.uint64(b - a), MADV_DONTNEED) == 0:
             S[S_RELEASED] += b - a
@@ -285,8 +286,8 @@ def _reuse(pstate, a, b, S):
 def _release_free(pstate, p0, n, S):
     """Give back to the operating system the memory pages (S[P_RELEASE] bytes) lying wholly
     within the states of pages p0 .. p0 + n - 1, when every one of their states is zero.
-    `pstate` must be private anonymous memory (what `np.zeros` and `np.full` of this size
-    map); S[S_RELEASED] counts the bytes given back."""
+    `pstate` must be private anonymous memory (what `page._fresh_states` maps);
+    S[S_RELEASED] counts the bytes given back (`_give_back`: or pooled)."""
     ps = S[P_RELEASE]
     base = np.int64(pstate.ctypes.data)
     a = (base + p0 + ps - 1) // ps * ps
