@@ -247,17 +247,22 @@ def sim_pcie(cap, bw, full, pcie, ssd, size, frm, o13):
 
 
 @kernel_internal
-def book_round_trip(cap, bw, full, host, size, pf, s, o13, dlo, dhi):
+def book_round_trip(cap, bw, full, host, size, pf, s, o13, changed):
     """Book an eviction's round trip on the host lanes (host) or the SSD lanes: the prefetch
-    from kernel pf on, the eviction from kernel s on. Returns dlo .. dhi widened to the
-    kernels whose lanes the bookings changed."""
+    from kernel pf on, the eviction from kernel s on. Widens `changed` to the kernels whose
+    lanes the bookings changed, by direction: the write lanes (L_WSSD, L_WPCIE) changed[0] ..
+    changed[1], the read lanes (L_RSSD, L_RPCIE) changed[2] .. changed[3] (a booking in one
+    direction, a spill included, changes that direction's lanes only)."""
     if host:
         k1 = sim_pcie(cap, bw, full, L_RPCIE, L_RSSD, size, pf, o13)
         k2 = sim_pcie(cap, bw, full, L_WPCIE, L_WSSD, size, s, o13)
     else:
         k1 = sim_ssd(cap, bw, full, L_RSSD, L_RPCIE, size, pf)
         k2 = sim_ssd(cap, bw, full, L_WSSD, L_WPCIE, size, s)
-    return min(dlo, pf, s), max(dhi, k1, k2)
+    changed[0] = min(changed[0], s)
+    changed[1] = max(changed[1], k2)
+    changed[2] = min(changed[2], pf)
+    changed[3] = max(changed[3], k1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -648,8 +653,9 @@ def main_loop(
     ka = np.zeros(I, dtype=np.float64)
     w_lo = np.full(I, -1, dtype=np.int64)  # (cxx) the windows of the last sort, -1: none
     w_hi = np.full(I, -1, dtype=np.int64)
-    dlo = K  # (cxx) lanes changed since: kernels dlo .. dhi
-    dhi = -1
+    # (cxx) lanes changed since the last sort: the write lanes in kernels lanes[0] ..
+    # lanes[1], the read lanes in lanes[2] .. lanes[3] (`book_round_trip`)
+    lanes = np.array([K, -1, K, -1], dtype=np.int64)
     while it < max_iter:
         if _max(est) <= target:
             break
@@ -660,8 +666,9 @@ def main_loop(
             if I == 0:
                 break
             # (each non-looped interval's half-transfer window is kept from the last sort
-            # while the lanes did not change where its walks read them, dlo .. dhi: the
-            # same walks would give the same window; `area_of` otherwise)
+            # while the lanes its walks read did not change where they read them: the
+            # forward walk reads L_WSSD from s to w0, the backward walk L_RSSD from e - 1
+            # down to w1; the same walks would give the same window; `area_of` otherwise)
             for i in range(I):
                 if processed[i]:
                     ka[i] = 0.0
@@ -672,18 +679,21 @@ def main_loop(
                 else:
                     w0 = w_lo[i]
                     w1 = w_hi[i]
-                    if w0 < 0 or (dlo <= w0 and dhi >= iv_s[i]) or (dlo <= iv_e[i] - 1 and dhi >= w1):
-                        half = iv_size[i] // 2
-                        w0 = walk_forward(cap, bw, full, L_WSSD, half, iv_s[i])
-                        w1 = walk_backward(cap, bw, full, L_RSSD, half, iv_e[i])
+                    first = w0 < 0
+                    if first or (lanes[0] <= w0 and lanes[1] >= iv_s[i]):
+                        w0 = walk_forward(cap, bw, full, L_WSSD, iv_size[i] // 2, iv_s[i])
                         w_lo[i] = w0
+                    if first or (lanes[2] <= iv_e[i] - 1 and lanes[3] >= w1):
+                        w1 = walk_backward(cap, bw, full, L_RSSD, iv_size[i] // 2, iv_e[i])
                         w_hi[i] = w1
                     if w1 <= w0:
                         ka[i] = 0.0
                     else:
                         ka[i] = float(iv_size[i]) * float(P1[w1] - P1[w0])
-            dlo = K
-            dhi = -1
+            lanes[0] = K
+            lanes[1] = -1
+            lanes[2] = K
+            lanes[3] = -1
             cxx_sort(perm, ka, iv_tsz)
             c = perm[0]
             if processed[c]:
@@ -765,7 +775,7 @@ def main_loop(
                         prefetch_orig[c] = pf
                         order[n_off] = c
                         n_off += 1
-                        dlo, dhi = book_round_trip(cap, bw, full, True, S, pf, s, o13, dlo, dhi)
+                        book_round_trip(cap, bw, full, True, S, pf, s, o13, lanes)
                         for j in range(s, e):
                             cpu_est[j % K] += S
                             if cpu_est[j % K] > cpu_max:
@@ -789,7 +799,7 @@ def main_loop(
                         prefetch_orig[c] = pf
                         order[n_off] = c
                         n_off += 1
-                        dlo, dhi = book_round_trip(cap, bw, full, False, S, pf, s, o13, dlo, dhi)
+                        book_round_trip(cap, bw, full, False, S, pf, s, o13, lanes)
                     else:
                         processed[c] = True
                         n_proc += 1
@@ -845,7 +855,7 @@ def main_loop(
                     order[n_off] = c
                     n_off += 1
                     evicted = True
-                    dlo, dhi = book_round_trip(cap, bw, full, True, S, pf, s, o13, dlo, dhi)
+                    book_round_trip(cap, bw, full, True, S, pf, s, o13, lanes)
                 else:
                     decision[c] = D_NO_BW
                 for k in range(pe + 1, pf):
