@@ -207,10 +207,10 @@ def _give_back(pstate, a, b, S):
 def _pool_fill(pstate, lo, hi, S):
     """Move pool memory into memory pages lo .. hi - 1 of the states (addresses; none of
     them mapped), newest range first, as far as the pool reaches; returns the address up to
-    which they are mapped now. A range that overlaps lo .. hi - 1, or whose states are no
-    longer all zero (written since it was pooled), leaves the pool, its memory where it is;
-    one too small to move (under S[P_MOVE_MIN] memory pages) goes back to the system. A move
-    the system refuses, or none left, sets S[S_RECYCLE] to 0."""
+    which they are mapped now (no pooled range overlaps them: `_reuse` cut them out). A
+    range whose states are no longer all zero (written since it was pooled) leaves the pool,
+    its memory where it is; one too small to move (under S[P_MOVE_MIN] memory pages) goes
+    back to the system. A move the system refuses, or none left, sets S[S_RECYCLE] to 0."""
     ps = S[P_RELEASE]
     if hi - lo < S[P_MOVE_MIN] * ps or S[S_RECYCLE] == 0:
         return lo
@@ -224,7 +224,7 @@ def _pool_fill(pstate, lo, hi, S):
             continue
         k = min(hi - lo, b - a)
         src = b - k
-        if (a < hi and b > lo) or _same_bits(pstate, src - base, k, 0, 255) != k:
+        if _same_bits(pstate, src - base, k, 0, 255) != k:
             _pool_drop(pstate, S, True, False)
             continue
         if S[S_MOVES_LEFT] <= 0 or _mremap(
