@@ -161,6 +161,104 @@ def test_bad_settings():
         _run("qwen2.5-1.5b", "zero2", gpus=1, system="h100-sxm5", model_options=SMALL)
 
 
+def io_py(nbytes, gbps, lat_us, block, qd, threads, overlap):
+    """The twin of aio.io_ns, I/O by I/O: each thread's I/Os go in waves of the queue depth
+    (an I/O is its latency, then its block at the full rate; with overlap a wave follows the
+    previous one's completions, without it the whole batch waits); the set's bandwidth is a
+    floor: one latency and then every byte at its rate."""
+    per = nbytes / threads
+    n = math.ceil(per / block)
+    t_waves, left = 0.0, n
+    while left > 0:
+        k = min(qd, left)
+        t_waves += lat_us * 1e3 + (min(block, per) / gbps if overlap else 0.0)
+        left -= k
+    if overlap:
+        return max(t_waves, lat_us * 1e3 + nbytes / gbps)
+    return t_waves + nbytes / gbps
+
+
+def test_aio_time_by_hand_and_against_its_twin():
+    from g10fast.engine.ranks.aio import Aio, io_ns
+
+    # DeepSpeed's defaults on dgx-a100-40's set shared by 2 ranks (5.05 GB/s, 80 us): 1 GiB
+    # is bandwidth-bound, one latency to fill the pipe
+    assert io_ns(2**30, 5.05, 80.0, Aio()) == pytest.approx(80e3 + 2**30 / 5.05)
+    # queue depth 1 and 64 KiB blocks: every I/O waits its latency (16,384 of them)
+    assert io_ns(2**30, 5.05, 80.0, Aio(65536, 1)) == pytest.approx(16384 * (80e3 + 65536 / 5.05))
+    # without overlapping events every batch of 8 waits its latency, then its bytes
+    assert io_ns(2**30, 5.05, 80.0, Aio(overlap_events=False)) == pytest.approx(128 * 80e3 + 2**30 / 5.05)
+    assert io_ns(0, 5.05, 80.0, Aio()) == 0.0
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        nb = float(rng.integers(1, 2**32))
+        bw, lat = float(rng.uniform(0.5, 30)), float(rng.uniform(0, 200))
+        blk, qd, th = int(2 ** rng.integers(9, 24)), int(rng.integers(1, 65)), int(rng.integers(1, 9))
+        over = bool(rng.integers(0, 2))
+        a = Aio(blk, qd, th, over)
+        t = io_ns(nb, bw, lat, a)
+        assert t == pytest.approx(io_py(nb, bw, lat, blk, qd, th, over), rel=1e-9)
+        # never faster than the set's bandwidth; overlapping never slower than batches;
+        # a deeper queue or more threads never slower
+        assert t >= nb / bw - 1e-6
+        assert (
+            io_ns(nb, bw, lat, dataclasses.replace(a, overlap_events=True))
+            <= io_ns(nb, bw, lat, dataclasses.replace(a, overlap_events=False)) + 1e-6
+        )
+        assert io_ns(nb, bw, lat, dataclasses.replace(a, queue_depth=qd * 2)) <= t + 1e-6
+    for bad in ({"aio_queue_depth": 0}, {"aio_block_size": -1}, {"aio_intra_op_parallelism": 1.5}):
+        with pytest.raises(InputError, match=list(bad)[0]):
+            _run("qwen2.5-1.5b", "zero-infinity", model_options=SMALL, **bad)
+
+
+def test_zero_infinity_aio_settings_and_gds():
+    # every parameter partition on NVMe (max_in_cpu 1): each fetch reads it, then copies it
+    base = _run("qwen2.5-1.5b", "zero-infinity", model_options=SMALL, max_in_cpu=1.0)
+    b = base["breakdown"]
+    assert b["nvme_read_bytes"] > 0 and b["h2d_bytes"] > 0
+    # shallow queues of small blocks: the same bytes, more NVMe time, a longer step
+    slow = _run(
+        "qwen2.5-1.5b",
+        "zero-infinity",
+        model_options=SMALL,
+        max_in_cpu=1.0,
+        aio_queue_depth=1,
+        aio_block_size=4096,
+    )["breakdown"]
+    assert slow["nvme_read_bytes"] == b["nvme_read_bytes"]
+    assert slow["nvme_read_s"] > 2 * b["nvme_read_s"] and slow["step_s"] > b["step_s"]
+    # GPUDirect Storage: the partitions read from NVMe are not copied through host memory
+    gds = _run("qwen2.5-1.5b", "zero-infinity", model_options=SMALL, max_in_cpu=1.0, aio_use_gds=True)[
+        "breakdown"
+    ]
+    assert gds["nvme_read_bytes"] == b["nvme_read_bytes"]
+    assert gds["h2d_bytes"] < b["h2d_bytes"] and gds["host_syncs"] < b["host_syncs"]
+    assert gds["step_s"] <= b["step_s"]
+
+
+def test_ds_io_through_the_step_primitives_by_hand():
+    from g10fast.engine.ranks.zero import ZeroMode, nvme_gpu_gbps
+    from g10fast.validate.claims_zero import CLAIMS
+
+    node = node_of(load_preset("dgx-a100-40"))
+    assert (node.nvme_read_latency_us, node.nvme_write_latency_us) == (80.0, 20.0)  # its [ssd]
+    G = 2**30
+    # bounce buffer: the aio request (one latency, then the set's rate), then the PCIe copy
+    assert nvme_gpu_gbps(node, ZeroMode(), G, "read") == pytest.approx(
+        G / (80e3 + G / 10.1 + G / 25.0), rel=1e-6
+    )
+    assert nvme_gpu_gbps(node, ZeroMode(), G, "write") == pytest.approx(
+        G / (G / 25.0 + 20e3 + G / 5.3), rel=1e-6
+    )
+    gds = ZeroMode(aio_use_gds=True)
+    assert nvme_gpu_gbps(node, gds, G, "read") == pytest.approx(G / (80e3 + G / 10.1), rel=1e-6)
+    assert nvme_gpu_gbps(node, gds, G, "write") == pytest.approx(G / (20e3 + G / 5.3), rel=1e-6)
+    rows = {c.id: c for c in CLAIMS}
+    assert rows["deepnvme.bounce-read"].measure(True).value == nvme_gpu_gbps(node, ZeroMode(), G, "read")
+    with pytest.raises(InputError, match="direction"):
+        nvme_gpu_gbps(node, gds, G, "both")
+
+
 def test_recompute_full_drops_activations_and_repeats_the_forward():
     from g10fast.engine.ranks.zero import zero_view
     from g10fast.workload.recompute import recompute

@@ -77,6 +77,22 @@ class Options:
     #: allocating thread first touched them, one NUMA node) or "spread" (over every node of
     #: the rank's cores, as an interleaved allocation would) [ours]
     host_memory_placement: str = "deepspeed"
+    #: `aio.block_size` (bytes): the size of one libaio request of the NVMe swapper
+    #: (DS:deepspeed/runtime/swap_tensor/constants.py, 1048576)
+    aio_block_size: int = 1048576
+    #: `aio.queue_depth`: requests a swapper thread keeps in flight (8; the Python
+    #: `aio_handle()` constructor's own default, 128, is not what ZeRO-Infinity uses)
+    aio_queue_depth: int = 8
+    #: `aio.intra_op_parallelism` (formerly `thread_count`): threads sharing one read or
+    #: write (1)
+    aio_intra_op_parallelism: int = 1
+    #: `aio.overlap_events`: a thread submits a new request as each completes (True) or
+    #: waits for a whole batch of `aio_queue_depth` (False) (DS:csrc/aio/common/
+    #: deepspeed_aio_common.cpp; g10fast/engine/ranks/aio.py has the time model)
+    aio_overlap_events: bool = True
+    #: `aio.use_gds`: GPUDirect Storage, the parameter swapper's buffers on the GPU: a
+    #: partition read from NVMe lands there without a copy through host memory (False)
+    aio_use_gds: bool = False
 
     def check(self):
         for k in (

@@ -132,6 +132,56 @@ def _here_adam(quick: bool) -> Measured:
     )
 
 
+DEEPNVME = (
+    "DS:blogs/deepnvme/08-2024/README.md (Azure NC96ads_A100_v4: A100 80GB PCIe Gen4, "
+    "4 x Gen4 NVMe RAID-0; ds_io, 1 GB between NVMe and a GPU buffer; zero-family.md 6.2 N2)"
+)
+_NVME_SETTING = (
+    "one rank of dgx-a100-40 (its NVMe set is this machine's, from the same blog's ds_io runs "
+    "into host memory: 10.1 / 5.3 GB/s, N1; its GPU link Gen4 x16, 25 GB/s), aio defaults, "
+    "1 GiB"
+)
+
+
+def _ds_io(direction: str, gds: bool):
+    def measure(quick: bool) -> Measured:
+        from g10fast.engine.ranks.node import node_of
+        from g10fast.engine.ranks.zero import ZeroMode, nvme_gpu_gbps
+        from g10fast.hardware import load_preset
+
+        node = node_of(load_preset("dgx-a100-40"))
+        gbps = nvme_gpu_gbps(node, ZeroMode(aio_use_gds=gds), 2**30, direction)
+        how = "straight to the GPU" if gds else "through a pinned host buffer, then PCIe"
+        return Measured(gbps, f"the aio request ({direction}) {how}")
+
+    return measure
+
+
+def _ds_io_claim(direction: str, gds: bool, published: float) -> Claim:
+    path = "GPUDirect Storage" if gds else "a CPU bounce buffer"
+    return Claim(
+        id=f"deepnvme.{'gds' if gds else 'bounce'}-{direction}",
+        system="ZeRO-Infinity",
+        claim=f"NVMe {'to' if direction == 'read' else 'from'} GPU memory through {path}: "
+        f"{direction}s at about {published:g} GB/s",
+        source=DEEPNVME,
+        published=f"{published:g} GB/s",
+        setting=_NVME_SETTING + (", aio use_gds" if gds else ""),
+        unit="GB/s",
+        band=(published * 0.85, published * 1.15),
+        measure=_ds_io(direction, gds),
+        why="The band is +-15 % (the figure is read by eye, +-0.2 GB/s). "
+        + (
+            "The set's rates are those measured into host memory; GPUDirect's own cost "
+            "(the blog: 9.6 / 5.0 against 10.1 / 5.3) is not modelled."
+            if gds
+            else "A bounce transfer is the NVMe request and the PCIe copy one after the other "
+            "(deepspeed_cpu_op.cpp); a write's extra host-side copy into pinned memory "
+            "(`.to(kCPU).pin_memory()`) is not modelled, so writes come out faster."
+        ),
+    )
+
+
 _WHY_OFFLOAD = (
     "The model's ZeRO-Offload step is its serial parts: compute, the fp32 gradients down "
     "PCIe (12.5 GB/s a rank: two GPUs share a switch's uplink in a DGX A100), the CPU's "
@@ -247,6 +297,10 @@ CLAIMS = [
         "traffic of the optimizer state (16 B read, 12 B written an element a step), "
         "which is what a small batch makes dominant.",
     ),
+    _ds_io_claim("read", False, 7.0),
+    _ds_io_claim("write", False, 4.0),
+    _ds_io_claim("read", True, 9.6),
+    _ds_io_claim("write", True, 5.0),
     Claim(
         id="cpu-adam.grace",
         system="CPU Adam",

@@ -35,8 +35,8 @@ TRACKS = {
 
 
 def node_for(system) -> Node:
-    """The node of a system's preset, its host link and NVMe read bandwidth taken from the
-    system (so that --pcie-gbps and --ssd-gbps apply)."""
+    """The node of a system's preset, its host link, NVMe read bandwidth and SSD latencies
+    taken from the system (so that --pcie-gbps, --ssd-gbps and the [ssd] overrides apply)."""
     from g10fast.hardware import load_preset
 
     if not system.name:
@@ -52,6 +52,8 @@ def node_for(system) -> Node:
         pcie_uplink_gbps=min(node.pcie_uplink_gbps, system.host_link_gbps),
         nvme_read_gbps=system.ssd_bandwidth_gbps,
         nvme_write_gbps=node.nvme_write_gbps * scale,
+        nvme_read_latency_us=system.ssd_read_latency_us,
+        nvme_write_latency_us=system.ssd_write_latency_us,
     )
 
 

@@ -32,6 +32,10 @@ class Node:
     host_sync_us: float  # a host wait on the GPU (cudaStreamSynchronize + tiny copy)
     launch_us: float  # host time to launch one kernel from PyTorch eager
     numa_nodes_per_socket: int = 1  # NUMA nodes a socket is split into (AMD's NPS setting)
+    # the NVMe set's access latency, read and write (us): the preset's [ssd] latencies (they
+    # are the system's, so that an override of them applies; `node_for`), unless given here
+    nvme_read_latency_us: float = 0.0
+    nvme_write_latency_us: float = 0.0
 
     def pcie_share_gbps(self, ranks: int) -> float:
         """Per-direction host-link bandwidth of one rank when every rank copies at once: its
@@ -78,6 +82,10 @@ class Node:
         )
 
 
+#: Node fields taken from the preset's [ssd] table when its [node] table does not give them
+_SSD_KEYS = {"nvme_read_latency_us": "read_latency_us", "nvme_write_latency_us": "write_latency_us"}
+
+
 def node_of(preset: dict) -> Node:
     """The [node] table of a preset as a Node; a preset without one is a one-GPU node built
     from its gpu/host/ssd sections (every [node] key may then be given as an override)."""
@@ -91,8 +99,11 @@ def node_of(preset: dict) -> Node:
             param="node",
         )
     vals = {}
+    ssd = preset.get("ssd") or {}
     for f in fields(Node):
         v = d.get(f.name, f.default if f.default is not MISSING else None)
+        if f.name in _SSD_KEYS and f.name not in d:
+            v = ssd.get(_SSD_KEYS[f.name], v)
         kind = int if f.type in ("int", int) else float
         if (
             isinstance(v, bool)

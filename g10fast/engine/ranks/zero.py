@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from g10fast.engine.ranks import cpu as cpu_model
+from g10fast.engine.ranks.aio import Aio, io_ns
 from g10fast.engine.ranks.collectives import collective_ns
 from g10fast.engine.ranks.node import Node
 from g10fast.engine.ranks.timeline import Timeline
@@ -63,8 +64,20 @@ class ZeroMode:
     bind_cores: bool = False
     pageable_slowdown: float = 6.0
     host_memory_placement: str = "deepspeed"
+    aio_block_size: int = 1048576
+    aio_queue_depth: int = 8
+    aio_intra_op_parallelism: int = 1
+    aio_overlap_events: bool = True
+    aio_use_gds: bool = False
+
+    @property
+    def aio(self) -> Aio:
+        return Aio(
+            self.aio_block_size, self.aio_queue_depth, self.aio_intra_op_parallelism, self.aio_overlap_events
+        )
 
     def check(self):
+        self.aio.check()
         if self.stage not in (2, 3):
             raise InputError(f"ZeRO stage must be 2 or 3, got {self.stage}", param="stage")
         for k in ("offload_optimizer", "offload_param"):
@@ -245,8 +258,9 @@ class _Step:
             # measured the offload copy 6x faster once pinned (4-5x on 8 GPUs)
             self.pcie /= mode.pageable_slowdown
         self.pool = node.cpu_pool(ranks, mode.bind_cores, mode.host_memory_placement)
-        self.nvme_r = node.nvme_read_gbps * 1e9 / ranks
-        self.nvme_w = node.nvme_write_gbps * 1e9 / ranks
+        self.nvme_r = node.nvme_read_gbps / ranks
+        self.nvme_w = node.nvme_write_gbps / ranks
+        self.aio = mode.aio
         self.gpu_opt_scale = gpu_opt_scale
         self.last_gpu = None
         self.counts = {"host_syncs": 0, "collectives": 0, "fetches": 0, "kernels": 0}
@@ -287,10 +301,15 @@ class _Step:
         )
 
     def nvme(self, direction: str, nbytes: float, label: str, deps=()) -> int:
-        bw = self.nvme_r if direction == "read" else self.nvme_w
+        """One aio request of DeepSpeed's swapper (`aio.io_ns`: the rank's share of the NVMe
+        set, the SSD's access latency, the `aio_*` settings)."""
+        if direction == "read":
+            bw, lat = self.nvme_r, self.node.nvme_read_latency_us
+        else:
+            bw, lat = self.nvme_w, self.node.nvme_write_latency_us
         return self.tl.add(
             f"nvme_{direction}",
-            nbytes / bw * 1e9,
+            io_ns(nbytes, bw, lat, self.aio),
             deps,
             label=label,
             kind=f"nvme_{direction}",
@@ -299,6 +318,29 @@ class _Step:
 
     def cpu(self, ns: int, label: str, deps=()) -> int:
         return self.tl.add("cpu", ns, deps, label=label, kind="cpu")
+
+
+def nvme_gpu_gbps(node: Node, mode: ZeroMode, nbytes: float, direction: str) -> float:
+    """What DeepSpeed's `ds_io` benchmark reports for one request of `nbytes` between the NVMe
+    set and a GPU buffer, on one rank of `node` with `mode`'s aio settings, in GB/s, built from
+    the step's own primitives (`_Step.nvme`, `_Step.copy`). Without GPUDirect Storage the
+    request goes through a pinned host buffer whole (DS:csrc/aio/py_lib/deepspeed_cpu_op.cpp:
+    a read fills it and then `fini` copies it to the GPU; a write first copies the GPU buffer
+    to the host, `.to(kCPU).pin_memory()`, whose second, host-side copy is not modelled);
+    with `aio_use_gds` the NVMe moves it to or from the GPU itself."""
+    v = ZeroView(np.zeros(0, np.int8), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                 np.zeros(0, np.int64), np.zeros(0, np.int64), [], 0, 2)  # fmt: skip
+    st = _Step(v, node, 1, mode, 1.0, 0.0, 1.0)
+    if direction == "read":
+        op = st.nvme("read", nbytes, "ds_io read")
+        if not mode.aio_use_gds:
+            op = st.copy("h2d", nbytes, "bounce buffer to GPU", deps=(op,))
+    elif direction == "write":
+        deps = () if mode.aio_use_gds else (st.copy("d2h", nbytes, "GPU to bounce buffer"),)
+        op = st.nvme("write", nbytes, "ds_io write", deps=deps)
+    else:
+        raise InputError(f"direction must be read or write, got {direction!r}", param="direction")
+    return nbytes / st.tl.finish[op]
 
 
 def _owned_elements(numel: np.ndarray, ranks: int) -> np.ndarray:
@@ -507,7 +549,9 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
         if home_nvme[i]:
             rd = st.nvme("read", b16 * e_part, f"swap in p{i}")
             deps = (rd,)
-        if m.offload_param != "none":
+        # with GPUDirect Storage the swapper's buffers are on the GPU: the partition read
+        # from NVMe is there already (`.to(device)` is a no-op)
+        if m.offload_param != "none" and not (home_nvme[i] and m.aio_use_gds):
             if m.sync_before_allgather:
                 st.host_sync(st.last_gpu, f"device synchronize p{i}")
             cp = st.copy("h2d", b16 * e_part, f"partition p{i} to GPU", deps=deps)
