@@ -195,7 +195,7 @@ def _start_next(
     cnt,
 ):
     while ch_busy[c] == 0 and ch_head[c] < ch_tail[c]:
-        t = ch_q[c, ch_head[c]]
+        t = np.int64(ch_q[c, ch_head[c]])
         ch_head[c] += 1
         if (c == 1 or c == 3) and t_state[t] != OFFL and (cnt[C_OPTS] & OPT_OFFLOAD_SKIP_DEAD):
             # improvement (off): drop the offload of a tensor that died (was freed) before it
@@ -299,7 +299,7 @@ def _check_fetch_allocation(
 ):
     """GDS: serve the fetch-allocation queue in FIFO order while the head fits (from the right)."""
     while wq_ht[0] < wq_ht[1]:
-        t = wq[wq_ht[0]]
+        t = np.int64(wq[wq_ht[0]])
         st = t_state[t]
         if st == OFFL:
             if wq_ht[2] == 0:
@@ -397,7 +397,7 @@ def _serve_one(
         clk[K_KPEND] = 0.0
         return 4
     c = best
-    t = ch_cur[c]
+    t = np.int64(ch_cur[c])
     ch_busy[c] = 0
     ch_cur[c] = -1
     k = cnt[C_KERNEL]
@@ -628,7 +628,7 @@ def simulate(
         if mode == MODE_FN:
             if i < make_loss:
                 for q in range(off_ptr[i], off_ptr[i + 1]):
-                    t = off_idx[q]
+                    t = np.int64(off_idx[q])
                     if t_state[t] == RES:
                         t_state[t] = OFFL
                         _enqueue(
@@ -683,8 +683,8 @@ def simulate(
                         break
         else:
             for q in range(hint_ptr[i], hint_ptr[i + 1]):
-                t = hint_tensor[q]
-                to = hint_to[q]
+                t = np.int64(hint_tensor[q])
+                to = np.int64(hint_to[q])
                 _log(ev, ev_t, cnt, clk[K_NOW], EV_HINT, i, t, -1, size_pages[t], LOC_NOT_KNOWN, to, 0)
                 if to == LOC_SSD or to == LOC_CPU:
                     # O-43: an offload hint for a tensor whose offload is still pending
@@ -756,7 +756,7 @@ def simulate(
 
         # 2. make the required tensors resident
         for q in range(req_ptr[i], req_ptr[i + 1]):
-            t = req_idx[q]
+            t = np.int64(req_idx[q])
             if mode == MODE_FN and (is_global[t] or death[t] == -1):
                 continue
             while True:
@@ -953,7 +953,7 @@ def simulate(
 
         # 4. free dead tensors
         for q in range(req_ptr[i], req_ptr[i + 1]):
-            t = req_idx[q]
+            t = np.int64(req_idx[q])
             if is_global[t]:
                 continue
             if mode == MODE_FN:
@@ -1002,7 +1002,7 @@ def simulate(
             stop = False
             for j in range(i + 1, K):
                 for q in range(pf_ptr[j], pf_ptr[j + 1]):
-                    t = pf_idx[q]
+                    t = np.int64(pf_idx[q])
                     if not chosen[t] or t_state[t] != GONE:
                         continue
                     n = size_pages[t]
