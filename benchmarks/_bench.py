@@ -30,3 +30,16 @@ def append_record(path: Path, rec: dict) -> None:
     with open(path, "a") as f:
         f.write(json.dumps(rec) + "\n")
     print(json.dumps(rec, indent=1))
+
+
+def save_figure(fig, path) -> None:
+    """Lay out a matplotlib figure, write it whole to `path` (a PNG, written atomically: a
+    reader never sees half a file) and close it."""
+    import matplotlib.pyplot as plt
+
+    from g10fast.atomic import atomic_path
+
+    fig.tight_layout()
+    with atomic_path(path, ".png") as tmp:
+        fig.savefig(tmp, dpi=100)
+    plt.close(fig)

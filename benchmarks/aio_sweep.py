@@ -83,7 +83,7 @@ def figure(rates: dict, steps: list, path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from g10fast.atomic import atomic_path
+    from _bench import save_figure
 
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
     kib = [b / 1024 for b in BLOCKS]
@@ -112,10 +112,7 @@ def figure(rates: dict, steps: list, path) -> None:
     a2.set_title("Qwen2.5-1.5B, batch 4 a GPU, 2 GPUs, zero-infinity (all partitions on NVMe)", fontsize=9)
     a2.legend(fontsize=7)
     fig.suptitle("ZeRO-Infinity's NVMe swaps by DeepSpeed's aio settings (model, g10fast)")
-    fig.tight_layout()
-    with atomic_path(path, ".png") as tmp:
-        fig.savefig(tmp, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv=None):

@@ -65,7 +65,7 @@ def figure(rows: list, path) -> None:
     import matplotlib.pyplot as plt
 
     from g10fast import policies
-    from g10fast.atomic import atomic_path
+    from _bench import save_figure
 
     models = list(dict.fromkeys(r["model"] for r in rows))
     fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4.2), squeeze=False)
@@ -95,10 +95,7 @@ def figure(rows: list, path) -> None:
         ax.set_title(f"{m}, batch {b} ({mine[0]['footprint_gib']:.0f} GiB on an 80 GB H100)", fontsize=9)
         ax.legend(fontsize=7)
     fig.suptitle("One H100 with host memory and NVMe (dgx-h100, 1 GPU): who wins?")
-    fig.tight_layout()
-    with atomic_path(path, ".png") as tmp:
-        fig.savefig(tmp, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv=None):
