@@ -253,6 +253,18 @@ def test_ds_io_through_the_step_primitives_by_hand():
     gds = ZeroMode(aio_use_gds=True)
     assert nvme_gpu_gbps(node, gds, G, "read") == pytest.approx(G / (80e3 + G / 10.1), rel=1e-6)
     assert nvme_gpu_gbps(node, gds, G, "write") == pytest.approx(G / (20e3 + G / 5.3), rel=1e-6)
+    # the latencies come from the preset's [ssd] table (0 allowed), or from [node] itself
+    import copy
+
+    pre = copy.deepcopy(load_preset("dgx-a100-40"))
+    pre["ssd"]["read_latency_us"] = 0.0
+    pre["node"]["nvme_write_latency_us"] = 5.0
+    n0 = node_of(pre)
+    assert (n0.nvme_read_latency_us, n0.nvme_write_latency_us) == (0.0, 5.0)
+    assert nvme_gpu_gbps(n0, gds, G, "read") == pytest.approx(10.1, rel=1e-6)
+    pre["ssd"]["read_latency_us"] = -1.0
+    with pytest.raises(InputError, match="ssd.read_latency_us"):
+        node_of(pre)
     rows = {c.id: c for c in CLAIMS}
     assert rows["deepnvme.bounce-read"].measure(True).value == nvme_gpu_gbps(node, ZeroMode(), G, "read")
     with pytest.raises(InputError, match="direction"):

@@ -102,22 +102,25 @@ def node_of(preset: dict) -> Node:
     ssd = preset.get("ssd") or {}
     for f in fields(Node):
         v = d.get(f.name, f.default if f.default is not MISSING else None)
-        if f.name in _SSD_KEYS and f.name not in d:
+        name = f"node.{f.name}"
+        zero_ok = f.name in _SSD_KEYS  # a latency may be 0
+        if zero_ok and f.name not in d:
+            name = f"ssd.{_SSD_KEYS[f.name]}"
             v = ssd.get(_SSD_KEYS[f.name], v)
         kind = int if f.type in ("int", int) else float
         if (
             isinstance(v, bool)
             or not isinstance(v, (int, float))
             or not math.isfinite(v)
-            or v <= 0
+            or (v < 0 if zero_ok else v <= 0)
             or (kind is int and int(v) != v)
         ):
             raise InputError(
-                f"node.{f.name} must be a finite number > 0"
+                f"{name} must be a finite number {'>= 0' if zero_ok else '> 0'}"
                 + (" (an integer)" if kind is int else "")
                 + f", got {v!r}",
                 path=str(where),
-                param=f"node.{f.name}",
+                param=name,
             )
         vals[f.name] = kind(v)
     return Node(**vals)
