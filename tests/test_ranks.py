@@ -271,6 +271,43 @@ def test_ds_io_through_the_step_primitives_by_hand():
         nvme_gpu_gbps(node, gds, G, "both")
 
 
+def test_nvme_read_ahead_follows_the_coordinator():
+    from g10fast.engine.ranks.zero import _nvme_read_ahead
+
+    numel = np.array([100, 100, 50, 400, 100, 100])
+    nvme = np.array([True, True, False, True, True, True])
+    units = [[0], [1, 2], [3], [4, 5]]
+    got = []
+
+    def ahead_of(jj, at, held, inflight, buffers=5):
+        got.clear()
+        _nvme_read_ahead(
+            units, jj, at, numel, nvme, held, inflight, buffers, lambda ids: got.append(list(ids))
+        )
+        return got[0] if got else []
+
+    # nothing in flight: the first parameter looked at, and no more (0 > 0 fails once)
+    assert ahead_of(1, 0, {}, {}) == [1]
+    # 150 elements in flight: looks at up to 300 (1, 2, 3 make 550 > 300 after 3), skips 2 (host)
+    assert ahead_of(1, 0, {}, {9: 150}) == [1, 3]
+    # from the middle of a unit; partitions already held are not read again
+    assert ahead_of(1, 1, {3: 0}, {9: 1000}) == [4, 5]
+    # at most the free swap buffers: 5 less the 4 held
+    assert ahead_of(0, 0, {10: 0, 11: 0, 12: 0, 13: 0}, {9: 1000}) == [0]
+    assert ahead_of(0, 0, {10: 0, 11: 0, 12: 0, 13: 0, 14: 0}, {9: 1000}) == []
+    assert ahead_of(4, 0, {}, {9: 1000}) == []  # the trace's end
+
+    # a run with every partition on NVMe: the same bytes read, with or without the read-ahead,
+    # and with one swap buffer (the read-ahead then waits for buffers to come back)
+    b = {}
+    for name, opts in (("on", {}), ("off", {"nvme_param_prefetch": False}), ("one", {"buffer_count": 1})):
+        r = _run("qwen2.5-1.5b", "zero-infinity", model_options=SMALL, max_in_cpu=1.0, **opts)
+        assert r["status"] == "ok"
+        b[name] = r["breakdown"]
+    assert b["on"]["nvme_read_bytes"] == b["off"]["nvme_read_bytes"] == b["one"]["nvme_read_bytes"] > 0
+    assert len({round(x["step_s"], 9) for x in b.values()}) > 1  # the read-ahead changes the timeline
+
+
 def test_recompute_full_drops_activations_and_repeats_the_forward():
     from g10fast.engine.ranks.zero import zero_view
     from g10fast.workload.recompute import recompute

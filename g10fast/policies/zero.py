@@ -93,6 +93,11 @@ class Options:
     #: `aio.use_gds`: GPUDirect Storage, the parameter swapper's buffers on the GPU: a
     #: partition read from NVMe lands there without a copy through host memory (False)
     aio_use_gds: bool = False
+    #: [ours] the coordinator's NVMe read-ahead of parameter partitions
+    #: (`__prefetch_nvme_param_partitions`: always on in DeepSpeed, bounded by `buffer_count`
+    #: free swap buffers and twice the elements of the all-gathers in flight); False: every
+    #: partition read at its use, as a what-if
+    nvme_param_prefetch: bool = True
 
     def check(self):
         for k in (

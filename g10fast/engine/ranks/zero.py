@@ -69,6 +69,7 @@ class ZeroMode:
     aio_intra_op_parallelism: int = 1
     aio_overlap_events: bool = True
     aio_use_gds: bool = False
+    nvme_param_prefetch: bool = True
 
     @property
     def aio(self) -> Aio:
@@ -517,12 +518,38 @@ def _stage2(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
     st.collective("all_gather", N * b16, "all-gather 16-bit params", "gpu")
 
 
+def _nvme_read_ahead(units, jj, at, numel, home_nvme, read_op, ahead, buffer_count, swap_in):
+    """The coordinator's NVMe read-ahead after each prefetch (`__prefetch_nvme_param_partitions`,
+    DS:deepspeed/runtime/zero/partitioned_param_coordinator.py): walking the trace on from
+    where the prefetch stopped (unit `jj`, its parameter `at`), it swaps in, as one async
+    batch, the partitions still on NVMe, until the elements it has looked at exceed twice
+    those of the all-gathers in flight or it has as many as there are free swap buffers
+    (`buffer_count` less the partitions held)."""
+    in_flight = 2 * sum(ahead.values())
+    free = buffer_count - len(read_op)
+    seen, batch = 0, []
+    for u in range(jj, len(units)):
+        for i in units[u][at if u == jj else 0 :]:
+            if seen > in_flight or len(batch) >= free:
+                break
+            if home_nvme[i] and i not in read_op and i not in batch:
+                batch.append(i)
+            seen += int(numel[i])
+        else:
+            continue
+        break
+    if batch:
+        swap_in(batch)
+
+
 def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: int):
     """ZeRO-3 (zero-family.md §3.2-3.5): parameters partitioned (those of at most
     param_persistence_threshold elements stay whole); before a kernel its parameters are
     fetched (an NVMe read where their partition lives there, the copy of this rank's
     partition to the GPU, an all-gather) and prefetched ahead up to prefetch_bucket_size
-    elements and max_live_parameters gathered; the copy to the GPU blocks the host
+    elements and max_live_parameters gathered (stopping at a partition still on NVMe), the
+    next NVMe partitions read ahead into free swap buffers (`_nvme_read_ahead`, unless
+    nvme_param_prefetch is off); the copy to the GPU blocks the host
     (`.to(device)` without non_blocking: h2d_fetch_blocking) and, with sync_before_allgather,
     the whole device first (the 2021 code of issue #1130); after the kernel they are released;
     gradients are reduce-scattered in buckets and their fp32 partition copied to the host
@@ -540,20 +567,39 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
     order = [k for k in range(K) if v.phase[k] != OPT]
     units = [[i for i in v.reads[k] if not persist[i]] for k in order]
     live_el = 0
+    # NVMe partitions in a swap buffer (read, or being read) until their release, with their
+    # reads; `pending`: those read asynchronously and not yet waited for (INFLIGHT)
+    read_op: dict[int, int] = {}
+    pending: set = set()
+    last_read = [None]
+    ahead: dict[int, int] = {}  # all-gathered ahead of their use (the coordinator's in-flight registry)
+
+    def swap_in(ids: list) -> None:
+        for i in ids:
+            read_op[i] = last_read[0] = st.nvme("read", b16 * -(-int(v.numel[i]) // P), f"swap in p{i}")
+            pending.add(i)
 
     def fetch(i: int) -> int:
         nonlocal live_el
         st.counts["fetches"] += 1
         e_part = -(-int(v.numel[i]) // P)
         deps = ()
+        wait = None
         if home_nvme[i]:
-            rd = st.nvme("read", b16 * e_part, f"swap in p{i}")
-            deps = (rd,)
+            if i not in read_op:
+                swap_in([i])  # not read ahead: swapped in now (`swap_in(async_op=False)`)
+            if i in pending:
+                # `synchronize_reads`: the host waits for every read issued so far
+                wait = last_read[0]
+                pending.clear()
+            deps = (read_op[i] if wait is None else wait,)
+        if m.sync_before_allgather and m.offload_param != "none":
+            st.host_sync(st.last_gpu, f"device synchronize p{i}")
+        if wait is not None:
+            st.tl.add("host", 0, (wait,), label=f"synchronize reads p{i}", kind="wait")
         # with GPUDirect Storage the swapper's buffers are on the GPU: the partition read
         # from NVMe is there already (`.to(device)` is a no-op)
         if m.offload_param != "none" and not (home_nvme[i] and m.aio_use_gds):
-            if m.sync_before_allgather:
-                st.host_sync(st.last_gpu, f"device synchronize p{i}")
             cp = st.copy("h2d", b16 * e_part, f"partition p{i} to GPU", deps=deps)
             if m.h2d_fetch_blocking:
                 st.host_sync(cp, f"blocking copy p{i}")
@@ -594,17 +640,28 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
         need = [i for i in units[j] if not gathered[i]]
         for i in need:
             fetch(i)
-        # prefetch the next units' parameters up to the bucket and max-live budgets
+        for i in units[j]:
+            ahead.pop(i, None)  # waited for now
+        # prefetch the next units' parameters up to the bucket and max-live budgets; the
+        # coordinator stops at the first partition still on NVMe (not read, not being read),
+        # to keep the trace's order
         inflight = 0
-        jj = j + 1
+        jj, at = j + 1, 0
         while jj < len(order) and inflight < window and live_el < m.max_live_parameters:
-            for i in units[jj]:
+            stop = False
+            for at, i in enumerate(units[jj]):
                 if not gathered[i]:
-                    if home_nvme[i] and st.counts["fetches"] and inflight > 0:
-                        break  # the coordinator stops at an NVMe partition
+                    if home_nvme[i] and i not in read_op:
+                        stop = True
+                        break
                     fetch(i)
+                    ahead[i] = int(v.numel[i])
                     inflight += int(v.numel[i])
-            jj += 1
+            if stop:
+                break
+            jj, at = jj + 1, 0
+        if m.offload_param == "nvme" and m.nvme_param_prefetch:
+            _nvme_read_ahead(units, jj, at, v.numel, home_nvme, read_op, ahead, m.buffer_count, swap_in)
         deps = tuple(fetch_end[i] for i in units[j])
         _compute(st, v, k, deps)
         # release what no later kernel of this pass needs next (max_reuse_distance aside)
@@ -613,6 +670,8 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
             if gathered[i] and not later:
                 gathered[i] = False
                 live_el -= int(v.numel[i])
+                read_op.pop(i, None)  # its swap buffer returns (nothing to write back)
+                pending.discard(i)
         for i in by_ready.get(k, ()):
             if bucket_el + int(v.numel[i]) > m.reduce_bucket_size and bucket:
                 flush()
