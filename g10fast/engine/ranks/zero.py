@@ -573,6 +573,7 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
     pending: set = set()
     last_read = [None]
     ahead: dict[int, int] = {}  # all-gathered ahead of their use (the coordinator's in-flight registry)
+    last_ag = [None]  # the all-gather stream's last all-gather
 
     def swap_in(ids: list) -> None:
         for i in ids:
@@ -600,11 +601,14 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
         # with GPUDirect Storage the swapper's buffers are on the GPU: the partition read
         # from NVMe is there already (`.to(device)` is a no-op)
         if m.offload_param != "none" and not (home_nvme[i] and m.aio_use_gds):
-            cp = st.copy("h2d", b16 * e_part, f"partition p{i} to GPU", deps=deps)
+            # the copy is queued on the all-gather stream (`_all_gather_dtype`), after the
+            # all-gathers already there; a blocking one waits for them all
+            cp = st.copy("h2d", b16 * e_part, f"partition p{i} to GPU", deps=(*deps, last_ag[0]))
             if m.h2d_fetch_blocking:
                 st.host_sync(cp, f"blocking copy p{i}")
             deps = (cp,)
         ag = st.collective("all_gather", b16 * int(v.numel[i]), f"all-gather p{i}", "nccl", deps=deps)
+        last_ag[0] = ag
         gathered[i] = True
         live_el += int(v.numel[i])
         fetch_end[i] = ag
