@@ -140,6 +140,17 @@ def test_stage3_fetches_partitions_and_blocking_costs():
     assert r["status"] == "ok" and b["fetches"] > 0 and b["h2d_bytes"] > 0
     # every fetch copies this rank's partition (1/4, rounded up) of a parameter
     assert b["h2d_bytes"] % 2 == 0
+    # each partition's copy is queued on the all-gather stream: after the all-gathers issued
+    # before it, and the blocking copy's host wait after it
+    tl = r["timeline"]
+    last_ag, checked = None, 0
+    for n, lab in enumerate(tl["label"]):
+        if lab.startswith("all-gather p"):
+            last_ag = n
+        elif lab.endswith(" to GPU") and lab.startswith("partition p") and last_ag is not None:
+            assert tl["start_ns"][n] >= tl["end_ns"][last_ag]
+            checked += 1
+    assert checked > 0
     quiet = _run("qwen2.5-1.5b", "zero3-offload", gpus=4, model_options=SMALL, h2d_fetch_blocking=False)
     assert quiet["breakdown"]["step_s"] <= b["step_s"]
     assert quiet["breakdown"]["host_syncs"] < b["host_syncs"]
