@@ -151,6 +151,12 @@ def test_stage3_fetches_partitions_and_blocking_costs():
             assert tl["start_ns"][n] >= tl["end_ns"][last_ag]
             checked += 1
     assert checked > 0
+    # at most 2 reduced buckets outstanding: from the fourth bucket on, the host waits for
+    # the oldest before reducing another (max_param_reduce_events)
+    small = _run("qwen2.5-1.5b", "zero3-offload", gpus=4, model_options=SMALL, reduce_bucket_size=2e6)
+    labels = small["timeline"]["label"]
+    buckets = sum(lab.startswith("reduce-scatter (") for lab in labels)
+    assert buckets > 10 and labels.count("reduce event synchronize") == buckets - 3
     quiet = _run("qwen2.5-1.5b", "zero3-offload", gpus=4, model_options=SMALL, h2d_fetch_blocking=False)
     assert quiet["breakdown"]["step_s"] <= b["step_s"]
     assert quiet["breakdown"]["host_syncs"] < b["host_syncs"]

@@ -620,11 +620,16 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
         by_ready.setdefault(k, []).append(i)
     bucket: list = []
     bucket_el = 0
+    reduce_events: list = []  # each reduced bucket's end on the reduce stream
 
     def flush():
         nonlocal bucket, bucket_el
         if not bucket:
             return
+        # at most max_param_reduce_events (2) buckets outstanding: the host waits for the
+        # oldest before reducing another (`__reduce_and_partition_ipg_grads`)
+        if len(reduce_events) > 2:
+            st.tl.add("host", 0, (reduce_events.pop(0),), label="reduce event synchronize", kind="wait")
         rs = st.collective(
             "reduce_scatter",
             bucket_el * b16,
@@ -632,11 +637,13 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
             "nccl",
             deps=(st.last_gpu,),
         )
+        done = rs
         if m.offload_optimizer != "none":
             e = -(-bucket_el // P)
-            c = st.copy("d2h", 4 * e, "fp32 grad partition", deps=(rs,))
+            done = c = st.copy("d2h", 4 * e, "fp32 grad partition", deps=(rs,))
             if m.offload_optimizer == "nvme":
                 st.nvme("write", 4 * e, "gradients to NVMe", deps=(c,))
+        reduce_events.append(done)
         bucket, bucket_el = [], 0
 
     window = min(m.prefetch_bucket_size, m.max_live_parameters)
