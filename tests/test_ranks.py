@@ -157,6 +157,10 @@ def test_stage3_fetches_partitions_and_blocking_costs():
     labels = small["timeline"]["label"]
     buckets = sum(lab.startswith("reduce-scatter (") for lab in labels)
     assert buckets > 10 and labels.count("reduce event synchronize") == buckets - 3
+    # the coordinator's fetch events: without offloaded parameters (no blocking copy) the
+    # host runs ahead of the all-gathers until three are outstanding, then waits
+    gpu3 = _run("qwen2.5-1.5b", "zero3-offload", gpus=4, model_options=SMALL, param_device="none")
+    assert gpu3["timeline"]["label"].count("fetch event synchronize") > 0
     quiet = _run("qwen2.5-1.5b", "zero3-offload", gpus=4, model_options=SMALL, h2d_fetch_blocking=False)
     assert quiet["breakdown"]["step_s"] <= b["step_s"]
     assert quiet["breakdown"]["host_syncs"] < b["host_syncs"]

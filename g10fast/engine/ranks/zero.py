@@ -647,11 +647,21 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
         bucket, bucket_el = [], 0
 
     window = min(m.prefetch_bucket_size, m.max_live_parameters)
+    ongoing: list = []  # the coordinator's fetch events: all-gathers waited for, maybe not done
     for j, k in enumerate(order):
         need = [i for i in units[j] if not gathered[i]]
         for i in need:
             fetch(i)
         for i in units[j]:
+            if i in need or i in ahead:
+                # waiting for its all-gather: at most max_ongoing_fetch_events (2) earlier
+                # ones not known done, else the host waits for the oldest (`fetch_sub_module`)
+                now = st.tl.tail("host")
+                while ongoing and st.tl.end(ongoing[0]) <= now:
+                    ongoing.pop(0)
+                if len(ongoing) > 2:
+                    st.tl.add("host", 0, (ongoing.pop(0),), label="fetch event synchronize", kind="wait")
+                ongoing.append(fetch_end[i])
             ahead.pop(i, None)  # waited for now
         # prefetch the next units' parameters up to the bucket and max-live budgets; the
         # coordinator stops at the first partition still on NVMe (not read, not being read),
