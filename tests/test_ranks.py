@@ -134,6 +134,28 @@ def test_zero_offload_moves_what_deepspeed_moves():
     assert z2["breakdown"]["d2h_bytes"] == 0 and z2["breakdown"]["step_s"] < b["step_s"]
 
 
+def test_zero2_gradient_and_step_passes():
+    r = _run("qwen2.5-1.5b", "zero2", model_options=SMALL)
+    tl = r["timeline"]
+    lab = tl["label"]
+    dur = {name: int(tl["end_ns"][lab.index(name)] - tl["start_ns"][lab.index(name)]) for name in
+           ("FusedAdam", "clip (mul_)", "fp32 cast", "flatten partition")}  # fmt: skip
+    params = sum(1 for x in lab if x.startswith("grad p") and x.endswith(" into bucket"))
+    buckets = sum(1 for x in lab if x.startswith("bucket all_reduce"))
+    assert params > 0 and buckets > 0 and lab.count("bucket /= world size") == buckets
+    # without offload, the owned parameters' gradients go on into the partition's buffer
+    assert 0 < sum(1 for x in lab if x.endswith(" into partition")) <= params
+    # element-wise passes over the owned partition at the HBM bandwidth, one launch each:
+    # FusedAdam 28 B an element, clipping 8, the fp32 cast 2 + 4, the flatten 2 + 2
+    assert (dur["FusedAdam"] - dur["clip (mul_)"]) / (dur["clip (mul_)"] - dur["fp32 cast"]) == pytest.approx(
+        10.0, rel=1e-3
+    )
+    assert (dur["fp32 cast"] - dur["flatten partition"]) * 10 == pytest.approx(
+        dur["FusedAdam"] - dur["clip (mul_)"], rel=1e-3
+    )
+    assert lab.count("overflow .item()") == 1
+
+
 def test_stage3_fetches_partitions_and_blocking_costs():
     r = _run("qwen2.5-1.5b", "zero3-offload", gpus=4, model_options=SMALL)
     b = r["breakdown"]

@@ -441,16 +441,40 @@ def _compute(st: _Step, v: ZeroView, k: int, deps=()) -> int:
     return st.launch(int(v.time_ns[k]), f"k{k}", deps)
 
 
+def _inf_nan_passes(b16: int) -> list:
+    """Bytes an element of each kernel of DeepSpeed's eager `_has_inf_or_nan(x)`: `x.float()`
+    (a copy unless x is fp32 already), isnan, isinf, logical_or, `.float()`, max
+    (DS:deepspeed/runtime/zero/stage_1_and_2.py)."""
+    first = [b16 + 4] if b16 < 4 else []
+    return first + [5, 5, 3, 5, 4]
+
+
+def _norm_passes(b16: int) -> list:
+    """Bytes an element of a gradient norm in float64: `g.double()`, then the norm's read."""
+    return [b16 + 8, 8]
+
+
 def _stage2(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: int):
-    """ZeRO-2 (zero-family.md §1.3): full 16-bit weights on every GPU, no collective in the
-    forward; in the backward each bucket of reduce_bucket_size elements is all-reduced
-    (use_multi_rank_bucket_allreduce, the default) or reduced to its owners, on the compute
-    stream unless overlap_comm, then with the optimizer on the CPU each owned parameter's
+    """ZeRO-2 (zero-family.md §1.3; DS:deepspeed/runtime/zero/stage_1_and_2.py): full 16-bit
+    weights on every GPU, no collective in the forward. In the backward each ready gradient
+    is copied into the bucket (`reduce_independent_p_g_buckets_and_remove_grads`; not one
+    larger than reduce_bucket_size); each full bucket is divided by the world size, flattened
+    when it holds several ranks' slices, all-reduced (use_multi_rank_bucket_allreduce, the
+    default) or reduced to its owners, on the compute stream unless overlap_comm, and this
+    rank's slices copied back. Without offload this rank's parameters' gradients are copied
+    into its partition's buffer, and the step runs on the GPU over the owned elements: the
+    inf/nan check and the `.item()`, the float64 norm, flatten, the fp32 cast, clipping,
+    FusedAdam, the 16-bit copy, the all-gather. With the optimizer on the CPU each owned
     slice is normed, checked for inf/nan (a host sync), cast to fp32 and copied to the host;
-    the step runs on the CPU (unscale, CPU Adam, cast), the updated 16-bit partition goes
-    back to the GPU and is all-gathered."""
+    the step runs on the CPU (unscale, CPU Adam, cast), the updated 16-bit partition goes back
+    to the GPU and is all-gathered. The element-wise passes take `small_kernel` times (their
+    bytes at the HBM bandwidth, one launch each)."""
     K = len(v.phase)
     owned = _owned_elements(v.numel, P)
+    start = np.concatenate([[0], np.cumsum(v.numel)[:-1]])
+    part = -(-int(v.numel.sum()) // P)
+    first_rank = start // part
+    last_rank = (start + v.numel - 1) // part
     by_ready: dict[int, list] = {}
     for i, k in enumerate(v.ready.tolist()):
         by_ready.setdefault(k, []).append(i)
@@ -459,26 +483,43 @@ def _stage2(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
     offload = m.offload_optimizer != "none"
     stream = "nccl" if m.overlap_comm else "gpu"
 
+    def passes(sizes: list, n: float, label: str) -> int:
+        for b in sizes:
+            g = st.small_kernel(b * n, label)
+        return g
+
     def flush():
         nonlocal bucket, bucket_el
         if not bucket:
             return
+        st.small_kernel(2 * b16 * bucket_el, "bucket /= world size")
+        # several ranks' slices in the bucket: they are flattened into one buffer for the
+        # collective and this rank's copied back after it
+        several = int(first_rank[bucket].min()) != int(last_rank[bucket].max())
+        if several:
+            st.small_kernel(2 * b16 * bucket_el, "flatten bucket")
         op = "all_reduce" if m.use_multi_rank_bucket_allreduce else "reduce_scatter"
         r = st.collective(op, bucket_el * b16, f"bucket {op} ({bucket_el:,} el)", stream, deps=(st.last_gpu,))
         if stream != "gpu":
             st.last_gpu = st.tl.add("gpu", 0, (st.last_gpu, r), label="wait reduction", kind="wait")
-        if offload:
-            for i in bucket:
-                e = int(owned[i])
-                if e <= 0:
-                    continue
-                st.small_kernel(8 * e, f"norm p{i}")  # float64 norm of the slice
-                chk = st.small_kernel(b16 * e, f"inf/nan p{i}")
-                st.host_sync(chk, f"inf/nan check p{i}")  # a Python `if` on a GPU bool
-                cast = st.small_kernel((b16 + 4) * e, f"fp32 cast p{i}")
-                c = st.copy("d2h", 4 * e, f"fp32 grad p{i}", deps=(cast,))
-                if stream == "gpu":  # ordered on the compute stream
-                    st.last_gpu = st.tl.add("gpu", 0, (c,), label="copy done", kind="wait")
+        mine = int(owned[bucket].sum())
+        if several and mine:
+            st.small_kernel(2 * b16 * mine, "owned slices back")
+        for i in bucket:
+            e = int(owned[i])
+            if e <= 0:
+                continue
+            if not offload:
+                # the whole parameter's gradient into the partition's buffer
+                st.small_kernel(2 * b16 * int(v.numel[i]), f"grad p{i} into partition")
+                continue
+            passes(_norm_passes(b16), e, f"norm p{i}")  # float64 norm of the slice
+            chk = passes(_inf_nan_passes(b16), int(v.numel[i]), f"inf/nan p{i}")
+            st.host_sync(chk, f"inf/nan check p{i}")  # a Python `if` on a GPU bool
+            cast = st.small_kernel((b16 + 4) * e, f"fp32 cast p{i}")
+            c = st.copy("d2h", 4 * e, f"fp32 grad p{i}", deps=(cast,))
+            if stream == "gpu":  # ordered on the compute stream
+                st.last_gpu = st.tl.add("gpu", 0, (c,), label="copy done", kind="wait")
         bucket, bucket_el = [], 0
 
     for k in range(K):
@@ -490,22 +531,34 @@ def _stage2(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
                 flush()
             bucket.append(i)
             bucket_el += int(v.numel[i])
+            if v.numel[i] <= m.reduce_bucket_size:
+                st.small_kernel(2 * b16 * int(v.numel[i]), f"grad p{i} into bucket")
     flush()
     if m.overlap_comm:  # the epilogue's device synchronize
         st.last_gpu = st.tl.add(
             "gpu", 0, (st.last_gpu, *st.tl.last_of("nccl", "d2h")), label="epilogue", kind="wait"
         )
         st.host_sync(st.last_gpu, "epilogue synchronize")
+    mine = np.flatnonzero(owned > 0)
     if not offload:
-        # the partitioned optimizer on the GPU: the workload's optimizer kernels over 1/P
-        t_opt = int(v.time_ns[v.phase == OPT].sum() * st.gpu_opt_scale)
-        st.launch(t_opt, "optimizer (GPU, partition)")
+        # the step on the GPU over this rank's elements (`step`): the overflow check per
+        # gradient and its `.item()`, the float64 norm per gradient, then the flat partition
+        for i in mine:
+            chk = passes(_inf_nan_passes(b16), int(owned[i]), f"inf/nan p{i}")
+        st.host_sync(chk, "overflow .item()")
+        for i in mine:
+            passes(_norm_passes(b16), int(owned[i]), f"norm p{i}")
+        st.small_kernel(2 * b16 * Np, "flatten partition")
+        st.small_kernel((b16 + 4) * Np, "fp32 cast")
+        st.small_kernel(8 * Np, "clip (mul_)")
+        st.small_kernel(28 * Np, "FusedAdam")  # reads g, p, m, v; writes p, m, v (fp32)
+        st.small_kernel((4 + b16) * Np, "16-bit copy of the partition")
         st.collective("all_gather", N * b16, "all-gather 16-bit params", "gpu")
         return
     # the step on the host (stage_1_and_2.py `step`)
     ov = st.collective("all_reduce", 1, "overflow all-reduce", "gpu")
     st.host_sync(ov, "overflow .item()")
-    for i in np.flatnonzero(owned > 0):
+    for i in mine:
         st.host_sync(st.last_gpu, f"norm .item() p{i}")
     nr = st.collective("all_reduce", 8, "norm all-reduce", "gpu")
     h = st.host_sync(nr, "norm .item()")
