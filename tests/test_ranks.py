@@ -183,6 +183,14 @@ def test_stage3_fetches_partitions_and_blocking_costs():
     # host runs ahead of the all-gathers until three are outstanding, then waits
     gpu3 = _run("qwen2.5-1.5b", "zero3-offload", gpus=4, model_options=SMALL, param_device="none")
     assert gpu3["timeline"]["label"].count("fetch event synchronize") > 0
+    # partition_grads with the optimizer on the CPU: each reduced shard to its pinned host
+    # buffer and back (2 B an element each way), then its fp32 copy to the host (4 B)
+    back = sum(int(n) for lab, n in zip(tl["label"], tl["bytes"]) if lab == "grad shard back to GPU")
+    assert back > 0 and b["d2h_bytes"] == 3 * back
+    # with everything on the GPU the step is DeepSpeed's passes, FusedAdam among them
+    gpu_all = _run("qwen2.5-1.5b", "zero3-offload", gpus=4, model_options=SMALL, param_device="none",
+                   optimizer_device="none")  # fmt: skip
+    assert "FusedAdam (group 0)" in gpu_all["timeline"]["label"] and gpu_all["breakdown"]["d2h_bytes"] == 0
     quiet = _run("qwen2.5-1.5b", "zero3-offload", gpus=4, model_options=SMALL, h2d_fetch_blocking=False)
     assert quiet["breakdown"]["step_s"] <= b["step_s"]
     assert quiet["breakdown"]["host_syncs"] < b["host_syncs"]

@@ -247,7 +247,6 @@ class _Step:
         mode: ZeroMode,
         hbm_gbps: float,
         small_kernel_us: float,
-        gpu_opt_scale: float,
     ):
         self.v, self.node, self.P, self.m = v, node, ranks, mode
         self.tl = Timeline()
@@ -262,7 +261,6 @@ class _Step:
         self.nvme_r = node.nvme_read_gbps / ranks
         self.nvme_w = node.nvme_write_gbps / ranks
         self.aio = mode.aio
-        self.gpu_opt_scale = gpu_opt_scale
         self.last_gpu = None
         self.counts = {"host_syncs": 0, "collectives": 0, "fetches": 0, "kernels": 0}
 
@@ -282,6 +280,15 @@ class _Step:
 
     def small_kernel(self, nbytes: float, label: str) -> int:
         return self.launch(nbytes / self.hbm * 1e9 + self.small_ns, label, kind="compute")
+
+    def side_kernel(self, nbytes: float, label: str, deps=()) -> int:
+        """An element-wise kernel on the collectives' stream (DeepSpeed's all-gather and
+        reduce streams): its bytes at the HBM bandwidth and a launch, as `small_kernel`."""
+        h = self.tl.add("host", self.node.launch_us * 1e3, label=f"launch {label}", kind="launch")
+        self.counts["kernels"] += 1
+        return self.tl.add(
+            "nccl", nbytes / self.hbm * 1e9 + self.small_ns, (h, *deps), label=label, kind="compute"
+        )
 
     def collective(self, op: str, nbytes: float, label: str, stream: str, deps=()) -> int:
         self.counts["collectives"] += 1
@@ -331,7 +338,7 @@ def nvme_gpu_gbps(node: Node, mode: ZeroMode, nbytes: float, direction: str) -> 
     with `aio_use_gds` the NVMe moves it to or from the GPU itself."""
     v = ZeroView(np.zeros(0, np.int8), np.zeros(0, np.int64), np.zeros(0, np.int64),
                  np.zeros(0, np.int64), np.zeros(0, np.int64), [], 0, 2)  # fmt: skip
-    st = _Step(v, node, 1, mode, 1.0, 0.0, 1.0)
+    st = _Step(v, node, 1, mode, 1.0, 0.0)
     if direction == "read":
         op = st.nvme("read", nbytes, "ds_io read")
         if not mode.aio_use_gds:
@@ -371,7 +378,7 @@ def simulate_step(
     N = int(v.numel.sum())
     Np = -(-N // P)
     b16 = v.dtype_bytes if v.dtype_bytes < 4 else 4
-    st = _Step(v, node, ranks, mode, hbm_gbps, small_kernel_us, 1.0 / P)
+    st = _Step(v, node, ranks, mode, hbm_gbps, small_kernel_us)
     gpu_mem, host_mem = _memory(v, mode, P, N, Np, b16)
     res = StepResult(0, st.tl, gpu_mem, host_mem, st.counts)
     need = sum(gpu_mem.values())
@@ -604,9 +611,15 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
     next NVMe partitions read ahead into free swap buffers (`_nvme_read_ahead`, unless
     nvme_param_prefetch is off); the copy to the GPU blocks the host
     (`.to(device)` without non_blocking: h2d_fetch_blocking) and, with sync_before_allgather,
-    the whole device first (the 2021 code of issue #1130); after the kernel they are released;
-    gradients are reduce-scattered in buckets and their fp32 partition copied to the host
-    (or NVMe); the step runs sub-group by sub-group."""
+    the whole device first (the 2021 code of issue #1130); a call that fetches several
+    parameters concatenates their partitions first and copies each gathered one out at its
+    wait; after the kernel they are released. In the backward each ready gradient is copied
+    into the bucket; a full bucket is interleaved by rank, divided by the world size and
+    reduce-scattered; with the optimizer offloaded each shard goes to its pinned host buffer
+    and back (`partition_grads`), is normed (float64) and cast on the GPU and its fp32 copy
+    goes to the host (or NVMe). The step runs sub-group by sub-group (on the CPU: the norm's
+    two host syncs, unscale, CPU Adam, cast; on the GPU: DeepSpeed's passes and FusedAdam),
+    then `_post_step` gathers the persistent parameters again (stage3.py, traced)."""
     K = len(v.phase)
     persist = v.numel <= m.param_persistence_threshold
     home_nvme = np.zeros(len(v.numel), bool)
@@ -633,7 +646,9 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
             read_op[i] = last_read[0] = st.nvme("read", b16 * -(-int(v.numel[i]) // P), f"swap in p{i}")
             pending.add(i)
 
-    def fetch(i: int) -> int:
+    coalesced: set = set()  # fetched with others in one call: their gathered copy still to make
+
+    def fetch(i: int, group: bool = False) -> int:
         nonlocal live_el
         st.counts["fetches"] += 1
         e_part = -(-int(v.numel[i]) // P)
@@ -660,6 +675,11 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
             if m.h2d_fetch_blocking:
                 st.host_sync(cp, f"blocking copy p{i}")
             deps = (cp,)
+        if group:
+            # several parameters in one call: their partitions are concatenated into the send
+            # buffer (`torch.cat(..., out=...)`), and each gathered one copied out at its wait
+            deps = (st.side_kernel(2 * b16 * e_part, f"flatten p{i}", deps=deps),)
+            coalesced.add(i)
         ag = st.collective("all_gather", b16 * int(v.numel[i]), f"all-gather p{i}", "nccl", deps=deps)
         last_ag[0] = ag
         gathered[i] = True
@@ -683,28 +703,43 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
         # oldest before reducing another (`__reduce_and_partition_ipg_grads`)
         if len(reduce_events) > 2:
             st.tl.add("host", 0, (reduce_events.pop(0),), label="reduce event synchronize", kind="wait")
+        # reduce_scatter_coalesced: the ranks' chunks interleaved into one buffer (not for a
+        # single tensor that divides evenly), divided by the world size, reduce-scattered
+        prep = st.last_gpu
+        if not (len(bucket) == 1 and bucket_el % P == 0):
+            prep = st.side_kernel(2 * b16 * bucket_el, "interleave bucket", deps=(prep,))
+        prep = st.side_kernel(2 * b16 * bucket_el, "bucket /= world size", deps=(prep,))
         rs = st.collective(
             "reduce_scatter",
             bucket_el * b16,
             f"reduce-scatter ({bucket_el:,} el)",
             "nccl",
-            deps=(st.last_gpu,),
+            deps=(prep,),
         )
         done = rs
+        e = -(-bucket_el // P)
         if m.offload_optimizer != "none":
-            e = -(-bucket_el // P)
-            done = c = st.copy("d2h", 4 * e, "fp32 grad partition", deps=(rs,))
+            # partition_grads: the shard to its (pinned, host) buffer and straight back, its
+            # float64 norm and fp32 cast on the GPU, the fp32 shard to the host
+            d = st.copy("d2h", b16 * e, "grad shard to host", deps=(rs,))
+            u = st.copy("h2d", b16 * e, "grad shard back to GPU", deps=(d,))
+            g = u
+            for nb in (*_norm_passes(b16), b16 + 4):
+                g = st.side_kernel(nb * e, "shard norm / fp32 cast", deps=(g,))
+            done = c = st.copy("d2h", 4 * e, "fp32 grad partition", deps=(g,))
             if m.offload_optimizer == "nvme":
                 st.nvme("write", 4 * e, "gradients to NVMe", deps=(c,))
+        else:
+            done = st.side_kernel(2 * b16 * e, "grad shard copy", deps=(rs,))
         reduce_events.append(done)
         bucket, bucket_el = [], 0
 
     window = min(m.prefetch_bucket_size, m.max_live_parameters)
     ongoing: list = []  # the coordinator's fetch events: all-gathers waited for, maybe not done
     for j, k in enumerate(order):
-        need = [i for i in units[j] if not gathered[i]]
+        need = list(dict.fromkeys(i for i in units[j] if not gathered[i]))
         for i in need:
-            fetch(i)
+            fetch(i, len(need) > 1)
         for i in units[j]:
             if i in need or i in ahead:
                 # waiting for its all-gather: at most max_ongoing_fetch_events (2) earlier
@@ -714,26 +749,35 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
                     ongoing.pop(0)
                 if len(ongoing) > 2:
                     st.tl.add("host", 0, (ongoing.pop(0),), label="fetch event synchronize", kind="wait")
+                if i in coalesced:  # its gathered copy, made at the wait on the all-gather stream
+                    coalesced.discard(i)
+                    fetch_end[i] = st.side_kernel(
+                        2 * b16 * int(v.numel[i]), f"gathered p{i}", deps=(fetch_end[i],)
+                    )
                 ongoing.append(fetch_end[i])
             ahead.pop(i, None)  # waited for now
-        # prefetch the next units' parameters up to the bucket and max-live budgets; the
-        # coordinator stops at the first partition still on NVMe (not read, not being read),
-        # to keep the trace's order
-        inflight = 0
+        # prefetch the next units' parameters up to the bucket and max-live budgets (one
+        # call); the coordinator stops at the first partition still on NVMe (not read, not
+        # being read), to keep the trace's order
+        inflight, live = 0, live_el
         jj, at = j + 1, 0
-        while jj < len(order) and inflight < window and live_el < m.max_live_parameters:
+        batch: dict = {}
+        while jj < len(order) and inflight < window and live < m.max_live_parameters:
             stop = False
             for at, i in enumerate(units[jj]):
-                if not gathered[i]:
+                if not gathered[i] and i not in batch:
                     if home_nvme[i] and i not in read_op:
                         stop = True
                         break
-                    fetch(i)
-                    ahead[i] = int(v.numel[i])
+                    batch[i] = None
                     inflight += int(v.numel[i])
+                    live += int(v.numel[i])
             if stop:
                 break
             jj, at = jj + 1, 0
+        for i in batch:
+            fetch(i, len(batch) > 1)
+            ahead[i] = int(v.numel[i])
         if m.offload_param == "nvme" and m.nvme_param_prefetch:
             _nvme_read_ahead(units, jj, at, v.numel, home_nvme, read_op, ahead, m.buffer_count, swap_in)
         deps = tuple(fetch_end[i] for i in units[j])
@@ -751,20 +795,33 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
                 flush()
             bucket.append(i)
             bucket_el += int(v.numel[i])
+            if v.numel[i] <= m.reduce_bucket_size:  # into the bucket (`__add_grad_to_ipg_bucket`)
+                st.side_kernel(2 * b16 * int(v.numel[i]), f"grad p{i} into bucket", deps=(st.last_gpu,))
     flush()
     st.last_gpu = st.tl.add(
         "gpu", 0, (st.last_gpu, *st.tl.last_of("nccl", "d2h", "nvme_write")), label="epilogue", kind="wait"
     )
     st.host_sync(st.last_gpu, "epilogue synchronize")
-    if m.offload_optimizer == "none":
-        t_opt = int(v.time_ns[v.phase == OPT].sum() * st.gpu_opt_scale)
-        st.launch(t_opt, "optimizer (GPU, partition)")
-        return
-    h = st.host_sync(st.last_gpu, "overflow and norm .item()")
     groups = max(1, math.ceil(Np / m.sub_group_size))
+    if m.offload_optimizer == "none":
+        # FusedAdam on the GPU, sub-group by sub-group: each gradient's float64 norm, then
+        # the shards concatenated and cast to fp32, clipping, Adam, the 16-bit copy
+        for i in np.flatnonzero(~persist):
+            for nb in _norm_passes(b16):
+                st.small_kernel(nb * -(-int(v.numel[i]) // P), f"norm p{i}")
+        for gi in range(groups):
+            e = min(m.sub_group_size, Np - gi * m.sub_group_size)
+            passes = ((2 * b16, "flatten"), (b16 + 4, "fp32 cast"), (8, "clip (mul_)"), (28, "FusedAdam"))
+            for nb, lab in (*passes, (4 + b16, "16-bit copy")):
+                st.small_kernel(nb * e, f"{lab} (group {gi})")
+        _post_step(st, v, m, persist, P, b16)
+        return
+    h = st.last_gpu
     prev_write = None
     for gi in range(groups):
         e = min(m.sub_group_size, Np - gi * m.sub_group_size)
+        # the norm's `float(total_norm)` and `.cpu()` (complete_grad_norm_calculation_for_cpu_offload)
+        h = st.host_sync(st.host_sync(h, f"norm float() (group {gi})"), f"norm .cpu() (group {gi})")
         deps = (h,)
         if m.offload_optimizer == "nvme":
             rd = st.nvme(
@@ -794,3 +851,19 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
             up = st.copy("h2d", b16 * e, f"16-bit partition to GPU (group {gi})", deps=(c3,))
             h = st.host_sync(up, "blocking copy")
     st.tl.add("host", 0, (h,), label="step returns", kind="wait")
+    _post_step(st, v, m, persist, P, b16)
+
+
+def _post_step(st: _Step, v: ZeroView, m: ZeroMode, persist, P: int, b16: int) -> None:
+    """`_post_step`: the persistent parameters (those of at most param_persistence_threshold
+    elements) gathered again from their updated partitions, the copy to the GPU blocking the
+    host where they are offloaded, then a device synchronize."""
+    el = int(v.numel[persist].sum())
+    if el == 0:
+        return
+    deps = ()
+    if m.offload_param != "none":
+        cp = st.copy("h2d", b16 * -(-el // P), "persistent partitions to GPU")
+        deps = (st.host_sync(cp, "blocking copy (persistent)"),)
+    st.collective("all_gather", b16 * el, "all-gather persistent params", "gpu", deps=deps)
+    st.host_sync(st.last_gpu, "device synchronize (post step)")
