@@ -187,6 +187,10 @@ def test_stage3_fetches_partitions_and_blocking_costs():
     # buffer and back (2 B an element each way), then its fp32 copy to the host (4 B)
     back = sum(int(n) for lab, n in zip(tl["label"], tl["bytes"]) if lab == "grad shard back to GPU")
     assert back > 0 and b["d2h_bytes"] == 3 * back
+    # the gradients' passes and reduce-scatters have a stream of their own, beside the all-gathers
+    ops = list(zip(tl["label"], tl["resource"]))
+    assert {rr for lab, rr in ops if lab.startswith("reduce-scatter (")} == {"reduce"}
+    assert {rr for lab, rr in ops if lab.startswith("all-gather p") and lab[12:].isdigit()} == {"nccl"}
     # with everything on the GPU the step is DeepSpeed's passes, FusedAdam among them
     gpu_all = _run("qwen2.5-1.5b", "zero3-offload", gpus=4, model_options=SMALL, param_device="none",
                    optimizer_device="none")  # fmt: skip

@@ -27,6 +27,7 @@ TRACKS = {
     "cpu": "CPU: optimizer cores",
     "gpu": "GPU: compute stream",
     "nccl": "NVLink: collectives stream",
+    "reduce": "NVLink: gradient reduce stream",
     "h2d": "PCIe: host -> GPU",
     "d2h": "PCIe: GPU -> host",
     "nvme_read": "NVMe: read",

@@ -12,7 +12,10 @@ Resources (each executes in issue order, `timeline.Timeline`):
   blocking copies; it runs ahead of the GPU until it has to wait for it;
 * ``gpu``: the compute stream (kernels, and in stage 2 the bucket reductions and gradient
   copies, which DeepSpeed orders on it);
-* ``nccl``: the collectives' stream over NVLink (stage 3's all-gathers and reduce-scatters);
+* ``nccl``: the collectives' stream over NVLink (stage 3's all-gather stream, stage 2's
+  reduction stream with overlap_comm);
+* ``reduce``: stage 3's gradient reduce stream (the bucket copies, the reduce-scatters and the
+  shards' passes);
 * ``h2d`` / ``d2h``: the rank's PCIe link, each direction (its share of a shared uplink);
 * ``cpu``: the optimizer's OpenMP pool (CPU Adam, the unscale and the cast);
 * ``nvme_read`` / ``nvme_write``: the rank's share of the NVMe set.
@@ -281,13 +284,14 @@ class _Step:
     def small_kernel(self, nbytes: float, label: str) -> int:
         return self.launch(nbytes / self.hbm * 1e9 + self.small_ns, label, kind="compute")
 
-    def side_kernel(self, nbytes: float, label: str, deps=()) -> int:
-        """An element-wise kernel on the collectives' stream (DeepSpeed's all-gather and
-        reduce streams): its bytes at the HBM bandwidth and a launch, as `small_kernel`."""
+    def side_kernel(self, nbytes: float, label: str, deps=(), stream: str = "nccl") -> int:
+        """An element-wise kernel on a side stream (DeepSpeed's all-gather stream, "nccl", or
+        stage 3's gradient reduce stream, "reduce"): its bytes at the HBM bandwidth and a
+        launch, as `small_kernel`."""
         h = self.tl.add("host", self.node.launch_us * 1e3, label=f"launch {label}", kind="launch")
         self.counts["kernels"] += 1
         return self.tl.add(
-            "nccl", nbytes / self.hbm * 1e9 + self.small_ns, (h, *deps), label=label, kind="compute"
+            stream, nbytes / self.hbm * 1e9 + self.small_ns, (h, *deps), label=label, kind="compute"
         )
 
     def collective(self, op: str, nbytes: float, label: str, stream: str, deps=()) -> int:
@@ -550,6 +554,7 @@ def _stage2(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
     if not offload:
         # the step on the GPU over this rank's elements (`step`): the overflow check per
         # gradient and its `.item()`, the float64 norm per gradient, then the flat partition
+        chk = st.last_gpu
         for i in mine:
             chk = passes(_inf_nan_passes(b16), int(owned[i]), f"inf/nan p{i}")
         st.host_sync(chk, "overflow .item()")
@@ -707,13 +712,13 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
         # single tensor that divides evenly), divided by the world size, reduce-scattered
         prep = st.last_gpu
         if not (len(bucket) == 1 and bucket_el % P == 0):
-            prep = st.side_kernel(2 * b16 * bucket_el, "interleave bucket", deps=(prep,))
-        prep = st.side_kernel(2 * b16 * bucket_el, "bucket /= world size", deps=(prep,))
+            prep = st.side_kernel(2 * b16 * bucket_el, "interleave bucket", (prep,), "reduce")
+        prep = st.side_kernel(2 * b16 * bucket_el, "bucket /= world size", (prep,), "reduce")
         rs = st.collective(
             "reduce_scatter",
             bucket_el * b16,
             f"reduce-scatter ({bucket_el:,} el)",
-            "nccl",
+            "reduce",
             deps=(prep,),
         )
         done = rs
@@ -725,12 +730,12 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
             u = st.copy("h2d", b16 * e, "grad shard back to GPU", deps=(d,))
             g = u
             for nb in (*_norm_passes(b16), b16 + 4):
-                g = st.side_kernel(nb * e, "shard norm / fp32 cast", deps=(g,))
+                g = st.side_kernel(nb * e, "shard norm / fp32 cast", (g,), "reduce")
             done = c = st.copy("d2h", 4 * e, "fp32 grad partition", deps=(g,))
             if m.offload_optimizer == "nvme":
                 st.nvme("write", 4 * e, "gradients to NVMe", deps=(c,))
         else:
-            done = st.side_kernel(2 * b16 * e, "grad shard copy", deps=(rs,))
+            done = st.side_kernel(2 * b16 * e, "grad shard copy", (rs,), "reduce")
         reduce_events.append(done)
         bucket, bucket_el = [], 0
 
@@ -796,10 +801,14 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
             bucket.append(i)
             bucket_el += int(v.numel[i])
             if v.numel[i] <= m.reduce_bucket_size:  # into the bucket (`__add_grad_to_ipg_bucket`)
-                st.side_kernel(2 * b16 * int(v.numel[i]), f"grad p{i} into bucket", deps=(st.last_gpu,))
+                st.side_kernel(2 * b16 * int(v.numel[i]), f"grad p{i} into bucket", (st.last_gpu,), "reduce")
     flush()
     st.last_gpu = st.tl.add(
-        "gpu", 0, (st.last_gpu, *st.tl.last_of("nccl", "d2h", "nvme_write")), label="epilogue", kind="wait"
+        "gpu",
+        0,
+        (st.last_gpu, *st.tl.last_of("nccl", "reduce", "d2h", "nvme_write")),
+        label="epilogue",
+        kind="wait",
     )
     st.host_sync(st.last_gpu, "epilogue synchronize")
     groups = max(1, math.ceil(Np / m.sub_group_size))
