@@ -12,12 +12,18 @@ def test_pyproject_lists_every_package_and_maps_data():
     found = sorted(
         ".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "g10fast").rglob("__init__.py")
     )
-    assert sorted(x for x in st["packages"] if x != "g10fast._data") == found
+    assert sorted(x for x in st["packages"] if not x.startswith("g10fast._data")) == found
     assert st["package-dir"]["g10fast._data"] == "data"
-    globs = st["package-data"]["g10fast._data"]
-    exts = {p.suffix for p in (ROOT / "data").rglob("*") if p.is_file()}
-    assert all(any(g.endswith(e) for g in globs) for e in exts), exts
-    # data/ holds only one level of folders (the globs are */*.ext)
+    # every folder of data/ is a package of g10fast._data whose globs cover each of its files
+    folders = sorted(p.name for p in (ROOT / "data").iterdir() if p.is_dir())
+    assert sorted(x for x in st["packages"] if x.startswith("g10fast._data.")) == [
+        f"g10fast._data.{f}" for f in folders
+    ]
+    for f in folders:
+        globs = st["package-data"][f"g10fast._data.{f}"]
+        for p in (ROOT / "data" / f).iterdir():
+            assert p.is_dir() or any(p.match(g) for g in globs), p
+    # data/ holds only one level of folders
     assert all(
         len(p.relative_to(ROOT / "data").parts) == 2 for p in (ROOT / "data").rglob("*") if p.is_file()
     )
