@@ -18,55 +18,59 @@ from g10fast.errors import InputError
 from g10fast.policies.registry import PolicyRecord
 
 
+#: the engine's defaults, DeepSpeed's (g10fast/engine/ranks/zero.py, aio.py): written once there
+_D = ZeroMode()
+
+
 @dataclass(frozen=True)
 class Options:
     #: `zero_optimization.reduce_bucket_size` (elements): gradients are reduced bucket by
     #: bucket (DS config.py, 5e8)
-    reduce_bucket_size: float = 5e8
+    reduce_bucket_size: float = _D.reduce_bucket_size
     #: `overlap_comm`; -1: DeepSpeed's default, False for stage 2 and True for stage 3
     #: (validator overlap_comm_valid); 0 / 1 to set it
     overlap_comm: int = -1
     #: `use_multi_rank_bucket_allreduce` (stage 2): one all-reduce per bucket (True, the
     #: default since PR #4695) or a reduce to each owner
-    use_multi_rank_bucket_allreduce: bool = True
+    use_multi_rank_bucket_allreduce: bool = _D.use_multi_rank_bucket_allreduce
     #: `offload_optimizer.pin_memory` / `offload_param.pin_memory`: True since PR #8207
     #: (2026-08-07), False before; pageable copies are staged by the CUDA runtime
-    pin_memory: bool = True
+    pin_memory: bool = _D.pin_memory
     #: pinned over pageable host copies: 6x, DeepSpeed PR #5301's measured speed-up of the
     #: offload copy on one GPU (4-5x on 8 GPUs)
-    pageable_slowdown: float = 6.0
+    pageable_slowdown: float = _D.pageable_slowdown
     #: `stage3_prefetch_bucket_size` (elements): the code's 5e7 (the docs say 5e8)
-    prefetch_bucket_size: float = 5e7
+    prefetch_bucket_size: float = _D.prefetch_bucket_size
     #: `stage3_max_live_parameters` (elements)
-    max_live_parameters: float = 1e9
+    max_live_parameters: float = _D.max_live_parameters
     #: `stage3_param_persistence_threshold` (elements): smaller parameters stay whole on
     #: every GPU
-    param_persistence_threshold: float = 1e5
+    param_persistence_threshold: float = _D.param_persistence_threshold
     #: `sub_group_size` (elements): the optimizer step's tile, NVMe's unit of swapping (the
     #: code's 1e9; the example JSON's 1e12)
-    sub_group_size: float = 1e9
+    sub_group_size: float = _D.sub_group_size
     #: `offload_param.buffer_count` / `buffer_size` (elements): pinned NVMe parameter buffers
-    buffer_count: int = 5
-    buffer_size: float = 1e8
+    buffer_count: int = _D.buffer_count
+    buffer_size: float = _D.buffer_size
     #: `offload_param.max_in_cpu` (elements per rank kept in pinned host memory with nvme)
-    max_in_cpu: float = 1e9
+    max_in_cpu: float = _D.max_in_cpu
     #: `offload_optimizer.buffer_count`: pinned optimizer swap buffers
-    optimizer_buffer_count: int = 4
+    optimizer_buffer_count: int = _D.optimizer_buffer_count
     #: `offload_optimizer.pipeline_read` / `pipeline_write`: overlap the next sub-group's
     #: read / the previous one's write with the current step
-    pipeline_read: bool = False
-    pipeline_write: bool = False
+    pipeline_read: bool = _D.pipeline_read
+    pipeline_write: bool = _D.pipeline_write
     #: the copy of a CPU- or NVMe-resident partition to the GPU before its all-gather blocks
     #: the host (`p.ds_tensor.to(device)` without non_blocking in `_all_gather_dtype`: a
     #: cudaMemcpyAsync and a stream synchronize), as the current code does
-    h2d_fetch_blocking: bool = True
+    h2d_fetch_blocking: bool = _D.h2d_fetch_blocking
     #: issue #1130's pathology (2021 code): torch.cuda.synchronize() before each parameter's
     #: all-gather and a plain blocking copy_, so that no fetch overlaps compute (off: the
     #: current code)
-    sync_before_allgather: bool = False
+    sync_before_allgather: bool = _D.sync_before_allgather
     #: `--bind_cores_to_rank`: each rank's OpenMP pool on its own physical cores (launcher
     #: default: off)
-    bind_cores: bool = False
+    bind_cores: bool = _D.bind_cores
     #: `offload_optimizer.device` / `offload_param.device` of a stage-3 policy ("": the
     #: policy's own: cpu for zero3-offload, nvme for zero-infinity; "none", "cpu", "nvme")
     optimizer_device: str = ""
@@ -76,28 +80,28 @@ class Options:
     #: one NUMA node, DS:deepspeed/utils/numa.py; otherwise the buffers stay where the
     #: allocating thread first touched them, one NUMA node) or "spread" (over every node of
     #: the rank's cores, as an interleaved allocation would) [ours]
-    host_memory_placement: str = "deepspeed"
+    host_memory_placement: str = _D.host_memory_placement
     #: `aio.block_size` (bytes): the size of one libaio request of the NVMe swapper
     #: (DS:deepspeed/runtime/swap_tensor/constants.py, 1048576)
-    aio_block_size: int = 1048576
+    aio_block_size: int = _D.aio_block_size
     #: `aio.queue_depth`: requests a swapper thread keeps in flight (8; the Python
     #: `aio_handle()` constructor's own default, 128, is not what ZeRO-Infinity uses)
-    aio_queue_depth: int = 8
+    aio_queue_depth: int = _D.aio_queue_depth
     #: `aio.intra_op_parallelism` (formerly `thread_count`): threads sharing one read or
     #: write (1)
-    aio_intra_op_parallelism: int = 1
+    aio_intra_op_parallelism: int = _D.aio_intra_op_parallelism
     #: `aio.overlap_events`: a thread submits a new request as each completes (True) or
     #: waits for a whole batch of `aio_queue_depth` (False) (DS:csrc/aio/common/
     #: deepspeed_aio_common.cpp; g10fast/engine/ranks/aio.py has the time model)
-    aio_overlap_events: bool = True
+    aio_overlap_events: bool = _D.aio_overlap_events
     #: `aio.use_gds`: GPUDirect Storage, the parameter swapper's buffers on the GPU: a
     #: partition read from NVMe lands there without a copy through host memory (False)
-    aio_use_gds: bool = False
+    aio_use_gds: bool = _D.aio_use_gds
     #: [ours] the coordinator's NVMe read-ahead of parameter partitions
     #: (`__prefetch_nvme_param_partitions`: always on in DeepSpeed, bounded by `buffer_count`
     #: free swap buffers and twice the elements of the all-gathers in flight); False: every
     #: partition read at its use, as a what-if
-    nvme_param_prefetch: bool = True
+    nvme_param_prefetch: bool = _D.nvme_param_prefetch
 
     def check(self):
         for k in (

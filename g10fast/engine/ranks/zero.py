@@ -67,10 +67,10 @@ class ZeroMode:
     bind_cores: bool = False
     pageable_slowdown: float = 6.0
     host_memory_placement: str = "deepspeed"
-    aio_block_size: int = 1048576
-    aio_queue_depth: int = 8
-    aio_intra_op_parallelism: int = 1
-    aio_overlap_events: bool = True
+    aio_block_size: int = Aio.block_size  # DeepSpeed's `aio` block (engine/ranks/aio.py)
+    aio_queue_depth: int = Aio.queue_depth
+    aio_intra_op_parallelism: int = Aio.intra_op_parallelism
+    aio_overlap_events: bool = Aio.overlap_events
     aio_use_gds: bool = False
     nvme_param_prefetch: bool = True
 
