@@ -284,6 +284,13 @@ class _Step:
     def small_kernel(self, nbytes: float, label: str) -> int:
         return self.launch(nbytes / self.hbm * 1e9 + self.small_ns, label, kind="compute")
 
+    def passes(self, sizes: list, n: float, label: str) -> int:
+        """`small_kernel`s one after another, one a pass of `sizes[k]` bytes an element over
+        `n` elements; the last one's id."""
+        for b in sizes:
+            g = self.small_kernel(b * n, label)
+        return g
+
     def side_kernel(self, nbytes: float, label: str, deps=(), stream: str = "nccl") -> int:
         """An element-wise kernel on a side stream (DeepSpeed's all-gather stream, "nccl", or
         stage 3's gradient reduce stream, "reduce"): its bytes at the HBM bandwidth and a
@@ -494,11 +501,6 @@ def _stage2(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
     offload = m.offload_optimizer != "none"
     stream = "nccl" if m.overlap_comm else "gpu"
 
-    def passes(sizes: list, n: float, label: str) -> int:
-        for b in sizes:
-            g = st.small_kernel(b * n, label)
-        return g
-
     def flush():
         nonlocal bucket, bucket_el
         if not bucket:
@@ -524,8 +526,8 @@ def _stage2(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
                 # the whole parameter's gradient into the partition's buffer
                 st.small_kernel(2 * b16 * int(v.numel[i]), f"grad p{i} into partition")
                 continue
-            passes(_norm_passes(b16), e, f"norm p{i}")  # float64 norm of the slice
-            chk = passes(_inf_nan_passes(b16), int(v.numel[i]), f"inf/nan p{i}")
+            st.passes(_norm_passes(b16), e, f"norm p{i}")  # float64 norm of the slice
+            chk = st.passes(_inf_nan_passes(b16), int(v.numel[i]), f"inf/nan p{i}")
             st.host_sync(chk, f"inf/nan check p{i}")  # a Python `if` on a GPU bool
             cast = st.small_kernel((b16 + 4) * e, f"fp32 cast p{i}")
             c = st.copy("d2h", 4 * e, f"fp32 grad p{i}", deps=(cast,))
@@ -556,10 +558,10 @@ def _stage2(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
         # gradient and its `.item()`, the float64 norm per gradient, then the flat partition
         chk = st.last_gpu
         for i in mine:
-            chk = passes(_inf_nan_passes(b16), int(owned[i]), f"inf/nan p{i}")
+            chk = st.passes(_inf_nan_passes(b16), int(owned[i]), f"inf/nan p{i}")
         st.host_sync(chk, "overflow .item()")
         for i in mine:
-            passes(_norm_passes(b16), int(owned[i]), f"norm p{i}")
+            st.passes(_norm_passes(b16), int(owned[i]), f"norm p{i}")
         st.small_kernel(2 * b16 * Np, "flatten partition")
         st.small_kernel((b16 + 4) * Np, "fp32 cast")
         st.small_kernel(8 * Np, "clip (mul_)")
@@ -816,8 +818,7 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
         # FusedAdam on the GPU, sub-group by sub-group: each gradient's float64 norm, then
         # the shards concatenated and cast to fp32, clipping, Adam, the 16-bit copy
         for i in np.flatnonzero(~persist):
-            for nb in _norm_passes(b16):
-                st.small_kernel(nb * -(-int(v.numel[i]) // P), f"norm p{i}")
+            st.passes(_norm_passes(b16), -(-int(v.numel[i]) // P), f"norm p{i}")
         for gi in range(groups):
             e = min(m.sub_group_size, Np - gi * m.sub_group_size)
             passes = ((2 * b16, "flatten"), (b16 + 4, "fp32 cast"), (8, "clip (mul_)"), (28, "FusedAdam"))
