@@ -173,6 +173,23 @@ def test_stage3_fetches_partitions_and_blocking_costs():
             assert tl["start_ns"][n] >= tl["end_ns"][last_ag]
             checked += 1
     assert checked > 0
+    # a call that fetches several parameters (`all_gather_coalesced`): each partition copied
+    # to the GPU, one torch.cat of them into the send buffer, one all-gather of them all
+    calls, parts = 0, []
+    for lab, nb in zip(tl["label"], tl["bytes"]):
+        if lab.startswith("partition p") and lab.endswith(" to GPU"):
+            parts.append(int(nb))
+        elif lab.startswith("cat p"):
+            k = int(lab.rsplit("(", 1)[1].rstrip(")"))
+            assert len(parts) == k > 1
+        elif lab.startswith("all-gather p") and "persistent" not in lab:
+            k = int(lab.rsplit("(", 1)[1].rstrip(")")) if "(" in lab else 1
+            assert len(parts) == k
+            # every rank's partition of each (this rank's rounded up)
+            assert 4 * sum(parts) - 4 * 2 * k < int(nb) <= 4 * sum(parts)
+            calls += k > 1
+            parts = []
+    assert calls > 0
     # at most 2 reduced buckets outstanding: from the fourth bucket on, the host waits for
     # the oldest before reducing another (max_param_reduce_events)
     small = _run("qwen2.5-1.5b", "zero3-offload", gpus=4, model_options=SMALL, reduce_bucket_size=2e6)

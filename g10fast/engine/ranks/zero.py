@@ -655,43 +655,59 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
 
     coalesced: set = set()  # fetched with others in one call: their gathered copy still to make
 
-    def fetch(i: int, group: bool = False) -> int:
+    def fetch(ids: list) -> int:
+        """One `all_gather_coalesced` call for the parameters `ids` (a sub-module's, or one
+        prefetch): their NVMe partitions made available first
+        (`_ensure_availability_of_partitioned_params`: those not read are swapped in, one read
+        each, and the host waits for every read; else, if some are being read,
+        `synchronize_reads`), each partition copied to the GPU (`.to(device)`), then for
+        several parameters one `torch.cat` into the send buffer and one all-gather of it
+        (`_all_gather_dtype`), for one its own all-gather (`_all_gather_sequential`)."""
         nonlocal live_el
         st.counts["fetches"] += 1
-        e_part = -(-int(v.numel[i]) // P)
-        deps = ()
+        nvme = [i for i in ids if home_nvme[i]]
+        unread = [i for i in nvme if i not in read_op]
         wait = None
-        if home_nvme[i]:
-            if i not in read_op:
-                swap_in([i])  # not read ahead: swapped in now (`swap_in(async_op=False)`)
-            if i in pending:
-                # `synchronize_reads`: the host waits for every read issued so far
-                wait = last_read[0]
-                pending.clear()
-            deps = (read_op[i] if wait is None else wait,)
-        if m.sync_before_allgather and m.offload_param != "none":
-            st.host_sync(st.last_gpu, f"device synchronize p{i}")
+        if unread:
+            swap_in(unread)  # `swap_in(async_op=False)`: read now, and waited for
+        if any(i in pending for i in nvme):
+            # `synchronize_reads`: the host waits for every read issued so far
+            wait = last_read[0]
+            pending.clear()
         if wait is not None:
-            st.tl.add("host", 0, (wait,), label=f"synchronize reads p{i}", kind="wait")
-        # with GPUDirect Storage the swapper's buffers are on the GPU: the partition read
-        # from NVMe is there already (`.to(device)` is a no-op)
-        if m.offload_param != "none" and not (home_nvme[i] and m.aio_use_gds):
-            # the copy is queued on the all-gather stream (`_all_gather_dtype`), after the
-            # all-gathers already there; a blocking one waits for them all
-            cp = st.copy("h2d", b16 * e_part, f"partition p{i} to GPU", deps=(*deps, last_ag[0]))
-            if m.h2d_fetch_blocking:
-                st.host_sync(cp, f"blocking copy p{i}")
-            deps = (cp,)
-        if group:
-            # several parameters in one call: their partitions are concatenated into the send
-            # buffer (`torch.cat(..., out=...)`), and each gathered one copied out at its wait
-            deps = (st.side_kernel(2 * b16 * e_part, f"flatten p{i}", deps=deps),)
-            coalesced.add(i)
-        ag = st.collective("all_gather", b16 * int(v.numel[i]), f"all-gather p{i}", "nccl", deps=deps)
+            st.tl.add("host", 0, (wait,), label="synchronize reads", kind="wait")
+        parts = []
+        for i in ids:
+            e_part = -(-int(v.numel[i]) // P)
+            deps = () if not home_nvme[i] else ((read_op[i] if wait is None else wait),)
+            if m.sync_before_allgather and m.offload_param != "none":
+                st.host_sync(st.last_gpu, f"device synchronize p{i}")
+            # with GPUDirect Storage the swapper's buffers are on the GPU: the partition read
+            # from NVMe is there already (`.to(device)` is a no-op)
+            if m.offload_param != "none" and not (home_nvme[i] and m.aio_use_gds):
+                # the copy is queued on the all-gather stream (`_all_gather_dtype`), after the
+                # all-gathers already there; a blocking one waits for them all
+                cp = st.copy("h2d", b16 * e_part, f"partition p{i} to GPU", deps=(*deps, last_ag[0]))
+                if m.h2d_fetch_blocking:
+                    st.host_sync(cp, f"blocking copy p{i}")
+                deps = (cp,)
+            parts.extend(deps)
+        el = int(sum(int(v.numel[i]) for i in ids))
+        name = f"p{ids[0]}" if len(ids) == 1 else f"p{ids[0]}..p{ids[-1]} ({len(ids)})"
+        deps = tuple(parts)
+        if len(ids) > 1:
+            # several parameters in one call: their partitions concatenated into the send
+            # buffer (`torch.cat(..., out=...)`, one kernel), and each gathered one copied
+            # out at its wait
+            e_all = sum(-(-int(v.numel[i]) // P) for i in ids)
+            deps = (st.side_kernel(2 * b16 * e_all, f"cat {name}", deps=deps),)
+            coalesced.update(ids)
+        ag = st.collective("all_gather", b16 * el, f"all-gather {name}", "nccl", deps=deps)
         last_ag[0] = ag
-        gathered[i] = True
-        live_el += int(v.numel[i])
-        fetch_end[i] = ag
+        for i in ids:
+            gathered[i] = True
+            fetch_end[i] = ag
+        live_el += el
         return ag
 
     # the backward's gradient buckets: reduce-scatter, then the partition to the host
@@ -745,8 +761,8 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
     ongoing: list = []  # the coordinator's fetch events: all-gathers waited for, maybe not done
     for j, k in enumerate(order):
         need = list(dict.fromkeys(i for i in units[j] if not gathered[i]))
-        for i in need:
-            fetch(i, len(need) > 1)
+        if need:
+            fetch(need)
         for i in units[j]:
             if i in need or i in ahead:
                 # waiting for its all-gather: at most max_ongoing_fetch_events (2) earlier
@@ -782,8 +798,9 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
             if stop:
                 break
             jj, at = jj + 1, 0
+        if batch:
+            fetch(list(batch))
         for i in batch:
-            fetch(i, len(batch) > 1)
             ahead[i] = int(v.numel[i])
         if m.offload_param == "nvme" and m.nvme_param_prefetch:
             _nvme_read_ahead(units, jj, at, v.numel, home_nvme, read_op, ahead, m.buffer_count, swap_in)
