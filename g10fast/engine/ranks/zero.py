@@ -3,8 +3,8 @@ without offloading to the CPU and NVMe), as a timeline of in-order resources.
 
 What moves where and when is DeepSpeed's (../shared/specs/zero-family.md, read from
 `DS:deepspeed/runtime/zero/stage_1_and_2.py`, `stage3.py`, `partitioned_param_coordinator.py`,
-`partition_parameters.py`, `swap_tensor/`); every switch is a field of `ZeroMode` with the
-code's default, documented on the policy's options (g10fast/policies/zero.py).
+`partition_parameters.py`, `swap_tensor/`); every switch is a field of `ZeroSettings` with the
+code's default and its documentation, the ZeRO policies' options (g10fast/policies/zero.py).
 
 Resources (each executes in issue order, `timeline.Timeline`):
 
@@ -42,37 +42,111 @@ FWD, BWD, OPT = 0, 1, 2
 
 
 @dataclass(frozen=True)
-class ZeroMode:
-    """What a ZeRO policy tells the ranks engine (its options, resolved)."""
+class ZeroSettings:
+    """DeepSpeed's configuration keys a ZeRO run takes, each with the default DeepSpeed's code
+    applies (not the docs' where they differ): ../shared/specs/zero-family.md, read from
+    deepspeedai/DeepSpeed at edaa7221 (`deepspeed/runtime/zero/config.py`,
+    `offload_config.py`, `swap_tensor/constants.py`). A ZeRO policy's options are these
+    (g10fast/policies/zero.py) and the engine's mode carries them as they are: an option is
+    declared here once."""
 
-    stage: int = 2
-    offload_optimizer: str = "none"  # none | cpu | nvme
-    offload_param: str = "none"  # none | cpu | nvme
+    #: `zero_optimization.reduce_bucket_size` (elements): gradients are reduced bucket by
+    #: bucket (DS config.py, 5e8)
     reduce_bucket_size: float = 5e8
-    overlap_comm: bool = False
+    #: `use_multi_rank_bucket_allreduce` (stage 2): one all-reduce per bucket (True, the
+    #: default since PR #4695) or a reduce to each owner
     use_multi_rank_bucket_allreduce: bool = True
+    #: `offload_optimizer.pin_memory` / `offload_param.pin_memory`: True since PR #8207
+    #: (2026-08-07), False before; pageable copies are staged by the CUDA runtime
     pin_memory: bool = True
+    #: pinned over pageable host copies: 6x, DeepSpeed PR #5301's measured speed-up of the
+    #: offload copy on one GPU (4-5x on 8 GPUs)
+    pageable_slowdown: float = 6.0
+    #: `stage3_prefetch_bucket_size` (elements): the code's 5e7 (the docs say 5e8)
     prefetch_bucket_size: float = 5e7
+    #: `stage3_max_live_parameters` (elements)
     max_live_parameters: float = 1e9
+    #: `stage3_param_persistence_threshold` (elements): smaller parameters stay whole on
+    #: every GPU
     param_persistence_threshold: float = 1e5
+    #: `sub_group_size` (elements): the optimizer step's tile, NVMe's unit of swapping (the
+    #: code's 1e9; the example JSON's 1e12)
     sub_group_size: float = 1e9
+    #: `offload_param.buffer_count` / `buffer_size` (elements): pinned NVMe parameter buffers
     buffer_count: int = 5
     buffer_size: float = 1e8
+    #: `offload_param.max_in_cpu` (elements per rank kept in pinned host memory with nvme)
     max_in_cpu: float = 1e9
+    #: `offload_optimizer.buffer_count`: pinned optimizer swap buffers
     optimizer_buffer_count: int = 4
+    #: `offload_optimizer.pipeline_read` / `pipeline_write`: overlap the next sub-group's
+    #: read / the previous one's write with the current step
     pipeline_read: bool = False
     pipeline_write: bool = False
+    #: the copy of a CPU- or NVMe-resident partition to the GPU before its all-gather blocks
+    #: the host (`p.ds_tensor.to(device)` without non_blocking in `_all_gather_dtype`: a
+    #: cudaMemcpyAsync and a stream synchronize), as the current code does
     h2d_fetch_blocking: bool = True
+    #: issue #1130's pathology (2021 code): torch.cuda.synchronize() before each parameter's
+    #: all-gather and a plain blocking copy_, so that no fetch overlaps compute (off: the
+    #: current code)
     sync_before_allgather: bool = False
+    #: `--bind_cores_to_rank`: each rank's OpenMP pool on its own physical cores (launcher
+    #: default: off)
     bind_cores: bool = False
-    pageable_slowdown: float = 6.0
+    #: where the pinned optimizer buffers (fp32 master, gradient, 16-bit staging) live:
+    #: "deepspeed" (the launcher binds memory with numactl -m only when a rank's cores lie in
+    #: one NUMA node, DS:deepspeed/utils/numa.py; otherwise the buffers stay where the
+    #: allocating thread first touched them, one NUMA node) or "spread" (over every node of
+    #: the rank's cores, as an interleaved allocation would) [ours]
     host_memory_placement: str = "deepspeed"
-    aio_block_size: int = Aio.block_size  # DeepSpeed's `aio` block (engine/ranks/aio.py)
+    #: `aio.block_size` (bytes): the size of one libaio request of the NVMe swapper
+    #: (DS:deepspeed/runtime/swap_tensor/constants.py, 1048576; engine/ranks/aio.py)
+    aio_block_size: int = Aio.block_size
+    #: `aio.queue_depth`: requests a swapper thread keeps in flight (8; the Python
+    #: `aio_handle()` constructor's own default, 128, is not what ZeRO-Infinity uses)
     aio_queue_depth: int = Aio.queue_depth
+    #: `aio.intra_op_parallelism` (formerly `thread_count`): threads sharing one read or
+    #: write (1)
     aio_intra_op_parallelism: int = Aio.intra_op_parallelism
+    #: `aio.overlap_events`: a thread submits a new request as each completes (True) or
+    #: waits for a whole batch of `aio_queue_depth` (False) (DS:csrc/aio/common/
+    #: deepspeed_aio_common.cpp; g10fast/engine/ranks/aio.py has the time model)
     aio_overlap_events: bool = Aio.overlap_events
+    #: `aio.use_gds`: GPUDirect Storage, the parameter swapper's buffers on the GPU: a
+    #: partition read from NVMe lands there without a copy through host memory (False)
     aio_use_gds: bool = False
+    #: [ours] the coordinator's NVMe read-ahead of parameter partitions
+    #: (`__prefetch_nvme_param_partitions`: always on in DeepSpeed, bounded by `buffer_count`
+    #: free swap buffers and twice the elements of the all-gathers in flight); False: every
+    #: partition read at its use, as a what-if
     nvme_param_prefetch: bool = True
+
+    def check_settings(self, prefix: str = "") -> None:
+        """Each setting in its range; an error names it as `prefix` + its name."""
+        for k in (
+            "reduce_bucket_size",
+            "prefetch_bucket_size",
+            "max_live_parameters",
+            "sub_group_size",
+            "buffer_size",
+            "max_in_cpu",
+        ):
+            if not getattr(self, k) > 0:
+                raise InputError(f"must be > 0, got {getattr(self, k)!r}", param=prefix + k)
+        for k in ("buffer_count", "optimizer_buffer_count"):
+            if getattr(self, k) < 1:
+                raise InputError(f"must be >= 1, got {getattr(self, k)!r}", param=prefix + k)
+        if not self.pageable_slowdown >= 1:
+            raise InputError(
+                f"must be >= 1, got {self.pageable_slowdown!r}", param=prefix + "pageable_slowdown"
+            )
+        if self.host_memory_placement not in ("deepspeed", "spread"):
+            raise InputError(
+                f"must be deepspeed or spread, got {self.host_memory_placement!r}",
+                param=prefix + "host_memory_placement",
+            )
+        self.aio.check(prefix + "aio_")
 
     @property
     def aio(self) -> Aio:
@@ -80,19 +154,25 @@ class ZeroMode:
             self.aio_block_size, self.aio_queue_depth, self.aio_intra_op_parallelism, self.aio_overlap_events
         )
 
+
+@dataclass(frozen=True)
+class ZeroMode(ZeroSettings):
+    """What a ZeRO policy tells the ranks engine: its stage, what it offloads where, whether
+    the gradients' reductions overlap the backward, and its settings (`ZeroSettings`)."""
+
+    stage: int = 2
+    offload_optimizer: str = "none"  # none | cpu | nvme
+    offload_param: str = "none"  # none | cpu | nvme
+    overlap_comm: bool = False
+
     def check(self):
-        self.aio.check()
+        self.check_settings()
         if self.stage not in (2, 3):
             raise InputError(f"ZeRO stage must be 2 or 3, got {self.stage}", param="stage")
         for k in ("offload_optimizer", "offload_param"):
             v = getattr(self, k)
             if v not in ("none", "cpu", "nvme"):
                 raise InputError(f"must be none, cpu or nvme, got {v!r}", param=k)
-        if self.host_memory_placement not in ("deepspeed", "spread"):
-            raise InputError(
-                f"must be deepspeed or spread, got {self.host_memory_placement!r}",
-                param="host_memory_placement",
-            )
         if self.stage == 2 and self.offload_param != "none":
             raise InputError("parameters are offloaded by stage 3 only", param="offload_param")
         if self.stage == 2 and self.offload_optimizer == "nvme":
