@@ -204,6 +204,11 @@ def test_stage3_fetches_partitions_and_blocking_costs():
     # buffer and back (2 B an element each way), then its fp32 copy to the host (4 B)
     back = sum(int(n) for lab, n in zip(tl["label"], tl["bytes"]) if lab == "grad shard back to GPU")
     assert back > 0 and b["d2h_bytes"] == 3 * back
+    # each parameter's shard normed (float64: two passes) and cast, and at the step
+    # `total_norm += param_norm**2` (two tiny kernels) for each parameter's norm
+    shard = [lab.split()[1] for lab in tl["label"] if lab.startswith("shard p") and lab.endswith(" cast")]
+    summed = [lab.split()[-1] for lab in tl["label"] if lab.startswith("norm**2 and sum p")]
+    assert len(shard) == 3 * len(set(shard)) and sorted(summed) == sorted(2 * sorted(set(shard)))
     # the gradients' passes and reduce-scatters have a stream of their own, beside the all-gathers
     ops = list(zip(tl["label"], tl["resource"]))
     assert {rr for lab, rr in ops if lab.startswith("reduce-scatter (")} == {"reduce"}

@@ -822,13 +822,17 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
         done = rs
         e = -(-bucket_el // P)
         if m.offload_optimizer != "none":
-            # partition_grads: the shard to its (pinned, host) buffer and straight back, its
-            # float64 norm and fp32 cast on the GPU, the fp32 shard to the host
+            # partition_grads: the shards to their (pinned, host) buffers and straight back,
+            # each one's float64 norm (`_constant_buffered_norm2`) and fp32 cast on the GPU
+            # (kernels of each parameter), the fp32 shards to the host. (DeepSpeed runs it
+            # parameter by parameter on one stream; the copies are taken a bucket at once, as
+            # the model's links queue in issue order across streams)
             d = st.copy("d2h", b16 * e, "grad shard to host", deps=(rs,))
-            u = st.copy("h2d", b16 * e, "grad shard back to GPU", deps=(d,))
-            g = u
-            for nb in (*_norm_passes(b16), b16 + 4):
-                g = st.side_kernel(nb * e, "shard norm / fp32 cast", (g,), "reduce")
+            g = st.copy("h2d", b16 * e, "grad shard back to GPU", deps=(d,))
+            for i in bucket:
+                ei = -(-int(v.numel[i]) // P)
+                for nb in (*_norm_passes(b16), b16 + 4):
+                    g = st.side_kernel(nb * ei, f"shard p{i} norm / fp32 cast", (g,), "reduce")
             done = c = st.copy("d2h", 4 * e, "fp32 grad partition", deps=(g,))
             if m.offload_optimizer == "nvme":
                 st.nvme("write", 4 * e, "gradients to NVMe", deps=(c,))
@@ -923,8 +927,12 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
                 st.small_kernel(nb * e, f"{lab} (group {gi})")
         _post_step(st, v, m, persist, P, b16)
         return
-    h = st.last_gpu
     prev_write = None
+    # complete_grad_norm_calculation_for_cpu_offload: `total_norm += param_norm**2` for each
+    # parameter's gradient norm (two tiny kernels on the GPU, each a launch from the host)
+    for i in range(len(v.numel)):
+        st.passes((0, 0), 1, f"norm**2 and sum p{i}")
+    h = st.last_gpu
     for gi in range(groups):
         e = min(m.sub_group_size, Np - gi * m.sub_group_size)
         # the norm's `float(total_norm)` and `.cpu()` (complete_grad_norm_calculation_for_cpu_offload)
