@@ -21,13 +21,26 @@ from g10fast.run import run
 
 
 def schedule_py(ops):
-    """The twin: (resource, duration, deps) in issue order -> end times. An operation starts
-    at the latest of its resource's previous end and its dependencies' ends."""
-    free, ends = {}, []
-    for res, dur, deps in ops:
-        s = max([free.get(res, 0)] + [ends[d] for d in deps])
-        ends.append(s + int(math.ceil(dur)))
-        free[res] = ends[-1]
+    """The twin: (resource, duration, deps, stream) in issue order -> end times. An operation
+    without a stream starts at the latest of its resource's previous end and its
+    dependencies' ends; a copy (a stream given, over the link `resource`) is ready at the
+    latest of its stream's previous end and its dependencies' ends, and starts at the
+    earliest time from then on that no earlier copy on the link overlaps it: `ready`, or
+    the end of one of them, whichever first fits."""
+    free, ends, busy = {}, [], {}
+    for res, dur, deps, stream in ops:
+        d = int(math.ceil(dur))
+        ready = max([free.get(res if stream is None else stream, 0)] + [ends[x] for x in deps])
+        s = ready
+        if stream is not None and d:
+            spans = busy.setdefault(res, [])
+            for t in sorted({ready} | {b for a, b in spans if b >= ready}):
+                if all(b <= t or a >= t + d for a, b in spans):
+                    s = t
+                    break
+            spans.append((s, s + d))
+        ends.append(s + d)
+        free[res if stream is None else stream] = ends[-1]
     return ends
 
 
@@ -41,13 +54,27 @@ def test_timeline_equals_twin(seed):
             if i
             else ()
         )
-        ops.append(
-            (["gpu", "h2d", "cpu", "host"][int(rng.integers(0, 4))], float(rng.uniform(0, 1000)), deps)
-        )
+        r = ["gpu", "h2d", "cpu", "host", "d2h"][int(rng.integers(0, 5))]
+        # copies over the links, issued on a stream (one of them also a kernels' resource)
+        stream = ["gpu", "nccl", "reduce"][int(rng.integers(0, 3))] if r in ("h2d", "d2h") else None
+        ops.append((r, float(rng.uniform(0, 1000)) * (rng.random() > 0.05), deps, stream))
     tl = Timeline()
-    for r, d, deps in ops:
-        tl.add(r, d, deps)
+    for r, d, deps, stream in ops:
+        tl.add(r, d, deps, stream=stream)
     assert tl.finish == schedule_py(ops)
+    assert tl.check() == len(ops)
+    # a copy ready before an earlier-issued one of another stream went first
+    early = [
+        i
+        for i, (r, _, _, q) in enumerate(ops)
+        if q is not None and any(ops[j][0] == r and tl.start[j] > tl.start[i] for j in range(i))
+    ]
+    assert early
+    # a link takes copies issued on a stream; a stream is not a link
+    with pytest.raises(InputError, match="a link takes copies"):
+        tl.add("d2h", 10)
+    with pytest.raises(InputError, match="a link takes copies"):
+        tl.add("h2d", 10, stream="d2h")
     assert tl.makespan == max(tl.finish)
     assert tl.busy() == sum(f - s for s, f in zip(tl.start, tl.finish))
 
@@ -202,7 +229,11 @@ def test_stage3_fetches_partitions_and_blocking_costs():
     assert gpu3["timeline"]["label"].count("fetch event synchronize") > 0
     # partition_grads with the optimizer on the CPU: each reduced shard to its pinned host
     # buffer and back (2 B an element each way), then its fp32 copy to the host (4 B)
-    back = sum(int(n) for lab, n in zip(tl["label"], tl["bytes"]) if lab == "grad shard back to GPU")
+    back = sum(
+        int(n)
+        for lab, n in zip(tl["label"], tl["bytes"])
+        if lab.startswith("grad shard p") and lab.endswith(" back to GPU")
+    )
     assert back > 0 and b["d2h_bytes"] == 3 * back
     # each parameter's shard normed (float64: two passes) and cast, and at the step
     # `total_norm += param_norm**2` (two tiny kernels) for each parameter's norm
@@ -220,6 +251,26 @@ def test_stage3_fetches_partitions_and_blocking_costs():
     quiet = _run("qwen2.5-1.5b", "zero3-offload", gpus=4, model_options=SMALL, h2d_fetch_blocking=False)
     assert quiet["breakdown"]["step_s"] <= b["step_s"]
     assert quiet["breakdown"]["host_syncs"] < b["host_syncs"]
+
+
+def test_streams_share_a_link():
+    """A fetch's copy to the GPU (the all-gather stream) issued after a gradient shard's copy
+    back (the reduce stream) that is not ready yet goes first: the copy engines serve the
+    stream that has work ready; and every copy on the reduce stream follows its previous
+    operation there (the stream's order)."""
+    r = _run("gpt-10b", "zero3-offload", gpus=1, system="dgx2-v100", batch=10, recompute="full",
+             model_options={"layers": 4})  # fmt: skip
+    tl = r["timeline"]
+    lab, start, end, res = tl["label"], tl["start_ns"], tl["end_ns"], tl["resource"]
+    back = [n for n, x in enumerate(lab) if x.startswith("grad shard p") and x.endswith(" back to GPU")]
+    fetch = [n for n, x in enumerate(lab) if x.startswith("partition p") and x.endswith(" to GPU")]
+    assert any(start[f] < start[b] for f in fetch for b in back if b < f)
+    on_reduce = [
+        n
+        for n, x in enumerate(lab)
+        if res[n] == "reduce" or x.startswith(("grad shard p", "fp32 grad partition p"))
+    ]
+    assert all(start[b] >= end[a] for a, b in zip(on_reduce, on_reduce[1:]))
 
 
 def test_out_of_memory_is_a_failed_result():

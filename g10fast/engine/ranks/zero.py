@@ -1,12 +1,13 @@
 """One training step of one data-parallel rank under DeepSpeed's ZeRO (stage 2 or 3, with or
-without offloading to the CPU and NVMe), as a timeline of in-order resources.
+without offloading to the CPU and NVMe), as a timeline of in-order resources and the links
+they share.
 
 What moves where and when is DeepSpeed's (../shared/specs/zero-family.md, read from
 `DS:deepspeed/runtime/zero/stage_1_and_2.py`, `stage3.py`, `partitioned_param_coordinator.py`,
 `partition_parameters.py`, `swap_tensor/`); every switch is a field of `ZeroSettings` with the
 code's default and its documentation, the ZeRO policies' options (g10fast/policies/zero.py).
 
-Resources (each executes in issue order, `timeline.Timeline`):
+Resources (`timeline.Timeline`; each but the links executes in issue order):
 
 * ``host``: the Python thread: kernel launches, `.item()` and stream synchronisations, the
   blocking copies; it runs ahead of the GPU until it has to wait for it;
@@ -16,7 +17,10 @@ Resources (each executes in issue order, `timeline.Timeline`):
   reduction stream with overlap_comm);
 * ``reduce``: stage 3's gradient reduce stream (the bucket copies, the reduce-scatters and the
   shards' passes);
-* ``h2d`` / ``d2h``: the rank's PCIe link, each direction (its share of a shared uplink);
+* ``h2d`` / ``d2h``: the rank's PCIe link, each direction (its share of a shared uplink): a
+  copy is issued on a stream (the compute, all-gather or reduce stream), follows that
+  stream's previous operation and takes the link at its first free time from then on, so a
+  copy of one stream is not held up by an earlier-issued copy of another that is not ready;
 * ``cpu``: the optimizer's OpenMP pool (CPU Adam, the unscale and the cast);
 * ``nvme_read`` / ``nvme_write``: the rank's share of the NVMe set.
 
@@ -394,9 +398,18 @@ class _Step:
         h = self.tl.add("host", self.node.launch_us * 1e3, label=f"launch {label}", kind="launch")
         return self.tl.add(stream, t, (h, *deps), label=label, kind="collective", nbytes=int(nbytes))
 
-    def copy(self, direction: str, nbytes: float, label: str, deps=()) -> int:
+    def copy(self, direction: str, nbytes: float, label: str, deps=(), *, stream: str) -> int:
+        """A copy issued on CUDA stream `stream` over the rank's link in `direction` (its
+        share of it): after the stream's previous operation, at the link's first free time
+        (`timeline.Timeline`: the streams share the link)."""
         return self.tl.add(
-            direction, nbytes / self.pcie * 1e9, deps, label=label, kind=direction, nbytes=int(nbytes)
+            direction,
+            nbytes / self.pcie * 1e9,
+            deps,
+            label=label,
+            kind=direction,
+            nbytes=int(nbytes),
+            stream=stream,
         )
 
     def nvme(self, direction: str, nbytes: float, label: str, deps=()) -> int:
@@ -433,9 +446,9 @@ def nvme_gpu_gbps(node: Node, mode: ZeroMode, nbytes: float, direction: str) -> 
     if direction == "read":
         op = st.nvme("read", nbytes, "ds_io read")
         if not mode.aio_use_gds:
-            op = st.copy("h2d", nbytes, "bounce buffer to GPU", deps=(op,))
+            op = st.copy("h2d", nbytes, "bounce buffer to GPU", deps=(op,), stream="gpu")
     elif direction == "write":
-        deps = () if mode.aio_use_gds else (st.copy("d2h", nbytes, "GPU to bounce buffer"),)
+        deps = () if mode.aio_use_gds else (st.copy("d2h", nbytes, "GPU to bounce buffer", stream="gpu"),)
         op = st.nvme("write", nbytes, "ds_io write", deps=deps)
     else:
         raise InputError(f"direction must be read or write, got {direction!r}", param="direction")
@@ -610,7 +623,7 @@ def _stage2(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
             chk = st.passes(_inf_nan_passes(b16), int(v.numel[i]), f"inf/nan p{i}")
             st.host_sync(chk, f"inf/nan check p{i}")  # a Python `if` on a GPU bool
             cast = st.small_kernel((b16 + 4) * e, f"fp32 cast p{i}")
-            c = st.copy("d2h", 4 * e, f"fp32 grad p{i}", deps=(cast,))
+            c = st.copy("d2h", 4 * e, f"fp32 grad p{i}", deps=(cast,), stream=stream)
             if stream == "gpu":  # ordered on the compute stream
                 st.last_gpu = st.tl.add("gpu", 0, (c,), label="copy done", kind="wait")
         bucket, bucket_el = [], 0
@@ -660,7 +673,7 @@ def _stage2(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
     c2 = st.cpu(cpu_model.adam_ns(Np, st.pool), "CPU Adam", deps=(c1,))
     c3 = st.cpu(cpu_model.cast_ns(Np, st.pool), "fp32 -> 16-bit cast", deps=(c2,))
     h = st.tl.add("host", 0, (c3,), label="step returns", kind="wait")
-    up = st.copy("h2d", b16 * Np, "16-bit partition to GPU", deps=(h,))
+    up = st.copy("h2d", b16 * Np, "16-bit partition to GPU", deps=(h,), stream="gpu")
     st.last_gpu = st.tl.add("gpu", 0, (st.last_gpu, up), label="copy done", kind="wait")
     st.collective("all_gather", N * b16, "all-gather 16-bit params", "gpu")
 
@@ -767,7 +780,9 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
             if m.offload_param != "none" and not (home_nvme[i] and m.aio_use_gds):
                 # the copy is queued on the all-gather stream (`_all_gather_dtype`), after the
                 # all-gathers already there; a blocking one waits for them all
-                cp = st.copy("h2d", b16 * e_part, f"partition p{i} to GPU", deps=(*deps, last_ag[0]))
+                cp = st.copy(
+                    "h2d", b16 * e_part, f"partition p{i} to GPU", deps=(*deps, last_ag[0]), stream="nccl"
+                )
                 if m.h2d_fetch_blocking:
                     st.host_sync(cp, f"blocking copy p{i}")
                 deps = (cp,)
@@ -822,18 +837,16 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
         done = rs
         e = -(-bucket_el // P)
         if m.offload_optimizer != "none":
-            # partition_grads: the shards to their (pinned, host) buffers and straight back,
-            # each one's float64 norm (`_constant_buffered_norm2`) and fp32 cast on the GPU
-            # (kernels of each parameter), the fp32 shards to the host. (DeepSpeed runs it
-            # parameter by parameter on one stream; the copies are taken a bucket at once, as
-            # the model's links queue in issue order across streams)
-            d = st.copy("d2h", b16 * e, "grad shard to host", deps=(rs,))
-            g = st.copy("h2d", b16 * e, "grad shard back to GPU", deps=(d,))
+            # partition_grads, parameter by parameter on the reduce stream: its shard to its
+            # (pinned, host) buffer and straight back, its float64 norm
+            # (`_constant_buffered_norm2`) and fp32 cast on the GPU, the fp32 shard to the host
             for i in bucket:
                 ei = -(-int(v.numel[i]) // P)
+                d = st.copy("d2h", b16 * ei, f"grad shard p{i} to host", deps=(rs,), stream="reduce")
+                g = st.copy("h2d", b16 * ei, f"grad shard p{i} back to GPU", deps=(d,), stream="reduce")
                 for nb in (*_norm_passes(b16), b16 + 4):
                     g = st.side_kernel(nb * ei, f"shard p{i} norm / fp32 cast", (g,), "reduce")
-            done = c = st.copy("d2h", 4 * e, "fp32 grad partition", deps=(g,))
+                done = c = st.copy("d2h", 4 * ei, f"fp32 grad partition p{i}", deps=(g,), stream="reduce")
             if m.offload_optimizer == "nvme":
                 st.nvme("write", 4 * e, "gradients to NVMe", deps=(c,))
         else:
@@ -963,7 +976,7 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
                 deps=(c3,),
             )
         if m.offload_param == "none":
-            up = st.copy("h2d", b16 * e, f"16-bit partition to GPU (group {gi})", deps=(c3,))
+            up = st.copy("h2d", b16 * e, f"16-bit partition to GPU (group {gi})", deps=(c3,), stream="gpu")
             h = st.host_sync(up, "blocking copy")
     st.tl.add("host", 0, (h,), label="step returns", kind="wait")
     _post_step(st, v, m, persist, P, b16)
@@ -978,7 +991,7 @@ def _post_step(st: _Step, v: ZeroView, m: ZeroMode, persist, P: int, b16: int) -
         return
     deps = ()
     if m.offload_param != "none":
-        cp = st.copy("h2d", b16 * -(-el // P), "persistent partitions to GPU")
+        cp = st.copy("h2d", b16 * -(-el // P), "persistent partitions to GPU", stream="gpu")
         deps = (st.host_sync(cp, "blocking copy (persistent)"),)
     st.collective("all_gather", b16 * el, "all-gather persistent params", "gpu", deps=deps)
     st.host_sync(st.last_gpu, "device synchronize (post step)")
