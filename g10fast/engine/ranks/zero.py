@@ -739,7 +739,6 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
     pending: set = set()
     last_read = [None]
     ahead: dict[int, int] = {}  # all-gathered ahead of their use (the coordinator's in-flight registry)
-    last_ag = [None]  # the all-gather stream's last all-gather
 
     def swap_in(ids: list) -> None:
         for i in ids:
@@ -778,11 +777,9 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
             # with GPUDirect Storage the swapper's buffers are on the GPU: the partition read
             # from NVMe is there already (`.to(device)` is a no-op)
             if m.offload_param != "none" and not (home_nvme[i] and m.aio_use_gds):
-                # the copy is queued on the all-gather stream (`_all_gather_dtype`), after the
+                # the copy is issued on the all-gather stream (`_all_gather_dtype`), after the
                 # all-gathers already there; a blocking one waits for them all
-                cp = st.copy(
-                    "h2d", b16 * e_part, f"partition p{i} to GPU", deps=(*deps, last_ag[0]), stream="nccl"
-                )
+                cp = st.copy("h2d", b16 * e_part, f"partition p{i} to GPU", deps=deps, stream="nccl")
                 if m.h2d_fetch_blocking:
                     st.host_sync(cp, f"blocking copy p{i}")
                 deps = (cp,)
@@ -798,7 +795,6 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
             deps = (st.side_kernel(2 * b16 * e_all, f"cat {name}", deps=deps),)
             coalesced.update(ids)
         ag = st.collective("all_gather", b16 * el, f"all-gather {name}", "nccl", deps=deps)
-        last_ag[0] = ag
         for i in ids:
             gathered[i] = True
             fetch_end[i] = ag
