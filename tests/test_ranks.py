@@ -273,6 +273,22 @@ def test_streams_share_a_link():
     assert all(start[b] >= end[a] for a, b in zip(on_reduce, on_reduce[1:]))
 
 
+def test_sync_before_allgather_waits_for_the_whole_device():
+    """The 2021 code's torch.cuda.synchronize() before each parameter's fetch: the host waits
+    for every operation on the device issued before it (each stream's kernels, the
+    collectives, the copies), not the compute stream alone, and the step is longer."""
+    base = _run("qwen2.5-1.5b", "zero3-offload", gpus=4, model_options=SMALL)
+    r = _run("qwen2.5-1.5b", "zero3-offload", gpus=4, model_options=SMALL, sync_before_allgather=True)
+    tl = r["timeline"]
+    device = ("gpu", "nccl", "reduce", "h2d", "d2h")
+    syncs = [n for n, x in enumerate(tl["label"]) if x.startswith("device synchronize p")]
+    assert syncs
+    for n in syncs:
+        done = max((tl["end_ns"][j] for j in range(n) if tl["resource"][j] in device), default=0)
+        assert tl["end_ns"][n] - tl["start_ns"][n] > 0 and tl["start_ns"][n] >= done
+    assert r["breakdown"]["step_s"] > base["breakdown"]["step_s"]
+
+
 def test_out_of_memory_is_a_failed_result():
     r = _run("qwen2.5-3b", "zero2", batch=4)
     assert r["status"] == "failed"

@@ -360,10 +360,15 @@ class _Step:
         self.counts["kernels"] += 1
         return g
 
-    def host_sync(self, on: int | None, label: str) -> int:
-        """The host waits for operation `on` (a stream's tail) and a round trip."""
+    def host_sync(self, on: int | None, label: str, deps=()) -> int:
+        """The host waits for operation `on` (a stream's tail; and `deps`) and a round trip."""
         self.counts["host_syncs"] += 1
-        return self.tl.add("host", self.node.host_sync_us * 1e3, (on,), label=label, kind="sync")
+        return self.tl.add("host", self.node.host_sync_us * 1e3, (on, *deps), label=label, kind="sync")
+
+    def device_sync(self, label: str) -> int:
+        """`torch.cuda.synchronize()`: the host waits for all the device's work issued so far
+        (every stream and copy) and a round trip."""
+        return self.host_sync(None, label, deps=self.tl.last_of("gpu", "nccl", "reduce", "h2d", "d2h"))
 
     def small_kernel(self, nbytes: float, label: str) -> int:
         return self.launch(nbytes / self.hbm * 1e9 + self.small_ns, label, kind="compute")
@@ -773,7 +778,7 @@ def _stage3(st: _Step, v: ZeroView, m: ZeroMode, P: int, N: int, Np: int, b16: i
             e_part = -(-int(v.numel[i]) // P)
             deps = () if not home_nvme[i] else ((read_op[i] if wait is None else wait),)
             if m.sync_before_allgather and m.offload_param != "none":
-                st.host_sync(st.last_gpu, f"device synchronize p{i}")
+                st.device_sync(f"device synchronize p{i}")
             # with GPUDirect Storage the swapper's buffers are on the GPU: the partition read
             # from NVMe is there already (`.to(device)` is a no-op)
             if m.offload_param != "none" and not (home_nvme[i] and m.aio_use_gds):
