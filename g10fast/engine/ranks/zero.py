@@ -328,14 +328,13 @@ class _Step:
 
     def __init__(
         self,
-        v: ZeroView,
         node: Node,
         ranks: int,
         mode: ZeroMode,
         hbm_gbps: float,
         small_kernel_us: float,
     ):
-        self.v, self.node, self.P, self.m = v, node, ranks, mode
+        self.node, self.P, self.m = node, ranks, mode
         self.tl = Timeline()
         self.hbm = hbm_gbps * 1e9
         self.small_ns = small_kernel_us * 1e3
@@ -445,9 +444,7 @@ def nvme_gpu_gbps(node: Node, mode: ZeroMode, nbytes: float, direction: str) -> 
     a read fills it and then `fini` copies it to the GPU; a write first copies the GPU buffer
     to the host, `.to(kCPU).pin_memory()`, whose second, host-side copy is not modelled);
     with `aio_use_gds` the NVMe moves it to or from the GPU itself."""
-    v = ZeroView(np.zeros(0, np.int8), np.zeros(0, np.int64), np.zeros(0, np.int64),
-                 np.zeros(0, np.int64), np.zeros(0, np.int64), [], 0, 2)  # fmt: skip
-    st = _Step(v, node, 1, mode, 1.0, 0.0)
+    st = _Step(node, 1, mode, 1.0, 0.0)
     if direction == "read":
         op = st.nvme("read", nbytes, "ds_io read")
         if not mode.aio_use_gds:
@@ -487,7 +484,7 @@ def simulate_step(
     N = int(v.numel.sum())
     Np = -(-N // P)
     b16 = v.dtype_bytes if v.dtype_bytes < 4 else 4
-    st = _Step(v, node, ranks, mode, hbm_gbps, small_kernel_us)
+    st = _Step(node, ranks, mode, hbm_gbps, small_kernel_us)
     gpu_mem, host_mem = _memory(v, mode, P, N, Np, b16)
     res = StepResult(0, st.tl, gpu_mem, host_mem, st.counts)
     need = sum(gpu_mem.values())
