@@ -43,3 +43,15 @@ def save_figure(fig, path) -> None:
     with atomic_path(path, ".png") as tmp:
         fig.savefig(tmp, dpi=100)
     plt.close(fig)
+
+
+def figure_args(doc: str, out: Path | str, quick_help: str, argv=None):
+    """The command line of a benchmark that writes one figure: `--out` (the figure's path,
+    `out` by default) and `--quick` (a smoke run); the description is the first paragraph of
+    the script's docstring."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--out", default=str(out))
+    ap.add_argument("--quick", action="store_true", help=quick_help)
+    return ap.parse_args(argv)

@@ -14,7 +14,6 @@ sizes. Appends one JSON line per step run to benchmarks/results/aio_sweep.jsonl.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -116,12 +115,9 @@ def figure(rates: dict, steps: list, path) -> None:
 
 
 def main(argv=None):
-    from _bench import append_record, git_commit
+    from _bench import append_record, figure_args, git_commit
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=str(HERE.parent / "docs" / "zero-aio.png"))
-    ap.add_argument("--quick", action="store_true", help="a 4-layer model (a smoke run)")
-    a = ap.parse_args(argv)
+    a = figure_args(__doc__, HERE.parent / "docs" / "zero-aio.png", "a 4-layer model (a smoke run)", argv)
     rates = request_rates()
     steps = []
     n = len(STEP_DEPTHS) * len(STEP_BLOCKS)

@@ -13,7 +13,6 @@ JSON line per run to benchmarks/results/zero_comparison.jsonl.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -99,12 +98,9 @@ def figure(rows: list, path) -> None:
 
 
 def main(argv=None):
-    from _bench import append_record, git_commit
+    from _bench import append_record, figure_args, git_commit
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=str(HERE.parent / "docs" / "zero-family.png"))
-    ap.add_argument("--quick", action="store_true", help="4-layer models (a smoke run)")
-    a = ap.parse_args(argv)
+    a = figure_args(__doc__, HERE.parent / "docs" / "zero-family.png", "4-layer models (a smoke run)", argv)
     rows = []
     for m, b in MODELS.items():
         for p in POLICIES:
