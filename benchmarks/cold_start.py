@@ -1,7 +1,14 @@
 """Cold start of source trees, paired and alternating: each tree's Numba cache removed, then
-BERT-128 lru (the artifact config) in a fresh process, compile included.
+BERT-128 lru (the artifact config) in a fresh process, compile included; with `--job default`
+the default comparison instead (`g10fast run --no-progress` in an empty folder, its table
+compared across trees).
 
     python benchmarks/cold_start.py --trees /tmp/wt-4cfa /tmp/wt-949d . --depths 0 5 13 29
+
+A tree whose kernels were compiled ahead of time (g10fast.aot: `python -m g10fast.aot build`
+with the tree on PYTHONPATH, as its install does) runs them without a compile; each tree's
+record says whether it did (`aot`: g10fast.aot.status() in that tree, or "none" before the
+module existed). G10FAST_NO_AOT=1 in this process's environment turns it off for every tree.
 
 One round per depth in --depths; round r runs the trees in the given order (odd r) or reversed
 (even r), so that a drift of the shared machine hits every tree. In a round of depth N the
@@ -20,12 +27,14 @@ invocation goes to benchmarks/results/cold_start.jsonl, with every tree's commit
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -47,25 +56,55 @@ deep(depth)
 HERE = Path(__file__).resolve().parent
 
 
-def cold_run(tree: Path, art: Path, depth: int = 0) -> dict:
+DEFAULT_CHILD = r"""
+import sys
+from g10fast.cli import console_main
+sys.argv = ["g10fast", "run", "--no-progress"]
+console_main()
+"""
+
+
+def aot_status(tree: Path) -> str:
+    """Whether `tree` runs kernels compiled ahead of time: "used", "not used: why", or "none"
+    (a tree from before g10fast.aot)."""
+    if not (tree / "g10fast" / "aot.py").is_file():
+        return "none"
+    code = (
+        "from g10fast import aot; s = aot.status(); print('used' if s['used'] else 'not used: ' + s['why'])"
+    )
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=str(tree))
+    return p.stdout.strip() or p.stderr.strip()[-200:]
+
+
+def cold_run(tree: Path, art: Path, depth: int = 0, job: str = "bert-lru") -> dict:
     clear_numba_cache(tree)
     load = os.getloadavg()[0]
     env = dict(os.environ, PYTHONPATH=str(tree))
     env.pop("NUMBA_CACHE_DIR", None)
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    args = [str(art), "BERT", "128", "lru", "0"]
+    if job == "default":
+        code, args = DEFAULT_CHILD, []
+    else:
+        code, args = CHILD, [str(art), "BERT", "128", "lru", "0"]
     cmd = (
-        [sys.executable, "-c", CHILD, *args]
+        [sys.executable, "-c", code, *args]
         if depth == 0
-        else [sys.executable, "-c", DEEP_CHILD, *args, CHILD, str(depth)]
+        else [sys.executable, "-c", DEEP_CHILD, *args, code, str(depth)]
     )
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(tree))
+    with tempfile.TemporaryDirectory(prefix="cold-start-") as empty:
+        p = subprocess.run(
+            cmd, capture_output=True, text=True, env=env, cwd=empty if job == "default" else str(tree)
+        )
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         raise SystemExit(f"{tree}: {p.stderr[-2000:]}")
-    child = json.loads(p.stdout.strip().splitlines()[-1])
+    if job == "default":  # (the table: every line after the header, the figure's path left out)
+        result = hashlib.sha256("\n".join(p.stdout.splitlines()[1:-1]).encode()).hexdigest()[:16]
+    else:
+        result = json.loads(p.stdout.strip().splitlines()[-1])["exe_time_cycles"]
     user, sys_ = r1.ru_utime - r0.ru_utime, r1.ru_stime - r0.ru_stime
     return {
         "user_s": round(user, 2),
@@ -75,7 +114,7 @@ def cold_run(tree: Path, art: Path, depth: int = 0) -> dict:
         "minflt": r1.ru_minflt - r0.ru_minflt,
         "load1": round(load, 2),
         "depth": depth,
-        "exe_time_cycles": child["exe_time_cycles"],
+        "result": result,
     }
 
 
@@ -89,6 +128,7 @@ def main(argv=None) -> int:
         default=[0, 5, 13, 29],
         help="one round per depth: extra Python frames below the run (default 0 5 13 29)",
     )
+    ap.add_argument("--job", choices=("bert-lru", "default"), default="bert-lru")
     ap.add_argument("--g10", type=Path, default=ARTIFACT)
     ap.add_argument("--out", type=Path, default=HERE / "results" / "cold_start.jsonl")
     a = ap.parse_args(argv)
@@ -97,6 +137,7 @@ def main(argv=None) -> int:
         return 2
     trees = [t.resolve() for t in a.trees]
     names = [git_commit(t) for t in trees]
+    aot_status_of = [aot_status(t) for t in trees]
     runs = {n: [] for n in names}
     started = time.strftime("%Y-%m-%d %H:%M:%S")
     for r, depth in enumerate(a.depths):
@@ -104,7 +145,7 @@ def main(argv=None) -> int:
         if r % 2:
             order.reverse()
         for name, tree in order:
-            res = cold_run(tree, a.g10, depth)
+            res = cold_run(tree, a.g10, depth, a.job)
             runs[name].append(res)
             sys.stderr.write(
                 f"round {r + 1} {name}: cpu {res['cpu_s']:.1f} s (user "
@@ -122,12 +163,15 @@ def main(argv=None) -> int:
         summary[name]["min_cpu_s"] = min(x["cpu_s"] for x in rs)
         summary[name]["median_user_s"] = round(statistics.median(x["user_s"] for x in rs), 2)
         summary[name]["mean_cpu_s"] = round(statistics.mean(x["cpu_s"] for x in rs), 2)
-    same = {x["exe_time_cycles"] for rs in runs.values() for x in rs}
+    same = {x["result"] for rs in runs.values() for x in rs}
     rec = {
         "date": started,
-        "what": "cold start: tree's Numba cache removed, BERT-128 lru in a "
-        "fresh process (compile included); CPU of the child (getrusage)",
+        "what": "cold start: tree's Numba cache removed, "
+        + ("the default comparison" if a.job == "default" else "BERT-128 lru")
+        + " in a fresh process (compile included); CPU of the child (getrusage)",
+        "job": a.job,
         "trees": names,
+        "aot": dict(zip(names, aot_status_of)),
         "machine": os.uname().nodename,
         "cpus": os.cpu_count(),
         "depths": a.depths,

@@ -66,10 +66,12 @@ and Python versions, the same source contents and the same CPU (LLVM's host CPU 
 feature string are part of every entry's key); under NUMBA_CACHE_DIR its folder is also named
 by a hash of the source folder's absolute path, and the in-tree `__pycache__` is used only
 where it is writable. So a cache shipped in a wheel would serve only the build machine's CPU
-model, and `pip install` has no step that could build one on the user's machine; what is
-sound is a compile on the machine that runs, once, into the cache its runs read:
-`g10fast warm` (g10fast/warm.py) in a Dockerfile or a CI step, and sweep and Dask workers on
-one machine read the cache its first run filled.
+model. What is sound is a compile on the machine that runs: the install's own build step
+compiles the kernels a run calls from Python ahead of time there, into an extension module
+that is used only on that CPU, with those sources and that Numba (`g10fast.aot`); the rest
+compile on first use into the cache later runs read, or in `g10fast warm` (g10fast/warm.py)
+in a Dockerfile or a CI step; sweep and Dask workers on one machine load the same module and
+read the cache its first run filled.
 
 Switch: G10FAST_NO_JIT=1 (any value but "" and "0") leaves every g10fast kernel a plain
 Python function, for a debugger, coverage or a print while chasing a bug (slow: hundreds of

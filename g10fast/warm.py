@@ -1,6 +1,11 @@
 """Compile the kernels of the policies' engines into Numba's on-disk cache ahead of the first
 real run: `g10fast warm [POLICY ...]` (default: every registered policy).
 
+The install already compiles the kernels a plain run calls from Python ahead of time
+(g10fast.aot; `g10fast warm` says whether that module is used here, and `--aot` builds it
+again): where it is used, these runs compile what it does not hold (the driver, swap and
+ranks engines' kernels and the variants below); where it is not, everything.
+
 Each policy runs once on the default comparison's workload and system (api.DEFAULT_RUN:
 bert-base at batch 64 on g10-artifact with 10 GB of GPU memory; an engine whose record names a
 `warm_system`, such as the ranks engine, which needs a node, on that preset), so that every kernel its
@@ -25,7 +30,27 @@ from __future__ import annotations
 
 import time
 
-__all__ = ["warm"]
+__all__ = ["warm", "aot_modules", "build_aot"]
+
+#: kernel modules outside the engines (whose modules their records' `kernels` name) that
+#: declare entries compiled ahead of time: every run's bound, the G10 planner
+KERNEL_MODULES = ("g10fast.analysis.bounds", "g10fast.planner.g10_kernels")
+
+
+def aot_modules() -> list[str]:
+    """The modules whose declared entries the install compiles ahead of time (g10fast.aot)."""
+    from g10fast.engine.registry import engines
+
+    mods = [m for e in engines() for m in e.kernels]
+    return list(dict.fromkeys(mods + list(KERNEL_MODULES)))
+
+
+def build_aot(dest=None, timeout=None):
+    """Compile the entries of `aot_modules()` ahead of time into `dest` (default: the package's
+    folder), as the install does (setup.py); -> the build process's CompletedProcess."""
+    from g10fast import aot
+
+    return aot.build(aot.PACKAGE_DIR if dest is None else dest, aot_modules(), timeout=timeout)
 
 
 def warm(names=None, system=None, progress=None) -> list[dict]:

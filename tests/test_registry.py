@@ -328,6 +328,7 @@ def test_import_order_follows_the_data_flow():
         "system": 0,
         "locations": 0,
         "jit": 0,
+        "aot": 0,
         "datadir": 0,
         "config": 1,
         "hardware": 2,

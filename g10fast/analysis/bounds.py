@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from g10fast import aot
 from g10fast.errors import InputError
 from g10fast.jit import jit
 from g10fast.jit import kernel_nonrt as _kernel
@@ -385,7 +386,7 @@ def window_bound(m: BoundModel) -> WindowBound:
     M, D, Dh = _deficits(m)
     K = m.num_kernels
     L, pred, pk, pb = (np.empty(K + 1), np.empty(K + 1, np.int64), np.empty(K + 1, np.int64), np.empty(K + 1))
-    _window_kernel(
+    aot.entry(_window_kernel)(
         m.c,
         m.size,
         m.lo,
@@ -591,8 +592,9 @@ def traffic_bound(m: BoundModel) -> TrafficBound:
         ok_ = (m.lo >= 0) & (m.size > 0) & ~m.free_read
         np.add.at(freeb, m.hi[ok_], m.size[ok_])
     gs, ge, gz = gaps(m)
-    v, ok = _cover_kernel(gs, ge, gz, np.maximum(D - freeb, 0.0), np.zeros(len(gs)))
-    vs, ok2 = _cover_kernel(gs, ge, gz, np.maximum(Dh - freeb, 0.0), np.zeros(len(gs)))
+    cover = aot.entry(_cover_kernel)
+    v, ok = cover(gs, ge, gz, np.maximum(D - freeb, 0.0), np.zeros(len(gs)))
+    vs, ok2 = cover(gs, ge, gz, np.maximum(Dh - freeb, 0.0), np.zeros(len(gs)))
     ideal = float(m.c.sum())
     if m.fault_path:  # two paths, the fault path idle during compute
         t = max(ideal, 0.5 * (v / m.in_rate + ideal) - m.slack, 0.5 * (vs / m.ssd_in_rate + ideal) - m.slack)
@@ -660,3 +662,14 @@ def bound_summary(m: BoundModel | None, w, ideal: float, *, windows: int = 5) ->
             "notes": list(m.notes),
         },
     }
+
+
+# compiled ahead of time at install (g10fast.aot): every run's result carries its bound
+# (`_window_kernel`'s result, its own output arrays, dropped: see `aot.export`)
+aot.export(
+    _window_kernel,
+    "none(f8[::1], f8[::1], i8[::1], i8[::1], i8[::1], i8[::1],"
+    " b1[::1], b1[::1], b1[::1], f8[::1], f8[::1], f8, f8, f8, f8, f8, b1, b1, f8[::1], i8[::1], i8[::1],"
+    " f8[::1], f8[::1], i8[::1], i8[::1], f8[::1], f8[::1])",
+)
+aot.export(_cover_kernel, "Tuple((f8, b1))(i8[::1], i8[::1], f8[::1], f8[::1], f8[::1])")

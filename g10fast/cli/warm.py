@@ -23,6 +23,12 @@ def add_parsers(sub) -> None:
         "comparison's, g10-artifact at 10 GB; the ZeRO policies "
         "need one with a [node] table, e.g. dgx-a100-40)",
     )
+    w.add_argument(
+        "--aot",
+        action="store_true",
+        help="first build the kernels compiled ahead of time again (what the install does: "
+        "after editing a checkout; g10fast/aot.py)",
+    )
     w.add_argument("--json", action="store_true", help="print the rows as JSON")
     w.set_defaults(func=cmd_warm)
 
@@ -36,6 +42,24 @@ def cmd_warm(args) -> int:
         policies.get(name)
     if args.system is not None:
         load_preset(args.system)
+
+    from g10fast import aot
+    from g10fast.errors import InputError
+
+    if args.aot:
+        from g10fast.warm import build_aot
+
+        r = build_aot()
+        if r.returncode != 0:
+            raise InputError(f"the build failed: {r.stderr.strip()[-1500:]}", param="--aot")
+        aot._STATE.clear()  # (read the new module's record)
+    st = aot.status()
+    if not args.json:
+        if st["used"]:
+            n = sum(st["entries"].values())
+            print(f"kernels compiled ahead of time: used ({n} entries; the runs below compile the rest)")
+        else:
+            print(f"kernels compiled ahead of time: not used ({st['why']})")
 
     def show(row):
         if args.json:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from g10fast import aot
 from g10fast.errors import InputError
 from g10fast.planner import g10_kernels as gk
 from g10fast.planner.plan import MigrationPlan, cxx_sort_order, sort_hints
@@ -210,7 +211,7 @@ def plan_g10(
     I = v.num_intervals
     hints = np.zeros((2 * T + 2 * I + 8, 4), dtype=np.int64)
     est = np.zeros(K, dtype=np.int64)
-    nh, visited = gk.pass_b(
+    nh, visited = aot.entry(gk.pass_b)(
         v.time_us,
         size,
         is_global,
@@ -247,7 +248,7 @@ def plan_g10(
     selected = np.full(I, -1, dtype=np.int64)
     cyc = np.asarray(w.exec_cycles, dtype=np.int64)
     max_iter = I if max_iterations is None else int(max_iterations)
-    nh, iterations, n_off = gk.main_loop(
+    nh, iterations, n_off = aot.entry(gk.main_loop)(
         v.iv_tensor.astype(np.int64),
         v.iv_start.astype(np.int64),
         v.iv_end.astype(np.int64),
@@ -288,7 +289,7 @@ def plan_g10(
         off = off[cxx_sort_order(prefetch_orig[off])]
     else:
         off = off[np.argsort(prefetch_orig[off], kind="stable")]
-    nh = gk.place_prefetches(
+    nh = aot.entry(gk.place_prefetches)(
         off,
         n_off,
         evict_finish,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from g10fast import aot
 from g10fast.jit import kernel, kernel_internal
 from g10fast.locations import (  # noqa: F401  (re-exported)
     IN_CPU,
@@ -960,3 +961,22 @@ def place_prefetches(
         for k in range(i, prefetch_orig[c]):
             est[k] += S
     return nh
+
+
+# compiled ahead of time at install (g10fast.aot): a first run without a compile
+aot.export(
+    main_loop,
+    "UniTuple(i8, 3)(i8[::1], i8[::1], i8[::1], b1[::1], f8[::1], i8[::1], f8[::1], f8[::1], i8[::1],"
+    " i8[::1], i8[::1], f8[:, ::1], f8[:, ::1], b1[:, ::1], i8, i8, i8, f8, f8, f8, f8, f8, i8, i8[:, ::1],"
+    " i8, i1[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8)",
+)
+aot.export(
+    pass_b,
+    "UniTuple(i8, 2)(f8[::1], i8[::1], b1[::1], i8[::1], i8[::1], i8, i8, f8, b1, b1, i8[::1], i8[:, ::1],"
+    " i8)",
+)
+aot.export(cxx_sort_keys, "i8[::1](i8[::1])")
+aot.export(
+    place_prefetches,
+    "i8(i8[::1], i8, i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8, b1, i8[:, ::1], i8)",
+)

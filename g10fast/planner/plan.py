@@ -113,9 +113,10 @@ def cxx_sort_order(keys) -> np.ndarray:
     if len(k) and np.abs(k).max() >= 2**53:  # (not exact as the kernel's float keys)
         a = k.tolist()
         return np.asarray(cxx_sort_ids(list(range(len(a))), lambda x, y: a[x] < a[y]), dtype=np.int64)
+    from g10fast import aot
     from g10fast.planner.g10_kernels import cxx_sort_keys
 
-    return cxx_sort_keys(k).astype(np.int64)
+    return aot.entry(cxx_sort_keys)(k).astype(np.int64)
 
 
 def cxx_sort_ids(ids: list, less) -> list:

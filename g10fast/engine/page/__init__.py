@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from g10fast import aot
 from g10fast.engine.page import kernels as pk
 from g10fast.engine.page import rules
 from g10fast.analysis.vitality import vitality
@@ -532,9 +533,11 @@ def simulate_pages(
     events_before = trace.n_events if trace is not None else 0
     merged = None  # the joined rows of an event buffer (traced bulk runs)
     opens = np.full((4, MERGE_OPEN), -1, dtype=np.int64)
+    # the engine: compiled ahead of time where it was (g10fast.aot), else on first use
+    run_engine = aot.entry(pk.run_engine, rule, emit)
     while True:
         S[pk.S_EV_PAUSE] = ev.shape[0] // 2 if trace is not None else ev.shape[0] + 1
-        status = pk.run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd, ev, rule, emit)
+        status = run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd, ev)
         if status == pk.ST_ERROR:
             err = int(S[pk.S_ERROR])
             if err == pk.E_QUEUE_OVERFLOW:

@@ -91,6 +91,8 @@ from g10fast.engine.page.layout import (
 )
 from g10fast.engine.page.replay import _rp_begin, _rp_end, _rp_host_ok, _rp_ticks
 from g10fast.engine.page.stages import _preevict_run
+from g10fast import aot
+from g10fast.engine.page.rules import arrival, deepum
 from g10fast.jit import cache_depends_on, cache_kernel_arguments
 from g10fast.locations import NOT_KNOWN
 
@@ -535,3 +537,14 @@ cache_depends_on(
     ],
 )
 cache_kernel_arguments(run_engine)
+
+# compiled ahead of time at install (g10fast.aot) for the built-in rules, untraced: a first
+# run without a compile (a traced run, or a rule of a policy's own, compiles on first use)
+_RUN_ENGINE_TYPES = (
+    "i8(i8[:, ::1], i4[::1], i8[:, ::1], i8[:, ::1], i8[:, ::1], u1[::1], {lru}[::1], i8[:, :, ::1],"
+    " i8[::1], f8[::1], i8[:, ::1], i8[:, ::1], i8[:, ::1], i8[:, ::1])"
+)
+# (the LRU list: extent records, int64, for the LRU policies; DeepUM's ring of int32 or int64
+# entries by the page count when it pre-evicts)
+for _rule, _lru in ((arrival, "i8"), (deepum, "i4"), (deepum, "i8")):
+    aot.export(run_engine, _RUN_ENGINE_TYPES.format(lru=_lru), bind=(_rule, None))

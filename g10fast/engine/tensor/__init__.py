@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from g10fast import aot
 from g10fast.analysis.vitality import Vitality, vitality
 from g10fast.engine.tensor import kernels as tk
 from g10fast.errors import InputError
@@ -319,7 +320,7 @@ def simulate_tensors(
         ev = np.zeros((n_ev, N_COLS), np.int64)
         ev_t = np.zeros(n_ev, np.float64)
         cnt[:] = 0
-        st = tk.simulate(
+        st = aot.entry(tk.simulate)(
             mode,
             cap,
             size_pages,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from g10fast.alloc import free_runs as _free_runs
+from g10fast import aot as _aot
 from g10fast.jit import cache_depends_on as _cache_depends_on
 from g10fast.jit import kernel as _kernel
 
@@ -1055,3 +1056,12 @@ def simulate(
 # simulate's on-disk cache holds the free-run kernels' code: stale when their file changes too
 # (g10fast.jit)
 _cache_depends_on(simulate, [_free_runs])
+
+
+# compiled ahead of time at install (g10fast.aot): a first run without a compile
+_aot.export(
+    simulate,
+    "i8(i8, i8, i8[::1], i8[::1], b1[::1], i4[::1], i4[::1], i8[::1], i4[::1], i8[::1], i4[::1], f8[::1], i8,"
+    " b1[::1], i8[::1], i4[::1], i8, i8, i8[::1], i4[::1], i1[::1], f8, f8, i8, f8[::1], f8[::1], f8[::1],"
+    " i8[:, ::1], f8[::1], f8[::1], i8[::1], i8[::1])",
+)
