@@ -27,19 +27,24 @@ When the module is used (each checked once a process, `status()` says which fail
 * the record's stamp equals a SHA-256 of every `.py` file of the installed package: a module
   built from other sources is never run (an edited checkout falls back to the JIT until
   `g10fast warm --aot` or a reinstall builds it again);
-* the CPU is the one it was built for: LLVM's host CPU name and feature string as Numba reads
-  them (`NUMBA_CPU_NAME` and `NUMBA_CPU_FEATURES` included) equal those it was built with.
-  The module is compiled for the build machine's CPU, as the JIT compiles for the CPU it runs
-  on (code for a generic x86-64 CPU ran a SENet154-1024 Base UVM engine 10-40 % slower here),
-  so a wheel carried to another CPU model does not use it, and never runs instructions its
-  CPU lacks;
-* Numba's and Python's versions equal those it was built with;
+* the CPU is the one it was built for. The module is compiled for the build machine's CPU and
+  its feature string, as the JIT compiles for the CPU it runs on (code for a generic x86-64
+  CPU ran a SENet154-1024 Base UVM engine 10-40 % slower here), so a wheel carried to another
+  CPU model does not use it, and never runs instructions its CPU lacks. Checked on Linux by
+  the CPU's description in /proc/cpuinfo (`cpu_id`: vendor, family, model, stepping, flags:
+  the CPUID bits LLVM reads), elsewhere by LLVM's host CPU name and features (`llvm_cpu`);
+* Numba's, llvmlite's and Python's versions and Numba's CPU settings (NUMBA_CPU_NAME,
+  NUMBA_CPU_FEATURES, NUMBA_ENABLE_AVX) equal those it was built with (`versions`);
 * neither G10FAST_NO_JIT (plain Python kernels) nor G10FAST_NO_AOT (any value but "" and "0":
   the JIT only) is set.
 
 A call goes to the compiled entry only when every argument has the type the entry was compiled
 for (an array's dtype, dimensions, layout and writability, checked at each call: an entry
 reads its arguments with no check of its own), else to the kernel.
+
+None of these checks imports Numba (the record keeps each entry's argument checks), and the
+kernels are made only when first needed (`g10fast.jit`): a run the module serves whole never
+imports Numba or loads LLVM, which took 66 MiB of a process's memory.
 """
 
 from __future__ import annotations
@@ -105,20 +110,70 @@ def source_stamp(root: Path = PACKAGE_DIR) -> str:
     return h.hexdigest()
 
 
-def machine() -> dict:
-    """What the compiled code depends on beyond its sources: the CPU as LLVM names it (with
-    Numba's overrides), Numba's and Python's versions."""
+def versions() -> dict:
+    """What the compiled code depends on besides its sources and the CPU, read without importing
+    Numba: Numba's and llvmlite's versions, Python's, the platform, and Numba's settings of
+    the target CPU (NUMBA_CPU_NAME, NUMBA_CPU_FEATURES, NUMBA_ENABLE_AVX)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def v(dist):
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            return None
+
+    env = ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "NUMBA_ENABLE_AVX")
+    return {
+        "numba": v("numba"),
+        "llvmlite": v("llvmlite"),
+        "python": list(sys.version_info[:2]),
+        "platform": sys.platform,
+        "settings": {k: os.environ.get(k) for k in env},
+    }
+
+
+def cpu_id() -> str:
+    """The CPU as Linux describes it (/proc/cpuinfo: vendor, family, model, its name, stepping
+    and feature flags, the first processor's), as a SHA-256; "" where there is no such file.
+    LLVM derives the host CPU name and features Numba compiles for from the same CPUID bits
+    (less those the kernel turned off, which it leaves out of the flags too), so an equal
+    digest means an equal target without loading LLVM."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ""
+    first = text.split("\n\n")[0]
+    keep = ("vendor_id", "cpu family", "model", "model name", "stepping", "flags")
+    fields = {}
+    for line in first.splitlines():
+        k, _, val = line.partition(":")
+        if k.strip() in keep:
+            fields[k.strip()] = " ".join(sorted(val.split())) if k.strip() == "flags" else val.strip()
+    if "flags" not in fields:
+        return ""
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+
+
+def llvm_cpu() -> dict:
+    """The CPU as LLVM names it and its feature string, with Numba's overrides: the target the
+    JIT compiles for (this imports Numba)."""
     import llvmlite.binding as ll
-    import numba
     from numba.core import codegen, config
 
     return {
         "cpu": ll.get_host_cpu_name() if config.CPU_NAME is None else config.CPU_NAME,
         "features": codegen.get_host_cpu_features() if config.CPU_FEATURES is None else config.CPU_FEATURES,
-        "numba": numba.__version__,
-        "python": list(sys.version_info[:2]),
-        "platform": sys.platform,
     }
+
+
+def _same_machine(rec: dict) -> str:
+    """ "" when the record's machine is this one, else what differs."""
+    if rec["versions"] != json.loads(json.dumps(versions())):
+        return f"built with other versions ({rec['versions']})"
+    here = cpu_id()
+    if rec["cpu_id"] and here:
+        return "" if here == rec["cpu_id"] else f"built for another CPU ({rec['llvm_cpu']['cpu']})"
+    return "" if rec["llvm_cpu"] == llvm_cpu() else f"built for another CPU ({rec['llvm_cpu']['cpu']})"
 
 
 # ---- the build (a process of its own: `python -m g10fast.aot build DIR MODULE ...`) ----
@@ -150,7 +205,7 @@ def _build_here(dest: Path, modules=()) -> dict:
             importlib.import_module(m)
         except Exception as e:  # (a module the build cannot import: its entries are left out)
             failed[m] = f"{type(e).__name__}: {e}"
-    mach = machine()
+    mach = llvm_cpu()
     # The module is compiled for this CPU with its features (numba.pycc compiles for a generic
     # CPU, or a named one with that model's default features, which a virtual machine may
     # lack): the JIT's own target.
@@ -171,12 +226,15 @@ def _build_here(dest: Path, modules=()) -> dict:
             args, ret = sigutils.normalize_signature(sig)
             sym = f"e{i}"
             cc.export(sym, sig)(_bound_function(kernel, len(args), bind, ret != types.none))
-            entries.setdefault(k, []).append({"module": name, "symbol": sym, "signature": sig})
+            e = {"module": name, "symbol": sym, "signature": sig, "checks": [_arg_check(t) for t in args]}
+            entries.setdefault(k, []).append(e)
         cc.compile()
         files[name] = cc.output_file
     rec = {
         "stamp": source_stamp(PACKAGE_DIR),
-        "machine": mach,
+        "versions": versions(),
+        "cpu_id": cpu_id(),
+        "llvm_cpu": mach,
         "modules": files,
         "entries": entries,
         "not_imported": failed,
@@ -209,22 +267,29 @@ def build(dest: Path = PACKAGE_DIR, modules=(), timeout: float | None = None) ->
 _STATE: dict = {}  # "entries": {key: (function, argument checks)}, "why": why none
 
 
-def _arg_check(t):
-    """How to check an argument against Numba type `t` quickly: ("array", dtype, ndim, layout,
-    mutable) for an array, ("type", t) otherwise (numba.typeof at the call)."""
+_INT64 = (-(2**63), 2**63)
+
+
+def _arg_check(t) -> list:
+    """How a call checks an argument against Numba type `t`, as the record keeps it: ["array",
+    dtype, ndim, layout, writable] for an array, ["int64"], ["float64"] or ["bool"] for those
+    scalars, ["typeof", the type's name] otherwise (numba.typeof at the call)."""
     from numba.core import types
 
     if isinstance(t, types.Array):
-        return ("array", np.dtype(str(t.dtype)), t.ndim, t.layout, t.mutable)
-    return ("type", t)
+        return ["array", np.dtype(str(t.dtype)).str, t.ndim, t.layout, t.mutable]
+    if t in (types.int64, types.float64, types.boolean):
+        return [{types.int64: "int64", types.float64: "float64", types.boolean: "bool"}[t]]
+    return ["typeof", str(t)]
 
 
 def _matches(check, a) -> bool:
-    if check[0] == "array":
+    kind = check[0]
+    if kind == "array":
         if type(a) is not np.ndarray:
             return False
         _, dtype, ndim, layout, mutable = check
-        if a.dtype != dtype or a.ndim != ndim or not a.flags.aligned:
+        if a.dtype.str != dtype or a.ndim != ndim or not a.flags.aligned:
             return False
         if mutable and not a.flags.writeable:
             return False
@@ -233,9 +298,15 @@ def _matches(check, a) -> bool:
         if layout == "F":
             return a.flags.f_contiguous
         return True
+    if kind == "int64":
+        return (type(a) is int and _INT64[0] <= a < _INT64[1]) or type(a) is np.int64
+    if kind == "float64":
+        return type(a) is float or type(a) is np.float64
+    if kind == "bool":
+        return type(a) is bool or type(a) is np.bool_
     import numba
 
-    return numba.typeof(a) == check[1]
+    return str(numba.typeof(a)) == check[1]
 
 
 def _load() -> dict:
@@ -253,16 +324,13 @@ def _load() -> dict:
             rec = json.loads(RECORD.read_text())
             if rec["stamp"] != source_stamp(PACKAGE_DIR):
                 why = "built from other sources"
-            elif rec["machine"] != json.loads(json.dumps(machine())):
-                why = f"built for another machine ({rec['machine']['cpu']}, Numba {rec['machine']['numba']})"
+            elif _same_machine(rec):
+                why = _same_machine(rec)
             else:
-                from numba.core import sigutils
-
                 mods = {m: importlib.import_module(f"g10fast.{m}") for m in rec["modules"]}
                 for k, sigs in rec["entries"].items():
                     for e in sigs:
-                        args, _ret = sigutils.normalize_signature(e["signature"])
-                        checks = tuple(_arg_check(t) for t in args)
+                        checks = tuple(tuple(c) for c in e["checks"])
                         entries.setdefault(k, []).append((getattr(mods[e["module"]], e["symbol"]), checks))
         except Exception as e:  # a damaged record or module: the JIT, and why
             entries, why = {}, f"{RECORD.name} unusable: {type(e).__name__}: {e}"

@@ -40,9 +40,8 @@ def test_entry_calls_the_compiled_code_only_for_its_argument_types(fresh_state):
     args, _ = sigutils.normalize_signature("i8(i8[:, ::1], f8)")
     calls = []
     compiled = lambda a, b: calls.append((a, b)) or "compiled"  # noqa: E731
-    fresh_state.update(
-        entries={aot.key(_kernel, (None,)): [(compiled, tuple(aot._arg_check(t) for t in args))]}, why=""
-    )
+    checks = tuple(tuple(aot._arg_check(t)) for t in args)
+    fresh_state.update(entries={aot.key(_kernel, (None,)): [(compiled, checks)]}, why="")
     call = aot.entry(_kernel, None)
     a = np.zeros((3, 4), np.int64)
     assert call(a, 1.5) == "compiled"
@@ -56,6 +55,8 @@ def test_entry_calls_the_compiled_code_only_for_its_argument_types(fresh_state):
         (np.zeros(12, np.int64), 1.5),  # dimensions
         (ro, 1.5),  # read-only where the kernel writes
         (a, 1),  # an int where a float64 is compiled
+        (a, np.float32(1.5)),
+        (a, True),
         (a.tolist(), 1.5),  # not an array
     ):
         assert call(*bad) == ("kernel", None)
@@ -63,7 +64,14 @@ def test_entry_calls_the_compiled_code_only_for_its_argument_types(fresh_state):
 
 
 def _record(tmp_path, **changes):
-    rec = {"stamp": aot.source_stamp(), "machine": aot.machine(), "modules": {}, "entries": {}}
+    rec = {
+        "stamp": aot.source_stamp(),
+        "versions": aot.versions(),
+        "cpu_id": aot.cpu_id(),
+        "llvm_cpu": aot.llvm_cpu(),
+        "modules": {},
+        "entries": {},
+    }
     rec.update(changes)
     p = tmp_path / "_aot.json"
     p.write_text(json.dumps(rec))
@@ -80,9 +88,16 @@ def test_status_says_why_the_module_is_not_used(tmp_path, monkeypatch, fresh_sta
     st = aot.status()
     assert not st["used"] and st["why"] == "built from other sources"
     fresh_state.clear()
-    other = dict(aot.machine(), features="+other")
-    monkeypatch.setattr(aot, "RECORD", _record(tmp_path, machine=other))
-    assert aot.status()["why"].startswith("built for another machine")
+    other = dict(aot.llvm_cpu(), features="+other")
+    monkeypatch.setattr(aot, "RECORD", _record(tmp_path, cpu_id="", llvm_cpu=other))
+    assert aot.status()["why"].startswith("built for another CPU")  # (told by LLVM)
+    fresh_state.clear()
+    if aot.cpu_id():
+        monkeypatch.setattr(aot, "RECORD", _record(tmp_path, cpu_id="0" * 64))
+        assert aot.status()["why"].startswith("built for another CPU")  # (told by /proc/cpuinfo)
+        fresh_state.clear()
+    monkeypatch.setattr(aot, "RECORD", _record(tmp_path, versions=dict(aot.versions(), numba="0.1")))
+    assert aot.status()["why"].startswith("built with other versions")
     fresh_state.clear()
     (tmp_path / "_aot.json").write_text("{not json")
     assert "unusable" in aot.status()["why"]
@@ -144,7 +159,8 @@ def test_build_compiles_declared_entries(tmp_path):
     assert out["n"] == 4 and out["x"] == [10, 11, 12, 13]  # x += twice(5), bound at build
     assert out["ramp"] == [0, 3, 6, 9]  # an array made by the reference-counted module
     rec = out["rec"]
-    assert rec["stamp"] == aot.source_stamp() and rec["machine"] == json.loads(json.dumps(aot.machine()))
+    assert rec["stamp"] == aot.source_stamp() and rec["llvm_cpu"] == aot.llvm_cpu()
+    assert rec["versions"] == json.loads(json.dumps(aot.versions())) and rec["cpu_id"] == aot.cpu_id()
     assert set(rec["modules"]) == {"_aot", "_aot_rt"}
     assert (tmp_path / "out" / "_aot.json").is_file()
 
@@ -190,3 +206,20 @@ def test_compiled_entries_equal_the_jit(monkeypatch):
     monkeypatch.setattr(aot, "_STATE", {"entries": {}, "why": "test"})
     jit = run_spec(DEFAULT_RUN)
     assert _strip_times(compiled) == _strip_times(jit)
+
+
+@pytest.mark.skipif(not aot.status()["used"], reason="no compiled module here: " + aot.status()["why"])
+def test_a_run_the_module_serves_never_imports_numba():
+    # the built-in BERT-base under Base UVM and G10 (the page engine, the planner, the bound):
+    # every kernel it calls from Python is compiled ahead of time, so Numba is never imported
+    code = (
+        "import sys\n"
+        "from g10fast.api import simulate\n"
+        "for p in ('lru', 'prefetch_lru'):\n"
+        "    r = simulate('bert-base', batch=16, system='g10-artifact', policy=p)\n"
+        "    assert r['status'] == 'ok', r\n"
+        "print(sorted(m for m in ('numba', 'llvmlite') if m in sys.modules))\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip().splitlines()[-1] == "[]"

@@ -5,6 +5,10 @@ dispatchers (plain njit), so that each test compiles and counts afresh."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from numba import njit, types
 
@@ -123,10 +127,11 @@ def test_page_engine_kernels_link_only():
     import numpy as np
 
     from g10fast.engine.page import kernels as pk
+    from g10fast.jit import dispatcher
 
-    assert type(pk._batch_move_x).__name__.startswith("LinkOnly")
-    assert type(pk._uniform_state).__name__.startswith("LinkOnly")
-    assert not type(pk.run_engine).__name__.startswith("LinkOnly")
+    assert type(dispatcher(pk._batch_move_x)).__name__.startswith("LinkOnly")
+    assert type(dispatcher(pk._uniform_state)).__name__.startswith("LinkOnly")
+    assert not type(dispatcher(pk.run_engine)).__name__.startswith("LinkOnly")
     assert pk._uniform_state(np.full(4, 2, np.uint8), 0, 4) == 2
     assert pk._uniform_state(np.array([2, 2, 3, 2], np.uint8), 0, 4) == -1
 
@@ -261,13 +266,13 @@ def test_kernel_argument_key_without_a_file():
     # keys differ by their own code, so the second does not load the first's compiled engine
     from numba.core import types as nbtypes
 
-    from g10fast.jit import _kernel_key, jit
+    from g10fast.jit import _kernel_key, dispatcher, jit
 
     keys = []
     for body in ("return x + 1", "return x - 1"):
         ns = {}
         exec(f"def rule(x):\n    {body}\n", ns)
-        keys.append(_kernel_key(nbtypes.Dispatcher(jit(internal=True)(ns["rule"]))))
+        keys.append(_kernel_key(nbtypes.Dispatcher(dispatcher(jit(internal=True)(ns["rule"])))))
     assert keys[0][0] == keys[1][0] == "kernel" and keys[0][2] == keys[1][2] == "rule"
     assert keys[0][3] is None and keys[1][3] is None  # no file to read
     assert keys[0][4] != keys[1][4]  # their own code differs
@@ -280,7 +285,7 @@ def test_kernel_argument_key_with_nested_code():
     # it: two equal definitions had different keys, in one process and across processes)
     from numba.core import types as nbtypes
 
-    from g10fast.jit import _code_digest, _kernel_key, jit
+    from g10fast.jit import _code_digest, _kernel_key, dispatcher, jit
 
     src = (
         "def rule(x):\n"
@@ -294,7 +299,7 @@ def test_kernel_argument_key_with_nested_code():
         assert any(
             not isinstance(c, (int, str, tuple, frozenset, type(None))) for c in ns["rule"].__code__.co_consts
         )  # a nested code object
-        keys.append(_kernel_key(nbtypes.Dispatcher(jit(internal=True)(ns["rule"]))))
+        keys.append(_kernel_key(nbtypes.Dispatcher(dispatcher(jit(internal=True)(ns["rule"])))))
     assert keys[0] == keys[1]  # two definitions of the same code
     assert keys[0][4] != keys[2][4]  # the lambda's constant differs
     assert _code_digest(test_kernel_argument_key_with_nested_code.__code__) != keys[0][4]
@@ -344,3 +349,42 @@ def test_kernel_argument_with_a_comprehension_cached_across_processes(tmp_path):
 
     assert run("1") == ("[20, 20]", ["0", "1", "1"])  # 0 + 1 + 5 + 14; compiled: 1 miss
     assert run("2") == ("[20, 20]", ["1", "0", "1"])  # loaded: 1 hit, no miss
+
+
+LAZY = """
+import pickle, sys
+from g10fast.jit import dispatcher, kernel
+
+@kernel
+def twice(x):
+    return 2 * x
+
+@kernel
+def add_twice(x, y):
+    return twice(x) + y
+
+made = []
+print("numba" in sys.modules)                           # nothing made: Numba not imported
+assert pickle.loads(pickle.dumps(twice)) is twice       # by reference, still not made
+print("numba" in sys.modules)
+print(add_twice(3, 1))                                  # made at the call, twice at the typing
+print(type(dispatcher(twice)).__name__, type(dispatcher(add_twice)).__name__)
+print(sys.modules["__main__"].add_twice is dispatcher(add_twice))  # its module's name rebound
+print(twice.py_func.__name__, twice(5))
+"""
+
+
+def test_kernels_are_made_when_first_needed(tmp_path):
+    # a kernel is a stand-in until first called from Python or typed in another kernel's
+    # compile: Numba is imported then, not at the import of a kernel module
+    from g10fast.jit import NO_JIT
+
+    if NO_JIT:
+        pytest.skip("plain Python kernels")
+    script = tmp_path / "lazy.py"  # (a file: cached kernels need one)
+    script.write_text(LAZY)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    made = ["DeepCPUDispatcher", "DeepCPUDispatcher"]
+    assert p.stdout.split() == ["False", "False", "7", *made, "True", "twice", "10"]

@@ -4,9 +4,18 @@ engine and its state are described in `g10fast.engine.driver.kernels`)."""
 from __future__ import annotations
 
 import numpy as np
-from numba import objmode
 
-from g10fast.jit import jit, kernel, kernel_nonrt_internal
+from g10fast.jit import jit, kernel, kernel_nonrt_internal, on_first_kernel
+
+objmode = None  # numba.objmode, set before the first kernel is made (g10fast.jit)
+
+
+def _numba_objmode(numba):
+    global objmode
+    objmode = numba.objmode
+
+
+on_first_kernel(_numba_objmode)
 
 VA_PAGES = 512  # 2 MiB VA block / 4 KiB
 LEVELS = 10  # tree levels: 1, 2, 4, ..., 512 pages

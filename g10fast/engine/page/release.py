@@ -8,8 +8,6 @@ import ctypes
 import sys
 
 import numpy as np
-from numba import types as _nbtypes
-
 from g10fast.engine.page.layout import (
     N_DROP,
     N_PM,
@@ -31,7 +29,7 @@ from g10fast.engine.page.layout import (
     _kernel,
 )
 from g10fast.engine.page.helpers import _same_bits
-from g10fast.jit import NO_JIT, kernel_nonrt_internal
+from g10fast.jit import NO_JIT, external, kernel_nonrt_internal
 
 
 # ---- freed page states given back to the operating system ----
@@ -74,17 +72,10 @@ if sys.platform.startswith("linux"):
         _pread.restype = ctypes.c_ssize_t
     else:
         # (external symbols, resolved when the compiled code is loaded: the cache keeps them)
-        _madvise = _nbtypes.ExternalFunction(
-            "madvise", _nbtypes.intc(_nbtypes.uintp, _nbtypes.uintp, _nbtypes.intc)
-        )
+        _madvise = external("madvise", lambda t: t.intc(t.uintp, t.uintp, t.intc))
         # (mremap's fifth argument, the new address, is read when MREMAP_FIXED is given)
-        _mremap = _nbtypes.ExternalFunction(
-            "mremap",
-            _nbtypes.uintp(_nbtypes.uintp, _nbtypes.uintp, _nbtypes.uintp, _nbtypes.intc, _nbtypes.uintp),
-        )
-        _pread = _nbtypes.ExternalFunction(
-            "pread", _nbtypes.intp(_nbtypes.intc, _nbtypes.uintp, _nbtypes.uintp, _nbtypes.int64)
-        )
+        _mremap = external("mremap", lambda t: t.uintp(t.uintp, t.uintp, t.uintp, t.intc, t.uintp))
+        _pread = external("pread", lambda t: t.intp(t.intc, t.uintp, t.uintp, t.int64))
 else:
 
     @kernel_nonrt_internal
