@@ -96,11 +96,13 @@ import hashlib
 import importlib
 import os
 import sys
+import threading
 from types import CodeType
 
 NO_JIT = os.environ.get("G10FAST_NO_JIT", "") not in ("", "0")
 
 _ON_NUMBA: list = []  # callables run once, with the numba module, before the first kernel is made
+_MAKING = threading.RLock()
 
 
 def on_first_kernel(fn) -> None:
@@ -116,7 +118,7 @@ def on_first_kernel(fn) -> None:
 
 def _numba_needed():
     global _ON_NUMBA
-    if _ON_NUMBA is not None:
+    if _ON_NUMBA is not None:  # (called holding _MAKING)
         import numba
 
         todo, _ON_NUMBA = _ON_NUMBA, None
@@ -146,14 +148,17 @@ class _Lazy:
     def _dispatcher(self):
         d = self._disp
         if d is None:
-            _numba_needed()
-            d = self._make(self.py_func)
-            for fn in self._after:
-                fn(d)
-            self._disp = d
-            mod = sys.modules.get(self.py_func.__module__)
-            if mod is not None and getattr(mod, self.py_func.__name__, None) is self:
-                setattr(mod, self.py_func.__name__, d)
+            with _MAKING:  # (threads of one process: one dispatcher a kernel)
+                d = self._disp
+                if d is None:
+                    _numba_needed()
+                    d = self._make(self.py_func)
+                    for fn in self._after:
+                        fn(d)
+                    self._disp = d
+                    mod = sys.modules.get(self.py_func.__module__)
+                    if mod is not None and getattr(mod, self.py_func.__name__, None) is self:
+                        setattr(mod, self.py_func.__name__, d)
         return d
 
     def __call__(self, *args, **kws):
