@@ -322,11 +322,9 @@ def _load() -> dict:
     else:
         try:
             rec = json.loads(RECORD.read_text())
-            if rec["stamp"] != source_stamp(PACKAGE_DIR):
-                why = "built from other sources"
-            elif _same_machine(rec):
-                why = _same_machine(rec)
-            else:
+            same_sources = rec["stamp"] == source_stamp(PACKAGE_DIR)
+            why = _same_machine(rec) if same_sources else "built from other sources"
+            if not why:
                 mods = {m: importlib.import_module(f"g10fast.{m}") for m in rec["modules"]}
                 for k, sigs in rec["entries"].items():
                     for e in sigs:
