@@ -261,15 +261,35 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
             if (
                 streaks
                 and tk_fresh
-                and b_ev
                 and not b_rq
                 and not deepum
-                and stage >= _G_PF_SSD
-                and is_pf_s
-                and b_dest == IN_SSD
-                and c_fed == IN_SSD
-                and a_src != IN_CPU
                 and nb > 0
+                and (
+                    (
+                        b_ev
+                        and stage >= _G_PF_SSD
+                        and is_pf_s
+                        and (
+                            (b_dest == IN_SSD and c_fed == IN_SSD and a_src != IN_CPU)
+                            or (
+                                b_dest == IN_CPU
+                                and c_fed == NOT_KNOWN
+                                and host_used < HOST
+                                and S[S_X_NFREE] >= S[P_XMARGIN] + 4
+                            )
+                        )
+                    )
+                    or (
+                        stage == _G_PRE_SSD
+                        and xl
+                        and S[S_X_NFREE] >= S[P_XMARGIN] + 4
+                        and (
+                            not b_ev
+                            or (b_dest == IN_SSD and c_fed == IN_SSD)
+                            or (b_dest == IN_CPU and c_fed == NOT_KNOWN and host_used < HOST)
+                        )
+                    )
+                )
             ):
                 ns, f_cnt = _streak_ticks(
                     nb,
@@ -285,9 +305,26 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                     gpu_used,
                     host_used,
                     prm,
-                    IN_SSD,
-                    IN_SSD,
+                    b_dest if b_ev else NOT_PRESENT,
+                    c_fed,
                 )
+                if b_ev and b_dest == IN_CPU and a_src != IN_CPU and (HOST - 1 - host_used) // nb < ns:
+                    # (ticks with victims to the host, not full: its use rises by nb a
+                    # tick, for pages from SSD or allocated; a page from the host frees a
+                    # host page after its victim took one, the use staying put)
+                    ns = (HOST - 1 - host_used) // nb
+                if stage == _G_PRE_SSD:
+                    # G10's prefetch ticks from SSD (the LRU policies' prefetch stage, the
+                    # demand queues empty): into free frames, the GPU use rising by nb a
+                    # tick, or with victims to SSD (the host full) or to the host (above).
+                    # Each streak stops short of the line it climbs to (no tick's end nor
+                    # start then sees the GPU or the host full), and, while a kernel waits,
+                    # before the wait set can empty (each arriving page takes at most one
+                    # from it), so that no tick's end in it resumes the kernel
+                    if not b_ev and (G - 1 - gpu_used) // nb < ns:
+                        ns = (G - 1 - gpu_used) // nb
+                    if S[S_RESCHED] != 0 and (wait - 1) // nb < ns:
+                        ns = (wait - 1) // nb
             elif (
                 streaks
                 and tk_fresh
@@ -525,7 +562,11 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                 qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, full * nb)
                 at_d += full * nb
                 m -= full * nb
-                if a_src == IN_CPU:
+                if not b_ev:
+                    gpu_used += full * nb
+                elif a_src == IN_CPU and b_dest == IN_CPU:
+                    pass  # (a victim to the host, then its page from the host: no change)
+                elif a_src == IN_CPU:
                     host_used -= full * nb
                 elif b_dest == IN_CPU:
                     host_used += full * nb
