@@ -9,7 +9,16 @@ from collections import namedtuple
 
 import numpy as np
 
-from g10fast.engine.page.helpers import _admit, _eligible, _live, _q_push, _rp_canon, _tpos
+from g10fast.engine.page.helpers import (
+    _admit,
+    _eligible,
+    _is_alive,
+    _live,
+    _q_push,
+    _rp_canon,
+    _tensor_at,
+    _tpos,
+)
 from g10fast.engine.page.layout import (
     EV_EVICT,
     F_TRANSFER,
@@ -38,6 +47,7 @@ from g10fast.engine.page.layout import (
     S_RESCHED,
     S_R_STARTED,
     S_X_HEAD,
+    TT_RES,
     TT_WIN,
     _G_END,
     _G_PE_CPU,
@@ -513,14 +523,22 @@ def _victim_rows(emit, ev, S, em, off, lo, j, dest):
 
 
 @_kernel_stage
-def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait, vt_d):
+def _batch_move_x(
+    p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait, vt_d, srt, tc, vt_T, sw
+):
     """`_batch_move` on the extent LRU (P_XLRU, LRU policies): pages p, p+1, ... (at most nb,
     while they are at a_src) of tensor a_T move to the GPU, each with a victim (b_ev) going
-    to b_dest. The victims are the list's first pages, taken while they are of the last
-    victim's tensor (pages b_lo..b_hi-1), a head extent at a time: the pages that arrive
-    join the tail, behind the victims of their chunk, as they would one by one. Returns the
-    pages moved, the wait-set size and the victim tensor's pending TT_RES change."""
+    to b_dest. The victims are the list's first pages, a head extent at a time: the pages
+    that arrive join the tail, behind the victims of their chunk, as they would one by one.
+    The victims are of the last victim's tensor vt_T (pages b_lo..b_hi-1), or, with sw, of
+    any tensor the current kernel does not require: the page loop would look each new
+    victim's tensor up (`_tensor_at`, tc the lookup's position) and send its victim to
+    b_dest, as it does under the LRU policies whatever the victim's tensor (`_vt_switch`).
+    Returns the pages moved, the wait-set size, the victims' tensor's pending TT_RES change
+    (the change of the tensors left before it written), and, when the victims' tensor
+    changed, the new one, its pages and the lookup's position (-1, else)."""
     m = 0
+    nT = np.int64(-1)
     while m < nb:
         k = nb - m
         lo = 0
@@ -530,7 +548,19 @@ def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_
                 break
             lo = lru[_u(h * XW + X_LO)]
             if lo < b_lo or lo >= b_hi:
-                break
+                if not sw:
+                    break
+                ok, tc2, T2, lo2, hi2 = _vt_switch(tt, srt, tc, lo, b_dest, -1)
+                if not ok:
+                    break
+                if vt_d != 0:
+                    tt[_u(vt_T), TT_RES] += vt_d
+                    vt_d = 0
+                vt_T = T2
+                nT = T2
+                tc = tc2
+                b_lo = lo2
+                b_hi = hi2
             hi = lru[_u(h * XW + X_HI)]
             if hi - lo < k:
                 k = hi - lo
@@ -545,7 +575,22 @@ def _batch_move_x(p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_
         m += j
         if j < k:
             break
-    return m, wait, vt_d
+    return m, wait, vt_d, nT, b_lo, b_hi, tc
+
+
+@_kernel
+def _vt_switch(tt, srt, tc, v, b_dest, kk):
+    """Whether a run of victims (`_batch_move_x`, `_batch_move_xd`) may go on with victim v,
+    of another tensor than the last victim's, as the page loop would take it: the current
+    kernel does not require v's tensor (else the page loop queues it again), and under
+    DeepUM (kk >= 0, the current kernel) its victims go where the run's go (a dead
+    tensor's are dropped, NOT_PRESENT; a live one's go to b_dest). Returns whether, the
+    lookup's position, the tensor and its pages."""
+    tc2, T2, lo2, hi2, req2 = _tensor_at(tt, srt, tc, v)
+    ok = req2 == 0
+    if ok and kk >= 0:
+        ok = _is_alive(tt, T2, kk) == (b_dest != NOT_PRESENT)
+    return ok, tc2, T2, lo2, hi2
 
 
 @_kernel
@@ -563,18 +608,44 @@ def _victims_requeued(pstate, lo, j, wait):
 
 @_kernel_stage
 def _batch_move_xd(
-    p, nb, a_src, b_ev, b_dest, b_lo, b_hi, b_rq, pstate, lru, S, tt, a_T, wait, vt_d, dnp, srt, cur, dum_end
+    p,
+    nb,
+    a_src,
+    b_ev,
+    b_dest,
+    b_lo,
+    b_hi,
+    b_rq,
+    pstate,
+    lru,
+    S,
+    tt,
+    a_T,
+    wait,
+    vt_d,
+    dnp,
+    srt,
+    cur,
+    dum_end,
+    tc,
+    vt_T,
+    kk,
+    sw,
 ):
     """`_batch_move_x` under DeepUM (dnp: non-PF): the victims are `_xd_victim`'s, a record
     at a time, and the cursor `cur` moves as one by one; a run does not take the last page
     of the tail record with others (one by one, the page after it would be the first
     arrival, not END). (A function of its own: with these branches in `_batch_move_x`, the
     LRU policies' runs were slower, Inceptionv3-1536 Base UVM by about a fifth.) b_rq as in
-    `_batch_move_x`. Returns the pages moved, the wait-set size, the victim tensor's pending
-    TT_RES change, the cursor and the first victim (-1: none)."""
+    `_batch_move_x`; with sw (and not b_rq), victims of other tensors as `_batch_move_x` takes
+    them, those of a tensor that is not alive at kernel kk only where the run's are dropped
+    and those of a live one only where they are not (`_vt_switch`). Returns the pages moved,
+    the wait-set size, the victim tensor's pending TT_RES change, the cursor, the first
+    victim (-1: none), and what `_batch_move_x` returns of a change of the victims' tensor."""
     m = 0
     h = -1
     v0 = -1
+    nT = np.int64(-1)
     while m < nb:
         k = nb - m
         lo = 0
@@ -583,7 +654,19 @@ def _batch_move_xd(
             if h < 0:
                 break
             if lo < b_lo or lo >= b_hi:
-                break
+                if not sw or b_rq:
+                    break
+                ok, tc2, T2, lo2, hi2 = _vt_switch(tt, srt, tc, lo, b_dest, kk)
+                if not ok:
+                    break
+                if vt_d != 0:
+                    tt[_u(vt_T), TT_RES] += vt_d
+                    vt_d = 0
+                vt_T = T2
+                nT = T2
+                tc = tc2
+                b_lo = lo2
+                b_hi = hi2
             if b_rq:
                 if v0 < 0:
                     v0 = lo
@@ -609,7 +692,7 @@ def _batch_move_xd(
         m += j
         if j < k:
             break
-    return m, wait, vt_d, cur, v0
+    return m, wait, vt_d, cur, v0, nT, b_lo, b_hi, tc
 
 
 @_kernel_stage
@@ -699,7 +782,7 @@ def _batch_move_xd_traced(
                 k = hi - lo
                 if k >= 2 and lru[_u(h * XW + X_NEXT)] < 0:
                     k -= 1
-        j, wait, vt_d, cur, v = _batch_move_xd(
+        j, wait, vt_d, cur, v, _nT, _lo, _hi, _tc = _batch_move_xd(
             p + m,
             k,
             a_src,
@@ -719,6 +802,10 @@ def _batch_move_xd_traced(
             srt,
             cur,
             dum_end,
+            0,
+            0,
+            -1,
+            False,
         )
         if j == 0:
             break

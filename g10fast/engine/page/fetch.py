@@ -375,7 +375,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
             em = (t, ii, nb if ns >= 2 else _NO_TICKS, it, k, np.int64(vt_T))
             if xl and deepum:
                 if emit is None:
-                    m, wait, vt_d, lru_cur, v0 = _batch_move_xd(
+                    m, wait, vt_d, lru_cur, v0, nT, n_lo, n_hi, n_tc = _batch_move_xd(
                         p,
                         nb * ns if ns >= 2 else nb,
                         a_src,
@@ -395,7 +395,16 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                         srt,
                         lru_cur,
                         dum_end,
+                        tc_b,
+                        np.int64(vt_T),
+                        k,
+                        True,
                     )
+                    if nT >= 0:
+                        # (the victims' tensor changed in the run, `_vt_switch`)
+                        vt_T, vt_lo, vt_hi, tc_b = nT, n_lo, n_hi, n_tc
+                        vt_req = 0
+                        vt_alive = _is_alive(tt, vt_T, k)
                 else:
                     m, wait, vt_d, lru_cur, v0 = _batch_move_xd_traced(
                         p,
@@ -430,7 +439,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                 if hx >= 0 and lru[_u(hx * XW + X_HI)] - v0 < nbx:
                     nbx = lru[_u(hx * XW + X_HI)] - v0
                 if emit is None:
-                    m, wait, vt_d = _batch_move_x(
+                    m, wait, vt_d, _nT, _lo, _hi, _tc = _batch_move_x(
                         p,
                         nbx,
                         a_src,
@@ -445,6 +454,10 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                         at_T,
                         wait,
                         vt_d,
+                        srt,
+                        tc_b,
+                        np.int64(vt_T),
+                        False,
                     )
                 else:
                     m, wait, vt_d = _batch_move_x_traced(
@@ -469,7 +482,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                 wait = _victims_requeued(pstate, v0, m, wait)
             elif xl:
                 if emit is None:
-                    m, wait, vt_d = _batch_move_x(
+                    m, wait, vt_d, nT, n_lo, n_hi, n_tc = _batch_move_x(
                         p,
                         nb * ns if ns >= 2 else nb,
                         a_src,
@@ -484,7 +497,15 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                         at_T,
                         wait,
                         vt_d,
+                        srt,
+                        tc_b,
+                        np.int64(vt_T),
+                        True,
                     )
+                    if nT >= 0:
+                        # (the victims' tensor changed in the run, `_vt_switch`)
+                        vt_T, vt_lo, vt_hi, tc_b = nT, n_lo, n_hi, n_tc
+                        vt_req = 0
                 else:
                     m, wait, vt_d = _batch_move_x_traced(
                         p,
