@@ -16,9 +16,12 @@ each eviction, O(K)), so equal areas are exactly equal and ties fall to time×si
 creation order.
 
 Hint rows are int64 (issued kernel, tensor, from, to) in emission order. The kernels that
-only other kernels call are link-only (`kernel_internal`, g10fast.jit): LLVM optimises and
-compiles them once, inside the three that Python calls (`pass_b`, `main_loop`,
-`place_prefetches`).
+only other kernels call are link-only (`kernel_nonrt_internal`, g10fast.jit): LLVM optimises
+and compiles them once, inside the three that Python calls (`pass_b`, `main_loop`,
+`place_prefetches`). They allocate nothing (the sort's work stacks come from its caller), so
+they are compiled without reference counting: with it, the increments and decrements wrapped
+around each array argument of each call (`area_of`, `cxx_sort`, ...) took about a fifth of
+SENet154-1024's plan.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from g10fast import aot
-from g10fast.jit import kernel, kernel_internal
+from g10fast.jit import kernel, kernel_nonrt_internal
 from g10fast.locations import (  # noqa: F401  (re-exported)
     IN_CPU,
     IN_GPU,
@@ -80,7 +83,7 @@ O_CXX_SORT = 128    # O-10 replay G10's std::sort of the interval list on every 
 # fmt: on
 
 
-@kernel_internal
+@kernel_nonrt_internal
 def bisect_right(a, x):
     lo, hi = 0, a.shape[0]
     while lo < hi:
@@ -92,7 +95,7 @@ def bisect_right(a, x):
     return lo
 
 
-@kernel_internal
+@kernel_nonrt_internal
 def _max(a):
     m = a[0]
     for i in range(1, a.shape[0]):
@@ -157,7 +160,7 @@ def pass_b(
 # bandwidth lanes: cap[4, K] float64, bw[4, K] float64 (estimation), full[4, K] bool
 
 
-@kernel_internal
+@kernel_nonrt_internal
 def walk_forward(cap, bw, full, lane, size, frm):
     """gpu2*_BWgiveIndx: first kernel from `frm` by which `size` bytes fit in the free room.
     `rest` is an integer in G10, so each step truncates toward zero."""
@@ -172,7 +175,7 @@ def walk_forward(cap, bw, full, lane, size, frm):
         k += 1
 
 
-@kernel_internal
+@kernel_nonrt_internal
 def walk_backward(cap, bw, full, lane, size, needed):
     """*2gpu_BWgiveIndx: the latest kernel before `needed` from which `size` bytes arrive."""
     rest = np.int64(size)
@@ -185,7 +188,7 @@ def walk_backward(cap, bw, full, lane, size, needed):
         k -= 1
 
 
-@kernel_internal
+@kernel_nonrt_internal
 def sim_ssd(cap, bw, full, ssd, pcie, size, frm):
     """gpu2ssd_BWsim / ssd2gpu_BWsim: book `size` bytes on an SSD lane from `frm` on, and the
     same bytes on the PCIe lane of the same direction. Returns the last kernel it changed
@@ -213,7 +216,7 @@ def sim_ssd(cap, bw, full, ssd, pcie, size, frm):
     return k
 
 
-@kernel_internal
+@kernel_nonrt_internal
 def sim_pcie(cap, bw, full, pcie, ssd, size, frm, o13):
     """gpu2pcie_BWsim / pcie2gpu_BWsim: book host traffic; load above cap_pcie - cap_ssd
     spills into the SSD lane. O-13 (o13): the whole cumulative excess is added each call.
@@ -247,7 +250,7 @@ def sim_pcie(cap, bw, full, pcie, ssd, size, frm, o13):
     return k
 
 
-@kernel_internal
+@kernel_nonrt_internal
 def book_round_trip(cap, bw, full, host, size, pf, s, o13, changed):
     """Book an eviction's round trip on the host lanes (host) or the SSD lanes: the prefetch
     from kernel pf on, the eviction from kernel s on. Widens `changed` to the kernels whose
@@ -270,7 +273,7 @@ def book_round_trip(cap, bw, full, host, size, pf, s, o13, changed):
 # §5.4 main loop
 
 
-@kernel_internal
+@kernel_nonrt_internal
 def _prefix(est, line, cyc, P1, P2):
     """P1[x] = Σ_{k<x} cyc[k]·[est[k] > line]; P2[x] = Σ_{1<=m<x} cyc[m-1]·[est[m] > line]."""
     K = est.shape[0]
@@ -284,7 +287,7 @@ def _prefix(est, line, cyc, P1, P2):
             P2[k + 1] = P2[k] + (cyc[k - 1] if on else 0)
 
 
-@kernel_internal
+@kernel_nonrt_internal
 def area_of(i, iv_s, iv_e, iv_looped, size, cap, bw, full, P1, P2, est, line, total_cyc, o5):
     """area_can_reduce (spec §5.4) in bytes × cycles: S × the over-capacity kernel time that
     evicting the interval would cover; bandwidth half-windows for non-looped intervals."""
@@ -310,7 +313,7 @@ def area_of(i, iv_s, iv_e, iv_looped, size, cap, bw, full, P1, P2, est, line, to
     return float(S) * float(P1[hi] - P1[lo])
 
 
-@kernel_internal
+@kernel_nonrt_internal
 def _better(a1, t1, i1, a2, t2, i2):
     if a1 != a2:
         return a1 > a2
@@ -319,7 +322,7 @@ def _better(a1, t1, i1, a2, t2, i2):
     return i1 < i2
 
 
-@kernel_internal
+@kernel_nonrt_internal
 def _push(ha, ht, hi, n, a, t, i):
     j = n
     ha[j] = a
@@ -337,7 +340,7 @@ def _push(ha, ht, hi, n, a, t, i):
     return n + 1
 
 
-@kernel_internal
+@kernel_nonrt_internal
 def _pop(ha, ht, hi, n):
     n -= 1
     ha[0] = ha[n]
@@ -361,7 +364,7 @@ def _pop(ha, ht, hi, n):
     return n
 
 
-@kernel_internal
+@kernel_nonrt_internal
 def _rebuild(
     ha,
     ht,
@@ -399,7 +402,7 @@ def _rebuild(
 # the same algorithm for plain keys).
 
 
-@kernel_internal
+@kernel_nonrt_internal
 def _cless(x, y, ka, kt):
     """The area comparator: larger area first; equal non-zero areas by larger time×size."""
     a = ka[x]
@@ -409,7 +412,7 @@ def _cless(x, y, ka, kt):
     return a > b
 
 
-@kernel_internal
+@kernel_nonrt_internal
 def _adjust_heap(perm, first, hole, length, value, ka, kt):
     top = hole
     child = hole
@@ -431,7 +434,7 @@ def _adjust_heap(perm, first, hole, length, value, ka, kt):
     perm[first + hole] = value
 
 
-@kernel_internal
+@kernel_nonrt_internal
 def _heap_sort(perm, first, last, ka, kt):
     length = last - first
     if length >= 2:
@@ -448,9 +451,11 @@ def _heap_sort(perm, first, last, ka, kt):
         _adjust_heap(perm, first, 0, last - first, v, ka, kt)
 
 
-@kernel_internal
-def cxx_sort(perm, ka, kt):
-    """libstdc++'s std::sort of `perm` (interval ids) with `_cless`, in place."""
+@kernel_nonrt_internal
+def cxx_sort(perm, ka, kt, st_f, st_l, st_d):
+    """libstdc++'s std::sort of `perm` (interval ids) with `_cless`, in place; st_f, st_l and
+    st_d are the caller's work stacks (at least len(perm) + 64 entries each: the sort
+    allocates nothing, so it runs without reference counting)."""
     n = perm.shape[0]
     if n < 2:
         return
@@ -459,9 +464,6 @@ def cxx_sort(perm, ka, kt):
     while m > 1:
         m >>= 1
         lg += 1
-    st_f = np.empty(n + 64, dtype=np.int64)
-    st_l = np.empty_like(st_f)
-    st_d = np.empty_like(st_f)
     sp = 0
     st_f[0] = 0
     st_l[0] = n
@@ -550,11 +552,12 @@ def cxx_sort_keys(keys):
     ka = np.empty(n, dtype=np.float64)
     for i in range(n):
         ka[i] = -float(keys[i])
-    cxx_sort(perm, ka, np.zeros(n, dtype=np.float64))
+    st = np.empty((3, n + 64), dtype=np.int64)
+    cxx_sort(perm, ka, np.zeros(n, dtype=np.float64), st[0], st[1], st[2])
     return perm
 
 
-@kernel_internal
+@kernel_nonrt_internal
 def _find(tx, x, lo, hi):
     """The j in [lo, hi) with tx[j] <= x < tx[j+1], clamped to [lo, hi-1]."""
     j = bisect_right(tx, x) - 1
@@ -657,6 +660,7 @@ def main_loop(
     # (cxx) lanes changed since the last sort: the write lanes in kernels lanes[0] ..
     # lanes[1], the read lanes in lanes[2] .. lanes[3] (`book_round_trip`)
     lanes = np.array([K, -1, K, -1], dtype=np.int64)
+    sst = np.empty((3, I + 64), dtype=np.int64)  # (cxx) the sort's work stacks
     while it < max_iter:
         if _max(est) <= target:
             break
@@ -695,7 +699,7 @@ def main_loop(
             lanes[1] = -1
             lanes[2] = K
             lanes[3] = -1
-            cxx_sort(perm, ka, iv_tsz)
+            cxx_sort(perm, ka, iv_tsz, sst[0], sst[1], sst[2])
             c = perm[0]
             if processed[c]:
                 break
