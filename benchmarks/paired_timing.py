@@ -12,6 +12,10 @@ Each measurement is a fresh process running one tree (PYTHONPATH=tree): a warm-u
 BERT-128 under the same policy first (loads the Numba cache, warms the allocator), then the
 timed run of the point; it reports the run's CPU and wall seconds and the process's peak RSS.
 Trees alternate (base, new, base, new, ...), so that a drift of the machine hits both.
+`--side-by-side` runs each pair's two processes at the same time instead, each pinned to a
+CPU of its own (swapped from pair to pair), for a machine whose speed drifts within seconds
+(a shared VM: one tree's runs 1.3-2.2 s where the other's were 1.0-1.3 s, run after run);
+each pair's ratio is recorded too.
 `--compile` also times a cold start of each tree: the Numba caches under the tree removed,
 then BERT-128 lru (compile included). One JSON line per invocation goes to
 benchmarks/results/paired_timing.jsonl, with both trees' commits.
@@ -73,24 +77,38 @@ print(json.dumps(out))
 """
 
 
-def measure(tree: Path, art: Path, point: str, warm: bool = True, trace: str | None = None) -> dict:
-    """One fresh process of `tree`: a warm-up run, then the point's run (written to the event
-    trace `trace`, removed after its rows are counted, when given)."""
+def launch(
+    tree: Path, art: Path, point: str, warm: bool = True, trace: str | None = None, cpu: int | None = None
+) -> subprocess.Popen:
+    """Start one fresh process of `tree` (pinned to CPU `cpu` when given): a warm-up run, then
+    the point's run (written to the event trace `trace`, removed after its rows are counted,
+    when given). `collect` reads its result."""
     model, batch, policy, *host = point.split(":")
     if len(host) > 1:
         raise SystemExit(f"paired_timing: point {point!r}: MODEL:BATCH:POLICY[:HOST_GB] expected")
     env = dict(os.environ, PYTHONPATH=str(tree))
-    p = subprocess.run(
+    return subprocess.Popen(
         [sys.executable, "-c", CHILD, str(art), model, batch, policy, "1" if warm else "0", trace or "-"]
         + host[:1],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
         env=env,
         cwd=str(tree),
+        preexec_fn=None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu})),
     )
+
+
+def collect(p: subprocess.Popen, tree: Path, point: str) -> dict:
+    out, err = p.communicate()
     if p.returncode != 0:
-        raise SystemExit(f"{tree} {point}: {p.stderr[-2000:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+        raise SystemExit(f"{tree} {point}: {err[-2000:]}")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def measure(tree: Path, art: Path, point: str, warm: bool = True, trace: str | None = None) -> dict:
+    """One fresh process of `tree` (`launch`), waited for: its result."""
+    return collect(launch(tree, art, point, warm, trace), tree, point)
 
 
 def clear_numba_cache(tree: Path) -> int:
@@ -112,6 +130,12 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--compile", action="store_true", help="also time a cold start of each tree")
+    ap.add_argument(
+        "--side-by-side",
+        action="store_true",
+        help="run each pair's two processes at once, each pinned to a CPU of its own (the CPUs "
+        "swapped from pair to pair), so that a drift of the machine hits both alike",
+    )
     ap.add_argument("--g10", type=Path, default=ARTIFACT)
     ap.add_argument("--out", type=Path, default=HERE / "results" / "paired_timing.jsonl")
     a = ap.parse_args(argv)
@@ -128,12 +152,21 @@ def main(argv=None) -> int:
             rows[f"cold_start_{name}_s"] = time.perf_counter() - t0
             rows[f"cold_run_{name}_wall_s"] = r["wall_s"]
             sys.stderr.write(f"cold start {name}: {rows[f'cold_start_{name}_s']:.1f} s\n")
+    cpus = sorted(os.sched_getaffinity(0)) if a.side_by_side else []
+    if a.side_by_side and len(cpus) < 2:
+        sys.stderr.write("paired_timing: --side-by-side needs two CPUs\n")
+        return 2
     out = {p: {"base": [], "new": []} for p in a.points}
     for rep in range(a.repeats):
         for point in a.points:
             order = ("base", "new") if rep % 2 == 0 else ("new", "base")
+            if a.side_by_side:
+                procs = {name: launch(trees[name], a.g10, point, cpu=cpus[i]) for i, name in enumerate(order)}
+                got = {name: collect(procs[name], trees[name], point) for name in order}
+            else:
+                got = {name: measure(trees[name], a.g10, point) for name in order}
             for name in order:
-                r = measure(trees[name], a.g10, point)
+                r = got[name]
                 out[point][name].append(r)
                 sys.stderr.write(
                     f"{point} {name}: cpu {r['cpu_s']:.2f} s, wall {r['wall_s']:.2f}"
@@ -157,6 +190,9 @@ def main(argv=None) -> int:
             ),
             "same_result": len(same) == 1,
         }
+        if a.side_by_side:
+            ratios = [n["cpu_s"] / b["cpu_s"] for b, n in zip(d["base"], d["new"])]
+            summary[point]["pair_ratios_new_over_base"] = [round(x, 4) for x in ratios]
     rec = {
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "base": git_commit(trees["base"]),
@@ -164,6 +200,7 @@ def main(argv=None) -> int:
         "machine": os.uname().nodename,
         "cpus": os.cpu_count(),
         "repeats": a.repeats,
+        "side_by_side": a.side_by_side,
         "points": summary,
         **rows,
     }
