@@ -550,17 +550,12 @@ def _batch_move_x(
             if lo < b_lo or lo >= b_hi:
                 if not sw:
                     break
-                ok, tc2, T2, lo2, hi2 = _vt_switch(tt, srt, tc, lo, b_dest, -1)
+                ok, tc, vt_T, vt_d, b_lo, b_hi = _vt_switch(
+                    tt, srt, tc, lo, b_dest, -1, vt_T, vt_d, b_lo, b_hi
+                )
                 if not ok:
                     break
-                if vt_d != 0:
-                    tt[_u(vt_T), TT_RES] += vt_d
-                    vt_d = 0
-                vt_T = T2
-                nT = T2
-                tc = tc2
-                b_lo = lo2
-                b_hi = hi2
+                nT = vt_T
             hi = lru[_u(h * XW + X_HI)]
             if hi - lo < k:
                 k = hi - lo
@@ -579,18 +574,25 @@ def _batch_move_x(
 
 
 @_kernel
-def _vt_switch(tt, srt, tc, v, b_dest, kk):
+def _vt_switch(tt, srt, tc, v, b_dest, kk, vt_T, vt_d, b_lo, b_hi):
     """Whether a run of victims (`_batch_move_x`, `_batch_move_xd`) may go on with victim v,
-    of another tensor than the last victim's, as the page loop would take it: the current
-    kernel does not require v's tensor (else the page loop queues it again), and under
-    DeepUM (kk >= 0, the current kernel) its victims go where the run's go (a dead
-    tensor's are dropped, NOT_PRESENT; a live one's go to b_dest). Returns whether, the
-    lookup's position, the tensor and its pages."""
+    of another tensor than the last victim's (vt_T, pages b_lo..b_hi-1, its pending TT_RES
+    change vt_d), as the page loop would take it: the current kernel does not require v's
+    tensor (else the page loop queues it again), and under DeepUM (kk >= 0, the current
+    kernel) its victims go where the run's go (a dead tensor's are dropped, NOT_PRESENT; a
+    live one's go to b_dest). If so, the last victim's tensor's change is written, as the
+    page loop writes it when it looks the next victim's tensor up. Returns whether, and the
+    lookup's position tc, the victims' tensor, its pending change and its pages (v's when it
+    may go on, else those given)."""
     tc2, T2, lo2, hi2, req2 = _tensor_at(tt, srt, tc, v)
     ok = req2 == 0
     if ok and kk >= 0:
         ok = _is_alive(tt, T2, kk) == (b_dest != NOT_PRESENT)
-    return ok, tc2, T2, lo2, hi2
+    if not ok:
+        return False, tc, vt_T, vt_d, b_lo, b_hi
+    if vt_d != 0:
+        tt[_u(vt_T), TT_RES] += vt_d
+    return True, tc2, T2, np.int64(0), lo2, hi2
 
 
 @_kernel
@@ -656,17 +658,12 @@ def _batch_move_xd(
             if lo < b_lo or lo >= b_hi:
                 if not sw or b_rq:
                     break
-                ok, tc2, T2, lo2, hi2 = _vt_switch(tt, srt, tc, lo, b_dest, kk)
+                ok, tc, vt_T, vt_d, b_lo, b_hi = _vt_switch(
+                    tt, srt, tc, lo, b_dest, kk, vt_T, vt_d, b_lo, b_hi
+                )
                 if not ok:
                     break
-                if vt_d != 0:
-                    tt[_u(vt_T), TT_RES] += vt_d
-                    vt_d = 0
-                vt_T = T2
-                nT = T2
-                tc = tc2
-                b_lo = lo2
-                b_hi = hi2
+                nT = vt_T
             if b_rq:
                 if v0 < 0:
                     v0 = lo

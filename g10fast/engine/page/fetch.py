@@ -503,7 +503,8 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                         True,
                     )
                     if nT >= 0:
-                        # (the victims' tensor changed in the run, `_vt_switch`)
+                        # (the victims' tensor changed in the run, `_vt_switch`; vt_alive
+                        # is read under DeepUM only)
                         vt_T, vt_lo, vt_hi, tc_b = nT, n_lo, n_hi, n_tc
                         vt_req = 0
                 else:
