@@ -403,6 +403,51 @@ def test_pump_window_hand_worked():
     assert pref[3] == [("D", 12)]
 
 
+def _window_gates_twin(blocks, carry, cap, gpu_bytes):
+    """`window_gates` as prefetch.cpp reads: before each pop, the window's bytes with the
+    set's blocks not in it summed again."""
+    from collections import deque
+
+    window, ref, win_bytes, last_pop, pending, gates, pref = deque(), {}, 0, -1, [], [], []
+    for g, B in enumerate(blocks):
+        cur = list(dict.fromkeys(pending + list(B)))
+        while win_bytes + sum(s for b, s in cur if ref.get((b, s), 0) == 0) > cap and window:
+            j, Bj = window.popleft()
+            last_pop = j
+            for key in Bj:
+                ref[key] -= 1
+                if ref[key] == 0:
+                    win_bytes -= key[1]
+        gates.append(last_pop)
+        pref.append([(b, s) for b, s in cur if s <= gpu_bytes])
+        if carry[g]:
+            pending = cur
+            continue
+        pending = []
+        window.append((g, cur))
+        for key in cur:
+            if ref.get(key, 0) == 0:
+                win_bytes += key[1]
+            ref[key] = ref.get(key, 0) + 1
+    return gates, pref
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_pump_window_against_twin(seed):
+    from g10fast.policies.pump import window_gates
+
+    rng = np.random.default_rng(seed)
+    ids = [f"T{i}" for i in range(int(rng.integers(3, 30)))]
+    sizes = {t: int(rng.integers(1, 12)) for t in ids}
+    blocks = [
+        [(t, sizes[t]) for t in rng.choice(ids, size=int(rng.integers(0, 6)))]
+        for _ in range(int(rng.integers(5, 80)))
+    ]
+    carry = [bool(rng.random() < 0.2) for _ in blocks]
+    cap, gpu = int(rng.integers(5, 40)), int(rng.integers(5, 12))
+    assert window_gates(blocks, carry, cap, gpu) == _window_gates_twin(blocks, carry, cap, gpu)
+
+
 # --------------------------------------------------------------------------------------------
 # transfers, options, the runner
 

@@ -126,14 +126,19 @@ def window_gates(blocks: list, carry: list, cap: int, gpu_bytes: int) -> tuple[l
     gates, pref = [], []
     for g, B in enumerate(blocks):
         cur = list(dict.fromkeys(pending + list(B)))
-        need = lambda: win_bytes + sum(s for b, s in cur if ref.get((b, s), 0) == 0)  # noqa
-        while need() > cap and window:
+        # the window's bytes once this set joins it: its own blocks not in the window yet
+        # (`extra`, kept as pops drop blocks of the set from the window)
+        in_cur = set(cur)
+        extra = sum(s for b, s in cur if ref.get((b, s), 0) == 0)
+        while win_bytes + extra > cap and window:
             j, Bj = window.popleft()
             last_pop = j
             for key in Bj:
                 ref[key] -= 1
                 if ref[key] == 0:
                     win_bytes -= key[1]
+                    if key in in_cur:
+                        extra += key[1]
         gates.append(last_pop)
         pref.append([(b, s) for b, s in cur if s <= gpu_bytes])
         if carry[g]:
