@@ -266,11 +266,18 @@ def _window_kernel(
     lastw,
     rb,
     wb,
+    order,
+    act,
+    tmp,
 ):
     """Longest path 0 -> K into L[K+1], pred[K+1], pred_kind[K+1], pred_bytes[K+1]. The
     work arrays come from the caller (`window_bound`: no allocation here, so no reference
     counting and no NumPy allocation code to compile): cc[K+1], ptr (a copy of use_ptr[:-1]),
-    lastw[T], rb[K+1] and wb[K+1] (zeros)."""
+    lastw[T], rb[K+1] and wb[K+1] (zeros), order (the tensors with lo >= 0 by lo, then by
+    id) and act[T], tmp[T]. Only the tensors live at t (lo <= t <= hi: `act`, kept in
+    ascending id order, so every sum adds the same terms in the same order as a pass over all
+    tensors) are visited at t (SENet154-1024: 678 of 4,341 on average); rb and wb are
+    cleared as their sums read them."""
     K = c.shape[0]
     T = size.shape[0]
     L[0] = 0.0
@@ -286,15 +293,42 @@ def _window_kernel(
     # ptr: per tensor, index of its first use >= t
     for x in range(T):
         lastw[x] = -1  # per tensor: the last kernel < t that wrote it
-    # rb: bytes by next use; wb: dirty bytes by version kernel (cleared for each t below)
+    # rb: bytes by next use; wb: dirty bytes by version kernel (zero before each t: the sums
+    # below clear what they read, and every entry written at t is read at t)
+    na = 0
+    oi = 0
+    no = order.shape[0]
     for t in range(K):
+        # the live tensors at t: those of t - 1 still live, and those whose life begins at t
+        nk = 0
+        for i in range(na):
+            x = act[i]
+            if hi[x] >= t:
+                tmp[nk] = x
+                nk += 1
+        oj = oi
+        while oj < no and lo[order[oj]] == t:
+            oj += 1
+        i = 0
+        j = oi
+        na = 0
+        while i < nk or j < oj:
+            if j >= oj or (i < nk and tmp[i] < order[j]):
+                act[na] = tmp[i]
+                i += 1
+                na += 1
+            else:
+                x = order[j]
+                j += 1
+                if hi[x] >= t:
+                    act[na] = x
+                    na += 1
+        oi = oj
         if D[t] > 0.0:
-            for i in range(K + 1):
-                rb[i] = 0.0
-                wb[i] = 0.0
             cand = 0.0
-            for x in range(T):
-                if lo[x] < 0 or lo[x] > t or hi[x] < t or size[x] == 0.0:
+            for ii in range(na):
+                x = act[ii]
+                if size[x] == 0.0:
                     continue
                 p = ptr[x]
                 while use_k[p] < t:
@@ -316,6 +350,7 @@ def _window_kernel(
             acc = 0.0  # dirty bytes of versions >= t0
             for t0 in range(t - 1, -1, -1):
                 acc += wb[t0]
+                wb[t0] = 0.0
                 avail = cand - acc  # clean or older versions
                 f = need - avail
                 if f > 0.0:
@@ -330,6 +365,7 @@ def _window_kernel(
             acc = 0.0  # bytes with next use <= t2
             for t2 in range(t + 1, K):
                 acc += rb[t2]
+                rb[t2] = 0.0
                 avail = cand - acc  # next use after t2, or free
                 f = D[t] - avail
                 fs = Dh[t] - avail
@@ -349,9 +385,8 @@ def _window_kernel(
                         v = L[t] + fs / ssd_in_rate - slack
                         _relax(L, pred, pkind, pbytes, t2, v, t, 3, fs)
         # versions written by kernel t
-        for x in range(T):
-            if lo[x] < 0 or hi[x] < t or lo[x] > t:
-                continue
+        for ii in range(na):
+            x = act[ii]
             p = ptr[x]
             while use_k[p] < t:
                 p += 1
@@ -414,6 +449,9 @@ def window_bound(m: BoundModel) -> WindowBound:
         np.empty(len(m.size), np.int64),
         np.zeros(K + 1),
         np.zeros(K + 1),
+        _live_order(m.lo),
+        np.empty(len(m.size), np.int64),
+        np.empty(len(m.size), np.int64),
     )
     wins = _path(pred, pk, pb, K)
     for wdw in wins:
@@ -426,6 +464,14 @@ def window_bound(m: BoundModel) -> WindowBound:
         wdw["time"] = wdw["bytes"] / rate
         wdw["compute"] = float(m.c[wdw["from"] : wdw["to"]].sum())
     return WindowBound(time=float(L[K]), ideal=float(m.c.sum()), deficit=D, live_bytes=M, windows=wins)
+
+
+def _live_order(lo) -> np.ndarray:
+    """The tensors that have a life (lo >= 0) by its first kernel, then by id
+    (`_window_kernel`'s order)."""
+    lo = np.asarray(lo, dtype=np.int64)
+    ids = np.flatnonzero(lo >= 0)
+    return np.ascontiguousarray(ids[np.argsort(lo[ids], kind="stable")], dtype=np.int64)
 
 
 def window_bound_py(m: BoundModel) -> float:
@@ -670,6 +716,6 @@ aot.export(
     _window_kernel,
     "none(f8[::1], f8[::1], i8[::1], i8[::1], i8[::1], i8[::1],"
     " b1[::1], b1[::1], b1[::1], f8[::1], f8[::1], f8, f8, f8, f8, f8, b1, b1, f8[::1], i8[::1], i8[::1],"
-    " f8[::1], f8[::1], i8[::1], i8[::1], f8[::1], f8[::1])",
+    " f8[::1], f8[::1], i8[::1], i8[::1], f8[::1], f8[::1], i8[::1], i8[::1], i8[::1])",
 )
 aot.export(_cover_kernel, "Tuple((f8, b1))(i8[::1], i8[::1], f8[::1], f8[::1], f8[::1])")
