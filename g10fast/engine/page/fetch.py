@@ -584,13 +584,14 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                 qh, rp, rn = _run_pop(qb, q, qm, qh, qt, rp, rn, full * nb)
                 at_d += full * nb
                 m -= full * nb
+                # (the GPU use rises without victims; the host use falls by the pages from
+                # it and rises by the victims sent to it; the peak inside a tick, its last
+                # page's, is settled with the remainder below)
                 if not b_ev:
                     gpu_used += full * nb
-                elif a_src == IN_CPU and b_dest == IN_CPU:
-                    pass  # (a victim to the host, then its page from the host: no change)
-                elif a_src == IN_CPU:
+                if a_src == IN_CPU:
                     host_used -= full * nb
-                elif b_dest == IN_CPU:
+                if b_ev and b_dest == IN_CPU:
                     host_used += full * nb
                     if host_used > host_peak:
                         host_peak = host_used
