@@ -209,13 +209,38 @@ def test_compiled_entries_equal_the_jit(monkeypatch):
 
 
 @pytest.mark.skipif(not aot.status()["used"], reason="no compiled module here: " + aot.status()["why"])
+def test_compiled_driver_engine_equals_the_jit(monkeypatch):
+    """The driver engine's untraced entry (`tr` None: no event rows, no object-mode sink) under
+    the real driver's defaults and under PUMP's hints and pre-evictions: every result field
+    but the timings equal to the JIT's kernel's, and the entry was called."""
+    from g10fast.api import simulate
+
+    used = {}
+    key = "g10fast.engine.driver.kernels.simulate[None]"
+    entries = {
+        k: [(lambda *a, _f=f, _k=k: used.__setitem__(_k, used.get(_k, 0) + 1) or _f(*a), c) for f, c in v]
+        for k, v in aot._load().items()
+    }
+    for policy in ("uvm", "pump"):
+        monkeypatch.setattr(aot, "_STATE", {"entries": entries, "why": ""})
+        used.clear()
+        compiled = simulate("bert-base", batch=16, system="g10-artifact", policy=policy)
+        assert used.get(key, 0) == 1, used
+        monkeypatch.setattr(aot, "_STATE", {"entries": {}, "why": "test"})
+        jit = simulate("bert-base", batch=16, system="g10-artifact", policy=policy)
+        assert compiled["status"] == "ok"
+        assert _strip_times(compiled) == _strip_times(jit)
+
+
+@pytest.mark.skipif(not aot.status()["used"], reason="no compiled module here: " + aot.status()["why"])
 def test_a_run_the_module_serves_never_imports_numba():
-    # the built-in BERT-base under Base UVM and G10 (the page engine, the planner, the bound):
+    # the built-in BERT-base under Base UVM and G10 (the page engine, the planner, the bound)
+    # and under the driver engine untraced (the real driver's defaults, G10's plan as hints):
     # every kernel it calls from Python is compiled ahead of time, so Numba is never imported
     code = (
         "import sys\n"
         "from g10fast.api import simulate\n"
-        "for p in ('lru', 'prefetch_lru'):\n"
+        "for p in ('lru', 'prefetch_lru', 'uvm', 'g10_driver'):\n"
         "    r = simulate('bert-base', batch=16, system='g10-artifact', policy=p)\n"
         "    assert r['status'] == 'ok', r\n"
         "print(sorted(m for m in ('numba', 'llvmlite') if m in sys.modules))\n"

@@ -355,7 +355,7 @@ def tree_preevict_case(resident, lru_head, npages=1024, need=1):
         0,
         np.zeros((dk.N_TMP, dk.W), np.uint64),
         np.zeros((1, dk.EV_COLS), np.int64),
-        False,
+        None,
         0,
         0,
     )

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from g10fast import aot
 from g10fast.engine.driver import kernels as dk
 from g10fast.errors import InputError, one_of
 from g10fast.workload.model import PAGE_SIZE
@@ -496,7 +497,7 @@ def simulate_driver(
     if prm["gpu_pages"] < 1:
         raise InputError("the GPU holds no page", param="gpu.memory_gb")
     ptr, rs, rn, rw = required_runs(w, required_order)
-    ex = np.asarray(w.exec_cycles if exec_cycles is None else exec_cycles, dtype=np.int64)
+    ex = np.ascontiguousarray(w.exec_cycles if exec_cycles is None else exec_cycles, dtype=np.int64)
     if ex.shape != (K,) or (ex < 0).any():
         raise InputError("exec cycles must be K values >= 0", param="workload.exec_cycles")
     G = n_iter * K
@@ -510,9 +511,9 @@ def simulate_driver(
         free_cyc = rows[5] * int(prm["managed_free_cycles"])
         ex = ex + free_cyc
     iss = np.asarray(hints.issue, np.int64)
-    hs = np.asarray(hints.start_page, np.int64)
-    hn = np.asarray(hints.n_pages, np.int64)
-    hk = np.asarray(hints.kind, np.int64)
+    hs = np.ascontiguousarray(hints.start_page, np.int64)
+    hn = np.ascontiguousarray(hints.n_pages, np.int64)
+    hk = np.ascontiguousarray(hints.kind, np.int64)
     if not (len(iss) == len(hs) == len(hn) == len(hk)):
         raise InputError("hint arrays differ in length", param="plan")
     if len(iss) and ((iss < 0).any() or (iss >= G).any() or (np.diff(iss) < 0).any()):
@@ -523,7 +524,7 @@ def simulate_driver(
         raise InputError("unknown hint kind", param="plan")
     hptr = np.zeros(G + 1, np.int64)
     hptr[1:] = np.cumsum(np.bincount(iss, minlength=G))
-    wait = np.full(G, -1, np.int64) if hints.wait is None else np.asarray(hints.wait, np.int64)
+    wait = np.full(G, -1, np.int64) if hints.wait is None else np.ascontiguousarray(hints.wait, np.int64)
     if wait.shape != (G,) or (wait >= hptr[1:]).any():
         raise InputError("wait must name, per kernel, a hint row issued by then (or -1)", param="plan")
     log_cap = 0
@@ -534,7 +535,7 @@ def simulate_driver(
     ev = np.zeros((max(int(trace_rows), 1) if trace is not None else 1, dk.EV_COLS), np.int64)
     dk._SINK[0] = trace
     try:
-        out = dk.simulate(
+        args = (
             K,
             n_iter,
             ptr,
@@ -568,8 +569,10 @@ def simulate_driver(
             opts.inflight_overlap,
             int(prm["gpu_pages"] * float(hints.preevict_fraction)),
             ev,
-            trace is not None,
         )
+        # untraced: the entry compiled ahead of time (g10fast.aot), `tr` None; traced: the JIT's
+        # kernel with `tr` True (its event rows and object-mode sink compiled in)
+        out = aot.entry(dk.simulate, None)(*args) if trace is None else dk.simulate(*args, True)
     finally:
         dk._SINK[0] = None
     kern, cnt, BG, BH, BS, CH, CS, done, S, lk, lb, nlog = out

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from g10fast.jit import jit
 from g10fast.engine.driver.bits import (
     _emit_runs,
     _kernel,
@@ -71,8 +72,15 @@ from g10fast.engine.driver.bits import (
     ZERO,
 )
 
+# The three operations of every migration and eviction, inlined into their callers (Numba's
+# IR inlining): each call passed 15 arrays and 15 scalars, which LLVM did not inline, a
+# quarter of a PUMP run's engine (benchmarks/results/driver-bulk-journal.md). Each call site
+# compiles the body again (the engine's compile about tripled): paid when the install
+# compiles the untraced engine ahead of time (g10fast.aot), and by a traced run's first use.
+_kernel_inline = jit(_nrt=False, internal=True, inline="always")
 
-@_kernel
+
+@_kernel_inline
 def _evict_range(
     b,
     lo,
@@ -103,8 +111,8 @@ def _evict_range(
     cause,
 ):
     """Evict (write back or drop) the GPU pages of block b at offsets [lo, hi); returns the
-    cycles of the write-back transfers (one per contiguous run to one tier). tr: EVICT
-    events at time tm (value = cause: 1 victim, 0 planned)."""
+    cycles of the write-back transfers (one per contiguous run to one tier). tr (True, or None:
+    no trace): EVICT events at time tm (value = cause: 1 victim, 0 planned)."""
     ne = 0
     nd = 0
     nclean = 0
@@ -158,7 +166,7 @@ def _evict_range(
         cycles += run_cost(tmp, R_H, d2h)
     if nd > nh:
         cycles += run_cost(tmp, R_S, ssd_w)
-    if tr:
+    if tr is not None:
         base = b * VA_PAGES
         if nclean > 0:
             _emit_runs(ev, S, tmp, R_X, base, tm, EV_EVICT, it, k, LOC_GPU, LOC_NONE, cause)
@@ -250,7 +258,7 @@ def _tree_preevict(
     return cycles
 
 
-@_kernel
+@_kernel_inline
 def _make_room(
     b,
     need,
@@ -395,7 +403,7 @@ def _make_room(
     return cycles
 
 
-@_kernel
+@_kernel_inline
 def _land(
     b,
     BG,
@@ -465,7 +473,7 @@ def _land(
         cycles += run_cost(tmp, R_LH, h2d)
     if ns > 0:
         cycles += run_cost(tmp, R_LS, ssd_r)
-    if tr:
+    if tr is not None:
         base = b * VA_PAGES
         if na > 0:
             _emit_runs(ev, S, tmp, R_X, base, tm, EV_ALLOC, it, k, LOC_NONE, LOC_GPU, cause)
@@ -647,7 +655,7 @@ def _discard_range(
         gcount[b] -= ng
         S[S_GPU] -= ng
         cnt[it, C_DISCARD] += ng + noff
-        if tr:
+        if tr is not None:
             base = b * VA_PAGES
             _emit_runs(ev, S, tmp, R_E, base, tm, EV_DEALLOC, it, k, LOC_GPU, LOC_NONE, 0)
             _emit_runs(ev, S, tmp, R_H, base, tm, EV_DEALLOC, it, k, LOC_HOST, LOC_NONE, 0)
@@ -741,7 +749,7 @@ def _empty_block(
     x = ZERO
     for w in range(W):
         x |= BH[b, w] | BS[b, w]
-    if x == ZERO and not tr:
+    if x == ZERO and tr is None:
         # no page populated: the batches zero-fill (no transfer), so the block lands at once;
         # the chunk is found at the first batch, after one fault latency
         S[S_STAMP] += n
@@ -795,7 +803,7 @@ def _empty_block(
         prot[b] = S[S_STAMP]
         for w in range(W):
             tmp[R_MIG, w] = wmask(lo, hi, w)
-        if tr:
+        if tr is not None:
             for w in range(W):
                 f = tmp[R_MIG, w]
                 tmp[R_LH, w] = f & BH[b, w]

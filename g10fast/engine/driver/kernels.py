@@ -24,6 +24,7 @@ import importlib
 
 import numpy as np
 
+from g10fast import aot
 from g10fast.jit import cache_depends_on, kernel
 from g10fast.engine.driver.bits import (
     _emit,
@@ -158,8 +159,11 @@ def simulate(
     its end is max(its end, the arrival) (compute overlaps the wait), else it stalls.
     A HINT_PREEVICT row evicts its range only while more than preevict_pages are on the GPU
     (checked when the row is processed).
-    tr: write the event trace (docs/trace-format.md) through ev int64[cap, EV_COLS]: full
-    buffers go to _SINK[0] (object mode), the last rows stay in ev[:S[S_NEV]]."""
+    tr: True to write the event trace (docs/trace-format.md) through ev int64[cap, EV_COLS]:
+    full buffers go to _SINK[0] (object mode), the last rows stay in ev[:S[S_NEV]]; None for
+    none. A type, not a value: Numba drops every `tr is not None` branch of the untraced
+    compile (its dead-branch pruning of None arguments), so the untraced engine holds no
+    object-mode code and is compiled ahead of time (below)."""
     nb = (npages + VA_PAGES - 1) // VA_PAGES
     BG = np.zeros((nb, W), np.uint64)
     BH = np.zeros((nb, W), np.uint64)
@@ -360,7 +364,7 @@ def _simulate(
             cur = max(row_t[h], pf_free)
             s0 = hint_start[h]
             s1 = min(s0 + hint_n[h], npages)
-            if tr:
+            if tr is not None:
                 hk = hint_kind[h]
                 _emit(
                     ev,
@@ -672,7 +676,7 @@ def _simulate(
                     tmp[R_MIG, w] = m
                     need += popc(m)
                 cnt[it, C_DENSITY] += need - fcount[q]
-                if tr:  # the faulted pages, by where they are
+                if tr is not None:  # the faulted pages, by where they are
                     base = b * VA_PAGES
                     for w in range(W):
                         tmp[R_LH, w] = fbits[q, w] & BH[b, w]
@@ -771,7 +775,7 @@ def _simulate(
         kern[g, K_IN] = cnt[it, C_IN_CPU] + cnt[it, C_IN_SSD] - in0
         kern[g, K_OUT] = cnt[it, C_OUT_CPU] + cnt[it, C_OUT_SSD] - out0
         kern[g, K_GPU] = S[S_GPU]
-        if tr:
+        if tr is not None:
             _emit(ev, S, start, EV_KERNEL, it, k, -1, faults, -1, -1, end)
         cnt[it, C_FAULTS] += faults
         cnt[it, C_BATCHES] += batches
@@ -821,4 +825,15 @@ _reexport()
 cache_depends_on(
     simulate,
     [importlib.import_module(m) for m in ("g10fast.engine.driver.bits", "g10fast.engine.driver.blocks")],
+)
+
+# compiled ahead of time at install (g10fast.aot), untraced (`tr` None): a first run without a
+# compile (a traced run compiles on first use)
+aot.export(
+    simulate,
+    "Tuple((i8[:, ::1], i8[:, ::1], u8[:, ::1], u8[:, ::1], u8[:, ::1], u8[:, ::1], u8[:, ::1], i8[::1],"
+    " i8[::1], i8[::1], i8[::1], i8))(i8, i8, i8[::1], i8[::1], i8[::1], b1[::1], i8[::1], i8[::1], i8[::1],"
+    " i8[::1], i8[::1], i8[::1], i8, i8, i8, i8, i8, i8, i8, i8, i8, i8, b1, i8[::1], i8[::1], i8[::1],"
+    " i8[::1], i8, i8, i1[::1], b1, i8, i8[:, ::1])",
+    bind=(None,),
 )
