@@ -3,8 +3,9 @@ real run: `g10fast warm [POLICY ...]` (default: every registered policy).
 
 The install already compiles the kernels a plain run calls from Python ahead of time
 (g10fast.aot; `g10fast warm` says whether that module is used here, and `--aot` builds it
-again): where it is used, these runs compile what it does not hold (the driver, swap and
-ranks engines' kernels and the variants below); where it is not, everything.
+again): where it is used, these runs compile what it does not hold (the swap and ranks
+engines' kernels, a traced driver run's engine and the variants below); where it is not,
+everything.
 
 Each policy runs once on the default comparison's workload and system (api.DEFAULT_RUN:
 bert-base at batch 64 on g10-artifact with 10 GB of GPU memory; an engine whose record names a

@@ -12,6 +12,7 @@ import pytest
 from driver_twin import Twin, marked_region, twin_params, twin_simulate  # noqa: F401
 from synth import make_workload
 
+from g10fast import aot
 from g10fast.engine.driver import kernels as dk
 from g10fast.engine.driver import (
     DriverHints,
@@ -636,6 +637,35 @@ def test_event_trace_small_buffer_flushes_from_the_kernel():
     simulate_driver(w, tiny_system(chunks=3), opts, trace=b)
     assert len(a.rows) > 10 and all(len(x) == 7 for x in a.rows[:-1])
     assert np.array_equal(np.concatenate(a.rows), np.concatenate(b.rows))
+
+
+def test_traced_engine_compiles_without_inlining(monkeypatch):
+    """A traced run calls `simulate` with `tr` True while the block operations are not to be
+    inlined (`blocks._INLINE` False: the traced engine's compile stays short), and the flag is
+    back to True after it, also when the run raises; an untraced run leaves it True."""
+    seen = []
+    real = dk.simulate
+
+    def spy(*args):
+        seen.append((args[-1], dk.blocks._INLINE[0]))
+        return real(*args)
+
+    monkeypatch.setattr(dk, "simulate", spy)
+    monkeypatch.setattr(aot, "_STATE", {"entries": {}, "why": "test"})
+    w = small_workload(3)
+    rows = []
+    simulate_driver(w, tiny_system(chunks=3), DriverOptions(), trace=rows)
+    simulate_driver(w, tiny_system(chunks=3), DriverOptions())
+    assert seen == [(True, False), (None, True)]
+    assert dk.blocks._INLINE == [True]
+
+    def boom(*args):
+        raise RuntimeError("x")
+
+    monkeypatch.setattr(dk, "simulate", boom)
+    with pytest.raises(RuntimeError):
+        simulate_driver(w, tiny_system(chunks=3), DriverOptions(), trace=rows)
+    assert dk.blocks._INLINE == [True]
 
 
 def test_deepum_learned_hints_follow_the_fault_log():

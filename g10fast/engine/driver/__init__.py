@@ -572,7 +572,7 @@ def simulate_driver(
         )
         # untraced: the entry compiled ahead of time (g10fast.aot), `tr` None; traced: the JIT's
         # kernel with `tr` True (its event rows and object-mode sink compiled in)
-        out = aot.entry(dk.simulate, None)(*args) if trace is None else dk.simulate(*args, True)
+        out = aot.entry(dk.simulate, None)(*args) if trace is None else dk.simulate_traced(*args)
     finally:
         dk._SINK[0] = None
     kern, cnt, BG, BH, BS, CH, CS, done, S, lk, lb, nlog = out

@@ -73,11 +73,23 @@ from g10fast.engine.driver.bits import (
 )
 
 # The three operations of every migration and eviction, inlined into their callers (Numba's
-# IR inlining): each call passed 15 arrays and 15 scalars, which LLVM did not inline, a
-# quarter of a PUMP run's engine (benchmarks/results/driver-bulk-journal.md). Each call site
-# compiles the body again (the engine's compile about tripled): paid when the install
-# compiles the untraced engine ahead of time (g10fast.aot), and by a traced run's first use.
-_kernel_inline = jit(_nrt=False, internal=True, inline="always")
+# IR inlining) in the untraced engine: each call passed 15 arrays and 15 scalars, which LLVM
+# did not inline, a quarter of a PUMP run's engine (benchmarks/results/driver-bulk-journal.md).
+# Each call site compiles the body again (the engine's compile about tripled): paid once, when
+# the install compiles the untraced engine ahead of time (g10fast.aot). A traced run's engine,
+# compiled on its first use (`kernels.simulate_traced`), keeps the calls: its compile stays
+# short. Numba asks `_inline_here` at each call site while it compiles a caller; the answer
+# changes only how the engine is compiled, never what it computes.
+_INLINE = [True]
+
+
+def _inline_here(expr, caller, callee) -> bool:
+    """Numba's inlining cost model (`inline=`): inline unless a traced engine is being
+    compiled (`_INLINE[0]` False, set by `kernels.simulate_traced`)."""
+    return _INLINE[0]
+
+
+_kernel_inline = jit(_nrt=False, internal=True, inline=_inline_here)
 
 
 @_kernel_inline

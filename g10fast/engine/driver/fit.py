@@ -196,7 +196,7 @@ def kernel_features(
     sink = _Sink()
     dk._SINK[0] = sink
     try:
-        kern, cnt, *_, S, _, _, _ = dk.simulate(
+        kern, cnt, *_, S, _, _, _ = dk.simulate_traced(
             1,
             1,
             ptr,
@@ -230,7 +230,6 @@ def kernel_features(
             False,
             1 << 62,
             ev,
-            True,
         )
     finally:
         dk._SINK[0] = None
