@@ -1,6 +1,6 @@
 """Cold start of source trees, paired and alternating: each tree's Numba cache removed, then
-BERT-128 lru (the artifact config) in a fresh process, compile included; with `--job default`
-the default comparison instead (`g10fast run --no-progress` in an empty folder, its table
+BERT-128 lru (the artifact config; `--policy`: another policy) in a fresh process, compile
+included; with `--job default` the default comparison instead (`g10fast run --no-progress` in an empty folder, its table
 compared across trees).
 
     python benchmarks/cold_start.py --trees /tmp/wt-4cfa /tmp/wt-949d . --depths 0 5 13 29
@@ -77,7 +77,7 @@ def aot_status(tree: Path) -> str:
     return p.stdout.strip() or p.stderr.strip()[-200:]
 
 
-def cold_run(tree: Path, art: Path, depth: int = 0, job: str = "bert-lru") -> dict:
+def cold_run(tree: Path, art: Path, depth: int = 0, job: str = "bert-lru", policy: str = "lru") -> dict:
     clear_numba_cache(tree)
     load = os.getloadavg()[0]
     env = dict(os.environ, PYTHONPATH=str(tree))
@@ -87,7 +87,7 @@ def cold_run(tree: Path, art: Path, depth: int = 0, job: str = "bert-lru") -> di
     if job == "default":
         code, args = DEFAULT_CHILD, []
     else:
-        code, args = CHILD, [str(art), "BERT", "128", "lru", "0"]
+        code, args = CHILD, [str(art), "BERT", "128", policy, "0"]
     cmd = (
         [sys.executable, "-c", code, *args]
         if depth == 0
@@ -129,6 +129,12 @@ def main(argv=None) -> int:
         help="one round per depth: extra Python frames below the run (default 0 5 13 29)",
     )
     ap.add_argument("--job", choices=("bert-lru", "default"), default="bert-lru")
+    ap.add_argument(
+        "--policy",
+        default="lru",
+        help="the BERT-128 job's policy (default lru): any registered policy, run on the artifact's"
+        " point as paired_timing.py does (uvm, pump: the driver engine)",
+    )
     ap.add_argument("--g10", type=Path, default=ARTIFACT)
     ap.add_argument("--out", type=Path, default=HERE / "results" / "cold_start.jsonl")
     a = ap.parse_args(argv)
@@ -145,7 +151,7 @@ def main(argv=None) -> int:
         if r % 2:
             order.reverse()
         for name, tree in order:
-            res = cold_run(tree, a.g10, depth, a.job)
+            res = cold_run(tree, a.g10, depth, a.job, a.policy)
             runs[name].append(res)
             sys.stderr.write(
                 f"round {r + 1} {name}: cpu {res['cpu_s']:.1f} s (user "
@@ -167,9 +173,10 @@ def main(argv=None) -> int:
     rec = {
         "date": started,
         "what": "cold start: tree's Numba cache removed, "
-        + ("the default comparison" if a.job == "default" else "BERT-128 lru")
+        + ("the default comparison" if a.job == "default" else f"BERT-128 {a.policy}")
         + " in a fresh process (compile included); CPU of the child (getrusage)",
         "job": a.job,
+        "policy": None if a.job == "default" else a.policy,
         "trees": names,
         "aot": dict(zip(names, aot_status_of)),
         "machine": os.uname().nodename,
