@@ -1,7 +1,7 @@
 """Cold start of source trees, paired and alternating: each tree's Numba cache removed, then
 BERT-128 lru (the artifact config; `--policy`: another policy) in a fresh process, compile
-included; with `--job default` the default comparison instead (`g10fast run --no-progress` in an empty folder, its table
-compared across trees).
+included; with `--job default` the default comparison instead (`g10fast run --no-progress`
+in an empty folder, its table compared across trees).
 
     python benchmarks/cold_start.py --trees /tmp/wt-4cfa /tmp/wt-949d . --depths 0 5 13 29
 
