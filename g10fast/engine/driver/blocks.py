@@ -79,7 +79,9 @@ from g10fast.engine.driver.bits import (
 # the install compiles the untraced engine ahead of time (g10fast.aot). A traced run's engine,
 # compiled on its first use (`kernels.simulate_traced`), keeps the calls: its compile stays
 # short. Numba asks `_inline_here` at each call site while it compiles a caller; the answer
-# changes only how the engine is compiled, never what it computes.
+# changes only how the engine is compiled, never what it computes. (A flag of the process: an
+# untraced engine that another thread compiles while a traced run goes on keeps its calls
+# too, slower and with the same results; with the compiled module it is never compiled.)
 _INLINE = [True]
 
 
