@@ -256,6 +256,24 @@ def test_uniform_state():
     assert pk._uniform_state(ps, 5, 1) == pk.IN_GPU
 
 
+def test_tensor_state_reads_the_resident_count():
+    """`_tensor_state`: the tensor's count of pages in the GPU and not in transfer (TT_RES,
+    kept exact by the engine) decides all (IN_GPU) and some-but-not-all (-1) without a state
+    read: the states given here disagree with it on purpose; with none resident, the states
+    are scanned (`_uniform_state`)."""
+    n = 1_000
+    tt = np.zeros((3, pk.TT_COLS), dtype=np.int64)
+    ps = np.full(3 * n, pk.IN_SSD, dtype=np.uint8)
+    tt[1, pk.TT_RES] = n
+    assert pk._tensor_state(ps, tt, 1, n, n) == pk.IN_GPU
+    tt[1, pk.TT_RES] = 1
+    assert pk._tensor_state(ps, tt, 1, n, n) == -1
+    tt[1, pk.TT_RES] = 0
+    assert pk._tensor_state(ps, tt, 1, n, n) == pk.IN_SSD
+    ps[n + 7] = pk.IN_CPU
+    assert pk._tensor_state(ps, tt, 1, n, n) == -1
+
+
 def test_engine_option_page_bulk():
     """`EngineOptions.page_bulk`: absent from to_dict (and so from configuration hashes)
     while unset, kept when set, and checked."""

@@ -284,6 +284,20 @@ def _uniform_state(pstate, p0, n):
 
 
 @_kernel
+def _tensor_state(pstate, tt, T, p0, n):
+    """`_uniform_state` of tensor T's pages p0 .. p0 + n - 1 (n >= 1), read from its count
+    TT_RES (its pages IN_GPU and not in transfer, kept exact) where that decides it: all of
+    them (IN_GPU) or some but not all (-1) without reading a state; only when none is, the
+    states are scanned."""
+    r = tt[_u(T), TT_RES]
+    if r == n:
+        return np.int64(IN_GPU)
+    if r != 0:
+        return np.int64(-1)
+    return _uniform_state(pstate, p0, n)
+
+
+@_kernel
 def _res_run(pstate, i, end, u):
     """The end of the run of pages i, i + 1, ... (before `end`) whose location and
     in-transfer bits (st & RES_MASK) are u, page i's (`_same_bits`, word-wise)."""
@@ -346,7 +360,7 @@ def _dealloc_bulk(t, T, p0, n, tt, pstate, lru, S, ev):
     stale count and the ring's size are not reloaded from S for each page), and a range whose
     pages are all in one place off the GPU, or on the extent LRU all in the GPU, settled at
     once (and written as one DEALLOC row). Returns the number of pages freed."""
-    u = _uniform_state(pstate, p0, n)
+    u = _tensor_state(pstate, tt, T, p0, n)
     if u >= 0 and u != IN_GPU:
         if u & F_TRANSFER or u == NOT_PRESENT:
             return 0  # in transfer: never freed (O-23); absent: nothing
@@ -437,7 +451,7 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
         if to == IN_GPU and fr != IN_GPU_LEAST and tt[_u(T), TT_RES] != n:
             if S[P_RELEASE] != 0 and pstate[_u(p0)] == 0:
                 _populate(pstate, p0, n, S)
-            u = _uniform_state(pstate, p0, n)
+            u = _tensor_state(pstate, tt, T, p0, n)
             if u >= 0:
                 done = True
                 q = -1
@@ -453,7 +467,7 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
                     queued = n
                     _q_push(qb, S, q, p0, n)
         elif (to == IN_SSD or to == IN_CPU) and tt[_u(T), TT_RES] != 0:
-            u = _uniform_state(pstate, p0, n)
+            u = _tensor_state(pstate, tt, T, p0, n)
             if u >= 0:
                 # (some page resident and not in transfer, so all are)
                 done = True
@@ -553,7 +567,7 @@ def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
     if S[P_BULK] != 0 and n > 0:
         if S[P_RELEASE] != 0 and pstate[_u(p0)] == 0:
             _populate(pstate, p0, n, S)
-        u = _uniform_state(pstate, p0, n)
+        u = _tensor_state(pstate, tt, T, p0, n)
         if u >= 0:
             return _fault_scan_uniform(T, u, o, p0, n, t, pstate, qb, S, ev, trace, k, it)
     # Runs of consecutive pages that share their location and in-transfer bits (st &
