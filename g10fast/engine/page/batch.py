@@ -74,7 +74,7 @@ from g10fast.engine.page.lru import (
     _xd_victim,
 )
 from g10fast.engine.page.release import _drop_release
-from g10fast.engine.page.stages import _count_in, _count_out, _lru_append
+from g10fast.engine.page.stages import _count_in, _count_out, _later_stages_idle, _lru_append
 from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
 
 
@@ -314,6 +314,10 @@ def _streak_ticks(
         stage, evict_ok, f_in, f_in_ssd, f_in_cpu, f_alloc, GPU_CAP, CPU_CAP, SSD_CAP, prm.ALLOC_CAP
     ):
         return 0, cnt  # the tick would go on after its nb pages
+    if not _later_stages_idle(
+        S, stage, -1, gpu_used, host_used, f_in, f_in_ssd, f_in_cpu, f_out, f_out_ssd, f_alloc
+    ):
+        return 0, cnt  # a later stage would take pages after them (`_tick_repeats`)
     ns = (rn - 1) // nb  # the run outlasts the streak: the queue stays as it is
     if t_pages // nb < ns:
         ns = t_pages // nb

@@ -15,7 +15,6 @@ from g10fast.engine.page.layout import (
     GEN_MASK,
     GEN_SHIFT,
     LOC_MASK,
-    NQ,
     PC_ALLOC,
     PC_IN,
     PC_IN_CPU,
@@ -30,6 +29,7 @@ from g10fast.engine.page.layout import (
     P_GPU_CAP,
     P_HOST,
     P_LCAP,
+    P_REPLAY,
     P_SSD_CAP,
     P_XLRU,
     P_XMARGIN,
@@ -59,6 +59,8 @@ from g10fast.engine.page.layout import (
     S_X_NFREE,
     TT_RES,
     _G_PE_SSD,
+    _G_RS_SSD,
+    _STAGE_QUEUE,
     _kernel,
     _u,
 )
@@ -390,18 +392,76 @@ def _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu
 
 
 @_kernel
-def _tick_repeats(S, stage, q, qlen, half, t_next, deepum, wait, c_moved, gpu_used, host_used, nbnd_cap):
-    """Whether a busy tick whose allocating stage `stage` (queue q, `qlen` pages still
-    queued, S[S_QH + q] up to date) has just reached a cap is followed by one that starts
-    with the same stage: no other queue holds a page (the later stages, and the next tick's
-    earlier ones, find nothing), the tick would not start the DeepUM rescue, its end would
-    neither open a transfer period nor resume the waiting kernel, the event loop would take
-    the tick at t_next next (no kernel event due before it, no pause, no queue past half
-    full), and the stage admits a page with the next tick's fresh counters."""
-    for qq in range(NQ):
-        if qq != q and S[S_QT + qq] != S[S_QH + qq]:
+def _later_stages_idle(S, stage, q, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_alloc):
+    """Whether every stage after `stage` (queue q) whose queue holds pages admits none with a
+    tick's counters c_* at its end (GPU use gpu_used, host use host_used): the stage loop then
+    passes each by, untouched (`_stage_admission`), and the tick ends as if they held none."""
+    evict_end = gpu_used < S[P_G] or (
+        c_out < S[P_GPU_CAP] and (host_used < S[P_HOST] or c_out_ssd < S[P_SSD_CAP])
+    )
+    for s2 in range(stage + 1, _G_RS_SSD):
+        qq = _STAGE_QUEUE[s2]
+        if qq == q or S[S_QT + qq] == S[S_QH + qq]:
+            continue
+        if _admit(
+            s2,
+            evict_end,
+            c_in,
+            c_in_ssd,
+            c_in_cpu,
+            c_alloc,
+            S[P_GPU_CAP],
+            S[P_CPU_CAP],
+            S[P_SSD_CAP],
+            S[P_ALLOC_CAP],
+        ):
             return False
-    if deepum and S[S_RESCHED] != 0 and S[S_R_STARTED] == 0 and wait > 0 and c_moved == 0:
+    return True
+
+
+@_kernel
+def _tick_repeats(
+    S,
+    stage,
+    q,
+    qlen,
+    half,
+    t_next,
+    deepum,
+    wait,
+    c_in,
+    c_in_ssd,
+    c_in_cpu,
+    c_out,
+    c_out_ssd,
+    c_alloc,
+    gpu_used,
+    host_used,
+    nbnd_cap,
+):
+    """Whether a busy tick whose allocating stage `stage` (queue q, `qlen` pages still
+    queued, S[S_QH + q] up to date) has just reached a cap, with the tick's counters c_*, is
+    followed by one that starts with the same stage: no queue of an earlier stage holds a
+    page (the next tick, with fresh counters, would run that stage first), the queues of the
+    later stages that hold pages admit none with the counters the tick ends with (the stage
+    loop passes such a stage by, untouched, and the tick ends; with the replay of busy ticks
+    on, P_REPLAY, no other queue may hold a page: those ticks are left to the replay, which
+    takes many at once), the tick would not start the DeepUM rescue, its end would neither
+    open a transfer period nor resume the waiting kernel, the event loop would take the tick
+    at t_next next (no kernel event due before it, no pause, no queue past half full), and
+    the stage admits a page with the next tick's fresh counters."""
+    alone = S[P_REPLAY] != 0
+    for s2 in range(_G_PE_SSD, _G_RS_SSD):
+        qq = _STAGE_QUEUE[s2]
+        if qq == q or S[S_QT + qq] == S[S_QH + qq]:
+            continue
+        if alone or s2 < stage or S[S_QT + qq] - S[S_QH + qq] > half:
+            return False
+    if not _later_stages_idle(
+        S, stage, q, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_alloc
+    ):
+        return False
+    if deepum and S[S_RESCHED] != 0 and S[S_R_STARTED] == 0 and wait > 0 and c_in + c_out == 0:
         return False
     if S[S_XFER] == 0 or S[S_ERROR] != E_NONE:
         return False
