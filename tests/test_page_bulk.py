@@ -274,7 +274,7 @@ def test_tensor_state_reads_the_resident_count():
     assert pk._tensor_state(ps, tt, 1, n, n) == -1
 
 
-def _tick_end_state(replay):
+def _tick_end_state():
     """S of a DeepUM-like busy tick at its end: the GPU full, the host full (line 0), a demand
     run from SSD being fetched and a pre-allocation queued behind it."""
     S = np.zeros(pk.NS, dtype=np.int64)
@@ -284,7 +284,6 @@ def _tick_end_state(replay):
     S[pk.P_CPU_CAP] = 50
     S[pk.P_SSD_CAP] = 10
     S[pk.P_ALLOC_CAP] = 3899
-    S[pk.P_REPLAY] = replay
     S[pk.S_XFER] = 1
     S[pk.S_X_NFREE] = 10
     S[pk.S_EV_PAUSE] = 10
@@ -298,20 +297,18 @@ def test_tick_goes_on_past_later_stages_that_admit_nothing():
     """`_tick_repeats`: a demand fetch from SSD that reached its caps (10 in, 10 victims out
     to SSD, the host full) goes on in place while the pre-allocation queued behind it admits
     no page with the tick's counters (`_later_stages_idle`: no room to evict), but not when
-    it would (an SSD slot left), not when an earlier stage's queue holds pages, and not with
-    the replay of busy ticks on (those ticks are the replay's)."""
+    it would (an SSD slot left), and not when an earlier stage's queue holds pages."""
 
     def repeats(S, c_out_ssd=10):
         return pk._tick_repeats(
             S, pk._G_PF_SSD, pk.Q_PF_SSD, 1, 8, 1000, True, 5, 10, 10, 0, 10, c_out_ssd, 10, 100, 0, 100
         )
 
-    S = _tick_end_state(0)
+    S = _tick_end_state()
     assert pk._later_stages_idle(S, pk._G_PF_SSD, pk.Q_PF_SSD, 100, 0, 10, 10, 0, 10, 10, 10)
     assert repeats(S)
     assert not pk._later_stages_idle(S, pk._G_PF_SSD, pk.Q_PF_SSD, 100, 0, 10, 10, 0, 10, 9, 10)
     assert not repeats(S, c_out_ssd=9)
-    assert not repeats(_tick_end_state(1))
     S[pk.S_QT + pk.Q_PREEVICT_SSD] = 1
     assert not repeats(S)
 

@@ -29,7 +29,6 @@ from g10fast.engine.page.layout import (
     P_GPU_CAP,
     P_HOST,
     P_LCAP,
-    P_REPLAY,
     P_SSD_CAP,
     P_XLRU,
     P_XMARGIN,
@@ -444,18 +443,16 @@ def _tick_repeats(
     followed by one that starts with the same stage: no queue of an earlier stage holds a
     page (the next tick, with fresh counters, would run that stage first), the queues of the
     later stages that hold pages admit none with the counters the tick ends with (the stage
-    loop passes such a stage by, untouched, and the tick ends; with the replay of busy ticks
-    on, P_REPLAY, no other queue may hold a page: those ticks are left to the replay, which
-    takes many at once), the tick would not start the DeepUM rescue, its end would neither
-    open a transfer period nor resume the waiting kernel, the event loop would take the tick
-    at t_next next (no kernel event due before it, no pause, no queue past half full), and
-    the stage admits a page with the next tick's fresh counters."""
-    alone = S[P_REPLAY] != 0
+    loop passes such a stage by, untouched, and the tick ends), the tick would not start the
+    DeepUM rescue, its end would neither open a transfer period nor resume the waiting
+    kernel, the event loop would take the tick at t_next next (no kernel event due before
+    it, no pause, no queue past half full), and the stage admits a page with the next tick's
+    fresh counters."""
     for s2 in range(_G_PE_SSD, _G_RS_SSD):
         qq = _STAGE_QUEUE[s2]
         if qq == q or S[S_QT + qq] == S[S_QH + qq]:
             continue
-        if alone or s2 < stage or S[S_QT + qq] - S[S_QH + qq] > half:
+        if s2 < stage or S[S_QT + qq] - S[S_QH + qq] > half:
             return False
     if not _later_stages_idle(
         S, stage, q, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_alloc
