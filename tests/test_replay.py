@@ -69,7 +69,9 @@ def _run(monkeypatch, w, cfg, hints, replay, counter=None, **kw):
 def test_replayed_ticks_change_nothing(monkeypatch):
     """40 random runs: with the replay, without it, and (every fourth) the per-page reference
     under check=True give the same kernels, traffic, transfer periods, memory use and final
-    page states; together they replay thousands of ticks, in both policies."""
+    page states; together they replay thousands of ticks, in both policies (Base UVM's fewer
+    since its ticks at their caps go on in place past later stages that admit nothing:
+    about 700 of them, against about 5,000 under G10)."""
     replayed = {"lru": 0, "prefetch_lru": 0}
     for seed in range(40):
         w, cfg, hints = _case(seed)
@@ -87,7 +89,7 @@ def test_replayed_ticks_change_nothing(monkeypatch):
             _same(fast, simulate_pages(w, cfg, hints=hints, bulk=False, keep_state=True))
             checked = _run(monkeypatch, w, cfg, hints, True, check=True, keep_state=True)
             _same(fast, checked)
-    assert replayed["lru"] > 2000 and replayed["prefetch_lru"] > 2000, replayed
+    assert replayed["lru"] > 500 and replayed["prefetch_lru"] > 2000, replayed
 
 
 def test_traced_runs_replay_with_the_same_events(monkeypatch):
