@@ -305,9 +305,9 @@ def test_tick_goes_on_past_later_stages_that_admit_nothing():
         )
 
     S = _tick_end_state()
-    assert pk._later_stages_idle(S, pk._G_PF_SSD, pk.Q_PF_SSD, 100, 0, 10, 10, 0, 10, 10, 10)
+    assert pk._later_stages_idle(S, pk._G_PF_SSD, 100, 0, 10, 10, 0, 10, 10, 10)
     assert repeats(S)
-    assert not pk._later_stages_idle(S, pk._G_PF_SSD, pk.Q_PF_SSD, 100, 0, 10, 10, 0, 10, 9, 10)
+    assert not pk._later_stages_idle(S, pk._G_PF_SSD, 100, 0, 10, 10, 0, 10, 9, 10)
     assert not repeats(S, c_out_ssd=9)
     S[pk.S_QT + pk.Q_PREEVICT_SSD] = 1
     assert not repeats(S)

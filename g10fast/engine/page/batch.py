@@ -315,7 +315,7 @@ def _streak_ticks(
     ):
         return 0, cnt  # the tick would go on after its nb pages
     if not _later_stages_idle(
-        S, stage, -1, gpu_used, host_used, f_in, f_in_ssd, f_in_cpu, f_out, f_out_ssd, f_alloc
+        S, stage, gpu_used, host_used, f_in, f_in_ssd, f_in_cpu, f_out, f_out_ssd, f_alloc
     ):
         return 0, cnt  # a later stage would take pages after them (`_tick_repeats`)
     ns = (rn - 1) // nb  # the run outlasts the streak: the queue stays as it is

@@ -391,16 +391,17 @@ def _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu
 
 
 @_kernel
-def _later_stages_idle(S, stage, q, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_alloc):
-    """Whether every stage after `stage` (queue q) whose queue holds pages admits none with a
-    tick's counters c_* at its end (GPU use gpu_used, host use host_used): the stage loop then
-    passes each by, untouched (`_stage_admission`), and the tick ends as if they held none."""
+def _later_stages_idle(S, stage, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_alloc):
+    """Whether every stage after `stage` whose queue holds pages admits none with a tick's
+    counters c_* at its end (GPU use gpu_used, host use host_used): the stage loop then passes
+    each by, untouched (`_stage_admission`), and the tick ends as if they held none. (Each
+    regular stage has a queue of its own, so none of these is `stage`'s.)"""
     evict_end = gpu_used < S[P_G] or (
         c_out < S[P_GPU_CAP] and (host_used < S[P_HOST] or c_out_ssd < S[P_SSD_CAP])
     )
     for s2 in range(stage + 1, _G_RS_SSD):
         qq = _STAGE_QUEUE[s2]
-        if qq == q or S[S_QT + qq] == S[S_QH + qq]:
+        if S[S_QT + qq] == S[S_QH + qq]:
             continue
         if _admit(
             s2,
@@ -455,7 +456,7 @@ def _tick_repeats(
         if s2 < stage or S[S_QT + qq] - S[S_QH + qq] > half:
             return False
     if not _later_stages_idle(
-        S, stage, q, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_alloc
+        S, stage, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_alloc
     ):
         return False
     if deepum and S[S_RESCHED] != 0 and S[S_R_STARTED] == 0 and wait > 0 and c_in + c_out == 0:
