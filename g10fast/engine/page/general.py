@@ -40,6 +40,7 @@ from g10fast.engine.page.layout import (
     RES_MASK,
     S_CUR_KERNEL,
     S_ERROR,
+    S_ES,
     S_ERR_A,
     S_EV_PAUSE,
     S_IN_OPEN,
@@ -64,8 +65,10 @@ from g10fast.engine.page.layout import (
     S_TICK_SEQ,
     S_TICK_TIME,
     S_XFER,
+    S_X_CUR,
     S_X_HEAD,
     S_X_NFREE,
+    S_X_TAIL,
     TT_REQ,
     TT_RES,
     _G_PE_CPU,
@@ -623,6 +626,94 @@ def _next_tick_busy(t, S, bnd_cap, half):
     if S[S_KB_PENDING] and (S[S_KB_TIME] < t or (S[S_KB_TIME] == t and S[S_KB_SEQ] < S[S_TICK_SEQ])):
         return False
     return True
+
+
+# ---- Empty busy ticks ----
+# A busy tick that moves no page (no fetch, eviction or allocation: under DeepUM, say, every
+# stage it admits finds no victim, the scan from the cursor having reached the list's end)
+# and leaves the queues, the LRU positions and the flags it reads as they were at its start
+# is followed by the same tick again and again until the kernel event due: what a tick does
+# is a function of that state, not of its time. `_busy_ticks` keeps a tick's start
+# (`_es_keep`) when the tick before it moved nothing; when that tick moved nothing too and
+# left its start as it was (`_es_same`), the ticks the event loop would run after it before
+# the kernel event (`_es_ticks`), but the last, end in closed form: each takes its sequence
+# number and advances the clock (the transfer period is open, no traffic, no resume).
+
+
+@_kernel
+def _es_keep(S, qb, lru_tail, lru_cur, lru_scan, dum_end, wait, gpu_used, host_used):
+    """Keep a busy tick's start in S[S_ES ...] (see "Empty busy ticks")."""
+    qm = qb.shape[1] - 1
+    for q in range(NQ):
+        h = S[S_QH + q]
+        b = S_ES + 4 * q
+        S[b] = h
+        S[b + 1] = S[S_QT + q]
+        S[b + 2] = qb[q, _u(h & qm), 0] if S[S_QT + q] > h else 0
+        S[b + 3] = qb[q, _u(h & qm), 1] if S[S_QT + q] > h else 0
+    b = S_ES + 4 * NQ
+    S[b] = lru_tail
+    S[b + 1] = lru_cur
+    S[b + 2] = lru_scan
+    S[b + 3] = dum_end
+    S[b + 4] = wait
+    S[b + 5] = gpu_used
+    S[b + 6] = host_used
+    S[b + 7] = S[S_R_STARTED]
+    S[b + 8] = S[S_RESCHED]
+    S[b + 9] = S[S_X_HEAD]
+    S[b + 10] = S[S_X_TAIL]
+    S[b + 11] = S[S_X_NFREE]
+    S[b + 12] = S[S_X_CUR]
+    S[b + 13] = S[S_ERROR]
+
+
+@_kernel
+def _es_same(S, qb, lru_tail, lru_cur, lru_scan, dum_end, wait, gpu_used, host_used):
+    """Whether the state `_es_keep` kept is the state now (see "Empty busy ticks")."""
+    qm = qb.shape[1] - 1
+    for q in range(NQ):
+        h = S[S_QH + q]
+        b = S_ES + 4 * q
+        if S[b] != h or S[b + 1] != S[S_QT + q]:
+            return False
+        if S[S_QT + q] > h and (S[b + 2] != qb[q, _u(h & qm), 0] or S[b + 3] != qb[q, _u(h & qm), 1]):
+            return False
+    b = S_ES + 4 * NQ
+    return (
+        S[b] == lru_tail
+        and S[b + 1] == lru_cur
+        and S[b + 2] == lru_scan
+        and S[b + 3] == dum_end
+        and S[b + 4] == wait
+        and S[b + 5] == gpu_used
+        and S[b + 6] == host_used
+        and S[b + 7] == S[S_R_STARTED]
+        and S[b + 8] == S[S_RESCHED]
+        and S[b + 9] == S[S_X_HEAD]
+        and S[b + 10] == S[S_X_TAIL]
+        and S[b + 11] == S[S_X_NFREE]
+        and S[b + 12] == S[S_X_CUR]
+        and S[b + 13] == S[S_ERROR]
+    )
+
+
+@_kernel
+def _es_ticks(t, S):
+    """How many busy ticks, from the one at time t (which the event loop runs next,
+    `_next_tick_busy`), the event loop would run before its pending kernel event, less the
+    last of them (0 without a pending kernel event): the ticks before the event's time, and
+    the one at its time when the event's sequence number is above that tick's."""
+    if S[S_KB_PENDING] == 0:
+        return 0
+    ii = S[P_II]
+    kb = S[S_KB_TIME]
+    if kb <= t:
+        return 0
+    m = (kb - t + ii - 1) // ii
+    if t + m * ii == kb and S[S_KB_SEQ] > S[S_TICK_SEQ] + m:
+        m += 1
+    return m - 1
 
 
 @_kernel

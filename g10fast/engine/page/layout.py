@@ -289,7 +289,12 @@ S_POOL = S_RECYCLE + 8  # the entries: entry j at S_POOL + 2 j, S_POOL + 2 j + 1
 N_POOL = 32
 S_PM = S_POOL + 2 * N_POOL  # scratch: the pagemap entries of up to N_PM memory pages
 N_PM = 256
-NS = S_PM + N_PM
+# a busy tick's start, kept when the tick before it moved nothing (`_busy_ticks`, "Empty busy
+# ticks"): each queue's head and tail slots and head run, then the LRU positions and flags
+S_ES = S_PM + N_PM
+N_ES = 4 * NQ + 16
+S_ES_COUNT = S_ES + N_ES - 1  # busy ticks ended in closed form so (a statistic)
+NS = S_ES + N_ES
 STALE_BUCKETS = 1 << 16
 
 # run statuses

@@ -18,7 +18,15 @@ from g10fast.engine.page.batch import (
     _tick_params,
 )
 from g10fast.engine.page.fetch import _fetch_fast
-from g10fast.engine.page.general import _general_page, _next_tick_busy, _resume, _tick_end
+from g10fast.engine.page.general import (
+    _es_keep,
+    _es_same,
+    _es_ticks,
+    _general_page,
+    _next_tick_busy,
+    _resume,
+    _tick_end,
+)
 from g10fast.engine.page.helpers import _emit, _no_faults_queued
 from g10fast.engine.page.kernel_begin import _kernel_begin
 from g10fast.engine.page.layout import (
@@ -34,6 +42,7 @@ from g10fast.engine.page.layout import (
     EV_TRANSFER,
     E_NONE,
     NQ,
+    P_BULK,
     P_II,
     P_NUM_ITER,
     P_REPLAY,
@@ -49,6 +58,7 @@ from g10fast.engine.page.layout import (
     S_DEEPUM_END,
     S_DONE,
     S_ERROR,
+    S_ES_COUNT,
     S_EV_PAUSE,
     S_GPU_USED,
     S_HOST_PEAK,
@@ -134,6 +144,8 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule, emit):
     # writes their pages as runs and ticks, and the general path on the ring)
     fast = S[P_RULE] == 0 and (not trace or S[P_XLRU] != 0)
     replay = fast and S[P_REPLAY] != 0
+    # ("Empty busy ticks", page.general): the tick before moved nothing, its start is kept
+    es_armed = False
     while True:
         # ---- a busy tick at time t (§9.2) ----
         # (the rows of its events may extend the open ones of the ticks before: a range row)
@@ -181,6 +193,9 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule, emit):
         n_gen = 0
         if replay:
             rp_mask = _rp_begin(S, qb, pstate, gpu_used, host_used)
+        es_kept = es_armed
+        if es_kept:
+            _es_keep(S, qb, lru_tail, lru_cur, lru_scan, dum_end, wait, gpu_used, host_used)
         fast_block = False  # the general path takes the stage's next page
         rescue = False
         stage = _G_PE_SSD
@@ -387,6 +402,21 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule, emit):
             break
         if not _next_tick_busy(t, S, bnd.shape[0], half):
             break
+        es_armed = not trace and S[P_BULK] != 0 and c_in + c_out + c_alloc == 0
+        if (
+            es_kept
+            and es_armed
+            and (not replay or S[S_RP_MASK] < 0)
+            and _es_same(S, qb, lru_tail, lru_cur, lru_scan, dum_end, wait, gpu_used, host_used)
+        ):
+            # the ticks before the kernel event are this one again: all but the last end here
+            n = _es_ticks(t, S)
+            if n > 0:
+                t += n * S[P_II]
+                S[S_TICK_TIME] = t
+                S[S_TICK_SEQ] += n
+                S[S_SEQ] += n
+                S[S_ES_COUNT] += n
     S[C_IN] = c_in
     S[C_IN_SSD] = c_in_ssd
     S[C_IN_CPU] = c_in_cpu
