@@ -213,3 +213,20 @@ class Collector:
         from g10fast.trace import N_COLS
 
         return np.concatenate(self.parts) if self.parts else np.zeros((0, N_COLS), np.int64)
+
+
+def count_statistic(monkeypatch, slot: int, counter: list):
+    """Make the page engine's run_engine add its statistic S[slot] (S_RP_COUNT, S_ES_COUNT)
+    to counter[0] after each call, and reset it. Returns the run_engine it wraps."""
+    from g10fast.engine.page import kernels as pk
+
+    engine = pk.run_engine
+
+    def counting(*a):
+        status = engine(*a)
+        counter[0] += int(a[8][slot])
+        a[8][slot] = 0
+        return status
+
+    monkeypatch.setattr(pk, "run_engine", counting)
+    return engine

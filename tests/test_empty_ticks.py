@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from synth import assert_same_runs, tiny_cfg
+from synth import assert_same_runs, count_statistic, tiny_cfg
 
 from g10fast.engine.page import kernels as pk
 from g10fast.engine.page import simulate_pages
@@ -47,18 +47,6 @@ def _chain(seed, K=40):
     return w, int(max(n[k] + n[k + 1] + n[K + 1 + k] for k in range(K)))
 
 
-def _counting(monkeypatch, counter):
-    engine = pk.run_engine
-
-    def counting(*a):
-        status = engine(*a)
-        counter[0] += int(a[8][pk.S_ES_COUNT])
-        a[8][pk.S_ES_COUNT] = 0
-        return status
-
-    monkeypatch.setattr(pk, "run_engine", counting)
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_empty_busy_ticks_end_in_closed_form(monkeypatch, seed):
     """DeepUM+ on a chain of kernels, the host line at 0, a quarter of the GPU or above the
@@ -73,7 +61,7 @@ def test_empty_busy_ticks_end_in_closed_form(monkeypatch, seed):
     hints = deepum_hints(w, 4)
     ref = simulate_pages(w, cfg, hints=hints, bulk=False, keep_state=True)
     ended = [0]
-    _counting(monkeypatch, ended)
+    count_statistic(monkeypatch, pk.S_ES_COUNT, ended)
     assert_same_runs(simulate_pages(w, cfg, hints=hints, bulk=True, keep_state=True), ref)
     assert ended[0] > 100_000, ended
 

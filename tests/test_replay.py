@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from synth import Collector, kernel_pages, make_workload, random_hints, tiny_cfg
+from synth import Collector, count_statistic, kernel_pages, make_workload, random_hints, tiny_cfg
 from synth import assert_same_runs as _same
 
 from g10fast.engine import page as page_mod
@@ -43,23 +43,9 @@ def _case(seed):
     return w, cfg, hints
 
 
-def _counting(monkeypatch, counter):
-    """Make pk.run_engine add the ticks each call replays to counter[0]."""
-    engine = pk.run_engine
-
-    def counting(*a):
-        status = engine(*a)
-        counter[0] += int(a[8][pk.S_RP_COUNT])
-        a[8][pk.S_RP_COUNT] = 0
-        return status
-
-    monkeypatch.setattr(pk, "run_engine", counting)
-    return engine
-
-
 def _run(monkeypatch, w, cfg, hints, replay, counter=None, **kw):
     monkeypatch.setattr(page_mod, "REPLAY_DEFAULT", replay)
-    engine = _counting(monkeypatch, counter) if counter is not None else pk.run_engine
+    engine = count_statistic(monkeypatch, pk.S_RP_COUNT, counter) if counter is not None else pk.run_engine
     try:
         return simulate_pages(w, cfg, hints=hints, bulk=True, **kw)
     finally:
@@ -105,7 +91,7 @@ def test_traced_runs_replay_with_the_same_events(monkeypatch):
         replayed += count[0]
         b = _run(monkeypatch, w, cfg, hints, False, trace=sinks[1], keep_state=True)
         per = [0]
-        engine = _counting(monkeypatch, per)
+        engine = count_statistic(monkeypatch, pk.S_RP_COUNT, per)
         c = simulate_pages(w, cfg, hints=hints, bulk=False, trace=sinks[2], keep_state=True)
         monkeypatch.setattr(pk, "run_engine", engine)
         assert per[0] == 0
