@@ -300,18 +300,17 @@ def test_tick_goes_on_past_later_stages_that_admit_nothing():
     it would (an SSD slot left), and not when an earlier stage's queue holds pages."""
 
     qb, tt, srt = _tick_queues()
-    ps = np.zeros(10, dtype=np.uint8)
 
     def repeats(S, c_out_ssd=10):
         return pk._tick_repeats(
-            S, qb, tt, srt, ps, pk._G_PF_SSD, pk.Q_PF_SSD, 1, 8, 1000, True, 5, 10, 10, 0, 10, c_out_ssd,
-            10, 100, 0, 0, 100,
+            S, qb, tt, srt, pk._G_PF_SSD, pk.Q_PF_SSD, 1, 8, 1000, True, 5, 10, 10, 0, 10, c_out_ssd, 10, 100,
+            0, 0, 100,
         )  # fmt: skip
 
     S = _tick_end_state()
-    assert pk._later_stages_idle(S, qb, tt, srt, ps, pk._G_PF_SSD, 100, 0, 0, 10, 10, 0, 10, 10, 10)
+    assert pk._later_stages_idle(S, qb, tt, srt, pk._G_PF_SSD, 100, 0, 0, 10, 10, 0, 10, 10, 10)
     assert repeats(S)
-    assert not pk._later_stages_idle(S, qb, tt, srt, ps, pk._G_PF_SSD, 100, 0, 0, 10, 10, 0, 10, 9, 10)
+    assert not pk._later_stages_idle(S, qb, tt, srt, pk._G_PF_SSD, 100, 0, 0, 10, 10, 0, 10, 9, 10)
     assert not repeats(S, c_out_ssd=9)
     S[pk.S_QT + pk.Q_PREEVICT_SSD] = 1
     assert not repeats(S)
@@ -328,26 +327,21 @@ def _tick_queues():
     return qb, tt, srt
 
 
-def test_tick_goes_on_past_prefetches_without_victims():
-    """`_later_stages_idle` under DeepUM on the extent list: a pre-allocation or a prefetch
-    that admits a page (an SSD slot left to evict to) but whose first page finds no victim
-    (the GPU full, the scan from the cursor at the list's end, its tensor not required, a
-    prefetch's page where its queue says: `_stage_fails`) counts as idle; it does not when its
-    tensor is required, before the scan reached the end, with a free frame, with a prefetch's
-    page elsewhere, or under the LRU policies. A prefetch from SSD that is over so skips the
-    prefetch from the host (as `_next_stage_after_failure` does)."""
+def test_tick_goes_on_past_a_preallocation_without_victims():
+    """`_later_stages_idle` under DeepUM on the extent list: a pre-allocation that admits a
+    page (an SSD slot left to evict to) but whose first page finds no victim (the GPU full,
+    the scan from the cursor at the list's end, its tensor not required: `_prealloc_fails`)
+    counts as idle; it does not when its tensor is required, before the scan reached the
+    end, with a free frame, or under the LRU policies."""
     qb, tt, srt = _tick_queues()
-    ps = np.zeros(10, dtype=np.uint8)
     S = _tick_end_state()
     S[pk.P_DEEPUM] = 1
     S[pk.P_XLRU] = 1
 
-    def idle(gpu_used=100, dum_end=1, c_in_ssd=10):
-        return pk._later_stages_idle(
-            S, qb, tt, srt, ps, pk._G_PF_SSD, gpu_used, 0, dum_end, 10, c_in_ssd, 0, 10, 9, 10
-        )
+    def idle(gpu_used=100, dum_end=1):
+        return pk._later_stages_idle(S, qb, tt, srt, pk._G_PF_SSD, gpu_used, 0, dum_end, 10, 10, 0, 10, 9, 10)
 
-    assert pk._stage_fails(S, qb, tt, srt, ps, pk._G_PREALLOC, 100, 1)
+    assert pk._prealloc_fails(S, qb, tt, srt, 100, 1)
     assert idle()
     assert not idle(dum_end=0)
     assert not idle(gpu_used=99)
@@ -356,25 +350,6 @@ def test_tick_goes_on_past_prefetches_without_victims():
     tt[1, pk.TT_REQ] = 0
     S[pk.P_DEEPUM] = 0
     assert not idle()
-    S[pk.P_DEEPUM] = 1
-    # a prefetch from the host queued too (pages 5-7 in the host): over at once as well
-    qb[pk.Q_PREFETCH_CPU, 0] = (5, 3)
-    S[pk.S_QT + pk.Q_PREFETCH_CPU] = 1
-    assert not idle()  # (page 5 is not in the host)
-    ps[5] = pk.IN_CPU
-    assert pk._stage_fails(S, qb, tt, srt, ps, pk._G_PRE_CPU, 100, 1)
-    assert idle()
-    # a prefetch from SSD before it (admitted: its link not full), over at once, skips it: even
-    # a prefetch from the host that would not be over at once then does not count
-    qb[pk.Q_PREFETCH_SSD, 0] = (6, 1)
-    S[pk.S_QT + pk.Q_PREFETCH_SSD] = 1
-    ps[6] = pk.IN_SSD
-    assert idle(c_in_ssd=0)
-    ps[5] = pk.IN_SSD  # (the prefetch from the host would move page 5 to the other queue)
-    assert not idle()  # (the prefetch from SSD not admitted: the one from the host counts)
-    assert idle(c_in_ssd=0)
-    ps[6] = pk.IN_CPU  # (and not when the prefetch from SSD is not over at once)
-    assert not idle(c_in_ssd=0)
 
 
 def test_engine_option_page_bulk():

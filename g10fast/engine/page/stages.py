@@ -22,6 +22,7 @@ from g10fast.engine.page.layout import (
     PC_OUT,
     PC_OUT_CPU,
     PC_OUT_SSD,
+    Q_PREALLOC,
     P_ALLOC_CAP,
     P_BULK,
     P_CPU_CAP,
@@ -61,8 +62,6 @@ from g10fast.engine.page.layout import (
     TT_RES,
     _G_PE_SSD,
     _G_PREALLOC,
-    _G_PRE_CPU,
-    _G_PRE_SSD,
     _G_RS_SSD,
     _STAGE_QUEUE,
     _kernel,
@@ -397,36 +396,20 @@ def _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu
 
 @_kernel
 def _later_stages_idle(
-    S,
-    qb,
-    tt,
-    srt,
-    pstate,
-    stage,
-    gpu_used,
-    host_used,
-    dum_end,
-    c_in,
-    c_in_ssd,
-    c_in_cpu,
-    c_out,
-    c_out_ssd,
-    c_alloc,
+    S, qb, tt, srt, stage, gpu_used, host_used, dum_end, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_alloc
 ):
     """Whether every stage after `stage` whose queue holds pages admits none with a tick's
-    counters c_* at its end (GPU use gpu_used, host use host_used), or, admitted, is over at
-    its first page without a change (`_stage_fails`; dum_end: DeepUM's scan at the list's
-    end): the stage loop then passes each by (`_stage_admission`; a prefetch from SSD that is
-    over so skips the prefetch from the host, `_next_stage_after_failure`), and the tick ends
-    as if they held none. (Each regular stage has a queue of its own, so none of these is
-    `stage`'s.)"""
+    counters c_* at its end (GPU use gpu_used, host use host_used), or, admitted, ends at its
+    first page without a change (`_prealloc_fails`; dum_end: DeepUM's scan at the list's
+    end): the stage loop then passes each by, untouched (`_stage_admission`), and the tick
+    ends as if they held none. (Each regular stage has a queue of its own, so none of these
+    is `stage`'s.)"""
     evict_end = gpu_used < S[P_G] or (
         c_out < S[P_GPU_CAP] and (host_used < S[P_HOST] or c_out_ssd < S[P_SSD_CAP])
     )
-    skip_cpu = False
     for s2 in range(stage + 1, _G_RS_SSD):
         qq = _STAGE_QUEUE[s2]
-        if S[S_QT + qq] == S[S_QH + qq] or (skip_cpu and s2 == _G_PRE_CPU):
+        if S[S_QT + qq] == S[S_QH + qq]:
             continue
         if _admit(
             s2,
@@ -439,30 +422,22 @@ def _later_stages_idle(
             S[P_CPU_CAP],
             S[P_SSD_CAP],
             S[P_ALLOC_CAP],
-        ):
-            if not _stage_fails(S, qb, tt, srt, pstate, s2, gpu_used, dum_end):
-                return False
-            skip_cpu = s2 == _G_PRE_SSD
+        ) and not (s2 == _G_PREALLOC and _prealloc_fails(S, qb, tt, srt, gpu_used, dum_end)):
+            return False
     return True
 
 
 @_kernel
-def _stage_fails(S, qb, tt, srt, pstate, s2, gpu_used, dum_end):
-    """Whether stage s2 (a prefetch or the pre-allocation), admitted, moves nothing and is
-    over at its first page: under DeepUM on the extent list, with the GPU full and the scan
-    from the cursor at the list's end (dum_end, sticky: O-15), a page of a tensor the current
-    kernel does not require (a prefetch's where its queue says) finds no victim
-    (`_xd_victim`, non-PF; the fast path leaves it to the general path, `_general_page`,
-    which ends the stage without an error or any change)."""
+def _prealloc_fails(S, qb, tt, srt, gpu_used, dum_end):
+    """Whether the pre-allocation stage, admitted, moves nothing and is over at its first
+    page: under DeepUM on the extent list, with the GPU full and the scan from the cursor at
+    the list's end (dum_end, sticky: O-15), a page of a tensor the current kernel does not
+    require finds no victim (`_xd_victim`, non-PF; the fast path leaves it to the general
+    path, `_general_page`, which ends the stage without an error or any change)."""
     if S[P_DEEPUM] == 0 or S[P_XLRU] == 0 or dum_end == 0 or gpu_used < S[P_G]:
         return False
-    q = _STAGE_QUEUE[s2]
-    p = qb[q, _u(S[S_QH + q] & (qb.shape[1] - 1)), 0]
-    if s2 == _G_PRE_SSD or s2 == _G_PRE_CPU:
-        if (np.int64(pstate[_u(p)]) & LOC_MASK) != (IN_SSD if s2 == _G_PRE_SSD else IN_CPU):
-            return False  # (the general path moves it to the other prefetch queue)
-    elif s2 != _G_PREALLOC:
-        return False
+    qm = qb.shape[1] - 1
+    p = qb[Q_PREALLOC, _u(S[S_QH + Q_PREALLOC] & qm), 0]
     return tt[_u(srt[1, _u(_tpos(srt, 0, p))]), TT_REQ] == 0
 
 
@@ -472,7 +447,6 @@ def _tick_repeats(
     qb,
     tt,
     srt,
-    pstate,
     stage,
     q,
     qlen,
@@ -512,7 +486,6 @@ def _tick_repeats(
         qb,
         tt,
         srt,
-        pstate,
         stage,
         gpu_used,
         host_used,
