@@ -299,57 +299,18 @@ def test_tick_goes_on_past_later_stages_that_admit_nothing():
     no page with the tick's counters (`_later_stages_idle`: no room to evict), but not when
     it would (an SSD slot left), and not when an earlier stage's queue holds pages."""
 
-    qb, tt, srt = _tick_queues()
-
     def repeats(S, c_out_ssd=10):
         return pk._tick_repeats(
-            S, qb, tt, srt, pk._G_PF_SSD, pk.Q_PF_SSD, 1, 8, 1000, True, 5, 10, 10, 0, 10, c_out_ssd, 10, 100,
-            0, 0, 100,
-        )  # fmt: skip
+            S, pk._G_PF_SSD, pk.Q_PF_SSD, 1, 8, 1000, True, 5, 10, 10, 0, 10, c_out_ssd, 10, 100, 0, 100
+        )
 
     S = _tick_end_state()
-    assert pk._later_stages_idle(S, qb, tt, srt, pk._G_PF_SSD, 100, 0, 0, 10, 10, 0, 10, 10, 10)
+    assert pk._later_stages_idle(S, pk._G_PF_SSD, 100, 0, 10, 10, 0, 10, 10, 10)
     assert repeats(S)
-    assert not pk._later_stages_idle(S, qb, tt, srt, pk._G_PF_SSD, 100, 0, 0, 10, 10, 0, 10, 9, 10)
+    assert not pk._later_stages_idle(S, pk._G_PF_SSD, 100, 0, 10, 10, 0, 10, 9, 10)
     assert not repeats(S, c_out_ssd=9)
     S[pk.S_QT + pk.Q_PREEVICT_SSD] = 1
     assert not repeats(S)
-
-
-def _tick_queues():
-    """The queues and tensors of `_tick_end_state`: the pre-allocation's head run (pages 5-7)
-    of tensor 1 (pages 4-9), which the current kernel does not require."""
-    qb = np.zeros((pk.NQ, 8, 2), dtype=np.int64)
-    qb[pk.Q_PF_SSD, 0] = (0, 4)
-    qb[pk.Q_PREALLOC, 0] = (5, 3)
-    tt = np.zeros((2, pk.TT_COLS), dtype=np.int64)
-    srt = np.array([[0, 4, 10], [0, 1, 0]], dtype=np.int64)
-    return qb, tt, srt
-
-
-def test_tick_goes_on_past_a_preallocation_without_victims():
-    """`_later_stages_idle` under DeepUM on the extent list: a pre-allocation that admits a
-    page (an SSD slot left to evict to) but whose first page finds no victim (the GPU full,
-    the scan from the cursor at the list's end, its tensor not required: `_prealloc_fails`)
-    counts as idle; it does not when its tensor is required, before the scan reached the
-    end, with a free frame, or under the LRU policies."""
-    qb, tt, srt = _tick_queues()
-    S = _tick_end_state()
-    S[pk.P_DEEPUM] = 1
-    S[pk.P_XLRU] = 1
-
-    def idle(gpu_used=100, dum_end=1):
-        return pk._later_stages_idle(S, qb, tt, srt, pk._G_PF_SSD, gpu_used, 0, dum_end, 10, 10, 0, 10, 9, 10)
-
-    assert pk._prealloc_fails(S, qb, tt, srt, 100, 1)
-    assert idle()
-    assert not idle(dum_end=0)
-    assert not idle(gpu_used=99)
-    tt[1, pk.TT_REQ] = 1
-    assert not idle()
-    tt[1, pk.TT_REQ] = 0
-    S[pk.P_DEEPUM] = 0
-    assert not idle()
 
 
 def test_engine_option_page_bulk():

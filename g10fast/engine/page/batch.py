@@ -274,25 +274,7 @@ def _batch_limit(
 
 @_kernel_stage
 def _streak_ticks(
-    nb,
-    rn,
-    t_pages,
-    ring_room,
-    t,
-    ii,
-    S,
-    qb,
-    tt,
-    srt,
-    stage,
-    is_fetch_s,
-    fsrc,
-    gpu_used,
-    host_used,
-    dum_end,
-    prm,
-    b_dest,
-    c_fed0,
+    nb, rn, t_pages, ring_room, t, ii, S, stage, is_fetch_s, fsrc, gpu_used, host_used, prm, b_dest, c_fed0
 ):
     """A streak of identical busy ticks (issue 23): the fetch fast path's first run of a tick
     that began with fresh counters (c_fed0 its forced eviction destination), nb pages (its
@@ -333,20 +315,7 @@ def _streak_ticks(
     ):
         return 0, cnt  # the tick would go on after its nb pages
     if not _later_stages_idle(
-        S,
-        qb,
-        tt,
-        srt,
-        stage,
-        gpu_used,
-        host_used,
-        dum_end,
-        f_in,
-        f_in_ssd,
-        f_in_cpu,
-        f_out,
-        f_out_ssd,
-        f_alloc,
+        S, stage, gpu_used, host_used, f_in, f_in_ssd, f_in_cpu, f_out, f_out_ssd, f_alloc
     ):
         return 0, cnt  # a later stage would take pages after them (`_tick_repeats`)
     ns = (rn - 1) // nb  # the run outlasts the streak: the queue stays as it is

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from g10fast.engine.page.helpers import _admit, _tick_row, _no_faults_queued, _tensor_at, _tpos
+from g10fast.engine.page.helpers import _admit, _tick_row, _no_faults_queued, _tensor_at
 from g10fast.engine.page.layout import (
     EV_EVICT,
     E_NONE,
@@ -22,11 +22,9 @@ from g10fast.engine.page.layout import (
     PC_OUT,
     PC_OUT_CPU,
     PC_OUT_SSD,
-    Q_PREALLOC,
     P_ALLOC_CAP,
     P_BULK,
     P_CPU_CAP,
-    P_DEEPUM,
     P_G,
     P_GPU_CAP,
     P_HOST,
@@ -58,10 +56,8 @@ from g10fast.engine.page.layout import (
     S_STAT_PAUSE,
     S_XFER,
     S_X_NFREE,
-    TT_REQ,
     TT_RES,
     _G_PE_SSD,
-    _G_PREALLOC,
     _G_RS_SSD,
     _STAGE_QUEUE,
     _kernel,
@@ -395,15 +391,11 @@ def _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu
 
 
 @_kernel
-def _later_stages_idle(
-    S, qb, tt, srt, stage, gpu_used, host_used, dum_end, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_alloc
-):
+def _later_stages_idle(S, stage, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_alloc):
     """Whether every stage after `stage` whose queue holds pages admits none with a tick's
-    counters c_* at its end (GPU use gpu_used, host use host_used), or, admitted, ends at its
-    first page without a change (`_prealloc_fails`; dum_end: DeepUM's scan at the list's
-    end): the stage loop then passes each by, untouched (`_stage_admission`), and the tick
-    ends as if they held none. (Each regular stage has a queue of its own, so none of these
-    is `stage`'s.)"""
+    counters c_* at its end (GPU use gpu_used, host use host_used): the stage loop then passes
+    each by, untouched (`_stage_admission`), and the tick ends as if they held none. (Each
+    regular stage has a queue of its own, so none of these is `stage`'s.)"""
     evict_end = gpu_used < S[P_G] or (
         c_out < S[P_GPU_CAP] and (host_used < S[P_HOST] or c_out_ssd < S[P_SSD_CAP])
     )
@@ -422,31 +414,14 @@ def _later_stages_idle(
             S[P_CPU_CAP],
             S[P_SSD_CAP],
             S[P_ALLOC_CAP],
-        ) and not (s2 == _G_PREALLOC and _prealloc_fails(S, qb, tt, srt, gpu_used, dum_end)):
+        ):
             return False
     return True
 
 
 @_kernel
-def _prealloc_fails(S, qb, tt, srt, gpu_used, dum_end):
-    """Whether the pre-allocation stage, admitted, moves nothing and is over at its first
-    page: under DeepUM on the extent list, with the GPU full and the scan from the cursor at
-    the list's end (dum_end, sticky: O-15), a page of a tensor the current kernel does not
-    require finds no victim (`_xd_victim`, non-PF; the fast path leaves it to the general
-    path, `_general_page`, which ends the stage without an error or any change)."""
-    if S[P_DEEPUM] == 0 or S[P_XLRU] == 0 or dum_end == 0 or gpu_used < S[P_G]:
-        return False
-    qm = qb.shape[1] - 1
-    p = qb[Q_PREALLOC, _u(S[S_QH + Q_PREALLOC] & qm), 0]
-    return tt[_u(srt[1, _u(_tpos(srt, 0, p))]), TT_REQ] == 0
-
-
-@_kernel
 def _tick_repeats(
     S,
-    qb,
-    tt,
-    srt,
     stage,
     q,
     qlen,
@@ -462,7 +437,6 @@ def _tick_repeats(
     c_alloc,
     gpu_used,
     host_used,
-    dum_end,
     nbnd_cap,
 ):
     """Whether a busy tick whose allocating stage `stage` (queue q, `qlen` pages still
@@ -482,20 +456,7 @@ def _tick_repeats(
         if s2 < stage or S[S_QT + qq] - S[S_QH + qq] > half:
             return False
     if not _later_stages_idle(
-        S,
-        qb,
-        tt,
-        srt,
-        stage,
-        gpu_used,
-        host_used,
-        dum_end,
-        c_in,
-        c_in_ssd,
-        c_in_cpu,
-        c_out,
-        c_out_ssd,
-        c_alloc,
+        S, stage, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_alloc
     ):
         return False
     if deepum and S[S_RESCHED] != 0 and S[S_R_STARTED] == 0 and wait > 0 and c_in + c_out == 0:
