@@ -634,68 +634,45 @@ def _next_tick_busy(t, S, bnd_cap, half):
 # and leaves the queues, the LRU positions and the flags it reads as they were at its start
 # is followed by the same tick again and again until the kernel event due: what a tick does
 # is a function of that state, not of its time. `_busy_ticks` keeps a tick's start
-# (`_es_keep`) when the tick before it moved nothing; when that tick moved nothing too and
-# left its start as it was (`_es_same`), the ticks the event loop would run after it before
+# (`_es_state`) when the tick before it moved nothing; when that tick moved nothing too and
+# left its start as it was (`_es_state` again), the ticks the event loop would run after it before
 # the kernel event (`_es_ticks`), but the last, end in closed form: each takes its sequence
 # number and advances the clock (the transfer period is open, no traffic, no resume).
 
 
 @_kernel
-def _es_keep(S, qb, lru_tail, lru_cur, lru_scan, dum_end, wait, gpu_used, host_used):
-    """Keep a busy tick's start in S[S_ES ...] (see "Empty busy ticks")."""
-    qm = qb.shape[1] - 1
-    for q in range(NQ):
-        h = S[S_QH + q]
-        b = S_ES + 4 * q
-        S[b] = h
-        S[b + 1] = S[S_QT + q]
-        S[b + 2] = qb[q, _u(h & qm), 0] if S[S_QT + q] > h else 0
-        S[b + 3] = qb[q, _u(h & qm), 1] if S[S_QT + q] > h else 0
-    b = S_ES + 4 * NQ
-    S[b] = lru_tail
-    S[b + 1] = lru_cur
-    S[b + 2] = lru_scan
-    S[b + 3] = dum_end
-    S[b + 4] = wait
-    S[b + 5] = gpu_used
-    S[b + 6] = host_used
-    S[b + 7] = S[S_R_STARTED]
-    S[b + 8] = S[S_RESCHED]
-    S[b + 9] = S[S_X_HEAD]
-    S[b + 10] = S[S_X_TAIL]
-    S[b + 11] = S[S_X_NFREE]
-    S[b + 12] = S[S_X_CUR]
-    S[b + 13] = S[S_ERROR]
+def _es_slot(S, i, v, keep):
+    """Keep v in S[i] (keep), or whether S[i] holds v."""
+    if keep:
+        S[i] = v
+        return True
+    return S[i] == v
 
 
 @_kernel
-def _es_same(S, qb, lru_tail, lru_cur, lru_scan, dum_end, wait, gpu_used, host_used):
-    """Whether the state `_es_keep` kept is the state now (see "Empty busy ticks")."""
+def _es_state(S, qb, lru_tail, lru_cur, lru_scan, dum_end, wait, gpu_used, host_used, keep):
+    """Keep a busy tick's start in S[S_ES ...] (keep), or whether the state kept is the state
+    now (see "Empty busy ticks"): each queue's head and tail slots and head run, the LRU
+    positions, DeepUM's scan flag, the wait set, the GPU and host use, the rescue flags, the
+    extent list's ends and free records, and the error."""
     qm = qb.shape[1] - 1
+    same = True
     for q in range(NQ):
         h = S[S_QH + q]
+        t = S[S_QT + q]
         b = S_ES + 4 * q
-        if S[b] != h or S[b + 1] != S[S_QT + q]:
-            return False
-        if S[S_QT + q] > h and (S[b + 2] != qb[q, _u(h & qm), 0] or S[b + 3] != qb[q, _u(h & qm), 1]):
-            return False
+        same &= _es_slot(S, b, h, keep) & _es_slot(S, b + 1, t, keep)
+        same &= _es_slot(S, b + 2, qb[q, _u(h & qm), 0] if t > h else 0, keep)
+        same &= _es_slot(S, b + 3, qb[q, _u(h & qm), 1] if t > h else 0, keep)
     b = S_ES + 4 * NQ
-    return (
-        S[b] == lru_tail
-        and S[b + 1] == lru_cur
-        and S[b + 2] == lru_scan
-        and S[b + 3] == dum_end
-        and S[b + 4] == wait
-        and S[b + 5] == gpu_used
-        and S[b + 6] == host_used
-        and S[b + 7] == S[S_R_STARTED]
-        and S[b + 8] == S[S_RESCHED]
-        and S[b + 9] == S[S_X_HEAD]
-        and S[b + 10] == S[S_X_TAIL]
-        and S[b + 11] == S[S_X_NFREE]
-        and S[b + 12] == S[S_X_CUR]
-        and S[b + 13] == S[S_ERROR]
-    )
+    same &= _es_slot(S, b, lru_tail, keep) & _es_slot(S, b + 1, lru_cur, keep)
+    same &= _es_slot(S, b + 2, lru_scan, keep) & _es_slot(S, b + 3, dum_end, keep)
+    same &= _es_slot(S, b + 4, wait, keep) & _es_slot(S, b + 5, gpu_used, keep)
+    same &= _es_slot(S, b + 6, host_used, keep) & _es_slot(S, b + 7, S[S_R_STARTED], keep)
+    same &= _es_slot(S, b + 8, S[S_RESCHED], keep) & _es_slot(S, b + 9, S[S_X_HEAD], keep)
+    same &= _es_slot(S, b + 10, S[S_X_TAIL], keep) & _es_slot(S, b + 11, S[S_X_NFREE], keep)
+    same &= _es_slot(S, b + 12, S[S_X_CUR], keep) & _es_slot(S, b + 13, S[S_ERROR], keep)
+    return same
 
 
 @_kernel

@@ -19,8 +19,7 @@ from g10fast.engine.page.batch import (
 )
 from g10fast.engine.page.fetch import _fetch_fast
 from g10fast.engine.page.general import (
-    _es_keep,
-    _es_same,
+    _es_state,
     _es_ticks,
     _general_page,
     _next_tick_busy,
@@ -195,7 +194,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule, emit):
             rp_mask = _rp_begin(S, qb, pstate, gpu_used, host_used)
         es_kept = es_armed
         if es_kept:
-            _es_keep(S, qb, lru_tail, lru_cur, lru_scan, dum_end, wait, gpu_used, host_used)
+            _es_state(S, qb, lru_tail, lru_cur, lru_scan, dum_end, wait, gpu_used, host_used, True)
         fast_block = False  # the general path takes the stage's next page
         rescue = False
         stage = _G_PE_SSD
@@ -407,7 +406,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule, emit):
             es_kept
             and es_armed
             and (not replay or S[S_RP_MASK] < 0)
-            and _es_same(S, qb, lru_tail, lru_cur, lru_scan, dum_end, wait, gpu_used, host_used)
+            and _es_state(S, qb, lru_tail, lru_cur, lru_scan, dum_end, wait, gpu_used, host_used, False)
         ):
             # the ticks before the kernel event are this one again: all but the last end here
             n = _es_ticks(t, S)
