@@ -301,16 +301,81 @@ def test_tick_goes_on_past_later_stages_that_admit_nothing():
 
     def repeats(S, c_out_ssd=10):
         return pk._tick_repeats(
-            S, pk._G_PF_SSD, pk.Q_PF_SSD, 1, 8, 1000, True, 5, 10, 10, 0, 10, c_out_ssd, 10, 100, 0, 100
+            S, pk._G_PF_SSD, pk.Q_PF_SSD, 1, 8, 1000, True, 5, 10, 10, 0, 10, c_out_ssd, 10, 100, 0, 100, 0
         )
 
     S = _tick_end_state()
-    assert pk._later_stages_idle(S, pk._G_PF_SSD, 100, 0, 10, 10, 0, 10, 10, 10)
+    assert pk._later_stages_idle(S, pk._G_PF_SSD, 100, 0, 10, 10, 0, 10, 10, 10, 0)
     assert repeats(S)
-    assert not pk._later_stages_idle(S, pk._G_PF_SSD, 100, 0, 10, 10, 0, 10, 9, 10)
+    assert not pk._later_stages_idle(S, pk._G_PF_SSD, 100, 0, 10, 10, 0, 10, 9, 10, 0)
     assert not repeats(S, c_out_ssd=9)
+    # (an admitted stage over at once, its bit in `fails`, counts as idle; another's bit does not)
+    assert pk._later_stages_idle(S, pk._G_PF_SSD, 100, 0, 10, 10, 0, 10, 9, 10, 1 << pk._G_PREALLOC)
+    assert not pk._later_stages_idle(S, pk._G_PF_SSD, 100, 0, 10, 10, 0, 10, 9, 10, 1 << pk._G_PRE_CPU)
     S[pk.S_QT + pk.Q_PREEVICT_SSD] = 1
     assert not repeats(S)
+
+
+def _tick_queues():
+    """The queues and tensors of `_tick_end_state`: the pre-allocation's head run (pages 5-7)
+    of tensor 1 (pages 4-9), which the current kernel does not require."""
+    qb = np.zeros((pk.NQ, 8, 2), dtype=np.int64)
+    qb[pk.Q_PF_SSD, 0] = (0, 4)
+    qb[pk.Q_PREALLOC, 0] = (5, 3)
+    tt = np.zeros((2, pk.TT_COLS), dtype=np.int64)
+    srt = np.array([[0, 4, 10], [0, 1, 0]], dtype=np.int64)
+    return qb, tt, srt
+
+
+def test_tick_goes_on_past_prefetches_without_victims():
+    """`_later_stages_idle` under DeepUM on the extent list: a pre-allocation or a prefetch
+    that admits a page (an SSD slot left to evict to) but whose first page finds no victim
+    (the GPU full, the scan from the cursor at the list's end, its tensor not required, a
+    prefetch's page where its queue says: `_fails_at_once`) counts as idle; it does not when its
+    tensor is required, before the scan reached the end, with a free frame, with a prefetch's
+    page elsewhere, or under the LRU policies. A prefetch from SSD that is over so skips the
+    prefetch from the host (as `_next_stage_after_failure` does)."""
+    qb, tt, srt = _tick_queues()
+    ps = np.zeros(10, dtype=np.uint8)
+    S = _tick_end_state()
+    S[pk.P_DEEPUM] = 1
+    S[pk.P_XLRU] = 1
+
+    def idle(gpu_used=100, dum_end=1, c_in_ssd=10):
+        fails = pk._fails_at_once(S, qb, tt, srt, ps, pk._G_PF_SSD, gpu_used, dum_end)
+        return pk._later_stages_idle(S, pk._G_PF_SSD, gpu_used, 0, 10, c_in_ssd, 0, 10, 9, 10, fails)
+
+    assert pk._fails_at_once(S, qb, tt, srt, ps, pk._G_PF_SSD, 100, 1) == 1 << pk._G_PREALLOC
+    assert pk._fails_at_once(S, qb, tt, srt, ps, pk._G_PREALLOC, 100, 1) == 0  # (only later stages)
+    assert idle()
+    assert not idle(dum_end=0)
+    assert not idle(gpu_used=99)
+    tt[1, pk.TT_REQ] = 1
+    assert not idle()
+    tt[1, pk.TT_REQ] = 0
+    S[pk.P_DEEPUM] = 0
+    assert not idle()
+    S[pk.P_DEEPUM] = 1
+    # a prefetch from the host queued too (pages 5-7 in the host): over at once as well
+    qb[pk.Q_PREFETCH_CPU, 0] = (5, 3)
+    S[pk.S_QT + pk.Q_PREFETCH_CPU] = 1
+    assert not idle()  # (page 5 is not in the host)
+    ps[5] = pk.IN_CPU
+    assert pk._fails_at_once(S, qb, tt, srt, ps, pk._G_PF_SSD, 100, 1) == (1 << pk._G_PRE_CPU) | (
+        1 << pk._G_PREALLOC
+    )
+    assert idle()
+    # a prefetch from SSD before it (admitted: its link not full), over at once, skips it: even
+    # a prefetch from the host that would not be over at once then does not count
+    qb[pk.Q_PREFETCH_SSD, 0] = (6, 1)
+    S[pk.S_QT + pk.Q_PREFETCH_SSD] = 1
+    ps[6] = pk.IN_SSD
+    assert idle(c_in_ssd=0)
+    ps[5] = pk.IN_SSD  # (the prefetch from the host would move page 5 to the other queue)
+    assert not idle()  # (the prefetch from SSD not admitted: the one from the host counts)
+    assert idle(c_in_ssd=0)
+    ps[6] = pk.IN_CPU  # (and not when the prefetch from SSD is not over at once)
+    assert not idle(c_in_ssd=0)
 
 
 def test_engine_option_page_bulk():

@@ -274,7 +274,22 @@ def _batch_limit(
 
 @_kernel_stage
 def _streak_ticks(
-    nb, rn, t_pages, ring_room, t, ii, S, stage, is_fetch_s, fsrc, gpu_used, host_used, prm, b_dest, c_fed0
+    nb,
+    rn,
+    t_pages,
+    ring_room,
+    t,
+    ii,
+    S,
+    stage,
+    is_fetch_s,
+    fsrc,
+    gpu_used,
+    host_used,
+    prm,
+    b_dest,
+    c_fed0,
+    fails,
 ):
     """A streak of identical busy ticks (issue 23): the fetch fast path's first run of a tick
     that began with fresh counters (c_fed0 its forced eviction destination), nb pages (its
@@ -286,7 +301,8 @@ def _streak_ticks(
     them; the rest of `_tick_repeats` does not change while such ticks run: no page enters
     another queue, the demand queue stays non-empty, the host and GPU use stay put), then
     `_batch_move` may take up to ns * nb pages at once and the whole ticks among them be
-    ended in closed form. Returns ns (< 2: no streak) and the counters of a whole tick."""
+    ended in closed form (`fails`: the later stages over at once, `_fails_at_once`). Returns
+    ns (< 2: no streak) and the counters of a whole tick."""
     HOST = prm.HOST
     GPU_CAP = prm.GPU_CAP
     CPU_CAP = prm.CPU_CAP
@@ -315,7 +331,7 @@ def _streak_ticks(
     ):
         return 0, cnt  # the tick would go on after its nb pages
     if not _later_stages_idle(
-        S, stage, gpu_used, host_used, f_in, f_in_ssd, f_in_cpu, f_out, f_out_ssd, f_alloc
+        S, stage, gpu_used, host_used, f_in, f_in_ssd, f_in_cpu, f_out, f_out_ssd, f_alloc, fails
     ):
         return 0, cnt  # a later stage would take pages after them (`_tick_repeats`)
     ns = (rn - 1) // nb  # the run outlasts the streak: the queue stays as it is

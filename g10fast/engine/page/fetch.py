@@ -71,6 +71,7 @@ from g10fast.engine.page.stages import (
     _add_traffic,
     _count_in,
     _count_out,
+    _fails_at_once,
     _lru_append,
     _run_pop,
     _tick_repeats,
@@ -166,6 +167,9 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
             # `_tick_repeats`), settling the tick's end and the next tick's start as the
             # loops around would
             S[S_QH + q] = qh
+            fails = 0  # (`_fails_at_once`: DeepUM only)
+            if deepum and dum_end:
+                fails = _fails_at_once(S, qb, tt, srt, pstate, stage, gpu_used, dum_end)
             if not _tick_repeats(
                 S,
                 stage,
@@ -184,6 +188,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                 gpu_used,
                 host_used,
                 bnd.shape[0],
+                fails,
             ):
                 if forced:
                     stage += 1
@@ -296,6 +301,9 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                     )
                 )
             ):
+                fails = 0
+                if deepum and dum_end:
+                    fails = _fails_at_once(S, qb, tt, srt, pstate, stage, gpu_used, dum_end)
                 ns, f_cnt = _streak_ticks(
                     nb,
                     rn,
@@ -312,6 +320,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                     prm,
                     b_dest if b_ev else NOT_PRESENT,
                     c_fed,
+                    fails,
                 )
                 if b_ev and b_dest == IN_CPU and a_src != IN_CPU and (HOST - 1 - host_used) // nb < ns:
                     # (ticks with victims to the host, not full: its use rises by nb a
@@ -352,6 +361,9 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                 # takes at most one from it), and starts the rescue when the tick moved
                 # nothing. Victims to the host raise its use by nb a tick: the streak stops
                 # short of the line (no tick's end nor start then sees it full)
+                fails = 0
+                if deepum and dum_end:
+                    fails = _fails_at_once(S, qb, tt, srt, pstate, stage, gpu_used, dum_end)
                 ns, f_cnt = _streak_ticks(
                     nb,
                     rn,
@@ -368,6 +380,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                     prm,
                     b_dest,
                     c_fed,
+                    fails,
                 )
                 if b_dest == IN_CPU and (HOST - 1 - host_used) // nb < ns:
                     ns = (HOST - 1 - host_used) // nb

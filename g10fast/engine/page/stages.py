@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from g10fast.engine.page.helpers import _admit, _tick_row, _no_faults_queued, _tensor_at
+from g10fast.engine.page.helpers import _admit, _tick_row, _no_faults_queued, _tensor_at, _tpos
 from g10fast.engine.page.layout import (
     EV_EVICT,
     E_NONE,
@@ -25,6 +25,7 @@ from g10fast.engine.page.layout import (
     P_ALLOC_CAP,
     P_BULK,
     P_CPU_CAP,
+    P_DEEPUM,
     P_G,
     P_GPU_CAP,
     P_HOST,
@@ -56,8 +57,12 @@ from g10fast.engine.page.layout import (
     S_STAT_PAUSE,
     S_XFER,
     S_X_NFREE,
+    TT_REQ,
     TT_RES,
     _G_PE_SSD,
+    _G_PREALLOC,
+    _G_PRE_CPU,
+    _G_PRE_SSD,
     _G_RS_SSD,
     _STAGE_QUEUE,
     _kernel,
@@ -391,17 +396,22 @@ def _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu
 
 
 @_kernel
-def _later_stages_idle(S, stage, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_alloc):
+def _later_stages_idle(
+    S, stage, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_alloc, fails
+):
     """Whether every stage after `stage` whose queue holds pages admits none with a tick's
-    counters c_* at its end (GPU use gpu_used, host use host_used): the stage loop then passes
-    each by, untouched (`_stage_admission`), and the tick ends as if they held none. (Each
-    regular stage has a queue of its own, so none of these is `stage`'s.)"""
+    counters c_* at its end (GPU use gpu_used, host use host_used), or, admitted, is over at
+    its first page without a change (its bit in `fails`, `_fails_at_once`): the stage loop
+    then passes each by (`_stage_admission`; a prefetch from SSD that is over so skips the
+    prefetch from the host, `_next_stage_after_failure`), and the tick ends as if they held
+    none. (Each regular stage has a queue of its own, so none of these is `stage`'s.)"""
     evict_end = gpu_used < S[P_G] or (
         c_out < S[P_GPU_CAP] and (host_used < S[P_HOST] or c_out_ssd < S[P_SSD_CAP])
     )
+    skip_cpu = False
     for s2 in range(stage + 1, _G_RS_SSD):
         qq = _STAGE_QUEUE[s2]
-        if S[S_QT + qq] == S[S_QH + qq]:
+        if S[S_QT + qq] == S[S_QH + qq] or (skip_cpu and s2 == _G_PRE_CPU):
             continue
         if _admit(
             s2,
@@ -415,8 +425,38 @@ def _later_stages_idle(S, stage, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, 
             S[P_SSD_CAP],
             S[P_ALLOC_CAP],
         ):
-            return False
+            if (fails >> s2) & 1 == 0:
+                return False
+            skip_cpu = s2 == _G_PRE_SSD
     return True
+
+
+@_kernel
+def _fails_at_once(S, qb, tt, srt, pstate, stage, gpu_used, dum_end):
+    """The stages after `stage` (bit s2 for stage s2) that, admitted, move nothing and are
+    over at their first page: under DeepUM on the extent list, with the GPU full (gpu_used)
+    and the scan from the cursor at the list's end (dum_end, sticky: O-15), a prefetch or the
+    pre-allocation whose first page (a prefetch's where its queue says) is of a tensor the
+    current kernel does not require finds no victim (`_xd_victim`, non-PF; the fast path
+    leaves it to the general path, `_general_page`, which ends the stage without an error or
+    any change). 0 for every other policy or state. Computed by the caller, outside the
+    checks of a tick's end (`_later_stages_idle`), which take the mask as a scalar."""
+    if S[P_DEEPUM] == 0 or S[P_XLRU] == 0 or dum_end == 0 or gpu_used < S[P_G]:
+        return 0
+    qm = qb.shape[1] - 1
+    m = 0
+    for s2 in range(max(stage + 1, _G_PRE_SSD), _G_PREALLOC + 1):
+        q = _STAGE_QUEUE[s2]
+        if S[S_QT + q] == S[S_QH + q]:
+            continue
+        p = qb[q, _u(S[S_QH + q] & qm), 0]
+        if s2 != _G_PREALLOC and (np.int64(pstate[_u(p)]) & LOC_MASK) != (
+            IN_SSD if s2 == _G_PRE_SSD else IN_CPU
+        ):
+            continue  # (the general path moves it to the other prefetch queue)
+        if tt[_u(srt[1, _u(_tpos(srt, 0, p))]), TT_REQ] == 0:
+            m |= 1 << s2
+    return m
 
 
 @_kernel
@@ -438,13 +478,15 @@ def _tick_repeats(
     gpu_used,
     host_used,
     nbnd_cap,
+    fails,
 ):
     """Whether a busy tick whose allocating stage `stage` (queue q, `qlen` pages still
     queued, S[S_QH + q] up to date) has just reached a cap, with the tick's counters c_*, is
     followed by one that starts with the same stage: no queue of an earlier stage holds a
     page (the next tick, with fresh counters, would run that stage first), the queues of the
-    later stages that hold pages admit none with the counters the tick ends with (the stage
-    loop passes such a stage by, untouched, and the tick ends), the tick would not start the
+    later stages that hold pages admit none with the counters the tick ends with, or are over
+    at their first page (`fails`, `_fails_at_once`; the stage loop passes such a stage by,
+    untouched, and the tick ends), the tick would not start the
     DeepUM rescue, its end would neither open a transfer period nor resume the waiting
     kernel, the event loop would take the tick at t_next next (no kernel event due before
     it, no pause, no queue past half full), and the stage admits a page with the next tick's
@@ -456,7 +498,7 @@ def _tick_repeats(
         if s2 < stage or S[S_QT + qq] - S[S_QH + qq] > half:
             return False
     if not _later_stages_idle(
-        S, stage, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_alloc
+        S, stage, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_alloc, fails
     ):
         return False
     if deepum and S[S_RESCHED] != 0 and S[S_R_STARTED] == 0 and wait > 0 and c_in + c_out == 0:
