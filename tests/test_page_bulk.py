@@ -12,7 +12,7 @@ import pytest
 from synth import Collector, kernel_pages, make_workload, random_hints, tiny_cfg
 
 from g10fast.engine.page import kernels as pk
-from g10fast.engine.page import simulate_pages
+from g10fast.engine.page import _extent_records, simulate_pages
 from g10fast.trace_ranges import per_page
 
 
@@ -507,3 +507,109 @@ def test_gpu_states_against_page_loop():
         b = base.copy()
         assert pk._gpu_states(b, p, n) == nw, (p, n)
         assert np.array_equal(a, b), (p, n)
+
+
+def test_tensor_state_known_zero():
+    """TT_Z (every state of the tensor known to be 0) decides NOT_PRESENT without a state
+    read: the states given here disagree with it on purpose."""
+    n = 1_000
+    tt = np.zeros((2, pk.TT_COLS), dtype=np.int64)
+    tt[1, pk.TT_START], tt[1, pk.TT_NP] = n, n
+    ps = np.full(2 * n, pk.IN_CPU, dtype=np.uint8)
+    assert pk._tensor_state(ps, tt, 1, n, n) == pk.IN_CPU
+    tt[1, pk.TT_Z] = 1
+    assert pk._tensor_state(ps, tt, 1, n, n) == pk.NOT_PRESENT
+
+
+def test_clear_loc_against_page_loop():
+    """`_clear_loc` (word-wise) leaves the states the page loop it replaced leaves, and
+    returns their bits OR-ed together, from every alignment and length."""
+    rng = np.random.default_rng(12)
+    for _ in range(400):
+        ps = _runs_states(rng, 300)
+        if rng.random() < 0.5:
+            ps &= pk.LOC_MASK  # (often all zero after)
+        p = int(rng.integers(0, 290))
+        n = int(rng.integers(0, 300 - p))
+        ref = ps.copy()
+        acc = 0
+        for i in range(p, p + n):
+            ref[i] = int(ref[i]) & ~pk.LOC_MASK
+            acc |= int(ref[i])
+        got = pk._clear_loc(ps, p, n)
+        assert np.array_equal(ps, ref)
+        assert (int(got) == 0) == (acc == 0)
+
+
+@pytest.mark.parametrize("loc", [pk.IN_CPU, pk.IN_GPU])
+def test_dealloc_bulk_marks_known_zero(loc):
+    """A pre-deallocation that leaves every state of the tensor 0 sets TT_Z (all on the host;
+    all in the GPU on the extent list), one that leaves a flag or a generation does not."""
+    n_pages, p0, n = 64, 8, 40
+    for extra in (0, 1 << pk.GEN_SHIFT):
+        pstate = np.zeros(n_pages, dtype=np.uint8)
+        pstate[p0 : p0 + n] = loc
+        pstate[p0 + n - 1] |= extra
+        S = np.zeros(pk.NS, dtype=np.int64)
+        tt = np.zeros((1, pk.TT_COLS), dtype=np.int64)
+        tt[0, pk.TT_START], tt[0, pk.TT_NP] = p0, n
+        if loc == pk.IN_GPU:
+            S[pk.P_XLRU] = 1
+            S[pk.S_X_HEAD] = -1
+            S[pk.S_X_TAIL] = -1
+            S[pk.P_LCAP] = 1 << 62
+            lru = _extent_records(16, S)
+            tt[0, pk.TT_XH] = -1
+            pstate[p0 : p0 + n] = pk.NOT_PRESENT
+            assert pk._x_arrive(lru, S, tt, pstate, 0, p0, n, 0) == 0  # (the list: the tensor)
+            tt[0, pk.TT_RES] = n
+            pstate[p0 : p0 + n] = loc
+            pstate[p0 + n - 1] |= extra
+            S[pk.S_GPU_USED] = n
+        else:
+            lru = np.zeros(8, dtype=np.int64)
+            S[pk.S_HOST_USED] = n
+        ev = np.zeros((1, pk.EV_COLS), dtype=np.int64)
+        assert pk._dealloc_bulk(0, 0, p0, n, tt, pstate, lru, S, ev) == n
+        assert not np.any(pstate & pk.LOC_MASK)
+        assert tt[0, pk.TT_Z] == (1 if extra == 0 else 0)
+
+
+def test_fault_scan_known_zero():
+    """`_fault_scan` of a tensor whose states are known to be 0 (TT_Z) leaves what it leaves
+    when it reads them, and clears TT_Z."""
+    n_pages, p0, n = 300, 40, 200
+    out = []
+    for z in (0, 1):
+        pstate = np.zeros(n_pages, dtype=np.uint8)
+        tt = np.zeros((1, pk.TT_COLS), dtype=np.int64)
+        tt[0, pk.TT_START], tt[0, pk.TT_NP], tt[0, pk.TT_Z] = p0, n, z
+        qb = np.zeros((pk.NQ, 64, 2), dtype=np.int64)
+        S = np.zeros(pk.NS, dtype=np.int64)
+        S[pk.P_BULK] = 1
+        S[pk.S_WAIT] = 3
+        ev = np.zeros((8, pk.EV_COLS), dtype=np.int64)
+        r = pk._fault_scan(0, True, 123, tt, pstate, qb, S, ev, False, 5, 2)
+        assert tt[0, pk.TT_Z] == 0
+        out.append((r, pstate, qb, S))
+    (ra, *a), (rb, *b) = out
+    assert ra == rb
+    for x, y in zip(a, b):
+        assert np.array_equal(x, y)
+    assert np.all(b[0][p0 : p0 + n] == pk.F_TRANSFER | pk.F_WAIT) and b[2][pk.S_WAIT] == 3 + n
+
+
+def test_checker_finds_broken_known_zero():
+    """The invariant checker's scan names a tensor whose states TT_Z says are 0 when one is
+    not."""
+    from g10fast.engine.page.check import _zero_known_broken
+
+    tt = np.zeros((3, pk.TT_COLS), dtype=np.int64)
+    tt[:, pk.TT_START] = [0, 10, 20]
+    tt[:, pk.TT_NP] = 10
+    tt[:, pk.TT_Z] = [1, 0, 1]
+    pstate = np.zeros(30, dtype=np.uint8)
+    pstate[15] = pk.IN_CPU  # (tensor 1: not known to be 0)
+    assert _zero_known_broken(tt, pstate) == -1
+    pstate[29] = pk.F_WAIT
+    assert _zero_known_broken(tt, pstate) == 2

@@ -28,7 +28,7 @@ PS = mmap.PAGESIZE
 if NO_JIT:
 
     def _call(pstate, p0, n, S):
-        pk._release_free(pstate, p0, n, S)
+        pk._release_free(pstate, p0, n, S, False)
 
     def _call_populate(pstate, p0, n, S):
         pk._populate(pstate, p0, n, S)
@@ -45,7 +45,7 @@ else:
 
     @njit
     def _call(pstate, p0, n, S):  # (the kernels have no CPython wrapper)
-        pk._release_free(pstate, p0, n, S)
+        pk._release_free(pstate, p0, n, S, False)
 
     @njit
     def _call_populate(pstate, p0, n, S):

@@ -443,6 +443,9 @@ def simulate_pages(
     rule = rules.eviction_kernel(sp.eviction)
     own_rule = sp.eviction not in rules.BUILTIN
     bulk = bulk and not own_rule
+    if sp.is_uvm and bulk:
+        # every state 0 at the start but the global tensors' (IN_SSD): known (TT_Z)
+        tt[:, pk.TT_Z] = (tnp > 0) & ~np.asarray(w.is_global, dtype=bool)
     S = np.zeros(pk.NS, dtype=np.int64)
     # The LRU list: for the LRU policies in the bulk engine, extents (page.lru, "The LRU
     # list as extents"); else the reference ring of page entries.
@@ -591,6 +594,7 @@ def simulate_pages(
                 lambda: _queued_pages(qb, S),
                 last=status == pk.ST_DONE,
                 extents=(lru, tt) if xl and sp.is_uvm else None,
+                tt=tt if bulk and sp.is_uvm else None,
             )
         if xl and S[pk.S_X_NFREE] < 2 * S[pk.P_XMARGIN]:
             lru = _extent_records(2 * len(lru) // pk.XW + 2 * int(S[pk.P_XMARGIN]), S, lru)

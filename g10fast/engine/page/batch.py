@@ -172,7 +172,7 @@ def _next_stage_after_failure(stage):
     return _G_PREALLOC if stage == _G_PRE_SSD else stage + 1
 
 
-@_kernel_stage
+@_kernel_page
 def _stage_admission(
     stage,
     rescue,
@@ -542,7 +542,7 @@ def _victim_rows(emit, ev, S, em, off, lo, j, dest):
     )
 
 
-@_kernel_stage
+@_kernel_page
 def _batch_move_x(
     p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait, vt_d, srt, tc, vt_T, sw
 ):
@@ -628,7 +628,7 @@ def _victims_requeued(pstate, lo, j, wait):
     return wait
 
 
-@_kernel_stage
+@_kernel_page
 def _batch_move_xd(
     p,
     nb,
@@ -902,7 +902,7 @@ def _fast_victim(
     return vslot, v, vst0, tc_c, wt_lo, wt_hi, wt_win
 
 
-@_kernel
+@_kernel_page
 def _q_push_served(qb, S, q, qm, qh, qt, rp, rn, rq, v, n):
     """Queue pages v .. v + n - 1 to queue rq while `_fetch_fast` serves queue q, whose head
     run (rp, rn at slot qh; qt its tail) it keeps in locals: for rq == q the head run is put

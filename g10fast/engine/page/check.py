@@ -9,7 +9,8 @@ every flush of the event buffer), `PageChecker.check` asserts:
 * at a page-table scan: each page is in exactly one place and the engine's counters agree
   with the page table (GPU pages = the GPU count, host pages = the host count); every page
   marked in transfer is in exactly one queue; the extent LRU's list and chains hold exactly
-  the resident pages (`extent_lru_problem`, a Numba kernel);
+  the resident pages (`extent_lru_problem`, a Numba kernel); every tensor whose states the
+  bulk engine knows to be 0 (TT_Z) has only zero states;
 * with the event stream (`check="full"`, or whenever the run writes an event trace anyway):
   bytes moved = bytes arrived: the pages that arrived in the GPU less those that left it
   equal the GPU count, likewise for the host and the SSD (summed as the stream is written,
@@ -84,6 +85,18 @@ def _count_states(pstate, words, out):
     out[3] = n3
     out[4] = nt
     out[5] = nr
+
+
+@kernel_nonrt
+def _zero_known_broken(tt, pstate):
+    """The first tensor whose states TT_Z says are all 0 and one of which is not, or -1."""
+    for T in range(tt.shape[0]):
+        if tt[T, pk.TT_Z] != 0:
+            p0 = tt[T, pk.TT_START]
+            for p in range(p0, p0 + tt[T, pk.TT_NP]):
+                if pstate[p] != 0:
+                    return T
+    return -1
 
 
 def count_states(pstate: np.ndarray) -> np.ndarray:
@@ -191,10 +204,11 @@ class PageChecker:
             f"invariant broken at kernel {k} ({name}), iteration {int(S[pk.S_CUR_ITER])}: {what}"
         )
 
-    def check(self, S, pstate, pcie, queued_pages, last: bool = False, extents=None) -> None:
+    def check(self, S, pstate, pcie, queued_pages, last: bool = False, extents=None, tt=None) -> None:
         """queued_pages: the pages the queues hold, or a function that counts them (called
         only when the page table is scanned). extents: (lru, tt) of an extent-LRU run, checked
-        with the page table (`extent_lru_problem`)."""
+        with the page table (`extent_lru_problem`). tt: the tensor table of a bulk run, whose
+        TT_Z column is checked with the page table."""
         t0 = time.perf_counter()
         self.engine_s += t0 - self._since
         sp = self.sp
@@ -223,12 +237,12 @@ class PageChecker:
             else self.checks % self.scan_every == 0
         ):
             t1 = time.perf_counter()
-            self._scan(S, pstate, gpu, host, s, queued_pages, extents)
+            self._scan(S, pstate, gpu, host, s, queued_pages, extents, tt)
             self.next_scan_s = time.perf_counter() - t1  # the next one: as long
             self.scan_s += time.perf_counter() - t0
         self._since = time.perf_counter()
 
-    def _scan(self, S, pstate, gpu, host, s, queued_pages, extents):
+    def _scan(self, S, pstate, gpu, host, s, queued_pages, extents, tt=None):
         sp = self.sp
         self.scans += 1
         n = count_states(pstate)
@@ -258,6 +272,10 @@ class PageChecker:
             )
             if problem:
                 self._fail(S, f"extent LRU: {problem}")
+        if tt is not None:
+            T = _zero_known_broken(tt, pstate)
+            if T >= 0:
+                self._fail(S, f"tensor {T}'s states are known to be 0 (TT_Z), but one is not")
         if sp.is_uvm and s is not None and self.init_ssd + s["to_ssd"] - s["from_ssd"] != n[pk.IN_SSD]:
             self._fail(
                 S,

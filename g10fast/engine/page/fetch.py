@@ -53,7 +53,7 @@ from g10fast.engine.page.layout import (
     _G_PREALLOC,
     _G_PRE_CPU,
     _G_PRE_SSD,
-    _kernel_stage,
+    _kernel_page,
     _u,
 )
 from g10fast.engine.page.lru import (
@@ -79,7 +79,7 @@ from g10fast.engine.page.stages import (
 from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
 
 
-@_kernel_stage
+@_kernel_page
 def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
     """Fetch fast path of a batcher tick: the allocating stage `stage`'s pages
     (queue q, head qh) in a tight loop, by runs (`_batch_limit`, `_batch_move`) or one by one.
@@ -593,8 +593,17 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                 # the whole ticks of a streak, settled as their ends would be one by one
                 full = (m - 1) // nb
                 f_in, f_in_ssd, f_in_cpu, f_out, f_out_ssd, f_out_cpu, f_alloc = f_cnt
-                for _j in range(full):
-                    _add_traffic(pcie, it, f_in, f_in_ssd, f_in_cpu, f_out, f_out_ssd, f_out_cpu, f_alloc)
+                _add_traffic(
+                    pcie,
+                    it,
+                    full * f_in,
+                    full * f_in_ssd,
+                    full * f_in_cpu,
+                    full * f_out,
+                    full * f_out_ssd,
+                    full * f_out_cpu,
+                    full * f_alloc,
+                )
                 t += full * ii
                 S[S_TICK_TIME] = t
                 S[S_TICK_SEQ] = S[S_SEQ] + full - 1

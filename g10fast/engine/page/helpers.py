@@ -71,7 +71,7 @@ def tensor_of(srt, S, c, p):
     return srt[1, _u(lo)]
 
 
-@_kernel
+@_kernel_page
 def _q_push(qb, S, q, p, n):
     """Append pages p..p+n-1 to queue q, merging with the last run when contiguous."""
     cap = qb.shape[1]

@@ -112,6 +112,7 @@ from g10fast.engine.page.layout import (
     TT_RES,
     TT_START,
     TT_WIN,
+    TT_Z,
     _kernel,
     _kernel_ieee,
     _u,
@@ -287,8 +288,10 @@ def _uniform_state(pstate, p0, n):
 def _tensor_state(pstate, tt, T, p0, n):
     """`_uniform_state` of tensor T's pages p0 .. p0 + n - 1 (n >= 1), read from its count
     TT_RES (its pages IN_GPU and not in transfer, kept exact) where that decides it: all of
-    them (IN_GPU) or some but not all (-1) without reading a state; only when none is, the
-    states are scanned."""
+    them (IN_GPU) or some but not all (-1) without reading a state; and from TT_Z (every
+    state known to be 0: NOT_PRESENT); only when neither decides, the states are scanned."""
+    if tt[_u(T), TT_Z] != 0:
+        return np.int64(NOT_PRESENT)
     r = tt[_u(T), TT_RES]
     if r == n:
         return np.int64(IN_GPU)
@@ -331,6 +334,27 @@ def _flag_pages(pstate, i, j, flags):
 
 
 @_kernel
+def _clear_loc(pstate, p0, n):
+    """Clear the location bits of the states of pages p0 .. p0 + n - 1 (NOT_PRESENT, their
+    other bits kept); returns the states' bits OR-ed together after (0: every state is 0).
+    Eight states a word, then page by page."""
+    acc = np.uint64(0)
+    nw = n // 8
+    if nw > 0:
+        w = pstate[p0 : p0 + nw * 8].view(np.uint64)
+        keep = ~(np.uint64(LOC_MASK) * _BYTES_ONE)
+        for q in range(nw):
+            x = w[_u(q)] & keep
+            w[_u(q)] = x
+            acc |= x
+    for p in range(p0 + nw * 8, p0 + n):
+        x = np.int64(pstate[_u(p)]) & ~LOC_MASK
+        pstate[_u(p)] = x
+        acc |= np.uint64(x)
+    return acc
+
+
+@_kernel
 def _dealloc_generation(lru, pstate, S, L, p, st, stale, cur_page):
     """Page p (state st, IN_GPU, not in transfer) is deallocated inside a run that keeps the
     stale count in ``stale`` and the cursor's page in ``cur_page``: the cursor resets when it
@@ -368,8 +392,8 @@ def _dealloc_bulk(t, T, p0, n, tt, pstate, lru, S, ev):
             _emit(
                 ev, S, t, EV_DEALLOC, S[S_CUR_ITER], S[S_CUR_KERNEL], T, p0, n, u & LOC_MASK, NOT_PRESENT, 0
             )
-        for p in range(p0, p0 + n):
-            pstate[_u(p)] = np.int64(pstate[_u(p)]) & ~LOC_MASK
+        if _clear_loc(pstate, p0, n) == 0:
+            tt[_u(T), TT_Z] = 1
         if u == IN_CPU:
             S[S_HOST_USED] -= n
         return n
@@ -378,8 +402,8 @@ def _dealloc_bulk(t, T, p0, n, tt, pstate, lru, S, ev):
         if u == IN_GPU:
             if S[P_TRACE] != 0:
                 _emit(ev, S, t, EV_DEALLOC, S[S_CUR_ITER], S[S_CUR_KERNEL], T, p0, n, IN_GPU, NOT_PRESENT, 0)
-            for p in range(p0, p0 + n):
-                pstate[_u(p)] = np.int64(pstate[_u(p)]) & ~LOC_MASK
+            if _clear_loc(pstate, p0, n) == 0:
+                tt[_u(T), TT_Z] = 1
             _x_remove(lru, S, tt, T, p0, p0 + n)
             S[S_GPU_USED] -= n
             tt[_u(T), TT_RES] -= n
@@ -462,8 +486,13 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
                 elif u == IN_CPU:
                     q = Q_PREFETCH_CPU
                 if q >= 0:
-                    for p in range(p0, p0 + n):
-                        pstate[_u(p)] = np.int64(pstate[_u(p)]) | F_TRANSFER
+                    if tt[_u(T), TT_Z] != 0:
+                        # (every state 0: written, not read)
+                        pstate[p0 : p0 + n] = F_TRANSFER
+                        tt[_u(T), TT_Z] = 0
+                    else:
+                        for p in range(p0, p0 + n):
+                            pstate[_u(p)] = np.int64(pstate[_u(p)]) | F_TRANSFER
                     queued = n
                     _q_push(qb, S, q, p0, n)
         elif (to == IN_SSD or to == IN_CPU) and tt[_u(T), TT_RES] != 0:
@@ -482,13 +511,14 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
             done = True
             queued = _dealloc_bulk(t, T, p0, n, tt, pstate, lru, S, ev)
             if queued == n and S[P_RELEASE] != 0:
-                _release_free(pstate, p0, n, S)
+                _release_free(pstate, p0, n, S, tt[_u(T), TT_Z] != 0)
     if done:
         pass
     elif to == IN_GPU and fr != IN_GPU_LEAST:
         # (a tensor whose pages are all resident and not in transfer queues nothing: DeepUM
         # re-hints the resident tensors of the look-ahead kernel at every kernel start)
         if tt[_u(T), TT_RES] != n:
+            tt[_u(T), TT_Z] = 0
             # runs of pages that share their location and in-transfer bits (`_res_run`):
             # those off the GPU and not in transfer are flagged in transfer and pushed as one
             # run (the queues merge contiguous pushes anyway)
@@ -564,12 +594,15 @@ def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
     if tt[_u(T), TT_RES] == n:
         return 0  # all resident and not in transfer: nothing to do
     o = 0 if is_input else 3
+    z = tt[_u(T), TT_Z] != 0
     if S[P_BULK] != 0 and n > 0:
         if S[P_RELEASE] != 0 and pstate[_u(p0)] == 0:
             _populate(pstate, p0, n, S)
         u = _tensor_state(pstate, tt, T, p0, n)
+        tt[_u(T), TT_Z] = 0
         if u >= 0:
-            return _fault_scan_uniform(T, u, o, p0, n, t, pstate, qb, S, ev, trace, k, it)
+            return _fault_scan_uniform(T, u, o, p0, n, t, pstate, qb, S, ev, trace, k, it, z)
+    tt[_u(T), TT_Z] = 0
     # Runs of consecutive pages that share their location and in-transfer bits (st &
     # RES_MASK; `_res_run`) take one step each: the pages of such a run found off the GPU,
     # not in transfer, are queued (and traced) as one run, as the page loop queued them
@@ -625,16 +658,21 @@ def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
 
 
 @_kernel
-def _fault_scan_uniform(T, u, o, p0, n, t, pstate, qb, S, ev, trace, k, it):
+def _fault_scan_uniform(T, u, o, p0, n, t, pstate, qb, S, ev, trace, k, it, z):
     """`_fault_scan` of tensor T's pages p0 .. p0 + n - 1 (n >= 1) when they all share their
     location and in-transfer bits u (`_uniform_state`, P_BULK): the page loop's outcome in
     one step. In transfer: all count as in transfer and join the wait set; elsewhere off
     the GPU: all are flagged in transfer and join the wait set, and go to the location's
     demand queue as the one run (p0, n) the page loop pushes (and traces); in the GPU and
-    not in transfer: nothing. Returns the number of SSD pages found."""
+    not in transfer: nothing. z: every state was 0 (TT_Z; u is NOT_PRESENT), so the flags
+    are written without reading the states. Returns the number of SSD pages found."""
     if u == IN_GPU:
         return 0
-    had = _flag_pages(pstate, p0, p0 + n, F_WAIT if u & F_TRANSFER else F_TRANSFER | F_WAIT)
+    if z:
+        pstate[p0 : p0 + n] = F_TRANSFER | F_WAIT
+        had = 0
+    else:
+        had = _flag_pages(pstate, p0, p0 + n, F_WAIT if u & F_TRANSFER else F_TRANSFER | F_WAIT)
     S[S_WAIT] += n - had
     if u & F_TRANSFER:
         S[S_CNT] += n

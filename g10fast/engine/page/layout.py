@@ -33,7 +33,12 @@ State layout (few packed arrays, so that the hot functions take few arguments):
 * `tt[T, TT_COLS] int64`, one row per tensor: first page, pages, global, birth, death, raw
   bytes, required by the current kernel, in the DeepUM window, and `TT_RES`, the number of
   its pages that are IN_GPU and not in transfer (kept exact at every page-state change; a
-  kernel's residency check compares it with the page count).
+  kernel's residency check compares it with the page count), and `TT_Z`: 1 when every
+  state of its pages is known to be 0 (NOT_PRESENT, no flag, generation 0; bulk engine):
+  set at the start (every tensor but the global ones) and where a pre-deallocation leaves
+  them all 0, cleared before a hint or a fault scan writes any of them (only those write the
+  states of pages that are not present and not in transfer), so that the hints and fault
+  scans of a tensor just freed or never used take its state without reading it.
 * `srt[2, n+1] int64`: first pages of the non-empty tensors in ascending order (with the
   page count as a sentinel) and the tensor ids, for page -> tensor lookups; the positions
   of the last lookups are cached in S.
@@ -99,7 +104,8 @@ TT_REQ = 6         # 1: required by the current kernel
 TT_WIN = 7         # 1: in the DeepUM window
 TT_RES = 8         # pages IN_GPU and not in transfer (kept exact; compared with TT_NP)
 TT_XH = 9          # extent LRU (P_XLRU): the first of its extents in its chain, -1 none
-TT_COLS = 10
+TT_Z = 10          # 1: every state of its pages is 0, known without reading them (P_BULK)
+TT_COLS = 11
 
 # ---- kernel table columns kt[K + 1, ...] (int64) ----
 KT_IN = 0          # kernel k's tensors in kidx: inputs kidx[kt[k, 0]:kt[k, 1]], then the
@@ -406,16 +412,22 @@ _RUN_CHUNK = 16
 # The stall model divides by bandwidths that can be 0 (O-11): IEEE semantics, not Python's
 # ZeroDivisionError.
 _kernel_ieee = jit(_nrt=False, error_model="numpy", internal=True)
-# The stages of a busy tick that run once per stage or tick (`_stage_admission`, the fetch
-# fast path `_fetch_fast` and its helpers, `_tick_end`, ...) are plain compiled calls, like the
-# small helpers above them: LLVM inlines the small ones, and `_fetch_fast` runs its own loop
-# with its state in registers. The general path, taken once per page (`_general_page`, the
-# eviction rule (`rules`), `_evict_page`, `_alloc_page`), is always inlined into `_busy_ticks`
-# by LLVM (`forceinline`), so that the tick's state stays in registers across it (compiled as
-# calls, traced runs, a call per page, were 20% slower). Numba's IR inlining of it (until
-# 6bdc9bd) gave the same speed but cost a cold start about 4 s more (the IR inliner copies the
-# callee's scope block by block; benchmarks/results/page-engine-bulk-journal.md, "Ninth
-# step"); Numba's IR inlining of every stage gave bit-identical results but a slower busy
-# tick and a first compile about 10 s longer (benchmarks/results/engine_split.jsonl).
+# The stages of a busy tick that run once per stage or tick (`_tick_end`, `_rp_end`, ...) are
+# plain compiled calls, like the small helpers above them: LLVM inlines the small ones. The
+# general path, taken once per page (`_general_page`, the eviction rule (`rules`),
+# `_evict_page`, `_alloc_page`), is always inlined into `_busy_ticks` by LLVM (`forceinline`),
+# so that the tick's state stays in registers across it (compiled as calls, traced runs, a call
+# per page, were 20% slower). So are the stages called from one or two places several times a
+# tick: the fetch fast path `_fetch_fast`, `_stage_admission`, the runs of moves
+# (`_batch_move_x`, `_batch_move_xd`), the end-of-tick checks (`_tick_repeats`,
+# `_later_stages_idle`), the replay's `_rp_batch`, `_rp_tick`, `_rp_applies`, and `_q_push`,
+# `_q_push_served`, `_preevict_run`, `_x_free_join`: a call passes each array as its whole
+# struct on the stack (a 1-d array 7 words, a 2-d one 9), and the calls' pushes were a third of
+# `_fetch_fast`'s samples and over half of `_busy_ticks`'s and `_rp_ticks`'s (`perf annotate`,
+# session 59; benchmarks/results/page-engine-bulk-journal.md, "Twenty-third step"). Numba's IR
+# inlining (until 6bdc9bd) gave the general path the same speed but cost a cold start about
+# 4 s more (the IR inliner copies the callee's scope block by block; the journal's "Ninth
+# step"); Numba's IR inlining of every stage gave bit-identical results but a slower busy tick
+# and a first compile about 10 s longer (benchmarks/results/engine_split.jsonl).
 _kernel_stage = kernel_nonrt_internal
 _kernel_page = jit(_nrt=False, internal=True, forceinline=True)

@@ -32,6 +32,7 @@ from g10fast.engine.page.layout import (
     TT_WIN,
     TT_XH,
     _kernel,
+    _kernel_page,
     _u,
 )
 from g10fast.locations import IN_GPU
@@ -302,7 +303,7 @@ def _x_take(lru, S, tt, n):
         lru[_u(h * XW + X_LO)] = lo
 
 
-@_kernel
+@_kernel_page
 def _x_free_join(lru, S, tt, T, i):
     """`_x_free` of extent i (tensor T's), then its two neighbours in the list joined into one
     when they are another tensor's consecutive pages: nothing lies between them any more, so

@@ -274,21 +274,23 @@ def _reuse(pstate, a, b, S):
 
 
 @_kernel
-def _release_free(pstate, p0, n, S):
+def _release_free(pstate, p0, n, S, zero):
     """Give back to the operating system the memory pages (S[P_RELEASE] bytes) lying wholly
-    within the states of pages p0 .. p0 + n - 1, when every one of their states is zero.
-    `pstate` must be private anonymous memory (what `page._fresh_states` maps);
-    S[S_RELEASED] counts the bytes given back (`_give_back`: or pooled)."""
+    within the states of pages p0 .. p0 + n - 1, when every one of their states is zero
+    (known when `zero` is set: not read again). `pstate` must be private anonymous memory
+    (what `page._fresh_states` maps); S[S_RELEASED] counts the bytes given back
+    (`_give_back`: or pooled)."""
     ps = S[P_RELEASE]
     base = np.int64(pstate.ctypes.data)
     a = (base + p0 + ps - 1) // ps * ps
     b = (base + p0 + n) // ps * ps
     if b <= a:
         return
-    w = pstate[a - base : b - base].view(np.uint64)  # (a and b are multiples of 8)
     acc = np.uint64(0)
-    for i in range(w.shape[0]):
-        acc |= w[i]
+    if not zero:
+        w = pstate[a - base : b - base].view(np.uint64)  # (a and b are multiples of 8)
+        for i in range(w.shape[0]):
+            acc |= w[i]
     if acc == 0:
         _give_back(pstate, a, b, S)
 

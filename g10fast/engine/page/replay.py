@@ -75,6 +75,7 @@ from g10fast.engine.page.layout import (
     _G_RS_SSD,
     _STAGE_QUEUE,
     _kernel,
+    _kernel_page,
     _kernel_stage,
     _u,
 )
@@ -246,7 +247,7 @@ def _rp_end(
     S[S_RP_MASK] = mask
 
 
-@_kernel_stage
+@_kernel_page
 def _rp_applies(S, qb, pstate, lru, tt, srt, gpu_used, tc_a, G):
     """Whether the busy tick starting now is the template's again (the host use is checked by
     the caller): the same queues hold pages, each head run is longer than the template took
@@ -418,7 +419,7 @@ def _rp_tick_prog(S, qb, pstate, lru, tt, gpu_used, host_used, host_peak, wait, 
     )
 
 
-@_kernel_stage
+@_kernel_page
 def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, ev, t, emit):
     """Carry out the template's tick again (`_rp_applies` said it applies): the stages in
     order, each taking the template's number of pages from its queue's head run, each page
@@ -847,7 +848,7 @@ def _rp_no_room(S, none):
     return none
 
 
-@_kernel_stage
+@_kernel_page
 def _rp_batch(
     t, it, S, qb, pstate, lru, tt, srt, pcie, prm, gpu_used, host_used, host_peak, wait, tc_a, ev, emit
 ):
@@ -993,19 +994,19 @@ def _rp_batch(
             return _rp_no_room(S, none)
     # ---- k ticks ----
     wait = _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t, emit)
-    # ---- their ends (`_tick_end`: the transfer period is open, no resume) ----
-    for _j in range(k):
-        _add_traffic(
-            pcie,
-            it,
-            S[S_RP_C],
-            S[S_RP_C + 1],
-            S[S_RP_C + 2],
-            S[S_RP_C + 3],
-            S[S_RP_C + 4],
-            S[S_RP_C + 5],
-            S[S_RP_C + 6],
-        )
+    # ---- their ends (`_tick_end`: the transfer period is open, no resume; k ticks' equal
+    # counts added at once) ----
+    _add_traffic(
+        pcie,
+        it,
+        k * S[S_RP_C],
+        k * S[S_RP_C + 1],
+        k * S[S_RP_C + 2],
+        k * S[S_RP_C + 3],
+        k * S[S_RP_C + 4],
+        k * S[S_RP_C + 5],
+        k * S[S_RP_C + 6],
+    )
     h_top = host_used + (k - 1) * hnet if hnet > 0 else host_used
     if h_top + S[S_RP_HEXC] > host_peak:
         host_peak = h_top + S[S_RP_HEXC]

@@ -66,6 +66,7 @@ from g10fast.engine.page.layout import (
     _G_RS_SSD,
     _STAGE_QUEUE,
     _kernel,
+    _kernel_page,
     _u,
 )
 from g10fast.engine.page.lru import _cursor_page, _new_generation, _x_remove
@@ -197,7 +198,7 @@ def _preevict_x_run(pstate, p0, p1, dest):
     return p1 - p0, res_d
 
 
-@_kernel
+@_kernel_page
 def _preevict_run(
     stage,
     q,
@@ -395,7 +396,7 @@ def _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu
         pcie[it, PC_OUT_CPU] += c_out_cpu
 
 
-@_kernel
+@_kernel_page
 def _later_stages_idle(
     S, stage, gpu_used, host_used, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_alloc, fails
 ):
@@ -459,7 +460,7 @@ def _fails_at_once(S, qb, tt, srt, pstate, stage, gpu_used, dum_end):
     return m
 
 
-@_kernel
+@_kernel_page
 def _tick_repeats(
     S,
     stage,
