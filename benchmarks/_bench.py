@@ -11,9 +11,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def git_commit(tree: Path | str = ROOT) -> str:
     """The short hash of a tree's checked-out commit (this checkout by default), recorded with
-    every benchmark result."""
+    every benchmark result; "+dirty" after it when the tree's tracked files differ from that
+    commit (a measurement of sources not committed then; the records in benchmarks/results,
+    which the benchmarks append to, do not count)."""
     try:
-        return subprocess.run(
+        head = subprocess.run(
             ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
             capture_output=True,
             text=True,
@@ -21,6 +23,14 @@ def git_commit(tree: Path | str = ROOT) -> str:
         ).stdout.strip()
     except (subprocess.CalledProcessError, OSError):
         return "?"
+    try:
+        clean = subprocess.run(
+            ["git", "-C", str(tree), "diff", "--quiet", "HEAD", "--", ".", ":(exclude)benchmarks/results"],
+            capture_output=True,
+        )
+    except OSError:
+        return head
+    return head if clean.returncode == 0 else head + "+dirty"
 
 
 def append_record(path: Path, rec: dict) -> None:

@@ -143,6 +143,8 @@ def main(argv=None) -> int:
         return 2
     trees = [t.resolve() for t in a.trees]
     names = [git_commit(t) for t in trees]
+    # (two trees at one commit, e.g. worktrees of it: each recorded under its own name)
+    names = [f"{n}@{t}" if names.count(n) > 1 else n for n, t in zip(names, trees)]
     aot_status_of = [aot_status(t) for t in trees]
     runs = {n: [] for n in names}
     started = time.strftime("%Y-%m-%d %H:%M:%S")
