@@ -504,6 +504,37 @@ def test_reuse_random_operations_change_no_state():
     assert np.array_equal(pstate, shadow)
 
 
+@needs_moves
+def test_populate_maps_the_end_pages_it_shares_with_neighbours():
+    """A tensor whose states start and end inside memory pages: `_populate` maps those end
+    pages too where they are not mapped (zeros, from the pool or fresh), and leaves a mapped
+    one as it is (a neighbour's states in it kept)."""
+    pstate, o = _states()
+    base = pstate.ctypes.data
+    assert o == 0
+    S = _reusing_S()
+    # a freed neighbour's 9 memory pages wait in the pool
+    A, n = 4 * PS, 9 * PS
+    pstate[A : A + n] = 2
+    pstate[A : A + n] = 0
+    _call(pstate, A, n, S)
+    assert S[pk.S_POOL_N] == 1
+    # the tensor: from the middle of page 40 to the middle of page 48; page 40 holds a
+    # neighbour's written state, page 48 is not mapped
+    p0 = 40 * PS + 100
+    pstate[40 * PS + 7] = 3
+    assert list(_mapped(base + 39 * PS, 11)) == [False, True] + [False] * 9
+    _call_populate(pstate, p0, 8 * PS, S)
+    assert list(_mapped(base + 39 * PS, 11)) == [False] + [True] * 9 + [False]
+    assert S[pk.S_REUSED] == 8 * PS  # (pages 41-48 moved, page 40 left as it was)
+    assert pstate[40 * PS + 7] == 3
+    assert not pstate[40 * PS + 8 : 49 * PS].any()
+    # the states' last memory pages, the tensor starting inside the one before
+    m = len(pstate)
+    _call_populate(pstate, m - PS - 10, PS + 10, S)
+    assert _mapped(base + m - 2 * PS, 2).all()
+
+
 def test_reuse_turned_off_when_pagemap_cannot_be_read():
     """A pagemap descriptor that cannot be read turns the pool off at the first populate and
     gives the pool back: the states as they were, the memory back to the system."""

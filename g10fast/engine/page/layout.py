@@ -295,6 +295,9 @@ S_POOL = S_RECYCLE + 8  # the entries: entry j at S_POOL + 2 j, S_POOL + 2 j + 1
 N_POOL = 32
 S_PM = S_POOL + 2 * N_POOL  # scratch: the pagemap entries of up to N_PM memory pages
 N_PM = 256
+# (`_pool_cut` also keeps the pool's ranges there while it cuts: up to N_POOL + 1 of them, two
+# words each; a larger pool needs room here too)
+assert N_PM >= 2 * N_POOL + 2
 # a busy tick's start, kept when the tick before it moved nothing (`_busy_ticks`, "Empty busy
 # ticks"): each queue's head and tail slots and head run, then the LRU positions and flags
 S_ES = S_PM + N_PM
@@ -418,13 +421,12 @@ _kernel_ieee = jit(_nrt=False, error_model="numpy", internal=True)
 # `_evict_page`, `_alloc_page`), is always inlined into `_busy_ticks` by LLVM (`forceinline`),
 # so that the tick's state stays in registers across it (compiled as calls, traced runs, a call
 # per page, were 20% slower). So are the stages called from one or two places several times a
-# tick: the fetch fast path `_fetch_fast`, `_stage_admission`, the runs of moves
-# (`_batch_move_x`, `_batch_move_xd`), the end-of-tick checks (`_tick_repeats`,
-# `_later_stages_idle`), the replay's `_rp_batch`, `_rp_tick`, `_rp_applies`, and `_q_push`,
-# `_q_push_served`, `_preevict_run`, `_x_free_join`: a call passes each array as its whole
-# struct on the stack (a 1-d array 7 words, a 2-d one 9), and the calls' pushes were a third of
-# `_fetch_fast`'s samples and over half of `_busy_ticks`'s and `_rp_ticks`'s (`perf annotate`,
-# session 59; benchmarks/results/page-engine-bulk-journal.md, "Twenty-third step"). Numba's IR
+# tick (those decorated `_kernel_page`: the fetch fast path, the stage admission, the runs of
+# moves, the end-of-tick checks, the replay's batch and tick, the queue pushes): a call passes
+# each array as its whole struct on the stack (a 1-d array 7 words, a 2-d one 9), and the
+# calls' pushes were a third of `_fetch_fast`'s samples and over half of `_busy_ticks`'s and
+# `_rp_ticks`'s (`perf annotate`, session 59; benchmarks/results/page-engine-bulk-journal.md,
+# "Twenty-third step"). Numba's IR
 # inlining (until 6bdc9bd) gave the general path the same speed but cost a cold start about
 # 4 s more (the IR inliner copies the callee's scope block by block; the journal's "Ninth
 # step"); Numba's IR inlining of every stage gave bit-identical results but a slower busy tick

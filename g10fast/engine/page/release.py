@@ -389,13 +389,18 @@ def _drop_flush(pstate, S):
 
 @_kernel
 def _populate(pstate, p0, n, S):
-    """Map the memory pages lying wholly within the states of pages p0 .. p0 + n - 1 for
-    writing at once (Linux's MADV_POPULATE_WRITE; no state changes): where `_release_free`
-    gave them back, the writes that follow would otherwise take a page fault each (two
-    where a read comes first)."""
+    """Map the memory pages that hold the states of pages p0 .. p0 + n - 1 for writing at
+    once (Linux's MADV_POPULATE_WRITE; no state changes): where they were given back, the
+    writes that follow would otherwise take a page fault each (two where a read comes
+    first). The first and last of them, which may also hold a neighbour's states, are
+    included: one that is not mapped holds zeros only (`_reuse` fills only those), and one
+    that is mapped is left as it is. (Without them, the writes and reads at the tensors' ends
+    took about 3.7 k more page faults in a SENet154-1024 DeepUM+ run, 0.5-0.9 k in G10.)"""
     ps = S[P_RELEASE]
     base = np.int64(pstate.ctypes.data)
-    a = (base + p0 + ps - 1) // ps * ps
-    b = (base + p0 + n) // ps * ps
+    # (within the whole memory pages of `pstate`: all of it, where `page._fresh_states`
+    # mapped it, but for a last page it fills in part)
+    a = max((base + p0) // ps, (base + ps - 1) // ps) * ps
+    b = min((base + p0 + n + ps - 1) // ps, (base + pstate.shape[0]) // ps) * ps
     if b > a and (S[S_RECYCLE] == 0 or _reuse(pstate, a, b, S)):
         _madvise(np.uint64(a), np.uint64(b - a), MADV_POPULATE_WRITE)

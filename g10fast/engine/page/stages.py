@@ -384,8 +384,9 @@ def _preevict_run(
 
 @_kernel
 def _add_traffic(pcie, it, c_in, c_in_ssd, c_in_cpu, c_out, c_out_ssd, c_out_cpu, c_alloc):
-    """A busy tick's end: its page counts added to iteration it's traffic (a tick that moved
-    nothing adds nothing, not even its allocations)."""
+    """Page counts added to iteration it's traffic: a busy tick's at its end, or k equal
+    ticks' at once, each count multiplied by k (a streak of the fetch fast path, a replayed
+    batch). A tick that moved nothing adds nothing, not even its allocations."""
     if c_in > 0 or c_out > 0:
         pcie[it, PC_ALLOC] += c_alloc
         pcie[it, PC_IN] += c_in
