@@ -41,6 +41,9 @@ if NO_JIT:
 
     def _call_flush(pstate, S):
         pk._drop_flush(pstate, S)
+
+    def _call_first_zero(pstate, tt, T, p0):
+        return pk._first_state_zero(pstate, tt, T, p0)
 else:
 
     @njit
@@ -62,6 +65,10 @@ else:
     @njit
     def _call_flush(pstate, S):
         pk._drop_flush(pstate, S)
+
+    @njit
+    def _call_first_zero(pstate, tt, T, p0):
+        return pk._first_state_zero(pstate, tt, T, p0)
 
 
 def _twin(pstate, base, p0, n):
@@ -533,6 +540,28 @@ def test_populate_maps_the_end_pages_it_shares_with_neighbours():
     m = len(pstate)
     _call_populate(pstate, m - PS - 10, PS + 10, S)
     assert _mapped(base + m - 2 * PS, 2).all()
+
+
+def test_first_state_check_reads_no_state_of_a_tensor_known_zero():
+    """Before a hint or fault scan maps a tensor's states (`_populate`), the check of its first
+    state: with TT_Z set it is true without a read (the memory page stays unmapped, so the pool
+    can fill it); without it the state is read (which maps the page) and decides."""
+    pstate, o = _states()
+    base = pstate.ctypes.data
+    assert o == 0
+    tt = np.zeros((2, pk.TT_COLS), dtype=np.int64)
+    p0 = 40 * PS + 100
+    tt[1, pk.TT_START] = p0
+    tt[1, pk.TT_NP] = 8 * PS
+    tt[1, pk.TT_Z] = 1
+    assert not _mapped(base + 40 * PS, 1)[0]
+    assert _call_first_zero(pstate, tt, 1, p0)
+    assert not _mapped(base + 40 * PS, 1)[0]
+    tt[1, pk.TT_Z] = 0
+    assert _call_first_zero(pstate, tt, 1, p0)
+    assert _mapped(base + 40 * PS, 1)[0]
+    pstate[p0] = pk.IN_CPU
+    assert not _call_first_zero(pstate, tt, 1, p0)
 
 
 def test_reuse_turned_off_when_pagemap_cannot_be_read():
