@@ -426,10 +426,10 @@ _kernel_ieee = jit(_nrt=False, error_model="numpy", internal=True)
 # each array as its whole struct on the stack (a 1-d array 7 words, a 2-d one 9), and the
 # calls' pushes were a third of `_fetch_fast`'s samples and over half of `_busy_ticks`'s and
 # `_rp_ticks`'s (`perf annotate`, session 59; benchmarks/results/page-engine-bulk-journal.md,
-# "Twenty-third step"). Numba's IR
-# inlining (until 6bdc9bd) gave the general path the same speed but cost a cold start about
-# 4 s more (the IR inliner copies the callee's scope block by block; the journal's "Ninth
-# step"); Numba's IR inlining of every stage gave bit-identical results but a slower busy tick
-# and a first compile about 10 s longer (benchmarks/results/engine_split.jsonl).
+# "Twenty-third step"). Numba's IR inlining (until 6bdc9bd) gave the general path the same
+# speed but cost a cold start about 4 s more (the IR inliner copies the callee's scope block by
+# block; the journal's "Ninth step"); Numba's IR inlining of every stage gave bit-identical
+# results but a slower busy tick and a first compile about 10 s longer
+# (benchmarks/results/engine_split.jsonl).
 _kernel_stage = kernel_nonrt_internal
 _kernel_page = jit(_nrt=False, internal=True, forceinline=True)
