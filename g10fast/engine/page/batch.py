@@ -532,13 +532,13 @@ def _victims_leave(pstate, lo, j, dest):
 
 
 @_kernel_page
-def _victim_rows(emit, ev, S, em, off, lo, j, dest):
-    """Victims lo .. lo + j - 1, the batch's pages off .., gone to dest: EVICT rows of the
-    victims' tensor through the run's emitter (em: the first tick's time, the tick period, the
-    pages a tick, the iteration, the kernel, the victims' tensor). Returns the emitter's answer
-    (the event buffer below its pause line)."""
+def _victim_rows(emit, ev, S, em, off, T, lo, j, dest):
+    """Victims lo .. lo + j - 1 of tensor T, the batch's pages off .., gone to dest: EVICT
+    rows through the run's emitter (em: the first tick's time, the tick period, the pages a
+    tick, the iteration, the kernel). Returns the emitter's answer (the event buffer below its
+    pause line)."""
     return emit(
-        ev, S, S_OUT_OPEN, em[0], em[1], em[2], off, EV_EVICT, em[3], em[4], em[5], lo, j, IN_GPU, dest, 1
+        ev, S, S_OUT_OPEN, em[0], em[1], em[2], off, EV_EVICT, em[3], em[4], T, lo, j, IN_GPU, dest, 1
     )
 
 
@@ -714,16 +714,38 @@ def _batch_move_xd(
 
 @_kernel_stage
 def _batch_move_x_traced(
-    p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait, vt_d, ev, em, emit
+    p,
+    nb,
+    a_src,
+    b_ev,
+    b_dest,
+    b_lo,
+    b_hi,
+    pstate,
+    lru,
+    S,
+    tt,
+    a_T,
+    wait,
+    vt_d,
+    srt,
+    tc,
+    vt_T,
+    sw,
+    ev,
+    em,
+    emit,
 ):
-    """`_batch_move_x` in a traced run: its loop, a head extent at a time, each extent's
-    victims written as EVICT rows of the victims' tensor through the run's emitter
-    (`_victim_rows`; em: the first tick's time, the tick period, the pages a tick, the
-    iteration, the kernel and the victims' tensor). It stops once the event buffer is past
-    its pause line (the tick goes on by the page loop, and ends the streak). The untraced
-    moves keep their compiled shape (a branch inside `_batch_move_x` once cost the LRU
-    policies a fifth). Returns what `_batch_move_x` returns."""
+    """`_batch_move_x` in a traced run: its loop, a head extent at a time (with sw, on past
+    a change of the victims' tensor as it goes, `_vt_switch`), each extent's victims written
+    as EVICT rows of their tensor through the run's emitter (`_victim_rows`; em: the first
+    tick's time, the tick period, the pages a tick, the iteration and the kernel). It stops
+    once the event buffer is past its pause line (the tick goes on by the page loop, and ends
+    the streak). The untraced moves keep their compiled shape (a branch inside
+    `_batch_move_x` once cost the LRU policies a fifth). Returns what `_batch_move_x`
+    returns."""
     m = 0
+    nT = np.int64(-1)
     while m < nb:
         k = nb - m
         lo = 0
@@ -733,7 +755,14 @@ def _batch_move_x_traced(
                 break
             lo = lru[_u(h * XW + X_LO)]
             if lo < b_lo or lo >= b_hi:
-                break
+                if not sw:
+                    break
+                ok, tc, vt_T, vt_d, b_lo, b_hi = _vt_switch(
+                    tt, srt, tc, lo, b_dest, -1, vt_T, vt_d, b_lo, b_hi
+                )
+                if not ok:
+                    break
+                nT = vt_T
             hi = lru[_u(h * XW + X_HI)]
             if hi - lo < k:
                 k = hi - lo
@@ -747,12 +776,12 @@ def _batch_move_x_traced(
             vt_d -= j
             # (the emitter answers whether the event buffer is below its pause line; past
             # it, the tick goes on by the page loop, and the engine flushes the buffer soon)
-            more = _victim_rows(emit, ev, S, em, m, lo, j, b_dest)
+            more = _victim_rows(emit, ev, S, em, m, vt_T, lo, j, b_dest)
         wait = _x_arrive(lru, S, tt, pstate, a_T, p + m, j, wait)
         m += j
         if j < k or not more:
             break
-    return m, wait, vt_d
+    return m, wait, vt_d, nT, b_lo, b_hi, tc
 
 
 @_kernel_stage
@@ -776,15 +805,21 @@ def _batch_move_xd_traced(
     srt,
     cur,
     dum_end,
+    tc,
+    vt_T,
+    kk,
+    sw,
     ev,
     em,
     emit,
 ):
     """`_batch_move_xd` in a traced run, as `_batch_move_x_traced`: one record's victims at a
     time (bounded as `_batch_move_xd` bounds them, so that each call takes one run of
-    consecutive victims). Returns what `_batch_move_xd` returns."""
+    consecutive victims; with sw and not b_rq, on past a change of the victims' tensor as
+    `_batch_move_xd` goes, `_vt_switch`). Returns what `_batch_move_xd` returns."""
     m = 0
     v0 = -1
+    nT = np.int64(-1)
     while m < nb:
         k = nb - m
         lo = 0
@@ -794,6 +829,15 @@ def _batch_move_xd_traced(
                 break
             if b_rq and v0 >= 0 and lo != v0 + m:
                 break
+            if lo < b_lo or lo >= b_hi:
+                if not sw or b_rq:
+                    break
+                ok, tc, vt_T, vt_d, b_lo, b_hi = _vt_switch(
+                    tt, srt, tc, lo, b_dest, kk, vt_T, vt_d, b_lo, b_hi
+                )
+                if not ok:
+                    break
+                nT = vt_T
             hi = lru[_u(h * XW + X_HI)]
             if hi - lo <= k:
                 k = hi - lo
@@ -830,11 +874,11 @@ def _batch_move_xd_traced(
             v0 = v
         # (the emitter answers whether the event buffer is below its pause line; past it, the
         # tick goes on by the page loop, and the engine flushes the buffer soon)
-        more = _victim_rows(emit, ev, S, em, m, lo, j, b_dest) if b_ev else False
+        more = _victim_rows(emit, ev, S, em, m, vt_T, lo, j, b_dest) if b_ev else False
         m += j
         if j < k or not more:
             break
-    return m, wait, vt_d, cur, v0
+    return m, wait, vt_d, cur, v0, nT, b_lo, b_hi, tc
 
 
 @_kernel_stage

@@ -390,7 +390,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                     if S[S_R_STARTED] == 0 and f_cnt[0] + f_cnt[3] == 0:
                         ns = 0
             # (the rows of a traced run: the tick time, period and pages a tick, who)
-            em = (t, ii, nb if ns >= 2 else _NO_TICKS, it, k, np.int64(vt_T))
+            em = (t, ii, nb if ns >= 2 else _NO_TICKS, it, k)
             if xl and deepum:
                 if emit is None:
                     m, wait, vt_d, lru_cur, v0, nT, n_lo, n_hi, n_tc = _batch_move_xd(
@@ -424,7 +424,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                         vt_req = 0
                         vt_alive = _is_alive(tt, vt_T, k)
                 else:
-                    m, wait, vt_d, lru_cur, v0 = _batch_move_xd_traced(
+                    m, wait, vt_d, lru_cur, v0, nT, n_lo, n_hi, n_tc = _batch_move_xd_traced(
                         p,
                         nb * ns if ns >= 2 else nb,
                         a_src,
@@ -444,10 +444,18 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                         srt,
                         lru_cur,
                         dum_end,
+                        tc_b,
+                        np.int64(vt_T),
+                        k,
+                        True,
                         ev,
                         em,
                         emit,
                     )
+                    if nT >= 0:
+                        vt_T, vt_lo, vt_hi, tc_b = nT, n_lo, n_hi, n_tc
+                        vt_req = 0
+                        vt_alive = _is_alive(tt, vt_T, k)
             elif xl and b_rq:
                 # victims of a required tensor, queued again as one run: the head record's
                 # first pages (consecutive), flagged after the move
@@ -478,7 +486,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                         False,
                     )
                 else:
-                    m, wait, vt_d = _batch_move_x_traced(
+                    m, wait, vt_d, _nT, _lo, _hi, _tc = _batch_move_x_traced(
                         p,
                         nbx,
                         a_src,
@@ -493,6 +501,10 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                         at_T,
                         wait,
                         vt_d,
+                        srt,
+                        tc_b,
+                        np.int64(vt_T),
+                        False,
                         ev,
                         em,
                         emit,
@@ -526,7 +538,7 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                         vt_T, vt_lo, vt_hi, tc_b = nT, n_lo, n_hi, n_tc
                         vt_req = 0
                 else:
-                    m, wait, vt_d = _batch_move_x_traced(
+                    m, wait, vt_d, nT, n_lo, n_hi, n_tc = _batch_move_x_traced(
                         p,
                         nb * ns if ns >= 2 else nb,
                         a_src,
@@ -541,10 +553,17 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                         at_T,
                         wait,
                         vt_d,
+                        srt,
+                        tc_b,
+                        np.int64(vt_T),
+                        True,
                         ev,
                         em,
                         emit,
                     )
+                    if nT >= 0:
+                        vt_T, vt_lo, vt_hi, tc_b = nT, n_lo, n_hi, n_tc
+                        vt_req = 0
             else:
                 m, lru_tail, lru_cur, lru_scan, wait, vt_d, v0 = _batch_move(
                     p,
