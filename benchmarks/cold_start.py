@@ -1,7 +1,8 @@
 """Cold start of source trees, paired and alternating: each tree's Numba cache removed, then
 BERT-128 lru (the artifact config; `--policy`: another policy) in a fresh process, compile
 included; with `--job default` the default comparison instead (`g10fast run --no-progress`
-in an empty folder, its table compared across trees).
+in an empty folder, its table compared across trees); with `--trace` the BERT-128 run traced
+(a first traced run).
 
     python benchmarks/cold_start.py --trees /tmp/wt-4cfa /tmp/wt-949d . --depths 0 5 13 29
 
@@ -77,23 +78,28 @@ def aot_status(tree: Path) -> str:
     return p.stdout.strip() or p.stderr.strip()[-200:]
 
 
-def cold_run(tree: Path, art: Path, depth: int = 0, job: str = "bert-lru", policy: str = "lru") -> dict:
+def cold_run(
+    tree: Path, art: Path, depth: int = 0, job: str = "bert-lru", policy: str = "lru", trace: bool = False
+) -> dict:
     clear_numba_cache(tree)
     load = os.getloadavg()[0]
     env = dict(os.environ, PYTHONPATH=str(tree))
     env.pop("NUMBA_CACHE_DIR", None)
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    if job == "default":
-        code, args = DEFAULT_CHILD, []
-    else:
-        code, args = CHILD, [str(art), "BERT", "128", policy, "0"]
-    cmd = (
-        [sys.executable, "-c", code, *args]
-        if depth == 0
-        else [sys.executable, "-c", DEEP_CHILD, *args, code, str(depth)]
-    )
     with tempfile.TemporaryDirectory(prefix="cold-start-") as empty:
+        if job == "default":
+            code, args = DEFAULT_CHILD, []
+        else:  # (traced: the child writes the run's event trace in `empty`, then removes it)
+            code, args = (
+                CHILD,
+                [str(art), "BERT", "128", policy, "0"] + ([str(Path(empty) / "run.h5")] if trace else []),
+            )
+        cmd = (
+            [sys.executable, "-c", code, *args]
+            if depth == 0
+            else [sys.executable, "-c", DEEP_CHILD, *args, code, str(depth)]
+        )
         p = subprocess.run(
             cmd, capture_output=True, text=True, env=env, cwd=empty if job == "default" else str(tree)
         )
@@ -135,6 +141,12 @@ def main(argv=None) -> int:
         help="the BERT-128 job's policy (default lru): any registered policy, run on the artifact's"
         " point as paired_timing.py does (uvm, pump: the driver engine)",
     )
+    ap.add_argument(
+        "--trace",
+        action="store_true",
+        help="the BERT-128 job's run traced (its event trace written to a temporary file): a first "
+        "traced run",
+    )
     ap.add_argument("--g10", type=Path, default=ARTIFACT)
     ap.add_argument("--out", type=Path, default=HERE / "results" / "cold_start.jsonl")
     a = ap.parse_args(argv)
@@ -153,7 +165,7 @@ def main(argv=None) -> int:
         if r % 2:
             order.reverse()
         for name, tree in order:
-            res = cold_run(tree, a.g10, depth, a.job, a.policy)
+            res = cold_run(tree, a.g10, depth, a.job, a.policy, a.trace)
             runs[name].append(res)
             sys.stderr.write(
                 f"round {r + 1} {name}: cpu {res['cpu_s']:.1f} s (user "
@@ -176,9 +188,11 @@ def main(argv=None) -> int:
         "date": started,
         "what": "cold start: tree's Numba cache removed, "
         + ("the default comparison" if a.job == "default" else f"BERT-128 {a.policy}")
+        + (" traced" if a.trace and a.job != "default" else "")
         + " in a fresh process (compile included); CPU of the child (getrusage)",
         "job": a.job,
         "policy": None if a.job == "default" else a.policy,
+        "trace": bool(a.trace and a.job != "default"),
         "trees": names,
         "aot": dict(zip(names, aot_status_of)),
         "machine": os.uname().nodename,

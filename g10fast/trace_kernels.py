@@ -1,25 +1,24 @@
 """Numba kernels of the event-trace writer and reader (g10fast/trace.py): the split of a batch
 into its columns with its range check (and the range-row rules of schema versions 2 to 4),
-HDF5's byte shuffle, and the join of rows of consecutive ticks into range rows.
+and the join of rows of consecutive ticks into range rows.
 
 ``split_checked`` is wrapped by ``EventTraceWriter.append``, which calls it only on
 C-contiguous int64 batches (the engines' event buffers) and, when it reports a value outside
 its column's range, drops the batch and names the first bad value with numpy (the error path
 is rare).
-``shuffle`` runs in the writer's worker threads (``nogil``) on whole chunks, wrapped by
-``_encode`` in trace.py (readers unshuffle with numpy: they need not import Numba).
-``merge_ticks`` is wrapped by ``trace_ranges.merge_ticks`` (the bulk page engine's rows, before
-they are appended).
+``merge_ticks`` is wrapped by ``trace_ranges.merge_ticks`` and called by the page engine (the
+bulk paths' rows, before they are appended).
+Both are compiled ahead of time at install (g10fast.aot), with the traced page engine, so that
+a traced run needs no compile.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from g10fast.jit import jit, kernel_nonrt
+from g10fast import aot
+from g10fast.jit import kernel_nonrt
 from g10fast.locations import EV_ALLOC, EV_DEALLOC, EV_EVICT, EV_FAULT, EV_FETCH
-
-kernel_nogil = jit(_nrt=False, nogil=True)
 
 
 @kernel_nonrt
@@ -102,16 +101,6 @@ def split_checked(piece, at, lo, hi, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10
         c11[j] = v11
         c12[j] = v12
     return bad
-
-
-@kernel_nogil
-def shuffle(src, out):
-    """HDF5's shuffle filter: ``out[j, i] = src[i, j]`` for ``src`` the ``n`` values of a chunk
-    seen as ``uint8[n, size]`` and ``out`` its ``uint8[size, n]`` byte planes."""
-    n, size = src.shape
-    for j in range(size):
-        for i in range(n):
-            out[j, i] = src[i, j]
 
 
 #: open rows ``merge_ticks`` keeps a kind (the rows a new row may join), most recent first
@@ -219,3 +208,14 @@ def merge_ticks(b, out, opens):
             opens[du, 0] = m
         m += 1
     return m
+
+
+# compiled ahead of time at install (g10fast.aot): the writer's split of the engines' int64
+# batches into its column buffers (their dtypes: trace.COLUMN_DTYPES) and the page engine's
+# join of its rows
+aot.export(
+    split_checked,
+    "b1(i8[:, ::1], i8, i8[::1], i8[::1], i8[::1], i1[::1], i2[::1], i4[::1], i4[::1], i8[::1],"
+    " i4[::1], i1[::1], i1[::1], i8[::1], i4[::1], i8[::1], i8[::1])",
+)
+aot.export(merge_ticks, "i8(i8[:, ::1], i8[:, ::1], i8[:, ::1])")

@@ -432,8 +432,9 @@ def merge_ticks(buf, out: np.ndarray | None = None) -> np.ndarray:
         out = np.empty((n, N_COLS), np.int64)
     elif out.dtype != np.int64 or out.ndim != 2 or out.shape[0] < n or out.shape[1] != N_COLS:
         raise ValueError(f"merge_ticks: out must be int64 [>= {n}, {N_COLS}], got {out.shape} {out.dtype}")
+    from . import aot
     from .trace_kernels import MERGE_OPEN
     from .trace_kernels import merge_ticks as kernel
 
-    m = kernel(b, out, np.full((4, MERGE_OPEN), -1, np.int64))
+    m = aot.entry(kernel)(b, out, np.full((4, MERGE_OPEN), -1, np.int64))
     return out[:m]

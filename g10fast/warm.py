@@ -34,8 +34,9 @@ import time
 __all__ = ["warm", "aot_modules", "build_aot"]
 
 #: kernel modules outside the engines (whose modules their records' `kernels` name) that
-#: declare entries compiled ahead of time: every run's bound, the G10 planner
-KERNEL_MODULES = ("g10fast.analysis.bounds", "g10fast.planner.g10_kernels")
+#: declare entries compiled ahead of time: every run's bound, the G10 planner, the event-trace
+#: writer's kernels
+KERNEL_MODULES = ("g10fast.analysis.bounds", "g10fast.planner.g10_kernels", "g10fast.trace_kernels")
 
 
 def aot_modules() -> list[str]:

@@ -209,6 +209,40 @@ def test_compiled_entries_equal_the_jit(monkeypatch):
 
 
 @pytest.mark.skipif(not aot.status()["used"], reason="no compiled module here: " + aot.status()["why"])
+def test_compiled_traced_page_engine_equals_the_jit(monkeypatch, tmp_path):
+    """A traced run of the page engine under both built-in rules (Base UVM, DeepUM+), with the
+    compiled entries (the traced engine, the row join, the writer's split) and with the JIT's
+    kernels: every result field but the timings equal, the traces' rows equal row for row,
+    and the traced entries were called."""
+    from g10fast.api import simulate
+    from g10fast.trace import open_trace
+
+    used = {}
+    entries = {
+        k: [(lambda *a, _f=f, _k=k: used.__setitem__(_k, used.get(_k, 0) + 1) or _f(*a), c) for f, c in v]
+        for k, v in aot._load().items()
+    }
+    for policy in ("lru", "deepUM"):
+        got = {}
+        for how, state in (("aot", {"entries": entries, "why": ""}), ("jit", {"entries": {}, "why": "test"})):
+            monkeypatch.setattr(aot, "_STATE", state)
+            path = tmp_path / f"{policy}-{how}.h5"
+            r = simulate("bert-base", batch=16, system="g10-artifact", policy=policy, trace_path=path)
+            assert r["status"] == "ok"
+            with open_trace(path) as tr:
+                rows = tr.read()
+            got[how] = (_strip_times(r), rows)
+        assert got["aot"][0] == got["jit"][0]
+        assert len(got["aot"][1]["time"]) > 1000
+        assert got["aot"][1].keys() == got["jit"][1].keys()
+        for col in got["aot"][1]:
+            np.testing.assert_array_equal(got["aot"][1][col], got["jit"][1][col], err_msg=f"{policy}: {col}")
+    traced = [k for k in used if k.startswith("g10fast.engine.page.loop.run_engine[") and "_emit_ticked" in k]
+    assert len(traced) == 2, used
+    assert {"g10fast.trace_kernels.split_checked[]", "g10fast.trace_kernels.merge_ticks[]"} <= set(used)
+
+
+@pytest.mark.skipif(not aot.status()["used"], reason="no compiled module here: " + aot.status()["why"])
 def test_compiled_driver_engine_equals_the_jit(monkeypatch):
     """The driver engine's untraced entry (`tr` None: no event rows, no object-mode sink) under
     the real driver's defaults and under PUMP's hints and pre-evictions: every result field
@@ -233,9 +267,10 @@ def test_compiled_driver_engine_equals_the_jit(monkeypatch):
 
 
 @pytest.mark.skipif(not aot.status()["used"], reason="no compiled module here: " + aot.status()["why"])
-def test_a_run_the_module_serves_never_imports_numba():
-    # the built-in BERT-base under Base UVM and G10 (the page engine, the planner, the bound)
-    # and under the driver engine untraced (the real driver's defaults, G10's plan as hints):
+def test_a_run_the_module_serves_never_imports_numba(tmp_path):
+    # the built-in BERT-base under Base UVM and G10 (the page engine, the planner, the bound),
+    # under the driver engine untraced (the real driver's defaults, G10's plan as hints), and
+    # traced under Base UVM and DeepUM+ (the traced page engine, the row join, the writer):
     # every kernel it calls from Python is compiled ahead of time, so Numba is never imported
     code = (
         "import sys\n"
@@ -243,8 +278,14 @@ def test_a_run_the_module_serves_never_imports_numba():
         "for p in ('lru', 'prefetch_lru', 'uvm', 'g10_driver'):\n"
         "    r = simulate('bert-base', batch=16, system='g10-artifact', policy=p)\n"
         "    assert r['status'] == 'ok', r\n"
+        "for p in ('lru', 'deepUM'):\n"  # traced runs of the page engine too
+        "    r = simulate('bert-base', batch=16, system='g10-artifact', policy=p,\n"
+        "                 trace_path=sys.argv[1] + p)\n"
+        "    assert r['status'] == 'ok', r\n"
         "print(sorted(m for m in ('numba', 'llvmlite') if m in sys.modules))\n"
     )
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "t-")], capture_output=True, text=True, timeout=300
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.strip().splitlines()[-1] == "[]"

@@ -259,17 +259,16 @@ def test_split_checked_kernel_matches_numpy():
             assert want == (v in (lo - 1, hi + 1))
 
 
-def test_shuffle_kernel_is_hdf5s_shuffle():
-    """The shuffle kernel gives the byte planes (what HDF5's shuffle filter stores), and the
+def test_shuffle_is_hdf5s_shuffle():
+    """The writer's shuffle gives the byte planes (what HDF5's shuffle filter stores), and the
     reader's numpy unshuffle inverts it, for every column width."""
-    from g10fast.trace import _decode
-    from g10fast.trace_kernels import shuffle
+    from g10fast.trace import _decode, _shuffle
 
     r = np.random.default_rng(23)
     for size in (2, 4, 8):
         src = r.integers(0, 256, size=(1001, size), dtype=np.uint8)
         planes = np.empty((size, 1001), np.uint8)
-        shuffle(src, planes)
+        _shuffle(src, planes)
         for j in range(size):
             np.testing.assert_array_equal(planes[j], src[:, j])
         dt = np.dtype(f"<i{size}")

@@ -538,6 +538,7 @@ def simulate_pages(
     opens = np.full((4, MERGE_OPEN), -1, dtype=np.int64)
     # the engine: compiled ahead of time where it was (g10fast.aot), else on first use
     run_engine = aot.entry(pk.run_engine, rule, emit)
+    join = aot.entry(merge_ticks)  # (the rows of consecutive ticks joined: traced runs)
     while True:
         S[pk.S_EV_PAUSE] = ev.shape[0] // 2 if trace is not None else ev.shape[0] + 1
         status = run_engine(kt, kidx, ht, tt, srt, pstate, lru, qb, S, F, kstat, pcie, bnd, ev)
@@ -574,7 +575,7 @@ def simulate_pages(
                 if merged is None or merged.shape[0] < ev.shape[0]:
                     merged = np.empty_like(ev)
                 opens.fill(-1)
-                trace.append(merged[: merge_ticks(ev[: S[pk.S_NEV]], merged, opens)])
+                trace.append(merged[: join(ev[: S[pk.S_NEV]], merged, opens)])
             else:
                 trace.append(ev[: S[pk.S_NEV]])
             ev[: S[pk.S_NEV], pk.EV_STRIDE] = 0  # (`_emit` leaves it to the rows that have one)

@@ -26,7 +26,7 @@ from g10fast.engine.page.general import (
     _resume,
     _tick_end,
 )
-from g10fast.engine.page.helpers import _emit, _no_faults_queued
+from g10fast.engine.page.helpers import _emit, _emit_ticked, _no_faults_queued
 from g10fast.engine.page.kernel_begin import _kernel_begin
 from g10fast.engine.page.layout import (
     C_ALLOC,
@@ -567,8 +567,10 @@ cache_depends_on(
 )
 cache_kernel_arguments(run_engine)
 
-# compiled ahead of time at install (g10fast.aot) for the built-in rules, untraced: a first
-# run without a compile (a traced run, or a rule of a policy's own, compiles on first use)
+# compiled ahead of time at install (g10fast.aot) for the built-in rules, untraced, and traced
+# (the emitter of the rows, `_emit_ticked`) on extent records: a first run without a compile
+# (a traced run on DeepUM's ring, with planned pre-evictions, or a rule of a policy's own
+# compiles on first use; each traced variant adds about 44 s to the install's build)
 _RUN_ENGINE_TYPES = (
     "i8(i8[:, ::1], i4[::1], i8[:, ::1], i8[:, ::1], i8[:, ::1], u1[::1], {lru}[::1], i8[:, :, ::1],"
     " i8[::1], f8[::1], i8[:, ::1], i8[:, ::1], i8[:, ::1], i8[:, ::1])"
@@ -577,3 +579,5 @@ _RUN_ENGINE_TYPES = (
 # entries by the page count when it pre-evicts)
 for _rule, _lru in ((arrival, "i8"), (deepum, "i4"), (deepum, "i8")):
     aot.export(run_engine, _RUN_ENGINE_TYPES.format(lru=_lru), bind=(_rule, None))
+    if _lru == "i8":
+        aot.export(run_engine, _RUN_ENGINE_TYPES.format(lru=_lru), bind=(_rule, _emit_ticked))
