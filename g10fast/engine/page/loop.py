@@ -193,6 +193,7 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule, emit):
         if replay:
             rp_mask = _rp_begin(S, qb, pstate, gpu_used, host_used)
         es_kept = es_armed
+        nev0 = S[S_NEV]  # (traced: the rows before the tick)
         if es_kept:
             _es_state(S, qb, lru_tail, lru_cur, lru_scan, dum_end, wait, gpu_used, host_used, True)
         fast_block = False  # the general path takes the stage's next page
@@ -401,7 +402,11 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule, emit):
             break
         if not _next_tick_busy(t, S, bnd.shape[0], half):
             break
-        es_armed = not trace and S[P_BULK] != 0 and c_in + c_out + c_alloc == 0
+        if emit is None:
+            es_armed = not trace and S[P_BULK] != 0 and c_in + c_out + c_alloc == 0
+        else:
+            # (traced: a tick that wrote no row; the ticks it stands for write none either)
+            es_armed = S[S_NEV] == nev0 and S[P_BULK] != 0 and c_in + c_out + c_alloc == 0
         if (
             es_kept
             and es_armed
