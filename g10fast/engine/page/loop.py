@@ -403,6 +403,8 @@ def _busy_ticks(t, tt, srt, pstate, lru, qb, S, pcie, bnd, ev, rule, emit):
         if not _next_tick_busy(t, S, bnd.shape[0], half):
             break
         if emit is None:
+            # (untraced: `not trace` always holds; it stays so that the untraced engine's
+            # machine code stays as it was, `engine_asm_diff.py`)
             es_armed = not trace and S[P_BULK] != 0 and c_in + c_out + c_alloc == 0
         else:
             # (traced: a tick that wrote no row; the ticks it stands for write none either)
