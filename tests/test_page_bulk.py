@@ -509,6 +509,31 @@ def test_gpu_states_against_page_loop():
         assert np.array_equal(a, b), (p, n)
 
 
+def test_rp_evict_against_page_loop():
+    """`_rp_evict` (word-wise) leaves the states the page loop it replaced leaves and counts
+    the same resident pages not in transfer, from every alignment and length and to every
+    destination."""
+    rng = np.random.default_rng(14)
+    base = _runs_states(rng, 1_200)
+    for _ in range(800):
+        p = int(rng.integers(0, 1_100))
+        n = int(rng.integers(0, 1_200 - p))
+        dest = int(rng.integers(0, 4))
+        a = base.copy()
+        res = 0
+        for v in range(p, p + n):
+            st = int(a[v])
+            res += (st & pk.RES_MASK) == pk.IN_GPU
+            a[v] = (st & ~(pk.LOC_MASK | pk.F_TRANSFER)) | dest
+        b = base.copy()
+        assert pk._rp_evict(b, p, n, dest) == res, (p, n, dest)
+        assert np.array_equal(a, b), (p, n, dest)
+    ps = np.full(64, pk.IN_GPU | pk.F_WAIT | (15 << pk.GEN_SHIFT), dtype=np.uint8)
+    ps[5] |= pk.F_TRANSFER
+    assert pk._rp_evict(ps, 0, 64, pk.IN_SSD) == 63
+    assert np.all(ps == (pk.IN_SSD | pk.F_WAIT | (15 << pk.GEN_SHIFT)))
+
+
 def test_tensor_state_known_zero():
     """TT_Z (every state of the tensor known to be 0) decides NOT_PRESENT without a state
     read: the states given here disagree with it on purpose."""

@@ -43,6 +43,8 @@ from g10fast.locations import IN_GPU
 # `_same_bits`'s word-wise scan: words compared a step, and a byte's 1 in every byte
 _SAME_WORDS = 8
 _BYTES_ONE = np.uint64(0x0101010101010101)
+_BYTES_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_BYTES_TOP = np.uint64(0x8080808080808080)
 
 
 # ----------------------------------------------------------------------------------------
@@ -361,10 +363,12 @@ def _tensor_at(tt, srt, i, p):
 @_kernel
 def _same_bits(pstate, p, n, v, m):
     """How many of pages p, p+1, ... (at most n) have the state bits m equal to v (v within m),
-    from the first on. Eight states a word (the states' bytes read as uint64 words, eight
-    words a step without a branch, each byte's bits compared at once), then page by page."""
+    from the first on. Eight states a word (the states' bytes read as uint64 words, each
+    byte's bits compared at once): eight words a step without a branch, then a word a step,
+    the first word that differs and the last pages page by page (a scan of 8 to 63 pages
+    went page by page before: most of a G10 run's calls are that short)."""
     j = 0
-    if n >= 8 * _SAME_WORDS:
+    if n >= 8:
         mb = np.uint64(m) * _BYTES_ONE
         pat = np.uint64(v) * _BYTES_ONE
         nw = n // 8
@@ -377,6 +381,8 @@ def _same_bits(pstate, p, n, v, m):
             if acc & mb:
                 break
             i += _SAME_WORDS
+        while i < nw and ((w[_u(i)] ^ pat) & mb) == 0:
+            i += 1
         j = i * 8
     while j < n and (np.int64(pstate[_u(p + j)]) & m) == v:
         j += 1
