@@ -350,7 +350,7 @@ def _rp_evict(pstate, p, n, dest):
     """Pages p .. p + n - 1 go from the GPU to dest (transfer flag cleared). Returns how many
     of them were resident and not in transfer. Eight states a word (each byte's resident bits
     compared with IN_GPU at once, the bytes that differ counted by a multiplication), then
-    page by page: the page loop LLVM vectorised took four states a vector lane of 64 bits."""
+    page by page (the page loop, as LLVM vectorised it, widened each state to a 64-bit lane)."""
     res = 0
     q = p
     if n >= 8:
