@@ -245,10 +245,76 @@ def test_cxx_sort_order_matches_the_plain_twin():
         np.concatenate([np.arange(200), np.arange(200)[::-1]]),
         np.array([2**60, 1, 2**60 - 1, 5] * 9),
     ]
+    # parts whose keys are all zero (zero areas: `cxx_sort` rearranges them without
+    # comparisons): all zero, and zeros among a few other keys on either side, as in the
+    # main loop's later iterations
+    cases += [np.zeros(n, dtype=np.int64) for n in (17, 18, 33, 100, 1000, 2799)]
+    for n, share in ((40, 0.9), (300, 0.7), (2799, 0.95), (2799, 0.5), (1000, 0.99)):
+        k = rng.integers(-50, 50, size=n)
+        k[rng.random(n) < share] = 0
+        cases.append(k)
+    z = np.zeros(500, dtype=np.int64)
+    cases.append(np.concatenate([z, np.arange(1, 40), z]))
     for keys in cases:
         a = keys.tolist()
         want = cxx_sort_ids(list(range(len(a))), lambda x, y: a[x] < a[y])
         assert cxx_sort_order(keys).tolist() == want
+
+
+def test_prefix_walks_match_the_stepping_walks():
+    """`walk_forward_p` / `walk_backward_p` (binary searches over `lane_prefix`'s sums of
+    ceil(room)) stop where `walk_forward` / `walk_backward` stop (a step at a time, the
+    float subtraction truncated): rooms with fractions, whole rooms, empty rooms, full
+    kernels, rooms just above an integer (the unsafe ones, stepped), sizes past 2**40, and
+    every start."""
+    rng = np.random.default_rng(11)
+    K = 60
+    n_unsafe = 0
+    for case in range(40):
+        cap = np.zeros((4, K))
+        bw = np.zeros((4, K))
+        full = np.zeros((4, K), dtype=np.bool_)
+        for lane in range(4):
+            scale = 2**29 if case % 4 == 3 else 5000  # (rooms near 2**29: rest near 2**35)
+            cap[lane] = rng.integers(0, scale, size=K) + rng.random(K) * (case % 3 != 0)
+            bw[lane] = cap[lane] * rng.random(K) * (rng.random(K) < 0.7)
+            full[lane] = rng.random(K) < 0.2
+            whole = rng.random(K) < 0.2
+            bw[lane, whole] = np.floor(bw[lane, whole]) + (cap[lane, whole] - np.floor(cap[lane, whole]))
+            tiny = rng.random(K) < (0.1 if case % 2 else 0.0)
+            bw[lane, tiny] = cap[lane, tiny] - (np.floor(cap[lane, tiny] - bw[lane, tiny]) + 2.0**-20)
+            empty = rng.random(K) < 0.05
+            bw[lane, empty] = cap[lane, empty]
+        lane = int(rng.integers(0, 4))
+        C = np.zeros(K + 1, dtype=np.int64)
+        U = np.zeros(K + 1, dtype=np.int64)
+        gk.lane_prefix(cap, bw, full, lane, C, U, 0)
+        n_unsafe += int(U[K])
+        assert (np.diff(C) >= 0).all()
+        for k in range(K):
+            # sizes at the walks' stopping points (the lane's sums from k on, and one off)
+            sizes = [0, 1, 7, 4000, 10**6, 2**41]
+            for j in rng.integers(k, K + 1, size=4):
+                sizes += [int(C[j] - C[k]) + d for d in (-1, 0, 1)]  # (forward from k)
+            for j in rng.integers(0, k + 1, size=4):
+                sizes += [int(C[k + 1] - C[j]) + d for d in (-1, 0, 1)]  # (backward from k + 1)
+            for size in sizes:
+                assert gk.walk_forward_p(cap, bw, full, lane, size, k, C, U) == gk.walk_forward(
+                    cap, bw, full, lane, size, k
+                ), (case, size, k)
+                e = k + 1  # (the backward walk from kernel e: sizes of the sums below it)
+                assert gk.walk_backward_p(cap, bw, full, lane, size, e, C, U) == gk.walk_backward(
+                    cap, bw, full, lane, size, e
+                ), (case, size, e)
+        # the sums from a later kernel on, after the lane changed there
+        frm = int(rng.integers(0, K))
+        bw[lane, frm:] *= 0.5
+        gk.lane_prefix(cap, bw, full, lane, C, U, frm)
+        C2 = np.zeros(K + 1, dtype=np.int64)
+        U2 = np.zeros(K + 1, dtype=np.int64)
+        gk.lane_prefix(cap, bw, full, lane, C2, U2, 0)
+        assert C.tolist() == C2.tolist() and U.tolist() == U2.tolist()
+    assert n_unsafe > 0
 
 
 def test_deepum_hints_rule():
