@@ -534,37 +534,6 @@ def test_rp_evict_against_page_loop():
     assert np.all(ps == (pk.IN_SSD | pk.F_WAIT | (15 << pk.GEN_SHIFT)))
 
 
-def test_src_run_against_the_scan():
-    """A batch move's look-ahead source check (`_src_run`) answers what a scan of the
-    extent's pages from the first answers (`_rp_canon`'s page loop), whatever it knew
-    before (ok_n: a true count), and what it knows after is true: the pages at the source
-    from the first on, up to `_SRC_AHEAD` or the batch's end. `_src_kept` forgets what victims
-    overlap."""
-    from g10fast.engine.page.batch import _SRC_AHEAD, _src_kept, _src_run
-
-    rng = np.random.default_rng(21)
-    base = _runs_states(rng, 1_200)
-    hits = 0
-    for _ in range(1_500):
-        q = int(rng.integers(0, 1_150))
-        left = int(rng.integers(1, 1_200 - q))
-        k = int(rng.integers(1, min(left, 40) + 1))
-        src = int(rng.choice([pk.NOT_PRESENT, pk.IN_SSD, pk.IN_CPU]))
-        run = 0
-        while run < left and (int(base[q + run]) & pk.LOC_MASK) == src:
-            run += 1
-        hits += run > k
-        ok_n = int(rng.integers(0, run + 1))
-        j, ok2 = _src_run(base, q, k, left, src, ok_n)
-        assert j == min(run, k), (q, k, left, src, ok_n)
-        want = ok_n if ok_n >= k else min(run, max(k, min(left, _SRC_AHEAD)))
-        assert ok2 == want, (q, k, left, src, ok_n)
-    assert hits > 100
-    assert _src_kept(40, 100, 60, 8) == 40  # (victims before the known pages)
-    assert _src_kept(40, 100, 140, 8) == 40  # (after them)
-    assert _src_kept(40, 100, 139, 8) == 8  # (overlapping: only the arrivals)
-
-
 def test_tensor_state_known_zero():
     """TT_Z (every state of the tensor known to be 0) decides NOT_PRESENT without a state
     read: the states given here disagree with it on purpose."""

@@ -542,39 +542,6 @@ def _victim_rows(emit, ev, S, em, off, T, lo, j, dest):
     )
 
 
-#: the pages a batch move's source check looks ahead (`_src_run`): the victims come a head
-#: extent at a time, often 8-15 pages, and each extent's arrivals were checked on their own
-#: (222,546 of the 240,793 scans of a BERT-128 G10 run)
-_SRC_AHEAD = 64
-
-
-@_kernel
-def _src_run(pstate, q, k, left, a_src, ok_n):
-    """How many of pages q .. q + k - 1 are at a_src, from the first on (`_rp_canon`), when
-    the first ok_n of them are known to be (a previous look ahead); the check goes on up to
-    `_SRC_AHEAD` pages (at most `left`), past k. Returns the count within k and how many
-    pages from q on are now known to be at a_src. A batch move writes no state but its
-    arrivals' (taken from the front of those known) and its victims' (`_src_kept`), so what
-    is known stays true; the page after the known ones is read again each time (a victim
-    may have gone there)."""
-    if ok_n >= k:
-        return k, ok_n
-    want = max(k, min(left, _SRC_AHEAD))
-    ok_n += _rp_canon(pstate, q + ok_n, want - ok_n, a_src)
-    return min(ok_n, k), ok_n
-
-
-@_kernel
-def _src_kept(ok_n, q, lo, j):
-    """What is still known of the pages from q on at the batch's source (`_src_run`) after
-    victims lo .. lo + j - 1 left, the j pages from q arriving: ok_n, or only those j when
-    the victims overlap the known pages (victims are on the GPU, never at the source: a
-    guard, not a case)."""
-    if lo < q + ok_n and lo + j > q:
-        return j
-    return ok_n
-
-
 @_kernel_page
 def _batch_move_x(
     p, nb, a_src, b_ev, b_dest, b_lo, b_hi, pstate, lru, S, tt, a_T, wait, vt_d, srt, tc, vt_T, sw
@@ -592,7 +559,6 @@ def _batch_move_x(
     changed, the new one, its pages and the lookup's position (-1, else)."""
     m = 0
     nT = np.int64(-1)
-    ok_n = np.int64(0)  # pages from p + m on known to be at a_src (`_src_run`)
     while m < nb:
         k = nb - m
         lo = 0
@@ -613,17 +579,15 @@ def _batch_move_x(
             hi = lru[_u(h * XW + X_HI)]
             if hi - lo < k:
                 k = hi - lo
-        j, ok_n = _src_run(pstate, p + m, k, nb - m, a_src, ok_n)
+        j = _rp_canon(pstate, p + m, k, a_src)
         if j == 0:
             break
         if b_ev:
             _victims_leave(pstate, lo, j, b_dest)
             _x_take(lru, S, tt, j)
             vt_d -= j
-            ok_n = _src_kept(ok_n, p + m, lo, j)
         wait = _x_arrive(lru, S, tt, pstate, a_T, p + m, j, wait)
         m += j
-        ok_n -= j
         if j < k:
             break
     return m, wait, vt_d, nT, b_lo, b_hi, tc
@@ -704,7 +668,6 @@ def _batch_move_xd(
     h = -1
     v0 = -1
     nT = np.int64(-1)
-    ok_n = np.int64(0)  # pages from p + m on known to be at a_src (`_src_run`)
     while m < nb:
         k = nb - m
         lo = 0
@@ -731,7 +694,7 @@ def _batch_move_xd(
                 k = hi - lo
                 if k >= 2 and lru[_u(h * XW + X_NEXT)] < 0:
                     k -= 1
-        j, ok_n = _src_run(pstate, p + m, k, nb - m, a_src, ok_n)
+        j = _rp_canon(pstate, p + m, k, a_src)
         if j == 0:
             break
         if b_ev:
@@ -742,10 +705,8 @@ def _batch_move_xd(
                 _drop_release(pstate, lo, lo + j, S)
             cur = _xd_evict(dnp, lru, S, tt, h, lo, j, cur)
             vt_d -= j
-            ok_n = _src_kept(ok_n, p + m, lo, j)
         wait = _x_arrive(lru, S, tt, pstate, a_T, p + m, j, wait)
         m += j
-        ok_n -= j
         if j < k:
             break
     return m, wait, vt_d, cur, v0, nT, b_lo, b_hi, tc
