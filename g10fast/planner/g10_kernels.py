@@ -231,19 +231,10 @@ def walk_forward_p(cap, bw, full, lane, size, frm, C, U):
     K = cap.shape[1]
     if size >= _WALK_FAST_MAX or size <= -_WALK_FAST_MAX:
         return walk_forward(cap, bw, full, lane, size, frm)
-    goal = C[frm] + size
-    if C[K] < goal:
-        k = K - 1
-    else:
-        lo = frm + 1  # the first j > frm with C[j] >= goal: the walk stops at j - 1
-        hi = K
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if C[mid] >= goal:
-                hi = mid
-            else:
-                lo = mid + 1
-        k = lo - 1
+    # (the first j > frm with C[j] >= C[frm] + size, C being nondecreasing integers: the walk
+    # stops at kernel j - 1, or at the last kernel when there is none)
+    j = max(bisect_right(C, C[frm] + size - 1), frm + 1)
+    k = K - 1 if j > K else j - 1
     if U[k + 1] != U[frm]:
         return walk_forward(cap, bw, full, lane, size, frm)
     return k
@@ -254,19 +245,8 @@ def walk_backward_p(cap, bw, full, lane, size, needed, C, U):
     """`walk_backward` from the lane's prefix sums C, U (`lane_prefix`): the same kernel."""
     if needed <= 0 or size >= _WALK_FAST_MAX or size <= -_WALK_FAST_MAX:
         return walk_backward(cap, bw, full, lane, size, needed)
-    goal = C[needed] - size
-    if C[0] > goal:
-        k = 0
-    else:
-        lo = 0  # the last k < needed with C[k] <= goal: the walk stops there
-        hi = needed - 1
-        while lo < hi:
-            mid = (lo + hi + 1) >> 1
-            if C[mid] <= goal:
-                lo = mid
-            else:
-                hi = mid - 1
-        k = lo
+    # (the last k < needed with C[k] <= C[needed] - size: the walk stops there, or at 0)
+    k = max(min(bisect_right(C, C[needed] - size) - 1, needed - 1), 0)
     if U[needed] != U[k]:
         return walk_backward(cap, bw, full, lane, size, needed)
     return k
@@ -794,15 +774,15 @@ def main_loop(
             # O-10: G10's in-place std::sort of the whole list, then its first element
             if I == 0:
                 break
-            # (each non-looped interval's half-transfer window is kept from the last sort
-            # while the lanes its walks read did not change where they read them: the
-            # forward walk reads L_WSSD from s to w0, the backward walk L_RSSD from e - 1
-            # down to w1; the same walks would give the same window; `area_of` otherwise)
             # (the walks' prefix sums, from the first kernel the bookings changed)
             if lanes[0] <= lanes[1]:
                 lane_prefix(cap, bw, full, L_WSSD, CW, UW, min(lanes[0], K))
             if lanes[2] <= lanes[3]:
                 lane_prefix(cap, bw, full, L_RSSD, CR, UR, min(lanes[2], K))
+            # (each non-looped interval's half-transfer window is kept from the last sort
+            # while the lanes its walks read did not change where they read them: the
+            # forward walk reads L_WSSD from s to w0, the backward walk L_RSSD from e - 1
+            # down to w1; the same walks would give the same window; `area_of` otherwise)
             for i in range(I):
                 if processed[i]:
                     ka[i] = 0.0
