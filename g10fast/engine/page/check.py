@@ -10,7 +10,9 @@ every flush of the event buffer), `PageChecker.check` asserts:
   with the page table (GPU pages = the GPU count, host pages = the host count); every page
   marked in transfer is in exactly one queue; the extent LRU's list and chains hold exactly
   the resident pages (`extent_lru_problem`, a Numba kernel); every tensor whose states the
-  bulk engine knows to be 0 (TT_Z) has only zero states;
+  bulk engine knows to be 0 (TT_Z) has only zero states; a tensor whose states are lazy
+  (TT_LZ) has its boundary within its pages and no byte written from it on (the scan then
+  reads the lazy states as the engine reads them);
 * with the event stream (`check="full"`, or whenever the run writes an event trace anyway):
   bytes moved = bytes arrived: the pages that arrived in the GPU less those that left it
   equal the GPU count, likewise for the host and the SSD (summed as the stream is written,
@@ -85,6 +87,23 @@ def _count_states(pstate, words, out):
     out[3] = n3
     out[4] = nt
     out[5] = nr
+
+
+@kernel_nonrt
+def _lazy_broken(tt, pstate):
+    """The first tensor whose states are lazy (TT_LZ) and either its boundary TT_LA lies
+    outside its pages, or one of its pages from TT_LA on (queued, not arrived: never written
+    while lazy) has a state byte that is not 0; or -1."""
+    for T in range(tt.shape[0]):
+        if tt[T, pk.TT_LZ] != 0:
+            p0 = tt[T, pk.TT_START]
+            la = tt[T, pk.TT_LA]
+            if la < p0 or la > p0 + tt[T, pk.TT_NP]:
+                return T
+            for p in range(la, p0 + tt[T, pk.TT_NP]):
+                if pstate[p] != 0:
+                    return T
+    return -1
 
 
 @kernel_nonrt
@@ -208,7 +227,7 @@ class PageChecker:
         """queued_pages: the pages the queues hold, or a function that counts them (called
         only when the page table is scanned). extents: (lru, tt) of an extent-LRU run, checked
         with the page table (`extent_lru_problem`). tt: the tensor table of a bulk run, whose
-        TT_Z column is checked with the page table."""
+        TT_Z column and lazy states (TT_LZ) are checked with the page table."""
         t0 = time.perf_counter()
         self.engine_s += t0 - self._since
         sp = self.sp
@@ -245,6 +264,12 @@ class PageChecker:
     def _scan(self, S, pstate, gpu, host, s, queued_pages, extents, tt=None):
         sp = self.sp
         self.scans += 1
+        if tt is not None:
+            # lazy states (`LAZY_DEFAULT`): checked, then read as the engine reads them
+            T = _lazy_broken(tt, pstate)
+            if T >= 0:
+                self._fail(S, f"tensor {T}'s lazy states: a page not arrived was written")
+            pstate = pk.lz_written(pstate, tt, copy=True)
         n = count_states(pstate)
         if callable(queued_pages):
             queued_pages = queued_pages()

@@ -698,6 +698,8 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                     vslot = xh
                     v = lru[_u(xh * XW + X_LO)]
                 vst0 = np.int64(pstate[_u(v)])
+                if vst0 == 0:
+                    vst0 = np.int64(IN_GPU)  # (a page of the list: a lazy state, `_lz_state`)
             else:
                 vslot, v, vst0, tc_c, wt_lo, wt_hi, wt_win = _fast_victim(
                     dnp,

@@ -10,6 +10,7 @@ from g10fast.engine.page.helpers import (
     _emit,
     _emit_run,
     _is_alive,
+    _lz_state,
     _no_faults_queued,
     _q_pop,
     _q_push,
@@ -142,7 +143,7 @@ def _evict_page(
     lm = prm.lm
     tc_b = _tpos(srt, tc_b, v)
     T = srt[1, _u(tc_b)]
-    st0 = np.int64(pstate[_u(v)])
+    st0 = _lz_state(pstate, tt, T, v)
     if dest == NOT_PRESENT and _is_alive(tt, T, k):
         if ev_pf:
             live_warn += 1
@@ -257,11 +258,12 @@ def _alloc_page(
             c_fed = NOT_KNOWN
     gpu_used += 1
     st0 = np.int64(pstate[_u(p)])
-    # (IN_GPU is written before a compaction, which reads the page states)
-    pstate[_u(p)] = (st0 & ~LOC_MASK) | IN_GPU
     if prm.xl:
+        # (`_x_arrive` writes IN_GPU, or leaves a lazy tensor's arriving state 0)
         wait = _x_arrive(lru, S, tt, pstate, a_tensor, p, 1, wait)
     else:
+        # (IN_GPU is written before a compaction, which reads the page states)
+        pstate[_u(p)] = (st0 & ~LOC_MASK) | IN_GPU
         if lru_tail - prm.hd >= prm.lcap:
             S[S_LRU_TAIL] = lru_tail
             S[S_LRU_CUR] = lru_cur

@@ -9,6 +9,7 @@ import numpy as np
 from g10fast.engine.page.layout import (
     E_BUFFER_OVERFLOW,
     E_QUEUE_OVERFLOW,
+    F_TRANSFER,
     GEN_MASK,
     GEN_SHIFT,
     LOC_MASK,
@@ -28,7 +29,11 @@ from g10fast.engine.page.layout import (
     TT_BIRTH,
     TT_DEATH,
     TT_GLOBAL,
+    TT_LA,
+    TT_LZ,
+    TT_NP,
     TT_REQ,
+    TT_START,
     _G_PF_ALLOC,
     _G_PREALLOC,
     _G_PRE_CPU,
@@ -359,6 +364,37 @@ def _tensor_at(tt, srt, i, p):
     i = _tpos(srt, i, p)
     T = srt[1, _u(i)]
     return i, T, srt[0, _u(i)], srt[0, _u(i + 1)], tt[_u(T), TT_REQ]
+
+
+@_kernel
+def _lz_state(pstate, tt, T, p):
+    """The state of page p of tensor T as the engine reads it (int64): its byte, or, for a
+    byte 0 of a tensor whose states are lazy (TT_LZ, P_LAZY), IN_GPU below TT_LA (it
+    arrived) and F_TRANSFER from it (queued to be allocated)."""
+    st = np.int64(pstate[_u(p)])
+    if st == 0 and tt[_u(T), TT_LZ] != 0:
+        st = np.int64(IN_GPU) if p < tt[_u(T), TT_LA] else np.int64(F_TRANSFER)
+    return st
+
+
+def lz_written(pstate: np.ndarray, tt: np.ndarray, copy: bool) -> np.ndarray:
+    """The page states with those of the lazy tensors (TT_LZ, `LAZY_DEFAULT`) written out as
+    the engine reads them (`_lz_state`): a byte 0 of such a tensor is IN_GPU below TT_LA and
+    F_TRANSFER from it. Plain NumPy, between the engine's pauses: in place (the tensors'
+    TT_LZ cleared: the run's end), or in a copy when `copy` (the invariant check); the
+    states themselves when no tensor's are lazy."""
+    lazy = np.nonzero(tt[:, TT_LZ] != 0)[0]
+    if not len(lazy):
+        return pstate
+    out = pstate.copy() if copy else pstate
+    for T in lazy:
+        p0, n, la = int(tt[T, TT_START]), int(tt[T, TT_NP]), int(tt[T, TT_LA])
+        for a, b, v in ((p0, la, IN_GPU), (la, p0 + n, F_TRANSFER)):
+            seg = out[a:b]
+            seg[seg == 0] = v
+        if not copy:
+            tt[T, TT_LZ] = 0
+    return out
 
 
 @_kernel

@@ -23,12 +23,15 @@ from g10fast.engine.page.layout import (
     S_LRU_SCAN,
     S_LRU_STALE,
     S_LRU_TAIL,
+    S_LZ_BACK,
     S_X_BUMP,
     S_X_CUR,
     S_X_FREE,
     S_X_HEAD,
     S_X_NFREE,
     S_X_TAIL,
+    TT_LA,
+    TT_LZ,
     TT_WIN,
     TT_XH,
     _kernel,
@@ -386,8 +389,21 @@ def _gpu_states(pstate, p, n):
 def _x_arrive(lru, S, tt, pstate, T, p, n, wait):
     """Pages p .. p + n - 1 of tensor T (none in the GPU) take GPU frames, in this order: IN_GPU,
     transfer and wait-set flags cleared, at the list's tail (`_lru_append` for extents; the
-    tail extent grows when they continue it). Returns the wait-set size after them."""
-    nw = _gpu_states(pstate, p, n)
+    tail extent grows when they continue it). Returns the wait-set size after them.
+
+    Lazy states (TT_LZ, P_LAZY): pages that arrive in order from TT_LA on are counted there,
+    their bytes left 0 (they read as IN_GPU below it: `_lz_state`), none of them in the wait
+    set (a fault scan writes a lazy tensor's states out first); any other arrival of such a
+    tensor (a page that left and comes back) is written, and TT_LZ set to 2."""
+    lz = tt[_u(T), TT_LZ]
+    if lz != 0 and p == tt[_u(T), TT_LA]:
+        tt[_u(T), TT_LA] = p + n
+        nw = 0
+    else:
+        if lz != 0:
+            tt[_u(T), TT_LZ] = 2
+            S[S_LZ_BACK] += 1
+        nw = _gpu_states(pstate, p, n)
     tl = S[S_X_TAIL]
     if tl >= 0 and lru[_u(tl * XW + X_HI)] == p and lru[_u(tl * XW + X_T)] == T:
         lru[_u(tl * XW + X_HI)] = p + n

@@ -53,6 +53,7 @@ from g10fast.jit import NO_JIT, external, kernel_nonrt_internal
 # as zero after the move: nothing the engine reads changes. The pool holds at most
 # S[P_POOL_CAP] bytes in N_POOL ranges; older ranges go back to the system as before.
 MADV_DONTNEED = 4
+MADV_POPULATE_READ = 22
 MADV_POPULATE_WRITE = 23
 MREMAP_MAYMOVE = 1
 MREMAP_FIXED = 2
@@ -404,3 +405,17 @@ def _populate(pstate, p0, n, S):
     b = min((base + p0 + n + ps - 1) // ps, (base + pstate.shape[0]) // ps) * ps
     if b > a and (S[S_RECYCLE] == 0 or _reuse(pstate, a, b, S)):
         _madvise(np.uint64(a), np.uint64(b - a), MADV_POPULATE_WRITE)
+
+
+@_kernel
+def _map_read(pstate, p0, n, S):
+    """Map the memory pages that hold the states of pages p0 .. p0 + n - 1 for reading
+    (Linux's MADV_POPULATE_READ, 5.14+): those not mapped take the system's zero page, no
+    memory, in one call instead of a page fault at each first read. (Lazy states: read, not
+    written, until the tensor leaves the GPU or is written out.)"""
+    ps = S[P_RELEASE]
+    base = np.int64(pstate.ctypes.data)
+    a = max((base + p0) // ps, (base + ps - 1) // ps) * ps
+    b = min((base + p0 + n + ps - 1) // ps, (base + pstate.shape[0]) // ps) * ps
+    if b > a:
+        _madvise(np.uint64(a), np.uint64(b - a), MADV_POPULATE_READ)

@@ -73,6 +73,7 @@ from g10fast.engine.page.layout import (
     S_XFER,
     S_X_HEAD,
     S_X_NFREE,
+    TT_LZ,
     TT_REQ,
     TT_RES,
     _G_PE_CPU,
@@ -392,6 +393,8 @@ def _rp_take(lru, S, tt, pstate, n, dest, ev, em, emit):
             j = n
         T = lru[_u(b + X_T)]
         res = _rp_evict(pstate, lo, j, dest)
+        if tt[_u(T), TT_LZ] != 0:
+            res = j  # (pages of the list, each resident: lazy states read 0, `_lz_state`)
         _x_take(lru, S, tt, j)
         tt[_u(T), TT_RES] -= res
         it = S[S_CUR_ITER]
@@ -542,6 +545,8 @@ def _rp_tick(S, qb, pstate, lru, tt, prm, gpu_used, host_used, host_peak, wait, 
                         v_res = 0
                     dest = c_fed if c_fed != NOT_KNOWN else IN_CPU
                     vst = np.int64(pstate[_u(v)])
+                    if vst == 0:
+                        vst = np.int64(IN_GPU)  # (a page of the list: a lazy state, `_lz_state`)
                     pstate[_u(v)] = (vst & ~(LOC_MASK | F_TRANSFER)) | dest
                     if emit is not None:
                         _tick_row(
