@@ -37,11 +37,12 @@ BULK_DEFAULT = True
 # the last one that ran stage by stage is carried out directly (page.replay, "A busy tick
 # replayed"; same results). False runs every tick stage by stage (a check of the replay).
 REPLAY_DEFAULT = True
-# In the bulk engine under the LRU policies (extent LRU): a tensor that a pre-allocation hint
-# queues whole while its states are all 0 (TT_Z) keeps them lazy (TT_LZ): its bytes stay 0,
-# standing for "in transfer" until its pages arrive, in order, and for IN_GPU after (`_lz_state`);
-# if it is freed wholly resident with none of them written since, no pass reads or clears them.
-# Any other hint or fault scan of the tensor writes them out first (`_lz_fix`). Same results;
+# In the bulk engine on the extent LRU (the LRU policies, DeepUM without pre-evictions): a
+# tensor that a pre-allocation hint queues whole while its states are all 0 (TT_Z) keeps them
+# lazy (TT_LZ): its bytes stay 0, standing for "in transfer" until its pages arrive, in order,
+# for IN_GPU after, and for NOT_PRESENT once dropped in order (DeepUM; `_lz_state`); if it is
+# freed wholly resident with none of them written since, no pass reads or clears them. Any
+# other hint or fault scan of the tensor writes them out first (`_lz_fix`). Same results;
 # False writes every state as it changes (a check of the lazy states).
 LAZY_DEFAULT = True
 # Give the page states of freed tensors back to the operating system when they hold only
@@ -477,7 +478,7 @@ def simulate_pages(
         S[pk.S_X_HEAD] = -1
         S[pk.S_X_TAIL] = -1
         S[pk.P_REPLAY] = int(REPLAY_DEFAULT and not sp.deepum)
-        S[pk.P_LAZY] = int(LAZY_DEFAULT and sp.is_uvm and not sp.deepum)
+        S[pk.P_LAZY] = int(LAZY_DEFAULT and sp.is_uvm)
         S[pk.S_LRU_CUR] = -1  # (DeepUM: END)
         S[pk.S_X_CUR] = -1
     else:

@@ -41,14 +41,22 @@ from g10fast.engine.page.layout import (
     S_KB_PENDING,
     S_KB_TIME,
     S_LRU_HEAD,
+    S_LZ_DROP,
+    S_LZ_FIX,
     S_OUT_OPEN,
     S_QH,
     S_QT,
     S_RESCHED,
     S_R_STARTED,
     S_X_HEAD,
+    TT_LA,
+    TT_LD,
+    TT_LZ,
+    TT_NP,
     TT_RES,
+    TT_START,
     TT_WIN,
+    TT_Z,
     _G_END,
     _G_PE_CPU,
     _G_PE_SSD,
@@ -67,13 +75,14 @@ from g10fast.engine.page.lru import (
     X_HI,
     X_LO,
     X_NEXT,
+    X_T,
     _cur_norm,
     _x_arrive,
     _x_take,
     _xd_evict,
     _xd_victim,
 )
-from g10fast.engine.page.release import _drop_release
+from g10fast.engine.page.release import _drop_release, _populate
 from g10fast.engine.page.stages import _count_in, _count_out, _later_stages_idle, _lru_append
 from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
 
@@ -524,6 +533,57 @@ def _batch_move(
     return m, lru_tail, lru_cur, lru_scan, wait, vt_d, v0
 
 
+@_kernel
+def _lz_fix(pstate, tt, S, T, exact):
+    """Write out the states of tensor T when they are lazy (TT_LZ): each page whose byte is 0
+    takes the state it stands for (`_lz_state`: NOT_PRESENT below TT_LD, IN_GPU from it to
+    TT_LA, F_TRANSFER from there), and the tensor's states are read and written as any from
+    then on. Their memory is mapped for writing first (`_populate`). With no page that came
+    back (TT_LZ 1) and every page from TT_LD to TT_LA resident, none of those left either:
+    their bytes are 0, two fills; that takes TT_RES exact (`exact`: at a kernel's start, not
+    inside a busy tick, whose loops keep the victims' change of it in a local)."""
+    lz = tt[_u(T), TT_LZ]
+    if lz == 0:
+        return
+    p0 = tt[_u(T), TT_START]
+    end = p0 + tt[_u(T), TT_NP]
+    la = tt[_u(T), TT_LA]
+    ld = tt[_u(T), TT_LD]
+    if S[P_RELEASE] != 0:
+        _populate(pstate, p0, end - p0, S)
+    if exact and lz == 1 and tt[_u(T), TT_RES] == la - ld:
+        pstate[ld:la] = IN_GPU
+        pstate[la:end] = F_TRANSFER
+    else:
+        for p in range(ld, end):
+            if pstate[_u(p)] == 0:
+                pstate[_u(p)] = IN_GPU if p < la else F_TRANSFER
+    tt[_u(T), TT_LZ] = 0
+    S[S_LZ_FIX] += 1
+
+
+@_kernel
+def _lz_drop(pstate, tt, S, T, lo, j):
+    """Pages lo .. lo + j - 1 of tensor T, resident, are dropped (DeepUM's victims of a dead
+    tensor: NOT_PRESENT, state 0). When T's states are lazy with no page come back (TT_LZ 1)
+    and the pages are the next ones from TT_LD, TT_LD moves past them and nothing is written
+    (their bytes are 0 already): returns True. Otherwise a lazy tensor's states are written out
+    first (`_lz_fix`), and the caller writes and gives back as for any drop: False."""
+    lz = tt[_u(T), TT_LZ]
+    if lz == 0:
+        return False
+    if lz == 1 and lo == tt[_u(T), TT_LD] and lo + j <= tt[_u(T), TT_LA]:
+        tt[_u(T), TT_LD] = lo + j
+        S[S_LZ_DROP] += 1
+        if lo + j == tt[_u(T), TT_START] + tt[_u(T), TT_NP]:
+            # (every page dropped in order: every byte 0, NOT_PRESENT; known so, TT_Z)
+            tt[_u(T), TT_LZ] = 0
+            tt[_u(T), TT_Z] = 1
+        return True
+    _lz_fix(pstate, tt, S, T, False)
+    return False
+
+
 @_kernel_page
 def _victims_leave(pstate, lo, j, dest):
     """Victims lo .. lo + j - 1 leave the GPU for dest (not in transfer)."""
@@ -698,11 +758,14 @@ def _batch_move_xd(
         if j == 0:
             break
         if b_ev:
-            _victims_leave(pstate, lo, j, b_dest)
-            if b_rq:
-                wait = _victims_requeued(pstate, lo, j, wait)
-            elif b_dest == NOT_PRESENT and S[P_RELEASE] != 0:
-                _drop_release(pstate, lo, lo + j, S)
+            # (a lazy tensor's pages dropped in order: nothing written, `_lz_drop`)
+            vT = lru[_u(h * XW + X_T)]
+            if b_rq or b_dest != NOT_PRESENT or not _lz_drop(pstate, tt, S, vT, lo, j):
+                _victims_leave(pstate, lo, j, b_dest)
+                if b_rq:
+                    wait = _victims_requeued(pstate, lo, j, wait)
+                elif b_dest == NOT_PRESENT and S[P_RELEASE] != 0:
+                    _drop_release(pstate, lo, lo + j, S)
             cur = _xd_evict(dnp, lru, S, tt, h, lo, j, cur)
             vt_d -= j
         wait = _x_arrive(lru, S, tt, pstate, a_T, p + m, j, wait)

@@ -91,17 +91,20 @@ def _count_states(pstate, words, out):
 
 @kernel_nonrt
 def _lazy_broken(tt, pstate):
-    """The first tensor whose states are lazy (TT_LZ) and either its boundary TT_LA lies
-    outside its pages, or one of its pages from TT_LA on (queued, not arrived: never written
-    while lazy) has a state byte that is not 0; or -1."""
+    """The first tensor whose states are lazy (TT_LZ) and either its boundaries are out of
+    order (its first page <= TT_LD <= TT_LA <= its end), or one of its pages below TT_LD
+    (dropped) or from TT_LA on (queued, not arrived) has a state byte that is not 0 (neither
+    is written while the states are lazy); or -1."""
     for T in range(tt.shape[0]):
         if tt[T, pk.TT_LZ] != 0:
             p0 = tt[T, pk.TT_START]
+            end = p0 + tt[T, pk.TT_NP]
             la = tt[T, pk.TT_LA]
-            if la < p0 or la > p0 + tt[T, pk.TT_NP]:
+            ld = tt[T, pk.TT_LD]
+            if not p0 <= ld <= la <= end:
                 return T
-            for p in range(la, p0 + tt[T, pk.TT_NP]):
-                if pstate[p] != 0:
+            for p in range(p0, end):
+                if (p < ld or p >= la) and pstate[p] != 0:
                     return T
     return -1
 

@@ -15,6 +15,7 @@ from g10fast.engine.page.batch import (
     _batch_move_xd_traced,
     _fast_victim,
     _fresh_counters,
+    _lz_drop,
     _q_push_served,
     _streak_ticks,
     _victims_requeued,
@@ -782,7 +783,8 @@ def _fetch_fast(stage, q, qh, t, it, k, prm, arrays, counters, state, emit):
                     vst |= F_WAIT
                     wait += 1
                 pstate[_u(v)] = vst
-            else:
+            elif not (dest == NOT_PRESENT and xl and _lz_drop(pstate, tt, S, vt_T, v, 1)):
+                # (a lazy tensor's page dropped in order: nothing written, `_lz_drop`)
                 pstate[_u(v)] = ((vst0 & ~LOC_MASK) | dest) & ~F_TRANSFER
                 if dest == NOT_PRESENT and xl and S[P_RELEASE] != 0:
                     _drop_release(pstate, v, v + 1, S)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from g10fast.engine.page.batch import TickState, _next_stage_after_failure
+from g10fast.engine.page.batch import TickState, _lz_drop, _next_stage_after_failure
 from g10fast.engine.page.helpers import (
     _emit,
     _emit_run,
@@ -202,9 +202,11 @@ def _evict_page(
                 wait += 1
         else:
             st &= ~F_TRANSFER
-        pstate[_u(v)] = st
-        if st == 0 and prm.xl and prm.deepum and S[P_RELEASE] != 0:
-            _drop_release(pstate, v, v + 1, S)
+        if not (st == 0 and prm.xl and _lz_drop(pstate, tt, S, T, v, 1)):
+            # (a lazy tensor's page dropped in order is not written, `_lz_drop`)
+            pstate[_u(v)] = st
+            if st == 0 and prm.xl and prm.deepum and S[P_RELEASE] != 0:
+                _drop_release(pstate, v, v + 1, S)
         if (st0 & RES_MASK) == IN_GPU:
             tt[_u(T), TT_RES] -= 1
     return (

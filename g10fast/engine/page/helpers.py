@@ -30,6 +30,7 @@ from g10fast.engine.page.layout import (
     TT_DEATH,
     TT_GLOBAL,
     TT_LA,
+    TT_LD,
     TT_LZ,
     TT_NP,
     TT_REQ,
@@ -369,18 +370,19 @@ def _tensor_at(tt, srt, i, p):
 @_kernel
 def _lz_state(pstate, tt, T, p):
     """The state of page p of tensor T as the engine reads it (int64): its byte, or, for a
-    byte 0 of a tensor whose states are lazy (TT_LZ, P_LAZY), IN_GPU below TT_LA (it
-    arrived) and F_TRANSFER from it (queued to be allocated)."""
+    byte 0 of a tensor whose states are lazy (TT_LZ, P_LAZY): F_TRANSFER from TT_LA on
+    (queued to be allocated), IN_GPU below it (arrived), NOT_PRESENT (0) below TT_LD
+    (dropped, DeepUM)."""
     st = np.int64(pstate[_u(p)])
-    if st == 0 and tt[_u(T), TT_LZ] != 0:
+    if st == 0 and tt[_u(T), TT_LZ] != 0 and p >= tt[_u(T), TT_LD]:
         st = np.int64(IN_GPU) if p < tt[_u(T), TT_LA] else np.int64(F_TRANSFER)
     return st
 
 
 def lz_written(pstate: np.ndarray, tt: np.ndarray, copy: bool) -> np.ndarray:
     """The page states with those of the lazy tensors (TT_LZ, `LAZY_DEFAULT`) written out as
-    the engine reads them (`_lz_state`): a byte 0 of such a tensor is IN_GPU below TT_LA and
-    F_TRANSFER from it. Plain NumPy, between the engine's pauses: in place (the tensors'
+    the engine reads them (`_lz_state`): a byte 0 of such a tensor is IN_GPU from TT_LD to
+    TT_LA and F_TRANSFER from TT_LA on. Plain NumPy, between the engine's pauses: in place (the tensors'
     TT_LZ cleared: the run's end), or in a copy when `copy` (the invariant check); the
     states themselves when no tensor's are lazy."""
     lazy = np.nonzero(tt[:, TT_LZ] != 0)[0]
@@ -388,8 +390,8 @@ def lz_written(pstate: np.ndarray, tt: np.ndarray, copy: bool) -> np.ndarray:
         return pstate
     out = pstate.copy() if copy else pstate
     for T in lazy:
-        p0, n, la = int(tt[T, TT_START]), int(tt[T, TT_NP]), int(tt[T, TT_LA])
-        for a, b, v in ((p0, la, IN_GPU), (la, p0 + n, F_TRANSFER)):
+        end, la, ld = int(tt[T, TT_START] + tt[T, TT_NP]), int(tt[T, TT_LA]), int(tt[T, TT_LD])
+        for a, b, v in ((ld, la, IN_GPU), (la, end, F_TRANSFER)):
             seg = out[a:b]
             seg[seg == 0] = v
         if not copy:

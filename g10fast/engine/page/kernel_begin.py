@@ -79,7 +79,6 @@ from g10fast.engine.page.layout import (
     S_ERR_A,
     S_GPU_USED,
     S_HINT,
-    S_LZ_FIX,
     S_LZ_FREE,
     S_HOST_USED,
     S_IN_OPEN,
@@ -110,6 +109,7 @@ from g10fast.engine.page.layout import (
     S_X_CUR,
     S_X_HEAD,
     TT_LA,
+    TT_LD,
     TT_LZ,
     TT_NP,
     TT_RAW,
@@ -134,6 +134,7 @@ from g10fast.engine.page.lru import (
     _new_generation,
     _x_remove,
 )
+from g10fast.engine.page.batch import _lz_fix
 from g10fast.engine.page.release import _drop_flush, _map_read, _populate, _release_free
 from g10fast.engine.page.stages import _preevict_gpu_run
 from g10fast.locations import IN_CPU, IN_GPU, IN_GPU_LEAST, IN_SSD, NOT_PRESENT
@@ -479,32 +480,6 @@ def _dealloc_bulk(t, T, p0, n, tt, pstate, lru, S, ev):
 
 
 @_kernel
-def _lz_fix(pstate, tt, S, T):
-    """Write out the states of tensor T when they are lazy (TT_LZ): each page whose byte is 0
-    takes the state it stands for (`_lz_state`: IN_GPU below TT_LA, F_TRANSFER from it), and
-    the tensor's states are read and written as any from then on. Their memory is mapped for
-    writing first (`_populate`). With no page that came back (TT_LZ 1) and every arrived page
-    resident, no page left either: every byte is 0, two fills."""
-    lz = tt[_u(T), TT_LZ]
-    if lz == 0:
-        return
-    la = tt[_u(T), TT_LA]
-    p0 = tt[_u(T), TT_START]
-    n = tt[_u(T), TT_NP]
-    if S[P_RELEASE] != 0:
-        _populate(pstate, p0, n, S)
-    if lz == 1 and tt[_u(T), TT_RES] == la - p0:
-        pstate[p0:la] = IN_GPU
-        pstate[la : p0 + n] = F_TRANSFER
-    else:
-        for p in range(p0, p0 + n):
-            if pstate[_u(p)] == 0:
-                pstate[_u(p)] = IN_GPU if p < la else F_TRANSFER
-    tt[_u(T), TT_LZ] = 0
-    S[S_LZ_FIX] += 1
-
-
-@_kernel
 def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
     T = ht[h, 1]
     fr = ht[h, 2]
@@ -517,8 +492,10 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
         # lazy states (P_LAZY): a pre-deallocation of the tensor wholly arrived, none of its
         # pages written since (every one IN_GPU, every byte 0) leaves them 0 without a pass,
         # and nothing to give back (their memory was mapped for reading only, `_map_read`);
-        # any other hint but one that has nothing to do reads them: written out first
+        # any other hint but one that has nothing to do reads them: written out first (a
+        # prefetch of the tensor none of whose pages left: those not arrived are in transfer)
         whole = tt[_u(T), TT_LZ] == 1 and tt[_u(T), TT_LA] == p0 + n and tt[_u(T), TT_RES] == n
+        kept = tt[_u(T), TT_LD] == p0 and tt[_u(T), TT_RES] == tt[_u(T), TT_LA] - p0
         if to == NOT_PRESENT and whole:
             done = True
             if S[P_TRACE] != 0:
@@ -530,8 +507,10 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
             tt[_u(T), TT_RES] = 0
             queued = n
             S[S_LZ_FREE] += 1
-        elif not (to == IN_GPU and fr != IN_GPU_LEAST and tt[_u(T), TT_RES] == n):
-            _lz_fix(pstate, tt, S, T)
+        elif to == IN_GPU and fr != IN_GPU_LEAST and kept:
+            done = True  # (the page loop would queue none: each page resident or in transfer)
+        else:
+            _lz_fix(pstate, tt, S, T, True)
     if not done and S[P_BULK] != 0 and n > 0:
         # bulk: a tensor whose pages are all in one place pushes one run (or none), as the
         # page loops below would
@@ -558,6 +537,7 @@ def _apply_hint(h, t, ht, tt, pstate, lru, qb, S, ev):
                             # pages arrive, and then for IN_GPU: `_lz_state`)
                             tt[_u(T), TT_LZ] = 1
                             tt[_u(T), TT_LA] = p0
+                            tt[_u(T), TT_LD] = p0
                         else:
                             # (every state 0: written, not read)
                             pstate[p0 : p0 + n] = F_TRANSFER
@@ -666,7 +646,7 @@ def _fault_scan(T, is_input, t, tt, pstate, qb, S, ev, trace, k, it):
     if tt[_u(T), TT_RES] == n:
         return 0  # all resident and not in transfer: nothing to do
     if tt[_u(T), TT_LZ] != 0:
-        _lz_fix(pstate, tt, S, T)  # (lazy states written out: the scan reads and flags them)
+        _lz_fix(pstate, tt, S, T, True)  # (lazy states written out: the scan reads and flags them)
     o = 0 if is_input else 3
     z = tt[_u(T), TT_Z] != 0
     u = np.int64(-1)

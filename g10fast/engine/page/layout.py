@@ -39,8 +39,9 @@ State layout (few packed arrays, so that the hot functions take few arguments):
   them all 0, cleared before a hint or a fault scan writes any of them (only those write the
   states of pages that are not present and not in transfer), so that the hints and fault
   scans of a tensor just freed or never used take its state without reading it; `TT_LZ`
-  and `TT_LA`: a tensor whose states are lazy (P_LAZY), its bytes 0 standing for
-  F_TRANSFER from page TT_LA on and for IN_GPU below it (`helpers._lz_state`).
+  `TT_LA` and `TT_LD`: a tensor whose states are lazy (P_LAZY), its bytes 0 standing for
+  F_TRANSFER from page TT_LA on, for IN_GPU below it and for NOT_PRESENT below TT_LD
+  (`helpers._lz_state`).
 * `srt[2, n+1] int64`: first pages of the non-empty tensors in ascending order (with the
   page count as a sentinel) and the tensor ids, for page -> tensor lookups; the positions
   of the last lookups are cached in S.
@@ -110,8 +111,9 @@ TT_Z = 10          # 1: every state of its pages is 0, known without reading the
 TT_LZ = 11         # P_LAZY: 0, or its states are lazy (`_lz_state`): 1, and 2 once a page of it
                    # that left the GPU came back (its byte written)
 TT_LA = 12         # P_LAZY, lazy states: a page whose state byte is 0 is IN_GPU below this
-                   # page and in transfer (F_TRANSFER, queued to be allocated) from it
-TT_COLS = 13
+                   # page and in transfer (F_TRANSFER, queued to be allocated) from it,
+TT_LD = 13         # and NOT_PRESENT below this one (dropped, DeepUM: TT_LD <= TT_LA)
+TT_COLS = 14
 
 # ---- kernel table columns kt[K + 1, ...] (int64) ----
 KT_IN = 0          # kernel k's tensors in kidx: inputs kidx[kt[k, 0]:kt[k, 1]], then the
@@ -272,7 +274,7 @@ S_X_CUR = 234  # DeepUM on extents: the record of the cursor's page (a hint: che
 S_X_BUMP = 235  # the first extent record never used (those from it on are free, unlinked)
 P_RULE = 236  # 1: the eviction rule is not a built-in one (g10fast.engine.page.rules): every
 # page takes the general path, and the bulk paths are off
-P_LAZY = 237  # 1: lazy states (TT_LZ; the LRU policies on the extent LRU, bulk engine)
+P_LAZY = 237  # 1: lazy states (TT_LZ; the bulk engine on the extent LRU)
 S_LZ_FIX = 238  # lazy tensors whose states were written out (`_lz_fix`, a statistic)
 S_DROP = 239  # runs of dropped pages whose states' memory is yet to be given back
 # (`_drop_release`): run j is pages S[S_DROP + 2 j] .. S[S_DROP + 2 j + 1] - 1, empty when
@@ -312,7 +314,8 @@ N_ES = 4 * NQ + 16
 S_ES_COUNT = S_ES + N_ES - 1  # busy ticks ended in closed form so (a statistic)
 S_LZ_FREE = S_ES + N_ES  # lazy tensors freed without a pass over their states (a statistic)
 S_LZ_BACK = S_LZ_FREE + 1  # arrivals of lazy tensors' pages that had left (TT_LZ 2; a statistic)
-NS = S_LZ_BACK + 1
+S_LZ_DROP = S_LZ_BACK + 1  # runs of lazy tensors' pages dropped without a write (a statistic)
+NS = S_LZ_DROP + 1
 STALE_BUCKETS = 1 << 16
 
 # run statuses
