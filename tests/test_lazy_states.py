@@ -100,6 +100,43 @@ def test_x_arrive_counts_lazy_arrivals_in_order():
     assert _listed(lru, S) == [0, 1, 2, 4, 5, 6, 7, 8, 9, 3, 20, 21, 22]
 
 
+def _twin_canon(pstate, p, n, loc):
+    """`_rp_canon` in plain Python: how many of pages p, p+1, ... (at most n) lie at loc."""
+    j = 0
+    while j < n and int(pstate[p + j]) & pk.LOC_MASK == loc:
+        j += 1
+    return j
+
+
+def test_rp_canon_t_reads_no_queued_lazy_state():
+    """`_rp_canon_t` counts the pages at a place as a read of their states does (`_rp_canon`,
+    its plain twin), past the tensor's end into the next one's states too; of a lazy tensor
+    with no page come back (TT_LZ 1) it reads none of the queued pages' states (from TT_LA
+    on): a byte written there, which the engine never leaves, is not seen."""
+    rng = np.random.default_rng(3)
+    kinds = [0, pk.IN_SSD, pk.IN_CPU, pk.IN_GPU, pk.F_TRANSFER | pk.IN_CPU]
+    for _ in range(60):
+        tt, pstate, la, ld = _lazy_tensor(rng)
+        pstate[65:] = rng.choice(kinds, 15) if rng.random() < 0.5 else 0  # (the next tensor's)
+        for lazy in (0, 1, 2):
+            tt[0, pk.TT_LZ] = lazy
+            for _ in range(20):
+                p = int(rng.integers(5, 65))
+                n = int(rng.integers(1, 81 - p))
+                loc = int(rng.integers(0, 4))
+                want = _twin_canon(pstate, p, n, loc)
+                assert pk._rp_canon_t(pstate, tt, 0, p, n, loc) == want, (lazy, p, n, loc)
+    tt, pstate, la, ld = _lazy_tensor(np.random.default_rng(4), n=60)
+    pstate[5:65] = 0
+    tt[0, pk.TT_LA], tt[0, pk.TT_LD] = la, _ = 30, 5
+    pstate[40] = pk.IN_CPU  # (never so in a run: a queued page's byte of a lazy tensor)
+    assert _twin_canon(pstate, la, 30, 0) == 10
+    assert pk._rp_canon_t(pstate, tt, 0, la, 30, 0) == 30
+    assert pk._rp_canon_t(pstate, tt, 0, la, 30, pk.IN_CPU) == 0
+    tt[0, pk.TT_LZ] = 2  # (a page came back: read)
+    assert pk._rp_canon_t(pstate, tt, 0, la, 30, 0) == 10
+
+
 def test_checker_finds_a_broken_lazy_state():
     tt = np.zeros((2, pk.TT_COLS), dtype=np.int64)
     tt[:, pk.TT_START] = [0, 10]

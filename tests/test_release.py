@@ -391,6 +391,27 @@ def _states(mib=8):
     return pstate, -pstate.ctypes.data % PS
 
 
+def test_unmap_zero_gives_back_the_zero_pages_mapped_for_reading():
+    """`_unmap_zero` (lazy states about to be written out): of the memory pages wholly within
+    the states given, those mapped for reading (the system's zero page) or holding zeros are
+    unmapped, a page holding a state that is not zero stays, and so do the pages the range
+    shares with its neighbours; every state reads as before."""
+    if page_mod._pagemap() < 0:
+        pytest.skip("no /proc/self/pagemap")
+    pstate, o = _states()
+    S = np.zeros(pk.NS, dtype=np.int64)
+    S[pk.P_RELEASE] = PS
+    A = o + 4 * PS
+    base = pstate.ctypes.data
+    assert sum(int(pstate[A + i * PS]) for i in range(8)) == 0  # (reads: the zero page mapped)
+    pstate[A + 3 * PS + 17] = pk.IN_CPU
+    assert _mapped(base + A, 8).all()
+    pk._unmap_zero(pstate, A + 100, 8 * PS - 200, S)  # (the first and last pages in part)
+    assert list(_mapped(base + A, 8)) == [True, False, False, True, False, False, False, True]
+    assert pstate[A + 3 * PS + 17] == pk.IN_CPU and int(pstate[A : A + 8 * PS].sum()) == pk.IN_CPU
+    assert S[pk.S_RELEASED] == 0  # (nothing of the states' memory is counted as given up)
+
+
 @needs_moves
 def test_reuse_moves_freed_memory_where_states_are_written_next():
     """A freed tensor's zeroed memory pages wait in the pool (still mapped, counted as given

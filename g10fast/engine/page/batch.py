@@ -15,7 +15,7 @@ from g10fast.engine.page.helpers import (
     _is_alive,
     _live,
     _q_push,
-    _rp_canon,
+    _rp_canon_t,
     _tensor_at,
     _tpos,
 )
@@ -82,7 +82,7 @@ from g10fast.engine.page.lru import (
     _xd_evict,
     _xd_victim,
 )
-from g10fast.engine.page.release import _drop_release, _populate
+from g10fast.engine.page.release import _drop_release, _populate, _unmap_zero
 from g10fast.engine.page.stages import _count_in, _count_out, _later_stages_idle, _lru_append
 from g10fast.locations import IN_CPU, IN_GPU, IN_SSD, NOT_KNOWN, NOT_PRESENT
 
@@ -538,10 +538,14 @@ def _lz_fix(pstate, tt, S, T, exact):
     """Write out the states of tensor T when they are lazy (TT_LZ): each page whose byte is 0
     takes the state it stands for (`_lz_state`: NOT_PRESENT below TT_LD, IN_GPU from it to
     TT_LA, F_TRANSFER from there), and the tensor's states are read and written as any from
-    then on. Their memory is mapped for writing first (`_populate`). With no page that came
-    back (TT_LZ 1) and every page from TT_LD to TT_LA resident, none of those left either:
-    their bytes are 0, two fills; that takes TT_RES exact (`exact`: at a kernel's start, not
-    inside a busy tick, whose loops keep the victims' change of it in a local)."""
+    then on. Their memory is mapped for writing first: the memory pages that hold zeros only
+    (mapped for reading, `_map_read`: the system's zero page) are unmapped (`_unmap_zero`) and
+    then filled from the pool or mapped (`_populate`); written where they were, each would
+    take a page fault and a cleared page (45 k faults in a SENet154-1024 G10 run, 17 % of its
+    engine's samples). With no page that came back (TT_LZ 1) and every page from TT_LD to
+    TT_LA resident, none of those left either: their bytes are 0, two fills; that takes
+    TT_RES exact (`exact`: at a kernel's start, not inside a busy tick, whose loops keep the
+    victims' change of it in a local)."""
     lz = tt[_u(T), TT_LZ]
     if lz == 0:
         return
@@ -550,6 +554,7 @@ def _lz_fix(pstate, tt, S, T, exact):
     la = tt[_u(T), TT_LA]
     ld = tt[_u(T), TT_LD]
     if S[P_RELEASE] != 0:
+        _unmap_zero(pstate, p0, end - p0, S)
         _populate(pstate, p0, end - p0, S)
     if exact and lz == 1 and tt[_u(T), TT_RES] == la - ld:
         pstate[ld:la] = IN_GPU
@@ -639,7 +644,7 @@ def _batch_move_x(
             hi = lru[_u(h * XW + X_HI)]
             if hi - lo < k:
                 k = hi - lo
-        j = _rp_canon(pstate, p + m, k, a_src)
+        j = _rp_canon_t(pstate, tt, a_T, p + m, k, a_src)
         if j == 0:
             break
         if b_ev:
@@ -754,7 +759,7 @@ def _batch_move_xd(
                 k = hi - lo
                 if k >= 2 and lru[_u(h * XW + X_NEXT)] < 0:
                     k -= 1
-        j = _rp_canon(pstate, p + m, k, a_src)
+        j = _rp_canon_t(pstate, tt, a_T, p + m, k, a_src)
         if j == 0:
             break
         if b_ev:
@@ -829,7 +834,7 @@ def _batch_move_x_traced(
             hi = lru[_u(h * XW + X_HI)]
             if hi - lo < k:
                 k = hi - lo
-        j = _rp_canon(pstate, p + m, k, a_src)
+        j = _rp_canon_t(pstate, tt, a_T, p + m, k, a_src)
         if j == 0:
             break
         more = True

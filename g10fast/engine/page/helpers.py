@@ -433,3 +433,18 @@ def _rp_canon(pstate, p, n, loc):
     """How many of pages p, p+1, ... (at most n) lie at loc, from the first on (`_same_bits`:
     the byte-wise loop it replaced was 15 % of a SENet154-1024 DeepUM+ run)."""
     return _same_bits(pstate, p, n, loc, LOC_MASK)
+
+
+@_kernel
+def _rp_canon_t(pstate, tt, T, p, n, loc):
+    """`_rp_canon` of pages p, p+1, ... of tensor T: where T's states are lazy with no page
+    come back (TT_LZ 1), its bytes from TT_LA on are 0 (queued, not arrived: nothing writes
+    them), so those pages lie at NOT_PRESENT (0) without a read of their states."""
+    if tt[_u(T), TT_LZ] == 1 and p >= tt[_u(T), TT_LA]:
+        if loc != 0:
+            return np.int64(0)
+        j = min(n, tt[_u(T), TT_START] + tt[_u(T), TT_NP] - p)
+        if j < n:
+            j += _same_bits(pstate, p + j, n - j, loc, LOC_MASK)
+        return j
+    return _same_bits(pstate, p, n, loc, LOC_MASK)

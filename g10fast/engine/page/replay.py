@@ -14,6 +14,7 @@ from g10fast.engine.page.helpers import (
     _NO_TICKS,
     _emit_merge,
     _rp_canon,
+    _rp_canon_t,
     _tensor_at,
     _tick_row,
 )
@@ -296,7 +297,7 @@ def _rp_applies(S, qb, pstate, lru, tt, srt, gpu_used, tc_a, G):
             S[S_RP_THI + q] = hi
             if rp + n > hi:
                 return False, tc_a
-        if _rp_canon(pstate, rp, n, S[S_RP_LOC + q]) < n:
+        if _rp_canon_t(pstate, tt, S[S_RP_T + q], rp, n, S[S_RP_LOC + q]) < n:
             return False, tc_a
         if q >= Q_PREEVICT_SSD:
             T = S[S_RP_T + q]
@@ -961,7 +962,7 @@ def _rp_batch(
             k = kk
         if k < 2:
             return none
-        kk = _rp_canon(pstate, rp, k * n, S[S_RP_LOC + q]) // n
+        kk = _rp_canon_t(pstate, tt, S[S_RP_T + q], rp, k * n, S[S_RP_LOC + q]) // n
         if kk < k:
             k = kk
         b = S_RP_PD + 4 * q
