@@ -424,19 +424,12 @@ def _map_read(pstate, p0, n, S):
 @_kernel
 def _unmap_zero(pstate, p0, n, S):
     """Unmap the memory pages wholly within the states of pages p0 .. p0 + n - 1 that hold
-    zeros only (MADV_DONTNEED), before lazy states are written out (`_lz_fix`): mapped for
+    zeros only (`_zero_back`), before lazy states are written out (`_lz_fix`): mapped for
     reading (`_map_read`), they hold the system's zero page, and each write would take a
     page fault and a cleared page; unmapped, `_populate` fills them from the pool."""
     ps = S[P_RELEASE]
     base = np.int64(pstate.ctypes.data)
     a = (base + p0 + ps - 1) // ps * ps
     b = (base + p0 + n) // ps * ps
-    z0 = -1
-    while a <= b:
-        if a < b and _same_bits(pstate, a - base, ps, 0, 255) == ps:
-            if z0 < 0:
-                z0 = a
-        elif z0 >= 0:
-            _madvise(np.uint64(z0), np.uint64(a - z0), MADV_DONTNEED)
-            z0 = -1
-        a += ps
+    if b > a:
+        _zero_back(pstate, a, b, S)
