@@ -445,6 +445,6 @@ def _rp_canon_t(pstate, tt, T, p, n, loc):
             return np.int64(0)
         j = min(n, tt[_u(T), TT_START] + tt[_u(T), TT_NP] - p)
         if j < n:
-            j += _same_bits(pstate, p + j, n - j, loc, LOC_MASK)
+            j += _rp_canon(pstate, p + j, n - j, loc)
         return j
-    return _same_bits(pstate, p, n, loc, LOC_MASK)
+    return _rp_canon(pstate, p, n, loc)
