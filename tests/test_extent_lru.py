@@ -289,3 +289,65 @@ def test_runs_growing_the_records_equal_the_reference(seed, policy, monkeypatch)
     assert np.array_equal(checked.kernels, ref.kernels)
     assert np.array_equal(checked.pcie, ref.pcie)
     assert (checked.gpu_used, checked.host_used) == (ref.gpu_used, ref.host_used)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_one_arrival_of_k_ticks_equals_k_arrivals(seed):
+    """A replayed batch with one arrival stage moves its k ticks' pages in one `_x_arrive`
+    (`_rp_arrivals`, `_rp_move`): from the same list, the same states, lazy or not, every
+    array ends as k arrivals of n pages one after another leave it, where `_rp_arrivals`
+    takes the call (not for a lazy tensor whose pages come back out of order)."""
+    rng = np.random.default_rng(100 + seed)
+    sizes = rng.integers(40, 90, size=4)
+    tt, S, lru, pstate = _state(sizes, 256)
+    for _ in range(int(rng.integers(0, 4))):  # some extents already listed
+        T = int(rng.integers(0, 4))
+        lo = int(tt[T, pk.TT_START])
+        pk._x_arrive(lru, S, tt, pstate, T, lo, 3, 0)
+        pstate[lo : lo + 3] = pk.IN_GPU
+    T = int(rng.integers(0, 4))
+    start = int(tt[T, pk.TT_START])
+    n, k = int(rng.integers(1, 6)), int(rng.integers(2, 7))
+    p = start + 5 if T == 0 or rng.random() < 0.5 else start + 3 + int(rng.integers(2, 10))
+    lazy = int(rng.integers(0, 3))  # 0 not lazy; 1, 2 lazy; its boundary at p or not
+    if lazy:
+        tt[T, pk.TT_LZ] = lazy
+        tt[T, pk.TT_LA] = p if rng.random() < 0.6 else p + n * int(rng.integers(1, k))
+    pstate[p : p + k * n] = pk.F_WAIT * int(rng.integers(0, 2))
+    S[pk.S_RP_MASK] = 1 << pk.Q_PREFETCH_SSD
+    S[pk.S_RP_N + pk.Q_PREFETCH_SSD] = n
+    S[pk.S_RP_T + pk.Q_PREFETCH_SSD] = T
+    qb = np.zeros((pk.NQ, 4, 2), dtype=np.int64)
+    qb[pk.Q_PREFETCH_SSD, 0] = (p, k * n + 1)
+    na, one = pk._rp_arrivals(S, tt, qb, 3, S[pk.S_RP_MASK])
+    in_order = not lazy or tt[T, pk.TT_LA] == p
+    assert na == 1 and one == (pk.Q_PREFETCH_SSD if in_order else -1)
+    if one < 0:
+        return
+    a = [x.copy() for x in (lru, S, tt, pstate)]
+    b = [x.copy() for x in (lru, S, tt, pstate)]
+    wa = pk._x_arrive(a[0], a[1], a[2], a[3], T, p, k * n, 7)
+    wb = 7
+    for j in range(k):
+        wb = pk._x_arrive(b[0], b[1], b[2], b[3], T, p + j * n, n, wb)
+    assert wa == wb
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_rp_arrivals_counts_the_stages_with_arrivals():
+    """`_rp_arrivals` against a plain twin: the template's stages whose queue is in the mask
+    with pages a tick, and the queue of the one when only one has (-1 otherwise)."""
+    rng = np.random.default_rng(5)
+    tt, S, lru, pstate = _state([50, 50], 8)
+    qb = np.zeros((pk.NQ, 4, 2), dtype=np.int64)
+    arrival_queues = [pk._STAGE_QUEUE[s] for s in range(pk._G_PF_SSD, pk._G_RS_SSD)]
+    for _ in range(200):
+        mask = int(rng.integers(0, 256))
+        for q in range(pk.NQ):
+            S[pk.S_RP_N + q] = int(rng.integers(0, 3))
+            S[pk.S_RP_T + q] = 0
+        have = [q for q in arrival_queues if (mask >> q) & 1 and S[pk.S_RP_N + q] != 0]
+        na, one = pk._rp_arrivals(S, tt, qb, 3, mask)
+        assert na == len(have)
+        assert one == (have[0] if len(have) == 1 else -1)

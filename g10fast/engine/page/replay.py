@@ -74,6 +74,7 @@ from g10fast.engine.page.layout import (
     S_XFER,
     S_X_HEAD,
     S_X_NFREE,
+    TT_LA,
     TT_LZ,
     TT_REQ,
     TT_RES,
@@ -750,6 +751,32 @@ def _rp_extent_room(S, lru, ev, k, nv, nseg):
 
 
 @_kernel
+def _rp_arrivals(S, tt, qb, qm, mask):
+    """How many of the template's stages have arrivals, and the queue of the one that has,
+    when only one has and its k ticks' pages would join the list as one run does
+    (`_x_arrive`: the tail extent grows by each tick's pages; a lazy tensor's pages only when
+    they arrive in order, from TT_LA on, else each tick's arrival is written on its own), else
+    -1. Most replayed batches of a SENet154-1024 G10 run only pre-evict (9.18 M of its 10.8 M
+    replayed ticks; 5.64 M of ResNet152-1280's 7.13 M), and their ticks went through the
+    arrival loop (a branch on the template's mask per stage and tick) for nothing: 42 % of
+    `_rp_ticks`'s samples."""
+    na = 0
+    one = -1
+    for stage in range(_G_PF_SSD, _G_RS_SSD):
+        q = _STAGE_QUEUE[stage]
+        if (mask >> q) & 1 and S[S_RP_N + q] != 0:
+            na += 1
+            one = q
+    if na == 1:
+        T = S[S_RP_T + one]
+        if tt[_u(T), TT_LZ] != 0 and qb[one, _u(S[S_QH + one] & qm), 0] != tt[_u(T), TT_LA]:
+            one = -1
+    else:
+        one = -1
+    return na, one
+
+
+@_kernel
 def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t, emit):
     """The pages of k ticks of the template (its program recorded) move, as k replays one
     after another would move them: the pre-evicted pages by their runs of one destination;
@@ -825,14 +852,24 @@ def _rp_move(S, qb, pstate, lru, tt, k, nv, vd, wait, ev, t, emit):
             tt[_u(T), TT_RES] -= res
     if nv > 0 and vd >= 0:
         _rp_take(lru, S, tt, pstate, k * nv, vd, ev, (t, ii, np.int64(nv)), emit)
-    unwritten = False
+    arrived = False
     if emit is not None:
         if vd == -2 and k >= 2:
             # (traced: the victims' rows by extent, before the ticks take them unwritten)
             _rp_victim_rows(S, lru, ev, t, k)
             wait = _rp_takes_unwritten(S, qb, pstate, lru, tt, k, wait, ev)
-            unwritten = True
-    if not unwritten:
+            arrived = True
+    if not arrived:
+        # (no stage with arrivals: nothing to do tick by tick; one, with its victims taken
+        # above: its k ticks' pages join the list in one call, `_rp_arrivals`)
+        na, one = _rp_arrivals(S, tt, qb, qm, mask)
+        if na == 0:
+            arrived = True
+        elif one >= 0 and vd != -2:
+            rp = qb[one, _u(S[S_QH + one] & qm), 0]
+            wait = _x_arrive(lru, S, tt, pstate, S[S_RP_T + one], rp, k * S[S_RP_N + one], wait)
+            arrived = True
+    if not arrived:
         for j in range(k):
             for stage in range(_G_PF_SSD, _G_RS_SSD):
                 q = _STAGE_QUEUE[stage]
